@@ -1,0 +1,216 @@
+"""`Archive`: the Python API every CLI command and MCP tool calls."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from refiners import PARSERS
+from refiners.embed import Embedder, EmbedderUnavailable, make_embedder
+from refiners.redact import redact
+from refiners.refine import REFINER, Summarizer
+from workspaces import (
+    Registry,
+    Workspace,
+    archive_home,
+    default_source_roots,
+    locked,
+    model_dir,
+    read_json,
+)
+
+from . import store
+from .ingest import Ingestor, IngestReport, Progress, Skip, embed_rows, turn_rows
+from .schema import REFINED, empty_refined
+
+WorkspaceArg = str | Workspace | Sequence[str] | None
+
+
+@dataclass
+class RefineReport:
+    sessions: int = 0
+    turns: int = 0
+    embedded: int = 0
+    skipped: list[Skip] = field(default_factory=list)
+    embed_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Stats:
+    workspaces: int
+    sessions: int
+    turns: int
+    raw_bytes: int
+    embedded: int
+    oldest: str | None
+    newest: str | None
+    by_status: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Archive:
+    """A multi-workspace archive of agent sessions under one home directory."""
+
+    def __init__(self, home: str | os.PathLike[str] | None = None,
+                 embedder: Embedder | str | None = "static",
+                 summarizer: Summarizer | None = None) -> None:
+        self.home = archive_home(home)
+        self.registry = Registry(self.home)
+        self._embedder_spec = embedder
+        self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) else None
+        self.summarizer = summarizer
+
+    # --- embedder (lazy: nothing heavy is imported until a vector is needed) ---------------
+    @property
+    def embedder(self) -> Embedder | None:
+        if self._embedder is None and isinstance(self._embedder_spec, str):
+            self._embedder = make_embedder(self._embedder_spec, model_dir())
+        return self._embedder
+
+    # --- workspaces ------------------------------------------------------------------------
+    def workspaces(self) -> list[Workspace]:
+        return self.registry.list()
+
+    def workspace(self, ref: str | None = None, cwd: str | None = None,
+                  roots: Iterable[str] = ()) -> Workspace:
+        """Resolve a workspace argument (path, id, id prefix or name), else the roots, else cwd."""
+        return self.registry.resolve(ref, cwd=cwd, roots=roots)
+
+    def link(self, path: str, into: str) -> Workspace:
+        return self.registry.link(path, into)
+
+    def _selected(self, workspace: WorkspaceArg) -> list[Workspace]:
+        """None or "all" -> every workspace; a string -> one; a list -> those listed."""
+        if workspace is None or workspace == "all":
+            return self.workspaces()
+        if isinstance(workspace, Workspace):
+            return [workspace]
+        if isinstance(workspace, str):
+            return [self.workspace(workspace)]
+        return [self.workspace(w) for w in workspace]
+
+    # --- ingest and refine -----------------------------------------------------------------
+    def ingest(self, *paths: str | os.PathLike[str], embed: bool = True,
+               progress: Progress | None = None) -> IngestReport:
+        """Archive and refine sessions under `paths` (default: both Kimi roots that exist)."""
+        roots = [Path(p) for p in paths] or [p for p in default_source_roots() if p.exists()]
+        ingestor = Ingestor(self.registry, self.embedder if embed else None, self.summarizer, progress)
+        return ingestor.ingest(roots)
+
+    def refine(self, workspace: WorkspaceArg = None, session: str | None = None,
+               since: datetime | None = None, force: bool = False, embed: bool = True,
+               progress: Progress | None = None) -> RefineReport:
+        """Batch-refine archived sessions from their raw logs.
+
+        A session is refined again when it has no refined file, an older refiner wrote it, or
+        `force`; turns are embedded when their content changed since the last embedding.
+        """
+        report = RefineReport()
+        plan = [(ws, sid, files) for ws in self._selected(workspace)
+                for sid, files in self._raw_files(ws).items() if session in (None, sid)]
+        if since is not None:
+            cutoff = since if since.tzinfo else since.replace(tzinfo=UTC)
+            plan = [p for p in plan if self._last_activity(p[0], p[1], p[2]) >= cutoff]
+        embedder = None
+        if embed:
+            try:
+                embedder = self.embedder
+            except EmbedderUnavailable as exc:
+                report.embed_error = str(exc)
+        for i, (ws, sid, files) in enumerate(plan):
+            with locked(ws.root):
+                current = store.read_refined(ws, sid)
+                stale = force or current.height == 0 or (current["refiner"] != REFINER).any()
+                rows = self._refine_session(ws, sid, files, report) if stale else current.to_dicts()
+                if stale and rows:
+                    store.merge_refined(ws, sid, rows, replace_all=True)
+                    report.turns += len(rows)
+                    report.sessions += 1
+                if embedder is not None and rows and not report.embed_error:
+                    try:
+                        report.embedded += embed_rows(ws, embedder, [(sid, rows)], force=force)
+                    except EmbedderUnavailable as exc:
+                        report.embed_error = str(exc)
+            if progress:
+                progress("refine", i + 1, len(plan))
+        return report
+
+    def _raw_files(self, ws: Workspace) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        state = read_json(ws.state_dir / "ingest.json", {}) or {}
+        out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for raw_rel, entry in sorted(state.get("files", {}).items()):
+            out.setdefault(entry["session"], []).append((raw_rel, entry))
+        return out
+
+    def _last_activity(self, ws: Workspace, sid: str, files: list[tuple[str, dict]]) -> datetime:
+        df = store.read_refined(ws, sid)
+        if df.height and df["started_at"].max() is not None:
+            return df["started_at"].max()
+        mtimes = [(ws.root / rel).stat().st_mtime for rel, _ in files if (ws.root / rel).exists()]
+        return datetime.fromtimestamp(max(mtimes, default=0), UTC)
+
+    def _refine_session(self, ws: Workspace, sid: str, files: list[tuple[str, dict[str, Any]]],
+                        report: RefineReport) -> list[dict[str, Any]]:
+        state = read_json(ws.state_dir / "ingest.json", {}) or {}
+        title = state.get("sessions", {}).get(sid, {}).get("title")
+        title = redact(title)[0] if title else None
+        own = {e["agent"] for _, e in files}
+        rows: list[dict[str, Any]] = []
+        for raw_rel, entry in files:
+            path = ws.root / raw_rel
+            if not path.exists():
+                report.skipped.append(Skip(raw_rel, "archived raw log is missing"))
+                continue
+            result = PARSERS[entry["source"]](path, stop=entry["archived"])
+            rows += turn_rows(ws.id, entry["source"], sid, entry["agent"], raw_rel, result.turns,
+                              own, self.summarizer)
+        for r in rows:
+            r["title"] = title
+        return rows
+
+    # --- frames ----------------------------------------------------------------------------
+    def turns(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
+        """Refined turns (one row per turn) across workspaces unless one is given."""
+        files = [str(p) for ws in self._selected(workspace)
+                 for p in sorted(ws.refined_dir.glob("*.parquet"))]
+        if not files:
+            return empty_refined().lazy()
+        return pl.scan_parquet(files).select(list(REFINED))
+
+    def sessions(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
+        """One row per session: title, span, turns, tokens, status counts."""
+        return (self.turns(workspace)
+                .group_by("workspace_id", "source", "session_id")
+                .agg(pl.col("title").first(), pl.col("started_at").min().alias("first_at"),
+                     pl.col("ended_at").max().alias("last_at"),
+                     (pl.col("agent") == "main").sum().alias("turns"),
+                     (pl.col("agent") != "main").sum().alias("subagent_turns"),
+                     pl.col("usage").struct.field("input").sum().alias("input_tokens"),
+                     pl.col("usage").struct.field("output").sum().alias("output_tokens"),
+                     (pl.col("status") == "open").any().alias("live"))
+                .sort("first_at", descending=True, nulls_last=True))
+
+    def stats(self, workspace: WorkspaceArg = None) -> Stats:
+        selected = self._selected(workspace)
+        df = self.turns(selected and [w.id for w in selected] or None).select(
+            "session_id", "started_at", "status").collect() if selected else empty_refined()
+        raw = sum(p.stat().st_size for ws in selected for p in ws.raw_dir.rglob("*") if p.is_file())
+        embedded = sum(pl.scan_parquet(str(p)).select(pl.len()).collect().item()
+                       for ws in selected for p in ws.embeddings_dir.glob("*.parquet"))
+        times = df["started_at"].drop_nulls()
+        return Stats(workspaces=len(selected), sessions=df["session_id"].n_unique(),
+                     turns=df.height, raw_bytes=raw, embedded=embedded,
+                     oldest=times.min().isoformat() if len(times) else None,
+                     newest=times.max().isoformat() if len(times) else None,
+                     by_status=dict(df["status"].value_counts().iter_rows()) if df.height else {})

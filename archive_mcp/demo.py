@@ -1,0 +1,44 @@
+"""`archive-mcp demo`: the whole pipeline on the bundled sample, in a throwaway home."""
+
+from __future__ import annotations
+
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import click
+
+from .archive import Archive
+from .output import table
+
+
+def sample_root() -> Path:
+    return Path(str(resources.files("archive_mcp") / "sample"))
+
+
+def run_demo(keep: str | None = None, embed: bool = True) -> Archive:
+    home = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="archive-mcp-demo-"))
+    archive = Archive(home)
+    sample = sample_root()
+    click.echo(f"# archive-mcp demo (archive home: {home})\n")
+    report = archive.ingest(sample / "kimi", sample / "kimi-code", embed=embed)
+    click.echo(f"Ingested {report.files} wire logs: {report.sessions} sessions, "
+               f"{report.turns_added} turns refined, {report.embedded} embedded.")
+    for s in report.skipped:
+        click.echo(f"  noted {Path(s.path).name}{f':{s.line}' if s.line else ''}: {s.reason}")
+    if report.embed_error:
+        click.echo(f"  embeddings skipped: {report.embed_error}")
+    click.echo("\n## Workspaces")
+    click.echo(table([{"id": w.id[:12], "name": w.name, "paths": ", ".join(w.paths)}
+                      for w in archive.workspaces()], ["id", "name", "paths"]))
+    click.echo("\n## Sessions")
+    click.echo(table(archive.sessions("all").collect().to_dicts(),
+                     ["source", "first_at", "turns", "title"], {"title": 60}))
+    click.echo("\n## Refined turns (summary, kinds)")
+    rows = archive.turns().sort("started_at").collect().to_dicts()
+    click.echo(table([{**r, "kinds": ",".join(r["kinds"]), "when": r["started_at"]} for r in rows],
+                     ["when", "agent", "turn", "status", "kinds", "summary"], {"summary": 90}))
+    stats = archive.stats()
+    click.echo(f"\n{stats.turns} turns in {stats.sessions} sessions across {stats.workspaces} "
+               f"workspaces, {stats.raw_bytes:,} raw bytes archived.")
+    return archive

@@ -1,0 +1,292 @@
+"""Ingest: copy raw logs into the archive by byte offset, then refine and embed new turns.
+
+The archived copy in `raw/` is the source of truth that byte ranges point into; it only ever
+grows by whole lines. Per raw file, `state/ingest.json` keeps the source's size, mtime and head
+hash (to spot an unchanged or rewritten source), the archived high-water mark, and where parsing
+resumes (the start of the turn that may still change).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from refiners import PARSERS, RefineContext, SessionSource, Turn, discover, refine_turn
+from refiners.embed import Embedder, EmbedderUnavailable
+from refiners.lines import complete_prefix
+from refiners.redact import redact
+from refiners.refine import Summarizer
+from refiners.text import shorten
+from workspaces import (
+    Registry,
+    Workspace,
+    atomic_write_bytes,
+    atomic_write_json,
+    locked,
+    read_json,
+    workspace_id,
+)
+
+from . import store
+
+HEAD = 4096
+CHUNK = 1 << 20
+EMBED_BATCH = 2048
+
+Progress = Callable[[str, int, int], None]  # (label, done, total)
+
+
+@dataclass
+class Skip:
+    path: str
+    reason: str
+    line: int | None = None
+
+
+@dataclass
+class IngestReport:
+    files: int = 0
+    files_changed: int = 0
+    bytes_archived: int = 0
+    sessions: int = 0
+    turns_added: int = 0
+    turns_updated: int = 0
+    embedded: int = 0
+    workspaces: list[str] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    unknown_types: dict[str, int] = field(default_factory=dict)
+    embed_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def embed_text(row: dict[str, Any]) -> str:
+    """What a turn is embedded as: its summary and the start of the request."""
+    return f"{row['summary']}\n{shorten(row['user_text'], 400)}"
+
+
+class Ingestor:
+    def __init__(self, registry: Registry, embedder: Embedder | None,
+                 summarizer: Summarizer | None = None, progress: Progress | None = None) -> None:
+        self.registry = registry
+        self.embedder = embedder
+        self.summarizer = summarizer
+        self.progress = progress or (lambda label, done, total: None)
+
+    # --- discovery -------------------------------------------------------------------------
+    def ingest(self, paths: Iterable[Path]) -> IngestReport:
+        report = IngestReport()
+        by_ws: dict[str, tuple[str | None, list[SessionSource]]] = {}
+        for path in paths:
+            found = discover(Path(path))
+            report.skipped += [Skip(p, r) for p, r in found.skipped]
+            for session in found.sessions:
+                ws_id, work_dir = self._identify(session)
+                by_ws.setdefault(ws_id, (work_dir, []))[1].append(session)
+        total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
+        done = 0
+        for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
+            ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
+            report.workspaces.append(ws.id)
+            with locked(ws.root):
+                state = read_json(ws.state_dir / "ingest.json", {}) or {}
+                state.setdefault("files", {})
+                state.setdefault("sessions", {})
+                pending: list[tuple[str, list[dict[str, Any]]]] = []
+                for session in sessions:
+                    rows = self._ingest_session(ws, session, state, report)
+                    done += len(session.files)
+                    self.progress("ingest", done, total)
+                    if rows:
+                        pending.append((session.session_id, rows))
+                atomic_write_json(ws.state_dir / "ingest.json", state)
+                self._embed(ws, pending, report)
+        return report
+
+    def _identify(self, session: SessionSource) -> tuple[str, str | None]:
+        """Workspace id and work dir: Python-Kimi buckets are already md5(work dir)."""
+        for wd in session.work_dirs:
+            if session.source == "kimi-code" or workspace_id(wd) == session.bucket:
+                return workspace_id(wd), wd
+        return session.bucket, None
+
+    # --- one session -----------------------------------------------------------------------
+    def _ingest_session(self, ws: Workspace, session: SessionSource, state: dict[str, Any],
+                        report: IngestReport) -> list[dict[str, Any]]:
+        prefix = f"raw/{session.source}/{store.session_file_stem(session.session_id)}"
+        for snap in session.snapshots:
+            self._snapshot(ws, snap.path, f"{prefix}/{snap.rel}", report)
+        meta = state["sessions"].setdefault(session.session_id, {"source": session.source})
+        if session.title:
+            meta["title"] = session.title
+        own_agents = {f.agent for f in session.files}
+        rows: list[dict[str, Any]] = []
+        for f in session.files:
+            raw_rel = f"{prefix}/{f.rel}"
+            entry = state["files"].setdefault(raw_rel, {
+                "source_path": str(f.path), "session": session.session_id, "agent": f.agent,
+                "source": session.source, "archived": 0, "parse_offset": 0, "parse_line": 1,
+                "next_index": 0, "protocol": None, "open_turn": None})
+            report.files += 1
+            try:
+                changed = self._archive(f.path, ws.root / raw_rel, entry, report)
+            except OSError as exc:
+                report.skipped.append(Skip(str(f.path), _os_reason(exc)))
+                continue
+            if changed:
+                report.files_changed += 1
+            if changed:
+                rows += self._parse(ws, session, f.agent, raw_rel, entry, own_agents, meta, report)
+        if rows:
+            report.sessions += 1
+            title = redact(meta["title"])[0] if meta.get("title") else None
+            for r in rows:
+                r["title"] = title
+            store.merge_refined(ws, session.session_id, rows)
+        return rows
+
+    def _archive(self, src: Path, dst: Path, entry: dict[str, Any], report: IngestReport) -> bool:
+        """Append the source's new whole lines to the archived copy; True when bytes were added."""
+        st = os.stat(src)
+        if st.st_size == entry.get("size") and st.st_mtime_ns == entry.get("mtime_ns"):
+            return False
+        archived = int(entry["archived"])
+        if dst.exists() and dst.stat().st_size > archived:  # a crash after append, before state
+            os.truncate(dst, archived)
+        with open(src, "rb") as fh:
+            if archived:
+                head = fh.read(int(entry["head_len"]))
+                if hashlib.sha1(head).hexdigest() != entry["head"] or st.st_size < archived:
+                    report.skipped.append(Skip(str(src), "source was rewritten or truncated since it "
+                                               "was archived; the archived copy is kept unchanged"))
+                    entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
+                    return False
+            end = complete_prefix(src, archived, st.st_size)
+            if end > archived:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                fh.seek(archived)
+                try:
+                    with open(dst, "ab") as out:
+                        left = end - archived
+                        while left:
+                            chunk = fh.read(min(CHUNK, left))
+                            if not chunk:
+                                raise OSError(f"{src} shrank while it was being archived")
+                            out.write(chunk)
+                            left -= len(chunk)
+                        out.flush()
+                        os.fsync(out.fileno())
+                except BaseException:
+                    if dst.exists():
+                        os.truncate(dst, archived)
+                    raise
+            if archived < HEAD and end > archived:
+                fh.seek(0)
+                head = fh.read(min(HEAD, end))
+                entry["head"], entry["head_len"] = hashlib.sha1(head).hexdigest(), len(head)
+        entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
+        if end < st.st_size:
+            report.skipped.append(Skip(str(src), "last line is incomplete (the session is still being "
+                                       "written); it is archived once it is complete"))
+        report.bytes_archived += end - archived
+        entry["archived"] = end
+        return end > archived
+
+    def _snapshot(self, ws: Workspace, src: Path, rel: str, report: IngestReport) -> None:
+        """Small whole-file copies (state.json, meta.json); rewritten atomically when changed."""
+        try:
+            data = src.read_bytes()
+        except OSError as exc:
+            report.skipped.append(Skip(str(src), _os_reason(exc)))
+            return
+        dst = ws.root / rel
+        if not dst.exists() or dst.read_bytes() != data:
+            atomic_write_bytes(dst, data)
+
+    def _parse(self, ws: Workspace, session: SessionSource, agent: str, raw_rel: str,
+               entry: dict[str, Any], own_agents: set[str], meta: dict[str, Any],
+               report: IngestReport) -> list[dict[str, Any]]:
+        parser = PARSERS[session.source]
+        result = parser(ws.root / raw_rel, start=entry["parse_offset"], first_line=entry["parse_line"],
+                        start_index=entry["next_index"], protocol=entry["protocol"],
+                        stop=entry["archived"])
+        for p in result.problems:
+            report.skipped.append(Skip(entry["source_path"], f"{p.kind}: {p.error}", p.line))
+        for kind, n in result.unknown_types.items():
+            report.unknown_types[kind] = report.unknown_types.get(kind, 0) + n
+        rows = turn_rows(ws.id, session.source, session.session_id, agent, raw_rel, result.turns,
+                         own_agents, self.summarizer)
+        was_open = entry.get("open_turn")
+        for r in rows:
+            if r["agent"] == agent and r["turn"] == was_open:
+                report.turns_updated += 1
+            else:
+                report.turns_added += 1
+        if agent == "main" and result.turns and "title" not in meta and result.turns[0].index == 0:
+            meta["title"] = shorten(result.turns[0].user_text, 60)
+        entry.update(parse_offset=result.resume_offset, parse_line=result.resume_line,
+                     next_index=result.resume_index, protocol=result.protocol_version,
+                     open_turn=next((t.index for t in result.turns if t.end == "open"), None))
+        return rows
+
+    # --- embeddings ------------------------------------------------------------------------
+    def _embed(self, ws: Workspace, pending: list[tuple[str, list[dict[str, Any]]]],
+               report: IngestReport) -> None:
+        if self.embedder is None or not pending or report.embed_error:
+            return
+        try:
+            report.embedded += embed_rows(ws, self.embedder, pending, self.progress)
+        except EmbedderUnavailable as exc:
+            report.embed_error = str(exc)
+
+
+def turn_rows(ws_id: str, source: str, session_id: str, agent: str, raw_rel: str,
+              turns: list[Turn], own_agents: set[str],
+              summarizer: Summarizer | None) -> list[dict[str, Any]]:
+    """Refined rows for parsed turns, plus subagent turns seen only inside the parent's log."""
+    ctx = RefineContext(ws_id, source, session_id, agent, raw_rel)
+    rows = [refine_turn(t, ctx, summarizer) for t in turns]
+    for t in turns:
+        for agent_id, run in t.subagents.items():
+            if agent_id in own_agents:
+                continue  # its own wire.jsonl is archived: never count it twice
+            sub_ctx = RefineContext(ws_id, source, session_id, agent_id, raw_rel)
+            rows += [refine_turn(st, sub_ctx, summarizer) for st in run.turns]
+    return rows
+
+
+def embed_rows(ws: Workspace, embedder: Embedder, pending: list[tuple[str, list[dict[str, Any]]]],
+               progress: Progress | None = None, force: bool = False) -> int:
+    """Embed rows whose content changed since they were last embedded; returns how many."""
+    todo: list[tuple[str, dict[str, Any]]] = []
+    for session_id, rows in pending:
+        have = {} if force else store.embedded_hashes(ws, session_id, embedder.name)
+        todo += [(session_id, r) for r in rows
+                 if have.get((r["agent"], r["turn"])) != r["content_hash"]]
+    done = 0
+    for i in range(0, len(todo), EMBED_BATCH):
+        batch = todo[i:i + EMBED_BATCH]
+        vectors = embedder.embed([embed_text(r) for _, r in batch])
+        by_session: dict[str, list[int]] = {}
+        for j, (sid, _) in enumerate(batch):
+            by_session.setdefault(sid, []).append(j)
+        for sid, idx in by_session.items():
+            keys = [(batch[j][1]["agent"], batch[j][1]["turn"], batch[j][1]["content_hash"]) for j in idx]
+            store.write_embeddings(ws, sid, embedder.name, keys, vectors[idx])
+        done += len(batch)
+        if progress:
+            progress("embed", done, len(todo))
+    return done
+
+
+def _os_reason(exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "source disappeared before it could be read; nothing archived from it this time"
+    if isinstance(exc, PermissionError):
+        return "permission denied; fix the file's permissions and ingest again"
+    return f"could not read: {exc}"

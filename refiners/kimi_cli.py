@@ -1,0 +1,274 @@
+"""Reader for the Python Kimi Code CLI (`~/.kimi`): `wire.jsonl` envelopes into `Turn`s.
+
+The turn grammar and every record type are in FORMATS.md §1. Only wire.jsonl is read for turns:
+context.jsonl is rewritten by compaction and holds only the model's current view.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .lines import LineReader
+from .model import ParseResult, Step, SubagentRun, ToolCall, Turn, parts_text
+from .sources import Discovery, SessionSource, SourceFile, load_json
+
+SOURCE = "kimi"
+LEGACY_PROTOCOL = "1.1"
+
+ALIASES = {"ApprovalRequestResolved": "ApprovalResponse"}
+KNOWN_TYPES = frozenset({
+    "TurnBegin", "TurnEnd", "StepBegin", "StepInterrupted", "StepRetry", "SteerInput",
+    "CompactionBegin", "CompactionEnd", "MCPLoadingBegin", "MCPLoadingEnd", "HookTriggered",
+    "HookResolved", "BtwBegin", "BtwEnd", "PlanDisplay", "Notification", "StatusUpdate",
+    "ContentPart", "ToolCall", "ToolCallPart", "ToolResult", "ApprovalRequest", "ApprovalResponse",
+    "QuestionRequest", "ToolCallRequest", "HookRequest", "SubagentEvent",
+})
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """"1.10" > "1.9": compare protocol versions numerically."""
+    out = []
+    for piece in str(version).split("."):
+        try:
+            out.append(int(piece))
+        except ValueError:
+            out.append(0)
+    return tuple(out)
+
+
+class TurnBuilder:
+    """Folds wire messages (type, payload) into turns; one per agent (subagents nest)."""
+
+    def __init__(self, start_index: int = 0, legacy: bool = False) -> None:
+        self.turns: list[Turn] = []
+        self.index = start_index
+        self.legacy = legacy
+        self.unknown: dict[str, int] = {}
+        self._reset(None)
+
+    def _reset(self, turn: Turn | None) -> None:
+        self.cur = turn
+        self.step: Step | None = None
+        self.calls: dict[str, ToolCall] = {}
+        self.last_call: ToolCall | None = None
+        self.approvals: dict[str, str] = {}
+        self.subs: dict[str, TurnBuilder] = {}
+
+    def feed(self, kind: str, p: dict[str, Any], ts: float | None, start: int, end: int) -> None:
+        kind = ALIASES.get(kind, kind)
+        if kind not in KNOWN_TYPES:
+            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+            return
+        if kind == "TurnBegin":
+            if self.cur is not None and self.cur.end == "open":
+                self.cur.end = "superseded"
+            text, media = parts_text(p.get("user_input"))
+            turn = Turn(index=self.index, started_at=ts, user_text=text, user_media=media,
+                        byte_start=start, legacy=self.legacy)
+            self.index += 1
+            self.turns.append(turn)
+            self._reset(turn)
+        cur = self.cur
+        if cur is None:  # records before the first turn (MCP loading, notifications)
+            return
+        cur.byte_end, cur.last_at = end, ts
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler:
+            handler(cur, p, ts, start, end)
+
+    # One method per record type that shapes a turn; the rest only extend its byte range.
+    def _on_TurnEnd(self, cur: Turn, p: dict, ts: float | None, *_: int) -> None:
+        cur.end, cur.ended_at = "ended", ts
+
+    def _on_StepBegin(self, cur: Turn, p: dict, *_: Any) -> None:
+        self.step = Step(n=int(p.get("n") or len(cur.steps) + 1))
+        cur.steps.append(self.step)
+        self.last_call = None
+
+    def _on_StepRetry(self, cur: Turn, p: dict, *_: Any) -> None:
+        if self.step is None:
+            return
+        for call in self.step.tool_calls:  # output of the failed attempt is discarded
+            self.calls.pop(call.id, None)
+        self.step.text = self.step.think = ""
+        self.step.tool_calls = []
+        self.step.retries += 1
+        self.last_call = None
+
+    def _on_StepInterrupted(self, cur: Turn, *_: Any) -> None:
+        if self.step is not None:
+            self.step.interrupted = True
+
+    def _on_CompactionBegin(self, cur: Turn, *_: Any) -> None:
+        cur.compactions += 1
+        if self.step is not None:
+            self.step.compacted = True
+
+    def _on_SteerInput(self, cur: Turn, p: dict, *_: Any) -> None:
+        cur.steer_inputs.append(parts_text(p.get("user_input"))[0])
+
+    def _on_ContentPart(self, cur: Turn, p: dict, *_: Any) -> None:
+        ptype = p.get("type")
+        if self.step is None:
+            if ptype == "text":
+                cur.synthetic_text += str(p.get("text") or "")
+        elif ptype == "text":
+            self.step.text += str(p.get("text") or "")
+        elif ptype == "think":
+            self.step.think += str(p.get("think") or "")
+
+    def _on_ToolCall(self, cur: Turn, p: dict, *_: Any) -> None:
+        if self.step is None:
+            self._on_StepBegin(cur, {"n": len(cur.steps) + 1})
+        fn = p.get("function") or {}
+        call = ToolCall(id=str(p.get("id") or ""), name=str(fn.get("name") or ""),
+                        arguments=str(fn.get("arguments") or ""))
+        assert self.step is not None
+        self.step.tool_calls.append(call)
+        self.calls[call.id] = call
+        self.last_call = call
+
+    def _on_ToolCallPart(self, cur: Turn, p: dict, *_: Any) -> None:
+        if self.last_call is not None:
+            self.last_call.arguments += str(p.get("arguments_part") or "")
+
+    def _on_ToolResult(self, cur: Turn, p: dict, *_: Any) -> None:
+        call = self.calls.get(str(p.get("tool_call_id")))
+        rv = p.get("return_value") or {}
+        if call is not None and isinstance(rv, dict):
+            call.result = {"is_error": bool(rv.get("is_error")), "message": rv.get("message") or "",
+                           "output": rv.get("output")}
+
+    def _on_ApprovalRequest(self, cur: Turn, p: dict, *_: Any) -> None:
+        self.approvals[str(p.get("id"))] = str(p.get("tool_call_id"))
+
+    def _on_ApprovalResponse(self, cur: Turn, p: dict, *_: Any) -> None:
+        call = self.calls.get(self.approvals.get(str(p.get("request_id")), ""))
+        if call is not None:
+            call.approval = p.get("response")
+
+    def _on_StatusUpdate(self, cur: Turn, p: dict, *_: Any) -> None:
+        usage = p.get("token_usage")
+        if isinstance(usage, dict):
+            for key in cur.usage:
+                cur.usage[key] += int(usage.get(key) or 0)
+
+    def _on_SubagentEvent(self, cur: Turn, p: dict, ts: float | None, start: int, end: int) -> None:
+        parent = p.get("parent_tool_call_id") or p.get("task_tool_call_id")
+        agent_id = str(p.get("agent_id") or parent or "subagent")
+        event = p.get("event") or {}
+        if not isinstance(event, dict):
+            return
+        builder = self.subs.setdefault(agent_id, TurnBuilder(legacy=self.legacy))
+        run = cur.subagents.setdefault(agent_id, SubagentRun(agent_id, p.get("subagent_type"), parent))
+        builder.feed(str(event.get("type")), event.get("payload") or {}, ts, start, end)
+        run.turns = builder.turns
+
+
+def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
+               protocol: str | None = None, stop: int | None = None) -> ParseResult:
+    """Parse a Python-Kimi wire.jsonl from byte `start` (a turn boundary) to `stop`."""
+    reader = LineReader(path, start=start, first_line=first_line, stop=stop)
+    version = protocol
+    builder: TurnBuilder | None = None
+    line_of_turn: dict[int, int] = {}
+    for rec in reader:
+        d = rec.data
+        if d.get("type") == "metadata" and "message" not in d:
+            version = str(d.get("protocol_version") or LEGACY_PROTOCOL)
+            continue
+        if builder is None:
+            version = version or LEGACY_PROTOCOL
+            builder = TurnBuilder(start_index, legacy=version_tuple(version) < (1, 2))
+        msg = d.get("message")
+        if not isinstance(msg, dict):
+            builder.unknown["<no message>"] = builder.unknown.get("<no message>", 0) + 1
+            continue
+        ts = d.get("timestamp")
+        ts = float(ts) if isinstance(ts, (int, float)) else None
+        payload = msg.get("payload")
+        n_before = len(builder.turns)
+        builder.feed(str(msg.get("type")), payload if isinstance(payload, dict) else {}, ts,
+                     rec.start, rec.end)
+        if len(builder.turns) > n_before:
+            line_of_turn[builder.turns[-1].index] = rec.line
+    turns = builder.turns if builder else []
+    result = ParseResult(protocol_version=version or LEGACY_PROTOCOL, turns=turns,
+                         problems=reader.problems, unknown_types=builder.unknown if builder else {},
+                         complete_offset=reader.complete_offset)
+    open_turn = next((t for t in turns if t.end == "open"), None)
+    if open_turn is not None:
+        result.resume_offset, result.resume_line = open_turn.byte_start, line_of_turn[open_turn.index]
+        result.resume_index = open_turn.index
+    else:
+        result.resume_offset, result.resume_line = reader.complete_offset, reader.next_line
+        result.resume_index = turns[-1].index + 1 if turns else start_index
+    if not turns:
+        result.resume_offset, result.resume_line = start, first_line
+    return result
+
+
+def _is_session_dir(d: Path) -> bool:
+    return (d / "wire.jsonl").is_file()
+
+
+def _session(session_dir: Path, work_dirs: list[str]) -> SessionSource:
+    state = load_json(session_dir / "state.json") or {}
+    files = [SourceFile("main", "wire.jsonl", session_dir / "wire.jsonl")]
+    snapshots = [SourceFile("main", "state.json", session_dir / "state.json")]
+    sub_root = session_dir / "subagents"
+    if sub_root.is_dir():
+        for sub in sorted(sub_root.iterdir()):
+            if (sub / "wire.jsonl").is_file():
+                files.append(SourceFile(sub.name, f"subagents/{sub.name}/wire.jsonl", sub / "wire.jsonl"))
+            if (sub / "meta.json").is_file():
+                snapshots.append(SourceFile(sub.name, f"subagents/{sub.name}/meta.json", sub / "meta.json"))
+    title = state.get("custom_title") if isinstance(state, dict) else None
+    return SessionSource(SOURCE, session_dir.name, session_dir.parent.name, work_dirs,
+                         title if isinstance(title, str) else None, session_dir, files,
+                         [s for s in snapshots if s.path.is_file()])
+
+
+def _work_dirs(share_dir: Path) -> list[str]:
+    meta = load_json(share_dir / "kimi.json")
+    dirs = meta.get("work_dirs") if isinstance(meta, dict) else None
+    return [str(d["path"]) for d in dirs or [] if isinstance(d, dict) and isinstance(d.get("path"), str)]
+
+
+def discover(path: Path) -> Discovery | None:
+    """Python-Kimi sessions under `path`, or None when `path` is not shaped like one."""
+    if _is_session_dir(path):  # one session dir: <share>/sessions/<bucket>/<uuid>
+        return Discovery([_session(path, _work_dirs(path.parent.parent.parent))])
+    if (path / "sessions").is_dir() and ((path / "kimi.json").is_file() or _has_buckets(path / "sessions")):
+        share, buckets = path, sorted((path / "sessions").iterdir())
+    elif _has_buckets(path):
+        share, buckets = path.parent, sorted(path.iterdir())
+    elif any(_is_session_dir(d) for d in _subdirs(path)):
+        share, buckets = path.parent.parent, [path]
+    else:
+        return None
+    work_dirs = _work_dirs(share)
+    found = Discovery()
+    for bucket in buckets:
+        if not bucket.is_dir():
+            continue
+        for d in sorted(bucket.iterdir()):
+            if d.is_dir() and _is_session_dir(d):
+                found.sessions.append(_session(d, work_dirs))
+            elif d.suffix == ".jsonl":
+                found.skipped.append((str(d), "pre-0.59 context-only session (no wire.jsonl); not archived"))
+            elif d.is_dir():
+                found.skipped.append((str(d), "no wire.jsonl: not a session"))
+    return found
+
+
+def _subdirs(path: Path) -> list[Path]:
+    try:
+        return [d for d in path.iterdir() if d.is_dir()]
+    except OSError:
+        return []
+
+
+def _has_buckets(path: Path) -> bool:
+    return any(_is_session_dir(s) for b in _subdirs(path) for s in _subdirs(b))

@@ -1,0 +1,241 @@
+"""Reader for the TypeScript Kimi Code app (`~/.kimi-code`): flat dotted records into `Turn`s.
+
+Record families are in FORMATS.md §2. Usage is summed from `step.end` (not `usage.record`,
+which repeats it). Turn ids count `turn.prompt` records per agent from 0.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .lines import LineReader
+from .model import ParseResult, Step, ToolCall, Turn, parts_text
+from .sources import Discovery, SessionSource, SourceFile, load_json
+
+SOURCE = "kimi-code"
+DEFAULT_PROTOCOL = "1.4"
+
+# Types that matter for turns, plus the bookkeeping ones we know and deliberately ignore.
+HANDLED = frozenset({
+    "turn.prompt", "turn.steer", "turn.cancel", "turn.ended", "context.append_loop_event",
+    "context.apply_compaction", "context.undo", "context.clear",
+})
+IGNORED_PREFIXES = (
+    "context.append_message", "usage.record", "llm.", "mcp.", "full_compaction.", "interaction.",
+    "permission.", "plan_mode.", "plan.", "profile.", "config.", "tools.", "task.", "goal.",
+    "cron.", "token_counting.", "swarm_mode.", "tower_mode.", "prompt.", "runtime.", "forked",
+)
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return parts_text(value.get("content"))[0]
+    return ""
+
+
+class CodeTurnBuilder:
+    def __init__(self, start_index: int = 0) -> None:
+        self.turns: list[Turn] = []
+        self.by_id: dict[int, Turn] = {}
+        self.index = start_index
+        self.cur: Turn | None = None
+        self.steps: dict[tuple[int, int], Step] = {}
+        self.calls: dict[str, ToolCall] = {}
+        self.unknown: dict[str, int] = {}
+
+    def feed(self, d: dict[str, Any], start: int, end: int) -> None:
+        kind = str(d.get("type"))
+        ts = d.get("time")
+        ts = float(ts) / 1000.0 if isinstance(ts, (int, float)) else None
+        if kind not in HANDLED:
+            if not kind.startswith(IGNORED_PREFIXES):
+                self.unknown[kind] = self.unknown.get(kind, 0) + 1
+            if self.cur is not None and self.cur.end == "open":
+                self.cur.byte_end, self.cur.last_at = end, ts
+            return
+        if kind == "turn.prompt":
+            if self.cur is not None and self.cur.end == "open":
+                self.cur.end = "superseded"
+            text, media = parts_text(d.get("input"))
+            origin = d.get("origin") if isinstance(d.get("origin"), dict) else {}
+            turn = Turn(index=self.index, started_at=ts, user_text=text, user_media=media,
+                        origin=str(origin.get("kind") or "user"), byte_start=start)
+            self.by_id[self.index] = turn
+            self.index += 1
+            self.turns.append(turn)
+            self.cur = turn
+        turn = self._turn_for(d)
+        if turn is None:
+            return
+        turn.byte_end, turn.last_at = max(turn.byte_end, end), ts
+        if kind == "turn.steer":
+            turn.steer_inputs.append(parts_text(d.get("input"))[0])
+        elif kind == "turn.ended":
+            turn.end, turn.ended_at = "ended", ts
+            turn.reason = str(d.get("reason") or "completed")
+        elif kind == "context.apply_compaction":
+            turn.compactions += 1
+        elif kind in ("context.undo", "context.clear"):
+            turn.synthetic_text += f"[{kind}]"
+        elif kind == "context.append_loop_event":
+            event = d.get("event")
+            if isinstance(event, dict):
+                self._loop_event(turn, event)
+
+    def _turn_for(self, d: dict[str, Any]) -> Turn | None:
+        tid = d.get("turnId")
+        if tid is None and isinstance(d.get("event"), dict):
+            tid = d["event"].get("turnId")
+        try:
+            return self.by_id.get(int(tid), self.cur) if tid is not None else self.cur
+        except (TypeError, ValueError):
+            return self.cur
+
+    def _step(self, turn: Turn, n: Any) -> Step:
+        key = (turn.index, int(n or 1))
+        step = self.steps.get(key)
+        if step is None:
+            step = self.steps[key] = Step(n=key[1])
+            turn.steps.append(step)
+        return step
+
+    def _loop_event(self, turn: Turn, ev: dict[str, Any]) -> None:
+        etype = ev.get("type")
+        if etype == "step.begin":
+            self._step(turn, ev.get("step"))
+        elif etype == "content.part":
+            step, part = self._step(turn, ev.get("step")), ev.get("part") or {}
+            if part.get("type") == "text":
+                step.text += str(part.get("text") or "")
+            elif part.get("type") == "think":
+                step.think += str(part.get("think") or "")
+        elif etype == "tool.call":
+            step = self._step(turn, ev.get("step"))
+            args = ev.get("args")
+            call = ToolCall(id=str(ev.get("toolCallId") or ev.get("uuid") or ""),
+                            name=str(ev.get("name") or ""),
+                            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
+            step.tool_calls.append(call)
+            self.calls[call.id] = call
+            if ev.get("uuid"):
+                self.calls[str(ev["uuid"])] = call
+        elif etype == "tool.result":
+            call = self.calls.get(str(ev.get("toolCallId"))) or self.calls.get(str(ev.get("parentUuid")))
+            res = ev.get("result") or {}
+            if call is not None and isinstance(res, dict):
+                call.result = {"is_error": bool(res.get("isError")), "message": res.get("note") or "",
+                               "output": res.get("output")}
+        elif etype == "step.end":
+            step = self._step(turn, ev.get("step"))
+            if ev.get("finishReason") in ("interrupted", "error"):
+                step.interrupted = True
+            usage = ev.get("usage")
+            if isinstance(usage, dict):
+                for ours, theirs in (("input_other", "inputOther"), ("output", "output"),
+                                     ("input_cache_read", "inputCacheRead"),
+                                     ("input_cache_creation", "inputCacheCreation")):
+                    turn.usage[ours] += int(usage.get(theirs) or 0)
+
+
+def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
+               protocol: str | None = None, stop: int | None = None) -> ParseResult:
+    """Parse a TypeScript-Kimi agent wire.jsonl from byte `start` (a turn boundary) to `stop`."""
+    reader = LineReader(path, start=start, first_line=first_line, stop=stop)
+    version = protocol
+    builder = CodeTurnBuilder(start_index)
+    line_of_turn: dict[int, int] = {}
+    for rec in reader:
+        d = rec.data
+        if d.get("type") == "metadata":
+            version = str(d.get("protocol_version") or DEFAULT_PROTOCOL)
+            continue
+        n_before = len(builder.turns)
+        builder.feed(d, rec.start, rec.end)
+        if len(builder.turns) > n_before:
+            line_of_turn[builder.turns[-1].index] = rec.line
+    turns = builder.turns
+    result = ParseResult(protocol_version=version or DEFAULT_PROTOCOL, turns=turns,
+                         problems=reader.problems, unknown_types=builder.unknown,
+                         complete_offset=reader.complete_offset)
+    open_turn = next((t for t in turns if t.end == "open"), None)
+    if open_turn is not None:
+        result.resume_offset, result.resume_line = open_turn.byte_start, line_of_turn[open_turn.index]
+        result.resume_index = open_turn.index
+    elif turns:
+        result.resume_offset, result.resume_line = reader.complete_offset, reader.next_line
+        result.resume_index = turns[-1].index + 1
+    else:
+        result.resume_offset, result.resume_line, result.resume_index = start, first_line, start_index
+    return result
+
+
+def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:
+    state = load_json(session_dir / "state.json")
+    state = state if isinstance(state, dict) else {}
+    work_dir = state.get("workDir") or index.get(session_dir.name)
+    files = []
+    agents_dir = session_dir / "agents"
+    for agent in sorted(_subdirs(agents_dir), key=lambda d: (d.name != "main", d.name)):
+        if (agent / "wire.jsonl").is_file():
+            files.append(SourceFile(agent.name, f"agents/{agent.name}/wire.jsonl", agent / "wire.jsonl"))
+    snapshots = [SourceFile("main", "state.json", session_dir / "state.json")]
+    title = state.get("title")
+    return SessionSource(SOURCE, session_dir.name, session_dir.parent.name,
+                         [work_dir] if isinstance(work_dir, str) else [],
+                         title if isinstance(title, str) else None, session_dir, files,
+                         [s for s in snapshots if s.path.is_file()])
+
+
+def _index(home: Path) -> dict[str, str]:
+    """session id -> work dir, from `session_index.jsonl`."""
+    out: dict[str, str] = {}
+    try:
+        lines = (home / "session_index.jsonl").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("sessionId"), str) and isinstance(rec.get("workDir"), str):
+            out[rec["sessionId"]] = rec["workDir"]
+    return out
+
+
+def _subdirs(path: Path) -> list[Path]:
+    try:
+        return [d for d in path.iterdir() if d.is_dir()]
+    except OSError:
+        return []
+
+
+def _is_session_dir(d: Path) -> bool:
+    return d.name.startswith("session_") and (d / "agents").is_dir()
+
+
+def discover(path: Path) -> Discovery | None:
+    """TypeScript-Kimi sessions under `path`, or None when `path` is not shaped like one."""
+    if _is_session_dir(path):
+        return Discovery([_session(path, _index(path.parent.parent.parent))])
+    if (path / "sessions").is_dir() and any(b.name.startswith("wd_") for b in _subdirs(path / "sessions")):
+        home, buckets = path, _subdirs(path / "sessions")
+    elif any(b.name.startswith("wd_") for b in _subdirs(path)):
+        home, buckets = path.parent, _subdirs(path)
+    elif path.name.startswith("wd_"):
+        home, buckets = path.parent.parent, [path]
+    else:
+        return None
+    index = _index(home)
+    found = Discovery()
+    for bucket in sorted(buckets):
+        for d in sorted(_subdirs(bucket)):
+            if _is_session_dir(d):
+                found.sessions.append(_session(d, index))
+            else:
+                found.skipped.append((str(d), "no agents/ folder: not a Kimi Code session"))
+    return found

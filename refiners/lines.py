@@ -1,0 +1,113 @@
+"""Read a JSONL log from a byte offset: records with their byte ranges, problems reported."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .model import Problem
+
+
+@dataclass
+class Record:
+    line: int  # 1-based line number in the file
+    start: int  # byte offset of the line
+    end: int  # byte offset just past the line (and its newline)
+    data: dict[str, Any]
+
+
+@dataclass
+class LineReader:
+    """Iterate the records of `path` from `start`; never raises on content.
+
+    A last line with no newline that does not parse is a live file's unfinished tail: it is
+    reported as `truncated_tail` and left for the next read (`complete_offset` stops before it).
+    """
+
+    path: Path
+    start: int = 0
+    first_line: int = 1
+    stop: int | None = None  # read no further than this byte offset
+    problems: list[Problem] = field(default_factory=list)
+    complete_offset: int = 0
+    next_line: int = 1  # the line number at `complete_offset`
+
+    def __iter__(self) -> Iterator[Record]:
+        pos = self.complete_offset = self.start
+        no = self.next_line = self.first_line
+        with open(self.path, "rb") as fh:
+            fh.seek(self.start)
+            for raw in fh:
+                if self.stop is not None and pos >= self.stop:
+                    break
+                end = pos + len(raw)
+                complete = raw.endswith(b"\n")
+                data = self._decode(raw, no, complete)
+                if data is _TAIL:
+                    break
+                self.complete_offset, self.next_line = end, no + 1
+                if data is not None:
+                    yield Record(no, pos, end, data)
+                pos = end
+                no += 1
+
+    def _decode(self, raw: bytes, no: int, complete: bool) -> Any:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.problems.append(Problem(no, "invalid_utf8", str(exc)))
+            text = raw.decode("utf-8", errors="replace")
+        if not text.strip():
+            return None
+        try:
+            data = json.loads(text, strict=False)
+        except ValueError as exc:
+            if not complete:
+                self.problems.append(Problem(no, "truncated_tail", str(exc)))
+                return _TAIL
+            self.problems.append(Problem(no, "malformed", str(exc)))
+            return None
+        if not isinstance(data, dict):
+            self.problems.append(Problem(no, "malformed", f"expected a JSON object, got {type(data).__name__}"))
+            return None
+        return data
+
+
+_TAIL = object()
+
+
+def complete_prefix(path: Path, start: int, size: int) -> int:
+    """The largest offset <= `size` such that bytes [start, offset) are whole lines.
+
+    A last line without a newline counts as whole when it parses (a finished file with no
+    trailing newline); otherwise it is a live write in progress and is left out.
+    """
+    if size <= start:
+        return start
+    with open(path, "rb") as fh:
+        # Scan back for the last newline in blocks; lines can be many MB.
+        block = 1 << 16
+        end = size
+        while end > start:
+            begin = max(start, end - block)
+            fh.seek(begin)
+            chunk = fh.read(end - begin)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                last_nl = begin + nl + 1
+                break
+            end = begin
+        else:
+            last_nl = start
+        if last_nl == size:
+            return size
+        fh.seek(last_nl)
+        tail = fh.read(size - last_nl)
+    try:
+        json.loads(tail.decode("utf-8", errors="replace"), strict=False)
+    except ValueError:
+        return last_nl
+    return size

@@ -1,0 +1,203 @@
+"""The source-independent shape every reader produces: a `Turn` made of `Step`s and `ToolCall`s."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+USAGE_KEYS = ("input_other", "output", "input_cache_read", "input_cache_creation")
+
+
+def empty_usage() -> dict[str, int]:
+    return dict.fromkeys(USAGE_KEYS, 0)
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str = ""
+    result: dict[str, Any] | None = None  # {"is_error", "message", "output"}
+    approval: str | None = None
+
+    @property
+    def args(self) -> dict[str, Any]:
+        """Parsed arguments; `{}` when they are cut off or not an object."""
+        try:
+            value = json.loads(self.arguments) if self.arguments else {}
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def arguments_valid_json(self) -> bool:
+        try:
+            json.loads(self.arguments)
+        except ValueError:
+            return False
+        return True
+
+    @property
+    def status(self) -> str:
+        if self.result is None:
+            return "no_result"
+        if self.approval == "reject":
+            return "rejected"
+        return "error" if self.result.get("is_error") else "ok"
+
+    @property
+    def output_text(self) -> str:
+        return output_to_text(self.result.get("output")) if self.result else ""
+
+
+@dataclass
+class Step:
+    n: int
+    retries: int = 0
+    interrupted: bool = False
+    compacted: bool = False
+    text: str = ""
+    think: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass
+class SubagentRun:
+    agent_id: str
+    subagent_type: str | None
+    parent_tool_call_id: str | None
+    turns: list[Turn] = field(default_factory=list)
+
+
+@dataclass
+class Turn:
+    index: int
+    started_at: float | None
+    user_text: str = ""
+    user_media: list[dict[str, Any]] = field(default_factory=list)
+    origin: str = "user"
+    ended_at: float | None = None
+    last_at: float | None = None
+    end: str = "open"  # ended | open | superseded
+    reason: str | None = None  # the end reason a source states (completed, cancelled, failed, …)
+    steer_inputs: list[str] = field(default_factory=list)
+    compactions: int = 0
+    synthetic_text: str = ""
+    steps: list[Step] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=empty_usage)
+    subagents: dict[str, SubagentRun] = field(default_factory=dict)
+    byte_start: int = 0
+    byte_end: int = 0
+    legacy: bool = False  # a protocol that never writes an end marker
+
+    @property
+    def is_slash_command(self) -> bool:
+        return self.user_text.startswith("/")
+
+    @property
+    def assistant_text(self) -> str:
+        return "\n\n".join(s.text for s in self.steps if s.text)
+
+    @property
+    def final_text(self) -> str:
+        for step in reversed(self.steps):
+            if not step.tool_calls:
+                return step.text
+        return ""
+
+    @property
+    def thinking(self) -> str:
+        return "\n\n".join(s.think for s in self.steps if s.think)
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [c for s in self.steps for c in s.tool_calls]
+
+    @property
+    def status(self) -> str:
+        """completed | interrupted | cancelled | error | open."""
+        if self.reason:
+            return {"completed": "completed", "cancelled": "cancelled", "failed": "error",
+                    "blocked": "interrupted"}.get(self.reason, "completed")
+        if self.end == "open":
+            return "open"
+        if any(s.interrupted for s in self.steps):
+            return "error"
+        if self.end == "superseded":
+            return "completed" if self.legacy and self.final_text else "interrupted"
+        return "completed"
+
+
+def output_to_text(output: Any) -> str:
+    """A tool output (a string or a list of content parts) as text; media become placeholders."""
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        parts = []
+        for p in output:
+            if isinstance(p, dict):
+                if p.get("type") == "text":
+                    parts.append(str(p.get("text", "")))
+                else:
+                    parts.append(f"[{p.get('type', 'part')}]")
+            else:
+                parts.append(str(p))
+        return "\n".join(parts)
+    return json.dumps(output, ensure_ascii=False)
+
+
+def media_ref(part: dict[str, Any]) -> dict[str, Any]:
+    """A short description of an image/audio/video part; never the base64 payload itself."""
+    kind = part.get("type", "media")
+    key = {"image_url": "image_url", "audio_url": "audio_url", "video_url": "video_url"}.get(kind)
+    holder = part.get(key) or part.get(_camel(key or "")) or {}
+    url = str(holder.get("url", "")) if isinstance(holder, dict) else ""
+    return {"type": kind, "url_prefix": url[:40], "bytes_b64": len(url)}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.title() for w in rest)
+
+
+def parts_text(parts: Any) -> tuple[str, list[dict[str, Any]]]:
+    """User input (a string or content parts) as text plus media references."""
+    if isinstance(parts, str):
+        return parts, []
+    texts: list[str] = []
+    media: list[dict[str, Any]] = []
+    for p in parts or []:
+        if not isinstance(p, dict):
+            continue
+        if p.get("type") == "text":
+            texts.append(str(p.get("text", "")))
+        elif p.get("type") in ("image_url", "audio_url", "video_url"):
+            media.append(media_ref(p))
+    return "\n".join(texts), media
+
+
+@dataclass
+class Problem:
+    """A line a reader could not use. `truncated_tail` is a live file's unfinished last line."""
+
+    line: int
+    kind: str  # malformed | truncated_tail | invalid_utf8 | unknown_type
+    error: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "kind": self.kind, "error": self.error}
+
+
+@dataclass
+class ParseResult:
+    protocol_version: str
+    turns: list[Turn]
+    problems: list[Problem] = field(default_factory=list)
+    unknown_types: dict[str, int] = field(default_factory=dict)
+    complete_offset: int = 0  # bytes up to here hold only complete lines
+    resume_offset: int = 0  # start of the first turn that may still change
+    resume_line: int = 1
+    resume_index: int = 0

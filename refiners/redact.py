@@ -1,0 +1,45 @@
+"""Secret redaction for refined text: API keys, bearer tokens, passwords, private keys."""
+
+from __future__ import annotations
+
+import re
+
+_PATTERNS = [
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
+    re.compile(r"\b(?:sk|pk|rk)-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}"),
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"),
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/\-]{12,}=*"),
+]
+# Query parameters: `?token=…`, `&api_key=…`.
+_QUERY = re.compile(r"(?i)([?&](?:token|key|apikey|api_key|access_token)=)([^&\s'\"]{8,})")
+# `password = hunter2`, `API_KEY: "…"`, `"secret": "…"`: keep the name, drop the value.
+_ASSIGN = re.compile(
+    r"(?i)(\b[\w.\-]*(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token|"
+    r"private[_-]?key|client[_-]?secret)[\w.\-]*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{4,})")
+
+MASK = "[REDACTED]"
+
+
+def redact(text: str) -> tuple[str, int]:
+    """Return `text` with secrets replaced by `[REDACTED]`, and how many were replaced."""
+    if not text:
+        return text, 0
+    count = 0
+    for pattern in _PATTERNS:
+        text, n = pattern.subn(MASK, text)
+        count += n
+
+    def _assign(m: re.Match[str]) -> str:
+        nonlocal count
+        if m.group(2) == MASK or m.group(2).startswith("$"):
+            return m.group(0)  # already masked, or a variable reference, not a value
+        count += 1
+        return m.group(1) + MASK
+
+    text = _QUERY.sub(_assign, text)
+    text = _ASSIGN.sub(_assign, text)
+    return text, count

@@ -1,0 +1,236 @@
+"""Refine a `Turn` into one row: summary, keywords, kinds, files, tool calls, usage, redactions.
+
+Deterministic and extractive by default; any object with `summarize(turn) -> str` can replace
+the summarizer (an LLM through MCP sampling, say).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .model import ToolCall, Turn
+from .redact import redact
+from .text import STOPWORDS, first_sentence, is_cjk, shorten, words
+
+REFINER = "extractive@1"
+SUMMARY_MAX = 400
+TEXT_MAX = 20_000  # stored user/assistant text; the raw log holds the rest
+THINKING_MAX = 4_000
+RESULT_MAX = 200
+ARGS_MAX = 160
+
+EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
+              "edit_file", "replace"}
+READ_TOOLS = {"ReadFile", "Glob", "Grep", "Read", "LS", "read_file", "glob", "grep", "list_dir"}
+PATH_KEYS = ("path", "file", "file_path", "filePath", "filepath", "directory", "dir", "cwd", "notebook_path")
+_PATH_IN_TEXT = re.compile(r"(?<![\w/.])(/?(?:[\w.\-]+/)+[\w.\-]+\.[A-Za-z0-9]{1,8}|[\w\-]+\.(?:py|ts|tsx|js|jsx|rs|go|java|md|json|yaml|yml|toml|sql|sh|css|html|c|h|cpp|hpp))(?::\d+)?\b")
+
+KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("decision", re.compile(r"(?i)\b(decid(e|ed|ing)|decision|we(?:'ll| will) (go with|use|keep)|let'?s (go with|use|keep|switch)|chose|choose|settle[ds]? on|instead of|switch(ed)? to|prefer)\b|决定|采用|改用|选择|方案")),
+    ("reversal", re.compile(r"(?i)\b(revert(ed)?|roll(ed)? ?back|undo|go back to|switch(ed)? back|no longer|reverse[ds]?)\b|回滚|撤销|改回|恢复")),
+    ("fix", re.compile(r"(?i)\b(fix(e[sd])?|bug|broken|regression|crash(es|ed)?|fail(s|ed|ing|ure)?|error|traceback|exception)\b|修复|错误|失败|报错|问题")),
+    ("plan", re.compile(r"(?i)\b(plan|roadmap|next steps?|todo|step \d|first,|then we)\b|计划|步骤|接下来")),
+    ("test", re.compile(r"(?i)\b(tests?|pytest|vitest|jest|npm test|unit test|coverage)\b|测试")),
+    ("refactor", re.compile(r"(?i)\b(refactor(ed|ing)?|rename[ds]?|clean ?up|extract(ed)?)\b|重构")),
+    ("explain", re.compile(r"(?i)^(what|why|how|explain|describe)\b|是什么|为什么|怎么|解释")),
+]
+
+
+class Summarizer(Protocol):
+    def summarize(self, turn: Turn) -> str: ...
+
+
+class ExtractiveSummarizer:
+    """`Asked: … Did: … Outcome: …` from the turn's own sentences; no model, no network."""
+
+    def summarize(self, turn: Turn) -> str:
+        asked = first_sentence(turn.user_text, 140) or shorten(turn.user_text, 140)
+        calls = turn.tool_calls
+        did = describe_actions(calls)
+        outcome_src = turn.final_text or turn.assistant_text or turn.synthetic_text
+        outcome = _outcome(outcome_src)
+        if not outcome and calls:
+            last = calls[-1]
+            outcome = f"{last.name} {last.status}" if last.status != "ok" else ""
+        if turn.status not in ("completed",):
+            outcome = (outcome + f" [{turn.status}]").strip()
+        parts = [f"Asked: {asked}" if asked else "", f"Did: {did}" if did else "",
+                 f"Outcome: {outcome}" if outcome else ""]
+        return shorten(" ".join(p for p in parts if p), SUMMARY_MAX)
+
+
+def _outcome(text: str) -> str:
+    sents = [s for s in _sentences_of(text) if len(s) > 3]
+    if not sents:
+        return ""
+    return shorten(" ".join(sents[:2]), 180)
+
+
+def _sentences_of(text: str) -> list[str]:
+    from .text import sentences
+    return sentences(text)
+
+
+def describe_actions(calls: list[ToolCall]) -> str:
+    if not calls:
+        return ""
+    counts = Counter(c.name for c in calls)
+    tools = ", ".join(f"{n}×{k}" if k > 1 else n for n, k in counts.most_common(4))
+    edited = _ordered(p for c in calls if c.name in EDIT_TOOLS for p in call_paths(c))
+    failed = sum(1 for c in calls if c.status in ("error", "rejected"))
+    bits = [tools]
+    if edited:
+        bits.append("edited " + ", ".join(edited[:3]) + (f" +{len(edited) - 3}" if len(edited) > 3 else ""))
+    else:
+        cmds = [shorten(str(c.args.get("command", "")), 60) for c in calls if c.args.get("command")]
+        if cmds:
+            bits.append("ran `" + cmds[0] + "`")
+    if failed:
+        bits.append(f"{failed} failed")
+    return "; ".join(bits)
+
+
+def _ordered(items: Any) -> list[str]:
+    seen: dict[str, None] = {}
+    for i in items:
+        seen.setdefault(i, None)
+    return list(seen)
+
+
+def call_paths(call: ToolCall) -> list[str]:
+    args = call.args
+    out = [str(args[k]) for k in PATH_KEYS if isinstance(args.get(k), str) and args.get(k)]
+    edits = args.get("edits") if isinstance(args.get("edits"), list) else []
+    out += [str(e["path"]) for e in edits if isinstance(e, dict) and isinstance(e.get("path"), str)]
+    return out
+
+
+def args_summary(call: ToolCall) -> str:
+    args = call.args
+    if not args:
+        return shorten(call.arguments, ARGS_MAX)
+    keys = [k for k in ("command", "path", "pattern", "query", "url", "description", "file_path") if k in args]
+    if not keys:
+        keys = list(args)[:2]
+    return shorten(", ".join(f"{k}={shorten(str(args[k]), 100)}" for k in keys[:3]), ARGS_MAX)
+
+
+def files_of(turn: Turn) -> list[str]:
+    found = [p for c in turn.tool_calls for p in call_paths(c)]
+    found += [m.group(1) for m in _PATH_IN_TEXT.finditer(turn.user_text)]
+    found += [m.group(1) for m in _PATH_IN_TEXT.finditer(turn.final_text or turn.assistant_text)]
+    return _ordered(found)[:30]
+
+
+def kinds_of(turn: Turn) -> list[str]:
+    text = f"{turn.user_text}\n{turn.final_text or turn.assistant_text}"
+    kinds = [name for name, pattern in KIND_RULES if pattern.search(text)]
+    user = turn.user_text.strip()
+    if any(line.rstrip().endswith(("?", "？", "吗")) for line in user.splitlines()) or (kinds and kinds[-1] == "explain"):
+        kinds.append("question")
+    if any(c.name in EDIT_TOOLS for c in turn.tool_calls):
+        kinds.append("change")
+    elif turn.tool_calls and all(c.name in READ_TOOLS for c in turn.tool_calls):
+        kinds.append("explore")
+    if turn.is_slash_command:
+        kinds.append("command")
+    if turn.status in ("error", "interrupted", "cancelled"):
+        kinds.append(turn.status)
+    return _ordered(k for k in kinds if k != "explain")
+
+
+def keywords_of(text: str, limit: int = 12) -> list[str]:
+    """Distinctive words of one turn: identifiers and paths first, stopwords out, CJK kept."""
+    counts: Counter[str] = Counter()
+    for w in words(text):
+        low = w.lower()
+        if low in STOPWORDS or len(low) < 3 and not is_cjk(w) or low.isdigit():
+            continue
+        weight = 2 if any(ch in w for ch in "_./") or (w != low and w[1:] != w[1:].lower()) else 1
+        if is_cjk(w):
+            if len(w) > 8:  # a CJK run without spaces is a phrase; keep its first words
+                w = w[:8]
+            weight = 1
+        counts[w if weight == 2 or is_cjk(w) else low] += weight
+    return [w for w, _ in counts.most_common(limit)]
+
+
+def content_hash(turn: Turn) -> str:
+    h = hashlib.sha1()
+    for piece in (turn.user_text, turn.assistant_text, turn.synthetic_text, turn.status,
+                  json.dumps([(c.name, c.arguments, c.status) for c in turn.tool_calls])):
+        h.update(piece.encode("utf-8", "replace"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+@dataclass
+class RefineContext:
+    workspace_id: str
+    source: str
+    session_id: str
+    agent: str
+    raw_file: str  # archive-relative path of the raw log the byte range points into
+
+
+def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = None) -> dict[str, Any]:
+    """One refined row (DESIGN.md schema) for `turn`. Every text field is redacted."""
+    summarizer = summarizer or ExtractiveSummarizer()
+    redactions = 0
+
+    def clean(text: str, limit: int, count: bool = True) -> str:
+        nonlocal redactions
+        text, n = redact(text)
+        if count:  # derived fields (summary, keywords) repeat secrets already counted
+            redactions += n
+        if len(text) > limit:
+            text = text[:limit] + f"\n[… {len(text) - limit} more chars in the raw log]"
+        return text
+
+    user = clean(turn.user_text + "".join(f"\n[steer] {s}" for s in turn.steer_inputs), TEXT_MAX)
+    assistant = clean(turn.assistant_text or turn.synthetic_text, TEXT_MAX)
+    calls = [{"name": c.name, "args_summary": clean(args_summary(c), ARGS_MAX), "status": c.status,
+              "result_summary": clean(shorten(_result_line(c), RESULT_MAX), RESULT_MAX)}
+             for c in turn.tool_calls]
+    summary = clean(summarizer.summarize(turn), SUMMARY_MAX, count=False)[:SUMMARY_MAX]
+    final = clean(turn.final_text, TEXT_MAX, count=False) if turn.final_text else assistant
+    started = turn.started_at
+    ended = turn.ended_at if turn.ended_at is not None else turn.last_at
+    return {
+        "workspace_id": ctx.workspace_id, "source": ctx.source, "session_id": ctx.session_id,
+        "agent": ctx.agent, "turn": turn.index,
+        "started_at": _us(started), "ended_at": _us(ended), "status": turn.status,
+        "origin": turn.origin,
+        "user_text": user, "assistant_text": assistant,
+        "thinking_text": clean(turn.thinking, THINKING_MAX),
+        "tool_calls": calls, "files": files_of(turn),
+        "usage": {"input": turn.usage["input_other"] + turn.usage["input_cache_read"]
+                  + turn.usage["input_cache_creation"],
+                  "output": turn.usage["output"], "cache_read": turn.usage["input_cache_read"],
+                  "cache_creation": turn.usage["input_cache_creation"]},
+        "steps": len(turn.steps), "summary": summary,
+        "keywords": keywords_of(f"{user}\n{final}"),
+        "kinds": kinds_of(turn), "redactions": redactions, "refiner": REFINER,
+        "content_hash": content_hash(turn),
+        "raw_ref": {"file": ctx.raw_file, "byte_start": turn.byte_start, "byte_end": turn.byte_end},
+    }
+
+
+def _result_line(call: ToolCall) -> str:
+    if call.result is None:
+        return "no result"
+    msg = str(call.result.get("message") or "")
+    out = call.output_text.strip()
+    head = out.splitlines()[0] if out else ""
+    prefix = "error: " if call.result.get("is_error") else ""
+    return prefix + (msg if msg else head) + (f" | {head}" if msg and head and call.result.get("is_error") else "")
+
+
+def _us(ts: float | None) -> int | None:
+    """Epoch seconds to epoch microseconds (the Parquet column is a UTC datetime[us])."""
+    return None if ts is None else int(round(ts * 1_000_000))

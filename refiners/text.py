@@ -1,0 +1,75 @@
+"""Language-aware text pieces: code- and CJK-aware tokens, sentences, short cuts."""
+
+from __future__ import annotations
+
+import re
+
+CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{CJK}]+|[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]|[A-Za-z0-9_]")
+_CJK_RUN = re.compile(rf"^[{CJK}]+$")
+_SPLIT = re.compile(r"[._/\-]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[^\s])|(?<=[。！？])|\n{2,}")
+
+STOPWORDS = frozenset("""
+a an and are as at be been but by can could did do does for from had has have how i if in into
+is it its just let me my no not now of on or our so than that the their then there these this to
+up us was we were what when where which while who why will with would you your yes ok okay also
+all any some should need use using used run first here out about get got make like want one two
+""".split())
+
+
+def is_cjk(token: str) -> bool:
+    return bool(_CJK_RUN.match(token))
+
+
+def tokens(text: str) -> list[str]:
+    """Search tokens: identifiers whole and split (snake, dotted, paths, camel), CJK as bigrams."""
+    out: list[str] = []
+    for m in _TOKEN.finditer(text):
+        tok = m.group(0)
+        if is_cjk(tok):
+            if len(tok) == 1:
+                out.append(tok)
+            else:
+                out.extend(tok[i:i + 2] for i in range(len(tok) - 1))
+            continue
+        low = tok.lower()
+        out.append(low)
+        pieces = [p for p in _SPLIT.split(tok) if p]
+        parts: list[str] = []
+        for piece in pieces:
+            camel = _CAMEL.findall(piece)
+            parts.extend(camel if len(camel) > 1 else [piece])
+        if len(parts) > 1:
+            out.extend(p.lower() for p in parts if p.lower() != low)
+    return out
+
+
+def words(text: str) -> list[str]:
+    """Whole words and identifiers (no splitting), for keywords and fuzzy matching."""
+    return [m.group(0) for m in _TOKEN.finditer(text)]
+
+
+def sentences(text: str) -> list[str]:
+    """Split English and CJK text into sentences (CJK ends with 。！？ and no space)."""
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+def shorten(text: str, limit: int) -> str:
+    """Cut `text` to `limit` chars at a word boundary where there is one, marking the cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit - 1)]
+    space = cut.rfind(" ")
+    if space > limit * 0.6:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def first_sentence(text: str, limit: int) -> str:
+    for s in sentences(text):
+        if len(s) > 1:
+            return shorten(s, limit)
+    return ""

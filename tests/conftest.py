@@ -1,0 +1,67 @@
+"""Every test runs against a tmp archive home; nothing touches the real home, network or hub."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARCHIVE_MCP_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KIMI_SHARE_DIR", str(tmp_path / "no-kimi"))
+    monkeypatch.setenv("KIMI_CODE_HOME", str(tmp_path / "no-kimi-code"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("ARCHIVE_MCP_MODELS", str(tmp_path / "no-models"))
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-tokens vectors: similar texts get similar vectors, no model."""
+
+    name = "fake-64"
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        from refiners.text import tokens
+
+        self.calls.append(list(texts))
+        out = np.zeros((len(texts), 64), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for tok in tokens(text):
+                out[i, int(hashlib.md5(tok.encode()).hexdigest(), 16) % 64] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1
+        return out / norms
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def kimi_root(tmp_path: Path) -> Path:
+    """A writable copy of the Python-Kimi fixture tree."""
+    dst = tmp_path / "kimi"
+    shutil.copytree(FIXTURES / "kimi", dst)
+    for p in dst.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dst
+
+
+@pytest.fixture
+def kimi_code_root(tmp_path: Path) -> Path:
+    dst = tmp_path / "kimi-code"
+    shutil.copytree(FIXTURES / "kimi-code", dst)
+    for p in dst.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dst

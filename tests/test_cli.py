@@ -1,0 +1,73 @@
+"""The CLI: exact output, JSON, exit codes 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from archive_mcp.cli import main
+
+WEBAPP = "131148b1f826743e761a0be6ad66cb94"
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_ingest_then_list_workspaces_sessions_and_stats(kimi_root: Path, kimi_code_root: Path) -> None:
+    code, out, err = _run("ingest", "--no-embed", str(kimi_root), str(kimi_code_root))
+    assert code == 0
+    assert out == "6 files (6 changed, 43,256 bytes archived), 5 sessions, 14 turns added, 0 updated, 0 embedded\n"
+    assert err.count("last line is incomplete") == 2
+    code, out, _ = _run("workspaces", "list")
+    assert out.splitlines() == [
+        "id                                name         paths",
+        "dc8fa21d3e61040ad8305bf8ed3081c5  ml-pipeline  /home/alice/projects/ml-pipeline",
+        "131148b1f826743e761a0be6ad66cb94  webapp       /home/alice/projects/webapp",
+    ]
+    code, out, _ = _run("sessions", "list", "-w", "webapp", "--json")
+    data = json.loads(out)
+    assert [(s["session_id"], s["turns"]) for s in data] == [
+        ("session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13", 3),
+        ("b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b", 2),
+        ("3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17", 3)]
+    code, out, _ = _run("stats", "--json")
+    stats = json.loads(out)
+    assert (stats["workspaces"], stats["sessions"], stats["turns"]) == (2, 5, 14)
+    assert stats["by_status"] == {"cancelled": 1, "completed": 8, "error": 1, "interrupted": 1, "open": 3}
+    code, out, _ = _run("workspaces", "show", "ml-pipeline")
+    assert out.splitlines()[0] == "ml-pipeline (dc8fa21d3e61040ad8305bf8ed3081c5)"
+
+
+def test_refine_reports_and_json(kimi_root: Path) -> None:
+    _run("ingest", "--no-embed", str(kimi_root))
+    code, out, _ = _run("refine", "--all", "--no-embed", "--force", "--json")
+    assert code == 0
+    assert json.loads(out) == {"sessions": 4, "turns": 11, "embedded": 0, "skipped": [], "embed_error": None}
+
+
+def test_errors_exit_1_with_the_known_workspaces_and_usage_errors_exit_2(kimi_root: Path) -> None:
+    _run("ingest", "--no-embed", str(kimi_root))
+    code, out, err = _run("sessions", "list", "-w", "nope")
+    assert code == 1 and out == ""
+    assert err.startswith("Error: no workspace matches 'nope'. Known workspaces: ml-pipeline")
+    code, _, err = _run("refine", "--all", "-w", "webapp")
+    assert code == 2 and "give --workspace or --all, not both" in err
+    code, _, _ = _run("no-such-command")
+    assert code == 2
+
+
+def test_workspaces_link_and_ingest_json_lists_skips(kimi_root: Path, tmp_path: Path) -> None:
+    code, out, _ = _run("ingest", "--no-embed", "--json", str(kimi_root), str(tmp_path / "missing"))
+    report = json.loads(out)
+    assert {"path": str(tmp_path / "missing"), "reason": "does not exist", "line": None} in report["skipped"]
+    code, out, _ = _run("workspaces", "link", "/srv/wt/webapp-2", "--into", WEBAPP[:8])
+    assert (code, out) == (0, f"webapp ({WEBAPP}): /home/alice/projects/webapp, /srv/wt/webapp-2\n")
+
+
+def test_every_command_has_help() -> None:
+    for cmd in main.commands.values():
+        assert cmd.help, f"{cmd.name} lacks help"

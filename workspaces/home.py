@@ -1,0 +1,47 @@
+"""Where state lives. The only module that reads the environment for paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+
+def archive_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """The archive home: the argument, else `$ARCHIVE_MCP_HOME`, else the platform data dir."""
+    if home is not None:
+        return Path(home).expanduser()
+    env = os.environ.get("ARCHIVE_MCP_HOME")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir("archive-mcp", appauthor=False))
+
+
+def kimi_share_dir() -> Path:
+    """Root of the Python Kimi Code CLI: `$KIMI_SHARE_DIR` or `~/.kimi`."""
+    env = os.environ.get("KIMI_SHARE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".kimi"
+
+
+def kimi_code_home() -> Path:
+    """Root of the TypeScript Kimi Code app: `$KIMI_CODE_HOME` or `~/.kimi-code`."""
+    env = os.environ.get("KIMI_CODE_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".kimi-code"
+
+
+def default_source_roots() -> list[Path]:
+    """The roots `archive-mcp ingest` reads when no path is given."""
+    return [kimi_share_dir(), kimi_code_home()]
+
+
+def model_dir() -> Path:
+    """Where models derived on this machine live (the static model distilled from MiniLM).
+
+    `$ARCHIVE_MCP_MODELS`, else the platform cache dir: shared by every archive home, so the
+    one-time distillation is not repeated per archive.
+    """
+    env = os.environ.get("ARCHIVE_MCP_MODELS")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_cache_dir("archive-mcp", appauthor=False)) / "models"

@@ -1,0 +1,36 @@
+"""Workspace identity: the md5 of the canonical work-dir path, exactly Kimi's Python rule."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+
+_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+
+def canonical_path(path: str, cwd: str | None = None) -> str:
+    """Absolute + normpath, no symlink resolution (Kimi's `KaosPath.canonical()`)."""
+    if not posixpath.isabs(path):
+        path = posixpath.join(cwd or os.getcwd(), path)
+    return posixpath.normpath(path)
+
+
+def workspace_id(path: str, cwd: str | None = None) -> str:
+    """md5 hex of the canonical absolute path: the same key Kimi's Python CLI buckets by."""
+    return hashlib.md5(canonical_path(path, cwd).encode("utf-8")).hexdigest()
+
+
+def is_workspace_id(text: str) -> bool:
+    return bool(_HEX32.match(text))
+
+
+def kimi_code_key(work_dir: str) -> str:
+    """The TypeScript Kimi Code session-bucket name for a work dir (`wd_<slug>_<sha256[:12]>`)."""
+    normalized = work_dir.replace("\\", "/").rstrip("/")
+    base = normalized.split("/")[-1]
+    slug = re.sub(r"[^a-z0-9._-]+", "-", base.lower()).strip("-")[:40].strip("-")
+    if slug in ("", ".", ".."):
+        slug = "workspace"
+    return f"wd_{slug}_{hashlib.sha256(normalized.encode('utf-8')).hexdigest()[:12]}"
