@@ -102,10 +102,14 @@ class Archive:
 
     # --- ingest and refine -----------------------------------------------------------------
     def ingest(self, *paths: str | os.PathLike[str], embed: bool = True,
-               progress: Progress | None = None) -> IngestReport:
-        """Archive and refine sessions under `paths` (default: both Kimi roots that exist)."""
-        roots = [Path(p) for p in paths] or [p for p in default_source_roots() if p.exists()]
-        ingestor = Ingestor(self.registry, self.embedder if embed else None, self.summarizer, progress)
+               progress: Progress | None = None, workers: int | None = None) -> IngestReport:
+        """Archive and refine sessions under `paths` (default: both Kimi roots that exist).
+
+        Large batches are parsed and refined in `workers` processes (default: up to 4 cores).
+        """
+        roots = [Path(p).expanduser() for p in paths] or [p for p in default_source_roots() if p.exists()]
+        ingestor = Ingestor(self.registry, self.embedder if embed else None, self.summarizer,
+                            progress, workers)
         return ingestor.ingest(roots)
 
     def refine(self, workspace: WorkspaceArg = None, session: str | None = None,

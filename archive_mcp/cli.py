@@ -30,10 +30,13 @@ def _warn(text: str) -> None:
 @click.version_option(package_name="archive-mcp")
 @click.option("--home", type=click.Path(file_okay=False), envvar="ARCHIVE_MCP_HOME",
               help="Archive home (default: $ARCHIVE_MCP_HOME or the platform data dir).")
+@click.option("--embedder", type=click.Choice(["static", "minilm"]), default="static",
+              envvar="ARCHIVE_MCP_EMBEDDER", show_default=True,
+              help="static: distilled from the packaged MiniLM (fast); minilm: the full model.")
 @click.pass_context
-def main(ctx: click.Context, home: str | None) -> None:
+def main(ctx: click.Context, home: str | None, embedder: str) -> None:
     """Archive, refine, search and trace AI coding-agent sessions."""
-    ctx.obj = Archive(home)
+    ctx.obj = Archive(home, embedder=embedder)
 
 
 @main.command()

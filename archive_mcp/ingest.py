@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,7 @@ from . import store
 HEAD = 4096
 CHUNK = 1 << 20
 EMBED_BATCH = 2048
+PARALLEL_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
 
 Progress = Callable[[str, int, int], None]  # (label, done, total)
 
@@ -72,8 +76,10 @@ def embed_text(row: dict[str, Any]) -> str:
 
 class Ingestor:
     def __init__(self, registry: Registry, embedder: Embedder | None,
-                 summarizer: Summarizer | None = None, progress: Progress | None = None) -> None:
+                 summarizer: Summarizer | None = None, progress: Progress | None = None,
+                 workers: int | None = None) -> None:
         self.registry = registry
+        self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
         self.embedder = embedder
         self.summarizer = summarizer
         self.progress = progress or (lambda label, done, total: None)
@@ -90,20 +96,24 @@ class Ingestor:
                 by_ws.setdefault(ws_id, (work_dir, []))[1].append(session)
         total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
         done = 0
-        for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
-            ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
-            report.workspaces.append(ws.id)
-            with locked(ws.root):
+        with ExitStack() as held:  # every touched workspace stays locked until its state is saved
+            plan: list[tuple[Workspace, dict[str, Any], list[ParseJob]]] = []
+            for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
+                ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
+                report.workspaces.append(ws.id)
+                held.enter_context(locked(ws.root))
                 state = read_json(ws.state_dir / "ingest.json", {}) or {}
                 state.setdefault("files", {})
                 state.setdefault("sessions", {})
-                pending: list[tuple[str, list[dict[str, Any]]]] = []
+                jobs: list[ParseJob] = []
                 for session in sessions:
-                    rows = self._ingest_session(ws, session, state, report)
+                    jobs += self._archive_session(ws, session, state, report)
                     done += len(session.files)
-                    self.progress("ingest", done, total)
-                    if rows:
-                        pending.append((session.session_id, rows))
+                    self.progress("archive", done, total)
+                plan.append((ws, state, jobs))
+            outcomes = iter(self._run_jobs([j for _, _, jobs in plan for j in jobs]))
+            for ws, state, jobs in plan:
+                pending = self._apply(ws, jobs, [next(outcomes) for _ in jobs], state, report)
                 atomic_write_json(ws.state_dir / "ingest.json", state)
                 self._embed(ws, pending, report)
         return report
@@ -115,17 +125,17 @@ class Ingestor:
                 return workspace_id(wd), wd
         return session.bucket, None
 
-    # --- one session -----------------------------------------------------------------------
-    def _ingest_session(self, ws: Workspace, session: SessionSource, state: dict[str, Any],
-                        report: IngestReport) -> list[dict[str, Any]]:
+    # --- one session: copy new bytes, then parse and refine what changed --------------------
+    def _archive_session(self, ws: Workspace, session: SessionSource, state: dict[str, Any],
+                         report: IngestReport) -> list[ParseJob]:
         prefix = f"raw/{session.source}/{store.session_file_stem(session.session_id)}"
         for snap in session.snapshots:
             self._snapshot(ws, snap.path, f"{prefix}/{snap.rel}", report)
         meta = state["sessions"].setdefault(session.session_id, {"source": session.source})
         if session.title:
             meta["title"] = session.title
-        own_agents = {f.agent for f in session.files}
-        rows: list[dict[str, Any]] = []
+        own_agents = frozenset(f.agent for f in session.files)
+        jobs = []
         for f in session.files:
             raw_rel = f"{prefix}/{f.rel}"
             entry = state["files"].setdefault(raw_rel, {
@@ -140,15 +150,50 @@ class Ingestor:
                 continue
             if changed:
                 report.files_changed += 1
-            if changed:
-                rows += self._parse(ws, session, f.agent, raw_rel, entry, own_agents, meta, report)
-        if rows:
+                jobs.append(ParseJob(ws.id, session.source, session.session_id, f.agent, raw_rel,
+                                     str(ws.root / raw_rel), dict(entry), own_agents))
+        return jobs
+
+    def _run_jobs(self, jobs: list[ParseJob]) -> list[ParseOutcome]:
+        """Parse and refine changed files; in worker processes when there is a lot to do."""
+        new_bytes = sum(j.entry["archived"] - j.entry["parse_offset"] for j in jobs)
+        if self.summarizer is None and len(jobs) > 1 and new_bytes >= PARALLEL_BYTES and self.workers > 1:
+            with ProcessPoolExecutor(self.workers, mp_context=get_context("spawn")) as pool:
+                return list(pool.map(run_parse_job, jobs, chunksize=4))
+        return [run_parse_job(j, self.summarizer) for j in jobs]
+
+    def _apply(self, ws: Workspace, jobs: list[ParseJob], results: list[ParseOutcome],
+               state: dict[str, Any], report: IngestReport) -> list[tuple[str, list[dict[str, Any]]]]:
+        """Record parse outcomes in the state and the report; write refined rows per session."""
+        by_session: dict[str, list[dict[str, Any]]] = {}
+        for job, res in zip(jobs, results, strict=True):
+            entry = state["files"][job.raw_rel]
+            for line, kind, error in res.problems:
+                report.skipped.append(Skip(entry["source_path"], f"{kind}: {error}", line))
+            for kind, n in res.unknown_types.items():
+                report.unknown_types[kind] = report.unknown_types.get(kind, 0) + n
+            was_open = entry.get("open_turn")
+            for r in res.rows:
+                if r["agent"] == job.agent and r["turn"] == was_open:
+                    report.turns_updated += 1
+                else:
+                    report.turns_added += 1
+            meta = state["sessions"][job.session_id]
+            if res.first_user_text is not None and "title" not in meta:
+                meta["title"] = shorten(res.first_user_text, 60)
+            entry.update(res.entry_update)
+            by_session.setdefault(job.session_id, []).extend(res.rows)
+        for i, (session_id, rows) in enumerate(by_session.items()):
+            if not rows:
+                continue
             report.sessions += 1
-            title = redact(meta["title"])[0] if meta.get("title") else None
+            title = state["sessions"][session_id].get("title")
+            title = redact(title)[0] if title else None
             for r in rows:
                 r["title"] = title
-            store.merge_refined(ws, session.session_id, rows)
-        return rows
+            store.merge_refined(ws, session_id, rows)
+            self.progress("refine", i + 1, len(by_session))
+        return [(sid, rows) for sid, rows in by_session.items() if rows]
 
     def _archive(self, src: Path, dst: Path, entry: dict[str, Any], report: IngestReport) -> bool:
         """Append the source's new whole lines to the archived copy; True when bytes were added."""
@@ -208,32 +253,6 @@ class Ingestor:
         if not dst.exists() or dst.read_bytes() != data:
             atomic_write_bytes(dst, data)
 
-    def _parse(self, ws: Workspace, session: SessionSource, agent: str, raw_rel: str,
-               entry: dict[str, Any], own_agents: set[str], meta: dict[str, Any],
-               report: IngestReport) -> list[dict[str, Any]]:
-        parser = PARSERS[session.source]
-        result = parser(ws.root / raw_rel, start=entry["parse_offset"], first_line=entry["parse_line"],
-                        start_index=entry["next_index"], protocol=entry["protocol"],
-                        stop=entry["archived"])
-        for p in result.problems:
-            report.skipped.append(Skip(entry["source_path"], f"{p.kind}: {p.error}", p.line))
-        for kind, n in result.unknown_types.items():
-            report.unknown_types[kind] = report.unknown_types.get(kind, 0) + n
-        rows = turn_rows(ws.id, session.source, session.session_id, agent, raw_rel, result.turns,
-                         own_agents, self.summarizer)
-        was_open = entry.get("open_turn")
-        for r in rows:
-            if r["agent"] == agent and r["turn"] == was_open:
-                report.turns_updated += 1
-            else:
-                report.turns_added += 1
-        if agent == "main" and result.turns and "title" not in meta and result.turns[0].index == 0:
-            meta["title"] = shorten(result.turns[0].user_text, 60)
-        entry.update(parse_offset=result.resume_offset, parse_line=result.resume_line,
-                     next_index=result.resume_index, protocol=result.protocol_version,
-                     open_turn=next((t.index for t in result.turns if t.end == "open"), None))
-        return rows
-
     # --- embeddings ------------------------------------------------------------------------
     def _embed(self, ws: Workspace, pending: list[tuple[str, list[dict[str, Any]]]],
                report: IngestReport) -> None:
@@ -245,8 +264,48 @@ class Ingestor:
             report.embed_error = str(exc)
 
 
+@dataclass
+class ParseJob:
+    """One changed raw file to parse from its resume point (picklable for worker processes)."""
+
+    ws_id: str
+    source: str
+    session_id: str
+    agent: str
+    raw_rel: str
+    path: str
+    entry: dict[str, Any]
+    own_agents: frozenset[str]
+
+
+@dataclass
+class ParseOutcome:
+    rows: list[dict[str, Any]]
+    entry_update: dict[str, Any]
+    problems: list[tuple[int, str, str]]
+    unknown_types: dict[str, int]
+    first_user_text: str | None
+
+
+def run_parse_job(job: ParseJob, summarizer: Summarizer | None = None) -> ParseOutcome:
+    e = job.entry
+    result = PARSERS[job.source](Path(job.path), start=e["parse_offset"], first_line=e["parse_line"],
+                                 start_index=e["next_index"], protocol=e["protocol"], stop=e["archived"])
+    rows = turn_rows(job.ws_id, job.source, job.session_id, job.agent, job.raw_rel, result.turns,
+                     job.own_agents, summarizer)
+    first = result.turns[0] if result.turns else None
+    return ParseOutcome(
+        rows=rows,
+        entry_update={"parse_offset": result.resume_offset, "parse_line": result.resume_line,
+                      "next_index": result.resume_index, "protocol": result.protocol_version,
+                      "open_turn": next((t.index for t in result.turns if t.end == "open"), None)},
+        problems=[(p.line, p.kind, p.error) for p in result.problems],
+        unknown_types=result.unknown_types,
+        first_user_text=first.user_text if first and first.index == 0 and job.agent == "main" else None)
+
+
 def turn_rows(ws_id: str, source: str, session_id: str, agent: str, raw_rel: str,
-              turns: list[Turn], own_agents: set[str],
+              turns: list[Turn], own_agents: Set[str],
               summarizer: Summarizer | None) -> list[dict[str, Any]]:
     """Refined rows for parsed turns, plus subagent turns seen only inside the parent's log."""
     ctx = RefineContext(ws_id, source, session_id, agent, raw_rel)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from .model import Problem
 
 
@@ -55,6 +57,13 @@ class LineReader:
                 no += 1
 
     def _decode(self, raw: bytes, no: int, complete: bool) -> Any:
+        try:  # fast path: valid UTF-8 and strict JSON, parsed straight from bytes
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if isinstance(data, dict):
+                return data
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

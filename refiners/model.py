@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 USAGE_KEYS = ("input_other", "output", "input_cache_read", "input_cache_creation")
@@ -21,9 +22,9 @@ class ToolCall:
     result: dict[str, Any] | None = None  # {"is_error", "message", "output"}
     approval: str | None = None
 
-    @property
+    @cached_property
     def args(self) -> dict[str, Any]:
-        """Parsed arguments; `{}` when they are cut off or not an object."""
+        """Parsed arguments; `{}` when they are cut off or not an object (read after parsing)."""
         try:
             value = json.loads(self.arguments) if self.arguments else {}
         except ValueError:

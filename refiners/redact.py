@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import re
 
-_PATTERNS = [
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S),
-    re.compile(r"\b(?:sk|pk|rk)-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/\-]{12,}=*"),
-]
+# Tokens with a recognisable shape, matched in one pass (one alternation, not one scan each).
+_TOKENS = re.compile("|".join(f"(?:{p})" for p in (
+    r"(?s:-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z))",
+    r"\b(?:sk|pk|rk)-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}",
+    r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}",
+    r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",
+    r"\bAKIA[0-9A-Z]{16}\b",
+    r"\bAIza[0-9A-Za-z_\-]{35}\b",
+    r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    r"(?i:(?<=\bbearer )[A-Za-z0-9._~+/\-]{12,}=*)",
+)))
 # Query parameters: `?token=…`, `&api_key=…`.
 _QUERY = re.compile(r"(?i)([?&](?:token|key|apikey|api_key|access_token)=)([^&\s'\"]{8,})")
 # `password = hunter2`, `API_KEY: "…"`, `"secret": "…"`: keep the name, drop the value.
@@ -22,16 +23,17 @@ _ASSIGN = re.compile(
     r"private[_-]?key|client[_-]?secret)[\w.\-]*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{4,})")
 
 MASK = "[REDACTED]"
+# One cheap literal scan first: most text holds no secret and never reaches the patterns.
+_HINTS = re.compile(r"(?i)private key|[spr]k-|gh[pousr]_|github_pat|xox|akia|aiza|eyj|bearer|pass|pwd|secret|key|token")
 
 
 def redact(text: str) -> tuple[str, int]:
     """Return `text` with secrets replaced by `[REDACTED]`, and how many were replaced."""
     if not text:
         return text, 0
-    count = 0
-    for pattern in _PATTERNS:
-        text, n = pattern.subn(MASK, text)
-        count += n
+    if not _HINTS.search(text):
+        return text, 0
+    text, count = _TOKENS.subn(MASK, text)
 
     def _assign(m: re.Match[str]) -> str:
         nonlocal count

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from .model import ToolCall, Turn
 from .redact import redact
-from .text import STOPWORDS, first_sentence, is_cjk, shorten, words
+from .text import STOPWORDS, first_sentence, is_cjk, sentences, shorten, words
 
 REFINER = "extractive@1"
 SUMMARY_MAX = 400
@@ -23,6 +23,7 @@ TEXT_MAX = 20_000  # stored user/assistant text; the raw log holds the rest
 THINKING_MAX = 4_000
 RESULT_MAX = 200
 ARGS_MAX = 160
+SCAN_MAX = 4_000  # kinds and keywords look at the head of long texts only
 
 EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
               "edit_file", "replace"}
@@ -30,15 +31,24 @@ READ_TOOLS = {"ReadFile", "Glob", "Grep", "Read", "LS", "read_file", "glob", "gr
 PATH_KEYS = ("path", "file", "file_path", "filePath", "filepath", "directory", "dir", "cwd", "notebook_path")
 _PATH_IN_TEXT = re.compile(r"(?<![\w/.])(/?(?:[\w.\-]+/)+[\w.\-]+\.[A-Za-z0-9]{1,8}|[\w\-]+\.(?:py|ts|tsx|js|jsx|rs|go|java|md|json|yaml|yml|toml|sql|sh|css|html|c|h|cpp|hpp))(?::\d+)?\b")
 
-KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
-    ("decision", re.compile(r"(?i)\b(decid(e|ed|ing)|decision|we(?:'ll| will) (go with|use|keep)|let'?s (go with|use|keep|switch)|chose|choose|settle[ds]? on|instead of|switch(ed)? to|prefer)\b|决定|采用|改用|选择|方案")),
-    ("reversal", re.compile(r"(?i)\b(revert(ed)?|roll(ed)? ?back|undo|go back to|switch(ed)? back|no longer|reverse[ds]?)\b|回滚|撤销|改回|恢复")),
-    ("fix", re.compile(r"(?i)\b(fix(e[sd])?|bug|broken|regression|crash(es|ed)?|fail(s|ed|ing|ure)?|error|traceback|exception)\b|修复|错误|失败|报错|问题")),
-    ("plan", re.compile(r"(?i)\b(plan|roadmap|next steps?|todo|step \d|first,|then we)\b|计划|步骤|接下来")),
-    ("test", re.compile(r"(?i)\b(tests?|pytest|vitest|jest|npm test|unit test|coverage)\b|测试")),
-    ("refactor", re.compile(r"(?i)\b(refactor(ed|ing)?|rename[ds]?|clean ?up|extract(ed)?)\b|重构")),
-    ("explain", re.compile(r"(?i)^(what|why|how|explain|describe)\b|是什么|为什么|怎么|解释")),
-]
+# Kinds are found from the turn's words (a set lookup) and a few phrases (substring checks):
+# one tokenisation per turn instead of one regex scan per kind.
+KIND_RULES: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
+    "decision": (frozenset("decide decided deciding decision chose choose prefer settled".split()),
+                 ("go with", "instead of", "switch to", "switched to", "we'll use", "we will use",
+                  "let's use", "决定", "采用", "改用", "选择", "方案")),
+    "reversal": (frozenset("revert reverted reverting rollback undo reverse reversed".split()),
+                 ("roll back", "rolled back", "go back to", "switch back", "switched back", "no longer",
+                  "回滚", "撤销", "改回", "恢复")),
+    "fix": (frozenset("fix fixed fixes bug bugs broken regression crash crashes crashed fail fails "
+                      "failed failing failure error errors traceback exception".split()),
+            ("修复", "错误", "失败", "报错", "问题")),
+    "plan": (frozenset("plan plans roadmap todo".split()), ("next step", "first,", "then we", "计划", "步骤", "接下来")),
+    "test": (frozenset("test tests pytest vitest jest coverage".split()), ("unit test", "测试")),
+    "refactor": (frozenset("refactor refactored refactoring rename renamed renames cleanup".split()),
+                 ("clean up", "重构")),
+}
+_QUESTION_START = ("what", "why", "how", "explain", "describe", "是什么", "为什么", "怎么", "解释")
 
 
 class Summarizer(Protocol):
@@ -49,7 +59,8 @@ class ExtractiveSummarizer:
     """`Asked: … Did: … Outcome: …` from the turn's own sentences; no model, no network."""
 
     def summarize(self, turn: Turn) -> str:
-        asked = first_sentence(turn.user_text, 140) or shorten(turn.user_text, 140)
+        head = turn.user_text[:1000]  # only the opening sentences can make the summary
+        asked = first_sentence(head, 140) or shorten(head, 140)
         calls = turn.tool_calls
         did = describe_actions(calls)
         outcome_src = turn.final_text or turn.assistant_text or turn.synthetic_text
@@ -65,15 +76,10 @@ class ExtractiveSummarizer:
 
 
 def _outcome(text: str) -> str:
-    sents = [s for s in _sentences_of(text) if len(s) > 3]
+    sents = [s for s in sentences(text[:1500]) if len(s) > 3]
     if not sents:
         return ""
     return shorten(" ".join(sents[:2]), 180)
-
-
-def _sentences_of(text: str) -> list[str]:
-    from .text import sentences
-    return sentences(text)
 
 
 def describe_actions(calls: list[ToolCall]) -> str:
@@ -120,50 +126,54 @@ def args_summary(call: ToolCall) -> str:
     return shorten(", ".join(f"{k}={shorten(str(args[k]), 100)}" for k in keys[:3]), ARGS_MAX)
 
 
-def files_of(turn: Turn) -> list[str]:
-    found = [p for c in turn.tool_calls for p in call_paths(c)]
-    found += [m.group(1) for m in _PATH_IN_TEXT.finditer(turn.user_text)]
-    found += [m.group(1) for m in _PATH_IN_TEXT.finditer(turn.final_text or turn.assistant_text)]
+def files_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
+    found = [p for c in calls for p in call_paths(c)]
+    found += [m.group(1) for m in _PATH_IN_TEXT.finditer(turn.user_text[:SCAN_MAX])]
+    found += [m.group(1) for m in _PATH_IN_TEXT.finditer(final[:SCAN_MAX])]
     return _ordered(found)[:30]
 
 
-def kinds_of(turn: Turn) -> list[str]:
-    text = f"{turn.user_text}\n{turn.final_text or turn.assistant_text}"
-    kinds = [name for name, pattern in KIND_RULES if pattern.search(text)]
-    user = turn.user_text.strip()
-    if any(line.rstrip().endswith(("?", "？", "吗")) for line in user.splitlines()) or (kinds and kinds[-1] == "explain"):
+def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
+    user = turn.user_text[:SCAN_MAX]
+    text = f"{user}\n{final[:SCAN_MAX]}".lower()
+    vocab = {w.lower() for w in words(text)}
+    kinds = [k for k, (ws, phrases) in KIND_RULES.items()
+             if not vocab.isdisjoint(ws) or any(p in text for p in phrases)]
+    head = user.lstrip().lower()
+    if any(line.rstrip().endswith(("?", "？", "吗")) for line in user.splitlines()) or head.startswith(_QUESTION_START):
         kinds.append("question")
-    if any(c.name in EDIT_TOOLS for c in turn.tool_calls):
+    if any(c.name in EDIT_TOOLS for c in calls):
         kinds.append("change")
-    elif turn.tool_calls and all(c.name in READ_TOOLS for c in turn.tool_calls):
+    elif calls and all(c.name in READ_TOOLS for c in calls):
         kinds.append("explore")
     if turn.is_slash_command:
         kinds.append("command")
     if turn.status in ("error", "interrupted", "cancelled"):
         kinds.append(turn.status)
-    return _ordered(k for k in kinds if k != "explain")
+    return kinds
 
 
 def keywords_of(text: str, limit: int = 12) -> list[str]:
     """Distinctive words of one turn: identifiers and paths first, stopwords out, CJK kept."""
     counts: Counter[str] = Counter()
-    for w in words(text):
-        low = w.lower()
-        if low in STOPWORDS or len(low) < 3 and not is_cjk(w) or low.isdigit():
-            continue
-        weight = 2 if any(ch in w for ch in "_./") or (w != low and w[1:] != w[1:].lower()) else 1
-        if is_cjk(w):
-            if len(w) > 8:  # a CJK run without spaces is a phrase; keep its first words
-                w = w[:8]
-            weight = 1
-        counts[w if weight == 2 or is_cjk(w) else low] += weight
+    for w in words(text[: 2 * SCAN_MAX]):
+        if w.isascii():
+            low = w.lower()
+            if len(w) < 3 or low in STOPWORDS or w.isdigit():
+                continue
+            if "_" in w or "." in w or "/" in w or (w != low and w[1:] != w[1:].lower()):
+                counts[w] += 2  # identifiers, paths, camelCase: the words people search for
+            else:
+                counts[low] += 1
+        elif is_cjk(w):
+            counts[w[:8]] += 1  # a CJK run without spaces is a phrase; keep its head
     return [w for w, _ in counts.most_common(limit)]
 
 
-def content_hash(turn: Turn) -> str:
+def content_hash(turn: Turn, assistant: str, calls: list[ToolCall]) -> str:
     h = hashlib.sha1()
-    for piece in (turn.user_text, turn.assistant_text, turn.synthetic_text, turn.status,
-                  json.dumps([(c.name, c.arguments, c.status) for c in turn.tool_calls])):
+    for piece in (turn.user_text, assistant, turn.synthetic_text, turn.status,
+                  json.dumps([(c.name, c.arguments, c.status) for c in calls])):
         h.update(piece.encode("utf-8", "replace"))
         h.update(b"\x00")
     return h.hexdigest()
@@ -185,20 +195,22 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
 
     def clean(text: str, limit: int, count: bool = True) -> str:
         nonlocal redactions
-        text, n = redact(text)
+        text, n = redact(text if len(text) <= limit else text[:limit + 512])
         if count:  # derived fields (summary, keywords) repeat secrets already counted
             redactions += n
         if len(text) > limit:
-            text = text[:limit] + f"\n[… {len(text) - limit} more chars in the raw log]"
+            text = text[:limit] + "\n[… more in the raw log]"
         return text
 
+    tool_calls = turn.tool_calls
+    raw_assistant, raw_final = turn.assistant_text, turn.final_text
     user = clean(turn.user_text + "".join(f"\n[steer] {s}" for s in turn.steer_inputs), TEXT_MAX)
-    assistant = clean(turn.assistant_text or turn.synthetic_text, TEXT_MAX)
+    assistant = clean(raw_assistant or turn.synthetic_text, TEXT_MAX)
     calls = [{"name": c.name, "args_summary": clean(args_summary(c), ARGS_MAX), "status": c.status,
-              "result_summary": clean(shorten(_result_line(c), RESULT_MAX), RESULT_MAX)}
-             for c in turn.tool_calls]
+              "result_summary": clean(_result_line(c), RESULT_MAX)}
+             for c in tool_calls]
     summary = clean(summarizer.summarize(turn), SUMMARY_MAX, count=False)[:SUMMARY_MAX]
-    final = clean(turn.final_text, TEXT_MAX, count=False) if turn.final_text else assistant
+    final = clean(raw_final, TEXT_MAX, count=False) if raw_final else assistant
     started = turn.started_at
     ended = turn.ended_at if turn.ended_at is not None else turn.last_at
     return {
@@ -208,15 +220,15 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
         "origin": turn.origin,
         "user_text": user, "assistant_text": assistant,
         "thinking_text": clean(turn.thinking, THINKING_MAX),
-        "tool_calls": calls, "files": files_of(turn),
+        "tool_calls": calls, "files": files_of(turn, raw_final or raw_assistant, tool_calls),
         "usage": {"input": turn.usage["input_other"] + turn.usage["input_cache_read"]
                   + turn.usage["input_cache_creation"],
                   "output": turn.usage["output"], "cache_read": turn.usage["input_cache_read"],
                   "cache_creation": turn.usage["input_cache_creation"]},
         "steps": len(turn.steps), "summary": summary,
         "keywords": keywords_of(f"{user}\n{final}"),
-        "kinds": kinds_of(turn), "redactions": redactions, "refiner": REFINER,
-        "content_hash": content_hash(turn),
+        "kinds": kinds_of(turn, raw_final or raw_assistant, tool_calls), "redactions": redactions,
+        "refiner": REFINER, "content_hash": content_hash(turn, raw_assistant, tool_calls),
         "raw_ref": {"file": ctx.raw_file, "byte_start": turn.byte_start, "byte_end": turn.byte_end},
     }
 
@@ -225,10 +237,12 @@ def _result_line(call: ToolCall) -> str:
     if call.result is None:
         return "no result"
     msg = str(call.result.get("message") or "")
-    out = call.output_text.strip()
-    head = out.splitlines()[0] if out else ""
-    prefix = "error: " if call.result.get("is_error") else ""
-    return prefix + (msg if msg else head) + (f" | {head}" if msg and head and call.result.get("is_error") else "")
+    output = call.result.get("output")
+    out = (output if isinstance(output, str) else call.output_text)[:RESULT_MAX * 4].strip()
+    head = out.split("\n", 1)[0]
+    error = call.result.get("is_error")
+    text = ("error: " if error else "") + (msg or head) + (f" | {head}" if msg and head and error else "")
+    return shorten(text, RESULT_MAX)
 
 
 def _us(ts: float | None) -> int | None:
