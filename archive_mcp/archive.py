@@ -26,8 +26,11 @@ from workspaces import (
 )
 
 from . import store
+from .context import TurnContext, TurnRef, load_turn_context
+from .index import WorkspaceIndex
 from .ingest import Ingestor, IngestReport, Progress, Skip, embed_rows, turn_rows
 from .schema import REFINED, empty_refined
+from .search import Filters, SearchResults, search_workspaces
 
 WorkspaceArg = str | Workspace | Sequence[str] | None
 
@@ -70,6 +73,7 @@ class Archive:
         self._embedder_spec = embedder
         self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) else None
         self.summarizer = summarizer
+        self._indexes: dict[str, WorkspaceIndex] = {}
 
     # --- embedder (lazy: nothing heavy is imported until a vector is needed) ---------------
     @property
@@ -182,6 +186,67 @@ class Archive:
         for r in rows:
             r["title"] = title
         return rows
+
+    # --- search ----------------------------------------------------------------------------
+    def _model_name(self) -> str | None:
+        if isinstance(self._embedder_spec, str):
+            from refiners.embed import EMBEDDERS
+            return EMBEDDERS[self._embedder_spec].name
+        return self._embedder_spec.name if self._embedder_spec is not None else None
+
+    def index(self, ws: Workspace) -> WorkspaceIndex:
+        """The (lazily loaded, automatically refreshed) search index of one workspace."""
+        if ws.id not in self._indexes:
+            self._indexes[ws.id] = WorkspaceIndex(ws, self._model_name())
+        return self._indexes[ws.id]
+
+    def search(self, query: str, workspace: WorkspaceArg = None, limit: int = 10,
+               mode: str = "hybrid", session: str | None = None, agent: str | None = None,
+               since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
+               file: str | None = None, theme: str | None = None, kind: str | None = None,
+               cwd: str | None = None) -> SearchResults:
+        """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
+
+        Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
+        answered (e.g. `lexical+fuzzy` when no embedding model is available).
+        """
+        targets = (self._selected(workspace) if workspace is not None
+                   else [self.workspace(cwd=cwd)])
+        embedder = None
+        if mode in ("hybrid", "semantic"):
+            try:
+                embedder = self.embedder
+            except EmbedderUnavailable:
+                embedder = None
+        for ws in targets:
+            self.index(ws)
+        filters = Filters(session, agent, since, until, tool, file, theme, kind)
+        return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters)
+
+    def load_turn_context(self, references: Sequence[TurnRef | dict[str, Any]],
+                          workspace: str | Workspace | None = None, before: int = 0, after: int = 0,
+                          include_tools: bool = True, include_thinking: bool = False,
+                          max_chars: int = 6000, cwd: str | None = None) -> TurnContext:
+        """Full turns read from the archived raw log by byte range; unknown references reported."""
+        ws = workspace if isinstance(workspace, Workspace) else self.workspace(workspace, cwd=cwd)
+        refs = [r if isinstance(r, TurnRef) else TurnRef(str(r["session_id"]), int(r["turn"]),
+                                                         str(r.get("agent") or "main"))
+                for r in references]
+        return load_turn_context(ws, refs, before, after, include_tools, include_thinking, max_chars)
+
+    def set_summaries(self, ws: Workspace, session_id: str, summaries: dict[tuple[str, int], str],
+                      refiner: str) -> int:
+        """Replace the summaries of some turns (e.g. written by the client's model)."""
+        with locked(ws.root):
+            df = store.read_refined(ws, session_id)
+            rows = [{**r, "summary": redact(summaries[(r["agent"], r["turn"])])[0][:400], "refiner": refiner}
+                    for r in df.iter_rows(named=True) if (r["agent"], r["turn"]) in summaries]
+            for r in rows:
+                for col in ("started_at", "ended_at"):
+                    r[col] = int(r[col].timestamp() * 1_000_000) if r[col] else None
+            if rows:
+                store.merge_refined(ws, session_id, rows)
+        return len(rows)
 
     # --- frames ----------------------------------------------------------------------------
     def turns(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:

@@ -30,13 +30,13 @@ def _warn(text: str) -> None:
 @click.version_option(package_name="archive-mcp")
 @click.option("--home", type=click.Path(file_okay=False), envvar="ARCHIVE_MCP_HOME",
               help="Archive home (default: $ARCHIVE_MCP_HOME or the platform data dir).")
-@click.option("--embedder", type=click.Choice(["static", "minilm"]), default="static",
+@click.option("--embedder", type=click.Choice(["static", "minilm", "none"]), default="static",
               envvar="ARCHIVE_MCP_EMBEDDER", show_default=True,
-              help="static: distilled from the packaged MiniLM (fast); minilm: the full model.")
+              help="static: distilled from the packaged MiniLM (fast); minilm: the full model; none: lexical only.")
 @click.pass_context
 def main(ctx: click.Context, home: str | None, embedder: str) -> None:
     """Archive, refine, search and trace AI coding-agent sessions."""
-    ctx.obj = Archive(home, embedder=embedder)
+    ctx.obj = Archive(home, embedder=None if embedder == "none" else embedder)
 
 
 @main.command()
@@ -195,6 +195,97 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
                f"embedded: {result.embedded}\nraw bytes: {result.raw_bytes:,}\n"
                f"span: {result.oldest} .. {result.newest}\n"
                f"status: {', '.join(f'{k} {v}' for k, v in sorted(result.by_status.items()))}")
+
+
+@main.command()
+@click.argument("query")
+@click.option("-w", "--workspace", help="Workspace (default: the current directory's); 'all' for every one.")
+@click.option("--mode", type=click.Choice(["hybrid", "lexical", "fuzzy", "semantic"]), default="hybrid", show_default=True)
+@click.option("--limit", default=10, show_default=True)
+@click.option("--since", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]), help="Only turns started since DATE.")
+@click.option("--until", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]), help="Only turns started until DATE.")
+@click.option("--session", help="Only this session (id or prefix).")
+@click.option("--tool", help="Only turns that called this tool.")
+@click.option("--file", "file_", help="Only turns that touched a path containing this.")
+@click.option("--kind", help="Only turns of this kind (decision, fix, question, …).")
+@json_option
+@click.pass_context
+def search(ctx: click.Context, query: str, workspace: str | None, mode: str, limit: int,
+           since: datetime | None, until: datetime | None, session: str | None, tool: str | None,
+           file_: str | None, kind: str | None, as_json: bool) -> None:
+    """Search past turns: lexical + fuzzy + semantic, fused."""
+    from .search import SearchError
+
+    archive = _archive(ctx)
+    try:
+        target = workspace if workspace == "all" else archive.workspace(workspace).id
+        found = archive.search(query, workspace=target, mode=mode, limit=limit, since=since, until=until,
+                               session=session, tool=tool, file=file_, kind=kind)
+    except (WorkspaceError, SearchError) as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        echo_json(found.to_json())
+        return
+    if found.fallback_reason:
+        _warn(f"search fell back to {found.realized_mode}: {found.fallback_reason}")
+    for h in found:
+        click.echo(f"{h.session_id}:{h.turn}{'' if h.agent == 'main' else f' [{h.agent}]'}  "
+                   f"{(h.started_at or '')[:16]}  {h.score:.4f}  {'+'.join(h.matched)}")
+        click.echo(f"    {h.summary}")
+        if h.snippet:
+            click.echo(f"    > {h.snippet}")
+    if not found:
+        _warn("no hits")
+
+
+@main.command()
+@click.argument("reference")
+@click.option("-w", "--workspace", help="Workspace (default: the current directory's).")
+@click.option("--before", default=0, show_default=True, help="Also show N turns before.")
+@click.option("--after", default=0, show_default=True, help="Also show N turns after.")
+@click.option("--agent", default="main", show_default=True)
+@click.option("--thinking", is_flag=True, help="Include the model's thinking.")
+@click.option("--max-chars", default=20000, show_default=True)
+@json_option
+@click.pass_context
+def show(ctx: click.Context, reference: str, workspace: str | None, before: int, after: int,
+         agent: str, thinking: bool, max_chars: int, as_json: bool) -> None:
+    """Show a turn in full: SESSION:TURN (as printed by `search`)."""
+    session, sep, turn = reference.rpartition(":")
+    if not sep or not session or not turn.isdigit():
+        raise click.UsageError("REFERENCE must look like SESSION:TURN, e.g. 3f2c9a1e-…:2")
+    try:
+        result = _archive(ctx).load_turn_context([{"session_id": session, "turn": int(turn), "agent": agent}],
+                                                 workspace=workspace, before=before, after=after,
+                                                 include_thinking=thinking, max_chars=max_chars)
+    except WorkspaceError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        echo_json(result)
+    else:
+        for t in result.turns:
+            click.echo(f"## {t.session_id}:{t.turn} [{t.agent}] {t.started_at} {t.status}")
+            click.echo(f"User: {t.user_text}\nAssistant: {t.assistant_text}")
+            for c in t.tool_calls:
+                click.echo(f"Tool {c.name} [{c.status}] {c.arguments}\n  → {c.result}")
+            if t.thinking:
+                click.echo(f"Thinking: {t.thinking}")
+            click.echo()
+    for n in result.not_found:
+        _warn(f"not found: {n.session_id}:{n.turn}: {n.reason}")
+    if result.not_found and not result.turns:
+        raise click.ClickException("nothing to show")
+
+
+@main.command()
+@click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
+@click.option("--port", default=8765, show_default=True)
+@click.pass_context
+def serve(ctx: click.Context, http: bool, port: int) -> None:
+    """Run the MCP server (stdio by default)."""
+    from .server import serve as run_server
+
+    run_server(_archive(ctx), http=http, port=port)
 
 
 @main.command()

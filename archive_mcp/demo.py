@@ -38,6 +38,12 @@ def run_demo(keep: str | None = None, embed: bool = True) -> Archive:
     rows = archive.turns().sort("started_at").collect().to_dicts()
     click.echo(table([{**r, "kinds": ",".join(r["kinds"]), "when": r["started_at"]} for r in rows],
                      ["when", "agent", "turn", "status", "kinds", "summary"], {"summary": 90}))
+    for query, ws in (("why does the date test fail", "webapp"), ("登录表单提交两次", "webapp"),
+                      ("num_wrokers regression", "ml-pipeline")):
+        found = archive.search(query, workspace=ws, limit=3)
+        click.echo(f"\n## search {query!r} in {ws} ({found.realized_mode})")
+        for h in found:
+            click.echo(f"  {h.session_id[:13]}:{h.turn} {h.score:.4f} {'+'.join(h.matched):24s} {h.summary[:80]}")
     stats = archive.stats()
     click.echo(f"\n{stats.turns} turns in {stats.sessions} sessions across {stats.workspaces} "
                f"workspaces, {stats.raw_bytes:,} raw bytes archived.")

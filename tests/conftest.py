@@ -65,3 +65,8 @@ def kimi_code_root(tmp_path: Path) -> Path:
     for p in dst.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     return dst
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -1,0 +1,154 @@
+"""Read exact turns back from the archived raw log, by byte range, within a character budget."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import polars as pl
+
+from refiners import PARSERS, Turn
+from refiners.redact import redact
+from workspaces import Workspace, read_json
+
+from . import store
+
+MARK = "[… {n:,} more chars cut; raise max_chars to see more]"
+
+
+@dataclass
+class TurnRef:
+    session_id: str
+    turn: int
+    agent: str = "main"
+
+
+@dataclass
+class ToolDetail:
+    name: str
+    arguments: str
+    status: str
+    result: str
+
+
+@dataclass
+class TurnDetail:
+    workspace_id: str
+    session_id: str
+    agent: str
+    turn: int
+    started_at: str | None
+    status: str
+    user_text: str
+    assistant_text: str
+    tool_calls: list[ToolDetail] = field(default_factory=list)
+    thinking: str | None = None
+    requested: bool = True  # False for neighbours loaded by before/after
+    truncated: bool = False
+    raw_ref: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class NotFound:
+    session_id: str
+    turn: int
+    agent: str
+    reason: str
+
+
+@dataclass
+class TurnContext:
+    turns: list[TurnDetail]
+    not_found: list[NotFound]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _cut(text: str, budget: int) -> tuple[str, bool]:
+    if len(text) <= budget:
+        return text, False
+    keep = max(0, budget - 60)
+    return text[:keep] + "\n" + MARK.format(n=len(text) - keep), True
+
+
+def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
+    ref = row["raw_ref"]
+    state = read_json(ws.state_dir / "ingest.json", {}) or {}
+    entry = state.get("files", {}).get(ref["file"], {})
+    path = ws.root / ref["file"]
+    if not path.exists():
+        return None
+    parser = PARSERS[row["source"]]
+    result = parser(path, start=ref["byte_start"], stop=ref["byte_end"], start_index=row["turn"],
+                    protocol=entry.get("protocol"))
+    if not result.turns:
+        return None
+    turn = result.turns[0]
+    if row["agent"] != entry.get("agent", "main"):  # a subagent seen only inside its parent's log
+        run = turn.subagents.get(row["agent"])
+        match = [t for t in run.turns if t.index == row["turn"]] if run else []
+        return match[0] if match else None
+    return turn
+
+
+def _detail(ws: Workspace, row: dict[str, Any], budget: int, include_tools: bool,
+            include_thinking: bool, requested: bool) -> TurnDetail:
+    turn = _parse_turn(ws, row)
+    user = turn.user_text if turn else row["user_text"]
+    assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
+    user, _ = redact(user)
+    assistant, _ = redact(assistant)
+    cut_any = False
+    user, c1 = _cut(user, int(budget * 0.3))
+    assistant, c2 = _cut(assistant, int(budget * 0.4))
+    cut_any = c1 or c2
+    tools: list[ToolDetail] = []
+    if include_tools and turn:
+        calls = turn.tool_calls
+        per = max(200, (budget - len(user) - len(assistant)) // max(1, len(calls)))
+        for c in calls:
+            args, c3 = _cut(redact(c.arguments)[0], per // 3)
+            result, c4 = _cut(redact(c.output_text or str((c.result or {}).get("message", "")))[0], per - len(args))
+            cut_any = cut_any or c3 or c4
+            tools.append(ToolDetail(c.name, args, c.status, result))
+    thinking = None
+    if include_thinking and turn:
+        thinking, c5 = _cut(redact(turn.thinking)[0], int(budget * 0.2))
+        cut_any = cut_any or c5
+    started = row["started_at"]
+    return TurnDetail(ws.id, row["session_id"], row["agent"], row["turn"],
+                      started.isoformat() if started else None, row["status"], user, assistant,
+                      tools, thinking, requested, cut_any, dict(row["raw_ref"]))
+
+
+def load_turn_context(ws: Workspace, references: list[TurnRef], before: int = 0, after: int = 0,
+                      include_tools: bool = True, include_thinking: bool = False,
+                      max_chars: int = 6000) -> TurnContext:
+    """Full turns for the references (plus neighbours), truncated with explicit markers."""
+    wanted: list[tuple[dict[str, Any], bool]] = []
+    missing: list[NotFound] = []
+    seen: set[tuple[str, str, int]] = set()
+    for ref in references:
+        df = store.read_refined(ws, ref.session_id)
+        if df.height == 0:
+            missing.append(NotFound(ref.session_id, ref.turn, ref.agent,
+                                    f"no session {ref.session_id!r} in workspace {ws.name}; find one with "
+                                    "search_context or list_sessions"))
+            continue
+        agent_rows = df.filter(pl.col("agent") == ref.agent).sort("turn")
+        turns = agent_rows["turn"].to_list()
+        if ref.turn not in turns:
+            valid = f"{turns[0]}..{turns[-1]}" if turns else "none"
+            missing.append(NotFound(ref.session_id, ref.turn, ref.agent,
+                                    f"turn {ref.turn} is not in session {ref.session_id} (agent {ref.agent}); "
+                                    f"valid turns: {valid}"))
+            continue
+        for t in range(ref.turn - before, ref.turn + after + 1):
+            key = (ref.session_id, ref.agent, t)
+            if t in turns and key not in seen:
+                seen.add(key)
+                wanted.append((agent_rows.row(turns.index(t), named=True), t == ref.turn))
+    budget = max(300, max_chars // max(1, len(wanted)))
+    details = [_detail(ws, row, budget, include_tools, include_thinking, req) for row, req in wanted]
+    return TurnContext(details, missing)

@@ -1,0 +1,232 @@
+"""The search index of one workspace: a derived cache under `cache/search/`.
+
+Two segments, `base` and `delta`, each holding BM25 postings, a small metadata frame (for
+filters and hits) and the turns' vectors. A refresh compares the refined and embedding files
+with the manifest: a few changed sessions are rebuilt into `delta` (their `base` rows are masked);
+many changes rebuild `base`. Staleness costs two `stat` calls: every refined or embedding write
+is an atomic rename, which changes its folder's mtime.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from refiners.text import tokens
+from workspaces import Workspace, atomic_write_json, locked, read_json
+
+from .lexical import Postings
+
+INDEX_VERSION = 1
+DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
+META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
+                "tools", "raw_ref"]
+TEXT_CAP = 3000
+
+
+def doc_text(row: dict[str, Any]) -> str:
+    """What a turn is searchable as: the request, the answer, tools, files, summary."""
+    calls = " ".join(f"{c['name']} {c['args_summary']} {c['result_summary']}" for c in row["tool_calls"] or [])
+    return "\n".join((row["summary"] or "", (row["user_text"] or "")[:TEXT_CAP],
+                      (row["assistant_text"] or "")[:TEXT_CAP], calls, " ".join(row["files"] or []),
+                      " ".join(row["keywords"] or []), row["title"] or ""))
+
+
+@dataclass
+class Segment:
+    postings: Postings
+    meta: pl.DataFrame
+    vectors: np.ndarray | None  # float16 (n, dim), rows without a vector are zero
+    has_vector: np.ndarray  # bool (n,)
+
+    @classmethod
+    def build(cls, ws: Workspace, sessions: list[str], files: list[Path], model: str | None) -> Segment:
+        cols = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
+                "tool_calls", "raw_ref", "summary", "user_text", "assistant_text", "keywords", "title",
+                "content_hash"]
+        df = (pl.read_parquet([str(f) for f in files], columns=cols) if files
+              else pl.DataFrame(schema={c: pl.Null for c in cols}))
+        postings = Postings.build(tokens(doc_text(r)) for r in df.iter_rows(named=True))
+        meta = df.with_columns(
+            pl.col("tool_calls").list.eval(pl.element().struct.field("name")).alias("tools"),
+        ).select(META_COLUMNS) if df.height else pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS})
+        vectors, has = _vectors(ws, df, model)
+        return cls(postings, meta, vectors, has)
+
+    def save(self, folder: Path) -> None:
+        self.postings.save(folder / "postings")
+        self.meta.write_parquet(folder / "meta.parquet")
+        np.save(folder / "has_vector.npy", self.has_vector)
+        if self.vectors is not None:
+            np.save(folder / "vectors.npy", self.vectors)
+
+    @classmethod
+    def load(cls, folder: Path) -> Segment:
+        vec_path = folder / "vectors.npy"
+        return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"),
+                   np.load(vec_path, mmap_mode="r") if vec_path.exists() else None,
+                   np.load(folder / "has_vector.npy"))
+
+
+def _vectors(ws: Workspace, df: pl.DataFrame, model: str | None) -> tuple[np.ndarray | None, np.ndarray]:
+    has = np.zeros(df.height, bool)
+    if model is None or df.height == 0:
+        return None, has
+    files = [ws.embeddings_dir / f"{_stem(s)}.parquet" for s in df["session_id"].unique().to_list()]
+    files = [str(f) for f in files if f.exists()]
+    if not files:
+        return None, has
+    emb = pl.read_parquet(files).filter(pl.col("model") == model)
+    if emb.height == 0:
+        return None, has
+    dim = emb.schema["vector"].size  # type: ignore[union-attr]
+    keyed = df.select("agent", "turn", "content_hash").with_row_index("row")
+    joined = keyed.join(emb.select("agent", "turn", "content_hash", "vector"),
+                        on=["agent", "turn", "content_hash"], how="inner")
+    out = np.zeros((df.height, dim), np.float16)
+    rows = joined["row"].to_numpy()
+    out[rows] = joined["vector"].to_numpy().astype(np.float16)
+    has[rows] = True
+    return out, has
+
+
+def _stem(session_id: str) -> str:
+    from .store import session_file_stem
+    return session_file_stem(session_id)
+
+
+class WorkspaceIndex:
+    """Loaded lazily, refreshed when the workspace's refined files change."""
+
+    def __init__(self, ws: Workspace, model: str | None) -> None:
+        self.ws = ws
+        self.model = model
+        self.folder = ws.cache_dir / "search"
+        self.segments: list[Segment] = []
+        self.alive = np.zeros(0, bool)
+        self.meta = pl.DataFrame()
+        self._stamp: tuple[int, int] | None = None
+        self.build_seconds = 0.0
+
+    # --- freshness -------------------------------------------------------------------------
+    def _dir_stamp(self) -> tuple[int, int]:
+        def mt(p: Path) -> int:
+            try:
+                return p.stat().st_mtime_ns
+            except FileNotFoundError:
+                return 0
+        return mt(self.ws.refined_dir), mt(self.ws.embeddings_dir)
+
+    def _file_stats(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for folder, slot in ((self.ws.refined_dir, 0), (self.ws.embeddings_dir, 2)):
+            if not folder.is_dir():
+                continue
+            for p in folder.glob("*.parquet"):
+                st = p.stat()
+                out.setdefault(p.stem, [0, 0, 0, 0])[slot:slot + 2] = [st.st_mtime_ns, st.st_size]
+        return out
+
+    def refresh(self) -> WorkspaceIndex:
+        stamp = self._dir_stamp()
+        if stamp == self._stamp:
+            return self
+        with locked(self.ws.root):
+            manifest = read_json(self.folder / "manifest.json", {}) or {}
+            if (manifest.get("version") != INDEX_VERSION or manifest.get("model") != self.model
+                    or manifest.get("stamp") != list(stamp)):
+                manifest = self._rebuild(manifest, stamp)
+            self._load(manifest)
+        self._stamp = stamp
+        return self
+
+    def _rebuild(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> dict[str, Any]:
+        t = time.perf_counter()
+        stats = self._file_stats()
+        valid = manifest.get("version") == INDEX_VERSION and manifest.get("model") == self.model
+        base = manifest.get("base", {}) if valid else {}
+        changed = sorted(s for s, st in stats.items() if base.get(s) != st)
+        removed = [s for s in base if s not in stats]
+        base_turns = max(int(manifest.get("base_turns", 0)), 1)
+        changed_turns = sum(int(manifest.get("turns", {}).get(s, 50)) for s in changed)
+        names = {p.stem: p for p in self.ws.refined_dir.glob("*.parquet")} if self.ws.refined_dir.is_dir() else {}
+        rebuild_base = not valid or not base or changed_turns > DELTA_SHARE * base_turns
+        tmp = self.folder.with_name(f"search.tmp{time.time_ns()}")
+        if rebuild_base:
+            stems = sorted(names)
+            seg = Segment.build(self.ws, stems, [names[s] for s in stems], self.model)
+            seg.save(tmp / "base")
+            empty = Segment.build(self.ws, [], [], self.model)
+            empty.save(tmp / "delta")
+            base = {s: stats[s] for s in stems}
+            turns = dict(seg.meta.group_by("session_id").len().iter_rows()) if seg.meta.height else {}
+            manifest = {"version": INDEX_VERSION, "model": self.model, "base": base,
+                        "base_turns": seg.meta.height, "turns": {_stem(k): v for k, v in turns.items()},
+                        "dead_sessions": [], "delta_sessions": []}
+        else:
+            shutil.copytree(self.folder / "base", tmp / "base")
+            stems = [s for s in changed if s in names]
+            seg = Segment.build(self.ws, stems, [names[s] for s in stems], self.model)
+            seg.save(tmp / "delta")
+            manifest = {**manifest, "dead_sessions": sorted(set(changed) | set(removed)),
+                        "delta_sessions": stems}
+        manifest["stamp"] = list(stamp)
+        atomic_write_json(tmp / "manifest.json", manifest)
+        old = self.folder.with_name(f"search.old{time.time_ns()}")
+        if self.folder.exists():
+            self.folder.rename(old)
+        tmp.rename(self.folder)
+        shutil.rmtree(old, ignore_errors=True)
+        self.build_seconds = time.perf_counter() - t
+        return manifest
+
+    def _load(self, manifest: dict[str, Any]) -> None:
+        self.segments = [Segment.load(self.folder / "base"), Segment.load(self.folder / "delta")]
+        dead = set(manifest.get("dead_sessions", []))
+        base_alive = np.ones(self.segments[0].meta.height, bool)
+        if dead and self.segments[0].meta.height:
+            stems = self.segments[0].meta["session_id"].map_elements(_stem, return_dtype=pl.String)
+            base_alive = ~stems.is_in(list(dead)).to_numpy()
+        self.alive = np.concatenate([base_alive, np.ones(self.segments[1].meta.height, bool)])
+        frames = [s.meta for s in self.segments if s.meta.height]
+        self.meta = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame(
+            schema={c: pl.String for c in META_COLUMNS})
+
+    # --- access ----------------------------------------------------------------------------
+    @property
+    def n_docs(self) -> int:
+        return int(self.alive.shape[0])
+
+    def has_vectors(self) -> bool:
+        return any(bool(s.has_vector.any()) for s in self.segments)
+
+    def cosine(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cosine of every doc with `query` (vectors are unit length) and which docs have one."""
+        sims, has = [], []
+        q = query.astype(np.float32)
+        for s in self.segments:
+            n = s.meta.height
+            out = np.zeros(n, np.float32)
+            if s.vectors is not None and n:
+                for a in range(0, n, 65536):  # chunks keep the float32 copy small
+                    out[a:a + 65536] = np.asarray(s.vectors[a:a + 65536], np.float32) @ q
+            sims.append(out)
+            has.append(s.has_vector if n else np.zeros(0, bool))
+        return np.concatenate(sims), np.concatenate(has)
+
+
+def load_theme_members(ws: Workspace, theme: str) -> set[tuple[str, str, int]] | None:
+    """(session, agent, turn) of a theme's members, or None when there is no such theme."""
+    path = ws.root / "themes" / f"{theme}.json"
+    if not path.resolve().is_relative_to((ws.root / "themes").resolve()):
+        return None
+    data = read_json(path)
+    if not isinstance(data, dict):
+        return None
+    return {(m["session_id"], m.get("agent", "main"), int(m["turn"])) for m in data.get("members", [])}

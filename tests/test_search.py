@@ -1,0 +1,184 @@
+"""Hybrid search, filters, scope, fallbacks and turn loading on the fixture archive."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from archive_mcp import Archive
+from archive_mcp.search import SearchError, rrf
+
+WEBAPP = "131148b1f826743e761a0be6ad66cb94"
+ML = "dc8fa21d3e61040ad8305bf8ed3081c5"
+LOGIN = "session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13"
+DATE = "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17"
+LOADER = "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f"
+
+
+@pytest.fixture
+def archive(kimi_root: Path, kimi_code_root: Path, fake_embedder) -> Archive:  # noqa: ANN001
+    a = Archive(embedder=fake_embedder)
+    a.ingest(kimi_root, kimi_code_root)
+    return a
+
+
+def _top(found) -> tuple[str, int]:  # noqa: ANN001
+    return found[0].session_id, found[0].turn
+
+
+@pytest.mark.parametrize("query, workspace, expected", [
+    ("formatISODate padStart", "webapp", (DATE, 0)),
+    ("formatISODtae", "webapp", (DATE, 0)),                      # a typo in an identifier
+    ("handleLogin bound twice", "webapp", (LOGIN, 0)),
+    ("num_workers", "ml-pipeline", (LOADER, 0)),
+    ("turbojpeg", "ml-pipeline", (LOADER, 0)),
+    ("scrollbar-gutter", "webapp", (DATE, 1)),
+])
+def test_hybrid_search_finds_the_turn(archive: Archive, query: str, workspace: str, expected: tuple[str, int]) -> None:
+    found = archive.search(query, workspace=workspace)
+    assert _top(found) == expected
+    assert found.realized_mode == "hybrid" and found.fallback_reason is None
+
+
+def test_hit_carries_citation_snippet_and_signals(archive: Archive) -> None:
+    hit = archive.search("handleLogin", workspace="webapp", limit=1)[0]
+    assert (hit.workspace_id, hit.session_id, hit.agent, hit.turn) == (WEBAPP, LOGIN, "main", 0)
+    assert hit.started_at == "2026-03-16T10:00:09.006000+00:00"
+    assert "**handleLogin**" in hit.snippet
+    assert "lexical" in hit.matched
+    assert hit.raw_ref["file"] == f"raw/kimi-code/{LOGIN}/agents/main/wire.jsonl"
+    assert hit.raw_ref["byte_start"] < hit.raw_ref["byte_end"]
+    assert hit.summary.startswith("Asked: Why is the login form submitting twice?")
+
+
+def test_typo_is_found_by_the_fuzzy_signal_alone(archive: Archive) -> None:
+    assert archive.search("turbojepg", workspace="ml-pipeline", mode="lexical") == []
+    fuzzy = archive.search("turbojepg", workspace="ml-pipeline", mode="fuzzy")
+    assert _top(fuzzy) == (LOADER, 0) and fuzzy[0].matched == ["fuzzy"]
+    assert "**turbojpeg**" in fuzzy[0].snippet
+
+
+def test_chinese_query_matches_chinese_text_without_spaces(tmp_path: Path, fake_embedder) -> None:  # noqa: ANN001
+    from test_ingest import HEADER, _session_dir, _turn
+    _session_dir(tmp_path / "share", HEADER + _turn(0, "为什么数据加载器变慢了？", "因为解码改成了 PIL。")
+                 + _turn(1, "登录表单会提交两次", "按钮的 onClick 和表单的 onSubmit 都绑定了。"))
+    a = Archive(embedder=fake_embedder)
+    a.ingest(tmp_path / "share")
+    assert _top(a.search("表单提交", workspace="webapp", mode="lexical"))[1] == 1
+    assert _top(a.search("数据加载", workspace="webapp", mode="lexical"))[1] == 0
+
+
+def test_no_hit_ever_crosses_into_an_unlisted_workspace(archive: Archive) -> None:
+    for query in ("test", "loader", "login", "the", "epoch"):
+        for ws, wid in (("webapp", WEBAPP), ("ml-pipeline", ML)):
+            assert {h.workspace_id for h in archive.search(query, workspace=ws, limit=50)} <= {wid}
+    both = archive.search("loader login", workspace=[WEBAPP, ML], limit=50)
+    assert {h.workspace_id for h in both} == {WEBAPP, ML}
+    assert {h.workspace_id for h in archive.search("loader login", workspace="all", limit=50)} == {WEBAPP, ML}
+
+
+def test_default_scope_is_the_cwd_workspace_never_global(archive: Archive, tmp_path: Path) -> None:
+    archive.link(str(tmp_path / "repo"), "ml-pipeline")
+    assert {h.workspace_id for h in archive.search("login", cwd=str(tmp_path / "repo"), limit=50)} <= {ML}
+    from workspaces import WorkspaceError
+    with pytest.raises(WorkspaceError, match="is not an archived workspace"):
+        archive.search("login", cwd=str(tmp_path))
+
+
+@pytest.mark.parametrize("filters, expected", [
+    ({"session": "0a1b"}, {("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", t) for t in (0, 1, 2)}),
+    ({"agent": "a4f9c2e71"}, {(LOADER, 0)}),
+    ({"tool": "grep"}, {(LOADER, 0)}),
+    ({"kind": "error"}, {(LOADER, 1)}),
+    ({"since": datetime(2026, 3, 15, 10, 1)}, {(LOADER, 1)}),
+    ({"until": datetime(2025, 12, 31)}, {("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", t) for t in (0, 1, 2)}),
+    ({"file": "configs/train.yaml"}, {(LOADER, 0)}),
+])
+def test_filters_restrict_hits(archive: Archive, filters: dict, expected: set) -> None:
+    found = archive.search("loader data collate benchmark epoch batches samples", workspace="ml-pipeline",
+                           mode="lexical", limit=50, **filters)
+    assert {(h.session_id, h.turn) for h in found} == expected
+
+
+def test_semantic_falls_back_to_lexical_and_says_why(kimi_root: Path) -> None:
+    a = Archive(embedder=None)
+    a.ingest(kimi_root)
+    found = a.search("formatISODate", workspace="webapp", mode="semantic")
+    assert found.realized_mode == "lexical"
+    assert found.fallback_reason == "no embedding model is configured"
+    assert _top(found) == (DATE, 0)
+    hybrid = a.search("formatISODate", workspace="webapp")
+    assert (hybrid.realized_mode, hybrid.fallback_reason) == ("lexical+fuzzy", "no embedding model is configured")
+
+
+def test_turns_without_embeddings_fall_back_with_a_hint(kimi_root: Path, fake_embedder) -> None:  # noqa: ANN001
+    a = Archive(embedder=fake_embedder)
+    a.ingest(kimi_root, embed=False)
+    found = a.search("date", workspace="webapp")
+    assert found.realized_mode == "lexical+fuzzy"
+    assert "run `archive-mcp refine`" in found.fallback_reason
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"query": "x", "mode": "magic"}, "mode must be one of hybrid, lexical, fuzzy, semantic, not 'magic'"),
+    ({"query": "  "}, "the query is empty"),
+    ({"query": "x", "theme": "../../etc"}, "no theme named '../../etc'"),
+])
+def test_bad_search_arguments_say_what_to_do(archive: Archive, kwargs: dict, message: str) -> None:
+    with pytest.raises(SearchError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        archive.search(workspace="webapp", **kwargs)
+
+
+def test_index_is_a_rebuildable_cache_that_follows_new_turns(archive: Archive, kimi_root: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    import archive_mcp.index
+    monkeypatch.setattr(archive_mcp.index, "DELTA_SHARE", 10.0)  # this base is tiny: force a delta
+    ws = archive.workspace("webapp")
+    before = [(h.session_id, h.turn) for h in archive.search("dark mode toggle", workspace="webapp")]
+    shutil.rmtree(ws.cache_dir)  # derived: deleting it loses nothing
+    fresh = Archive(embedder=archive._embedder)
+    assert [(h.session_id, h.turn) for h in fresh.search("dark mode toggle", workspace="webapp")] == before
+    # a new session arrives: the loaded index notices and includes it
+    from test_ingest import HEADER, _session_dir, _turn
+    (kimi_root / "sessions" / WEBAPP / "aaaaaaaa-0000-4000-8000-000000000000").mkdir()
+    (kimi_root / "sessions" / WEBAPP / "aaaaaaaa-0000-4000-8000-000000000000" / "wire.jsonl").write_bytes(
+        HEADER + _turn(0, "switch the toggle to a zustand store", "Moved useTheme into zustand."))
+    fresh.ingest(kimi_root)
+    assert fresh.search("zustand", workspace="webapp")[0].session_id == "aaaaaaaa-0000-4000-8000-000000000000"
+    assert fresh.index(ws).segments[1].meta.height == 1  # only the new session went into the delta
+
+
+def test_rrf_sums_reciprocal_ranks() -> None:
+    fused = rrf({"lexical": [3, 1], "semantic": [1, 7]}, k=60)
+    assert [d for d, _, _ in fused] == [1, 3, 7]
+    assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[0][2] == ["lexical", "semantic"]
+
+
+def test_load_turn_context_reads_the_raw_log_and_reports_bad_references(archive: Archive) -> None:
+    ctx = archive.load_turn_context([{"session_id": LOADER, "turn": 1}, {"session_id": LOADER, "turn": 5},
+                                     {"session_id": "nope", "turn": 0}], workspace="ml-pipeline", before=1)
+    assert [(t.turn, t.requested) for t in ctx.turns] == [(0, False), (1, True)]
+    bench = ctx.turns[1].tool_calls[0]
+    assert bench.name == "Shell" and bench.result.startswith("[bench] batch 00000")
+    assert [n.reason for n in ctx.not_found] == [
+        f"turn 5 is not in session {LOADER} (agent main); valid turns: 0..1",
+        "no session 'nope' in workspace ml-pipeline; find one with search_context or list_sessions"]
+
+
+def test_load_turn_context_truncates_with_markers(archive: Archive) -> None:
+    ctx = archive.load_turn_context([{"session_id": LOADER, "turn": 1}], workspace="ml-pipeline", max_chars=500)
+    t = ctx.turns[0]
+    assert t.truncated
+    assert "more chars cut; raise max_chars to see more]" in t.tool_calls[0].result
+    assert len(t.tool_calls[0].result) < 700
+
+
+def test_subagent_turn_loads_from_its_own_log(archive: Archive) -> None:
+    ctx = archive.load_turn_context([{"session_id": LOADER, "turn": 0, "agent": "a4f9c2e71"}], workspace="ml-pipeline")
+    assert ctx.turns[0].assistant_text.startswith("Hot paths: `build_batch`")
+    assert ctx.turns[0].tool_calls[0].name == "Grep"

@@ -1,0 +1,172 @@
+"""The MCP server: in memory through mcp.Client, and over real stdio in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from archive_mcp import Archive
+from archive_mcp.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+LOGIN = "session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13"
+LOADER = "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f"
+TOOLS = {"search_context", "load_turn_context", "refine_session_turns", "list_workspaces", "list_sessions"}
+README = Path(__file__).parent.parent / "README.md"
+
+
+@pytest.fixture
+def archive(kimi_root: Path, kimi_code_root: Path, fake_embedder) -> Archive:  # noqa: ANN001
+    a = Archive(embedder=fake_embedder)
+    a.ingest(kimi_root, kimi_code_root)
+    return a
+
+
+@pytest.fixture
+def server(archive: Archive):  # noqa: ANN201
+    return build_server(archive, cwd="/home/alice/projects/webapp/src")
+
+
+async def test_tools_have_schemas_annotations_and_descriptions(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    for t in tools.values():
+        assert t.description and t.input_schema and t.output_schema, t.name
+        assert t.annotations is not None
+    assert {n for n, t in tools.items() if t.annotations.read_only_hint} == TOOLS - {"refine_session_turns"}
+    for name in TOOLS - {"list_workspaces"}:
+        assert "workspace" in tools[name].input_schema["properties"], name
+
+
+async def test_search_context_defaults_to_the_servers_cwd_workspace(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        r = await client.call_tool("search_context", {"query": "handleLogin bound twice", "limit": 2})
+    assert not r.is_error
+    data = r.structured_content
+    assert data["realized_mode"] == "hybrid" and data["fallback_reason"] is None
+    assert [(h["session_id"], h["turn"]) for h in data["hits"]][0] == (LOGIN, 0)
+    assert {h["workspace_id"] for h in data["hits"]} == {"131148b1f826743e761a0be6ad66cb94"}
+    text = r.content[0].text
+    assert text.startswith("2 hits for 'handleLogin bound twice' (mode hybrid)")
+    assert f"- {LOGIN}:0 2026-03-16T10:00" in text
+
+
+@pytest.mark.parametrize("budget", [500, 800, 2000])
+async def test_search_context_text_stays_within_max_output_chars(server, budget: int) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        r = await client.call_tool("search_context", {"query": "test date login form", "limit": 20,
+                                                      "detail": "full", "max_output_chars": budget})
+    assert len(r.content[0].text) <= budget
+    assert len(r.structured_content["hits"]) == r.content[0].text.count("\n- ") + r.content[0].text.startswith("- ")
+    if r.structured_content["truncated"]:
+        assert "more hits cut to fit max_output_chars" in r.content[0].text
+
+
+async def test_compact_detail_drops_summaries(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        r = await client.call_tool("search_context", {"query": "login", "detail": "compact"})
+    assert all(h["summary"] == "" and h["snippet"] == "" for h in r.structured_content["hits"])
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"query": "x", "workspace": "nope"}, "no workspace matches 'nope'. Known workspaces: ml-pipeline"),
+    ({"query": "x", "mode": "magic"}, "mode"),
+    ({"query": "   "}, "the query is empty"),
+    ({"query": "x", "theme": "../../etc/passwd"}, "no theme named '../../etc/passwd'"),
+    ({"query": "x", "limit": 0}, "limit"),
+])
+async def test_search_context_bad_input_is_a_tool_error(server, args: dict, message: str) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        r = await client.call_tool("search_context", args)
+        assert r.is_error and message in r.content[0].text
+        ok = await client.call_tool("search_context", {"query": "login"})  # the server survives
+        assert not ok.is_error
+
+
+async def test_load_turn_context_returns_turns_and_reports_bad_references(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        r = await client.call_tool("load_turn_context", {
+            "workspace": "ml-pipeline", "after": 1,
+            "references": [{"session_id": LOADER, "turn": 0}, {"session_id": LOADER, "turn": 9}]})
+    assert not r.is_error
+    data = r.structured_content
+    assert [(t["turn"], t["requested"]) for t in data["turns"]] == [(0, True), (1, False)]
+    assert data["not_found"] == [{"session_id": LOADER, "turn": 9, "agent": "main",
+                                  "reason": f"turn 9 is not in session {LOADER} (agent main); valid turns: 0..1"}]
+    assert "Tool Shell [ok]" in r.content[0].text
+
+
+async def test_load_turn_context_rejects_bad_shapes(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        for args in ({"references": []}, {"references": [{"turn": 1}]}, {"references": [{"session_id": "x", "turn": "one"}]}):
+            r = await client.call_tool("load_turn_context", args)
+            assert r.is_error
+
+
+async def test_list_workspaces_and_sessions(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        ws = await client.call_tool("list_workspaces", {})
+        sessions = await client.call_tool("list_sessions", {"workspace": "webapp", "limit": 2})
+    assert [(w["name"], w["sessions"], w["turns"]) for w in ws.structured_content["workspaces"]] == [
+        ("ml-pipeline", 2, 6), ("webapp", 3, 8)]
+    assert [s["session_id"] for s in sessions.structured_content["sessions"]] == [
+        LOGIN, "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b"]
+
+
+async def test_refine_session_turns_falls_back_without_sampling(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        r = await client.call_tool("refine_session_turns", {"session_id": LOGIN, "use_sampling": True})
+        bad = await client.call_tool("refine_session_turns", {"session_id": LOGIN, "turns": [7]})
+        unknown = await client.call_tool("refine_session_turns", {"session_id": "nope"})
+    data = r.structured_content
+    assert (data["refined"], data["sampled"]) == (3, 0)
+    assert data["fallback_reason"] == "the client does not support sampling: kept the extractive summaries"
+    assert bad.is_error and "valid turns: 0..2" in bad.content[0].text
+    assert unknown.is_error and "list them with list_sessions" in unknown.content[0].text
+
+
+async def test_refine_session_turns_uses_client_sampling_when_offered(server, archive: Archive) -> None:  # noqa: ANN001
+    from mcp_types import CreateMessageResult, TextContent
+
+    async def sampler(context, params):  # noqa: ANN001, ANN202
+        return CreateMessageResult(role="assistant", model="test-model",
+                                   content=TextContent(type="text", text=json.dumps(["LLM summary: login double submit", "LLM summary two"])))
+
+    async with Client(server, sampling_callback=sampler) as client:
+        r = await client.call_tool("refine_session_turns", {"session_id": LOGIN, "use_sampling": True,
+                                                            "max_sampled_turns": 2})
+    data = r.structured_content
+    assert data["sampled"] == 2, data
+    assert [s["refiner"] for s in data["summaries"]] == ["sampling@1", "sampling@1", "extractive@1"]
+    row = archive.turns("webapp").filter(__import__("polars").col("session_id") == LOGIN).sort("turn").collect()
+    assert row["summary"][0] == "LLM summary: login double submit"
+
+
+def test_readme_lists_every_tool() -> None:
+    listed = set(re.findall(r"^\| `(\w+)` \|", README.read_text(encoding="utf-8"), re.M))
+    assert TOOLS <= listed
+
+
+async def test_stdio_server_round_trip(archive: Archive, tmp_path: Path) -> None:
+    env = {**os.environ, "ARCHIVE_MCP_HOME": str(archive.home), "ARCHIVE_MCP_EMBEDDER": "none"}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "archive_mcp", "serve"], env=env,
+                                   cwd="/")
+    async with Client(params, read_timeout_seconds=60) as client:
+        tools = await client.list_tools()
+        assert {t.name for t in tools.tools} == TOOLS
+        r = await client.call_tool("search_context", {"query": "turbojpeg", "workspace": "ml-pipeline"})
+        assert not r.is_error
+        assert r.structured_content["hits"][0]["session_id"] == LOADER
+        assert r.structured_content["realized_mode"] == "lexical+fuzzy"
+        bad = await client.call_tool("search_context", {"query": "x"})  # cwd "/" is no workspace
+        assert bad.is_error and "is not an archived workspace" in bad.content[0].text
+        r = await client.call_tool("load_turn_context", {"workspace": "webapp", "references": [{"session_id": LOGIN, "turn": 0}]})
+        assert json.dumps(r.structured_content).count("handleLogin") >= 1
