@@ -204,11 +204,12 @@ class Archive:
                mode: str = "hybrid", session: str | None = None, agent: str | None = None,
                since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
                file: str | None = None, theme: str | None = None, kind: str | None = None,
-               cwd: str | None = None) -> SearchResults:
+               cwd: str | None = None, fusion: str = "combsum") -> SearchResults:
         """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
 
         Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
-        answered (e.g. `lexical+fuzzy` when no embedding model is available).
+        answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` is
+        `combsum` (normalised score sum, the default) or `rrf` (reciprocal rank), for comparison.
         """
         targets = (self._selected(workspace) if workspace is not None
                    else [self.workspace(cwd=cwd)])
@@ -221,7 +222,7 @@ class Archive:
         for ws in targets:
             self.index(ws)
         filters = Filters(session, agent, since, until, tool, file, theme, kind)
-        return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters)
+        return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion)
 
     def load_turn_context(self, references: Sequence[TurnRef | dict[str, Any]],
                           workspace: str | Workspace | None = None, before: int = 0, after: int = 0,

@@ -19,6 +19,7 @@ from .index import WorkspaceIndex, load_theme_members
 from .lexical import bm25
 
 MODES = ("hybrid", "lexical", "fuzzy", "semantic")
+FUSIONS = ("combsum", "rrf")
 RRF_K = 60
 DEPTH = 100  # candidates each signal contributes to the fusion
 SNIPPET = 220
@@ -127,6 +128,37 @@ def rrf(rankings: dict[str, list[int]], k: int = RRF_K) -> list[tuple[int, float
     return [(d, fused[d], signals[d]) for d in order]
 
 
+def _normalised(name: str, x: np.ndarray, ok: np.ndarray, depth: int) -> np.ndarray:
+    """Scores on [0, 1]: BM25 divided by the best; cosine min-max scaled over the top `depth`."""
+    x = np.where(ok, x, -np.inf if name == "semantic" else 0.0)
+    if name != "semantic":
+        best = float(x.max()) if x.size else 0.0
+        return x / best if best > 0 else np.zeros_like(x)
+    finite = x[np.isfinite(x)]
+    if finite.size == 0:
+        return np.zeros(x.shape, np.float32)
+    top = np.sort(finite)[-depth:]
+    lo, hi = float(top[0]), float(top[-1])
+    if finite.size <= depth:  # every doc is a candidate: keep the weakest just above zero
+        lo -= 1e-6
+    return np.clip((np.where(np.isfinite(x), x, lo) - lo) / (hi - lo + 1e-9), 0.0, 1.0)
+
+
+def combsum(scores: dict[str, np.ndarray], ok: np.ndarray, depth: int = DEPTH) -> list[tuple[int, float, list[str]]]:
+    """Sum of per-signal scores normalised to [0, 1] (CombSUM); keeps how confident each was.
+
+    Measured against RRF on bench/retrieval.py: RRF discards the margin between a confident
+    identifier match and the rest, CombSUM keeps it (see bench/RESULTS.md).
+    """
+    if not scores:
+        return []
+    norm = {n: _normalised(n, v, ok, depth) for n, v in scores.items()}
+    total = sum(norm.values())
+    assert isinstance(total, np.ndarray)
+    order = _top(total, ok, depth)
+    return [(d, float(total[d]), [n for n, v in norm.items() if v[d] > 0]) for d in order]
+
+
 class Searcher:
     """Runs one query over one workspace's index."""
 
@@ -134,7 +166,7 @@ class Searcher:
         self.index = index
         self.embedder = embedder
 
-    def rank(self, query: str, mode: str, filters: Filters, depth: int = DEPTH
+    def rank(self, query: str, mode: str, filters: Filters, depth: int = DEPTH, fusion: str = "combsum"
              ) -> tuple[list[tuple[int, float, list[str]]], set[str], str | None, dict[str, Any]]:
         idx = self.index.refresh()
         ok = idx.alive.copy()
@@ -144,27 +176,22 @@ class Searcher:
         q_tokens = list(dict.fromkeys(tokens(query)))
         parts = [s.postings for s in idx.segments]
         alive_parts = np.split(idx.alive, [idx.segments[0].meta.height])
-        rankings: dict[str, list[int]] = {}
+        scores: dict[str, np.ndarray] = {}
         reason = None
         fuzzy_terms: list[tuple[str, float]] = []
         if mode in ("hybrid", "lexical"):
-            scores = np.concatenate(bm25(parts, [(t, 1.0) for t in q_tokens], alive_parts))
-            rankings["lexical"] = _top(scores, ok, depth)
+            scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_tokens], alive_parts))
         if mode in ("hybrid", "fuzzy"):
             fuzzy_terms = self._fuzzy_terms(q_tokens, parts)
-            if fuzzy_terms:
-                scores = np.concatenate(bm25(parts, fuzzy_terms, alive_parts))
-                rankings["fuzzy"] = _top(scores, ok, depth)
-            else:
-                rankings["fuzzy"] = []
+            scores["fuzzy"] = np.concatenate(bm25(parts, fuzzy_terms, alive_parts))
         if mode in ("hybrid", "semantic"):
-            reason = self._semantic(query, ok, rankings, depth)
+            reason = self._semantic(query, ok, scores, depth)
             if reason and mode == "semantic":  # fall back to what still works
-                scores = np.concatenate(bm25(parts, [(t, 1.0) for t in q_tokens], alive_parts))
-                rankings["lexical"] = _top(scores, ok, depth)
-        used = {name for name in rankings}
-        highlight = {t for t in q_tokens} | {t for t, _ in fuzzy_terms}
-        return rrf(rankings), used, reason, {"highlight": highlight}
+                scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_tokens], alive_parts))
+        fused = (rrf({n: _top(v, ok, depth) for n, v in scores.items()}) if fusion == "rrf"
+                 else combsum(scores, ok, depth))
+        highlight = set(q_tokens) | {t for t, _ in fuzzy_terms}
+        return fused, set(scores), reason, {"highlight": highlight}
 
     def _fuzzy_terms(self, q_tokens: list[str], parts: list[Any]) -> list[tuple[str, float]]:
         """The query's terms (weight 1) plus vocabulary terms a few edits away (weight sim²)."""
@@ -175,7 +202,7 @@ class Searcher:
                     out[term] = max(out.get(term, 0.0), (score / 100.0) ** 2)
         return sorted(out.items(), key=lambda kv: -kv[1])[:32]
 
-    def _semantic(self, query: str, ok: np.ndarray, rankings: dict[str, list[int]], depth: int) -> str | None:
+    def _semantic(self, query: str, ok: np.ndarray, scores: dict[str, np.ndarray], depth: int) -> str | None:
         if self.embedder is None:
             return "no embedding model is configured"
         if not self.index.has_vectors():
@@ -186,7 +213,7 @@ class Searcher:
         except EmbedderUnavailable as exc:
             return str(exc)
         sims, has = self.index.cosine(q)
-        rankings["semantic"] = _top(sims + 1.0, ok & has, depth)  # shift: cosine can be negative
+        scores["semantic"] = np.where(has, sims, -1.0)
         return None
 
 
@@ -269,9 +296,11 @@ def _mark(text: str, terms: set[str]) -> str:
 
 def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceIndex],
                       embedder: Embedder | None, query: str, limit: int, mode: str,
-                      filters: Filters) -> SearchResults:
+                      filters: Filters, fusion: str = "combsum") -> SearchResults:
     if mode not in MODES:
         raise SearchError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if fusion not in FUSIONS:
+        raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
     if not query.strip():
         raise SearchError("the query is empty: give keywords, an identifier or a question")
     if limit < 1:
@@ -281,7 +310,7 @@ def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceI
     realized_modes: set[str] = set()
     for ws in workspaces:
         searcher = Searcher(indexes[ws.id], embedder)
-        fused, used, reason, extra = searcher.rank(query, mode, filters)
+        fused, used, reason, extra = searcher.rank(query, mode, filters, fusion=fusion)
         realized_modes.add(realized(mode, used, reason))
         if reason:
             reasons.append(reason if len(workspaces) == 1 else f"{ws.name}: {reason}")
