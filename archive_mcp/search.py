@@ -232,15 +232,13 @@ def build_hits(ws: Workspace, meta: pl.DataFrame, fused: list[tuple[int, float, 
     """Hits for fused docs, with texts read from the refined Parquet of their sessions only."""
     if not fused:
         return []
-    rows = meta[[d for d, _, _ in fused]].with_columns(pl.Series("rank", range(len(fused))))
-    texts: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for sid in rows["session_id"].unique().to_list():
-        wanted = rows.filter(pl.col("session_id") == sid).select("agent", "turn")
-        df = (pl.scan_parquet(store.refined_path(ws, sid))
-              .select("agent", "turn", "summary", "user_text", "assistant_text", "tool_calls", "title")
-              .join(wanted.lazy(), on=["agent", "turn"], how="semi").collect())
-        for r in df.iter_rows(named=True):
-            texts[(sid, r["agent"], r["turn"])] = r
+    rows = meta[[d for d, _, _ in fused]]
+    files = [str(store.refined_path(ws, sid)) for sid in rows["session_id"].unique().to_list()]
+    wanted = rows.select("session_id", "agent", "turn").lazy()
+    df = (pl.scan_parquet(files)  # one scan over the hit sessions' files only
+          .select("session_id", "agent", "turn", "summary", "user_text", "assistant_text", "tool_calls", "title")
+          .join(wanted, on=["session_id", "agent", "turn"], how="semi").collect())
+    texts = {(r["session_id"], r["agent"], r["turn"]): r for r in df.iter_rows(named=True)}
     hits = []
     for (_doc, score, signals), r in zip(fused, rows.iter_rows(named=True), strict=True):
         t = texts.get((r["session_id"], r["agent"], r["turn"]), {})

@@ -131,7 +131,7 @@ FILES = ["src/config/loader.py", "src/data/batches.py", "src/utils/date.ts", "li
 TOOLS = ["Shell", "ReadFile", "Grep", "StrReplaceFile", "WriteFile", "Glob"]
 
 
-def random_turn(rng: random.Random, big_output: bool) -> TurnSpec:
+def random_turn(rng: random.Random, big_output: bool, small: tuple[int, int] = (200, 5_000)) -> TurnSpec:
     ident, file = rng.choice(IDENTS), rng.choice(FILES)
     zh = rng.random() < 0.3
     ask = rng.choice(ZH_ASKS if zh else EN_ASKS).format(ident=ident, file=file)
@@ -140,14 +140,15 @@ def random_turn(rng: random.Random, big_output: bool) -> TurnSpec:
     for _ in range(rng.randint(1, 3)):
         tool = rng.choice(TOOLS)
         args = {"command": f"pytest -k {ident.split('.')[-1]} -x"} if tool == "Shell" else {"path": file}
-        size = rng.randint(20_000, 120_000) if big_output else rng.randint(200, 5_000)
+        size = rng.randint(20_000, 120_000) if big_output else rng.randint(*small)
         line = f"{file}:{rng.randint(1, 400)}: {ident} -> value={rng.random():.6f} status=ok\n"
         calls.append(CallSpec(tool, args, (line * (size // len(line) + 1))[:size], rng.random() < 0.1))
     return TurnSpec(ask, answer, calls, think=f"Look at {ident} in {file} first.")
 
 
 def generate_share_dir(share: Path, turns: int, seed: int = 7, workspaces: int = 8,
-                       turns_per_session: tuple[int, int] = (20, 60), big_every: int = 60) -> dict:
+                       turns_per_session: tuple[int, int] = (20, 60), big_every: int = 60,
+                       small: tuple[int, int] = (200, 5_000)) -> dict:
     """A `~/.kimi`-like tree with about `turns` turns; returns counts."""
     rng = random.Random(seed)
     made = sessions = 0
@@ -155,7 +156,8 @@ def generate_share_dir(share: Path, turns: int, seed: int = 7, workspaces: int =
     while made < turns:
         n = min(rng.randint(*turns_per_session), turns - made)
         work_dir = f"/home/dev/projects/project-{rng.randrange(workspaces)}"
-        specs = [random_turn(rng, big_output=(made + i) % big_every == 0) for i in range(n)]
+        specs = [random_turn(rng, big_output=big_every > 0 and (made + i) % big_every == 0, small=small)
+                 for i in range(n)]
         write_session(share, work_dir, specs, start + sessions * 3600, seed=rng.getrandbits(32))
         made += n
         sessions += 1
