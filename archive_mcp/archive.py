@@ -27,8 +27,22 @@ from workspaces import (
 
 from . import store
 from .context import TurnContext, TurnRef, load_turn_context
+from .essence import (
+    Bootstrap,
+    ImportReport,
+    MemoryStats,
+    OrganizePrepare,
+    OrganizeStored,
+    bootstrap_workspace,
+    export_memory,
+    import_memory,
+    organize_memories,
+    sync_workspace_index,
+)
 from .index import WorkspaceIndex
 from .ingest import Ingestor, IngestReport, Progress, Skip, embed_rows, turn_rows
+from .memory import FOLDERS as MEMORY_FOLDERS
+from .memory import MemoryEntry, MemoryStore, slugify
 from .schema import REFINED, empty_refined
 from .search import Filters, SearchResults, search_workspaces
 
@@ -248,6 +262,66 @@ class Archive:
             if rows:
                 store.merge_refined(ws, session_id, rows)
         return len(rows)
+
+    # --- memory ----------------------------------------------------------------------------
+    def _ws(self, workspace: str | Workspace | None, cwd: str | None = None) -> Workspace:
+        return workspace if isinstance(workspace, Workspace) else self.workspace(workspace, cwd=cwd)
+
+    def memory(self, workspace: str | Workspace | None = None, cwd: str | None = None) -> MemoryStore:
+        """The memory of one workspace: remember, recall, search, recall_recent, forget, list."""
+        return MemoryStore(self._ws(workspace, cwd))
+
+    def save_lesson(self, situation: str, mistake: str, correction: str,
+                    workspace: str | Workspace | None = None, key: str | None = None) -> MemoryEntry:
+        """A correction that must not be repeated, stored under memory/lessons/."""
+        content = f"## Situation\n{situation}\n\n## Mistake\n{mistake}\n\n## Correction\n{correction}\n"
+        return self.memory(workspace).remember(key or slugify(situation), content, "lessons",
+                                               tags=["lesson"], title=situation[:80])
+
+    def organize_memories(self, content: str | None = None, sources: list[str] | None = None,
+                          workspace: str | Workspace | None = None) -> OrganizePrepare | OrganizeStored:
+        return organize_memories(self._ws(workspace), content, sources)
+
+    def sync_workspace_index(self, remarks: dict[str, str] | None = None,
+                             workspace: str | Workspace | None = None) -> dict[str, Any]:
+        return sync_workspace_index(self._ws(workspace), remarks)
+
+    def bootstrap_workspace(self, workspace: str | Workspace | None = None, recent: int = 8,
+                            budget: int = 12_000) -> Bootstrap:
+        """Essence, memory tree ([new] since the last bootstrap), recent turns, notes, themes."""
+        ws = self._ws(workspace)
+        rows = (self.turns(ws.id).filter(pl.col("agent") == "main")
+                .sort("started_at", descending=True, nulls_last=True).head(recent)
+                .select("session_id", "turn", "started_at", "summary").collect().to_dicts())
+        recent_rows = [{"session_id": r["session_id"], "turn": r["turn"],
+                        "at": r["started_at"].isoformat() if r["started_at"] else None,
+                        "summary": r["summary"]} for r in reversed(rows)]
+        return bootstrap_workspace(ws, recent_rows, self._theme_names(ws), budget)
+
+    def _theme_names(self, ws: Workspace) -> list[str]:
+        folder = ws.root / "themes"
+        return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+
+    def memory_stats(self, workspace: str | Workspace | None = None) -> MemoryStats:
+        ws = self._ws(workspace)
+        counts = {f: len(list((ws.root / "memory" / f).glob("*.md"))) for f in MEMORY_FOLDERS}
+        st = self.stats(ws.id)
+        essence = ws.root / "essence" / "essence.md"
+        size = sum(p.stat().st_size for p in ws.root.rglob("*") if p.is_file())
+        return MemoryStats(counts, size, st.turns, st.oldest, st.newest, len(self._theme_names(ws)),
+                           essence.stat().st_size if essence.exists() else 0)
+
+    def export_memory(self, include_turns: bool = False, filename: str | None = None,
+                      workspace: str | Workspace | None = None) -> Path:
+        ws = self._ws(workspace)
+        turns = None
+        if include_turns:
+            turns = (self.turns(ws.id).select("session_id", "agent", "turn", "started_at", "summary", "kinds")
+                     .collect().to_dicts())
+        return export_memory(ws, include_turns, filename, turns)
+
+    def import_memory(self, path: str | os.PathLike[str], workspace: str | Workspace | None = None) -> ImportReport:
+        return import_memory(self._ws(workspace), Path(path))
 
     # --- frames ----------------------------------------------------------------------------
     def turns(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:

@@ -179,6 +179,9 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
         return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=sampling_prompt(rows)))],
                       max_tokens=120 * len(rows) + 50)
 
+    from .memory_tools import register_memory
+    register_memory(server, archive, resolve, _roots_request, server_cwd)
+
     @server.tool(annotations=READ_ONLY)
     async def search_context(
         query: Annotated[str, Field(description="Keywords, an identifier (typos are tolerated) or a question; Chinese works.")],

@@ -18,7 +18,12 @@ pytestmark = pytest.mark.anyio
 
 LOGIN = "session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13"
 LOADER = "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f"
-TOOLS = {"search_context", "load_turn_context", "refine_session_turns", "list_workspaces", "list_sessions"}
+MEMORY_TOOLS = {"remember", "recall", "search_memory", "recall_recent", "list_memories", "forget", "save_lesson",
+                "organize_memories", "bootstrap_workspace", "sync_workspace_index", "memory_stats",
+                "export_memory", "import_memory"}
+TOOLS = {"search_context", "load_turn_context", "refine_session_turns", "list_workspaces", "list_sessions"} | MEMORY_TOOLS
+READ_ONLY = {"search_context", "load_turn_context", "list_workspaces", "list_sessions", "recall", "search_memory",
+             "recall_recent", "list_memories", "memory_stats"}
 README = Path(__file__).parent.parent / "README.md"
 
 
@@ -41,7 +46,8 @@ async def test_tools_have_schemas_annotations_and_descriptions(server) -> None: 
     for t in tools.values():
         assert t.description and t.input_schema and t.output_schema, t.name
         assert t.annotations is not None
-    assert {n for n, t in tools.items() if t.annotations.read_only_hint} == TOOLS - {"refine_session_turns"}
+    assert {n for n, t in tools.items() if t.annotations.read_only_hint} == READ_ONLY
+    assert {n for n, t in tools.items() if t.annotations.destructive_hint} == {"forget"}
     for name in TOOLS - {"list_workspaces"}:
         assert "workspace" in tools[name].input_schema["properties"], name
 
@@ -170,3 +176,17 @@ async def test_stdio_server_round_trip(archive: Archive, tmp_path: Path) -> None
         assert bad.is_error and "is not an archived workspace" in bad.content[0].text
         r = await client.call_tool("load_turn_context", {"workspace": "webapp", "references": [{"session_id": LOGIN, "turn": 0}]})
         assert json.dumps(r.structured_content).count("handleLogin") >= 1
+
+
+async def test_memory_resources_and_decision_prompt(server, archive: Archive) -> None:  # noqa: ANN001
+    archive.memory("webapp").remember("jpeg", "Use turbojpeg.", "decisions")
+    archive.organize_memories("# Essence\n- turbojpeg\n", workspace="webapp")
+    async with Client(server) as client:
+        essence = await client.read_resource("essence://essence")
+        memory = await client.read_resource("memory://decisions/jpeg")
+        prompts = await client.list_prompts()
+        prompt = await client.get_prompt("memory-decision-check", {"decision": "switch to PIL"})
+    assert essence.contents[0].text == "# Essence\n- turbojpeg\n"
+    assert "Use turbojpeg." in memory.contents[0].text
+    assert [p.name for p in prompts.prompts] == ["memory-decision-check"]
+    assert "You are about to decide: switch to PIL" in prompt.messages[0].content.text

@@ -1,0 +1,266 @@
+"""The workspace's working constitution and the calls around it: organize_memories (two
+stages), bootstrap_workspace, sync_workspace_index, memory_stats, export and import."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from workspaces import Workspace, atomic_write_json, atomic_write_text, locked, read_json
+
+from .memory import FOLDERS, MemoryEntry, MemoryError, MemoryStore, check_folder, check_key, now
+
+ESSENCE_SOFT_LIMIT = 15 * 1024
+SOURCE_LINE = re.compile(r"^>\s*source:\s*(memory/([a-z]+)/([A-Za-z0-9._-]+))\s*$", re.M)
+EXPORT_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+ESSENCE_RULES = """Write essence.md, the working constitution a new session reads first:
+1. Keep it under 15 KB: only what changes how the next session acts (decisions in force, rules,
+   hard-won lessons, where things are). Drop what is superseded.
+2. One section per topic; newest decision wins; say what it replaced.
+3. After each point cite its source on its own line: `> source: memory/<folder>/<key>`.
+4. No secrets, no transcripts: link to memories and turns instead of copying them.
+Then call organize_memories again with `content` (and `sources`) to store it."""
+
+
+@dataclass
+class OrganizePrepare:
+    stage: str
+    existing_essence: str
+    materials: list[dict[str, Any]]
+    rules: str
+    output_path: str = "essence/essence.md"
+    max_recommended_bytes: int = ESSENCE_SOFT_LIMIT
+    omitted: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class OrganizeStored:
+    stage: str
+    path: str
+    bytes: int
+    previous_kept: str | None
+    warnings: list[str]
+    missing_sources: list[str]
+    cited_sources: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Bootstrap:
+    workspace_id: str
+    workspace_name: str
+    essence: str
+    memory_index: dict[str, list[str]]
+    new_since_last_bootstrap: int
+    recent_context: list[dict[str, Any]]
+    notes: list[str]
+    themes: list[str]
+    truncated: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class MemoryStats:
+    per_folder: dict[str, int]
+    archive_bytes: int
+    turns: int
+    oldest_turn: str | None
+    newest_turn: str | None
+    themes: int
+    essence_bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ImportReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _citations(ws: Workspace, store: MemoryStore, entries: list[MemoryEntry]) -> dict[str, int]:
+    essence = (ws.root / "essence" / "essence.md")
+    text = essence.read_text(encoding="utf-8", errors="replace") if essence.exists() else ""
+    counts: dict[str, int] = {}
+    for m in SOURCE_LINE.finditer(text):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    for e in entries:
+        for ref in [*e.sources, *e.supersedes]:
+            counts[ref] = counts.get(ref, 0) + 1
+    return counts
+
+
+def organize_memories(ws: Workspace, content: str | None = None, sources: list[str] | None = None,
+                      budget: int = 60_000) -> OrganizePrepare | OrganizeStored:
+    """Without content: essence, materials and rules. With content: store the new essence."""
+    store = MemoryStore(ws)
+    essence_path = ws.root / "essence" / "essence.md"
+    if content is None:
+        entries = store.list()
+        cites = _citations(ws, store, entries)
+        entries.sort(key=lambda e: (e.updated, cites.get(e.ref, 0)), reverse=True)
+        materials, used, omitted = [], 0, 0
+        for e in entries:
+            item = {"ref": e.ref, "folder": e.folder, "key": e.key, "title": e.title, "tags": e.tags,
+                    "updated": e.updated, "cited": cites.get(e.ref, 0), "content": e.content}
+            size = len(json.dumps(item, ensure_ascii=False))
+            if used + size > budget:
+                omitted += 1
+                continue
+            materials.append(item)
+            used += size
+        existing = essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else ""
+        return OrganizePrepare("prepare", existing, materials, ESSENCE_RULES, omitted=omitted)
+    if not content.strip():
+        raise MemoryError("content is empty: call organize_memories without content to get the materials")
+    warnings: list[str] = []
+    data = content.encode("utf-8", errors="replace")
+    if len(data) > ESSENCE_SOFT_LIMIT:
+        warnings.append(f"essence is {len(data):,} bytes, above the recommended {ESSENCE_SOFT_LIMIT:,}: "
+                        "consider dropping superseded points")
+    cited = list(dict.fromkeys([m.group(1) for m in SOURCE_LINE.finditer(content)] + list(sources or [])))
+    missing = []
+    for ref in cited:
+        parts = ref.split("/")
+        ok = len(parts) == 3 and parts[0] == "memory" and parts[1] in FOLDERS
+        if ok:
+            try:
+                ok = (store.root / parts[1] / f"{check_key(parts[2])}.md").exists()
+            except MemoryError:
+                ok = False
+        if not ok:
+            missing.append(ref)
+    previous = None
+    with locked(ws.root):
+        if essence_path.exists():
+            previous = f"essence/history/essence-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}.md"
+            atomic_write_text(ws.root / previous, essence_path.read_text(encoding="utf-8", errors="replace"))
+        atomic_write_text(essence_path, data.decode("utf-8"))
+    return OrganizeStored("store", "essence/essence.md", len(data), previous, warnings, missing, cited)
+
+
+def sync_workspace_index(ws: Workspace, remarks: dict[str, str] | None = None) -> dict[str, Any]:
+    """Rebuild index.json from the memory files; set folder remarks; keep the bootstrap marker."""
+    for folder in remarks or {}:
+        check_folder(folder)
+    store = MemoryStore(ws)
+    with locked(ws.root):
+        old = read_json(ws.root / "index.json", {}) or {}
+        folders: dict[str, Any] = {}
+        for f in FOLDERS:
+            entries = store.list(f)
+            folders[f] = {"remark": (remarks or {}).get(f, old.get("folders", {}).get(f, {}).get("remark", "")),
+                          "entries": [{"key": e.key, "title": e.title, "tags": e.tags, "updated": e.updated}
+                                      for e in entries]}
+        index = {"version": 1, "synced_at": now(), "folders": folders,
+                 "last_bootstrap": old.get("last_bootstrap"), "seen": old.get("seen", [])}
+        atomic_write_json(ws.root / "index.json", index)
+    index["folders_needing_remark"] = [f for f, v in folders.items() if v["entries"] and not v["remark"]]
+    return index
+
+
+def bootstrap_workspace(ws: Workspace, recent: list[dict[str, Any]], themes: list[str],
+                        budget: int = 12_000) -> Bootstrap:
+    """What a new session needs first: essence, memory tree ([new] marked), recent turns, notes, themes."""
+    index = sync_workspace_index(ws)
+    seen = set(index.get("seen", []))
+    tree: dict[str, list[str]] = {}
+    new = 0
+    all_refs = []
+    for f, v in index["folders"].items():
+        lines = []
+        for e in v["entries"]:
+            ref = f"memory/{f}/{e['key']}"
+            all_refs.append(f"{ref}@{e['updated']}")
+            fresh = f"{ref}@{e['updated']}" not in seen
+            new += fresh
+            lines.append(f"{'[new] ' if fresh else ''}{e['key']}: {e['title']}")
+        if lines:
+            tree[f] = lines
+    essence_path = ws.root / "essence" / "essence.md"
+    essence = essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else ""
+    notes_dir = ws.root / "notes"
+    notes = sorted(p.name for p in notes_dir.glob("*") if p.is_file()) if notes_dir.is_dir() else []
+    result = Bootstrap(ws.id, ws.name, essence, tree, new, recent, notes, themes)
+    # fit the budget: recent context first, then the essence's tail
+    while len(json.dumps(result.to_json(), ensure_ascii=False)) > budget and result.recent_context:
+        result.recent_context.pop(0)
+        result.truncated = True
+    if len(json.dumps(result.to_json(), ensure_ascii=False)) > budget:
+        keep = max(500, budget - len(json.dumps({**result.to_json(), "essence": ""}, ensure_ascii=False)) - 100)
+        result.essence = result.essence[:keep] + "\n[… essence cut to fit the budget; read essence://essence]"
+        result.truncated = True
+    with locked(ws.root):
+        current = read_json(ws.root / "index.json", {}) or {}
+        current["last_bootstrap"] = now()
+        current["seen"] = all_refs
+        atomic_write_json(ws.root / "index.json", current)
+    return result
+
+
+def export_memory(ws: Workspace, include_turns: bool = False, filename: str | None = None,
+                  turns: list[dict[str, Any]] | None = None) -> Path:
+    name = filename or f"memory-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    if not EXPORT_NAME.match(name) or name.startswith("."):
+        raise MemoryError(f"invalid export filename {name!r}: use letters, digits, '.', '_' and '-' only")
+    store = MemoryStore(ws)
+    essence_path = ws.root / "essence" / "essence.md"
+    payload = {"format": "archive-mcp-memory@1", "workspace": {"id": ws.id, "name": ws.name, "paths": ws.paths},
+               "exported_at": now(), "memories": [e.to_json() for e in store.list()],
+               "essence": essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else None}
+    if include_turns:
+        payload["turns"] = turns or []
+    path = ws.root / "exports" / name
+    atomic_write_text(path, json.dumps(payload, ensure_ascii=False, indent=1, default=str))
+    return path
+
+
+def import_memory(ws: Workspace, path: Path) -> ImportReport:
+    """Read an export back; memories already present with the same content are left alone."""
+    try:
+        payload = json.loads(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError) as exc:
+        raise MemoryError(f"cannot read export {path}: {exc}") from exc
+    if not isinstance(payload, dict) or payload.get("format") != "archive-mcp-memory@1":
+        raise MemoryError(f"{path} is not an archive-mcp memory export")
+    store = MemoryStore(ws)
+    report = ImportReport()
+    for m in payload.get("memories", []):
+        try:
+            ref = f"memory/{check_folder(m['folder'])}/{check_key(m['key'])}"
+        except (MemoryError, KeyError, TypeError):
+            report.skipped.append(str(m.get("ref") if isinstance(m, dict) else m))
+            continue
+        try:
+            current = store.recall(m["key"], m["folder"])
+        except MemoryError:
+            current = None
+        if current and _digest(current.content) == _digest(m.get("content", "")):
+            report.unchanged.append(ref)
+            continue
+        store.remember(m["key"], m.get("content", ""), m["folder"], m.get("tags"), m.get("sources"),
+                       m.get("title"), m.get("supersedes"))
+        (report.updated if current else report.added).append(ref)
+    return report
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.strip().encode("utf-8", errors="replace")).hexdigest()

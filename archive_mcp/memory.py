@@ -1,0 +1,277 @@
+"""Workspace memory: Markdown files with YAML front matter under `memory/<folder>/<key>.md`.
+
+Every write happens under the workspace lock and lands by atomic rename; an update keeps the
+previous version in `memory/.history/`, and `forget` moves the file to `memory/.trash/`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from refiners.redact import redact
+from refiners.text import tokens
+from workspaces import Workspace, atomic_write_text, locked
+
+from .lexical import Postings, bm25
+
+FOLDERS = ("decisions", "rules", "knowledge", "lessons", "reference")
+KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
+MAX_CONTENT = 256 * 1024
+
+
+class MemoryError(ValueError):  # noqa: A001 - the module's own error, not the builtin
+    """A memory call the caller can fix; the message says how."""
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def check_key(key: str) -> str:
+    if not isinstance(key, str) or not KEY.match(key) or ".." in key:
+        raise MemoryError(f"invalid memory key {key!r}: use letters, digits, '.', '_' and '-' "
+                          "(no slashes, no '..'), starting with a letter or digit")
+    return key
+
+
+def check_folder(folder: str) -> str:
+    if folder not in FOLDERS:
+        raise MemoryError(f"unknown memory folder {folder!r}; use one of {', '.join(FOLDERS)}")
+    return folder
+
+
+def slugify(text: str, limit: int = 60) -> str:
+    """A key from free text (for save_lesson); ASCII words joined by '-', else a hash-like stamp."""
+    words = re.findall(r"[A-Za-z0-9]+", text.lower())
+    slug = "-".join(words)[:limit].strip("-")
+    return slug or "note-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+
+
+@dataclass
+class MemoryEntry:
+    folder: str
+    key: str
+    title: str
+    content: str
+    tags: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    supersedes: list[str] = field(default_factory=list)
+    created: str = ""
+    updated: str = ""
+    versions: int = 1
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ref(self) -> str:
+        return f"memory/{self.folder}/{self.key}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "ref": self.ref}
+
+
+@dataclass
+class MemoryHit:
+    folder: str
+    key: str
+    title: str
+    score: float
+    snippet: str
+    tags: list[str]
+    updated: str
+    matched: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ForgetReport:
+    removed: str
+    trash_path: str
+    title: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def render(entry: MemoryEntry) -> str:
+    meta = {"title": entry.title, "tags": entry.tags, "created": entry.created,
+            "updated": entry.updated, "sources": entry.sources, "supersedes": entry.supersedes}
+    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()
+    return f"---\n{front}\n---\n\n{entry.content.rstrip()}\n"
+
+
+def parse(folder: str, key: str, text: str) -> MemoryEntry:
+    meta: dict[str, Any] = {}
+    body = text
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end > 0:
+            try:
+                loaded = yaml.safe_load(text[4:end])
+                meta = loaded if isinstance(loaded, dict) else {}
+            except yaml.YAMLError:
+                meta = {}
+            body = text[end + 4:].lstrip("\n")
+    def as_list(v: Any) -> list[str]:
+        return [str(x) for x in v] if isinstance(v, list) else ([str(v)] if v else [])
+    return MemoryEntry(folder, key, str(meta.get("title") or key), body.rstrip("\n"),
+                       as_list(meta.get("tags")), as_list(meta.get("sources")),
+                       as_list(meta.get("supersedes")), str(meta.get("created") or ""),
+                       str(meta.get("updated") or ""))
+
+
+class MemoryStore:
+    """The memory of one workspace."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.root = ws.root / "memory"
+
+    def _path(self, folder: str, key: str) -> Path:
+        path = self.root / check_folder(folder) / f"{check_key(key)}.md"
+        if not path.resolve().is_relative_to(self.root.resolve()):
+            raise MemoryError(f"memory key {key!r} would leave its folder")
+        return path
+
+    def _history(self, folder: str, key: str) -> Path:
+        return self.root / ".history" / folder / key
+
+    def _read(self, path: Path, folder: str, key: str) -> MemoryEntry:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8", errors="replace")
+        entry = parse(folder, key, text)
+        hist = self._history(folder, key)
+        entry.versions = 1 + (len(list(hist.glob("*.md"))) if hist.is_dir() else 0)
+        if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+            entry.warnings.append("the file held bytes that are not UTF-8; they read as U+FFFD")
+        return entry
+
+    # --- calls -----------------------------------------------------------------------------
+    def remember(self, key: str, content: str, folder: str = "knowledge", tags: list[str] | None = None,
+                 sources: list[str] | None = None, title: str | None = None,
+                 supersedes: list[str] | None = None) -> MemoryEntry:
+        """Create or update a memory; an update keeps the previous version in the history."""
+        path = self._path(folder, key)
+        warnings: list[str] = []
+        clean = content.encode("utf-8", errors="replace").decode("utf-8")
+        if clean != content:
+            warnings.append("content held characters that are not valid UTF-8; they were replaced")
+        size = len(clean.encode("utf-8"))
+        if size > MAX_CONTENT:
+            raise MemoryError(f"content is {size:,} bytes; a memory holds at most {MAX_CONTENT:,}. "
+                              "Keep the memory short and cite the long material in `sources`.")
+        if not clean.strip():
+            raise MemoryError("content is empty: say what to remember")
+        clean, n = redact(clean)
+        if n:
+            warnings.append(f"{n} secret(s) were redacted before storing")
+        for s in supersedes or []:
+            if not re.match(r"^memory/[a-z]+/[A-Za-z0-9._-]+$", s):
+                raise MemoryError(f"supersedes entry {s!r} must look like memory/<folder>/<key>")
+        with locked(self.ws.root):
+            stamp = now()
+            created = stamp
+            if path.exists():
+                old = path.read_text(encoding="utf-8", errors="replace")
+                created = parse(folder, key, old).created or stamp
+                hist = self._history(folder, key)
+                atomic_write_text(hist / f"{_file_stamp()}.md", old)
+            entry = MemoryEntry(folder, key, title or _title(key, clean), clean.rstrip("\n"),
+                                sorted(set(tags or [])), list(dict.fromkeys(sources or [])),
+                                list(dict.fromkeys(supersedes or [])), created, stamp)
+            atomic_write_text(path, render(entry))
+        stored = self._read(path, folder, key)
+        stored.warnings = warnings
+        return stored
+
+    def recall(self, key: str, folder: str | None = None) -> MemoryEntry:
+        check_key(key)
+        folders = [check_folder(folder)] if folder else list(FOLDERS)
+        found = [(f, self._path(f, key)) for f in folders if self._path(f, key).exists()]
+        if not found:
+            near = [f"{e.folder}/{e.key}" for e in self.list() if key.lower() in e.key.lower()][:5]
+            hint = f" Did you mean: {', '.join(near)}?" if near else " List them with list_memories."
+            raise MemoryError(f"no memory {key!r}{f' in {folder}' if folder else ''}.{hint}")
+        if len(found) > 1:
+            raise MemoryError(f"{key!r} exists in {', '.join(f for f, _ in found)}: pass `folder`")
+        f, path = found[0]
+        return self._read(path, f, key)
+
+    def list(self, folder: str | None = None) -> list[MemoryEntry]:
+        folders = [check_folder(folder)] if folder else list(FOLDERS)
+        out = []
+        for f in folders:
+            d = self.root / f
+            if d.is_dir():
+                out += [self._read(p, f, p.stem) for p in sorted(d.glob("*.md")) if KEY.match(p.stem)]
+        return out
+
+    def recall_recent(self, limit: int = 10) -> list[MemoryEntry]:
+        return sorted(self.list(), key=lambda e: e.updated, reverse=True)[:limit]
+
+    def forget(self, key: str, folder: str) -> ForgetReport:
+        """Move exactly `folder/key` to the trash; an unknown key is an error, never a success."""
+        path = self._path(folder, key)
+        with locked(self.ws.root):
+            if not path.exists():
+                raise MemoryError(f"nothing removed: there is no memory {folder}/{key}")
+            entry = self._read(path, folder, key)
+            trash = self.root / ".trash" / folder / f"{key}.{_file_stamp()}.md"
+            trash.parent.mkdir(parents=True, exist_ok=True)
+            path.rename(trash)
+        return ForgetReport(f"memory/{folder}/{key}", str(trash.relative_to(self.ws.root)), entry.title)
+
+    def search(self, query: str, folder: str | None = None, limit: int = 10) -> list[MemoryHit]:
+        """Lexical + fuzzy ranking (the search_context machinery), CJK-aware."""
+        from .search import Searcher, _normalised  # noqa: F401  (shared fusion)
+
+        if not query.strip():
+            raise MemoryError("the query is empty")
+        entries = self.list(folder)
+        if not entries:
+            return []
+        docs = [tokens(f"{e.title}\n{' '.join(e.tags)}\n{e.key.replace('-', ' ')}\n{e.content}") for e in entries]
+        postings = Postings.build(docs)
+        q = list(dict.fromkeys(tokens(query)))
+        alive = [np.ones(len(entries), bool)]
+        lex = bm25([postings], [(t, 1.0) for t in q], alive)[0]
+        fuzzy_terms = dict.fromkeys(q, 1.0)
+        for t in q[:8]:
+            for term, score in postings.similar_terms(t):
+                fuzzy_terms[term] = max(fuzzy_terms.get(term, 0.0), (score / 100) ** 2)
+        fz = bm25([postings], list(fuzzy_terms.items()), alive)[0]
+        ok = alive[0]
+        total = _normalised("lexical", lex, ok, 100) + _normalised("fuzzy", fz, ok, 100)
+        order = [int(i) for i in np.argsort(-total, kind="stable") if total[i] > 0][:limit]
+        hits = []
+        for i in order:
+            e = entries[i]
+            matched = [n for n, v in (("lexical", lex), ("fuzzy", fz)) if v[i] > 0]
+            hits.append(MemoryHit(e.folder, e.key, e.title, round(float(total[i]), 6),
+                                  _snippet(e.content, set(q) | set(fuzzy_terms)), e.tags, e.updated, matched))
+        return hits
+
+
+def _file_stamp() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def _title(key: str, content: str) -> str:
+    first = content.strip().splitlines()[0].lstrip("# ").strip() if content.strip() else ""
+    return first[:80] if first else key.replace("-", " ")
+
+
+def _snippet(content: str, terms: set[str], width: int = 200) -> str:
+    lines = [ln.strip() for ln in content.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    best = max(lines, key=lambda ln: len(set(tokens(ln)) & terms))
+    return best if len(best) <= width else best[: width - 1] + "…"
