@@ -28,6 +28,7 @@ DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this
 META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tools", "raw_ref"]
 TEXT_CAP = 3000
+DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (float16)
 
 
 def doc_text(row: dict[str, Any]) -> str:
@@ -58,6 +59,15 @@ class Segment:
         ).select(META_COLUMNS) if df.height else pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS})
         vectors, has = _vectors(ws, df, model)
         return cls(postings, meta, vectors, has)
+
+    def dense(self) -> np.ndarray | None:
+        """The vectors as float32 in memory when that stays small; else None (stream from disk)."""
+        if self.vectors is None:
+            return None
+        if not hasattr(self, "_dense"):
+            small = self.vectors.shape[0] * self.vectors.shape[1] * 4 <= DENSE_MAX_BYTES
+            self._dense = np.asarray(self.vectors, np.float32) if small else None
+        return self._dense
 
     def save(self, folder: Path) -> None:
         self.postings.save(folder / "postings")
@@ -214,8 +224,12 @@ class WorkspaceIndex:
             n = s.meta.height
             out = np.zeros(n, np.float32)
             if s.vectors is not None and n:
-                for a in range(0, n, 65536):  # chunks keep the float32 copy small
-                    out[a:a + 65536] = np.asarray(s.vectors[a:a + 65536], np.float32) @ q
+                dense = s.dense()
+                if dense is not None:
+                    out = dense @ q
+                else:
+                    for a in range(0, n, 65536):  # chunks keep the float32 copy small
+                        out[a:a + 65536] = np.asarray(s.vectors[a:a + 65536], np.float32) @ q
             sims.append(out)
             has.append(s.has_vector if n else np.zeros(0, bool))
         return np.concatenate(sims), np.concatenate(has)

@@ -137,8 +137,9 @@ def _normalised(name: str, x: np.ndarray, ok: np.ndarray, depth: int) -> np.ndar
     finite = x[np.isfinite(x)]
     if finite.size == 0:
         return np.zeros(x.shape, np.float32)
-    top = np.sort(finite)[-depth:]
-    lo, hi = float(top[0]), float(top[-1])
+    k = min(depth, finite.size)
+    top = np.partition(finite, finite.size - k)[finite.size - k:]
+    lo, hi = float(top.min()), float(top.max())
     if finite.size <= depth:  # every doc is a candidate: keep the weakest just above zero
         lo -= 1e-6
     return np.clip((np.where(np.isfinite(x), x, lo) - lo) / (hi - lo + 1e-9), 0.0, 1.0)

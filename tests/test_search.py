@@ -143,7 +143,7 @@ def test_index_is_a_rebuildable_cache_that_follows_new_turns(archive: Archive, k
     fresh = Archive(embedder=archive._embedder)
     assert [(h.session_id, h.turn) for h in fresh.search("dark mode toggle", workspace="webapp")] == before
     # a new session arrives: the loaded index notices and includes it
-    from test_ingest import HEADER, _session_dir, _turn
+    from test_ingest import HEADER, _turn
     (kimi_root / "sessions" / WEBAPP / "aaaaaaaa-0000-4000-8000-000000000000").mkdir()
     (kimi_root / "sessions" / WEBAPP / "aaaaaaaa-0000-4000-8000-000000000000" / "wire.jsonl").write_bytes(
         HEADER + _turn(0, "switch the toggle to a zustand store", "Moved useTheme into zustand."))
