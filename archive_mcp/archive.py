@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from refiners import PARSERS
@@ -43,8 +44,11 @@ from .index import WorkspaceIndex
 from .ingest import Ingestor, IngestReport, Progress, Skip, embed_rows, turn_rows
 from .memory import FOLDERS as MEMORY_FOLDERS
 from .memory import MemoryEntry, MemoryStore, slugify
-from .schema import REFINED, empty_refined
+from .schema import REFINED, THEME_SCHEMA, empty_refined
 from .search import Filters, SearchResults, search_workspaces
+from .themes import Discovery as ThemeDiscovery
+from .themes import Member, TagResult, Theme, ThemeError, ThemeStore, discover, slug_of
+from .timeline import Timeline, build_timeline
 
 WorkspaceArg = str | Workspace | Sequence[str] | None
 
@@ -323,6 +327,135 @@ class Archive:
     def import_memory(self, path: str | os.PathLike[str], workspace: str | Workspace | None = None) -> ImportReport:
         return import_memory(self._ws(workspace), Path(path))
 
+    # --- themes ----------------------------------------------------------------------------
+    def themes_store(self, workspace: str | Workspace | None = None) -> ThemeStore:
+        return ThemeStore(self._ws(workspace))
+
+    def list_themes(self, workspace: str | Workspace | None = None) -> list[Theme]:
+        return self.themes_store(workspace).list()
+
+    def delete_theme(self, theme: str, workspace: str | Workspace | None = None) -> Theme:
+        return self.themes_store(workspace).delete(theme)
+
+    def tag_theme(self, theme: str, workspace: str | Workspace | None = None,
+                  references: Sequence[TurnRef | dict[str, Any]] | None = None,
+                  seeds: Sequence[str] | None = None, remove: Sequence[TurnRef | dict[str, Any]] | None = None,
+                  description: str | None = None, min_score: float = 0.5, who: str = "api") -> TagResult:
+        """Attach confirmed turns, or search from 1-3 seeds and attach hits scoring at least
+        `min_score` x the best hit; returns what was attached and the near misses to confirm."""
+        ws = self._ws(workspace)
+        store = ThemeStore(ws)
+        slug = slug_of(theme)
+        if seeds is not None and not 1 <= len(seeds) <= 3:
+            raise ThemeError("give 1 to 3 seeds (keywords or a question)")
+        refs = [_ref(r) for r in references or []]
+        drop = {(r.session_id, r.agent, r.turn) for r in (_ref(x) for x in remove or [])}
+        refined = self._ensure_refined(ws, {r.session_id for r in refs})
+        known = self._turn_keys(ws, {r.session_id for r in refs})
+        for r in refs:
+            if (r.session_id, r.agent, r.turn) not in known:
+                valid = sorted(t for s, a, t in known if s == r.session_id and a == r.agent)
+                hint = f"valid turns: {valid[0]}..{valid[-1]}" if valid else "unknown session; find turns with search_context"
+                raise ThemeError(f"no turn {r.session_id}:{r.turn} (agent {r.agent}) in workspace {ws.name}; {hint}")
+        when = datetime.now(UTC).isoformat(timespec="seconds")
+        candidates: list[Member] = [Member(r.session_id, r.agent, r.turn, "reference", who, when, None) for r in refs]
+        near: list[dict[str, Any]] = []
+        for seed in seeds or []:
+            hits = self.search(seed, workspace=ws.id, limit=40)
+            if not hits:
+                continue
+            best = hits[0].score
+            for h in hits:
+                if h.score >= min_score * best:
+                    candidates.append(Member(h.session_id, h.agent, h.turn, f"seed:{seed}", who, when, h.score))
+                elif len(near) < 10:
+                    near.append({"session_id": h.session_id, "agent": h.agent, "turn": h.turn, "score": h.score,
+                                 "seed": seed, "summary": h.summary})
+        with locked(ws.root):
+            current = store.get(theme) or Theme(theme, slug)
+            if current.status == "suggested":  # confirming a suggestion makes it the user's theme
+                current.status = "tagged"
+            have = {m.key for m in current.members}
+            attached = []
+            for m in candidates:
+                if m.key not in have and m.key not in drop:
+                    current.members.append(m)
+                    have.add(m.key)
+                    attached.append(m)
+            removed = [asdict(m) for m in current.members if m.key in drop]
+            current.members = [m for m in current.members if m.key not in drop]
+            current.seeds = list(dict.fromkeys([*current.seeds, *(seeds or [])]))
+            if description is not None:
+                current.description = description
+            store.save(current)
+        near = [n for n in near if (n["session_id"], n["agent"], n["turn"]) not in have]
+        return TagResult(current.name, current.slug, attached, near, removed, len(current.members), refined)
+
+    def _turn_keys(self, ws: Workspace, sessions: set[str]) -> set[tuple[str, str, int]]:
+        if not sessions:
+            return set()
+        df = self.turns(ws.id).filter(pl.col("session_id").is_in(list(sessions))).select("session_id", "agent", "turn").collect()
+        return set(df.iter_rows())
+
+    def _ensure_refined(self, ws: Workspace, sessions: set[str]) -> int:
+        """Refine archived sessions that have no refined rows yet (on the way to tagging)."""
+        missing = [s for s in sessions if store.read_refined(ws, s).height == 0 and s in self._raw_files(ws)]
+        for s in missing:
+            self.refine(ws.id, session=s, embed=False)
+        return len(missing)
+
+    def discover_themes(self, workspace: str | Workspace | None = None, min_size: int = 3,
+                        threshold: float | None = None) -> ThemeDiscovery:
+        """Cluster the workspace's main-agent turns into suggested themes (k is not chosen)."""
+        ws = self._ws(workspace)
+        idx = self.index(ws).refresh()
+        meta = idx.meta.with_row_index("row").filter(pl.Series(idx.alive)).filter(pl.col("agent") == "main")
+        frame = (self.turns(ws.id).filter(pl.col("agent") == "main")
+                 .select("session_id", "agent", "turn", "user_text", "assistant_text", "keywords").collect())
+        frame = meta.select("row", "session_id", "agent", "turn").join(frame, on=["session_id", "agent", "turn"], how="inner")
+        vectors = None
+        if idx.has_vectors():
+            sims_rows = frame["row"].to_numpy()
+            dense = np.concatenate([s.dense() if s.dense() is not None else np.asarray(s.vectors, np.float32)
+                                    for s in idx.segments if s.vectors is not None and s.meta.height])
+            has = np.concatenate([s.has_vector for s in idx.segments])
+            if dense.shape[0] == has.shape[0] and has[sims_rows].all():
+                vectors = dense[sims_rows]
+        return discover(ws, frame.drop("row"), vectors, min_size, threshold, self._model_name())
+
+    def trace_theme(self, theme: str, workspace: WorkspaceArg = None, granularity: str = "auto",
+                    include_turn_content: bool = False) -> Timeline:
+        """The theme as a timeline (Polars frame, events, buckets, reversals, files, memories).
+        Several workspaces only when listed explicitly (the theme is read from each)."""
+        targets = self._selected(workspace) if isinstance(workspace, list) else [self._ws(workspace)]
+        members: list[Member] = []
+        found: Theme | None = None
+        for ws in targets:
+            t = ThemeStore(ws).get(theme)
+            if t is not None:
+                found = found or t
+                members += t.members
+        if found is None:
+            ThemeStore(targets[0]).require(theme)
+        assert found is not None
+        merged = Theme(found.name, found.slug, found.description, found.seeds, found.status, members)
+        refs = {f"{m.session_id}:{m.turn}" for m in members}
+        linked = []
+        for ws in targets:
+            for e in MemoryStore(ws).list():
+                if found.name in e.sources or found.slug in e.sources or refs & set(e.sources) or found.name in e.tags:
+                    linked.append(e.ref)
+        ids = [w.id for w in targets]
+        return build_timeline(merged, ",".join(ids), self.turns(ids), granularity, linked, include_turn_content)
+
+    def themes(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
+        """One row per theme member: theme, status, turn and provenance."""
+        rows = [{"workspace_id": ws.id, "theme": t.name, "slug": t.slug, "status": t.status,
+                 "session_id": m.session_id, "agent": m.agent, "turn": m.turn, "provenance": m.provenance,
+                 "who": m.who, "tagged_at": m.when, "score": m.score}
+                for ws in self._selected(workspace) for t in ThemeStore(ws).list() for m in t.members]
+        return pl.DataFrame(rows, schema=THEME_SCHEMA).lazy()
+
     # --- frames ----------------------------------------------------------------------------
     def turns(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
         """Refined turns (one row per turn) across workspaces unless one is given."""
@@ -358,3 +491,12 @@ class Archive:
                      oldest=times.min().isoformat() if len(times) else None,
                      newest=times.max().isoformat() if len(times) else None,
                      by_status=dict(df["status"].value_counts().iter_rows()) if df.height else {})
+
+
+def _ref(r: TurnRef | dict[str, Any]) -> TurnRef:
+    if isinstance(r, TurnRef):
+        return r
+    try:
+        return TurnRef(str(r["session_id"]), int(r["turn"]), str(r.get("agent") or "main"))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ThemeError(f"a reference needs session_id and turn, got {r!r}") from exc

@@ -21,7 +21,7 @@ def run_demo(keep: str | None = None, embed: bool = True) -> Archive:
     archive = Archive(home)
     sample = sample_root()
     click.echo(f"# archive-mcp demo (archive home: {home})\n")
-    report = archive.ingest(sample / "kimi", sample / "kimi-code", embed=embed)
+    report = archive.ingest(sample / "kimi", sample / "kimi-code", sample / "kimi-themes", embed=embed)
     click.echo(f"Ingested {report.files} wire logs: {report.sessions} sessions, "
                f"{report.turns_added} turns refined, {report.embedded} embedded.")
     for s in report.skipped:
@@ -38,12 +38,20 @@ def run_demo(keep: str | None = None, embed: bool = True) -> Archive:
     rows = archive.turns().sort("started_at").collect().to_dicts()
     click.echo(table([{**r, "kinds": ",".join(r["kinds"]), "when": r["started_at"]} for r in rows],
                      ["when", "agent", "turn", "status", "kinds", "summary"], {"summary": 90}))
-    for query, ws in (("why does the date test fail", "webapp"), ("登录表单提交两次", "webapp"),
+    for query, ws in (("why does the date test fail", "webapp"), ("会话缓存 回滚", "shop"),
                       ("num_wrokers regression", "ml-pipeline")):
         found = archive.search(query, workspace=ws, limit=3)
         click.echo(f"\n## search {query!r} in {ws} ({found.realized_mode})")
         for h in found:
             click.echo(f"  {h.session_id[:13]}:{h.turn} {h.score:.4f} {'+'.join(h.matched):24s} {h.summary[:80]}")
+    click.echo("\n## Themes discovered in 'shop' (suggested; k not chosen)")
+    found = archive.discover_themes("shop")
+    for t in found.themes:
+        click.echo(f"  {t.slug:11s} {len(t.members):3d} turns  {t.name}")
+    tagged = archive.tag_theme("payment retries", "shop", seeds=["charge_card retries PSP"], who="demo")
+    click.echo(f"\n## tag_theme('payment retries', seeds=[...]): {len(tagged.attached)} turns attached, "
+               f"{len(tagged.near_misses)} near misses to confirm")
+    click.echo("\n" + archive.trace_theme("payment retries", "shop").markdown(4000))
     stats = archive.stats()
     click.echo(f"\n{stats.turns} turns in {stats.sessions} sessions across {stats.workspaces} "
                f"workspaces, {stats.raw_bytes:,} raw bytes archived.")

@@ -35,3 +35,9 @@ def refined_frame(rows: list[dict]) -> pl.DataFrame:
 
 def empty_refined() -> pl.DataFrame:
     return pl.DataFrame(schema=REFINED)
+
+THEME_SCHEMA: dict[str, pl.DataType] = {
+    "workspace_id": pl.String(), "theme": pl.String(), "slug": pl.String(), "status": pl.String(),
+    "session_id": pl.String(), "agent": pl.String(), "turn": pl.Int64(), "provenance": pl.String(),
+    "who": pl.String(), "tagged_at": pl.String(), "score": pl.Float64(),
+}

@@ -180,7 +180,9 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
                       max_tokens=120 * len(rows) + 50)
 
     from .memory_tools import register_memory
+    from .theme_tools import register_themes
     register_memory(server, archive, resolve, _roots_request, server_cwd)
+    register_themes(server, archive, resolve, _roots_request, server_cwd)
 
     @server.tool(annotations=READ_ONLY)
     async def search_context(

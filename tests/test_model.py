@@ -53,3 +53,18 @@ def test_ingest_with_the_real_static_model(kimi_root: Path, models_dir: Path, mo
     monkeypatch.setenv("ARCHIVE_MCP_MODELS", str(models_dir))
     report = Archive().ingest(kimi_root)
     assert (report.embedded, report.embed_error) == (11, None)
+
+
+def test_discovery_with_the_static_model_recovers_planted_themes(models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_themes import SAMPLE, purity_recall
+
+    from archive_mcp import Archive
+
+    monkeypatch.setenv("ARCHIVE_MCP_MODELS", str(models_dir))
+    archive = Archive()
+    archive.ingest(SAMPLE)
+    found = archive.discover_themes("shop")
+    assert found.method == "embeddings"
+    scores = purity_recall(found.themes)
+    assert sum(p for p, _ in scores.values()) / len(scores) >= 0.8
+    assert sum(r for _, r in scores.values()) / len(scores) >= 0.8

@@ -21,9 +21,10 @@ LOADER = "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f"
 MEMORY_TOOLS = {"remember", "recall", "search_memory", "recall_recent", "list_memories", "forget", "save_lesson",
                 "organize_memories", "bootstrap_workspace", "sync_workspace_index", "memory_stats",
                 "export_memory", "import_memory"}
-TOOLS = {"search_context", "load_turn_context", "refine_session_turns", "list_workspaces", "list_sessions"} | MEMORY_TOOLS
+THEME_TOOLS = {"tag_theme", "trace_theme", "list_themes", "discover_themes", "delete_theme"}
+TOOLS = {"search_context", "load_turn_context", "refine_session_turns", "list_workspaces", "list_sessions"} | MEMORY_TOOLS | THEME_TOOLS
 READ_ONLY = {"search_context", "load_turn_context", "list_workspaces", "list_sessions", "recall", "search_memory",
-             "recall_recent", "list_memories", "memory_stats"}
+             "recall_recent", "list_memories", "memory_stats", "trace_theme", "list_themes"}
 README = Path(__file__).parent.parent / "README.md"
 
 
@@ -47,7 +48,7 @@ async def test_tools_have_schemas_annotations_and_descriptions(server) -> None: 
         assert t.description and t.input_schema and t.output_schema, t.name
         assert t.annotations is not None
     assert {n for n, t in tools.items() if t.annotations.read_only_hint} == READ_ONLY
-    assert {n for n, t in tools.items() if t.annotations.destructive_hint} == {"forget"}
+    assert {n for n, t in tools.items() if t.annotations.destructive_hint} == {"forget", "delete_theme"}
     for name in TOOLS - {"list_workspaces"}:
         assert "workspace" in tools[name].input_schema["properties"], name
 
@@ -188,5 +189,5 @@ async def test_memory_resources_and_decision_prompt(server, archive: Archive) ->
         prompt = await client.get_prompt("memory-decision-check", {"decision": "switch to PIL"})
     assert essence.contents[0].text == "# Essence\n- turbojpeg\n"
     assert "Use turbojpeg." in memory.contents[0].text
-    assert [p.name for p in prompts.prompts] == ["memory-decision-check"]
+    assert [p.name for p in prompts.prompts] == ["memory-decision-check", "memory-theme-trace"]
     assert "You are about to decide: switch to PIL" in prompt.messages[0].content.text

@@ -1,0 +1,90 @@
+"""Plots for notebooks and `archive-mcp trace --plot`, with matplotlib (the `plot` extra).
+
+matplotlib rather than altair: it writes a PNG with no browser or extra renderer, which is what
+a CLI flag and a headless CI need; notebooks show the same figures inline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from .timeline import Timeline
+
+INSTALL = "pip install 'archive-mcp[plot]'"
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError(f"plotting needs matplotlib: {INSTALL}") from exc
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def themes_over_time(timelines: Sequence[Timeline], path: str | Path | None = None, every: str = "1w") -> Any:
+    """Turns per period for one or several themes, decisions and reversals marked. Returns the
+    matplotlib Figure; writes a PNG when `path` is given."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=110)
+    for tl in timelines:
+        frame = tl.frame.drop_nulls("started_at").sort("started_at")
+        if frame.height == 0:
+            continue
+        counts = frame.group_by_dynamic("started_at", every=every).agg(pl.len().alias("turns"))
+        line, = ax.plot(counts["started_at"].to_list(), counts["turns"].to_list(), marker="o", label=tl.theme)
+        for d in tl.decisions:
+            kinds = d.get("kinds", [])
+            when = pl.Series([d["at"]]).str.to_datetime(time_zone="UTC")[0] if d.get("at") else None
+            if when is None:
+                continue
+            marker = "X" if "reversal" in kinds else "D"
+            ax.scatter([when], [0], marker=marker, s=70, color=line.get_color(), zorder=3)
+    ax.set_title("Theme activity over time (turns per period; ◆ decision, ✕ reversal)")
+    ax.set_ylabel("turns")
+    ax.set_ylim(bottom=-0.3)
+    ax.grid(alpha=0.3)
+    if timelines:
+        ax.legend(loc="upper left", fontsize="small")
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, format="png")
+    return fig
+
+
+def bar(frame: pl.DataFrame, x: str, y: str, title: str, path: str | Path | None = None,
+        horizontal: bool = True) -> Any:
+    """A simple bar chart of two columns (tool usage, busiest sessions, …)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, max(3, 0.3 * frame.height)), dpi=110)
+    labels, values = [str(v) for v in frame[x].to_list()], frame[y].to_list()
+    (ax.barh if horizontal else ax.bar)(labels, values)
+    if horizontal:
+        ax.invert_yaxis()
+    ax.set_title(title)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, format="png")
+    return fig
+
+
+def activity(frame: pl.DataFrame, every: str = "1d", title: str = "Turns per day", path: str | Path | None = None) -> Any:
+    """Turns over time from `Archive.turns()`."""
+    plt = _pyplot()
+    counts = frame.drop_nulls("started_at").sort("started_at").group_by_dynamic("started_at", every=every).agg(pl.len().alias("turns"))
+    fig, ax = plt.subplots(figsize=(10, 3.5), dpi=110)
+    ax.bar(counts["started_at"].to_list(), counts["turns"].to_list(), width=0.8)
+    ax.set_title(title)
+    ax.set_ylabel("turns")
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, format="png")
+    return fig

@@ -1,0 +1,300 @@
+"""Themes: named sets of turns with provenance, tagged by hand, from seeds, or discovered.
+
+A theme is `themes/<slug>.json` in its workspace. Discovery clusters a workspace's turns without
+choosing k, labels each cluster by class-based TF-IDF, keeps cluster ids stable across runs by
+member overlap, and writes `suggested` themes; it never touches `tagged` ones.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from refiners.text import STOPWORDS, is_cjk, tokens
+from workspaces import Workspace, atomic_write_json, locked, read_json
+
+_BAD_NAME = re.compile(r"[/\\\x00-\x1f]|^\.|\.\.")
+
+
+class ThemeError(ValueError):
+    """A theme call the caller can fix; the message says how."""
+
+
+def slug_of(name: str) -> str:
+    """The file name of a theme; names that would leave the themes folder are refused."""
+    if not isinstance(name, str) or not name.strip() or len(name) > 120 or _BAD_NAME.search(name):
+        raise ThemeError(f"invalid theme name {name!r}: no slashes, no '..', no leading '.', 1-120 characters")
+    slug = re.sub(r"[^\w.-]+", "-", name.strip().lower(), flags=re.UNICODE).strip("-")
+    if not slug or slug.startswith("."):
+        raise ThemeError(f"invalid theme name {name!r}")
+    return slug
+
+
+@dataclass
+class Member:
+    session_id: str
+    agent: str
+    turn: int
+    provenance: str  # reference | seed:<query> | cluster:<id>
+    who: str
+    when: str
+    score: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.session_id, self.agent, self.turn)
+
+
+@dataclass
+class Theme:
+    name: str
+    slug: str
+    description: str = ""
+    seeds: list[str] = field(default_factory=list)
+    status: str = "tagged"  # tagged | suggested
+    members: list[Member] = field(default_factory=list)
+    created: str = ""
+    updated: str = ""
+    cluster_id: int | None = None
+    keywords: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Theme:
+        members = [Member(**m) for m in d.get("members", [])]
+        return cls(d["name"], d["slug"], d.get("description", ""), list(d.get("seeds", [])),
+                   d.get("status", "tagged"), members, d.get("created", ""), d.get("updated", ""),
+                   d.get("cluster_id"), list(d.get("keywords", [])))
+
+
+@dataclass
+class TagResult:
+    theme: str
+    slug: str
+    attached: list[Member]
+    near_misses: list[dict[str, Any]]
+    removed: list[dict[str, Any]]
+    members: int
+    refined_sessions: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class ThemeStore:
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.folder = ws.root / "themes"
+
+    def path(self, name: str) -> Any:
+        p = self.folder / f"{slug_of(name)}.json"
+        if not p.resolve().is_relative_to(self.folder.resolve()):
+            raise ThemeError(f"theme name {name!r} would leave the themes folder")
+        return p
+
+    def get(self, name: str) -> Theme | None:
+        data = read_json(self.path(name))
+        if data is None:  # a suggested theme can be addressed by its label as well as its slug
+            for t in self.list():
+                if t.name == name:
+                    return t
+            return None
+        return Theme.from_json(data)
+
+    def require(self, name: str) -> Theme:
+        theme = self.get(name)
+        if theme is None:
+            known = ", ".join(t.name for t in self.list()) or "none yet"
+            raise ThemeError(f"no theme {name!r} in workspace {self.ws.name}; known themes: {known}")
+        return theme
+
+    def list(self) -> list[Theme]:
+        if not self.folder.is_dir():
+            return []
+        out = []
+        for p in sorted(self.folder.glob("*.json")):
+            data = read_json(p)
+            if isinstance(data, dict) and "name" in data:
+                out.append(Theme.from_json(data))
+        return out
+
+    def save(self, theme: Theme) -> None:
+        theme.updated = _now()
+        theme.created = theme.created or theme.updated
+        atomic_write_json(self.folder / f"{theme.slug}.json", theme.to_json())
+
+    def delete(self, name: str) -> Theme:
+        with locked(self.ws.root):
+            theme = self.require(name)
+            (self.folder / f"{theme.slug}.json").unlink()
+        return theme
+
+
+# --- discovery -----------------------------------------------------------------------------
+
+def class_tfidf(docs_by_class: dict[Any, list[list[str]]], top: int = 5) -> dict[Any, list[str]]:
+    """Distinctive words per class (BERTopic's c-TF-IDF): tf in the class x log(1 + A / f)."""
+    counts = {c: Counter(t for doc in docs for t in doc if _label_token(t)) for c, docs in docs_by_class.items()}
+    total = Counter()
+    for c in counts.values():
+        total.update(c)
+    avg = sum(sum(c.values()) for c in counts.values()) / max(1, len(counts))
+    out = {}
+    for cls, c in counts.items():
+        n = sum(c.values()) or 1
+        scored = {t: (k / n) * math.log(1 + avg / total[t]) for t, k in c.items()}
+        out[cls] = [t for t, _ in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:top]]
+    return out
+
+
+def _label_token(t: str) -> bool:
+    if is_cjk(t):
+        return len(t) >= 2
+    return len(t) >= 3 and t not in STOPWORDS and not t.isdigit() and t not in _LABEL_NOISE
+
+
+_LABEL_NOISE = frozenset("asked did outcome edited ran failed readfile strreplacefile writefile shell glob grep "
+                         "done file files line lines code".split())
+
+
+# Where to cut the centroid dendrogram (cosine distance), per vector space. Calibrated on the
+# planted-theme corpus (bench/theme_corpus.py); data-driven cuts (silhouette, largest gap,
+# nearest-neighbour quantiles) did worse on every space we tried: see bench/RESULTS.md.
+CUTS = {"minilm-static-256": 0.35, "all-minilm-l6-v2": 0.6, "tfidf": 0.85}
+DEFAULT_CUT = 0.45
+
+
+def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0) -> np.ndarray:
+    """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n)),
+    then average-linkage merging of their centroids up to cosine distance `threshold`."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from sklearn.cluster import MiniBatchKMeans
+
+    n = x.shape[0]
+    if n < 3:
+        return np.zeros(n, int)
+    k = micro or int(min(n, max(8, 4 * math.sqrt(n))))
+    if k >= n:
+        assign, centroids = np.arange(n), x
+    else:
+        km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=3, batch_size=4096)
+        assign = km.fit_predict(x)
+        centroids = km.cluster_centers_
+    norms = np.linalg.norm(centroids, axis=1, keepdims=True)
+    centroids = centroids / np.where(norms == 0, 1, norms)
+    if centroids.shape[0] < 3:
+        return np.zeros(n, int)
+    return fcluster(linkage(centroids, method="average", metric="cosine"), threshold, "distance")[assign]
+
+
+def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
+    """Dense unit vectors from TF-IDF (+ SVD) when a workspace has no embeddings."""
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vec = TfidfVectorizer(tokenizer=tokens, lowercase=False, token_pattern=None, min_df=2, sublinear_tf=True)
+    m = vec.fit_transform(texts)
+    if m.shape[1] > dims + 1:
+        m = TruncatedSVD(dims, random_state=0).fit_transform(m)
+    else:
+        m = m.toarray()
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return (m / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
+def match_clusters(new: dict[int, set[tuple[str, str, int]]], old: dict[int, set[tuple[str, str, int]]],
+                   min_overlap: float = 0.3) -> dict[int, int]:
+    """New cluster -> stable id: greedy by Jaccard overlap with the previous run's clusters."""
+    pairs = []
+    for a, ma in new.items():
+        for b, mb in old.items():
+            j = len(ma & mb) / max(1, len(ma | mb))
+            if j >= min_overlap:
+                pairs.append((j, a, b))
+    mapping: dict[int, int] = {}
+    used: set[int] = set()
+    for _, a, b in sorted(pairs, reverse=True):
+        if a not in mapping and b not in used:
+            mapping[a] = b
+            used.add(b)
+    next_id = max([*old, *used, -1]) + 1
+    for a in sorted(new):
+        if a not in mapping:
+            mapping[a] = next_id
+            next_id += 1
+    return mapping
+
+
+@dataclass
+class Discovery:
+    themes: list[Theme]
+    method: str  # embeddings | tfidf
+    turns: int
+    clustered: int
+    seconds: float
+    removed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "themes": [{"name": t.name, "slug": t.slug, "cluster_id": t.cluster_id,
+                                            "size": len(t.members), "keywords": t.keywords} for t in self.themes]}
+
+
+def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min_size: int = 3,
+             threshold: float | None = None, model: str | None = None) -> Discovery:
+    """Cluster a workspace's main-agent turns and save the clusters as suggested themes."""
+    t0 = time.perf_counter()
+    store = ThemeStore(ws)
+    texts = [f"{r['user_text'][:600]}\n{r['assistant_text'][:600]}\n{' '.join(r['keywords'])}"
+             for r in frame.iter_rows(named=True)]
+    method = "embeddings" if vectors is not None else "tfidf"
+    x = vectors if vectors is not None else tfidf_vectors(texts)
+    cut = threshold if threshold is not None else CUTS.get(model if vectors is not None else "tfidf", DEFAULT_CUT)
+    labels = cluster_vectors(x, cut)
+    keys = list(zip(frame["session_id"].to_list(), frame["agent"].to_list(), frame["turn"].to_list(), strict=True))
+    clusters: dict[int, list[int]] = {}
+    for i, c in enumerate(labels):
+        clusters.setdefault(int(c), []).append(i)
+    # A cluster is a theme when it is big enough and spans more than one session.
+    keep = {c: idx for c, idx in clusters.items()
+            if len(idx) >= min_size and len({keys[i][0] for i in idx}) >= 2 and len(idx) <= 0.5 * len(keys)}
+    docs = {c: [tokens(texts[i]) for i in idx] for c, idx in clusters.items()}
+    words = class_tfidf(docs)
+    with locked(ws.root):
+        previous = [t for t in store.list() if t.status == "suggested" and t.cluster_id is not None]
+        old = {t.cluster_id: {m.key for m in t.members} for t in previous}
+        ids = match_clusters({c: {keys[i] for i in idx} for c, idx in keep.items()}, old)  # type: ignore[misc]
+        when = _now()
+        themes = []
+        for c, idx in sorted(keep.items(), key=lambda kv: ids[kv[0]]):
+            cid = ids[c]
+            label = " / ".join(words[c][:3]) or f"cluster {cid}"
+            theme = Theme(label, f"cluster-{cid}", f"Discovered: {', '.join(words[c])}", [], "suggested",
+                          [Member(*keys[i], f"cluster:{cid}", "discover_themes", when,
+                                  round(float(x[i] @ x[idx].mean(0)), 4)) for i in idx],
+                          cluster_id=cid, keywords=words[c])
+            prior = next((t for t in previous if t.cluster_id == cid), None)
+            theme.created = prior.created if prior else ""
+            store.save(theme)
+            themes.append(theme)
+        kept_ids = {t.cluster_id for t in themes}
+        removed = []
+        for t in previous:
+            if t.cluster_id not in kept_ids:
+                (store.folder / f"{t.slug}.json").unlink(missing_ok=True)
+                removed.append(t.slug)
+    return Discovery(themes, method, len(keys), sum(len(i) for i in keep.values()),
+                     time.perf_counter() - t0, removed)

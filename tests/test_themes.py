@@ -1,0 +1,207 @@
+"""Themes: discovery on planted themes, tagging by seeds, traces with reversals, plots, tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from archive_mcp import Archive
+from archive_mcp.cli import main
+from archive_mcp.themes import ThemeError, match_clusters, slug_of
+
+SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
+LABELS = json.loads((SAMPLE / "LABELS.json").read_text(encoding="utf-8"))
+
+
+def _truth(name: str) -> set[tuple[str, str, int]]:
+    return {(s, "main", t) for s, t in LABELS["themes"][name]}
+
+
+def purity_recall(themes: list) -> dict[str, tuple[float, float]]:  # noqa: ANN001
+    """For each planted theme, the discovered theme with the best F1: (purity, recall)."""
+    out = {}
+    for name in LABELS["themes"]:
+        truth = _truth(name)
+
+        def f1(t, truth: set = truth) -> float:  # noqa: ANN001
+            got = {m.key for m in t.members}
+            hit = len(truth & got)
+            return 0.0 if not hit else 2 * hit / (len(got) + len(truth))
+
+        best = max(themes, key=f1)
+        got = {m.key for m in best.members}
+        out[name] = (len(truth & got) / len(got), len(truth & got) / len(truth))
+    return out
+
+
+@pytest.fixture
+def archive() -> Archive:
+    a = Archive(embedder=None)
+    a.ingest(SAMPLE)
+    return a
+
+
+def test_discovery_without_embeddings_recovers_planted_themes_and_keeps_ids(archive: Archive) -> None:
+    first = archive.discover_themes("shop")
+    assert first.method == "tfidf"
+    scores = purity_recall(first.themes)
+    assert sum(p for p, _ in scores.values()) / len(scores) >= 0.85
+    assert sum(r for _, r in scores.values()) / len(scores) >= 0.7
+    assert all(t.status == "suggested" and t.slug == f"cluster-{t.cluster_id}" for t in first.themes)
+    again = archive.discover_themes("shop")
+    assert [(t.cluster_id, sorted(m.key for m in t.members)) for t in again.themes] == \
+        [(t.cluster_id, sorted(m.key for m in t.members)) for t in first.themes]
+
+
+def test_stable_ids_follow_member_overlap() -> None:
+    old = {0: {("s", "main", 1), ("s", "main", 2)}, 1: {("t", "main", 1)}}
+    new = {5: {("t", "main", 1), ("t", "main", 2)}, 6: {("s", "main", 1), ("s", "main", 2), ("s", "main", 3)}, 7: {("u", "main", 0)}}
+    assert match_clusters(new, old) == {6: 0, 5: 1, 7: 2}
+
+
+def test_discovery_never_touches_tagged_themes(archive: Archive) -> None:
+    found = archive.discover_themes("shop")
+    target = found.themes[0]
+    archive.tag_theme(target.slug, "shop", references=[{"session_id": target.members[0].session_id,
+                                                        "turn": target.members[0].turn}])
+    before = archive.themes_store("shop").get(target.slug)
+    assert before.status == "tagged"
+    archive.discover_themes("shop")
+    assert archive.themes_store("shop").get(target.slug) == before
+
+
+def test_tag_by_seeds_attaches_the_theme_turns_and_reports_near_misses(archive: Archive) -> None:
+    r = archive.tag_theme("auth tokens", "shop", seeds=["issue_access_token JWT"])
+    got = {m.key for m in r.attached}
+    truth = _truth("auth-tokens")
+    assert len(got & truth) / len(got) == 1.0
+    assert len(got & truth) / len(truth) >= 0.8
+    assert all(m.provenance == "seed:issue_access_token JWT" for m in r.attached)
+    best = max(m.score for m in r.attached)
+    assert r.near_misses and all(n["score"] < 0.5 * best for n in r.near_misses)
+    again = archive.tag_theme("auth tokens", "shop", seeds=["issue_access_token JWT"])
+    assert again.attached == [] and again.members == r.members  # idempotent
+
+
+def test_tag_by_reference_validates_turns_and_removes(archive: Archive) -> None:
+    sid, turn = LABELS["themes"]["ci-flakiness"][0]
+    r = archive.tag_theme("ci", "shop", references=[{"session_id": sid, "turn": turn}], description="flaky CI")
+    assert [(m.session_id, m.turn, m.provenance) for m in r.attached] == [(sid, turn, "reference")]
+    with pytest.raises(ThemeError, match=r"no turn .*:99 \(agent main\) in workspace shop; valid turns: 0\.\."):
+        archive.tag_theme("ci", "shop", references=[{"session_id": sid, "turn": 99}])
+    with pytest.raises(ThemeError, match="unknown session"):
+        archive.tag_theme("ci", "shop", references=[{"session_id": "nope", "turn": 0}])
+    r = archive.tag_theme("ci", "shop", remove=[{"session_id": sid, "turn": turn}])
+    assert r.members == 0 and len(r.removed) == 1
+    with pytest.raises(ThemeError, match="give 1 to 3 seeds"):
+        archive.tag_theme("ci", "shop", seeds=["a", "b", "c", "d"])
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", "..", ".hidden", "", "x" * 200, "a\\b", "nul\x00byte"])
+def test_hostile_theme_names_are_refused(archive: Archive, name: str) -> None:
+    with pytest.raises(ThemeError, match="invalid theme name"):
+        archive.tag_theme(name, "shop", seeds=["x"])
+    assert not list(archive.home.rglob("x.json"))
+
+
+def test_unicode_theme_names_are_kept() -> None:
+    assert slug_of("缓存方案") == "缓存方案"
+    assert slug_of("Login Flow v2") == "login-flow-v2"
+
+
+def test_trace_orders_events_buckets_and_flags_the_reversal(archive: Archive) -> None:
+    refs = [{"session_id": s, "turn": t} for s, t in LABELS["themes"]["payment-retries"]]
+    archive.tag_theme("payment retries", "shop", references=refs)
+    tl = archive.trace_theme("payment retries", "shop")
+    times = [e.at for e in tl.events]
+    assert times == sorted(times) and len(times) == len(refs)
+    assert tl.granularity == "week" and tl.first_seen == times[0] and tl.last_seen == times[-1]
+    rev = LABELS["reversals"]["payment-retries"]
+    assert [(r.reversed_by["session_id"], r.reversed_by["turn"]) for r in tl.reversals] == [(rev["session_id"], rev["turn"])]
+    assert "charge_card" in tl.reversals[0].shared_terms
+    assert tl.reversals[0].decision["summary"].startswith("Asked: Should charge_card retry failed PSP calls?")
+    assert tl.files[0]["file"].startswith("app/payments/")
+    assert tl.frame.columns[:4] == ["session_id", "agent", "turn", "started_at"]
+    assert tl.buckets[0]["bucket"].startswith("week of ") and tl.buckets[0]["keywords"]
+    md = tl.markdown()
+    assert "## Reversals" in md and "**reversal**" in md
+    by_day = archive.trace_theme("payment retries", "shop", granularity="day")
+    assert by_day.buckets[0]["bucket"] == "2026-01-01"
+
+
+def test_trace_links_memories_and_handles_chinese_and_unknown_themes(archive: Archive) -> None:
+    refs = [{"session_id": s, "turn": t} for s, t in LABELS["themes"]["缓存方案"]]
+    archive.tag_theme("缓存方案", "shop", references=refs)
+    archive.memory("shop").remember("cache-choice", "Back to Redis.", "decisions", sources=["缓存方案"])
+    tl = archive.trace_theme("缓存方案", "shop")
+    assert tl.memories == ["memory/decisions/cache-choice"]
+    assert len(tl.reversals) == 1 and tl.reversals[0].reversed_by["summary"].startswith("Asked: 进程内缓存导致会话不一致")
+    with pytest.raises(ThemeError, match="no theme 'nope' in workspace shop; known themes: 缓存方案"):
+        archive.trace_theme("nope", "shop")
+
+
+def test_plot_is_a_valid_png(archive: Archive, tmp_path: Path) -> None:
+    from archive_mcp.plot import themes_over_time
+
+    for name in ("payment-retries", "auth-tokens"):
+        archive.tag_theme(name, "shop", references=[{"session_id": s, "turn": t} for s, t in LABELS["themes"][name]])
+    out = tmp_path / "themes.png"
+    themes_over_time([archive.trace_theme("payment-retries", "shop"), archive.trace_theme("auth-tokens", "shop")], out)
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_themes_frame_has_one_row_per_member(archive: Archive) -> None:
+    archive.tag_theme("ci", "shop", references=[{"session_id": s, "turn": t} for s, t in LABELS["themes"]["ci-flakiness"]])
+    df = archive.themes("shop").collect()
+    assert df.height == len(LABELS["themes"]["ci-flakiness"])
+    assert set(df["provenance"]) == {"reference"} and set(df["theme"]) == {"ci"}
+
+
+def test_cli_themes_and_trace(archive: Archive, tmp_path: Path) -> None:
+    runner = CliRunner()
+    r = runner.invoke(main, ["themes", "tag", "payments", "-w", "shop", "-s", "charge_card retries PSP"])
+    assert r.exit_code == 0 and r.stdout.startswith("payments: ")
+    r = runner.invoke(main, ["trace", "payments", "-w", "shop", "--format", "csv", "--plot", str(tmp_path / "p.png")])
+    assert r.exit_code == 0 and r.stdout.splitlines()[0] == "started_at,session_id,agent,turn,bucket,summary,kinds"
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    r = runner.invoke(main, ["trace", "payments", "-w", "shop", "--format", "json"])
+    assert json.loads(r.stdout)["theme"] == "payments"
+    r = runner.invoke(main, ["trace", "../etc", "-w", "shop"])
+    assert r.exit_code == 1 and "invalid theme name" in r.stderr
+    r = runner.invoke(main, ["themes", "tag", "x", "-w", "shop", "-r", "bad-ref"])
+    assert r.exit_code == 2
+    r = runner.invoke(main, ["themes", "delete", "payments", "-w", "shop"])
+    assert (r.exit_code, r.stdout) == (0, "deleted theme 'payments'\n")
+
+
+@pytest.mark.anyio
+async def test_theme_tools_over_mcp(archive: Archive) -> None:
+    from mcp import Client
+
+    from archive_mcp.server import build_server
+
+    server = build_server(archive, cwd="/home/dev/projects/shop")
+    async with Client(server) as c:
+        r = await c.call_tool("tag_theme", {"theme": "payments", "seeds": ["charge_card retries PSP"]})
+        assert not r.is_error and r.structured_content["members"] >= 5
+        r = await c.call_tool("trace_theme", {"theme": "payments", "max_output_chars": 1500})
+        assert not r.is_error and len(r.content[0].text) <= 1500
+        assert r.structured_content["reversals"][0]["shared_terms"]
+        r = await c.call_tool("list_themes", {})
+        assert [t["name"] for t in r.structured_content["themes"]] == ["payments"]
+        r = await c.call_tool("discover_themes", {"min_size": 3})
+        assert r.structured_content["method"] == "tfidf" and r.structured_content["themes"]
+        res = await c.read_resource("theme://payments")
+        assert res.contents[0].text.startswith("# Theme: payments")
+        bad = await c.call_tool("tag_theme", {"theme": "../../x", "seeds": ["y"]})
+        assert bad.is_error and "invalid theme name" in bad.content[0].text
+        bad = await c.call_tool("trace_theme", {"theme": "nope"})
+        assert bad.is_error and "known themes" in bad.content[0].text
+        r = await c.call_tool("delete_theme", {"theme": "payments"})
+        assert not r.is_error
+        p = await c.get_prompt("memory-theme-trace", {"topic": "payments"})
+        assert "tag_theme(theme, seeds=[...])" in p.messages[0].content.text
