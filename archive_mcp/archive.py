@@ -44,7 +44,7 @@ from .index import WorkspaceIndex
 from .ingest import Ingestor, IngestReport, Progress, Skip, embed_rows, turn_rows
 from .memory import FOLDERS as MEMORY_FOLDERS
 from .memory import MemoryEntry, MemoryStore, slugify
-from .schema import REFINED, THEME_SCHEMA, empty_refined
+from .schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empty_refined
 from .search import Filters, SearchResults, search_workspaces
 from .themes import Discovery as ThemeDiscovery
 from .themes import Member, TagResult, Theme, ThemeError, ThemeStore, discover, slug_of
@@ -475,8 +475,20 @@ class Archive:
                      (pl.col("agent") != "main").sum().alias("subagent_turns"),
                      pl.col("usage").struct.field("input").sum().alias("input_tokens"),
                      pl.col("usage").struct.field("output").sum().alias("output_tokens"),
-                     (pl.col("status") == "open").any().alias("live"))
-                .sort("first_at", descending=True, nulls_last=True))
+                     (pl.col("status") == "open").any().alias("live"),
+                     pl.col("status").unique().sort().alias("statuses"))
+                .sort("first_at", descending=True, nulls_last=True)
+                .select(list(SESSIONS)))
+
+    def tool_calls(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
+        """One row per tool call: name, status, duration, files, with its turn."""
+        return (self.turns(workspace)
+                .select("workspace_id", "session_id", "agent", "turn", "started_at", "tool_calls")
+                .with_columns(pl.int_ranges(pl.col("tool_calls").list.len()).alias("call"))
+                .explode("tool_calls", "call")
+                .drop_nulls("tool_calls")
+                .unnest("tool_calls")
+                .select(list(TOOL_CALLS)))
 
     def stats(self, workspace: WorkspaceArg = None) -> Stats:
         selected = self._selected(workspace)

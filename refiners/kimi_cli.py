@@ -118,12 +118,12 @@ class TurnBuilder:
         elif ptype == "think":
             self.step.think += str(p.get("think") or "")
 
-    def _on_ToolCall(self, cur: Turn, p: dict, *_: Any) -> None:
+    def _on_ToolCall(self, cur: Turn, p: dict, ts: float | None, *_: Any) -> None:
         if self.step is None:
             self._on_StepBegin(cur, {"n": len(cur.steps) + 1})
         fn = p.get("function") or {}
         call = ToolCall(id=str(p.get("id") or ""), name=str(fn.get("name") or ""),
-                        arguments=str(fn.get("arguments") or ""))
+                        arguments=str(fn.get("arguments") or ""), called_at=ts)
         assert self.step is not None
         self.step.tool_calls.append(call)
         self.calls[call.id] = call
@@ -133,12 +133,13 @@ class TurnBuilder:
         if self.last_call is not None:
             self.last_call.arguments += str(p.get("arguments_part") or "")
 
-    def _on_ToolResult(self, cur: Turn, p: dict, *_: Any) -> None:
+    def _on_ToolResult(self, cur: Turn, p: dict, ts: float | None, *_: Any) -> None:
         call = self.calls.get(str(p.get("tool_call_id")))
         rv = p.get("return_value") or {}
         if call is not None and isinstance(rv, dict):
             call.result = {"is_error": bool(rv.get("is_error")), "message": rv.get("message") or "",
                            "output": rv.get("output")}
+            call.result_at = ts
 
     def _on_ApprovalRequest(self, cur: Turn, p: dict, *_: Any) -> None:
         self.approvals[str(p.get("id"))] = str(p.get("tool_call_id"))

@@ -84,7 +84,7 @@ class CodeTurnBuilder:
         elif kind == "context.append_loop_event":
             event = d.get("event")
             if isinstance(event, dict):
-                self._loop_event(turn, event)
+                self._loop_event(turn, event, ts)
 
     def _turn_for(self, d: dict[str, Any]) -> Turn | None:
         tid = d.get("turnId")
@@ -103,7 +103,7 @@ class CodeTurnBuilder:
             turn.steps.append(step)
         return step
 
-    def _loop_event(self, turn: Turn, ev: dict[str, Any]) -> None:
+    def _loop_event(self, turn: Turn, ev: dict[str, Any], ts: float | None) -> None:
         etype = ev.get("type")
         if etype == "step.begin":
             self._step(turn, ev.get("step"))
@@ -118,7 +118,8 @@ class CodeTurnBuilder:
             args = ev.get("args")
             call = ToolCall(id=str(ev.get("toolCallId") or ev.get("uuid") or ""),
                             name=str(ev.get("name") or ""),
-                            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False))
+                            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                            called_at=ts)
             step.tool_calls.append(call)
             self.calls[call.id] = call
             if ev.get("uuid"):
@@ -129,6 +130,7 @@ class CodeTurnBuilder:
             if call is not None and isinstance(res, dict):
                 call.result = {"is_error": bool(res.get("isError")), "message": res.get("note") or "",
                                "output": res.get("output")}
+                call.result_at = ts
         elif etype == "step.end":
             step = self._step(turn, ev.get("step"))
             if ev.get("finishReason") in ("interrupted", "error"):

@@ -21,6 +21,14 @@ class ToolCall:
     arguments: str = ""
     result: dict[str, Any] | None = None  # {"is_error", "message", "output"}
     approval: str | None = None
+    called_at: float | None = None  # when the call was recorded (epoch seconds)
+    result_at: float | None = None  # when its result was recorded
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.called_at is None or self.result_at is None:
+            return None
+        return max(0.0, self.result_at - self.called_at)
 
     @cached_property
     def args(self) -> dict[str, Any]:

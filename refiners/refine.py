@@ -17,7 +17,7 @@ from .model import ToolCall, Turn
 from .redact import redact
 from .text import STOPWORDS, first_sentence, is_cjk, sentences, shorten, words
 
-REFINER = "extractive@1"
+REFINER = "extractive@2"
 SUMMARY_MAX = 400
 TEXT_MAX = 20_000  # stored user/assistant text; the raw log holds the rest
 THINKING_MAX = 4_000
@@ -207,7 +207,9 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
     user = clean(turn.user_text + "".join(f"\n[steer] {s}" for s in turn.steer_inputs), TEXT_MAX)
     assistant = clean(raw_assistant or turn.synthetic_text, TEXT_MAX)
     calls = [{"name": c.name, "args_summary": clean(args_summary(c), ARGS_MAX), "status": c.status,
-              "result_summary": clean(_result_line(c), RESULT_MAX)}
+              "result_summary": clean(_result_line(c), RESULT_MAX),
+              "duration_ms": None if c.duration_s is None else round(c.duration_s * 1000),
+              "files": call_paths(c)[:10]}
              for c in tool_calls]
     summary = clean(summarizer.summarize(turn), SUMMARY_MAX, count=False)[:SUMMARY_MAX]
     final = clean(raw_final, TEXT_MAX, count=False) if raw_final else assistant

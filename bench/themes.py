@@ -1,0 +1,97 @@
+"""Theme benchmarks: discovery time at 10k and 50k turns, trace time for a 1k-member theme in a
+100k-turn workspace, and discovery quality (purity / recall) on the planted-theme sample.
+
+    python bench/themes.py [--out bench/out/themes] [--trace-home DIR]
+
+`--trace-home` reuses a 100k-turn archive built by bench/search.py; otherwise one is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from synth import generate_share_dir  # noqa: E402
+
+SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
+
+DISCOVER = r"""
+import json, sys, time, resource
+from archive_mcp import Archive
+a = Archive(sys.argv[1])
+ws = a.workspaces()[0]
+a.index(ws).refresh()
+t = time.perf_counter(); d = a.discover_themes(ws.id); s = time.perf_counter() - t
+print(json.dumps({"turns": d.turns, "themes": len(d.themes), "clustered": d.clustered, "seconds": s,
+                  "method": d.method, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+TRACE = r"""
+import json, sys, time, statistics
+from archive_mcp import Archive
+a = Archive(sys.argv[1])
+ws = a.workspaces()[0]
+refs = a.turns(ws.id).select("session_id", "turn").head(1000).collect().to_dicts()
+a.tag_theme("bench-1k", ws.id, references=refs)
+times = []
+for _ in range(7):
+    t = time.perf_counter(); tl = a.trace_theme("bench-1k", ws.id); times.append(time.perf_counter() - t)
+print(json.dumps({"members": len(tl.events), "workspace_turns": a.stats(ws.id).turns,
+                  "p50_ms": 1000 * statistics.median(times), "max_ms": 1000 * max(times)}))
+"""
+
+
+def quality(embedder: str) -> dict:
+    sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+    import tempfile
+
+    from test_themes import purity_recall
+
+    from archive_mcp import Archive
+
+    a = Archive(tempfile.mkdtemp(), embedder=None if embedder == "none" else embedder)
+    a.ingest(SAMPLE)
+    d = a.discover_themes("shop")
+    scores = purity_recall(d.themes)
+    return {"method": d.method, "purity": sum(p for p, _ in scores.values()) / len(scores),
+            "recall": sum(r for _, r in scores.values()) / len(scores), "themes": len(d.themes),
+            "per_theme": {k: [round(p, 2), round(r, 2)] for k, (p, r) in scores.items()}}
+
+
+def build(root: Path, turns: int) -> Path:
+    shutil.rmtree(root, ignore_errors=True)
+    generate_share_dir(root / "kimi", turns, workspaces=1, big_every=0, small=(100, 1500))
+    subprocess.run([sys.executable, "-c", "import sys; from archive_mcp import Archive; "
+                    "Archive(sys.argv[1]).ingest(sys.argv[2])", str(root / "home"), str(root / "kimi")], check=True)
+    return root / "home"
+
+
+def run(code: str, home: Path) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, str(home)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "themes")
+    ap.add_argument("--trace-home", type=Path)
+    args = ap.parse_args()
+    results: dict = {"quality": {e: quality(e) for e in ("static", "none")}}
+    print("quality:", json.dumps(results["quality"]), flush=True)
+    for size in (10_000, 50_000):
+        home = build(args.out / str(size), size)
+        results[f"discover_{size}"] = run(DISCOVER, home)
+        print(f"discover at {size}: {json.dumps(results[f'discover_{size}'])}", flush=True)
+    trace_home = args.trace_home or build(args.out / "100000", 100_000)
+    results["trace_1k_in_100k"] = run(TRACE, trace_home)
+    print(f"trace: {json.dumps(results['trace_1k_in_100k'])}", flush=True)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
