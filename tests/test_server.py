@@ -13,6 +13,7 @@ from mcp import Client, StdioServerParameters
 
 from archive_mcp import Archive
 from archive_mcp.server import build_server
+from refiners.refine import REFINER
 
 pytestmark = pytest.mark.anyio
 
@@ -152,7 +153,7 @@ async def test_refine_session_turns_uses_client_sampling_when_offered(server, ar
                                                             "max_sampled_turns": 2})
     data = r.structured_content
     assert data["sampled"] == 2, data
-    assert [s["refiner"] for s in data["summaries"]] == ["sampling@1", "sampling@1", "extractive@1"]
+    assert [s["refiner"] for s in data["summaries"]] == ["sampling@1", "sampling@1", REFINER]
     row = archive.turns("webapp").filter(__import__("polars").col("session_id") == LOGIN).sort("turn").collect()
     assert row["summary"][0] == "LLM summary: login double submit"
 
