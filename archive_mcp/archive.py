@@ -92,6 +92,7 @@ class Archive:
         self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) else None
         self.summarizer = summarizer
         self._indexes: dict[str, WorkspaceIndex] = {}
+        self.last_report: IngestReport | None = None
 
     # --- embedder (lazy: nothing heavy is imported until a vector is needed) ---------------
     @property

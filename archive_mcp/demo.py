@@ -16,12 +16,20 @@ def sample_root() -> Path:
     return Path(str(resources.files("archive_mcp") / "sample"))
 
 
-def run_demo(keep: str | None = None, embed: bool = True) -> Archive:
-    home = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="archive-mcp-demo-"))
+def sample_archive(home: str | Path | None = None, embed: bool = True) -> Archive:
+    """An archive of the bundled sample (both Kimi formats and a project with planted themes),
+    built in `home` or in a new temporary directory. For demos, notebooks and trying things."""
+    home = Path(home) if home else Path(tempfile.mkdtemp(prefix="archive-mcp-sample-"))
     archive = Archive(home)
     sample = sample_root()
-    click.echo(f"# archive-mcp demo (archive home: {home})\n")
-    report = archive.ingest(sample / "kimi", sample / "kimi-code", sample / "kimi-themes", embed=embed)
+    archive.last_report = archive.ingest(sample / "kimi", sample / "kimi-code", sample / "kimi-themes", embed=embed)
+    return archive
+
+
+def run_demo(keep: str | None = None, embed: bool = True) -> Archive:
+    archive = sample_archive(keep, embed)
+    click.echo(f"# archive-mcp demo (archive home: {archive.home})\n")
+    report = archive.last_report
     click.echo(f"Ingested {report.files} wire logs: {report.sessions} sessions, "
                f"{report.turns_added} turns refined, {report.embedded} embedded.")
     for s in report.skipped:

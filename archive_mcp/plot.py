@@ -32,13 +32,22 @@ def themes_over_time(timelines: Sequence[Timeline], path: str | Path | None = No
     """Turns per period for one or several themes, decisions and reversals marked. Returns the
     matplotlib Figure; writes a PNG when `path` is given."""
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(10, 4.5), dpi=110)
-    for tl in timelines:
-        frame = tl.frame.drop_nulls("started_at").sort("started_at")
-        if frame.height == 0:
+    frames = [tl.frame.drop_nulls("started_at").sort("started_at") for tl in timelines]
+    starts = [f["started_at"].min() for f in frames if f.height]
+    ends = [f["started_at"].max() for f in frames if f.height]
+    periods = (pl.DataFrame({"started_at": pl.datetime_range(min(starts), max(ends), every, eager=True)})
+               .with_columns(pl.col("started_at").dt.truncate(every)) if starts else None)
+    for tl, frame in zip(timelines, frames, strict=True):
+        if frame.height == 0 or periods is None:
             continue
         counts = frame.group_by_dynamic("started_at", every=every).agg(pl.len().alias("turns"))
-        line, = ax.plot(counts["started_at"].to_list(), counts["turns"].to_list(), marker="o", label=tl.theme)
+        # every period on the axis, quiet ones as zero: gaps are part of the story
+        full = (periods.unique().sort("started_at").join(counts, on="started_at", how="left")
+                .with_columns(pl.col("turns").fill_null(0)))
+        line, = ax.plot(full["started_at"].to_list(), full["turns"].to_list(), marker="o", label=tl.theme)
         for d in tl.decisions:
             kinds = d.get("kinds", [])
             when = pl.Series([d["at"]]).str.to_datetime(time_zone="UTC")[0] if d.get("at") else None
@@ -49,6 +58,7 @@ def themes_over_time(timelines: Sequence[Timeline], path: str | Path | None = No
     ax.set_title("Theme activity over time (turns per period; ◆ decision, ✕ reversal)")
     ax.set_ylabel("turns")
     ax.set_ylim(bottom=-0.3)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     if timelines:
         ax.legend(loc="upper left", fontsize="small")

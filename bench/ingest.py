@@ -18,8 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from synth import generate_share_dir  # noqa: E402
+from archive_mcp.synthetic import generate_share_dir
 
 STEP = """
 import json, sys, time

@@ -10,33 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from retrieval_set import build  # noqa: E402
-
-from archive_mcp import Archive  # noqa: E402
-
-MODES = ("lexical", "fuzzy", "semantic", "hybrid", "hybrid-rrf")
-
-
-def evaluate(archive: Archive, queries: list, workspace: str) -> dict[str, dict[str, dict[str, float]]]:
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for mode in MODES:
-        per_kind: dict[str, list[int | None]] = {}
-        for q in queries:
-            fusion = "rrf" if mode == "hybrid-rrf" else "combsum"
-            found = archive.search(q.text, workspace=workspace, limit=10, mode=mode.removesuffix("-rrf"), fusion=fusion)
-            rank = next((i for i, h in enumerate(found) if (h.session_id, h.turn) == (q.session, q.turn)), None)
-            per_kind.setdefault(q.kind, []).append(rank)
-            per_kind.setdefault("all", []).append(rank)
-        out[mode] = {kind: {"recall@5": sum(r is not None and r < 5 for r in ranks) / len(ranks),
-                            "recall@10": sum(r is not None for r in ranks) / len(ranks),
-                            "mrr": sum(1 / (r + 1) for r in ranks if r is not None) / len(ranks),
-                            "n": len(ranks)} for kind, ranks in per_kind.items()}
-    return out
+from archive_mcp import Archive
+from archive_mcp.evaluation import MODES, build, evaluate
 
 
 def main() -> None:

@@ -15,8 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from synth import generate_share_dir  # noqa: E402
+from archive_mcp.synthetic import generate_share_dir
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 
@@ -47,17 +46,16 @@ print(json.dumps({"members": len(tl.events), "workspace_turns": a.stats(ws.id).t
 
 
 def quality(embedder: str) -> dict:
-    sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
     import tempfile
 
-    from test_themes import purity_recall
-
     from archive_mcp import Archive
+    from archive_mcp.evaluation import purity_recall
 
     a = Archive(tempfile.mkdtemp(), embedder=None if embedder == "none" else embedder)
     a.ingest(SAMPLE)
     d = a.discover_themes("shop")
-    scores = purity_recall(d.themes)
+    labels = json.loads((SAMPLE / "LABELS.json").read_text(encoding="utf-8"))
+    scores = purity_recall(d.themes, labels["themes"])
     return {"method": d.method, "purity": sum(p for p, _ in scores.values()) / len(scores),
             "recall": sum(r for _, r in scores.values()) / len(scores), "themes": len(d.themes),
             "per_theme": {k: [round(p, 2), round(r, 2)] for k, (p, r) in scores.items()}}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from archive_mcp import Archive
+from archive_mcp import Archive, evaluation
 from archive_mcp.cli import main
 from archive_mcp.themes import ThemeError, match_clusters, slug_of
 
@@ -21,20 +21,7 @@ def _truth(name: str) -> set[tuple[str, str, int]]:
 
 
 def purity_recall(themes: list) -> dict[str, tuple[float, float]]:  # noqa: ANN001
-    """For each planted theme, the discovered theme with the best F1: (purity, recall)."""
-    out = {}
-    for name in LABELS["themes"]:
-        truth = _truth(name)
-
-        def f1(t, truth: set = truth) -> float:  # noqa: ANN001
-            got = {m.key for m in t.members}
-            hit = len(truth & got)
-            return 0.0 if not hit else 2 * hit / (len(got) + len(truth))
-
-        best = max(themes, key=f1)
-        got = {m.key for m in best.members}
-        out[name] = (len(truth & got) / len(got), len(truth & got) / len(truth))
-    return out
+    return evaluation.purity_recall(themes, LABELS["themes"])
 
 
 @pytest.fixture

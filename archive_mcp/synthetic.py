@@ -1,4 +1,4 @@
-"""Synthetic Kimi share dirs for benchmarks: mixed English/Chinese, tool calls, large outputs.
+"""Synthetic Kimi share dirs for benchmarks, notebooks and demos: mixed English/Chinese, tool calls, large outputs.
 
 `write_session` turns a list of `TurnSpec` into a Python-Kimi wire.jsonl shaped like FORMATS.md
 §1; `generate_share_dir` fills a whole `~/.kimi`-like tree with random sessions.

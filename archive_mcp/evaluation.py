@@ -1,4 +1,4 @@
-"""A labelled retrieval set: sessions with planted decisions and facts, and queries about them.
+"""Evaluation helpers. A labelled retrieval set: sessions with planted decisions and facts, and queries about them.
 
 Each fact is planted in one turn among random background turns and near-miss distractors. Every
 fact gets queries of four kinds: `identifier` (the exact name), `typo` (a misspelled name),
@@ -10,8 +10,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from synth import CallSpec, TurnSpec, random_turn, write_session
+from .synthetic import CallSpec, TurnSpec, random_turn, write_session
 
 # subject, paraphrase of the subject, identifier, file, old choice, new choice, reason
 FACTS = [
@@ -118,3 +119,42 @@ def build(share: Path, background: int = 1500, seed: int = 11) -> list[Query]:
                         queries.append(Query(f"why did we stop using {old}", "paraphrase", sid, index))
         session_no += 1
     return queries
+
+
+MODES = ("lexical", "fuzzy", "semantic", "hybrid", "hybrid-rrf")
+
+
+def evaluate(archive: Any, queries: list[Query], workspace: str = "retrieval-eval") -> dict[str, dict[str, dict[str, float]]]:
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for mode in MODES:
+        per_kind: dict[str, list[int | None]] = {}
+        for q in queries:
+            fusion = "rrf" if mode == "hybrid-rrf" else "combsum"
+            found = archive.search(q.text, workspace=workspace, limit=10, mode=mode.removesuffix("-rrf"), fusion=fusion)
+            rank = next((i for i, h in enumerate(found) if (h.session_id, h.turn) == (q.session, q.turn)), None)
+            per_kind.setdefault(q.kind, []).append(rank)
+            per_kind.setdefault("all", []).append(rank)
+        out[mode] = {kind: {"recall@5": sum(r is not None and r < 5 for r in ranks) / len(ranks),
+                            "recall@10": sum(r is not None for r in ranks) / len(ranks),
+                            "mrr": sum(1 / (r + 1) for r in ranks if r is not None) / len(ranks),
+                            "n": len(ranks)} for kind, ranks in per_kind.items()}
+    return out
+
+
+
+def purity_recall(themes: list[Any], truth: dict[str, list[list[Any]]]) -> dict[str, tuple[float, float]]:
+    """For each planted theme, the discovered theme with the best F1: (purity, recall)."""
+    out = {}
+    for name, members in truth.items():
+        wanted = {(s, "main", t) for s, t in members}
+
+        def f1(t: Any, wanted: set = wanted) -> float:
+            got = {m.key for m in t.members}
+            hit = len(wanted & got)
+            return 0.0 if not hit else 2 * hit / (len(got) + len(wanted))
+
+        best = max(themes, key=f1) if themes else None
+        got = {m.key for m in best.members} if best else set()
+        hit = len(wanted & got)
+        out[name] = (hit / len(got) if got else 0.0, hit / len(wanted))
+    return out

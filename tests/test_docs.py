@@ -1,0 +1,40 @@
+"""Docs can't drift: README commands and CLI reference, notebooks stored without outputs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from archive_mcp.cli import main
+
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_opens_with_the_two_commands_ci_runs() -> None:
+    block = re.search(r"```sh\n(.*?)```", README, re.S).group(1).strip().splitlines()
+    assert len(block) == 2
+    assert block[0].endswith("archive-mcp demo") and "pip install -e '.[embed]'" in block[0]
+    assert block[1].endswith("python -m pytest")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "README.md" in ci and "bash -c" in ci
+
+
+def test_readme_documents_every_cli_command() -> None:
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `archive-mcp (\w+).*$", README, re.M)}
+    for name, cmd in main.commands.items():
+        assert name in rows, f"the README's CLI table lacks `archive-mcp {name}`"
+        for sub in getattr(cmd, "commands", {}):
+            assert sub in rows[name], f"the README's CLI table lacks `archive-mcp {name} {sub}`"
+
+
+def test_notebooks_are_stored_without_outputs() -> None:
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert [p.name for p in notebooks] == ["01_explore_archive.ipynb", "02_theme_timelines.ipynb", "03_search_quality.ipynb"]
+    for path in notebooks:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                assert cell["outputs"] == [] and cell["execution_count"] is None, path.name
+        assert "ARCHIVE_HOME = None" in "".join(nb["cells"][1]["source"])
