@@ -446,8 +446,12 @@ class Archive:
             for e in MemoryStore(ws).list():
                 if found.name in e.sources or found.slug in e.sources or refs & set(e.sources) or found.name in e.tags:
                     linked.append(e.ref)
-        ids = [w.id for w in targets]
-        return build_timeline(merged, ",".join(ids), self.turns(ids), granularity, linked, include_turn_content)
+        # Read only the member sessions' files: cost follows the theme, not the workspace.
+        files = [str(p) for ws in targets for sid in {m.session_id for m in members}
+                 if (p := store.refined_path(ws, sid)).exists()]
+        frame = pl.scan_parquet(files).select(list(REFINED)) if files else empty_refined().lazy()
+        return build_timeline(merged, ",".join(w.id for w in targets), frame, granularity, linked,
+                              include_turn_content)
 
     def themes(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
         """One row per theme member: theme, status, turn and provenance."""

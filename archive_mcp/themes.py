@@ -175,6 +175,7 @@ _LABEL_NOISE = frozenset("asked did outcome edited ran failed readfile strreplac
 # planted-theme corpus (bench/theme_corpus.py); data-driven cuts (silhouette, largest gap,
 # nearest-neighbour quantiles) did worse on every space we tried: see bench/RESULTS.md.
 CUTS = {"minilm-static-256": 0.35, "all-minilm-l6-v2": 0.6, "tfidf": 0.85}
+LABEL_SAMPLE = 300
 DEFAULT_CUT = 0.45
 
 
@@ -191,7 +192,7 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
     if k >= n:
         assign, centroids = np.arange(n), x
     else:
-        km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=3, batch_size=4096)
+        km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=1, batch_size=4096)
         assign = km.fit_predict(x)
         centroids = km.cluster_centers_
     norms = np.linalg.norm(centroids, axis=1, keepdims=True)
@@ -271,7 +272,11 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
     # A cluster is a theme when it is big enough and spans more than one session.
     keep = {c: idx for c, idx in clusters.items()
             if len(idx) >= min_size and len({keys[i][0] for i in idx}) >= 2 and len(idx) <= 0.5 * len(keys)}
-    docs = {c: [tokens(texts[i]) for i in idx] for c, idx in clusters.items()}
+    # Labels need a sample, not every turn: tokenising 50k turns would dominate discovery.
+    sampler = np.random.default_rng(0)
+    docs = {c: [tokens(texts[i]) for i in (idx if len(idx) <= LABEL_SAMPLE else
+                                           sampler.choice(idx, LABEL_SAMPLE, replace=False))]
+            for c, idx in clusters.items()}
     words = class_tfidf(docs)
     with locked(ws.root):
         previous = [t for t in store.list() if t.status == "suggested" and t.cluster_id is not None]
@@ -281,10 +286,12 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
         themes = []
         for c, idx in sorted(keep.items(), key=lambda kv: ids[kv[0]]):
             cid = ids[c]
+            centre = x[idx].mean(0)
+            sims = x[idx] @ centre
             label = " / ".join(words[c][:3]) or f"cluster {cid}"
             theme = Theme(label, f"cluster-{cid}", f"Discovered: {', '.join(words[c])}", [], "suggested",
-                          [Member(*keys[i], f"cluster:{cid}", "discover_themes", when,
-                                  round(float(x[i] @ x[idx].mean(0)), 4)) for i in idx],
+                          [Member(*keys[i], f"cluster:{cid}", "discover_themes", when, round(float(sim), 4))
+                           for i, sim in zip(idx, sims, strict=True)],
                           cluster_id=cid, keywords=words[c])
             prior = next((t for t in previous if t.cluster_id == cid), None)
             theme.created = prior.created if prior else ""

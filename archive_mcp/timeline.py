@@ -131,7 +131,8 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
               "session": pl.col("session_id")}[gran]
     frame = frame.with_columns(bucket.alias("bucket"))
     order = frame.group_by("bucket", maintain_order=True).agg(pl.col("started_at").min().alias("t"), pl.len().alias("turns")).sort("t")
-    words = class_tfidf({b: [tokens(f"{s} {' '.join(k)}") for s, k in zip(g["summary"], g["keywords"], strict=True)]
+    # The refined keywords are already each turn's distinctive words: no re-tokenising here.
+    words = class_tfidf({b: [[w.lower() for w in k] for k in g["keywords"]]
                          for (b,), g in frame.group_by("bucket")}, top=5)
     buckets = [{"bucket": b, "start": t.isoformat() if t else None, "turns": n, "keywords": words.get(b, [])}
                for b, t, n in order.iter_rows()]
@@ -186,5 +187,5 @@ def _decisions(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[Reversal
 
 
 def _terms(row: dict[str, Any]) -> set[str]:
-    return {t for t in tokens(f"{row['summary']} {' '.join(row['keywords'])}") if len(t) > 3 or not t.isascii()} - {
-        "asked", "outcome", "decision", "edited", "strreplacefile", "readfile"}
+    words = tokens(" ".join(row["keywords"]))
+    return {t for t in words if len(t) > 3 or not t.isascii()} - {"decision", "edited"}
