@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .model import ToolCall, Turn
-from .redact import redact
+from .redact import may_hold_secret, redact
 from .text import STOPWORDS, first_sentence, is_cjk, sentences, shorten, words
 
 REFINER = "extractive@2"
@@ -193,9 +193,17 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
     summarizer = summarizer or ExtractiveSummarizer()
     redactions = 0
 
+    # One pre-check over everything the turn holds; most turns hold no secret at all.
+    risky = may_hold_secret("\x00".join([turn.user_text, *turn.steer_inputs, turn.assistant_text,
+                                          turn.synthetic_text, turn.thinking,
+                                          *(c.arguments for c in turn.tool_calls),
+                                          *(str((c.result or {}).get("message", "")) for c in turn.tool_calls),
+                                          *(c.output_text[:RESULT_MAX * 4] for c in turn.tool_calls)]))
+
     def clean(text: str, limit: int, count: bool = True) -> str:
         nonlocal redactions
-        text, n = redact(text if len(text) <= limit else text[:limit + 512])
+        text = text if len(text) <= limit else text[:limit + 512]
+        text, n = redact(text) if risky else (text, 0)
         if count:  # derived fields (summary, keywords) repeat secrets already counted
             redactions += n
         if len(text) > limit:
