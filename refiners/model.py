@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import orjson
+
 USAGE_KEYS = ("input_other", "output", "input_cache_read", "input_cache_creation")
 
 
@@ -34,9 +36,12 @@ class ToolCall:
     def args(self) -> dict[str, Any]:
         """Parsed arguments; `{}` when they are cut off or not an object (read after parsing)."""
         try:
-            value = json.loads(self.arguments) if self.arguments else {}
-        except ValueError:
-            return {}
+            value = orjson.loads(self.arguments) if self.arguments else {}
+        except orjson.JSONDecodeError:
+            try:
+                value = json.loads(self.arguments, strict=False)
+            except ValueError:
+                return {}
         return value if isinstance(value, dict) else {}
 
     @property

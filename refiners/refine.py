@@ -76,7 +76,7 @@ class ExtractiveSummarizer:
 
 
 def _outcome(text: str) -> str:
-    sents = [s for s in sentences(text[:1500]) if len(s) > 3]
+    sents = [s for s in sentences(text[:1500], 4) if len(s) > 3]
     if not sents:
         return ""
     return shorten(" ".join(sents[:2]), 180)
@@ -133,10 +133,10 @@ def files_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     return _ordered(found)[:30]
 
 
-def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
+def kinds_of(turn: Turn, final: str, calls: list[ToolCall], head_words: list[str] | None = None) -> list[str]:
     user = turn.user_text[:SCAN_MAX]
     text = f"{user}\n{final[:SCAN_MAX]}".lower()
-    vocab = {w.lower() for w in words(text)}
+    vocab = {w.lower() for w in (head_words if head_words is not None else words(text))}
     kinds = [k for k, (ws, phrases) in KIND_RULES.items()
              if not vocab.isdisjoint(ws) or any(p in text for p in phrases)]
     head = user.lstrip().lower()
@@ -153,10 +153,10 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     return kinds
 
 
-def keywords_of(text: str, limit: int = 12) -> list[str]:
+def keywords_of(text: str, limit: int = 12, head_words: list[str] | None = None) -> list[str]:
     """Distinctive words of one turn: identifiers and paths first, stopwords out, CJK kept."""
     counts: Counter[str] = Counter()
-    for w in words(text[: 2 * SCAN_MAX]):
+    for w in head_words if head_words is not None else words(text[: 2 * SCAN_MAX]):
         if w.isascii():
             low = w.lower()
             if len(w) < 3 or low in STOPWORDS or w.isdigit():
@@ -236,7 +236,7 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
                   "output": turn.usage["output"], "cache_read": turn.usage["input_cache_read"],
                   "cache_creation": turn.usage["input_cache_creation"]},
         "steps": len(turn.steps), "summary": summary,
-        "keywords": keywords_of(f"{user}\n{final}"),
+        "keywords": keywords_of("", head_words=words(f"{user[:SCAN_MAX]}\n{final[:SCAN_MAX]}")),
         "kinds": kinds_of(turn, raw_final or raw_assistant, tool_calls), "redactions": redactions,
         "refiner": REFINER, "content_hash": content_hash(turn, raw_assistant, tool_calls),
         "raw_ref": {"file": ctx.raw_file, "byte_start": turn.byte_start, "byte_end": turn.byte_end},

@@ -9,7 +9,7 @@ _TOKEN = re.compile(rf"[{CJK}]+|[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]|[A-Za-
 _CJK_RUN = re.compile(rf"^[{CJK}]+$")
 _SPLIT = re.compile(r"[._/\-]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[^\s])|(?<=[。！？])|\n{2,}")
+_END = re.compile(r"[.!?](?=\s)|[。！？]|\n{2,}")
 
 STOPWORDS = frozenset("""
 a an and are as at be been but by can could did do does for from had has have how i if in into
@@ -51,9 +51,24 @@ def words(text: str) -> list[str]:
     return [m.group(0) for m in _TOKEN.finditer(text)]
 
 
-def sentences(text: str) -> list[str]:
-    """Split English and CJK text into sentences (CJK ends with 。！？ and no space)."""
-    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+def sentences(text: str, limit: int | None = None) -> list[str]:
+    """Split English and CJK text into sentences (CJK ends with 。！？ and no space).
+
+    With `limit`, stop after that many sentences (summaries need the first one or two).
+    """
+    out: list[str] = []
+    start = 0
+    for m in _END.finditer(text):
+        piece = text[start:m.end()].strip()
+        start = m.end()
+        if piece:
+            out.append(piece)
+            if limit is not None and len(out) >= limit:
+                return out
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
 
 
 def shorten(text: str, limit: int) -> str:
@@ -69,7 +84,7 @@ def shorten(text: str, limit: int) -> str:
 
 
 def first_sentence(text: str, limit: int) -> str:
-    for s in sentences(text):
+    for s in sentences(text, 3):
         if len(s) > 1:
             return shorten(s, limit)
     return ""
