@@ -145,7 +145,7 @@ class Archive:
         """
         report = RefineReport()
         plan = [(ws, sid, files) for ws in self._selected(workspace)
-                for sid, files in self._raw_files(ws).items() if session in (None, sid)]
+                for sid, files in self.raw_files(ws).items() if session in (None, sid)]
         if since is not None:
             cutoff = since if since.tzinfo else since.replace(tzinfo=UTC)
             plan = [p for p in plan if self._last_activity(p[0], p[1], p[2]) >= cutoff]
@@ -173,7 +173,8 @@ class Archive:
                 progress("refine", i + 1, len(plan))
         return report
 
-    def _raw_files(self, ws: Workspace) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    def raw_files(self, ws: Workspace) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """Archived raw logs per session: session id -> [(archive-relative path, ingest state)]."""
         state = read_json(ws.state_dir / "ingest.json", {}) or {}
         out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         for raw_rel, entry in sorted(state.get("files", {}).items()):
@@ -400,7 +401,7 @@ class Archive:
 
     def _ensure_refined(self, ws: Workspace, sessions: set[str]) -> int:
         """Refine archived sessions that have no refined rows yet (on the way to tagging)."""
-        missing = [s for s in sessions if store.read_refined(ws, s).height == 0 and s in self._raw_files(ws)]
+        missing = [s for s in sessions if store.read_refined(ws, s).height == 0 and s in self.raw_files(ws)]
         for s in missing:
             self.refine(ws.id, session=s, embed=False)
         return len(missing)

@@ -22,6 +22,7 @@ from refiners.text import tokens
 from workspaces import Workspace, atomic_write_json, locked, read_json
 
 from .lexical import Postings
+from .store import session_file_stem
 
 INDEX_VERSION = 1
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
@@ -88,7 +89,7 @@ def _vectors(ws: Workspace, df: pl.DataFrame, model: str | None) -> tuple[np.nda
     has = np.zeros(df.height, bool)
     if model is None or df.height == 0:
         return None, has
-    files = [ws.embeddings_dir / f"{_stem(s)}.parquet" for s in df["session_id"].unique().to_list()]
+    files = [ws.embeddings_dir / f"{session_file_stem(s)}.parquet" for s in df["session_id"].unique().to_list()]
     files = [str(f) for f in files if f.exists()]
     if not files:
         return None, has
@@ -104,11 +105,6 @@ def _vectors(ws: Workspace, df: pl.DataFrame, model: str | None) -> tuple[np.nda
     out[rows] = joined["vector"].to_numpy().astype(np.float16)
     has[rows] = True
     return out, has
-
-
-def _stem(session_id: str) -> str:
-    from .store import session_file_stem
-    return session_file_stem(session_id)
 
 
 class WorkspaceIndex:
@@ -177,7 +173,7 @@ class WorkspaceIndex:
             base = {s: stats[s] for s in stems}
             turns = dict(seg.meta.group_by("session_id").len().iter_rows()) if seg.meta.height else {}
             manifest = {"version": INDEX_VERSION, "model": self.model, "base": base,
-                        "base_turns": seg.meta.height, "turns": {_stem(k): v for k, v in turns.items()},
+                        "base_turns": seg.meta.height, "turns": {session_file_stem(k): v for k, v in turns.items()},
                         "dead_sessions": [], "delta_sessions": []}
         else:
             shutil.copytree(self.folder / "base", tmp / "base")
@@ -201,7 +197,7 @@ class WorkspaceIndex:
         dead = set(manifest.get("dead_sessions", []))
         base_alive = np.ones(self.segments[0].meta.height, bool)
         if dead and self.segments[0].meta.height:
-            stems = self.segments[0].meta["session_id"].map_elements(_stem, return_dtype=pl.String)
+            stems = self.segments[0].meta["session_id"].map_elements(session_file_stem, return_dtype=pl.String)
             base_alive = ~stems.is_in(list(dead)).to_numpy()
         self.alive = np.concatenate([base_alive, np.ones(self.segments[1].meta.height, bool)])
         frames = [s.meta for s in self.segments if s.meta.height]

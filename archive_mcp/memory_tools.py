@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ListRootsResult
 from pydantic import Field
 
 from workspaces import Workspace, WorkspaceError
@@ -14,14 +14,9 @@ from workspaces import Workspace, WorkspaceError
 from .archive import Archive
 from .essence import Bootstrap, ImportReport, MemoryStats, OrganizePrepare, OrganizeStored
 from .memory import MemoryEntry, MemoryError, MemoryHit
-from .output import to_jsonable
+from .toolkit import DELETE, READ, WRITE, Budget, WorkspaceParam, tool_result
 
 Folder = Literal["decisions", "rules", "knowledge", "lessons", "reference"]
-READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
-DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
-WorkspaceParam = Annotated[str | None, Field(description="Workspace: path, id, id prefix or name; default: client roots, then cwd.")]
-Budget = Annotated[int, Field(ge=500, le=200_000, description="Upper bound on the text rendering, in characters.")]
 
 
 @dataclass
@@ -53,12 +48,6 @@ class Organized:
 class Exported:
     path: str
     memories: int
-
-
-def _out(obj: Any, text: str, budget: int = 20_000) -> CallToolResult:
-    if len(text) > budget:
-        text = text[: budget - 60] + "\n[… cut to fit max_output_chars]"
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=to_jsonable(obj))
 
 
 def _entry_text(e: MemoryEntry) -> str:
@@ -96,7 +85,7 @@ def register_memory(server: MCPServer, archive: Archive,
         """Record a decision, rule, fact, lesson or reference; an update keeps the previous version."""
         ws = resolve(workspace, roots)
         e = guard(lambda: archive.memory(ws).remember(key, content, folder, tags, sources, title, supersedes))
-        return _out(e, f"stored {e.ref} (version {e.versions})" + "".join(f"\nwarning: {w}" for w in e.warnings))
+        return tool_result(e, f"stored {e.ref} (version {e.versions})" + "".join(f"\nwarning: {w}" for w in e.warnings))
 
     @server.tool(annotations=READ)
     def recall(key: str, folder: Folder | None = None, workspace: WorkspaceParam = None,
@@ -104,7 +93,7 @@ def register_memory(server: MCPServer, archive: Archive,
         """Read one memory by key (and folder when the key exists in several)."""
         ws = resolve(workspace, roots)
         e = guard(lambda: archive.memory(ws).recall(key, folder))
-        return _out(e, _entry_text(e))
+        return tool_result(e, _entry_text(e))
 
     @server.tool(annotations=READ)
     def search_memory(query: str, folder: Folder | None = None, limit: Annotated[int, Field(ge=1, le=50)] = 10,
@@ -113,7 +102,7 @@ def register_memory(server: MCPServer, archive: Archive,
         ws = resolve(workspace, roots)
         hits = guard(lambda: archive.memory(ws).search(query, folder, limit))
         lines = [f"{len(hits)} memories for {query!r}"] + [f"- memory/{h.folder}/{h.key}: {h.title} — {h.snippet}" for h in hits]
-        return _out(MemoryHits(hits), "\n".join(lines))
+        return tool_result(MemoryHits(hits), "\n".join(lines))
 
     @server.tool(annotations=READ)
     def recall_recent(limit: Annotated[int, Field(ge=1, le=100)] = 10, workspace: WorkspaceParam = None,
@@ -121,7 +110,7 @@ def register_memory(server: MCPServer, archive: Archive,
         """The most recently updated memories."""
         ws = resolve(workspace, roots)
         items = guard(lambda: archive.memory(ws).recall_recent(limit))
-        return _out(MemoryList(items), "\n".join(f"- {e.ref} ({e.updated[:19]}): {e.title}" for e in items) or "no memories yet")
+        return tool_result(MemoryList(items), "\n".join(f"- {e.ref} ({e.updated[:19]}): {e.title}" for e in items) or "no memories yet")
 
     @server.tool(annotations=READ)
     def list_memories(folder: Folder | None = None, workspace: WorkspaceParam = None,
@@ -132,7 +121,7 @@ def register_memory(server: MCPServer, archive: Archive,
         shown = [MemoryEntry(e.folder, e.key, e.title, "", e.tags, e.sources, e.supersedes, e.created,
                              e.updated, e.versions) for e in items]
         text = "\n".join(f"- {e.ref}: {e.title}" + (f" [{', '.join(e.tags)}]" if e.tags else "") for e in shown)
-        return _out(MemoryList(shown), text or "no memories yet", max_output_chars)
+        return tool_result(MemoryList(shown), text or "no memories yet", max_output_chars)
 
     @server.tool(annotations=DELETE)
     def forget(key: Annotated[str, Field(description="The exact key.")], folder: Folder,
@@ -140,7 +129,7 @@ def register_memory(server: MCPServer, archive: Archive,
         """Move exactly one memory to the recoverable trash; an unknown key is an error."""
         ws = resolve(workspace, roots)
         r = guard(lambda: archive.memory(ws).forget(key, folder))
-        return _out(Removed(r.removed, r.trash_path, r.title), f"removed {r.removed} ({r.title}); recoverable at {r.trash_path}")
+        return tool_result(Removed(r.removed, r.trash_path, r.title), f"removed {r.removed} ({r.title}); recoverable at {r.trash_path}")
 
     @server.tool(annotations=WRITE)
     def save_lesson(situation: str, mistake: str, correction: str, key: str | None = None,
@@ -148,7 +137,7 @@ def register_memory(server: MCPServer, archive: Archive,
         """Record a correction that must not be repeated (memory/lessons/)."""
         ws = resolve(workspace, roots)
         e = guard(lambda: archive.save_lesson(situation, mistake, correction, ws, key))
-        return _out(e, f"stored lesson {e.ref}")
+        return tool_result(e, f"stored lesson {e.ref}")
 
     @server.tool(annotations=WRITE)
     def organize_memories(content: Annotated[str | None, Field(description="Omit to get the materials; give the new essence to store it.")] = None,
@@ -161,12 +150,12 @@ def register_memory(server: MCPServer, archive: Archive,
             text = "\n".join([result.rules, "", "## Current essence", result.existing_essence or "(none)", "",
                               "## Materials"] + [f"### {m['ref']} (cited {m['cited']}, {m['updated'][:10]})\n{m['content']}"
                                                  for m in result.materials])
-            return _out(Organized("prepare", prepare=result), text, max_output_chars)
+            return tool_result(Organized("prepare", prepare=result), text, max_output_chars)
         text = f"stored {result.path} ({result.bytes:,} bytes)"
         text += "".join(f"\nwarning: {w}" for w in result.warnings)
         if result.missing_sources:
             text += "\nmissing sources: " + ", ".join(result.missing_sources)
-        return _out(Organized("store", stored=result), text)
+        return tool_result(Organized("store", stored=result), text)
 
     @server.tool(annotations=WRITE)
     def bootstrap_workspace(workspace: WorkspaceParam = None, max_output_chars: Budget = 12_000,
@@ -179,7 +168,7 @@ def register_memory(server: MCPServer, archive: Archive,
         parts += [f"{f}/\n" + "\n".join(f"  {line}" for line in lines) for f, lines in b.memory_index.items()]
         parts += ["## Recent turns"] + [f"- {r['session_id']}:{r['turn']} {(r['at'] or '')[:16]} {r['summary']}" for r in b.recent_context]
         parts += ["## Themes", ", ".join(b.themes) or "(none)", "## Notes", ", ".join(b.notes) or "(none)"]
-        return _out(b, "\n".join(parts), max_output_chars)
+        return tool_result(b, "\n".join(parts), max_output_chars)
 
     @server.tool(annotations=WRITE)
     def sync_workspace_index(remarks: Annotated[dict[str, str] | None, Field(description="folder -> remark")] = None,
@@ -188,14 +177,14 @@ def register_memory(server: MCPServer, archive: Archive,
         ws = resolve(workspace, roots)
         index = guard(lambda: archive.sync_workspace_index(remarks, ws))
         counts = {f: len(v["entries"]) for f, v in index["folders"].items()}
-        return _out(index, f"index rebuilt: {counts}; folders needing a remark: {index['folders_needing_remark']}")
+        return tool_result(index, f"index rebuilt: {counts}; folders needing a remark: {index['folders_needing_remark']}")
 
     @server.tool(annotations=READ)
     def memory_stats(workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, MemoryStats]:
         """Counts per memory folder, archive size, oldest/newest turn, themes."""
         ws = resolve(workspace, roots)
         st = guard(lambda: archive.memory_stats(ws))
-        return _out(st, f"memories {st.per_folder}; {st.turns} turns ({st.oldest_turn} .. {st.newest_turn}); "
+        return tool_result(st, f"memories {st.per_folder}; {st.turns} turns ({st.oldest_turn} .. {st.newest_turn}); "
                         f"{st.themes} themes; archive {st.archive_bytes:,} bytes; essence {st.essence_bytes:,} bytes")
 
     @server.tool(annotations=WRITE)
@@ -206,7 +195,7 @@ def register_memory(server: MCPServer, archive: Archive,
         ws = resolve(workspace, roots)
         path = guard(lambda: archive.export_memory(include_turns, filename, ws))
         n = len(archive.memory(ws).list())
-        return _out(Exported(str(path.relative_to(ws.root)), n), f"exported {n} memories to {path.relative_to(ws.root)}")
+        return tool_result(Exported(str(path.relative_to(ws.root)), n), f"exported {n} memories to {path.relative_to(ws.root)}")
 
     @server.tool(annotations=WRITE)
     def import_memory(path: Annotated[str, Field(description="A file written by export_memory.")],
@@ -214,7 +203,7 @@ def register_memory(server: MCPServer, archive: Archive,
         """Read an export into this workspace without duplicating what is already there."""
         ws = resolve(workspace, roots)
         r = guard(lambda: archive.import_memory(path, ws))
-        return _out(r, f"added {len(r.added)}, updated {len(r.updated)}, unchanged {len(r.unchanged)}, skipped {len(r.skipped)}")
+        return tool_result(r, f"added {len(r.added)}, updated {len(r.updated)}, unchanged {len(r.unchanged)}, skipped {len(r.skipped)}")
 
     def _cwd_ws() -> Workspace:
         try:

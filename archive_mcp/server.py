@@ -23,7 +23,6 @@ from mcp_types import (
     ListRootsResult,
     SamplingMessage,
     TextContent,
-    ToolAnnotations,
 )
 from pydantic import Field
 
@@ -31,15 +30,10 @@ from workspaces import Workspace, WorkspaceError
 
 from .archive import Archive
 from .context import NotFound, TurnDetail, TurnRef
-from .output import to_jsonable
 from .search import MODES, Hit, SearchError
+from .toolkit import READ, UPDATE, Budget, WorkspaceParam, tool_result
 
 Detail = Literal["compact", "normal", "full"]
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-MUTATING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-WorkspaceParam = Annotated[str | None, Field(description="Workspace: a path, id, unique id prefix or name. "
-                                                        "Default: the client's roots, then the server's cwd.")]
-Budget = Annotated[int, Field(ge=500, le=200_000, description="Upper bound on the text rendering, in characters.")]
 DetailParam = Annotated[Detail, Field(description="compact: ids and scores; normal: + summary and snippet; full: everything.")]
 
 
@@ -104,11 +98,6 @@ class RefineOutput:
 
 
 # --- rendering within budget ---------------------------------------------------------------
-
-def _result(structured: Any, text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=to_jsonable(structured))
-
 
 def _fit(items: list[Any], render: Callable[[list[Any], bool], str], budget: int) -> tuple[list[Any], str, bool]:
     """Drop items from the end until the rendering fits the budget; say so when it did."""
@@ -184,7 +173,7 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
     register_memory(server, archive, resolve, _roots_request, server_cwd)
     register_themes(server, archive, resolve, _roots_request, server_cwd)
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ)
     async def search_context(
         query: Annotated[str, Field(description="Keywords, an identifier (typos are tolerated) or a question; Chinese works.")],
         workspace: WorkspaceParam = None,
@@ -224,9 +213,9 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
 
         hits = [_shape_hit(h, detail) for h in found]
         kept, text, cut = _fit(hits, render, max_output_chars)
-        return _result(SearchOutput(kept, found.realized_mode, found.fallback_reason, cut), text)
+        return tool_result(SearchOutput(kept, found.realized_mode, found.fallback_reason, cut), text, max_output_chars)
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ)
     async def load_turn_context(
         references: Annotated[list[TurnRef], Field(min_length=1, max_length=20, description="Turns to load: {session_id, turn, agent?}.")],
         workspace: WorkspaceParam = None,
@@ -260,9 +249,9 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
             return "\n\n".join(parts)
 
         kept, text, cut = _fit(result.turns, render, max_chars + 2000)
-        return _result(TurnContextOutput(kept, result.not_found, cut), text)
+        return tool_result(TurnContextOutput(kept, result.not_found, cut), text, max_chars + 2000)
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ)
     async def list_workspaces(detail: DetailParam = "normal", max_output_chars: Budget = 6000) -> Annotated[CallToolResult, WorkspacesOutput]:
         """The archived workspaces (id, name, paths); use one as the `workspace` argument of other tools."""
         infos = []
@@ -279,9 +268,9 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
             return "\n".join(lines + (["… more cut"] if cut else [])) or "The archive is empty: run `archive-mcp ingest`."
 
         kept, text, _ = _fit(infos, render, max_output_chars)
-        return _result(WorkspacesOutput(kept), text)
+        return tool_result(WorkspacesOutput(kept), text, max_output_chars)
 
-    @server.tool(annotations=READ_ONLY)
+    @server.tool(annotations=READ)
     async def list_sessions(
         workspace: WorkspaceParam = None,
         limit: Annotated[int, Field(ge=1, le=500)] = 20,
@@ -303,9 +292,9 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
             return "\n".join([f"{ws.name}: {len(items)} sessions", *lines] + (["… more cut"] if cut else []))
 
         kept, text, cut = _fit(infos, render, max_output_chars)
-        return _result(SessionsOutput(ws.id, kept, cut), text)
+        return tool_result(SessionsOutput(ws.id, kept, cut), text, max_output_chars)
 
-    @server.tool(annotations=MUTATING)
+    @server.tool(annotations=UPDATE)
     async def refine_session_turns(
         session_id: Annotated[str, Field(description="The session to refine.")],
         workspace: WorkspaceParam = None,
@@ -317,7 +306,7 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
     ) -> Annotated[CallToolResult, RefineOutput]:
         """Refine a session's turns now from the raw log; optionally let the client's model write the summaries."""
         ws = resolve(workspace, roots)
-        known = archive._raw_files(ws)
+        known = archive.raw_files(ws)
         if session_id not in known:
             raise ToolError(f"no session {session_id!r} in workspace {ws.name}; list them with list_sessions")
         report = archive.refine(ws.id, session=session_id, force=True)
@@ -339,7 +328,7 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
         out = RefineOutput(ws.id, session_id, report.turns, n_sampled, reason, summaries)
         text = "\n".join([f"refined {report.turns} turns of {session_id}; {n_sampled} summarised by the client's model"
                           + (f" ({reason})" if reason else "")] + [f"- {s['turn']}: {s['summary']}" for s in summaries])
-        return _result(out, text[:8000])
+        return tool_result(out, text, 8000)
 
     return server
 

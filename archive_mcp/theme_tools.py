@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ListRootsResult
 from pydantic import Field
 
 from workspaces import Workspace, WorkspaceError
@@ -15,11 +15,7 @@ from .archive import Archive
 from .context import TurnRef
 from .output import to_jsonable
 from .themes import TagResult, ThemeError
-
-READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
-WorkspaceParam = Annotated[str | None, Field(description="Workspace: path, id, id prefix or name; default: client roots, then cwd.")]
+from .toolkit import DELETE, READ, UPDATE, WorkspaceParam, tool_result
 
 
 @dataclass
@@ -63,12 +59,6 @@ class DiscoverOutput:
     removed: list[str]
 
 
-def _out(obj: Any, text: str, budget: int = 20_000) -> CallToolResult:
-    if len(text) > budget:
-        text = text[: budget - 60] + "\n[… cut to fit max_output_chars]"
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=to_jsonable(obj))
-
-
 def register_themes(server: MCPServer, archive: Archive,
                     resolve: Callable[[str | None, ListRootsResult | None], Workspace],
                     roots_request: Callable[..., Any], server_cwd: str) -> None:
@@ -80,7 +70,7 @@ def register_themes(server: MCPServer, archive: Archive,
         except (ThemeError, WorkspaceError, ValueError) as exc:
             raise ToolError(str(exc)) from exc
 
-    @server.tool(annotations=WRITE)
+    @server.tool(annotations=UPDATE)
     def tag_theme(theme: Annotated[str, Field(description="Theme name, e.g. 'payment retries'.")],
                   references: Annotated[list[TurnRef] | None, Field(description="Confirmed turns {session_id, turn, agent?}.")] = None,
                   seeds: Annotated[list[str] | None, Field(min_length=1, max_length=3, description="1-3 keywords or a question: search and attach the good hits.")] = None,
@@ -96,7 +86,7 @@ def register_themes(server: MCPServer, archive: Archive,
         if r.near_misses:
             lines.append("near misses (confirm with references=[...]):")
             lines += [f"? {n['session_id']}:{n['turn']} {n['score']:.2f} {n['summary'][:100]}" for n in r.near_misses]
-        return _out(r, "\n".join(lines))
+        return tool_result(r, "\n".join(lines))
 
     @server.tool(annotations=READ)
     def trace_theme(theme: str, workspace: WorkspaceParam = None,
@@ -116,7 +106,7 @@ def register_themes(server: MCPServer, archive: Archive,
         while len(to_jsonable(out).__repr__()) > max_output_chars * 3 and out.events:
             out.events = out.events[: len(out.events) // 2]
             out.truncated = True
-        return _out(out, text, max_output_chars)
+        return tool_result(out, text, max_output_chars)
 
     @server.tool(annotations=READ)
     def list_themes(workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, ThemeList]:
@@ -125,9 +115,9 @@ def register_themes(server: MCPServer, archive: Archive,
         items = [ThemeInfo(t.name, t.slug, t.status, len(t.members), t.description, t.keywords)
                  for t in guard(lambda: archive.list_themes(ws))]
         text = "\n".join(f"- {t.name} [{t.status}, {t.members} turns] {t.description[:80]}" for t in items)
-        return _out(ThemeList(items), text or "no themes yet: tag_theme or discover_themes")
+        return tool_result(ThemeList(items), text or "no themes yet: tag_theme or discover_themes")
 
-    @server.tool(annotations=WRITE)
+    @server.tool(annotations=UPDATE)
     def discover_themes(workspace: WorkspaceParam = None,
                         min_size: Annotated[int, Field(ge=2, le=1000)] = 3, roots: Roots = None) -> Annotated[CallToolResult, DiscoverOutput]:
         """Cluster the workspace's turns into suggested themes (stable ids; tagged themes untouched)."""
@@ -136,14 +126,14 @@ def register_themes(server: MCPServer, archive: Archive,
         j = d.to_json()
         text = f"{len(d.themes)} suggested themes from {d.turns} turns ({d.method}, {d.seconds:.1f} s)\n"
         text += "\n".join(f"- {t['slug']}: {t['name']} ({t['size']} turns)" for t in j["themes"])
-        return _out(DiscoverOutput(d.method, d.turns, d.clustered, round(d.seconds, 3), j["themes"], d.removed), text)
+        return tool_result(DiscoverOutput(d.method, d.turns, d.clustered, round(d.seconds, 3), j["themes"], d.removed), text)
 
     @server.tool(annotations=DELETE)
     def delete_theme(theme: str, workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, ThemeInfo]:
         """Delete a theme (its turns stay archived)."""
         ws = resolve(workspace, roots)
         t = guard(lambda: archive.delete_theme(theme, ws))
-        return _out(ThemeInfo(t.name, t.slug, t.status, len(t.members), t.description, t.keywords), f"deleted theme {t.name!r}")
+        return tool_result(ThemeInfo(t.name, t.slug, t.status, len(t.members), t.description, t.keywords), f"deleted theme {t.name!r}")
 
     @server.resource("theme://{name}", mime_type="text/markdown", description="A theme's timeline as Markdown")
     def theme_resource(name: str) -> str:

@@ -12,17 +12,16 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HERE = Path(__file__).parent
 
-OPEN = '''# The one line to change: None builds the bundled sample in a temporary directory;
-# a path (e.g. "~/.local/share/archive-mcp") opens your own archive.
-ARCHIVE_HOME = None
-
-import tempfile
+OPEN = '''import tempfile
 from pathlib import Path
 
 import polars as pl
 
-from archive_mcp import Archive, sample_archive
-from archive_mcp import plot
+from archive_mcp import Archive, plot, sample_archive
+
+# The one line to change: None builds the bundled sample in a temporary directory;
+# a path (e.g. "~/.local/share/archive-mcp") opens your own archive.
+ARCHIVE_HOME = None
 
 archive = sample_archive() if ARCHIVE_HOME is None else Archive(Path(ARCHIVE_HOME).expanduser())
 figures = Path(tempfile.mkdtemp(prefix="archive-mcp-figures-"))
@@ -93,12 +92,13 @@ NOTEBOOKS = {
                       "              for tl in timelines for r in tl.reversals],\n"
                       "             schema={'theme': pl.String, 'decided': pl.String, 'reversed': pl.String,\n"
                       "                     'shared_terms': pl.String, 'reversal': pl.String})"),
-        new_code_cell("from IPython.display import Markdown\nMarkdown(timelines[0].markdown(4000))"),
+        new_code_cell("from IPython.display import Markdown\n\nMarkdown(timelines[0].markdown(4000))"),
     ],
     "03_search_quality.ipynb": [
         new_markdown_cell("# Search quality\n\nRun the labelled retrieval set (planted decisions; queries that name "
                           "identifiers, misspell them, paraphrase them or ask in Chinese) and compare modes."),
-        new_code_cell(OPEN.replace("archive = sample_archive() if ARCHIVE_HOME is None else Archive(Path(ARCHIVE_HOME).expanduser())\n", "")),
+        new_code_cell(OPEN.replace("archive = sample_archive() if ARCHIVE_HOME is None else Archive(Path(ARCHIVE_HOME).expanduser())\n", "")
+                      .replace("from archive_mcp import Archive, plot, sample_archive", "from archive_mcp import Archive, plot")),
         new_code_cell("from archive_mcp import evaluation\n\n"
                       "root = Path(tempfile.mkdtemp(prefix='archive-mcp-eval-'))\n"
                       "queries = evaluation.build(root / 'kimi')\n"

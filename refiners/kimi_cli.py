@@ -11,7 +11,7 @@ from typing import Any
 
 from .lines import LineReader
 from .model import ParseResult, Step, SubagentRun, ToolCall, Turn, parts_text
-from .sources import Discovery, SessionSource, SourceFile, load_json
+from .sources import Discovery, SessionSource, SourceFile, load_json, subdirs
 
 SOURCE = "kimi"
 LEGACY_PROTOCOL = "1.1"
@@ -245,7 +245,7 @@ def discover(path: Path) -> Discovery | None:
         share, buckets = path, sorted((path / "sessions").iterdir())
     elif _has_buckets(path):
         share, buckets = path.parent, sorted(path.iterdir())
-    elif any(_is_session_dir(d) for d in _subdirs(path)):
+    elif any(_is_session_dir(d) for d in subdirs(path)):
         share, buckets = path.parent.parent, [path]
     else:
         return None
@@ -264,12 +264,6 @@ def discover(path: Path) -> Discovery | None:
     return found
 
 
-def _subdirs(path: Path) -> list[Path]:
-    try:
-        return [d for d in path.iterdir() if d.is_dir()]
-    except OSError:
-        return []
-
 
 def _has_buckets(path: Path) -> bool:
-    return any(_is_session_dir(s) for b in _subdirs(path) for s in _subdirs(b))
+    return any(_is_session_dir(s) for b in subdirs(path) for s in subdirs(b))

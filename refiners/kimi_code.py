@@ -12,7 +12,7 @@ from typing import Any
 
 from .lines import LineReader
 from .model import ParseResult, Step, ToolCall, Turn, parts_text
-from .sources import Discovery, SessionSource, SourceFile, load_json
+from .sources import Discovery, SessionSource, SourceFile, load_json, subdirs
 
 SOURCE = "kimi-code"
 DEFAULT_PROTOCOL = "1.4"
@@ -181,7 +181,7 @@ def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:
     work_dir = state.get("workDir") or index.get(session_dir.name)
     files = []
     agents_dir = session_dir / "agents"
-    for agent in sorted(_subdirs(agents_dir), key=lambda d: (d.name != "main", d.name)):
+    for agent in sorted(subdirs(agents_dir), key=lambda d: (d.name != "main", d.name)):
         if (agent / "wire.jsonl").is_file():
             files.append(SourceFile(agent.name, f"agents/{agent.name}/wire.jsonl", agent / "wire.jsonl"))
     snapshots = [SourceFile("main", "state.json", session_dir / "state.json")]
@@ -209,12 +209,6 @@ def _index(home: Path) -> dict[str, str]:
     return out
 
 
-def _subdirs(path: Path) -> list[Path]:
-    try:
-        return [d for d in path.iterdir() if d.is_dir()]
-    except OSError:
-        return []
-
 
 def _is_session_dir(d: Path) -> bool:
     return d.name.startswith("session_") and (d / "agents").is_dir()
@@ -224,10 +218,10 @@ def discover(path: Path) -> Discovery | None:
     """TypeScript-Kimi sessions under `path`, or None when `path` is not shaped like one."""
     if _is_session_dir(path):
         return Discovery([_session(path, _index(path.parent.parent.parent))])
-    if (path / "sessions").is_dir() and any(b.name.startswith("wd_") for b in _subdirs(path / "sessions")):
-        home, buckets = path, _subdirs(path / "sessions")
-    elif any(b.name.startswith("wd_") for b in _subdirs(path)):
-        home, buckets = path.parent, _subdirs(path)
+    if (path / "sessions").is_dir() and any(b.name.startswith("wd_") for b in subdirs(path / "sessions")):
+        home, buckets = path, subdirs(path / "sessions")
+    elif any(b.name.startswith("wd_") for b in subdirs(path)):
+        home, buckets = path.parent, subdirs(path)
     elif path.name.startswith("wd_"):
         home, buckets = path.parent.parent, [path]
     else:
@@ -235,7 +229,7 @@ def discover(path: Path) -> Discovery | None:
     index = _index(home)
     found = Discovery()
     for bucket in sorted(buckets):
-        for d in sorted(_subdirs(bucket)):
+        for d in sorted(subdirs(bucket)):
             if _is_session_dir(d):
                 found.sessions.append(_session(d, index))
             else:

@@ -41,6 +41,14 @@ def load_json(path: Path) -> Any:
         return None
 
 
+def subdirs(path: Path) -> list[Path]:
+    """The folders directly under `path`; none when it cannot be listed."""
+    try:
+        return [d for d in path.iterdir() if d.is_dir()]
+    except OSError:
+        return []
+
+
 def discover(path: Path) -> Discovery:
     """Sessions under `path`: a share/home dir, a sessions dir, a bucket or one session dir."""
     from . import kimi_cli, kimi_code
