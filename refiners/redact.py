@@ -24,8 +24,11 @@ _ASSIGN = re.compile(
 
 MASK = "[REDACTED]"
 # Cheap literal checks first: most text holds no secret and never reaches the patterns.
+# Each pattern below needs one of these (lower-cased) substrings; keep the two lists in step.
 _HINTS = ("private key", "sk-", "pk-", "rk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat", "xox",
-          "akia", "aiza", "eyj", "bearer", "pass", "pwd", "secret", "key", "token")
+          "akia", "aiza", "eyj", "bearer", "passw", "pwd", "secret", "api_key", "api-key", "apikey",
+          "access_key", "access-key", "accesskey", "auth_token", "auth-token", "authtoken", "private_key",
+          "private-key", "privatekey", "key=", "token=")
 
 
 def may_hold_secret(text: str) -> bool:

@@ -1,0 +1,34 @@
+"""Secret redaction: every pattern, and the cheap pre-check never hides a secret from it."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiners.redact import may_hold_secret, redact
+
+CASES = [
+    ("export OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234", "export OPENAI_API_KEY=[REDACTED]"),
+    ("password: hunter22", "password: [REDACTED]"),
+    ("Authorization: Bearer abcdefghijklmnopqrstu", "Authorization: Bearer [REDACTED]"),
+    ("https://x.io/a?token=abcdefgh123&x=1", "https://x.io/a?token=[REDACTED]&x=1"),
+    ("DB_PASSWORD=verysecret1", "DB_PASSWORD=[REDACTED]"),
+    ('client_secret = "abcdef123456"', 'client_secret = "[REDACTED]"'),
+    ("AWS_ACCESS_KEY_ID=AKIAABCDEFGHIJKLMNOP", "AWS_ACCESS_KEY_ID=[REDACTED]"),
+    ("github: ghp_abcdefghijklmnopqrstuvwxyz0123", "github: [REDACTED]"),
+    ("slack xoxb-1234567890-abcdefghij", "slack [REDACTED]"),
+    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijklmnop", "jwt [REDACTED]"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----", "[REDACTED]"),
+    ("google AIzaSyA1234567890abcdefghijklmnopqrstuv", "google [REDACTED]"),
+]
+
+
+@pytest.mark.parametrize("text, expected", CASES)
+def test_secrets_are_masked_and_counted(text: str, expected: str) -> None:
+    assert may_hold_secret(text)
+    assert redact(text) == (expected, 1)
+
+
+@pytest.mark.parametrize("text", ["tokenize_cjk passes its tests", "the cache key is stable", "PASSWORD=$PW",
+                                  "idempotency_key reused", "no secrets here"])
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert redact(text) == (text, 0)
