@@ -41,7 +41,7 @@ from .essence import (
     sync_workspace_index,
 )
 from .index import WorkspaceIndex
-from .ingest import Ingestor, IngestReport, Progress, Skip, embed_rows, turn_rows
+from .ingest import Ingestor, IngestReport, Progress, Skip, embed_item, embed_rows, turn_rows
 from .memory import FOLDERS as MEMORY_FOLDERS
 from .memory import MemoryEntry, MemoryStore, slugify
 from .schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empty_refined
@@ -166,7 +166,8 @@ class Archive:
                     report.sessions += 1
                 if embedder is not None and rows and not report.embed_error:
                     try:
-                        report.embedded += embed_rows(ws, embedder, [(sid, rows)], force=force)
+                        report.embedded += embed_rows(ws, embedder, [(sid, [embed_item(r) for r in rows])],
+                                                      force=force)
                     except EmbedderUnavailable as exc:
                         report.embed_error = str(exc)
             if progress:

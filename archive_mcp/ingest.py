@@ -101,7 +101,7 @@ class Ingestor:
         total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
         done = 0
         with ExitStack() as held:  # every touched workspace stays locked until its state is saved
-            plan: list[tuple[Workspace, dict[str, Any], list[ParseJob]]] = []
+            plan: list[tuple[Workspace, dict[str, Any], list[SessionJob]]] = []
             for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
                 ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
                 report.workspaces.append(ws.id)
@@ -109,9 +109,11 @@ class Ingestor:
                 state = read_json(ws.state_dir / "ingest.json", {}) or {}
                 state.setdefault("files", {})
                 state.setdefault("sessions", {})
-                jobs: list[ParseJob] = []
+                jobs: list[SessionJob] = []
                 for session in sessions:
-                    jobs += self._archive_session(ws, session, state, report)
+                    job = self._archive_session(ws, session, state, report)
+                    if job is not None:
+                        jobs.append(job)
                     done += len(session.files)
                     self.progress("archive", done, total)
                 plan.append((ws, state, jobs))
@@ -131,7 +133,7 @@ class Ingestor:
 
     # --- one session: copy new bytes, then parse and refine what changed --------------------
     def _archive_session(self, ws: Workspace, session: SessionSource, state: dict[str, Any],
-                         report: IngestReport) -> list[ParseJob]:
+                         report: IngestReport) -> SessionJob | None:
         prefix = f"raw/{session.source}/{store.session_file_stem(session.session_id)}"
         for snap in session.snapshots:
             self._snapshot(ws, snap.path, f"{prefix}/{snap.rel}", report)
@@ -139,7 +141,7 @@ class Ingestor:
         if session.title:
             meta["title"] = session.title
         own_agents = frozenset(f.agent for f in session.files)
-        jobs = []
+        files: list[FileJob] = []
         for f in session.files:
             raw_rel = f"{prefix}/{f.rel}"
             entry = state["files"].setdefault(raw_rel, {
@@ -154,50 +156,52 @@ class Ingestor:
                 continue
             if changed:
                 report.files_changed += 1
-                jobs.append(ParseJob(ws.id, session.source, session.session_id, f.agent, raw_rel,
-                                     str(ws.root / raw_rel), dict(entry), own_agents))
-        return jobs
+                files.append(FileJob(f.agent, raw_rel, dict(entry)))
+        if not files:
+            return None
+        return SessionJob(ws.id, ws.name, str(ws.root), session.source, session.session_id,
+                          meta.get("title"), files, own_agents, self.embedder is not None)
 
-    def _run_jobs(self, jobs: list[ParseJob]) -> list[ParseOutcome]:
-        """Parse and refine changed files; in worker processes when there is a lot to do."""
-        new_bytes = sum(j.entry["archived"] - j.entry["parse_offset"] for j in jobs)
+    def _run_jobs(self, jobs: list[SessionJob]) -> list[SessionOutcome]:
+        """Parse, refine and write each changed session; in worker processes when there is a lot."""
+        new_bytes = sum(f.entry["archived"] - f.entry["parse_offset"] for j in jobs for f in j.files)
         if self.summarizer is None and len(jobs) > 1 and new_bytes >= PARALLEL_BYTES and self.workers > 1:
             with ProcessPoolExecutor(self.workers, mp_context=get_context("spawn")) as pool:
-                return list(pool.map(run_parse_job, jobs, chunksize=4))
-        return [run_parse_job(j, self.summarizer) for j in jobs]
+                out = []
+                for i, res in enumerate(pool.map(run_session_job, jobs, chunksize=4)):
+                    out.append(res)
+                    self.progress("refine", i + 1, len(jobs))
+                return out
+        out = []
+        for i, job in enumerate(jobs):
+            out.append(run_session_job(job, self.summarizer))
+            self.progress("refine", i + 1, len(jobs))
+        return out
 
-    def _apply(self, ws: Workspace, jobs: list[ParseJob], results: list[ParseOutcome],
-               state: dict[str, Any], report: IngestReport) -> list[tuple[str, list[dict[str, Any]]]]:
-        """Record parse outcomes in the state and the report; write refined rows per session."""
-        by_session: dict[str, list[dict[str, Any]]] = {}
+    def _apply(self, ws: Workspace, jobs: list[SessionJob], results: list[SessionOutcome],
+               state: dict[str, Any], report: IngestReport) -> list[tuple[str, list[EmbedItem]]]:
+        """Record what the sessions' jobs did in the ingest state and the report."""
+        pending = []
         for job, res in zip(jobs, results, strict=True):
-            entry = state["files"][job.raw_rel]
-            for line, kind, error in res.problems:
-                report.skipped.append(Skip(entry["source_path"], f"{kind}: {error}", line))
-            for kind, n in res.unknown_types.items():
-                report.unknown_types[kind] = report.unknown_types.get(kind, 0) + n
-            was_open = entry.get("open_turn")
-            for r in res.rows:
-                if r["agent"] == job.agent and r["turn"] == was_open:
-                    report.turns_updated += 1
-                else:
-                    report.turns_added += 1
-            meta = state["sessions"][job.session_id]
-            if res.first_user_text is not None and "title" not in meta:
-                meta["title"] = shorten(res.first_user_text, 60)
-            entry.update(res.entry_update)
-            by_session.setdefault(job.session_id, []).extend(res.rows)
-        for i, (session_id, rows) in enumerate(by_session.items()):
-            if not rows:
-                continue
-            report.sessions += 1
-            title = state["sessions"][session_id].get("title")
-            title = redact(title)[0] if title else None
-            for r in rows:
-                r["title"] = title
-            store.merge_refined(ws, session_id, rows)
-            self.progress("refine", i + 1, len(by_session))
-        return [(sid, rows) for sid, rows in by_session.items() if rows]
+            for fjob, fres in zip(job.files, res.files, strict=True):
+                entry = state["files"][fjob.raw_rel]
+                for line, kind, error in fres.problems:
+                    report.skipped.append(Skip(entry["source_path"], f"{kind}: {error}", line))
+                for kind, n in fres.unknown_types.items():
+                    report.unknown_types[kind] = report.unknown_types.get(kind, 0) + n
+                was_open = entry.get("open_turn")
+                for agent, turn in fres.keys:
+                    if agent == fjob.agent and turn == was_open:
+                        report.turns_updated += 1
+                    else:
+                        report.turns_added += 1
+                entry.update(fres.entry_update)
+            if res.title and "title" not in state["sessions"][job.session_id]:
+                state["sessions"][job.session_id]["title"] = res.title
+            if res.rows:
+                report.sessions += 1
+                pending.append((job.session_id, res.embed_items))
+        return pending
 
     def _archive(self, src: Path, dst: Path, entry: dict[str, Any], report: IngestReport) -> bool:
         """Append the source's new whole lines to the archived copy; True when bytes were added."""
@@ -258,7 +262,7 @@ class Ingestor:
             atomic_write_bytes(dst, data)
 
     # --- embeddings ------------------------------------------------------------------------
-    def _embed(self, ws: Workspace, pending: list[tuple[str, list[dict[str, Any]]]],
+    def _embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]],
                report: IngestReport) -> None:
         if self.embedder is None or not pending or report.embed_error:
             return
@@ -269,43 +273,81 @@ class Ingestor:
 
 
 @dataclass
-class ParseJob:
-    """One changed raw file to parse from its resume point (picklable for worker processes)."""
-
-    ws_id: str
-    source: str
-    session_id: str
+class FileJob:
     agent: str
     raw_rel: str
-    path: str
-    entry: dict[str, Any]
-    own_agents: frozenset[str]
+    entry: dict[str, Any]  # a copy of the file's ingest state: where parsing resumes
 
 
 @dataclass
-class ParseOutcome:
-    rows: list[dict[str, Any]]
+class SessionJob:
+    """One session's changed files (picklable: worker processes run these)."""
+
+    ws_id: str
+    ws_name: str
+    ws_root: str
+    source: str
+    session_id: str
+    title: str | None
+    files: list[FileJob]
+    own_agents: frozenset[str]
+    embed: bool
+
+
+@dataclass
+class FileOutcome:
+    keys: list[tuple[str, int]]
     entry_update: dict[str, Any]
     problems: list[tuple[int, str, str]]
     unknown_types: dict[str, int]
-    first_user_text: str | None
 
 
-def run_parse_job(job: ParseJob, summarizer: Summarizer | None = None) -> ParseOutcome:
-    e = job.entry
-    result = PARSERS[job.source](Path(job.path), start=e["parse_offset"], first_line=e["parse_line"],
-                                 start_index=e["next_index"], protocol=e["protocol"], stop=e["archived"])
-    rows = turn_rows(job.ws_id, job.source, job.session_id, job.agent, job.raw_rel, result.turns,
-                     job.own_agents, summarizer)
-    first = result.turns[0] if result.turns else None
-    return ParseOutcome(
-        rows=rows,
-        entry_update={"parse_offset": result.resume_offset, "parse_line": result.resume_line,
-                      "next_index": result.resume_index, "protocol": result.protocol_version,
-                      "open_turn": next((t.index for t in result.turns if t.end == "open"), None)},
-        problems=[(p.line, p.kind, p.error) for p in result.problems],
-        unknown_types=result.unknown_types,
-        first_user_text=first.user_text if first and first.index == 0 and job.agent == "main" else None)
+@dataclass
+class SessionOutcome:
+    files: list[FileOutcome]
+    title: str | None
+    rows: int
+    embed_items: list[EmbedItem]
+
+
+EmbedItem = tuple[str, int, str, str]  # agent, turn, content hash, text to embed
+
+
+def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> SessionOutcome:
+    """Parse each changed file from its resume point, refine the turns, write the session's Parquet."""
+    rows: list[dict[str, Any]] = []
+    files: list[FileOutcome] = []
+    title = job.title
+    for f in job.files:
+        e = f.entry
+        result = PARSERS[job.source](Path(job.ws_root) / f.raw_rel, start=e["parse_offset"],
+                                     first_line=e["parse_line"], start_index=e["next_index"],
+                                     protocol=e["protocol"], stop=e["archived"])
+        new = turn_rows(job.ws_id, job.source, job.session_id, f.agent, f.raw_rel, result.turns,
+                        job.own_agents, summarizer)
+        rows += new
+        first = result.turns[0] if result.turns else None
+        if title is None and first is not None and first.index == 0 and f.agent == "main":
+            title = shorten(first.user_text, 60)
+        files.append(FileOutcome(
+            keys=[(r["agent"], r["turn"]) for r in new],
+            entry_update={"parse_offset": result.resume_offset, "parse_line": result.resume_line,
+                          "next_index": result.resume_index, "protocol": result.protocol_version,
+                          "open_turn": next((t.index for t in result.turns if t.end == "open"), None)},
+            problems=[(p.line, p.kind, p.error) for p in result.problems],
+            unknown_types=result.unknown_types))
+    shown = redact(title)[0] if title else None
+    for r in rows:
+        r["title"] = shown
+    if rows:
+        ws = Workspace(job.ws_id, job.ws_name, root=Path(job.ws_root))
+        store.merge_refined(ws, job.session_id, rows)
+    items = [embed_item(r) for r in rows] if job.embed else []
+    return SessionOutcome(files, title, len(rows), items)
+
+
+def embed_item(row: dict[str, Any]) -> EmbedItem:
+    return (row["agent"], row["turn"], row["content_hash"], embed_text(row))
 
 
 def turn_rows(ws_id: str, source: str, session_id: str, agent: str, raw_rel: str,
@@ -323,23 +365,22 @@ def turn_rows(ws_id: str, source: str, session_id: str, agent: str, raw_rel: str
     return rows
 
 
-def embed_rows(ws: Workspace, embedder: Embedder, pending: list[tuple[str, list[dict[str, Any]]]],
+def embed_rows(ws: Workspace, embedder: Embedder, pending: list[tuple[str, list[EmbedItem]]],
                progress: Progress | None = None, force: bool = False) -> int:
-    """Embed rows whose content changed since they were last embedded; returns how many."""
-    todo: list[tuple[str, dict[str, Any]]] = []
-    for session_id, rows in pending:
+    """Embed turns whose content changed since they were last embedded; returns how many."""
+    todo: list[tuple[str, EmbedItem]] = []
+    for session_id, items in pending:
         have = {} if force else store.embedded_hashes(ws, session_id, embedder.name)
-        todo += [(session_id, r) for r in rows
-                 if have.get((r["agent"], r["turn"])) != r["content_hash"]]
+        todo += [(session_id, it) for it in items if have.get((it[0], it[1])) != it[2]]
     done = 0
     for i in range(0, len(todo), EMBED_BATCH):
         batch = todo[i:i + EMBED_BATCH]
-        vectors = embedder.embed([embed_text(r) for _, r in batch])
+        vectors = embedder.embed([it[3] for _, it in batch])
         by_session: dict[str, list[int]] = {}
         for j, (sid, _) in enumerate(batch):
             by_session.setdefault(sid, []).append(j)
         for sid, idx in by_session.items():
-            keys = [(batch[j][1]["agent"], batch[j][1]["turn"], batch[j][1]["content_hash"]) for j in idx]
+            keys = [batch[j][1][:3] for j in idx]
             store.write_embeddings(ws, sid, embedder.name, keys, vectors[idx])
         done += len(batch)
         if progress:
