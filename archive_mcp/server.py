@@ -301,6 +301,8 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
         turns: Annotated[list[int] | None, Field(description="Only these turns (default: all).")] = None,
         use_sampling: Annotated[bool, Field(description="Ask the client's model for better summaries (opt-in).")] = False,
         max_sampled_turns: Annotated[int, Field(ge=1, le=20, description="Cap on turns sent to the client's model.")] = 5,
+        detail: DetailParam = "normal",
+        max_output_chars: Budget = 8000,
         roots: Annotated[ListRootsResult | None, Resolve(_roots_request)] = None,
         sampled: Annotated[CreateMessageResult | None, Resolve(sampling_request)] = None,
     ) -> Annotated[CallToolResult, RefineOutput]:
@@ -324,11 +326,16 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
                 reason = (reason + "; " if reason else "") + f"only the first {max_sampled_turns} turns were sampled (max_sampled_turns)"
             df = archive.turns(ws.id).filter(_session_is(session_id)).sort("agent", "turn").collect()
             rows = [r for r in df.iter_rows(named=True) if not turns or r["turn"] in turns]
-        summaries = [{"agent": r["agent"], "turn": r["turn"], "summary": r["summary"], "refiner": r["refiner"]} for r in rows]
+        summaries = [{"agent": r["agent"], "turn": r["turn"], "refiner": r["refiner"],
+                      "summary": "" if detail == "compact" else r["summary"]} for r in rows]
         out = RefineOutput(ws.id, session_id, report.turns, n_sampled, reason, summaries)
-        text = "\n".join([f"refined {report.turns} turns of {session_id}; {n_sampled} summarised by the client's model"
-                          + (f" ({reason})" if reason else "")] + [f"- {s['turn']}: {s['summary']}" for s in summaries])
-        return tool_result(out, text, 8000)
+        head = (f"refined {report.turns} turns of {session_id}; {n_sampled} summarised by the client's model"
+                + (f" ({reason})" if reason else ""))
+        kept, text, _ = _fit(summaries, lambda items, cut: "\n".join(
+            [head] + [f"- {s['turn']}: {s['summary'] or s['refiner']}" for s in items] + (["… more cut"] if cut else [])),
+            max_output_chars)
+        out.summaries = kept
+        return tool_result(out, text, max_output_chars)
 
     return server
 

@@ -38,3 +38,12 @@ def test_notebooks_are_stored_without_outputs() -> None:
             if cell["cell_type"] == "code":
                 assert cell["outputs"] == [] and cell["execution_count"] is None, path.name
         assert "ARCHIVE_HOME = None" in "".join(nb["cells"][1]["source"])
+
+
+def test_readme_lists_every_frame_column() -> None:
+    from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS
+
+    section = README.split("## Frames")[1].split("\n## ")[0]
+    for name, schema in (("turns", REFINED), ("tool_calls", TOOL_CALLS), ("sessions", SESSIONS), ("themes", THEME_SCHEMA)):
+        row = next(line for line in section.splitlines() if line.startswith(f"| `Archive.{name}("))
+        assert all(f"`{col}`" in row for col in schema), name

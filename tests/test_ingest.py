@@ -282,3 +282,22 @@ def test_chinese_turns_get_sentences_keywords_and_kinds(tmp_path: Path) -> None:
     assert row["summary"] == "Asked: 为什么数据加载器变慢了？ Outcome: 我们决定改用 turbojpeg 解码。 这样速度恢复了！"
     assert "decision" in row["kinds"] and "question" in row["kinds"]
     assert "turbojpeg" in row["keywords"]
+
+
+def test_typescript_subagent_wires_are_archived_as_their_own_agent(kimi_code_root: Path) -> None:
+    session = next(kimi_code_root.glob("sessions/*/session_*"))
+    sub = session / "agents" / "agent-0"
+    sub.mkdir(parents=True)
+    (sub / "wire.jsonl").write_text("\n".join(json.dumps(r) for r in [
+        {"type": "metadata", "protocol_version": "1.5", "created_at": 1773655210000},
+        {"type": "turn.prompt", "agentId": "agent-0", "input": [{"type": "text", "text": "find submit handlers"}],
+         "origin": {"kind": "task"}, "time": 1773655210100},
+        {"type": "context.append_loop_event", "agentId": "agent-0", "event": {"type": "content.part", "turnId": "0", "step": 1,
+         "part": {"type": "text", "text": "Login.tsx:22 and :31"}}, "time": 1773655210200},
+        {"type": "turn.ended", "agentId": "agent-0", "turnId": 0, "reason": "completed", "time": 1773655210300},
+    ]) + "\n", encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(kimi_code_root)
+    rows = archive.turns(WEBAPP).filter(pl.col("agent") == "agent-0").collect()
+    assert rows.select("turn", "status", "origin", "assistant_text").rows() == [(0, "completed", "task", "Login.tsx:22 and :31")]
+    assert rows["raw_ref"][0]["file"].endswith("agents/agent-0/wire.jsonl")

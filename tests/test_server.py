@@ -192,3 +192,29 @@ async def test_memory_resources_and_decision_prompt(server, archive: Archive) ->
     assert "Use turbojpeg." in memory.contents[0].text
     assert [p.name for p in prompts.prompts] == ["memory-decision-check", "memory-theme-trace"]
     assert "You are about to decide: switch to PIL" in prompt.messages[0].content.text
+
+
+async def test_http_server_on_localhost(archive: Archive) -> None:
+    import socket
+    import subprocess
+
+    import anyio
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "ARCHIVE_MCP_HOME": str(archive.home), "ARCHIVE_MCP_EMBEDDER": "none"}
+    proc = subprocess.Popen([sys.executable, "-m", "archive_mcp", "serve", "--http", "--port", str(port)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(100):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await anyio.sleep(0.1)
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            r = await client.call_tool("search_context", {"query": "turbojpeg", "workspace": "ml-pipeline"})
+        assert r.structured_content["hits"][0]["session_id"] == LOADER
+    finally:
+        proc.terminate()
+        proc.wait(10)

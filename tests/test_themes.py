@@ -35,8 +35,8 @@ def test_discovery_without_embeddings_recovers_planted_themes_and_keeps_ids(arch
     first = archive.discover_themes("shop")
     assert first.method == "tfidf"
     scores = purity_recall(first.themes)
-    assert sum(p for p, _ in scores.values()) / len(scores) >= 0.85
-    assert sum(r for _, r in scores.values()) / len(scores) >= 0.7
+    assert sum(p for p, _ in scores.values()) / len(scores) >= 0.8
+    assert sum(r for _, r in scores.values()) / len(scores) >= 0.8
     assert all(t.status == "suggested" and t.slug == f"cluster-{t.cluster_id}" for t in first.themes)
     again = archive.discover_themes("shop")
     assert [(t.cluster_id, sorted(m.key for m in t.members)) for t in again.themes] == \
