@@ -19,6 +19,7 @@ from refiners.refine import REFINER, Summarizer
 from workspaces import (
     Registry,
     Workspace,
+    WorkspaceError,
     archive_home,
     default_source_roots,
     locked,
@@ -43,9 +44,9 @@ from .essence import (
 from .index import WorkspaceIndex
 from .ingest import Ingestor, IngestReport, Progress, Skip, embed_item, embed_rows, turn_rows
 from .memory import FOLDERS as MEMORY_FOLDERS
-from .memory import MemoryEntry, MemoryStore, slugify
+from .memory import MemoryEntry, MemoryError, MemoryStore, slugify
 from .schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empty_refined
-from .search import Filters, SearchResults, search_workspaces
+from .search import Filters, SearchError, SearchResults, search_workspaces
 from .themes import Discovery as ThemeDiscovery
 from .themes import Member, TagResult, Theme, ThemeError, ThemeStore, discover, slug_of
 from .timeline import Timeline, build_timeline
@@ -519,3 +520,7 @@ def _ref(r: TurnRef | dict[str, Any]) -> TurnRef:
         return TurnRef(str(r["session_id"]), int(r["turn"]), str(r.get("agent") or "main"))
     except (KeyError, TypeError, ValueError) as exc:
         raise ThemeError(f"a reference needs session_id and turn, got {r!r}") from exc
+
+
+# Mistakes a caller can fix; the CLI turns them into exit code 1, the MCP server into tool errors.
+USER_ERRORS: tuple[type[Exception], ...] = (WorkspaceError, MemoryError, ThemeError, SearchError)

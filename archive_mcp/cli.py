@@ -11,19 +11,14 @@ import click
 from workspaces import WorkspaceError
 
 from .archive import Archive
+from .cli_common import archive_of, warn
 from .output import echo_json, json_option, progress_bar, table
 
-
-def _archive(ctx: click.Context) -> Archive:
-    return ctx.find_object(Archive) or ctx.ensure_object(Archive)
+_archive, _warn = archive_of, warn
 
 
 def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(str(exc))
-
-
-def _warn(text: str) -> None:
-    click.echo(text, err=True)
 
 
 @click.group()
@@ -277,346 +272,6 @@ def show(ctx: click.Context, reference: str, workspace: str | None, before: int,
         raise click.ClickException("nothing to show")
 
 
-def _theme_call(ctx: click.Context, fn: Any) -> Any:
-    from .themes import ThemeError
-
-    try:
-        return fn(_archive(ctx))
-    except (WorkspaceError, ThemeError) as exc:
-        raise _fail(exc) from exc
-
-
-@main.group()
-def themes() -> None:
-    """Themes: discover, list, show, tag, delete."""
-
-
-@themes.command("discover")
-@click.option("-w", "--workspace")
-@click.option("--min-size", default=3, show_default=True)
-@json_option
-@click.pass_context
-def themes_discover(ctx: click.Context, workspace: str | None, min_size: int, as_json: bool) -> None:
-    """Cluster a workspace's turns into suggested themes."""
-    d = _theme_call(ctx, lambda a: a.discover_themes(workspace, min_size))
-    if as_json:
-        echo_json(d)
-        return
-    click.echo(f"{len(d.themes)} suggested themes from {d.turns} turns ({d.method}, {d.seconds:.1f} s)")
-    for t in d.themes:
-        click.echo(f"  {t.slug:12s} {len(t.members):4d} turns  {t.name}")
-
-
-@themes.command("list")
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def themes_list(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
-    """Themes of a workspace."""
-    items = _theme_call(ctx, lambda a: a.list_themes(workspace))
-    if as_json:
-        echo_json([{"name": t.name, "slug": t.slug, "status": t.status, "members": len(t.members)} for t in items])
-        return
-    click.echo(table([{"slug": t.slug, "status": t.status, "turns": len(t.members), "name": t.name} for t in items],
-                     ["slug", "status", "turns", "name"], {"name": 60}))
-
-
-@themes.command("show")
-@click.argument("theme")
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def themes_show(ctx: click.Context, theme: str, workspace: str | None, as_json: bool) -> None:
-    """A theme's members and provenance."""
-    t = _theme_call(ctx, lambda a: a.themes_store(workspace).require(theme))
-    if as_json:
-        echo_json(t)
-        return
-    click.echo(f"{t.name} [{t.status}] {t.description}")
-    for m in t.members:
-        click.echo(f"  {m.session_id}:{m.turn} {m.agent} {m.provenance} {m.when}")
-
-
-@themes.command("tag")
-@click.argument("theme")
-@click.option("-r", "--ref", "refs", multiple=True, help="SESSION:TURN to attach.")
-@click.option("-s", "--seed", "seeds", multiple=True, help="Keywords or a question (1-3).")
-@click.option("--remove", "removes", multiple=True, help="SESSION:TURN to detach.")
-@click.option("--min-score", default=0.5, show_default=True)
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def themes_tag(ctx: click.Context, theme: str, refs: tuple[str, ...], seeds: tuple[str, ...], removes: tuple[str, ...],
-               min_score: float, workspace: str | None, as_json: bool) -> None:
-    """Attach turns to THEME by reference or from seeds."""
-    def parse(items: tuple[str, ...]) -> list[dict[str, Any]]:
-        out = []
-        for item in items:
-            sid, sep, turn = item.rpartition(":")
-            if not sep or not turn.isdigit():
-                raise click.UsageError(f"{item!r} must look like SESSION:TURN")
-            out.append({"session_id": sid, "turn": int(turn)})
-        return out
-
-    r = _theme_call(ctx, lambda a: a.tag_theme(theme, workspace, parse(refs), list(seeds) or None, parse(removes),
-                                               None, min_score, who="cli"))
-    if as_json:
-        echo_json(r)
-        return
-    click.echo(f"{r.theme}: {r.members} turns (+{len(r.attached)}, -{len(r.removed)})")
-    for n in r.near_misses:
-        click.echo(f"  near miss {n['session_id']}:{n['turn']} {n['score']:.2f} {n['summary'][:80]}")
-
-
-@themes.command("delete")
-@click.argument("theme")
-@click.option("-w", "--workspace")
-@click.pass_context
-def themes_delete(ctx: click.Context, theme: str, workspace: str | None) -> None:
-    """Delete a theme (its turns stay archived)."""
-    t = _theme_call(ctx, lambda a: a.delete_theme(theme, workspace))
-    click.echo(f"deleted theme {t.name!r}")
-
-
-@main.command()
-@click.argument("theme", nargs=-1, required=True)
-@click.option("-w", "--workspace")
-@click.option("--by", "granularity", type=click.Choice(["auto", "day", "week", "session"]), default="auto", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "md", "json", "csv"]), default="md", show_default=True)
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write activity per period as a PNG.")
-@click.pass_context
-def trace(ctx: click.Context, theme: tuple[str, ...], workspace: str | None, granularity: str, fmt: str,
-          plot_path: str | None) -> None:
-    """Trace one or several THEMEs over time."""
-    timelines = [_theme_call(ctx, lambda a, t=t: a.trace_theme(t, a.workspace(workspace), granularity)) for t in theme]
-    for tl in timelines:
-        if fmt == "md":
-            click.echo(tl.markdown(100_000))
-        elif fmt == "json":
-            echo_json(tl)
-        elif fmt == "csv":
-            click.echo(tl.frame.select("started_at", "session_id", "agent", "turn", "bucket", "summary",
-                                       pl_join("kinds")).write_csv(), nl=False)
-        else:
-            click.echo(table([{"when": e.at, "ref": f"{e.session_id}:{e.turn}", "kinds": ",".join(e.kinds),
-                               "summary": e.summary} for e in tl.events], ["when", "ref", "kinds", "summary"],
-                             {"ref": 48, "summary": 90}))
-    if plot_path:
-        from .plot import themes_over_time
-
-        themes_over_time(timelines, plot_path)
-        _warn(f"wrote {plot_path}")
-
-
-def pl_join(col: str) -> Any:
-    import polars as pl
-
-    return pl.col(col).list.join(",")
-
-
-@main.group()
-def memory() -> None:
-    """Workspace memory: remember, recall, search, recent, forget, list, lesson, organize, bootstrap."""
-
-
-def _memory_call(ctx: click.Context, fn: Any) -> Any:
-    from .memory import MemoryError as MemError
-
-    try:
-        return fn(_archive(ctx))
-    except (WorkspaceError, MemError) as exc:
-        raise _fail(exc) from exc
-
-
-FOLDER = click.Choice(["decisions", "rules", "knowledge", "lessons", "reference"])
-
-
-@memory.command("remember")
-@click.argument("key")
-@click.argument("content", required=False)
-@click.option("-f", "--folder", type=FOLDER, default="knowledge", show_default=True)
-@click.option("-t", "--tag", "tags", multiple=True)
-@click.option("-s", "--source", "sources", multiple=True, help="session:turn or a theme name.")
-@click.option("--title")
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def memory_remember(ctx: click.Context, key: str, content: str | None, folder: str, tags: tuple[str, ...],
-                    sources: tuple[str, ...], title: str | None, workspace: str | None, as_json: bool) -> None:
-    """Store CONTENT (or stdin) under KEY."""
-    text = content if content is not None else click.get_text_stream("stdin").read()
-    e = _memory_call(ctx, lambda a: a.memory(workspace).remember(key, text, folder, list(tags), list(sources), title))
-    if as_json:
-        echo_json(e)
-    else:
-        click.echo(f"stored {e.ref} (version {e.versions})")
-        for w in e.warnings:
-            _warn(f"warning: {w}")
-
-
-@memory.command("recall")
-@click.argument("key")
-@click.option("-f", "--folder", type=FOLDER)
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def memory_recall(ctx: click.Context, key: str, folder: str | None, workspace: str | None, as_json: bool) -> None:
-    """Print one memory."""
-    e = _memory_call(ctx, lambda a: a.memory(workspace).recall(key, folder))
-    if as_json:
-        echo_json(e)
-    else:
-        click.echo(f"# {e.title}\n{e.ref} v{e.versions} {e.updated}\n\n{e.content}")
-
-
-@memory.command("search")
-@click.argument("query")
-@click.option("-f", "--folder", type=FOLDER)
-@click.option("--limit", default=10, show_default=True)
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def memory_search(ctx: click.Context, query: str, folder: str | None, limit: int, workspace: str | None, as_json: bool) -> None:
-    """Search memories."""
-    hits = _memory_call(ctx, lambda a: a.memory(workspace).search(query, folder, limit))
-    if as_json:
-        echo_json(hits)
-    else:
-        for h in hits:
-            click.echo(f"memory/{h.folder}/{h.key}  {h.score:.3f}  {h.title}")
-
-
-@memory.command("list")
-@click.option("-f", "--folder", type=FOLDER)
-@click.option("--recent", type=int, help="Only the N most recently updated.")
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def memory_list(ctx: click.Context, folder: str | None, recent: int | None, workspace: str | None, as_json: bool) -> None:
-    """List memories (or the most recent)."""
-    items = _memory_call(ctx, lambda a: a.memory(workspace).recall_recent(recent) if recent
-                         else a.memory(workspace).list(folder))
-    if as_json:
-        echo_json(items)
-    else:
-        click.echo(table([{"ref": e.ref, "updated": e.updated[:19], "title": e.title} for e in items],
-                         ["ref", "updated", "title"], {"title": 60}))
-
-
-@memory.command("forget")
-@click.argument("key")
-@click.option("-f", "--folder", type=FOLDER, required=True)
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def memory_forget(ctx: click.Context, key: str, folder: str, workspace: str | None, as_json: bool) -> None:
-    """Move exactly one memory to the trash."""
-    r = _memory_call(ctx, lambda a: a.memory(workspace).forget(key, folder))
-    if as_json:
-        echo_json(r)
-    else:
-        click.echo(f"removed {r.removed}; recoverable at {r.trash_path}")
-
-
-@memory.command("lesson")
-@click.option("--situation", required=True)
-@click.option("--mistake", required=True)
-@click.option("--correction", required=True)
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def memory_lesson(ctx: click.Context, situation: str, mistake: str, correction: str, workspace: str | None,
-                  as_json: bool) -> None:
-    """Record a lesson: a correction that must not be repeated."""
-    e = _memory_call(ctx, lambda a: a.save_lesson(situation, mistake, correction, workspace))
-    if as_json:
-        echo_json(e)
-    else:
-        click.echo(f"stored {e.ref}")
-
-
-@memory.command("organize")
-@click.option("--content-file", type=click.Path(exists=True, dir_okay=False), help="Store this as essence.md.")
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def memory_organize(ctx: click.Context, content_file: str | None, workspace: str | None, as_json: bool) -> None:
-    """Without --content-file: print materials and rules. With it: store the essence."""
-    from pathlib import Path as _Path
-
-    content = _Path(content_file).read_text(encoding="utf-8") if content_file else None
-    result = _memory_call(ctx, lambda a: a.organize_memories(content, None, workspace))
-    if as_json:
-        echo_json(result)
-    elif result.stage == "prepare":
-        click.echo(result.rules)
-        for m in result.materials:
-            click.echo(f"\n### {m['ref']} (cited {m['cited']})\n{m['content']}")
-    else:
-        click.echo(f"stored {result.path} ({result.bytes:,} bytes)")
-        for w in result.warnings:
-            _warn(f"warning: {w}")
-        if result.missing_sources:
-            _warn("missing sources: " + ", ".join(result.missing_sources))
-
-
-@memory.command("bootstrap")
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def memory_bootstrap(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
-    """What a new session should read first."""
-    b = _memory_call(ctx, lambda a: a.bootstrap_workspace(workspace))
-    if as_json:
-        echo_json(b)
-        return
-    click.echo(f"# {b.workspace_name}\n\n{b.essence or '(no essence yet)'}\n")
-    for folder, lines in b.memory_index.items():
-        click.echo(f"{folder}/")
-        for line in lines:
-            click.echo(f"  {line}")
-    for r in b.recent_context:
-        click.echo(f"- {r['session_id']}:{r['turn']} {r['summary']}")
-
-
-@memory.command("stats")
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def memory_stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
-    """Counts per folder, archive size, turn span, themes."""
-    st = _memory_call(ctx, lambda a: a.memory_stats(workspace))
-    if as_json:
-        echo_json(st)
-    else:
-        click.echo("\n".join(f"{k}: {v}" for k, v in st.to_json().items()))
-
-
-@memory.command("export")
-@click.option("--filename")
-@click.option("--include-turns", is_flag=True)
-@click.option("-w", "--workspace")
-@click.pass_context
-def memory_export(ctx: click.Context, filename: str | None, include_turns: bool, workspace: str | None) -> None:
-    """Write memories (and essence) to one JSON file under the workspace's exports/."""
-    path = _memory_call(ctx, lambda a: a.export_memory(include_turns, filename, workspace))
-    click.echo(str(path))
-
-
-@memory.command("import")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("-w", "--workspace")
-@json_option
-@click.pass_context
-def memory_import(ctx: click.Context, path: str, workspace: str | None, as_json: bool) -> None:
-    """Read an export into a workspace without duplicating."""
-    r = _memory_call(ctx, lambda a: a.import_memory(path, workspace))
-    if as_json:
-        echo_json(r)
-    else:
-        click.echo(f"added {len(r.added)}, updated {len(r.updated)}, unchanged {len(r.unchanged)}, skipped {len(r.skipped)}")
-
-
 @main.command()
 @click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
 @click.option("--port", default=8765, show_default=True)
@@ -636,6 +291,18 @@ def demo(keep: str | None, no_embed: bool) -> None:
     from .demo import run_demo
 
     run_demo(keep, embed=not no_embed)
+
+
+def _register() -> None:
+    from .memory_cli import memory
+    from .theme_cli import themes, trace
+
+    main.add_command(themes)
+    main.add_command(trace)
+    main.add_command(memory)
+
+
+_register()
 
 
 def run() -> None:  # pragma: no cover - console entry point

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer, Resolve
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError
 from mcp_types import CallToolResult, ListRootsResult
 from pydantic import Field
 
@@ -14,7 +14,7 @@ from workspaces import Workspace, WorkspaceError
 from .archive import Archive
 from .essence import Bootstrap, ImportReport, MemoryStats, OrganizePrepare, OrganizeStored
 from .memory import MemoryEntry, MemoryError, MemoryHit
-from .toolkit import DELETE, READ, WRITE, Budget, WorkspaceParam, tool_result
+from .toolkit import DELETE, READ, WRITE, Budget, WorkspaceParam, guard, tool_result
 
 Folder = Literal["decisions", "rules", "knowledge", "lessons", "reference"]
 
@@ -67,12 +67,6 @@ def register_memory(server: MCPServer, archive: Archive,
                     roots_request: Callable[..., Any], server_cwd: str) -> None:
     """Add the memory tools, resources and prompt to `server`."""
     Roots = Annotated[ListRootsResult | None, Resolve(roots_request)]  # noqa: N806
-
-    def guard(fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except (MemoryError, WorkspaceError) as exc:
-            raise ToolError(str(exc)) from exc
 
     @server.tool(annotations=WRITE)
     def remember(key: Annotated[str, Field(description="A slug: letters, digits, '.', '_', '-'.")],

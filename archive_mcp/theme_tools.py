@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer, Resolve
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError
 from mcp_types import CallToolResult, ListRootsResult
 from pydantic import Field
 
@@ -15,7 +15,7 @@ from .archive import Archive
 from .context import TurnRef
 from .output import to_jsonable
 from .themes import TagResult, ThemeError
-from .toolkit import DELETE, READ, UPDATE, WorkspaceParam, tool_result
+from .toolkit import DELETE, READ, UPDATE, WorkspaceParam, guard, tool_result
 
 
 @dataclass
@@ -63,12 +63,6 @@ def register_themes(server: MCPServer, archive: Archive,
                     resolve: Callable[[str | None, ListRootsResult | None], Workspace],
                     roots_request: Callable[..., Any], server_cwd: str) -> None:
     Roots = Annotated[ListRootsResult | None, Resolve(roots_request)]  # noqa: N806
-
-    def guard(fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except (ThemeError, WorkspaceError, ValueError) as exc:
-            raise ToolError(str(exc)) from exc
 
     @server.tool(annotations=UPDATE)
     def tag_theme(theme: Annotated[str, Field(description="Theme name, e.g. 'payment retries'.")],

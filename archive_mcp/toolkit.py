@@ -1,5 +1,6 @@
 """What every MCP tool module shares: annotations, common parameters, the result shape."""
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -22,3 +23,15 @@ def tool_result(structured: Any, text: str, budget: int = 20_000) -> CallToolRes
     if len(text) > budget:
         text = text[: budget - 60] + "\n[… cut to fit max_output_chars]"
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=to_jsonable(structured))
+
+
+def guard(fn: Callable[[], Any]) -> Any:
+    """Run `fn`; a mistake the caller can fix becomes a tool error with the library's message."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from .archive import USER_ERRORS
+
+    try:
+        return fn()
+    except (*USER_ERRORS, ValueError) as exc:
+        raise ToolError(str(exc)) from exc
