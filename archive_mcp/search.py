@@ -1,4 +1,5 @@
-"""Hybrid retrieval: BM25 + fuzzy (rapidfuzz term expansion) + semantic cosine, fused by RRF."""
+"""Hybrid retrieval: BM25 + fuzzy (rapidfuzz term expansion) + semantic cosine, fused by CombSUM
+(normalised score sum; reciprocal-rank fusion stays available for comparison)."""
 
 from __future__ import annotations
 
