@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from refiners.embed import Embedder, EmbedderUnavailable
-from refiners.text import tokens
+from refiners.text import is_cjk, tokens
 from workspaces import Workspace
 
 from . import store
@@ -146,7 +146,8 @@ def _normalised(name: str, x: np.ndarray, ok: np.ndarray, depth: int) -> np.ndar
     return np.clip((np.where(np.isfinite(x), x, lo) - lo) / (hi - lo + 1e-9), 0.0, 1.0)
 
 
-def combsum(scores: dict[str, np.ndarray], ok: np.ndarray, depth: int = DEPTH) -> list[tuple[int, float, list[str]]]:
+def combsum(scores: dict[str, np.ndarray], ok: np.ndarray, depth: int = DEPTH,
+            weights: dict[str, float] | None = None) -> list[tuple[int, float, list[str]]]:
     """Sum of per-signal scores normalised to [0, 1] (CombSUM); keeps how confident each was.
 
     Measured against RRF on bench/retrieval.py: RRF discards the margin between a confident
@@ -154,11 +155,20 @@ def combsum(scores: dict[str, np.ndarray], ok: np.ndarray, depth: int = DEPTH) -
     """
     if not scores:
         return []
-    norm = {n: _normalised(n, v, ok, depth) for n, v in scores.items()}
+    weights = weights or {}
+    norm = {n: weights.get(n, 1.0) * _normalised(n, v, ok, depth) for n, v in scores.items()}
     total = sum(norm.values())
     assert isinstance(total, np.ndarray)
     order = _top(total, ok, depth)
     return [(d, float(total[d]), [n for n, v in norm.items() if v[d] > 0]) for d in order]
+
+
+def latin_share(text: str) -> float:
+    """The share of a query's letters that are not CJK (1.0 for English, 0.0 for Chinese)."""
+    letters = [ch for ch in text if ch.isalnum()]
+    if not letters:
+        return 1.0
+    return sum(1 for ch in letters if not is_cjk(ch)) / len(letters)
 
 
 class Searcher:
@@ -190,8 +200,10 @@ class Searcher:
             reason = self._semantic(query, ok, scores, depth)
             if reason and mode == "semantic":  # fall back to what still works
                 scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_tokens], alive_parts))
+        # The packaged model is English-only: its cosine says little about a Chinese query.
+        weights = {"semantic": latin_share(query)} if mode == "hybrid" else None
         fused = (rrf({n: _top(v, ok, depth) for n, v in scores.items()}) if fusion == "rrf"
-                 else combsum(scores, ok, depth))
+                 else combsum(scores, ok, depth, weights))
         highlight = set(q_tokens) | {t for t, _ in fuzzy_terms}
         return fused, set(scores), reason, {"highlight": highlight}
 

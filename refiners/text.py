@@ -29,9 +29,9 @@ def tokens(text: str) -> list[str]:
     for m in _TOKEN.finditer(text):
         tok = m.group(0)
         if is_cjk(tok):
-            if len(tok) == 1:
-                out.append(tok)
-            else:
+            # characters and bigrams: bigrams carry most words, characters catch the rest
+            out.extend(tok)
+            if len(tok) > 1:
                 out.extend(tok[i:i + 2] for i in range(len(tok) - 1))
             continue
         low = tok.lower()
