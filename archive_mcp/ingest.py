@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable, Iterator, Set
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
@@ -39,6 +39,7 @@ from . import store
 HEAD = 4096
 CHUNK = 1 << 20
 EMBED_BATCH = 2048
+EMBED_FLUSH = 8 * EMBED_BATCH  # embed and drop pending payloads once this many have arrived
 PARALLEL_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
 
 Progress = Callable[[str, int, int], None]  # (label, done, total)
@@ -117,11 +118,21 @@ class Ingestor:
                     done += len(session.files)
                     self.progress("archive", done, total)
                 plan.append((ws, state, jobs))
-            outcomes = iter(self._run_jobs([j for _, _, jobs in plan for j in jobs]))
+            # Outcomes stream in job order; embedding payloads are flushed in batches, so memory
+            # stays bounded however many turns arrive (a 1M-turn ingest held them all before).
+            outcomes = self._run_jobs([j for _, _, jobs in plan for j in jobs])
             for ws, state, jobs in plan:
-                pending = self._apply(ws, jobs, [next(outcomes) for _ in jobs], state, report)
-                atomic_write_json(ws.state_dir / "ingest.json", state)
+                pending: list[tuple[str, list[EmbedItem]]] = []
+                waiting = 0
+                for job in jobs:
+                    res = next(outcomes)
+                    pending += self._apply(ws, [job], [res], state, report)
+                    waiting += len(res.embed_items)
+                    if waiting >= EMBED_FLUSH:
+                        self._embed(ws, pending, report)
+                        pending, waiting = [], 0
                 self._embed(ws, pending, report)
+                atomic_write_json(ws.state_dir / "ingest.json", state)
         return report
 
     def _identify(self, session: SessionSource) -> tuple[str, str | None]:
@@ -162,21 +173,19 @@ class Ingestor:
         return SessionJob(ws.id, ws.name, str(ws.root), session.source, session.session_id,
                           meta.get("title"), files, own_agents, self.embedder is not None)
 
-    def _run_jobs(self, jobs: list[SessionJob]) -> list[SessionOutcome]:
-        """Parse, refine and write each changed session; in worker processes when there is a lot."""
+    def _run_jobs(self, jobs: list[SessionJob]) -> Iterator[SessionOutcome]:
+        """Parse, refine and write each changed session, yielding outcomes in job order; in
+        worker processes when there is a lot to do."""
         new_bytes = sum(f.entry["archived"] - f.entry["parse_offset"] for j in jobs for f in j.files)
         if self.summarizer is None and len(jobs) > 1 and new_bytes >= PARALLEL_BYTES and self.workers > 1:
             with ProcessPoolExecutor(self.workers, mp_context=get_context("spawn")) as pool:
-                out = []
                 for i, res in enumerate(pool.map(run_session_job, jobs, chunksize=4)):
-                    out.append(res)
                     self.progress("refine", i + 1, len(jobs))
-                return out
-        out = []
+                    yield res
+            return
         for i, job in enumerate(jobs):
-            out.append(run_session_job(job, self.summarizer))
             self.progress("refine", i + 1, len(jobs))
-        return out
+            yield run_session_job(job, self.summarizer)
 
     def _apply(self, ws: Workspace, jobs: list[SessionJob], results: list[SessionOutcome],
                state: dict[str, Any], report: IngestReport) -> list[tuple[str, list[EmbedItem]]]:
