@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this
 META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tools", "raw_ref"]
 TEXT_CAP = 3000
+BUILD_CHUNK = 256  # session files read at once while building
 DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (float16)
 
 
@@ -52,13 +54,25 @@ class Segment:
         cols = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tool_calls", "raw_ref", "summary", "user_text", "assistant_text", "keywords", "title",
                 "content_hash"]
-        df = (pl.read_parquet([str(f) for f in files], columns=cols) if files
-              else pl.DataFrame(schema={c: pl.Null for c in cols}))
-        postings = Postings.build(tokens(doc_text(r)) for r in df.iter_rows(named=True))
-        meta = df.with_columns(
-            pl.col("tool_calls").list.eval(pl.element().struct.field("name")).alias("tools"),
-        ).select(META_COLUMNS) if df.height else pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS})
-        vectors, has = _vectors(ws, df, model)
+        metas: list[pl.DataFrame] = []
+        keys: list[pl.DataFrame] = []
+
+        def docs() -> Iterator[list[str]]:
+            # Read a few hundred sessions at a time: the texts are only needed to tokenise.
+            for start in range(0, len(files), BUILD_CHUNK):
+                df = pl.read_parquet([str(f) for f in files[start:start + BUILD_CHUNK]], columns=cols)
+                metas.append(df.with_columns(
+                    pl.col("tool_calls").list.eval(pl.element().struct.field("name")).alias("tools"),
+                ).select(META_COLUMNS))
+                keys.append(df.select("session_id", "agent", "turn", "content_hash"))
+                for r in df.iter_rows(named=True):
+                    yield tokens(doc_text(r))
+
+        postings = Postings.build(docs())
+        meta = pl.concat(metas) if metas else pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS})
+        key_frame = pl.concat(keys) if keys else pl.DataFrame(
+            schema={"session_id": pl.String, "agent": pl.String, "turn": pl.Int64, "content_hash": pl.String})
+        vectors, has = _vectors(ws, key_frame, model)
         return cls(postings, meta, vectors, has)
 
     def dense(self) -> np.ndarray | None:
