@@ -126,7 +126,9 @@ class Ingestor:
                 waiting = 0
                 for job in jobs:
                     res = next(outcomes)
-                    pending += self._apply(ws, [job], [res], state, report)
+                    self._apply(job, res, state, report)
+                    if res.embed_items:
+                        pending.append((job.session_id, res.embed_items))
                     waiting += len(res.embed_items)
                     if waiting >= EMBED_FLUSH:
                         self._embed(ws, pending, report)
@@ -187,30 +189,25 @@ class Ingestor:
             self.progress("refine", i + 1, len(jobs))
             yield run_session_job(job, self.summarizer)
 
-    def _apply(self, ws: Workspace, jobs: list[SessionJob], results: list[SessionOutcome],
-               state: dict[str, Any], report: IngestReport) -> list[tuple[str, list[EmbedItem]]]:
-        """Record what the sessions' jobs did in the ingest state and the report."""
-        pending = []
-        for job, res in zip(jobs, results, strict=True):
-            for fjob, fres in zip(job.files, res.files, strict=True):
-                entry = state["files"][fjob.raw_rel]
-                for line, kind, error in fres.problems:
-                    report.skipped.append(Skip(entry["source_path"], f"{kind}: {error}", line))
-                for kind, n in fres.unknown_types.items():
-                    report.unknown_types[kind] = report.unknown_types.get(kind, 0) + n
-                was_open = entry.get("open_turn")
-                for agent, turn in fres.keys:
-                    if agent == fjob.agent and turn == was_open:
-                        report.turns_updated += 1
-                    else:
-                        report.turns_added += 1
-                entry.update(fres.entry_update)
-            if res.title and "title" not in state["sessions"][job.session_id]:
-                state["sessions"][job.session_id]["title"] = res.title
-            if res.rows:
-                report.sessions += 1
-                pending.append((job.session_id, res.embed_items))
-        return pending
+    def _apply(self, job: SessionJob, res: SessionOutcome, state: dict[str, Any], report: IngestReport) -> None:
+        """Record what a session's job did in the ingest state and the report."""
+        for fjob, fres in zip(job.files, res.files, strict=True):
+            entry = state["files"][fjob.raw_rel]
+            for line, kind, error in fres.problems:
+                report.skipped.append(Skip(entry["source_path"], f"{kind}: {error}", line))
+            for kind, n in fres.unknown_types.items():
+                report.unknown_types[kind] = report.unknown_types.get(kind, 0) + n
+            was_open = entry.get("open_turn")
+            for agent, turn in fres.keys:
+                if agent == fjob.agent and turn == was_open:
+                    report.turns_updated += 1
+                else:
+                    report.turns_added += 1
+            entry.update(fres.entry_update)
+        if res.title and "title" not in state["sessions"][job.session_id]:
+            state["sessions"][job.session_id]["title"] = res.title
+        if res.rows:
+            report.sessions += 1
 
     def _archive(self, src: Path, dst: Path, entry: dict[str, Any], report: IngestReport) -> bool:
         """Append the source's new whole lines to the archived copy; True when bytes were added."""
