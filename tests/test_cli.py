@@ -71,3 +71,30 @@ def test_workspaces_link_and_ingest_json_lists_skips(kimi_root: Path, tmp_path: 
 def test_every_command_has_help() -> None:
     for cmd in main.commands.values():
         assert cmd.help, f"{cmd.name} lacks help"
+
+
+def test_ingest_without_paths_reads_both_default_roots(kimi_root: Path, kimi_code_root: Path,
+                                                        monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("KIMI_SHARE_DIR", str(kimi_root))
+    monkeypatch.setenv("KIMI_CODE_HOME", str(kimi_code_root))
+    code, out, _ = _run("ingest", "--no-embed", "--json")
+    assert code == 0 and json.loads(out)["turns_added"] == 14
+
+
+def test_search_and_show(kimi_root: Path) -> None:
+    _run("ingest", "--no-embed", str(kimi_root))
+    code, out, err = _run("--embedder", "none", "search", "turbojpeg", "-w", "ml-pipeline", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["realized_mode"] == "lexical+fuzzy" and data["hits"][0]["turn"] == 0
+    session = data["hits"][0]["session_id"]
+    code, out, _ = _run("--embedder", "none", "search", "turbojpeg", "-w", "ml-pipeline", "--limit", "1")
+    assert code == 0 and out.startswith(f"{session}:0  2026-03-15T10:00")
+    code, out, _ = _run("show", f"{session}:1", "-w", "ml-pipeline", "--before", "1")
+    assert code == 0 and out.count("## ") == 2 and "User: Run the benchmark script." in out
+    code, _, err = _run("show", f"{session}:9", "-w", "ml-pipeline")
+    assert code == 1 and "valid turns: 0..1" in err
+    code, _, err = _run("show", "no-colon", "-w", "ml-pipeline")
+    assert code == 2 and "SESSION:TURN" in err
+    code, _, err = _run("search", "x", "-w", "ml-pipeline", "--mode", "magic")
+    assert code == 2
