@@ -104,7 +104,7 @@ class Archive:
 
     # --- workspaces ------------------------------------------------------------------------
     def workspaces(self) -> list[Workspace]:
-        return self.registry.list()
+        return self.registry.all()
 
     def workspace(self, ref: str | None = None, cwd: str | None = None,
                   roots: Iterable[str] = ()) -> Workspace:

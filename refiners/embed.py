@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -51,10 +51,10 @@ class StaticEmbedder:
     def __init__(self, cache: Path, pca_dims: int = 256) -> None:
         self.path = cache / self.name
         self.pca_dims = pca_dims
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
 
-    def _load(self):  # noqa: ANN202 - model2vec type is imported lazily
+    def _load(self) -> Any:  # noqa: ANN202 - model2vec type is imported lazily
         with self._lock:
             if self._model is None:
                 try:
@@ -95,7 +95,7 @@ class MiniLMEmbedder:
     name = "all-minilm-l6-v2"
 
     def __init__(self) -> None:
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:

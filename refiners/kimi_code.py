@@ -61,13 +61,14 @@ class CodeTurnBuilder:
             if self.cur is not None and self.cur.end == "open":
                 self.cur.end = "superseded"
             text, media = parts_text(d.get("input"))
-            origin = d.get("origin") if isinstance(d.get("origin"), dict) else {}
-            turn = Turn(index=self.index, started_at=ts, user_text=text, user_media=media,
+            origin = d.get("origin")
+            origin = origin if isinstance(origin, dict) else {}
+            new = Turn(index=self.index, started_at=ts, user_text=text, user_media=media,
                         origin=str(origin.get("kind") or "user"), byte_start=start)
-            self.by_id[self.index] = turn
+            self.by_id[self.index] = new
             self.index += 1
-            self.turns.append(turn)
-            self.cur = turn
+            self.turns.append(new)
+            self.cur = new
         turn = self._turn_for(d)
         if turn is None:
             return
@@ -125,12 +126,12 @@ class CodeTurnBuilder:
             if ev.get("uuid"):
                 self.calls[str(ev["uuid"])] = call
         elif etype == "tool.result":
-            call = self.calls.get(str(ev.get("toolCallId"))) or self.calls.get(str(ev.get("parentUuid")))
+            found = self.calls.get(str(ev.get("toolCallId"))) or self.calls.get(str(ev.get("parentUuid")))
             res = ev.get("result") or {}
-            if call is not None and isinstance(res, dict):
-                call.result = {"is_error": bool(res.get("isError")), "message": res.get("note") or "",
+            if found is not None and isinstance(res, dict):
+                found.result = {"is_error": bool(res.get("isError")), "message": res.get("note") or "",
                                "output": res.get("output")}
-                call.result_at = ts
+                found.result_at = ts
         elif etype == "step.end":
             step = self._step(turn, ev.get("step"))
             if ev.get("finishReason") in ("interrupted", "error"):

@@ -166,8 +166,8 @@ def output_to_text(output: Any) -> str:
 def media_ref(part: dict[str, Any]) -> dict[str, Any]:
     """A short description of an image/audio/video part; never the base64 payload itself."""
     kind = part.get("type", "media")
-    key = {"image_url": "image_url", "audio_url": "audio_url", "video_url": "video_url"}.get(kind)
-    holder = part.get(key) or part.get(_camel(key or "")) or {}
+    key = kind if kind in ("image_url", "audio_url", "video_url") else ""
+    holder = (part.get(key) or part.get(_camel(key)) or {}) if key else {}
     url = str(holder.get("url", "")) if isinstance(holder, dict) else ""
     return {"type": kind, "url_prefix": url[:40], "bytes_b64": len(url)}
 

@@ -111,7 +111,8 @@ def _ordered(items: Any) -> list[str]:
 def call_paths(call: ToolCall) -> list[str]:
     args = call.args
     out = [str(args[k]) for k in PATH_KEYS if isinstance(args.get(k), str) and args.get(k)]
-    edits = args.get("edits") if isinstance(args.get("edits"), list) else []
+    edits = args.get("edits")
+    edits = edits if isinstance(edits, list) else []
     out += [str(e["path"]) for e in edits if isinstance(e, dict) and isinstance(e.get("path"), str)]
     return out
 
@@ -120,7 +121,8 @@ def args_summary(call: ToolCall) -> str:
     args = call.args
     if not args:
         return shorten(call.arguments, ARGS_MAX)
-    keys = [k for k in ("command", "path", "pattern", "query", "url", "description", "file_path") if k in args]
+    keys: list[str] = [k for k in ("command", "path", "pattern", "query", "url", "description", "file_path")
+                       if k in args]
     if not keys:
         keys = list(args)[:2]
     return shorten(", ".join(f"{k}={shorten(str(args[k]), 100)}" for k in keys[:3]), ARGS_MAX)

@@ -72,7 +72,7 @@ class Registry:
         data = read_json(ws_dir / "workspace.json")
         if not isinstance(data, dict):
             return None
-        return Workspace(id=data["id"], name=data.get("name", data["id"]),
+        return Workspace(id=data["id"], name=str(data.get("name") or data["id"]),
                          paths=list(data.get("paths", [])), sources=list(data.get("sources", [])),
                          created=data.get("created", ""), updated=data.get("updated", ""),
                          root=ws_dir)
@@ -81,7 +81,7 @@ class Registry:
         ws.updated = _now()
         atomic_write_json(ws.root / "workspace.json", ws.to_json())
 
-    def list(self) -> list[Workspace]:
+    def all(self) -> list[Workspace]:
         if not self.base.is_dir():
             return []
         found = (self._load(d) for d in sorted(self.base.iterdir()) if d.is_dir())
@@ -135,7 +135,7 @@ class Registry:
     def _by_path(self, canon: str, workspaces: Iterable[Workspace] | None = None) -> Workspace | None:
         """The workspace whose path is `canon` or the longest path containing it."""
         best: tuple[int, Workspace] | None = None
-        for ws in workspaces if workspaces is not None else self.list():
+        for ws in workspaces if workspaces is not None else self.all():
             for p in ws.paths:
                 if canon == p or canon.startswith(p.rstrip("/") + "/"):
                     if best is None or len(p) > best[0]:
@@ -145,7 +145,7 @@ class Registry:
     def resolve(self, ref: str | None = None, cwd: str | None = None,
                 roots: Iterable[str] = ()) -> Workspace:
         """Resolve path, id, unique id prefix or unique name; else the roots; else the cwd."""
-        known = self.list()
+        known = self.all()
         if ref:
             ws = self._match(ref, known)
             if ws:
