@@ -156,11 +156,15 @@ class Archive:
                 embedder = self.embedder
             except EmbedderUnavailable as exc:
                 report.embed_error = str(exc)
+        titles: dict[str, dict[str, Any]] = {}  # per workspace, read once: session -> ingest meta
         for i, (ws, sid, files) in enumerate(plan):
+            if ws.id not in titles:
+                titles[ws.id] = (read_json(ws.state_dir / "ingest.json", {}) or {}).get("sessions", {})
             with locked(ws.root):
                 current = store.read_refined(ws, sid)
                 stale = force or current.height == 0 or (current["refiner"] != REFINER).any()
-                rows = self._refine_session(ws, sid, files, report) if stale else current.to_dicts()
+                title = titles[ws.id].get(sid, {}).get("title")
+                rows = self._refine_session(ws, sid, files, title, report) if stale else current.to_dicts()
                 if stale and rows:
                     store.merge_refined(ws, sid, rows, replace_all=True)
                     report.turns += len(rows)
@@ -191,9 +195,7 @@ class Archive:
         return datetime.fromtimestamp(max(mtimes, default=0), UTC)
 
     def _refine_session(self, ws: Workspace, sid: str, files: list[tuple[str, dict[str, Any]]],
-                        report: RefineReport) -> list[dict[str, Any]]:
-        state = read_json(ws.state_dir / "ingest.json", {}) or {}
-        title = state.get("sessions", {}).get(sid, {}).get("title")
+                        title: str | None, report: RefineReport) -> list[dict[str, Any]]:
         title = redact(title)[0] if title else None
         own = {e["agent"] for _, e in files}
         rows: list[dict[str, Any]] = []
@@ -500,8 +502,8 @@ class Archive:
 
     def stats(self, workspace: WorkspaceArg = None) -> Stats:
         selected = self._selected(workspace)
-        df = self.turns(selected and [w.id for w in selected] or None).select(
-            "session_id", "started_at", "status").collect() if selected else empty_refined()
+        df = (self.turns([w.id for w in selected]).select("session_id", "started_at", "status").collect()
+              if selected else empty_refined())
         raw = sum(p.stat().st_size for ws in selected for p in ws.raw_dir.rglob("*") if p.is_file())
         embedded = sum(pl.scan_parquet(str(p)).select(pl.len()).collect().item()
                        for ws in selected for p in ws.embeddings_dir.glob("*.parquet"))

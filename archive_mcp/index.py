@@ -243,14 +243,3 @@ class WorkspaceIndex:
             sims.append(out)
             has.append(s.has_vector if n else np.zeros(0, bool))
         return np.concatenate(sims), np.concatenate(has)
-
-
-def load_theme_members(ws: Workspace, theme: str) -> set[tuple[str, str, int]] | None:
-    """(session, agent, turn) of a theme's members, or None when there is no such theme."""
-    path = ws.root / "themes" / f"{theme}.json"
-    if not path.resolve().is_relative_to((ws.root / "themes").resolve()):
-        return None
-    data = read_json(path)
-    if not isinstance(data, dict):
-        return None
-    return {(m["session_id"], m.get("agent", "main"), int(m["turn"])) for m in data.get("members", [])}

@@ -231,7 +231,7 @@ class MemoryStore:
 
     def search(self, query: str, folder: str | None = None, limit: int = 10) -> list[MemoryHit]:
         """Lexical + fuzzy ranking (the search_context machinery), CJK-aware."""
-        from .search import Searcher, _normalised  # noqa: F401  (shared fusion)
+        from .search import _normalised  # the same score normalisation as search_context
 
         if not query.strip():
             raise MemoryError("the query is empty")

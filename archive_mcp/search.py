@@ -16,8 +16,9 @@ from refiners.text import is_cjk, tokens
 from workspaces import Workspace
 
 from . import store
-from .index import WorkspaceIndex, load_theme_members
+from .index import WorkspaceIndex
 from .lexical import bm25
+from .themes import ThemeError, ThemeStore
 
 MODES = ("hybrid", "lexical", "fuzzy", "semantic")
 FUSIONS = ("combsum", "rrf")
@@ -94,7 +95,11 @@ class Filters:
         if conds and meta.height:
             out = meta.select(pl.all_horizontal(conds).fill_null(False)).to_series().to_numpy()
         if self.theme:
-            members = load_theme_members(ws, self.theme)
+            try:
+                theme = ThemeStore(ws).get(self.theme)
+            except ThemeError:
+                theme = None
+            members = {m.key for m in theme.members} if theme else None
             if members is None:
                 raise SearchError(f"no theme named {self.theme!r} in workspace {ws.name}; list them with list_themes")
             keys = meta.select("session_id", "agent", "turn").rows()

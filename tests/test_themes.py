@@ -192,3 +192,10 @@ async def test_theme_tools_over_mcp(archive: Archive) -> None:
         assert not r.is_error
         p = await c.get_prompt("memory-theme-trace", {"topic": "payments"})
         assert "tag_theme(theme, seeds=[...])" in p.messages[0].content.text
+
+
+def test_search_filtered_by_a_theme_named_with_spaces(archive: Archive) -> None:
+    refs = [{"session_id": s, "turn": t} for s, t in LABELS["themes"]["payment-retries"]]
+    archive.tag_theme("payment retries", "shop", references=refs)
+    hits = archive.search("charge_card", workspace="shop", theme="payment retries", limit=50)
+    assert hits and {(h.session_id, h.turn) for h in hits} <= {(r["session_id"], r["turn"]) for r in refs}
