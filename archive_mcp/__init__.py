@@ -1,10 +1,9 @@
 """archive-mcp: archive, refine, search and trace AI coding-agent sessions."""
 
-from workspaces import Workspace, WorkspaceError
-
-from .archive import Archive, RefineReport, Stats
-from .demo import sample_archive
-from .ingest import IngestReport, Skip
+from archive_mcp.archive import Archive, RefineReport, Stats
+from archive_mcp.demo import sample_archive
+from archive_mcp.ingest.pipeline import IngestReport, Skip
+from archive_mcp.workspaces import Workspace, WorkspaceError
 
 __all__ = ["Archive", "IngestReport", "RefineReport", "Skip", "Stats", "Workspace", "WorkspaceError",
            "sample_archive"]

@@ -1,3 +1,3 @@
-from .cli import run
+from archive_mcp.cli.main import run
 
 run()

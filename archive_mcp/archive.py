@@ -12,24 +12,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from refiners import PARSERS
-from refiners.embed import Embedder, EmbedderUnavailable, make_embedder
-from refiners.redact import redact
-from refiners.refine import REFINER, Summarizer
-from workspaces import (
-    Registry,
-    Workspace,
-    WorkspaceError,
-    archive_home,
-    default_source_roots,
-    locked,
-    model_dir,
-    read_json,
+from archive_mcp.ingest import store
+from archive_mcp.ingest.pipeline import (
+    Ingestor,
+    IngestReport,
+    Progress,
+    Skip,
+    embed_item,
+    embed_rows,
+    turn_rows,
 )
-
-from . import store
-from .context import TurnContext, TurnRef, load_turn_context
-from .essence import (
+from archive_mcp.memory.essence import (
     Bootstrap,
     ImportReport,
     MemoryStats,
@@ -41,15 +34,37 @@ from .essence import (
     organize_memories,
     sync_workspace_index,
 )
-from .index import WorkspaceIndex
-from .ingest import Ingestor, IngestReport, Progress, Skip, embed_item, embed_rows, turn_rows
-from .memory import FOLDERS as MEMORY_FOLDERS
-from .memory import MemoryEntry, MemoryError, MemoryStore, slugify
-from .schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empty_refined
-from .search import Filters, SearchError, SearchResults, search_workspaces
-from .themes import Discovery as ThemeDiscovery
-from .themes import Member, TagResult, Theme, ThemeError, ThemeStore, discover, slug_of
-from .timeline import Timeline, build_timeline
+from archive_mcp.memory.store import FOLDERS as MEMORY_FOLDERS
+from archive_mcp.memory.store import MemoryEntry, MemoryError, MemoryStore, slugify
+from archive_mcp.refiners import PARSERS
+from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
+from archive_mcp.refiners.redact import redact
+from archive_mcp.refiners.refine import REFINER, Summarizer
+from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empty_refined
+from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
+from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
+from archive_mcp.search.index import WorkspaceIndex
+from archive_mcp.themes.store import Discovery as ThemeDiscovery
+from archive_mcp.themes.store import (
+    Member,
+    TagResult,
+    Theme,
+    ThemeError,
+    ThemeStore,
+    discover,
+    slug_of,
+)
+from archive_mcp.themes.timeline import Timeline, build_timeline
+from archive_mcp.workspaces import (
+    Registry,
+    Workspace,
+    WorkspaceError,
+    archive_home,
+    default_source_roots,
+    locked,
+    model_dir,
+    read_json,
+)
 
 WorkspaceArg = str | Workspace | Sequence[str] | None
 
@@ -214,7 +229,7 @@ class Archive:
     # --- search ----------------------------------------------------------------------------
     def _model_name(self) -> str | None:
         if isinstance(self._embedder_spec, str):
-            from refiners.embed import EMBEDDERS
+            from archive_mcp.refiners.embed import EMBEDDERS
             return EMBEDDERS[self._embedder_spec].name
         return self._embedder_spec.name if self._embedder_spec is not None else None
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from .archive import Archive
-from .output import table
+from archive_mcp.archive import Archive
+from archive_mcp.render import table
 
 
 def sample_root() -> Path:

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from .timeline import Timeline
+from archive_mcp.themes.timeline import Timeline
 
 INSTALL = "pip install 'archive-mcp[plot]'"
 

@@ -18,13 +18,13 @@ import sys
 import time
 from pathlib import Path
 
-from archive_mcp.synthetic import generate_share_dir
+from archive_mcp.synthetic.sessions import generate_share_dir
 
 PARSE_REFINE = """
 import json, sys, time
 from pathlib import Path
-from archive_mcp.ingest import turn_rows
-from refiners import kimi_cli
+from archive_mcp.ingest.pipeline import turn_rows
+from archive_mcp.refiners import kimi_cli
 files = sorted(Path(sys.argv[1]).glob("sessions/*/*/wire.jsonl"))
 t = time.perf_counter()
 turns = 0

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from archive_mcp import Archive
-from archive_mcp.evaluation import MODES, build, evaluate
+from archive_mcp.synthetic.evaluation import MODES, build, evaluate
 
 
 def main() -> None:

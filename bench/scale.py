@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from archive_mcp.synthetic import generate_share_dir
+from archive_mcp.synthetic.sessions import generate_share_dir
 
 MEASURE = r"""
 import json, resource, statistics, sys, time

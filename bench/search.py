@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from archive_mcp.synthetic import generate_share_dir
+from archive_mcp.synthetic.sessions import generate_share_dir
 
 QUERIES = ["parse_config", "retry_with_backoff empty config", "SessionStore.flush", "build_indx",
            "merge_refnied", "why does the CI job time out", "peak memory dropped", "回退到默认值",

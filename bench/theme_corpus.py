@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from archive_mcp.synthetic import CallSpec, TurnSpec, random_turn, write_session
+from archive_mcp.synthetic.sessions import CallSpec, TurnSpec, random_turn, write_session
 
 DAY = 86400.0
 WORK_DIR = "/home/dev/projects/shop"

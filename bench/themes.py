@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from archive_mcp.synthetic import generate_share_dir
+from archive_mcp.synthetic.sessions import generate_share_dir
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 
@@ -49,7 +49,7 @@ def quality(embedder: str) -> dict:
     import tempfile
 
     from archive_mcp import Archive
-    from archive_mcp.evaluation import purity_recall
+    from archive_mcp.synthetic.evaluation import purity_recall
 
     a = Archive(tempfile.mkdtemp(), embedder=None if embedder == "none" else embedder)
     a.ingest(SAMPLE)

@@ -99,7 +99,7 @@ NOTEBOOKS = {
                           "identifiers, misspell them, paraphrase them or ask in Chinese) and compare modes."),
         new_code_cell(OPEN.replace("archive = sample_archive() if ARCHIVE_HOME is None else Archive(Path(ARCHIVE_HOME).expanduser())\n", "")
                       .replace("from archive_mcp import Archive, plot, sample_archive", "from archive_mcp import Archive, plot")),
-        new_code_cell("from archive_mcp import evaluation\n\n"
+        new_code_cell("from archive_mcp.synthetic import evaluation\n\n"
                       "root = Path(tempfile.mkdtemp(prefix='archive-mcp-eval-'))\n"
                       "queries = evaluation.build(root / 'kimi')\n"
                       "eval_archive = Archive(root / 'home')\n"

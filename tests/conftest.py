@@ -31,7 +31,7 @@ class FakeEmbedder:
         self.calls: list[list[str]] = []
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        from refiners.text import tokens
+        from archive_mcp.refiners.text import tokens
 
         self.calls.append(list(texts))
         out = np.zeros((len(texts), 64), dtype=np.float32)

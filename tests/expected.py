@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from refiners.model import ParseResult, Turn
+from archive_mcp.refiners.model import ParseResult, Turn
 
 
 def turn_json(t: Turn) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from archive_mcp.cli import main
+from archive_mcp.cli.main import main
 
 WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from archive_mcp.cli import main
+from archive_mcp.cli.main import main
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -213,7 +213,7 @@ def test_permission_denied_file_is_reported_and_others_are_kept(kimi_root: Path,
 
 
 def test_a_source_that_disappears_mid_ingest_is_reported(kimi_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import archive_mcp.ingest as ingest_mod
+    import archive_mcp.ingest.pipeline as ingest_mod
     real = ingest_mod.discover
     gone = kimi_root / "sessions" / ML / "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d" / "wire.jsonl"
 
@@ -249,7 +249,7 @@ def test_refine_no_embed_then_embed_later(kimi_root: Path, fake_embedder) -> Non
 
 
 def test_missing_model_is_reported_not_fatal(kimi_root: Path) -> None:
-    from refiners.embed import EmbedderUnavailable
+    from archive_mcp.refiners.embed import EmbedderUnavailable
 
     class Missing:
         name = "missing"

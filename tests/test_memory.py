@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from archive_mcp import Archive
-from archive_mcp.cli import main
-from archive_mcp.memory import MemoryError
+from archive_mcp.cli.main import main
+from archive_mcp.memory.store import MemoryError
 
 WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 

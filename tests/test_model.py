@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refiners.embed import MiniLMEmbedder, StaticEmbedder
+from archive_mcp.refiners.embed import MiniLMEmbedder, StaticEmbedder
 
 pytestmark = pytest.mark.model
 

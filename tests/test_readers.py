@@ -10,8 +10,8 @@ from expected import result_json, turn_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from refiners import discover, kimi_cli, kimi_code
-from refiners.lines import LineReader, complete_prefix
+from archive_mcp.refiners import discover, kimi_cli, kimi_code
+from archive_mcp.refiners.lines import LineReader, complete_prefix
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXPECTED = json.loads((FIXTURES / "kimi" / "EXPECTED_turns.json").read_text(encoding="utf-8"))

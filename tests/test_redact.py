@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from refiners.redact import may_hold_secret, redact
+from archive_mcp.refiners.redact import may_hold_secret, redact
 
 CASES = [
     ("export OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234", "export OPENAI_API_KEY=[REDACTED]"),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from archive_mcp import Archive
-from archive_mcp.search import SearchError, rrf
+from archive_mcp.search.engine import SearchError, rrf
 
 WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 ML = "dc8fa21d3e61040ad8305bf8ed3081c5"
@@ -82,7 +82,7 @@ def test_no_hit_ever_crosses_into_an_unlisted_workspace(archive: Archive) -> Non
 def test_default_scope_is_the_cwd_workspace_never_global(archive: Archive, tmp_path: Path) -> None:
     archive.link(str(tmp_path / "repo"), "ml-pipeline")
     assert {h.workspace_id for h in archive.search("login", cwd=str(tmp_path / "repo"), limit=50)} <= {ML}
-    from workspaces import WorkspaceError
+    from archive_mcp.workspaces import WorkspaceError
     with pytest.raises(WorkspaceError, match="is not an archived workspace"):
         archive.search("login", cwd=str(tmp_path))
 
@@ -135,8 +135,8 @@ def test_index_is_a_rebuildable_cache_that_follows_new_turns(archive: Archive, k
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
 
-    import archive_mcp.index
-    monkeypatch.setattr(archive_mcp.index, "DELTA_SHARE", 10.0)  # this base is tiny: force a delta
+    import archive_mcp.search.index
+    monkeypatch.setattr(archive_mcp.search.index, "DELTA_SHARE", 10.0)  # this base is tiny: force a delta
     ws = archive.workspace("webapp")
     before = [(h.session_id, h.turn) for h in archive.search("dark mode toggle", workspace="webapp")]
     shutil.rmtree(ws.cache_dir)  # derived: deleting it loses nothing

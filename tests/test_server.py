@@ -12,8 +12,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from archive_mcp import Archive
-from archive_mcp.server import build_server
-from refiners.refine import REFINER
+from archive_mcp.mcp.server import build_server
+from archive_mcp.refiners.refine import REFINER
 
 pytestmark = pytest.mark.anyio
 

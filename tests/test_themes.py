@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from archive_mcp import Archive, evaluation
-from archive_mcp.cli import main
-from archive_mcp.themes import ThemeError, match_clusters, slug_of
+from archive_mcp import Archive
+from archive_mcp.cli.main import main
+from archive_mcp.synthetic import evaluation
+from archive_mcp.themes.store import ThemeError, match_clusters, slug_of
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 LABELS = json.loads((SAMPLE / "LABELS.json").read_text(encoding="utf-8"))
@@ -169,7 +170,7 @@ def test_cli_themes_and_trace(archive: Archive, tmp_path: Path) -> None:
 async def test_theme_tools_over_mcp(archive: Archive) -> None:
     from mcp import Client
 
-    from archive_mcp.server import build_server
+    from archive_mcp.mcp.server import build_server
 
     server = build_server(archive, cwd="/home/dev/projects/shop")
     async with Client(server) as c:

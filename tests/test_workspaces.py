@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from archive_mcp import Archive, WorkspaceError
-from workspaces import archive_home, kimi_code_key, workspace_id
+from archive_mcp.workspaces import archive_home, kimi_code_key, workspace_id
 
 WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 ML = "dc8fa21d3e61040ad8305bf8ed3081c5"

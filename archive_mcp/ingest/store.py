@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from workspaces import Workspace, atomic_write_bytes
-
-from .schema import REFINED, empty_refined, refined_frame
+from archive_mcp.schema import REFINED, empty_refined, refined_frame
+from archive_mcp.workspaces import Workspace, atomic_write_bytes
 
 _SAFE = re.compile(r"^[A-Za-z0-9_.\-]{1,160}$")
 KEY = ["agent", "turn"]

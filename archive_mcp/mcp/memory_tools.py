@@ -9,12 +9,17 @@ from mcp.server.mcpserver.exceptions import ResourceError
 from mcp_types import CallToolResult, ListRootsResult
 from pydantic import Field
 
-from workspaces import Workspace, WorkspaceError
-
-from .archive import Archive
-from .essence import Bootstrap, ImportReport, MemoryStats, OrganizePrepare, OrganizeStored
-from .memory import MemoryEntry, MemoryError, MemoryHit
-from .toolkit import DELETE, READ, WRITE, Budget, WorkspaceParam, guard, tool_result
+from archive_mcp.archive import Archive
+from archive_mcp.mcp.toolkit import DELETE, READ, WRITE, Budget, WorkspaceParam, guard, tool_result
+from archive_mcp.memory.essence import (
+    Bootstrap,
+    ImportReport,
+    MemoryStats,
+    OrganizePrepare,
+    OrganizeStored,
+)
+from archive_mcp.memory.store import MemoryEntry, MemoryError, MemoryHit
+from archive_mcp.workspaces import Workspace, WorkspaceError
 
 Folder = Literal["decisions", "rules", "knowledge", "lessons", "reference"]
 

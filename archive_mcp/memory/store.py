@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-from refiners.redact import redact
-from refiners.text import tokens
-from workspaces import Workspace, atomic_write_text, locked
-
-from .lexical import Postings, bm25
+from archive_mcp.refiners.redact import redact
+from archive_mcp.refiners.text import tokens
+from archive_mcp.search.lexical import Postings, bm25
+from archive_mcp.workspaces import Workspace, atomic_write_text, locked
 
 FOLDERS = ("decisions", "rules", "knowledge", "lessons", "reference")
 KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
@@ -231,7 +230,9 @@ class MemoryStore:
 
     def search(self, query: str, folder: str | None = None, limit: int = 10) -> list[MemoryHit]:
         """Lexical + fuzzy ranking (the search_context machinery), CJK-aware."""
-        from .search import _normalised  # the same score normalisation as search_context
+        from archive_mcp.search.engine import (
+            _normalised,  # the same score normalisation as search_context
+        )
 
         if not query.strip():
             raise MemoryError("the query is empty")

@@ -13,9 +13,8 @@ from typing import Any
 
 import polars as pl
 
-from refiners.text import tokens
-
-from .themes import Theme, class_tfidf
+from archive_mcp.refiners.text import tokens
+from archive_mcp.themes.store import Theme, class_tfidf
 
 REVERSAL_CUES = ("revert", "reverted", "reversed", "roll back", "rolled back", "go back", "goes back",
                  "switch back", "no longer", "instead", "back to", "undo", "回滚", "改回", "放弃", "撤销")

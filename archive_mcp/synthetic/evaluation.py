@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .synthetic import CallSpec, TurnSpec, random_turn, write_session
+from archive_mcp.synthetic.sessions import CallSpec, TurnSpec, random_turn, write_session
 
 # subject, paraphrase of the subject, identifier, file, old choice, new choice, reason
 FACTS = [

@@ -19,11 +19,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from refiners.text import tokens
-from workspaces import Workspace, atomic_write_json, locked, read_json
-
-from .lexical import Postings
-from .store import session_file_stem
+from archive_mcp.ingest.store import session_file_stem
+from archive_mcp.refiners.text import tokens
+from archive_mcp.search.lexical import Postings
+from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
 INDEX_VERSION = 1
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns

@@ -26,12 +26,11 @@ from mcp_types import (
 )
 from pydantic import Field
 
-from workspaces import Workspace, WorkspaceError
-
-from .archive import Archive
-from .context import NotFound, TurnDetail, TurnRef
-from .search import MODES, Hit, SearchError
-from .toolkit import READ, UPDATE, Budget, WorkspaceParam, tool_result
+from archive_mcp.archive import Archive
+from archive_mcp.mcp.toolkit import READ, UPDATE, Budget, WorkspaceParam, tool_result
+from archive_mcp.search.context import NotFound, TurnDetail, TurnRef
+from archive_mcp.search.engine import MODES, Hit, SearchError
+from archive_mcp.workspaces import Workspace, WorkspaceError
 
 Detail = Literal["compact", "normal", "full"]
 DetailParam = Annotated[Detail, Field(description="compact: ids and scores; normal: + summary and snippet; full: everything.")]
@@ -168,8 +167,8 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
         return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=sampling_prompt(rows)))],
                       max_tokens=120 * len(rows) + 50)
 
-    from .memory_tools import register_memory
-    from .theme_tools import register_themes
+    from archive_mcp.mcp.memory_tools import register_memory
+    from archive_mcp.mcp.theme_tools import register_themes
     register_memory(server, archive, resolve, _roots_request, server_cwd)
     register_themes(server, archive, resolve, _roots_request, server_cwd)
 

@@ -11,9 +11,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from workspaces import Workspace, atomic_write_json, atomic_write_text, locked, read_json
-
-from .memory import FOLDERS, MemoryEntry, MemoryError, MemoryStore, check_folder, check_key, now
+from archive_mcp.memory.store import (
+    FOLDERS,
+    MemoryEntry,
+    MemoryError,
+    MemoryStore,
+    check_folder,
+    check_key,
+    now,
+)
+from archive_mcp.workspaces import (
+    Workspace,
+    atomic_write_json,
+    atomic_write_text,
+    locked,
+    read_json,
+)
 
 ESSENCE_SOFT_LIMIT = 15 * 1024
 SOURCE_LINE = re.compile(r"^>\s*source:\s*(memory/([a-z]+)/([A-Za-z0-9._-]+))\s*$", re.M)

@@ -18,13 +18,14 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from refiners import PARSERS, RefineContext, SessionSource, Turn, discover, refine_turn
-from refiners.embed import Embedder, EmbedderUnavailable
-from refiners.lines import complete_prefix
-from refiners.redact import redact
-from refiners.refine import Summarizer
-from refiners.text import shorten
-from workspaces import (
+from archive_mcp.ingest import store
+from archive_mcp.refiners import PARSERS, RefineContext, SessionSource, Turn, discover, refine_turn
+from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
+from archive_mcp.refiners.lines import complete_prefix
+from archive_mcp.refiners.redact import redact
+from archive_mcp.refiners.refine import Summarizer
+from archive_mcp.refiners.text import shorten
+from archive_mcp.workspaces import (
     Registry,
     Workspace,
     atomic_write_bytes,
@@ -33,8 +34,6 @@ from workspaces import (
     read_json,
     workspace_id,
 )
-
-from . import store
 
 HEAD = 4096
 CHUNK = 1 << 20

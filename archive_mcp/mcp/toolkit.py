@@ -6,7 +6,7 @@ from typing import Annotated, Any
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from .output import to_jsonable
+from archive_mcp.render import to_jsonable
 
 READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 UPDATE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
@@ -29,7 +29,7 @@ def guard(fn: Callable[[], Any]) -> Any:
     """Run `fn`; a mistake the caller can fix becomes a tool error with the library's message."""
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from .archive import USER_ERRORS
+    from archive_mcp.archive import USER_ERRORS
 
     try:
         return fn()

@@ -9,13 +9,12 @@ from mcp.server.mcpserver.exceptions import ResourceError
 from mcp_types import CallToolResult, ListRootsResult
 from pydantic import Field
 
-from workspaces import Workspace, WorkspaceError
-
-from .archive import Archive
-from .context import TurnRef
-from .output import to_jsonable
-from .themes import TagResult, ThemeError
-from .toolkit import DELETE, READ, UPDATE, WorkspaceParam, guard, tool_result
+from archive_mcp.archive import Archive
+from archive_mcp.mcp.toolkit import DELETE, READ, UPDATE, WorkspaceParam, guard, tool_result
+from archive_mcp.render import to_jsonable
+from archive_mcp.search.context import TurnRef
+from archive_mcp.themes.store import TagResult, ThemeError
+from archive_mcp.workspaces import Workspace, WorkspaceError
 
 
 @dataclass

@@ -7,11 +7,10 @@ from typing import Any
 
 import polars as pl
 
-from refiners import PARSERS, Turn
-from refiners.redact import redact
-from workspaces import Workspace, read_json
-
-from . import store
+from archive_mcp.ingest import store
+from archive_mcp.refiners import PARSERS, Turn
+from archive_mcp.refiners.redact import redact
+from archive_mcp.workspaces import Workspace, read_json
 
 MARK = "[… {n:,} more chars cut; raise max_chars to see more]"
 

@@ -11,14 +11,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from refiners.embed import Embedder, EmbedderUnavailable
-from refiners.text import is_cjk, tokens
-from workspaces import Workspace
-
-from . import store
-from .index import WorkspaceIndex
-from .lexical import bm25
-from .themes import ThemeError, ThemeStore
+from archive_mcp.ingest import store
+from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
+from archive_mcp.refiners.text import is_cjk, tokens
+from archive_mcp.search.index import WorkspaceIndex
+from archive_mcp.search.lexical import bm25
+from archive_mcp.themes.store import ThemeError, ThemeStore
+from archive_mcp.workspaces import Workspace
 
 MODES = ("hybrid", "lexical", "fuzzy", "semantic")
 FUSIONS = ("combsum", "rrf")

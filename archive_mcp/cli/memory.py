@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .cli_common import call, echo_json, json_option, table, warn
+from archive_mcp.cli.common import call, echo_json, json_option, table, warn
 
 
 @click.group()

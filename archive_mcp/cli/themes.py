@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from .cli_common import call, echo_json, json_option, table, warn
+from archive_mcp.cli.common import call, echo_json, json_option, table, warn
 
 
 @click.group()
@@ -125,7 +125,7 @@ def trace(ctx: click.Context, theme: tuple[str, ...], workspace: str | None, gra
                                "summary": e.summary} for e in tl.events], ["when", "ref", "kinds", "summary"],
                              {"ref": 48, "summary": 90}))
     if plot_path:
-        from .plot import themes_over_time
+        from archive_mcp.plot import themes_over_time
 
         themes_over_time(timelines, plot_path)
         warn(f"wrote {plot_path}")

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from refiners.text import STOPWORDS, is_cjk, tokens
-from workspaces import Workspace, atomic_write_json, locked, read_json
+from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens
+from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f]|^\.|\.\.")
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from .archive import USER_ERRORS, Archive
-from .output import echo_json, json_option, table
+from archive_mcp.archive import USER_ERRORS, Archive
+from archive_mcp.render import echo_json, json_option, table
 
 __all__ = ["archive_of", "call", "echo_json", "json_option", "table", "warn"]
 

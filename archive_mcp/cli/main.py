@@ -8,11 +8,10 @@ from typing import Any
 
 import click
 
-from workspaces import WorkspaceError
-
-from .archive import Archive
-from .cli_common import archive_of, warn
-from .output import echo_json, json_option, progress_bar, table
+from archive_mcp.archive import Archive
+from archive_mcp.cli.common import archive_of, warn
+from archive_mcp.render import echo_json, json_option, progress_bar, table
+from archive_mcp.workspaces import WorkspaceError
 
 _archive, _warn = archive_of, warn
 
@@ -209,7 +208,7 @@ def search(ctx: click.Context, query: str, workspace: str | None, mode: str, lim
            since: datetime | None, until: datetime | None, session: str | None, tool: str | None,
            file_: str | None, kind: str | None, as_json: bool) -> None:
     """Search past turns: lexical + fuzzy + semantic, fused."""
-    from .search import SearchError
+    from archive_mcp.search.engine import SearchError
 
     archive = _archive(ctx)
     try:
@@ -278,7 +277,7 @@ def show(ctx: click.Context, reference: str, workspace: str | None, before: int,
 @click.pass_context
 def serve(ctx: click.Context, http: bool, port: int) -> None:
     """Run the MCP server (stdio by default)."""
-    from .server import serve as run_server
+    from archive_mcp.mcp.server import serve as run_server
 
     run_server(_archive(ctx), http=http, port=port)
 
@@ -288,14 +287,14 @@ def serve(ctx: click.Context, http: bool, port: int) -> None:
 @click.option("--no-embed", is_flag=True, help="Skip embeddings.")
 def demo(keep: str | None, no_embed: bool) -> None:
     """Ingest the bundled sample into a temporary home and show what the archive holds."""
-    from .demo import run_demo
+    from archive_mcp.demo import run_demo
 
     run_demo(keep, embed=not no_embed)
 
 
 def _register() -> None:
-    from .memory_cli import memory
-    from .theme_cli import themes, trace
+    from archive_mcp.cli.memory import memory
+    from archive_mcp.cli.themes import themes, trace
 
     main.add_command(themes)
     main.add_command(trace)

@@ -1,0 +1,1 @@
+"""The click CLI face over the `Archive` API."""

@@ -1,0 +1,1 @@
+"""Archiving: raw copies by byte offset, refinement into per-session Parquet, embeddings."""

@@ -1,0 +1,1 @@
+"""The MCP face: tools, resources and prompts over the `Archive` API."""

@@ -1,0 +1,1 @@
+"""Retrieval: the per-workspace index, lexical/fuzzy/semantic signals, fusion, turn context."""

@@ -1,0 +1,1 @@
+"""Generated sessions and the labelled generated retrieval set (regression checks, demos, benchmarks)."""

@@ -1,0 +1,1 @@
+"""Themes: tagging, discovery by clustering, and timelines traced with Polars."""
