@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..errors import ArchiveError
 from .atomic import atomic_write_json, locked, read_json
 from .ids import canonical_path, workspace_id
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(ArchiveError):
     """A workspace argument did not resolve; the message lists what would."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.text import tokens
 from archive_mcp.search.lexical import Postings, bm25
@@ -25,7 +26,7 @@ KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 MAX_CONTENT = 256 * 1024
 
 
-class MemoryError(ValueError):  # noqa: A001 - the module's own error, not the builtin
+class MemoryError(ArchiveError, ValueError):  # noqa: A001 - the module's own error, not the builtin
     """A memory call the caller can fix; the message says how."""
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from archive_mcp.errors import ArchiveError
 from archive_mcp.ingest import store
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
 from archive_mcp.refiners.text import is_cjk, tokens
@@ -26,7 +27,7 @@ DEPTH = 100  # candidates each signal contributes to the fusion
 SNIPPET = 220
 
 
-class SearchError(ValueError):
+class SearchError(ArchiveError, ValueError):
     """A search argument the caller can fix; the message says how."""
 
 

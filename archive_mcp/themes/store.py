@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f]|^\.|\.\.")
 
 
-class ThemeError(ValueError):
+class ThemeError(ArchiveError, ValueError):
     """A theme call the caller can fix; the message says how."""
 
 
