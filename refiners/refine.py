@@ -15,20 +15,17 @@ from typing import Any, Protocol
 
 from .model import ToolCall, Turn
 from .redact import may_hold_secret, redact
-from .text import STOPWORDS, first_sentence, is_cjk, sentences, shorten, words
+from .summary import EDIT_TOOLS, SUMMARY_MAX, ExtractiveSummarizer, ordered, call_paths, describe_actions
+from .text import STOPWORDS, is_cjk, shorten, words
 
-REFINER = "extractive@2"
-SUMMARY_MAX = 400
+REFINER = "extractive@3"
 TEXT_MAX = 20_000  # stored user/assistant text; the raw log holds the rest
 THINKING_MAX = 4_000
 RESULT_MAX = 200
 ARGS_MAX = 160
 SCAN_MAX = 4_000  # kinds and keywords look at the head of long texts only
 
-EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
-              "edit_file", "replace"}
 READ_TOOLS = {"ReadFile", "Glob", "Grep", "Read", "LS", "read_file", "glob", "grep", "list_dir"}
-PATH_KEYS = ("path", "file", "file_path", "filePath", "filepath", "directory", "dir", "cwd", "notebook_path")
 _PATH_IN_TEXT = re.compile(r"(?<![\w/.])(/?(?:[\w.\-]+/)+[\w.\-]+\.[A-Za-z0-9]{1,8}|[\w\-]+\.(?:py|ts|tsx|js|jsx|rs|go|java|md|json|yaml|yml|toml|sql|sh|css|html|c|h|cpp|hpp))(?::\d+)?\b")
 
 # Kinds are found from the turn's words (a set lookup) and a few phrases (substring checks):
@@ -55,68 +52,6 @@ class Summarizer(Protocol):
     def summarize(self, turn: Turn) -> str: ...
 
 
-class ExtractiveSummarizer:
-    """`Asked: … Did: … Outcome: …` from the turn's own sentences; no model, no network."""
-
-    def summarize(self, turn: Turn) -> str:
-        head = turn.user_text[:1000]  # only the opening sentences can make the summary
-        asked = first_sentence(head, 140) or shorten(head, 140)
-        calls = turn.tool_calls
-        did = describe_actions(calls)
-        outcome_src = turn.final_text or turn.assistant_text or turn.synthetic_text
-        outcome = _outcome(outcome_src)
-        if not outcome and calls:
-            last = calls[-1]
-            outcome = f"{last.name} {last.status}" if last.status != "ok" else ""
-        if turn.status not in ("completed",):
-            outcome = (outcome + f" [{turn.status}]").strip()
-        parts = [f"Asked: {asked}" if asked else "", f"Did: {did}" if did else "",
-                 f"Outcome: {outcome}" if outcome else ""]
-        return shorten(" ".join(p for p in parts if p), SUMMARY_MAX)
-
-
-def _outcome(text: str) -> str:
-    sents = [s for s in sentences(text[:1500], 4) if len(s) > 3]
-    if not sents:
-        return ""
-    return shorten(" ".join(sents[:2]), 180)
-
-
-def describe_actions(calls: list[ToolCall]) -> str:
-    if not calls:
-        return ""
-    counts = Counter(c.name for c in calls)
-    tools = ", ".join(f"{n}×{k}" if k > 1 else n for n, k in counts.most_common(4))
-    edited = _ordered(p for c in calls if c.name in EDIT_TOOLS for p in call_paths(c))
-    failed = sum(1 for c in calls if c.status in ("error", "rejected"))
-    bits = [tools]
-    if edited:
-        bits.append("edited " + ", ".join(edited[:3]) + (f" +{len(edited) - 3}" if len(edited) > 3 else ""))
-    else:
-        cmds = [shorten(str(c.args.get("command", "")), 60) for c in calls if c.args.get("command")]
-        if cmds:
-            bits.append("ran `" + cmds[0] + "`")
-    if failed:
-        bits.append(f"{failed} failed")
-    return "; ".join(bits)
-
-
-def _ordered(items: Any) -> list[str]:
-    seen: dict[str, None] = {}
-    for i in items:
-        seen.setdefault(i, None)
-    return list(seen)
-
-
-def call_paths(call: ToolCall) -> list[str]:
-    args = call.args
-    out = [str(args[k]) for k in PATH_KEYS if isinstance(args.get(k), str) and args.get(k)]
-    edits = args.get("edits")
-    edits = edits if isinstance(edits, list) else []
-    out += [str(e["path"]) for e in edits if isinstance(e, dict) and isinstance(e.get("path"), str)]
-    return out
-
-
 def args_summary(call: ToolCall) -> str:
     args = call.args
     if not args:
@@ -132,7 +67,7 @@ def files_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     found = [p for c in calls for p in call_paths(c)]
     found += [m.group(1) for m in _PATH_IN_TEXT.finditer(turn.user_text[:SCAN_MAX])]
     found += [m.group(1) for m in _PATH_IN_TEXT.finditer(final[:SCAN_MAX])]
-    return _ordered(found)[:30]
+    return ordered(found)[:30]
 
 
 def kinds_of(turn: Turn, final: str, calls: list[ToolCall], head_words: list[str] | None = None) -> list[str]:

@@ -9,7 +9,7 @@ _TOKEN = re.compile(rf"[{CJK}]+|[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]|[A-Za-
 _CJK_RUN = re.compile(rf"^[{CJK}]+$")
 _SPLIT = re.compile(r"[._/\-]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_END = re.compile(r"[.!?](?=\s)|[。！？]|\n{2,}")
+_END = re.compile(r"[.!?]+(?=\s)|[。！？]+|\n{2,}")
 
 STOPWORDS = frozenset("""
 a an and are as at be been but by can could did do does for from had has have how i if in into
@@ -51,16 +51,46 @@ def words(text: str) -> list[str]:
     return [m.group(0) for m in _TOKEN.finditer(text)]
 
 
-def sentences(text: str, limit: int | None = None) -> list[str]:
-    """Split English and CJK text into sentences (CJK ends with 。！？ and no space).
+# Words that end in a dot without ending a sentence (lowercase, without the final dot).
+ABBREVIATIONS = frozenset("""
+e.g i.e etc vs mr mrs ms dr prof inc ltd co jr sr st no nr fig approx cf al est dept vol ch sec
+min max avg incl excl resp ca viz a.m p.m u.s u.k т.е т.д т.п г гг см им др пр стр ул проф
+z.b bzw usw ggf vgl d.h
+""".split())
 
-    With `limit`, stop after that many sentences (summaries need the first one or two).
+
+def _ends_sentence(text: str, dot: int, nxt: int) -> bool:
+    """Whether the "." at `dot` ends a sentence: not after an initial or an abbreviation."""
+    j = dot
+    while j > 0 and (text[j - 1].isalpha() or text[j - 1] == "."):
+        j -= 1
+    word = text[j:dot]
+    if len(word) == 1 and word.isalpha():
+        return False  # an initial in any script: "J. Smith", "Г. Нехризов"
+    if word.lower() in ABBREVIATIONS or "." in word:
+        return False
+    follow = text[nxt:nxt + 1]
+    return not (follow.isalpha() and follow.islower())  # "… file.py. then" reads on
+
+
+def sentences(text: str, limit: int | None = None) -> list[str]:
+    """Split English, CJK and other text into sentences (CJK ends with 。！？ and no space).
+
+    A dot after an initial ("J.", "Г.") or a known abbreviation ("e.g.", "etc.") does not end a
+    sentence, nor does one followed by a lowercase word. With `limit`, stop after that many.
     """
     out: list[str] = []
     start = 0
     for m in _END.finditer(text):
-        piece = text[start:m.end()].strip()
-        start = m.end()
+        end = m.end()
+        if text[m.start()] == "." and m.end() - m.start() == 1:
+            nxt = end
+            while nxt < len(text) and text[nxt] in " \t":
+                nxt += 1
+            if not _ends_sentence(text, m.start(), nxt):
+                continue
+        piece = text[start:end].strip()
+        start = end
         if piece:
             out.append(piece)
             if limit is not None and len(out) >= limit:

@@ -1,0 +1,249 @@
+"""The extractive summary of a turn: `Asked: … Did: … Outcome: …`, picked by content, not position.
+
+* Asked: the request clause of the user's text; greetings and acknowledgements ("Great!!",
+  "Thanks,") are skipped, slash-command and local-command wrappers are read as what they are.
+* Did: the tools, the files edited (base names) or the first command, and how many calls failed.
+* Outcome: the sentences of the answer that state a result, a decision or a finding. Filler
+  ("Now I have a comprehensive view.", "Let me …", "Perfect!") and lead-ins ending in ":" are
+  skipped; when the content follows a lead-in, the content (a table's rows, the first list items)
+  is taken. Units are scored for content and picked greedily within the budget, then put back
+  in their order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from .model import ToolCall, Turn
+from .text import sentences, shorten
+
+SUMMARY_MAX = 400
+ASK_MAX = 150
+DID_MAX = 110
+HEAD = 6000  # the outcome is looked for in the answer's head
+
+EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
+              "edit_file", "replace", "NotebookEdit"}
+PATH_KEYS = ("path", "file", "file_path", "filePath", "filepath", "directory", "dir", "cwd", "notebook_path")
+
+_ACK = ("great", "perfect", "excellent", "awesome", "amazing", "brilliant", "fantastic", "wonderful",
+        "thanks", "thank you", "thx", "ok", "okay", "cool", "nice", "good", "sure", "alright",
+        "all right", "got it", "understood", "absolutely", "certainly", "of course", "hi", "hello",
+        "hey", "hmm", "wow", "yay", "right", "done", "yes", "yep", "yeah", "i see", "ah", "oh",
+        "love it", "good question", "great question", "good catch", "great catch", "you're right",
+        "you are right", "好的", "好", "谢谢", "完美", "太好了", "明白", "收到")
+_ACK_RE = re.compile(r"^(?:(?:" + "|".join(re.escape(a) for a in sorted(_ACK, key=len, reverse=True))
+                     + r")(?![\w'])[\s!.,，。！~:;)-]*)+", re.I)
+_SELF = re.compile(
+    r"^(?:(?:now|next|first|then|ok(?:ay)?|so|alright|great|perfect|good|excellent)[,!.]?\s+)*"
+    r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|i should|i'm now|i am now|"
+    r"i (?:now )?have (?:a |an )?(?:good|clear|comprehensive|complete|full|better|thorough|enough|all)|"
+    r"i have enough|i can see|i see|i understand|now i (?:understand|see|know|have)|"
+    r"based on (?:my|the|this|these|your|our)|after (?:reviewing|analyzing|analysing|examining|"
+    r"investigating|looking|reading|checking)|having (?:reviewed|analyzed|analysed|examined|looked|read)|"
+    r"looking at|here(?:'s| is| are)|below is|the following|this is what)\b", re.I)
+_OFFER = re.compile(r"^(?:would you like|do you want|want me to|shall i|should i|let me know|"
+                    r"if you(?:'d| would)? like|feel free|is there anything|anything else|"
+                    r"need (?:anything|help)|happy to)\b", re.I)
+_LABEL = re.compile(r"^(?:summary|result|results|outcome|conclusion|tl;?dr|status|answer|"
+                    r"root cause|cause|fix|decision|verdict|bottom line|完成|总结|結論|结论|總結)\s*[:：]\s*", re.I)
+_CUE = re.compile(r"\b(?:fixed|fixes|created|added|updated|removed|renamed|changed|replaced|committed|"
+                  r"installed|merged|pushed|deployed|passes|passed|passing|fails|failed|failing|found|"
+                  r"works|working|now|because|cause|caused|instead|reverted|restored|decided|chose|"
+                  r"error|is|are|was|were|shows|returns|uses|complete|completed)\b", re.I)
+_INFO = re.compile(r"`[^`]+`|\b\w*[\d_./\\-]\w*[\w/]*|\b[a-z]+[A-Z]\w*|(?<=\s)[A-Z][\w-]+")
+_MD = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|`")
+_BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+")
+_HEADING = re.compile(r"^\s*#{1,6}\s*")
+_SYMBOLS = re.compile("[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]+")
+_FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)", re.S)
+_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+# Claude Code wraps local commands and notifications in pseudo-XML.
+_CMD_NAME = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
+_CMD_ARGS = re.compile(r"<command-args>([^<]*)</command-args>")
+_LOCAL_OUT = re.compile(r"<local-command-(?:stdout|stderr)>(.*?)(?:</local-command-(?:stdout|stderr)>|$)", re.S)
+_TASK_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
+_DROP_BLOCKS = re.compile(r"<(system-reminder|local-command-caveat|command-message)>.*?</\1>", re.S)
+_TAG = re.compile(r"</?[a-z][a-z-]*>")
+
+
+def user_request(text: str) -> str:
+    """The user's text as a request: wrappers read as what they are, reminders dropped."""
+    head = _ANSI.sub("", text[:3000])
+    if "<" not in head:
+        return head.strip()
+    name = _CMD_NAME.search(head)
+    if name:
+        args = _CMD_ARGS.search(head)
+        return f"{name.group(1)} {args.group(1).strip() if args else ''}".strip()
+    out = _LOCAL_OUT.search(head)
+    if out:
+        body = " ".join(out.group(1).split())
+        return f"(command output) {body}" if body and body != "(no content)" else "(empty command output)"
+    if "<task-notification>" in head:
+        summary = _TASK_SUMMARY.search(head)
+        rest = head[head.find("</task-notification>") + 20:] if "</task-notification>" in head else ""
+        note = f"(task notification: {summary.group(1).strip()})" if summary else "(task notification)"
+        return f"{note} {rest.strip()}".strip()
+    return _TAG.sub(" ", _DROP_BLOCKS.sub(" ", head)).strip()
+
+
+def strip_ack(text: str) -> str:
+    return _ACK_RE.sub("", text, count=1).strip()
+
+
+def asked(turn: Turn) -> str:
+    """The request clause: the first sentences with content, greetings and thanks skipped."""
+    text = user_request(turn.user_text)
+    picked: list[str] = []
+    size = 0
+    for line in text.splitlines()[:40]:
+        for sent in sentences(line, 6):
+            content = strip_ack(sent) if not picked else sent
+            if len(content) < 2:
+                continue
+            picked.append(content)
+            size += len(content) + 1
+            if size >= ASK_MAX:
+                break
+        if size >= ASK_MAX:
+            break
+    if not picked:  # only acknowledgements ("yes", "great!"): they are the whole ask
+        return shorten(text, ASK_MAX)
+    return shorten(" ".join(picked), ASK_MAX)
+
+
+def describe_actions(calls: list[ToolCall], limit: int = DID_MAX) -> str:
+    """Tools by count, the files edited (base names) or else the first command, failures."""
+    if not calls:
+        return ""
+    counts = Counter(c.name for c in calls)
+    tools = ", ".join(f"{n}×{k}" if k > 1 else n for n, k in counts.most_common(4))
+    edited = ordered(_base(p) for c in calls if c.name in EDIT_TOOLS for p in call_paths(c))
+    failed = sum(1 for c in calls if c.status in ("error", "rejected"))
+    bits = [tools]
+    if edited:
+        bits.append("edited " + ", ".join(edited[:4]) + (f" +{len(edited) - 4}" if len(edited) > 4 else ""))
+    else:
+        cmds = [str(c.args.get("command", "")) for c in calls if c.args.get("command")]
+        if cmds:
+            cmd = cmds[0] if isinstance(cmds[0], str) else " ".join(cmds[0])
+            bits.append("ran `" + shorten(cmd, 60) + "`")
+    if failed:
+        bits.append(f"{failed} failed")
+    return shorten("; ".join(bits), limit)
+
+
+def _base(path: str) -> str:
+    parts = [p for p in re.split(r"[\\/]", path) if p]
+    return parts[-1] if parts else path
+
+
+def ordered(items: Any) -> list[str]:
+    seen: dict[str, None] = {}
+    for i in items:
+        seen.setdefault(i, None)
+    return list(seen)
+
+
+def call_paths(call: ToolCall) -> list[str]:
+    args = call.args
+    out = [str(args[k]) for k in PATH_KEYS if isinstance(args.get(k), str) and args.get(k)]
+    edits = args.get("edits")
+    edits = edits if isinstance(edits, list) else []
+    out += [str(e["path"]) for e in edits if isinstance(e, dict) and isinstance(e.get("path"), str)]
+    return out
+
+
+def _units(text: str) -> list[tuple[str, bool, bool]]:
+    """(unit, is a lead-in, follows a lead-in) for the lines and sentences of an answer."""
+    text = _FENCE.sub(lambda m: "\n" + (m.group(1).strip().split("\n", 1)[0] if len(m.group(1)) < 400 else "") + "\n",
+                      _ANSI.sub("", text[:HEAD]))
+    out: list[tuple[str, bool, bool]] = []
+    after_lead = False
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line or line.startswith("---") or _TABLE_SEP.match(line) or line.startswith("<"):
+            continue
+        item = bool(_BULLET.match(line)) or line.startswith("|")
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|") if c.strip()]
+            line = ": ".join(cells[:1]) + (" " + ", ".join(cells[1:]) if len(cells) > 1 else "")
+        heading = bool(_HEADING.match(line))
+        line = _SYMBOLS.sub("", _MD.sub("", _HEADING.sub("", _BULLET.sub("", line)))).strip()
+        line = _LABEL.sub("", line).strip()
+        if len(line) < 2:
+            continue
+        if heading and not line.endswith((":", "：")):
+            after_lead = False
+            continue  # a heading names a section; its content follows
+        if not item:
+            after_lead = False
+        for sent in sentences(line, 8):
+            lead = sent.endswith((":", "："))
+            out.append((sent, lead, after_lead and item))
+            if lead:
+                after_lead = True
+    return out
+
+
+def _score(unit: str, rank: int) -> float:
+    words = unit.split()
+    info = len(_INFO.findall(unit)) + sum(1 for ch in unit[:200] if "\u4e00" <= ch <= "\u9fff") / 4
+    score = 1.0 / (1 + rank) + min(info, 6) / max(3.0, len(words) ** 0.5) + (0.4 if _CUE.search(unit) else 0)
+    if len(unit) < 15:
+        score -= 0.6
+    return score
+
+
+def outcome(turn: Turn, budget: int) -> str:
+    """The answer's sentences that state a result, a decision or a finding, within `budget`."""
+    source = turn.final_text or _last_text(turn) or turn.synthetic_text
+    if not source.strip():
+        calls = turn.tool_calls
+        last = calls[-1] if calls else None
+        return f"{last.name} {last.status}" if last is not None and last.status != "ok" else ""
+    units = _units(source)
+    content = [(i, u, after) for i, (u, lead, after) in enumerate(units)
+               if not lead and not _SELF.match(u) and not _OFFER.match(u) and strip_ack(u)]
+    if not content:
+        fallback = [strip_ack(u) or u for u, _lead, _after in units[:2]]
+        return shorten(" ".join(fallback), budget)
+    ranked = sorted(((_score(strip_ack(u), r) + (0.3 if after else 0), i, strip_ack(u))
+                     for r, (i, u, after) in enumerate(content)), key=lambda x: -x[0])
+    chosen: list[tuple[int, str]] = []
+    used = 0
+    for _s, i, u in ranked[:24]:
+        if used + len(u) + 1 <= budget:
+            chosen.append((i, u))
+            used += len(u) + 1
+    if not chosen:
+        return shorten(ranked[0][2], budget)
+    chosen.sort()
+    return " ".join(u if u.endswith((".", "!", "?", "。", "！", "？", ")")) or not u[-1:].isalnum() else u + ";"
+                    for _i, u in chosen).rstrip(";")
+
+
+def _last_text(turn: Turn) -> str:
+    for step in reversed(turn.steps):
+        if step.text.strip():
+            return step.text
+    return ""
+
+
+class ExtractiveSummarizer:
+    """`Asked: … Did: … Outcome: …` from the turn's own sentences; no model, no network."""
+
+    def summarize(self, turn: Turn) -> str:
+        ask = asked(turn)
+        did = describe_actions(turn.tool_calls)
+        status = "" if turn.status == "completed" else f" [{turn.status}]"
+        head = " ".join(p for p in (f"Asked: {ask}" if ask else "", f"Did: {did}" if did else "") if p)
+        budget = SUMMARY_MAX - len(head) - len(" Outcome: ") - len(status)
+        out = outcome(turn, budget)
+        tail = f"Outcome: {out}{status}" if out else status.strip()
+        return shorten(" ".join(p for p in (head, tail) if p), SUMMARY_MAX)
