@@ -9,44 +9,29 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .kinds import SCAN_MAX, keywords_of, kinds_of
 from .model import ToolCall, Turn
 from .redact import may_hold_secret, redact
-from .summary import EDIT_TOOLS, SUMMARY_MAX, ExtractiveSummarizer, ordered, call_paths, describe_actions
-from .text import STOPWORDS, is_cjk, shorten, words
+from .summary import (
+    SUMMARY_MAX,
+    ExtractiveSummarizer,
+    call_paths,
+    ordered,
+    user_request,
+)
+from .text import shorten, words
 
 REFINER = "extractive@3"
 TEXT_MAX = 20_000  # stored user/assistant text; the raw log holds the rest
 THINKING_MAX = 4_000
 RESULT_MAX = 200
 ARGS_MAX = 160
-SCAN_MAX = 4_000  # kinds and keywords look at the head of long texts only
 
 READ_TOOLS = {"ReadFile", "Glob", "Grep", "Read", "LS", "read_file", "glob", "grep", "list_dir"}
 _PATH_IN_TEXT = re.compile(r"(?<![\w/.])(/?(?:[\w.\-]+/)+[\w.\-]+\.[A-Za-z0-9]{1,8}|[\w\-]+\.(?:py|ts|tsx|js|jsx|rs|go|java|md|json|yaml|yml|toml|sql|sh|css|html|c|h|cpp|hpp))(?::\d+)?\b")
-
-# Kinds are found from the turn's words (a set lookup) and a few phrases (substring checks):
-# one tokenisation per turn instead of one regex scan per kind.
-KIND_RULES: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
-    "decision": (frozenset("decide decided deciding decision chose choose prefer settled".split()),
-                 ("go with", "instead of", "switch to", "switched to", "we'll use", "we will use",
-                  "let's use", "决定", "采用", "改用", "选择", "方案")),
-    "reversal": (frozenset("revert reverted reverting rollback undo reverse reversed".split()),
-                 ("roll back", "rolled back", "go back to", "switch back", "switched back", "no longer",
-                  "回滚", "撤销", "改回", "恢复")),
-    "fix": (frozenset("fix fixed fixes bug bugs broken regression crash crashes crashed fail fails "
-                      "failed failing failure error errors traceback exception".split()),
-            ("修复", "错误", "失败", "报错", "问题")),
-    "plan": (frozenset("plan plans roadmap todo".split()), ("next step", "first,", "then we", "计划", "步骤", "接下来")),
-    "test": (frozenset("test tests pytest vitest jest coverage".split()), ("unit test", "测试")),
-    "refactor": (frozenset("refactor refactored refactoring rename renamed renames cleanup".split()),
-                 ("clean up", "重构")),
-}
-_QUESTION_START = ("what", "why", "how", "explain", "describe", "是什么", "为什么", "怎么", "解释")
-
 
 class Summarizer(Protocol):
     def summarize(self, turn: Turn) -> str: ...
@@ -68,43 +53,6 @@ def files_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     found += [m.group(1) for m in _PATH_IN_TEXT.finditer(turn.user_text[:SCAN_MAX])]
     found += [m.group(1) for m in _PATH_IN_TEXT.finditer(final[:SCAN_MAX])]
     return ordered(found)[:30]
-
-
-def kinds_of(turn: Turn, final: str, calls: list[ToolCall], head_words: list[str] | None = None) -> list[str]:
-    user = turn.user_text[:SCAN_MAX]
-    text = f"{user}\n{final[:SCAN_MAX]}".lower()
-    vocab = {w.lower() for w in (head_words if head_words is not None else words(text))}
-    kinds = [k for k, (ws, phrases) in KIND_RULES.items()
-             if not vocab.isdisjoint(ws) or any(p in text for p in phrases)]
-    head = user.lstrip().lower()
-    if any(line.rstrip().endswith(("?", "？", "吗")) for line in user.splitlines()) or head.startswith(_QUESTION_START):
-        kinds.append("question")
-    if any(c.name in EDIT_TOOLS for c in calls):
-        kinds.append("change")
-    elif calls and all(c.name in READ_TOOLS for c in calls):
-        kinds.append("explore")
-    if turn.is_slash_command:
-        kinds.append("command")
-    if turn.status in ("error", "interrupted", "cancelled"):
-        kinds.append(turn.status)
-    return kinds
-
-
-def keywords_of(text: str, limit: int = 12, head_words: list[str] | None = None) -> list[str]:
-    """Distinctive words of one turn: identifiers and paths first, stopwords out, CJK kept."""
-    counts: Counter[str] = Counter()
-    for w in head_words if head_words is not None else words(text[: 2 * SCAN_MAX]):
-        if w.isascii():
-            low = w.lower()
-            if len(w) < 3 or low in STOPWORDS or w.isdigit():
-                continue
-            if "_" in w or "." in w or "/" in w or (w != low and w[1:] != w[1:].lower()):
-                counts[w] += 2  # identifiers, paths, camelCase: the words people search for
-            else:
-                counts[low] += 1
-        elif is_cjk(w):
-            counts[w[:8]] += 1  # a CJK run without spaces is a phrase; keep its head
-    return [w for w, _ in counts.most_common(limit)]
 
 
 def content_hash(turn: Turn, assistant: str, calls: list[ToolCall]) -> str:
@@ -173,7 +121,7 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
                   "output": turn.usage["output"], "cache_read": turn.usage["input_cache_read"],
                   "cache_creation": turn.usage["input_cache_creation"]},
         "steps": len(turn.steps), "summary": summary,
-        "keywords": keywords_of("", head_words=words(f"{user[:SCAN_MAX]}\n{final[:SCAN_MAX]}")),
+        "keywords": keywords_of("", head_words=words(f"{user_request(user)[:SCAN_MAX]}\n{final[:SCAN_MAX]}")),
         "kinds": kinds_of(turn, raw_final or raw_assistant, tool_calls), "redactions": redactions,
         "refiner": REFINER, "content_hash": content_hash(turn, raw_assistant, tool_calls),
         "raw_ref": {"file": ctx.raw_file, "byte_start": turn.byte_start, "byte_end": turn.byte_end},

@@ -1,0 +1,173 @@
+"""What a turn is (kinds) and what it is about (keywords), from the request, the answer and the calls.
+
+Noise kinds are marked first (`command`, `compaction`, `continuation`, `api_error`,
+`interrupted`); a turn that is only noise gets no work kinds. Work kinds read the user's request
+(wrappers removed) for what was asked (a question, a fix, a plan, a choice, a correction) and
+the answer and tool calls for what happened (files changed, a fix stated, a change undone).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from .model import ToolCall, Turn
+from .summary import EDIT_TOOLS, call_paths, strip_ack, user_request
+from .text import STOPWORDS, is_cjk, words
+
+SCAN_MAX = 4_000  # kinds and keywords look at the head of long texts only
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.I)
+
+
+SLASH = re.compile(r"^\s*/[A-Za-z][\w:.-]*(?:\s|$)")
+COMPACT_SUMMARY = ("this session is being continued from a previous conversation",
+                   "conversation is summarized below", "continued from a previous session")
+INTERRUPT_MARK = "[request interrupted by user"
+REJECTED = ("doesn't want to proceed with this tool use", "user rejected", "request cancelled",
+            "tool use was rejected", "interrupted by user")
+API_ERROR = _rx(r"^\s*(?:api error|request timed out|overloaded|rate limit|internal server error)|\bapi[_ ]error\b")
+CONTINUE = _rx(r"^(?:system:\s*)?(?:please\s+|ok\s+|okay\s+)?(?:continue|resume|keep going|go on|carry on|"
+               r"proceed|go ahead|继续|繼續)\b[\s\w,.!]{0,40}$")
+COMPACT_ASK = _rx(r"(?:^|\s)/compact\b|\bcompact(?:ion)?\b.{0,40}\b(?:message|summary|handoff|context)\b|"
+                  r"\b(?:let'?s|please|time to)\s+compact\b")
+
+QUESTION = _rx(r"^(?:what|why|how|where|which|who|whom|whose|when|is|are|was|were|does|do|did|should|"
+               r"shall|has|have|could (?:it|this|that|there)|can (?:it|this|that|there|i|we)|explain|"
+               r"describe|tell me|any idea|is there|are there|what's|whats|how's|wheres|where's)\b")
+CJK_QUESTION = re.compile(r"[吗嗎呢？]|什么|什麼|为什么|為什麼|怎么|怎麼|如何|是否|哪")
+FIX_ASK = _rx(r"\b(?:fix|fixes|fixing|bug|bugs|broken|breaks|crash(?:es|ed)?|errors?|exception|traceback|"
+              r"fails?|failing|failed|failure|not working|doesn'?t work|does not work|isn'?t working|"
+              r"wrong|greyed out|stuck|hangs?|debug|regression|"
+              r"not (?:showing|visible|loading|populating|appearing|updating|saving|found)|"
+              r"(?:doesn'?t|does not|isn'?t|aren'?t|won'?t|don'?t) (?:appear|show|load|populate|update|render|"
+              r"display|start|run|build|compile|connect))\b|修复|修復|错误|錯誤|失败|失敗|报错|報錯|bug")
+FIX_DONE = _rx(r"\b(?:fixed|fixes the|root cause|the (?:issue|problem|bug|error) (?:was|is)|caused by|"
+               r"was (?:failing|broken)|resolved|now works|works again|working again)\b|已修复|已修復")
+PLAN_ASK = _rx(r"(?<![-:])\bplan(?:s|ning)?\b(?!-)|\broadmap\b|\bmilestone\b|\bphases?\b|/gsd:(?:plan-phase|"
+               r"create-roadmap|new-milestone|new-project|discuss-phase|add-phase)|\bstrateg(?:y|ic)\b|"
+               r"\bpropose\b|\boptions\b|计划|計劃|规划|規劃|方案")
+PLAN_FILE = _rx(r"(?:^|[/\\])(?:[\w.-]*PLAN[\w.-]*|ROADMAP[\w.-]*)\.md$")
+TEST_ASK = _rx(r"\b(?:tests?|testing|pytest|vitest|jest|unit[- ]tests?|coverage|test suite|e2e|"
+               r"test cases?|tdd)\b|测试|測試")
+TEST_FILE = _rx(r"(?:^|[/\\])(?:test_[\w.-]+|[\w.-]+[._](?:test|spec)\.\w+|[\w.-]+_test\.\w+)$")
+DECIDE_ASK = _rx(r"^\s*(?:option\s*)?(?:[1-9]|[a-d])(?:\s*[.):!,]|\s*$|\s+(?:is|it|sounds|please|then|works|"
+                 r"looks|for|and)\b)|^(?:yes|yep|yeah|sure|ok(?:ay)?|agreed|sounds good)\b[\s,.!]+\w|"
+                 r"\b(?:go with|let'?s (?:go with|use|do|make)|switch to|i (?:want|prefer|'d prefer|would prefer) "
+                 r"(?:to use|to keep|to preserve|to hand|to go)|we should (?:absolutely |definitely )?use|"
+                 r"instead of|rather than|decided?|choose|chose|prefer)\b|决定|決定|采用|採用|改用|选择|選擇|不用保留")
+DECIDE_DONE = _rx(r"\b(?:decided|decision:|chose|chosen|going with|opted|settled on|option [a-d1-9] it is|"
+                  r"we'll (?:use|go with)|let'?s proceed with)\b")
+REVERSE_ASK = _rx(r"^\s*(?:no|nope|wait|stop|oops|actually|hmm no)\b|\b(?:undo|revert|roll ?back|go back|"
+                  r"put (?:it|that|them) back|change (?:it|that) back|bring back|back to how|no longer|"
+                  r"instead|don'?t|do not|dont|not what i (?:meant|want|wanted|asked)|that'?s not|"
+                  r"still wrong|never ?mind|scratch that|we'?ve lost|was better)\b|不對|不对|不是这样|撤销|撤銷|"
+                  r"回滚|回滾|改回|恢复|恢復|不要")
+REVERSE_DONE = _rx(r"\b(?:reverted|restored|rolled back|undid|undone|switched back|changed back|"
+                   r"back to (?:the )?(?:original|previous|clean|how))\b")
+REFACTOR = _rx(r"\b(?:refactor\w*|rename[ds]?|renaming|clean ?up|simplif(?:y|ied))\b|重构|重構")
+STATE_CMD = _rx(r"\bgit\s+(?:commit|push|tag|merge|rebase|reset|revert|checkout\s+-b|switch\s+-c|stash|cherry-pick|add)\b|"
+                r"\b(?:install|uninstall|upgrade)\b|\b(?:mkdir|rm|mv|cp|touch|chmod|chown|ln|tee)\s|"
+                r"\bsed\s+-i\b|(?<![<>=!-])>>?\s*[\w~./$\"']|\bgh\s+(?:pr|release|repo)\s+(?:create|merge|edit)|"
+                r"\b(?:systemctl|launchctl|defaults\s+write|winget|scoop|docker\s+(?:run|build|compose))\b")
+
+NOISE = ("command", "compaction", "continuation", "api_error", "interrupted")
+
+
+def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
+    """The kinds that say a turn is not (only) work: commands, compaction, continuation, errors."""
+    head = raw_user[:SCAN_MAX].lower()
+    kinds: list[str] = []
+    compact_summary = turn.origin == "compaction" or any(p in head[:400] for p in COMPACT_SUMMARY)
+    if (SLASH.match(raw_user) or "<command-name>" in head or "<local-command-std" in head
+            or (turn.is_slash_command and not compact_summary)):
+        kinds.append("command")
+    if (compact_summary or ("<local-command-std" in head and "compacted" in head)
+            or COMPACT_ASK.search(request[:600])):
+        kinds.append("compaction")
+    if compact_summary or (len(request) <= 60 and CONTINUE.match(request.strip())):
+        kinds.append("continuation")
+    answered = bool(turn.assistant_text.strip()) or bool(turn.tool_calls)
+    if not answered and (API_ERROR.search(turn.synthetic_text) or turn.status == "error"):
+        kinds.append("api_error")
+    elif turn.assistant_text.lstrip().lower().startswith("api error") and not turn.tool_calls:
+        kinds.append("api_error")
+    if (INTERRUPT_MARK in head or turn.status in ("interrupted", "cancelled")
+            or any(c.status == "rejected" or any(r in c.output_text[:300].lower() for r in REJECTED)
+                   for c in turn.tool_calls)):
+        kinds.append("interrupted")
+    return kinds
+
+
+def changed_state(calls: list[ToolCall]) -> bool:
+    if any(c.name in EDIT_TOOLS for c in calls):
+        return True
+    for c in calls:
+        cmd = c.args.get("command")
+        if isinstance(cmd, list):
+            cmd = " ".join(str(x) for x in cmd)
+        if isinstance(cmd, str) and STATE_CMD.search(cmd[:400]):
+            return True
+    return False
+
+
+def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
+    raw_user = turn.user_text
+    request = user_request(raw_user)
+    kinds = noise_kinds(turn, raw_user, request)
+    typed = "command" not in kinds or bool(SLASH.match(raw_user) or "<command-name>" in raw_user[:400])
+    only_noise = (bool(kinds) and not calls and len(final.strip()) < 200) or (
+        "compaction" in kinds and "continuation" in kinds and not calls)
+    if only_noise or (kinds and not typed and not calls):
+        return kinds
+    ask = strip_ack(request[:SCAN_MAX]) or request[:SCAN_MAX]
+    answer = final[:SCAN_MAX]
+    lines = [ln.strip() for ln in request[:SCAN_MAX].splitlines() if ln.strip()]
+    paths = [p for c in calls if c.name in EDIT_TOOLS for p in call_paths(c)]
+    work: list[str] = []
+    if DECIDE_ASK.search(ask) or DECIDE_DONE.search(answer[:600]):
+        work.append("decision")
+    if REVERSE_ASK.search(ask[:600]) or REVERSE_DONE.search(answer[:600]):
+        work.append("reversal")
+    if FIX_ASK.search(ask[:1500]) or FIX_DONE.search(answer[:600]):
+        work.append("fix")
+    if PLAN_ASK.search(ask[:1500]) or any(PLAN_FILE.search(p) for p in paths):
+        work.append("plan")
+    if TEST_ASK.search(ask[:1500]) or any(TEST_FILE.search(p) for p in paths):
+        work.append("test")
+    if REFACTOR.search(ask[:1500]):
+        work.append("refactor")
+    if (any(ln.endswith(("?", "？")) for ln in lines[:12]) or QUESTION.match(ask)
+            or CJK_QUESTION.search(ask[:300])):
+        work.append("question")
+    if changed_state(calls):
+        work.append("change")
+    elif calls:
+        work.append("explore")
+    return kinds + work
+
+
+_TAGS = frozenset("command-name command-message command-args local-command-stdout local-command-stderr "
+                  "local-command-caveat system-reminder task-notification task-id output-file".split())
+
+
+def keywords_of(text: str, limit: int = 12, head_words: list[str] | None = None) -> list[str]:
+    """Distinctive words of one turn: identifiers and file names first; stopwords, path
+    fragments and wrapper tags out; CJK kept."""
+    counts: Counter[str] = Counter()
+    for w in head_words if head_words is not None else words(text[: 2 * SCAN_MAX]):
+        if w.isascii():
+            if "/" in w:
+                w = w.rstrip("/").rsplit("/", 1)[-1]  # a path: its file or folder name, not its fragments
+            low = w.lower()
+            if len(w) < 3 or low in STOPWORDS or low in _TAGS or w.isdigit() or not w[0].isalnum():
+                continue
+            if "_" in w or "." in w or (w != low and w[1:] != w[1:].lower()):
+                counts[w] += 2  # identifiers, file names, camelCase: the words people search for
+            else:
+                counts[low] += 1
+        elif is_cjk(w):
+            counts[w[:8]] += 1  # a CJK run without spaces is a phrase; keep its head
+    return [w for w, _ in counts.most_common(limit)]
