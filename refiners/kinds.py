@@ -37,6 +37,8 @@ COMPACT_ASK = _rx(r"(?:^|\s)/compact\b|\bcompact(?:ion)?\b.{0,40}\b(?:message|su
 QUESTION = _rx(r"^(?:what|why|how|where|which|who|whom|whose|when|is|are|was|were|does|do|did|should|"
                r"shall|has|have|could (?:it|this|that|there)|can (?:it|this|that|there|i|we)|explain|"
                r"describe|tell me|any idea|is there|are there|what's|whats|how's|wheres|where's)\b")
+ASKS_WHY = _rx(r"\b(?:whether|is it because|why (?:is|are|does|do|did|was)|how (?:do|does|can|should) (?:i|we)|"
+               r"what (?:is|are|does|do)|where (?:do|does|is|are|can) (?:i|we)|which (?:one|is|are))\b")
 CJK_QUESTION = re.compile(r"[吗嗎呢？]|什么|什麼|为什么|為什麼|怎么|怎麼|如何|是否|哪")
 FIX_ASK = _rx(r"\b(?:fix|fixes|fixing|bug|bugs|broken|breaks|crash(?:es|ed)?|errors?|exception|traceback|"
               r"fails?|failing|failed|failure|not working|doesn'?t work|does not work|isn'?t working|"
@@ -45,7 +47,9 @@ FIX_ASK = _rx(r"\b(?:fix|fixes|fixing|bug|bugs|broken|breaks|crash(?:es|ed)?|err
               r"(?:doesn'?t|does not|isn'?t|aren'?t|won'?t|don'?t) (?:appear|show|load|populate|update|render|"
               r"display|start|run|build|compile|connect))\b|修复|修復|错误|錯誤|失败|失敗|报错|報錯|bug")
 FIX_DONE = _rx(r"\b(?:fixed|fixes the|root cause|the (?:issue|problem|bug|error) (?:was|is)|caused by|"
-               r"was (?:failing|broken)|resolved|now works|works again|working again)\b|已修复|已修復")
+               r"was (?:failing|broken|wrong|incorrect|outdated|stale|missing)|(?:wasn'?t|weren'?t) being|"
+               r"incorrect|mismatch|resolved|now works|works again|working again|need to authenticate)\b|"
+               r"已修复|已修復|已解决|已解決")
 PLAN_ASK = _rx(r"(?<![-:])\bplan(?:s|ning)?\b(?!-)|\broadmap\b|\bmilestone\b|\bphases?\b|/gsd:(?:plan-phase|"
                r"create-roadmap|new-milestone|new-project|discuss-phase|add-phase)|\bstrateg(?:y|ic)\b|"
                r"\bpropose\b|\boptions\b|计划|計劃|规划|規劃|方案")
@@ -57,7 +61,7 @@ DECIDE_ASK = _rx(r"^\s*(?:option\s*)?(?:[1-9]|[a-d])(?:\s*[.):!,]|\s*$|\s+(?:is|
                  r"looks|for|and)\b)|^(?:yes|yep|yeah|sure|ok(?:ay)?|agreed|sounds good)\b[\s,.!]+\w|"
                  r"\b(?:go with|let'?s (?:go with|use|do|make)|switch to|i (?:want|prefer|'d prefer|would prefer) "
                  r"(?:to use|to keep|to preserve|to hand|to go)|we should (?:absolutely |definitely )?use|"
-                 r"instead of|rather than|decided?|choose|chose|prefer)\b|决定|決定|采用|採用|改用|选择|選擇|不用保留")
+                 r"i want to use|(?:use|do|keep) \S+(?: \S+)? instead|decided?|choose|chose|prefer)\b|决定|決定|采用|採用|改用|选择|選擇|不用保留")
 DECIDE_DONE = _rx(r"\b(?:decided|decision:|chose|chosen|going with|opted|settled on|option [a-d1-9] it is|"
                   r"we'll (?:use|go with)|let'?s proceed with)\b")
 REVERSE_ASK = _rx(r"^\s*(?:no|nope|wait|stop|oops|actually|hmm no)\b|\b(?:undo|revert|roll ?back|go back|"
@@ -123,11 +127,12 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     if only_noise or (kinds and not typed and not calls):
         return kinds
     ask = strip_ack(request[:SCAN_MAX]) or request[:SCAN_MAX]
-    answer = final[:SCAN_MAX]
+    # A handoff summary recounts earlier work: only the request says what this turn is.
+    answer = "" if "compaction" in kinds else final[:SCAN_MAX]
     lines = [ln.strip() for ln in request[:SCAN_MAX].splitlines() if ln.strip()]
     paths = [p for c in calls if c.name in EDIT_TOOLS for p in call_paths(c)]
     work: list[str] = []
-    if DECIDE_ASK.search(ask) or DECIDE_DONE.search(answer[:600]):
+    if DECIDE_ASK.search(ask) or DECIDE_ASK.match(request.strip()) or DECIDE_DONE.search(answer[:600]):
         work.append("decision")
     if REVERSE_ASK.search(ask[:600]) or REVERSE_DONE.search(answer[:600]):
         work.append("reversal")
@@ -140,7 +145,7 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     if REFACTOR.search(ask[:1500]):
         work.append("refactor")
     if (any(ln.endswith(("?", "？")) for ln in lines[:12]) or QUESTION.match(ask)
-            or CJK_QUESTION.search(ask[:300])):
+            or CJK_QUESTION.search(ask[:300]) or ASKS_WHY.search(ask[:300])):
         work.append("question")
     if changed_state(calls):
         work.append("change")
