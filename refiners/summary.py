@@ -20,7 +20,7 @@ from .model import ToolCall, Turn
 from .text import sentences, shorten
 
 SUMMARY_MAX = 400
-ASK_MAX = 150
+ASK_MAX = 120
 DID_MAX = 110
 HEAD = 6000  # the outcome is looked for in the answer's head
 
@@ -47,6 +47,8 @@ _SELF = re.compile(
 _OFFER = re.compile(r"^(?:would you like|do you want|want me to|shall i|should i|let me know|"
                     r"if you(?:'d| would)? like|feel free|is there anything|anything else|"
                     r"need (?:anything|help)|happy to)\b", re.I)
+_NEXT = re.compile(r"^(?:next(?: up| steps?)?\b|to (?:run|view|continue|execute)\b|run\s*[:`/]|view plan|"
+                   r"when (?:you(?:'re)? ready|ready)|/[a-z][\w:-]+\s|\S+$)", re.I)
 _LABEL = re.compile(r"^(?:summary|result|results|outcome|conclusion|tl;?dr|status|answer|"
                     r"root cause|cause|fix|decision|verdict|bottom line|完成|总结|結論|结论|總結)\s*[:：]\s*", re.I)
 _CUE = re.compile(r"\b(?:fixed|fixes|created|added|updated|removed|renamed|changed|replaced|committed|"
@@ -92,12 +94,19 @@ def user_request(text: str) -> str:
     return _TAG.sub(" ", _DROP_BLOCKS.sub(" ", head)).strip()
 
 
+def is_compaction_summary(text: str) -> bool:
+    head = text[:300].lower()
+    return "session is being continued from a previous conversation" in head
+
+
 def strip_ack(text: str) -> str:
     return _ACK_RE.sub("", text, count=1).strip()
 
 
 def asked(turn: Turn) -> str:
     """The request clause: the first sentences with content, greetings and thanks skipped."""
+    if is_compaction_summary(turn.user_text):
+        return "(continued session: summary of the earlier conversation)"
     text = user_request(turn.user_text)
     picked: list[str] = []
     size = 0
@@ -202,27 +211,50 @@ def _score(unit: str, rank: int) -> float:
 
 def outcome(turn: Turn, budget: int) -> str:
     """The answer's sentences that state a result, a decision or a finding, within `budget`."""
-    source = turn.final_text or _last_text(turn) or turn.synthetic_text
-    if not source.strip():
+    if is_compaction_summary(turn.user_text):
+        sources = [(turn.user_text[turn.user_text.find("\n") + 1:], 0.0)]  # the handoff is the content
+    else:
+        final = turn.final_text or _last_text(turn)
+        earlier = [s.text for s in reversed(turn.steps) if s.text.strip() and s.text is not final]
+        sources = [(final, 0.0)] + [(t, 1.0) for t in earlier[:6]]
+        if not final.strip() and turn.synthetic_text.strip():
+            sources = [(turn.synthetic_text, 0.0)]
+    if not any(t.strip() for t, _ in sources):
         calls = turn.tool_calls
         last = calls[-1] if calls else None
         return f"{last.name} {last.status}" if last is not None and last.status != "ok" else ""
-    units = _units(source)
-    content = [(i, u, after) for i, (u, lead, after) in enumerate(units)
-               if not lead and not _SELF.match(u) and not _OFFER.match(u) and strip_ack(u)]
-    if not content:
-        fallback = [strip_ack(u) or u for u, _lead, _after in units[:2]]
-        return shorten(" ".join(fallback), budget)
-    ranked = sorted(((_score(strip_ack(u), r) + (0.3 if after else 0), i, strip_ack(u))
-                     for r, (i, u, after) in enumerate(content)), key=lambda x: -x[0])
+    candidates: list[tuple[float, int, str]] = []
+    first: list[str] = []
+    order = 0
+    for text, penalty in sources:
+        units = _units(text)
+        if not first and units:
+            first = [u for u, _lead, _after in units[:2]]
+        rank = 0
+        for u, lead, after in units:
+            order += 1
+            if lead or _SELF.match(u) or _OFFER.match(u) or _NEXT.match(u):
+                continue
+            body = strip_ack(u)
+            if not body:
+                continue
+            candidates.append((_score(body, rank) + (0.3 if after else 0) - penalty, order, body))
+            rank += 1
+    if not candidates:
+        return shorten(" ".join(strip_ack(u) or u for u in first), budget)
+    candidates.sort(key=lambda x: -x[0])
     chosen: list[tuple[int, str]] = []
     used = 0
-    for _s, i, u in ranked[:24]:
+    seen: set[str] = set()
+    for _s, i, u in candidates[:40]:
+        if u in seen:
+            continue
         if used + len(u) + 1 <= budget:
             chosen.append((i, u))
+            seen.add(u)
             used += len(u) + 1
     if not chosen:
-        return shorten(ranked[0][2], budget)
+        return shorten(candidates[0][2], budget)
     chosen.sort()
     return " ".join(u if u.endswith((".", "!", "?", "。", "！", "？", ")")) or not u[-1:].isalnum() else u + ";"
                     for _i, u in chosen).rstrip(";")
