@@ -22,7 +22,8 @@ from .text import sentences, shorten
 SUMMARY_MAX = 400
 ASK_MAX = 120
 DID_MAX = 110
-HEAD = 6000  # the outcome is looked for in the answer's head
+HEAD = 6000
+FIRST_BONUS = 1.0  # the answer's first content sentence usually states the result  # the outcome is looked for in the answer's head
 
 EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
               "edit_file", "replace", "NotebookEdit"}
@@ -131,20 +132,57 @@ def describe_actions(calls: list[ToolCall], limit: int = DID_MAX) -> str:
     if not calls:
         return ""
     counts = Counter(c.name for c in calls)
-    tools = ", ".join(f"{n}×{k}" if k > 1 else n for n, k in counts.most_common(4))
-    edited = ordered(_base(p) for c in calls if c.name in EDIT_TOOLS for p in call_paths(c))
+    tools = ", ".join(f"{n}×{k}" if k > 1 else n for n, k in counts.most_common(3))
+    edited = ordered(_base(p) for c in calls for p in (call_paths(c) if c.name in EDIT_TOOLS else patched_paths(c)))
     failed = sum(1 for c in calls if c.status in ("error", "rejected"))
     bits = [tools]
     if edited:
         bits.append("edited " + ", ".join(edited[:4]) + (f" +{len(edited) - 4}" if len(edited) > 4 else ""))
-    else:
-        cmds = [str(c.args.get("command", "")) for c in calls if c.args.get("command")]
-        if cmds:
-            cmd = cmds[0] if isinstance(cmds[0], str) else " ".join(cmds[0])
-            bits.append("ran `" + shorten(cmd, 60) + "`")
+    cmds = [command_of(c) for c in calls if c.args.get("command")]
+    notable = ordered(_verb(m.group(0)) for cmd in cmds for m in _NOTABLE.finditer(cmd[:2000]))
+    if cmds and not edited:
+        bits.append("ran `" + shorten(cmds[0], 40 if notable else 60) + "`")
+    if notable:
+        bits.append(", ".join(notable[:3]))
     if failed:
         bits.append(f"{failed} failed")
     return shorten("; ".join(bits), limit)
+
+
+# Commands that change state, named in "Did" (the facts people look for: committed, pushed, installed).
+_NOTABLE = re.compile(r"\bgit (?:commit|push|tag|merge|rebase|revert|reset|checkout -b|switch -c)\b|"
+                      r"\bgh (?:pr|release|issue) (?:create|merge)\b|"
+                      r"\b(?:npm|pnpm|yarn|bun|pip|pip3|uv|cargo|brew|apt|apt-get|winget|go) (?:install|add)\b(?: [\w@./-]+)?")
+_VERBS = {"commit": "committed", "push": "pushed", "tag": "tagged", "merge": "merged", "rebase": "rebased",
+          "revert": "reverted", "reset": "reset", "checkout": "branched", "switch": "branched"}
+
+
+def _verb(command: str) -> str:
+    words = command.split()
+    if words[0] == "git":
+        return _VERBS[words[1]]
+    if words[0] == "gh":
+        return f"{words[1]} {'created' if words[2] == 'create' else 'merged'}"
+    return "installed " + words[2] if len(words) > 2 else "installed"
+
+
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
+_SHELL_WRAP = re.compile(r"^(?:ba|z)?sh\s+-l?c\s+")
+
+
+def command_of(call: ToolCall) -> str:
+    """A shell call's command as one string (Codex passes `["bash", "-lc", "…"]`)."""
+    cmd = call.args.get("command", "")
+    if isinstance(cmd, list):
+        cmd = " ".join(str(x) for x in cmd)
+    return _SHELL_WRAP.sub("", str(cmd)).strip()
+
+
+def patched_paths(call: ToolCall) -> list[str]:
+    """Files an `apply_patch` run through a shell touches (Codex)."""
+    cmd = call.args.get("command")
+    text = " ".join(str(x) for x in cmd) if isinstance(cmd, list) else str(cmd or "")
+    return _PATCH_FILE.findall(text[:20_000]) if "*** " in text else []
 
 
 def _base(path: str) -> str:
@@ -170,14 +208,17 @@ def call_paths(call: ToolCall) -> list[str]:
 
 def _units(text: str) -> list[tuple[str, bool, bool]]:
     """(unit, is a lead-in, follows a lead-in) for the lines and sentences of an answer."""
-    text = _FENCE.sub(lambda m: "\n" + (m.group(1).strip().split("\n", 1)[0] if len(m.group(1)) < 400 else "") + "\n",
+    text = _FENCE.sub(lambda m: "\n" + (m.group(1).strip() if "\n" not in m.group(1).strip() else "") + "\n",
                       _ANSI.sub("", text[:HEAD]))
     out: list[tuple[str, bool, bool]] = []
     after_lead = False
-    for raw in text.split("\n"):
+    lines = text.split("\n")
+    for n, raw in enumerate(lines):
         line = raw.strip()
         if not line or line.startswith("---") or _TABLE_SEP.match(line) or line.startswith("<"):
             continue
+        if line.startswith("|") and n + 1 < len(lines) and _TABLE_SEP.match(lines[n + 1].strip()):
+            continue  # a table's header row names columns; its rows carry the content
         item = bool(_BULLET.match(line)) or line.startswith("|")
         if line.startswith("|"):
             cells = [c.strip() for c in line.strip("|").split("|") if c.strip()]
@@ -238,7 +279,8 @@ def outcome(turn: Turn, budget: int) -> str:
             body = strip_ack(u)
             if not body:
                 continue
-            candidates.append((_score(body, rank) + (0.3 if after else 0) - penalty, order, body))
+            lead_bonus = FIRST_BONUS if rank == 0 and penalty == 0 else 0.0
+            candidates.append((_score(body, rank) + lead_bonus + (0.3 if after else 0) - penalty, order, body))
             rank += 1
     if not candidates:
         return shorten(" ".join(strip_ack(u) or u for u in first), budget)
