@@ -85,20 +85,20 @@ def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
     head = raw_user[:SCAN_MAX].lower()
     kinds: list[str] = []
     compact_summary = turn.origin == "compaction" or any(p in head[:400] for p in COMPACT_SUMMARY)
-    if (SLASH.match(raw_user) or "<command-name>" in head or "<local-command-std" in head
-            or (turn.is_slash_command and not compact_summary)):
+    if (turn.origin in ("command", "command_output") or SLASH.match(raw_user) or "<command-name>" in head
+            or "<local-command-std" in head):
         kinds.append("command")
-    if (compact_summary or ("<local-command-std" in head and "compacted" in head)
+    if (compact_summary or ("command" in kinds and "compacted" in head[:300])
             or COMPACT_ASK.search(request[:600])):
         kinds.append("compaction")
     if compact_summary or (len(request) <= 60 and CONTINUE.match(request.strip())):
         kinds.append("continuation")
-    answered = bool(turn.assistant_text.strip()) or bool(turn.tool_calls)
-    if not answered and (API_ERROR.search(turn.synthetic_text) or turn.status == "error"):
+    text = turn.assistant_text.strip()
+    if not turn.tool_calls and len(text) < 200 and (
+            turn.api_errors or API_ERROR.search(text) or API_ERROR.search(turn.synthetic_text)
+            or (not text and turn.status == "error")):
         kinds.append("api_error")
-    elif turn.assistant_text.lstrip().lower().startswith("api error") and not turn.tool_calls:
-        kinds.append("api_error")
-    if (INTERRUPT_MARK in head or turn.status in ("interrupted", "cancelled")
+    if (turn.origin == "interrupt" or INTERRUPT_MARK in head[:200] or turn.reason in ("blocked", "cancelled")
             or any(c.status == "rejected" or any(r in c.output_text[:300].lower() for r in REJECTED)
                    for c in turn.tool_calls)):
         kinds.append("interrupted")
@@ -121,11 +121,9 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     raw_user = turn.user_text
     request = user_request(raw_user)
     kinds = noise_kinds(turn, raw_user, request)
-    typed = "command" not in kinds or bool(SLASH.match(raw_user) or "<command-name>" in raw_user[:400])
-    only_noise = (bool(kinds) and not calls and len(final.strip()) < 200) or (
-        "compaction" in kinds and "continuation" in kinds and not calls)
-    if only_noise or (kinds and not typed and not calls):
-        return kinds
+    typed = turn.origin in ("user", "command") and "compaction" not in kinds
+    if kinds and not calls and (not typed or len(final.strip()) < 200 and "command" in kinds):
+        return kinds  # only noise: a marker, a command's output, a handoff, an API error
     ask = strip_ack(request[:SCAN_MAX]) or request[:SCAN_MAX]
     # A handoff summary recounts earlier work: only the request says what this turn is.
     answer = "" if "compaction" in kinds else final[:SCAN_MAX]

@@ -95,6 +95,15 @@ def user_request(text: str) -> str:
     return _TAG.sub(" ", _DROP_BLOCKS.sub(" ", head)).strip()
 
 
+def cut_short(turn: Turn) -> bool:
+    """The user stopped the turn: an interruption marker followed it, or it was cancelled or blocked.
+
+    A turn that merely has no end marker (superseded by the next prompt) is not cut short: many
+    logs never write one.
+    """
+    return turn.reason in ("interrupted", "blocked", "cancelled")
+
+
 def is_compaction_summary(text: str) -> bool:
     head = text[:300].lower()
     return "session is being continued from a previous conversation" in head
@@ -315,7 +324,8 @@ class ExtractiveSummarizer:
     def summarize(self, turn: Turn) -> str:
         ask = asked(turn)
         did = describe_actions(turn.tool_calls)
-        status = "" if turn.status == "completed" else f" [{turn.status}]"
+        state = "interrupted" if cut_short(turn) and turn.status != "cancelled" else turn.status
+        status = f" [{state}]" if state in ("interrupted", "cancelled", "error") else ""
         head = " ".join(p for p in (f"Asked: {ask}" if ask else "", f"Did: {did}" if did else "") if p)
         budget = SUMMARY_MAX - len(head) - len(" Outcome: ") - len(status)
         out = outcome(turn, budget)
