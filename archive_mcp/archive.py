@@ -40,6 +40,8 @@ from archive_mcp.refiners import PARSERS
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import REFINER, Summarizer
+from archive_mcp.refiners.summary import SUMMARY_MAX
+from archive_mcp.refiners.text import shorten
 from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empty_refined
 from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
 from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
@@ -73,6 +75,7 @@ WorkspaceArg = str | Workspace | Sequence[str] | None
 class RefineReport:
     sessions: int = 0
     turns: int = 0
+    rows_changed: int = 0  # refined rows whose summary, kinds, keywords or files changed (or are new)
     embedded: int = 0
     skipped: list[Skip] = field(default_factory=list)
     embed_error: str | None = None
@@ -161,7 +164,9 @@ class Archive:
         """Batch-refine archived sessions from their raw logs.
 
         A session is refined again when it has no refined file, an older refiner wrote it, or
-        `force`; turns are embedded when their content changed since the last embedding.
+        `force`; turns are embedded when their content changed since the last embedding. A
+        summary the client's model wrote (refiner `…+sampling@1`) is kept while its turn's content
+        is unchanged. `rows_changed` counts rows whose summary, kinds, keywords or files changed.
         """
         report = RefineReport()
         plan = [(ws, sid, files) for ws in self._selected(workspace)
@@ -181,10 +186,12 @@ class Archive:
                 titles[ws.id] = (read_json(ws.state_dir / "ingest.json", {}) or {}).get("sessions", {})
             with locked(ws.root):
                 current = store.read_refined(ws, sid)
-                stale = force or current.height == 0 or (current["refiner"] != REFINER).any()
+                stale = force or current.height == 0 or (
+                    current["refiner"].str.split("+").list.first() != REFINER).any()
                 title = titles[ws.id].get(sid, {}).get("title")
                 rows = self._refine_session(ws, sid, files, title, report) if stale else current.to_dicts()
                 if stale and rows:
+                    report.rows_changed += store.carry_over(current.to_dicts(), rows)
                     store.merge_refined(ws, sid, rows, replace_all=True)
                     report.turns += len(rows)
                     report.sessions += 1
@@ -283,7 +290,7 @@ class Archive:
         """Replace the summaries of some turns (e.g. written by the client's model)."""
         with locked(ws.root):
             df = store.read_refined(ws, session_id)
-            rows = [{**r, "summary": redact(summaries[(r["agent"], r["turn"])])[0][:400], "refiner": refiner}
+            rows = [{**r, "summary": shorten(redact(summaries[(r["agent"], r["turn"])])[0], SUMMARY_MAX), "refiner": refiner}
                     for r in df.iter_rows(named=True) if (r["agent"], r["turn"]) in summaries]
             for r in rows:
                 for col in ("started_at", "ended_at"):

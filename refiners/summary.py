@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from .model import ToolCall, Turn
@@ -49,7 +50,7 @@ _OFFER = re.compile(r"^(?:would you like|do you want|want me to|shall i|should i
                     r"if you(?:'d| would)? like|feel free|is there anything|anything else|"
                     r"need (?:anything|help)|happy to)\b", re.I)
 _NEXT = re.compile(r"^(?:next(?: up| steps?)?\b|to (?:run|view|continue|execute)\b|run\s*[:`/]|view plan|"
-                   r"when (?:you(?:'re)? ready|ready)|/[a-z][\w:-]+\s|\S+$)", re.I)
+                   r"when (?:you(?:'re)? ready|ready)|/[a-z][\w:-]+\s|[\x21-\x7e]+$)", re.I)  # a bare path or URL
 _LABEL = re.compile(r"^(?:summary|result|results|outcome|conclusion|tl;?dr|status|answer|"
                     r"root cause|cause|fix|decision|verdict|bottom line|完成|总结|結論|结论|總結)\s*[:：]\s*", re.I)
 _CUE = re.compile(r"\b(?:fixed|fixes|created|added|updated|removed|renamed|changed|replaced|committed|"
@@ -123,8 +124,8 @@ def asked(turn: Turn) -> str:
     for line in text.splitlines()[:40]:
         for sent in sentences(line, 6):
             content = strip_ack(sent) if not picked else sent
-            if len(content) < 2:
-                continue
+            if len(content) < 2 or (not picked and content != sent and len(sent.split()) <= 4):
+                continue  # "Great!!", "Thanks a lot.": an acknowledgement, not the request
             picked.append(content)
             size += len(content) + 1
             if size >= ASK_MAX:
@@ -326,8 +327,18 @@ class ExtractiveSummarizer:
         did = describe_actions(turn.tool_calls)
         state = "interrupted" if cut_short(turn) and turn.status != "cancelled" else turn.status
         status = f" [{state}]" if state in ("interrupted", "cancelled", "error") else ""
-        head = " ".join(p for p in (f"Asked: {ask}" if ask else "", f"Did: {did}" if did else "") if p)
-        budget = SUMMARY_MAX - len(head) - len(" Outcome: ") - len(status)
-        out = outcome(turn, budget)
-        tail = f"Outcome: {out}{status}" if out else status.strip()
-        return shorten(" ".join(p for p in (head, tail) if p), SUMMARY_MAX)
+        return compose(ask, did, lambda budget: outcome(turn, budget), status)
+
+
+def compose(ask: str, did: str, result: str | Callable[[int], str], status: str = "") -> str:
+    """`Asked: … Did: … Outcome: …` within SUMMARY_MAX; the outcome gets what the others leave.
+
+    `result` is the outcome text, or a function of its budget that picks one. Every summarizer
+    (extractive, or the client's model through MCP sampling) writes this shape.
+    """
+    ask, did = shorten(ask, ASK_MAX), shorten(did, DID_MAX)
+    head = " ".join(p for p in (f"Asked: {ask}" if ask else "", f"Did: {did}" if did else "") if p)
+    budget = SUMMARY_MAX - len(head) - len(" Outcome: ") - len(status)
+    out = result(budget) if callable(result) else shorten(result, max(budget, 40))
+    tail = f"Outcome: {out}{status}" if out else status.strip()
+    return shorten(" ".join(p for p in (head, tail) if p), SUMMARY_MAX)

@@ -46,7 +46,8 @@ def test_refine_reports_and_json(kimi_root: Path) -> None:
     _run("ingest", "--no-embed", str(kimi_root))
     code, out, _ = _run("refine", "--all", "--no-embed", "--force", "--json")
     assert code == 0
-    assert json.loads(out) == {"sessions": 4, "turns": 11, "embedded": 0, "skipped": [], "embed_error": None}
+    assert json.loads(out) == {"sessions": 4, "turns": 11, "rows_changed": 0, "embedded": 0, "skipped": [],
+                               "embed_error": None}
 
 
 def test_errors_exit_1_with_the_known_workspaces_and_usage_errors_exit_2(kimi_root: Path) -> None:

@@ -92,7 +92,8 @@ def refine(ctx: click.Context, workspace: str | None, all_: bool, session: str |
     if as_json:
         echo_json(report)
         return
-    click.echo(f"{report.sessions} sessions refined ({report.turns} turns), {report.embedded} embedded")
+    click.echo(f"{report.sessions} sessions refined ({report.turns} turns, {report.rows_changed} rows changed), "
+               f"{report.embedded} embedded")
     _report_skips(report.skipped, report.embed_error)
 
 

@@ -6,10 +6,12 @@ import hashlib
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from archive_mcp.refiners.refine import REFINER
 from archive_mcp.schema import REFINED, empty_refined, refined_frame
 from archive_mcp.workspaces import Workspace, atomic_write_bytes
 
@@ -83,3 +85,17 @@ def embedded_hashes(ws: Workspace, session_id: str, model: str) -> dict[tuple[st
         return {}
     df = df.filter(pl.col("model") == model)
     return {(a, t): h for a, t, h in zip(df["agent"], df["turn"], df["content_hash"], strict=True)}
+
+
+def carry_over(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> int:
+    """Keep model-written summaries of unchanged turns in `new`; count the rows that changed."""
+    before = {(r["agent"], r["turn"]): r for r in old}
+    changed = 0
+    for row in new:
+        prev = before.get((row["agent"], row["turn"]))
+        if prev is not None and "+" in (prev["refiner"] or "") and prev["content_hash"] == row["content_hash"]:
+            row["summary"] = prev["summary"]
+            row["refiner"] = f"{REFINER}+{prev['refiner'].split('+', 1)[1]}"
+        if prev is None or any(prev[k] != row[k] for k in ("summary", "kinds", "keywords", "files")):
+            changed += 1
+    return changed

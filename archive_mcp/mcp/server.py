@@ -28,6 +28,8 @@ from pydantic import Field
 
 from archive_mcp.archive import Archive
 from archive_mcp.mcp.toolkit import READ, UPDATE, Budget, WorkspaceParam, tool_result
+from archive_mcp.refiners.refine import REFINER
+from archive_mcp.refiners.summary import compose
 from archive_mcp.search.context import NotFound, TurnDetail, TurnRef
 from archive_mcp.search.engine import MODES, Hit, SearchError
 from archive_mcp.workspaces import Workspace, WorkspaceError
@@ -372,9 +374,11 @@ def sampling_prompt(rows: list[dict[str, Any]]) -> str:
     turns = [{"turn": r["turn"], "agent": r["agent"], "user": r["user_text"][:1500],
               "answer": r["assistant_text"][:1500], "tools": [c["name"] for c in r["tool_calls"]][:10],
               "files": r["files"][:10]} for r in rows]
-    return ("Summarise each coding-agent turn below in at most 300 characters: what was asked, what was "
-            "done (tools, files) and the outcome. Reply with a JSON array of strings, one summary per "
-            "turn, in order, and nothing else.\n\n" + json.dumps(turns, ensure_ascii=False))
+    return ("Summarise each coding-agent turn below. Reply with a JSON array with one object per turn, in "
+            'order, and nothing else: {"asked": the request as a short clause, "did": tools, files and '
+            'commands, "outcome": one sentence stating the result, decision or finding (no filler such as '
+            '"Great!" or "Let me…")}. Keep each object under 300 characters.\n\n'
+            + json.dumps(turns, ensure_ascii=False))
 
 
 def _apply_sampled(archive: Archive, ws: Workspace, session_id: str, rows: list[dict[str, Any]],
@@ -388,8 +392,17 @@ def _apply_sampled(archive: Archive, ws: Workspace, session_id: str, rows: list[
         summaries = None
     if not isinstance(summaries, list) or len(summaries) != len(rows):
         return 0, "the client's model did not answer with one summary per turn: kept the extractive summaries"
-    chosen = {(r["agent"], r["turn"]): str(s).strip() for r, s in zip(rows, summaries, strict=True) if str(s).strip()}
-    return archive.set_summaries(ws, session_id, chosen, "sampling@1"), None
+    chosen = {(r["agent"], r["turn"]): text for r, s in zip(rows, summaries, strict=True)
+              if (text := _sampled_summary(s))}
+    return archive.set_summaries(ws, session_id, chosen, f"{REFINER}+sampling@1"), None
+
+
+def _sampled_summary(item: Any) -> str:
+    """The client's answer for one turn in the row's shape (`Asked: … Did: … Outcome: …`)."""
+    if isinstance(item, dict):
+        return compose(str(item.get("asked") or "").strip(), str(item.get("did") or "").strip(),
+                       str(item.get("outcome") or "").strip())
+    return str(item).strip()
 
 
 def serve(archive: Archive | None = None, http: bool = False, port: int = 8765) -> None:

@@ -1,0 +1,145 @@
+"""Refinement on realistic turns: the ask's request clause, the outcome that states a result,
+abbreviation-aware sentences, kinds (work and noise) and keywords."""
+
+from __future__ import annotations
+
+import json
+
+from archive_mcp.ingest.store import carry_over
+from archive_mcp.refiners import RefineContext, Step, ToolCall, Turn, refine_turn
+from archive_mcp.refiners.kinds import keywords_of
+from archive_mcp.refiners.refine import REFINER
+from archive_mcp.refiners.summary import SUMMARY_MAX, ExtractiveSummarizer, compose, describe_actions
+from archive_mcp.refiners.text import sentences, shorten
+
+CTX = RefineContext("w", "claude-code", "s1", "main", "raw/s1.jsonl")
+
+
+def call(name: str, result: str = "ok", is_error: bool = False, **args: object) -> ToolCall:
+    return ToolCall(id=name, name=name, arguments=json.dumps(args),
+                    result={"is_error": is_error, "message": "", "output": result})
+
+
+def turn(user: str, *texts: str, calls: list[ToolCall] | None = None, origin: str = "user",
+         reason: str | None = "completed") -> Turn:
+    steps = [Step(n=1, text="", tool_calls=calls)] if calls else []
+    steps += [Step(n=len(steps) + i + 1, text=t) for i, t in enumerate(texts)]
+    return Turn(index=0, started_at=None, user_text=user, steps=steps, origin=origin, reason=reason, end="ended")
+
+
+def summary(t: Turn) -> str:
+    return ExtractiveSummarizer().summarize(t)
+
+
+def test_sentences_respect_initials_and_abbreviations_in_any_script() -> None:
+    assert sentences("Письмо подписал Г. Нехризов. Ответа нет.") == ["Письмо подписал Г. Нехризов.", "Ответа нет."]
+    assert sentences("Ask J. R. Smith, e.g. by mail. Then wait! Done?") == [
+        "Ask J. R. Smith, e.g. by mail.", "Then wait!", "Done?"]
+    assert sentences("修好了。测试通过！") == ["修好了。", "测试通过！"]
+    assert sentences("Edit config.py. then run it") == ["Edit config.py. then run it"]
+
+
+def test_the_ask_skips_acknowledgements_and_keeps_the_request() -> None:
+    t = turn("Great!! Thanks a lot. Can you compose a /compact message please?", "Here it is.")
+    assert summary(t).startswith("Asked: Can you compose a /compact message please? Outcome:")
+    assert summary(turn("yes", "Done. Committed `4ce79a1`.")) == "Asked: yes Outcome: Committed 4ce79a1."
+
+
+def test_the_outcome_skips_filler_and_takes_the_content_after_a_lead_in() -> None:
+    answer = ("Now I have a comprehensive view. Let me summarise.\n\n"
+              "Here's a summary of findings for your review:\n\n"
+              "- The retry loop in `charge_card` double-charges on timeouts\n"
+              "- PSP calls have no idempotency key\n\n"
+              "Would you like me to fix it?")
+    s = summary(turn("review the payment retries", answer))
+    assert s == ("Asked: review the payment retries Outcome: The retry loop in charge_card double-charges on "
+                 "timeouts; PSP calls have no idempotency key")
+
+
+def test_a_table_gives_its_rows_not_its_header() -> None:
+    answer = ("Fixed. The deployment table now shows:\n\n| Mode | Trigger | Target |\n|---|---|---|\n"
+              "| Local | `bun dev` | localhost:8080 |\n| Remote | Push to main | Cloud Run |\n")
+    s = summary(turn("the readme is still wrong", answer))
+    assert s == "Asked: the readme is still wrong Outcome: Local bun dev, localhost:8080; Remote Push to main, Cloud Run"
+
+
+def test_did_names_tools_file_base_names_and_state_changes() -> None:
+    calls = [call("Edit", file_path="/home/u/proj/src/api/server.ts"), call("Edit", file_path="/home/u/proj/README.md"),
+             call("Bash", command="git commit -m 'fix' && git push")]
+    assert describe_actions(calls) == "Edit×2, Bash; edited server.ts, README.md; committed, pushed"
+    codex = call("shell", command=["bash", "-lc", "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: docs/PDL_SPEC.md\n"])
+    assert describe_actions([codex]) == "shell; edited PDL_SPEC.md"
+    failed = call("Bash", "exit 255: Network is unreachable", True, command="ssh slate whoami")
+    assert describe_actions([failed]) == "Bash; ran `ssh slate whoami`; 1 failed"
+
+
+def test_summaries_stay_within_budget_and_cut_at_a_word() -> None:
+    long = " ".join(f"word{i}" for i in range(200))
+    s = compose(long, "Read×3", long)
+    assert len(s) <= SUMMARY_MAX and s.endswith("…") and " word" in s and not s.endswith("wor…")
+    assert shorten("alpha beta gamma", 12) == "alpha beta…"
+
+
+def test_a_compaction_summary_is_summarised_from_its_own_content() -> None:
+    user = ("This session is being continued from a previous conversation that ran out of context. "
+            "The conversation is summarized below:\nThe QA Coordination Hub roadmap has 8 phases; "
+            "phase 1 adds types.ts.")
+    row = refine_turn(turn(user, origin="compaction", reason=None), CTX)
+    assert row["kinds"] == ["compaction", "continuation"]
+    assert row["summary"] == ("Asked: (continued session: summary of the earlier conversation) Outcome: The QA "
+                              "Coordination Hub roadmap has 8 phases; phase 1 adds types.ts.")
+
+
+def test_noise_kinds() -> None:
+    assert refine_turn(turn("/clear", origin="command"), CTX)["kinds"] == ["command"]
+    assert refine_turn(turn("<local-command-stdout></local-command-stdout>", origin="command_output"),
+                       CTX)["kinds"] == ["command"]
+    compacted = "<local-command-stdout>\x1b[2mCompacted (ctrl+o to see full summary)\x1b[22m</local-command-stdout>"
+    assert refine_turn(turn(compacted, origin="command_output"), CTX)["kinds"] == ["command", "compaction"]
+    assert refine_turn(turn("[Request interrupted by user]", origin="interrupt"), CTX)["kinds"] == ["interrupted"]
+    timeout = turn("whoami", "Request timed out")
+    timeout.api_errors = 3
+    assert refine_turn(timeout, CTX)["kinds"] == ["api_error"]
+    assert refine_turn(turn("continue", "Picking up where we left off: tests pass."), CTX)["kinds"] == ["continuation"]
+    compact = turn("Great!! can you compose a /compact message please?", "Handoff: phase 2 is done.")
+    assert refine_turn(compact, CTX)["kinds"] == ["compaction"]
+
+
+def test_work_kinds_read_the_request_and_what_happened() -> None:
+    edit = [call("Edit", file_path="src/slider.tsx")]
+    undo = turn("no, that's not what I meant - put it back the way it was", "Done. Reverted to the original.",
+                calls=edit)
+    assert refine_turn(undo, CTX)["kinds"] == ["reversal", "change"]
+    pick = turn("2", "Option 2 it is: we'll use the MSYS2 rebase.")
+    assert refine_turn(pick, CTX)["kinds"] == ["decision"]
+    bug = turn("the login form submits twice", "Fixed: the root cause was a missing preventDefault.", calls=edit)
+    assert refine_turn(bug, CTX)["kinds"] == ["fix", "change"]
+    ask = turn("where do I enter my API key", "In Settings → LLM.")
+    assert refine_turn(ask, CTX)["kinds"] == ["question"]
+    look = turn("how is the cache invalidated?", "On every write.", calls=[call("Grep", pattern="invalidate")])
+    assert refine_turn(look, CTX)["kinds"] == ["question", "explore"]
+    install = turn("install the WARP client", "Installed.", calls=[call("Bash", command="winget install Cloudflare.Warp")])
+    assert refine_turn(install, CTX)["kinds"] == ["change"]
+
+
+def test_keywords_have_no_path_fragments_stopwords_or_wrapper_tags() -> None:
+    words = keywords_of("<local-command-stdout>edited /Users/someone/Documents/proj/src/charge_card.py "
+                        "and the retry policy for charge_card with the PSP</local-command-stdout>")
+    assert words[0] == "charge_card.py" and "charge_card" in words
+    assert not {"Users", "users", "someone", "documents", "the", "and", "local-command-stdout"} & set(words)
+
+
+def test_refresh_keeps_a_model_written_summary_of_an_unchanged_turn_and_counts_changes() -> None:
+    old = [{"agent": "main", "turn": 0, "summary": "Asked: x Outcome: by the model", "kinds": [], "keywords": [],
+            "files": [], "refiner": "extractive@2+sampling@1", "content_hash": "h0"},
+           {"agent": "main", "turn": 1, "summary": "old", "kinds": [], "keywords": [], "files": [],
+            "refiner": "extractive@2", "content_hash": "h1"}]
+    new = [{"agent": "main", "turn": 0, "summary": "new", "kinds": [], "keywords": [], "files": [],
+            "refiner": REFINER, "content_hash": "h0"},
+           {"agent": "main", "turn": 1, "summary": "new", "kinds": ["fix"], "keywords": [], "files": [],
+            "refiner": REFINER, "content_hash": "h1"},
+           {"agent": "main", "turn": 2, "summary": "added", "kinds": [], "keywords": [], "files": [],
+            "refiner": REFINER, "content_hash": "h2"}]
+    assert carry_over(old, new) == 2
+    assert (new[0]["summary"], new[0]["refiner"]) == ("Asked: x Outcome: by the model", f"{REFINER}+sampling@1")
+    assert new[1]["summary"] == "new"
