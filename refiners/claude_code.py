@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader
+from .lines import LineReader, finish, parse_time
 from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
 
@@ -28,18 +27,6 @@ _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
 _ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _CONTINUED = "This session is being continued from a previous conversation"
-
-
-def parse_time(value: Any) -> float | None:
-    """An ISO-8601 timestamp ("…Z") or epoch milliseconds as epoch seconds."""
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    if isinstance(value, (int, float)):
-        return float(value) / 1000.0
-    return None
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -238,23 +225,6 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
             line_of_turn[builder.turns[-1].index] = rec.line
     return finish(builder.turns, builder.version or protocol or DEFAULT_PROTOCOL, reader,
                   builder.unknown, line_of_turn, start, first_line, start_index)
-
-
-def finish(turns: list[Turn], version: str, reader: LineReader, unknown: dict[str, int],
-           line_of_turn: dict[int, int], start: int, first_line: int, start_index: int) -> ParseResult:
-    """The ParseResult of a JSONL reader whose last turn may still grow: resume at its start."""
-    result = ParseResult(protocol_version=version, turns=turns, problems=reader.problems,
-                         unknown_types=unknown, complete_offset=reader.complete_offset)
-    open_turn = next((t for t in turns if t.end == "open"), None)
-    if open_turn is not None:
-        result.resume_offset, result.resume_line = open_turn.byte_start, line_of_turn[open_turn.index]
-        result.resume_index = open_turn.index
-    elif turns:
-        result.resume_offset, result.resume_line = reader.complete_offset, reader.next_line
-        result.resume_index = turns[-1].index + 1
-    else:
-        result.resume_offset, result.resume_line, result.resume_index = start, first_line, start_index
-    return result
 
 
 # --- discovery ---------------------------------------------------------------------------------
