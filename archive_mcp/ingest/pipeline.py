@@ -185,7 +185,9 @@ class Ingestor:
             report.files += 1
             if f.whole:  # rewritten in place: copy it whole and parse it from the start
                 if self._snapshot(ws, f.path, raw_rel, snaps, report):
-                    entry.update(archived=(ws.root / raw_rel).stat().st_size, parse_offset=0,
+                    size = (ws.root / raw_rel).stat().st_size
+                    report.bytes_archived += size
+                    entry.update(archived=size, parse_offset=0,
                                  parse_line=1, next_index=0)
                     report.files_changed += 1
                     files.append(FileJob(f.agent, raw_rel, dict(entry)))
@@ -298,9 +300,8 @@ class Ingestor:
             return False
         dst = ws.root / rel
         changed = not dst.exists() or dst.read_bytes() != data
-        if changed:
-            atomic_write_bytes(dst, data)
-            report.bytes_archived += len(data)
+        if changed:  # the source is still there: a lost copy is made again on the next run
+            atomic_write_bytes(dst, data, durable=False)
         seen[rel] = [st.st_size, st.st_mtime_ns]
         return changed
 
