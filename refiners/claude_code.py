@@ -153,8 +153,9 @@ class ClaudeTurnBuilder:
             self.step_id = mid
             cur.steps.append(self.step)
         step = self.step
-        if rec.get("isApiErrorMessage"):
+        if rec.get("isApiErrorMessage"):  # "API Error: …", "Request timed out": no real answer
             cur.api_errors += 1
+            step.interrupted = True
         for b in _blocks(msg.get("content")):
             btype = b.get("type")
             if btype == "text":

@@ -56,6 +56,8 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, as_json: 
                f"archived), {report.sessions} sessions, {report.turns_added} turns added, "
                f"{report.turns_updated} updated, {report.embedded} embedded")
     _report_skips(report.skipped, report.embed_error)
+    for hint in report.suggestions:
+        _warn(f"hint: {hint}")
 
 
 def _report_skips(skipped: list[Any], embed_error: str | None) -> None:

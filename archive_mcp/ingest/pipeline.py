@@ -35,6 +35,7 @@ from archive_mcp.workspaces import (
     locked,
     read_json,
     workspace_id,
+    worktree_home,
 )
 
 HEAD = 4096
@@ -68,6 +69,7 @@ class IngestReport:
     unknown_types: dict[str, int] = field(default_factory=dict)
     embed_error: str | None = None
     roots: list[dict[str, Any]] = field(default_factory=list)  # default roots looked at: path, found
+    suggestions: list[str] = field(default_factory=list)  # worktrees to link into their repo's workspace
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,6 +106,7 @@ class Ingestor:
             for session in found.sessions:
                 ws_id, work_dir = self._identify(session)
                 by_ws.setdefault(ws_id, (work_dir, []))[1].append(session)
+        report.suggestions = self._suggest_links(by_ws)
         total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
         done = 0
         with ExitStack() as held:  # every touched workspace stays locked until its state is saved
@@ -163,6 +166,18 @@ class Ingestor:
                         return workspace_id(wd), wd
         bucket = session.bucket
         return (bucket if _SAFE_BUCKET.match(bucket) else hashlib.md5(bucket.encode()).hexdigest()), None
+
+    def _suggest_links(self, by_ws: dict[str, tuple[str | None, list[SessionSource]]]) -> list[str]:
+        """Work dirs that look like a worktree or branch checkout of another archived path."""
+        known = {p: ws_id for p, ws_id in self._linked.items()}
+        known.update({wd: ws_id for ws_id, (wd, _) in by_ws.items() if wd})
+        out = []
+        for ws_id, (wd, _) in sorted(by_ws.items()):
+            home = worktree_home(wd, known) if wd and self._linked.get(canonical_path(wd)) is None else None
+            if home is not None and known[home] != ws_id:
+                out.append(f"{wd} looks like a worktree or branch of {home}: "
+                           f"`archive-mcp workspaces link '{wd}' --into {known[home]}` joins their sessions")
+        return out
 
     # --- one session: copy new bytes, then parse and refine what changed --------------------
     def _archive_session(self, ws: Workspace, session: SessionSource, state: dict[str, Any],
