@@ -286,7 +286,7 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
     # A log with no cwd of its own (summary-only, empty, cut short) belongs to its folder's project.
     known = [s.work_dirs[0] for s in sessions.values() if s.work_dirs]
     if known:
-        common = max(set(known), key=known.count)
+        common = max(known, key=known.count)  # ties: the first in file-name order
         for s in sessions.values():
             s.work_dirs = s.work_dirs or [common]
 
