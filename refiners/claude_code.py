@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, finish, parse_time
+from .lines import LineReader, field_dict, finish, parse_time
 from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
 
@@ -36,7 +36,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 
 
 def _image_ref(block: dict[str, Any]) -> dict[str, Any]:
-    src = block.get("source") if isinstance(block.get("source"), dict) else {}
+    src = field_dict(block, "source")
     data = str(src.get("data") or src.get("url") or "")
     return {"type": "image", "url_prefix": str(src.get("media_type") or src.get("type") or "")[:40],
             "bytes_b64": len(data)}
@@ -146,7 +146,7 @@ class ClaudeTurnBuilder:
         self.cur, self.step, self.step_id, self.calls = turn, None, None, {}
 
     def _assistant(self, cur: Turn, rec: dict[str, Any], ts: float | None) -> None:
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        msg = field_dict(rec, "message")
         mid = str(msg.get("id") or rec.get("uuid") or "")
         if self.step is None or mid != self.step_id:
             self.step = Step(n=len(cur.steps) + 1)
@@ -183,7 +183,7 @@ class ClaudeTurnBuilder:
                 cur.usage[ours] += value if isinstance(value, int) else 0
 
     def _tool_results(self, rec: dict[str, Any], ts: float | None) -> None:
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        msg = field_dict(rec, "message")
         for b in _blocks(msg.get("content")):
             if b.get("type") != "tool_result":
                 continue

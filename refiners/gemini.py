@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, parse_time
+from .lines import LineReader, field_dict, parse_time
 from .model import ParseResult, Problem, Step, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, load_json, register, subdirs
 
@@ -88,7 +88,7 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
                 call.result_at = call.called_at if call.result else None
                 step.tool_calls.append(call)
             cur.steps.append(step)
-            tokens = msg.get("tokens") if isinstance(msg.get("tokens"), dict) else {}
+            tokens = field_dict(msg, "tokens")
             cached = _int(tokens.get("cached"))
             cur.usage["input_other"] += max(0, _int(tokens.get("input")) - cached)
             cur.usage["input_cache_read"] += cached

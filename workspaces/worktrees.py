@@ -13,7 +13,7 @@ import ntpath
 import re
 from collections.abc import Iterable
 
-WORKTREE_DIRS = (".worktrees", ".claude-worktrees", "worktrees", ".git-worktrees")
+WORKTREE_DIRS = (".worktrees", "worktrees", ".git-worktrees")
 _BRANCH_NAME = re.compile(r"^(feat|feature|fix|bugfix|hotfix|release|chore|exp)[-_/]", re.I)
 
 
@@ -28,18 +28,18 @@ def worktree_home(path: str, known: Iterable[str]) -> str | None:
     parts, sep = _parts(path)
     known = sorted((k for k in known if k != path), key=lambda k: _parts(k)[1] != sep)  # same OS first
     for i, part in enumerate(parts[:-1]):
-        if part in WORKTREE_DIRS:
-            repo_dir = sep.join(parts[:i])  # <repo>/.worktrees/<name>
-            repo_name = parts[i + 1] if i + 2 < len(parts) else ""  # ~/.claude-worktrees/<repo>/<name>
-            for k in known:
-                if k == repo_dir or (repo_name and _base(k) == repo_name):
-                    return k
+        if part == ".claude-worktrees":  # ~/.claude-worktrees/<repo name>/<worktree>
+            name = parts[i + 1] if i + 2 < len(parts) else ""
+            return next((k for k in known if name and _base(k) == name), None)
+        if part in WORKTREE_DIRS:  # <repo>/.worktrees/<worktree>
+            repo_dir = sep.join(parts[:i])
+            return next((k for k in known if k == repo_dir), None)
     name = parts[-1]
     if _BRANCH_NAME.match(name):
         parent = sep.join(parts[:-1])
         siblings = sorted(k for k in known if sep.join(_parts(k)[0][:-1]) == parent)
         plain = [k for k in siblings if not _BRANCH_NAME.match(_base(k))]
-        return (plain or siblings or [None])[0]
+        return (plain or siblings)[0] if siblings else None
     return None
 
 

@@ -113,6 +113,8 @@ class Ingestor:
             plan: list[tuple[Workspace, dict[str, Any], list[SessionJob]]] = []
             for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
                 ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
+                for source in sorted({s.source for s in sessions} - set(ws.sources)):
+                    ws = self.registry.ensure(ws_id, source=source)
                 report.workspaces.append(ws.id)
                 held.enter_context(locked(ws.root))
                 state = read_json(ws.state_dir / "ingest.json", {}) or {}
