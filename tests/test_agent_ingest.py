@@ -131,6 +131,19 @@ def test_a_rewritten_gemini_chat_is_archived_as_a_snapshot_and_replaces_its_turn
     assert (ws.root / rows["raw_ref"][0]["file"]).read_bytes() == chat.read_bytes()
 
 
+def test_load_turn_context_reads_a_later_turn_of_a_whole_file_chat(tmp_path: Path) -> None:
+    home = tmp_path / "user"
+    chat = gemini_home(home)
+    doc = json.loads(chat.read_text(encoding="utf-8"))
+    doc["messages"] += [{"id": "u2", "type": "user", "timestamp": "2026-03-22T10:02:00Z", "content": "and DST?"},
+                        {"id": "g2", "type": "gemini", "timestamp": "2026-03-22T10:02:05Z", "content": "DST is ignored."}]
+    chat.write_text(json.dumps(doc), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(home / ".gemini")
+    ctx = archive.load_turn_context([{"session_id": "g1", "turn": 1}], workspace=workspace_id(PROJECT))
+    assert [(t.turn, t.user_text, t.assistant_text) for t in ctx.turns] == [(1, "and DST?", "DST is ignored.")]
+
+
 def test_real_logs_report_every_invalid_line_with_file_and_line(tmp_path: Path) -> None:
     archive = Archive(embedder=None)
     report = archive.ingest(REAL / "claude" / "m-thisness", REAL / "claude" / "moredip")
