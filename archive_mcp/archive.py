@@ -36,7 +36,7 @@ from archive_mcp.memory.essence import (
 )
 from archive_mcp.memory.store import FOLDERS as MEMORY_FOLDERS
 from archive_mcp.memory.store import MemoryEntry, MemoryError, MemoryStore, slugify
-from archive_mcp.refiners import PARSERS
+from archive_mcp.refiners import PARSERS, SOURCES
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import REFINER, Summarizer
@@ -254,13 +254,16 @@ class Archive:
                mode: str = "hybrid", session: str | None = None, agent: str | None = None,
                since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
                file: str | None = None, theme: str | None = None, kind: str | None = None,
-               cwd: str | None = None, fusion: str = "combsum") -> SearchResults:
+               cwd: str | None = None, fusion: str = "combsum", source: str | None = None) -> SearchResults:
         """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
 
         Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
         answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` is
         `combsum` (normalised score sum, the default) or `rrf` (reciprocal rank), for comparison.
+        `source` keeps one agent's sessions: kimi, kimi-code, claude-code, codex or gemini.
         """
+        if source is not None and source not in SOURCES:
+            raise SearchError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
         targets = (self._selected(workspace) if workspace is not None
                    else [self.workspace(cwd=cwd)])
         embedder = None
@@ -271,7 +274,7 @@ class Archive:
                 embedder = None
         for ws in targets:
             self.index(ws)
-        filters = Filters(session, agent, since, until, tool, file, theme, kind)
+        filters = Filters(session, agent, since, until, tool, file, theme, kind, source)
         return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion)
 
     def load_turn_context(self, references: Sequence[TurnRef | dict[str, Any]],

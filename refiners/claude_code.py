@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader
+from .lines import LineReader, field_dict, finish, parse_time
 from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
 
@@ -30,18 +29,6 @@ _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 _CONTINUED = "This session is being continued from a previous conversation"
 
 
-def parse_time(value: Any) -> float | None:
-    """An ISO-8601 timestamp ("…Z") or epoch milliseconds as epoch seconds."""
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    if isinstance(value, (int, float)):
-        return float(value) / 1000.0
-    return None
-
-
 def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -49,7 +36,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 
 
 def _image_ref(block: dict[str, Any]) -> dict[str, Any]:
-    src = block.get("source") if isinstance(block.get("source"), dict) else {}
+    src = field_dict(block, "source")
     data = str(src.get("data") or src.get("url") or "")
     return {"type": "image", "url_prefix": str(src.get("media_type") or src.get("type") or "")[:40],
             "bytes_b64": len(data)}
@@ -159,15 +146,16 @@ class ClaudeTurnBuilder:
         self.cur, self.step, self.step_id, self.calls = turn, None, None, {}
 
     def _assistant(self, cur: Turn, rec: dict[str, Any], ts: float | None) -> None:
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        msg = field_dict(rec, "message")
         mid = str(msg.get("id") or rec.get("uuid") or "")
         if self.step is None or mid != self.step_id:
             self.step = Step(n=len(cur.steps) + 1)
             self.step_id = mid
             cur.steps.append(self.step)
         step = self.step
-        if rec.get("isApiErrorMessage"):
+        if rec.get("isApiErrorMessage"):  # "API Error: …", "Request timed out": no real answer
             cur.api_errors += 1
+            step.interrupted = True
         for b in _blocks(msg.get("content")):
             btype = b.get("type")
             if btype == "text":
@@ -195,7 +183,7 @@ class ClaudeTurnBuilder:
                 cur.usage[ours] += value if isinstance(value, int) else 0
 
     def _tool_results(self, rec: dict[str, Any], ts: float | None) -> None:
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        msg = field_dict(rec, "message")
         for b in _blocks(msg.get("content")):
             if b.get("type") != "tool_result":
                 continue
@@ -238,23 +226,6 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
             line_of_turn[builder.turns[-1].index] = rec.line
     return finish(builder.turns, builder.version or protocol or DEFAULT_PROTOCOL, reader,
                   builder.unknown, line_of_turn, start, first_line, start_index)
-
-
-def finish(turns: list[Turn], version: str, reader: LineReader, unknown: dict[str, int],
-           line_of_turn: dict[int, int], start: int, first_line: int, start_index: int) -> ParseResult:
-    """The ParseResult of a JSONL reader whose last turn may still grow: resume at its start."""
-    result = ParseResult(protocol_version=version, turns=turns, problems=reader.problems,
-                         unknown_types=unknown, complete_offset=reader.complete_offset)
-    open_turn = next((t for t in turns if t.end == "open"), None)
-    if open_turn is not None:
-        result.resume_offset, result.resume_line = open_turn.byte_start, line_of_turn[open_turn.index]
-        result.resume_index = open_turn.index
-    elif turns:
-        result.resume_offset, result.resume_line = reader.complete_offset, reader.next_line
-        result.resume_index = turns[-1].index + 1
-    else:
-        result.resume_offset, result.resume_line, result.resume_index = start, first_line, start_index
-    return result
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -315,7 +286,7 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
     # A log with no cwd of its own (summary-only, empty, cut short) belongs to its folder's project.
     known = [s.work_dirs[0] for s in sessions.values() if s.work_dirs]
     if known:
-        common = max(set(known), key=known.count)
+        common = max(known, key=known.count)  # ties: the first in file-name order
         for s in sessions.values():
             s.work_dirs = s.work_dirs or [common]
 

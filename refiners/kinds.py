@@ -94,9 +94,10 @@ def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
     if compact_summary or (len(request) <= 60 and CONTINUE.match(request.strip())):
         kinds.append("continuation")
     text = turn.assistant_text.strip()
-    if not turn.tool_calls and len(text) < 200 and (
-            turn.api_errors or API_ERROR.search(text) or API_ERROR.search(turn.synthetic_text)
-            or (not text and turn.status == "error")):
+    if (turn.api_errors and turn.steps and all(s.interrupted for s in turn.steps)) or (
+            not turn.tool_calls and len(text) < 200 and (
+                turn.api_errors or API_ERROR.search(text) or API_ERROR.search(turn.synthetic_text)
+                or (not text and turn.status == "error"))):
         kinds.append("api_error")
     if (turn.origin == "interrupt" or INTERRUPT_MARK in head[:200] or turn.reason in ("blocked", "cancelled")
             or any(c.status == "rejected" or any(r in c.output_text[:300].lower() for r in REJECTED)

@@ -35,6 +35,7 @@ from archive_mcp.workspaces import (
     locked,
     read_json,
     workspace_id,
+    worktree_home,
 )
 
 HEAD = 4096
@@ -68,6 +69,7 @@ class IngestReport:
     unknown_types: dict[str, int] = field(default_factory=dict)
     embed_error: str | None = None
     roots: list[dict[str, Any]] = field(default_factory=list)  # default roots looked at: path, found
+    suggestions: list[str] = field(default_factory=list)  # worktrees to link into their repo's workspace
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,12 +106,15 @@ class Ingestor:
             for session in found.sessions:
                 ws_id, work_dir = self._identify(session)
                 by_ws.setdefault(ws_id, (work_dir, []))[1].append(session)
+        report.suggestions = self._suggest_links(by_ws)
         total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
         done = 0
         with ExitStack() as held:  # every touched workspace stays locked until its state is saved
             plan: list[tuple[Workspace, dict[str, Any], list[SessionJob]]] = []
             for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
                 ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
+                for source in sorted({s.source for s in sessions} - set(ws.sources)):
+                    ws = self.registry.ensure(ws_id, source=source)
                 report.workspaces.append(ws.id)
                 held.enter_context(locked(ws.root))
                 state = read_json(ws.state_dir / "ingest.json", {}) or {}
@@ -164,6 +169,18 @@ class Ingestor:
         bucket = session.bucket
         return (bucket if _SAFE_BUCKET.match(bucket) else hashlib.md5(bucket.encode()).hexdigest()), None
 
+    def _suggest_links(self, by_ws: dict[str, tuple[str | None, list[SessionSource]]]) -> list[str]:
+        """Work dirs that look like a worktree or branch checkout of another archived path."""
+        known = {p: ws_id for p, ws_id in self._linked.items()}
+        known.update({wd: ws_id for ws_id, (wd, _) in by_ws.items() if wd})
+        out = []
+        for ws_id, (wd, _) in sorted(by_ws.items()):
+            home = worktree_home(wd, known) if wd and self._linked.get(canonical_path(wd)) is None else None
+            if home is not None and known[home] != ws_id:
+                out.append(f"{wd} looks like a worktree or branch of {home}: "
+                           f"`archive-mcp workspaces link '{wd}' --into {known[home]}` joins their sessions")
+        return out
+
     # --- one session: copy new bytes, then parse and refine what changed --------------------
     def _archive_session(self, ws: Workspace, session: SessionSource, state: dict[str, Any],
                          report: IngestReport) -> SessionJob | None:
@@ -185,7 +202,9 @@ class Ingestor:
             report.files += 1
             if f.whole:  # rewritten in place: copy it whole and parse it from the start
                 if self._snapshot(ws, f.path, raw_rel, snaps, report):
-                    entry.update(archived=(ws.root / raw_rel).stat().st_size, parse_offset=0,
+                    size = (ws.root / raw_rel).stat().st_size
+                    report.bytes_archived += size
+                    entry.update(archived=size, parse_offset=0,
                                  parse_line=1, next_index=0)
                     report.files_changed += 1
                     files.append(FileJob(f.agent, raw_rel, dict(entry)))
@@ -298,9 +317,8 @@ class Ingestor:
             return False
         dst = ws.root / rel
         changed = not dst.exists() or dst.read_bytes() != data
-        if changed:
-            atomic_write_bytes(dst, data)
-            report.bytes_archived += len(data)
+        if changed:  # the source is still there: a lost copy is made again on the next run
+            atomic_write_bytes(dst, data, durable=False)
         seen[rel] = [st.st_size, st.st_mtime_ns]
         return changed
 
