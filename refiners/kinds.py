@@ -41,7 +41,7 @@ ASKS_WHY = _rx(r"\b(?:whether|is it because|why (?:is|are|does|do|did|was)|how (
                r"what (?:is|are|does|do)|where (?:do|does|is|are|can) (?:i|we)|which (?:one|is|are))\b")
 CJK_QUESTION = re.compile(r"[吗嗎呢？]|什么|什麼|为什么|為什麼|怎么|怎麼|如何|是否|哪")
 FIX_ASK = _rx(r"\b(?:fix|fixes|fixing|bug|bugs|broken|breaks|crash(?:es|ed)?|errors?|exception|traceback|"
-              r"fails?|failing|failed|failure|not working|doesn'?t work|does not work|isn'?t working|"
+              r"fails|failing|failure|not working|doesn'?t work|does not work|isn'?t working|"
               r"wrong|greyed out|stuck|hangs?|debug|regression|"
               r"not (?:showing|visible|loading|populating|appearing|updating|saving|found)|"
               r"(?:doesn'?t|does not|isn'?t|aren'?t|won'?t|don'?t) (?:appear|show|load|populate|update|render|"
@@ -58,18 +58,21 @@ TEST_ASK = _rx(r"\b(?:tests?|testing|pytest|vitest|jest|unit[- ]tests?|coverage|
                r"test cases?|tdd)\b|测试|測試")
 TEST_FILE = _rx(r"(?:^|[/\\])(?:test_[\w.-]+|[\w.-]+[._](?:test|spec)\.\w+|[\w.-]+_test\.\w+)$")
 DECIDE_ASK = _rx(r"^\s*(?:option\s*)?(?:[1-9]|[a-d])(?:\s*[.):!,]|\s*$|\s+(?:is|it|sounds|please|then|works|"
-                 r"looks|for|and)\b)|^(?:yes|yep|yeah|sure|ok(?:ay)?|agreed|sounds good)\b[\s,.!]+\w|"
+                 r"looks|for|and)\b)|^(?:yes|yep|yeah|sure|ok(?:ay)?|agreed|sounds good)\b[\s,.!]+"
+                 r"(?!please\b|to all\b|continue\b|go ahead\b|do it\b|proceed\b|thanks?\b)\w|"
                  r"\b(?:go with|let'?s (?:go with|use|do|make)|switch to|i (?:want|prefer|'d prefer|would prefer) "
                  r"(?:to use|to keep|to preserve|to hand|to go)|we should (?:absolutely |definitely )?use|"
                  r"i want to use|(?:use|do|keep) \S+(?: \S+)? instead|decided?|choose|chose|prefer)\b|决定|決定|采用|採用|改用|选择|選擇|不用保留")
-DECIDE_DONE = _rx(r"\b(?:decided|decision:|chose|chosen|going with|opted|settled on|option [a-d1-9] it is|"
-                  r"we'll (?:use|go with)|let'?s proceed with)\b")
+DECIDE_DONE = _rx(r"\bdecision\s*[:：]|\b(?:decided|chose|chosen|going with|opted|settled on|option [a-d1-9] it is|"
+                  r"we'll (?:use|go with)|let'?s proceed with)\b|^(?:决定|決定)|决定|決定|改用|采用|採用")
+SHOULD_WE = _rx(r"\b(?:should|shall) (?:we|i)\b|\b(?:do|would) you (?:recommend|suggest)\b")
+AGREE = _rx(r"^(?:yes|no|yep|nope|definitely|absolutely|i'd recommend|i recommend|recommended?)\b")
 REVERSE_ASK = _rx(r"^\s*(?:no|nope|wait|stop|oops|actually|hmm no)\b|\b(?:undo|revert|roll ?back|go back|"
                   r"put (?:it|that|them) back|change (?:it|that) back|bring back|back to how|no longer|"
                   r"instead|don'?t|do not|dont|not what i (?:meant|want|wanted|asked)|that'?s not|"
                   r"still wrong|never ?mind|scratch that|we'?ve lost|was better)\b|不對|不对|不是这样|撤销|撤銷|"
                   r"回滚|回滾|改回|恢复|恢復|不要")
-REVERSE_DONE = _rx(r"\b(?:reverted|restored|rolled back|undid|undone|switched back|changed back|"
+REVERSE_DONE = _rx(r"回滚|回滾|撤销|撤銷|改回|\b(?:reverted|reversed|restored|rolled back|undid|undone|switched back|changed back|"
                    r"back to (?:the )?(?:original|previous|clean|how))\b")
 REFACTOR = _rx(r"\b(?:refactor\w*|rename[ds]?|renaming|clean ?up|simplif(?:y|ied))\b|重构|重構")
 STATE_CMD = _rx(r"\bgit\s+(?:commit|push|tag|merge|rebase|reset|revert|checkout\s+-b|switch\s+-c|stash|cherry-pick|add)\b|"
@@ -103,6 +106,8 @@ def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
             or any(c.status == "rejected" or any(r in c.output_text[:300].lower() for r in REJECTED)
                    for c in turn.tool_calls)):
         kinds.append("interrupted")
+    if turn.status == "error" and "api_error" not in kinds:
+        kinds.append("error")  # the agent reported the turn failed (e.g. a Kimi step error)
     return kinds
 
 
@@ -131,7 +136,9 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     lines = [ln.strip() for ln in request[:SCAN_MAX].splitlines() if ln.strip()]
     paths = [p for c in calls if c.name in EDIT_TOOLS for p in call_paths(c)]
     work: list[str] = []
-    if DECIDE_ASK.search(ask) or DECIDE_ASK.match(request.strip()) or DECIDE_DONE.search(answer[:600]):
+    agreed = SHOULD_WE.search(ask[:600]) and AGREE.match(answer.lstrip("#*> \n"))
+    if (DECIDE_ASK.search(ask[:600]) or DECIDE_ASK.match(request.strip()) or DECIDE_DONE.search(answer[:600])
+            or agreed):
         work.append("decision")
     if REVERSE_ASK.search(ask[:600]) or REVERSE_DONE.search(answer[:600]):
         work.append("reversal")
@@ -164,7 +171,7 @@ def keywords_of(text: str, limit: int = 12, head_words: list[str] | None = None)
     for w in head_words if head_words is not None else words(text[: 2 * SCAN_MAX]):
         if w.isascii():
             if "/" in w:
-                w = w.rstrip("/").rsplit("/", 1)[-1]  # a path: its file or folder name, not its fragments
+                w = "/".join(w.rstrip("/").split("/")[-3:])  # a long path: its tail, not its home folders
             low = w.lower()
             if len(w) < 3 or low in STOPWORDS or low in _TAGS or w.isdigit() or not w[0].isalnum():
                 continue

