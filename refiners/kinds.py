@@ -54,6 +54,7 @@ PLAN_ASK = _rx(r"(?<![-:])\bplan(?:s|ning)?\b(?!-)|\broadmap\b|\bmilestone\b|\bp
                r"create-roadmap|new-milestone|new-project|discuss-phase|add-phase)|\bstrateg(?:y|ic)\b|"
                r"\bpropose\b|\boptions\b|计划|計劃|规划|規劃|方案")
 PLAN_FILE = _rx(r"(?:^|[/\\])(?:[\w.-]*PLAN[\w.-]*|ROADMAP[\w.-]*)\.md$")
+PLAN_WRITTEN = re.compile(r"(?:^|[-_/\\])PLAN\.md$")  # a plan the agent committed to (08-01-PLAN.md)
 TEST_ASK = _rx(r"\b(?:tests?|testing|pytest|vitest|jest|unit[- ]tests?|coverage|test suite|e2e|"
                r"test cases?|tdd)\b|测试|測試")
 TEST_FILE = _rx(r"(?:^|[/\\])(?:test_[\w.-]+|[\w.-]+[._](?:test|spec)\.\w+|[\w.-]+_test\.\w+)$")
@@ -138,7 +139,7 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     work: list[str] = []
     agreed = SHOULD_WE.search(ask[:600]) and AGREE.match(answer.lstrip("#*> \n"))
     if (DECIDE_ASK.search(ask[:600]) or DECIDE_ASK.match(request.strip()) or DECIDE_DONE.search(answer[:600])
-            or agreed):
+            or agreed or any(PLAN_WRITTEN.search(p) for p in paths)):
         work.append("decision")
     if REVERSE_ASK.search(ask[:600]) or REVERSE_DONE.search(answer[:600]):
         work.append("reversal")
