@@ -71,7 +71,7 @@ def main() -> None:
           f"{made['bytes'] / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s", flush=True)
     mb = made["bytes"] / 1e6
     # Distil/load the static model once before timing (a one-time cost per machine).
-    subprocess.run([sys.executable, "-c", "from refiners.embed import StaticEmbedder; from workspaces import model_dir; "
+    subprocess.run([sys.executable, "-c", "from archive_mcp.refiners.embed import StaticEmbedder; from archive_mcp.workspaces import model_dir; "
                     "StaticEmbedder(model_dir()).embed(['warm up'])"], check=True, capture_output=True)
     cmd = [sys.executable, "-c", PARSE_REFINE, str(share)]
     if shutil.which("taskset"):
