@@ -24,6 +24,8 @@ SUMMARY_MAX = 400
 ASK_MAX = 120
 DID_MAX = 110
 HEAD = 6000
+MAX_UNITS = 60  # units looked at per text
+EARLIER_HEAD = 1500  # earlier step texts: only their head is looked at
 FIRST_BONUS = 1.0  # the answer's first content sentence usually states the result  # the outcome is looked for in the answer's head
 
 EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
@@ -58,6 +60,7 @@ _CUE = re.compile(r"\b(?:fixed|fixes|created|added|updated|removed|renamed|chang
                   r"works|working|now|because|cause|caused|instead|reverted|restored|decided|chose|"
                   r"error|is|are|was|were|shows|returns|uses|complete|completed)\b", re.I)
 _INFO = re.compile(r"`[^`]+`|\b\w*[\d_./\\-]\w*[\w/]*|\b[a-z]+[A-Z]\w*|(?<=\s)[A-Z][\w-]+")
+_HAN = re.compile("[\u4e00-\u9fff]")
 _MD = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|`")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s*")
@@ -253,7 +256,7 @@ def _units(text: str) -> list[tuple[str, bool, bool]]:
 
 def _score(unit: str, rank: int) -> float:
     words = unit.split()
-    info = len(_INFO.findall(unit)) + sum(1 for ch in unit[:200] if "\u4e00" <= ch <= "\u9fff") / 4
+    info = len(_INFO.findall(unit)) + len(_HAN.findall(unit[:200])) / 4
     score = 1.0 / (1 + rank) + min(info, 6) / max(3.0, len(words) ** 0.5) + (0.4 if _CUE.search(unit) else 0)
     if len(unit) < 15:
         score -= 0.6
@@ -267,7 +270,7 @@ def outcome(turn: Turn, budget: int) -> str:
     else:
         final = turn.final_text or _last_text(turn)
         earlier = [s.text for s in reversed(turn.steps) if s.text.strip() and s.text is not final]
-        sources = [(final, 0.0)] + [(t, 1.0) for t in earlier[:6]]
+        sources = [(final, 0.0)] + [(t[:EARLIER_HEAD], 1.0) for t in earlier[:3]]
         if not final.strip() and turn.synthetic_text.strip():
             sources = [(turn.synthetic_text, 0.0)]
     if not any(t.strip() for t, _ in sources):
@@ -282,7 +285,7 @@ def outcome(turn: Turn, budget: int) -> str:
         if not first and units:
             first = [u for u, _lead, _after in units[:2]]
         rank = 0
-        for u, lead, after in units:
+        for u, lead, after in units[:MAX_UNITS]:
             order += 1
             if lead or _SELF.match(u) or _OFFER.match(u) or _NEXT.match(u):
                 continue
