@@ -24,7 +24,7 @@ SUMMARY_MAX = 400
 ASK_MAX = 120
 DID_MAX = 110
 HEAD = 6000
-MAX_UNITS = 60  # units looked at per text
+MAX_UNITS = 40  # units looked at per text
 EARLIER_HEAD = 1500  # earlier step texts: only their head is looked at
 FIRST_BONUS = 1.0  # the answer's first content sentence usually states the result  # the outcome is looked for in the answer's head
 
