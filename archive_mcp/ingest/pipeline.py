@@ -9,6 +9,7 @@ resumes (the start of the turn that may still change).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Set
@@ -111,6 +112,7 @@ class Ingestor:
         done = 0
         with ExitStack() as held:  # every touched workspace stays locked until its state is saved
             plan: list[tuple[Workspace, dict[str, Any], list[SessionJob]]] = []
+            saved: dict[str, str] = {}  # each workspace's state as read, to skip an unchanged write
             for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
                 ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
                 for source in sorted({s.source for s in sessions} - set(ws.sources)):
@@ -120,6 +122,7 @@ class Ingestor:
                 state = read_json(ws.state_dir / "ingest.json", {}) or {}
                 state.setdefault("files", {})
                 state.setdefault("sessions", {})
+                saved[ws.id] = json.dumps(state, sort_keys=True)
                 jobs: list[SessionJob] = []
                 for session in sessions:
                     job = self._archive_session(ws, session, state, report)
@@ -144,7 +147,8 @@ class Ingestor:
                         self._embed(ws, pending, report)
                         pending, waiting = [], 0
                 self._embed(ws, pending, report)
-                atomic_write_json(ws.state_dir / "ingest.json", state)
+                if json.dumps(state, sort_keys=True) != saved[ws.id]:  # a no-op run writes nothing
+                    atomic_write_json(ws.state_dir / "ingest.json", state)
         return report
 
     def _identify(self, session: SessionSource) -> tuple[str, str | None]:
