@@ -57,7 +57,7 @@ def opens_turn(rec: dict[str, Any], in_subagent: bool = False) -> bool:
 
 def prompt_of(rec: dict[str, Any]) -> tuple[str, list[dict[str, Any]], str]:
     """User text, media references and origin of a turn-opening record."""
-    msg = rec.get("message") or {}
+    msg = field_dict(rec, "message")
     texts, media = [], []
     for b in _blocks(msg.get("content")):
         if b.get("type") == "text":
