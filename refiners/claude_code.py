@@ -57,7 +57,7 @@ def opens_turn(rec: dict[str, Any], in_subagent: bool = False) -> bool:
 
 def prompt_of(rec: dict[str, Any]) -> tuple[str, list[dict[str, Any]], str]:
     """User text, media references and origin of a turn-opening record."""
-    msg = rec.get("message") or {}
+    msg = field_dict(rec, "message")
     texts, media = [], []
     for b in _blocks(msg.get("content")):
         if b.get("type") == "text":
@@ -252,7 +252,7 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
     sessions: dict[str, SessionSource] = {}
     agents: list[tuple[Path, list[dict[str, Any]]]] = []
     for f in files if files is not None else _session_files(project):
-        head = head_records(f)
+        head = head_records(f, enough=_has_cwd)
         if f.name.startswith("agent-"):
             agents.append((f, head))
             continue
@@ -312,9 +312,14 @@ def discover(path: Path) -> Discovery | None:
     return None
 
 
+def _has_cwd(rec: dict[str, Any]) -> bool:
+    """A record that names the session's work dir (and id): the head of a log is read up to it."""
+    return isinstance(rec.get("cwd"), str) and bool(rec.get("sessionId"))
+
+
 def _looks_like_project(folder: Path) -> bool:
     files = _session_files(folder)
-    return any(_claude_shaped(head_records(f, limit=10)) for f in files[:5])
+    return any(_claude_shaped(head_records(f, limit=10, max_bytes=1 << 16, enough=_has_cwd)) for f in files[:5])
 
 
 register(Reader(SOURCE, parse_wire, discover, "Claude Code", order=30))

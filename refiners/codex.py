@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, field_dict, finish, parse_time
+from .lines import LineReader, field_dict, field_list, finish, parse_time
 from .model import ParseResult, Step, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register
 
@@ -35,7 +35,7 @@ def user_request(text: str) -> str:
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    parts = [str(p.get("text") or "") for p in content or [] if isinstance(p, dict)
+    parts = [str(p.get("text") or "") for p in (content if isinstance(content, list) else []) if isinstance(p, dict)
              and p.get("type") in ("output_text", "input_text", "text")]
     return "".join(parts)
 
@@ -102,7 +102,7 @@ class CodexTurnBuilder:
             self.cur.end = "superseded"
         text = user_request(str(payload.get("message") or ""))
         media = [{"type": "image", "url_prefix": str(i)[:40], "bytes_b64": len(str(i))}
-                 for i in payload.get("images") or []]
+                 for i in field_list(payload, "images")]
         turn = Turn(index=self.index, started_at=ts, user_text=text, user_media=media,
                     byte_start=start, legacy=True, origin="command" if text.startswith("/") else "user")
         self.index += 1
@@ -133,7 +133,7 @@ class CodexTurnBuilder:
             text = _content_text(p.get("content"))
             step.text += ("\n\n" if step.text and text else "") + text
         elif ptype == "reasoning":
-            summary = [str(s.get("text") or "") for s in p.get("summary") or [] if isinstance(s, dict)]
+            summary = [str(s.get("text") or "") for s in field_list(p, "summary") if isinstance(s, dict)]
             if any(summary):
                 self._step(cur).think += "\n".join(s for s in summary if s)
         elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):

@@ -150,8 +150,9 @@ def test_real_logs_report_every_invalid_line_with_file_and_line(tmp_path: Path) 
     cut = [(Path(s.path).name, s.line) for s in report.skipped if s.line]
     assert cut == [("e0ce82fa-774f-4827-8cef-17b1b18b9f2a.jsonl", n) for n in range(3, 10)]
     assert report.sessions == 4  # the empty and the summary-only logs hold no turn
-    ids = {ws.id for ws in archive.workspaces()}
-    assert workspace_id("C:\\Users\\Mischa") in ids and workspace_id("/Users/pete/git/moredip/session-share") in ids
+    names = {ws.id: ws.name for ws in archive.workspaces()}
+    assert names[workspace_id("C:\\Users\\Mischa")] == "Mischa"
+    assert names[workspace_id("/Users/pete/git/moredip/session-share")] == "session-share"
     assert report.suggestions == []  # the worktree's repo (M-Claude) is not archived here
 
 

@@ -307,3 +307,15 @@ def test_real_fixtures_hold_no_credentials() -> None:
         text = p.read_text(encoding="utf-8", errors="replace")
         assert redact(text)[1] == 0, p.name
         assert [m.group(0) for m in _EMAIL.finditer(text) if not m.group(0).startswith("@github.com")] == [], p.name
+
+
+def test_the_reader_registry_imports_no_reader() -> None:
+    import ast
+
+    from archive_mcp.refiners import READERS
+
+    tree = ast.parse((Path(__file__).parent.parent / "refiners" / "sources.py").read_text(encoding="utf-8"))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert imported.isdisjoint({"kimi_cli", "kimi_code", "claude_code", "codex", "gemini"})
+    assert sorted(READERS) == ["claude-code", "codex", "gemini", "kimi", "kimi-code"]
