@@ -44,6 +44,7 @@ from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empt
 from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
 from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
 from archive_mcp.search.index import WorkspaceIndex
+from archive_mcp.search.ranking import Tuning
 from archive_mcp.themes.store import Discovery as ThemeDiscovery
 from archive_mcp.themes.store import (
     Member,
@@ -243,12 +244,12 @@ class Archive:
                mode: str = "hybrid", session: str | None = None, agent: str | None = None,
                since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
                file: str | None = None, theme: str | None = None, kind: str | None = None,
-               cwd: str | None = None, fusion: str = "combsum") -> SearchResults:
+               cwd: str | None = None, fusion: str | None = None, tuning: Tuning | None = None) -> SearchResults:
         """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
 
         Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
-        answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` is
-        `combsum` (normalised score sum, the default) or `rrf` (reciprocal rank), for comparison.
+        answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` (`zsum`,
+        the default, `combsum` or `rrf`) and `tuning` (the ranking knobs) are for measuring.
         """
         targets = (self._selected(workspace) if workspace is not None
                    else [self.workspace(cwd=cwd)])
@@ -261,7 +262,7 @@ class Archive:
         for ws in targets:
             self.index(ws)
         filters = Filters(session, agent, since, until, tool, file, theme, kind)
-        return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion)
+        return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion, tuning)
 
     def load_turn_context(self, references: Sequence[TurnRef | dict[str, Any]],
                           workspace: str | Workspace | None = None, before: int = 0, after: int = 0,

@@ -1,0 +1,114 @@
+"""Real labelled sets for bench/retrieval.py: LoCoMo (locomo-dev layout) and the coding queries.
+
+The data is read at run time from paths given on the command line; nothing of it is copied
+into the repository. Measures follow the set's README: per question, R@k is the share of its
+evidence turns among the top k hits; MRR is 1 / rank of the first evidence turn.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from archive_mcp.search.lexical import Postings, bm25
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
+@dataclass
+class LabelledQuery:
+    qid: str
+    workspace: str
+    text: str
+    category: str
+    evidence: set[tuple[str, int]]
+
+
+def locomo_queries(root: Path) -> list[LabelledQuery]:
+    """Questions of categories 1-4 that have evidence turns."""
+    out = []
+    for line in (root / "qrels.jsonl").read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        if q["category"] not in CATEGORIES or not q["evidence_turns"]:
+            continue
+        ev = {(s, int(t)) for s, t in (e.split("#") for e in q["evidence_turns"])}
+        out.append(LabelledQuery(q["qid"], q["work_dir"], q["question"], CATEGORIES[q["category"]], ev))
+    return out
+
+
+Ranker = Callable[[LabelledQuery], list[tuple[str, int]]]
+
+
+def score(queries: list[LabelledQuery], ranker: Ranker) -> dict[str, dict[str, float]]:
+    """R@5, R@10 and MRR per category and over all queries."""
+    per: dict[str, list[tuple[float, float, float]]] = {}
+    for q in queries:
+        ranked = ranker(q)[:10]
+        r5 = len(q.evidence & set(ranked[:5])) / len(q.evidence)
+        r10 = len(q.evidence & set(ranked)) / len(q.evidence)
+        first = next((i for i, key in enumerate(ranked) if key in q.evidence), None)
+        mrr = 0.0 if first is None else 1 / (first + 1)
+        for key in ("all", q.category):
+            per.setdefault(key, []).append((r5, r10, mrr))
+    return {k: {"recall@5": float(np.mean([v[0] for v in vals])), "recall@10": float(np.mean([v[1] for v in vals])),
+                "mrr": float(np.mean([v[2] for v in vals])), "n": len(vals)} for k, vals in per.items()}
+
+
+def archive_ranker(archive: Any, **kwargs: Any) -> Ranker:
+    def rank(q: LabelledQuery) -> list[tuple[str, int]]:
+        return [(h.session_id, h.turn) for h in archive.search(q.text, workspace=q.workspace, limit=10, **kwargs)]
+    return rank
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def tuned_bm25(archive: Any, workspaces: list[str]) -> Ranker:
+    """The reference: BM25 over Snowball-stemmed words without English stopwords, the turn's
+    date prepended to its text (request + answer). Built from the refined turns, independent
+    of the engine."""
+    import snowballstemmer
+
+    from archive_mcp.search.lexical import ENGLISH_STOPWORDS
+
+    stem = snowballstemmer.stemmer("english").stemWords
+
+    def analyse(text: str) -> list[str]:
+        return stem([w for w in _WORD.findall(text.lower()) if w not in ENGLISH_STOPWORDS])
+
+    built: dict[str, tuple[Postings, list[tuple[str, int]]]] = {}
+    for ws in workspaces:
+        df = archive.turns(ws).select("session_id", "turn", "started_at", "user_text", "assistant_text").collect()
+        docs, keys = [], []
+        for r in df.iter_rows(named=True):
+            date = r["started_at"].strftime("%-d %B %Y") if r["started_at"] else ""
+            docs.append(analyse(f"{date}\n{r['user_text'] or ''}\n{r['assistant_text'] or ''}"))
+            keys.append((r["session_id"], int(r["turn"])))
+        built[ws] = (Postings.build(docs), keys)
+
+    def rank(q: LabelledQuery) -> list[tuple[str, int]]:
+        postings, keys = built[q.workspace]
+        s = bm25([postings], [(t, 1.0) for t in dict.fromkeys(analyse(q.text))], [np.ones(len(keys), bool)])[0]
+        top = np.argsort(-s, kind="stable")[:10]
+        return [keys[i] for i in top if s[i] > 0]
+    return rank
+
+
+def table(rows: dict[str, dict[str, dict[str, float]]], kinds: list[str]) -> str:
+    lines = ["| run | " + " | ".join(f"{k} R@5 / R@10 / MRR" for k in kinds) + " |",
+             "|---|" + "---|" * len(kinds)]
+    for name, res in rows.items():
+        cells = [f"{res[k]['recall@5']:.3f} / {res[k]['recall@10']:.3f} / {res[k]['mrr']:.3f}" if k in res else "-"
+                 for k in kinds]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+__all__ = ["CATEGORIES", "LabelledQuery", "archive_ranker", "locomo_queries", "pl", "score", "table", "tuned_bm25"]
