@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from archive_mcp.errors import ArchiveError
+from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import store
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
 from archive_mcp.search.highlight import highlight_terms, snippet
@@ -35,8 +35,12 @@ from archive_mcp.workspaces import Workspace
 MODES = ("hybrid", "lexical", "fuzzy", "semantic")
 
 
-class SearchError(ArchiveError, ValueError):
+class SearchError(InvalidArgument, ValueError):
     """A search argument the caller can fix; the message says how."""
+
+
+class UnknownFilter(SearchError, NotFound):
+    """A filter names a session, kind, tool or agent that no searched workspace holds."""
 
 
 @dataclass
@@ -62,10 +66,18 @@ class Hit:
 class SearchResults(list[Hit]):
     """The hits, best first, plus how the query was actually answered."""
 
-    def __init__(self, hits: list[Hit], realized_mode: str, fallback_reason: str | None) -> None:
+    def __init__(self, hits: list[Hit], realized_mode: str, fallback_reason: str | None, query: str = "") -> None:
         super().__init__(hits)
         self.realized_mode = realized_mode
         self.fallback_reason = fallback_reason
+        self.query = query
+
+    def headline(self, shown: int | None = None) -> str:
+        """"3 hits for 'query' (mode hybrid)": the query echo capped, hits cut for size counted."""
+        shown = len(self) if shown is None else shown
+        count = f"{len(self)} hits" if shown >= len(self) else f"{len(self)} hits ({shown} shown)"
+        head = f"{count} for {echo(self.query)} (mode {self.realized_mode}"
+        return head + (f"; fell back: {self.fallback_reason})" if self.fallback_reason else ")")
 
     def to_json(self) -> dict[str, Any]:
         return {"hits": [h.to_json() for h in self], "realized_mode": self.realized_mode,
@@ -82,6 +94,28 @@ class Filters:
     file: str | None = None
     theme: str | None = None
     kind: str | None = None
+
+    def validate(self, indexes: list[WorkspaceIndex]) -> None:
+        """Refuse filters that cannot match anything, saying what exists instead."""
+        if self.since and self.until and _utc(self.since) > _utc(self.until):
+            raise SearchError(f"since ({self.since.isoformat()}) is after until ({self.until.isoformat()}): "
+                              "no turn can match; swap them")
+        metas = [ix.meta.filter(pl.Series(ix.alive)) for ix in indexes if ix.meta.height]
+        where = ", ".join(ix.ws.name for ix in indexes)
+        if self.session:
+            sessions = _values(metas, pl.col("session_id"))
+            if not any(v.startswith(self.session) for v in sessions):
+                raise UnknownFilter(f"no session starting with {self.session!r} in {where}; "
+                                    f"sessions there: {_listing(sessions)} (list_sessions shows them all)")
+        for name, expr, wanted in (("kind", pl.col("kinds").explode(), self.kind),
+                                   ("tool", pl.col("tools").explode().str.to_lowercase(),
+                                    self.tool.lower() if self.tool else None),
+                                   ("agent", pl.col("agent"), self.agent)):
+            if wanted:
+                present = _values(metas, expr)
+                if wanted not in present:
+                    raise UnknownFilter(f"no turn in {where} has {name} {wanted!r}; "
+                                        f"{name}s there: {_listing(present)}")
 
     def mask(self, ws: Workspace, meta: pl.DataFrame) -> np.ndarray | None:
         conds: list[pl.Expr] = []
@@ -114,6 +148,33 @@ class Filters:
             in_theme = np.fromiter(((k[0], k[1], int(k[2])) in members for k in keys), bool, len(keys))
             out = in_theme if out is None else out & in_theme
         return out
+
+
+ECHO = 120
+
+
+def echo(query: str, cap: int = ECHO) -> str:
+    """The query quoted for a reply, cut to `cap` characters (a pasted log must not eat the budget)."""
+    flat = " ".join(query.split())
+    if len(flat) <= cap:
+        return repr(flat)
+    return repr(flat[:cap]) + f"… ({len(query):,} chars)"
+
+
+def _values(metas: list[pl.DataFrame], expr: pl.Expr) -> list[str]:
+    """Distinct values of `expr` over the frames, most frequent first."""
+    counts: dict[str, int] = {}
+    for m in metas:
+        for v in m.select(expr.alias("v")).to_series().drop_nulls().to_list():
+            counts[v] = counts.get(v, 0) + 1
+    return sorted(counts, key=lambda v: (-counts[v], v))
+
+
+def _listing(values: list[str], n: int = 12) -> str:
+    if not values:
+        return "none"
+    more = f" and {len(values) - n} more" if len(values) > n else ""
+    return ", ".join(values[:n]) + more
 
 
 def _utc(d: datetime) -> datetime:
@@ -288,6 +349,7 @@ def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceI
         raise SearchError("the query is empty: give keywords, an identifier or a question")
     if limit < 1:
         raise SearchError("limit must be at least 1")
+    filters.validate([indexes[ws.id].refresh() for ws in workspaces])
     all_hits: list[Hit] = []
     reasons: list[str] = []
     realized_modes: set[str] = set()
@@ -300,7 +362,7 @@ def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceI
         all_hits += build_hits(ws, searcher.index.meta, fused[:limit], extra["highlight"])
     all_hits.sort(key=lambda h: (-h.score, h.started_at or ""))
     realized_mode = realized_modes.pop() if len(realized_modes) == 1 else "mixed"
-    return SearchResults(all_hits[:limit], realized_mode, "; ".join(reasons) or None)
+    return SearchResults(all_hits[:limit], realized_mode, "; ".join(reasons) or None, query)
 
 
 __all__ = ["MODES", "Filters", "rrf", "combsum", "Hit", "SearchError", "SearchResults", "search_workspaces"]

@@ -27,15 +27,36 @@ def _matches(word: str, terms: set[str]) -> bool:
     return bool(terms.intersection(analyse(word)))
 
 
+def _cjk_spans(run: str, terms: list[str]) -> list[tuple[int, int]]:
+    """Runs of characters covered by the query's CJK terms (overlapping bigrams join up)."""
+    covered = [False] * len(run)
+    for t in terms:
+        start = run.find(t)
+        while start >= 0:
+            covered[start:start + len(t)] = [True] * len(t)
+            start = run.find(t, start + 1)
+    spans, i = [], 0
+    while i < len(run):
+        if covered[i]:
+            j = i
+            while j < len(run) and covered[j]:
+                j += 1
+            spans.append((i, j))
+            i = j
+        else:
+            i += 1
+    return spans
+
+
 def _spans(text: str, terms: set[str]) -> list[tuple[int, int]]:
-    cjk = sorted((t for t in terms if t and re.fullmatch(f"[{CJK}]+", t)), key=len, reverse=True)
-    cjk_re = re.compile("|".join(re.escape(t) for t in cjk)) if cjk else None
+    cjk = [t for t in terms if t and re.fullmatch(f"[{CJK}]+", t)]
+    if any(len(t) > 1 for t in cjk):  # single characters only when the query has nothing longer
+        cjk = [t for t in cjk if len(t) > 1]
     out = []
     for m in _WORD.finditer(text):
         word = m.group(0)
         if re.fullmatch(f"[{CJK}]+", word):
-            if cjk_re:
-                out += [(m.start() + c.start(), m.start() + c.end()) for c in cjk_re.finditer(word)]
+            out += [(m.start() + a, m.start() + b) for a, b in _cjk_spans(word, cjk)]
         elif _matches(word, terms):
             out.append((m.start(), m.end()))
     return out

@@ -87,10 +87,13 @@ def zscored(name: str, x: np.ndarray, ok: np.ndarray) -> np.ndarray:
     vals = x[valid]
     if vals.size < 2:
         return np.where(valid & (x > 0), 1.0, 0.0).astype(np.float32)
-    mu, sd = float(vals.mean()), float(vals.std())
-    if sd <= 1e-9:
-        return np.zeros(x.shape, np.float32)
-    return np.where(valid, np.maximum((x - mu) / sd, 0.0), 0.0).astype(np.float32)
+    mu, sd, hi = float(vals.mean()), float(vals.std()), float(vals.max())
+    lo = float(vals.min()) if name == "semantic" else 0.0
+    # a sliver of the min-max scaled score keeps every match ranked (and above zero) below the mean
+    tie = 1e-3 * (x - lo) / (hi - lo) if hi > lo else np.full(x.shape, 1e-3, np.float32)
+    z = np.maximum((x - mu) / sd, 0.0) if sd > 1e-9 else 0.0
+    keep = valid & (x > lo) if name == "semantic" else valid & (x > 0)
+    return np.where(keep, z + tie, 0.0).astype(np.float32)
 
 
 def fuse(scores: dict[str, np.ndarray], ok: np.ndarray, weights: dict[str, float], fusion: str,
