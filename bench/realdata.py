@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from archive_mcp.search.lexical import Postings, bm25
 
@@ -70,26 +69,27 @@ def archive_ranker(archive: Any, **kwargs: Any) -> Ranker:
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def tuned_bm25(archive: Any, workspaces: list[str]) -> Ranker:
+def tuned_bm25(archive: Any, workspaces: list[str], stem: bool = True, date: bool = True) -> Ranker:
     """The reference: BM25 over Snowball-stemmed words without English stopwords, the turn's
     date prepended to its text (request + answer). Built from the refined turns, independent
-    of the engine."""
+    of the engine. `stem=False, date=False` is plain BM25 over lowercase alphanumeric words."""
     import snowballstemmer
 
     from archive_mcp.search.lexical import ENGLISH_STOPWORDS
 
-    stem = snowballstemmer.stemmer("english").stemWords
+    stemmer = snowballstemmer.stemmer("english").stemWords
 
     def analyse(text: str) -> list[str]:
-        return stem([w for w in _WORD.findall(text.lower()) if w not in ENGLISH_STOPWORDS])
+        words = _WORD.findall(text.lower())
+        return stemmer([w for w in words if w not in ENGLISH_STOPWORDS]) if stem else words
 
     built: dict[str, tuple[Postings, list[tuple[str, int]]]] = {}
     for ws in workspaces:
         df = archive.turns(ws).select("session_id", "turn", "started_at", "user_text", "assistant_text").collect()
         docs, keys = [], []
         for r in df.iter_rows(named=True):
-            date = r["started_at"].strftime("%-d %B %Y") if r["started_at"] else ""
-            docs.append(analyse(f"{date}\n{r['user_text'] or ''}\n{r['assistant_text'] or ''}"))
+            day = r["started_at"].strftime("%-d %B %Y") if r["started_at"] and date else ""
+            docs.append(analyse(f"{day}\n{r['user_text'] or ''}\n{r['assistant_text'] or ''}"))
             keys.append((r["session_id"], int(r["turn"])))
         built[ws] = (Postings.build(docs), keys)
 
@@ -111,4 +111,4 @@ def table(rows: dict[str, dict[str, dict[str, float]]], kinds: list[str]) -> str
     return "\n".join(lines)
 
 
-__all__ = ["CATEGORIES", "LabelledQuery", "archive_ranker", "locomo_queries", "pl", "score", "table", "tuned_bm25"]
+__all__ = ["CATEGORIES", "LabelledQuery", "archive_ranker", "locomo_queries", "score", "table", "tuned_bm25"]

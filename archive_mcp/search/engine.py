@@ -12,7 +12,7 @@ import polars as pl
 
 from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import store
-from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
+from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, MiniLMEmbedder
 from archive_mcp.search.highlight import highlight_terms, snippet
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.lexical import analyse, bm25
@@ -25,6 +25,7 @@ from archive_mcp.search.ranking import (
     fuse,
     latin_share,
     rrf,
+    second_stage,
     semantic_query,
     top,
     with_context,
@@ -234,6 +235,8 @@ class Searcher:
         order = top(total, ok, depth)
         if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
             order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
+        if tuning.rerank and order and mode == "hybrid" and latin_share(query) > 0.5:
+            order = self._rerank(query, order, total)
         fused = [(d, float(total[d]), [n for n, v in scores.items() if _counts(n, v[d])]) for d in order]
         return fused, set(scores), reason, {"highlight": highlight_terms(query, fuzzy_terms)}
 
@@ -259,6 +262,18 @@ class Searcher:
         again = np.where(ok, with_context(again, self._neighbours(), self.tuning.neighbour, self.tuning.session), 0.0)
         total[cand] = again[cand]
         return sorted(head, key=lambda d: -float(again[d])) + order[len(head):]
+
+    def _rerank(self, query: str, order: list[int], total: np.ndarray) -> list[int]:
+        """Second stage: the full model re-scores the top candidates (opt-in, costs a model)."""
+        model = reranker(self.tuning.rerank or "")
+        head = order[:self.tuning.rerank_depth]
+        texts = candidate_texts(self.index.ws, self.index.meta, head)
+        q = model.embed([semantic_query(query, self._doc_share, self.tuning.common_share)])[0]
+        new = second_stage(total[head], q, texts, model.embed, self.tuning.rerank_weight)
+        top_first = float(total[head[0]])
+        for d, v in zip(head, new, strict=True):  # keep scores comparable across workspaces
+            total[d] = top_first * float(v) / 2
+        return sorted(head, key=lambda d: -float(total[d])) + order[len(head):]
 
     def _fuzzy_terms(self, q_terms: list[str], parts: list[Any]) -> list[tuple[str, float]]:
         """The query's terms (weight 1) plus vocabulary terms a few edits away (weight sim²)."""
@@ -287,6 +302,18 @@ class Searcher:
         sims, has = self.index.cosine(q)
         scores["semantic"] = np.where(has, sims, -1.0)
         return None, q
+
+
+_RERANKERS: dict[str, Embedder] = {}
+
+
+def reranker(name: str) -> Embedder:
+    """The second-stage model, loaded once per process (the packaged MiniLM: offline)."""
+    if name != "minilm":
+        raise SearchError(f"rerank must be 'minilm' or None, not {name!r}")
+    if name not in _RERANKERS:
+        _RERANKERS[name] = MiniLMEmbedder()
+    return _RERANKERS[name]
 
 
 def _counts(name: str, value: float) -> bool:

@@ -38,6 +38,9 @@ class Tuning:
     neighbour: float = 0.0  # share of the best neighbouring turn's score added
     session: float = 0.0  # share of the session's best score added
     sentence_depth: int = 0  # top candidates re-scored by their best sentence (0 = off)
+    rerank: str | None = None  # "minilm": a second stage re-scores the top candidates with the full model
+    rerank_depth: int = 30
+    rerank_weight: float = 1.0
 
 
 def top(scores: np.ndarray, ok: np.ndarray, depth: int = DEPTH) -> list[int]:
@@ -186,6 +189,19 @@ def split_sentences(text: str, cap: int = 24) -> list[str]:
                 if len(out) >= cap:
                     return out
     return out
+
+
+def second_stage(first: np.ndarray, q: np.ndarray, texts: list[str], embed: Any, weight: float) -> np.ndarray:
+    """Candidates' new scores: their first-stage score (scaled to [0, 1]) plus `weight` times
+    the model's mean of whole-text and best-sentence cosine (scaled to [0, 1] over them)."""
+    whole = embed([t[:2000] for t in texts]) @ q.astype(np.float32)
+    best = best_sentence(q, texts, embed)
+    sem = np.where(best > -1.0, (whole + best) / 2, whole)
+
+    def scaled(x: np.ndarray) -> np.ndarray:
+        lo, hi = float(x.min()), float(x.max())
+        return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+    return scaled(first.astype(np.float32)) + weight * scaled(sem.astype(np.float32))
 
 
 def best_sentence(q: np.ndarray, texts: list[str], embed: Any) -> np.ndarray:
