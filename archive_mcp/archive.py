@@ -143,14 +143,18 @@ class Archive:
     # --- ingest and refine -----------------------------------------------------------------
     def ingest(self, *paths: str | os.PathLike[str], embed: bool = True,
                progress: Progress | None = None, workers: int | None = None) -> IngestReport:
-        """Archive and refine sessions under `paths` (default: both Kimi roots that exist).
+        """Archive and refine sessions under `paths` (default: every agent's home that exists:
+        Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI; `report.roots` says which).
 
         Large batches are parsed and refined in `workers` processes (default: up to 4 cores).
         """
-        roots = [Path(p).expanduser() for p in paths] or [p for p in default_source_roots() if p.exists()]
+        looked = [] if paths else default_source_roots()
+        roots = [Path(p).expanduser() for p in paths] or [p for p in looked if p.exists()]
         ingestor = Ingestor(self.registry, self.embedder if embed else None, self.summarizer,
                             progress, workers)
-        return ingestor.ingest(roots)
+        report = ingestor.ingest(roots)
+        report.roots = [{"path": str(p), "found": p.exists()} for p in looked]
+        return report
 
     def refine(self, workspace: WorkspaceArg = None, session: str | None = None,
                since: datetime | None = None, force: bool = False, embed: bool = True,

@@ -39,12 +39,18 @@ def main(ctx: click.Context, home: str | None, embedder: str) -> None:
 @json_option
 @click.pass_context
 def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, as_json: bool) -> None:
-    """Archive and refine sessions from PATHs (default: ~/.kimi and ~/.kimi-code)."""
+    """Archive and refine sessions from PATHs (default: every agent's home that exists:
+    ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini)."""
     with progress_bar() as bar:
         report = _archive(ctx).ingest(*paths, embed=not no_embed, progress=bar)
     if as_json:
         echo_json(report)
         return
+    if report.roots:
+        found = [r["path"] for r in report.roots if r["found"]]
+        missing = [r["path"] for r in report.roots if not r["found"]]
+        _warn(f"looked in {len(report.roots)} default roots; found: {', '.join(found) or 'none'}"
+              + (f"; not present: {', '.join(missing)}" if missing else ""))
     click.echo(f"{report.files} files ({report.files_changed} changed, {report.bytes_archived:,} bytes "
                f"archived), {report.sessions} sessions, {report.turns_added} turns added, "
                f"{report.turns_updated} updated, {report.embedded} embedded")
