@@ -42,22 +42,41 @@ def locomo_queries(root: Path) -> list[LabelledQuery]:
     return out
 
 
+def coding_queries(archive: Any, labels: Path) -> tuple[list[LabelledQuery], int]:
+    """The labelled developer questions over an archive holding the agents-dev corpus; each is
+    searched in its `cwd`'s workspace. Returns the queries and how many references did not resolve."""
+    from agents_dev import resolve_refs
+
+    records = [json.loads(line) for line in labels.read_text(encoding="utf-8").splitlines() if line.strip()]
+    refs = [r for rec in records for r in rec["relevant"]]
+    files = {r: rec.get("files") or [] for rec in records for r in rec["relevant"]}
+    resolved = resolve_refs(archive, refs, files)
+    out = []
+    for rec in records:
+        ev = {(resolved[r][1], resolved[r][3]) for r in rec["relevant"] if r in resolved}
+        if ev:
+            out.append(LabelledQuery(rec["qid"], rec["cwd"], rec["query"], rec["category"], ev))
+    return out, len(set(refs) - set(resolved))
+
+
 Ranker = Callable[[LabelledQuery], list[tuple[str, int]]]
 
 
 def score(queries: list[LabelledQuery], ranker: Ranker) -> dict[str, dict[str, float]]:
     """R@5, R@10 and MRR per category and over all queries."""
-    per: dict[str, list[tuple[float, float, float]]] = {}
+    per: dict[str, list[tuple[float, float, float, float]]] = {}
     for q in queries:
         ranked = ranker(q)[:10]
         r5 = len(q.evidence & set(ranked[:5])) / len(q.evidence)
         r10 = len(q.evidence & set(ranked)) / len(q.evidence)
         first = next((i for i, key in enumerate(ranked) if key in q.evidence), None)
         mrr = 0.0 if first is None else 1 / (first + 1)
+        hit5 = float(first is not None and first < 5)
         for key in ("all", q.category):
-            per.setdefault(key, []).append((r5, r10, mrr))
+            per.setdefault(key, []).append((r5, r10, mrr, hit5))
     return {k: {"recall@5": float(np.mean([v[0] for v in vals])), "recall@10": float(np.mean([v[1] for v in vals])),
-                "mrr": float(np.mean([v[2] for v in vals])), "n": len(vals)} for k, vals in per.items()}
+                "mrr": float(np.mean([v[2] for v in vals])), "hit@5": float(np.mean([v[3] for v in vals])),
+                "n": len(vals)} for k, vals in per.items()}
 
 
 def archive_ranker(archive: Any, **kwargs: Any) -> Ranker:
@@ -85,7 +104,7 @@ def tuned_bm25(archive: Any, workspaces: list[str], stem: bool = True, date: boo
 
     built: dict[str, tuple[Postings, list[tuple[str, int]]]] = {}
     for ws in workspaces:
-        df = archive.turns(ws).select("session_id", "turn", "started_at", "user_text", "assistant_text").collect()
+        df = archive.turns(archive.workspace(ws).id).select("session_id", "turn", "started_at", "user_text", "assistant_text").collect()
         docs, keys = [], []
         for r in df.iter_rows(named=True):
             day = r["started_at"].strftime("%-d %B %Y") if r["started_at"] and date else ""
@@ -101,14 +120,19 @@ def tuned_bm25(archive: Any, workspaces: list[str], stem: bool = True, date: boo
     return rank
 
 
-def table(rows: dict[str, dict[str, dict[str, float]]], kinds: list[str]) -> str:
-    lines = ["| run | " + " | ".join(f"{k} R@5 / R@10 / MRR" for k in kinds) + " |",
+def table(rows: dict[str, dict[str, dict[str, float]]], kinds: list[str], hit: bool = False) -> str:
+    what = "R@5 / R@10 / MRR" + (" / hit@5" if hit else "")
+    lines = ["| run | " + " | ".join(f"{k} {what}" for k in kinds) + " |",
              "|---|" + "---|" * len(kinds)]
+
+    def cell(r: dict[str, float]) -> str:
+        out = f"{r['recall@5']:.3f} / {r['recall@10']:.3f} / {r['mrr']:.3f}"
+        return out + (f" / {r['hit@5']:.3f}" if hit else "")
+
     for name, res in rows.items():
-        cells = [f"{res[k]['recall@5']:.3f} / {res[k]['recall@10']:.3f} / {res[k]['mrr']:.3f}" if k in res else "-"
-                 for k in kinds]
+        cells = [cell(res[k]) if k in res else "-" for k in kinds]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-__all__ = ["CATEGORIES", "LabelledQuery", "archive_ranker", "locomo_queries", "score", "table", "tuned_bm25"]
+__all__ = ["CATEGORIES", "LabelledQuery", "archive_ranker", "coding_queries", "locomo_queries", "score", "table", "tuned_bm25"]

@@ -1,9 +1,10 @@
 """Retrieval quality: the generated labelled set, and real conversations (LoCoMo dev half).
 
-    python bench/retrieval.py [--embedder static|minilm] [--locomo DIR] [--rerank] [--no-generated]
-                              [--out bench/out/retrieval]
+    python bench/retrieval.py [--embedder static|minilm] [--locomo DIR] [--agents-dev DIR] [--rerank]
+                              [--no-generated] [--out bench/out/retrieval]
 
-`--locomo` is the locomo-dev folder (its `kimi_share/` and `qrels.jsonl`, read at run time).
+`--locomo` is the locomo-dev folder (its `kimi_share/` and `qrels.jsonl`, read at run time);
+`--agents-dev` the agents-dev corpus, searched with `bench/labels/coding_queries.jsonl`.
 Prints recall@5, recall@10 and MRR per mode and per category (markdown tables), the tuned-BM25
 reference computed in the same run, an ablation of the ranking choices, and JSON.
 """
@@ -21,7 +22,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from realdata import CATEGORIES, archive_ranker, locomo_queries, score, table, tuned_bm25  # noqa: E402
+from realdata import (  # noqa: E402
+    CATEGORIES,
+    archive_ranker,
+    coding_queries,
+    locomo_queries,
+    score,
+    table,
+    tuned_bm25,
+)
 
 from archive_mcp import Archive  # noqa: E402
 from archive_mcp.search.ranking import Tuning  # noqa: E402
@@ -88,10 +97,41 @@ def locomo(root: Path, out: Path, embedder: str, rerank: bool) -> dict[str, Any]
     return {"results": rows, "ms_per_query": timings}
 
 
+CODING_CATEGORIES = ["error", "why", "how", "where", "paraphrase", "identifier", "typo"]
+
+
+def coding(root: Path, out: Path, embedder: str, rerank: bool) -> dict[str, Any]:
+    from agents_dev import ingest_agents_dev
+
+    labels = Path(__file__).parent / "labels"
+    archive = Archive(out / "home", embedder=embedder)
+    themes = json.loads((labels / "coding_themes.json").read_text(encoding="utf-8"))
+    links = {name: ws["cwds"] for name, ws in themes.get("workspaces", {}).items()}
+    t = time.perf_counter()
+    report = ingest_agents_dev(archive, root, links)
+    queries, unresolved = coding_queries(archive, labels / "coding_queries.jsonl")
+    print(f"\ncoding set: {report.turns_added} turns, {len(queries)} queries with resolved evidence "
+          f"({unresolved} label refs unresolved), ingest {time.perf_counter() - t:.1f} s (embedder {embedder})")
+    workspaces = sorted({q.workspace for q in queries})
+    rows: dict[str, dict[str, Any]] = {
+        "BM25 + stemming + stopwords + date (tuned reference)": score(queries, tuned_bm25(archive, workspaces)),
+    }
+    timings: dict[str, float] = {}
+    for name, kwargs in ablations(Tuning(), rerank).items():
+        t = time.perf_counter()
+        rows[name] = score(queries, archive_ranker(archive, **kwargs))
+        timings[name] = 1000 * (time.perf_counter() - t) / len(queries)
+        print(f"  {name}: R@10 {rows[name]['all']['recall@10']:.3f} hit@5 {rows[name]['all']['hit@5']:.3f}", flush=True)
+    print()
+    print(table(rows, ["all", *CODING_CATEGORIES], hit=True))
+    return {"results": rows, "ms_per_query": timings, "unresolved_refs": unresolved}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--embedder", default="static")
     ap.add_argument("--locomo", type=Path, help="the locomo-dev folder (kimi_share/ and qrels.jsonl)")
+    ap.add_argument("--agents-dev", type=Path, help="the agents-dev corpus folder (for the coding query set)")
     ap.add_argument("--rerank", action="store_true", help="also measure the opt-in MiniLM second stage")
     ap.add_argument("--no-generated", action="store_true", help="skip the generated set")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "retrieval")
@@ -102,6 +142,8 @@ def main() -> None:
         report["generated"] = generated(args.out / "generated", args.embedder)
     if args.locomo:
         report["locomo"] = locomo(args.locomo, args.out / "locomo", args.embedder, args.rerank)
+    if args.agents_dev:
+        report["coding"] = coding(args.agents_dev, args.out / "coding", args.embedder, args.rerank)
     print(json.dumps(report))
 
 
