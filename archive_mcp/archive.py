@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -248,12 +248,15 @@ class Archive:
                mode: str = "hybrid", session: str | None = None, agent: str | None = None,
                since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
                file: str | None = None, theme: str | None = None, kind: str | None = None,
-               cwd: str | None = None, fusion: str | None = None, tuning: Tuning | None = None) -> SearchResults:
+               cwd: str | None = None, fusion: str | None = None, tuning: Tuning | None = None,
+               rerank: str | None = None) -> SearchResults:
         """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
 
         Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
         answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` (`zsum`,
         the default, `combsum` or `rrf`) and `tuning` (the ranking knobs) are for measuring.
+        `rerank="minilm"` (opt-in) re-scores the top 30 with the full MiniLM: better on
+        conversational questions, but it loads torch once and costs a few hundred ms a query.
         """
         targets = (self._selected(workspace) if workspace is not None
                    else [self.workspace(cwd=cwd)])
@@ -266,6 +269,8 @@ class Archive:
         for ws in targets:
             self.index(ws)
         filters = Filters(session, agent, since, until, tool, file, theme, kind)
+        if rerank is not None:
+            tuning = replace(tuning or Tuning(), rerank=rerank)
         return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion, tuning)
 
     def load_turn_context(self, references: Sequence[TurnRef | dict[str, Any]],

@@ -54,8 +54,9 @@ def coding_queries(archive: Any, labels: Path) -> tuple[list[LabelledQuery], int
     out = []
     for rec in records:
         ev = {(resolved[r][1], resolved[r][3]) for r in rec["relevant"] if r in resolved}
-        if ev:
-            out.append(LabelledQuery(rec["qid"], rec["cwd"], rec["query"], rec["category"], ev))
+        if ev:  # the workspace holding the evidence: the cwd's (Gemini logs carry no cwd)
+            ws = next(resolved[r][0] for r in rec["relevant"] if r in resolved)
+            out.append(LabelledQuery(rec["qid"], ws, rec["query"], rec["category"], ev))
     return out, len(set(refs) - set(resolved))
 
 

@@ -105,10 +105,8 @@ def coding(root: Path, out: Path, embedder: str, rerank: bool) -> dict[str, Any]
 
     labels = Path(__file__).parent / "labels"
     archive = Archive(out / "home", embedder=embedder)
-    themes = json.loads((labels / "coding_themes.json").read_text(encoding="utf-8"))
-    links = {name: ws["cwds"] for name, ws in themes.get("workspaces", {}).items()}
     t = time.perf_counter()
-    report = ingest_agents_dev(archive, root, links)
+    report = ingest_agents_dev(archive, root)  # no links: each query is searched in its own cwd
     queries, unresolved = coding_queries(archive, labels / "coding_queries.jsonl")
     print(f"\ncoding set: {report.turns_added} turns, {len(queries)} queries with resolved evidence "
           f"({unresolved} label refs unresolved), ingest {time.perf_counter() - t:.1f} s (embedder {embedder})")

@@ -236,3 +236,40 @@ def test_too_short_workspace_prefix_says_so(archive: Archive) -> None:
     with pytest.raises(WorkspaceError, match="'131' is too short for a workspace id prefix"):
         archive.search("login", workspace=WEBAPP[:3])
     assert archive.search("handleLogin", workspace=WEBAPP[:4])
+
+
+def test_context_share_lifts_the_neighbours_and_the_session_of_a_strong_turn() -> None:
+    import numpy as np
+    import polars as pl
+
+    from archive_mcp.search.ranking import Neighbours, with_context
+
+    meta = pl.DataFrame({"session_id": ["a", "a", "a", "b", "b"], "agent": ["main"] * 5, "turn": [2, 0, 1, 0, 1]})
+    nb = Neighbours.of(meta)
+    assert nb.prev.tolist() == [2, -1, 1, -1, 3] and nb.next.tolist() == [-1, 2, 0, 4, -1]
+    total = np.array([0.0, 0.0, 1.0, 0.5, 0.0], np.float32)
+    out = with_context(total, nb, neighbour=0.3, session=0.2)
+    # a's turn 1 (row 2) is strong: its neighbours (rows 0 and 1) gain 0.3 + 0.2, session b gains its own 0.5's shares
+    assert np.allclose(out, [0.5, 0.5, 1.2, 0.6, 0.25])
+
+
+def test_zscores_keep_every_match_and_a_weak_signal_cannot_outvote_a_confident_one() -> None:
+    import numpy as np
+
+    from archive_mcp.search.ranking import fuse
+
+    ok = np.ones(6, bool)
+    lexical = np.array([9.0, 0.0, 0.0, 0.0, 0.0, 0.5], np.float32)  # one confident match
+    semantic = np.array([0.30, 0.34, 0.33, 0.32, 0.31, 0.30], np.float32)  # a flat, noisy cosine
+    total = fuse({"lexical": lexical, "semantic": semantic}, ok, {}, "zsum")
+    assert int(np.argmax(total)) == 0
+    assert total[5] > 0  # a weak lexical match stays a candidate
+
+
+def test_words_common_to_the_workspace_leave_the_semantic_query() -> None:
+    from archive_mcp.search.ranking import semantic_query
+
+    share = {"caroline": 0.6, "melanie": 0.4}.get
+    assert semantic_query("When did Caroline go to the LGBTQ support group?", lambda w: share(w.lower(), 0.0), 0.1) \
+        == "When did go to the LGBTQ support group?"
+    assert semantic_query("Caroline", lambda w: share(w.lower(), 0.0), 0.1) == "Caroline"  # never empty

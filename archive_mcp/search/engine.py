@@ -225,7 +225,9 @@ class Searcher:
             if reason and mode == "semantic":  # fall back to what still works
                 scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms], alive_parts))
         # The packaged model is English-only: its cosine says little about a Chinese query.
-        weights = {"semantic": latin_share(query) * (tuning.semantic_weight if mode == "hybrid" else 1.0)}
+        hybrid = mode == "hybrid"
+        weights = {"semantic": latin_share(query) * (tuning.semantic_weight if hybrid else 1.0),
+                   "fuzzy": tuning.fuzzy_weight if hybrid else 1.0}
         fusion = fusion or tuning.fusion
         if fusion not in FUSIONS:
             raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
@@ -278,6 +280,8 @@ class Searcher:
     def _fuzzy_terms(self, q_terms: list[str], parts: list[Any]) -> list[tuple[str, float]]:
         """The query's terms (weight 1) plus vocabulary terms a few edits away (weight sim²)."""
         out: dict[str, float] = {t: 1.0 for t in q_terms}
+        if not self.tuning.fuzzy_known:  # a term the workspace has is no typo
+            q_terms = [t for t in q_terms if not any(p.df(t) for p in parts)]
         for tok in q_terms[:8]:
             for part in parts:
                 for term, score in part.similar_terms(tok):
@@ -376,6 +380,8 @@ def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceI
         raise SearchError("the query is empty: give keywords, an identifier or a question")
     if limit < 1:
         raise SearchError("limit must be at least 1")
+    if tuning is not None and tuning.rerank not in (None, "minilm"):
+        raise SearchError(f"rerank must be 'minilm' or None, not {tuning.rerank!r}")
     filters.validate([indexes[ws.id].refresh() for ws in workspaces])
     all_hits: list[Hit] = []
     reasons: list[str] = []

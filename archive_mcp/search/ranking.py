@@ -34,9 +34,11 @@ class Tuning:
 
     fusion: str = "zsum"
     semantic_weight: float = 1.0
+    fuzzy_weight: float = 1.0
+    fuzzy_known: bool = True  # also expand query terms the workspace already has (False: only unknown ones)
     common_share: float = 0.1  # query words in more than this share of turns leave the semantic query
-    neighbour: float = 0.0  # share of the best neighbouring turn's score added
-    session: float = 0.0  # share of the session's best score added
+    neighbour: float = 0.3  # share of the best neighbouring turn's score added
+    session: float = 0.2  # share of the session's best score added
     sentence_depth: int = 0  # top candidates re-scored by their best sentence (0 = off)
     rerank: str | None = None  # "minilm": a second stage re-scores the top candidates with the full model
     rerank_depth: int = 30
