@@ -226,14 +226,14 @@ class Searcher:
                 scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms], alive_parts))
         # The packaged model is English-only: its cosine says little about a Chinese query.
         hybrid = mode == "hybrid"
-        weights = {"semantic": latin_share(query) * (tuning.semantic_weight if hybrid else 1.0),
-                   "fuzzy": tuning.fuzzy_weight if hybrid else 1.0}
+        weights = ({"semantic": latin_share(query) * tuning.semantic_weight, "fuzzy": tuning.fuzzy_weight}
+                   if hybrid else {})
         fusion = fusion or tuning.fusion
         if fusion not in FUSIONS:
             raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
         total = fuse(scores, ok, weights, fusion, depth)
         if mode == "hybrid":
-            total = np.where(ok, with_context(total, self._neighbours(), tuning.neighbour, tuning.session), 0.0)
+            total = np.where(ok, with_context(total, self._neighbours(), tuning.neighbour, tuning.session, tuning.context), 0.0)
         order = top(total, ok, depth)
         if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
             order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
@@ -261,7 +261,8 @@ class Searcher:
         cand = np.asarray(head)
         sem[cand] = np.where(best > -1.0, (sem[cand] + best) / 2, sem[cand])
         again = fuse({**scores, "semantic": sem}, ok, weights, fusion, depth)
-        again = np.where(ok, with_context(again, self._neighbours(), self.tuning.neighbour, self.tuning.session), 0.0)
+        again = np.where(ok, with_context(again, self._neighbours(), self.tuning.neighbour, self.tuning.session,
+                                         self.tuning.context), 0.0)
         total[cand] = again[cand]
         return sorted(head, key=lambda d: -float(again[d])) + order[len(head):]
 
@@ -291,7 +292,8 @@ class Searcher:
     def _doc_share(self, word: str) -> float:
         idx = self.index
         n = max(1, int(idx.alive.sum()))
-        return max((sum(s.postings.df(t) for s in idx.segments) / n for t in analyse(word)), default=0.0)
+        terms = analyse(word, drop_stopwords=True)  # the word itself first (an identifier whole), then its parts
+        return sum(s.postings.df(terms[0]) for s in idx.segments) / n if terms else 0.0
 
     def _semantic(self, query: str, scores: dict[str, np.ndarray]) -> tuple[str | None, np.ndarray | None]:
         if self.embedder is None:

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from archive_mcp.refiners.text import CJK
-from archive_mcp.search.lexical import analyse
+from archive_mcp.search.lexical import ENGLISH_STOPWORDS, analyse
 
 SNIPPET = 220
 _SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
@@ -20,11 +20,11 @@ _WORD = re.compile(rf"[{CJK}]+|[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]|[A-Za-z
 
 def highlight_terms(query: str, fuzzy_terms: list[tuple[str, float]]) -> set[str]:
     """The analysed query terms plus the vocabulary terms fuzzy matching added."""
-    return set(analyse(query)) | {t for t, _ in fuzzy_terms}
+    return set(analyse(query, drop_stopwords=True)) | {t for t, _ in fuzzy_terms if t not in ENGLISH_STOPWORDS}
 
 
 def _matches(word: str, terms: set[str]) -> bool:
-    return bool(terms.intersection(analyse(word)))
+    return bool(terms.intersection(analyse(word, drop_stopwords=True)))
 
 
 def _cjk_spans(run: str, terms: list[str]) -> list[tuple[int, int]]:

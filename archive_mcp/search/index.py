@@ -24,7 +24,7 @@ from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
-INDEX_VERSION = 2  # 2: stemmed terms without stopwords, dates as text
+INDEX_VERSION = 3  # 3: stemmed terms, dates as text
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tools", "raw_ref"]

@@ -59,15 +59,17 @@ def stem(word: str) -> str:
     return out
 
 
-def analyse(text: str) -> list[str]:
-    """Index and query terms: code-aware tokens, English stopwords dropped, plain words stemmed.
+def analyse(text: str, drop_stopwords: bool = False) -> list[str]:
+    """Index and query terms: code-aware tokens with plain English words stemmed (Snowball).
 
     Identifiers (`parse_config`, `a.b`, paths) stay whole beside their stemmed parts, CJK
-    characters and bigrams pass through.
+    characters and bigrams pass through. Stopwords stay in the index (BM25's idf weighs them
+    down; dropping them cost the generated paraphrase queries more than it gained on LoCoMo,
+    see bench/RESULTS.md); highlighting drops them.
     """
     out = []
     for t in tokens(text):
-        if t in ENGLISH_STOPWORDS:
+        if drop_stopwords and t in ENGLISH_STOPWORDS:
             continue
         out.append(stem(t) if t.isalpha() and t.isascii() else t)
     return out

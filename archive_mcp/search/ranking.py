@@ -37,9 +37,10 @@ class Tuning:
     fuzzy_weight: float = 1.0
     fuzzy_known: bool = True  # also expand query terms the workspace already has (False: only unknown ones)
     common_share: float = 0.1  # query words in more than this share of turns leave the semantic query
-    neighbour: float = 0.3  # share of the best neighbouring turn's score added
-    session: float = 0.2  # share of the session's best score added
+    neighbour: float = 0.2  # share of the best neighbouring turn's score added
+    session: float = 0.1  # share of the session's best score added
     sentence_depth: int = 0  # top candidates re-scored by their best sentence (0 = off)
+    context: str = "sum"  # "sum": own + shares; "max": the larger of own and the shares
     rerank: str | None = None  # "minilm": a second stage re-scores the top candidates with the full model
     rerank_depth: int = 30
     rerank_weight: float = 1.0
@@ -165,20 +166,22 @@ class Neighbours:
         return cls(prev, nxt, group, int(group.max()) + 1)
 
 
-def with_context(total: np.ndarray, nb: Neighbours, neighbour: float, session: float) -> np.ndarray:
-    """Each doc's score plus shares of its best neighbour's and its session's best score."""
+def with_context(total: np.ndarray, nb: Neighbours, neighbour: float, session: float,
+                 how: str = "sum") -> np.ndarray:
+    """Each doc's score plus shares of its best neighbour's and its session's best score
+    (`how="max"`: the larger of its own score and those shares)."""
     if total.size == 0 or (neighbour <= 0 and session <= 0):
         return total
-    out = total.copy()
+    shares = np.zeros_like(total)
     if neighbour > 0:
         prev = np.where(nb.prev >= 0, total[np.maximum(nb.prev, 0)], 0.0)
         nxt = np.where(nb.next >= 0, total[np.maximum(nb.next, 0)], 0.0)
-        out += neighbour * np.maximum(prev, nxt)
+        shares += neighbour * np.maximum(prev, nxt)
     if session > 0:
         best = np.zeros(nb.n_groups, np.float32)
         np.maximum.at(best, nb.group, total)
-        out += session * best[nb.group]
-    return out
+        shares += session * best[nb.group]
+    return np.maximum(total, shares) if how == "max" else total + shares
 
 
 def split_sentences(text: str, cap: int = 24) -> list[str]:
