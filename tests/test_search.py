@@ -185,7 +185,7 @@ def test_subagent_turn_loads_from_its_own_log(archive: Archive) -> None:
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"session": "no-such-session"}, f"no session starting with 'no-such-session' in webapp; sessions there: "),
+    ({"session": "no-such-session"}, "no session starting with 'no-such-session' in webapp; sessions there: "),
     ({"kind": "banana"}, "no turn in webapp has kind 'banana'; kinds there: "),
     ({"tool": "Teleport"}, "no turn in webapp has tool 'teleport'; tools there: "),
     ({"agent": "ghost"}, "no turn in webapp has agent 'ghost'; agents there: main"),
