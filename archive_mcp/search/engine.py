@@ -292,7 +292,7 @@ class Searcher:
     def _doc_share(self, word: str) -> float:
         idx = self.index
         n = max(1, int(idx.alive.sum()))
-        terms = analyse(word, drop_stopwords=True)  # the word itself first (an identifier whole), then its parts
+        terms = analyse(word)  # the word itself first (an identifier whole), then its parts
         return sum(s.postings.df(terms[0]) for s in idx.segments) / n if terms else 0.0
 
     def _semantic(self, query: str, scores: dict[str, np.ndarray]) -> tuple[str | None, np.ndarray | None]:
