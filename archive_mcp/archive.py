@@ -36,7 +36,7 @@ from archive_mcp.memory.essence import (
 )
 from archive_mcp.memory.store import FOLDERS as MEMORY_FOLDERS
 from archive_mcp.memory.store import MemoryEntry, MemoryError, MemoryStore, slugify
-from archive_mcp.refiners import PARSERS
+from archive_mcp.refiners import PARSERS, SOURCES
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import REFINER, Summarizer
@@ -249,7 +249,7 @@ class Archive:
                since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
                file: str | None = None, theme: str | None = None, kind: str | None = None,
                cwd: str | None = None, fusion: str | None = None, tuning: Tuning | None = None,
-               rerank: str | None = None) -> SearchResults:
+               rerank: str | None = None, source: str | None = None) -> SearchResults:
         """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
 
         Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
@@ -257,7 +257,10 @@ class Archive:
         the default, `combsum` or `rrf`) and `tuning` (the ranking knobs) are for measuring.
         `rerank="minilm"` (opt-in) re-scores the top 30 with the full MiniLM: better on
         conversational questions, but it loads torch once and costs a few hundred ms a query.
+        `source` keeps one agent's sessions: kimi, kimi-code, claude-code, codex or gemini.
         """
+        if source is not None and source not in SOURCES:
+            raise SearchError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
         targets = (self._selected(workspace) if workspace is not None
                    else [self.workspace(cwd=cwd)])
         embedder = None
@@ -268,7 +271,7 @@ class Archive:
                 embedder = None
         for ws in targets:
             self.index(ws)
-        filters = Filters(session, agent, since, until, tool, file, theme, kind)
+        filters = Filters(session, agent, since, until, tool, file, theme, kind, source)
         if rerank is not None:
             tuning = replace(tuning or Tuning(), rerank=rerank)
         return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion, tuning)

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, finish, parse_time
+from .lines import LineReader, field_dict, finish, parse_time
 from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
 
@@ -36,7 +36,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 
 
 def _image_ref(block: dict[str, Any]) -> dict[str, Any]:
-    src = block.get("source") if isinstance(block.get("source"), dict) else {}
+    src = field_dict(block, "source")
     data = str(src.get("data") or src.get("url") or "")
     return {"type": "image", "url_prefix": str(src.get("media_type") or src.get("type") or "")[:40],
             "bytes_b64": len(data)}
@@ -57,7 +57,7 @@ def opens_turn(rec: dict[str, Any], in_subagent: bool = False) -> bool:
 
 def prompt_of(rec: dict[str, Any]) -> tuple[str, list[dict[str, Any]], str]:
     """User text, media references and origin of a turn-opening record."""
-    msg = rec.get("message") or {}
+    msg = field_dict(rec, "message")
     texts, media = [], []
     for b in _blocks(msg.get("content")):
         if b.get("type") == "text":
@@ -146,15 +146,16 @@ class ClaudeTurnBuilder:
         self.cur, self.step, self.step_id, self.calls = turn, None, None, {}
 
     def _assistant(self, cur: Turn, rec: dict[str, Any], ts: float | None) -> None:
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        msg = field_dict(rec, "message")
         mid = str(msg.get("id") or rec.get("uuid") or "")
         if self.step is None or mid != self.step_id:
             self.step = Step(n=len(cur.steps) + 1)
             self.step_id = mid
             cur.steps.append(self.step)
         step = self.step
-        if rec.get("isApiErrorMessage"):
+        if rec.get("isApiErrorMessage"):  # "API Error: …", "Request timed out": no real answer
             cur.api_errors += 1
+            step.interrupted = True
         for b in _blocks(msg.get("content")):
             btype = b.get("type")
             if btype == "text":
@@ -182,7 +183,7 @@ class ClaudeTurnBuilder:
                 cur.usage[ours] += value if isinstance(value, int) else 0
 
     def _tool_results(self, rec: dict[str, Any], ts: float | None) -> None:
-        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        msg = field_dict(rec, "message")
         for b in _blocks(msg.get("content")):
             if b.get("type") != "tool_result":
                 continue
@@ -251,7 +252,7 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
     sessions: dict[str, SessionSource] = {}
     agents: list[tuple[Path, list[dict[str, Any]]]] = []
     for f in files if files is not None else _session_files(project):
-        head = head_records(f)
+        head = head_records(f, enough=_has_cwd)
         if f.name.startswith("agent-"):
             agents.append((f, head))
             continue
@@ -285,7 +286,7 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
     # A log with no cwd of its own (summary-only, empty, cut short) belongs to its folder's project.
     known = [s.work_dirs[0] for s in sessions.values() if s.work_dirs]
     if known:
-        common = max(set(known), key=known.count)
+        common = max(known, key=known.count)  # ties: the first in file-name order
         for s in sessions.values():
             s.work_dirs = s.work_dirs or [common]
 
@@ -311,9 +312,14 @@ def discover(path: Path) -> Discovery | None:
     return None
 
 
+def _has_cwd(rec: dict[str, Any]) -> bool:
+    """A record that names the session's work dir (and id): the head of a log is read up to it."""
+    return isinstance(rec.get("cwd"), str) and bool(rec.get("sessionId"))
+
+
 def _looks_like_project(folder: Path) -> bool:
     files = _session_files(folder)
-    return any(_claude_shaped(head_records(f, limit=10)) for f in files[:5])
+    return any(_claude_shaped(head_records(f, limit=10, max_bytes=1 << 16, enough=_has_cwd)) for f in files[:5])
 
 
 register(Reader(SOURCE, parse_wire, discover, "Claude Code", order=30))

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, finish, parse_time
+from .lines import LineReader, field_dict, field_list, finish, parse_time
 from .model import ParseResult, Step, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register
 
@@ -35,7 +35,7 @@ def user_request(text: str) -> str:
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    parts = [str(p.get("text") or "") for p in content or [] if isinstance(p, dict)
+    parts = [str(p.get("text") or "") for p in (content if isinstance(content, list) else []) if isinstance(p, dict)
              and p.get("type") in ("output_text", "input_text", "text")]
     return "".join(parts)
 
@@ -48,7 +48,7 @@ def _output(value: Any) -> tuple[Any, bool]:
         except ValueError:
             return value, False
         if isinstance(decoded, dict) and "output" in decoded:
-            meta = decoded.get("metadata") if isinstance(decoded.get("metadata"), dict) else {}
+            meta = field_dict(decoded, "metadata")
             code = meta.get("exit_code")
             return decoded["output"], isinstance(code, int) and code != 0
         return value, False
@@ -71,7 +71,7 @@ class CodexTurnBuilder:
 
     def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
         kind = str(rec.get("type"))
-        payload = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+        payload = field_dict(rec, "payload")
         ptype = str(payload.get("type") or "")
         ts = parse_time(rec.get("timestamp"))
         if kind not in KNOWN_ITEMS:
@@ -102,7 +102,7 @@ class CodexTurnBuilder:
             self.cur.end = "superseded"
         text = user_request(str(payload.get("message") or ""))
         media = [{"type": "image", "url_prefix": str(i)[:40], "bytes_b64": len(str(i))}
-                 for i in payload.get("images") or []]
+                 for i in field_list(payload, "images")]
         turn = Turn(index=self.index, started_at=ts, user_text=text, user_media=media,
                     byte_start=start, legacy=True, origin="command" if text.startswith("/") else "user")
         self.index += 1
@@ -133,7 +133,7 @@ class CodexTurnBuilder:
             text = _content_text(p.get("content"))
             step.text += ("\n\n" if step.text and text else "") + text
         elif ptype == "reasoning":
-            summary = [str(s.get("text") or "") for s in p.get("summary") or [] if isinstance(s, dict)]
+            summary = [str(s.get("text") or "") for s in field_list(p, "summary") if isinstance(s, dict)]
             if any(summary):
                 self._step(cur).think += "\n".join(s for s in summary if s)
         elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
@@ -146,11 +146,11 @@ class CodexTurnBuilder:
             step.tool_calls.append(call)
             self.calls[call.id] = call
         elif ptype in ("function_call_output", "custom_tool_call_output"):
-            call = self.calls.get(str(p.get("call_id")))
-            if call is not None:
+            done = self.calls.get(str(p.get("call_id")))
+            if done is not None:
                 output, failed = _output(p.get("output"))
-                call.result = {"is_error": failed, "message": "", "output": output}
-                call.result_at = ts
+                done.result = {"is_error": failed, "message": "", "output": output}
+                done.result_at = ts
 
     def _event(self, cur: Turn, ptype: str, p: dict[str, Any], ts: float | None) -> None:
         if ptype == "agent_message":
@@ -158,7 +158,7 @@ class CodexTurnBuilder:
         elif ptype == "agent_reasoning":
             self.event_think.append(str(p.get("text") or ""))
         elif ptype == "token_count":
-            info = p.get("info") if isinstance(p.get("info"), dict) else {}
+            info = field_dict(p, "info")
             total, last = info.get("total_token_usage"), info.get("last_token_usage")
             if total is None or total == self.last_total:
                 return
@@ -203,7 +203,7 @@ def _session(path: Path, head: list[dict[str, Any]]) -> SessionSource:
     tail = _UUID_TAIL.search(path.stem)
     sid = str(meta.get("id") or (tail.group(1) if tail else path.stem))
     cwd = meta.get("cwd")
-    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+    git = field_dict(meta, "git")
     return SessionSource(SOURCE, sid, "codex", [cwd] if isinstance(cwd, str) and cwd else [], None,
                          path.parent, [SourceFile("main", path.name, path)],
                          branch=git.get("branch") if isinstance(git.get("branch"), str) else None)

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, parse_time
+from .lines import LineReader, field_dict, field_list, parse_time
 from .model import ParseResult, Problem, Step, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, load_json, register, subdirs
 
@@ -77,8 +77,8 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
         if mtype == "gemini":
             step = Step(n=len(cur.steps) + 1, text=_text(msg.get("content")))
             step.think = "\n".join(f"{t.get('subject') or ''}: {t.get('description') or ''}".strip(": ")
-                                   for t in msg.get("thoughts") or [] if isinstance(t, dict))
-            for c in msg.get("toolCalls") or []:
+                                   for t in field_list(msg, "thoughts") if isinstance(t, dict))
+            for c in field_list(msg, "toolCalls"):
                 if not isinstance(c, dict):
                     continue
                 args = c.get("args")
@@ -88,7 +88,7 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
                 call.result_at = call.called_at if call.result else None
                 step.tool_calls.append(call)
             cur.steps.append(step)
-            tokens = msg.get("tokens") if isinstance(msg.get("tokens"), dict) else {}
+            tokens = field_dict(msg, "tokens")
             cached = _int(tokens.get("cached"))
             cur.usage["input_other"] += max(0, _int(tokens.get("input")) - cached)
             cur.usage["input_cache_read"] += cached
@@ -149,7 +149,7 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
         return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
     raw = data.get("messages") if isinstance(data, dict) else None
     size = path.stat().st_size
-    messages = [(m, 0, size) for m in raw or [] if isinstance(m, dict)]
+    messages = [(m, 0, size) for m in (raw if isinstance(raw, list) else []) if isinstance(m, dict)]
     result = ParseResult("json", build_turns(messages), complete_offset=size)
     if not isinstance(raw, list):
         result.problems.append(Problem(1, "malformed", "no `messages` list: not a Gemini chat"))

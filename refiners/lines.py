@@ -123,6 +123,18 @@ def complete_prefix(path: Path, start: int, size: int) -> int:
     return size
 
 
+def field_dict(record: dict[str, Any], key: str) -> dict[str, Any]:
+    """`record[key]` when it is an object, else an empty one: logs are not trusted to be well formed."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def field_list(record: dict[str, Any], key: str) -> list[Any]:
+    """`record[key]` when it is a list, else an empty one."""
+    value = record.get(key)
+    return value if isinstance(value, list) else []
+
+
 def parse_time(value: Any) -> float | None:
     """An ISO-8601 timestamp ("…Z") or epoch milliseconds as epoch seconds."""
     if isinstance(value, str):

@@ -90,7 +90,7 @@ class Turn:
     started_at: float | None
     user_text: str = ""
     user_media: list[dict[str, Any]] = field(default_factory=list)
-    origin: str = "user"
+    origin: str = "user"  # user | command (a slash command) | command_output | compaction | interrupt
     ended_at: float | None = None
     last_at: float | None = None
     end: str = "open"  # ended | open | superseded

@@ -81,8 +81,12 @@ def subdirs(path: Path) -> list[Path]:
         return []
 
 
-def head_records(path: Path, limit: int = 40, max_bytes: int = 1 << 20) -> list[dict[str, Any]]:
-    """The first JSON-object lines of a JSONL file (bad lines skipped); [] when unreadable."""
+def head_records(path: Path, limit: int = 40, max_bytes: int = 1 << 20,
+                 enough: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+    """The first JSON-object lines of a JSONL file (bad lines skipped); [] when unreadable.
+
+    Reading stops after `limit` records, `max_bytes` bytes, or the first record `enough` accepts.
+    """
     out: list[dict[str, Any]] = []
     try:
         with open(path, "rb") as fh:
@@ -95,6 +99,8 @@ def head_records(path: Path, limit: int = 40, max_bytes: int = 1 << 20) -> list[
                     rec = None
                 if isinstance(rec, dict):
                     out.append(rec)
+                    if enough is not None and enough(rec):
+                        break
                 if len(out) >= limit or seen >= max_bytes:
                     break
     except OSError:

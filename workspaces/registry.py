@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -103,11 +102,11 @@ class Registry:
             ws = self._load(ws_dir)
             changed = False
             if ws is None:
-                ws = Workspace(id=ws_id, name=name or (posixpath.basename(path) if path else ws_id),
+                ws = Workspace(id=ws_id, name=name or (_basename(path) if path else ws_id),
                                created=_now(), root=ws_dir)
                 changed = True
             elif path and ws.name == ws.id:  # archived under its hash before the path was known
-                ws.name = name or posixpath.basename(path) or ws.id
+                ws.name = name or _basename(path) or ws.id
                 changed = True
             if path and path not in ws.paths:
                 ws.paths.append(path)
@@ -194,6 +193,11 @@ class Registry:
             return f"{message}. The archive holds no workspaces yet: run `archive-mcp ingest` first."
         listing = "; ".join(f"{w.name} ({w.id[:8]}, {', '.join(w.paths) or 'path unknown'})" for w in known)
         return f"{message}. Known workspaces: {listing}"
+
+
+def _basename(path: str) -> str:
+    """The last folder name of a POSIX or a Windows path (agents record both)."""
+    return re.split(r"[\\/]", path.rstrip("\\/"))[-1]
 
 
 def _git_root_and_dir(cwd: str) -> list[str]:

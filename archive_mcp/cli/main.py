@@ -10,6 +10,7 @@ import click
 
 from archive_mcp.archive import Archive
 from archive_mcp.cli.common import archive_of, warn
+from archive_mcp.refiners import SOURCES
 from archive_mcp.render import echo_json, json_option, progress_bar, table
 from archive_mcp.workspaces import WorkspaceError
 
@@ -55,6 +56,8 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, as_json: 
                f"archived), {report.sessions} sessions, {report.turns_added} turns added, "
                f"{report.turns_updated} updated, {report.embedded} embedded")
     _report_skips(report.skipped, report.embed_error)
+    for hint in report.suggestions:
+        _warn(f"hint: {hint}")
 
 
 def _report_skips(skipped: list[Any], embed_error: str | None) -> None:
@@ -208,12 +211,13 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
 @click.option("--tool", help="Only turns that called this tool.")
 @click.option("--file", "file_", help="Only turns that touched a path containing this.")
 @click.option("--kind", help="Only turns of this kind (decision, fix, question, …).")
+@click.option("--source", type=click.Choice(list(SOURCES)), help="Only sessions of this agent.")
 @click.option("--rerank", is_flag=True, help="Re-score the top 30 with the full MiniLM (slower: loads torch).")
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, workspace: str | None, mode: str, limit: int,
            since: datetime | None, until: datetime | None, session: str | None, tool: str | None,
-           file_: str | None, kind: str | None, rerank: bool, as_json: bool) -> None:
+           file_: str | None, kind: str | None, source: str | None, rerank: bool, as_json: bool) -> None:
     """Search past turns: lexical + fuzzy + semantic, fused."""
     from archive_mcp.search.engine import SearchError
 
@@ -221,7 +225,7 @@ def search(ctx: click.Context, query: str, workspace: str | None, mode: str, lim
     try:
         target = workspace if workspace == "all" else archive.workspace(workspace).id
         found = archive.search(query, workspace=target, mode=mode, limit=limit, since=since, until=until,
-                               session=session, tool=tool, file=file_, kind=kind,
+                               session=session, tool=tool, file=file_, kind=kind, source=source,
                                rerank="minilm" if rerank else None)
     except (WorkspaceError, SearchError) as exc:
         raise _fail(exc) from exc
@@ -232,7 +236,7 @@ def search(ctx: click.Context, query: str, workspace: str | None, mode: str, lim
         _warn(f"search fell back to {found.realized_mode}: {found.fallback_reason}")
     for h in found:
         click.echo(f"{h.session_id}:{h.turn}{'' if h.agent == 'main' else f' [{h.agent}]'}  "
-                   f"{(h.started_at or '')[:16]}  {h.score:.4f}  {'+'.join(h.matched)}")
+                   f"{(h.started_at or '')[:16]}  {h.score:.4f}  {'+'.join(h.matched)}  {h.source}")
         click.echo(f"    {h.summary}")
         if h.snippet:
             click.echo(f"    > {h.snippet}")

@@ -9,9 +9,10 @@ resumes (the start of the turn that may still change).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Set
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
@@ -20,12 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from archive_mcp.ingest import store
-from archive_mcp.refiners import PARSERS, RefineContext, SessionSource, Turn, discover, refine_turn
+from archive_mcp.ingest.jobs import (
+    EMBED_BATCH,
+    EmbedItem,
+    FileJob,
+    Progress,
+    SessionJob,
+    SessionOutcome,
+    embed_item,
+    embed_rows,
+    embed_text,
+    run_session_job,
+    turn_rows,
+)
+from archive_mcp.refiners import SessionSource, discover
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
 from archive_mcp.refiners.lines import complete_prefix
-from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
-from archive_mcp.refiners.text import shorten
 from archive_mcp.workspaces import (
     Registry,
     Workspace,
@@ -35,16 +47,18 @@ from archive_mcp.workspaces import (
     locked,
     read_json,
     workspace_id,
+    worktree_home,
 )
 
 HEAD = 4096
 CHUNK = 1 << 20
-EMBED_BATCH = 2048
 EMBED_FLUSH = 8 * EMBED_BATCH  # embed and drop pending payloads once this many have arrived
-PARALLEL_BYTES = 32 << 20
-_SAFE_BUCKET = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,127}$")  # below this, starting worker processes costs more than it saves
+PARALLEL_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
+_SAFE_BUCKET = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,127}$")  # usable as a workspace id as is
 
-Progress = Callable[[str, int, int], None]  # (label, done, total)
+# Names other modules import from here; they live in `jobs`.
+__all__ = ["IngestReport", "Ingestor", "Progress", "Skip", "embed_item", "embed_rows", "embed_text",
+           "run_session_job", "turn_rows"]
 
 
 @dataclass
@@ -68,18 +82,10 @@ class IngestReport:
     unknown_types: dict[str, int] = field(default_factory=dict)
     embed_error: str | None = None
     roots: list[dict[str, Any]] = field(default_factory=list)  # default roots looked at: path, found
+    suggestions: list[str] = field(default_factory=list)  # worktrees to link into their repo's workspace
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def embed_text(row: dict[str, Any]) -> str:
-    """What a turn is embedded as: the request, the answer and the keywords.
-
-    Not the summary: its fixed labels (Asked/Did/Outcome) pull every mean-pooled vector the same
-    way; measured in bench/RESULTS.md (semantic R@5 0.58 -> 0.64 with the static model).
-    """
-    return f"{shorten(row['user_text'], 300)}\n{shorten(row['assistant_text'], 300)}\n{' '.join(row['keywords'])}"
 
 
 class Ingestor:
@@ -104,17 +110,22 @@ class Ingestor:
             for session in found.sessions:
                 ws_id, work_dir = self._identify(session)
                 by_ws.setdefault(ws_id, (work_dir, []))[1].append(session)
+        report.suggestions = self._suggest_links(by_ws)
         total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
         done = 0
         with ExitStack() as held:  # every touched workspace stays locked until its state is saved
             plan: list[tuple[Workspace, dict[str, Any], list[SessionJob]]] = []
+            saved: dict[str, str] = {}  # each workspace's state as read, to skip an unchanged write
             for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
                 ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
+                for source in sorted({s.source for s in sessions} - set(ws.sources)):
+                    ws = self.registry.ensure(ws_id, source=source)
                 report.workspaces.append(ws.id)
                 held.enter_context(locked(ws.root))
                 state = read_json(ws.state_dir / "ingest.json", {}) or {}
                 state.setdefault("files", {})
                 state.setdefault("sessions", {})
+                saved[ws.id] = json.dumps(state, sort_keys=True)
                 jobs: list[SessionJob] = []
                 for session in sessions:
                     job = self._archive_session(ws, session, state, report)
@@ -139,7 +150,8 @@ class Ingestor:
                         self._embed(ws, pending, report)
                         pending, waiting = [], 0
                 self._embed(ws, pending, report)
-                atomic_write_json(ws.state_dir / "ingest.json", state)
+                if json.dumps(state, sort_keys=True) != saved[ws.id]:  # a no-op run writes nothing
+                    atomic_write_json(ws.state_dir / "ingest.json", state)
         return report
 
     def _identify(self, session: SessionSource) -> tuple[str, str | None]:
@@ -164,6 +176,18 @@ class Ingestor:
         bucket = session.bucket
         return (bucket if _SAFE_BUCKET.match(bucket) else hashlib.md5(bucket.encode()).hexdigest()), None
 
+    def _suggest_links(self, by_ws: dict[str, tuple[str | None, list[SessionSource]]]) -> list[str]:
+        """Work dirs that look like a worktree or branch checkout of another archived path."""
+        known = {p: ws_id for p, ws_id in self._linked.items()}
+        known.update({wd: ws_id for ws_id, (wd, _) in by_ws.items() if wd})
+        out = []
+        for ws_id, (wd, _) in sorted(by_ws.items()):
+            home = worktree_home(wd, known) if wd and self._linked.get(canonical_path(wd)) is None else None
+            if home is not None and known[home] != ws_id:
+                out.append(f"{wd} looks like a worktree or branch of {home}: "
+                           f"`archive-mcp workspaces link '{wd}' --into {known[home]}` joins their sessions")
+        return out
+
     # --- one session: copy new bytes, then parse and refine what changed --------------------
     def _archive_session(self, ws: Workspace, session: SessionSource, state: dict[str, Any],
                          report: IngestReport) -> SessionJob | None:
@@ -185,7 +209,9 @@ class Ingestor:
             report.files += 1
             if f.whole:  # rewritten in place: copy it whole and parse it from the start
                 if self._snapshot(ws, f.path, raw_rel, snaps, report):
-                    entry.update(archived=(ws.root / raw_rel).stat().st_size, parse_offset=0,
+                    size = (ws.root / raw_rel).stat().st_size
+                    report.bytes_archived += size
+                    entry.update(archived=size, parse_offset=0,
                                  parse_line=1, next_index=0)
                     report.files_changed += 1
                     files.append(FileJob(f.agent, raw_rel, dict(entry)))
@@ -298,9 +324,8 @@ class Ingestor:
             return False
         dst = ws.root / rel
         changed = not dst.exists() or dst.read_bytes() != data
-        if changed:
-            atomic_write_bytes(dst, data)
-            report.bytes_archived += len(data)
+        if changed:  # the source is still there: a lost copy is made again on the next run
+            atomic_write_bytes(dst, data, durable=False)
         seen[rel] = [st.st_size, st.st_mtime_ns]
         return changed
 
@@ -313,126 +338,6 @@ class Ingestor:
             report.embedded += embed_rows(ws, self.embedder, pending, self.progress)
         except EmbedderUnavailable as exc:
             report.embed_error = str(exc)
-
-
-@dataclass
-class FileJob:
-    agent: str
-    raw_rel: str
-    entry: dict[str, Any]  # a copy of the file's ingest state: where parsing resumes
-
-
-@dataclass
-class SessionJob:
-    """One session's changed files (picklable: worker processes run these)."""
-
-    ws_id: str
-    ws_name: str
-    ws_root: str
-    source: str
-    session_id: str
-    title: str | None
-    files: list[FileJob]
-    own_agents: frozenset[str]
-    embed: bool
-
-
-@dataclass
-class FileOutcome:
-    keys: list[tuple[str, int]]
-    entry_update: dict[str, Any]
-    problems: list[tuple[int, str, str]]
-    unknown_types: dict[str, int]
-
-
-@dataclass
-class SessionOutcome:
-    files: list[FileOutcome]
-    title: str | None
-    rows: int
-    embed_items: list[EmbedItem]
-
-
-EmbedItem = tuple[str, int, str, str]  # agent, turn, content hash, text to embed
-
-
-def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> SessionOutcome:
-    """Parse each changed file from its resume point, refine the turns, write the session's Parquet."""
-    rows: list[dict[str, Any]] = []
-    files: list[FileOutcome] = []
-    title = job.title
-    for f in job.files:
-        e = f.entry
-        result = PARSERS[job.source](Path(job.ws_root) / f.raw_rel, start=e["parse_offset"],
-                                     first_line=e["parse_line"], start_index=e["next_index"],
-                                     protocol=e["protocol"], stop=e["archived"])
-        new = turn_rows(job.ws_id, job.source, job.session_id, f.agent, f.raw_rel, result.turns,
-                        job.own_agents, summarizer)
-        rows += new
-        first = result.turns[0] if result.turns else None
-        if title is None and first is not None and first.index == 0 and f.agent == "main":
-            title = shorten(first.user_text, 60)
-        files.append(FileOutcome(
-            keys=[(r["agent"], r["turn"]) for r in new],
-            entry_update={"parse_offset": result.resume_offset, "parse_line": result.resume_line,
-                          "next_index": result.resume_index, "protocol": result.protocol_version,
-                          "open_turn": next((t.index for t in result.turns if t.end == "open"), None)},
-            problems=[(p.line, p.kind, p.error) for p in result.problems],
-            unknown_types=result.unknown_types))
-    shown = redact(title)[0] if title else None
-    for r in rows:
-        r["title"] = shown
-    if rows:
-        ws = Workspace(job.ws_id, job.ws_name, root=Path(job.ws_root))
-        # Every file of the session parsed from its start (a first ingest, or a whole-file
-        # source such as a Gemini chat that a rewind can shorten): the rows replace the old ones.
-        whole = {f.agent for f in job.files} == job.own_agents and all(
-            f.entry["parse_offset"] == 0 for f in job.files)
-        store.merge_refined(ws, job.session_id, rows, replace_all=whole)
-    items = [embed_item(r) for r in rows] if job.embed else []
-    return SessionOutcome(files, title, len(rows), items)
-
-
-def embed_item(row: dict[str, Any]) -> EmbedItem:
-    return (row["agent"], row["turn"], row["content_hash"], embed_text(row))
-
-
-def turn_rows(ws_id: str, source: str, session_id: str, agent: str, raw_rel: str,
-              turns: list[Turn], own_agents: Set[str],
-              summarizer: Summarizer | None) -> list[dict[str, Any]]:
-    """Refined rows for parsed turns, plus subagent turns seen only inside the parent's log."""
-    ctx = RefineContext(ws_id, source, session_id, agent, raw_rel)
-    rows = [refine_turn(t, ctx, summarizer) for t in turns]
-    for t in turns:
-        for agent_id, run in t.subagents.items():
-            if agent_id in own_agents:
-                continue  # its own wire.jsonl is archived: never count it twice
-            sub_ctx = RefineContext(ws_id, source, session_id, agent_id, raw_rel)
-            rows += [refine_turn(st, sub_ctx, summarizer) for st in run.turns]
-    return rows
-
-
-def embed_rows(ws: Workspace, embedder: Embedder, pending: list[tuple[str, list[EmbedItem]]],
-               progress: Progress | None = None, force: bool = False) -> int:
-    """Embed turns whose content changed since they were last embedded; returns how many."""
-    todo: list[tuple[str, EmbedItem]] = []
-    for session_id, items in pending:
-        have = {} if force else store.embedded_hashes(ws, session_id, embedder.name)
-        todo += [(session_id, it) for it in items if have.get((it[0], it[1])) != it[2]]
-    done = 0
-    for i in range(0, len(todo), EMBED_BATCH):
-        batch = todo[i:i + EMBED_BATCH]
-        vectors = embedder.embed([it[3] for _, it in batch])
-        by_session: dict[str, list[int]] = {}
-        for j, (sid, _) in enumerate(batch):
-            by_session.setdefault(sid, []).append(j)
-        for sid, idx in by_session.items():
-            keys = [batch[j][1][:3] for j in idx]
-            store.write_embeddings(ws, sid, embedder.name, keys, vectors[idx])
-        done += len(batch)
-        if progress:
-            progress("embed", done, len(todo))
-    return done
 
 
 def _sha256(path: str) -> str:

@@ -83,7 +83,8 @@ def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
                     protocol=entry.get("protocol"))
     if not result.turns:
         return None
-    turn = result.turns[0]
+    # Readers that always read a whole file (Gemini chats) return every turn: pick this one.
+    turn = next((t for t in result.turns if t.index == row["turn"]), result.turns[0])
     if row["agent"] != entry.get("agent", "main"):  # a subagent seen only inside its parent's log
         run = turn.subagents.get(row["agent"])
         match = [t for t in run.turns if t.index == row["turn"]] if run else []

@@ -31,6 +31,7 @@ class TimelineEvent:
     bucket: str = ""
     provenance: str = ""
     content: dict[str, Any] | None = None
+    source: str = ""  # the agent the turn came from: kimi, kimi-code, claude-code, codex, gemini
 
 
 @dataclass
@@ -80,7 +81,7 @@ class Timeline:
                 if e.bucket == b["bucket"]:
                     mark = " **decision**" if "decision" in e.kinds else ""
                     mark += " **reversal**" if "reversal" in e.kinds else ""
-                    lines.append(f"- {_d(e.at, True)} {e.session_id}:{e.turn}{mark} {e.summary}")
+                    lines.append(f"- {_d(e.at, True)} [{e.source}] {e.session_id}:{e.turn}{mark} {e.summary}")
         if self.files:
             lines.append("\n## Files")
             lines += [f"- {f['file']}: {f['turns']} turns, {f['first'][:10]} → {f['last'][:10]}" for f in self.files[:15]]
@@ -113,7 +114,8 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
         {"session_id": [m.session_id for m in theme.members], "agent": [m.agent for m in theme.members],
          "turn": [m.turn for m in theme.members], "provenance": [m.provenance for m in theme.members]},
         schema={"session_id": pl.String, "agent": pl.String, "turn": pl.Int64, "provenance": pl.String})
-    cols = ["session_id", "agent", "turn", "started_at", "summary", "kinds", "files", "keywords", "status"]
+    cols = ["session_id", "agent", "turn", "started_at", "summary", "kinds", "files", "keywords", "status",
+            "source"]
     if include_turn_content:
         cols += ["user_text", "assistant_text"]
     frame = (turns.select(cols)
@@ -137,7 +139,8 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
                for b, t, n in order.iter_rows()]
     events = [TimelineEvent(r["session_id"], r["agent"], r["turn"], r["started_at"], r["summary"], list(r["kinds"]),
                             r["bucket"], r["provenance"],
-                            {"user": r["user_text"], "assistant": r["assistant_text"]} if include_turn_content else None)
+                            {"user": r["user_text"], "assistant": r["assistant_text"]} if include_turn_content else None,
+                            r["source"])
               for r in frame.iter_rows(named=True)]
     gaps = _dormant(frame)
     decisions, reversals = _decisions(frame)
@@ -169,7 +172,7 @@ def _dormant(frame: pl.DataFrame) -> list[dict[str, Any]]:
 def _decisions(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[Reversal]]:
     """Decisions in order; a later decision that undoes an earlier one on shared terms is a reversal."""
     rows = [r for r in frame.iter_rows(named=True) if {"decision", "reversal"} & set(r["kinds"])]
-    decisions = [{"session_id": r["session_id"], "turn": r["turn"], "at": r["started_at"].isoformat() if r["started_at"] else None,
+    decisions = [{"session_id": r["session_id"], "source": r["source"], "turn": r["turn"], "at": r["started_at"].isoformat() if r["started_at"] else None,
                   "summary": r["summary"], "kinds": list(r["kinds"])} for r in rows]
     reversals: list[Reversal] = []
     for i, later in enumerate(rows):
