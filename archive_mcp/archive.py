@@ -68,6 +68,7 @@ from archive_mcp.workspaces import (
 )
 
 WorkspaceArg = str | Workspace | Sequence[str] | None
+SEED_TUNING = Tuning(neighbour=0.0, session=0.0)
 
 
 @dataclass
@@ -395,7 +396,8 @@ class Archive:
         candidates: list[Member] = [Member(r.session_id, r.agent, r.turn, "reference", who, when, None) for r in refs]
         near: list[dict[str, Any]] = []
         for seed in seeds or []:
-            hits = self.search(seed, workspace=ws.id, limit=40)
+            # a theme takes the turns that match a seed themselves: no neighbour/session share
+            hits = self.search(seed, workspace=ws.id, limit=40, tuning=SEED_TUNING)
             if not hits:
                 continue
             best = hits[0].score
