@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empt
 from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
 from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
 from archive_mcp.search.index import WorkspaceIndex
+from archive_mcp.search.ranking import Tuning
 from archive_mcp.themes.store import Discovery as ThemeDiscovery
 from archive_mcp.themes.store import (
     Member,
@@ -69,6 +70,7 @@ from archive_mcp.workspaces import (
 )
 
 WorkspaceArg = str | Workspace | Sequence[str] | None
+SEED_TUNING = Tuning(neighbour=0.0, session=0.0)
 
 
 @dataclass
@@ -254,12 +256,15 @@ class Archive:
                mode: str = "hybrid", session: str | None = None, agent: str | None = None,
                since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
                file: str | None = None, theme: str | None = None, kind: str | None = None,
-               cwd: str | None = None, fusion: str = "combsum", source: str | None = None) -> SearchResults:
+               cwd: str | None = None, fusion: str | None = None, tuning: Tuning | None = None,
+               rerank: str | None = None, source: str | None = None) -> SearchResults:
         """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
 
         Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
-        answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` is
-        `combsum` (normalised score sum, the default) or `rrf` (reciprocal rank), for comparison.
+        answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` (`zsum`,
+        the default, `combsum` or `rrf`) and `tuning` (the ranking knobs) are for measuring.
+        `rerank="minilm"` (opt-in) re-scores the top 30 with the full MiniLM: better on
+        conversational questions, but it loads torch once and costs a few hundred ms a query.
         `source` keeps one agent's sessions: kimi, kimi-code, claude-code, codex or gemini.
         """
         if source is not None and source not in SOURCES:
@@ -275,7 +280,9 @@ class Archive:
         for ws in targets:
             self.index(ws)
         filters = Filters(session, agent, since, until, tool, file, theme, kind, source)
-        return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion)
+        if rerank is not None:
+            tuning = replace(tuning or Tuning(), rerank=rerank)
+        return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion, tuning)
 
     def load_turn_context(self, references: Sequence[TurnRef | dict[str, Any]],
                           workspace: str | Workspace | None = None, before: int = 0, after: int = 0,
@@ -396,7 +403,8 @@ class Archive:
         candidates: list[Member] = [Member(r.session_id, r.agent, r.turn, "reference", who, when, None) for r in refs]
         near: list[dict[str, Any]] = []
         for seed in seeds or []:
-            hits = self.search(seed, workspace=ws.id, limit=40)
+            # a theme takes the turns that match a seed themselves: no neighbour/session share
+            hits = self.search(seed, workspace=ws.id, limit=40, tuning=SEED_TUNING)
             if not hits:
                 continue
             best = hits[0].score

@@ -1,8 +1,12 @@
-"""Retrieval quality per mode on the labelled set in retrieval_set.py.
+"""Retrieval quality: the generated labelled set, and real conversations (LoCoMo dev half).
 
-    python bench/retrieval.py [--embedder static|minilm] [--out bench/out/retrieval]
+    python bench/retrieval.py [--embedder static|minilm] [--locomo DIR] [--agents-dev DIR] [--rerank]
+                              [--no-generated] [--out bench/out/retrieval]
 
-Prints recall@5, recall@10 and MRR per mode and per query kind (markdown), and JSON.
+`--locomo` is the locomo-dev folder (its `kimi_share/` and `qrels.jsonl`, read at run time);
+`--agents-dev` the agents-dev corpus, searched with `bench/labels/coding_queries.jsonl`.
+Prints recall@5, recall@10 and MRR per mode and per category (markdown tables), the tuned-BM25
+reference computed in the same run, an ablation of the ranking choices, and JSON.
 """
 
 from __future__ import annotations
@@ -10,25 +14,36 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from archive_mcp import Archive
-from archive_mcp.synthetic.evaluation import MODES, build, evaluate
+sys.path.insert(0, str(Path(__file__).parent))
+
+from realdata import (  # noqa: E402
+    CATEGORIES,
+    archive_ranker,
+    coding_queries,
+    locomo_queries,
+    score,
+    table,
+    tuned_bm25,
+)
+
+from archive_mcp import Archive  # noqa: E402
+from archive_mcp.search.ranking import Tuning  # noqa: E402
+from archive_mcp.synthetic.evaluation import MODES, build, evaluate  # noqa: E402
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--embedder", default="static")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "retrieval")
-    args = ap.parse_args()
-    shutil.rmtree(args.out, ignore_errors=True)
-    queries = build(args.out / "kimi")
-    archive = Archive(args.out / "home", embedder=args.embedder)
+def generated(out: Path, embedder: str) -> dict[str, Any]:
+    queries = build(out / "kimi")
+    archive = Archive(out / "home", embedder=embedder)
     t = time.perf_counter()
-    report = archive.ingest(args.out / "kimi")
-    print(f"corpus: {report.turns_added} turns, {len(queries)} queries, ingest {time.perf_counter() - t:.1f} s "
-          f"(embedder {args.embedder})")
+    report = archive.ingest(out / "kimi")
+    print(f"generated set: {report.turns_added} turns, {len(queries)} queries, ingest "
+          f"{time.perf_counter() - t:.1f} s (embedder {embedder})")
     results = evaluate(archive, queries, "retrieval-eval")
     kinds = ["all", "identifier", "typo", "paraphrase", "zh"]
     print("\n| mode | " + " | ".join(f"{k} R@5 / R@10 / MRR" for k in kinds) + " |")
@@ -37,7 +52,97 @@ def main() -> None:
         cells = [f"{results[mode][k]['recall@5']:.2f} / {results[mode][k]['recall@10']:.2f} / {results[mode][k]['mrr']:.2f}"
                  for k in kinds]
         print(f"| {mode} | " + " | ".join(cells) + " |")
-    print(json.dumps(results))
+    return results
+
+
+def ablations(default: Tuning, rerank: bool) -> dict[str, dict[str, Any]]:
+    """Each ranking choice undone on its own, beside the default (and the opt-in second stage)."""
+    runs: dict[str, dict[str, Any]] = {
+        "archive-mcp lexical": {"mode": "lexical"},
+        "archive-mcp semantic": {"mode": "semantic"},
+        "archive-mcp hybrid (default)": {},
+        "- neighbour/session share": {"tuning": replace(default, neighbour=0.0, session=0.0)},
+        "- session share only": {"tuning": replace(default, session=0.0)},
+        "- names kept in the semantic query": {"tuning": replace(default, common_share=1.0)},
+        "z-scores -> CombSUM (max-scaled)": {"fusion": "combsum"},
+        "z-scores -> RRF": {"fusion": "rrf"},
+        "+ best-sentence cosine (static, top 40)": {"tuning": replace(default, sentence_depth=40)},
+    }
+    if rerank:
+        runs["+ MiniLM second stage (top 30, opt-in)"] = {"tuning": replace(default, rerank="minilm")}
+    return runs
+
+
+def locomo(root: Path, out: Path, embedder: str, rerank: bool) -> dict[str, Any]:
+    queries = locomo_queries(root)
+    archive = Archive(out / "home", embedder=embedder)
+    t = time.perf_counter()
+    report = archive.ingest(root / "kimi_share")
+    print(f"\nlocomo-dev: {report.turns_added} turns, {len(queries)} questions (categories 1-4 with evidence), "
+          f"ingest {time.perf_counter() - t:.1f} s (embedder {embedder})")
+    workspaces = sorted({q.workspace for q in queries})
+    rows: dict[str, dict[str, Any]] = {
+        "BM25 plain (reference)": score(queries, tuned_bm25(archive, workspaces, stem=False, date=False)),
+        "BM25 + stemming + stopwords (reference)": score(queries, tuned_bm25(archive, workspaces, date=False)),
+        "BM25 + stemming + stopwords + date (tuned reference)": score(queries, tuned_bm25(archive, workspaces)),
+    }
+    timings: dict[str, float] = {}
+    for name, kwargs in ablations(Tuning(), rerank).items():
+        t = time.perf_counter()
+        rows[name] = score(queries, archive_ranker(archive, **kwargs))
+        timings[name] = 1000 * (time.perf_counter() - t) / len(queries)
+        print(f"  {name}: R@5 {rows[name]['all']['recall@5']:.3f} ({timings[name]:.0f} ms/query)", flush=True)
+    print()
+    print(table(rows, ["all", *CATEGORIES.values()]))
+    return {"results": rows, "ms_per_query": timings}
+
+
+CODING_CATEGORIES = ["error", "why", "how", "where", "paraphrase", "identifier", "typo"]
+
+
+def coding(root: Path, out: Path, embedder: str, rerank: bool) -> dict[str, Any]:
+    from agents_dev import ingest_agents_dev
+
+    labels = Path(__file__).parent / "labels"
+    archive = Archive(out / "home", embedder=embedder)
+    t = time.perf_counter()
+    report = ingest_agents_dev(archive, root)  # no links: each query is searched in its own cwd
+    queries, unresolved = coding_queries(archive, labels / "coding_queries.jsonl")
+    print(f"\ncoding set: {report.turns_added} turns, {len(queries)} queries with resolved evidence "
+          f"({unresolved} label refs unresolved), ingest {time.perf_counter() - t:.1f} s (embedder {embedder})")
+    workspaces = sorted({q.workspace for q in queries})
+    rows: dict[str, dict[str, Any]] = {
+        "BM25 + stemming + stopwords + date (tuned reference)": score(queries, tuned_bm25(archive, workspaces)),
+    }
+    timings: dict[str, float] = {}
+    for name, kwargs in ablations(Tuning(), rerank).items():
+        t = time.perf_counter()
+        rows[name] = score(queries, archive_ranker(archive, **kwargs))
+        timings[name] = 1000 * (time.perf_counter() - t) / len(queries)
+        print(f"  {name}: R@10 {rows[name]['all']['recall@10']:.3f} hit@5 {rows[name]['all']['hit@5']:.3f}", flush=True)
+    print()
+    print(table(rows, ["all", *CODING_CATEGORIES], hit=True))
+    return {"results": rows, "ms_per_query": timings, "unresolved_refs": unresolved}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--embedder", default="static")
+    ap.add_argument("--locomo", type=Path, help="the locomo-dev folder (kimi_share/ and qrels.jsonl)")
+    ap.add_argument("--agents-dev", type=Path, help="the agents-dev corpus folder (for the coding query set)")
+    ap.add_argument("--rerank", action="store_true", help="also measure the opt-in MiniLM second stage")
+    ap.add_argument("--no-generated", action="store_true", help="skip the generated set")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "retrieval")
+    args = ap.parse_args()
+    shutil.rmtree(args.out, ignore_errors=True)
+    report: dict[str, Any] = {}
+    if not args.no_generated:
+        report["generated"] = generated(args.out / "generated", args.embedder)
+    if args.locomo:
+        report["locomo"] = locomo(args.locomo, args.out / "locomo", args.embedder, args.rerank)
+    if args.agents_dev:
+        report["coding"] = coding(args.agents_dev, args.out / "coding", args.embedder, args.rerank)
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

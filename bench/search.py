@@ -1,7 +1,7 @@
 """Search latency per mode at 10k and 100k turns, index build time, RSS, vs `rg` over raw logs,
 and the MCP server's `initialize` round trip vs `import sentence_transformers`.
 
-    python bench/search.py [--sizes 10000 100000] [--out bench/out/search]
+    python bench/search.py [--sizes 10000 100000] [--out bench/out/search] [--reuse]
 
 Each size runs in a fresh subprocess so its peak RSS is its own. Queries mix identifiers,
 typos, paraphrases and Chinese.
@@ -75,16 +75,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "search")
+    ap.add_argument("--reuse", action="store_true", help="measure the archives an earlier run built (no ingest)")
     args = ap.parse_args()
     results = {}
     for size in args.sizes:
         root = args.out / str(size)
-        shutil.rmtree(root, ignore_errors=True)
-        made = generate_share_dir(root / "kimi", size, workspaces=1, big_every=0, small=(100, 1500))
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import sys; from archive_mcp import Archive; "
-                        "Archive(sys.argv[1]).ingest(sys.argv[2])", str(root / "home"), str(root / "kimi")], check=True)
-        ingest_s = time.perf_counter() - t
+        ingest_s = None
+        if args.reuse and (root / "home").is_dir():
+            made = {"bytes": sum(p.stat().st_size for p in (root / "kimi").rglob("*") if p.is_file())}
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+            made = generate_share_dir(root / "kimi", size, workspaces=1, big_every=0, small=(100, 1500))
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "import sys; from archive_mcp import Archive; "
+                            "Archive(sys.argv[1]).ingest(sys.argv[2])", str(root / "home"), str(root / "kimi")],
+                           check=True)
+            ingest_s = time.perf_counter() - t
         # index build (first refresh) is measured inside MEASURE as index_load_or_build_s
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         out = subprocess.run([sys.executable, "-c", MEASURE, str(root / "home"), json.dumps(QUERIES)],

@@ -182,3 +182,94 @@ def test_subagent_turn_loads_from_its_own_log(archive: Archive) -> None:
     ctx = archive.load_turn_context([{"session_id": LOADER, "turn": 0, "agent": "a4f9c2e71"}], workspace="ml-pipeline")
     assert ctx.turns[0].assistant_text.startswith("Hot paths: `build_batch`")
     assert ctx.turns[0].tool_calls[0].name == "Grep"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"session": "no-such-session"}, "no session starting with 'no-such-session' in webapp; sessions there: "),
+    ({"kind": "banana"}, "no turn in webapp has kind 'banana'; kinds there: "),
+    ({"tool": "Teleport"}, "no turn in webapp has tool 'teleport'; tools there: "),
+    ({"agent": "ghost"}, "no turn in webapp has agent 'ghost'; agents there: main"),
+    ({"since": datetime(2026, 3, 20), "until": datetime(2026, 3, 1)}, "is after until"),
+])
+def test_filters_that_cannot_match_are_errors_that_say_what_exists(archive: Archive, kwargs: dict,
+                                                                   message: str) -> None:
+    from archive_mcp.errors import ArchiveError
+    from archive_mcp.search.engine import UnknownFilter
+
+    with pytest.raises(ArchiveError) as err:
+        archive.search("login", workspace="webapp", **kwargs)
+    assert message in str(err.value)
+    assert isinstance(err.value, UnknownFilter) == ("since" not in kwargs)
+    if "session" in kwargs:
+        assert LOGIN in str(err.value)
+
+
+def test_a_filter_that_matches_in_one_of_several_workspaces_is_fine(archive: Archive) -> None:
+    found = archive.search("num_workers", workspace="all", session=LOADER[:8])
+    assert _top(found) == (LOADER, 0)
+
+
+def test_headline_caps_the_query_echo_and_counts_hits_cut_for_size(archive: Archive) -> None:
+    long = "why does login fail " * 500
+    found = archive.search(long, workspace="webapp")
+    head = found.headline(0)
+    assert len(head) < 250 and f"({len(long):,} chars)" in head
+    assert head.startswith(f"{len(found)} hits (0 shown) for ") and len(found) > 0
+    assert found.headline().startswith(f"{len(found)} hits for ")
+
+
+@pytest.mark.parametrize("text, query, expected", [
+    ("We are catching the error in time.", "catch errors in", "We are **catching** the **error** in time."),
+    ("call formatISODate now", "date", "call **formatISODate** now"),
+    ("the index is in the cache", "the in", "the index is in the cache"),
+    ("回退到默认值了", "默认值", "回退到**默认值**了"),
+])
+def test_highlight_marks_whole_query_words_only(text: str, query: str, expected: str) -> None:
+    from archive_mcp.search.highlight import highlight_terms, mark
+
+    assert mark(text, highlight_terms(query, [])) == expected
+
+
+def test_too_short_workspace_prefix_says_so(archive: Archive) -> None:
+    from archive_mcp.workspaces import WorkspaceError
+
+    with pytest.raises(WorkspaceError, match="'131' is too short for a workspace id prefix"):
+        archive.search("login", workspace=WEBAPP[:3])
+    assert archive.search("handleLogin", workspace=WEBAPP[:4])
+
+
+def test_context_share_lifts_the_neighbours_and_the_session_of_a_strong_turn() -> None:
+    import numpy as np
+    import polars as pl
+
+    from archive_mcp.search.ranking import Neighbours, with_context
+
+    meta = pl.DataFrame({"session_id": ["a", "a", "a", "b", "b"], "agent": ["main"] * 5, "turn": [2, 0, 1, 0, 1]})
+    nb = Neighbours.of(meta)
+    assert nb.prev.tolist() == [2, -1, 1, -1, 3] and nb.next.tolist() == [-1, 2, 0, 4, -1]
+    total = np.array([0.0, 0.0, 1.0, 0.5, 0.0], np.float32)
+    out = with_context(total, nb, neighbour=0.3, session=0.2)
+    # a's turn 1 (row 2) is strong: its neighbours (rows 0 and 1) gain 0.3 + 0.2, session b gains its own 0.5's shares
+    assert np.allclose(out, [0.5, 0.5, 1.2, 0.6, 0.25])
+
+
+def test_zscores_keep_every_match_and_a_weak_signal_cannot_outvote_a_confident_one() -> None:
+    import numpy as np
+
+    from archive_mcp.search.ranking import fuse
+
+    ok = np.ones(6, bool)
+    lexical = np.array([9.0, 0.0, 0.0, 0.0, 0.0, 0.5], np.float32)  # one confident match
+    semantic = np.array([0.30, 0.34, 0.33, 0.32, 0.31, 0.30], np.float32)  # a flat, noisy cosine
+    total = fuse({"lexical": lexical, "semantic": semantic}, ok, {}, "zsum")
+    assert int(np.argmax(total)) == 0
+    assert total[5] > 0  # a weak lexical match stays a candidate
+
+
+def test_words_common_to_the_workspace_leave_the_semantic_query() -> None:
+    from archive_mcp.search.ranking import semantic_query
+
+    share = {"caroline": 0.6, "melanie": 0.4}.get
+    assert semantic_query("When did Caroline go to the LGBTQ support group?", lambda w: share(w.lower(), 0.0), 0.1) \
+        == "When did go to the LGBTQ support group?"
+    assert semantic_query("Caroline", lambda w: share(w.lower(), 0.0), 0.1) == "Caroline"  # never empty

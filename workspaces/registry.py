@@ -150,6 +150,9 @@ class Registry:
             ws = self._match(ref, known)
             if ws:
                 return ws
+            if len(ref) < 4 and any(w.id.startswith(ref.lower()) for w in known):
+                raise WorkspaceError(self._unknown(f"{ref!r} is too short for a workspace id prefix: "
+                                                   "give at least 4 characters of the id, or a name or path", known))
             raise WorkspaceError(self._unknown(f"no workspace matches {ref!r}", known))
         for candidate in [*roots, *(_git_root_and_dir(cwd or os.getcwd()))]:
             ws = self._match_path(candidate, known)

@@ -213,11 +213,12 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
 @click.option("--file", "file_", help="Only turns that touched a path containing this.")
 @click.option("--kind", help="Only turns of this kind (decision, fix, question, …).")
 @click.option("--source", type=click.Choice(list(SOURCES)), help="Only sessions of this agent.")
+@click.option("--rerank", is_flag=True, help="Re-score the top 30 with the full MiniLM (slower: loads torch).")
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, workspace: str | None, mode: str, limit: int,
            since: datetime | None, until: datetime | None, session: str | None, tool: str | None,
-           file_: str | None, kind: str | None, source: str | None, as_json: bool) -> None:
+           file_: str | None, kind: str | None, source: str | None, rerank: bool, as_json: bool) -> None:
     """Search past turns: lexical + fuzzy + semantic, fused."""
     from archive_mcp.search.engine import SearchError
 
@@ -225,7 +226,8 @@ def search(ctx: click.Context, query: str, workspace: str | None, mode: str, lim
     try:
         target = workspace if workspace == "all" else archive.workspace(workspace).id
         found = archive.search(query, workspace=target, mode=mode, limit=limit, since=since, until=until,
-                               session=session, tool=tool, file=file_, kind=kind, source=source)
+                               session=session, tool=tool, file=file_, kind=kind, source=source,
+                               rerank="minilm" if rerank else None)
     except (WorkspaceError, SearchError) as exc:
         raise _fail(exc) from exc
     if as_json:

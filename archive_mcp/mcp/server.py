@@ -194,7 +194,7 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
         roots: Annotated[ListRootsResult | None, Resolve(_roots_request)] = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
         """Find past turns about a topic: lexical + typo-tolerant fuzzy + semantic, fused. Each hit cites session, turn and time."""
-        target: str | list[str] = "all" if all_workspaces else resolve(workspace, roots).id
+        target: str | list[str] = "all" if all_workspaces or workspace == "all" else resolve(workspace, roots).id
         try:
             found = archive.search(query, workspace=target, limit=limit, mode=mode, session=session,
                                    agent=agent, since=since, until=until, tool=tool, file=file,
@@ -203,9 +203,7 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> MCPS
             raise ToolError(str(exc)) from exc
 
         def render(hits: list[Hit], cut: bool) -> str:
-            head = f"{len(hits)} hits for {query!r} (mode {found.realized_mode}"
-            head += f"; fell back: {found.fallback_reason})" if found.fallback_reason else ")"
-            lines = [head, *(_hit_line(h, detail) for h in hits)]
+            lines = [found.headline(len(hits)), *(_hit_line(h, detail) for h in hits)]
             if cut:
                 lines.append(f"… {len(found) - len(hits)} more hits cut to fit max_output_chars; raise it or use detail=compact")
             if hits:

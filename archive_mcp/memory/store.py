@@ -231,8 +231,8 @@ class MemoryStore:
 
     def search(self, query: str, folder: str | None = None, limit: int = 10) -> list[MemoryHit]:
         """Lexical + fuzzy ranking (the search_context machinery), CJK-aware."""
-        from archive_mcp.search.engine import (
-            _normalised,  # the same score normalisation as search_context
+        from archive_mcp.search.ranking import (
+            normalised as _normalised,  # as search_context's combsum
         )
 
         if not query.strip():

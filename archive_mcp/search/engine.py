@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -11,24 +10,38 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from archive_mcp.errors import ArchiveError
+from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import store
-from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
-from archive_mcp.refiners.text import is_cjk, tokens
+from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, MiniLMEmbedder
+from archive_mcp.search.highlight import highlight_terms, snippet
 from archive_mcp.search.index import WorkspaceIndex
-from archive_mcp.search.lexical import bm25
+from archive_mcp.search.lexical import analyse, bm25
+from archive_mcp.search.ranking import (
+    DEPTH,
+    FUSIONS,
+    Neighbours,
+    Tuning,
+    best_sentence,
+    fuse,
+    latin_share,
+    rrf,
+    second_stage,
+    semantic_query,
+    top,
+    with_context,
+)
 from archive_mcp.themes.store import ThemeError, ThemeStore
 from archive_mcp.workspaces import Workspace
 
 MODES = ("hybrid", "lexical", "fuzzy", "semantic")
-FUSIONS = ("combsum", "rrf")
-RRF_K = 60
-DEPTH = 100  # candidates each signal contributes to the fusion
-SNIPPET = 220
 
 
-class SearchError(ArchiveError, ValueError):
+class SearchError(InvalidArgument, ValueError):
     """A search argument the caller can fix; the message says how."""
+
+
+class UnknownFilter(SearchError, NotFound):
+    """A filter names a session, kind, tool or agent that no searched workspace holds."""
 
 
 @dataclass
@@ -55,10 +68,18 @@ class Hit:
 class SearchResults(list[Hit]):
     """The hits, best first, plus how the query was actually answered."""
 
-    def __init__(self, hits: list[Hit], realized_mode: str, fallback_reason: str | None) -> None:
+    def __init__(self, hits: list[Hit], realized_mode: str, fallback_reason: str | None, query: str = "") -> None:
         super().__init__(hits)
         self.realized_mode = realized_mode
         self.fallback_reason = fallback_reason
+        self.query = query
+
+    def headline(self, shown: int | None = None) -> str:
+        """"3 hits for 'query' (mode hybrid)": the query echo capped, hits cut for size counted."""
+        shown = len(self) if shown is None else shown
+        count = f"{len(self)} hits" if shown >= len(self) else f"{len(self)} hits ({shown} shown)"
+        head = f"{count} for {echo(self.query)} (mode {self.realized_mode}"
+        return head + (f"; fell back: {self.fallback_reason})" if self.fallback_reason else ")")
 
     def to_json(self) -> dict[str, Any]:
         return {"hits": [h.to_json() for h in self], "realized_mode": self.realized_mode,
@@ -76,6 +97,28 @@ class Filters:
     theme: str | None = None
     kind: str | None = None
     source: str | None = None
+
+    def validate(self, indexes: list[WorkspaceIndex]) -> None:
+        """Refuse filters that cannot match anything, saying what exists instead."""
+        if self.since and self.until and _utc(self.since) > _utc(self.until):
+            raise SearchError(f"since ({self.since.isoformat()}) is after until ({self.until.isoformat()}): "
+                              "no turn can match; swap them")
+        metas = [ix.meta.filter(pl.Series(ix.alive)) for ix in indexes if ix.meta.height]
+        where = ", ".join(ix.ws.name for ix in indexes)
+        if self.session:
+            sessions = _values(metas, pl.col("session_id"))
+            if not any(v.startswith(self.session) for v in sessions):
+                raise UnknownFilter(f"no session starting with {self.session!r} in {where}; "
+                                    f"sessions there: {_listing(sessions)} (list_sessions shows them all)")
+        for name, expr, wanted in (("kind", pl.col("kinds").explode(), self.kind),
+                                   ("tool", pl.col("tools").explode().str.to_lowercase(),
+                                    self.tool.lower() if self.tool else None),
+                                   ("agent", pl.col("agent"), self.agent)):
+            if wanted:
+                present = _values(metas, expr)
+                if wanted not in present:
+                    raise UnknownFilter(f"no turn in {where} has {name} {wanted!r}; "
+                                        f"{name}s there: {_listing(present)}")
 
     def mask(self, ws: Workspace, meta: pl.DataFrame) -> np.ndarray | None:
         conds: list[pl.Expr] = []
@@ -112,132 +155,189 @@ class Filters:
         return out
 
 
+ECHO = 120
+
+
+def echo(query: str, cap: int = ECHO) -> str:
+    """The query quoted for a reply, cut to `cap` characters (a pasted log must not eat the budget)."""
+    flat = " ".join(query.split())
+    if len(flat) <= cap:
+        return repr(flat)
+    return repr(flat[:cap]) + f"… ({len(query):,} chars)"
+
+
+def _values(metas: list[pl.DataFrame], expr: pl.Expr) -> list[str]:
+    """Distinct values of `expr` over the frames, most frequent first."""
+    counts: dict[str, int] = {}
+    for m in metas:
+        for v in m.select(expr.alias("v")).to_series().drop_nulls().to_list():
+            counts[v] = counts.get(v, 0) + 1
+    return sorted(counts, key=lambda v: (-counts[v], v))
+
+
+def _listing(values: list[str], n: int = 12) -> str:
+    if not values:
+        return "none"
+    more = f" and {len(values) - n} more" if len(values) > n else ""
+    return ", ".join(values[:n]) + more
+
+
 def _utc(d: datetime) -> datetime:
     return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
-def _top(scores: np.ndarray, ok: np.ndarray, depth: int = DEPTH) -> list[int]:
-    scores = np.where(ok & (scores > 0), scores, 0.0)
-    n = int(np.count_nonzero(scores))
-    if n == 0:
-        return []
-    k = min(depth, n)
-    idx = np.argpartition(-scores, k - 1)[:k]
-    return [int(i) for i in idx[np.argsort(-scores[idx], kind="stable")]]
-
-
-def rrf(rankings: dict[str, list[int]], k: int = RRF_K) -> list[tuple[int, float, list[str]]]:
-    """Reciprocal-rank fusion: sum of 1/(k + rank) over the signals that ranked a doc."""
-    fused: dict[int, float] = {}
-    signals: dict[int, list[str]] = {}
-    for name, ranked in rankings.items():
-        for rank, doc in enumerate(ranked):
-            fused[doc] = fused.get(doc, 0.0) + 1.0 / (k + rank + 1)
-            signals.setdefault(doc, []).append(name)
-    order = sorted(fused, key=lambda d: (-fused[d], d))
-    return [(d, fused[d], signals[d]) for d in order]
-
-
-def _normalised(name: str, x: np.ndarray, ok: np.ndarray, depth: int) -> np.ndarray:
-    """Scores on [0, 1]: BM25 divided by the best; cosine min-max scaled over the top `depth`."""
-    x = np.where(ok, x, -np.inf if name == "semantic" else 0.0)
-    if name != "semantic":
-        best = float(x.max()) if x.size else 0.0
-        return x / best if best > 0 else np.zeros_like(x)
-    finite = x[np.isfinite(x)]
-    if finite.size == 0:
-        return np.zeros(x.shape, np.float32)
-    k = min(depth, finite.size)
-    top = np.partition(finite, finite.size - k)[finite.size - k:]
-    lo, hi = float(top.min()), float(top.max())
-    if finite.size <= depth:  # every doc is a candidate: keep the weakest just above zero
-        lo -= 1e-6
-    return np.clip((np.where(np.isfinite(x), x, lo) - lo) / (hi - lo + 1e-9), 0.0, 1.0)
-
-
 def combsum(scores: dict[str, np.ndarray], ok: np.ndarray, depth: int = DEPTH,
             weights: dict[str, float] | None = None) -> list[tuple[int, float, list[str]]]:
-    """Sum of per-signal scores normalised to [0, 1] (CombSUM); keeps how confident each was.
-
-    Measured against RRF on bench/retrieval.py: RRF discards the margin between a confident
-    identifier match and the rest, CombSUM keeps it (see bench/RESULTS.md).
-    """
-    if not scores:
-        return []
-    weights = weights or {}
-    norm = {n: weights.get(n, 1.0) * _normalised(n, v, ok, depth) for n, v in scores.items()}
-    total = sum(norm.values())
-    assert isinstance(total, np.ndarray)
-    order = _top(total, ok, depth)
-    return [(d, float(total[d]), [n for n, v in norm.items() if v[d] > 0]) for d in order]
+    """Sum of per-signal scores normalised to [0, 1] (CombSUM), best first."""
+    total = fuse(scores, ok, weights or {}, "combsum", depth)
+    return [(d, float(total[d]), [n for n, v in scores.items() if v[d] > 0]) for d in top(total, ok, depth)]
 
 
-def latin_share(text: str) -> float:
-    """The share of a query's letters that are not CJK (1.0 for English, 0.0 for Chinese)."""
-    letters = [ch for ch in text if ch.isalnum()]
-    if not letters:
-        return 1.0
-    return sum(1 for ch in letters if not is_cjk(ch)) / len(letters)
+Ranked = list[tuple[int, float, list[str]]]
 
 
 class Searcher:
     """Runs one query over one workspace's index."""
 
-    def __init__(self, index: WorkspaceIndex, embedder: Embedder | None) -> None:
+    def __init__(self, index: WorkspaceIndex, embedder: Embedder | None, tuning: Tuning | None = None) -> None:
         self.index = index
         self.embedder = embedder
+        self.tuning = tuning or Tuning()
 
-    def rank(self, query: str, mode: str, filters: Filters, depth: int = DEPTH, fusion: str = "combsum"
-             ) -> tuple[list[tuple[int, float, list[str]]], set[str], str | None, dict[str, Any]]:
+    def rank(self, query: str, mode: str, filters: Filters, depth: int = DEPTH, fusion: str | None = None
+             ) -> tuple[Ranked, set[str], str | None, dict[str, Any]]:
+        tuning = self.tuning
         idx = self.index.refresh()
         ok = idx.alive.copy()
         mask = filters.mask(idx.ws, idx.meta)
         if mask is not None:
             ok &= mask
-        q_tokens = list(dict.fromkeys(tokens(query)))
+        q_terms = list(dict.fromkeys(analyse(query)))
         parts = [s.postings for s in idx.segments]
         alive_parts = np.split(idx.alive, [idx.segments[0].meta.height])
         scores: dict[str, np.ndarray] = {}
         reason = None
         fuzzy_terms: list[tuple[str, float]] = []
+        q_vec: np.ndarray | None = None
         if mode in ("hybrid", "lexical"):
-            scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_tokens], alive_parts))
+            scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms], alive_parts))
         if mode in ("hybrid", "fuzzy"):
-            fuzzy_terms = self._fuzzy_terms(q_tokens, parts)
+            fuzzy_terms = self._fuzzy_terms(q_terms, parts)
             scores["fuzzy"] = np.concatenate(bm25(parts, fuzzy_terms, alive_parts))
         if mode in ("hybrid", "semantic"):
-            reason = self._semantic(query, ok, scores, depth)
+            reason, q_vec = self._semantic(query, scores)
             if reason and mode == "semantic":  # fall back to what still works
-                scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_tokens], alive_parts))
+                scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms], alive_parts))
         # The packaged model is English-only: its cosine says little about a Chinese query.
-        weights = {"semantic": latin_share(query)} if mode == "hybrid" else None
-        fused = (rrf({n: _top(v, ok, depth) for n, v in scores.items()}) if fusion == "rrf"
-                 else combsum(scores, ok, depth, weights))
-        highlight = set(q_tokens) | {t for t, _ in fuzzy_terms}
-        return fused, set(scores), reason, {"highlight": highlight}
+        hybrid = mode == "hybrid"
+        weights = ({"semantic": latin_share(query) * tuning.semantic_weight, "fuzzy": tuning.fuzzy_weight}
+                   if hybrid else {})
+        fusion = fusion or tuning.fusion
+        if fusion not in FUSIONS:
+            raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
+        total = fuse(scores, ok, weights, fusion, depth)
+        if mode == "hybrid":
+            total = np.where(ok, with_context(total, self._neighbours(), tuning.neighbour, tuning.session, tuning.context), 0.0)
+        order = top(total, ok, depth)
+        if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
+            order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
+        if tuning.rerank and order and mode == "hybrid" and latin_share(query) > 0.5:
+            order = self._rerank(query, order, total)
+        fused = [(d, float(total[d]), [n for n, v in scores.items() if _counts(n, v[d])]) for d in order]
+        return fused, set(scores), reason, {"highlight": highlight_terms(query, fuzzy_terms)}
 
-    def _fuzzy_terms(self, q_tokens: list[str], parts: list[Any]) -> list[tuple[str, float]]:
+    def _neighbours(self) -> Neighbours:
+        idx = self.index
+        cached = getattr(idx, "_neighbours", None)
+        if cached is None or cached[0] is not idx.meta:
+            cached = (idx.meta, Neighbours.of(idx.meta))
+            idx._neighbours = cached  # type: ignore[attr-defined]
+        return cached[1]
+
+    def _by_sentence(self, q_vec: np.ndarray, order: list[int], scores: dict[str, np.ndarray], ok: np.ndarray,
+                     weights: dict[str, float], fusion: str, depth: int, total: np.ndarray) -> list[int]:
+        """Re-score the top candidates with mean(whole-text, best-sentence) cosine."""
+        assert self.embedder is not None
+        head = order[:self.tuning.sentence_depth]
+        texts = candidate_texts(self.index.ws, self.index.meta, head)
+        best = best_sentence(q_vec, texts, self.embedder.embed)
+        sem = scores["semantic"].copy()
+        cand = np.asarray(head)
+        sem[cand] = np.where(best > -1.0, (sem[cand] + best) / 2, sem[cand])
+        again = fuse({**scores, "semantic": sem}, ok, weights, fusion, depth)
+        again = np.where(ok, with_context(again, self._neighbours(), self.tuning.neighbour, self.tuning.session,
+                                         self.tuning.context), 0.0)
+        total[cand] = again[cand]
+        return sorted(head, key=lambda d: -float(again[d])) + order[len(head):]
+
+    def _rerank(self, query: str, order: list[int], total: np.ndarray) -> list[int]:
+        """Second stage: the full model re-scores the top candidates (opt-in, costs a model)."""
+        model = reranker(self.tuning.rerank or "")
+        head = order[:self.tuning.rerank_depth]
+        texts = candidate_texts(self.index.ws, self.index.meta, head)
+        q = model.embed([semantic_query(query, self._doc_share, self.tuning.common_share)])[0]
+        new = second_stage(total[head], q, texts, model.embed, self.tuning.rerank_weight)
+        top_first = float(total[head[0]])
+        for d, v in zip(head, new, strict=True):  # keep scores comparable across workspaces
+            total[d] = top_first * float(v) / 2
+        return sorted(head, key=lambda d: -float(total[d])) + order[len(head):]
+
+    def _fuzzy_terms(self, q_terms: list[str], parts: list[Any]) -> list[tuple[str, float]]:
         """The query's terms (weight 1) plus vocabulary terms a few edits away (weight sim²)."""
-        out: dict[str, float] = {t: 1.0 for t in q_tokens}
-        for tok in q_tokens[:8]:
+        out: dict[str, float] = {t: 1.0 for t in q_terms}
+        if not self.tuning.fuzzy_known:  # a term the workspace has is no typo
+            q_terms = [t for t in q_terms if not any(p.df(t) for p in parts)]
+        for tok in q_terms[:8]:
             for part in parts:
                 for term, score in part.similar_terms(tok):
                     out[term] = max(out.get(term, 0.0), (score / 100.0) ** 2)
         return sorted(out.items(), key=lambda kv: -kv[1])[:32]
 
-    def _semantic(self, query: str, ok: np.ndarray, scores: dict[str, np.ndarray], depth: int) -> str | None:
+    def _doc_share(self, word: str) -> float:
+        idx = self.index
+        n = max(1, int(idx.alive.sum()))
+        terms = analyse(word)  # the word itself first (an identifier whole), then its parts
+        return sum(s.postings.df(terms[0]) for s in idx.segments) / n if terms else 0.0
+
+    def _semantic(self, query: str, scores: dict[str, np.ndarray]) -> tuple[str | None, np.ndarray | None]:
         if self.embedder is None:
-            return "no embedding model is configured"
+            return "no embedding model is configured", None
         if not self.index.has_vectors():
             return ("no turn in this workspace has an embedding yet: run `archive-mcp refine` "
-                    "(or ingest without --no-embed)")
+                    "(or ingest without --no-embed)"), None
         try:
-            q = self.embedder.embed([query])[0]
+            q = self.embedder.embed([semantic_query(query, self._doc_share, self.tuning.common_share)])[0]
         except EmbedderUnavailable as exc:
-            return str(exc)
+            return str(exc), None
         sims, has = self.index.cosine(q)
         scores["semantic"] = np.where(has, sims, -1.0)
-        return None
+        return None, q
+
+
+_RERANKERS: dict[str, Embedder] = {}
+
+
+def reranker(name: str) -> Embedder:
+    """The second-stage model, loaded once per process (the packaged MiniLM: offline)."""
+    if name != "minilm":
+        raise SearchError(f"rerank must be 'minilm' or None, not {name!r}")
+    if name not in _RERANKERS:
+        _RERANKERS[name] = MiniLMEmbedder()
+    return _RERANKERS[name]
+
+
+def _counts(name: str, value: float) -> bool:
+    return bool(value > (-1.0 if name == "semantic" else 0.0))
+
+
+def candidate_texts(ws: Workspace, meta: pl.DataFrame, docs: list[int]) -> list[str]:
+    """The request and answer of each doc, read from its session's refined file."""
+    rows = meta[docs].select("session_id", "agent", "turn")
+    files = [str(store.refined_path(ws, sid)) for sid in rows["session_id"].unique().to_list()]
+    df = (pl.scan_parquet(files).select("session_id", "agent", "turn", "user_text", "assistant_text")
+          .join(rows.lazy(), on=["session_id", "agent", "turn"], how="semi").collect())
+    texts = {(r[0], r[1], r[2]): f"{r[3] or ''}\n{r[4] or ''}" for r in df.iter_rows()}
+    return [texts.get(k, "") for k in rows.iter_rows()]
 
 
 def realized(mode: str, used: set[str], reason: str | None) -> str:
@@ -275,62 +375,25 @@ def build_hits(ws: Workspace, meta: pl.DataFrame, fused: list[tuple[int, float, 
     return hits
 
 
-_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
-
-
-def snippet(row: dict[str, Any], terms: set[str], width: int = SNIPPET) -> str:
-    """The passage with the most query terms, cut to `width`, matches marked **like this**."""
-    passages = []
-    for field_name in ("user_text", "assistant_text"):
-        text = (row.get(field_name) or "")[:20000]
-        passages += [p.strip() for p in _SPLIT.split(text) if p and p.strip()]
-    passages += [f"{c['name']}: {c['args_summary']} → {c['result_summary']}" for c in row.get("tool_calls") or []]
-    if not passages:
-        return ""
-    lowered = {t.lower() for t in terms}
-
-    def score(p: str) -> int:
-        toks = set(tokens(p))
-        return len(toks & lowered)
-
-    best = max(passages, key=score)
-    if len(best) > width:
-        first = _first_match(best, lowered)
-        start = max(0, min(first - width // 3, len(best) - width))
-        best = ("…" if start else "") + best[start:start + width] + ("…" if start + width < len(best) else "")
-    return _mark(best, lowered)
-
-
-def _first_match(text: str, terms: set[str]) -> int:
-    low = text.lower()
-    hits = [low.find(t) for t in terms if t and low.find(t) >= 0]
-    return min(hits) if hits else 0
-
-
-def _mark(text: str, terms: set[str]) -> str:
-    whole = sorted((t for t in terms if len(t) > 1), key=len, reverse=True)
-    if not whole:
-        return text
-    pattern = re.compile("|".join(re.escape(t) for t in whole), re.IGNORECASE)
-    return pattern.sub(lambda m: f"**{m.group(0)}**", text)
-
-
 def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceIndex],
                       embedder: Embedder | None, query: str, limit: int, mode: str,
-                      filters: Filters, fusion: str = "combsum") -> SearchResults:
+                      filters: Filters, fusion: str | None = None, tuning: Tuning | None = None) -> SearchResults:
     if mode not in MODES:
         raise SearchError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-    if fusion not in FUSIONS:
+    if fusion is not None and fusion not in FUSIONS:
         raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
     if not query.strip():
         raise SearchError("the query is empty: give keywords, an identifier or a question")
     if limit < 1:
         raise SearchError("limit must be at least 1")
+    if tuning is not None and tuning.rerank not in (None, "minilm"):
+        raise SearchError(f"rerank must be 'minilm' or None, not {tuning.rerank!r}")
+    filters.validate([indexes[ws.id].refresh() for ws in workspaces])
     all_hits: list[Hit] = []
     reasons: list[str] = []
     realized_modes: set[str] = set()
     for ws in workspaces:
-        searcher = Searcher(indexes[ws.id], embedder)
+        searcher = Searcher(indexes[ws.id], embedder, tuning)
         fused, used, reason, extra = searcher.rank(query, mode, filters, fusion=fusion)
         realized_modes.add(realized(mode, used, reason))
         if reason:
@@ -338,7 +401,7 @@ def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceI
         all_hits += build_hits(ws, searcher.index.meta, fused[:limit], extra["highlight"])
     all_hits.sort(key=lambda h: (-h.score, h.started_at or ""))
     realized_mode = realized_modes.pop() if len(realized_modes) == 1 else "mixed"
-    return SearchResults(all_hits[:limit], realized_mode, "; ".join(reasons) or None)
+    return SearchResults(all_hits[:limit], realized_mode, "; ".join(reasons) or None, query)
 
 
-__all__ = ["MODES", "Filters", "Hit", "SearchError", "SearchResults", "search_workspaces"]
+__all__ = ["MODES", "Filters", "rrf", "combsum", "Hit", "SearchError", "SearchResults", "search_workspaces"]

@@ -13,6 +13,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,10 @@ import numpy as np
 import polars as pl
 
 from archive_mcp.ingest.store import session_file_stem
-from archive_mcp.refiners.text import tokens
-from archive_mcp.search.lexical import Postings
+from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
-INDEX_VERSION = 1
+INDEX_VERSION = 3  # 3: stemmed terms, dates as text
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tools", "raw_ref"]
@@ -33,10 +33,15 @@ BUILD_CHUNK = 256  # session files read at once while building
 DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (float16)
 
 
+def date_text(started: datetime | None) -> str:
+    """A turn's date as words a question may use: "8 May 2023 Monday"."""
+    return f"{started.day} {started:%B %Y %A}" if started else ""
+
+
 def doc_text(row: dict[str, Any]) -> str:
-    """What a turn is searchable as: the request, the answer, tools, files, summary."""
+    """What a turn is searchable as: the request, the answer, tools, files, summary, its date."""
     calls = " ".join(f"{c['name']} {c['args_summary']} {c['result_summary']}" for c in row["tool_calls"] or [])
-    return "\n".join((row["summary"] or "", (row["user_text"] or "")[:TEXT_CAP],
+    return "\n".join((date_text(row["started_at"]), row["summary"] or "", (row["user_text"] or "")[:TEXT_CAP],
                       (row["assistant_text"] or "")[:TEXT_CAP], calls, " ".join(row["files"] or []),
                       " ".join(row["keywords"] or []), row["title"] or ""))
 
@@ -65,7 +70,7 @@ class Segment:
                 ).select(META_COLUMNS))
                 keys.append(df.select("session_id", "agent", "turn", "content_hash"))
                 for r in df.iter_rows(named=True):
-                    yield tokens(doc_text(r))
+                    yield analyse(doc_text(r))
 
         postings = Postings.build(docs())
         meta = pl.concat(metas) if metas else pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS})

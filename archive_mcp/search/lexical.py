@@ -8,13 +8,71 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
 from rapidfuzz import fuzz, process
 
+from archive_mcp.refiners.text import tokens
+
 K1, B = 1.2, 0.75
+
+# Snowball's English stopword list (function words only: no "run", "use", "test", ...).
+ENGLISH_STOPWORDS = frozenset("""
+i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she
+her hers herself it its itself they them their theirs themselves what which who whom this that
+these those am is are was were be been being have has had having do does did doing would should
+could ought i'm you're he's she's it's we're they're i've you've we've they've i'd you'd he'd
+she'd we'd they'd i'll you'll he'll she'll we'll they'll isn't aren't wasn't weren't hasn't
+haven't hadn't doesn't don't didn't won't wouldn't shan't shouldn't can't cannot couldn't
+mustn't let's that's who's what's here's there's when's where's why's how's a an the and but if
+or because as until while of at by for with about against between into through during before
+after above below to from up down in out on off over under again further then once here there
+when where why how all any both each few more most other some such no nor not only own same so
+than too very s t d ll re ve m don didn doesn isn wasn aren couldn wouldn shouldn
+""".split())
+
+
+def _stemmer() -> Callable[[list[str]], list[str]]:
+    try:
+        import Stemmer  # PyStemmer: the C build of the Snowball stemmers
+
+        return Stemmer.Stemmer("english").stemWords  # type: ignore[no-any-return]
+    except ImportError:
+        import snowballstemmer
+
+        return snowballstemmer.stemmer("english").stemWords  # type: ignore[no-any-return]
+
+
+_STEM = _stemmer()
+_STEMS: dict[str, str] = {}
+
+
+def stem(word: str) -> str:
+    """The Snowball stem of a lowercase word (cached: a vocabulary is small)."""
+    out = _STEMS.get(word)
+    if out is None:
+        out = _STEM([word])[0]
+        if len(_STEMS) < 500_000:
+            _STEMS[word] = out
+    return out
+
+
+def analyse(text: str, drop_stopwords: bool = False) -> list[str]:
+    """Index and query terms: code-aware tokens with plain English words stemmed (Snowball).
+
+    Identifiers (`parse_config`, `a.b`, paths) stay whole beside their stemmed parts, CJK
+    characters and bigrams pass through. Stopwords stay in the index (BM25's idf weighs them
+    down; dropping them cost the generated paraphrase queries more than it gained on LoCoMo,
+    see bench/RESULTS.md); highlighting drops them.
+    """
+    out = []
+    for t in tokens(text):
+        if drop_stopwords and t in ENGLISH_STOPWORDS:
+            continue
+        out.append(stem(t) if t.isalpha() and t.isascii() else t)
+    return out
 
 
 class Postings:
@@ -34,9 +92,9 @@ class Postings:
         d_ids: list[np.ndarray] = []
         counts: list[np.ndarray] = []
         lengths: list[int] = []
-        for d, tokens in enumerate(docs):
-            c = Counter(tokens)
-            lengths.append(len(tokens))
+        for d, terms in enumerate(docs):
+            c = Counter(terms)
+            lengths.append(len(terms))
             if not c:
                 continue
             t_ids.append(np.fromiter((term_id.setdefault(t, len(term_id)) for t in c), np.int32, len(c)))

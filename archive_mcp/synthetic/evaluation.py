@@ -129,7 +129,7 @@ def evaluate(archive: Any, queries: list[Query], workspace: str = "retrieval-eva
     for mode in MODES:
         per_kind: dict[str, list[int | None]] = {}
         for q in queries:
-            fusion = "rrf" if mode == "hybrid-rrf" else "combsum"
+            fusion = "rrf" if mode == "hybrid-rrf" else None  # None: the default fusion
             found = archive.search(q.text, workspace=workspace, limit=10, mode=mode.removesuffix("-rrf"), fusion=fusion)
             rank = next((i for i, h in enumerate(found) if (h.session_id, h.turn) == (q.session, q.turn)), None)
             per_kind.setdefault(q.kind, []).append(rank)

@@ -1,0 +1,99 @@
+"""Snippets: the passage of a hit that best matches the query, whole query words marked **so**.
+
+A word is marked when it, or one of its identifier parts, analyses (stem, no stopwords) to a
+query term: `catching` matches `catch`, `formatISODate` matches `date`; `in` inside `catching` is
+never marked. CJK runs are marked by the query's CJK bigrams and characters found inside them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from archive_mcp.refiners.text import CJK
+from archive_mcp.search.lexical import ENGLISH_STOPWORDS, analyse
+
+SNIPPET = 220
+_SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
+_WORD = re.compile(rf"[{CJK}]+|[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]|[A-Za-z0-9_]")
+
+
+def highlight_terms(query: str, fuzzy_terms: list[tuple[str, float]]) -> set[str]:
+    """The analysed query terms plus the vocabulary terms fuzzy matching added."""
+    return set(analyse(query, drop_stopwords=True)) | {t for t, _ in fuzzy_terms if t not in ENGLISH_STOPWORDS}
+
+
+def _matches(word: str, terms: set[str]) -> bool:
+    return bool(terms.intersection(analyse(word, drop_stopwords=True)))
+
+
+def _cjk_spans(run: str, terms: list[str]) -> list[tuple[int, int]]:
+    """Runs of characters covered by the query's CJK terms (overlapping bigrams join up)."""
+    covered = [False] * len(run)
+    for t in terms:
+        start = run.find(t)
+        while start >= 0:
+            covered[start:start + len(t)] = [True] * len(t)
+            start = run.find(t, start + 1)
+    spans, i = [], 0
+    while i < len(run):
+        if covered[i]:
+            j = i
+            while j < len(run) and covered[j]:
+                j += 1
+            spans.append((i, j))
+            i = j
+        else:
+            i += 1
+    return spans
+
+
+def _spans(text: str, terms: set[str]) -> list[tuple[int, int]]:
+    cjk = [t for t in terms if t and re.fullmatch(f"[{CJK}]+", t)]
+    if any(len(t) > 1 for t in cjk):  # single characters only when the query has nothing longer
+        cjk = [t for t in cjk if len(t) > 1]
+    out = []
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        if re.fullmatch(f"[{CJK}]+", word):
+            out += [(m.start() + a, m.start() + b) for a, b in _cjk_spans(word, cjk)]
+        elif _matches(word, terms):
+            out.append((m.start(), m.end()))
+    return out
+
+
+def mark(text: str, terms: set[str]) -> str:
+    """`text` with every matching whole word wrapped in ** **."""
+    spans = _spans(text, terms)
+    if not spans:
+        return text
+    out, pos = [], 0
+    for a, b in spans:
+        out += [text[pos:a], "**", text[a:b], "**"]
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def snippet(row: dict[str, Any], terms: set[str], width: int = SNIPPET) -> str:
+    """The passage with the most query terms, cut to `width` around the first match, marked."""
+    passages = []
+    for field_name in ("user_text", "assistant_text"):
+        text = (row.get(field_name) or "")[:20000]
+        passages += [p.strip() for p in _SPLIT.split(text) if p and p.strip()]
+    passages += [f"{c['name']}: {c['args_summary']} → {c['result_summary']}" for c in row.get("tool_calls") or []]
+    if not passages:
+        return ""
+
+    def score(p: str) -> int:
+        return len(set(analyse(p[:2000])) & terms)
+
+    best = max(passages, key=score)
+    if len(best) > width:
+        spans = _spans(best, terms)
+        first = spans[0][0] if spans else 0
+        start = max(0, min(first - width // 3, len(best) - width))
+        while 0 < start < len(best) and best[start - 1].isalnum() and best[start].isalnum():
+            start += 1  # do not start inside a word
+        best = ("…" if start else "") + best[start:start + width] + ("…" if start + width < len(best) else "")
+    return mark(best, terms)

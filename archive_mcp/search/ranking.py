@@ -1,0 +1,224 @@
+"""Fusion and the second look: how per-signal scores become one ranking.
+
+- `fuse`: per-signal scores normalised (z-scores by default, CombSUM over max-scaled scores or
+  reciprocal ranks for comparison) and summed with weights.
+- `common_terms`: query words so frequent in a workspace that they only blur its vector (the two
+  speakers' names in a chat, the project's name in a coding log); they leave the semantic query.
+- `with_context`: a share of the neighbouring turns' and the session's best score joins each
+  turn's own (an answer often spans two turns; a session is about one thing).
+- `best_sentence`: the top candidates' sentences are embedded, and a turn's semantic score
+  becomes the mean of its whole-text and best-sentence cosine.
+
+Every choice is measured in bench/RESULTS.md ("Retrieval on real conversations").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from archive_mcp.refiners.text import is_cjk, sentences
+
+DEPTH = 100  # candidates each signal contributes to the fusion
+RRF_K = 60
+FUSIONS = ("zsum", "combsum", "rrf")
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The ranking knobs; the defaults are the measured choice (bench/RESULTS.md)."""
+
+    fusion: str = "zsum"
+    semantic_weight: float = 1.0
+    fuzzy_weight: float = 1.0
+    fuzzy_known: bool = True  # also expand query terms the workspace already has (False: only unknown ones)
+    common_share: float = 0.1  # query words in more than this share of turns leave the semantic query
+    neighbour: float = 0.2  # share of the best neighbouring turn's score added
+    session: float = 0.1  # share of the session's best score added
+    sentence_depth: int = 0  # top candidates re-scored by their best sentence (0 = off)
+    context: str = "sum"  # "sum": own + shares; "max": the larger of own and the shares
+    rerank: str | None = None  # "minilm": a second stage re-scores the top candidates with the full model
+    rerank_depth: int = 30
+    rerank_weight: float = 1.0
+
+
+def top(scores: np.ndarray, ok: np.ndarray, depth: int = DEPTH) -> list[int]:
+    """Indices of the `depth` best positive scores among `ok`, best first."""
+    scores = np.where(ok & (scores > 0), scores, 0.0)
+    n = int(np.count_nonzero(scores))
+    if n == 0:
+        return []
+    k = min(depth, n)
+    idx = np.argpartition(-scores, k - 1)[:k]
+    return [int(i) for i in idx[np.argsort(-scores[idx], kind="stable")]]
+
+
+def rrf(rankings: dict[str, list[int]], k: int = RRF_K) -> list[tuple[int, float, list[str]]]:
+    """Reciprocal-rank fusion: sum of 1/(k + rank) over the signals that ranked a doc."""
+    fused: dict[int, float] = {}
+    signals: dict[int, list[str]] = {}
+    for name, ranked in rankings.items():
+        for rank, doc in enumerate(ranked):
+            fused[doc] = fused.get(doc, 0.0) + 1.0 / (k + rank + 1)
+            signals.setdefault(doc, []).append(name)
+    order = sorted(fused, key=lambda d: (-fused[d], d))
+    return [(d, fused[d], signals[d]) for d in order]
+
+
+def normalised(name: str, x: np.ndarray, ok: np.ndarray, depth: int) -> np.ndarray:
+    """Scores on [0, 1]: BM25 divided by the best; cosine min-max scaled over the top `depth`."""
+    x = np.where(ok, x, -np.inf if name == "semantic" else 0.0)
+    if name != "semantic":
+        best = float(x.max()) if x.size else 0.0
+        return x / best if best > 0 else np.zeros_like(x)
+    finite = x[np.isfinite(x)]
+    if finite.size == 0:
+        return np.zeros(x.shape, np.float32)
+    k = min(depth, finite.size)
+    head = np.partition(finite, finite.size - k)[finite.size - k:]
+    lo, hi = float(head.min()), float(head.max())
+    if finite.size <= depth:  # every doc is a candidate: keep the weakest just above zero
+        lo -= 1e-6
+    return np.clip((np.where(np.isfinite(x), x, lo) - lo) / (hi - lo + 1e-9), 0.0, 1.0)
+
+
+def zscored(name: str, x: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Standard scores over the eligible docs, floored at zero: a signal adds only where a doc
+    stands out from its distribution, so a weak signal's noise cannot outvote a confident one."""
+    valid = ok & (x > -1.0) if name == "semantic" else ok
+    vals = x[valid]
+    if vals.size < 2:
+        return np.where(valid & (x > 0), 1.0, 0.0).astype(np.float32)
+    mu, sd, hi = float(vals.mean()), float(vals.std()), float(vals.max())
+    lo = float(vals.min()) if name == "semantic" else 0.0
+    # a sliver of the min-max scaled score keeps every match ranked (and above zero) below the mean
+    tie = 1e-3 * (x - lo) / (hi - lo) if hi > lo else np.full(x.shape, 1e-3, np.float32)
+    z = np.maximum((x - mu) / sd, 0.0) if sd > 1e-9 else 0.0
+    keep = valid & (x > lo) if name == "semantic" else valid & (x > 0)
+    return np.where(keep, z + tie, 0.0).astype(np.float32)
+
+
+def fuse(scores: dict[str, np.ndarray], ok: np.ndarray, weights: dict[str, float], fusion: str,
+         depth: int = DEPTH) -> np.ndarray:
+    """One score per doc: the weighted sum of the normalised signals."""
+    total = np.zeros(ok.shape, np.float32)
+    for name, x in scores.items():
+        if fusion == "rrf":
+            part = np.zeros(ok.shape, np.float32)
+            ranked = top(x + (1.0 if name == "semantic" else 0.0), ok, depth)
+            part[ranked] = 1.0 / (RRF_K + 1 + np.arange(len(ranked)))
+        elif fusion == "combsum":
+            part = normalised(name, x, ok, depth)
+        else:
+            part = zscored(name, x, ok)
+        total += weights.get(name, 1.0) * part
+    return np.where(ok, total, 0.0)
+
+
+def latin_share(text: str) -> float:
+    """The share of a query's letters that are not CJK (1.0 for English, 0.0 for Chinese)."""
+    letters = [ch for ch in text if ch.isalnum()]
+    if not letters:
+        return 1.0
+    return sum(1 for ch in letters if not is_cjk(ch)) / len(letters)
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'’-]*")
+
+
+def semantic_query(query: str, doc_share: Any, limit: float) -> str:
+    """The query without the words that occur in more than `limit` of the workspace's turns."""
+    if limit >= 1.0:
+        return query
+    kept = _WORD.sub(lambda m: "" if doc_share(m.group(0)) > limit else m.group(0), query)
+    kept = " ".join(kept.split())
+    return kept if any(ch.isalnum() for ch in kept) else query
+
+
+@dataclass
+class Neighbours:
+    """For each doc: the previous and next turn of its session (-1 if none) and its session."""
+
+    prev: np.ndarray
+    next: np.ndarray
+    group: np.ndarray
+    n_groups: int
+
+    @classmethod
+    def of(cls, meta: pl.DataFrame) -> Neighbours:
+        n = meta.height
+        if n == 0:
+            empty = np.zeros(0, np.int64)
+            return cls(empty, empty, empty, 0)
+        keys = meta.select(pl.col("session_id").cast(pl.String) + "\x00" + pl.col("agent").cast(pl.String)).to_series()
+        group = keys.cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
+        turn = meta["turn"].to_numpy().astype(np.int64)
+        order = np.lexsort((turn, group))
+        prev = np.full(n, -1, np.int64)
+        nxt = np.full(n, -1, np.int64)
+        same = group[order][1:] == group[order][:-1]
+        prev[order[1:][same]] = order[:-1][same]
+        nxt[order[:-1][same]] = order[1:][same]
+        return cls(prev, nxt, group, int(group.max()) + 1)
+
+
+def with_context(total: np.ndarray, nb: Neighbours, neighbour: float, session: float,
+                 how: str = "sum") -> np.ndarray:
+    """Each doc's score plus shares of its best neighbour's and its session's best score
+    (`how="max"`: the larger of its own score and those shares)."""
+    if total.size == 0 or (neighbour <= 0 and session <= 0):
+        return total
+    shares = np.zeros_like(total)
+    if neighbour > 0:
+        prev = np.where(nb.prev >= 0, total[np.maximum(nb.prev, 0)], 0.0)
+        nxt = np.where(nb.next >= 0, total[np.maximum(nb.next, 0)], 0.0)
+        shares += neighbour * np.maximum(prev, nxt)
+    if session > 0:
+        best = np.zeros(nb.n_groups, np.float32)
+        np.maximum.at(best, nb.group, total)
+        shares += session * best[nb.group]
+    return np.maximum(total, shares) if how == "max" else total + shares
+
+
+def split_sentences(text: str, cap: int = 24) -> list[str]:
+    """A turn's sentences (lines first, then sentence ends), the first `cap` of them."""
+    out: list[str] = []
+    for line in text.splitlines():
+        for s in sentences(line):
+            if len(s) > 3:
+                out.append(s[:400])
+                if len(out) >= cap:
+                    return out
+    return out
+
+
+def second_stage(first: np.ndarray, q: np.ndarray, texts: list[str], embed: Any, weight: float) -> np.ndarray:
+    """Candidates' new scores: their first-stage score (scaled to [0, 1]) plus `weight` times
+    the model's mean of whole-text and best-sentence cosine (scaled to [0, 1] over them)."""
+    whole = embed([t[:2000] for t in texts]) @ q.astype(np.float32)
+    best = best_sentence(q, texts, embed)
+    sem = np.where(best > -1.0, (whole + best) / 2, whole)
+
+    def scaled(x: np.ndarray) -> np.ndarray:
+        lo, hi = float(x.min()), float(x.max())
+        return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+    return scaled(first.astype(np.float32)) + weight * scaled(sem.astype(np.float32))
+
+
+def best_sentence(q: np.ndarray, texts: list[str], embed: Any) -> np.ndarray:
+    """For each text, the best cosine between `q` and one of its sentences (-1 if none)."""
+    pieces: list[str] = []
+    owner: list[int] = []
+    for i, text in enumerate(texts):
+        for s in split_sentences(text):
+            pieces.append(s)
+            owner.append(i)
+    out = np.full(len(texts), -1.0, np.float32)
+    if pieces:
+        sims = embed(pieces) @ q.astype(np.float32)
+        np.maximum.at(out, np.asarray(owner), sims.astype(np.float32))
+    return out
