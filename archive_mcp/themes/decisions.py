@@ -1,0 +1,142 @@
+"""Decisions in a theme: the turns where a course is set or changed, and what each change undoes.
+
+A turn sets a course when the refiner marked it `decision`, or when its words do ("let's go
+with", "we'll use", accepting an option the assistant offered). It changes a course when the
+refiner marked it `reversal`, or when the user corrects or redirects ("wait", "go back to",
+"instead", "don't", "it was working before") or the assistant switches on its own ("switching
+to", "falling back to"). A change is paired with the earlier decision it undoes by what the two
+turns are about: TF-IDF cosine over the theme's own turns, so words the whole theme shares count
+for little and one shared word is not enough.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from archive_mcp.refiners.text import STOPWORDS, tokens
+
+_CHANGE_USER = re.compile(
+    r"\b(?:wait|actually|instead|rather than|no longer|go(?:ing)? back|revert\w*|roll(?:ed)? ?back|undo|"
+    r"back to|switch(?:ed)? (?:back )?to|change (?:it|this|that) to|don'?t|do not|stop|never ?mind|scrap|"
+    r"get rid of|remove (?:the|that|this)|(?:was|were) working|used to work|broke|broken|not working|"
+    r"doesn'?t work|isn'?t working|still (?:not|no|doesn'?t|isn'?t|broken|failing|showing|seeing)|"
+    r"why (?:did|are|is) (?:you|it|this)|that'?s (?:not|wrong)|no,|nope|not what|skip(?:ping)?|"
+    r"should(?:n'?t| not)|let'?s (?:not|get|go back|switch|keep|stick|move|try|revert))\b|回滚|改回|(?<!要)不要|换成|还是用",
+    re.IGNORECASE)
+_DECIDE_USER = re.compile(
+    r"\b(?:let'?s (?:go with|use|do|build|add|make|implement|plan|create|start)|go with|we(?:'ll| will) use|"
+    r"i want|i'?d like|we need|we should|make it|use (?:the|a)|option \w\b|approach \w\b|plan (?:it|this)|"
+    r"approved?|lgtm|sounds good|do it|go ahead|proceed|yes,? (?:do|go|please|let'?s))|决定|采用|就用",
+    re.IGNORECASE)
+_APPROVAL = re.compile(r"^\s*(?:y|yes|yep|yeah|ok|okay|sure|approved?|lgtm|do it|go ahead|proceed|"
+                       r"option \w|\(?[a-d1-9]\)?|sounds good|perfect|great)\W{0,3}$", re.IGNORECASE)
+_CHANGE_ASSISTANT = re.compile(
+    r"\b(?:switch(?:ing|ed)? (?:back )?to|fall(?:ing)? back to|fell back to|instead of|rather than|"
+    r"revert(?:ed|ing)?|roll(?:ed|ing)? back|replac(?:ed|ing) \S+ with|no longer|changed? (?:the )?approach|"
+    r"different approach|went back to|going back to)\b", re.IGNORECASE)
+
+
+@dataclass
+class Flag:
+    kind: str  # decision | change | reversal
+    by: str  # user | assistant
+    cue: str
+
+
+def flag_turn(user: str, assistant: str, kinds: list[str]) -> Flag | None:
+    """Does this turn set or change a course? The user's words decide first."""
+    u = user[:1500]
+    have = set(kinds)
+    m = _CHANGE_USER.search(u)
+    if m and len(u) < 1500:
+        rev = re.search(r"\b(?:revert\w*|roll(?:ed)? ?back|undo|go(?:ing)? back|back to|(?:was|were) working|"
+                        r"used to work)\b|回滚|改回", u, re.IGNORECASE)
+        return Flag("reversal" if rev else "change", "user", (rev or m).group(0))
+    if "reversal" in have:
+        return Flag("reversal", "assistant", "reversal")
+    if _APPROVAL.match(u):
+        return Flag("decision", "user", "approval")
+    m = _DECIDE_USER.search(u)
+    if m:
+        return Flag("decision", "user", m.group(0))
+    m = _CHANGE_ASSISTANT.search(assistant[:3000])
+    if m:
+        return Flag("change", "assistant", m.group(0))
+    if "decision" in have:
+        return Flag("decision", "assistant", "decision")
+    return None
+
+
+def _vector(text: str) -> Counter[str]:
+    return Counter(t for t in tokens(text) if len(t) > 2 and t not in STOPWORDS and not t.isdigit())
+
+
+def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    dot = sum(w * b.get(t, 0.0) for t, w in a.items())
+    na = math.sqrt(sum(w * w for w in a.values()))
+    nb = math.sqrt(sum(w * w for w in b.values()))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def pair_changes(rows: list[dict[str, Any]], flags: list[Flag], corpus: list[str],
+                 min_similarity: float = 0.08) -> list[tuple[int, int, float, list[str]]]:
+    """(change index, undone decision index, similarity, shared terms) for each change in `rows`
+    (time order, aligned with `flags`). `corpus` is every event's text in the theme: it sets the
+    IDF. A change is paired with the earlier flagged turn whose text is most alike (recency breaks
+    near ties), when that cosine reaches `min_similarity`."""
+    n = max(1, len(corpus))
+    df: Counter[str] = Counter()
+    for text in corpus:
+        df.update(set(_vector(text)))
+
+    def weigh(c: Counter[str]) -> dict[str, float]:
+        return {t: (1 + math.log(k)) * math.log(1 + n / (1 + df.get(t, 0))) for t, k in c.items()}
+
+    vecs = [weigh(_vector(_text(r))) for r in rows]
+    out = []
+    for i, f in enumerate(flags):
+        if f.kind == "decision" or i == 0:
+            continue
+        best, best_j = 0.0, -1
+        for j in range(i - 1, -1, -1):
+            sim = _cosine(vecs[i], vecs[j]) * (1 + 0.02 * max(0, 10 - (i - j)))
+            if sim > best:
+                best, best_j = sim, j
+        if best_j >= 0 and best >= min_similarity:
+            a, b = vecs[i], vecs[best_j]
+            shared = sorted((t for t in a if t in b), key=lambda t: -a[t] * b[t])[:6]
+            out.append((i, best_j, round(best, 3), shared))
+    return out
+
+
+def _text(row: dict[str, Any]) -> str:
+    return f"{row.get('user_text') or ''}\n{row.get('assistant_text') or ''}"[:4000] + " " + " ".join(row.get("keywords") or [])
+
+
+def gist(row: dict[str, Any], by: str, width: int = 160) -> str:
+    """What a turn decided, in one line: the user's words when they drove it, else the outcome."""
+    text = (row.get("user_text") or "") if by == "user" else ""
+    if text.rstrip().endswith(("?", "？", "吗")):
+        text = ""  # a question sets nothing: what was decided is in the answer
+    if not text.strip() or len(text.strip()) < 12:
+        summary = row.get("summary") or ""
+        m = re.search(r"Outcome:\s*(.*)", summary, re.S)
+        text = (m.group(1) if m else summary) if by != "user" or not text.strip() else f"{text.strip()}: {summary}"
+    return clip(" ".join(text.split()), width)
+
+
+def clip(text: str, width: int) -> str:
+    """At most `width` characters, cut at a word boundary, with an ellipsis when cut."""
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    space = cut.rfind(" ")
+    if space > width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"
