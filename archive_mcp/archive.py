@@ -36,7 +36,7 @@ from archive_mcp.memory.essence import (
 )
 from archive_mcp.memory.store import FOLDERS as MEMORY_FOLDERS
 from archive_mcp.memory.store import MemoryEntry, MemoryError, MemoryStore, slugify
-from archive_mcp.refiners import PARSERS
+from archive_mcp.refiners import PARSERS, SOURCES
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import REFINER, Summarizer
@@ -142,14 +142,18 @@ class Archive:
     # --- ingest and refine -----------------------------------------------------------------
     def ingest(self, *paths: str | os.PathLike[str], embed: bool = True,
                progress: Progress | None = None, workers: int | None = None) -> IngestReport:
-        """Archive and refine sessions under `paths` (default: both Kimi roots that exist).
+        """Archive and refine sessions under `paths` (default: every agent's home that exists:
+        Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI; `report.roots` says which).
 
         Large batches are parsed and refined in `workers` processes (default: up to 4 cores).
         """
-        roots = [Path(p).expanduser() for p in paths] or [p for p in default_source_roots() if p.exists()]
+        looked = [] if paths else default_source_roots()
+        roots = [Path(p).expanduser() for p in paths] or [p for p in looked if p.exists()]
         ingestor = Ingestor(self.registry, self.embedder if embed else None, self.summarizer,
                             progress, workers)
-        return ingestor.ingest(roots)
+        report = ingestor.ingest(roots)
+        report.roots = [{"path": str(p), "found": p.exists()} for p in looked]
+        return report
 
     def refine(self, workspace: WorkspaceArg = None, session: str | None = None,
                since: datetime | None = None, force: bool = False, embed: bool = True,
@@ -243,13 +247,16 @@ class Archive:
                mode: str = "hybrid", session: str | None = None, agent: str | None = None,
                since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
                file: str | None = None, theme: str | None = None, kind: str | None = None,
-               cwd: str | None = None, fusion: str = "combsum") -> SearchResults:
+               cwd: str | None = None, fusion: str = "combsum", source: str | None = None) -> SearchResults:
         """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
 
         Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
         answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` is
         `combsum` (normalised score sum, the default) or `rrf` (reciprocal rank), for comparison.
+        `source` keeps one agent's sessions: kimi, kimi-code, claude-code, codex or gemini.
         """
+        if source is not None and source not in SOURCES:
+            raise SearchError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
         targets = (self._selected(workspace) if workspace is not None
                    else [self.workspace(cwd=cwd)])
         embedder = None
@@ -260,7 +267,7 @@ class Archive:
                 embedder = None
         for ws in targets:
             self.index(ws)
-        filters = Filters(session, agent, since, until, tool, file, theme, kind)
+        filters = Filters(session, agent, since, until, tool, file, theme, kind, source)
         return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion)
 
     def load_turn_context(self, references: Sequence[TurnRef | dict[str, Any]],

@@ -1,14 +1,20 @@
-"""Wire logs -> records -> turns -> refined turns -> embeddings; one module per source format."""
+"""Wire logs -> records -> turns -> refined turns -> embeddings; one module per source format.
 
-from . import kimi_cli, kimi_code
+Importing this package registers every reader (`sources.READERS`); `PARSERS` maps a source name
+to its parser.
+"""
+
+from . import claude_code, codex, gemini, kimi_cli, kimi_code
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .refine import ExtractiveSummarizer, RefineContext, Summarizer, refine_turn
-from .sources import Discovery, SessionSource, SourceFile, discover
+from .sources import READERS, Discovery, Reader, SessionSource, SourceFile, discover
 
-PARSERS = {kimi_cli.SOURCE: kimi_cli.parse_wire, kimi_code.SOURCE: kimi_code.parse_wire}
+PARSERS = {name: reader.parse for name, reader in READERS.items()}
+SOURCES = tuple(READERS)
 
 __all__ = [
-    "PARSERS", "Discovery", "ExtractiveSummarizer", "ParseResult", "Problem", "RefineContext",
-    "SessionSource", "SourceFile", "Step", "SubagentRun", "Summarizer", "ToolCall", "Turn",
-    "discover", "kimi_cli", "kimi_code", "refine_turn",
+    "PARSERS", "READERS", "SOURCES", "Discovery", "ExtractiveSummarizer", "ParseResult", "Problem",
+    "Reader", "RefineContext", "SessionSource", "SourceFile", "Step", "SubagentRun", "Summarizer",
+    "ToolCall", "Turn", "claude_code", "codex", "discover", "gemini", "kimi_cli", "kimi_code",
+    "refine_turn",
 ]

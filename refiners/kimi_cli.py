@@ -11,7 +11,7 @@ from typing import Any
 
 from .lines import LineReader
 from .model import ParseResult, Step, SubagentRun, ToolCall, Turn, parts_text
-from .sources import Discovery, SessionSource, SourceFile, load_json, subdirs
+from .sources import Discovery, Reader, SessionSource, SourceFile, load_json, register, subdirs
 
 SOURCE = "kimi"
 LEGACY_PROTOCOL = "1.1"
@@ -267,3 +267,6 @@ def discover(path: Path) -> Discovery | None:
 
 def _has_buckets(path: Path) -> bool:
     return any(_is_session_dir(s) for b in subdirs(path) for s in subdirs(b))
+
+
+register(Reader(SOURCE, parse_wire, lambda path: discover(path) if path.is_dir() else None, "Kimi CLI", order=20))

@@ -12,7 +12,7 @@ from typing import Any
 
 from .lines import LineReader
 from .model import ParseResult, Step, ToolCall, Turn, parts_text
-from .sources import Discovery, SessionSource, SourceFile, load_json, subdirs
+from .sources import Discovery, Reader, SessionSource, SourceFile, load_json, register, subdirs
 
 SOURCE = "kimi-code"
 DEFAULT_PROTOCOL = "1.4"
@@ -236,3 +236,6 @@ def discover(path: Path) -> Discovery | None:
             else:
                 found.skipped.append((str(d), "no agents/ folder: not a Kimi Code session"))
     return found
+
+
+register(Reader(SOURCE, parse_wire, lambda path: discover(path) if path.is_dir() else None, "Kimi Code", order=10))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .model import Problem
+from .model import ParseResult, Problem, Turn
 
 
 @dataclass
@@ -120,3 +121,32 @@ def complete_prefix(path: Path, start: int, size: int) -> int:
     except ValueError:
         return last_nl
     return size
+
+
+def parse_time(value: Any) -> float | None:
+    """An ISO-8601 timestamp ("…Z") or epoch milliseconds as epoch seconds."""
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    if isinstance(value, (int, float)):
+        return float(value) / 1000.0
+    return None
+
+
+def finish(turns: list[Turn], version: str, reader: LineReader, unknown: dict[str, int],
+           line_of_turn: dict[int, int], start: int, first_line: int, start_index: int) -> ParseResult:
+    """The ParseResult of a JSONL reader whose last turn may still grow: resume at its start."""
+    result = ParseResult(protocol_version=version, turns=turns, problems=reader.problems,
+                         unknown_types=unknown, complete_offset=reader.complete_offset)
+    open_turn = next((t for t in turns if t.end == "open"), None)
+    if open_turn is not None:
+        result.resume_offset, result.resume_line = open_turn.byte_start, line_of_turn[open_turn.index]
+        result.resume_index = open_turn.index
+    elif turns:
+        result.resume_offset, result.resume_line = reader.complete_offset, reader.next_line
+        result.resume_index = turns[-1].index + 1
+    else:
+        result.resume_offset, result.resume_line, result.resume_index = start, first_line, start_index
+    return result

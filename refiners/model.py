@@ -104,10 +104,21 @@ class Turn:
     byte_start: int = 0
     byte_end: int = 0
     legacy: bool = False  # a protocol that never writes an end marker
+    api_errors: int = 0  # API error messages/records the agent logged inside this turn
 
     @property
     def is_slash_command(self) -> bool:
         return self.user_text.startswith("/")
+
+    @property
+    def is_compaction(self) -> bool:
+        """The turn carries a compaction summary (the agent's own, not typed by the user)."""
+        return self.origin == "compaction"
+
+    @property
+    def is_interruption(self) -> bool:
+        """The "[Request interrupted by user]" marker an agent writes as a user message."""
+        return self.origin == "interrupt"
 
     @property
     def assistant_text(self) -> str:
@@ -133,7 +144,7 @@ class Turn:
         """completed | interrupted | cancelled | error | open."""
         if self.reason:
             return {"completed": "completed", "cancelled": "cancelled", "failed": "error",
-                    "blocked": "interrupted"}.get(self.reason, "completed")
+                    "blocked": "interrupted", "interrupted": "interrupted"}.get(self.reason, "completed")
         if self.end == "open":
             return "open"
         if any(s.interrupted for s in self.steps):

@@ -48,6 +48,7 @@ KIND_RULES: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "refactor": (frozenset("refactor refactored refactoring rename renamed renames cleanup".split()),
                  ("clean up", "重构")),
 }
+_CONTINUE = frozenset({"continue", "go on", "resume", "please continue", "system: please continue", "继续"})
 _QUESTION_START = ("what", "why", "how", "explain", "describe", "是什么", "为什么", "怎么", "解释")
 
 
@@ -148,11 +149,19 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall], head_words: list[str
         kinds.append("change")
     elif calls and all(c.name in READ_TOOLS for c in calls):
         kinds.append("explore")
-    if turn.is_slash_command:
+    if turn.is_slash_command or turn.origin == "command_output":
         kinds.append("command")
+    if turn.is_compaction:
+        kinds += ["compaction", "continuation"]
+    elif head.rstrip(" .!") in _CONTINUE:
+        kinds.append("continuation")
+    if turn.api_errors and all(s.interrupted for s in turn.steps):  # nothing but API errors
+        kinds.append("api_error")
+    if turn.is_interruption:
+        kinds.append("interrupted")
     if turn.status in ("error", "interrupted", "cancelled"):
         kinds.append(turn.status)
-    return kinds
+    return list(dict.fromkeys(kinds))
 
 
 def keywords_of(text: str, limit: int = 12, head_words: list[str] | None = None) -> list[str]:

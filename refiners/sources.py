@@ -1,11 +1,19 @@
-"""Find sessions under a path, whichever Kimi product wrote them."""
+"""Find sessions under a path, whichever agent wrote them; the reader registry.
+
+Each reader module (`kimi_cli`, `kimi_code`, `claude_code`, `codex`, `gemini`) registers a
+`Reader` here when it is imported. This module imports none of them, so a reader can import
+`SessionSource` and friends from here without a cycle; `refiners/__init__.py` imports them all.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .model import ParseResult
 
 
 @dataclass
@@ -13,24 +21,48 @@ class SourceFile:
     agent: str  # "main" or the subagent id
     rel: str  # path relative to the session dir ("wire.jsonl", "subagents/a4f9c2e71/wire.jsonl")
     path: Path
+    whole: bool = False  # rewritten in place (Gemini's single JSON): archived as a snapshot, parsed whole
 
 
 @dataclass
 class SessionSource:
-    source: str  # "kimi" | "kimi-code"
+    source: str  # "kimi" | "kimi-code" | "claude-code" | "codex" | "gemini"
     session_id: str
-    bucket: str  # the product's work-dir bucket name
-    work_dirs: list[str]  # candidate work dirs; the archive keeps the one that hashes to the bucket
+    bucket: str  # the agent's per-project folder name (or hash), when it has one
+    work_dirs: list[str]  # candidate work dirs; the archive keeps the one that matches the bucket
     title: str | None
     session_dir: Path
     files: list[SourceFile] = field(default_factory=list)
     snapshots: list[SourceFile] = field(default_factory=list)  # small JSON copied whole
+    branch: str | None = None  # the git branch the records name, when they do
 
 
 @dataclass
 class Discovery:
     sessions: list[SessionSource] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+
+Parser = Callable[..., ParseResult]
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One agent's format: how to find its sessions and how to parse one log file."""
+
+    source: str
+    parse: Parser  # (path, start=0, first_line=1, start_index=0, protocol=None, stop=None)
+    discover: Callable[[Path], Discovery | None]  # None when `path` is not shaped like this agent's
+    label: str  # for people: "Claude Code"
+    order: int = 50  # discovery tries readers by ascending order (the most specific shapes first)
+
+
+READERS: dict[str, Reader] = {}
+
+
+def register(reader: Reader) -> Reader:
+    READERS[reader.source] = reader
+    return reader
 
 
 def load_json(path: Path) -> Any:
@@ -49,20 +81,38 @@ def subdirs(path: Path) -> list[Path]:
         return []
 
 
-def discover(path: Path) -> Discovery:
-    """Sessions under `path`: a share/home dir, a sessions dir, a bucket or one session dir."""
-    from . import kimi_cli, kimi_code
+def head_records(path: Path, limit: int = 40, max_bytes: int = 1 << 20) -> list[dict[str, Any]]:
+    """The first JSON-object lines of a JSONL file (bad lines skipped); [] when unreadable."""
+    out: list[dict[str, Any]] = []
+    try:
+        with open(path, "rb") as fh:
+            seen = 0
+            for raw in fh:
+                seen += len(raw)
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    rec = None
+                if isinstance(rec, dict):
+                    out.append(rec)
+                if len(out) >= limit or seen >= max_bytes:
+                    break
+    except OSError:
+        return []
+    return out
 
+
+def discover(path: Path) -> Discovery:
+    """Sessions under `path`: any registered agent's home, sessions folder, project folder or file."""
     found = Discovery()
     if not path.exists():
         found.skipped.append((str(path), "does not exist"))
         return found
-    if not path.is_dir():
-        found.skipped.append((str(path), "not a directory: pass a Kimi share dir, sessions dir or session dir"))
-        return found
-    for module in (kimi_code, kimi_cli):
-        result = module.discover(path)
+    readers = sorted(READERS.values(), key=lambda r: r.order)
+    for reader in readers:
+        result = reader.discover(path)
         if result is not None:
             return result
-    found.skipped.append((str(path), "not a Kimi share dir, sessions dir, bucket or session dir"))
+    kinds = ", ".join(r.label for r in readers)
+    found.skipped.append((str(path), f"not a session log or log folder of any known agent ({kinds})"))
     return found

@@ -189,7 +189,8 @@ def test_a_directory_that_is_not_a_session_is_reported(tmp_path: Path) -> None:
     (tmp_path / "photos").mkdir()
     report = Archive(embedder=None).ingest(tmp_path / "photos", tmp_path / "missing")
     assert [(Path(s.path).name, s.reason) for s in report.skipped] == [
-        ("photos", "not a Kimi share dir, sessions dir, bucket or session dir"),
+        ("photos", "not a session log or log folder of any known agent "
+                   "(Kimi Code, Kimi CLI, Claude Code, Codex CLI, Gemini CLI)"),
         ("missing", "does not exist")]
 
 

@@ -117,7 +117,8 @@ def test_discover_detects_each_layout_and_rejects_other_directories(tmp_path: Pa
     (tmp_path / "random" / "notes.txt").write_text("x", encoding="utf-8")
     result = discover(tmp_path / "random")
     assert result.sessions == []
-    assert result.skipped == [(str(tmp_path / "random"), "not a Kimi share dir, sessions dir, bucket or session dir")]
+    assert result.skipped == [(str(tmp_path / "random"), "not a session log or log folder of any known "
+                               "agent (Kimi Code, Kimi CLI, Claude Code, Codex CLI, Gemini CLI)")]
 
 
 # --- the line reader, fuzzed ---------------------------------------------------------------

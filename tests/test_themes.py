@@ -155,7 +155,7 @@ def test_cli_themes_and_trace(archive: Archive, tmp_path: Path) -> None:
     r = runner.invoke(main, ["themes", "tag", "payments", "-w", "shop", "-s", "charge_card retries PSP"])
     assert r.exit_code == 0 and r.stdout.startswith("payments: ")
     r = runner.invoke(main, ["trace", "payments", "-w", "shop", "--format", "csv", "--plot", str(tmp_path / "p.png")])
-    assert r.exit_code == 0 and r.stdout.splitlines()[0] == "started_at,session_id,agent,turn,bucket,summary,kinds"
+    assert r.exit_code == 0 and r.stdout.splitlines()[0] == "started_at,source,session_id,agent,turn,bucket,summary,kinds"
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     r = runner.invoke(main, ["trace", "payments", "-w", "shop", "--format", "json"])
     assert json.loads(r.stdout)["theme"] == "payments"

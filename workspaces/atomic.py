@@ -13,15 +13,20 @@ from typing import Any
 from filelock import FileLock
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so readers see the old file or the new one, never half of one."""
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write `data` to `path` so readers see the old file or the new one, never half of one.
+
+    `durable=False` skips the fsync: for copies that can be made again from their source
+    (hundreds of small offloaded tool outputs would otherwise cost one disk flush each).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

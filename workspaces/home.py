@@ -30,9 +30,26 @@ def kimi_code_home() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".kimi-code"
 
 
+def claude_config_dir() -> Path:
+    """Root of Claude Code: `$CLAUDE_CONFIG_DIR` or `~/.claude` (sessions under `projects/`)."""
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".claude"
+
+
+def codex_home() -> Path:
+    """Root of the Codex CLI: `$CODEX_HOME` or `~/.codex` (rollouts under `sessions/`)."""
+    env = os.environ.get("CODEX_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".codex"
+
+
+def gemini_dir() -> Path:
+    """Root of the Gemini CLI: `~/.gemini` (chats under `tmp/<project>/chats/`)."""
+    return Path.home() / ".gemini"
+
+
 def default_source_roots() -> list[Path]:
-    """The roots `archive-mcp ingest` reads when no path is given."""
-    return [kimi_share_dir(), kimi_code_home()]
+    """The roots `archive-mcp ingest` reads when no path is given: every agent's default home."""
+    return [kimi_share_dir(), kimi_code_home(), claude_config_dir(), codex_home(), gemini_dir()]
 
 
 def model_dir() -> Path:

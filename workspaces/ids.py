@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import ntpath
 import os
 import posixpath
 import re
@@ -10,8 +11,17 @@ import re
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
 
 
+_WINDOWS_ABS = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+
+
 def canonical_path(path: str, cwd: str | None = None) -> str:
-    """Absolute + normpath, no symlink resolution (Kimi's `KaosPath.canonical()`)."""
+    """Absolute + normpath, no symlink resolution (Kimi's `KaosPath.canonical()`).
+
+    A Windows path recorded by an agent on Windows (`C:\\Users\\a`) is already absolute: it is
+    normalised the Windows way, never joined to this machine's cwd.
+    """
+    if _WINDOWS_ABS.match(path):
+        return ntpath.normpath(path)
     if not posixpath.isabs(path):
         path = posixpath.join(cwd or os.getcwd(), path)
     return posixpath.normpath(path)

@@ -10,6 +10,7 @@ import click
 
 from archive_mcp.archive import Archive
 from archive_mcp.cli.common import archive_of, warn
+from archive_mcp.refiners import SOURCES
 from archive_mcp.render import echo_json, json_option, progress_bar, table
 from archive_mcp.workspaces import WorkspaceError
 
@@ -39,16 +40,24 @@ def main(ctx: click.Context, home: str | None, embedder: str) -> None:
 @json_option
 @click.pass_context
 def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, as_json: bool) -> None:
-    """Archive and refine sessions from PATHs (default: ~/.kimi and ~/.kimi-code)."""
+    """Archive and refine sessions from PATHs (default: every agent's home that exists:
+    ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini)."""
     with progress_bar() as bar:
         report = _archive(ctx).ingest(*paths, embed=not no_embed, progress=bar)
     if as_json:
         echo_json(report)
         return
+    if report.roots:
+        found = [r["path"] for r in report.roots if r["found"]]
+        missing = [r["path"] for r in report.roots if not r["found"]]
+        _warn(f"looked in {len(report.roots)} default roots; found: {', '.join(found) or 'none'}"
+              + (f"; not present: {', '.join(missing)}" if missing else ""))
     click.echo(f"{report.files} files ({report.files_changed} changed, {report.bytes_archived:,} bytes "
                f"archived), {report.sessions} sessions, {report.turns_added} turns added, "
                f"{report.turns_updated} updated, {report.embedded} embedded")
     _report_skips(report.skipped, report.embed_error)
+    for hint in report.suggestions:
+        _warn(f"hint: {hint}")
 
 
 def _report_skips(skipped: list[Any], embed_error: str | None) -> None:
@@ -202,11 +211,12 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
 @click.option("--tool", help="Only turns that called this tool.")
 @click.option("--file", "file_", help="Only turns that touched a path containing this.")
 @click.option("--kind", help="Only turns of this kind (decision, fix, question, …).")
+@click.option("--source", type=click.Choice(list(SOURCES)), help="Only sessions of this agent.")
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, workspace: str | None, mode: str, limit: int,
            since: datetime | None, until: datetime | None, session: str | None, tool: str | None,
-           file_: str | None, kind: str | None, as_json: bool) -> None:
+           file_: str | None, kind: str | None, source: str | None, as_json: bool) -> None:
     """Search past turns: lexical + fuzzy + semantic, fused."""
     from archive_mcp.search.engine import SearchError
 
@@ -214,7 +224,7 @@ def search(ctx: click.Context, query: str, workspace: str | None, mode: str, lim
     try:
         target = workspace if workspace == "all" else archive.workspace(workspace).id
         found = archive.search(query, workspace=target, mode=mode, limit=limit, since=since, until=until,
-                               session=session, tool=tool, file=file_, kind=kind)
+                               session=session, tool=tool, file=file_, kind=kind, source=source)
     except (WorkspaceError, SearchError) as exc:
         raise _fail(exc) from exc
     if as_json:
@@ -224,7 +234,7 @@ def search(ctx: click.Context, query: str, workspace: str | None, mode: str, lim
         _warn(f"search fell back to {found.realized_mode}: {found.fallback_reason}")
     for h in found:
         click.echo(f"{h.session_id}:{h.turn}{'' if h.agent == 'main' else f' [{h.agent}]'}  "
-                   f"{(h.started_at or '')[:16]}  {h.score:.4f}  {'+'.join(h.matched)}")
+                   f"{(h.started_at or '')[:16]}  {h.score:.4f}  {'+'.join(h.matched)}  {h.source}")
         click.echo(f"    {h.summary}")
         if h.snippet:
             click.echo(f"    > {h.snippet}")

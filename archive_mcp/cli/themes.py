@@ -118,11 +118,12 @@ def trace(ctx: click.Context, theme: tuple[str, ...], workspace: str | None, gra
         elif fmt == "json":
             echo_json(tl)
         elif fmt == "csv":
-            click.echo(tl.frame.select("started_at", "session_id", "agent", "turn", "bucket", "summary",
+            click.echo(tl.frame.select("started_at", "source", "session_id", "agent", "turn", "bucket", "summary",
                                        pl_join("kinds")).write_csv(), nl=False)
         else:
-            click.echo(table([{"when": e.at, "ref": f"{e.session_id}:{e.turn}", "kinds": ",".join(e.kinds),
-                               "summary": e.summary} for e in tl.events], ["when", "ref", "kinds", "summary"],
+            click.echo(table([{"when": e.at, "source": e.source, "ref": f"{e.session_id}:{e.turn}",
+                               "kinds": ",".join(e.kinds), "summary": e.summary} for e in tl.events],
+                             ["when", "source", "ref", "kinds", "summary"],
                              {"ref": 48, "summary": 90}))
     if plot_path:
         from archive_mcp.plot import themes_over_time

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Set
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
@@ -30,16 +31,19 @@ from archive_mcp.workspaces import (
     Workspace,
     atomic_write_bytes,
     atomic_write_json,
+    canonical_path,
     locked,
     read_json,
     workspace_id,
+    worktree_home,
 )
 
 HEAD = 4096
 CHUNK = 1 << 20
 EMBED_BATCH = 2048
 EMBED_FLUSH = 8 * EMBED_BATCH  # embed and drop pending payloads once this many have arrived
-PARALLEL_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
+PARALLEL_BYTES = 32 << 20
+_SAFE_BUCKET = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,127}$")  # below this, starting worker processes costs more than it saves
 
 Progress = Callable[[str, int, int], None]  # (label, done, total)
 
@@ -64,6 +68,8 @@ class IngestReport:
     skipped: list[Skip] = field(default_factory=list)
     unknown_types: dict[str, int] = field(default_factory=dict)
     embed_error: str | None = None
+    roots: list[dict[str, Any]] = field(default_factory=list)  # default roots looked at: path, found
+    suggestions: list[str] = field(default_factory=list)  # worktrees to link into their repo's workspace
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,17 +93,20 @@ class Ingestor:
         self.embedder = embedder
         self.summarizer = summarizer
         self.progress = progress or (lambda label, done, total: None)
+        self._linked: dict[str, str] = {}  # canonical path -> workspace id it is linked into
 
     # --- discovery -------------------------------------------------------------------------
     def ingest(self, paths: Iterable[Path]) -> IngestReport:
         report = IngestReport()
         by_ws: dict[str, tuple[str | None, list[SessionSource]]] = {}
+        self._linked = {p: ws.id for ws in self.registry.all() for p in ws.paths}
         for path in paths:
             found = discover(Path(path))
             report.skipped += [Skip(p, r) for p, r in found.skipped]
             for session in found.sessions:
                 ws_id, work_dir = self._identify(session)
                 by_ws.setdefault(ws_id, (work_dir, []))[1].append(session)
+        report.suggestions = self._suggest_links(by_ws)
         total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
         done = 0
         with ExitStack() as held:  # every touched workspace stays locked until its state is saved
@@ -137,18 +146,46 @@ class Ingestor:
         return report
 
     def _identify(self, session: SessionSource) -> tuple[str, str | None]:
-        """Workspace id and work dir: Python-Kimi buckets are already md5(work dir)."""
+        """Workspace id and work dir: md5 of the canonical work dir.
+
+        Python-Kimi buckets are already md5(work dir) and Gemini's hash buckets sha256(work dir):
+        a candidate is kept only when it reproduces the bucket (for Gemini, any path already
+        archived may). A session whose work dir is unknown is archived under its bucket.
+        """
         for wd in session.work_dirs:
-            if session.source == "kimi-code" or workspace_id(wd) == session.bucket:
-                return workspace_id(wd), wd
-        return session.bucket, None
+            if session.source == "kimi" and workspace_id(wd) != session.bucket:
+                continue
+            if session.source == "gemini" and _is_sha256(session.bucket) and _sha256(wd) != session.bucket:
+                continue
+            # A path linked into another workspace (a worktree into its repo's) goes there.
+            return self._linked.get(canonical_path(wd), workspace_id(wd)), wd
+        if session.source == "gemini" and _is_sha256(session.bucket):
+            for ws in self.registry.all():
+                for wd in ws.paths:
+                    if _sha256(wd) == session.bucket:
+                        return workspace_id(wd), wd
+        bucket = session.bucket
+        return (bucket if _SAFE_BUCKET.match(bucket) else hashlib.md5(bucket.encode()).hexdigest()), None
+
+    def _suggest_links(self, by_ws: dict[str, tuple[str | None, list[SessionSource]]]) -> list[str]:
+        """Work dirs that look like a worktree or branch checkout of another archived path."""
+        known = {p: ws_id for p, ws_id in self._linked.items()}
+        known.update({wd: ws_id for ws_id, (wd, _) in by_ws.items() if wd})
+        out = []
+        for ws_id, (wd, _) in sorted(by_ws.items()):
+            home = worktree_home(wd, known) if wd and self._linked.get(canonical_path(wd)) is None else None
+            if home is not None and known[home] != ws_id:
+                out.append(f"{wd} looks like a worktree or branch of {home}: "
+                           f"`archive-mcp workspaces link '{wd}' --into {known[home]}` joins their sessions")
+        return out
 
     # --- one session: copy new bytes, then parse and refine what changed --------------------
     def _archive_session(self, ws: Workspace, session: SessionSource, state: dict[str, Any],
                          report: IngestReport) -> SessionJob | None:
         prefix = f"raw/{session.source}/{store.session_file_stem(session.session_id)}"
+        snaps = state.setdefault("snapshots", {})
         for snap in session.snapshots:
-            self._snapshot(ws, snap.path, f"{prefix}/{snap.rel}", report)
+            self._snapshot(ws, snap.path, f"{prefix}/{snap.rel}", snaps, report)
         meta = state["sessions"].setdefault(session.session_id, {"source": session.source})
         if session.title:
             meta["title"] = session.title
@@ -161,6 +198,15 @@ class Ingestor:
                 "source": session.source, "archived": 0, "parse_offset": 0, "parse_line": 1,
                 "next_index": 0, "protocol": None, "open_turn": None})
             report.files += 1
+            if f.whole:  # rewritten in place: copy it whole and parse it from the start
+                if self._snapshot(ws, f.path, raw_rel, snaps, report):
+                    size = (ws.root / raw_rel).stat().st_size
+                    report.bytes_archived += size
+                    entry.update(archived=size, parse_offset=0,
+                                 parse_line=1, next_index=0)
+                    report.files_changed += 1
+                    files.append(FileJob(f.agent, raw_rel, dict(entry)))
+                continue
             try:
                 changed = self._archive(f.path, ws.root / raw_rel, entry, report)
             except OSError as exc:
@@ -255,16 +301,24 @@ class Ingestor:
         entry["archived"] = end
         return end > archived
 
-    def _snapshot(self, ws: Workspace, src: Path, rel: str, report: IngestReport) -> None:
-        """Small whole-file copies (state.json, meta.json); rewritten atomically when changed."""
+    def _snapshot(self, ws: Workspace, src: Path, rel: str, seen: dict[str, list[int]],
+                  report: IngestReport) -> bool:
+        """Whole-file copies (state.json, meta.json, offloaded tool outputs, Gemini's rewritten
+        JSON chats); rewritten atomically when changed. True when the copy changed."""
         try:
+            st = os.stat(src)
+            if seen.get(rel) == [st.st_size, st.st_mtime_ns] and (ws.root / rel).exists():
+                return False
             data = src.read_bytes()
         except OSError as exc:
             report.skipped.append(Skip(str(src), _os_reason(exc)))
-            return
+            return False
         dst = ws.root / rel
-        if not dst.exists() or dst.read_bytes() != data:
-            atomic_write_bytes(dst, data)
+        changed = not dst.exists() or dst.read_bytes() != data
+        if changed:  # the source is still there: a lost copy is made again on the next run
+            atomic_write_bytes(dst, data, durable=False)
+        seen[rel] = [st.st_size, st.st_mtime_ns]
+        return changed
 
     # --- embeddings ------------------------------------------------------------------------
     def _embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]],
@@ -346,7 +400,11 @@ def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> Se
         r["title"] = shown
     if rows:
         ws = Workspace(job.ws_id, job.ws_name, root=Path(job.ws_root))
-        store.merge_refined(ws, job.session_id, rows)
+        # Every file of the session parsed from its start (a first ingest, or a whole-file
+        # source such as a Gemini chat that a rewind can shorten): the rows replace the old ones.
+        whole = {f.agent for f in job.files} == job.own_agents and all(
+            f.entry["parse_offset"] == 0 for f in job.files)
+        store.merge_refined(ws, job.session_id, rows, replace_all=whole)
     items = [embed_item(r) for r in rows] if job.embed else []
     return SessionOutcome(files, title, len(rows), items)
 
@@ -391,6 +449,14 @@ def embed_rows(ws: Workspace, embedder: Embedder, pending: list[tuple[str, list[
         if progress:
             progress("embed", done, len(todo))
     return done
+
+
+def _sha256(path: str) -> str:
+    return hashlib.sha256(path.encode("utf-8")).hexdigest()
+
+
+def _is_sha256(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
 
 
 def _os_reason(exc: OSError) -> str:

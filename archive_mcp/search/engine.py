@@ -46,6 +46,7 @@ class Hit:
     kinds: list[str]
     raw_ref: dict[str, Any]
     title: str | None = None
+    source: str | None = None  # the agent that wrote the session: kimi, kimi-code, claude-code, codex, gemini
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,6 +75,7 @@ class Filters:
     file: str | None = None
     theme: str | None = None
     kind: str | None = None
+    source: str | None = None
 
     def mask(self, ws: Workspace, meta: pl.DataFrame) -> np.ndarray | None:
         conds: list[pl.Expr] = []
@@ -91,6 +93,8 @@ class Filters:
             conds.append(pl.col("files").list.eval(pl.element().str.contains(self.file, literal=True)).list.any())
         if self.kind:
             conds.append(pl.col("kinds").list.contains(self.kind))
+        if self.source:
+            conds.append(pl.col("source") == self.source)
         out = None
         if conds and meta.height:
             out = meta.select(pl.all_horizontal(conds).fill_null(False)).to_series().to_numpy()
@@ -267,7 +271,7 @@ def build_hits(ws: Workspace, meta: pl.DataFrame, fused: list[tuple[int, float, 
             started_at=started.isoformat() if started else None, score=round(score, 6),
             summary=t.get("summary") or "", snippet=snippet(t, highlight), matched=signals,
             status=r["status"], kinds=list(r["kinds"] or []), raw_ref=dict(r["raw_ref"] or {}),
-            title=t.get("title")))
+            title=t.get("title"), source=r.get("source")))
     return hits
 
 

@@ -29,6 +29,7 @@ class TimelineEvent:
     bucket: str = ""
     provenance: str = ""
     content: dict[str, Any] | None = None
+    source: str = ""  # the agent the turn came from: kimi, kimi-code, claude-code, codex, gemini
     flag: str = ""  # decision | change | reversal, when the turn sets or changes a course
 
     @property
@@ -101,7 +102,7 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
          "turn": [m.turn for m in theme.members], "provenance": [m.provenance for m in theme.members]},
         schema={"session_id": pl.String, "agent": pl.String, "turn": pl.Int64, "provenance": pl.String})
     cols = ["session_id", "agent", "turn", "started_at", "summary", "kinds", "files", "keywords", "status",
-            "user_text", "assistant_text"]
+            "user_text", "assistant_text", "source"]
     frame = (turns.select(cols)
              .join(members.lazy(), on=["session_id", "agent", "turn"], how="inner")
              .sort("started_at", "session_id", "turn", nulls_last=True)
@@ -123,7 +124,8 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
                for b, t, n in order.iter_rows()]
     events = [TimelineEvent(r["session_id"], r["agent"], r["turn"], r["started_at"], r["summary"], list(r["kinds"]),
                             r["bucket"], r["provenance"],
-                            {"user": r["user_text"], "assistant": r["assistant_text"]} if include_turn_content else None)
+                            {"user": r["user_text"], "assistant": r["assistant_text"]} if include_turn_content else None,
+                            r["source"])
               for r in frame.iter_rows(named=True)]
     gaps = _dormant(frame)
     decisions, reversals, threads = _decisions(frame)
@@ -168,7 +170,7 @@ def _decisions(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[Reversal
         if f is not None:
             rows.append(r)
             flags.append(f)
-    decisions = [{"session_id": r["session_id"], "agent": r["agent"], "turn": r["turn"],
+    decisions = [{"session_id": r["session_id"], "agent": r["agent"], "source": r["source"], "turn": r["turn"],
                   "ref": f"{r['session_id']}:{r['turn']}",
                   "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": f.kind, "by": f.by,
                   "cue": f.cue, "gist": gist(r, f.by), "summary": r["summary"], "kinds": list(r["kinds"]),

@@ -1,0 +1,320 @@
+"""Reader for Claude Code (`~/.claude/projects/<encoded cwd>/<session>.jsonl`) into `Turn`s.
+
+FORMATS.md §4. A turn opens at a `user` record whose content is a string or holds no
+`tool_result` block and that is not `isMeta` (nor `isSidechain` in a main log). Slash commands,
+their `<local-command-stdout>`, compaction summaries and "[Request interrupted by user]" are turns
+too, marked through `Turn.origin`. One API response is spread over several `assistant` lines
+sharing `message.id`: they form one step and their repeated usage is counted once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .lines import LineReader, finish, parse_time
+from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
+from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
+
+SOURCE = "claude-code"
+DEFAULT_PROTOCOL = "unknown"
+
+KNOWN_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot",
+                         "queue-operation", "progress", "attachment", "custom-title", "tag"})
+_COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_CONTINUED = "This session is being continued from a previous conversation"
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _image_ref(block: dict[str, Any]) -> dict[str, Any]:
+    src = block.get("source") if isinstance(block.get("source"), dict) else {}
+    data = str(src.get("data") or src.get("url") or "")
+    return {"type": "image", "url_prefix": str(src.get("media_type") or src.get("type") or "")[:40],
+            "bytes_b64": len(data)}
+
+
+def opens_turn(rec: dict[str, Any], in_subagent: bool = False) -> bool:
+    """The labelling rule: a user record, not meta (nor sidechain in a main log), no tool_result."""
+    if rec.get("type") != "user" or rec.get("isMeta") or (rec.get("isSidechain") and not in_subagent):
+        return False
+    msg = rec.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if isinstance(content, str):
+        return True
+    if isinstance(content, list):
+        return not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    return False
+
+
+def prompt_of(rec: dict[str, Any]) -> tuple[str, list[dict[str, Any]], str]:
+    """User text, media references and origin of a turn-opening record."""
+    msg = rec.get("message") or {}
+    texts, media = [], []
+    for b in _blocks(msg.get("content")):
+        if b.get("type") == "text":
+            texts.append(str(b.get("text") or ""))
+        elif b.get("type") == "image":
+            media.append(_image_ref(b))
+    text = "\n".join(texts)
+    command = _COMMAND.search(text)
+    if command:
+        name = command.group(1).strip()
+        args = _ARGS.search(text)
+        text = f"{name if name.startswith('/') else '/' + name} {args.group(1).strip() if args else ''}".strip()
+        return text, media, "command"
+    head = text.lstrip()
+    if rec.get("isCompactSummary") or head.startswith(_CONTINUED):
+        return text, media, "compaction"
+    if head.startswith("[Request interrupted by user"):
+        return text, media, "interrupt"
+    if head.startswith(("<local-command-stdout>", "<local-command-stderr>")):
+        return text, media, "command_output"
+    return text, media, "user"
+
+
+class ClaudeTurnBuilder:
+    """Folds Claude Code records into turns; inline sidechain records nest as a subagent."""
+
+    def __init__(self, start_index: int = 0, in_subagent: bool = False) -> None:
+        self.turns: list[Turn] = []
+        self.index = start_index
+        self.in_subagent = in_subagent
+        self.cur: Turn | None = None
+        self.step: Step | None = None
+        self.step_id: str | None = None
+        self.calls: dict[str, ToolCall] = {}
+        self.usage_seen: set[tuple[str, str]] = set()
+        self.pending_compactions = 0
+        self.unknown: dict[str, int] = {}
+        self.version: str | None = None
+        self.side: ClaudeTurnBuilder | None = None
+
+    def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
+        """Fold one record; True when it opened a turn."""
+        kind = str(rec.get("type"))
+        if kind not in KNOWN_TYPES:
+            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+        if isinstance(rec.get("version"), str):
+            self.version = rec["version"]
+        ts = parse_time(rec.get("timestamp"))
+        if rec.get("isSidechain") and not self.in_subagent and kind in ("user", "assistant"):
+            self._sidechain(rec, start, end)
+            return False
+        opened = False
+        if kind == "user" and opens_turn(rec, self.in_subagent):
+            self._open(rec, ts, start)
+            opened = True
+        cur = self.cur
+        if cur is None:
+            if kind == "system" and rec.get("subtype") == "compact_boundary":
+                self.pending_compactions += 1
+            return opened
+        cur.byte_end = end
+        if ts is not None:
+            cur.last_at = ts
+        if kind == "assistant":
+            self._assistant(cur, rec, ts)
+        elif kind == "user" and not opened:
+            self._tool_results(rec, ts)
+        elif kind == "system":
+            self._system(cur, rec, ts)
+        return opened
+
+    def _open(self, rec: dict[str, Any], ts: float | None, start: int) -> None:
+        text, media, origin = prompt_of(rec)
+        prev = self.cur
+        if prev is not None and prev.end == "open":
+            prev.end = "superseded"
+            if origin == "interrupt" and prev.reason is None:
+                prev.reason = "interrupted"
+        turn = Turn(index=self.index, started_at=ts, user_text=text, user_media=media, origin=origin,
+                    byte_start=start, legacy=True, compactions=self.pending_compactions)
+        if origin == "compaction" and not turn.compactions:
+            turn.compactions = 1
+        self.pending_compactions = 0
+        self.index += 1
+        self.turns.append(turn)
+        self.cur, self.step, self.step_id, self.calls = turn, None, None, {}
+
+    def _assistant(self, cur: Turn, rec: dict[str, Any], ts: float | None) -> None:
+        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        mid = str(msg.get("id") or rec.get("uuid") or "")
+        if self.step is None or mid != self.step_id:
+            self.step = Step(n=len(cur.steps) + 1)
+            self.step_id = mid
+            cur.steps.append(self.step)
+        step = self.step
+        if rec.get("isApiErrorMessage"):  # "API Error: …", "Request timed out": no real answer
+            cur.api_errors += 1
+            step.interrupted = True
+        for b in _blocks(msg.get("content")):
+            btype = b.get("type")
+            if btype == "text":
+                step.text += ("\n\n" if step.text else "") + str(b.get("text") or "")
+            elif btype == "thinking":
+                step.think += str(b.get("thinking") or "")
+            elif btype == "tool_use":
+                args = b.get("input")
+                call = ToolCall(id=str(b.get("id") or ""), name=str(b.get("name") or ""),
+                                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                                called_at=ts)
+                step.tool_calls.append(call)
+                self.calls[call.id] = call
+                cur.reason = None  # more work follows: not finished yet
+        if msg.get("stop_reason") == "end_turn":
+            cur.reason = "completed"
+        usage = msg.get("usage")
+        key = (mid, str(rec.get("requestId") or ""))
+        if isinstance(usage, dict) and key not in self.usage_seen:
+            self.usage_seen.add(key)
+            for ours, theirs in (("input_other", "input_tokens"), ("output", "output_tokens"),
+                                 ("input_cache_read", "cache_read_input_tokens"),
+                                 ("input_cache_creation", "cache_creation_input_tokens")):
+                value = usage.get(theirs)
+                cur.usage[ours] += value if isinstance(value, int) else 0
+
+    def _tool_results(self, rec: dict[str, Any], ts: float | None) -> None:
+        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        for b in _blocks(msg.get("content")):
+            if b.get("type") != "tool_result":
+                continue
+            call = self.calls.get(str(b.get("tool_use_id")))
+            if call is not None:
+                call.result = {"is_error": bool(b.get("is_error")), "message": "", "output": b.get("content")}
+                call.result_at = ts
+
+    def _system(self, cur: Turn, rec: dict[str, Any], ts: float | None) -> None:
+        sub = rec.get("subtype")
+        if sub == "compact_boundary":
+            self.pending_compactions += 1
+        elif sub == "api_error":
+            cur.api_errors += 1
+        elif sub == "turn_duration":
+            cur.end, cur.ended_at = "ended", ts
+        elif sub == "local_command" and isinstance(rec.get("content"), str):
+            cur.synthetic_text += rec["content"]
+
+    def _sidechain(self, rec: dict[str, Any], start: int, end: int) -> None:
+        """Older logs wrote a subagent's records inline; they nest under the current turn."""
+        if self.cur is None:
+            return
+        if self.side is None:
+            self.side = ClaudeTurnBuilder(in_subagent=True)
+        self.side.feed(rec, start, end)
+        agent_id = f"sidechain-{rec.get('agentId') or 'inline'}"
+        run = self.cur.subagents.setdefault(agent_id, SubagentRun(agent_id, None, None))
+        run.turns = [t for t in self.side.turns if t.byte_start >= self.cur.byte_start]
+
+
+def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
+               protocol: str | None = None, stop: int | None = None) -> ParseResult:
+    """Parse a Claude Code session (or subagent) log from byte `start` (a turn boundary) to `stop`."""
+    reader = LineReader(path, start=start, first_line=first_line, stop=stop)
+    builder = ClaudeTurnBuilder(start_index, in_subagent=path.name.startswith("agent-"))
+    line_of_turn: dict[int, int] = {}
+    for rec in reader:
+        if builder.feed(rec.data, rec.start, rec.end):
+            line_of_turn[builder.turns[-1].index] = rec.line
+    return finish(builder.turns, builder.version or protocol or DEFAULT_PROTOCOL, reader,
+                  builder.unknown, line_of_turn, start, first_line, start_index)
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+def _claude_shaped(records: list[dict[str, Any]]) -> bool:
+    return any(r.get("type") in KNOWN_TYPES and ("sessionId" in r or r.get("type") == "summary"
+                                                 or "snapshot" in r) for r in records)
+
+
+def _first(records: list[dict[str, Any]], key: str) -> str | None:
+    return next((r[key] for r in records if isinstance(r.get(key), str) and r[key]), None)
+
+
+def _session_files(project: Path) -> list[Path]:
+    try:
+        return sorted(p for p in project.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    except OSError:
+        return []
+
+
+def discover_project(project: Path, found: Discovery, files: list[Path] | None = None) -> None:
+    """Sessions of one project folder: `<session>.jsonl`, `agent-*.jsonl` beside them and
+    `<session>/subagents/`, with `<session>/tool-results/` archived alongside."""
+    sessions: dict[str, SessionSource] = {}
+    agents: list[tuple[Path, list[dict[str, Any]]]] = []
+    for f in files if files is not None else _session_files(project):
+        head = head_records(f)
+        if f.name.startswith("agent-"):
+            agents.append((f, head))
+            continue
+        if head and not _claude_shaped(head):
+            found.skipped.append((str(f), "not a Claude Code log"))
+            continue
+        # The file name is the session id; a log saved under another name has it in its records.
+        sid = f.stem if _UUID.match(f.stem) else (_first(head, "sessionId") or f.stem)
+        cwd = _first(head, "cwd")
+        source = SessionSource(SOURCE, sid, project.name, [cwd] if cwd else [], None, project,
+                               [SourceFile("main", f.name, f)], branch=_first(head, "gitBranch"))
+        folder = project / f.stem
+        for sub in sorted((folder / "subagents").glob("agent-*.jsonl")):
+            source.files.append(SourceFile(sub.stem, f"subagents/{sub.name}", sub))
+        for extra in sorted((folder / "subagents").glob("agent-*.meta.json")):
+            source.snapshots.append(SourceFile(extra.stem, f"subagents/{extra.name}", extra))
+        for out in sorted((folder / "tool-results").glob("*")):
+            if out.is_file():
+                source.snapshots.append(SourceFile("main", f"tool-results/{out.name}", out))
+        sessions[sid] = source
+        found.sessions.append(source)
+    for f, head in agents:  # the older layout: subagent logs beside the sessions
+        sid = _first(head, "sessionId") or f.stem
+        parent = sessions.get(sid)
+        if parent is None:  # its session's own log is gone: keep the subagent under that id
+            cwd = _first(head, "cwd")
+            parent = sessions[sid] = SessionSource(SOURCE, sid, project.name, [cwd] if cwd else [],
+                                                   None, project, branch=_first(head, "gitBranch"))
+            found.sessions.append(parent)
+        parent.files.append(SourceFile(f.stem, f.name, f))
+    # A log with no cwd of its own (summary-only, empty, cut short) belongs to its folder's project.
+    known = [s.work_dirs[0] for s in sessions.values() if s.work_dirs]
+    if known:
+        common = max(known, key=known.count)  # ties: the first in file-name order
+        for s in sessions.values():
+            s.work_dirs = s.work_dirs or [common]
+
+
+def discover(path: Path) -> Discovery | None:
+    """Claude Code sessions under `path` (a config dir, its `projects/`, one project folder or
+    one session file), or None when `path` is not shaped like one."""
+    found = Discovery()
+    if path.is_file():
+        if path.suffix != ".jsonl" or not _claude_shaped(head_records(path)):
+            return None
+        discover_project(path.parent, found, [path])
+        return found
+    projects = path / "projects" if (path / "projects").is_dir() else path
+    folders = [d for d in sorted(subdirs(projects)) if _looks_like_project(d)]
+    if folders:
+        for d in folders:
+            discover_project(d, found)
+        return found
+    if _looks_like_project(path):
+        discover_project(path, found)
+        return found
+    return None
+
+
+def _looks_like_project(folder: Path) -> bool:
+    files = _session_files(folder)
+    return any(_claude_shaped(head_records(f, limit=10)) for f in files[:5])
+
+
+register(Reader(SOURCE, parse_wire, discover, "Claude Code", order=30))

@@ -1,0 +1,243 @@
+"""Reader for the OpenAI Codex CLI (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) into `Turn`s.
+
+FORMATS.md §5. A turn opens at `event_msg/user_message`; the same text also arrives as a
+`response_item` user message, and the assistant's words and reasoning twice (`response_item`
+and `event_msg`): the `response_item`s are used, the events only when a turn has no item.
+`token_count` repeats itself: a count whose cumulative total did not move is not added again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .lines import LineReader, finish, parse_time
+from .model import ParseResult, Step, ToolCall, Turn
+from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register
+
+SOURCE = "codex"
+DEFAULT_PROTOCOL = "unknown"
+KNOWN_ITEMS = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted",
+                         "world_state"})
+_IDE_REQUEST = re.compile(r"^#+\s*My request for Codex:\s*$", re.M)
+_UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
+
+
+def user_request(text: str) -> str:
+    """The user's own words: the IDE-context preamble ("# Context from my IDE setup: …
+    ## My request for Codex:") that the VS Code extension wraps around them is cut off."""
+    match = _IDE_REQUEST.search(text)
+    return text[match.end():].strip() if match else text
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = [str(p.get("text") or "") for p in content or [] if isinstance(p, dict)
+             and p.get("type") in ("output_text", "input_text", "text")]
+    return "".join(parts)
+
+
+def _output(value: Any) -> tuple[Any, bool]:
+    """A tool output and whether it failed; old builds JSON-encode `{"output", "metadata"}`."""
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value, False
+        if isinstance(decoded, dict) and "output" in decoded:
+            meta = decoded.get("metadata") if isinstance(decoded.get("metadata"), dict) else {}
+            code = meta.get("exit_code")
+            return decoded["output"], isinstance(code, int) and code != 0
+        return value, False
+    if isinstance(value, dict):
+        return value.get("content", value), value.get("success") is False
+    return value, False
+
+
+class CodexTurnBuilder:
+    def __init__(self, start_index: int = 0) -> None:
+        self.turns: list[Turn] = []
+        self.index = start_index
+        self.cur: Turn | None = None
+        self.calls: dict[str, ToolCall] = {}
+        self.event_text: list[str] = []
+        self.event_think: list[str] = []
+        self.last_total: Any = None
+        self.unknown: dict[str, int] = {}
+        self.version: str | None = None
+
+    def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
+        kind = str(rec.get("type"))
+        payload = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+        ptype = str(payload.get("type") or "")
+        ts = parse_time(rec.get("timestamp"))
+        if kind not in KNOWN_ITEMS:
+            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+        if kind == "session_meta":
+            self.version = str(payload.get("cli_version") or "") or self.version
+            return False
+        opened = kind == "event_msg" and ptype == "user_message"
+        if opened:
+            self._open(payload, ts, start)
+        cur = self.cur
+        if cur is None:
+            return opened
+        cur.byte_end = end
+        if ts is not None:
+            cur.last_at = ts
+        if kind == "response_item":
+            self._item(cur, ptype, payload, ts)
+        elif kind == "event_msg" and not opened:
+            self._event(cur, ptype, payload, ts)
+        elif kind == "compacted":
+            cur.compactions += 1
+        return opened
+
+    def _open(self, payload: dict[str, Any], ts: float | None, start: int) -> None:
+        self.close()
+        if self.cur is not None and self.cur.end == "open":
+            self.cur.end = "superseded"
+        text = user_request(str(payload.get("message") or ""))
+        media = [{"type": "image", "url_prefix": str(i)[:40], "bytes_b64": len(str(i))}
+                 for i in payload.get("images") or []]
+        turn = Turn(index=self.index, started_at=ts, user_text=text, user_media=media,
+                    byte_start=start, legacy=True, origin="command" if text.startswith("/") else "user")
+        self.index += 1
+        self.turns.append(turn)
+        self.cur, self.calls = turn, {}
+
+    def close(self) -> None:
+        """Use the event copies of the assistant's words when no response item carried them."""
+        cur = self.cur
+        if cur is not None and not cur.assistant_text and self.event_text:
+            step = Step(n=len(cur.steps) + 1, text="\n\n".join(self.event_text))
+            cur.steps.append(step)
+        if cur is not None and not cur.thinking and self.event_think:
+            if not cur.steps:
+                cur.steps.append(Step(n=1))
+            cur.steps[0].think = "\n\n".join(self.event_think)
+        self.event_text, self.event_think = [], []
+
+    def _step(self, cur: Turn, fresh: bool = False) -> Step:
+        """The current step; a new one after tool calls (the model was called again)."""
+        if not cur.steps or fresh or cur.steps[-1].tool_calls:
+            cur.steps.append(Step(n=len(cur.steps) + 1))
+        return cur.steps[-1]
+
+    def _item(self, cur: Turn, ptype: str, p: dict[str, Any], ts: float | None) -> None:
+        if ptype == "message" and p.get("role") == "assistant":
+            step = self._step(cur)
+            text = _content_text(p.get("content"))
+            step.text += ("\n\n" if step.text and text else "") + text
+        elif ptype == "reasoning":
+            summary = [str(s.get("text") or "") for s in p.get("summary") or [] if isinstance(s, dict)]
+            if any(summary):
+                self._step(cur).think += "\n".join(s for s in summary if s)
+        elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
+            args = p.get("arguments") if ptype == "function_call" else p.get("input", p.get("action"))
+            call = ToolCall(id=str(p.get("call_id") or p.get("id") or ""),
+                            name=str(p.get("name") or ("shell" if ptype == "local_shell_call" else "")),
+                            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                            called_at=ts)
+            step = cur.steps[-1] if cur.steps else self._step(cur)
+            step.tool_calls.append(call)
+            self.calls[call.id] = call
+        elif ptype in ("function_call_output", "custom_tool_call_output"):
+            call = self.calls.get(str(p.get("call_id")))
+            if call is not None:
+                output, failed = _output(p.get("output"))
+                call.result = {"is_error": failed, "message": "", "output": output}
+                call.result_at = ts
+
+    def _event(self, cur: Turn, ptype: str, p: dict[str, Any], ts: float | None) -> None:
+        if ptype == "agent_message":
+            self.event_text.append(str(p.get("message") or ""))
+        elif ptype == "agent_reasoning":
+            self.event_think.append(str(p.get("text") or ""))
+        elif ptype == "token_count":
+            info = p.get("info") if isinstance(p.get("info"), dict) else {}
+            total, last = info.get("total_token_usage"), info.get("last_token_usage")
+            if total is None or total == self.last_total:
+                return
+            self.last_total = total
+            usage = last if isinstance(last, dict) else {}
+            cached = _int(usage.get("cached_input_tokens"))
+            cur.usage["input_other"] += max(0, _int(usage.get("input_tokens")) - cached)
+            cur.usage["input_cache_read"] += cached
+            cur.usage["output"] += _int(usage.get("output_tokens"))
+        elif ptype == "task_complete":
+            cur.end, cur.ended_at, cur.reason = "ended", ts, "completed"
+        elif ptype == "turn_aborted":
+            cur.end, cur.ended_at = "ended", ts
+            cur.reason = "interrupted" if p.get("reason") == "interrupted" else "cancelled"
+        elif ptype in ("error", "stream_error"):
+            cur.api_errors += 1
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
+               protocol: str | None = None, stop: int | None = None) -> ParseResult:
+    """Parse a Codex rollout from byte `start` (a turn boundary) to `stop`."""
+    reader = LineReader(path, start=start, first_line=first_line, stop=stop)
+    builder = CodexTurnBuilder(start_index)
+    line_of_turn: dict[int, int] = {}
+    for rec in reader:
+        if builder.feed(rec.data, rec.start, rec.end):
+            line_of_turn[builder.turns[-1].index] = rec.line
+    builder.close()
+    return finish(builder.turns, builder.version or protocol or DEFAULT_PROTOCOL, reader,
+                  builder.unknown, line_of_turn, start, first_line, start_index)
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+def _session(path: Path, head: list[dict[str, Any]]) -> SessionSource:
+    meta = next((r.get("payload") for r in head if r.get("type") == "session_meta"), None)
+    meta = meta if isinstance(meta, dict) else {}
+    tail = _UUID_TAIL.search(path.stem)
+    sid = str(meta.get("id") or (tail.group(1) if tail else path.stem))
+    cwd = meta.get("cwd")
+    git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+    return SessionSource(SOURCE, sid, "codex", [cwd] if isinstance(cwd, str) and cwd else [], None,
+                         path.parent, [SourceFile("main", path.name, path)],
+                         branch=git.get("branch") if isinstance(git.get("branch"), str) else None)
+
+
+def _is_rollout(head: list[dict[str, Any]]) -> bool:
+    return bool(head) and head[0].get("type") == "session_meta"
+
+
+def discover(path: Path) -> Discovery | None:
+    """Codex rollouts under `path` (a Codex home, its `sessions/` or a date folder, or one
+    rollout file), or None when `path` is not shaped like one."""
+    if path.is_file():
+        head = head_records(path, limit=3)
+        if path.suffix != ".jsonl" or not _is_rollout(head):
+            return None
+        return Discovery([_session(path, head)])
+    if (path / "sessions").is_dir() or (path / "archived_sessions").is_dir():
+        folders = [path / "sessions", path / "archived_sessions"]
+    elif path.name in ("sessions", "archived_sessions") or (path.name.isdigit() and len(path.name) in (2, 4)):
+        folders = [path]
+    else:
+        return None
+    found = Discovery()
+    files = sorted(f for folder in folders if folder.is_dir() for f in folder.rglob("rollout-*.jsonl"))
+    if not files:
+        return None
+    for f in files:
+        head = head_records(f, limit=3)
+        if _is_rollout(head):
+            found.sessions.append(_session(f, head))
+        else:
+            found.skipped.append((str(f), "no session_meta first line: not a Codex rollout"))
+    return found
+
+
+register(Reader(SOURCE, parse_wire, discover, "Codex CLI", order=40))

@@ -1,0 +1,236 @@
+"""Reader for the Gemini CLI (`~/.gemini/tmp/<project>/chats/session-*.json[l]`) into `Turn`s.
+
+FORMATS.md §6. Two formats: one `ConversationRecord` JSON document, rewritten on every update
+(archived as a snapshot), and JSONL (a metadata line, message records, `{"$set": …}` patches and
+`{"$rewindTo": id}`). In JSONL a message `id` can be written again while it streams: the last
+copy wins, in the place of the first; `$rewindTo` drops that message and everything after it.
+Either way the whole file is read: a rewind can reach back to any turn. Turn k is the k-th user
+message of what remains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from .lines import LineReader, parse_time
+from .model import ParseResult, Problem, Step, ToolCall, Turn
+from .sources import Discovery, Reader, SessionSource, SourceFile, load_json, register, subdirs
+
+SOURCE = "gemini"
+MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
+
+
+def _text(content: Any) -> str:
+    """`content` as a string or a list of parts (`{text}`, or other parts shown by kind)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    out = []
+    for part in content if isinstance(content, list) else []:
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            out.append(part["text"])
+    return "\n".join(out)
+
+
+def _result(call: dict[str, Any]) -> dict[str, Any] | None:
+    result = call.get("result")
+    if result is None and call.get("status") is None:
+        return None
+    texts = []
+    for part in result if isinstance(result, list) else [result]:
+        if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+            resp = part["functionResponse"].get("response")
+            texts.append(resp.get("output", json.dumps(resp, ensure_ascii=False)) if isinstance(resp, dict)
+                         else str(resp))
+        elif part is not None:
+            texts.append(_text(part) or json.dumps(part, ensure_ascii=False))
+    status = str(call.get("status") or "")
+    return {"is_error": status in ("error", "cancelled"), "message": status if status != "success" else "",
+            "output": "\n".join(str(t) for t in texts)}
+
+
+def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
+    """Turns from (message, byte start, byte end) in conversation order."""
+    turns: list[Turn] = []
+    for msg, start, end in messages:
+        mtype = msg.get("type")
+        ts = parse_time(msg.get("timestamp"))
+        if mtype == "user":
+            if turns and turns[-1].end == "open":
+                turns[-1].end = "superseded"
+            text = _text(msg.get("content"))
+            turns.append(Turn(index=len(turns), started_at=ts, user_text=text, byte_start=start,
+                              byte_end=end, last_at=ts, legacy=True,
+                              origin="command" if text.startswith("/") else "user"))
+            continue
+        if not turns:
+            continue
+        cur = turns[-1]
+        cur.byte_end = max(cur.byte_end, end)
+        cur.last_at = ts if ts is not None else cur.last_at
+        if mtype == "gemini":
+            step = Step(n=len(cur.steps) + 1, text=_text(msg.get("content")))
+            step.think = "\n".join(f"{t.get('subject') or ''}: {t.get('description') or ''}".strip(": ")
+                                   for t in msg.get("thoughts") or [] if isinstance(t, dict))
+            for c in msg.get("toolCalls") or []:
+                if not isinstance(c, dict):
+                    continue
+                args = c.get("args")
+                call = ToolCall(id=str(c.get("id") or ""), name=str(c.get("name") or ""),
+                                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                                result=_result(c), called_at=parse_time(c.get("timestamp")))
+                call.result_at = call.called_at if call.result else None
+                step.tool_calls.append(call)
+            cur.steps.append(step)
+            tokens = msg.get("tokens") if isinstance(msg.get("tokens"), dict) else {}
+            cached = _int(tokens.get("cached"))
+            cur.usage["input_other"] += max(0, _int(tokens.get("input")) - cached)
+            cur.usage["input_cache_read"] += cached
+            cur.usage["output"] += _int(tokens.get("output")) + _int(tokens.get("thoughts"))
+        elif mtype == "error":
+            cur.api_errors += 1
+            cur.synthetic_text += _text(msg.get("content"))
+        elif mtype in ("info", "warning"):
+            cur.synthetic_text += _text(msg.get("content"))
+    return turns
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _read_jsonl(path: Path, stop: int | None) -> tuple[list[tuple[dict[str, Any], int, int]], LineReader, dict[str, int]]:
+    reader = LineReader(path, stop=stop)
+    order: list[str] = []
+    latest: dict[str, tuple[dict[str, Any], int, int]] = {}
+    unknown: dict[str, int] = {}
+    for rec in reader:
+        d = rec.data
+        if "$rewindTo" in d:
+            target = str(d["$rewindTo"])
+            if target in latest:
+                cut = order.index(target)
+                for mid in order[cut:]:
+                    latest.pop(mid, None)
+                del order[cut:]
+            continue
+        if "$set" in d or "sessionId" in d and "type" not in d:
+            continue  # metadata: the session id and project come from discovery
+        if d.get("type") not in MESSAGE_TYPES:
+            kind = str(d.get("type"))
+            unknown[kind] = unknown.get(kind, 0) + 1
+            continue
+        mid = str(d.get("id") or f"line-{rec.line}")
+        if mid not in latest:
+            order.append(mid)
+            latest[mid] = (d, rec.start, rec.end)
+        else:  # re-emitted while streaming: the last copy, in the first one's place
+            latest[mid] = (d, latest[mid][1], rec.end)
+    return [latest[m] for m in order], reader, unknown
+
+
+def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
+               protocol: str | None = None, stop: int | None = None) -> ParseResult:
+    """Parse a whole Gemini chat (the offsets are accepted for the common signature only)."""
+    if path.suffix == ".jsonl":
+        messages, reader, unknown = _read_jsonl(path, stop)
+        result = ParseResult("jsonl", build_turns(messages), problems=reader.problems,
+                             unknown_types=unknown, complete_offset=reader.complete_offset)
+        return result
+    try:
+        data = json.loads(path.read_bytes()[:stop].decode("utf-8", errors="replace"))
+    except (OSError, ValueError) as exc:
+        return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
+    raw = data.get("messages") if isinstance(data, dict) else None
+    size = path.stat().st_size
+    messages = [(m, 0, size) for m in raw or [] if isinstance(m, dict)]
+    result = ParseResult("json", build_turns(messages), complete_offset=size)
+    if not isinstance(raw, list):
+        result.problems.append(Problem(1, "malformed", "no `messages` list: not a Gemini chat"))
+    return result
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+def chat_meta(path: Path) -> dict[str, Any] | None:
+    """The session metadata of a chat file (sessionId, projectHash, …), None if it is not one."""
+    if path.suffix == ".json":
+        data = load_json(path)
+        return data if isinstance(data, dict) and "sessionId" in data and "messages" in data else None
+    if path.suffix == ".jsonl":
+        try:
+            with open(path, "rb") as fh:
+                first = json.loads(fh.readline())
+        except (OSError, ValueError):
+            return None
+        return first if isinstance(first, dict) and "sessionId" in first and "projectHash" in first else None
+    return None
+
+
+def _work_dirs(project: Path, gemini_home: Path) -> list[str]:
+    marker = project / ".project_root"
+    out = []
+    try:
+        out.append(marker.read_text(encoding="utf-8").strip())
+    except OSError:
+        pass
+    registry = load_json(gemini_home / "projects.json")
+    mapping = registry.get("projects") if isinstance(registry, dict) else None
+    for root, slug in (mapping or {}).items():
+        if slug == project.name or hashlib.sha256(str(root).encode()).hexdigest() == project.name:
+            out.append(str(root))
+    return [p for p in dict.fromkeys(out) if p]
+
+
+def _sessions(files: list[Path], project: Path | None, gemini_home: Path | None, found: Discovery) -> None:
+    for f in files:
+        meta = chat_meta(f)
+        if meta is None:
+            found.skipped.append((str(f), "not a Gemini CLI chat (no sessionId)"))
+            continue
+        sid = str(meta["sessionId"])
+        bucket = project.name if project is not None else str(meta.get("projectHash") or "gemini")
+        work_dirs = _work_dirs(project, gemini_home) if project is not None and gemini_home else []
+        if project is not None and len(bucket) != 64 and meta.get("projectHash"):
+            bucket = str(meta["projectHash"])  # the hash checks a candidate work dir
+        source = SessionSource(SOURCE, sid, bucket, work_dirs, None, f.parent,
+                               [SourceFile("main", f.name, f, whole=f.suffix == ".json")])
+        for sub in sorted((f.parent / sid).glob("*.jsonl")):  # subagents: chats/<parent id>/<id>.jsonl
+            source.files.append(SourceFile(sub.stem, f"{sid}/{sub.name}", sub))
+        found.sessions.append(source)
+
+
+def discover(path: Path) -> Discovery | None:
+    """Gemini chats under `path` (`~/.gemini`, its `tmp/`, a project folder, a `chats/` folder
+    or one chat file), or None when `path` is not shaped like one."""
+    found = Discovery()
+    if path.is_file():
+        if chat_meta(path) is None:
+            return None
+        _sessions([path], None, None, found)
+        return found
+    if (path / "tmp").is_dir():
+        home, projects = path, subdirs(path / "tmp")
+    elif path.name == "tmp" and any((d / "chats").is_dir() for d in subdirs(path)):
+        home, projects = path.parent, subdirs(path)
+    elif (path / "chats").is_dir():
+        home, projects = path.parent.parent, [path]
+    elif path.name == "chats":
+        home, projects = path.parent.parent.parent, [path.parent]
+    else:
+        return None
+    for project in sorted(projects):
+        chats = project / "chats"
+        if chats.is_dir():
+            _sessions(sorted(p for p in chats.iterdir() if p.is_file() and p.name.startswith("session-")),
+                      project, home, found)
+    return found
+
+
+register(Reader(SOURCE, parse_wire, discover, "Gemini CLI", order=50))
