@@ -108,9 +108,10 @@ def test_trace_orders_events_buckets_and_flags_the_reversal(archive: Archive) ->
     assert times == sorted(times) and len(times) == len(refs)
     assert tl.granularity == "week" and tl.first_seen == times[0] and tl.last_seen == times[-1]
     rev = LABELS["reversals"]["payment-retries"]
-    assert [(r.reversed_by["session_id"], r.reversed_by["turn"]) for r in tl.reversals] == [(rev["session_id"], rev["turn"])]
-    assert "charge_card" in tl.reversals[0].shared_terms
-    assert tl.reversals[0].decision["summary"].startswith("Asked: Should charge_card retry failed PSP calls?")
+    undo = next(r for r in tl.reversals if (r.reversed_by["session_id"], r.reversed_by["turn"]) == (rev["session_id"], rev["turn"]))
+    assert undo.reversed_by["flag"] == "reversal" and "charge_card" in undo.shared_terms
+    assert undo.decision["summary"].startswith("Asked: Should charge_card retry failed PSP calls?")
+    assert [r.reversed_by["flag"] for r in tl.reversals].count("reversal") == 1
     assert tl.files[0]["file"].startswith("app/payments/")
     assert tl.frame.columns[:4] == ["session_id", "agent", "turn", "started_at"]
     assert tl.buckets[0]["bucket"].startswith("week of ") and tl.buckets[0]["keywords"]

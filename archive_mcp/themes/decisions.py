@@ -34,6 +34,12 @@ _DECIDE_USER = re.compile(
     re.IGNORECASE)
 _APPROVAL = re.compile(r"^\s*(?:y|yes|yep|yeah|ok|okay|sure|approved?|lgtm|do it|go ahead|proceed|"
                        r"option \w|\(?[a-d1-9]\)?|sounds good|perfect|great)\W{0,3}$", re.IGNORECASE)
+_DIRECTIVE = re.compile(
+    r"(?:^|[.!?\n]\s*|\b(?:i|we|you|it|this|that|they)\s+)(?:i (?:need|want|think we should)|we (?:need|should|just need)|"
+    r"(?:it|this|that|they) (?:should|needs? to|has to|must)|(?:can|could) you|please|just|let'?s|make|do|use|add|"
+    r"remove|keep|set|change|put|move|drop|split|switch|ignore|try|rename|convert|turn|show|hide|sort|filter|"
+    r"fix|update|build|create|plan|submit|deploy|enable|disable)\b", re.IGNORECASE)
+_PLAN_COMMAND = re.compile(r"^\s*/[\w:.-]*(?:plan|discuss|phase)[\w:.-]*", re.IGNORECASE)
 _CHANGE_ASSISTANT = re.compile(
     r"\b(?:switch(?:ing|ed)? (?:back )?to|fall(?:ing)? back to|fell back to|instead of|rather than|"
     r"revert(?:ed|ing)?|roll(?:ed|ing)? back|replac(?:ed|ing) \S+ with|no longer|changed? (?:the )?approach|"
@@ -60,9 +66,11 @@ def flag_turn(user: str, assistant: str, kinds: list[str]) -> Flag | None:
         return Flag("reversal", "assistant", "reversal")
     if _APPROVAL.match(u):
         return Flag("decision", "user", "approval")
-    m = _DECIDE_USER.search(u)
+    m = _DECIDE_USER.search(u) or (_DIRECTIVE.search(u) if len(u) < 1500 else None)
     if m:
-        return Flag("decision", "user", m.group(0))
+        return Flag("decision", "user", m.group(0).strip())
+    if _PLAN_COMMAND.match(u):
+        return Flag("decision", "assistant", "plan")
     m = _CHANGE_ASSISTANT.search(assistant[:3000])
     if m:
         return Flag("change", "assistant", m.group(0))
@@ -84,31 +92,33 @@ def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
-def pair_changes(rows: list[dict[str, Any]], flags: list[Flag], corpus: list[str],
-                 min_similarity: float = 0.08) -> list[tuple[int, int, float, list[str]]]:
-    """(change index, undone decision index, similarity, shared terms) for each change in `rows`
-    (time order, aligned with `flags`). `corpus` is every event's text in the theme: it sets the
-    IDF. A change is paired with the earlier flagged turn whose text is most alike (recency breaks
-    near ties), when that cosine reaches `min_similarity`."""
-    n = max(1, len(corpus))
+def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_similarity: float = 0.08,
+                 change_similarity: float = 0.2) -> list[tuple[int, int, float, list[str]]]:
+    """(change index, undone turn index, similarity, shared terms) for each change in `rows` (every
+    event of the theme in time order, aligned with `flags`; None = not flagged). The IDF comes from
+    the theme's own turns. A change is paired with the earlier turn whose text is most alike: a
+    turn flagged as setting a course counts double, and a recent one in the same session more
+    too. A course set by the user that is this alike (`change_similarity`) to an earlier one
+    changes it."""
+    n = max(1, len(rows))
+    bags = [_vector(_text(r)) for r in rows]
     df: Counter[str] = Counter()
-    for text in corpus:
-        df.update(set(_vector(text)))
-
-    def weigh(c: Counter[str]) -> dict[str, float]:
-        return {t: (1 + math.log(k)) * math.log(1 + n / (1 + df.get(t, 0))) for t, k in c.items()}
-
-    vecs = [weigh(_vector(_text(r))) for r in rows]
+    for bag in bags:
+        df.update(bag.keys())
+    vecs = [{t: (1 + math.log(k)) * math.log(1 + n / (1 + df[t])) for t, k in bag.items()} for bag in bags]
     out = []
     for i, f in enumerate(flags):
-        if f.kind == "decision" or i == 0:
+        if f is None or i == 0:
             continue
         best, best_j = 0.0, -1
-        for j in range(i - 1, -1, -1):
-            sim = _cosine(vecs[i], vecs[j]) * (1 + 0.02 * max(0, 10 - (i - j)))
+        for j in range(i - 1, max(-1, i - 200), -1):
+            if f.kind == "decision" and flags[j] is None:
+                continue  # a new course set by the user changes an earlier course, not any turn
+            sim = _cosine(vecs[i], vecs[j]) * (2.0 if flags[j] is not None else 1.0)
+            sim *= 1 + 1.0 * (rows[i]["session_id"] == rows[j]["session_id"]) / (i - j)
             if sim > best:
                 best, best_j = sim, j
-        if best_j >= 0 and best >= min_similarity:
+        if best_j >= 0 and best >= (min_similarity if f.kind != "decision" else change_similarity):
             a, b = vecs[i], vecs[best_j]
             shared = sorted((t for t in a if t in b), key=lambda t: -a[t] * b[t])[:6]
             out.append((i, best_j, round(best, 3), shared))
@@ -116,7 +126,7 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag], corpus: list[str
 
 
 def _text(row: dict[str, Any]) -> str:
-    return f"{row.get('user_text') or ''}\n{row.get('assistant_text') or ''}"[:4000] + " " + " ".join(row.get("keywords") or [])
+    return f"{(row.get('user_text') or '')[:1500]}\n{(row.get('assistant_text') or '')[:1500]} {' '.join(row.get('keywords') or [])}"
 
 
 def gist(row: dict[str, Any], by: str, width: int = 160) -> str:

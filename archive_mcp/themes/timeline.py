@@ -161,25 +161,27 @@ def _dormant(frame: pl.DataFrame) -> list[dict[str, Any]]:
 def _decisions(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[Reversal], list[list[dict[str, Any]]]]:
     """Flag the turns that set or change a course, pair each change with the decision it undoes,
     and chain the pairs into threads (decision -> change -> change ...)."""
-    rows: list[dict[str, Any]] = []
-    flags: list[Flag] = []
-    corpus: list[str] = []
-    for r in frame.iter_rows(named=True):
-        corpus.append(f"{(r['user_text'] or '')[:600]} {r['summary']} {' '.join(r['keywords'])}")
-        f = flag_turn(r["user_text"] or "", r["assistant_text"] or "", list(r["kinds"]))
-        if f is not None:
-            rows.append(r)
-            flags.append(f)
-    decisions = [{"session_id": r["session_id"], "agent": r["agent"], "source": r["source"], "turn": r["turn"],
-                  "ref": f"{r['session_id']}:{r['turn']}",
-                  "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": f.kind, "by": f.by,
-                  "cue": f.cue, "gist": gist(r, f.by), "summary": r["summary"], "kinds": list(r["kinds"]),
-                  "undoes": None}
-                 for r, f in zip(rows, flags, strict=True)]
+    every = list(frame.iter_rows(named=True))
+    flags: list[Flag | None] = [flag_turn(r["user_text"] or "", r["assistant_text"] or "", list(r["kinds"])) for r in every]
+    decisions = {i: {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"], "turn": r["turn"],
+                     "ref": f"{r['session_id']}:{r['turn']}",
+                     "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": f.kind, "by": f.by,
+                     "cue": f.cue, "gist": gist(r, f.by), "summary": r["summary"], "kinds": list(r["kinds"]),
+                     "undoes": None}
+                 for i, (r, f) in enumerate(zip(every, flags, strict=True)) if f is not None}
     reversals: list[Reversal] = []
     parent: dict[int, int] = {}
-    for i, j, sim, shared in pair_changes(rows, flags, corpus):
+    for i, j, sim, shared in pair_changes(every, flags):
+        if j not in decisions:  # the undone course was set in a turn without a cue: it is a decision too
+            r = every[j]
+            decisions[j] = {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"],
+                            "turn": r["turn"], "ref": f"{r['session_id']}:{r['turn']}",
+                            "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": "decision",
+                            "by": "assistant", "cue": "undone later", "gist": gist(r, "assistant"),
+                            "summary": r["summary"], "kinds": list(r["kinds"]), "undoes": None}
         decisions[i]["undoes"] = decisions[j]["ref"]
+        if decisions[i]["flag"] == "decision":
+            decisions[i]["flag"] = "change"
         parent[i] = j
         reversals.append(Reversal(_brief(decisions[j]), _brief(decisions[i]), shared, sim))
     # Threads: follow each change back to the decision that started it; newest step last.
@@ -190,7 +192,7 @@ def _decisions(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[Reversal
             root = parent[root]
         chains.setdefault(root, [root]).append(i)
     threads = [[_brief(decisions[k]) for k in chain] for _, chain in sorted(chains.items())]
-    return decisions, reversals, threads
+    return [decisions[i] for i in sorted(decisions)], reversals, threads
 
 
 def _brief(d: dict[str, Any]) -> dict[str, Any]:
