@@ -80,7 +80,7 @@ def register_themes(server: MCPServer, archive: Archive,
         lines += [f"+ {m.session_id}:{m.turn} ({m.provenance}{f', {m.score:.2f}' if m.score else ''})" for m in r.attached]
         if r.near_misses:
             lines.append("near misses (confirm with references=[...]):")
-            lines += [f"? {n['session_id']}:{n['turn']} {n['score']:.2f} {n['summary'][:100]}" for n in r.near_misses]
+            lines += [f"? {n['ref']} {n['share']:.2f} {n['summary']}" for n in r.near_misses]
         return tool_result(r, "\n".join(lines))
 
     @server.tool(annotations=READ)

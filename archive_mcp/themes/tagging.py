@@ -4,7 +4,8 @@ Each seed is searched with the words that most of the workspace shares taken out
 name, the two speakers of a chat: they match everything and point the query vector nowhere).
 Hits that are noise (commands that did no work, compaction summaries, continuation stubs, API
 errors, interruptions) are never attached. A hit scoring at least `min_score` x the seed's best is
-attached; the next ones come back as near misses with a one-line summary each.
+attached, and so are the turns next to it that sit as close to the attached turns' centroid;
+the next hits come back as near misses with a one-line summary each.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from archive_mcp.refiners.text import tokens
@@ -23,6 +25,7 @@ from archive_mcp.themes.noise import noise_mask
 COMMON_SHARE = 0.3  # a word in more than this share of a workspace's turns says nothing about a topic
 DEPTH = 60
 NEAR_MISSES = 10
+NEIGHBOUR_QUANTILE = 0.3
 
 Key = tuple[str, str, int]
 
@@ -74,6 +77,7 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
                              "ref": f"{h.session_id}:{h.turn}", "score": h.score, "share": round(h.score / best, 3),
                              "seed": seed,
                              "at": h.started_at, "summary": clip(" ".join((h.summary or "").split()), 160)})
+    attach += neighbours(index, attach, noisy)
     taken = {c.key for c in attach}
     seen: set[Key] = set()
     near_out = []
@@ -83,6 +87,37 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
             seen.add(k)
             near_out.append(n)
     return attach, near_out[:NEAR_MISSES]
+
+
+def neighbours(index: WorkspaceIndex, attach: list[Candidate], noisy: set[Key],
+               quantile: float = NEIGHBOUR_QUANTILE) -> list[Candidate]:
+    """The turns right before and after an attached turn, when they are as close to the attached
+    turns' centroid as most attached turns are: a topic runs over a few turns of a conversation,
+    and the short turns of that run ("yes", "still broken") rarely match a seed themselves."""
+    if not attach or not index.has_vectors():
+        return []
+    dense = [s.dense() for s in index.segments if s.meta.height]
+    if any(d is None for d in dense):
+        return []
+    x = np.concatenate(dense)
+    meta = index.meta
+    pos = {k: i for i, k in enumerate(zip(meta["session_id"].to_list(), meta["agent"].to_list(),
+                                          meta["turn"].to_list(), strict=True)) if index.alive[i]}
+    core = {c.key: c for c in attach}
+    rows = [pos[k] for k in core if k in pos]
+    if len(rows) < 2:
+        return []
+    centre = x[rows].mean(0)
+    centre /= np.linalg.norm(centre) or 1.0
+    floor = float(np.quantile(x[rows] @ centre, quantile))
+    out: dict[Key, Candidate] = {}
+    for (s, a, t), c in core.items():
+        for k in ((s, a, t - 1), (s, a, t + 1)):
+            if k in core or k in out or k in noisy or k not in pos:
+                continue
+            if float(x[pos[k]] @ centre) >= floor:
+                out[k] = Candidate(k, c.score * 0.5, c.provenance.replace("seed:", "neighbour:", 1))
+    return list(out.values())
 
 
 def _noise(frame: pl.DataFrame) -> set[Key]:
