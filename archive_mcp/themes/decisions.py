@@ -17,7 +17,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from archive_mcp.refiners.text import STOPWORDS, tokens
+import numpy as np
+import scipy.sparse as sp
+
+from archive_mcp.refiners.text import STOPWORDS
 
 _CHANGE_USER = re.compile(
     r"\b(?:wait|actually|instead|rather than|no longer|go(?:ing)? back|revert\w*|roll(?:ed)? ?back|undo|"
@@ -44,6 +47,9 @@ _CHANGE_ASSISTANT = re.compile(
     r"\b(?:switch(?:ing|ed)? (?:back )?to|fall(?:ing)? back to|fell back to|instead of|rather than|"
     r"revert(?:ed|ing)?|roll(?:ed|ing)? back|replac(?:ed|ing) \S+ with|no longer|changed? (?:the )?approach|"
     r"different approach|went back to|going back to)\b", re.IGNORECASE)
+
+
+WINDOW = 200  # a change is paired within the 200 turns before it
 
 
 @dataclass
@@ -79,17 +85,18 @@ def flag_turn(user: str, assistant: str, kinds: list[str]) -> Flag | None:
     return None
 
 
+_WORD = re.compile(r"[^\W\d][\w.-]*[^\W_]|[\u3400-\u9fff]+")
+
+
 def _vector(text: str) -> Counter[str]:
-    return Counter(t for t in tokens(text) if len(t) > 2 and t not in STOPWORDS and not t.isdigit())
-
-
-def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
-    if len(a) > len(b):
-        a, b = b, a
-    dot = sum(w * b.get(t, 0.0) for t, w in a.items())
-    na = math.sqrt(sum(w * w for w in a.values()))
-    nb = math.sqrt(sum(w * w for w in b.values()))
-    return dot / (na * nb) if na and nb else 0.0
+    """Words (identifiers whole) and CJK bigrams: a regex pass, cheap enough for every turn."""
+    out: Counter[str] = Counter()
+    for w in _WORD.findall(text.lower()):
+        if "\u3400" <= w[0] <= "\u9fff":
+            out.update(w[i:i + 2] for i in range(max(1, len(w) - 1)))
+        elif len(w) > 2 and w not in STOPWORDS:
+            out[w] += 1
+    return out
 
 
 def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_similarity: float = 0.08,
@@ -100,33 +107,47 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
     turn flagged as setting a course counts double, and a recent one in the same session more
     too. A course set by the user that is this alike (`change_similarity`) to an earlier one
     changes it."""
-    n = max(1, len(rows))
+    n = len(rows)
+    changes = [i for i, f in enumerate(flags) if f is not None and i > 0]
+    if not changes:
+        return []
     bags = [_vector(_text(r)) for r in rows]
-    df: Counter[str] = Counter()
+    vocab: dict[str, int] = {}
+    indptr, indices, data = [0], [], []
     for bag in bags:
-        df.update(bag.keys())
-    vecs = [{t: (1 + math.log(k)) * math.log(1 + n / (1 + df[t])) for t, k in bag.items()} for bag in bags]
+        for t, k in bag.items():
+            indices.append(vocab.setdefault(t, len(vocab)))
+            data.append(1 + math.log(k))
+        indptr.append(len(indices))
+    cols = np.asarray(indices, dtype=np.int64)
+    idf = np.log1p(n / (1 + np.bincount(cols, minlength=len(vocab)))).astype(np.float32)
+    m = sp.csr_matrix((np.asarray(data, np.float32) * idf[cols], cols, indptr), shape=(n, len(vocab)))
+    norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
+    m = sp.diags(1 / np.where(norms == 0, 1, norms)) @ m
+    idx = np.asarray(changes)
+    sims = (m[idx] @ m.T).toarray()
+    course = np.array([f is not None for f in flags])
+    _, codes = np.unique(np.array([r["session_id"] for r in rows], dtype=object).astype(str), return_inverse=True)
+    dist = idx[:, None] - np.arange(n)[None, :]  # how many turns back each candidate is
+    ok = (dist > 0) & (dist <= WINDOW)
+    user_course = np.array([flags[i].kind == "decision" for i in changes])  # type: ignore[union-attr]
+    ok &= ~user_course[:, None] | course[None, :]  # a new course set by the user changes an earlier course
+    same = codes[idx][:, None] == codes[None, :]
+    score = sims * np.where(course, 2.0, 1.0)[None, :] * (1 + same / np.maximum(dist, 1))
+    score = np.where(ok, score, 0.0)
+    best_j = score.argmax(axis=1)
+    best = score[np.arange(len(changes)), best_j]
+    floor = np.where(user_course, change_similarity, min_similarity)
     out = []
-    for i, f in enumerate(flags):
-        if f is None or i == 0:
-            continue
-        best, best_j = 0.0, -1
-        for j in range(i - 1, max(-1, i - 200), -1):
-            if f.kind == "decision" and flags[j] is None:
-                continue  # a new course set by the user changes an earlier course, not any turn
-            sim = _cosine(vecs[i], vecs[j]) * (2.0 if flags[j] is not None else 1.0)
-            sim *= 1 + 1.0 * (rows[i]["session_id"] == rows[j]["session_id"]) / (i - j)
-            if sim > best:
-                best, best_j = sim, j
-        if best_j >= 0 and best >= (min_similarity if f.kind != "decision" else change_similarity):
-            a, b = vecs[i], vecs[best_j]
-            shared = sorted((t for t in a if t in b), key=lambda t: -a[t] * b[t])[:6]
-            out.append((i, best_j, round(best, 3), shared))
+    for row in np.nonzero(best >= floor)[0]:
+        i, j = changes[row], int(best_j[row])
+        shared = sorted(set(bags[i]) & set(bags[j]), key=lambda t: -idf[vocab[t]])[:6]
+        out.append((i, j, round(float(best[row]), 3), shared))
     return out
 
 
 def _text(row: dict[str, Any]) -> str:
-    return f"{(row.get('user_text') or '')[:1500]}\n{(row.get('assistant_text') or '')[:1500]} {' '.join(row.get('keywords') or [])}"
+    return f"{(row.get('user_text') or '')[:400]}\n{row.get('summary') or ''} {' '.join(row.get('keywords') or [])}"
 
 
 def gist(row: dict[str, Any], by: str, width: int = 160) -> str:
