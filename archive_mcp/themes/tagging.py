@@ -96,10 +96,11 @@ def neighbours(index: WorkspaceIndex, attach: list[Candidate], noisy: set[Key],
     and the short turns of that run ("yes", "still broken") rarely match a seed themselves."""
     if not attach or not index.has_vectors():
         return []
-    dense = [s.dense() for s in index.segments if s.meta.height]
-    if any(d is None for d in dense):
+    parts = [s.dense() for s in index.segments if s.meta.height]
+    dense: list[np.ndarray] = [d for d in parts if d is not None]
+    if len(dense) != len(parts):
         return []
-    x = np.concatenate(dense)
+    x: np.ndarray = np.concatenate(dense)
     meta = index.meta
     pos = {k: i for i, k in enumerate(zip(meta["session_id"].to_list(), meta["agent"].to_list(),
                                           meta["turn"].to_list(), strict=True)) if index.alive[i]}
