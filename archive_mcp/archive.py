@@ -47,6 +47,7 @@ from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
 from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
+from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.store import Discovery as ThemeDiscovery
 from archive_mcp.themes.store import (
     Member,
@@ -57,6 +58,7 @@ from archive_mcp.themes.store import (
     discover,
     slug_of,
 )
+from archive_mcp.themes.tagging import seed_candidates
 from archive_mcp.themes.timeline import Timeline, build_timeline
 from archive_mcp.workspaces import (
     Registry,
@@ -387,7 +389,8 @@ class Archive:
         `min_score` x the best hit; returns what was attached and the near misses to confirm."""
         ws = self._ws(workspace)
         store = ThemeStore(ws)
-        slug = slug_of(theme)
+        known = store.get(theme)  # by slug, name, or a discovered theme's label
+        slug = known.slug if known is not None else slug_of(theme)
         if seeds is not None and not 1 <= len(seeds) <= 3:
             raise ThemeError("give 1 to 3 seeds (keywords or a question)")
         refs = [_ref(r) for r in references or []]
@@ -402,18 +405,15 @@ class Archive:
         when = datetime.now(UTC).isoformat(timespec="seconds")
         candidates: list[Member] = [Member(r.session_id, r.agent, r.turn, "reference", who, when, None) for r in refs]
         near: list[dict[str, Any]] = []
-        for seed in seeds or []:
-            # a theme takes the turns that match a seed themselves: no neighbour/session share
-            hits = self.search(seed, workspace=ws.id, limit=40, tuning=SEED_TUNING)
-            if not hits:
-                continue
-            best = hits[0].score
-            for h in hits:
-                if h.score >= min_score * best:
-                    candidates.append(Member(h.session_id, h.agent, h.turn, f"seed:{seed}", who, when, h.score))
-                elif len(near) < 10:
-                    near.append({"session_id": h.session_id, "agent": h.agent, "turn": h.turn, "score": h.score,
-                                 "seed": seed, "summary": h.summary})
+        if seeds:
+            def turns_of(sessions: set[str]) -> pl.DataFrame:
+                return (self.turns(ws.id).filter(pl.col("session_id").is_in(list(sessions)))
+                        .select("session_id", "agent", "turn", "user_text", "assistant_text", "kinds", "tool_calls")
+                        .collect())
+
+            found, near = seed_candidates(lambda q, n: self.search(q, workspace=ws.id, limit=n, tuning=SEED_TUNING),
+                                          self.index(ws).refresh(), turns_of, seeds, min_score)
+            candidates += [Member(*c.key, c.provenance, who, when, c.score) for c in found]
         with locked(ws.root):
             current = store.get(theme) or Theme(theme, slug)
             if current.status == "suggested":  # confirming a suggestion makes it the user's theme
@@ -454,7 +454,9 @@ class Archive:
         idx = self.index(ws).refresh()
         meta = idx.meta.with_row_index("row").filter(pl.Series(idx.alive)).filter(pl.col("agent") == "main")
         frame = (self.turns(ws.id).filter(pl.col("agent") == "main")
-                 .select("session_id", "agent", "turn", "user_text", "assistant_text", "keywords").collect())
+                 .select("session_id", "agent", "turn", "user_text", "assistant_text", "keywords", "kinds", "tool_calls")
+                 .collect())
+        frame = frame.filter(~pl.Series(noise_mask(frame), dtype=pl.Boolean)).drop("kinds", "tool_calls")
         frame = meta.select("row", "session_id", "agent", "turn").join(frame, on=["session_id", "agent", "turn"], how="inner")
         vectors = None
         if idx.has_vectors():

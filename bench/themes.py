@@ -1,7 +1,14 @@
-"""Theme benchmarks: discovery time at 10k and 50k turns, trace time for a 1k-member theme in a
-100k-turn workspace, and discovery quality (purity / recall) on the planted-theme sample.
+"""Theme benchmarks on real and generated data.
 
-    python bench/themes.py [--out bench/out/themes] [--trace-home DIR]
+Real data (paths as arguments, read at run time, never copied): the labelled coding set
+(`bench/labels/coding_themes.json` over agents-dev: tag each topic from its seeds, trace it, score
+members, decision flags, change -> undone-decision pairs and discovery) and LoCoMo multi-hop
+questions (tag from the question, trace, count the evidence turns). Generated data (the
+regression check): discovery quality on the planted-theme sample, discovery time at 10k and 50k
+turns, trace time for a 1k-member theme in a 100k-turn workspace.
+
+    python bench/themes.py [--agents-dev DIR] [--locomo DIR] [--out bench/out/themes]
+                           [--trace-home DIR] [--no-scale]
 
 `--trace-home` reuses a 100k-turn archive built by bench/search.py; otherwise one is built.
 """
@@ -15,7 +22,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from archive_mcp.synthetic.sessions import generate_share_dir
+sys.path.insert(0, str(Path(__file__).parent))
+
+from archive_mcp.synthetic.sessions import generate_share_dir  # noqa: E402
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 
@@ -74,13 +83,43 @@ def run(code: str, home: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def real(args: argparse.Namespace) -> dict:
+    import tempfile
+
+    from agents_dev import ingest_agents_dev
+    from theme_eval import coding, locomo
+
+    from archive_mcp import Archive
+
+    out: dict = {}
+    if args.agents_dev:
+        labels = Path(__file__).parent / "labels" / "coding_themes.json"
+        links = {k: v["cwds"] for k, v in json.loads(labels.read_text(encoding="utf-8"))["workspaces"].items()}
+        a = Archive(args.coding_home or tempfile.mkdtemp())
+        if not a.workspaces():
+            ingest_agents_dev(a, args.agents_dev, links)
+        out["coding"] = coding(a, labels)
+        print("coding:", json.dumps({k: v for k, v in out["coding"].items() if k != "per_topic"}), flush=True)
+    if args.locomo:
+        out["locomo"] = locomo(Archive(tempfile.mkdtemp()), args.locomo)
+        print("locomo:", json.dumps(out["locomo"]), flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "themes")
     ap.add_argument("--trace-home", type=Path)
+    ap.add_argument("--agents-dev", type=Path, help="the agents-dev corpus (for the labelled coding set)")
+    ap.add_argument("--coding-home", type=Path, help="an archive that already holds agents-dev (reused)")
+    ap.add_argument("--locomo", type=Path, help="locomo-dev (kimi_share/ and qrels.jsonl)")
+    ap.add_argument("--no-scale", action="store_true", help="skip the 10k/50k discovery and 100k trace runs")
     args = ap.parse_args()
-    results: dict = {"quality": {e: quality(e) for e in ("static", "none")}}
+    results: dict = {**real(args), "quality": {e: quality(e) for e in ("static", "none")}}
     print("quality:", json.dumps(results["quality"]), flush=True)
+    if args.no_scale:
+        print(json.dumps(results))
+        return
     for size in (10_000, 50_000):
         home = build(args.out / str(size), size)
         results[f"discover_{size}"] = run(DISCOVER, home)

@@ -88,7 +88,7 @@ def themes_tag(ctx: click.Context, theme: str, refs: tuple[str, ...], seeds: tup
         return
     click.echo(f"{r.theme}: {r.members} turns (+{len(r.attached)}, -{len(r.removed)})")
     for n in r.near_misses:
-        click.echo(f"  near miss {n['session_id']}:{n['turn']} {n['score']:.2f} {n['summary'][:80]}")
+        click.echo(f"  near miss {n['ref']} {n['share']:.2f} {n['summary']}")
 
 
 @themes.command("delete")

@@ -11,7 +11,6 @@ from pydantic import Field
 
 from archive_mcp.archive import Archive
 from archive_mcp.mcp.toolkit import DELETE, READ, UPDATE, WorkspaceParam, guard, tool_result
-from archive_mcp.render import to_jsonable
 from archive_mcp.search.context import TurnRef
 from archive_mcp.themes.store import TagResult, ThemeError
 from archive_mcp.workspaces import Workspace, WorkspaceError
@@ -34,15 +33,18 @@ class ThemeList:
 
 @dataclass
 class TraceOutput:
+    """The story first (current state, decision threads), then the newest events; within the budget."""
     theme: str
     granularity: str
     first_seen: str | None
     last_seen: str | None
+    current_state: str
+    counts: dict[str, int]
+    threads: list[list[dict[str, Any]]]
+    decisions: list[dict[str, Any]]
     events: list[dict[str, Any]]
     buckets: list[dict[str, Any]]
     dormant_gaps: list[dict[str, Any]]
-    decisions: list[dict[str, Any]]
-    reversals: list[dict[str, Any]]
     files: list[dict[str, Any]]
     memories: list[str]
     truncated: bool = False
@@ -78,7 +80,7 @@ def register_themes(server: MCPServer, archive: Archive,
         lines += [f"+ {m.session_id}:{m.turn} ({m.provenance}{f', {m.score:.2f}' if m.score else ''})" for m in r.attached]
         if r.near_misses:
             lines.append("near misses (confirm with references=[...]):")
-            lines += [f"? {n['session_id']}:{n['turn']} {n['score']:.2f} {n['summary'][:100]}" for n in r.near_misses]
+            lines += [f"? {n['ref']} {n['share']:.2f} {n['summary']}" for n in r.near_misses]
         return tool_result(r, "\n".join(lines))
 
     @server.tool(annotations=READ)
@@ -88,18 +90,12 @@ def register_themes(server: MCPServer, archive: Archive,
                     include_turn_content: bool = False,
                     max_output_chars: Annotated[int, Field(ge=500, le=200_000)] = 8000,
                     roots: Roots = None) -> Annotated[CallToolResult, TraceOutput]:
-        """How a theme evolved: ordered events, buckets, vocabulary drift, decisions and reversals, files, memories."""
+        """How a theme evolved and where it stands now: decision threads (was → now, with session:turn),
+        then the newest events, buckets, files, memories; within max_output_chars (text and structure)."""
         target: Any = workspaces if workspaces else resolve(workspace, roots)
         tl = guard(lambda: archive.trace_theme(theme, target, granularity, include_turn_content))
-        data = to_jsonable(tl)
-        events = data["events"]
-        out = TraceOutput(tl.theme, tl.granularity, data["first_seen"], data["last_seen"], events, data["buckets"],
-                          data["dormant_gaps"], data["decisions"], data["reversals"], data["files"], data["memories"])
-        text = tl.markdown(max_output_chars)
-        while len(to_jsonable(out).__repr__()) > max_output_chars * 3 and out.events:
-            out.events = out.events[: len(out.events) // 2]
-            out.truncated = True
-        return tool_result(out, text, max_output_chars)
+        out = TraceOutput(**tl.budgeted(max_output_chars))
+        return tool_result(out, tl.markdown(max_output_chars), max_output_chars)
 
     @server.tool(annotations=READ)
     def list_themes(workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, ThemeList]:

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from archive_mcp.errors import ArchiveError
-from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens
+from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f]|^\.|\.\.")
@@ -108,13 +108,20 @@ class ThemeStore:
         return p
 
     def get(self, name: str) -> Theme | None:
-        data = read_json(self.path(name))
-        if data is None:  # a suggested theme can be addressed by its label as well as its slug
-            for t in self.list():
-                if t.name == name:
-                    return t
-            return None
-        return Theme.from_json(data)
+        """A theme by slug or name; a discovered theme also by the label `list_themes` prints
+        (labels such as "api / deploy" are not valid file names, so they are looked up)."""
+        try:
+            data = read_json(self.path(name))
+        except ThemeError:
+            found = self._by_label(name)
+            if found is None:
+                raise
+            return found
+        return Theme.from_json(data) if data is not None else self._by_label(name)
+
+    def _by_label(self, name: str) -> Theme | None:
+        wanted = name.strip().casefold()
+        return next((t for t in self.list() if t.name.casefold() == wanted), None)
 
     def require(self, name: str) -> Theme:
         theme = self.get(name)
@@ -162,6 +169,20 @@ def class_tfidf(docs_by_class: dict[Any, list[list[str]]], top: int = 5) -> dict
     return out
 
 
+def label_words(text: str, keywords: list[str]) -> list[str]:
+    """Words a person would use for a label: whole words of the user's text and the turn's
+    keywords (identifiers kept whole), CJK only as whole short phrases, never bigram fragments."""
+    out = []
+    for w in [*words(text), *keywords]:
+        if is_cjk(w):
+            if 2 <= len(w) <= 4:
+                out.append(w)
+        elif (w.isascii() and not w.startswith(("<", "/")) and "--" not in w
+              and sum(ch.isalpha() for ch in w) >= max(3, 2 * len(w) // 3)):
+            out.append(w.lower())  # words, not dates, versions or numbered fragments
+    return out
+
+
 def _label_token(t: str) -> bool:
     if is_cjk(t):
         return len(t) >= 2
@@ -201,6 +222,29 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
     if centroids.shape[0] < 3:
         return np.zeros(n, int)
     return fcluster(linkage(centroids, method="average", metric="cosine"), threshold, "distance")[assign]
+
+
+# Topics inside themes: each turn's vector plus SMOOTH x its neighbours' in the same session, cut at
+# TOPIC_CUT x the theme cut. Tuned on the labelled coding set (bench/RESULTS.md, Themes).
+SMOOTH = 1.0
+TOPIC_CUT = 0.35
+TOPIC_IDS = 1_000_000
+
+
+def smooth_by_session(x: np.ndarray, sessions: list[str], turns: list[int], weight: float) -> np.ndarray:
+    """Each turn's vector plus `weight` x its neighbours' in the same session, renormalised: a
+    conversation stays on a topic for a while, and a short turn ("yes", "do it") takes its topic
+    from the turns around it."""
+    if weight <= 0 or x.shape[0] < 3:
+        return x
+    order = sorted(range(len(turns)), key=lambda i: (sessions[i], turns[i]))
+    out = x.astype(np.float32, copy=True)
+    for a, b in zip(order, order[1:], strict=False):
+        if sessions[a] == sessions[b]:
+            out[a] += weight * x[b]
+            out[b] += weight * x[a]
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms == 0, 1, norms)
 
 
 def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
@@ -265,18 +309,29 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
     method = "embeddings" if vectors is not None else "tfidf"
     x = vectors if vectors is not None else tfidf_vectors(texts)
     cut = threshold if threshold is not None else CUTS.get(model if vectors is not None else "tfidf", DEFAULT_CUT)
-    labels = cluster_vectors(x, cut)
     keys = list(zip(frame["session_id"].to_list(), frame["agent"].to_list(), frame["turn"].to_list(), strict=True))
     clusters: dict[int, list[int]] = {}
-    for i, c in enumerate(labels):
+    for i, c in enumerate(cluster_vectors(x, cut)):
         clusters.setdefault(int(c), []).append(i)
+    # Topics: finer clusters of turns smoothed along their conversation. A topic of real work is
+    # a run of turns, not one turn, so each turn leans towards its neighbours; the finer cut
+    # finds the topics inside the broad themes above. A topic that repeats a theme is dropped.
+    smooth = smooth_by_session(x, frame["session_id"].to_list(), frame["turn"].to_list(), SMOOTH)
+    broad = [set(v) for v in clusters.values()]
+    fine: dict[int, list[int]] = {}
+    for i, c in enumerate(cluster_vectors(smooth, cut * TOPIC_CUT)):
+        fine.setdefault(TOPIC_IDS + int(c), []).append(i)
+    for c, idx in fine.items():
+        if not any(len(b & set(idx)) / len(b | set(idx)) >= 0.8 for b in broad):
+            clusters[c] = idx
     # A cluster is a theme when it is big enough and spans more than one session.
     keep = {c: idx for c, idx in clusters.items()
             if len(idx) >= min_size and len({keys[i][0] for i in idx}) >= 2 and len(idx) <= 0.5 * len(keys)}
     # Labels need a sample, not every turn: tokenising 50k turns would dominate discovery.
     sampler = np.random.default_rng(0)
-    docs = {c: [tokens(texts[i]) for i in (idx if len(idx) <= LABEL_SAMPLE else
-                                           sampler.choice(idx, LABEL_SAMPLE, replace=False))]
+    kws = frame["keywords"].to_list()
+    docs = {c: [label_words(frame["user_text"][int(i)][:600], kws[int(i)])
+                for i in (idx if len(idx) <= LABEL_SAMPLE else sampler.choice(idx, LABEL_SAMPLE, replace=False))]
             for c, idx in clusters.items()}
     words = class_tfidf(docs)
     with locked(ws.root):

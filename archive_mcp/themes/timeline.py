@@ -1,8 +1,9 @@
 """`trace_theme`: a theme's members as a timeline, built in Polars.
 
 Events in time order, buckets (day / week / session, auto by span), first and last seen, dormant
-gaps, per-bucket distinctive keywords (vocabulary drift), decisions and the reversals that undo
-them, files touched over time, and memories that cite the theme or its turns.
+gaps, per-bucket distinctive keywords (vocabulary drift), decisions and the changes that undo
+them (paired by meaning, chained into threads), where the theme stands now, files touched over
+time, and memories that cite the theme or its turns. `story.py` renders it within a budget.
 """
 
 from __future__ import annotations
@@ -13,11 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from archive_mcp.refiners.text import tokens
+from archive_mcp.themes.decisions import Flag, clip, flag_turn, gist, pair_changes
 from archive_mcp.themes.store import Theme, class_tfidf
-
-REVERSAL_CUES = ("revert", "reverted", "reversed", "roll back", "rolled back", "go back", "goes back",
-                 "switch back", "no longer", "instead", "back to", "undo", "回滚", "改回", "放弃", "撤销")
 
 
 @dataclass
@@ -32,13 +30,19 @@ class TimelineEvent:
     provenance: str = ""
     content: dict[str, Any] | None = None
     source: str = ""  # the agent the turn came from: kimi, kimi-code, claude-code, codex, gemini
+    flag: str = ""  # decision | change | reversal, when the turn sets or changes a course
+
+    @property
+    def ref(self) -> str:
+        return f"{self.session_id}:{self.turn}"
 
 
 @dataclass
 class Reversal:
-    decision: dict[str, Any]  # the earlier decision (session_id, turn, at, summary)
-    reversed_by: dict[str, Any]
+    decision: dict[str, Any]  # the earlier decision (session_id, turn, at, summary, gist)
+    reversed_by: dict[str, Any]  # the change that undoes it
     shared_terms: list[str]
+    similarity: float = 0.0
 
 
 @dataclass
@@ -56,39 +60,22 @@ class Timeline:
     reversals: list[Reversal] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
+    threads: list[list[dict[str, Any]]] = field(default_factory=list)  # decision -> change -> ..., oldest first
+    current_state: str = ""
 
     def to_json(self) -> dict[str, Any]:
         d = {k: v for k, v in asdict(self).items() if k != "frame"}
         return d
 
     def markdown(self, max_chars: int = 12_000) -> str:
-        """A narrative: span, decisions and reversals, then bucket by bucket."""
-        lines = [f"# Theme: {self.theme}",
-                 f"{len(self.events)} turns, {_d(self.first_seen)} → {_d(self.last_seen)} (by {self.granularity})"]
-        if self.reversals:
-            lines.append("\n## Reversals")
-            for r in self.reversals:
-                lines.append(f"- {_d(r.reversed_by['at'])} {r.reversed_by['session_id']}:{r.reversed_by['turn']} reversed "
-                             f"the decision of {_d(r.decision['at'])} ({r.decision['session_id']}:{r.decision['turn']}): "
-                             f"{r.reversed_by['summary'][:160]}")
-        if self.dormant_gaps:
-            lines.append("\n## Dormant")
-            lines += [f"- {g['from'][:10]} → {g['to'][:10]} ({g['days']:.0f} days quiet)" for g in self.dormant_gaps]
-        lines.append("\n## Timeline")
-        for b in self.buckets:
-            lines.append(f"\n### {b['bucket']} — {b['turns']} turns; words: {', '.join(b['keywords'])}")
-            for e in self.events:
-                if e.bucket == b["bucket"]:
-                    mark = " **decision**" if "decision" in e.kinds else ""
-                    mark += " **reversal**" if "reversal" in e.kinds else ""
-                    lines.append(f"- {_d(e.at, True)} [{e.source}] {e.session_id}:{e.turn}{mark} {e.summary}")
-        if self.files:
-            lines.append("\n## Files")
-            lines += [f"- {f['file']}: {f['turns']} turns, {f['first'][:10]} → {f['last'][:10]}" for f in self.files[:15]]
-        if self.memories:
-            lines.append("\n## Linked memories\n" + "\n".join(f"- {m}" for m in self.memories))
-        text = "\n".join(lines)
-        return text if len(text) <= max_chars else text[: max_chars - 60] + "\n[… cut; raise max_output_chars]"
+        """The story first (where it stands, decision threads), then the newest events, in budget."""
+        from archive_mcp.themes.story import markdown
+        return markdown(self, max_chars)
+
+    def budgeted(self, max_chars: int = 12_000) -> dict[str, Any]:
+        """The structured form within `max_chars` of JSON: decisions and the newest events first."""
+        from archive_mcp.themes.story import budgeted
+        return budgeted(self, max_chars)
 
 
 def _d(x: Any, with_time: bool = False) -> str:
@@ -115,9 +102,7 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
          "turn": [m.turn for m in theme.members], "provenance": [m.provenance for m in theme.members]},
         schema={"session_id": pl.String, "agent": pl.String, "turn": pl.Int64, "provenance": pl.String})
     cols = ["session_id", "agent", "turn", "started_at", "summary", "kinds", "files", "keywords", "status",
-            "source"]
-    if include_turn_content:
-        cols += ["user_text", "assistant_text"]
+            "user_text", "assistant_text", "source"]
     frame = (turns.select(cols)
              .join(members.lazy(), on=["session_id", "agent", "turn"], how="inner")
              .sort("started_at", "session_id", "turn", nulls_last=True)
@@ -143,15 +128,19 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
                             r["source"])
               for r in frame.iter_rows(named=True)]
     gaps = _dormant(frame)
-    decisions, reversals = _decisions(frame)
+    decisions, reversals, threads = _decisions(frame)
+    flagged = {(d["session_id"], d["turn"]): d["flag"] for d in decisions}
+    for e in events:
+        e.flag = flagged.get((e.session_id, e.turn), "")
     files = (frame.select("files", "started_at").explode("files").drop_nulls("files")
              .group_by("files").agg(pl.len().alias("turns"), pl.col("started_at").min().alias("first"),
                                     pl.col("started_at").max().alias("last"))
              .sort("turns", "first", descending=[True, False]))
     file_rows = [{"file": f, "turns": n, "first": a.isoformat() if a else "", "last": b.isoformat() if b else ""}
                  for f, n, a, b in files.iter_rows()]
+    frame = frame if include_turn_content else frame.drop("user_text", "assistant_text")
     return Timeline(theme.name, workspace_id, gran, events, frame, buckets, first, last, gaps,
-                    decisions, reversals, file_rows, memories or [])
+                    decisions, reversals, file_rows, memories or [], threads, _current(events, decisions))
 
 
 def _dormant(frame: pl.DataFrame) -> list[dict[str, Any]]:
@@ -169,25 +158,58 @@ def _dormant(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _decisions(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[Reversal]]:
-    """Decisions in order; a later decision that undoes an earlier one on shared terms is a reversal."""
-    rows = [r for r in frame.iter_rows(named=True) if {"decision", "reversal"} & set(r["kinds"])]
-    decisions = [{"session_id": r["session_id"], "source": r["source"], "turn": r["turn"], "at": r["started_at"].isoformat() if r["started_at"] else None,
-                  "summary": r["summary"], "kinds": list(r["kinds"])} for r in rows]
+def _decisions(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[Reversal], list[list[dict[str, Any]]]]:
+    """Flag the turns that set or change a course, pair each change with the decision it undoes,
+    and chain the pairs into threads (decision -> change -> change ...)."""
+    every = list(frame.iter_rows(named=True))
+    flags: list[Flag | None] = [flag_turn(r["user_text"] or "", r["assistant_text"] or "", list(r["kinds"])) for r in every]
+    decisions = {i: {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"], "turn": r["turn"],
+                     "ref": f"{r['session_id']}:{r['turn']}",
+                     "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": f.kind, "by": f.by,
+                     "cue": f.cue, "gist": gist(r, f.by), "summary": r["summary"], "kinds": list(r["kinds"]),
+                     "undoes": None}
+                 for i, (r, f) in enumerate(zip(every, flags, strict=True)) if f is not None}
     reversals: list[Reversal] = []
-    for i, later in enumerate(rows):
-        text = later["summary"].lower()
-        if "reversal" not in later["kinds"] and not any(c in text for c in REVERSAL_CUES):
-            continue
-        later_terms = _terms(later)
-        for earlier in reversed(rows[:i]):
-            shared = sorted(_terms(earlier) & later_terms)
-            if shared:
-                reversals.append(Reversal(decisions[rows.index(earlier)], decisions[i], shared[:8]))
-                break
-    return decisions, reversals
+    parent: dict[int, int] = {}
+    for i, j, sim, shared in pair_changes(every, flags):
+        if j not in decisions:  # the undone course was set in a turn without a cue: it is a decision too
+            r = every[j]
+            decisions[j] = {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"],
+                            "turn": r["turn"], "ref": f"{r['session_id']}:{r['turn']}",
+                            "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": "decision",
+                            "by": "assistant", "cue": "undone later", "gist": gist(r, "assistant"),
+                            "summary": r["summary"], "kinds": list(r["kinds"]), "undoes": None}
+        decisions[i]["undoes"] = decisions[j]["ref"]
+        if decisions[i]["flag"] == "decision":
+            decisions[i]["flag"] = "change"
+        parent[i] = j
+        reversals.append(Reversal(_brief(decisions[j]), _brief(decisions[i]), shared, sim))
+    # Threads: follow each change back to the decision that started it; newest step last.
+    chains: dict[int, list[int]] = {}
+    for i in sorted(parent):
+        root = i
+        while root in parent:
+            root = parent[root]
+        chains.setdefault(root, [root]).append(i)
+    threads = [[_brief(decisions[k]) for k in chain] for _, chain in sorted(chains.items())]
+    return [decisions[i] for i in sorted(decisions)], reversals, threads
 
 
-def _terms(row: dict[str, Any]) -> set[str]:
-    words = tokens(" ".join(row["keywords"]))
-    return {t for t in words if len(t) > 3 or not t.isascii()} - {"decision", "edited"}
+def _brief(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: d[k] for k in ("session_id", "turn", "ref", "at", "flag", "by", "gist", "summary")}
+
+
+def _current(events: list[TimelineEvent], decisions: list[dict[str, Any]]) -> str:
+    """One line: where the theme stands now (the newest course set or changed, the newest event)."""
+    if not events:
+        return "no turns in this theme"
+    last = events[-1]
+    flagged = [e for e in events if e.flag]
+    parts = []
+    if flagged:
+        newest = flagged[-1]
+        what = next(d["gist"] for d in decisions if d["ref"] == newest.ref)
+        parts.append(f"latest {newest.flag} {_d(newest.at)} ({newest.ref}): {what}")
+    if not flagged or flagged[-1] is not last:
+        parts.append(f"last activity {_d(last.at)} ({last.ref}): {clip(last.summary, 200)}")
+    return "; ".join(parts)

@@ -1,0 +1,212 @@
+"""A timeline told story-first, within a character budget.
+
+Where the theme stands now, then each decision thread ("was X → now Y", with when and
+session:turn), then the newest events, then files and memories. The budget goes to decisions,
+changes and the newest events first; a line is kept whole or left out (never cut mid-word), and
+what was left out is counted. The structured form follows the same rules against the size of its
+JSON, so an agent gets the same story either way and can drill down with `load_turn_context`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from archive_mcp.themes.decisions import clip
+
+if TYPE_CHECKING:
+    from archive_mcp.themes.timeline import Timeline, TimelineEvent
+
+GIST = 140
+SUMMARY = 180
+
+
+def _day(x: Any, with_time: bool = False) -> str:
+    if x is None:
+        return "?"
+    if isinstance(x, str):
+        return x[:16].replace("T", " ") if with_time else x[:10]
+    return str(x.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d"))
+
+
+def _width(max_chars: int, most: int) -> int:
+    """How long a gist or summary may be: small budgets get shorter lines, not fewer decisions."""
+    return max(60, min(most, max_chars // 20))
+
+
+def _step(s: dict[str, Any], width: int = GIST) -> str:
+    return f'"{clip(s["gist"], width)}" ({_day(s["at"])}, {s["ref"]})'
+
+
+def thread_line(thread: list[dict[str, Any]], width: int = GIST) -> str:
+    """was A (when, ref) → B (…) → now C (…): the first and the newest step, the middle counted."""
+    first, last = thread[0], thread[-1]
+    middle = thread[1:-1]
+    via = f" → {_step(middle[-1], width)}" if len(middle) == 1 else (f" → … {len(middle)} changes …" if middle else "")
+    who = "the user" if last["by"] == "user" else "the assistant"
+    return f"- was {_step(first, width)}{via} → now {_step(last, width)} [{last['flag']} by {who}]"
+
+
+def _unpaired(tl: Timeline) -> list[dict[str, Any]]:
+    in_thread = {s["ref"] for t in tl.threads for s in t}
+    return [d for d in tl.decisions if d["ref"] not in in_thread]
+
+
+def _event_line(e: TimelineEvent, width: int = SUMMARY) -> str:
+    mark = f" **{e.flag}**" if e.flag else ""
+    return f"- {_day(e.at, True)} {e.ref}{mark} {clip(' '.join(e.summary.split()), width)}"
+
+
+class _Lines:
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.lines: list[str] = []
+        self.used = 0
+
+    def fits(self, line: str, reserve: int = 0) -> bool:
+        return self.used + len(line) + 1 + reserve <= self.budget
+
+    def add(self, line: str, reserve: int = 0) -> bool:
+        if not self.fits(line, reserve):
+            return False
+        self.lines.append(line)
+        self.used += len(line) + 1
+        return True
+
+
+def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
+    out = _Lines(max_chars)
+    gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
+    changes = sum(1 for d in tl.decisions if d["flag"] != "decision")
+    out.add(f"# Theme: {tl.theme}")
+    out.add(f"{len(tl.events)} turns, {_day(tl.first_seen)} → {_day(tl.last_seen)} (by {tl.granularity}); "
+            f"{len(tl.decisions) - changes} decisions, {changes} changes of course")
+    out.add(clip(f"**Now:** {tl.current_state}", max(80, max_chars // 6)))
+    left = {"threads": 0, "decisions": 0, "events": 0}
+    decision_budget = out.used + int(0.6 * max(0, max_chars - out.used))
+    threads = sorted(tl.threads, key=lambda t: t[-1]["at"] or "", reverse=True)
+    unpaired = sorted(_unpaired(tl), key=lambda d: d["at"] or "", reverse=True)
+    if threads or unpaired:
+        out.add("\n## Decisions (newest first)")
+    for n, t in enumerate(threads):
+        line = thread_line(t, gw)
+        if (n and out.used + len(line) > decision_budget) or not out.add(line, 300 if n == 0 else 0):
+            left["threads"] += 1
+    for d in unpaired:
+        line = f"- {d['flag']}: {_step(d, gw)}"
+        if out.used + len(line) > decision_budget or not out.add(line):
+            left["decisions"] += 1
+    if tl.dormant_gaps:
+        out.add("\n## Dormant")
+        for g in tl.dormant_gaps:
+            out.add(f"- {g['from'][:10]} → {g['to'][:10]} ({g['days']:.0f} days quiet)")
+    tail = [f"- {f['file']}: {f['turns']} turns, {f['first'][:10]} → {f['last'][:10]}" for f in tl.files[:5]]
+    memories = [f"- {m}" for m in tl.memories]
+    reserve = min(sum(len(x) + 1 for x in tail[:3] + memories[:3]) + 40, max_chars // 8)
+    # The newest events first: choose from the end, render in time order under bucket headers.
+    words = {b["bucket"]: b for b in tl.buckets}
+    chosen: list[int] = []
+    cost = len("\n## Timeline (newest 0000 of 0000 turns; 0000 earlier not shown, raise max_output_chars)") + 1
+    heads: set[str] = set()
+    for i in range(len(tl.events) - 1, -1, -1):
+        e = tl.events[i]
+        head = 0 if e.bucket in heads else len(_bucket_line(words.get(e.bucket), e.bucket)) + 2
+        need = len(_event_line(e, sw)) + 1 + head
+        if out.used + cost + need + reserve > max_chars:
+            break
+        cost += need
+        heads.add(e.bucket)
+        chosen.append(i)
+    left["events"] = len(tl.events) - len(chosen)
+    if tl.events:
+        note = (f"\n## Timeline (newest {len(chosen)} of {len(tl.events)} turns; {left['events']} earlier not shown, "
+                "raise max_output_chars)") if left["events"] else "\n## Timeline"
+        out.add(note)
+        current = None
+        for i in sorted(chosen):
+            e = tl.events[i]
+            if e.bucket != current:
+                current = e.bucket
+                out.add("\n" + _bucket_line(words.get(e.bucket), e.bucket))
+            out.add(_event_line(e, sw))
+    if tail and out.add("\n## Files"):
+        for line in tail:
+            out.add(line)
+    if memories and out.add("\n## Linked memories"):
+        for line in memories:
+            out.add(line)
+    skipped = [f"{n} {k}" for k, n in left.items() if n and k != "events"]
+    if skipped:
+        out.add(f"[not shown: {', '.join(skipped)}; raise max_output_chars]")
+    return "\n".join(out.lines)
+
+
+def _bucket_line(b: dict[str, Any] | None, name: str) -> str:
+    if b is None:
+        return f"### {name}"
+    return f"### {name} — {b['turns']} turns; words: {', '.join(b['keywords'])}"
+
+
+def _size(x: Any) -> int:
+    return len(json.dumps(x, ensure_ascii=False, default=str)) + 2
+
+
+def _event_json(e: TimelineEvent, width: int = SUMMARY) -> dict[str, Any]:
+    d: dict[str, Any] = {"ref": e.ref, "session_id": e.session_id, "turn": e.turn,
+                         "at": e.at.isoformat() if e.at else None, "flag": e.flag,
+                         "summary": clip(" ".join(e.summary.split()), width)}
+    if e.agent != "main":
+        d["agent"] = e.agent
+    if e.content is not None:
+        d["content"] = {k: clip(v or "", 1500) for k, v in e.content.items()}
+    return d
+
+
+def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
+    """The structured trace within `max_chars` of JSON: story first, the newest events next."""
+    gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
+
+    def brief(s: dict[str, Any]) -> dict[str, Any]:
+        return {"ref": s["ref"], "at": s["at"], "flag": s["flag"], "by": s["by"], "gist": clip(s["gist"], gw)}
+
+    out: dict[str, Any] = {
+        "theme": tl.theme, "granularity": tl.granularity,
+        "first_seen": tl.first_seen.isoformat() if tl.first_seen else None,
+        "last_seen": tl.last_seen.isoformat() if tl.last_seen else None,
+        "current_state": clip(tl.current_state, max(80, max_chars // 8)),
+        "counts": {"events": len(tl.events), "decisions": len(tl.decisions), "threads": len(tl.threads),
+                   "files": len(tl.files), "buckets": len(tl.buckets)},
+        "threads": [], "decisions": [], "events": [], "buckets": [], "dormant_gaps": [{**g, "days": round(g["days"], 1)} for g in tl.dormant_gaps[-3:]],
+        "files": [], "memories": tl.memories[:10], "truncated": False}
+    used = _size(out) + 40
+    events = [_event_json(e, sw) for e in reversed(tl.events)]
+    newest = sum(_size(e) for e in events[:1])  # the newest event is part of the story too
+    decision_cap = used + int(0.6 * max(0, max_chars - used - newest))
+
+    def take(key: str, items: list[Any], cap: int) -> None:
+        nonlocal used
+        for item in items:
+            n = _size(item)
+            if used + n > cap:
+                out["truncated"] = True
+                return
+            out[key].append(item)
+            used += n
+
+    threads = [[brief(s) for s in t] for t in sorted(tl.threads, key=lambda t: t[-1]["at"] or "", reverse=True)]
+    take("threads", threads[:1], max_chars - newest)  # the newest thread is the story: it comes first
+    take("threads", threads[1:], decision_cap)
+    unpaired = sorted(_unpaired(tl), key=lambda d: d["at"] or "", reverse=True)
+    take("decisions", [{**brief(d), "undoes": d["undoes"]} for d in unpaired], decision_cap)
+    files = [{k: f[k] for k in ("file", "turns", "first", "last")} for f in tl.files[:5]]
+    reserve = min(sum(_size(f) for f in files[:3]), max_chars // 10)
+    take("events", events[:1], max_chars)
+    take("events", events[1:], max_chars - reserve)
+    out["events"].reverse()
+    take("buckets", [{"bucket": b["bucket"], "start": b["start"], "turns": b["turns"], "keywords": b["keywords"][:5]}
+                     for b in reversed(tl.buckets)], max_chars)
+    out["buckets"].reverse()
+    take("files", files, max_chars)
+    if len(out["files"]) < len(tl.files):
+        out["truncated"] = True
+    return out

@@ -1,0 +1,146 @@
+"""Decisions and the changes that undo them, the story-first trace within a budget, noise kept out
+of tagging and discovery, discovered themes addressed by their label."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from archive_mcp import Archive
+from archive_mcp.themes.decisions import clip, flag_turn, pair_changes
+from archive_mcp.themes.noise import noise_kind
+from archive_mcp.themes.store import Member, Theme, label_words
+from archive_mcp.themes.timeline import build_timeline
+
+SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
+
+
+@pytest.mark.parametrize(("user", "assistant", "kinds", "worked", "want"), [
+    ("<command-name>/export</command-name>", "", [], False, "command"),
+    ("<local-command-stdout>Context usage 40%</local-command-stdout>", "", [], False, "command"),
+    ("/gsd:execute-plan .planning/phases/03/03-01-PLAN.md", "Ran the plan: edited 4 files.", [], True, None),
+    ("This session is being continued from a previous conversation that ran out of context.", "ok", [], False, "compaction"),
+    ("[Request interrupted by user]", "", [], False, "interrupted"),
+    ("continue", "", [], False, "continuation"),
+    ("fix the login page", "API Error: 529 overloaded", [], False, "api_error"),
+    ("fix the login page", "Fixed the redirect.", ["fix"], True, None),
+    ("anything", "anything", ["compaction"], False, "compaction"),
+])
+def test_noise_turns_are_recognised_from_kinds_or_text(user: str, assistant: str, kinds: list[str],
+                                                        worked: bool, want: str | None) -> None:
+    assert noise_kind(user, assistant, kinds, worked) == want
+
+
+@pytest.mark.parametrize(("user", "assistant", "kinds", "want"), [
+    ("wait, let's get the websocket feed working first", "", [], ("change", "user")),
+    ("go back to the polling version, it was working before", "", [], ("reversal", "user")),
+    ("don't use the Jupiter API", "", [], ("change", "user")),
+    ("yes", "Option A or B?", [], ("decision", "user")),
+    ("let's go with Redis for the cache", "", [], ("decision", "user")),
+    ("SessionCache 要不要改成进程内缓存？", "决定：改用进程内缓存", ["decision"], ("decision", "assistant")),
+    ("what does this function return?", "It returns a list.", ["question"], None),
+    ("Why is the price null?", "Jupiter returns 401, so I'm switching to CoinGecko.", [], ("change", "assistant")),
+])
+def test_flags_courses_set_and_changed_including_the_users_corrections(user: str, assistant: str, kinds: list[str],
+                                                                         want: tuple[str, str] | None) -> None:
+    f = flag_turn(user, assistant, kinds)
+    assert (None if f is None else (f.kind, f.by)) == want
+
+
+def _row(sid: str, turn: int, user: str, assistant: str = "") -> dict:
+    return {"session_id": sid, "turn": turn, "user_text": user, "assistant_text": assistant, "keywords": []}
+
+
+def test_a_change_is_paired_with_the_decision_it_undoes_by_meaning_not_by_one_shared_word() -> None:
+    rows = [_row("s1", 0, "let's go with Redis for the session cache, evictions by TTL", "Redis session cache with TTL evictions."),
+            _row("s1", 1, "let's use github actions for the release workflow", "Release workflow on github actions."),
+            _row("s2", 0, "the github release page needs a changelog section", "Added a changelog."),
+            _row("s3", 0, "actually drop Redis: keep the session cache in process, TTL evictions stay",
+                 "Session cache is now in-process; Redis removed.")]
+    flags = [flag_turn(r["user_text"], r["assistant_text"], []) for r in rows]
+    pairs = pair_changes(rows, flags)
+    assert [(i, j) for i, j, _, _ in pairs] == [(3, 0)]
+    assert {"redis", "session", "cache"} <= set(pairs[0][3])
+
+
+def _timeline(n: int) -> Theme:
+    return Theme("t", "t", members=[Member("s", "main", i, "reference", "test", "") for i in range(n)])
+
+
+def _frame(texts: list[tuple[str, str]]) -> pl.LazyFrame:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    n = len(texts)
+    return pl.DataFrame({
+        "session_id": ["s"] * n, "agent": ["main"] * n, "turn": list(range(n)),
+        "started_at": [start + timedelta(hours=6 * i) for i in range(n)],
+        "summary": [f"Asked: {u} Outcome: {a}" for u, a in texts], "kinds": [[] for _ in texts],
+        "files": [["src/feed.ts"] for _ in texts], "keywords": [u.split()[:3] for u, _ in texts],
+        "status": ["ok"] * n, "user_text": [u for u, _ in texts], "assistant_text": [a for _, a in texts],
+        "source": ["kimi"] * n}).lazy()
+
+
+def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budget() -> None:
+    texts = [("let's poll the price feed every 5 seconds from the REST endpoint", "Polling the REST price feed every 5 s.")]
+    texts += [(f"tweak the table column number {i} alignment and padding", f"Column {i} aligned.") for i in range(60)]
+    texts += [("actually stop polling the price feed, switch to the websocket stream", "The price feed now comes from the websocket stream.")]
+    texts += [("rename the settings panel heading", "Renamed the heading.")]
+    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
+    assert tl.threads and tl.threads[-1][0]["ref"] == "s:0" and tl.threads[-1][-1]["ref"] == "s:61"
+    assert tl.current_state.startswith("latest decision") and "s:62" in tl.current_state
+    for budget in (1200, 3000, 8000):
+        md = tl.markdown(budget)
+        assert len(md) <= budget
+        assert md.index("**Now:**") < md.index("## Decisions") < md.index("## Timeline")
+        assert "- was \"let's poll the price feed" in md and "s:61" in md
+        assert md.rstrip().endswith(("]", "2026-01-16")) or "s:62" in md  # the newest event is shown
+        assert "earlier not shown" in md
+        data = tl.budgeted(budget)
+        assert len(json.dumps(data, ensure_ascii=False)) <= budget
+        assert data["threads"] and data["events"][-1]["ref"] == "s:62" and data["truncated"]
+    assert tl.markdown(100_000).count("\n- 2026") == len(texts)
+
+
+def test_clip_never_cuts_a_word() -> None:
+    text = "the websocket stream replaced polling everywhere in the terminal"
+    for width in range(20, len(text)):
+        cut = clip(text, width)
+        assert len(cut) <= width and cut.endswith("…") and text.startswith(cut[:-1])
+        assert text[len(cut) - 1] == " "  # the cut falls between words
+    assert clip(text, 200) == text
+
+
+def test_labels_use_whole_words_not_cjk_fragments_or_dates() -> None:
+    words = label_words("我们决定改用 Redis 缓存 on 2026-01-14T14 for v22-02", ["SessionCache", "我们决定改用"])
+    assert "redis" in words and "sessioncache" in words
+    assert not any(len(w) == 2 and "们" in w for w in words) and "我们决定改用" not in words
+    assert not any(ch.isdigit() for w in words for ch in w)
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Archive:
+    a = Archive(tmp_path_factory.mktemp("home"), embedder=None)
+    a.ingest(SAMPLE)
+    return a
+
+
+def test_a_discovered_theme_is_traced_shown_and_deleted_by_its_label(archive: Archive) -> None:
+    found = archive.discover_themes("shop")
+    theme = next(t for t in found.themes if " / " in t.name)
+    label = theme.name
+    assert archive.themes_store("shop").require(label).slug == theme.slug
+    tl = archive.trace_theme(label, "shop")
+    assert len(tl.events) == len(theme.members)
+    assert archive.delete_theme(label, "shop").slug == theme.slug
+    assert all(t.slug != theme.slug for t in archive.list_themes("shop"))
+
+
+def test_seed_tagging_returns_near_misses_with_a_one_line_summary(archive: Archive) -> None:
+    r = archive.tag_theme("auth", "shop", seeds=["issue_access_token JWT"])
+    assert r.near_misses
+    for n in r.near_misses:
+        assert n["ref"] == f"{n['session_id']}:{n['turn']}" and 0 < len(n["summary"]) <= 160
+        assert "\n" not in n["summary"] and 0 < n["share"] < 0.5
