@@ -9,8 +9,7 @@ from typing import Any
 import click
 
 from archive_mcp.archive import Archive
-from archive_mcp.cli.common import archive_of, warn
-from archive_mcp.render import echo_json, json_option, progress_bar, table
+from archive_mcp.cli.common import archive_of, echo_json, json_option, progress_bar, table, warn
 from archive_mcp.workspaces import WorkspaceError
 
 _archive, _warn = archive_of, warn

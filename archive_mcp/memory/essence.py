@@ -14,8 +14,8 @@ from typing import Any
 from archive_mcp.memory.store import (
     FOLDERS,
     MemoryEntry,
-    MemoryError,
     MemoryStore,
+    MemoryStoreError,
     check_folder,
     check_key,
     now,
@@ -79,6 +79,7 @@ class Bootstrap:
     notes: list[str]
     themes: list[str]
     truncated: bool = False
+    missing_sources: list[str] = field(default_factory=list)  # memories the essence cites that are gone
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,7 +144,7 @@ def organize_memories(ws: Workspace, content: str | None = None, sources: list[s
         existing = essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else ""
         return OrganizePrepare("prepare", existing, materials, ESSENCE_RULES, omitted=omitted)
     if not content.strip():
-        raise MemoryError("content is empty: call organize_memories without content to get the materials")
+        raise MemoryStoreError("content is empty: call organize_memories without content to get the materials")
     warnings: list[str] = []
     data = content.encode("utf-8", errors="replace")
     if len(data) > ESSENCE_SOFT_LIMIT:
@@ -157,7 +158,7 @@ def organize_memories(ws: Workspace, content: str | None = None, sources: list[s
         if ok:
             try:
                 ok = (store.root / parts[1] / f"{check_key(parts[2])}.md").exists()
-            except MemoryError:
+            except MemoryStoreError:
                 ok = False
         if not ok:
             missing.append(ref)
@@ -212,7 +213,10 @@ def bootstrap_workspace(ws: Workspace, recent: list[dict[str, Any]], themes: lis
     essence = essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else ""
     notes_dir = ws.root / "notes"
     notes = sorted(p.name for p in notes_dir.glob("*") if p.is_file()) if notes_dir.is_dir() else []
-    result = Bootstrap(ws.id, ws.name, essence, tree, new, recent, notes, themes)
+    present = {f"memory/{f}/{e['key']}" for f, v in index["folders"].items() for e in v["entries"]}
+    gone = [m.group(1) for m in SOURCE_LINE.finditer(essence) if m.group(1) not in present]
+    result = Bootstrap(ws.id, ws.name, essence, tree, new, recent, notes, themes,
+                       missing_sources=list(dict.fromkeys(gone)))
     # fit the budget: recent context first, then the essence's tail
     while len(json.dumps(result.to_json(), ensure_ascii=False)) > budget and result.recent_context:
         result.recent_context.pop(0)
@@ -233,7 +237,7 @@ def export_memory(ws: Workspace, include_turns: bool = False, filename: str | No
                   turns: list[dict[str, Any]] | None = None) -> Path:
     name = filename or f"memory-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     if not EXPORT_NAME.match(name) or name.startswith("."):
-        raise MemoryError(f"invalid export filename {name!r}: use letters, digits, '.', '_' and '-' only")
+        raise MemoryStoreError(f"invalid export filename {name!r}: use letters, digits, '.', '_' and '-' only")
     store = MemoryStore(ws)
     essence_path = ws.root / "essence" / "essence.md"
     payload = {"format": "archive-mcp-memory@1", "workspace": {"id": ws.id, "name": ws.name, "paths": ws.paths},
@@ -251,20 +255,20 @@ def import_memory(ws: Workspace, path: Path) -> ImportReport:
     try:
         payload = json.loads(Path(path).read_text(encoding="utf-8", errors="replace"))
     except (OSError, ValueError) as exc:
-        raise MemoryError(f"cannot read export {path}: {exc}") from exc
+        raise MemoryStoreError(f"cannot read export {path}: {exc}") from exc
     if not isinstance(payload, dict) or payload.get("format") != "archive-mcp-memory@1":
-        raise MemoryError(f"{path} is not an archive-mcp memory export")
+        raise MemoryStoreError(f"{path} is not an archive-mcp memory export")
     store = MemoryStore(ws)
     report = ImportReport()
     for m in payload.get("memories", []):
         try:
             ref = f"memory/{check_folder(m['folder'])}/{check_key(m['key'])}"
-        except (MemoryError, KeyError, TypeError):
+        except (MemoryStoreError, KeyError, TypeError):
             report.skipped.append(str(m.get("ref") if isinstance(m, dict) else m))
             continue
         try:
             current = store.recall(m["key"], m["folder"])
-        except MemoryError:
+        except MemoryStoreError:
             current = None
         if current and _digest(current.content) == _digest(m.get("content", "")):
             report.unchanged.append(ref)

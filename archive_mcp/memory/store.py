@@ -26,7 +26,7 @@ KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 MAX_CONTENT = 256 * 1024
 
 
-class MemoryError(ArchiveError, ValueError):  # noqa: A001 - the module's own error, not the builtin
+class MemoryStoreError(ArchiveError):
     """A memory call the caller can fix; the message says how."""
 
 
@@ -36,14 +36,14 @@ def now() -> str:
 
 def check_key(key: str) -> str:
     if not isinstance(key, str) or not KEY.match(key) or ".." in key:
-        raise MemoryError(f"invalid memory key {key!r}: use letters, digits, '.', '_' and '-' "
+        raise MemoryStoreError(f"invalid memory key {key!r}: use letters, digits, '.', '_' and '-' "
                           "(no slashes, no '..'), starting with a letter or digit")
     return key
 
 
 def check_folder(folder: str) -> str:
     if folder not in FOLDERS:
-        raise MemoryError(f"unknown memory folder {folder!r}; use one of {', '.join(FOLDERS)}")
+        raise MemoryStoreError(f"unknown memory folder {folder!r}; use one of {', '.join(FOLDERS)}")
     return folder
 
 
@@ -138,7 +138,7 @@ class MemoryStore:
     def _path(self, folder: str, key: str) -> Path:
         path = self.root / check_folder(folder) / f"{check_key(key)}.md"
         if not path.resolve().is_relative_to(self.root.resolve()):
-            raise MemoryError(f"memory key {key!r} would leave its folder")
+            raise MemoryStoreError(f"memory key {key!r} would leave its folder")
         return path
 
     def _history(self, folder: str, key: str) -> Path:
@@ -166,22 +166,27 @@ class MemoryStore:
             warnings.append("content held characters that are not valid UTF-8; they were replaced")
         size = len(clean.encode("utf-8"))
         if size > MAX_CONTENT:
-            raise MemoryError(f"content is {size:,} bytes; a memory holds at most {MAX_CONTENT:,}. "
+            raise MemoryStoreError(f"content is {size:,} bytes; a memory holds at most {MAX_CONTENT:,}. "
                               "Keep the memory short and cite the long material in `sources`.")
         if not clean.strip():
-            raise MemoryError("content is empty: say what to remember")
+            raise MemoryStoreError("content is empty: say what to remember")
         clean, n = redact(clean)
         if n:
             warnings.append(f"{n} secret(s) were redacted before storing")
         for s in supersedes or []:
             if not re.match(r"^memory/[a-z]+/[A-Za-z0-9._-]+$", s):
-                raise MemoryError(f"supersedes entry {s!r} must look like memory/<folder>/<key>")
+                raise MemoryStoreError(f"supersedes entry {s!r} must look like memory/<folder>/<key>")
         with locked(self.ws.root):
             stamp = now()
             created = stamp
             if path.exists():
                 old = path.read_text(encoding="utf-8", errors="replace")
-                created = parse(folder, key, old).created or stamp
+                previous = parse(folder, key, old)
+                created = previous.created or stamp
+                # An update that does not mention tags, sources or supersedes keeps them.
+                tags = previous.tags if tags is None else tags
+                sources = previous.sources if sources is None else sources
+                supersedes = previous.supersedes if supersedes is None else supersedes
                 hist = self._history(folder, key)
                 atomic_write_text(hist / f"{_file_stamp()}.md", old)
             entry = MemoryEntry(folder, key, title or _title(key, clean), clean.rstrip("\n"),
@@ -199,9 +204,9 @@ class MemoryStore:
         if not found:
             near = [f"{e.folder}/{e.key}" for e in self.list() if key.lower() in e.key.lower()][:5]
             hint = f" Did you mean: {', '.join(near)}?" if near else " List them with list_memories."
-            raise MemoryError(f"no memory {key!r}{f' in {folder}' if folder else ''}.{hint}")
+            raise MemoryStoreError(f"no memory {key!r}{f' in {folder}' if folder else ''}.{hint}")
         if len(found) > 1:
-            raise MemoryError(f"{key!r} exists in {', '.join(f for f, _ in found)}: pass `folder`")
+            raise MemoryStoreError(f"{key!r} exists in {', '.join(f for f, _ in found)}: pass `folder`")
         f, path = found[0]
         return self._read(path, f, key)
 
@@ -222,7 +227,7 @@ class MemoryStore:
         path = self._path(folder, key)
         with locked(self.ws.root):
             if not path.exists():
-                raise MemoryError(f"nothing removed: there is no memory {folder}/{key}")
+                raise MemoryStoreError(f"nothing removed: there is no memory {folder}/{key}")
             entry = self._read(path, folder, key)
             trash = self.root / ".trash" / folder / f"{key}.{_file_stamp()}.md"
             trash.parent.mkdir(parents=True, exist_ok=True)
@@ -236,7 +241,7 @@ class MemoryStore:
         )
 
         if not query.strip():
-            raise MemoryError("the query is empty")
+            raise MemoryStoreError("the query is empty")
         entries = self.list(folder)
         if not entries:
             return []
