@@ -52,7 +52,13 @@ def workspace_option(f: F) -> F:
 def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
     """A rich progress bar on stderr (silent when stderr is not a terminal)."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     console = Console(stderr=True)
     bars: dict[str, Any] = {}

@@ -3,44 +3,55 @@ of the client's roots, like the tools do, else the server's cwd."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import ListRootsResult
+from mcp.server.mcpserver.resolve import Resolve, build_resolver_plans, resolve_arguments
+from mcp_types import InputRequiredResult
 
-from archive_mcp.mcp.toolkit import State, state, workspace_of
+from archive_mcp.mcp.toolkit import State, roots_request, state, workspace_of
 from archive_mcp.render import entry_text
 from archive_mcp.workspaces import Workspace
 
+# The tools' roots resolver, asked the same way for a resource (a round trip when the client has roots).
+_ROOTS = {"roots": (Resolve(roots_request), False)}
+_PLANS = build_resolver_plans(_ROOTS, {"workspace"})
 
-async def _workspace(ctx: Context) -> Workspace:
+
+async def _workspace(ctx: Context) -> Workspace | InputRequiredResult:
     """The client's roots decide, as for a tool called without `workspace`."""
-    caps = ctx.client_capabilities
-    roots: ListRootsResult | None = None
-    if caps is not None and caps.roots is not None:
-        roots = await ctx.session.list_roots()
-    return await anyio.to_thread.run_sync(workspace_of, ctx, None, roots)
+    got = await resolve_arguments(_ROOTS, _PLANS, {"workspace": None}, ctx)
+    if isinstance(got, InputRequiredResult):
+        return got
+    return await anyio.to_thread.run_sync(workspace_of, ctx, None, got["roots"])
 
 
-async def essence_resource(name: str, ctx: Context) -> str:
+async def essence_resource(name: str, ctx: Context) -> str | InputRequiredResult:
     """`essence://essence`: the roots' workspace; `essence://<workspace>`: that workspace's essence."""
-    if name == "essence":
-        ws = await _workspace(ctx)
-    else:
-        ws = await anyio.to_thread.run_sync(state(ctx).archive.workspace, name)
+    ws = await _workspace(ctx) if name == "essence" else await anyio.to_thread.run_sync(state(ctx).archive.workspace, name)
+    if isinstance(ws, InputRequiredResult):
+        return ws
     path = ws.root / "essence" / "essence.md"
     return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
 
 
-async def memory_resource(folder: str, key: str, ctx: Context) -> str:
+async def memory_resource(folder: str, key: str, ctx: Context) -> str | InputRequiredResult:
     ws = await _workspace(ctx)
-    entry = await anyio.to_thread.run_sync(lambda: state(ctx).archive.memory(ws).recall(key, folder))
-    return entry_text(entry)
+    if isinstance(ws, InputRequiredResult):
+        return ws
+    return entry_text(await _off_loop(lambda: state(ctx).archive.memory(ws).recall(key, folder)))
 
 
-async def theme_resource(name: str, ctx: Context) -> str:
+async def theme_resource(name: str, ctx: Context) -> str | InputRequiredResult:
     ws = await _workspace(ctx)
-    timeline = await anyio.to_thread.run_sync(lambda: state(ctx).archive.trace_theme(name, ws))
-    return timeline.markdown()
+    if isinstance(ws, InputRequiredResult):
+        return ws
+    return str((await _off_loop(lambda: state(ctx).archive.trace_theme(name, ws))).markdown())
+
+
+async def _off_loop(fn: Any) -> Any:
+    return await anyio.to_thread.run_sync(fn)
 
 
 def memory_decision_check(decision: str) -> str:

@@ -14,7 +14,6 @@ from archive_mcp.render import clip
 from archive_mcp.workspaces import Workspace, read_json
 
 
-
 @dataclass
 class TurnRef:
     session_id: str
