@@ -158,6 +158,11 @@ def test_cli_themes_and_trace(archive: Archive, tmp_path: Path) -> None:
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     r = runner.invoke(main, ["trace", "payments", "-w", "shop", "--format", "json"])
     assert json.loads(r.stdout)["theme"] == "payments"
+    runner.invoke(main, ["themes", "tag", "tokens", "-w", "shop", "-s", "refresh token expiry"])
+    r = runner.invoke(main, ["trace", "payments", "tokens", "-w", "shop", "--format", "json"])
+    assert [t["theme"] for t in json.loads(r.stdout)] == ["payments", "tokens"]
+    r = runner.invoke(main, ["trace", "payments", "tokens", "-w", "shop", "--format", "csv"])
+    assert r.stdout.splitlines()[0] == "theme,started_at,session_id,agent,turn,bucket,summary,kinds"
     r = runner.invoke(main, ["trace", "../etc", "-w", "shop"])
     assert r.exit_code == 1 and "invalid theme name" in r.stderr
     r = runner.invoke(main, ["themes", "tag", "x", "-w", "shop", "-r", "bad-ref"])
