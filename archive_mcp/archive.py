@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from archive_mcp.themes.store import (
 )
 from archive_mcp.themes.timeline import Timeline, build_timeline
 from archive_mcp.workspaces import Workspace, locked
+from archive_mcp.workspaces.clock import now
 
 __all__ = ["Archive", "RefineReport", "Stats", "WorkspaceArg"]
 
@@ -148,7 +148,7 @@ class Archive(Corpus):
                 valid = sorted(t for s, a, t in known if s == r.session_id and a == r.agent)
                 hint = f"valid turns: {valid[0]}..{valid[-1]}" if valid else "unknown session; find turns with search_context"
                 raise ThemeError(f"no turn {r.session_id}:{r.turn} (agent {r.agent}) in workspace {ws.name}; {hint}")
-        when = datetime.now(UTC).isoformat(timespec="seconds")
+        when = now()
         candidates: list[Member] = [Member(r.session_id, r.agent, r.turn, "reference", who, when, None) for r in refs]
         near: list[dict[str, Any]] = []
         for seed in seeds or []:

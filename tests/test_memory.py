@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from archive_mcp import Archive
 from archive_mcp.cli.main import main
 from archive_mcp.memory.store import MemoryStoreError
+from archive_mcp.render import to_jsonable
 
 WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 
@@ -154,7 +155,7 @@ def test_bootstrap_marks_new_entries_until_seen(archive: Archive) -> None:
 def test_bootstrap_stays_within_its_budget(archive: Archive) -> None:
     archive.organize_memories("E" * 30_000, workspace="webapp")
     b = archive.bootstrap_workspace("webapp", budget=4000)
-    assert len(json.dumps(b.to_json(), ensure_ascii=False)) <= 4000 + 200
+    assert len(json.dumps(to_jsonable(b), ensure_ascii=False)) <= 4000 + 200
     assert b.truncated and b.essence.endswith("read essence://essence]")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from archive_mcp.cli.common import call, echo_json, json_option, table, warn, workspace_option
-from archive_mcp.render import entry_text
+from archive_mcp.render import entry_text, to_jsonable
 
 
 @click.group()
@@ -221,7 +221,7 @@ def memory_stats(ctx: click.Context, workspace: str | None, as_json: bool) -> No
     if as_json:
         echo_json(st)
     else:
-        click.echo("\n".join(f"{k}: {v}" for k, v in st.to_json().items()))
+        click.echo("\n".join(f"{k}: {v}" for k, v in to_jsonable(st).items()))
 
 
 @memory.command("export")

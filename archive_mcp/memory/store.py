@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.text import tokens
 from archive_mcp.search.lexical import Postings, bm25
 from archive_mcp.workspaces import Workspace, atomic_write_text, locked
+from archive_mcp.workspaces.clock import file_stamp, now
 
 FOLDERS = ("decisions", "rules", "knowledge", "lessons", "reference")
 KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
@@ -28,10 +28,6 @@ MAX_CONTENT = 256 * 1024
 
 class MemoryStoreError(ArchiveError):
     """A memory call the caller can fix; the message says how."""
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def check_key(key: str) -> str:
@@ -51,7 +47,7 @@ def slugify(text: str, limit: int = 60) -> str:
     """A key from free text (for save_lesson); ASCII words joined by '-', else a hash-like stamp."""
     words = re.findall(r"[A-Za-z0-9]+", text.lower())
     slug = "-".join(words)[:limit].strip("-")
-    return slug or "note-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return slug or "note-" + file_stamp("%Y%m%d-%H%M%S")
 
 
 @dataclass
@@ -87,18 +83,12 @@ class MemoryHit:
     updated: str
     matched: list[str]
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
 class ForgetReport:
     removed: str
     trash_path: str
     title: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def render(entry: MemoryEntry) -> str:
@@ -177,7 +167,7 @@ class MemoryStore:
             if not re.match(r"^memory/[a-z]+/[A-Za-z0-9._-]+$", s):
                 raise MemoryStoreError(f"supersedes entry {s!r} must look like memory/<folder>/<key>")
         with locked(self.ws.root):
-            stamp = now()
+            stamp = now("microseconds")
             created = stamp
             if path.exists():
                 old = path.read_text(encoding="utf-8", errors="replace")
@@ -188,7 +178,7 @@ class MemoryStore:
                 sources = previous.sources if sources is None else sources
                 supersedes = previous.supersedes if supersedes is None else supersedes
                 hist = self._history(folder, key)
-                atomic_write_text(hist / f"{_file_stamp()}.md", old)
+                atomic_write_text(hist / f"{file_stamp()}.md", old)
             entry = MemoryEntry(folder, key, title or _title(key, clean), clean.rstrip("\n"),
                                 sorted(set(tags or [])), list(dict.fromkeys(sources or [])),
                                 list(dict.fromkeys(supersedes or [])), created, stamp)
@@ -229,7 +219,7 @@ class MemoryStore:
             if not path.exists():
                 raise MemoryStoreError(f"nothing removed: there is no memory {folder}/{key}")
             entry = self._read(path, folder, key)
-            trash = self.root / ".trash" / folder / f"{key}.{_file_stamp()}.md"
+            trash = self.root / ".trash" / folder / f"{key}.{file_stamp()}.md"
             trash.parent.mkdir(parents=True, exist_ok=True)
             path.rename(trash)
         return ForgetReport(f"memory/{folder}/{key}", str(trash.relative_to(self.ws.root)), entry.title)
@@ -265,10 +255,6 @@ class MemoryStore:
             hits.append(MemoryHit(e.folder, e.key, e.title, round(float(total[i]), 6),
                                   _snippet(e.content, set(q) | set(fuzzy_terms)), e.tags, e.updated, matched))
         return hits
-
-
-def _file_stamp() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
 def _title(key: str, content: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -58,9 +58,6 @@ class NotFound:
 class TurnContext:
     turns: list[TurnDetail]
     not_found: list[NotFound]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _cut(text: str, budget: int) -> tuple[str, bool]:
