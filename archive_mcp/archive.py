@@ -218,7 +218,7 @@ class Archive(Corpus):
                     include_turn_content: bool = False) -> Timeline:
         """The theme as a timeline (Polars frame, events, buckets, reversals, files, memories).
         Several workspaces only when listed explicitly (the theme is read from each)."""
-        targets = self._selected(workspace) if isinstance(workspace, list) else [self._ws(workspace)]
+        targets = self._selected(workspace) if isinstance(workspace, list | tuple) else [self._ws(workspace)]  # type: ignore[arg-type]
         members: list[Member] = []
         found: Theme | None = None
         for ws in targets:

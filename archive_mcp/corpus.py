@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from archive_mcp.errors import NotFound
 from archive_mcp.frames import Frames, WorkspaceArg
@@ -129,8 +129,9 @@ class Corpus(Frames):
 
     def _last_activity(self, ws: Workspace, sid: str, files: list[tuple[str, dict]]) -> datetime:
         df = store.read_refined(ws, sid)
-        if df.height and df["started_at"].max() is not None:
-            return df["started_at"].max()
+        latest = df["started_at"].max() if df.height else None
+        if isinstance(latest, datetime):
+            return latest
         mtimes = [(ws.root / rel).stat().st_mtime for rel, _ in files if (ws.root / rel).exists()]
         return datetime.fromtimestamp(max(mtimes, default=0), UTC)
 
@@ -155,8 +156,8 @@ class Corpus(Frames):
     def _model_name(self) -> str | None:
         if isinstance(self._embedder_spec, str):
             from archive_mcp.refiners.embed import EMBEDDERS
-            return EMBEDDERS[self._embedder_spec].name
-        return self._embedder_spec.name if self._embedder_spec is not None else None
+            return str(cast(Any, EMBEDDERS[self._embedder_spec]).name)
+        return str(self._embedder_spec.name) if self._embedder_spec is not None else None
 
     def index(self, ws: Workspace) -> WorkspaceIndex:
         """The (lazily loaded, automatically refreshed) search index of one workspace."""

@@ -7,6 +7,7 @@ a CLI flag and a headless CI need; notebooks show the same figures inline.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,8 @@ def themes_over_time(timelines: Sequence[Timeline], path: str | Path | None = No
 
     fig, ax = plt.subplots(figsize=(10, 4.5), dpi=110)
     frames = [tl.frame.drop_nulls("started_at").sort("started_at") for tl in timelines]
-    starts = [f["started_at"].min() for f in frames if f.height]
-    ends = [f["started_at"].max() for f in frames if f.height]
+    starts: list[datetime] = [f["started_at"].min() for f in frames if f.height]  # type: ignore[misc]
+    ends: list[datetime] = [f["started_at"].max() for f in frames if f.height]  # type: ignore[misc]
     periods = (pl.DataFrame({"started_at": pl.datetime_range(min(starts), max(ends), every, eager=True)})
                .with_columns(pl.col("started_at").dt.truncate(every)) if starts else None)
     for tl, frame in zip(timelines, frames, strict=True):

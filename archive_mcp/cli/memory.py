@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ def memory_remember(ctx: click.Context, key: str, content: str | None, folder: s
     Example:
       archive-mcp memory remember date-lib "Use date-fns." -f decisions -s 3f2c9a1e:2
     """
-    text = content if content is not None else click.get_text_stream("stdin").read()
+    text = content if content is not None else sys.stdin.read()
     e = call(ctx, lambda a: a.memory(workspace).remember(key, text, folder, list(tags) or None, list(sources) or None, title))
     if as_json:
         echo_json(e)

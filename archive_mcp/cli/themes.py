@@ -153,7 +153,7 @@ def trace(ctx: click.Context, theme: tuple[str, ...], workspace: str | None, gra
     Example:
       archive-mcp trace "payment retries" "session cache" -w shop --format json
     """
-    timelines = [call(ctx, lambda a, t=t: a.trace_theme(t, a.workspace(workspace), granularity)) for t in theme]
+    timelines = call(ctx, lambda a: [a.trace_theme(t, a.workspace(workspace), granularity) for t in theme])
     if fmt == "json":
         echo_json(timelines if len(timelines) > 1 else timelines[0])
     elif fmt == "csv":

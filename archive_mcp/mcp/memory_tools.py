@@ -99,7 +99,7 @@ def search_memory(ctx: Context,
                   roots: Roots = None) -> Annotated[CallToolResult, MemoryHits]:
     """Search what was decided, ruled or learned (memories, not session turns; lexical + typo-tolerant,
     Chinese works). Check it before deciding; use search_context for what happened in sessions."""
-    hits = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).search(query, folder, limit)
+    hits: list[MemoryHit] = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).search(query, folder, limit)
     return fit(hits, lambda kept, cut: "\n".join(
         [f"{len(kept)} memories for {query[:80]!r}"] + [f"- memory/{h.folder}/{h.key}: {h.title} — {h.snippet}" for h in kept]
         + (["… more cut"] if cut else [])), lambda kept, cut: MemoryHits(kept, cut), max_output_chars)
@@ -109,7 +109,7 @@ def recall_recent(ctx: Context, limit: Annotated[int, Field(ge=1, le=100, descri
                   workspace: WorkspaceParam = None, max_output_chars: Budget = 6000,
                   roots: Roots = None) -> Annotated[CallToolResult, MemoryList]:
     """The most recently updated memories, newest first, with their content."""
-    items = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).recall_recent(limit)
+    items: list[MemoryEntry] = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).recall_recent(limit)
     return fit(items, lambda kept, cut: "\n".join(f"- {e.ref} ({e.updated[:19]}): {e.title}" for e in kept) or "no memories yet",
                lambda kept, cut: MemoryList(kept, cut), max_output_chars)
 
@@ -190,7 +190,8 @@ def sync_workspace_index(ctx: Context,
                              description="A remark per memory folder, e.g. {\"rules\": \"house rules\"}.")] = None,
                          workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, dict[str, Any]]:
     """Rebuild index.json from the memory files (after editing them by hand) and set folder remarks."""
-    index = state(ctx).archive.sync_workspace_index(dict(remarks or {}), workspace_of(ctx, workspace, roots))
+    index = state(ctx).archive.sync_workspace_index({str(k): v for k, v in (remarks or {}).items()},
+                                                   workspace_of(ctx, workspace, roots))
     counts = {f: len(v["entries"]) for f, v in index["folders"].items()}
     return fit_one(index, f"index rebuilt: {counts}; folders needing a remark: {index['folders_needing_remark']}")
 

@@ -22,7 +22,7 @@ def session_rows(archive: Archive, ws: Workspace, session_id: str, turns: list[i
     if turns:
         bad = sorted(set(turns) - set(df["turn"].to_list()))
         if bad:
-            valid = f"{df['turn'].min()}..{df['turn'].max()}" if df.height else "none"
+            valid = f"{df['turn'].min()!s}..{df['turn'].max()!s}" if df.height else "none"
             raise InvalidArgument(f"turns {bad[:20]} are not in session {session_id}; valid turns: {valid}")
     return [r for r in df.iter_rows(named=True) if not turns or r["turn"] in turns]
 

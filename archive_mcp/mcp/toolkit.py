@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 from urllib.parse import unquote, urlparse
 
 from mcp.server.mcpserver import Context, ListRoots, Resolve
@@ -17,10 +17,10 @@ from archive_mcp.archive import Archive
 from archive_mcp.render import clip, to_jsonable
 from archive_mcp.workspaces import Workspace
 
-READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-UPDATE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
-DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+UPDATE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 DEFAULT_BUDGET = 20_000  # tools without a max_output_chars parameter
 TEXT = 2_000  # longest free-text argument (queries, names, seeds); memory content has its own cap
@@ -61,7 +61,7 @@ Budget = Annotated[int, Field(ge=500, le=200_000, description=(
 
 
 def state(ctx: Context) -> State:
-    return ctx.request_context.lifespan_context  # type: ignore[no-any-return]
+    return cast(State, ctx.request_context.lifespan_context)
 
 
 def root_paths(roots: ListRootsResult | None) -> list[str]:

@@ -6,6 +6,7 @@ previous version in `memory/.history/`, and `forget` moves the file to `memory/.
 
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -209,7 +210,7 @@ class MemoryStore:
                 out += [self._read(p, f, p.stem) for p in sorted(d.glob("*.md")) if KEY.match(p.stem)]
         return out
 
-    def recall_recent(self, limit: int = 10) -> list[MemoryEntry]:
+    def recall_recent(self, limit: int = 10) -> builtins.list[MemoryEntry]:
         return sorted(self.list(), key=lambda e: e.updated, reverse=True)[:limit]
 
     def forget(self, key: str, folder: str) -> ForgetReport:
@@ -224,7 +225,7 @@ class MemoryStore:
             path.rename(trash)
         return ForgetReport(f"memory/{folder}/{key}", str(trash.relative_to(self.ws.root)), entry.title)
 
-    def search(self, query: str, folder: str | None = None, limit: int = 10) -> list[MemoryHit]:
+    def search(self, query: str, folder: str | None = None, limit: int = 10) -> builtins.list[MemoryHit]:
         """Lexical + fuzzy ranking (the search_context machinery), CJK-aware."""
         from archive_mcp.search.engine import (
             _normalised,  # the same score normalisation as search_context
