@@ -107,11 +107,13 @@ async def test_list_workspaces_answers_within_200_ms_while_another_client_runs_a
 
 
 def _hostile_values(prop: dict[str, Any]) -> list[Any]:
+    """A wrong type, an empty value, a huge one; for numbers, out of range both ways."""
     kinds = {t.get("type") for t in prop.get("anyOf", [prop])}
     wrong = "not-a-list" if kinds & {"array", "object"} else {"unexpected": ["object"]}
     empty = [] if "array" in kinds else {} if "object" in kinds else ""
     huge = [HUGE] if "array" in kinds else HUGE
-    return [wrong, empty, huge, -1, 10**12, None]
+    numbers = [-1, 10**12] if kinds & {"integer", "number"} else []
+    return [wrong, empty, huge, *numbers]
 
 
 def _budget(args: dict[str, Any]) -> int:
@@ -233,3 +235,13 @@ async def test_bootstrap_names_themes_and_flags_forgotten_sources(archive: Archi
     assert r.structured_content["themes"] == ["Login Flow"]
     assert r.structured_content["missing_sources"] == ["memory/decisions/date-lib"]
     assert "cites memories that are gone: memory/decisions/date-lib" in r.content[0].text
+
+
+async def test_every_tool_has_a_title_and_every_parameter_a_description(archive: Archive) -> None:
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        tools = (await client.list_tools()).tools
+    for t in tools:
+        assert t.title and t.title != t.name, t.name
+        assert [p for p, v in t.input_schema["properties"].items() if not v.get("description")] == [], t.name
+    search = next(t for t in tools if t.name == "search_context").description or ""
+    assert "use search_memory for what was decided" in search and "trace_theme to follow one topic" in search
