@@ -245,3 +245,22 @@ async def test_every_tool_has_a_title_and_every_parameter_a_description(archive:
         assert [p for p, v in t.input_schema["properties"].items() if not v.get("description")] == [], t.name
     search = next(t for t in tools if t.name == "search_context").description or ""
     assert "use search_memory for what was decided" in search and "trace_theme to follow one topic" in search
+
+
+def test_the_server_answers_initialize_without_importing_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, anyio\n"
+            "from mcp import Client\n"
+            "from archive_mcp.cli.main import main\n"
+            "from archive_mcp.mcp.server import build_server\n"
+            "from archive_mcp import Archive\n"
+            "async def go():\n"
+            "    async with Client(build_server(Archive(sys.argv[1], embedder=None), cwd='/')) as c:\n"
+            "        assert len((await c.list_tools()).tools) == 23\n"
+            "anyio.run(go)\n"
+            "print(sorted(m for m in ('torch', 'sentence_transformers', 'sklearn', 'matplotlib') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "home")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -103,7 +103,8 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> Arch
                            lifespan=lifespan_for(archive, cwd))
     table: list[Spec] = [*core_tools.TOOLS, *memory_tools.TOOLS, *theme_tools.TOOLS]
     for spec in table:
-        server.add_tool(spec.fn, title=spec.title, annotations=spec.annotations)
+        server.add_tool(spec.fn, title=spec.title, annotations=spec.annotations,
+                        description=" ".join((spec.fn.__doc__ or "").split()))  # one paragraph, no indents
     resources.register(server)
     return server
 
