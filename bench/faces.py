@@ -69,6 +69,17 @@ async def run(runs: int) -> None:
                     break
             await anyio.sleep(0.05)
         url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url) as client:
+            idle_lw, idle_lt = [], []
+            for _ in range(runs + 1):
+                t = time.perf_counter()
+                await client.call_tool("list_workspaces", {"detail": "compact"})
+                idle_lw.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                await client.list_tools()
+                idle_lt.append(time.perf_counter() - t)
+        print(f"idle: list_workspaces {statistics.median(idle_lw[1:]) * 1000:.1f} ms, "
+              f"list_tools {statistics.median(idle_lt[1:]) * 1000:.1f} ms (median of {runs})")
         cases = {"discover_themes": {"workspace": "shop"},
                  "search_context (2.6 MB query)": {"query": "retry " * 440_000, "workspace": "shop"},
                  "search_context (1,900 chars)": {"query": "charge_card retries PSP timeout " * 59, "workspace": "shop"}}
