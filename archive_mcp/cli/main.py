@@ -317,7 +317,7 @@ def demo(keep: str | None, no_embed: bool) -> None:
 
     \b
     Example:
-      archive-mcp demo --keep /tmp/archive-demo
+      archive-mcp demo --keep ./demo-archive
     """
     from archive_mcp.demo import run_demo
 
