@@ -1,27 +1,23 @@
-"""`Archive`: the Python API every CLI command and MCP tool calls."""
+"""`Archive`: the Python API every CLI command and MCP tool calls.
+
+The class is layered by noun: `Frames` (workspaces and the Polars views), `Corpus` (ingest,
+refine, search, turns read back from raw logs), and here memory and themes on top."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from archive_mcp.corpus import Corpus, RefineReport
+from archive_mcp.errors import InvalidArgument
+from archive_mcp.frames import Stats, WorkspaceArg
 from archive_mcp.ingest import store
-from archive_mcp.ingest.pipeline import (
-    Ingestor,
-    IngestReport,
-    Progress,
-    Skip,
-    embed_item,
-    embed_rows,
-    turn_rows,
-)
 from archive_mcp.memory.essence import (
     Bootstrap,
     ImportReport,
@@ -35,17 +31,9 @@ from archive_mcp.memory.essence import (
     sync_workspace_index,
 )
 from archive_mcp.memory.store import FOLDERS as MEMORY_FOLDERS
-from archive_mcp.memory.store import MemoryEntry, MemoryError, MemoryStore, slugify
-from archive_mcp.refiners import PARSERS, SOURCES
-from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
-from archive_mcp.refiners.redact import redact
-from archive_mcp.refiners.refine import REFINER, Summarizer
-from archive_mcp.refiners.summary import SUMMARY_MAX
-from archive_mcp.refiners.text import shorten
-from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empty_refined
-from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
-from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
-from archive_mcp.search.index import WorkspaceIndex
+from archive_mcp.memory.store import MemoryEntry, MemoryStore, slugify
+from archive_mcp.schema import REFINED, empty_refined
+from archive_mcp.search.context import TurnRef
 from archive_mcp.search.ranking import Tuning
 from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.store import Discovery as ThemeDiscovery
@@ -60,261 +48,18 @@ from archive_mcp.themes.store import (
 )
 from archive_mcp.themes.tagging import seed_candidates
 from archive_mcp.themes.timeline import Timeline, build_timeline
-from archive_mcp.workspaces import (
-    Registry,
-    Workspace,
-    WorkspaceError,
-    archive_home,
-    default_source_roots,
-    locked,
-    model_dir,
-    read_json,
-)
+from archive_mcp.workspaces import Workspace, locked
+from archive_mcp.workspaces.clock import now
 
-WorkspaceArg = str | Workspace | Sequence[str] | None
-SEED_TUNING = Tuning(neighbour=0.0, session=0.0)
+__all__ = ["Archive", "RefineReport", "Stats", "WorkspaceArg"]
 
 
-@dataclass
-class RefineReport:
-    sessions: int = 0
-    turns: int = 0
-    rows_changed: int = 0  # refined rows whose summary, kinds, keywords or files changed (or are new)
-    embedded: int = 0
-    skipped: list[Skip] = field(default_factory=list)
-    embed_error: str | None = None
+SEED_TUNING = Tuning(neighbour=0.0, session=0.0)  # a theme takes the turns that match a seed themselves
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Stats:
-    workspaces: int
-    sessions: int
-    turns: int
-    raw_bytes: int
-    embedded: int
-    oldest: str | None
-    newest: str | None
-    by_status: dict[str, int]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class Archive:
+class Archive(Corpus):
     """A multi-workspace archive of agent sessions under one home directory."""
 
-    def __init__(self, home: str | os.PathLike[str] | None = None,
-                 embedder: Embedder | str | None = "static",
-                 summarizer: Summarizer | None = None) -> None:
-        self.home = archive_home(home)
-        self.registry = Registry(self.home)
-        self._embedder_spec = embedder
-        self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) else None
-        self.summarizer = summarizer
-        self._indexes: dict[str, WorkspaceIndex] = {}
-        self.last_report: IngestReport | None = None
-
-    # --- embedder (lazy: nothing heavy is imported until a vector is needed) ---------------
-    @property
-    def embedder(self) -> Embedder | None:
-        if self._embedder is None and isinstance(self._embedder_spec, str):
-            self._embedder = make_embedder(self._embedder_spec, model_dir())
-        return self._embedder
-
-    # --- workspaces ------------------------------------------------------------------------
-    def workspaces(self) -> list[Workspace]:
-        return self.registry.all()
-
-    def workspace(self, ref: str | None = None, cwd: str | None = None,
-                  roots: Iterable[str] = ()) -> Workspace:
-        """Resolve a workspace argument (path, id, id prefix or name), else the roots, else cwd."""
-        return self.registry.resolve(ref, cwd=cwd, roots=roots)
-
-    def link(self, path: str, into: str) -> Workspace:
-        return self.registry.link(path, into)
-
-    def _selected(self, workspace: WorkspaceArg) -> list[Workspace]:
-        """None or "all" -> every workspace; a string -> one; a list -> those listed."""
-        if workspace is None or workspace == "all":
-            return self.workspaces()
-        if isinstance(workspace, Workspace):
-            return [workspace]
-        if isinstance(workspace, str):
-            return [self.workspace(workspace)]
-        return [self.workspace(w) for w in workspace]
-
-    # --- ingest and refine -----------------------------------------------------------------
-    def ingest(self, *paths: str | os.PathLike[str], embed: bool = True,
-               progress: Progress | None = None, workers: int | None = None) -> IngestReport:
-        """Archive and refine sessions under `paths` (default: every agent's home that exists:
-        Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI; `report.roots` says which).
-
-        Large batches are parsed and refined in `workers` processes (default: up to 4 cores).
-        """
-        looked = [] if paths else default_source_roots()
-        roots = [Path(p).expanduser() for p in paths] or [p for p in looked if p.exists()]
-        ingestor = Ingestor(self.registry, self.embedder if embed else None, self.summarizer,
-                            progress, workers)
-        report = ingestor.ingest(roots)
-        report.roots = [{"path": str(p), "found": p.exists()} for p in looked]
-        return report
-
-    def refine(self, workspace: WorkspaceArg = None, session: str | None = None,
-               since: datetime | None = None, force: bool = False, embed: bool = True,
-               progress: Progress | None = None) -> RefineReport:
-        """Batch-refine archived sessions from their raw logs.
-
-        A session is refined again when it has no refined file, an older refiner wrote it, or
-        `force`; turns are embedded when their content changed since the last embedding. A
-        summary the client's model wrote (refiner `…+sampling@1`) is kept while its turn's content
-        is unchanged. `rows_changed` counts rows whose summary, kinds, keywords or files changed.
-        """
-        report = RefineReport()
-        plan = [(ws, sid, files) for ws in self._selected(workspace)
-                for sid, files in self.raw_files(ws).items() if session in (None, sid)]
-        if since is not None:
-            cutoff = since if since.tzinfo else since.replace(tzinfo=UTC)
-            plan = [p for p in plan if self._last_activity(p[0], p[1], p[2]) >= cutoff]
-        embedder = None
-        if embed:
-            try:
-                embedder = self.embedder
-            except EmbedderUnavailable as exc:
-                report.embed_error = str(exc)
-        titles: dict[str, dict[str, Any]] = {}  # per workspace, read once: session -> ingest meta
-        for i, (ws, sid, files) in enumerate(plan):
-            if ws.id not in titles:
-                titles[ws.id] = (read_json(ws.state_dir / "ingest.json", {}) or {}).get("sessions", {})
-            with locked(ws.root):
-                current = store.read_refined(ws, sid)
-                stale = force or current.height == 0 or (
-                    current["refiner"].str.split("+").list.first() != REFINER).any()
-                title = titles[ws.id].get(sid, {}).get("title")
-                rows = self._refine_session(ws, sid, files, title, report) if stale else current.to_dicts()
-                if stale and rows:
-                    report.rows_changed += store.carry_over(current.to_dicts(), rows)
-                    store.merge_refined(ws, sid, rows, replace_all=True)
-                    report.turns += len(rows)
-                    report.sessions += 1
-                if embedder is not None and rows and not report.embed_error:
-                    try:
-                        report.embedded += embed_rows(ws, embedder, [(sid, [embed_item(r) for r in rows])],
-                                                      force=force)
-                    except EmbedderUnavailable as exc:
-                        report.embed_error = str(exc)
-            if progress:
-                progress("refine", i + 1, len(plan))
-        return report
-
-    def raw_files(self, ws: Workspace) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        """Archived raw logs per session: session id -> [(archive-relative path, ingest state)]."""
-        state = read_json(ws.state_dir / "ingest.json", {}) or {}
-        out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        for raw_rel, entry in sorted(state.get("files", {}).items()):
-            out.setdefault(entry["session"], []).append((raw_rel, entry))
-        return out
-
-    def _last_activity(self, ws: Workspace, sid: str, files: list[tuple[str, dict]]) -> datetime:
-        df = store.read_refined(ws, sid)
-        if df.height and df["started_at"].max() is not None:
-            return df["started_at"].max()
-        mtimes = [(ws.root / rel).stat().st_mtime for rel, _ in files if (ws.root / rel).exists()]
-        return datetime.fromtimestamp(max(mtimes, default=0), UTC)
-
-    def _refine_session(self, ws: Workspace, sid: str, files: list[tuple[str, dict[str, Any]]],
-                        title: str | None, report: RefineReport) -> list[dict[str, Any]]:
-        title = redact(title)[0] if title else None
-        own = {e["agent"] for _, e in files}
-        rows: list[dict[str, Any]] = []
-        for raw_rel, entry in files:
-            path = ws.root / raw_rel
-            if not path.exists():
-                report.skipped.append(Skip(raw_rel, "archived raw log is missing"))
-                continue
-            result = PARSERS[entry["source"]](path, stop=entry["archived"])
-            rows += turn_rows(ws.id, entry["source"], sid, entry["agent"], raw_rel, result.turns,
-                              own, self.summarizer)
-        for r in rows:
-            r["title"] = title
-        return rows
-
-    # --- search ----------------------------------------------------------------------------
-    def _model_name(self) -> str | None:
-        if isinstance(self._embedder_spec, str):
-            from archive_mcp.refiners.embed import EMBEDDERS
-            return EMBEDDERS[self._embedder_spec].name
-        return self._embedder_spec.name if self._embedder_spec is not None else None
-
-    def index(self, ws: Workspace) -> WorkspaceIndex:
-        """The (lazily loaded, automatically refreshed) search index of one workspace."""
-        if ws.id not in self._indexes:
-            self._indexes[ws.id] = WorkspaceIndex(ws, self._model_name())
-        return self._indexes[ws.id]
-
-    def search(self, query: str, workspace: WorkspaceArg = None, limit: int = 10,
-               mode: str = "hybrid", session: str | None = None, agent: str | None = None,
-               since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
-               file: str | None = None, theme: str | None = None, kind: str | None = None,
-               cwd: str | None = None, fusion: str | None = None, tuning: Tuning | None = None,
-               rerank: str | None = None, source: str | None = None) -> SearchResults:
-        """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
-
-        Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
-        answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` (`zsum`,
-        the default, `combsum` or `rrf`) and `tuning` (the ranking knobs) are for measuring.
-        `rerank="minilm"` (opt-in) re-scores the top 30 with the full MiniLM: better on
-        conversational questions, but it loads torch once and costs a few hundred ms a query.
-        `source` keeps one agent's sessions: kimi, kimi-code, claude-code, codex or gemini.
-        """
-        if source is not None and source not in SOURCES:
-            raise SearchError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
-        targets = (self._selected(workspace) if workspace is not None
-                   else [self.workspace(cwd=cwd)])
-        embedder = None
-        if mode in ("hybrid", "semantic"):
-            try:
-                embedder = self.embedder
-            except EmbedderUnavailable:
-                embedder = None
-        for ws in targets:
-            self.index(ws)
-        filters = Filters(session, agent, since, until, tool, file, theme, kind, source)
-        if rerank is not None:
-            tuning = replace(tuning or Tuning(), rerank=rerank)
-        return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion, tuning)
-
-    def load_turn_context(self, references: Sequence[TurnRef | dict[str, Any]],
-                          workspace: str | Workspace | None = None, before: int = 0, after: int = 0,
-                          include_tools: bool = True, include_thinking: bool = False,
-                          max_chars: int = 6000, cwd: str | None = None) -> TurnContext:
-        """Full turns read from the archived raw log by byte range; unknown references reported."""
-        ws = workspace if isinstance(workspace, Workspace) else self.workspace(workspace, cwd=cwd)
-        refs = [r if isinstance(r, TurnRef) else TurnRef(str(r["session_id"]), int(r["turn"]),
-                                                         str(r.get("agent") or "main"))
-                for r in references]
-        return load_turn_context(ws, refs, before, after, include_tools, include_thinking, max_chars)
-
-    def set_summaries(self, ws: Workspace, session_id: str, summaries: dict[tuple[str, int], str],
-                      refiner: str) -> int:
-        """Replace the summaries of some turns (e.g. written by the client's model)."""
-        with locked(ws.root):
-            df = store.read_refined(ws, session_id)
-            rows = [{**r, "summary": shorten(redact(summaries[(r["agent"], r["turn"])])[0], SUMMARY_MAX), "refiner": refiner}
-                    for r in df.iter_rows(named=True) if (r["agent"], r["turn"]) in summaries]
-            for r in rows:
-                for col in ("started_at", "ended_at"):
-                    r[col] = int(r[col].timestamp() * 1_000_000) if r[col] else None
-            if rows:
-                store.merge_refined(ws, session_id, rows)
-        return len(rows)
-
     # --- memory ----------------------------------------------------------------------------
-    def _ws(self, workspace: str | Workspace | None, cwd: str | None = None) -> Workspace:
-        return workspace if isinstance(workspace, Workspace) else self.workspace(workspace, cwd=cwd)
-
     def memory(self, workspace: str | Workspace | None = None, cwd: str | None = None) -> MemoryStore:
         """The memory of one workspace: remember, recall, search, recall_recent, forget, list."""
         return MemoryStore(self._ws(workspace, cwd))
@@ -347,8 +92,7 @@ class Archive:
         return bootstrap_workspace(ws, recent_rows, self._theme_names(ws), budget)
 
     def _theme_names(self, ws: Workspace) -> list[str]:
-        folder = ws.root / "themes"
-        return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+        return sorted(t.name for t in ThemeStore(ws).list())
 
     def memory_stats(self, workspace: str | Workspace | None = None) -> MemoryStats:
         ws = self._ws(workspace)
@@ -369,7 +113,12 @@ class Archive:
         return export_memory(ws, include_turns, filename, turns)
 
     def import_memory(self, path: str | os.PathLike[str], workspace: str | Workspace | None = None) -> ImportReport:
-        return import_memory(self._ws(workspace), Path(path))
+        """Read an export back; a relative path is taken from the workspace (as export_memory returns it)."""
+        ws = self._ws(workspace)
+        p = Path(path).expanduser()
+        if not p.is_absolute() and not p.exists():
+            p = ws.root / p
+        return import_memory(ws, p)
 
     # --- themes ----------------------------------------------------------------------------
     def themes_store(self, workspace: str | Workspace | None = None) -> ThemeStore:
@@ -389,10 +138,13 @@ class Archive:
         `min_score` x the best hit; returns what was attached and the near misses to confirm."""
         ws = self._ws(workspace)
         store = ThemeStore(ws)
-        known = store.get(theme)  # by slug, name, or a discovered theme's label
-        slug = known.slug if known is not None else slug_of(theme)
+        existing = store.get(theme)  # by slug, name, or a discovered theme's label
+        slug = existing.slug if existing is not None else slug_of(theme)
         if seeds is not None and not 1 <= len(seeds) <= 3:
             raise ThemeError("give 1 to 3 seeds (keywords or a question)")
+        if not references and not seeds and not remove and store.get(theme) is None:
+            raise InvalidArgument(f"no theme named {theme!r} yet, and nothing to put in it: give references "
+                                  "(turns from search_context) or 1-3 seeds")
         refs = [_ref(r) for r in references or []]
         drop = {(r.session_id, r.agent, r.turn) for r in (_ref(x) for x in remove or [])}
         refined = self._ensure_refined(ws, {r.session_id for r in refs})
@@ -402,7 +154,7 @@ class Archive:
                 valid = sorted(t for s, a, t in known if s == r.session_id and a == r.agent)
                 hint = f"valid turns: {valid[0]}..{valid[-1]}" if valid else "unknown session; find turns with search_context"
                 raise ThemeError(f"no turn {r.session_id}:{r.turn} (agent {r.agent}) in workspace {ws.name}; {hint}")
-        when = datetime.now(UTC).isoformat(timespec="seconds")
+        when = now()
         candidates: list[Member] = [Member(r.session_id, r.agent, r.turn, "reference", who, when, None) for r in refs]
         near: list[dict[str, Any]] = []
         if seeds:
@@ -472,7 +224,7 @@ class Archive:
                     include_turn_content: bool = False) -> Timeline:
         """The theme as a timeline (Polars frame, events, buckets, reversals, files, memories).
         Several workspaces only when listed explicitly (the theme is read from each)."""
-        targets = self._selected(workspace) if isinstance(workspace, list) else [self._ws(workspace)]
+        targets = self._selected(workspace) if isinstance(workspace, list | tuple) else [self._ws(workspace)]  # type: ignore[arg-type]
         members: list[Member] = []
         found: Theme | None = None
         for ws in targets:
@@ -497,62 +249,6 @@ class Archive:
         return build_timeline(merged, ",".join(w.id for w in targets), frame, granularity, linked,
                               include_turn_content)
 
-    def themes(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
-        """One row per theme member: theme, status, turn and provenance."""
-        rows = [{"workspace_id": ws.id, "theme": t.name, "slug": t.slug, "status": t.status,
-                 "session_id": m.session_id, "agent": m.agent, "turn": m.turn, "provenance": m.provenance,
-                 "who": m.who, "tagged_at": m.when, "score": m.score}
-                for ws in self._selected(workspace) for t in ThemeStore(ws).list() for m in t.members]
-        return pl.DataFrame(rows, schema=THEME_SCHEMA).lazy()
-
-    # --- frames ----------------------------------------------------------------------------
-    def turns(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
-        """Refined turns (one row per turn) across workspaces unless one is given."""
-        files = [str(p) for ws in self._selected(workspace)
-                 for p in sorted(ws.refined_dir.glob("*.parquet"))]
-        if not files:
-            return empty_refined().lazy()
-        return pl.scan_parquet(files).select(list(REFINED))
-
-    def sessions(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
-        """One row per session: title, span, turns, tokens, status counts."""
-        return (self.turns(workspace)
-                .group_by("workspace_id", "source", "session_id")
-                .agg(pl.col("title").first(), pl.col("started_at").min().alias("first_at"),
-                     pl.col("ended_at").max().alias("last_at"),
-                     (pl.col("agent") == "main").sum().alias("turns"),
-                     (pl.col("agent") != "main").sum().alias("subagent_turns"),
-                     pl.col("usage").struct.field("input").sum().alias("input_tokens"),
-                     pl.col("usage").struct.field("output").sum().alias("output_tokens"),
-                     (pl.col("status") == "open").any().alias("live"),
-                     pl.col("status").unique().sort().alias("statuses"))
-                .sort("first_at", descending=True, nulls_last=True)
-                .select(list(SESSIONS)))
-
-    def tool_calls(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
-        """One row per tool call: name, status, duration, files, with its turn."""
-        return (self.turns(workspace)
-                .select("workspace_id", "session_id", "agent", "turn", "started_at", "tool_calls")
-                .with_columns(pl.int_ranges(pl.col("tool_calls").list.len()).alias("call"))
-                .explode("tool_calls", "call")
-                .drop_nulls("tool_calls")
-                .unnest("tool_calls")
-                .select(list(TOOL_CALLS)))
-
-    def stats(self, workspace: WorkspaceArg = None) -> Stats:
-        selected = self._selected(workspace)
-        df = (self.turns([w.id for w in selected]).select("session_id", "started_at", "status").collect()
-              if selected else empty_refined())
-        raw = sum(p.stat().st_size for ws in selected for p in ws.raw_dir.rglob("*") if p.is_file())
-        embedded = sum(pl.scan_parquet(str(p)).select(pl.len()).collect().item()
-                       for ws in selected for p in ws.embeddings_dir.glob("*.parquet"))
-        times = df["started_at"].drop_nulls()
-        return Stats(workspaces=len(selected), sessions=df["session_id"].n_unique(),
-                     turns=df.height, raw_bytes=raw, embedded=embedded,
-                     oldest=times.min().isoformat() if len(times) else None,
-                     newest=times.max().isoformat() if len(times) else None,
-                     by_status=dict(df["status"].value_counts().iter_rows()) if df.height else {})
-
 
 def _ref(r: TurnRef | dict[str, Any]) -> TurnRef:
     if isinstance(r, TurnRef):
@@ -561,7 +257,3 @@ def _ref(r: TurnRef | dict[str, Any]) -> TurnRef:
         return TurnRef(str(r["session_id"]), int(r["turn"]), str(r.get("agent") or "main"))
     except (KeyError, TypeError, ValueError) as exc:
         raise ThemeError(f"a reference needs session_id and turn, got {r!r}") from exc
-
-
-# Mistakes a caller can fix; the CLI turns them into exit code 1, the MCP server into tool errors.
-USER_ERRORS: tuple[type[Exception], ...] = (WorkspaceError, MemoryError, ThemeError, SearchError)

@@ -30,6 +30,7 @@ def run_demo(keep: str | None = None, embed: bool = True) -> Archive:
     archive = sample_archive(keep, embed)
     click.echo(f"# archive-mcp demo (archive home: {archive.home})\n")
     report = archive.last_report
+    assert report is not None  # sample_archive always ingests
     click.echo(f"Ingested {report.files} wire logs: {report.sessions} sessions, "
                f"{report.turns_added} turns refined, {report.embedded} embedded.")
     for s in report.skipped:
@@ -53,8 +54,8 @@ def run_demo(keep: str | None = None, embed: bool = True) -> Archive:
         for h in found:
             click.echo(f"  {h.session_id[:13]}:{h.turn} {h.score:.4f} {'+'.join(h.matched):24s} {h.summary[:80]}")
     click.echo("\n## Themes discovered in 'shop' (suggested; k not chosen)")
-    found = archive.discover_themes("shop")
-    for t in found.themes:
+    discovered = archive.discover_themes("shop")
+    for t in discovered.themes:
         click.echo(f"  {t.slug:11s} {len(t.members):3d} turns  {t.name}")
     tagged = archive.tag_theme("payment retries", "shop", seeds=["charge_card retries PSP"], who="demo")
     click.echo(f"\n## tag_theme('payment retries', seeds=[...]): {len(tagged.attached)} turns attached, "

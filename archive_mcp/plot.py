@@ -6,7 +6,9 @@ a CLI flag and a headless CI need; notebooks show the same figures inline.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +19,22 @@ from archive_mcp.themes.timeline import Timeline
 INSTALL = "pip install 'archive-mcp[plot]'"
 
 
+def _done(plt: Any, fig: Any, path: str | Path | None) -> Any:
+    """Write the PNG when asked; detach the figure from pyplot so a notebook shows it once, where
+    it is returned (inline), and a long-running process does not keep every figure alive."""
+    if path is not None:
+        fig.savefig(path, format="png")
+    plt.close(fig)
+    return fig
+
+
 def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError(f"plotting needs matplotlib: {INSTALL}") from exc
-    matplotlib.use("Agg", force=False)
+    if "ipykernel" not in sys.modules:  # a CLI, a server or CI: draw headless
+        matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
     return plt
@@ -36,8 +48,8 @@ def themes_over_time(timelines: Sequence[Timeline], path: str | Path | None = No
 
     fig, ax = plt.subplots(figsize=(10, 4.5), dpi=110)
     frames = [tl.frame.drop_nulls("started_at").sort("started_at") for tl in timelines]
-    starts = [f["started_at"].min() for f in frames if f.height]
-    ends = [f["started_at"].max() for f in frames if f.height]
+    starts: list[datetime] = [f["started_at"].min() for f in frames if f.height]  # type: ignore[misc]
+    ends: list[datetime] = [f["started_at"].max() for f in frames if f.height]  # type: ignore[misc]
     periods = (pl.DataFrame({"started_at": pl.datetime_range(min(starts), max(ends), every, eager=True)})
                .with_columns(pl.col("started_at").dt.truncate(every)) if starts else None)
     for tl, frame in zip(timelines, frames, strict=True):
@@ -64,9 +76,7 @@ def themes_over_time(timelines: Sequence[Timeline], path: str | Path | None = No
         ax.legend(loc="upper left", fontsize="small")
     fig.autofmt_xdate()
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, format="png")
-    return fig
+    return _done(plt, fig, path)
 
 
 def bar(frame: pl.DataFrame, x: str, y: str, title: str, path: str | Path | None = None,
@@ -80,9 +90,7 @@ def bar(frame: pl.DataFrame, x: str, y: str, title: str, path: str | Path | None
         ax.invert_yaxis()
     ax.set_title(title)
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, format="png")
-    return fig
+    return _done(plt, fig, path)
 
 
 def activity(frame: pl.DataFrame, every: str = "1d", title: str = "Turns per day", path: str | Path | None = None) -> Any:
@@ -95,6 +103,4 @@ def activity(frame: pl.DataFrame, every: str = "1d", title: str = "Turns per day
     ax.set_ylabel("turns")
     fig.autofmt_xdate()
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, format="png")
-    return fig
+    return _done(plt, fig, path)

@@ -1,24 +1,30 @@
-"""Rendering for the CLI: JSON for machines, aligned plain tables for people."""
+"""Rendering shared by the faces: JSON-able data, plain tables, and the text of hits, turns and
+memories. The CLI prints these; the MCP tools return them as their text content. Nothing here
+imports a face, so the two renderings cannot drift."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
+if TYPE_CHECKING:
+    from archive_mcp.memory.store import MemoryEntry
+    from archive_mcp.search.context import TurnDetail
+    from archive_mcp.search.engine import Hit
+
+ELLIPSIS = "…"
 
 
 def to_jsonable(obj: Any) -> Any:
+    """Dataclasses (through their `to_json` when they have one), containers, dates and paths as JSON values."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         if hasattr(obj, "to_json"):
             return to_jsonable(obj.to_json())
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)
-                if f.repr}
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.repr}
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -30,8 +36,23 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def echo_json(obj: Any) -> None:
-    click.echo(json.dumps(to_jsonable(obj), ensure_ascii=False, indent=2))
+def dumps(obj: Any, indent: int | None = 2) -> str:
+    return json.dumps(to_jsonable(obj), ensure_ascii=False, indent=indent)
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, cut at a word boundary and ended by one `…`.
+
+    The marker is a single character, so it is never longer than what it hides."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ELLIPSIS[:max(0, limit)]
+    head = text[: limit - 1]
+    space = max(head.rfind(" "), head.rfind("\n"))
+    if space >= (limit - 1) * 0.6:  # a word boundary not too far back; else a hard cut
+        head = head[:space]
+    return head.rstrip() + ELLIPSIS
 
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], widths: dict[str, int] | None = None) -> str:
@@ -43,7 +64,7 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], widths: dict[s
         text = "" if value is None else (value.strftime("%Y-%m-%d %H:%M") if isinstance(value, datetime) else str(value))
         text = " ".join(text.split())
         limit = widths.get(col)
-        return text if not limit or len(text) <= limit else text[: limit - 1] + "…"
+        return clip(text, limit) if limit else text
 
     cells = [[cell(r, c) for c in columns] for r in rows]
     sizes = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
@@ -52,29 +73,43 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], widths: dict[s
     return "\n".join(lines)
 
 
-def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
+def turn_ref(session_id: str, turn: int, agent: str = "main") -> str:
+    return f"{session_id}:{turn}{'' if agent == 'main' else f' [{agent}]'}"
 
 
-@contextmanager
-def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
-    """A rich progress bar on stderr (silent when stderr is not a terminal)."""
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+def hit_text(h: Hit, detail: str = "normal", indent: str = "  ") -> str:
+    """One search hit: reference, time, score and signals; then summary and snippet; then status."""
+    head = (f"{turn_ref(h.session_id, h.turn, h.agent)} {(h.started_at or '')[:16]} score={h.score:.4f} "
+            f"({'+'.join(h.matched)}){f' [{h.source}]' if getattr(h, 'source', None) else ''}")
+    if detail == "compact":
+        return head
+    out = f"{head}\n{indent}{h.summary}"
+    if h.snippet:
+        out += f"\n{indent}> {h.snippet}"
+    if detail == "full":
+        out += f"\n{indent}status={h.status} kinds={','.join(h.kinds)} raw={h.raw_ref}"
+    return out
 
-    console = Console(stderr=True)
-    bars: dict[str, Any] = {}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeRemainingColumn(), console=console, transient=True,
-                  disable=not console.is_terminal) as prog:
-        def update(label: str, done: int, total: int) -> None:
-            if label not in bars:
-                bars[label] = prog.add_task(label, total=total)
-            prog.update(bars[label], completed=done, total=total)
-        yield update
+
+def turn_text(t: TurnDetail) -> str:
+    """A turn read back from the raw log: header, user, assistant, tool calls, thinking."""
+    mark = "" if t.requested else " (neighbour)"
+    block = [f"## {turn_ref(t.session_id, t.turn, t.agent)}{mark} {t.started_at or ''} {t.status}",
+             f"User: {t.user_text}", f"Assistant: {t.assistant_text}"]
+    block += [f"Tool {c.name} [{c.status}] {c.arguments}\n  → {c.result}" for c in t.tool_calls]
+    if t.thinking:
+        block.append(f"Thinking: {t.thinking}")
+    return "\n".join(block)
+
+
+def entry_text(e: MemoryEntry) -> str:
+    """A memory: title line, tags, sources, supersedes, then the content and any warnings."""
+    head = f"# {e.title} ({e.ref}, v{e.versions}, updated {e.updated[:19]})"
+    meta = []
+    if e.tags:
+        meta.append(f"tags: {', '.join(e.tags)}")
+    if e.sources:
+        meta.append(f"sources: {', '.join(e.sources)}")
+    if e.supersedes:
+        meta.append(f"supersedes: {', '.join(e.supersedes)}")
+    return "\n".join([head, *meta, "", e.content, *[f"warning: {w}" for w in e.warnings]])

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 from archive_mcp.cli.main import main
@@ -90,7 +92,7 @@ def test_search_and_show(kimi_root: Path) -> None:
     assert data["realized_mode"] == "lexical+fuzzy" and data["hits"][0]["turn"] == 0
     session = data["hits"][0]["session_id"]
     code, out, _ = _run("--embedder", "none", "search", "turbojpeg", "-w", "ml-pipeline", "--limit", "1")
-    assert code == 0 and out.startswith(f"{session}:0  2026-03-15T10:00")
+    assert code == 0 and out.startswith(f"{session}:0 2026-03-15T10:00 score=")
     code, out, _ = _run("show", f"{session}:1", "-w", "ml-pipeline", "--before", "1")
     assert code == 0 and out.count("## ") == 2 and "User: Run the benchmark script." in out
     code, _, err = _run("show", f"{session}:9", "-w", "ml-pipeline")
@@ -99,3 +101,49 @@ def test_search_and_show(kimi_root: Path) -> None:
     assert code == 2 and "SESSION:TURN" in err
     code, _, err = _run("search", "x", "-w", "ml-pipeline", "--mode", "magic")
     assert code == 2
+
+
+def _commands(group: click.Group = main, prefix: str = "") -> list[tuple[str, click.Command]]:
+    out: list[tuple[str, click.Command]] = []
+    for name, cmd in group.commands.items():
+        out.append((f"{prefix}{name}", cmd))
+        if isinstance(cmd, click.Group):
+            out += _commands(cmd, f"{prefix}{name} ")
+    return out
+
+
+def test_every_command_shows_an_example_and_every_option_has_help() -> None:
+    commands = _commands()
+    assert len(commands) >= 30
+    for name, cmd in commands:
+        assert "Example:\n  archive-mcp " in inspect.cleandoc(cmd.help or ""), f"`{name}` shows no example"
+        for param in cmd.params:
+            if isinstance(param, click.Option):
+                assert param.help, f"`{name} {param.opts[-1]}` has no help"
+    for param in main.params:
+        assert not isinstance(param, click.Option) or param.help or param.is_flag
+
+
+def test_every_command_that_prints_data_takes_json() -> None:
+    quiet = {"serve", "demo", "trace", "workspaces", "sessions", "memory", "themes"}  # trace: --format json
+    for name, cmd in _commands():
+        if name not in quiet:
+            assert any(p.name == "as_json" for p in cmd.params), f"`{name}` has no --json"
+
+
+def test_the_workspace_option_is_one_definition() -> None:
+    helps = {p.help for _, cmd in _commands() for p in cmd.params if p.name == "workspace" and isinstance(p, click.Option)}
+    assert helps == {"Workspace: a path, id, unique id prefix or name (default: the current directory's).",
+                     "Workspace: a path, id, unique id prefix or name (default: every workspace)."}
+
+
+def test_memory_export_and_themes_delete_print_json(kimi_root: Path) -> None:
+    _run("ingest", "--no-embed", str(kimi_root))
+    code, out, _ = _run("memory", "remember", "k", "v", "-w", "webapp")
+    code, out, _ = _run("memory", "export", "--filename", "b.json", "-w", "webapp", "--json")
+    assert code == 0 and json.loads(out)["path"].endswith("exports/b.json")
+    _run("--embedder", "none", "themes", "tag", "login", "-s", "handleLogin", "-w", "webapp")
+    code, out, _ = _run("themes", "delete", "login", "-w", "webapp", "--json")
+    assert code == 0 and json.loads(out)["deleted"] == "login"
+    code, _, err = _run("themes", "delete", "login", "-w", "webapp", "--json")
+    assert code == 1 and err.startswith("Error: ")

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from archive_mcp import Archive
 from archive_mcp.cli.main import main
-from archive_mcp.memory.store import MemoryError
+from archive_mcp.memory.store import MemoryStoreError
+from archive_mcp.render import to_jsonable
 
 WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 
@@ -41,22 +42,22 @@ def test_remember_recall_update_keeps_history(archive: Archive) -> None:
 
 @pytest.mark.parametrize("key", ["../../x", "a/b", "..", ".hidden", "", "x" * 200, "a\\b", "ok/../../etc"])
 def test_hostile_keys_are_refused(archive: Archive, key: str) -> None:
-    with pytest.raises(MemoryError, match="invalid memory key"):
+    with pytest.raises(MemoryStoreError, match="invalid memory key"):
         archive.memory("webapp").remember(key, "x")
     assert not (archive.home.parent / "x.md").exists()
 
 
 @pytest.mark.parametrize("folder", ["../secrets", "memory", "Decisions", ""])
 def test_unknown_folders_are_refused(archive: Archive, folder: str) -> None:
-    with pytest.raises(MemoryError, match="unknown memory folder"):
+    with pytest.raises(MemoryStoreError, match="unknown memory folder"):
         archive.memory("webapp").remember("k", "x", folder)
 
 
 def test_huge_empty_and_invalid_utf8_content(archive: Archive) -> None:
     m = archive.memory("webapp")
-    with pytest.raises(MemoryError, match="a memory holds at most 262,144"):
+    with pytest.raises(MemoryStoreError, match="a memory holds at most 262,144"):
         m.remember("big", "x" * 300_000)
-    with pytest.raises(MemoryError, match="content is empty"):
+    with pytest.raises(MemoryStoreError, match="content is empty"):
         m.remember("empty", "  \n")
     e = m.remember("odd", "bad \udcff byte")
     assert e.content == "bad ? byte" and e.warnings == [
@@ -79,9 +80,9 @@ def test_forget_moves_to_trash_and_never_claims_success_for_nothing(archive: Arc
     report = m.forget("tmp", "knowledge")
     assert report.removed == "memory/knowledge/tmp"
     assert (archive.workspace("webapp").root / report.trash_path).read_text(encoding="utf-8").endswith("temporary\n")
-    with pytest.raises(MemoryError, match="nothing removed: there is no memory knowledge/tmp"):
+    with pytest.raises(MemoryStoreError, match="nothing removed: there is no memory knowledge/tmp"):
         m.forget("tmp", "knowledge")
-    with pytest.raises(MemoryError, match="no memory 'tmp'"):
+    with pytest.raises(MemoryStoreError, match="no memory 'tmp'"):
         m.recall("tmp")
 
 
@@ -89,10 +90,10 @@ def test_recall_needs_a_folder_when_ambiguous_and_suggests_near_keys(archive: Ar
     m = archive.memory("webapp")
     m.remember("auth", "a", "decisions")
     m.remember("auth", "b", "rules")
-    with pytest.raises(MemoryError, match="'auth' exists in decisions, rules: pass `folder`"):
+    with pytest.raises(MemoryStoreError, match="'auth' exists in decisions, rules: pass `folder`"):
         m.recall("auth")
     assert m.recall("auth", "rules").content == "b"
-    with pytest.raises(MemoryError, match="Did you mean: decisions/auth, rules/auth"):
+    with pytest.raises(MemoryStoreError, match="Did you mean: decisions/auth, rules/auth"):
         m.recall("aut")
 
 
@@ -111,7 +112,7 @@ def test_memory_search_is_lexical_fuzzy_and_cjk_aware(archive: Archive) -> None:
 def test_workspaces_never_share_memory(archive: Archive) -> None:
     archive.memory("webapp").remember("only-webapp", "x")
     assert archive.memory("ml-pipeline").list() == []
-    with pytest.raises(MemoryError):
+    with pytest.raises(MemoryStoreError):
         archive.memory("ml-pipeline").recall("only-webapp")
 
 
@@ -154,7 +155,7 @@ def test_bootstrap_marks_new_entries_until_seen(archive: Archive) -> None:
 def test_bootstrap_stays_within_its_budget(archive: Archive) -> None:
     archive.organize_memories("E" * 30_000, workspace="webapp")
     b = archive.bootstrap_workspace("webapp", budget=4000)
-    assert len(json.dumps(b.to_json(), ensure_ascii=False)) <= 4000 + 200
+    assert len(json.dumps(to_jsonable(b), ensure_ascii=False)) <= 4000 + 200
     assert b.truncated and b.essence.endswith("read essence://essence]")
 
 
@@ -163,7 +164,7 @@ def test_sync_index_sets_remarks_and_lists_folders_needing_one(archive: Archive)
     index = archive.sync_workspace_index({"decisions": "what we chose and why"}, workspace="webapp")
     assert index["folders"]["decisions"]["remark"] == "what we chose and why"
     assert index["folders_needing_remark"] == ["rules"]
-    with pytest.raises(MemoryError, match="unknown memory folder"):
+    with pytest.raises(MemoryStoreError, match="unknown memory folder"):
         archive.sync_workspace_index({"../x": "no"}, workspace="webapp")
 
 
@@ -183,7 +184,7 @@ def test_export_import_round_trip_without_duplicates(archive: Archive, tmp_path:
     path = archive.export_memory(filename="team.json", workspace="webapp")
     assert path == archive.workspace("webapp").root / "exports" / "team.json"
     for bad in ("../x.json", "a/b.json", ".hidden", "x y.json"):
-        with pytest.raises(MemoryError, match="invalid export filename"):
+        with pytest.raises(MemoryStoreError, match="invalid export filename"):
             archive.export_memory(filename=bad, workspace="webapp")
     other = Archive(tmp_path / "other-home", embedder=None)
     other.registry.ensure(WEBAPP, path="/home/alice/projects/webapp")
@@ -191,7 +192,7 @@ def test_export_import_round_trip_without_duplicates(archive: Archive, tmp_path:
     assert (sorted(first.added), first.unchanged) == (["memory/decisions/a", "memory/rules/b"], [])
     second = other.import_memory(path, workspace="webapp")
     assert (second.added, sorted(second.unchanged)) == ([], ["memory/decisions/a", "memory/rules/b"])
-    with pytest.raises(MemoryError, match="is not an archive-mcp memory export"):
+    with pytest.raises(MemoryStoreError, match="is not an archive-mcp memory export"):
         (tmp_path / "junk.json").write_text("{}", encoding="utf-8")
         other.import_memory(tmp_path / "junk.json", workspace="webapp")
 

@@ -170,12 +170,13 @@ def test_load_turn_context_reads_the_raw_log_and_reports_bad_references(archive:
         "no session 'nope' in workspace ml-pipeline; find one with search_context or list_sessions"]
 
 
-def test_load_turn_context_truncates_with_markers(archive: Archive) -> None:
+def test_load_turn_context_holds_max_chars_and_cuts_at_words(archive: Archive) -> None:
     ctx = archive.load_turn_context([{"session_id": LOADER, "turn": 1}], workspace="ml-pipeline", max_chars=500)
     t = ctx.turns[0]
     assert t.truncated
-    assert "more chars cut; raise max_chars to see more]" in t.tool_calls[0].result
-    assert len(t.tool_calls[0].result) < 700
+    assert t.tool_calls[0].result.endswith("…") and not t.tool_calls[0].result.endswith(" …")
+    texts = [t.user_text, t.assistant_text, *(c.arguments for c in t.tool_calls), *(c.result for c in t.tool_calls)]
+    assert sum(map(len, texts)) <= 500
 
 
 def test_subagent_turn_loads_from_its_own_log(archive: Archive) -> None:

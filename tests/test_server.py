@@ -215,7 +215,7 @@ async def test_http_server_on_localhost(archive: Archive) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "archive_mcp", "serve", "--http", "--port", str(port)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        for _ in range(100):
+        for _ in range(600):  # a loaded machine takes a while to start the server
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:
                     break

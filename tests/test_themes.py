@@ -128,7 +128,9 @@ def test_trace_links_memories_and_handles_chinese_and_unknown_themes(archive: Ar
     archive.memory("shop").remember("cache-choice", "Back to Redis.", "decisions", sources=["缓存方案"])
     tl = archive.trace_theme("缓存方案", "shop")
     assert tl.memories == ["memory/decisions/cache-choice"]
-    assert len(tl.reversals) == 1 and tl.reversals[0].reversed_by["summary"].startswith("Asked: 进程内缓存导致会话不一致")
+    rollback = [r for r in tl.reversals if r.reversed_by["summary"].startswith("Asked: 进程内缓存导致会话不一致")]
+    assert len(rollback) == 1 and rollback[0].decision["summary"].startswith("Asked: SessionCache 要不要改成进程内缓存")
+    assert len(tl.reversals) <= 2  # the switch to the in-process cache may show as a change of the Redis course
     with pytest.raises(ThemeError, match="no theme 'nope' in workspace shop; known themes: 缓存方案"):
         archive.trace_theme("nope", "shop")
 
@@ -160,6 +162,11 @@ def test_cli_themes_and_trace(archive: Archive, tmp_path: Path) -> None:
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     r = runner.invoke(main, ["trace", "payments", "-w", "shop", "--format", "json"])
     assert json.loads(r.stdout)["theme"] == "payments"
+    runner.invoke(main, ["themes", "tag", "tokens", "-w", "shop", "-s", "refresh token expiry"])
+    r = runner.invoke(main, ["trace", "payments", "tokens", "-w", "shop", "--format", "json"])
+    assert [t["theme"] for t in json.loads(r.stdout)] == ["payments", "tokens"]
+    r = runner.invoke(main, ["trace", "payments", "tokens", "-w", "shop", "--format", "csv"])
+    assert r.stdout.splitlines()[0] == "theme,started_at,source,session_id,agent,turn,bucket,summary,kinds"
     r = runner.invoke(main, ["trace", "../etc", "-w", "shop"])
     assert r.exit_code == 1 and "invalid theme name" in r.stderr
     r = runner.invoke(main, ["themes", "tag", "x", "-w", "shop", "-r", "bad-ref"])

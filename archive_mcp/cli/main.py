@@ -1,4 +1,7 @@
-"""`archive-mcp`: a thin skin over `Archive`. Data to stdout, people-facing text to stderr."""
+"""`archive-mcp`: a thin skin over `Archive`. Data to stdout, people-facing text to stderr.
+
+An `ArchiveError` is mapped once (`common.call`): its message on stderr, exit code 1. Usage
+mistakes exit 2 (click)."""
 
 from __future__ import annotations
 
@@ -9,16 +12,19 @@ from typing import Any
 import click
 
 from archive_mcp.archive import Archive
-from archive_mcp.cli.common import archive_of, warn
+from archive_mcp.cli.common import (
+    call,
+    echo_json,
+    json_option,
+    progress_bar,
+    table,
+    warn,
+    workspace_option,
+)
 from archive_mcp.refiners import SOURCES
-from archive_mcp.render import echo_json, json_option, progress_bar, table
-from archive_mcp.workspaces import WorkspaceError
+from archive_mcp.render import hit_text, turn_text
 
-_archive, _warn = archive_of, warn
-
-
-def _fail(exc: Exception) -> click.ClickException:
-    return click.ClickException(str(exc))
+DATE = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"])
 
 
 @click.group()
@@ -30,7 +36,12 @@ def _fail(exc: Exception) -> click.ClickException:
               help="static: distilled from the packaged MiniLM (fast); minilm: the full model; none: lexical only.")
 @click.pass_context
 def main(ctx: click.Context, home: str | None, embedder: str) -> None:
-    """Archive, refine, search and trace AI coding-agent sessions."""
+    """Archive, refine, search and trace AI coding-agent sessions.
+
+    \b
+    Example:
+      archive-mcp ingest && archive-mcp search "why did the date test fail"
+    """
     ctx.obj = Archive(home, embedder=None if embedder == "none" else embedder)
 
 
@@ -41,57 +52,61 @@ def main(ctx: click.Context, home: str | None, embedder: str) -> None:
 @click.pass_context
 def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, as_json: bool) -> None:
     """Archive and refine sessions from PATHs (default: every agent's home that exists:
-    ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini)."""
+    ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini).
+
+    \b
+    Example:
+      archive-mcp ingest ~/.kimi --json
+    """
     with progress_bar() as bar:
-        report = _archive(ctx).ingest(*paths, embed=not no_embed, progress=bar)
+        report = call(ctx, lambda a: a.ingest(*paths, embed=not no_embed, progress=bar))
     if as_json:
         echo_json(report)
         return
     if report.roots:
         found = [r["path"] for r in report.roots if r["found"]]
         missing = [r["path"] for r in report.roots if not r["found"]]
-        _warn(f"looked in {len(report.roots)} default roots; found: {', '.join(found) or 'none'}"
-              + (f"; not present: {', '.join(missing)}" if missing else ""))
+        warn(f"looked in {len(report.roots)} default roots; found: {', '.join(found) or 'none'}"
+             + (f"; not present: {', '.join(missing)}" if missing else ""))
     click.echo(f"{report.files} files ({report.files_changed} changed, {report.bytes_archived:,} bytes "
                f"archived), {report.sessions} sessions, {report.turns_added} turns added, "
                f"{report.turns_updated} updated, {report.embedded} embedded")
     _report_skips(report.skipped, report.embed_error)
     for hint in report.suggestions:
-        _warn(f"hint: {hint}")
+        warn(f"hint: {hint}")
 
 
 def _report_skips(skipped: list[Any], embed_error: str | None) -> None:
     for s in skipped[:20]:
-        _warn(f"skipped {s.path}{f':{s.line}' if s.line else ''}: {s.reason}")
+        warn(f"skipped {s.path}{f':{s.line}' if s.line else ''}: {s.reason}")
     if len(skipped) > 20:
-        _warn(f"… and {len(skipped) - 20} more (use --json for all)")
+        warn(f"… and {len(skipped) - 20} more (use --json for all)")
     if embed_error:
-        _warn(f"embeddings skipped: {embed_error}")
+        warn(f"embeddings skipped: {embed_error}")
 
 
 @main.command()
-@click.option("-w", "--workspace", help="Workspace (path, id, id prefix or name).")
+@workspace_option
 @click.option("--all", "all_", is_flag=True, help="Every workspace.")
 @click.option("--session", help="Only this session id.")
-@click.option("--since", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]),
-              help="Only sessions active since DATE.")
+@click.option("--since", type=DATE, help="Only sessions active since DATE.")
 @click.option("--force", is_flag=True, help="Refine and embed again even if up to date.")
 @click.option("--no-embed", is_flag=True, help="Skip embeddings.")
 @json_option
 @click.pass_context
 def refine(ctx: click.Context, workspace: str | None, all_: bool, session: str | None,
            since: datetime | None, force: bool, no_embed: bool, as_json: bool) -> None:
-    """Batch-refine archived sessions (new refiner, missing embeddings, --force)."""
+    """Batch-refine archived sessions (new refiner, missing embeddings, --force).
+
+    \b
+    Example:
+      archive-mcp refine --all --since 2026-03-01
+    """
     if workspace and all_:
         raise click.UsageError("give --workspace or --all, not both")
-    archive = _archive(ctx)
-    try:
-        target = "all" if all_ else archive.workspace(workspace).id
-        with progress_bar() as bar:
-            report = archive.refine(target, session=session, since=since, force=force,
-                                    embed=not no_embed, progress=bar)
-    except WorkspaceError as exc:
-        raise _fail(exc) from exc
+    with progress_bar() as bar:
+        report = call(ctx, lambda a: a.refine("all" if all_ else a.workspace(workspace).id, session=session,
+                                              since=since, force=force, embed=not no_embed, progress=bar))
     if as_json:
         echo_json(report)
         return
@@ -102,15 +117,25 @@ def refine(ctx: click.Context, workspace: str | None, all_: bool, session: str |
 
 @main.group()
 def workspaces() -> None:
-    """List, show and link workspaces."""
+    """List, show and link workspaces.
+
+    \b
+    Example:
+      archive-mcp workspaces list
+    """
 
 
 @workspaces.command("list")
 @json_option
 @click.pass_context
 def workspaces_list(ctx: click.Context, as_json: bool) -> None:
-    """Every archived workspace."""
-    items = _archive(ctx).workspaces()
+    """Every archived workspace.
+
+    \b
+    Example:
+      archive-mcp workspaces list --json
+    """
+    items = call(ctx, lambda a: a.workspaces())
     if as_json:
         echo_json(items)
         return
@@ -123,13 +148,13 @@ def workspaces_list(ctx: click.Context, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def workspaces_show(ctx: click.Context, workspace: str, as_json: bool) -> None:
-    """One workspace and its counts."""
-    archive = _archive(ctx)
-    try:
-        ws = archive.workspace(workspace)
-    except WorkspaceError as exc:
-        raise _fail(exc) from exc
-    stats = archive.stats(ws.id)
+    """One workspace and its counts.
+
+    \b
+    Example:
+      archive-mcp workspaces show webapp
+    """
+    ws, stats = call(ctx, lambda a: (a.workspace(workspace), a.stats(a.workspace(workspace).id)))
     if as_json:
         echo_json({**ws.to_json(), "stats": stats})
         return
@@ -141,15 +166,17 @@ def workspaces_show(ctx: click.Context, workspace: str, as_json: bool) -> None:
 
 @workspaces.command("link")
 @click.argument("path")
-@click.option("--into", required=True, help="The workspace PATH belongs to.")
+@click.option("--into", required=True, metavar="WS", help="The workspace PATH belongs to.")
 @json_option
 @click.pass_context
 def workspaces_link(ctx: click.Context, path: str, into: str, as_json: bool) -> None:
-    """Add PATH (a worktree, a moved checkout) to a workspace."""
-    try:
-        ws = _archive(ctx).link(path, into)
-    except WorkspaceError as exc:
-        raise _fail(exc) from exc
+    """Add PATH (a worktree, a moved checkout) to a workspace.
+
+    \b
+    Example:
+      archive-mcp workspaces link ~/src/webapp-wt --into webapp
+    """
+    ws = call(ctx, lambda a: a.link(path, into))
     if as_json:
         echo_json(ws)
     else:
@@ -158,40 +185,46 @@ def workspaces_link(ctx: click.Context, path: str, into: str, as_json: bool) -> 
 
 @main.group()
 def sessions() -> None:
-    """Sessions in the archive."""
+    """Sessions in the archive.
+
+    \b
+    Example:
+      archive-mcp sessions list -w webapp
+    """
 
 
 @sessions.command("list")
-@click.option("-w", "--workspace", help="Workspace (default: the current directory's).")
+@workspace_option
 @click.option("--all", "all_", is_flag=True, help="Every workspace.")
-@click.option("--limit", default=50, show_default=True)
+@click.option("--limit", default=50, show_default=True, help="Most sessions to list, newest first.")
 @json_option
 @click.pass_context
 def sessions_list(ctx: click.Context, workspace: str | None, all_: bool, limit: int, as_json: bool) -> None:
-    """Sessions, newest first."""
-    archive = _archive(ctx)
-    try:
-        target = "all" if all_ else archive.workspace(workspace).id
-    except WorkspaceError as exc:
-        raise _fail(exc) from exc
-    rows = archive.sessions(target).head(limit).collect().to_dicts()
+    """Sessions, newest first.
+
+    \b
+    Example:
+      archive-mcp sessions list --all --limit 10
+    """
+    rows = call(ctx, lambda a: a.sessions("all" if all_ else a.workspace(workspace).id).head(limit).collect().to_dicts())
     if as_json:
         echo_json(rows)
         return
-    click.echo(table(rows, ["session_id", "source", "first_at", "turns", "title"],
-                     {"session_id": 40, "title": 60}))
+    click.echo(table(rows, ["session_id", "source", "first_at", "turns", "title"], {"session_id": 40, "title": 60}))
 
 
 @main.command()
-@click.option("-w", "--workspace", help="Workspace (default: every workspace).")
+@click.option("-w", "--workspace", metavar="WS", help="Workspace: a path, id, unique id prefix or name (default: every workspace).")
 @json_option
 @click.pass_context
 def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
-    """What the archive holds."""
-    try:
-        result = _archive(ctx).stats(workspace)
-    except WorkspaceError as exc:
-        raise _fail(exc) from exc
+    """What the archive holds.
+
+    \b
+    Example:
+      archive-mcp stats -w webapp
+    """
+    result = call(ctx, lambda a: a.stats(workspace))
     if as_json:
         echo_json(result)
         return
@@ -203,103 +236,102 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
 
 @main.command()
 @click.argument("query")
-@click.option("-w", "--workspace", help="Workspace (default: the current directory's); 'all' for every one.")
-@click.option("--mode", type=click.Choice(["hybrid", "lexical", "fuzzy", "semantic"]), default="hybrid", show_default=True)
-@click.option("--limit", default=10, show_default=True)
-@click.option("--since", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]), help="Only turns started since DATE.")
-@click.option("--until", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]), help="Only turns started until DATE.")
+@workspace_option
+@click.option("--mode", type=click.Choice(["hybrid", "lexical", "fuzzy", "semantic"]), default="hybrid",
+              show_default=True, help="hybrid fuses lexical, fuzzy and semantic.")
+@click.option("--limit", default=10, show_default=True, help="Most hits, best first.")
+@click.option("--since", type=DATE, help="Only turns started since DATE.")
+@click.option("--until", type=DATE, help="Only turns started until DATE.")
 @click.option("--session", help="Only this session (id or prefix).")
 @click.option("--tool", help="Only turns that called this tool.")
 @click.option("--file", "file_", help="Only turns that touched a path containing this.")
 @click.option("--kind", help="Only turns of this kind (decision, fix, question, …).")
-@click.option("--source", type=click.Choice(list(SOURCES)), help="Only sessions of this agent.")
+@click.option("--source", type=click.Choice(list(SOURCES)), help="Only sessions of this agent product.")
 @click.option("--rerank", is_flag=True, help="Re-score the top 30 with the full MiniLM (slower: loads torch).")
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, workspace: str | None, mode: str, limit: int,
            since: datetime | None, until: datetime | None, session: str | None, tool: str | None,
            file_: str | None, kind: str | None, source: str | None, rerank: bool, as_json: bool) -> None:
-    """Search past turns: lexical + fuzzy + semantic, fused."""
-    from archive_mcp.search.engine import SearchError
+    """Search past turns: lexical + fuzzy + semantic, fused. `-w all` searches every workspace.
 
-    archive = _archive(ctx)
-    try:
-        target = workspace if workspace == "all" else archive.workspace(workspace).id
-        found = archive.search(query, workspace=target, mode=mode, limit=limit, since=since, until=until,
-                               session=session, tool=tool, file=file_, kind=kind, source=source,
-                               rerank="minilm" if rerank else None)
-    except (WorkspaceError, SearchError) as exc:
-        raise _fail(exc) from exc
+    \b
+    Example:
+      archive-mcp search "handleLogin bound twice" -w webapp --limit 3
+    """
+    found = call(ctx, lambda a: a.search(query, workspace=workspace if workspace == "all" else a.workspace(workspace).id,
+                                         mode=mode, limit=limit, since=since, until=until, session=session,
+                                         tool=tool, file=file_, kind=kind, source=source,
+                                         rerank="minilm" if rerank else None))
     if as_json:
         echo_json(found.to_json())
         return
     if found.fallback_reason:
-        _warn(f"search fell back to {found.realized_mode}: {found.fallback_reason}")
+        warn(f"search fell back to {found.realized_mode}: {found.fallback_reason}")
     for h in found:
-        click.echo(f"{h.session_id}:{h.turn}{'' if h.agent == 'main' else f' [{h.agent}]'}  "
-                   f"{(h.started_at or '')[:16]}  {h.score:.4f}  {'+'.join(h.matched)}  {h.source}")
-        click.echo(f"    {h.summary}")
-        if h.snippet:
-            click.echo(f"    > {h.snippet}")
+        click.echo(hit_text(h, indent="    "))
     if not found:
-        _warn("no hits")
+        warn("no hits")
 
 
 @main.command()
 @click.argument("reference")
-@click.option("-w", "--workspace", help="Workspace (default: the current directory's).")
+@workspace_option
 @click.option("--before", default=0, show_default=True, help="Also show N turns before.")
 @click.option("--after", default=0, show_default=True, help="Also show N turns after.")
-@click.option("--agent", default="main", show_default=True)
+@click.option("--agent", default="main", show_default=True, help='"main" or a subagent id.')
 @click.option("--thinking", is_flag=True, help="Include the model's thinking.")
-@click.option("--max-chars", default=20000, show_default=True)
+@click.option("--max-chars", default=20000, show_default=True, help="Budget for all turns' text together.")
 @json_option
 @click.pass_context
 def show(ctx: click.Context, reference: str, workspace: str | None, before: int, after: int,
          agent: str, thinking: bool, max_chars: int, as_json: bool) -> None:
-    """Show a turn in full: SESSION:TURN (as printed by `search`)."""
+    """Show a turn in full: SESSION:TURN (as printed by `search`).
+
+    \b
+    Example:
+      archive-mcp show 3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:2 --before 1
+    """
     session, sep, turn = reference.rpartition(":")
     if not sep or not session or not turn.isdigit():
         raise click.UsageError("REFERENCE must look like SESSION:TURN, e.g. 3f2c9a1e-…:2")
-    try:
-        result = _archive(ctx).load_turn_context([{"session_id": session, "turn": int(turn), "agent": agent}],
-                                                 workspace=workspace, before=before, after=after,
-                                                 include_thinking=thinking, max_chars=max_chars)
-    except WorkspaceError as exc:
-        raise _fail(exc) from exc
+    result = call(ctx, lambda a: a.load_turn_context([{"session_id": session, "turn": int(turn), "agent": agent}],
+                                                     workspace=workspace, before=before, after=after,
+                                                     include_thinking=thinking, max_chars=max_chars))
     if as_json:
         echo_json(result)
     else:
-        for t in result.turns:
-            click.echo(f"## {t.session_id}:{t.turn} [{t.agent}] {t.started_at} {t.status}")
-            click.echo(f"User: {t.user_text}\nAssistant: {t.assistant_text}")
-            for c in t.tool_calls:
-                click.echo(f"Tool {c.name} [{c.status}] {c.arguments}\n  → {c.result}")
-            if t.thinking:
-                click.echo(f"Thinking: {t.thinking}")
-            click.echo()
+        click.echo("\n\n".join(turn_text(t) for t in result.turns))
     for n in result.not_found:
-        _warn(f"not found: {n.session_id}:{n.turn}: {n.reason}")
-    if result.not_found and not result.turns:
-        raise click.ClickException("nothing to show")
+        warn(f"not found: {n.session_id}:{n.turn}: {n.reason}")
 
 
 @main.command()
 @click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
-@click.option("--port", default=8765, show_default=True)
+@click.option("--port", default=8765, show_default=True, help="The HTTP port (with --http).")
 @click.pass_context
 def serve(ctx: click.Context, http: bool, port: int) -> None:
-    """Run the MCP server (stdio by default)."""
+    """Run the MCP server (stdio by default).
+
+    \b
+    Example:
+      archive-mcp serve --http --port 8765
+    """
     from archive_mcp.mcp.server import serve as run_server
 
-    run_server(_archive(ctx), http=http, port=port)
+    run_server(ctx.find_object(Archive), http=http, port=port)
 
 
 @main.command()
 @click.option("--keep", type=click.Path(file_okay=False), help="Build the demo archive here and keep it.")
 @click.option("--no-embed", is_flag=True, help="Skip embeddings.")
 def demo(keep: str | None, no_embed: bool) -> None:
-    """Ingest the bundled sample into a temporary home and show what the archive holds."""
+    """Ingest the bundled sample into a temporary home and show what the archive holds.
+
+    \b
+    Example:
+      archive-mcp demo --keep ./demo-archive
+    """
     from archive_mcp.demo import run_demo
 
     run_demo(keep, embed=not no_embed)

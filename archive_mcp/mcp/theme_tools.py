@@ -1,19 +1,35 @@
-"""MCP tools, the theme:// resource and the cold-start prompt for themes and timelines."""
+"""MCP tools for themes and their timelines: tag_theme, trace_theme, list_themes, discover_themes,
+delete_theme."""
 
-from collections.abc import Callable
+from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer, Resolve
-from mcp.server.mcpserver.exceptions import ResourceError
-from mcp_types import CallToolResult, ListRootsResult
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
 from pydantic import Field
 
-from archive_mcp.archive import Archive
-from archive_mcp.mcp.toolkit import DELETE, READ, UPDATE, WorkspaceParam, guard, tool_result
+from archive_mcp.mcp.toolkit import (
+    DELETE,
+    READ,
+    TEXT,
+    UPDATE,
+    Budget,
+    Roots,
+    Spec,
+    WorkspaceParam,
+    fit,
+    fit_one,
+    state,
+    workspace_of,
+)
+from archive_mcp.render import to_jsonable
 from archive_mcp.search.context import TurnRef
-from archive_mcp.themes.store import TagResult, ThemeError
-from archive_mcp.workspaces import Workspace, WorkspaceError
+from archive_mcp.themes.store import TagResult, Theme
+
+ThemeName = Annotated[str, Field(max_length=120, description="The theme's name (list_themes shows them), e.g. 'payment retries'.")]
+Refs = Annotated[list[TurnRef] | None, Field(max_length=200, description="Turns {session_id, turn, agent?}, as search_context cites them.")]
 
 
 @dataclass
@@ -29,6 +45,7 @@ class ThemeInfo:
 @dataclass
 class ThemeList:
     themes: list[ThemeInfo]
+    truncated: bool = False
 
 
 @dataclass
@@ -58,87 +75,79 @@ class DiscoverOutput:
     seconds: float
     themes: list[dict[str, Any]]
     removed: list[str]
+    truncated: bool = False
 
 
-def register_themes(server: MCPServer, archive: Archive,
-                    resolve: Callable[[str | None, ListRootsResult | None], Workspace],
-                    roots_request: Callable[..., Any], server_cwd: str) -> None:
-    Roots = Annotated[ListRootsResult | None, Resolve(roots_request)]  # noqa: N806
+def _info(t: Theme) -> ThemeInfo:
+    return ThemeInfo(t.name, t.slug, t.status, len(t.members), t.description, t.keywords)
 
-    @server.tool(annotations=UPDATE)
-    def tag_theme(theme: Annotated[str, Field(description="Theme name, e.g. 'payment retries'.")],
-                  references: Annotated[list[TurnRef] | None, Field(description="Confirmed turns {session_id, turn, agent?}.")] = None,
-                  seeds: Annotated[list[str] | None, Field(min_length=1, max_length=3, description="1-3 keywords or a question: search and attach the good hits.")] = None,
-                  remove: Annotated[list[TurnRef] | None, Field(description="Turns to detach.")] = None,
-                  description: str | None = None,
-                  min_score: Annotated[float, Field(ge=0, le=1, description="Attach seed hits scoring at least this share of the best hit.")] = 0.5,
-                  workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, TagResult]:
-        """Attach turns to a theme (references, or candidates from seeds); returns the near misses to confirm."""
-        ws = resolve(workspace, roots)
-        r = guard(lambda: archive.tag_theme(theme, ws, references, seeds, remove, description, min_score, who="mcp"))
-        lines = [f"theme {r.theme!r}: {r.members} members (+{len(r.attached)}, -{len(r.removed)})"]
-        lines += [f"+ {m.session_id}:{m.turn} ({m.provenance}{f', {m.score:.2f}' if m.score else ''})" for m in r.attached]
-        if r.near_misses:
-            lines.append("near misses (confirm with references=[...]):")
-            lines += [f"? {n['ref']} {n['share']:.2f} {n['summary']}" for n in r.near_misses]
-        return tool_result(r, "\n".join(lines))
 
-    @server.tool(annotations=READ)
-    def trace_theme(theme: str, workspace: WorkspaceParam = None,
-                    workspaces: Annotated[list[str] | None, Field(description="Trace across these workspaces (explicit only).")] = None,
-                    granularity: Literal["auto", "day", "week", "session"] = "auto",
-                    include_turn_content: bool = False,
-                    max_output_chars: Annotated[int, Field(ge=500, le=200_000)] = 8000,
-                    roots: Roots = None) -> Annotated[CallToolResult, TraceOutput]:
-        """How a theme evolved and where it stands now: decision threads (was → now, with session:turn),
-        then the newest events, buckets, files, memories; within max_output_chars (text and structure)."""
-        target: Any = workspaces if workspaces else resolve(workspace, roots)
-        tl = guard(lambda: archive.trace_theme(theme, target, granularity, include_turn_content))
-        out = TraceOutput(**tl.budgeted(max_output_chars))
-        return tool_result(out, tl.markdown(max_output_chars), max_output_chars)
+def tag_theme(ctx: Context, theme: ThemeName, references: Refs = None,
+              seeds: Annotated[list[Annotated[str, Field(max_length=TEXT)]] | None, Field(min_length=1, max_length=3, description=(
+                  "1-3 keywords or a question: search, attach the strong hits, return the near misses."))] = None,
+              remove: Annotated[list[TurnRef] | None, Field(max_length=200, description="Turns to detach from the theme.")] = None,
+              description: Annotated[str | None, Field(max_length=TEXT, description="What the theme is about.")] = None,
+              min_score: Annotated[float, Field(ge=0, le=1, description=(
+                  "Attach seed hits scoring at least this share of the best hit."))] = 0.5,
+              workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, TagResult]:
+    """Attach turns to a theme by reference, or find candidates from seeds; returns the near misses to
+    confirm. Give references, seeds or remove (a theme is never created empty)."""
+    ws = workspace_of(ctx, workspace, roots)
+    r = state(ctx).archive.tag_theme(theme, ws, references, seeds, remove, description, min_score, who="mcp")
+    lines = [f"theme {r.theme!r}: {r.members} members (+{len(r.attached)}, -{len(r.removed)})"]
+    lines += [f"+ {m.session_id}:{m.turn} ({m.provenance}{f', {m.score:.2f}' if m.score else ''})" for m in r.attached]
+    if r.near_misses:
+        lines.append("near misses (confirm with references=[...]):")
+        lines += [f"? {n['ref']} {n['share']:.2f} {n['summary']}" for n in r.near_misses]
+    return fit_one(r, "\n".join(lines))
 
-    @server.tool(annotations=READ)
-    def list_themes(workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, ThemeList]:
-        """Themes of the workspace: tagged by you, or suggested by discover_themes."""
-        ws = resolve(workspace, roots)
-        items = [ThemeInfo(t.name, t.slug, t.status, len(t.members), t.description, t.keywords)
-                 for t in guard(lambda: archive.list_themes(ws))]
-        text = "\n".join(f"- {t.name} [{t.status}, {t.members} turns] {t.description[:80]}" for t in items)
-        return tool_result(ThemeList(items), text or "no themes yet: tag_theme or discover_themes")
 
-    @server.tool(annotations=UPDATE)
-    def discover_themes(workspace: WorkspaceParam = None,
-                        min_size: Annotated[int, Field(ge=2, le=1000)] = 3, roots: Roots = None) -> Annotated[CallToolResult, DiscoverOutput]:
-        """Cluster the workspace's turns into suggested themes (stable ids; tagged themes untouched)."""
-        ws = resolve(workspace, roots)
-        d = guard(lambda: archive.discover_themes(ws, min_size))
-        j = d.to_json()
-        text = f"{len(d.themes)} suggested themes from {d.turns} turns ({d.method}, {d.seconds:.1f} s)\n"
-        text += "\n".join(f"- {t['slug']}: {t['name']} ({t['size']} turns)" for t in j["themes"])
-        return tool_result(DiscoverOutput(d.method, d.turns, d.clustered, round(d.seconds, 3), j["themes"], d.removed), text)
+def trace_theme(ctx: Context, theme: ThemeName, workspace: WorkspaceParam = None,
+                workspaces: Annotated[list[Annotated[str, Field(max_length=TEXT)]] | None, Field(max_length=20, description=(
+                    "Trace across these workspaces (the theme is read from each); default: just `workspace`."))] = None,
+                granularity: Annotated[Literal["auto", "day", "week", "session"], Field(
+                    description="How events are bucketed; auto picks from the span.")] = "auto",
+                include_turn_content: Annotated[bool, Field(description="Add each turn's user text and answer to the events.")] = False,
+                max_output_chars: Budget = 8000, roots: Roots = None) -> Annotated[CallToolResult, TraceOutput]:
+    """How one theme evolved: ordered events, buckets, vocabulary drift, decisions and the reversals that
+    undo them, files, linked memories. Use it to follow a topic over time; search_context finds single turns."""
+    target: Any = workspaces if workspaces else workspace_of(ctx, workspace, roots)
+    tl = state(ctx).archive.trace_theme(theme, target, granularity, include_turn_content)
+    return fit_one(TraceOutput(**tl.budgeted(max_output_chars)), tl.markdown(max_output_chars), max_output_chars)
 
-    @server.tool(annotations=DELETE)
-    def delete_theme(theme: str, workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, ThemeInfo]:
-        """Delete a theme (its turns stay archived)."""
-        ws = resolve(workspace, roots)
-        t = guard(lambda: archive.delete_theme(theme, ws))
-        return tool_result(ThemeInfo(t.name, t.slug, t.status, len(t.members), t.description, t.keywords), f"deleted theme {t.name!r}")
 
-    @server.resource("theme://{name}", mime_type="text/markdown", description="A theme's timeline as Markdown")
-    def theme_resource(name: str) -> str:
-        try:
-            return archive.trace_theme(name, archive.workspace(cwd=server_cwd)).markdown()
-        except (ThemeError, WorkspaceError) as exc:
-            raise ResourceError(str(exc)) from exc
+def list_themes(ctx: Context, workspace: WorkspaceParam = None, max_output_chars: Budget = 6000,
+                roots: Roots = None) -> Annotated[CallToolResult, ThemeList]:
+    """Themes of the workspace: tagged by you, or suggested by discover_themes; trace_theme follows one."""
+    items = [_info(t) for t in state(ctx).archive.list_themes(workspace_of(ctx, workspace, roots))]
+    return fit(items, lambda kept, cut: "\n".join(
+        f"- {t.name} [{t.status}, {t.members} turns] {t.description[:80]}" for t in kept) or "no themes yet: tag_theme or discover_themes",
+        lambda kept, cut: ThemeList(kept, cut), max_output_chars)
 
-    @server.prompt("memory-theme-trace", description="Cold start: scope, seeds, candidates, confirm, tag, trace.")
-    def memory_theme_trace(topic: str) -> str:
-        return (f"Trace how '{topic}' evolved before you change anything about it.\n"
-                "1. Scope: list_workspaces / list_themes — is there already a theme for it?\n"
-                f"2. Seeds: pick 1-3 seeds (identifiers, file names, a question) for '{topic}'.\n"
-                "3. Candidates: tag_theme(theme, seeds=[...]) attaches strong hits and returns near misses.\n"
-                "4. Confirm: load_turn_context on near misses; tag_theme(references=[...]) the relevant ones, "
-                "remove=[...] the wrong ones.\n"
-                "5. Refine: refine_session_turns for sessions whose summaries are poor.\n"
-                "6. Trace: trace_theme(theme) — read the decisions and reversals; cite them (session:turn) "
-                "when you act, and remember(folder='decisions') what you decide.")
+
+def discover_themes(ctx: Context, workspace: WorkspaceParam = None,
+                    min_size: Annotated[int, Field(ge=2, le=1000, description="Fewest turns a suggested theme has.")] = 3,
+                    max_output_chars: Budget = 6000, roots: Roots = None) -> Annotated[CallToolResult, DiscoverOutput]:
+    """Cluster the workspace's turns into suggested themes (ids stable across runs; tagged themes untouched)."""
+    d = state(ctx).archive.discover_themes(workspace_of(ctx, workspace, roots), min_size)
+    themes = to_jsonable(d)["themes"]
+    head = f"{len(d.themes)} suggested themes from {d.turns} turns ({d.method}, {d.seconds:.1f} s)"
+    return fit(themes, lambda kept, cut: "\n".join([head] + [f"- {t['slug']}: {t['name']} ({t['size']} turns)" for t in kept]),
+               lambda kept, cut: DiscoverOutput(d.method, d.turns, d.clustered, round(d.seconds, 3), kept, d.removed, cut),
+               max_output_chars)
+
+
+def delete_theme(ctx: Context, theme: ThemeName, workspace: WorkspaceParam = None,
+                 roots: Roots = None) -> Annotated[CallToolResult, ThemeInfo]:
+    """Delete a theme; its turns stay archived."""
+    t = state(ctx).archive.delete_theme(theme, workspace_of(ctx, workspace, roots))
+    return fit_one(_info(t), f"deleted theme {t.name!r}")
+
+
+TOOLS = [
+    Spec(tag_theme, "Tag turns into a theme", UPDATE),
+    Spec(trace_theme, "Trace a theme over time", READ),
+    Spec(list_themes, "List themes", READ),
+    Spec(discover_themes, "Discover themes", UPDATE),
+    Spec(delete_theme, "Delete a theme", DELETE),
+]

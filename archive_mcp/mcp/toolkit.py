@@ -1,37 +1,138 @@
-"""What every MCP tool module shares: annotations, common parameters, the result shape."""
+"""What every MCP tool shares: the server state, workspace resolution from the client's roots,
+the common parameters and annotations, and results held within their budget."""
 
-from collections.abc import Callable
-from typing import Annotated, Any
+from __future__ import annotations
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar, cast
+from urllib.parse import unquote, urlparse
+
+from mcp.server.mcpserver import Context, ListRoots, Resolve
+from mcp_types import CallToolResult, ListRootsResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from archive_mcp.render import to_jsonable
+from archive_mcp.archive import Archive
+from archive_mcp.render import clip, to_jsonable
+from archive_mcp.workspaces import Workspace
 
-READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-UPDATE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
-DELETE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+UPDATE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
-WorkspaceParam = Annotated[str | None, Field(description="Workspace: a path, id, unique id prefix or name. "
-                                                        "Default: the client's roots, then the server's cwd.")]
-Budget = Annotated[int, Field(ge=500, le=200_000, description="Upper bound on the text rendering, in characters.")]
-
-
-def tool_result(structured: Any, text: str, budget: int = 20_000) -> CallToolResult:
-    """Structured content plus a text rendering cut to `budget` characters."""
-    if len(text) > budget:
-        text = text[: budget - 60] + "\n[… cut to fit max_output_chars]"
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=to_jsonable(structured))
+DEFAULT_BUDGET = 20_000  # tools without a max_output_chars parameter
+TEXT = 2_000  # longest free-text argument (queries, names, seeds); memory content has its own cap
+T = TypeVar("T")
 
 
-def guard(fn: Callable[[], Any]) -> Any:
-    """Run `fn`; a mistake the caller can fix becomes a tool error with the library's message."""
-    from mcp.server.mcpserver.exceptions import ToolError
+@dataclass
+class State:
+    """What the server's lifespan holds: one Archive, and the cwd that is the last fallback workspace."""
 
-    from archive_mcp.archive import USER_ERRORS
+    archive: Archive
+    cwd: str
 
-    try:
-        return fn()
-    except (*USER_ERRORS, ValueError) as exc:
-        raise ToolError(str(exc)) from exc
+
+@dataclass
+class Spec:
+    """One row of a tool table: the plain function, its title and its annotations."""
+
+    fn: Callable[..., Any]
+    title: str
+    annotations: ToolAnnotations
+
+
+def roots_request(workspace: str | None, ctx: Context) -> ListRoots | None:
+    """Ask for the client's roots only when no workspace was given and the client has roots."""
+    caps = ctx.client_capabilities
+    if workspace or caps is None or caps.roots is None:
+        return None
+    return ListRoots()
+
+
+WorkspaceParam = Annotated[str | None, Field(max_length=TEXT, description=(
+    "Workspace: a path, id, unique id prefix or name (list_workspaces shows them). "
+    "Default: the client's roots, then the server's cwd."))]
+Roots = Annotated[ListRootsResult | None, Resolve(roots_request)]
+Budget = Annotated[int, Field(ge=500, le=200_000, description=(
+    "Upper bound, in characters, on the text and on the structured content of the reply."))]
+
+
+def state(ctx: Context) -> State:
+    return cast(State, ctx.request_context.lifespan_context)
+
+
+def root_paths(roots: ListRootsResult | None) -> list[str]:
+    return [unquote(urlparse(str(r.uri)).path) for r in (roots.roots if roots else [])
+            if urlparse(str(r.uri)).scheme == "file"]
+
+
+def workspace_of(ctx: Context, workspace: str | None, roots: ListRootsResult | None = None) -> Workspace:
+    """The explicit workspace, else the client's roots, else the server's cwd."""
+    st = state(ctx)
+    if workspace:
+        return st.archive.workspace(workspace)
+    return st.archive.workspace(cwd=st.cwd, roots=root_paths(roots))
+
+
+def json_len(data: Any) -> int:
+    return len(json.dumps(data, ensure_ascii=False))
+
+
+def shrink(data: Any, cap: int | None, list_cap: int | None) -> tuple[Any, bool]:
+    """`data` with every string clipped to `cap` and every list to `list_cap` items; whether anything was cut."""
+    if isinstance(data, str):
+        out = data if cap is None else clip(data, cap)
+        return out, out != data
+    if isinstance(data, dict):
+        pairs = {k: shrink(v, cap, list_cap) for k, v in data.items()}
+        return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
+    if isinstance(data, list):
+        kept = data if list_cap is None else data[:list_cap]
+        items = [shrink(v, cap, list_cap) for v in kept]
+        return [v for v, _ in items], len(kept) < len(data) or any(c for _, c in items)
+    return data, False
+
+
+# Steps from a light to a heavy cut: (longest string, longest nested list).
+STEPS: tuple[tuple[int | None, int | None], ...] = ((None, None), (2_000, None), (500, 50), (160, 20), (60, 5))
+
+
+def fit(items: Sequence[T], render: Callable[[list[T], bool], str], shape: Callable[[list[T], bool], Any],
+        budget: int) -> CallToolResult:
+    """The result for the longest prefix of `items` whose text and structured content both fit `budget`.
+
+    `render(kept, cut)` is the text, `shape(kept, cut)` the structured content. Long strings and
+    nested lists in the structured content are clipped first (step by step), then items are
+    dropped from the end; the text is cut at a word boundary as a last resort."""
+    def attempt(k: int, step: tuple[int | None, int | None]) -> tuple[str, Any]:
+        kept, cut = list(items[:k]), k < len(items)
+        data, clipped = shrink(to_jsonable(shape(kept, cut)), *step)
+        if clipped and isinstance(data, dict) and "truncated" in data:
+            data["truncated"] = True
+        return render(kept, cut or clipped), data
+
+    def fits(text: str, data: Any) -> bool:
+        return len(text) <= budget and json_len(data) <= budget
+
+    for step in STEPS:
+        text, data = attempt(len(items), step)
+        if fits(text, data):
+            return result(text, data)
+    lo, hi = 0, len(items)
+    while lo < hi:  # the longest prefix that fits at the heaviest step
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(*attempt(mid, STEPS[-1])) else (lo, mid - 1)
+    text, data = attempt(lo, STEPS[-1])
+    return result(clip(text, budget), data)
+
+
+def fit_one(obj: Any, text: str, budget: int = DEFAULT_BUDGET) -> CallToolResult:
+    """A single object's result within `budget` (its long strings and lists clipped when needed)."""
+    return fit([obj], lambda kept, cut: text, lambda kept, cut: obj, budget)
+
+
+def result(text: str, data: Any) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)

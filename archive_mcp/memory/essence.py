@@ -7,18 +7,16 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from archive_mcp.memory.store import (
     FOLDERS,
     MemoryEntry,
-    MemoryError,
     MemoryStore,
+    MemoryStoreError,
     check_folder,
     check_key,
-    now,
 )
 from archive_mcp.workspaces import (
     Workspace,
@@ -27,6 +25,7 @@ from archive_mcp.workspaces import (
     locked,
     read_json,
 )
+from archive_mcp.workspaces.clock import file_stamp, now
 
 ESSENCE_SOFT_LIMIT = 15 * 1024
 SOURCE_LINE = re.compile(r"^>\s*source:\s*(memory/([a-z]+)/([A-Za-z0-9._-]+))\s*$", re.M)
@@ -50,9 +49,6 @@ class OrganizePrepare:
     max_recommended_bytes: int = ESSENCE_SOFT_LIMIT
     omitted: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
 class OrganizeStored:
@@ -63,9 +59,6 @@ class OrganizeStored:
     warnings: list[str]
     missing_sources: list[str]
     cited_sources: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -79,9 +72,7 @@ class Bootstrap:
     notes: list[str]
     themes: list[str]
     truncated: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    missing_sources: list[str] = field(default_factory=list)  # memories the essence cites that are gone
 
 
 @dataclass
@@ -94,9 +85,6 @@ class MemoryStats:
     themes: int
     essence_bytes: int
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
 class ImportReport:
@@ -104,9 +92,6 @@ class ImportReport:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _citations(ws: Workspace, store: MemoryStore, entries: list[MemoryEntry]) -> dict[str, int]:
@@ -143,7 +128,7 @@ def organize_memories(ws: Workspace, content: str | None = None, sources: list[s
         existing = essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else ""
         return OrganizePrepare("prepare", existing, materials, ESSENCE_RULES, omitted=omitted)
     if not content.strip():
-        raise MemoryError("content is empty: call organize_memories without content to get the materials")
+        raise MemoryStoreError("content is empty: call organize_memories without content to get the materials")
     warnings: list[str] = []
     data = content.encode("utf-8", errors="replace")
     if len(data) > ESSENCE_SOFT_LIMIT:
@@ -157,14 +142,14 @@ def organize_memories(ws: Workspace, content: str | None = None, sources: list[s
         if ok:
             try:
                 ok = (store.root / parts[1] / f"{check_key(parts[2])}.md").exists()
-            except MemoryError:
+            except MemoryStoreError:
                 ok = False
         if not ok:
             missing.append(ref)
     previous = None
     with locked(ws.root):
         if essence_path.exists():
-            previous = f"essence/history/essence-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}.md"
+            previous = f"essence/history/essence-{file_stamp()}.md"
             atomic_write_text(ws.root / previous, essence_path.read_text(encoding="utf-8", errors="replace"))
         atomic_write_text(essence_path, data.decode("utf-8"))
     return OrganizeStored("store", "essence/essence.md", len(data), previous, warnings, missing, cited)
@@ -183,7 +168,7 @@ def sync_workspace_index(ws: Workspace, remarks: dict[str, str] | None = None) -
             folders[f] = {"remark": (remarks or {}).get(f, old.get("folders", {}).get(f, {}).get("remark", "")),
                           "entries": [{"key": e.key, "title": e.title, "tags": e.tags, "updated": e.updated}
                                       for e in entries]}
-        index = {"version": 1, "synced_at": now(), "folders": folders,
+        index = {"version": 1, "synced_at": now("microseconds"), "folders": folders,
                  "last_bootstrap": old.get("last_bootstrap"), "seen": old.get("seen", [])}
         atomic_write_json(ws.root / "index.json", index)
     index["folders_needing_remark"] = [f for f, v in folders.items() if v["entries"] and not v["remark"]]
@@ -212,18 +197,21 @@ def bootstrap_workspace(ws: Workspace, recent: list[dict[str, Any]], themes: lis
     essence = essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else ""
     notes_dir = ws.root / "notes"
     notes = sorted(p.name for p in notes_dir.glob("*") if p.is_file()) if notes_dir.is_dir() else []
-    result = Bootstrap(ws.id, ws.name, essence, tree, new, recent, notes, themes)
+    present = {f"memory/{f}/{e['key']}" for f, v in index["folders"].items() for e in v["entries"]}
+    gone = [m.group(1) for m in SOURCE_LINE.finditer(essence) if m.group(1) not in present]
+    result = Bootstrap(ws.id, ws.name, essence, tree, new, recent, notes, themes,
+                       missing_sources=list(dict.fromkeys(gone)))
     # fit the budget: recent context first, then the essence's tail
-    while len(json.dumps(result.to_json(), ensure_ascii=False)) > budget and result.recent_context:
+    while len(json.dumps(asdict(result), ensure_ascii=False)) > budget and result.recent_context:
         result.recent_context.pop(0)
         result.truncated = True
-    if len(json.dumps(result.to_json(), ensure_ascii=False)) > budget:
-        keep = max(500, budget - len(json.dumps({**result.to_json(), "essence": ""}, ensure_ascii=False)) - 100)
+    if len(json.dumps(asdict(result), ensure_ascii=False)) > budget:
+        keep = max(500, budget - len(json.dumps({**asdict(result), "essence": ""}, ensure_ascii=False)) - 100)
         result.essence = result.essence[:keep] + "\n[… essence cut to fit the budget; read essence://essence]"
         result.truncated = True
     with locked(ws.root):
         current = read_json(ws.root / "index.json", {}) or {}
-        current["last_bootstrap"] = now()
+        current["last_bootstrap"] = now("microseconds")
         current["seen"] = all_refs
         atomic_write_json(ws.root / "index.json", current)
     return result
@@ -231,13 +219,13 @@ def bootstrap_workspace(ws: Workspace, recent: list[dict[str, Any]], themes: lis
 
 def export_memory(ws: Workspace, include_turns: bool = False, filename: str | None = None,
                   turns: list[dict[str, Any]] | None = None) -> Path:
-    name = filename or f"memory-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    name = filename or f"memory-{file_stamp('%Y%m%dT%H%M%SZ')}.json"
     if not EXPORT_NAME.match(name) or name.startswith("."):
-        raise MemoryError(f"invalid export filename {name!r}: use letters, digits, '.', '_' and '-' only")
+        raise MemoryStoreError(f"invalid export filename {name!r}: use letters, digits, '.', '_' and '-' only")
     store = MemoryStore(ws)
     essence_path = ws.root / "essence" / "essence.md"
     payload = {"format": "archive-mcp-memory@1", "workspace": {"id": ws.id, "name": ws.name, "paths": ws.paths},
-               "exported_at": now(), "memories": [e.to_json() for e in store.list()],
+               "exported_at": now("microseconds"), "memories": [e.to_json() for e in store.list()],
                "essence": essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else None}
     if include_turns:
         payload["turns"] = turns or []
@@ -251,20 +239,20 @@ def import_memory(ws: Workspace, path: Path) -> ImportReport:
     try:
         payload = json.loads(Path(path).read_text(encoding="utf-8", errors="replace"))
     except (OSError, ValueError) as exc:
-        raise MemoryError(f"cannot read export {path}: {exc}") from exc
+        raise MemoryStoreError(f"cannot read export {path}: {exc}") from exc
     if not isinstance(payload, dict) or payload.get("format") != "archive-mcp-memory@1":
-        raise MemoryError(f"{path} is not an archive-mcp memory export")
+        raise MemoryStoreError(f"{path} is not an archive-mcp memory export")
     store = MemoryStore(ws)
     report = ImportReport()
     for m in payload.get("memories", []):
         try:
             ref = f"memory/{check_folder(m['folder'])}/{check_key(m['key'])}"
-        except (MemoryError, KeyError, TypeError):
+        except (MemoryStoreError, KeyError, TypeError):
             report.skipped.append(str(m.get("ref") if isinstance(m, dict) else m))
             continue
         try:
             current = store.recall(m["key"], m["folder"])
-        except MemoryError:
+        except MemoryStoreError:
             current = None
         if current and _digest(current.content) == _digest(m.get("content", "")):
             report.unchanged.append(ref)

@@ -6,9 +6,9 @@ previous version in `memory/.history/`, and `forget` moves the file to `memory/.
 
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,30 +20,27 @@ from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.text import tokens
 from archive_mcp.search.lexical import Postings, bm25
 from archive_mcp.workspaces import Workspace, atomic_write_text, locked
+from archive_mcp.workspaces.clock import file_stamp, now
 
 FOLDERS = ("decisions", "rules", "knowledge", "lessons", "reference")
 KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 MAX_CONTENT = 256 * 1024
 
 
-class MemoryError(ArchiveError, ValueError):  # noqa: A001 - the module's own error, not the builtin
+class MemoryStoreError(ArchiveError):
     """A memory call the caller can fix; the message says how."""
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def check_key(key: str) -> str:
     if not isinstance(key, str) or not KEY.match(key) or ".." in key:
-        raise MemoryError(f"invalid memory key {key!r}: use letters, digits, '.', '_' and '-' "
+        raise MemoryStoreError(f"invalid memory key {key!r}: use letters, digits, '.', '_' and '-' "
                           "(no slashes, no '..'), starting with a letter or digit")
     return key
 
 
 def check_folder(folder: str) -> str:
     if folder not in FOLDERS:
-        raise MemoryError(f"unknown memory folder {folder!r}; use one of {', '.join(FOLDERS)}")
+        raise MemoryStoreError(f"unknown memory folder {folder!r}; use one of {', '.join(FOLDERS)}")
     return folder
 
 
@@ -51,7 +48,7 @@ def slugify(text: str, limit: int = 60) -> str:
     """A key from free text (for save_lesson); ASCII words joined by '-', else a hash-like stamp."""
     words = re.findall(r"[A-Za-z0-9]+", text.lower())
     slug = "-".join(words)[:limit].strip("-")
-    return slug or "note-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return slug or "note-" + file_stamp("%Y%m%d-%H%M%S")
 
 
 @dataclass
@@ -87,18 +84,12 @@ class MemoryHit:
     updated: str
     matched: list[str]
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
 class ForgetReport:
     removed: str
     trash_path: str
     title: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def render(entry: MemoryEntry) -> str:
@@ -138,7 +129,7 @@ class MemoryStore:
     def _path(self, folder: str, key: str) -> Path:
         path = self.root / check_folder(folder) / f"{check_key(key)}.md"
         if not path.resolve().is_relative_to(self.root.resolve()):
-            raise MemoryError(f"memory key {key!r} would leave its folder")
+            raise MemoryStoreError(f"memory key {key!r} would leave its folder")
         return path
 
     def _history(self, folder: str, key: str) -> Path:
@@ -166,24 +157,29 @@ class MemoryStore:
             warnings.append("content held characters that are not valid UTF-8; they were replaced")
         size = len(clean.encode("utf-8"))
         if size > MAX_CONTENT:
-            raise MemoryError(f"content is {size:,} bytes; a memory holds at most {MAX_CONTENT:,}. "
+            raise MemoryStoreError(f"content is {size:,} bytes; a memory holds at most {MAX_CONTENT:,}. "
                               "Keep the memory short and cite the long material in `sources`.")
         if not clean.strip():
-            raise MemoryError("content is empty: say what to remember")
+            raise MemoryStoreError("content is empty: say what to remember")
         clean, n = redact(clean)
         if n:
             warnings.append(f"{n} secret(s) were redacted before storing")
         for s in supersedes or []:
             if not re.match(r"^memory/[a-z]+/[A-Za-z0-9._-]+$", s):
-                raise MemoryError(f"supersedes entry {s!r} must look like memory/<folder>/<key>")
+                raise MemoryStoreError(f"supersedes entry {s!r} must look like memory/<folder>/<key>")
         with locked(self.ws.root):
-            stamp = now()
+            stamp = now("microseconds")
             created = stamp
             if path.exists():
                 old = path.read_text(encoding="utf-8", errors="replace")
-                created = parse(folder, key, old).created or stamp
+                previous = parse(folder, key, old)
+                created = previous.created or stamp
+                # An update that does not mention tags, sources or supersedes keeps them.
+                tags = previous.tags if tags is None else tags
+                sources = previous.sources if sources is None else sources
+                supersedes = previous.supersedes if supersedes is None else supersedes
                 hist = self._history(folder, key)
-                atomic_write_text(hist / f"{_file_stamp()}.md", old)
+                atomic_write_text(hist / f"{file_stamp()}.md", old)
             entry = MemoryEntry(folder, key, title or _title(key, clean), clean.rstrip("\n"),
                                 sorted(set(tags or [])), list(dict.fromkeys(sources or [])),
                                 list(dict.fromkeys(supersedes or [])), created, stamp)
@@ -199,9 +195,9 @@ class MemoryStore:
         if not found:
             near = [f"{e.folder}/{e.key}" for e in self.list() if key.lower() in e.key.lower()][:5]
             hint = f" Did you mean: {', '.join(near)}?" if near else " List them with list_memories."
-            raise MemoryError(f"no memory {key!r}{f' in {folder}' if folder else ''}.{hint}")
+            raise MemoryStoreError(f"no memory {key!r}{f' in {folder}' if folder else ''}.{hint}")
         if len(found) > 1:
-            raise MemoryError(f"{key!r} exists in {', '.join(f for f, _ in found)}: pass `folder`")
+            raise MemoryStoreError(f"{key!r} exists in {', '.join(f for f, _ in found)}: pass `folder`")
         f, path = found[0]
         return self._read(path, f, key)
 
@@ -214,7 +210,7 @@ class MemoryStore:
                 out += [self._read(p, f, p.stem) for p in sorted(d.glob("*.md")) if KEY.match(p.stem)]
         return out
 
-    def recall_recent(self, limit: int = 10) -> list[MemoryEntry]:
+    def recall_recent(self, limit: int = 10) -> builtins.list[MemoryEntry]:
         return sorted(self.list(), key=lambda e: e.updated, reverse=True)[:limit]
 
     def forget(self, key: str, folder: str) -> ForgetReport:
@@ -222,21 +218,21 @@ class MemoryStore:
         path = self._path(folder, key)
         with locked(self.ws.root):
             if not path.exists():
-                raise MemoryError(f"nothing removed: there is no memory {folder}/{key}")
+                raise MemoryStoreError(f"nothing removed: there is no memory {folder}/{key}")
             entry = self._read(path, folder, key)
-            trash = self.root / ".trash" / folder / f"{key}.{_file_stamp()}.md"
+            trash = self.root / ".trash" / folder / f"{key}.{file_stamp()}.md"
             trash.parent.mkdir(parents=True, exist_ok=True)
             path.rename(trash)
         return ForgetReport(f"memory/{folder}/{key}", str(trash.relative_to(self.ws.root)), entry.title)
 
-    def search(self, query: str, folder: str | None = None, limit: int = 10) -> list[MemoryHit]:
+    def search(self, query: str, folder: str | None = None, limit: int = 10) -> builtins.list[MemoryHit]:
         """Lexical + fuzzy ranking (the search_context machinery), CJK-aware."""
         from archive_mcp.search.ranking import (
             normalised as _normalised,  # as search_context's combsum
         )
 
         if not query.strip():
-            raise MemoryError("the query is empty")
+            raise MemoryStoreError("the query is empty")
         entries = self.list(folder)
         if not entries:
             return []
@@ -260,10 +256,6 @@ class MemoryStore:
             hits.append(MemoryHit(e.folder, e.key, e.title, round(float(total[i]), 6),
                                   _snippet(e.content, set(q) | set(fuzzy_terms)), e.tags, e.updated, matched))
         return hits
-
-
-def _file_stamp() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
 def _title(key: str, content: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -10,9 +10,8 @@ import polars as pl
 from archive_mcp.ingest import store
 from archive_mcp.refiners import PARSERS, Turn
 from archive_mcp.refiners.redact import redact
+from archive_mcp.render import clip
 from archive_mcp.workspaces import Workspace, read_json
-
-MARK = "[… {n:,} more chars cut; raise max_chars to see more]"
 
 
 @dataclass
@@ -60,15 +59,10 @@ class TurnContext:
     turns: list[TurnDetail]
     not_found: list[NotFound]
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def _cut(text: str, budget: int) -> tuple[str, bool]:
-    if len(text) <= budget:
-        return text, False
-    keep = max(0, budget - 60)
-    return text[:keep] + "\n" + MARK.format(n=len(text) - keep), True
+    out = clip(text, max(0, budget))
+    return out, out != text
 
 
 def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
@@ -99,23 +93,23 @@ def _detail(ws: Workspace, row: dict[str, Any], budget: int, include_tools: bool
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
     user, _ = redact(user)
     assistant, _ = redact(assistant)
-    cut_any = False
-    user, c1 = _cut(user, int(budget * 0.3))
-    assistant, c2 = _cut(assistant, int(budget * 0.4))
-    cut_any = c1 or c2
+    # Shares of the turn's budget; what a part leaves unused goes to the tool calls, whose
+    # arguments (what was done) are kept before their outputs (usually bulky).
+    user, c1 = _cut(user, budget // 4)
+    assistant, c2 = _cut(assistant, budget // 3)
+    thinking, c5 = (None, False)
+    if include_thinking and turn:
+        thinking, c5 = _cut(redact(turn.thinking)[0], budget // 6)
+    cut_any = c1 or c2 or c5
     tools: list[ToolDetail] = []
-    if include_tools and turn:
-        calls = turn.tool_calls
-        per = max(200, (budget - len(user) - len(assistant)) // max(1, len(calls)))
-        for c in calls:
-            args, c3 = _cut(redact(c.arguments)[0], per // 3)
+    if include_tools and turn and turn.tool_calls:
+        left = max(0, budget - len(user) - len(assistant) - len(thinking or ""))
+        per = left // len(turn.tool_calls)
+        for c in turn.tool_calls:
+            args, c3 = _cut(redact(c.arguments)[0], per * 2 // 3)
             result, c4 = _cut(redact(c.output_text or str((c.result or {}).get("message", "")))[0], per - len(args))
             cut_any = cut_any or c3 or c4
             tools.append(ToolDetail(c.name, args, c.status, result))
-    thinking = None
-    if include_thinking and turn:
-        thinking, c5 = _cut(redact(turn.thinking)[0], int(budget * 0.2))
-        cut_any = cut_any or c5
     started = row["started_at"]
     return TurnDetail(ws.id, row["session_id"], row["agent"], row["turn"],
                       started.isoformat() if started else None, row["status"], user, assistant,
@@ -125,7 +119,8 @@ def _detail(ws: Workspace, row: dict[str, Any], budget: int, include_tools: bool
 def load_turn_context(ws: Workspace, references: list[TurnRef], before: int = 0, after: int = 0,
                       include_tools: bool = True, include_thinking: bool = False,
                       max_chars: int = 6000) -> TurnContext:
-    """Full turns for the references (plus neighbours), truncated with explicit markers."""
+    """Full turns for the references (plus neighbours); their texts together hold `max_chars`,
+    cut at word boundaries with `…`."""
     wanted: list[tuple[dict[str, Any], bool]] = []
     missing: list[NotFound] = []
     seen: set[tuple[str, str, int]] = set()
@@ -149,6 +144,6 @@ def load_turn_context(ws: Workspace, references: list[TurnRef], before: int = 0,
             if t in turns and key not in seen:
                 seen.add(key)
                 wanted.append((agent_rows.row(turns.index(t), named=True), t == ref.turn))
-    budget = max(300, max_chars // max(1, len(wanted)))
+    budget = max_chars // max(1, len(wanted))
     details = [_detail(ws, row, budget, include_tools, include_thinking, req) for row, req in wanted]
     return TurnContext(details, missing)

@@ -92,9 +92,9 @@ class Postings:
         d_ids: list[np.ndarray] = []
         counts: list[np.ndarray] = []
         lengths: list[int] = []
-        for d, terms in enumerate(docs):
-            c = Counter(terms)
-            lengths.append(len(terms))
+        for d, doc_terms in enumerate(docs):
+            c = Counter(doc_terms)
+            lengths.append(len(doc_terms))
             if not c:
                 continue
             t_ids.append(np.fromiter((term_id.setdefault(t, len(term_id)) for t in c), np.int32, len(c)))

@@ -20,6 +20,7 @@ import polars as pl
 from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
+from archive_mcp.workspaces.clock import now
 
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f]|^\.|\.\.")
 
@@ -91,11 +92,6 @@ class TagResult:
         return asdict(self)
 
 
-def _now() -> str:
-    from datetime import UTC, datetime
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 class ThemeStore:
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
@@ -141,7 +137,7 @@ class ThemeStore:
         return out
 
     def save(self, theme: Theme) -> None:
-        theme.updated = _now()
+        theme.updated = now()
         theme.created = theme.created or theme.updated
         atomic_write_json(self.folder / f"{theme.slug}.json", theme.to_json())
 
@@ -338,7 +334,7 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
         previous = [t for t in store.list() if t.status == "suggested" and t.cluster_id is not None]
         old = {t.cluster_id: {m.key for m in t.members} for t in previous}
         ids = match_clusters({c: {keys[i] for i in idx} for c, idx in keep.items()}, old)  # type: ignore[misc]
-        when = _now()
+        when = now()
         themes = []
         for c, idx in sorted(keep.items(), key=lambda kv: ids[kv[0]]):
             cid = ids[c]

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from archive_mcp.errors import InvalidArgument
 from archive_mcp.themes.decisions import Flag, clip, flag_turn, gist, pair_changes
 from archive_mcp.themes.store import Theme, class_tfidf
 
@@ -111,7 +112,7 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
     last = frame["started_at"].max() if frame.height else None
     gran = choose_granularity(first, last, frame["session_id"].n_unique()) if granularity == "auto" else granularity
     if gran not in ("day", "week", "session"):
-        raise ValueError(f"granularity must be auto, day, week or session, not {granularity!r}")
+        raise InvalidArgument(f"granularity must be auto, day, week or session, not {granularity!r}")
     bucket = {"day": pl.col("started_at").dt.strftime("%Y-%m-%d"),
               "week": pl.col("started_at").dt.truncate("1w").dt.strftime("week of %Y-%m-%d"),
               "session": pl.col("session_id")}[gran]

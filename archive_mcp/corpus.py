@@ -1,0 +1,244 @@
+"""`Corpus`: the archived turns of an `Archive` — ingest, batch refinement, search and exact turns
+read back from the raw logs. `Archive` adds memory and themes on top."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from archive_mcp.errors import NotFound
+from archive_mcp.frames import Frames, WorkspaceArg
+from archive_mcp.ingest import store
+from archive_mcp.ingest.pipeline import (
+    Ingestor,
+    IngestReport,
+    Progress,
+    Skip,
+    embed_item,
+    embed_rows,
+    turn_rows,
+)
+from archive_mcp.refiners import PARSERS, SOURCES
+from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
+from archive_mcp.refiners.redact import redact
+from archive_mcp.refiners.refine import REFINER, Summarizer
+from archive_mcp.refiners.summary import SUMMARY_MAX
+from archive_mcp.refiners.text import shorten
+from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
+from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
+from archive_mcp.search.index import WorkspaceIndex
+from archive_mcp.search.ranking import Tuning
+from archive_mcp.workspaces import Workspace, default_source_roots, locked, model_dir, read_json
+
+
+@dataclass
+class RefineReport:
+    sessions: int = 0
+    turns: int = 0
+    rows_changed: int = 0  # refined rows whose summary, kinds, keywords or files changed (or are new)
+    embedded: int = 0
+    skipped: list[Skip] = field(default_factory=list)
+    embed_error: str | None = None
+
+
+class Corpus(Frames):
+    """The turns of every workspace under one home: archive them, refine them, find them, read them."""
+
+    def __init__(self, home: str | os.PathLike[str] | None = None,
+                 embedder: Embedder | str | None = "static",
+                 summarizer: Summarizer | None = None) -> None:
+        super().__init__(home)
+        self._embedder_spec = embedder
+        self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) else None
+        self.summarizer = summarizer
+        self._indexes: dict[str, WorkspaceIndex] = {}
+        # The MCP server runs tools on worker threads: one index refresh or search at a time.
+        self._index_lock = threading.RLock()
+        self.last_report: IngestReport | None = None
+
+    # --- embedder (lazy: nothing heavy is imported until a vector is needed) ---------------
+    @property
+    def embedder(self) -> Embedder | None:
+        if self._embedder is None and isinstance(self._embedder_spec, str):
+            self._embedder = make_embedder(self._embedder_spec, model_dir())
+        return self._embedder
+
+    # --- ingest and refine -----------------------------------------------------------------
+    def ingest(self, *paths: str | os.PathLike[str], embed: bool = True,
+               progress: Progress | None = None, workers: int | None = None) -> IngestReport:
+        """Archive and refine sessions under `paths` (default: every agent's home that exists:
+        Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI; `report.roots` says which).
+
+        Large batches are parsed and refined in `workers` processes (default: up to 4 cores).
+        """
+        looked = [] if paths else default_source_roots()
+        roots = [Path(p).expanduser() for p in paths] or [p for p in looked if p.exists()]
+        ingestor = Ingestor(self.registry, self.embedder if embed else None, self.summarizer,
+                            progress, workers)
+        report = ingestor.ingest(roots)
+        report.roots = [{"path": str(p), "found": p.exists()} for p in looked]
+        return report
+
+    def refine(self, workspace: WorkspaceArg = None, session: str | None = None,
+               since: datetime | None = None, force: bool = False, embed: bool = True,
+               progress: Progress | None = None) -> RefineReport:
+        """Batch-refine archived sessions from their raw logs.
+
+        A session is refined again when it has no refined file, an older refiner wrote it, or
+        `force`; turns are embedded when their content changed since the last embedding. A
+        summary the client's model wrote (refiner `…+sampling@1`) is kept while its turn's content
+        is unchanged. `rows_changed` counts rows whose summary, kinds, keywords or files changed.
+        """
+        report = RefineReport()
+        plan = [(ws, sid, files) for ws in self._selected(workspace)
+                for sid, files in self.raw_files(ws).items() if session in (None, sid)]
+        if since is not None:
+            cutoff = since if since.tzinfo else since.replace(tzinfo=UTC)
+            plan = [p for p in plan if self._last_activity(p[0], p[1], p[2]) >= cutoff]
+        embedder = None
+        if embed:
+            try:
+                embedder = self.embedder
+            except EmbedderUnavailable as exc:
+                report.embed_error = str(exc)
+        titles: dict[str, dict[str, Any]] = {}  # per workspace, read once: session -> ingest meta
+        for i, (ws, sid, files) in enumerate(plan):
+            if ws.id not in titles:
+                titles[ws.id] = (read_json(ws.state_dir / "ingest.json", {}) or {}).get("sessions", {})
+            with locked(ws.root):
+                current = store.read_refined(ws, sid)
+                stale = force or current.height == 0 or (
+                    current["refiner"].str.split("+").list.first() != REFINER).any()
+                title = titles[ws.id].get(sid, {}).get("title")
+                rows = self._refine_session(ws, sid, files, title, report) if stale else current.to_dicts()
+                if stale and rows:
+                    report.rows_changed += store.carry_over(current.to_dicts(), rows)
+                    store.merge_refined(ws, sid, rows, replace_all=True)
+                    report.turns += len(rows)
+                    report.sessions += 1
+                if embedder is not None and rows and not report.embed_error:
+                    try:
+                        report.embedded += embed_rows(ws, embedder, [(sid, [embed_item(r) for r in rows])],
+                                                      force=force)
+                    except EmbedderUnavailable as exc:
+                        report.embed_error = str(exc)
+            if progress:
+                progress("refine", i + 1, len(plan))
+        return report
+
+    def raw_files(self, ws: Workspace) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """Archived raw logs per session: session id -> [(archive-relative path, ingest state)]."""
+        state = read_json(ws.state_dir / "ingest.json", {}) or {}
+        out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for raw_rel, entry in sorted(state.get("files", {}).items()):
+            out.setdefault(entry["session"], []).append((raw_rel, entry))
+        return out
+
+    def _last_activity(self, ws: Workspace, sid: str, files: list[tuple[str, dict]]) -> datetime:
+        df = store.read_refined(ws, sid)
+        latest = df["started_at"].max() if df.height else None
+        if isinstance(latest, datetime):
+            return latest
+        mtimes = [(ws.root / rel).stat().st_mtime for rel, _ in files if (ws.root / rel).exists()]
+        return datetime.fromtimestamp(max(mtimes, default=0), UTC)
+
+    def _refine_session(self, ws: Workspace, sid: str, files: list[tuple[str, dict[str, Any]]],
+                        title: str | None, report: RefineReport) -> list[dict[str, Any]]:
+        title = redact(title)[0] if title else None
+        own = {e["agent"] for _, e in files}
+        rows: list[dict[str, Any]] = []
+        for raw_rel, entry in files:
+            path = ws.root / raw_rel
+            if not path.exists():
+                report.skipped.append(Skip(raw_rel, "archived raw log is missing"))
+                continue
+            result = PARSERS[entry["source"]](path, stop=entry["archived"])
+            rows += turn_rows(ws.id, entry["source"], sid, entry["agent"], raw_rel, result.turns,
+                              own, self.summarizer)
+        for r in rows:
+            r["title"] = title
+        return rows
+
+    # --- search ----------------------------------------------------------------------------
+    def _model_name(self) -> str | None:
+        if isinstance(self._embedder_spec, str):
+            from archive_mcp.refiners.embed import EMBEDDERS
+            return str(cast(Any, EMBEDDERS[self._embedder_spec]).name)
+        return str(self._embedder_spec.name) if self._embedder_spec is not None else None
+
+    def index(self, ws: Workspace) -> WorkspaceIndex:
+        """The (lazily loaded, automatically refreshed) search index of one workspace."""
+        with self._index_lock:
+            if ws.id not in self._indexes:
+                self._indexes[ws.id] = WorkspaceIndex(ws, self._model_name())
+            return self._indexes[ws.id]
+
+    def search(self, query: str, workspace: WorkspaceArg = None, limit: int = 10,
+               mode: str = "hybrid", session: str | None = None, agent: str | None = None,
+               since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
+               file: str | None = None, theme: str | None = None, kind: str | None = None,
+               cwd: str | None = None, fusion: str | None = None, tuning: Tuning | None = None,
+               rerank: str | None = None, source: str | None = None) -> SearchResults:
+        """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
+
+        Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
+        answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` (`zsum`,
+        the default, `combsum` or `rrf`) and `tuning` (the ranking knobs) are for measuring.
+        `rerank="minilm"` (opt-in) re-scores the top 30 with the full MiniLM: better on
+        conversational questions, but it loads torch once and costs a few hundred ms a query.
+        `source` keeps one agent's sessions: kimi, kimi-code, claude-code, codex or gemini.
+        """
+        if source is not None and source not in SOURCES:
+            raise SearchError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
+        targets = (self._selected(workspace) if workspace is not None
+                   else [self.workspace(cwd=cwd)])
+        embedder = None
+        if mode in ("hybrid", "semantic"):
+            try:
+                embedder = self.embedder
+            except EmbedderUnavailable:
+                embedder = None
+        filters = Filters(session, agent, since, until, tool, file, theme, kind, source)
+        if rerank is not None:
+            tuning = replace(tuning or Tuning(), rerank=rerank)
+        with self._index_lock:
+            for ws in targets:
+                self.index(ws)
+            return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion,
+                                     tuning)
+
+    def load_turn_context(self, references: Sequence[TurnRef | dict[str, Any]],
+                          workspace: str | Workspace | None = None, before: int = 0, after: int = 0,
+                          include_tools: bool = True, include_thinking: bool = False,
+                          max_chars: int = 6000, cwd: str | None = None) -> TurnContext:
+        """Full turns read from the archived raw log by byte range, their text within `max_chars`.
+
+        Unknown references are reported beside the turns found; when none is found, `NotFound`."""
+        ws = self._ws(workspace, cwd)
+        refs = [r if isinstance(r, TurnRef) else TurnRef(str(r["session_id"]), int(r["turn"]),
+                                                         str(r.get("agent") or "main"))
+                for r in references]
+        found = load_turn_context(ws, refs, before, after, include_tools, include_thinking, max_chars)
+        if found.not_found and not found.turns:
+            raise NotFound("; ".join(dict.fromkeys(n.reason for n in found.not_found)))
+        return found
+
+    def set_summaries(self, ws: Workspace, session_id: str, summaries: dict[tuple[str, int], str],
+                      refiner: str) -> int:
+        """Replace the summaries of some turns (e.g. written by the client's model)."""
+        with locked(ws.root):
+            df = store.read_refined(ws, session_id)
+            rows = [{**r, "summary": shorten(redact(summaries[(r["agent"], r["turn"])])[0], SUMMARY_MAX), "refiner": refiner}
+                    for r in df.iter_rows(named=True) if (r["agent"], r["turn"]) in summaries]
+            for r in rows:
+                for col in ("started_at", "ended_at"):
+                    r[col] = int(r[col].timestamp() * 1_000_000) if r[col] else None
+            if rows:
+                store.merge_refined(ws, session_id, rows)
+        return len(rows)
+

@@ -1,0 +1,266 @@
+"""The MCP face under load and abuse: a slow call never holds up another client, and every tool
+answers hostile arguments with a tool error that says what to do, or a result within its budget."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from archive_mcp import Archive
+from archive_mcp.mcp.server import build_server
+from archive_mcp.mcp.toolkit import DEFAULT_BUDGET
+
+pytestmark = pytest.mark.anyio
+
+LOGIN = "session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13"
+CWD = "/home/alice/projects/webapp/src"
+REQUIRED: dict[str, dict[str, Any]] = {
+    "search_context": {"query": "login"},
+    "load_turn_context": {"references": [{"session_id": LOGIN, "turn": 0}]},
+    "refine_session_turns": {"session_id": LOGIN},
+    "remember": {"key": "k", "content": "c"},
+    "recall": {"key": "k"},
+    "search_memory": {"query": "x"},
+    "forget": {"key": "k", "folder": "knowledge"},
+    "save_lesson": {"situation": "s", "mistake": "m", "correction": "c"},
+    "import_memory": {"path": "exports/none.json"},
+    "tag_theme": {"theme": "t", "seeds": ["login"]},
+    "trace_theme": {"theme": "t"},
+    "delete_theme": {"theme": "t"},
+}
+UNKNOWN = {"workspace": "nope", "session_id": "nope", "session": "nope", "key": "nope", "theme": "nope",
+           "path": "/nonexistent/export.json", "references": [{"session_id": "nope", "turn": 0}],
+           "workspaces": ["nope"], "folder": "nope"}
+HUGE = "word " * 600_000  # 3 MB
+
+
+@pytest.fixture
+def archive(kimi_root: Path, kimi_code_root: Path, fake_embedder) -> Archive:  # noqa: ANN001
+    a = Archive(embedder=fake_embedder)
+    a.ingest(kimi_root, kimi_code_root)
+    return a
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_list_workspaces_answers_within_200_ms_while_another_client_runs_a_5_second_call(
+        archive: Archive, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    started = threading.Event()
+    real_search = archive.search
+
+    def slow_search(query: str, *args: Any, **kwargs: Any) -> Any:
+        if query == "slow":
+            started.set()
+            time.sleep(5)  # blocking work, as a 2.6 MB query or a held lock would be
+        return real_search(query, *args, **kwargs)
+
+    monkeypatch.setattr(archive, "search", slow_search)
+    port = _free_port()
+    web = uvicorn.Server(uvicorn.Config(build_server(archive, cwd=CWD).streamable_http_app(), host="127.0.0.1",
+                                       port=port, log_level="warning"))
+    thread = threading.Thread(target=web.run, daemon=True)
+    thread.start()
+    try:
+        while not web.started:
+            await anyio.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url) as first, Client(url) as second:
+            assert not (await second.call_tool("list_workspaces", {})).is_error
+            slow: dict[str, Any] = {}
+
+            async def run_slow() -> None:
+                t0 = time.perf_counter()
+                slow["result"] = await first.call_tool("search_context", {"query": "slow"})
+                slow["seconds"] = time.perf_counter() - t0
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run_slow)
+                while not started.is_set():
+                    await anyio.sleep(0.01)
+                t0 = time.perf_counter()
+                listed = await second.call_tool("list_workspaces", {"detail": "compact"})
+                elapsed = time.perf_counter() - t0
+                tools0 = time.perf_counter()
+                await second.list_tools()
+                listing = time.perf_counter() - tools0
+        assert not listed.is_error and len(listed.structured_content["workspaces"]) == 2
+        assert elapsed < 0.2, f"list_workspaces took {elapsed:.3f} s behind a slow call"
+        assert listing < 0.2
+        assert slow["seconds"] >= 5 and not slow["result"].is_error
+    finally:
+        web.should_exit = True
+        thread.join(10)
+
+
+def _hostile_values(prop: dict[str, Any]) -> list[Any]:
+    """A wrong type, an empty value, a huge one; for numbers, out of range both ways."""
+    kinds = {t.get("type") for t in prop.get("anyOf", [prop])}
+    wrong = "not-a-list" if kinds & {"array", "object"} else {"unexpected": ["object"]}
+    empty = [] if "array" in kinds else {} if "object" in kinds else ""
+    huge = [HUGE] if "array" in kinds else HUGE
+    numbers = [-1, 10**12] if kinds & {"integer", "number"} else []
+    return [wrong, empty, huge, *numbers]
+
+
+def _budget(args: dict[str, Any]) -> int:
+    for name in ("max_output_chars", "max_chars"):
+        if isinstance(args.get(name), int) and 500 <= args[name] <= 200_000:
+            return int(args[name])
+    return DEFAULT_BUDGET
+
+
+def _check(name: str, args: dict[str, Any], r: Any, tool: Any) -> None:
+    text = r.content[0].text if r.content else ""
+    shown = {k: (v[:20] if isinstance(v, str) else v) for k, v in args.items()}
+    if r.is_error:
+        for leak in ("pydantic", "validation error for", "Traceback", "input_type=", "https://"):
+            assert leak not in text, (name, shown, text[:300])
+        assert text.strip() != f"Error executing tool {name}", (name, shown)  # a crash, not a mistake
+        assert len(text) <= 2000, (name, shown, len(text))
+    else:
+        budget = _budget(args)
+        assert len(text) <= budget, (name, shown, len(text))
+        assert len(json.dumps(r.structured_content, ensure_ascii=False)) <= budget, (name, shown)
+
+
+async def test_every_tool_answers_hostile_arguments_with_a_tool_error_or_a_result_within_budget(archive: Archive) -> None:
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        tools = (await client.list_tools()).tools
+        assert len(tools) == 23
+        for tool in tools:
+            base = REQUIRED.get(tool.name, {})
+            props = tool.input_schema["properties"]
+            cases = [{**base, p: v} for p, prop in props.items() for v in _hostile_values(prop)]
+            cases += [{**base, p: v} for p, v in UNKNOWN.items() if p in props]
+            cases += [{k: v for k, v in base.items() if k != p} for p in base]  # a required argument missing
+            for args in cases:
+                r = await client.call_tool(tool.name, args)
+                _check(tool.name, args, r, tool)
+
+
+async def test_a_validation_error_names_the_argument_and_what_to_do(archive: Archive) -> None:
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        r = await client.call_tool("search_context", {"query": "x", "limit": 0})
+        missing = await client.call_tool("recall", {})
+    assert r.is_error
+    assert r.content[0].text == ("search_context: argument `limit` input should be greater than or equal to 1 (got 0). "
+                                 "`limit`: Most hits to return, best first. Fix the argument and call search_context again.")
+    assert missing.content[0].text.startswith("recall: argument `key` is required. `key`: The memory's key")
+
+
+async def test_a_library_error_reaches_the_agent_as_its_own_message(archive: Archive) -> None:
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        r = await client.call_tool("recall", {"key": "nope"})
+        unknown = await client.call_tool("load_turn_context", {"references": [{"session_id": "nope", "turn": 0}]})
+    assert r.is_error and r.content[0].text == "no memory 'nope'. List them with list_memories."
+    assert unknown.is_error and unknown.content[0].text == (
+        "no session 'nope' in workspace webapp; find one with search_context or list_sessions")
+
+
+@pytest.mark.parametrize("budget", [500, 2000, 30_000])
+async def test_structured_content_and_text_hold_the_budget(archive: Archive, budget: int) -> None:
+    for i in range(40):
+        archive.memory("webapp").remember(f"note-{i}", "a long memory about login forms " * 200, "knowledge")
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        r = await client.call_tool("organize_memories", {"max_output_chars": budget})
+        recent = await client.call_tool("recall_recent", {"limit": 40, "max_output_chars": budget})
+    for res in (r, recent):
+        assert not res.is_error
+        assert len(res.content[0].text) <= budget
+        assert len(json.dumps(res.structured_content, ensure_ascii=False)) <= budget
+    assert recent.structured_content["truncated"] is True
+
+
+async def test_load_turn_context_keeps_tool_arguments_before_outputs(archive: Archive) -> None:
+    found = archive.load_turn_context([{"session_id": LOGIN, "turn": 0}], workspace="webapp", max_chars=600)
+    turn = found.turns[0]
+    total = len(turn.user_text) + len(turn.assistant_text) + sum(len(c.arguments) + len(c.result) for c in turn.tool_calls)
+    assert total <= 600
+    assert all(not c.arguments.endswith("…") or len(c.arguments) >= len(c.result) for c in turn.tool_calls)
+
+
+async def test_resources_honour_the_clients_roots(archive: Archive) -> None:
+    from mcp_types import ListRootsResult, Root
+
+    archive.organize_memories("# Essence\n- ml\n", workspace="ml-pipeline")
+    archive.memory("ml-pipeline").remember("jpeg", "Use turbojpeg.", "decisions")
+    ml_path = archive.workspace("ml-pipeline").paths[0]
+
+    async def roots(context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=f"file://{ml_path}")])
+
+    async with Client(build_server(archive, cwd="/"), list_roots_callback=roots) as client:
+        essence = await client.read_resource("essence://essence")
+        memory = await client.read_resource("memory://decisions/jpeg")
+        tool = await client.call_tool("recall", {"key": "jpeg"})
+    assert essence.contents[0].text == "# Essence\n- ml\n"
+    assert "Use turbojpeg." in memory.contents[0].text and not tool.is_error
+
+
+async def test_export_memory_returns_a_path_import_memory_takes(archive: Archive) -> None:
+    archive.memory("webapp").remember("date-lib", "Use date-fns.", "decisions", sources=[f"{LOGIN}:0"])
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        exported = await client.call_tool("export_memory", {"filename": "x.json"})
+        imported = await client.call_tool("import_memory", {"path": exported.structured_content["path"]})
+        updated = await client.call_tool("remember", {"key": "date-lib", "content": "Use date-fns v3.", "folder": "decisions"})
+        empty = await client.call_tool("tag_theme", {"theme": "nothing"})
+    assert exported.structured_content["path"] == "exports/x.json"
+    assert not imported.is_error and imported.structured_content["unchanged"] == ["memory/decisions/date-lib"]
+    assert updated.structured_content["sources"] == [f"{LOGIN}:0"]
+    assert empty.is_error and "give references" in empty.content[0].text
+    assert "nothing" not in [t.name for t in archive.list_themes("webapp")]
+
+
+async def test_bootstrap_names_themes_and_flags_forgotten_sources(archive: Archive) -> None:
+    archive.memory("webapp").remember("date-lib", "Use date-fns.", "decisions")
+    archive.organize_memories("# Essence\n- date-fns\n> source: memory/decisions/date-lib\n", workspace="webapp")
+    archive.tag_theme("Login Flow", "webapp", seeds=["handleLogin"])
+    archive.memory("webapp").forget("date-lib", "decisions")
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        r = await client.call_tool("bootstrap_workspace", {})
+    assert r.structured_content["themes"] == ["Login Flow"]
+    assert r.structured_content["missing_sources"] == ["memory/decisions/date-lib"]
+    assert "cites memories that are gone: memory/decisions/date-lib" in r.content[0].text
+
+
+async def test_every_tool_has_a_title_and_every_parameter_a_description(archive: Archive) -> None:
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        tools = (await client.list_tools()).tools
+    for t in tools:
+        assert t.title and t.title != t.name, t.name
+        assert [p for p, v in t.input_schema["properties"].items() if not v.get("description")] == [], t.name
+    search = next(t for t in tools if t.name == "search_context").description or ""
+    assert "use search_memory for what was decided" in search and "trace_theme to follow one topic" in search
+
+
+def test_the_server_answers_initialize_without_importing_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, anyio\n"
+            "from mcp import Client\n"
+            "from archive_mcp.cli.main import main\n"
+            "from archive_mcp.mcp.server import build_server\n"
+            "from archive_mcp import Archive\n"
+            "async def go():\n"
+            "    async with Client(build_server(Archive(sys.argv[1], embedder=None), cwd='/')) as c:\n"
+            "        assert len((await c.list_tools()).tools) == 23\n"
+            "anyio.run(go)\n"
+            "print(sorted(m for m in ('torch', 'sentence_transformers', 'sklearn', 'matplotlib') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "home")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -1,0 +1,41 @@
+"""The sdist carries what its tests need, and they pass from the unpacked sdist; the licence ships."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_the_sdist_runs_its_own_tests(tmp_path: Path) -> None:
+    from setuptools import build_meta
+
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        name = build_meta.build_sdist(str(tmp_path / "dist"))
+    finally:
+        os.chdir(cwd)
+    with tarfile.open(tmp_path / "dist" / name) as tar:
+        members = {m.name.split("/", 1)[1] for m in tar.getmembers() if "/" in m.name}
+        tar.extractall(tmp_path / "src", filter="data")
+    for needed in ("LICENSE", "README.md", ".ci/run", "tests/conftest.py", "tests/fixtures/kimi", "notebooks/make_notebooks.py",
+                   "notebooks/02_theme_timelines.ipynb", "refiners/refine.py", "workspaces/registry.py",
+                   "archive_mcp/refiners/refine.py", "archive_mcp/sample/kimi/kimi.json"):
+        assert needed in members, needed
+    src = tmp_path / "src" / name.removesuffix(".tar.gz")
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                             "tests/test_docs.py", "tests/test_layers.py", "tests/test_workspaces.py"],
+                            cwd=src, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert " passed" in result.stdout.splitlines()[-1]
+
+
+def test_the_mit_licence_ships() -> None:
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License") and 'license = "MIT"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
