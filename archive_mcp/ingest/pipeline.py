@@ -8,38 +8,33 @@ resumes (the start of the turn that may still change).
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Callable, Iterable, Iterator, Set
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable, Set
 from dataclasses import asdict, dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from archive_mcp.ingest import store
+from archive_mcp.ingest.raw import DIR_MODE, archive_file, snapshot_file
+from archive_mcp.ingest.workers import JobPool
 from archive_mcp.refiners import PARSERS, RefineContext, SessionSource, Turn, discover, refine_turn
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
-from archive_mcp.refiners.lines import complete_prefix
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
 from archive_mcp.refiners.text import shorten
 from archive_mcp.workspaces import (
     Registry,
     Workspace,
-    atomic_write_bytes,
     atomic_write_json,
+    clean_orphans,
     locked,
     read_json,
+    safe_id,
     workspace_id,
 )
 
-HEAD = 4096
-CHUNK = 1 << 20
 EMBED_BATCH = 2048
 EMBED_FLUSH = 8 * EMBED_BATCH  # embed and drop pending payloads once this many have arrived
-PARALLEL_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
 
 Progress = Callable[[str, int, int], None]  # (label, done, total)
 
@@ -84,74 +79,101 @@ class Ingestor:
                  workers: int | None = None) -> None:
         self.registry = registry
         self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
+        self.pool = JobPool(guarded_session_job, self.workers)
+        self._total = self._done = 0
         self.embedder = embedder
         self.summarizer = summarizer
         self.progress = progress or (lambda label, done, total: None)
 
     # --- discovery -------------------------------------------------------------------------
     def ingest(self, paths: Iterable[Path]) -> IngestReport:
+        """Archive every session under `paths`. A fault in one session (discovery, parsing,
+        refining) is reported and skips that session only, without advancing its state, so the
+        rest is archived and a later run retries it. Each workspace is locked only while its own
+        sessions are archived and its state saved."""
         report = IngestReport()
         by_ws: dict[str, tuple[str | None, list[SessionSource]]] = {}
         for path in paths:
-            found = discover(Path(path))
+            try:
+                found = discover(Path(path))
+            except Exception as exc:  # noqa: BLE001 - one unreadable root must not stop the others
+                report.skipped.append(Skip(str(path), f"could not look for sessions: {_reason(exc)}"))
+                continue
             report.skipped += [Skip(p, r) for p, r in found.skipped]
             for session in found.sessions:
                 ws_id, work_dir = self._identify(session)
                 by_ws.setdefault(ws_id, (work_dir, []))[1].append(session)
-        total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
-        done = 0
-        with ExitStack() as held:  # every touched workspace stays locked until its state is saved
-            plan: list[tuple[Workspace, dict[str, Any], list[SessionJob]]] = []
+        self._total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
+        self._done = 0
+        try:
             for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
-                ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
+                try:
+                    ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
+                except OSError as exc:
+                    report.skipped += [Skip(str(s.session_dir), f"workspace {ws_id}: {_reason(exc)}")
+                                       for s in sessions]
+                    continue
                 report.workspaces.append(ws.id)
-                held.enter_context(locked(ws.root))
-                state = read_json(ws.state_dir / "ingest.json", {}) or {}
-                state.setdefault("files", {})
-                state.setdefault("sessions", {})
-                jobs: list[SessionJob] = []
-                for session in sessions:
-                    job = self._archive_session(ws, session, state, report)
-                    if job is not None:
-                        jobs.append(job)
-                    done += len(session.files)
-                    self.progress("archive", done, total)
-                plan.append((ws, state, jobs))
-            # Outcomes stream in job order; embedding payloads are flushed in batches, so memory
-            # stays bounded however many turns arrive (a 1M-turn ingest held them all before).
-            outcomes = self._run_jobs([j for _, _, jobs in plan for j in jobs])
-            for ws, state, jobs in plan:
-                pending: list[tuple[str, list[EmbedItem]]] = []
-                waiting = 0
-                for job in jobs:
-                    res = next(outcomes)
-                    self._apply(job, res, state, report)
-                    if res.embed_items:
-                        pending.append((job.session_id, res.embed_items))
-                    waiting += len(res.embed_items)
-                    if waiting >= EMBED_FLUSH:
-                        self._embed(ws, pending, report)
-                        pending, waiting = [], 0
-                self._embed(ws, pending, report)
-                atomic_write_json(ws.state_dir / "ingest.json", state)
+                with locked(ws.root):  # released as soon as this workspace's state is saved
+                    self._ingest_workspace(ws, sessions, report)
+        finally:
+            self.pool.close()
         return report
 
+    def _ingest_workspace(self, ws: Workspace, sessions: list[SessionSource], report: IngestReport) -> None:
+        clean_orphans(ws.root)
+        if ws.raw_dir.is_dir():
+            ws.raw_dir.chmod(DIR_MODE)
+        state = read_json(ws.state_dir / "ingest.json", {}) or {}
+        state.setdefault("files", {})
+        state.setdefault("sessions", {})
+        jobs: list[SessionJob] = []
+        for session in sessions:
+            try:
+                job = self._archive_session(ws, session, state, report)
+            except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
+                report.skipped.append(Skip(str(session.session_dir), f"session skipped: {_reason(exc)}"))
+                job = None
+            if job is not None:
+                jobs.append(job)
+            self._done += len(session.files)
+            self.progress("archive", self._done, self._total)
+        # Outcomes stream in job order; embedding payloads are flushed in batches, so memory
+        # stays bounded however many turns arrive (a 1M-turn ingest held them all before).
+        pending: list[tuple[str, list[EmbedItem]]] = []
+        waiting = 0
+        size = sum(f.entry["archived"] - f.entry["parse_offset"] for j in jobs for f in j.files)
+        for job, res in zip(jobs, self.pool.run(jobs, self.summarizer, size, self.progress), strict=True):
+            self._apply(job, res, state, report)
+            if res.embed_items:
+                pending.append((job.session_id, res.embed_items))
+            waiting += len(res.embed_items)
+            if waiting >= EMBED_FLUSH:
+                self._embed(ws, pending, report)
+                pending, waiting = [], 0
+        self._embed(ws, pending, report)
+        atomic_write_json(ws.state_dir / "ingest.json", state)
+
     def _identify(self, session: SessionSource) -> tuple[str, str | None]:
-        """Workspace id and work dir: Python-Kimi buckets are already md5(work dir)."""
+        """Workspace id and work dir: Python-Kimi buckets are already md5(work dir); a bucket
+        name outside the safe alphabet gets a safe id derived from it."""
         for wd in session.work_dirs:
             if session.source == "kimi-code" or workspace_id(wd) == session.bucket:
                 return workspace_id(wd), wd
-        return session.bucket, None
+        return safe_id(session.bucket), None
 
     # --- one session: copy new bytes, then parse and refine what changed --------------------
     def _archive_session(self, ws: Workspace, session: SessionSource, state: dict[str, Any],
                          report: IngestReport) -> SessionJob | None:
         prefix = f"raw/{session.source}/{store.session_file_stem(session.session_id)}"
         for snap in session.snapshots:
-            self._snapshot(ws, snap.path, f"{prefix}/{snap.rel}", report)
+            try:
+                snapshot_file(snap.path, ws.root / f"{prefix}/{snap.rel}", ws.raw_dir)
+            except OSError as exc:
+                report.skipped.append(Skip(str(snap.path), _os_reason(exc)))
         meta = state["sessions"].setdefault(session.session_id, {"source": session.source})
         if session.title:
-            meta["title"] = session.title
+            meta["title"] = redact(session.title)[0]
         own_agents = frozenset(f.agent for f in session.files)
         files: list[FileJob] = []
         for f in session.files:
@@ -160,36 +182,30 @@ class Ingestor:
                 "source_path": str(f.path), "session": session.session_id, "agent": f.agent,
                 "source": session.source, "archived": 0, "parse_offset": 0, "parse_line": 1,
                 "next_index": 0, "protocol": None, "open_turn": None})
+            before = dict(entry)
             report.files += 1
             try:
-                changed = self._archive(f.path, ws.root / raw_rel, entry, report)
+                added = archive_file(f.path, ws.root / raw_rel, ws.raw_dir, entry,
+                                     lambda reason, src=f.path: report.skipped.append(Skip(str(src), reason)))
             except OSError as exc:
                 report.skipped.append(Skip(str(f.path), _os_reason(exc)))
                 continue
-            if changed:
+            report.bytes_archived += added
+            if added:
                 report.files_changed += 1
-                files.append(FileJob(f.agent, raw_rel, dict(entry)))
+                files.append(FileJob(f.agent, raw_rel, dict(entry), before))
         if not files:
             return None
         return SessionJob(ws.id, ws.name, str(ws.root), session.source, session.session_id,
                           meta.get("title"), files, own_agents, self.embedder is not None)
 
-    def _run_jobs(self, jobs: list[SessionJob]) -> Iterator[SessionOutcome]:
-        """Parse, refine and write each changed session, yielding outcomes in job order; in
-        worker processes when there is a lot to do."""
-        new_bytes = sum(f.entry["archived"] - f.entry["parse_offset"] for j in jobs for f in j.files)
-        if self.summarizer is None and len(jobs) > 1 and new_bytes >= PARALLEL_BYTES and self.workers > 1:
-            with ProcessPoolExecutor(self.workers, mp_context=get_context("spawn")) as pool:
-                for i, res in enumerate(pool.map(run_session_job, jobs, chunksize=4)):
-                    self.progress("refine", i + 1, len(jobs))
-                    yield res
-            return
-        for i, job in enumerate(jobs):
-            self.progress("refine", i + 1, len(jobs))
-            yield run_session_job(job, self.summarizer)
-
     def _apply(self, job: SessionJob, res: SessionOutcome, state: dict[str, Any], report: IngestReport) -> None:
         """Record what a session's job did in the ingest state and the report."""
+        if res.error is not None:  # nothing of this session advances: the next run retries it
+            for fjob in job.files:
+                state["files"][fjob.raw_rel] = fjob.before
+            report.skipped.append(Skip(job.files[0].entry["source_path"], f"session skipped: {res.error}"))
+            return
         for fjob, fres in zip(job.files, res.files, strict=True):
             entry = state["files"][fjob.raw_rel]
             for line, kind, error in fres.problems:
@@ -204,67 +220,9 @@ class Ingestor:
                     report.turns_added += 1
             entry.update(fres.entry_update)
         if res.title and "title" not in state["sessions"][job.session_id]:
-            state["sessions"][job.session_id]["title"] = res.title
+            state["sessions"][job.session_id]["title"] = redact(res.title)[0]
         if res.rows:
             report.sessions += 1
-
-    def _archive(self, src: Path, dst: Path, entry: dict[str, Any], report: IngestReport) -> bool:
-        """Append the source's new whole lines to the archived copy; True when bytes were added."""
-        st = os.stat(src)
-        if st.st_size == entry.get("size") and st.st_mtime_ns == entry.get("mtime_ns"):
-            return False
-        archived = int(entry["archived"])
-        if dst.exists() and dst.stat().st_size > archived:  # a crash after append, before state
-            os.truncate(dst, archived)
-        with open(src, "rb") as fh:
-            if archived:
-                head = fh.read(int(entry["head_len"]))
-                if hashlib.sha1(head).hexdigest() != entry["head"] or st.st_size < archived:
-                    report.skipped.append(Skip(str(src), "source was rewritten or truncated since it "
-                                               "was archived; the archived copy is kept unchanged"))
-                    entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
-                    return False
-            end = complete_prefix(src, archived, st.st_size)
-            if end > archived:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                fh.seek(archived)
-                try:
-                    with open(dst, "ab") as out:
-                        left = end - archived
-                        while left:
-                            chunk = fh.read(min(CHUNK, left))
-                            if not chunk:
-                                raise OSError(f"{src} shrank while it was being archived")
-                            out.write(chunk)
-                            left -= len(chunk)
-                        out.flush()
-                        os.fsync(out.fileno())
-                except BaseException:
-                    if dst.exists():
-                        os.truncate(dst, archived)
-                    raise
-            if archived < HEAD and end > archived:
-                fh.seek(0)
-                head = fh.read(min(HEAD, end))
-                entry["head"], entry["head_len"] = hashlib.sha1(head).hexdigest(), len(head)
-        entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
-        if end < st.st_size:
-            report.skipped.append(Skip(str(src), "last line is incomplete (the session is still being "
-                                       "written); it is archived once it is complete"))
-        report.bytes_archived += end - archived
-        entry["archived"] = end
-        return end > archived
-
-    def _snapshot(self, ws: Workspace, src: Path, rel: str, report: IngestReport) -> None:
-        """Small whole-file copies (state.json, meta.json); rewritten atomically when changed."""
-        try:
-            data = src.read_bytes()
-        except OSError as exc:
-            report.skipped.append(Skip(str(src), _os_reason(exc)))
-            return
-        dst = ws.root / rel
-        if not dst.exists() or dst.read_bytes() != data:
-            atomic_write_bytes(dst, data)
 
     # --- embeddings ------------------------------------------------------------------------
     def _embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]],
@@ -282,6 +240,7 @@ class FileJob:
     agent: str
     raw_rel: str
     entry: dict[str, Any]  # a copy of the file's ingest state: where parsing resumes
+    before: dict[str, Any]  # the state before this run's bytes were archived (restored on failure)
 
 
 @dataclass
@@ -313,6 +272,16 @@ class SessionOutcome:
     title: str | None
     rows: int
     embed_items: list[EmbedItem]
+    error: str | None = None  # the session failed: nothing of it was written
+
+
+def guarded_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> SessionOutcome:
+    """`run_session_job`, with any fault turned into an outcome that names it (the session is
+    then skipped and retried by the next ingest)."""
+    try:
+        return run_session_job(job, summarizer)
+    except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
+        return SessionOutcome([], None, 0, [], _reason(exc))
 
 
 EmbedItem = tuple[str, int, str, str]  # agent, turn, content hash, text to embed
@@ -391,6 +360,14 @@ def embed_rows(ws: Workspace, embedder: Embedder, pending: list[tuple[str, list[
         if progress:
             progress("embed", done, len(todo))
     return done
+
+
+def _reason(exc: BaseException) -> str:
+    """A one-line reason for a fault: its type and message, cut short."""
+    if isinstance(exc, OSError):
+        return _os_reason(exc)
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _os_reason(exc: OSError) -> str:
