@@ -11,7 +11,7 @@ from typing import Any
 
 from .lines import LineReader
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, count, epoch, parts_text
-from .sources import Discovery, SessionSource, SourceFile, load_json, subdirs
+from .sources import Discovery, SessionSource, SourceFile, load_json, subdirs, unreadable
 
 SOURCE = "kimi"
 LEGACY_PROTOCOL = "1.1"
@@ -260,17 +260,24 @@ def discover(path: Path) -> Discovery | None:
     work_dirs = _work_dirs(share)
     found = Discovery()
     for bucket in buckets:
-        if not bucket.is_dir():
+        try:
+            if not bucket.is_dir():
+                continue
+            entries = sorted(bucket.iterdir())
+        except OSError as exc:
+            found.skipped.append((str(bucket), unreadable(exc)))
             continue
-        for d in sorted(bucket.iterdir()):
-            if d.is_dir() and _is_session_dir(d):
-                found.sessions.append(_session(d, work_dirs))
-            elif d.suffix == ".jsonl":
-                found.skipped.append((str(d), "pre-0.59 context-only session (no wire.jsonl); not archived"))
-            elif d.is_dir():
-                found.skipped.append((str(d), "no wire.jsonl: not a session"))
+        for d in entries:
+            try:
+                if d.is_dir() and _is_session_dir(d):
+                    found.sessions.append(_session(d, work_dirs))
+                elif d.suffix == ".jsonl":
+                    found.skipped.append((str(d), "pre-0.59 context-only session (no wire.jsonl); not archived"))
+                elif d.is_dir():
+                    found.skipped.append((str(d), "no wire.jsonl: not a session"))
+            except OSError as exc:
+                found.skipped.append((str(d), unreadable(exc)))
     return found
-
 
 
 def _has_buckets(path: Path) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 from .lines import LineReader
 from .model import ParseResult, Problem, Step, ToolCall, Turn, count, epoch, parts_text
-from .sources import Discovery, SessionSource, SourceFile, load_json, subdirs
+from .sources import Discovery, SessionSource, SourceFile, load_json, subdirs, unreadable
 
 SOURCE = "kimi-code"
 DEFAULT_PROTOCOL = "1.4"
@@ -242,9 +242,17 @@ def discover(path: Path) -> Discovery | None:
     index = _index(home)
     found = Discovery()
     for bucket in sorted(buckets):
-        for d in sorted(subdirs(bucket)):
-            if _is_session_dir(d):
-                found.sessions.append(_session(d, index))
-            else:
-                found.skipped.append((str(d), "no agents/ folder: not a Kimi Code session"))
+        try:
+            entries = sorted(d for d in bucket.iterdir() if d.is_dir())
+        except OSError as exc:
+            found.skipped.append((str(bucket), unreadable(exc)))
+            continue
+        for d in entries:
+            try:
+                if _is_session_dir(d):
+                    found.sessions.append(_session(d, index))
+                else:
+                    found.skipped.append((str(d), "no agents/ folder: not a Kimi Code session"))
+            except OSError as exc:
+                found.skipped.append((str(d), unreadable(exc)))
     return found
