@@ -345,8 +345,11 @@ class Archive:
                      .collect().to_dicts())
         return export_memory(ws, include_turns, filename, turns)
 
-    def import_memory(self, path: str | os.PathLike[str], workspace: str | Workspace | None = None) -> ImportReport:
-        return import_memory(self._ws(workspace), Path(path))
+    def import_memory(self, path: str | os.PathLike[str], workspace: str | Workspace | None = None,
+                      allow_path: bool = False) -> ImportReport:
+        """Import an export: a file name in the workspace's `exports/` (any other path only with
+        `allow_path`)."""
+        return import_memory(self._ws(workspace), Path(path), allow_path)
 
     # --- themes ----------------------------------------------------------------------------
     def themes_store(self, workspace: str | Workspace | None = None) -> ThemeStore:

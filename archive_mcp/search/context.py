@@ -9,7 +9,7 @@ import polars as pl
 
 from archive_mcp.ingest import store
 from archive_mcp.refiners import PARSERS, Turn
-from archive_mcp.refiners.redact import redact
+from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.workspaces import Workspace, read_json
 
 MARK = "[… {n:,} more chars cut; raise max_chars to see more]"
@@ -96,24 +96,27 @@ def _detail(ws: Workspace, row: dict[str, Any], budget: int, include_tools: bool
     turn = _parse_turn(ws, row)
     user = turn.user_text if turn else row["user_text"]
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
-    user, _ = redact(user)
-    assistant, _ = redact(assistant)
+    calls = turn.tool_calls if turn else []
+    outputs = [c.output_text or str((c.result or {}).get("message", "")) for c in calls]
+    known = secret_values([user, assistant, turn.thinking if turn else "",
+                           *(c.arguments for c in calls), *outputs])
+    user, _ = redact(user, known)
+    assistant, _ = redact(assistant, known)
     cut_any = False
     user, c1 = _cut(user, int(budget * 0.3))
     assistant, c2 = _cut(assistant, int(budget * 0.4))
     cut_any = c1 or c2
     tools: list[ToolDetail] = []
     if include_tools and turn:
-        calls = turn.tool_calls
         per = max(200, (budget - len(user) - len(assistant)) // max(1, len(calls)))
-        for c in calls:
-            args, c3 = _cut(redact(c.arguments)[0], per // 3)
-            result, c4 = _cut(redact(c.output_text or str((c.result or {}).get("message", "")))[0], per - len(args))
+        for c, output in zip(calls, outputs, strict=True):
+            args, c3 = _cut(redact(c.arguments, known)[0], per // 3)
+            result, c4 = _cut(redact(output, known)[0], per - len(args))
             cut_any = cut_any or c3 or c4
             tools.append(ToolDetail(c.name, args, c.status, result))
     thinking = None
     if include_thinking and turn:
-        thinking, c5 = _cut(redact(turn.thinking)[0], int(budget * 0.2))
+        thinking, c5 = _cut(redact(turn.thinking, known)[0], int(budget * 0.2))
         cut_any = cut_any or c5
     started = row["started_at"]
     return TurnDetail(ws.id, row["session_id"], row["agent"], row["turn"],
