@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from archive_mcp.errors import ArchiveError
 from archive_mcp.ingest import store
 from archive_mcp.ingest.pipeline import (
     Ingestor,
@@ -22,6 +23,7 @@ from archive_mcp.ingest.pipeline import (
     embed_rows,
     turn_rows,
 )
+from archive_mcp.ingest.purge import PurgeReport, purge_session
 from archive_mcp.memory.essence import (
     Bootstrap,
     ImportReport,
@@ -35,14 +37,14 @@ from archive_mcp.memory.essence import (
     sync_workspace_index,
 )
 from archive_mcp.memory.store import FOLDERS as MEMORY_FOLDERS
-from archive_mcp.memory.store import MemoryEntry, MemoryError, MemoryStore, slugify
+from archive_mcp.memory.store import MemoryEntry, MemoryStore, slugify
 from archive_mcp.refiners import PARSERS
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import REFINER, Summarizer
 from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empty_refined
 from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
-from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
+from archive_mcp.search.engine import Filters, SearchResults, search_workspaces
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.themes.store import Discovery as ThemeDiscovery
 from archive_mcp.themes.store import (
@@ -58,7 +60,6 @@ from archive_mcp.themes.timeline import Timeline, build_timeline
 from archive_mcp.workspaces import (
     Registry,
     Workspace,
-    WorkspaceError,
     archive_home,
     default_source_roots,
     locked,
@@ -193,6 +194,11 @@ class Archive:
             if progress:
                 progress("refine", i + 1, len(plan))
         return report
+
+    def purge_session(self, session_id: str, workspace: str | Workspace | None = None) -> PurgeReport:
+        """Delete a session's raw copies (which keep its secrets), refined rows, embeddings, state
+        and theme memberships; a later ingest archives it afresh if its source still exists."""
+        return purge_session(self._ws(workspace), session_id)
 
     def raw_files(self, ws: Workspace) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         """Archived raw logs per session: session id -> [(archive-relative path, ingest state)]."""
@@ -543,4 +549,4 @@ def _ref(r: TurnRef | dict[str, Any]) -> TurnRef:
 
 
 # Mistakes a caller can fix; the CLI turns them into exit code 1, the MCP server into tool errors.
-USER_ERRORS: tuple[type[Exception], ...] = (WorkspaceError, MemoryError, ThemeError, SearchError)
+USER_ERRORS: tuple[type[Exception], ...] = (ArchiveError,)  # Workspace/Memory/Theme/SearchError, Busy, ...

@@ -45,7 +45,8 @@ _MYSQL = re.compile(r"(?i)(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\
 # `password = hunter2`, `API_KEY: "…"`, `"secret": "…"`: keep the name, drop the value.
 _ASSIGN = re.compile(
     r"(?i)(\b[\w.\-]*(?:password|passwd|pwd|pass|secret|token|credential|api[_-]?key|access[_-]?key|"
-    r"auth[_-]?token|private[_-]?key|client[_-]?secret)[\w.\-]*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;]{4,})")
+    r"auth[_-]?token|private[_-]?key|client[_-]?secret|key|dsn|salt)[\w.\-]*[\"']?\s*[:=]\s*[\"']?)"
+    r"([^\s\"',;]{4,})")
 _STRICT = re.compile(r"(?i)password|passwd|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token|"
                      r"private[_-]?key|credential")
 _VALUES = (_URL, _QUERY, _FLAG, _MYSQL, _ASSIGN)
@@ -56,7 +57,7 @@ _HINTS = ("private key", "sk-", "pk-", "rk-", "sk_live", "sk_test", "rk_live", "
           "ghu_", "ghs_", "ghr_", "github_pat", "glpat-", "npm_", "hf_", "xox", "akia", "aiza", "eyj",
           "bearer", "pass", "pwd", "secret", "token", "credential", "api_key", "api-key", "apikey",
           "access_key", "access-key", "accesskey", "auth_token", "auth-token", "authtoken",
-          "private_key", "private-key", "privatekey", "key=", "mysql", "mysqladmin", "mariadb")
+          "private_key", "private-key", "privatekey", "key=", "key:", "key\"", "dsn", "salt", "mysql", "mysqladmin", "mariadb")
 _CASED_HINTS = ("MII", "MIG", "MHc")
 
 
@@ -74,8 +75,8 @@ def _is_value(m: re.Match[str]) -> bool:
     if value == MASK or value.startswith(("$", "%", "{{", "<", "[REDACTED")):
         return False  # already masked, or a variable reference / placeholder, not a value
     if m.re is _ASSIGN and not _STRICT.search(m.group(1)):
-        # `pass`/`token` names are also `pass_rate: 0.95`, `max_tokens=4096`: only values shaped
-        # like credentials (letters and digits, 8+) count there
+        # `pass`/`token`/`key` names are also `pass_rate: 0.95`, `max_tokens=4096`,
+        # `sort_key: name`: only values shaped like credentials (letters and digits, 8+) count
         return (len(value) >= 8 and any(c.isdigit() for c in value)
                 and any(c.isalpha() for c in value))
     return True

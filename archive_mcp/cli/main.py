@@ -10,6 +10,7 @@ import click
 
 from archive_mcp.archive import Archive
 from archive_mcp.cli.common import archive_of, warn
+from archive_mcp.errors import ArchiveError
 from archive_mcp.render import echo_json, json_option, progress_bar, table
 from archive_mcp.workspaces import WorkspaceError
 
@@ -20,7 +21,17 @@ def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
-@click.group()
+class _Main(click.Group):
+    """Any `ArchiveError` (a busy lock, a bad argument) is a message and exit code 1, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ArchiveError as exc:
+            raise _fail(exc) from exc
+
+
+@click.group(cls=_Main)
 @click.version_option(package_name="archive-mcp")
 @click.option("--home", type=click.Path(file_okay=False), envvar="ARCHIVE_MCP_HOME",
               help="Archive home (default: $ARCHIVE_MCP_HOME or the platform data dir).")
@@ -170,6 +181,26 @@ def sessions_list(ctx: click.Context, workspace: str | None, all_: bool, limit: 
         return
     click.echo(table(rows, ["session_id", "source", "first_at", "turns", "title"],
                      {"session_id": 40, "title": 60}))
+
+
+@sessions.command("purge")
+@click.argument("session")
+@click.option("-w", "--workspace", help="Workspace (default: the current directory's).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_context
+def sessions_purge(ctx: click.Context, session: str, workspace: str | None, yes: bool, as_json: bool) -> None:
+    """Delete SESSION's raw copies (they keep its secrets), refined rows, embeddings and state."""
+    archive = _archive(ctx)
+    ws = archive.workspace(workspace)
+    if not yes:
+        click.confirm(f"Delete everything archived for session {session} in {ws.name}?", abort=True, err=True)
+    report = archive.purge_session(session, ws)
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(f"purged {session} from {ws.name}: {len(report.removed)} paths removed"
+               + (f", dropped from themes {', '.join(report.themes)}" if report.themes else ""))
 
 
 @main.command()
