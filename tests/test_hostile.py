@@ -198,3 +198,30 @@ def test_orphaned_temp_files_are_cleaned_at_the_next_ingest(archive: Archive, ki
     os.utime(old, (time.time() - 3600, time.time() - 3600))
     archive.ingest(kimi_root)
     assert (old.exists(), new.exists()) == (False, True)  # a fresh one may belong to a live writer
+
+
+SCRIPT = """
+import sys
+import archive_mcp.ingest.workers as workers
+workers.PARALLEL_BYTES = 0  # use workers even for the small fixture
+from archive_mcp import Archive
+report = Archive(sys.argv[1], embedder=None).ingest(sys.argv[2], workers=2)
+print(report.turns_added, len(report.skipped))
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["unguarded-script", "guarded-script"])
+def test_ingest_from_a_plain_script_works_with_or_without_a_main_guard(kimi_root: Path, tmp_path: Path, guarded: bool) -> None:
+    body = SCRIPT if not guarded else "if __name__ == '__main__':\n" + "\n".join(
+        "    " + line for line in SCRIPT.strip().splitlines())
+    script = tmp_path / "plain.py"
+    script.write_text(body, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    run = subprocess.run([sys.executable, str(script), str(tmp_path / "h"), str(kimi_root)],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert (run.returncode, run.stdout) == (0, "11 1\n")
+    warned = [line for line in run.stderr.splitlines() if "archive-mcp:" in line]
+    assert len(warned) == (0 if guarded else 1)
+    if not guarded:
+        assert warned[0].endswith("RuntimeWarning: archive-mcp: refining in one process: the calling script has no "
+                                  "`if __name__ == \"__main__\":` guard, which worker processes need (add one to use 2)")
