@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .model import ToolCall, Turn
-from .redact import may_hold_secret, redact, secret_values
+from .redact import MIN_KNOWN, may_hold_secret, redact, secret_values
 from .text import STOPWORDS, first_sentence, is_cjk, sentences, shorten, words
 
 REFINER = "extractive@2"
@@ -201,8 +201,9 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
              *(c.arguments for c in turn.tool_calls),
              *(str((c.result or {}).get("message", "")) for c in turn.tool_calls),
              *(c.output_text[:RESULT_MAX * 4] for c in turn.tool_calls)]
-    risky = may_hold_secret("\x00".join(texts))
-    known = secret_values(texts) if risky else frozenset()
+    found = secret_values(texts, min_len=1) if may_hold_secret("\x00".join(texts)) else frozenset()
+    risky = bool(found)  # nothing found in any text: no field can change
+    known = frozenset(v for v in found if len(v) >= MIN_KNOWN)
 
     def clean(text: str, limit: int, count: bool = True) -> str:
         nonlocal redactions
