@@ -95,15 +95,14 @@ def refine_speed(turns: int, tmp: Path) -> dict[str, Any]:
     files = sorted(share.glob("sessions/*/*/wire.jsonl"))
     parsed = [(f, kimi_cli.parse_wire(f).turns) for f in files]
     real = refine.may_hold_secret
-    out = {}
-    for mode in ("off", "on"):
-        refine.may_hold_secret = (lambda text: False) if mode == "off" else real  # type: ignore[assignment]
-        best = float("inf")
-        for _ in range(3):
+    best = {"off": float("inf"), "on": float("inf")}
+    for _ in range(5):  # alternating, best of five: the machine is shared
+        for mode in best:
+            refine.may_hold_secret = (lambda text: False) if mode == "off" else real  # type: ignore[assignment]
             t = time.perf_counter()
             n = sum(len(turn_rows("w", "kimi", f.parent.name, "main", "raw", ts, frozenset(), None)) for f, ts in parsed)
-            best = min(best, time.perf_counter() - t)
-        out[f"redaction_{mode}_turns_per_s"] = round(n / best)
+            best[mode] = min(best[mode], time.perf_counter() - t)
+    out = {f"redaction_{mode}_turns_per_s": round(n / seconds) for mode, seconds in best.items()}
     refine.may_hold_secret = real
     out["cost_pct"] = round(100 * (out["redaction_off_turns_per_s"] / out["redaction_on_turns_per_s"] - 1), 1)
     return out
@@ -134,13 +133,13 @@ def detectors(tmp: Path) -> dict[str, Any]:
     theirs = _detect_secrets(lines)
     theirs_s = time.perf_counter() - t
     secrets = gen.make_secrets(0)
-    contexts = [line for spec in secrets.turns for text in (spec.user, spec.answer, spec.think,
-                *(json.dumps(c.args) for c in spec.calls), *(c.output for c in spec.calls))
-                for line in text.splitlines()]
+    whole = [text for spec in secrets.turns for text in (spec.user, spec.answer, spec.think,
+             *(json.dumps(c.args) for c in spec.calls), *(c.output for c in spec.calls))]
+    contexts = [line for text in whole for line in text.splitlines()]  # detect-secrets scans lines
     found_ds = {shape for shape, v in secrets.values.items()
                 for hits in _detect_secrets(contexts) for _, value in hits if value and (value in v or v in value)}
-    known = redact.secret_values(contexts) if hasattr(redact, "secret_values") else set()
-    redacted = "\n".join(redact.redact(line, known)[0] if known else redact.redact(line)[0] for line in contexts)
+    known = redact.secret_values(whole) if hasattr(redact, "secret_values") else set()
+    redacted = "\n".join(redact.redact(text, known)[0] if known else redact.redact(text)[0] for text in whole)
     found_ours = {shape for shape in secrets.values if shape not in gen.surviving(secrets.values, redacted)}
     return {"ordinary_text_mb": round(size, 2),
             "ours_mb_per_s": round(size / ours_s, 2), "detect_secrets_mb_per_s": round(size / theirs_s, 3),
