@@ -51,7 +51,12 @@ TOKENS = (
     Rule(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", (), ("eyJ",)),
     Rule(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/\-]{12,}=*", ("bearer ",)),
 )
-_NAMES = ("password", "passwd", "pwd", "pass", "secret", "token", "credential", "key", "dsn", "salt")
+# What must sit next to a name for `ASSIGN` to run: the bare words `key`, `token`, `pass` are in
+# most ordinary turns ("tokens", "passes", "cache key"), so they count only joined to a name or
+# followed by an assignment; an ordinary turn then costs substring checks, not a regex pass.
+_NAMES = ("passw", "pwd", "secret", "credential", "dsn", "salt", "_key", "-key", "key=", "key:", "key\"",
+          "key'", "_token", "-token", "token=", "token:", "token\"", "token'", "_pass", "pass=", "pass:",
+          "pass\"", "token =", "key =", "pass =")
 _KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "key", "dsn", "salt")  # `pass` covers password
 ASSIGN = Rule(r"((?:pass(?:word|wd)?|pwd|secret|token|credential|key|dsn|salt)[\w.\-]*[\"']?\s*[:=]\s*[\"']?)"
               r"([^\s\"',;]{4,})", _NAMES, value=True)

@@ -66,6 +66,7 @@ def test_a_value_seen_once_as_key_value_is_masked_where_it_recurs() -> None:
     ("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\nMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dV",
      "[REDACTED]"),
     ("SIGNING_KEY=a8Bx9dk2LmQ0pZ", "SIGNING_KEY=[REDACTED]"),
+    ("token = abc123xyz789", "token = [REDACTED]"),
 ])
 def test_new_shapes_are_masked(text: str, expected: str) -> None:
     assert redact(text)[0] == expected
@@ -73,6 +74,7 @@ def test_new_shapes_are_masked(text: str, expected: str) -> None:
 
 @pytest.mark.parametrize("text", ["max_tokens=4096", "pass_rate: 0.95", "tokenizer=bert-base-uncased",
                                   "sort_key: name", "see https://example.com/@user/post", "user@example.com",
-                                  "git push origin main", "primary_key=id", "MIGRATION done"])
+                                  "git push origin main", "primary_key=id", "MIGRATION done",
+                                  "the tokens passed the key test"])
 def test_lookalikes_are_left_alone(text: str) -> None:
     assert redact(text) == (text, 0)

@@ -197,7 +197,7 @@ def register_memory(server: MCPServer, archive: Archive,
         return tool_result(Exported(str(path.relative_to(ws.root)), n), f"exported {n} memories to {path.relative_to(ws.root)}")
 
     @server.tool(annotations=WRITE)
-    def import_memory(path: Annotated[str, Field(description="A file written by export_memory.")],
+    def import_memory(path: Annotated[str, Field(description="The name of a file in this workspace's exports/ (written by export_memory).")],
                       workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, ImportReport]:
         """Read an export into this workspace without duplicating what is already there."""
         ws = resolve(workspace, roots)
