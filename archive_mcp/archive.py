@@ -18,6 +18,7 @@ from archive_mcp.corpus import Corpus, RefineReport
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.frames import Stats, WorkspaceArg
 from archive_mcp.ingest import store
+from archive_mcp.ingest.purge import PurgeReport, purge_session
 from archive_mcp.memory.essence import (
     Bootstrap,
     ImportReport,
@@ -112,13 +113,21 @@ class Archive(Corpus):
                      .collect().to_dicts())
         return export_memory(ws, include_turns, filename, turns)
 
-    def import_memory(self, path: str | os.PathLike[str], workspace: str | Workspace | None = None) -> ImportReport:
-        """Read an export back; a relative path is taken from the workspace (as export_memory returns it)."""
+    def import_memory(self, path: str | os.PathLike[str], workspace: str | Workspace | None = None,
+                      allow_path: bool = False) -> ImportReport:
+        """Import an export: a file name in the workspace's `exports/`, or the path export_memory
+        returned (`exports/NAME`, relative to the workspace); any other path only with
+        `allow_path` (the CLI user naming a file explicitly, never MCP)."""
         ws = self._ws(workspace)
         p = Path(path).expanduser()
-        if not p.is_absolute() and not p.exists():
+        if not p.is_absolute() and len(p.parts) > 1:
             p = ws.root / p
-        return import_memory(ws, p)
+        return import_memory(ws, p, allow_path)
+
+    def purge_session(self, session_id: str, workspace: str | Workspace | None = None) -> PurgeReport:
+        """Delete a session's raw copies (which keep its secrets), refined rows, embeddings, state
+        and theme memberships; a later ingest archives it afresh if its source still exists."""
+        return purge_session(self._ws(workspace), session_id)
 
     # --- themes ----------------------------------------------------------------------------
     def themes_store(self, workspace: str | Workspace | None = None) -> ThemeStore:

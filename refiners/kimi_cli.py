@@ -10,8 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from .lines import LineReader
-from .model import ParseResult, Step, SubagentRun, ToolCall, Turn, parts_text
-from .sources import Discovery, Reader, SessionSource, SourceFile, load_json, register, subdirs
+from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, count, epoch, parts_text
+from .sources import (
+    Discovery,
+    Reader,
+    SessionSource,
+    SourceFile,
+    load_json,
+    register,
+    subdirs,
+    unreadable,
+)
 
 SOURCE = "kimi"
 LEGACY_PROTOCOL = "1.1"
@@ -82,7 +91,7 @@ class TurnBuilder:
         cur.end, cur.ended_at = "ended", ts
 
     def _on_StepBegin(self, cur: Turn, p: dict, *_: Any) -> None:
-        self.step = Step(n=int(p.get("n") or len(cur.steps) + 1))
+        self.step = Step(n=count(p.get("n")) or len(cur.steps) + 1)
         cur.steps.append(self.step)
         self.last_call = None
 
@@ -121,7 +130,8 @@ class TurnBuilder:
     def _on_ToolCall(self, cur: Turn, p: dict, ts: float | None, *_: Any) -> None:
         if self.step is None:
             self._on_StepBegin(cur, {"n": len(cur.steps) + 1})
-        fn = p.get("function") or {}
+        fn = p.get("function")
+        fn = fn if isinstance(fn, dict) else {}
         call = ToolCall(id=str(p.get("id") or ""), name=str(fn.get("name") or ""),
                         arguments=str(fn.get("arguments") or ""), called_at=ts)
         assert self.step is not None
@@ -147,13 +157,14 @@ class TurnBuilder:
     def _on_ApprovalResponse(self, cur: Turn, p: dict, *_: Any) -> None:
         call = self.calls.get(self.approvals.get(str(p.get("request_id")), ""))
         if call is not None:
-            call.approval = p.get("response")
+            response = p.get("response")
+            call.approval = response if isinstance(response, str) else None
 
     def _on_StatusUpdate(self, cur: Turn, p: dict, *_: Any) -> None:
         usage = p.get("token_usage")
         if isinstance(usage, dict):
             for key in cur.usage:
-                cur.usage[key] += int(usage.get(key) or 0)
+                cur.usage[key] = min(cur.usage[key] + count(usage.get(key)), 1 << 62)
 
     def _on_SubagentEvent(self, cur: Turn, p: dict, ts: float | None, start: int, end: int) -> None:
         parent = p.get("parent_tool_call_id") or p.get("task_tool_call_id")
@@ -162,8 +173,11 @@ class TurnBuilder:
         if not isinstance(event, dict):
             return
         builder = self.subs.setdefault(agent_id, TurnBuilder(legacy=self.legacy))
-        run = cur.subagents.setdefault(agent_id, SubagentRun(agent_id, p.get("subagent_type"), parent))
-        builder.feed(str(event.get("type")), event.get("payload") or {}, ts, start, end)
+        kind = p.get("subagent_type")
+        run = cur.subagents.setdefault(agent_id, SubagentRun(
+            agent_id, kind if isinstance(kind, str) else None, str(parent) if parent else None))
+        payload = event.get("payload")
+        builder.feed(str(event.get("type")), payload if isinstance(payload, dict) else {}, ts, start, end)
         run.turns = builder.turns
 
 
@@ -177,7 +191,8 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
     for rec in reader:
         d = rec.data
         if d.get("type") == "metadata" and "message" not in d:
-            version = str(d.get("protocol_version") or LEGACY_PROTOCOL)
+            found = d.get("protocol_version")
+            version = found if isinstance(found, str) and len(found) < 20 else LEGACY_PROTOCOL
             continue
         if builder is None:
             version = version or LEGACY_PROTOCOL
@@ -186,12 +201,14 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
         if not isinstance(msg, dict):
             builder.unknown["<no message>"] = builder.unknown.get("<no message>", 0) + 1
             continue
-        ts = d.get("timestamp")
-        ts = float(ts) if isinstance(ts, (int, float)) else None
+        ts = epoch(d.get("timestamp"))
         payload = msg.get("payload")
         n_before = len(builder.turns)
-        builder.feed(str(msg.get("type")), payload if isinstance(payload, dict) else {}, ts,
-                     rec.start, rec.end)
+        try:
+            builder.feed(str(msg.get("type")), payload if isinstance(payload, dict) else {}, ts,
+                         rec.start, rec.end)
+        except (TypeError, ValueError, AttributeError, KeyError, OverflowError, RecursionError) as exc:
+            reader.problems.append(Problem(rec.line, "bad_record", f"{type(exc).__name__}: {exc}"[:200]))
         if len(builder.turns) > n_before:
             line_of_turn[builder.turns[-1].index] = rec.line
     turns = builder.turns if builder else []
@@ -252,17 +269,24 @@ def discover(path: Path) -> Discovery | None:
     work_dirs = _work_dirs(share)
     found = Discovery()
     for bucket in buckets:
-        if not bucket.is_dir():
+        try:
+            if not bucket.is_dir():
+                continue
+            entries = sorted(bucket.iterdir())
+        except OSError as exc:
+            found.skipped.append((str(bucket), unreadable(exc)))
             continue
-        for d in sorted(bucket.iterdir()):
-            if d.is_dir() and _is_session_dir(d):
-                found.sessions.append(_session(d, work_dirs))
-            elif d.suffix == ".jsonl":
-                found.skipped.append((str(d), "pre-0.59 context-only session (no wire.jsonl); not archived"))
-            elif d.is_dir():
-                found.skipped.append((str(d), "no wire.jsonl: not a session"))
+        for d in entries:
+            try:
+                if d.is_dir() and _is_session_dir(d):
+                    found.sessions.append(_session(d, work_dirs))
+                elif d.suffix == ".jsonl":
+                    found.skipped.append((str(d), "pre-0.59 context-only session (no wire.jsonl); not archived"))
+                elif d.is_dir():
+                    found.skipped.append((str(d), "no wire.jsonl: not a session"))
+            except OSError as exc:
+                found.skipped.append((str(d), unreadable(exc)))
     return found
-
 
 
 def _has_buckets(path: Path) -> bool:

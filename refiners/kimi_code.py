@@ -11,8 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from .lines import LineReader
-from .model import ParseResult, Step, ToolCall, Turn, parts_text
-from .sources import Discovery, Reader, SessionSource, SourceFile, load_json, register, subdirs
+from .model import ParseResult, Problem, Step, ToolCall, Turn, count, epoch, parts_text
+from .sources import (
+    Discovery,
+    Reader,
+    SessionSource,
+    SourceFile,
+    load_json,
+    register,
+    subdirs,
+    unreadable,
+)
 
 SOURCE = "kimi-code"
 DEFAULT_PROTOCOL = "1.4"
@@ -27,6 +36,13 @@ IGNORED_PREFIXES = (
     "permission.", "plan_mode.", "plan.", "profile.", "config.", "tools.", "task.", "goal.",
     "cron.", "token_counting.", "swarm_mode.", "tower_mode.", "prompt.", "runtime.", "forked",
 )
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        return ""
 
 
 def _text_of(value: Any) -> str:
@@ -49,8 +65,7 @@ class CodeTurnBuilder:
 
     def feed(self, d: dict[str, Any], start: int, end: int) -> None:
         kind = str(d.get("type"))
-        ts = d.get("time")
-        ts = float(ts) / 1000.0 if isinstance(ts, (int, float)) else None
+        ts = epoch(d.get("time"), 1000.0)
         if kind not in HANDLED:
             if not kind.startswith(IGNORED_PREFIXES):
                 self.unknown[kind] = self.unknown.get(kind, 0) + 1
@@ -77,7 +92,8 @@ class CodeTurnBuilder:
             turn.steer_inputs.append(parts_text(d.get("input"))[0])
         elif kind == "turn.ended":
             turn.end, turn.ended_at = "ended", ts
-            turn.reason = str(d.get("reason") or "completed")
+            reason = d.get("reason")
+            turn.reason = reason if isinstance(reason, str) and reason else "completed"
         elif kind == "context.apply_compaction":
             turn.compactions += 1
         elif kind in ("context.undo", "context.clear"):
@@ -93,11 +109,11 @@ class CodeTurnBuilder:
             tid = d["event"].get("turnId")
         try:
             return self.by_id.get(int(tid), self.cur) if tid is not None else self.cur
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return self.cur
 
     def _step(self, turn: Turn, n: Any) -> Step:
-        key = (turn.index, int(n or 1))
+        key = (turn.index, count(n) or 1)
         step = self.steps.get(key)
         if step is None:
             step = self.steps[key] = Step(n=key[1])
@@ -109,7 +125,8 @@ class CodeTurnBuilder:
         if etype == "step.begin":
             self._step(turn, ev.get("step"))
         elif etype == "content.part":
-            step, part = self._step(turn, ev.get("step")), ev.get("part") or {}
+            step, part = self._step(turn, ev.get("step")), ev.get("part")
+            part = part if isinstance(part, dict) else {}
             if part.get("type") == "text":
                 step.text += str(part.get("text") or "")
             elif part.get("type") == "think":
@@ -119,7 +136,7 @@ class CodeTurnBuilder:
             args = ev.get("args")
             call = ToolCall(id=str(ev.get("toolCallId") or ev.get("uuid") or ""),
                             name=str(ev.get("name") or ""),
-                            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                            arguments=args if isinstance(args, str) else _dumps(args),
                             called_at=ts)
             step.tool_calls.append(call)
             self.calls[call.id] = call
@@ -141,7 +158,7 @@ class CodeTurnBuilder:
                 for ours, theirs in (("input_other", "inputOther"), ("output", "output"),
                                      ("input_cache_read", "inputCacheRead"),
                                      ("input_cache_creation", "inputCacheCreation")):
-                    turn.usage[ours] += int(usage.get(theirs) or 0)
+                    turn.usage[ours] = min(turn.usage[ours] + count(usage.get(theirs)), 1 << 62)
 
 
 def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
@@ -154,10 +171,14 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
     for rec in reader:
         d = rec.data
         if d.get("type") == "metadata":
-            version = str(d.get("protocol_version") or DEFAULT_PROTOCOL)
+            found = d.get("protocol_version")
+            version = found if isinstance(found, str) and len(found) < 20 else DEFAULT_PROTOCOL
             continue
         n_before = len(builder.turns)
-        builder.feed(d, rec.start, rec.end)
+        try:
+            builder.feed(d, rec.start, rec.end)
+        except (TypeError, ValueError, AttributeError, KeyError, OverflowError, RecursionError) as exc:
+            reader.problems.append(Problem(rec.line, "bad_record", f"{type(exc).__name__}: {exc}"[:200]))
         if len(builder.turns) > n_before:
             line_of_turn[builder.turns[-1].index] = rec.line
     turns = builder.turns
@@ -230,11 +251,19 @@ def discover(path: Path) -> Discovery | None:
     index = _index(home)
     found = Discovery()
     for bucket in sorted(buckets):
-        for d in sorted(subdirs(bucket)):
-            if _is_session_dir(d):
-                found.sessions.append(_session(d, index))
-            else:
-                found.skipped.append((str(d), "no agents/ folder: not a Kimi Code session"))
+        try:
+            entries = sorted(d for d in bucket.iterdir() if d.is_dir())
+        except OSError as exc:
+            found.skipped.append((str(bucket), unreadable(exc)))
+            continue
+        for d in entries:
+            try:
+                if _is_session_dir(d):
+                    found.sessions.append(_session(d, index))
+                else:
+                    found.skipped.append((str(d), "no agents/ folder: not a Kimi Code session"))
+            except OSError as exc:
+                found.skipped.append((str(d), unreadable(exc)))
     return found
 
 

@@ -74,6 +74,9 @@ class LineReader:
             return None
         try:
             data = json.loads(text, strict=False)
+        except RecursionError:
+            self.problems.append(Problem(no, "malformed", "nested too deeply to read"))
+            return None
         except ValueError as exc:
             if not complete:
                 self.problems.append(Problem(no, "truncated_tail", str(exc)))
@@ -118,6 +121,8 @@ def complete_prefix(path: Path, start: int, size: int) -> int:
         tail = fh.read(size - last_nl)
     try:
         json.loads(tail.decode("utf-8", errors="replace"), strict=False)
+    except RecursionError:
+        return size  # a finished line nested too deeply to read: the reader reports it
     except ValueError:
         return last_nl
     return size

@@ -12,8 +12,42 @@ import orjson
 USAGE_KEYS = ("input_other", "output", "input_cache_read", "input_cache_creation")
 
 
+MAX_EPOCH = 253402300799.0  # 9999-12-31T23:59:59Z: the last second a datetime can hold
+MAX_COUNT = 1 << 53  # token counts above this are not counts
+
+
 def empty_usage() -> dict[str, int]:
     return dict.fromkeys(USAGE_KEYS, 0)
+
+
+def epoch(value: Any, scale: float = 1.0) -> float | None:
+    """A timestamp in epoch seconds (`value / scale`), or None when it is not a finite number
+    between 1970 and 9999 (`1e400`, `NaN`, `"soon"`, `true`)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        ts = float(value) / scale
+    except OverflowError:  # an int too large for a float
+        return None
+    return ts if 0.0 <= ts <= MAX_EPOCH else None
+
+
+def count(value: Any, default: int = 0) -> int:
+    """A non-negative integer from a number or numeric string, clamped; `default` otherwise."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return default
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return default
+        value = int(value)
+    if not isinstance(value, int):
+        return default
+    return min(max(value, 0), MAX_COUNT)
 
 
 @dataclass
@@ -40,7 +74,7 @@ class ToolCall:
         except orjson.JSONDecodeError:
             try:
                 value = json.loads(self.arguments, strict=False)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return {}
         return value if isinstance(value, dict) else {}
 
@@ -48,7 +82,7 @@ class ToolCall:
     def arguments_valid_json(self) -> bool:
         try:
             json.loads(self.arguments)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
         return True
 
@@ -171,7 +205,10 @@ def output_to_text(output: Any) -> str:
             else:
                 parts.append(str(p))
         return "\n".join(parts)
-    return json.dumps(output, ensure_ascii=False)
+    try:
+        return json.dumps(output, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):  # nested past the recursion limit
+        return f"[{type(output).__name__} too deeply nested to show]"
 
 
 def media_ref(part: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +231,7 @@ def parts_text(parts: Any) -> tuple[str, list[dict[str, Any]]]:
         return parts, []
     texts: list[str] = []
     media: list[dict[str, Any]] = []
-    for p in parts or []:
+    for p in parts if isinstance(parts, list) else []:
         if not isinstance(p, dict):
             continue
         if p.get("type") == "text":

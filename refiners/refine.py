@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from .kinds import SCAN_MAX, keywords_of, kinds_of
 from .model import ToolCall, Turn
-from .redact import may_hold_secret, redact
+from .redact import MIN_KNOWN, may_hold_secret, redact, secret_values
 from .summary import (
     SUMMARY_MAX,
     ExtractiveSummarizer,
@@ -78,17 +78,20 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
     summarizer = summarizer or ExtractiveSummarizer()
     redactions = 0
 
-    # One pre-check over everything the turn holds; most turns hold no secret at all.
-    risky = may_hold_secret("\x00".join([turn.user_text, *turn.steer_inputs, turn.assistant_text,
-                                          turn.synthetic_text, turn.thinking,
-                                          *(c.arguments for c in turn.tool_calls),
-                                          *(str((c.result or {}).get("message", "")) for c in turn.tool_calls),
-                                          *(c.output_text[:RESULT_MAX * 4] for c in turn.tool_calls)]))
+    # One pre-check over everything the turn holds; most turns hold no secret at all. A secret
+    # found anywhere in the turn is masked wherever it recurs in it (`known`).
+    texts = [turn.user_text, *turn.steer_inputs, turn.assistant_text, turn.synthetic_text, turn.thinking,
+             *(c.arguments for c in turn.tool_calls),
+             *(str((c.result or {}).get("message", "")) for c in turn.tool_calls),
+             *(c.output_text[:RESULT_MAX * 4] for c in turn.tool_calls)]
+    found = secret_values(texts, min_len=1) if may_hold_secret("\x00".join(texts)) else frozenset()
+    risky = bool(found)  # nothing found in any text: no field can change
+    known = frozenset(v for v in found if len(v) >= MIN_KNOWN)
 
     def clean(text: str, limit: int, count: bool = True) -> str:
         nonlocal redactions
         text = text if len(text) <= limit else text[:limit + 512]
-        text, n = redact(text) if risky else (text, 0)
+        text, n = redact(text, known) if risky else (text, 0)
         if count:  # derived fields (summary, keywords) repeat secrets already counted
             redactions += n
         if len(text) > limit:

@@ -73,6 +73,13 @@ def load_json(path: Path) -> Any:
         return None
 
 
+def unreadable(exc: OSError) -> str:
+    """Why a folder could not be read, and what to do about it."""
+    if isinstance(exc, PermissionError):
+        return "permission denied; fix the folder's permissions and ingest again"
+    return f"could not read: {exc.strerror or exc}"
+
+
 def subdirs(path: Path) -> list[Path]:
     """The folders directly under `path`; none when it cannot be listed."""
     try:

@@ -134,17 +134,40 @@ def test_archive_survives_the_agent_deleting_its_sessions(kimi_root: Path) -> No
     assert archive.turns().collect().height == 11
 
 
-def test_rewritten_source_is_reported_and_the_archived_copy_is_kept(tmp_path: Path) -> None:
-    wire = _session_dir(tmp_path / "share", HEADER + _turn(0, "first question"))
+REWRITTEN = ("source was rewritten or truncated since it was archived; the archived copy is kept unchanged "
+             "(purge the session with `archive-mcp sessions purge` to archive it afresh)")
+
+
+def _rewrite_head(body: bytes) -> bytes:
+    return HEADER + _turn(0, "a completely different history") + _turn(1, "x")
+
+
+def _edit_after_head_then_append(body: bytes) -> bytes:  # an edit past the first 4 KB
+    i = body.rindex(b"answer 30")
+    return body[:i] + b"ANSWER 30" + body[i + 9:] + _turn(90, "appended later")
+
+
+def _same_size_edit(body: bytes) -> bytes:
+    i = body.rindex(b"answer 39")
+    return body[:i] + b"answer 93" + body[i + 9:]
+
+
+@pytest.mark.parametrize("edit", [_rewrite_head, _edit_after_head_then_append, _same_size_edit],
+                         ids=["head-rewritten", "edited-past-4kb-then-appended", "same-size-edit"])
+def test_rewritten_source_is_reported_and_the_archived_copy_is_kept(tmp_path: Path, edit) -> None:  # noqa: ANN001
+    body = HEADER + b"".join(_turn(i, f"question {i}", f"answer {i}") for i in range(40))
+    assert len(body) > 3 * 4096
+    wire = _session_dir(tmp_path / "share", body)
     archive = Archive(embedder=None)
     archive.ingest(tmp_path / "share")
     snapshot = _snapshot(archive.home)
-    wire.write_bytes(HEADER + _turn(0, "a completely different history") + _turn(1, "x"))
+    os.utime(wire, ns=(1, 1))
+    wire.write_bytes(edit(body))
     report = archive.ingest(tmp_path / "share")
     assert report.turns_added == 0
-    assert [s.reason for s in report.skipped] == [
-        "source was rewritten or truncated since it was archived; the archived copy is kept unchanged"]
+    assert [s.reason for s in report.skipped] == [REWRITTEN]
     assert _snapshot(archive.home) == snapshot
+    assert archive.ingest(tmp_path / "share").skipped == []  # reported once, not on every run
 
 
 @pytest.mark.parametrize("body, turns, reasons", [

@@ -188,13 +188,13 @@ def test_export_import_round_trip_without_duplicates(archive: Archive, tmp_path:
             archive.export_memory(filename=bad, workspace="webapp")
     other = Archive(tmp_path / "other-home", embedder=None)
     other.registry.ensure(WEBAPP, path="/home/alice/projects/webapp")
-    first = other.import_memory(path, workspace="webapp")
+    first = other.import_memory(path, workspace="webapp", allow_path=True)
     assert (sorted(first.added), first.unchanged) == (["memory/decisions/a", "memory/rules/b"], [])
-    second = other.import_memory(path, workspace="webapp")
+    second = other.import_memory(path, workspace="webapp", allow_path=True)
     assert (second.added, sorted(second.unchanged)) == ([], ["memory/decisions/a", "memory/rules/b"])
     with pytest.raises(MemoryStoreError, match="is not an archive-mcp memory export"):
         (tmp_path / "junk.json").write_text("{}", encoding="utf-8")
-        other.import_memory(tmp_path / "junk.json", workspace="webapp")
+        other.import_memory(tmp_path / "junk.json", workspace="webapp", allow_path=True)
 
 
 def _writer(home: str, worker: int, n: int) -> None:

@@ -1,6 +1,14 @@
 """Where archive state lives and which workspace a path belongs to."""
 
-from .atomic import atomic_write_bytes, atomic_write_json, atomic_write_text, locked, read_json
+from .atomic import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    clean_orphans,
+    lock_holder,
+    locked,
+    read_json,
+)
 from .home import (
     archive_home,
     claude_config_dir,
@@ -11,14 +19,14 @@ from .home import (
     kimi_share_dir,
     model_dir,
 )
-from .ids import canonical_path, is_workspace_id, kimi_code_key, workspace_id
+from .ids import canonical_path, is_workspace_id, kimi_code_key, safe_id, workspace_id
 from .registry import Registry, Workspace, WorkspaceError
 from .worktrees import worktree_home
 
 __all__ = [
     "Registry", "Workspace", "WorkspaceError", "archive_home", "atomic_write_bytes",
-    "atomic_write_json", "atomic_write_text", "canonical_path", "claude_config_dir", "codex_home",
-    "default_source_roots", "gemini_dir",
-    "is_workspace_id", "kimi_code_home", "kimi_code_key", "kimi_share_dir", "locked", "model_dir", "read_json",
+    "atomic_write_json", "atomic_write_text", "canonical_path", "claude_config_dir", "clean_orphans",
+    "codex_home", "default_source_roots", "gemini_dir", "is_workspace_id", "kimi_code_home",
+    "kimi_code_key", "kimi_share_dir", "lock_holder", "locked", "model_dir", "read_json", "safe_id",
     "workspace_id", "worktree_home",
 ]

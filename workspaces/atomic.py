@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
+
+from ..errors import Busy
+
+LOCK_TIMEOUT = 60.0  # seconds; `$ARCHIVE_MCP_LOCK_TIMEOUT` overrides it
+ORPHAN_AGE = 600.0  # a temp file this old belongs to a write that was killed
 
 
 def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
@@ -48,13 +56,75 @@ def read_json(path: Path, default: Any = None) -> Any:
         return default
 
 
+def lock_timeout() -> float:
+    """How long to wait for a lock: `$ARCHIVE_MCP_LOCK_TIMEOUT` seconds, else 60."""
+    try:
+        return max(0.0, float(os.environ.get("ARCHIVE_MCP_LOCK_TIMEOUT", LOCK_TIMEOUT)))
+    except ValueError:
+        return LOCK_TIMEOUT
+
+
 @contextmanager
-def locked(directory: Path, timeout: float = 60.0) -> Iterator[None]:
-    """Hold the lock of a workspace (or the archive root); re-entrant within one process."""
+def locked(directory: Path, timeout: float | None = None) -> Iterator[None]:
+    """Hold the lock of a workspace (or the archive root); re-entrant within one process.
+
+    The holder's pid, command and start time are written beside the lock (`.lock.holder`), so a
+    caller that gives up after `timeout` seconds gets a `Busy` error that names who holds it.
+    """
     directory.mkdir(parents=True, exist_ok=True)
-    lock = _locks.setdefault(str(directory), FileLock(str(directory / ".lock"), timeout=timeout))
-    with lock:
+    lock = _locks.setdefault(str(directory), FileLock(str(directory / ".lock")))
+    try:
+        lock.acquire(timeout=lock_timeout() if timeout is None else timeout)
+    except Timeout:
+        raise Busy(_busy_message(directory)) from None
+    holder = directory / ".lock.holder"
+    try:
+        if lock.lock_counter == 1:
+            _write_holder(holder)
         yield
+    finally:
+        if lock.lock_counter == 1:
+            holder.unlink(missing_ok=True)
+        lock.release()
+
+
+def _write_holder(path: Path) -> None:
+    info = {"pid": os.getpid(), "command": " ".join(sys.argv)[:300] or sys.executable,
+            "since": datetime.now(UTC).isoformat(timespec="seconds")}
+    try:
+        path.write_text(json.dumps(info) + "\n", encoding="utf-8")
+    except OSError:
+        pass  # the holder note is advisory; the lock itself is what protects the data
+
+
+def lock_holder(directory: Path) -> dict[str, Any] | None:
+    """Who holds the lock of `directory` (pid, command, since), when it left a note."""
+    try:
+        info = json.loads((directory / ".lock.holder").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _busy_message(directory: Path) -> str:
+    info = lock_holder(directory)
+    who = (f"process {info.get('pid')} (`{info.get('command')}`, since {info.get('since')})"
+           if info else "another process")
+    return (f"{directory.name} is locked by {who}; wait for it to finish and try again, or raise "
+            f"$ARCHIVE_MCP_LOCK_TIMEOUT (now {lock_timeout():g} s)")
+
+
+def clean_orphans(directory: Path, age: float = ORPHAN_AGE) -> int:
+    """Delete temp files (`.<name>.<random>.tmp`) left under `directory` by a killed write."""
+    cutoff, n = time.time() - age, 0
+    for tmp in directory.rglob(".*.tmp"):
+        try:
+            if tmp.is_file() and tmp.stat().st_mtime < cutoff:
+                tmp.unlink()
+                n += 1
+        except OSError:
+            continue
+    return n
 
 
 _locks: dict[str, FileLock] = {}

@@ -9,6 +9,7 @@ import posixpath
 import re
 
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
+_SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
 _WINDOWS_ABS = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
@@ -44,3 +45,11 @@ def kimi_code_key(work_dir: str) -> str:
     if slug in ("", ".", ".."):
         slug = "workspace"
     return f"wd_{slug}_{hashlib.sha256(normalized.encode('utf-8')).hexdigest()[:12]}"
+
+
+def safe_id(name: str) -> str:
+    """`name` when it is a safe folder name (letters, digits, `_.-`), else a stable id derived
+    from it (`b_` + md5 prefix): a bucket named `my bucket` still gets a workspace."""
+    if _SAFE.match(name) and name.strip(".") != "":
+        return name
+    return "b_" + hashlib.md5(name.encode("utf-8", "surrogatepass")).hexdigest()[:24]

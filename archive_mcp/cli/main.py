@@ -213,6 +213,30 @@ def sessions_list(ctx: click.Context, workspace: str | None, all_: bool, limit: 
     click.echo(table(rows, ["session_id", "source", "first_at", "turns", "title"], {"session_id": 40, "title": 60}))
 
 
+@sessions.command("purge")
+@click.argument("session")
+@workspace_option
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_context
+def sessions_purge(ctx: click.Context, session: str, workspace: str | None, yes: bool, as_json: bool) -> None:
+    """Delete SESSION's raw copies (they keep its secrets), refined rows, embeddings and state.
+
+    \b
+    Example:
+      archive-mcp sessions purge 4f1c2a9e -w webapp --yes
+    """
+    ws = call(ctx, lambda a: a.workspace(workspace))
+    if not yes:
+        click.confirm(f"Delete everything archived for session {session} in {ws.name}?", abort=True, err=True)
+    report = call(ctx, lambda a: a.purge_session(session, ws))
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(f"purged {session} from {ws.name}: {len(report.removed)} paths removed"
+               + (f", dropped from themes {', '.join(report.themes)}" if report.themes else ""))
+
+
 @main.command()
 @click.option("-w", "--workspace", metavar="WS", help="Workspace: a path, id, unique id prefix or name (default: every workspace).")
 @json_option

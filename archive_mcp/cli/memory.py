@@ -244,18 +244,22 @@ def memory_export(ctx: click.Context, filename: str | None, include_turns: bool,
 
 
 @memory.command("import")
-@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("path")
+@click.option("--allow-path", is_flag=True,
+              help="Read PATH even if it is outside the workspace's exports/ folder.")
 @workspace_option
 @json_option
 @click.pass_context
-def memory_import(ctx: click.Context, path: str, workspace: str | None, as_json: bool) -> None:
-    """Read an export into a workspace without duplicating.
+def memory_import(ctx: click.Context, path: str, allow_path: bool, workspace: str | None,
+                  as_json: bool) -> None:
+    """Read an export (a file name in the workspace's exports/) without duplicating.
 
     \b
     Example:
       archive-mcp memory import backup.json -w webapp
+      archive-mcp memory import ~/Downloads/backup.json --allow-path -w webapp
     """
-    r = call(ctx, lambda a: a.import_memory(path, workspace))
+    r = call(ctx, lambda a: a.import_memory(path, workspace, allow_path=allow_path))
     if as_json:
         echo_json(r)
     else:

@@ -34,6 +34,7 @@ class FileJob:
     agent: str
     raw_rel: str
     entry: dict[str, Any]  # a copy of the file's ingest state: where parsing resumes
+    before: dict[str, Any]  # the state before this run's bytes were archived (restored on failure)
 
 
 @dataclass
@@ -65,6 +66,7 @@ class SessionOutcome:
     title: str | None
     rows: int
     embed_items: list[EmbedItem]
+    error: str | None = None  # the session failed: nothing of it was written
 
 
 EmbedItem = tuple[str, int, str, str]  # agent, turn, content hash, text to embed
@@ -105,6 +107,31 @@ def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> Se
         store.merge_refined(ws, job.session_id, rows, replace_all=whole)
     items = [embed_item(r) for r in rows] if job.embed else []
     return SessionOutcome(files, title, len(rows), items)
+
+
+def guarded_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> SessionOutcome:
+    """`run_session_job`, with any fault turned into an outcome that names it (the session is
+    then skipped and retried by the next ingest)."""
+    try:
+        return run_session_job(job, summarizer)
+    except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
+        return SessionOutcome([], None, 0, [], reason(exc))
+
+
+def reason(exc: BaseException) -> str:
+    """A one-line reason for a fault: its type and message, cut short."""
+    if isinstance(exc, OSError):
+        return os_reason(exc)
+    text = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def os_reason(exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "source disappeared before it could be read; nothing archived from it this time"
+    if isinstance(exc, PermissionError):
+        return "permission denied; fix the file's permissions and ingest again"
+    return f"could not read: {exc}"
 
 
 def embed_item(row: dict[str, Any]) -> EmbedItem:
@@ -150,4 +177,5 @@ def embed_rows(ws: Workspace, embedder: Embedder, pending: list[tuple[str, list[
 
 
 __all__ = ["EMBED_BATCH", "EmbedItem", "FileJob", "Progress", "SessionJob", "SessionOutcome", "embed_item",
-           "embed_rows", "embed_text", "run_session_job", "turn_rows"]
+           "embed_rows", "embed_text", "guarded_session_job", "os_reason", "reason", "run_session_job",
+           "turn_rows"]

@@ -11,12 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -31,34 +27,36 @@ from archive_mcp.ingest.jobs import (
     embed_item,
     embed_rows,
     embed_text,
+    guarded_session_job,
     run_session_job,
     turn_rows,
 )
+from archive_mcp.ingest.jobs import os_reason as _os_reason
+from archive_mcp.ingest.jobs import reason as _reason
+from archive_mcp.ingest.raw import DIR_MODE, archive_file, snapshot_file
+from archive_mcp.ingest.workers import JobPool
 from archive_mcp.refiners import SessionSource, discover
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
-from archive_mcp.refiners.lines import complete_prefix
+from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
 from archive_mcp.workspaces import (
     Registry,
     Workspace,
-    atomic_write_bytes,
     atomic_write_json,
     canonical_path,
+    clean_orphans,
     locked,
     read_json,
+    safe_id,
     workspace_id,
     worktree_home,
 )
 
-HEAD = 4096
-CHUNK = 1 << 20
 EMBED_FLUSH = 8 * EMBED_BATCH  # embed and drop pending payloads once this many have arrived
-PARALLEL_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
-_SAFE_BUCKET = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,127}$")  # usable as a workspace id as is
 
 # Names other modules import from here; they live in `jobs`.
 __all__ = ["IngestReport", "Ingestor", "Progress", "Skip", "embed_item", "embed_rows", "embed_text",
-           "run_session_job", "turn_rows"]
+           "guarded_session_job", "run_session_job", "turn_rows"]
 
 
 @dataclass
@@ -94,6 +92,8 @@ class Ingestor:
                  workers: int | None = None) -> None:
         self.registry = registry
         self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
+        self.pool = JobPool(guarded_session_job, self.workers)
+        self._total = self._done = 0
         self.embedder = embedder
         self.summarizer = summarizer
         self.progress = progress or (lambda label, done, total: None)
@@ -101,58 +101,78 @@ class Ingestor:
 
     # --- discovery -------------------------------------------------------------------------
     def ingest(self, paths: Iterable[Path]) -> IngestReport:
+        """Archive every session under `paths`. A fault in one session (discovery, parsing,
+        refining) is reported and skips that session only, without advancing its state, so the
+        rest is archived and a later run retries it. Each workspace is locked only while its own
+        sessions are archived and its state saved."""
         report = IngestReport()
         by_ws: dict[str, tuple[str | None, list[SessionSource]]] = {}
         self._linked = {p: ws.id for ws in self.registry.all() for p in ws.paths}
         for path in paths:
-            found = discover(Path(path))
+            try:
+                found = discover(Path(path))
+            except Exception as exc:  # noqa: BLE001 - one unreadable root must not stop the others
+                report.skipped.append(Skip(str(path), f"could not look for sessions: {_reason(exc)}"))
+                continue
             report.skipped += [Skip(p, r) for p, r in found.skipped]
             for session in found.sessions:
                 ws_id, work_dir = self._identify(session)
                 by_ws.setdefault(ws_id, (work_dir, []))[1].append(session)
         report.suggestions = self._suggest_links(by_ws)
-        total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
-        done = 0
-        with ExitStack() as held:  # every touched workspace stays locked until its state is saved
-            plan: list[tuple[Workspace, dict[str, Any], list[SessionJob]]] = []
-            saved: dict[str, str] = {}  # each workspace's state as read, to skip an unchanged write
+        self._total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)
+        self._done = 0
+        try:
             for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
-                ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
-                for source in sorted({s.source for s in sessions} - set(ws.sources)):
-                    ws = self.registry.ensure(ws_id, source=source)
+                try:
+                    ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
+                    for source in sorted({s.source for s in sessions} - set(ws.sources)):
+                        ws = self.registry.ensure(ws_id, source=source)
+                except OSError as exc:
+                    report.skipped += [Skip(str(s.session_dir), f"workspace {ws_id}: {_reason(exc)}")
+                                       for s in sessions]
+                    continue
                 report.workspaces.append(ws.id)
-                held.enter_context(locked(ws.root))
-                state = read_json(ws.state_dir / "ingest.json", {}) or {}
-                state.setdefault("files", {})
-                state.setdefault("sessions", {})
-                saved[ws.id] = json.dumps(state, sort_keys=True)
-                jobs: list[SessionJob] = []
-                for session in sessions:
-                    job = self._archive_session(ws, session, state, report)
-                    if job is not None:
-                        jobs.append(job)
-                    done += len(session.files)
-                    self.progress("archive", done, total)
-                plan.append((ws, state, jobs))
-            # Outcomes stream in job order; embedding payloads are flushed in batches, so memory
-            # stays bounded however many turns arrive (a 1M-turn ingest held them all before).
-            outcomes = self._run_jobs([j for _, _, jobs in plan for j in jobs])
-            for ws, state, jobs in plan:
-                pending: list[tuple[str, list[EmbedItem]]] = []
-                waiting = 0
-                for job in jobs:
-                    res = next(outcomes)
-                    self._apply(job, res, state, report)
-                    if res.embed_items:
-                        pending.append((job.session_id, res.embed_items))
-                    waiting += len(res.embed_items)
-                    if waiting >= EMBED_FLUSH:
-                        self._embed(ws, pending, report)
-                        pending, waiting = [], 0
-                self._embed(ws, pending, report)
-                if json.dumps(state, sort_keys=True) != saved[ws.id]:  # a no-op run writes nothing
-                    atomic_write_json(ws.state_dir / "ingest.json", state)
+                with locked(ws.root):  # released as soon as this workspace's state is saved
+                    self._ingest_workspace(ws, sessions, report)
+        finally:
+            self.pool.close()
         return report
+
+    def _ingest_workspace(self, ws: Workspace, sessions: list[SessionSource], report: IngestReport) -> None:
+        clean_orphans(ws.root)
+        if ws.raw_dir.is_dir():
+            ws.raw_dir.chmod(DIR_MODE)
+        state = read_json(ws.state_dir / "ingest.json", {}) or {}
+        state.setdefault("files", {})
+        state.setdefault("sessions", {})
+        saved = json.dumps(state, sort_keys=True)  # the state as read, to skip an unchanged write
+        jobs: list[SessionJob] = []
+        for session in sessions:
+            try:
+                job = self._archive_session(ws, session, state, report)
+            except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
+                report.skipped.append(Skip(str(session.session_dir), f"session skipped: {_reason(exc)}"))
+                job = None
+            if job is not None:
+                jobs.append(job)
+            self._done += len(session.files)
+            self.progress("archive", self._done, self._total)
+        # Outcomes stream in job order; embedding payloads are flushed in batches, so memory
+        # stays bounded however many turns arrive (a 1M-turn ingest held them all before).
+        pending: list[tuple[str, list[EmbedItem]]] = []
+        waiting = 0
+        size = sum(f.entry["archived"] - f.entry["parse_offset"] for j in jobs for f in j.files)
+        for job, res in zip(jobs, self.pool.run(jobs, self.summarizer, size, self.progress), strict=True):
+            self._apply(job, res, state, report)
+            if res.embed_items:
+                pending.append((job.session_id, res.embed_items))
+            waiting += len(res.embed_items)
+            if waiting >= EMBED_FLUSH:
+                self._embed(ws, pending, report)
+                pending, waiting = [], 0
+        self._embed(ws, pending, report)
+        if json.dumps(state, sort_keys=True) != saved:  # a no-op run writes nothing
+            atomic_write_json(ws.state_dir / "ingest.json", state)
 
     def _identify(self, session: SessionSource) -> tuple[str, str | None]:
         """Workspace id and work dir: md5 of the canonical work dir.
@@ -173,8 +193,7 @@ class Ingestor:
                 for wd in ws.paths:
                     if _sha256(wd) == session.bucket:
                         return workspace_id(wd), wd
-        bucket = session.bucket
-        return (bucket if _SAFE_BUCKET.match(bucket) else hashlib.md5(bucket.encode()).hexdigest()), None
+        return safe_id(session.bucket), None  # a bucket name outside the safe alphabet: a derived id
 
     def _suggest_links(self, by_ws: dict[str, tuple[str | None, list[SessionSource]]]) -> list[str]:
         """Work dirs that look like a worktree or branch checkout of another archived path."""
@@ -197,7 +216,7 @@ class Ingestor:
             self._snapshot(ws, snap.path, f"{prefix}/{snap.rel}", snaps, report)
         meta = state["sessions"].setdefault(session.session_id, {"source": session.source})
         if session.title:
-            meta["title"] = session.title
+            meta["title"] = redact(session.title)[0]
         own_agents = frozenset(f.agent for f in session.files)
         files: list[FileJob] = []
         for f in session.files:
@@ -206,45 +225,45 @@ class Ingestor:
                 "source_path": str(f.path), "session": session.session_id, "agent": f.agent,
                 "source": session.source, "archived": 0, "parse_offset": 0, "parse_line": 1,
                 "next_index": 0, "protocol": None, "open_turn": None})
+            before = dict(entry)
             report.files += 1
             if f.whole:  # rewritten in place: copy it whole and parse it from the start
-                if self._snapshot(ws, f.path, raw_rel, snaps, report):
-                    size = (ws.root / raw_rel).stat().st_size
+                changed = self._snapshot(ws, f.path, raw_rel, snaps, report)
+                dst = ws.root / raw_rel
+                # A copy whose refine failed last time (state restored) is refined again too.
+                if dst.exists() and (changed or entry["archived"] != dst.stat().st_size):
+                    size = dst.stat().st_size
                     report.bytes_archived += size
                     entry.update(archived=size, parse_offset=0,
                                  parse_line=1, next_index=0)
                     report.files_changed += 1
-                    files.append(FileJob(f.agent, raw_rel, dict(entry)))
+                    files.append(FileJob(f.agent, raw_rel, dict(entry), before))
                 continue
             try:
-                changed = self._archive(f.path, ws.root / raw_rel, entry, report)
+                added = archive_file(f.path, ws.root / raw_rel, ws.raw_dir, entry,
+                                     _skipper(report, f.path))
             except OSError as exc:
                 report.skipped.append(Skip(str(f.path), _os_reason(exc)))
                 continue
-            if changed:
+            report.bytes_archived += added
+            if added:
                 report.files_changed += 1
-                files.append(FileJob(f.agent, raw_rel, dict(entry)))
+                files.append(FileJob(f.agent, raw_rel, dict(entry), before))
         if not files:
             return None
         return SessionJob(ws.id, ws.name, str(ws.root), session.source, session.session_id,
                           meta.get("title"), files, own_agents, self.embedder is not None)
 
-    def _run_jobs(self, jobs: list[SessionJob]) -> Iterator[SessionOutcome]:
-        """Parse, refine and write each changed session, yielding outcomes in job order; in
-        worker processes when there is a lot to do."""
-        new_bytes = sum(f.entry["archived"] - f.entry["parse_offset"] for j in jobs for f in j.files)
-        if self.summarizer is None and len(jobs) > 1 and new_bytes >= PARALLEL_BYTES and self.workers > 1:
-            with ProcessPoolExecutor(self.workers, mp_context=get_context("spawn")) as pool:
-                for i, res in enumerate(pool.map(run_session_job, jobs, chunksize=4)):
-                    self.progress("refine", i + 1, len(jobs))
-                    yield res
-            return
-        for i, job in enumerate(jobs):
-            self.progress("refine", i + 1, len(jobs))
-            yield run_session_job(job, self.summarizer)
-
     def _apply(self, job: SessionJob, res: SessionOutcome, state: dict[str, Any], report: IngestReport) -> None:
         """Record what a session's job did in the ingest state and the report."""
+        if res.error is not None:  # nothing of this session advances: the next run retries it
+            for fjob in job.files:
+                state["files"][fjob.raw_rel] = fjob.before
+                if fjob.raw_rel in state.get("snapshots", {}):  # a whole-file copy: copy and refine again
+                    del state["snapshots"][fjob.raw_rel]
+                    state["files"][fjob.raw_rel] = {**fjob.before, "archived": 0}
+            report.skipped.append(Skip(job.files[0].entry["source_path"], f"session skipped: {res.error}"))
+            return
         for fjob, fres in zip(job.files, res.files, strict=True):
             entry = state["files"][fjob.raw_rel]
             for line, kind, error in fres.problems:
@@ -259,73 +278,22 @@ class Ingestor:
                     report.turns_added += 1
             entry.update(fres.entry_update)
         if res.title and "title" not in state["sessions"][job.session_id]:
-            state["sessions"][job.session_id]["title"] = res.title
+            state["sessions"][job.session_id]["title"] = redact(res.title)[0]
         if res.rows:
             report.sessions += 1
-
-    def _archive(self, src: Path, dst: Path, entry: dict[str, Any], report: IngestReport) -> bool:
-        """Append the source's new whole lines to the archived copy; True when bytes were added."""
-        st = os.stat(src)
-        if st.st_size == entry.get("size") and st.st_mtime_ns == entry.get("mtime_ns"):
-            return False
-        archived = int(entry["archived"])
-        if dst.exists() and dst.stat().st_size > archived:  # a crash after append, before state
-            os.truncate(dst, archived)
-        with open(src, "rb") as fh:
-            if archived:
-                head = fh.read(int(entry["head_len"]))
-                if hashlib.sha1(head).hexdigest() != entry["head"] or st.st_size < archived:
-                    report.skipped.append(Skip(str(src), "source was rewritten or truncated since it "
-                                               "was archived; the archived copy is kept unchanged"))
-                    entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
-                    return False
-            end = complete_prefix(src, archived, st.st_size)
-            if end > archived:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                fh.seek(archived)
-                try:
-                    with open(dst, "ab") as out:
-                        left = end - archived
-                        while left:
-                            chunk = fh.read(min(CHUNK, left))
-                            if not chunk:
-                                raise OSError(f"{src} shrank while it was being archived")
-                            out.write(chunk)
-                            left -= len(chunk)
-                        out.flush()
-                        os.fsync(out.fileno())
-                except BaseException:
-                    if dst.exists():
-                        os.truncate(dst, archived)
-                    raise
-            if archived < HEAD and end > archived:
-                fh.seek(0)
-                head = fh.read(min(HEAD, end))
-                entry["head"], entry["head_len"] = hashlib.sha1(head).hexdigest(), len(head)
-        entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
-        if end < st.st_size:
-            report.skipped.append(Skip(str(src), "last line is incomplete (the session is still being "
-                                       "written); it is archived once it is complete"))
-        report.bytes_archived += end - archived
-        entry["archived"] = end
-        return end > archived
 
     def _snapshot(self, ws: Workspace, src: Path, rel: str, seen: dict[str, list[int]],
                   report: IngestReport) -> bool:
         """Whole-file copies (state.json, meta.json, offloaded tool outputs, Gemini's rewritten
-        JSON chats); rewritten atomically when changed. True when the copy changed."""
+        JSON chats); rewritten atomically (0600) when changed. True when the copy changed."""
         try:
             st = os.stat(src)
             if seen.get(rel) == [st.st_size, st.st_mtime_ns] and (ws.root / rel).exists():
                 return False
-            data = src.read_bytes()
+            changed = snapshot_file(src, ws.root / rel, ws.raw_dir, durable=False)
         except OSError as exc:
             report.skipped.append(Skip(str(src), _os_reason(exc)))
             return False
-        dst = ws.root / rel
-        changed = not dst.exists() or dst.read_bytes() != data
-        if changed:  # the source is still there: a lost copy is made again on the next run
-            atomic_write_bytes(dst, data, durable=False)
         seen[rel] = [st.st_size, st.st_mtime_ns]
         return changed
 
@@ -348,9 +316,6 @@ def _is_sha256(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
 
 
-def _os_reason(exc: OSError) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return "source disappeared before it could be read; nothing archived from it this time"
-    if isinstance(exc, PermissionError):
-        return "permission denied; fix the file's permissions and ingest again"
-    return f"could not read: {exc}"
+def _skipper(report: IngestReport, src: Path) -> Callable[[str], None]:
+    """Report a reason for skipping (part of) `src`."""
+    return lambda why: report.skipped.append(Skip(str(src), why))

@@ -218,7 +218,7 @@ def export_memory(ctx: Context,
 
 def import_memory(ctx: Context,
                   path: Annotated[str, Field(max_length=TEXT, description=(
-                      "A file written by export_memory: the path it returned, or an absolute path."))],
+                      "A file written by export_memory: the path it returned (exports/NAME) or its name in this workspace's exports/."))],
                   workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, ImportReport]:
     """Read an export into this workspace without duplicating what is already there."""
     r = state(ctx).archive.import_memory(path, workspace_of(ctx, workspace, roots))

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from archive_mcp.memory.store import (
     FOLDERS,
+    MAX_CONTENT,
     MemoryEntry,
     MemoryStore,
     MemoryStoreError,
+    check_fields,
     check_folder,
     check_key,
 )
@@ -28,6 +32,8 @@ from archive_mcp.workspaces import (
 from archive_mcp.workspaces.clock import file_stamp, now
 
 ESSENCE_SOFT_LIMIT = 15 * 1024
+MAX_EXPORT = 64 << 20
+MAX_SKIPPED = 50
 SOURCE_LINE = re.compile(r"^>\s*source:\s*(memory/([a-z]+)/([A-Za-z0-9._-]+))\s*$", re.M)
 EXPORT_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 ESSENCE_RULES = """Write essence.md, the working constitution a new session reads first:
@@ -234,31 +240,93 @@ def export_memory(ws: Workspace, include_turns: bool = False, filename: str | No
     return path
 
 
-def import_memory(ws: Workspace, path: Path) -> ImportReport:
-    """Read an export back; memories already present with the same content are left alone."""
+def export_file(ws: Workspace, path: str | Path, allow_path: bool = False) -> Path:
+    """The export file to read: a name in the workspace's `exports/` or a path inside it; any
+    other path only with `allow_path` (the CLI user naming a file explicitly), never from MCP."""
+    exports = (ws.root / "exports").resolve()
+    given = Path(path)
+    candidate = (exports / given) if not given.is_absolute() and len(given.parts) == 1 else given
+    resolved = candidate.expanduser().resolve()
+    if not allow_path and not resolved.is_relative_to(exports):
+        raise MemoryStoreError(f"import_memory reads exports from this workspace's exports folder ({exports}); "
+                          "pass the file's name there (or, from the CLI, `--allow-path` to read another path)")
+    return resolved
+
+
+def read_export(path: Path) -> dict[str, Any]:
+    """A whole export: a regular file of at most MAX_EXPORT bytes holding one export object."""
     try:
-        payload = json.loads(Path(path).read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError) as exc:
-        raise MemoryStoreError(f"cannot read export {path}: {exc}") from exc
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise MemoryStoreError(f"cannot read export {path.name}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise MemoryStoreError(f"{path.name} is not a regular file; pass a file written by export_memory")
+        if st.st_size > MAX_EXPORT:
+            raise MemoryStoreError(f"{path.name} is {st.st_size:,} bytes; an export holds at most {MAX_EXPORT:,}")
+        data = fh.read(MAX_EXPORT + 1)
+    try:
+        payload = json.loads(data.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        payload = None
     if not isinstance(payload, dict) or payload.get("format") != "archive-mcp-memory@1":
-        raise MemoryStoreError(f"{path} is not an archive-mcp memory export")
+        raise MemoryStoreError(f"{path.name} is not an archive-mcp memory export")
+    return payload
+
+
+def _valid(m: Any) -> tuple[str, dict[str, Any]] | tuple[str, str]:
+    """(ref, memory) for an importable entry, else (what it was, why it is skipped)."""
+    label = str(m.get("ref") or f"{m.get('folder')}/{m.get('key')}")[:120] if isinstance(m, dict) else str(m)[:120]
+    try:
+        if not isinstance(m, dict):
+            raise MemoryStoreError("not an object")
+        ref = f"memory/{check_folder(cast(str, m.get('folder')))}/{check_key(cast(str, m.get('key')))}"
+        content = m.get("content", "")
+        if not isinstance(content, str) or not content.strip():
+            raise MemoryStoreError("content is missing or not text")
+        if len(content.encode("utf-8", errors="replace")) > MAX_CONTENT:
+            raise MemoryStoreError(f"content is larger than {MAX_CONTENT:,} bytes")
+        title, tags, sources = check_fields(m.get("title"), m.get("tags"), m.get("sources"))
+        supersedes = m.get("supersedes") or []
+        if not isinstance(supersedes, list) or not all(isinstance(x, str) for x in supersedes):
+            raise MemoryStoreError("supersedes must be a list of strings")
+    except MemoryStoreError as exc:
+        return label, f"{label}: {exc}"
+    return ref, {"key": m["key"], "folder": m["folder"], "content": content, "title": title,
+                 "tags": tags, "sources": sources, "supersedes": supersedes}
+
+
+def import_memory(ws: Workspace, path: str | Path, allow_path: bool = False) -> ImportReport:
+    """Read an export back; memories already present with the same content are left alone.
+
+    The whole file is read and every entry checked before anything is written; entries that
+    fail a check are listed in `skipped` (at most MAX_SKIPPED, then a count) and the rest land.
+    """
+    payload = read_export(export_file(ws, path, allow_path))
+    memories = payload.get("memories", [])
+    if not isinstance(memories, list):
+        raise MemoryStoreError("the export's `memories` is not a list; pass a file written by export_memory")
     store = MemoryStore(ws)
     report = ImportReport()
-    for m in payload.get("memories", []):
-        try:
-            ref = f"memory/{check_folder(m['folder'])}/{check_key(m['key'])}"
-        except (MemoryStoreError, KeyError, TypeError):
-            report.skipped.append(str(m.get("ref") if isinstance(m, dict) else m))
-            continue
+    good: list[tuple[str, dict[str, Any]]] = []
+    bad: list[str] = []
+    for m in memories:
+        ref, checked = _valid(m)
+        if isinstance(checked, str):
+            bad.append(checked)
+        else:
+            good.append((ref, checked))
+    report.skipped = bad[:MAX_SKIPPED] + ([f"... and {len(bad) - MAX_SKIPPED} more"] if len(bad) > MAX_SKIPPED else [])
+    for ref, m in good:
         try:
             current = store.recall(m["key"], m["folder"])
         except MemoryStoreError:
             current = None
-        if current and _digest(current.content) == _digest(m.get("content", "")):
+        if current and _digest(current.content) == _digest(m["content"]):
             report.unchanged.append(ref)
             continue
-        store.remember(m["key"], m.get("content", ""), m["folder"], m.get("tags"), m.get("sources"),
-                       m.get("title"), m.get("supersedes"))
+        store.remember(m["key"], m["content"], m["folder"], m["tags"], m["sources"], m["title"], m["supersedes"])
         (report.updated if current else report.added).append(ref)
     return report
 

@@ -12,11 +12,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import frontmatter
 import numpy as np
 import yaml
 
 from archive_mcp.errors import ArchiveError
-from archive_mcp.refiners.redact import redact
+from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.text import tokens
 from archive_mcp.search.lexical import Postings, bm25
 from archive_mcp.workspaces import Workspace, atomic_write_text, locked
@@ -25,6 +26,10 @@ from archive_mcp.workspaces.clock import file_stamp, now
 FOLDERS = ("decisions", "rules", "knowledge", "lessons", "reference")
 KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}$")
 MAX_CONTENT = 256 * 1024
+MAX_TITLE = 200
+MAX_TAGS, MAX_TAG = 32, 64
+MAX_SOURCES, MAX_SOURCE = 32, 500
+MAX_FILE = 2 * MAX_CONTENT  # a memory file larger than this (written by hand) is read cut short
 
 
 class MemoryStoreError(ArchiveError):
@@ -100,23 +105,39 @@ def render(entry: MemoryEntry) -> str:
 
 
 def parse(folder: str, key: str, text: str) -> MemoryEntry:
-    meta: dict[str, Any] = {}
-    body = text
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end > 0:
-            try:
-                loaded = yaml.safe_load(text[4:end])
-                meta = loaded if isinstance(loaded, dict) else {}
-            except yaml.YAMLError:
-                meta = {}
-            body = text[end + 4:].lstrip("\n")
+    """A memory file: YAML front matter (LF or CRLF line endings) and a Markdown body."""
+    try:
+        post = frontmatter.loads(text)
+        meta, body = dict(post.metadata), post.content
+    except Exception:  # noqa: BLE001 - a broken header: the whole file is the body
+        meta, body = {}, text
+
     def as_list(v: Any) -> list[str]:
         return [str(x) for x in v] if isinstance(v, list) else ([str(v)] if v else [])
     return MemoryEntry(folder, key, str(meta.get("title") or key), body.rstrip("\n"),
                        as_list(meta.get("tags")), as_list(meta.get("sources")),
                        as_list(meta.get("supersedes")), str(meta.get("created") or ""),
                        str(meta.get("updated") or ""))
+
+
+def check_fields(title: Any, tags: Any, sources: Any) -> tuple[str | None, list[str], list[str]]:
+    """Title, tags and sources within bounds (types and sizes), or a MemoryStoreError saying which."""
+    if title is not None and not isinstance(title, str):
+        raise MemoryStoreError("title must be a string")
+    if title is not None and len(title) > MAX_TITLE:
+        raise MemoryStoreError(f"title is {len(title):,} characters; at most {MAX_TITLE} (put the rest in the content)")
+    out = []
+    for name, values, most, longest in (("tags", tags, MAX_TAGS, MAX_TAG), ("sources", sources, MAX_SOURCES, MAX_SOURCE)):
+        values = [] if values is None else values
+        if not isinstance(values, list | tuple) or not all(isinstance(v, str) for v in values):
+            raise MemoryStoreError(f"{name} must be a list of strings")
+        if len(values) > most:
+            raise MemoryStoreError(f"{len(values):,} {name}; a memory takes at most {most}")
+        long = next((v for v in values if len(v) > longest), None)
+        if long is not None:
+            raise MemoryStoreError(f"one of the {name} is {len(long):,} characters; at most {longest} each")
+        out.append(list(values))
+    return title, out[0], out[1]
 
 
 class MemoryStore:
@@ -136,9 +157,13 @@ class MemoryStore:
         return self.root / ".history" / folder / key
 
     def _read(self, path: Path, folder: str, key: str) -> MemoryEntry:
-        raw = path.read_bytes()
-        text = raw.decode("utf-8", errors="replace")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE + 1)
+        cut = len(raw) > MAX_FILE
+        text = raw[:MAX_FILE].decode("utf-8", errors="replace")
         entry = parse(folder, key, text)
+        if cut:
+            entry.warnings.append(f"the file is larger than {MAX_FILE:,} bytes; only its start was read")
         hist = self._history(folder, key)
         entry.versions = 1 + (len(list(hist.glob("*.md"))) if hist.is_dir() else 0)
         if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
@@ -161,7 +186,18 @@ class MemoryStore:
                               "Keep the memory short and cite the long material in `sources`.")
         if not clean.strip():
             raise MemoryStoreError("content is empty: say what to remember")
-        clean, n = redact(clean)
+        keep_tags, keep_sources = tags is None, sources is None  # an update keeps what it omits
+        title, checked_tags, checked_sources = check_fields(title, tags, sources)
+        known = secret_values([clean, title or "", *checked_tags, *checked_sources])
+        clean, n = redact(clean, known)
+        if title:
+            title, n_title = redact(title, known)
+            n += n_title
+        redacted = [redact(t, known) for t in checked_tags + checked_sources]
+        n += sum(c for _, c in redacted)
+        split = len(checked_tags)
+        tags = None if keep_tags else [t for t, _ in redacted[:split]]
+        sources = None if keep_sources else [t for t, _ in redacted[split:]]
         if n:
             warnings.append(f"{n} secret(s) were redacted before storing")
         for s in supersedes or []:

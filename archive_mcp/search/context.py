@@ -9,7 +9,7 @@ import polars as pl
 
 from archive_mcp.ingest import store
 from archive_mcp.refiners import PARSERS, Turn
-from archive_mcp.refiners.redact import redact
+from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.render import clip
 from archive_mcp.workspaces import Workspace, read_json
 
@@ -91,23 +91,27 @@ def _detail(ws: Workspace, row: dict[str, Any], budget: int, include_tools: bool
     turn = _parse_turn(ws, row)
     user = turn.user_text if turn else row["user_text"]
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
-    user, _ = redact(user)
-    assistant, _ = redact(assistant)
+    calls = turn.tool_calls if turn else []
+    outputs = [c.output_text or str((c.result or {}).get("message", "")) for c in calls]
+    known = secret_values([user, assistant, turn.thinking if turn else "",
+                           *(c.arguments for c in calls), *outputs])
+    user, _ = redact(user, known)
+    assistant, _ = redact(assistant, known)
     # Shares of the turn's budget; what a part leaves unused goes to the tool calls, whose
     # arguments (what was done) are kept before their outputs (usually bulky).
     user, c1 = _cut(user, budget // 4)
     assistant, c2 = _cut(assistant, budget // 3)
     thinking, c5 = (None, False)
     if include_thinking and turn:
-        thinking, c5 = _cut(redact(turn.thinking)[0], budget // 6)
+        thinking, c5 = _cut(redact(turn.thinking, known)[0], budget // 6)
     cut_any = c1 or c2 or c5
     tools: list[ToolDetail] = []
-    if include_tools and turn and turn.tool_calls:
+    if include_tools and calls:
         left = max(0, budget - len(user) - len(assistant) - len(thinking or ""))
-        per = left // len(turn.tool_calls)
-        for c in turn.tool_calls:
-            args, c3 = _cut(redact(c.arguments)[0], per * 2 // 3)
-            result, c4 = _cut(redact(c.output_text or str((c.result or {}).get("message", "")))[0], per - len(args))
+        per = left // len(calls)
+        for c, output in zip(calls, outputs, strict=True):
+            args, c3 = _cut(redact(c.arguments, known)[0], per * 2 // 3)
+            result, c4 = _cut(redact(output, known)[0], per - len(args))
             cut_any = cut_any or c3 or c4
             tools.append(ToolDetail(c.name, args, c.status, result))
     started = row["started_at"]

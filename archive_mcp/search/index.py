@@ -9,6 +9,7 @@ is an atomic rename, which changes its folder's mtime.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Iterator
@@ -158,17 +159,40 @@ class WorkspaceIndex:
         return out
 
     def refresh(self) -> WorkspaceIndex:
+        """Load the index, rebuilding it first when the refined files changed.
+
+        An up-to-date index is loaded without any lock, so a search never waits on an ingest
+        holding the workspace; rebuilds are serialised by the cache's own lock (an ingest never
+        takes it), and the folder is swapped in by rename.
+        """
         stamp = self._dir_stamp()
         if stamp == self._stamp:
             return self
-        with locked(self.ws.root):
-            manifest = read_json(self.folder / "manifest.json", {}) or {}
-            if (manifest.get("version") != INDEX_VERSION or manifest.get("model") != self.model
-                    or manifest.get("stamp") != list(stamp)):
-                manifest = self._rebuild(manifest, stamp)
-            self._load(manifest)
+        if not self._load_unlocked(stamp):
+            with locked(self.ws.cache_dir):
+                manifest = read_json(self.folder / "manifest.json", {}) or {}
+                if not self._fresh(manifest, stamp):
+                    manifest = self._rebuild(manifest, stamp)
+                self._load(manifest)
         self._stamp = stamp
         return self
+
+    def _fresh(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> bool:
+        return (manifest.get("version") == INDEX_VERSION and manifest.get("model") == self.model
+                and manifest.get("stamp") == list(stamp))
+
+    def _load_unlocked(self, stamp: tuple[int, int]) -> bool:
+        """Load a fresh index without a lock; False when it is stale or was swapped meanwhile."""
+        path = self.folder / "manifest.json"
+        try:
+            text = path.read_text(encoding="utf-8")
+            manifest = json.loads(text)
+            if not isinstance(manifest, dict) or not self._fresh(manifest, stamp):
+                return False
+            self._load(manifest)
+            return path.read_text(encoding="utf-8") == text
+        except Exception:  # noqa: BLE001 - a half-swapped folder: take the lock and read again
+            return False
 
     def _rebuild(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> dict[str, Any]:
         t = time.perf_counter()

@@ -1,0 +1,135 @@
+"""The raw copy: a source's whole lines appended to `raw/` by byte offset, private to the user.
+
+Raw copies keep everything the agent logged, secrets included, so files are 0600 in 0700
+folders. A source is compared with what was archived before new bytes are appended: the hash of
+its first 4 KB and of the 4 KB just below the archived high-water mark must still match, so an
+edit (also a same-size one) is reported instead of splicing two histories into one copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from archive_mcp.refiners.lines import complete_prefix
+
+HEAD = 4096
+TAIL = 4096
+CHUNK = 1 << 20
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+REWRITTEN = ("source was rewritten or truncated since it was archived; the archived copy is kept "
+             "unchanged (purge the session with `archive-mcp sessions purge` to archive it afresh)")
+INCOMPLETE = ("last line is incomplete (the session is still being written); it is archived once it "
+              "is complete")
+
+Report = Callable[[str], None]  # a reason for skipping (part of) the source
+
+
+def private_dirs(path: Path, stop: Path) -> None:
+    """Create `path`'s folders up to `stop` (exclusive of its parents) as 0700."""
+    missing = []
+    for d in (path, *path.parents):
+        if d == stop.parent or d.exists():
+            break
+        missing.append(d)
+    for d in reversed(missing):
+        d.mkdir(mode=DIR_MODE, exist_ok=True)
+        os.chmod(d, DIR_MODE)
+
+
+def _sha1_range(fh: Any, start: int, end: int) -> str:
+    fh.seek(start)
+    return hashlib.sha1(fh.read(max(0, end - start))).hexdigest()
+
+
+def _unchanged(fh: Any, entry: dict[str, Any], size: int) -> bool:
+    """True when the bytes already archived still read the same at the head and just below the
+    high-water mark."""
+    archived = int(entry["archived"])
+    if size < archived:
+        return False
+    if _sha1_range(fh, 0, int(entry.get("head_len", 0))) != entry.get("head"):
+        return False
+    tail_len = entry.get("tail_len")
+    return tail_len is None or _sha1_range(fh, archived - int(tail_len), archived) == entry.get("tail")
+
+
+def archive_file(src: Path, dst: Path, raw_root: Path, entry: dict[str, Any], skip: Report) -> int:
+    """Append the source's new whole lines to the archived copy; returns the bytes added.
+
+    `entry` (the file's ingest state) is updated: size and mtime seen, head and tail hashes, the
+    new high-water mark `archived`. OSError propagates; the copy is then left as it was.
+    """
+    st = os.stat(src)
+    if st.st_size == entry.get("size") and st.st_mtime_ns == entry.get("mtime_ns"):
+        return 0
+    archived = int(entry["archived"])
+    if dst.exists() and dst.stat().st_size > archived:  # a crash after append, before state
+        os.truncate(dst, archived)
+    with open(src, "rb") as fh:
+        if archived and not _unchanged(fh, entry, st.st_size):
+            skip(REWRITTEN)
+            entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
+            return 0
+        end = complete_prefix(src, archived, st.st_size)
+        if end > archived:
+            _append(fh, src, dst, raw_root, archived, end)
+            if archived < HEAD:
+                entry["head_len"] = min(HEAD, end)
+                entry["head"] = _sha1_range(fh, 0, entry["head_len"])
+            entry["tail_len"] = min(TAIL, end)
+            entry["tail"] = _sha1_range(fh, end - entry["tail_len"], end)
+    entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
+    if end < st.st_size:
+        skip(INCOMPLETE)
+    entry["archived"] = end
+    return end - archived
+
+
+def _append(fh: Any, src: Path, dst: Path, raw_root: Path, archived: int, end: int) -> None:
+    private_dirs(dst.parent, raw_root)
+    fh.seek(archived)
+    try:
+        fd = os.open(dst, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        with os.fdopen(fd, "ab") as out:
+            os.fchmod(out.fileno(), FILE_MODE)
+            left = end - archived
+            while left:
+                chunk = fh.read(min(CHUNK, left))
+                if not chunk:
+                    raise OSError(f"{src} shrank while it was being archived")
+                out.write(chunk)
+                left -= len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        if dst.exists():
+            os.truncate(dst, archived)
+        raise
+
+
+def snapshot_file(src: Path, dst: Path, raw_root: Path, durable: bool = True) -> bool:
+    """Whole-file copies (state.json, meta.json, offloaded tool outputs, Gemini's rewritten JSON
+    chats), rewritten atomically when changed, 0600; True when the copy changed. `durable=False`
+    skips the fsync (the source is still there: a lost copy is made again on the next run)."""
+    data = src.read_bytes()
+    if dst.exists() and dst.read_bytes() == data:
+        return False
+    private_dirs(dst.parent, raw_root)
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            if durable:
+                os.fsync(out.fileno())
+        os.replace(tmp, dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return True
