@@ -85,7 +85,7 @@ def test_three_agents_of_one_project_share_its_workspace_and_filter_by_source(tm
     assert [e.source for e in timeline.events] == ["claude-code", "codex", "gemini"]
     out = CliRunner().invoke(cli, ["--embedder", "none", "search", "date parser", "-w", ws.id,
                                    "--mode", "lexical", "--source", "gemini"])
-    assert out.exit_code == 0 and out.stdout.startswith("g1:0  2026-03-22T10:00") and "gemini" in out.stdout
+    assert out.exit_code == 0 and out.stdout.startswith("g1:0 2026-03-22T10:00") and "gemini" in out.stdout
     bad = CliRunner().invoke(cli, ["--embedder", "none", "search", "x", "-w", ws.id, "--source", "vim"])
     assert bad.exit_code == 2
 
