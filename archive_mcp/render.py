@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
@@ -58,7 +59,8 @@ def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 @contextmanager
 def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
-    """A rich progress bar on stderr (silent when stderr is not a terminal)."""
+    """A rich progress bar on stderr; when stderr is not a terminal (a cluster job's log), a
+    plain line every 30 s. A label's text after " · " (e.g. a rate) changes; its bar stays."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -73,8 +75,14 @@ def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), console=console, transient=True,
                   disable=not console.is_terminal) as prog:
+        last = [time.monotonic()]
+
         def update(label: str, done: int, total: int) -> None:
-            if label not in bars:
-                bars[label] = prog.add_task(label, total=total)
-            prog.update(bars[label], completed=done, total=total)
+            key = label.split(" · ")[0]
+            if key not in bars:
+                bars[key] = prog.add_task(label, total=total)
+            prog.update(bars[key], completed=done, total=total, description=label)
+            if not console.is_terminal and time.monotonic() - last[0] >= 30:
+                last[0] = time.monotonic()
+                click.echo(f"{label}: {done:,}/{total:,}", err=True)
         yield update

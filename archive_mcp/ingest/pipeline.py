@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Iterator, Set
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from archive_mcp.ingest import store
 from archive_mcp.refiners import PARSERS, RefineContext, SessionSource, Turn, discover, refine_turn
@@ -42,6 +43,8 @@ EMBED_FLUSH = 8 * EMBED_BATCH  # embed and drop pending payloads once this many 
 PARALLEL_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
 
 Progress = Callable[[str, int, int], None]  # (label, done, total)
+J = TypeVar("J")
+R = TypeVar("R")
 
 
 @dataclass
@@ -81,12 +84,12 @@ def embed_text(row: dict[str, Any]) -> str:
 class Ingestor:
     def __init__(self, registry: Registry, embedder: Embedder | None,
                  summarizer: Summarizer | None = None, progress: Progress | None = None,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, engine: Engine | None = None) -> None:
         self.registry = registry
-        self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
         self.embedder = embedder
         self.summarizer = summarizer
         self.progress = progress or (lambda label, done, total: None)
+        self.engine = engine or LocalEngine(workers, embedder, self.progress)
 
     # --- discovery -------------------------------------------------------------------------
     def ingest(self, paths: Iterable[Path]) -> IngestReport:
@@ -134,6 +137,7 @@ class Ingestor:
                         pending, waiting = [], 0
                 self._embed(ws, pending, report)
                 atomic_write_json(ws.state_dir / "ingest.json", state)
+            report.embedded, report.embed_error = self.engine.finish()  # waits for every embedding
         return report
 
     def _identify(self, session: SessionSource) -> tuple[str, str | None]:
@@ -176,17 +180,12 @@ class Ingestor:
 
     def _run_jobs(self, jobs: list[SessionJob]) -> Iterator[SessionOutcome]:
         """Parse, refine and write each changed session, yielding outcomes in job order; in
-        worker processes when there is a lot to do."""
+        worker processes (or on a cluster) when there is a lot to do."""
         new_bytes = sum(f.entry["archived"] - f.entry["parse_offset"] for j in jobs for f in j.files)
-        if self.summarizer is None and len(jobs) > 1 and new_bytes >= PARALLEL_BYTES and self.workers > 1:
-            with ProcessPoolExecutor(self.workers, mp_context=get_context("spawn")) as pool:
-                for i, res in enumerate(pool.map(run_session_job, jobs, chunksize=4)):
-                    self.progress("refine", i + 1, len(jobs))
-                    yield res
-            return
-        for i, job in enumerate(jobs):
-            self.progress("refine", i + 1, len(jobs))
-            yield run_session_job(job, self.summarizer)
+        if self.summarizer is not None:  # the summarizer lives in this process
+            return self.engine.run(lambda job: run_session_job(job, self.summarizer), jobs, False,
+                                   lambda res: res.rows)
+        return self.engine.run(run_session_job, jobs, new_bytes >= PARALLEL_BYTES, lambda res: res.rows)
 
     def _apply(self, job: SessionJob, res: SessionOutcome, state: dict[str, Any], report: IngestReport) -> None:
         """Record what a session's job did in the ingest state and the report."""
@@ -269,12 +268,86 @@ class Ingestor:
     # --- embeddings ------------------------------------------------------------------------
     def _embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]],
                report: IngestReport) -> None:
-        if self.embedder is None or not pending or report.embed_error:
+        if self.embedder is not None and pending:
+            self.engine.embed(ws, pending)
+
+
+class Engine(Protocol):
+    """Where session jobs run and turns are embedded: `LocalEngine` (this machine's processes)
+    or `archive_mcp.ingest.ray_engine.RayEngine` (a Ray cluster). The caller (the driver) keeps
+    the workspace locks and the ingest state; jobs write their session's Parquet files."""
+
+    def run(self, fn: Callable[[J], R], jobs: Sequence[J], parallel: bool,
+            turns: Callable[[R], int]) -> Iterator[R]:
+        """Results of `fn(job)` in job order; `parallel` says the batch is worth spreading out."""
+        ...
+
+    def embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]], force: bool = False) -> None:
+        """Embed (possibly later, elsewhere) turns whose content changed since their last vector."""
+        ...
+
+    def finish(self) -> tuple[int, str | None]:
+        """Wait for every embedding asked for; (turns embedded, the first embedding error)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the engine started (worker pools, a Ray instance it started itself)."""
+        ...
+
+
+class LocalEngine:
+    """Jobs in spawned worker processes on this machine (inline when small); embeddings inline."""
+
+    def __init__(self, workers: int | None, embedder: Embedder | None, progress: Progress) -> None:
+        self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
+        self.embedder = embedder
+        self.progress = progress
+        self.embedded = 0
+        self.error: str | None = None
+
+    def run(self, fn: Callable[[J], R], jobs: Sequence[J], parallel: bool,
+            turns: Callable[[R], int]) -> Iterator[R]:
+        meter = Meter(self.progress, "refine", len(jobs))
+        if parallel and len(jobs) > 1 and self.workers > 1:
+            with ProcessPoolExecutor(self.workers, mp_context=get_context("spawn")) as pool:
+                for res in pool.map(fn, jobs, chunksize=4):
+                    meter.tick(turns(res))
+                    yield res
+            return
+        for job in jobs:
+            res = fn(job)
+            meter.tick(turns(res))
+            yield res
+
+    def embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]], force: bool = False) -> None:
+        if self.embedder is None or not pending or self.error:
             return
         try:
-            report.embedded += embed_rows(ws, self.embedder, pending, self.progress)
+            self.embedded += embed_rows(ws, self.embedder, pending, self.progress, force=force)
         except EmbedderUnavailable as exc:
-            report.embed_error = str(exc)
+            self.error = str(exc)
+
+    def finish(self) -> tuple[int, str | None]:
+        done, self.embedded, error, self.error = self.embedded, 0, self.error, None
+        return done, error
+
+    def close(self) -> None:
+        return None
+
+
+class Meter:
+    """Progress in sessions done / total, with the turns per second so far in the label."""
+
+    def __init__(self, progress: Progress, label: str, total: int) -> None:
+        self.progress, self.label, self.total = progress, label, total
+        self.done = self.turns = 0
+        self.start = time.monotonic()
+
+    def tick(self, turns: int) -> None:
+        self.done += 1
+        self.turns += turns
+        rate = self.turns / max(time.monotonic() - self.start, 1e-3)
+        self.progress(f"{self.label} · {rate:,.0f} turns/s", self.done, self.total)
 
 
 @dataclass
