@@ -10,6 +10,7 @@ import click
 
 from archive_mcp.archive import Archive
 from archive_mcp.cli.common import archive_of, warn
+from archive_mcp.errors import ArchiveError
 from archive_mcp.render import echo_json, json_option, progress_bar, table
 from archive_mcp.workspaces import WorkspaceError
 
@@ -33,15 +34,28 @@ def main(ctx: click.Context, home: str | None, embedder: str) -> None:
     ctx.obj = Archive(home, embedder=None if embedder == "none" else embedder)
 
 
+def engine_options(f: Any) -> Any:
+    """--engine and --address: where parse, refine and embed run (see README, "Team scale")."""
+    f = click.option("--address", help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray instance).")(f)
+    return click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                        help="local: processes on this machine; ray: a Ray cluster (pip install 'archive-mcp[ray]').")(f)
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--no-embed", is_flag=True, help="Skip embeddings (search falls back to lexical).")
+@engine_options
 @json_option
 @click.pass_context
-def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, as_json: bool) -> None:
+def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, engine: str, address: str | None,
+           as_json: bool) -> None:
     """Archive and refine sessions from PATHs (default: ~/.kimi and ~/.kimi-code)."""
-    with progress_bar() as bar:
-        report = _archive(ctx).ingest(*paths, embed=not no_embed, progress=bar)
+    try:
+        with progress_bar() as bar:
+            report = _archive(ctx).ingest(*paths, embed=not no_embed, progress=bar, engine=engine,
+                                          address=address)
+    except ArchiveError as exc:
+        raise _fail(exc) from exc
     if as_json:
         echo_json(report)
         return
@@ -68,10 +82,12 @@ def _report_skips(skipped: list[Any], embed_error: str | None) -> None:
               help="Only sessions active since DATE.")
 @click.option("--force", is_flag=True, help="Refine and embed again even if up to date.")
 @click.option("--no-embed", is_flag=True, help="Skip embeddings.")
+@engine_options
 @json_option
 @click.pass_context
 def refine(ctx: click.Context, workspace: str | None, all_: bool, session: str | None,
-           since: datetime | None, force: bool, no_embed: bool, as_json: bool) -> None:
+           since: datetime | None, force: bool, no_embed: bool, engine: str, address: str | None,
+           as_json: bool) -> None:
     """Batch-refine archived sessions (new refiner, missing embeddings, --force)."""
     if workspace and all_:
         raise click.UsageError("give --workspace or --all, not both")
@@ -80,8 +96,8 @@ def refine(ctx: click.Context, workspace: str | None, all_: bool, session: str |
         target = "all" if all_ else archive.workspace(workspace).id
         with progress_bar() as bar:
             report = archive.refine(target, session=session, since=since, force=force,
-                                    embed=not no_embed, progress=bar)
-    except WorkspaceError as exc:
+                                    embed=not no_embed, progress=bar, engine=engine, address=address)
+    except ArchiveError as exc:
         raise _fail(exc) from exc
     if as_json:
         echo_json(report)

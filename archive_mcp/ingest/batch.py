@@ -80,6 +80,7 @@ def refine_batch(plan: Sequence[tuple[Workspace, str, list[tuple[str, dict[str, 
     with ExitStack() as held:  # the driver alone locks; jobs write only their session's files
         for ws_id in sorted(spaces):
             held.enter_context(locked(spaces[ws_id].root))
+        held.callback(engine.close)  # on any exit, remote work stops before the locks are released
         outcomes = (engine.run(run_refine_job, jobs, big, _turns) if summarizer is None else
                     engine.run(lambda job: run_refine_job(job, summarizer), jobs, False, _turns))
         for job, res in zip(jobs, outcomes, strict=True):

@@ -122,6 +122,7 @@ class Ingestor:
                 plan.append((ws, state, jobs))
             # Outcomes stream in job order; embedding payloads are flushed in batches, so memory
             # stays bounded however many turns arrive (a 1M-turn ingest held them all before).
+            held.callback(self.engine.close)  # unwinds first: remote work stops before any unlock
             outcomes = self._run_jobs([j for _, _, jobs in plan for j in jobs])
             for ws, state, jobs in plan:
                 pending: list[tuple[str, list[EmbedItem]]] = []
