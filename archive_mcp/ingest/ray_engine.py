@@ -92,10 +92,11 @@ class RayEngine:
             # this package's folder on their path (a no-op when it is installed normally).
             here = str(Path(__file__).resolve().parents[2])
             path = os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])
-            kwargs: dict[str, Any] = {"runtime_env": {"env_vars": {"PYTHONPATH": path}},
-                                      "include_dashboard": False, "log_to_driver": False}
-            if address is None and not os.environ.get("RAY_ADDRESS") and workers:
-                kwargs["num_cpus"] = workers
+            kwargs: dict[str, Any] = {"runtime_env": {"env_vars": {"PYTHONPATH": path}}}
+            if address is None and not os.environ.get("RAY_ADDRESS"):  # starts a local instance
+                kwargs.update(include_dashboard=False, log_to_driver=False)
+                if workers:
+                    kwargs["num_cpus"] = workers
             self.ray.init(address=address, **kwargs)
             self.started = True
         resources = self.ray.cluster_resources()
