@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import ray  # the `test` extra installs it: these tests always run in CI
 from click.testing import CliRunner
 from conftest import FakeEmbedder
 from polars.testing import assert_frame_equal
@@ -26,9 +27,6 @@ from archive_mcp.ingest.batch import RefineReport, refine_batch
 from archive_mcp.ingest.pipeline import Ingestor
 from archive_mcp.ingest.ray_engine import RayEngine
 
-ray = pytest.importorskip("ray")  # the `test` extra installs it; CI always runs these tests
-
-WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 LIVE_SESSION = "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b"
 
 
