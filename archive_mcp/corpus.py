@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -14,19 +14,16 @@ from typing import Any, cast
 from archive_mcp.errors import NotFound
 from archive_mcp.frames import Frames, WorkspaceArg
 from archive_mcp.ingest import store
+from archive_mcp.ingest.batch import RefineReport, make_engine, refine_batch
 from archive_mcp.ingest.pipeline import (
     Ingestor,
     IngestReport,
     Progress,
-    Skip,
-    embed_item,
-    embed_rows,
-    turn_rows,
 )
-from archive_mcp.refiners import PARSERS, SOURCES
+from archive_mcp.refiners import SOURCES
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
 from archive_mcp.refiners.redact import redact
-from archive_mcp.refiners.refine import REFINER, Summarizer
+from archive_mcp.refiners.refine import Summarizer
 from archive_mcp.refiners.summary import SUMMARY_MAX
 from archive_mcp.refiners.text import shorten
 from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
@@ -34,16 +31,6 @@ from archive_mcp.search.engine import Filters, SearchError, SearchResults, searc
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
 from archive_mcp.workspaces import Workspace, default_source_roots, locked, model_dir, read_json
-
-
-@dataclass
-class RefineReport:
-    sessions: int = 0
-    turns: int = 0
-    rows_changed: int = 0  # refined rows whose summary, kinds, keywords or files changed (or are new)
-    embedded: int = 0
-    skipped: list[Skip] = field(default_factory=list)
-    embed_error: str | None = None
 
 
 class Corpus(Frames):
@@ -70,24 +57,33 @@ class Corpus(Frames):
 
     # --- ingest and refine -----------------------------------------------------------------
     def ingest(self, *paths: str | os.PathLike[str], embed: bool = True,
-               progress: Progress | None = None, workers: int | None = None) -> IngestReport:
+               progress: Progress | None = None, workers: int | None = None,
+               engine: str = "local", address: str | None = None) -> IngestReport:
         """Archive and refine sessions under `paths` (default: every agent's home that exists:
         Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI; `report.roots` says which).
 
-        Large batches are parsed and refined in `workers` processes (default: up to 4 cores).
+        Raw logs are copied here; parse, refine and embed run on `engine`: "local" (large
+        batches in `workers` processes, default up to 4 cores) or "ray" (the cluster at
+        `address`, default: a local Ray instance or $RAY_ADDRESS).
         """
         looked = [] if paths else default_source_roots()
         roots = [Path(p).expanduser() for p in paths] or [p for p in looked if p.exists()]
-        ingestor = Ingestor(self.registry, self.embedder if embed else None, self.summarizer,
-                            progress, workers)
-        report = ingestor.ingest(roots)
+        embedder = self.embedder if embed else None
+        runner = make_engine(engine, address, workers, embedder, progress, self.summarizer,
+                             self._embedder_spec)
+        try:
+            report = Ingestor(self.registry, embedder, self.summarizer, progress, workers,
+                              runner).ingest(roots)
+        finally:
+            runner.close()
         report.roots = [{"path": str(p), "found": p.exists()} for p in looked]
         return report
 
     def refine(self, workspace: WorkspaceArg = None, session: str | None = None,
                since: datetime | None = None, force: bool = False, embed: bool = True,
-               progress: Progress | None = None) -> RefineReport:
-        """Batch-refine archived sessions from their raw logs.
+               progress: Progress | None = None, engine: str = "local",
+               address: str | None = None, workers: int | None = None) -> RefineReport:
+        """Batch-refine archived sessions from their raw logs, on `engine` ("local" or "ray").
 
         A session is refined again when it has no refined file, an older refiner wrote it, or
         `force`; turns are embedded when their content changed since the last embedding. A
@@ -106,29 +102,13 @@ class Corpus(Frames):
                 embedder = self.embedder
             except EmbedderUnavailable as exc:
                 report.embed_error = str(exc)
-        titles: dict[str, dict[str, Any]] = {}  # per workspace, read once: session -> ingest meta
-        for i, (ws, sid, files) in enumerate(plan):
-            if ws.id not in titles:
-                titles[ws.id] = (read_json(ws.state_dir / "ingest.json", {}) or {}).get("sessions", {})
-            with locked(ws.root):
-                current = store.read_refined(ws, sid)
-                stale = force or current.height == 0 or (
-                    current["refiner"].str.split("+").list.first() != REFINER).any()
-                title = titles[ws.id].get(sid, {}).get("title")
-                rows = self._refine_session(ws, sid, files, title, report) if stale else current.to_dicts()
-                if stale and rows:
-                    report.rows_changed += store.carry_over(current.to_dicts(), rows)
-                    store.merge_refined(ws, sid, rows, replace_all=True)
-                    report.turns += len(rows)
-                    report.sessions += 1
-                if embedder is not None and rows and not report.embed_error:
-                    try:
-                        report.embedded += embed_rows(ws, embedder, [(sid, [embed_item(r) for r in rows])],
-                                                      force=force)
-                    except EmbedderUnavailable as exc:
-                        report.embed_error = str(exc)
-            if progress:
-                progress("refine", i + 1, len(plan))
+        runner = make_engine(engine, address, workers, embedder, progress, self.summarizer,
+                             self._embedder_spec)
+        try:
+            refine_batch(plan, runner, report, force=force, embed=embedder is not None,
+                         summarizer=self.summarizer)
+        finally:
+            runner.close()
         return report
 
     def raw_files(self, ws: Workspace) -> dict[str, list[tuple[str, dict[str, Any]]]]:
@@ -146,23 +126,6 @@ class Corpus(Frames):
             return latest
         mtimes = [(ws.root / rel).stat().st_mtime for rel, _ in files if (ws.root / rel).exists()]
         return datetime.fromtimestamp(max(mtimes, default=0), UTC)
-
-    def _refine_session(self, ws: Workspace, sid: str, files: list[tuple[str, dict[str, Any]]],
-                        title: str | None, report: RefineReport) -> list[dict[str, Any]]:
-        title = redact(title)[0] if title else None
-        own = {e["agent"] for _, e in files}
-        rows: list[dict[str, Any]] = []
-        for raw_rel, entry in files:
-            path = ws.root / raw_rel
-            if not path.exists():
-                report.skipped.append(Skip(raw_rel, "archived raw log is missing"))
-                continue
-            result = PARSERS[entry["source"]](path, stop=entry["archived"])
-            rows += turn_rows(ws.id, entry["source"], sid, entry["agent"], raw_rel, result.turns,
-                              own, self.summarizer)
-        for r in rows:
-            r["title"] = title
-        return rows
 
     # --- search ----------------------------------------------------------------------------
     def _model_name(self) -> str | None:

@@ -94,7 +94,8 @@ class MiniLMEmbedder:
 
     name = "all-minilm-l6-v2"
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = device  # "cuda" on a GPU worker of the Ray engine
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -106,7 +107,7 @@ class MiniLMEmbedder:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise EmbedderUnavailable(f"sentence-transformers is not installed: {INSTALL_HINT}") from exc
-                self._model = SentenceTransformer(str(path), device="cpu")
+                self._model = SentenceTransformer(str(path), device=self.device)
         vectors = self._model.encode(texts, batch_size=64, show_progress_bar=False,
                                      normalize_embeddings=True)
         return np.asarray(vectors, dtype=np.float32)

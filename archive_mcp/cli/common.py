@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -50,7 +51,8 @@ def workspace_option(f: F) -> F:
 
 @contextmanager
 def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
-    """A rich progress bar on stderr (silent when stderr is not a terminal)."""
+    """A rich progress bar on stderr; when stderr is not a terminal (a cluster job's log), a
+    plain line every 30 s. A label's text after " · " (e.g. a rate) changes; its bar stays."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -65,8 +67,14 @@ def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), console=console, transient=True,
                   disable=not console.is_terminal) as prog:
+        last = [time.monotonic()]
+
         def update(label: str, done: int, total: int) -> None:
-            if label not in bars:
-                bars[label] = prog.add_task(label, total=total)
-            prog.update(bars[label], completed=done, total=total)
+            key = label.split(" · ")[0]
+            if key not in bars:
+                bars[key] = prog.add_task(label, total=total)
+            prog.update(bars[key], completed=done, total=total, description=label)
+            if not console.is_terminal and time.monotonic() - last[0] >= 30:
+                last[0] = time.monotonic()
+                click.echo(f"{label}: {done:,}/{total:,}", err=True)
         yield update

@@ -45,21 +45,34 @@ def main(ctx: click.Context, home: str | None, embedder: str) -> None:
     ctx.obj = Archive(home, embedder=None if embedder == "none" else embedder)
 
 
+def engine_options(f: Any) -> Any:
+    """`--engine` and `--address`: where parse, refine and embed run (see README, "Team scale")."""
+    f = click.option("--address", metavar="ADDR", help=(
+        "Ray cluster address, with --engine ray (default: $RAY_ADDRESS, else a local Ray instance)."))(f)
+    return click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                        help="local: processes on this machine; ray: a Ray cluster "
+                             "(pip install 'archive-mcp[ray]').")(f)
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--no-embed", is_flag=True, help="Skip embeddings (search falls back to lexical).")
+@engine_options
 @json_option
 @click.pass_context
-def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, as_json: bool) -> None:
+def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, engine: str, address: str | None,
+           as_json: bool) -> None:
     """Archive and refine sessions from PATHs (default: every agent's home that exists:
     ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini).
 
     \b
     Example:
       archive-mcp ingest ~/.kimi --json
+      archive-mcp ingest ~/.claude --engine ray --address ray://head:10001
     """
     with progress_bar() as bar:
-        report = call(ctx, lambda a: a.ingest(*paths, embed=not no_embed, progress=bar))
+        report = call(ctx, lambda a: a.ingest(*paths, embed=not no_embed, progress=bar, engine=engine,
+                                              address=address))
     if as_json:
         echo_json(report)
         return
@@ -92,21 +105,25 @@ def _report_skips(skipped: list[Any], embed_error: str | None) -> None:
 @click.option("--since", type=DATE, help="Only sessions active since DATE.")
 @click.option("--force", is_flag=True, help="Refine and embed again even if up to date.")
 @click.option("--no-embed", is_flag=True, help="Skip embeddings.")
+@engine_options
 @json_option
 @click.pass_context
 def refine(ctx: click.Context, workspace: str | None, all_: bool, session: str | None,
-           since: datetime | None, force: bool, no_embed: bool, as_json: bool) -> None:
+           since: datetime | None, force: bool, no_embed: bool, engine: str, address: str | None,
+           as_json: bool) -> None:
     """Batch-refine archived sessions (new refiner, missing embeddings, --force).
 
     \b
     Example:
       archive-mcp refine --all --since 2026-03-01
+      archive-mcp refine --all --force --engine ray
     """
     if workspace and all_:
         raise click.UsageError("give --workspace or --all, not both")
     with progress_bar() as bar:
         report = call(ctx, lambda a: a.refine("all" if all_ else a.workspace(workspace).id, session=session,
-                                              since=since, force=force, embed=not no_embed, progress=bar))
+                                              since=since, force=force, embed=not no_embed, progress=bar,
+                                              engine=engine, address=address))
     if as_json:
         echo_json(report)
         return

@@ -11,12 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from archive_mcp.ingest import store
+from archive_mcp.ingest import workers as _workers
+from archive_mcp.ingest.engine import Engine, LocalEngine
 from archive_mcp.ingest.jobs import (
     EMBED_BATCH,
     EmbedItem,
@@ -34,9 +36,8 @@ from archive_mcp.ingest.jobs import (
 from archive_mcp.ingest.jobs import os_reason as _os_reason
 from archive_mcp.ingest.jobs import reason as _reason
 from archive_mcp.ingest.raw import DIR_MODE, archive_file, snapshot_file
-from archive_mcp.ingest.workers import JobPool
 from archive_mcp.refiners import SessionSource, discover
-from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
+from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
 from archive_mcp.workspaces import (
@@ -89,14 +90,13 @@ class IngestReport:
 class Ingestor:
     def __init__(self, registry: Registry, embedder: Embedder | None,
                  summarizer: Summarizer | None = None, progress: Progress | None = None,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, engine: Engine | None = None) -> None:
         self.registry = registry
-        self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
-        self.pool = JobPool(guarded_session_job, self.workers)
         self._total = self._done = 0
         self.embedder = embedder
         self.summarizer = summarizer
         self.progress = progress or (lambda label, done, total: None)
+        self.engine = engine or LocalEngine(workers, embedder, self.progress)
         self._linked: dict[str, str] = {}  # canonical path -> workspace id it is linked into
 
     # --- discovery -------------------------------------------------------------------------
@@ -133,9 +133,13 @@ class Ingestor:
                     continue
                 report.workspaces.append(ws.id)
                 with locked(ws.root):  # released as soon as this workspace's state is saved
-                    self._ingest_workspace(ws, sessions, report)
+                    try:
+                        self._ingest_workspace(ws, sessions, report)
+                    except BaseException:
+                        self.engine.close()  # remote work stops before the lock is released
+                        raise
         finally:
-            self.pool.close()
+            self.engine.close()
         return report
 
     def _ingest_workspace(self, ws: Workspace, sessions: list[SessionSource], report: IngestReport) -> None:
@@ -162,7 +166,7 @@ class Ingestor:
         pending: list[tuple[str, list[EmbedItem]]] = []
         waiting = 0
         size = sum(f.entry["archived"] - f.entry["parse_offset"] for j in jobs for f in j.files)
-        for job, res in zip(jobs, self.pool.run(jobs, self.summarizer, size, self.progress), strict=True):
+        for job, res in zip(jobs, self._run_jobs(jobs, size), strict=True):
             self._apply(job, res, state, report)
             if res.embed_items:
                 pending.append((job.session_id, res.embed_items))
@@ -171,6 +175,9 @@ class Ingestor:
                 self._embed(ws, pending, report)
                 pending, waiting = [], 0
         self._embed(ws, pending, report)
+        embedded, error = self.engine.finish()  # every embedding of this workspace, before unlocking
+        report.embedded += embedded
+        report.embed_error = report.embed_error or error
         if json.dumps(state, sort_keys=True) != saved:  # a no-op run writes nothing
             atomic_write_json(ws.state_dir / "ingest.json", state)
 
@@ -254,6 +261,15 @@ class Ingestor:
         return SessionJob(ws.id, ws.name, str(ws.root), session.source, session.session_id,
                           meta.get("title"), files, own_agents, self.embedder is not None)
 
+    def _run_jobs(self, jobs: list[SessionJob], size: int) -> Iterator[SessionOutcome]:
+        """Parse, refine and write each changed session on the engine, outcomes in job order; a
+        fault (also a worker lost for good) is an outcome with `error`."""
+        if self.summarizer is not None:  # the summarizer lives in this process
+            summarizer = self.summarizer
+            return self.engine.run(lambda job: guarded_session_job(job, summarizer), jobs, False,
+                                   _rows, _failed)
+        return self.engine.run(guarded_session_job, jobs, size >= _workers.PARALLEL_BYTES, _rows, _failed)
+
     def _apply(self, job: SessionJob, res: SessionOutcome, state: dict[str, Any], report: IngestReport) -> None:
         """Record what a session's job did in the ingest state and the report."""
         if res.error is not None:  # nothing of this session advances: the next run retries it
@@ -300,13 +316,8 @@ class Ingestor:
     # --- embeddings ------------------------------------------------------------------------
     def _embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]],
                report: IngestReport) -> None:
-        if self.embedder is None or not pending or report.embed_error:
-            return
-        try:
-            report.embedded += embed_rows(ws, self.embedder, pending, self.progress)
-        except EmbedderUnavailable as exc:
-            report.embed_error = str(exc)
-
+        if self.embedder is not None and pending:
+            self.engine.embed(ws, pending)
 
 def _sha256(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8")).hexdigest()
@@ -319,3 +330,11 @@ def _is_sha256(text: str) -> bool:
 def _skipper(report: IngestReport, src: Path) -> Callable[[str], None]:
     """Report a reason for skipping (part of) `src`."""
     return lambda why: report.skipped.append(Skip(str(src), why))
+
+
+def _rows(res: SessionOutcome) -> int:
+    return res.rows
+
+
+def _failed(job: SessionJob, exc: BaseException) -> SessionOutcome:
+    return SessionOutcome([], None, 0, [], _reason(exc))

@@ -1,0 +1,176 @@
+"""Batch refinement of archived sessions, one picklable job per session, on a chosen engine.
+
+`refine_batch` (behind `Archive.refine`) is the driver: it holds the workspace locks and sends
+one `RefineJob` per session to an engine (`LocalEngine`: this machine's processes; `RayEngine`: a
+Ray cluster). A job reads the session's archived raw logs, refines every turn again when the
+session is stale (no refined file, an older refiner, or `force`), writes the session's Parquet
+atomically and returns what to embed; the engine embeds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archive_mcp.errors import InvalidArgument
+from archive_mcp.ingest import jobs as _jobs
+from archive_mcp.ingest import store
+from archive_mcp.ingest import workers as _workers
+from archive_mcp.ingest.engine import Engine, LocalEngine
+from archive_mcp.ingest.jobs import EmbedItem, Progress, embed_item, reason
+from archive_mcp.ingest.pipeline import Skip
+from archive_mcp.refiners import PARSERS
+from archive_mcp.refiners.embed import Embedder
+from archive_mcp.refiners.redact import redact
+from archive_mcp.refiners.refine import REFINER, Summarizer
+from archive_mcp.workspaces import Workspace, locked, read_json
+
+ENGINES = ("local", "ray")
+
+
+@dataclass
+class RefineReport:
+    sessions: int = 0
+    turns: int = 0
+    rows_changed: int = 0  # refined rows whose summary, kinds, keywords or files changed (or are new)
+    embedded: int = 0
+    skipped: list[Skip] = field(default_factory=list)
+    embed_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def make_engine(kind: str, address: str | None, workers: int | None, embedder: Embedder | None,
+                progress: Progress | None, summarizer: Summarizer | None,
+                embedder_spec: Embedder | str | None) -> Engine:
+    """`local` (the default: spawned processes on this machine) or `ray` (imported only here)."""
+    progress = progress or (lambda label, done, total: None)
+    if kind == "local":
+        return LocalEngine(workers, embedder, progress)
+    if kind == "ray":
+        if summarizer is not None:
+            raise InvalidArgument("a summarizer runs in this process; the ray engine refines with the "
+                                  "extractive summary only (use the local engine)")
+        from archive_mcp.ingest.ray_engine import RayEngine
+
+        # Workers build a named model themselves (cached per machine); an object is shipped.
+        spec = None if embedder is None else embedder_spec if isinstance(embedder_spec, str) else embedder
+        return RayEngine(address, spec, progress, workers=workers)
+    raise InvalidArgument(f"unknown engine {kind!r}; choose one of: {', '.join(ENGINES)}")
+
+
+def refine_batch(plan: Sequence[tuple[Workspace, str, list[tuple[str, dict[str, Any]]]]],
+                 engine: Engine, report: RefineReport, force: bool = False, embed: bool = True,
+                 summarizer: Summarizer | None = None) -> RefineReport:
+    """Refine and embed the planned (workspace, session, raw files) on `engine`, into `report`."""
+    spaces = {ws.id: ws for ws, _, _ in plan}
+    titles = {ws_id: _session_meta(ws) for ws_id, ws in spaces.items()}  # read once per workspace
+    jobs = [RefineJob(ws.id, ws.name, str(ws.root), sid, files,
+                      titles[ws.id].get(sid, {}).get("title"), force, embed)
+            for ws, sid, files in plan]
+    size = sum(int(e.get("archived", 0)) for _, _, files in plan for _, e in files)
+    big = size >= _workers.PARALLEL_BYTES
+    with ExitStack() as held:  # the driver alone locks; jobs write only their session's files
+        for ws_id in sorted(spaces):
+            held.enter_context(locked(spaces[ws_id].root))
+        held.callback(engine.close)  # on any exit, remote work stops before the locks are released
+        outcomes = (engine.run(guarded_refine_job, jobs, big, _turns, _failed) if summarizer is None else
+                    engine.run(lambda job: guarded_refine_job(job, summarizer), jobs, False, _turns, _failed))
+        for job, res in zip(jobs, outcomes, strict=True):
+            report.skipped += res.skipped
+            report.rows_changed += res.rows_changed
+            if res.turns:
+                report.turns += res.turns
+                report.sessions += 1
+            if res.embed_items:
+                engine.embed(spaces[job.ws_id], [(job.session_id, res.embed_items)], force=force)
+        report.embedded, error = engine.finish()
+    report.embed_error = report.embed_error or error
+    return report
+
+
+def _session_meta(ws: Workspace) -> dict[str, Any]:
+    return (read_json(ws.state_dir / "ingest.json", {}) or {}).get("sessions", {})
+
+
+def _turns(outcome: RefineOutcome) -> int:
+    return outcome.turns
+
+
+def _failed(job: RefineJob, exc: BaseException) -> RefineOutcome:
+    return RefineOutcome(0, [], [Skip(job.session_id, f"session skipped: {reason(exc)}")])
+
+
+@dataclass
+class RefineJob:
+    ws_id: str
+    ws_name: str
+    ws_root: str
+    session_id: str
+    files: list[tuple[str, dict[str, Any]]]  # (archive-relative raw path, its ingest state)
+    title: str | None
+    force: bool
+    embed: bool
+
+    def workspace(self) -> Workspace:
+        return Workspace(self.ws_id, self.ws_name, root=Path(self.ws_root))
+
+
+@dataclass
+class RefineOutcome:
+    turns: int  # rows written; 0 when the session was up to date
+    embed_items: list[EmbedItem]
+    skipped: list[Skip] = field(default_factory=list)
+    rows_changed: int = 0
+
+
+def guarded_refine_job(job: RefineJob, summarizer: Summarizer | None = None) -> RefineOutcome:
+    """`run_refine_job`, with a fault in one session reported and that session skipped."""
+    try:
+        return run_refine_job(job, summarizer)
+    except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
+        return _failed(job, exc)
+
+
+def run_refine_job(job: RefineJob, summarizer: Summarizer | None = None) -> RefineOutcome:
+    """A summary the client's model wrote (refiner `…+sampling@1`) is kept while its turn's
+    content is unchanged (`store.carry_over`)."""
+    ws = job.workspace()
+    current = store.read_refined(ws, job.session_id)
+    stale = job.force or current.height == 0 or (
+        current["refiner"].str.split("+").list.first() != REFINER).any()
+    skipped: list[Skip] = []
+    changed = 0
+    if stale:
+        rows = refine_session(ws, job.session_id, job.files, job.title, skipped, summarizer)
+        if rows:
+            changed = store.carry_over(current.to_dicts(), rows)
+            store.merge_refined(ws, job.session_id, rows, replace_all=True)
+    else:
+        rows = current.to_dicts()
+    items = [embed_item(r) for r in rows] if job.embed else []
+    return RefineOutcome(len(rows) if stale and rows else 0, items, skipped, changed)
+
+
+def refine_session(ws: Workspace, sid: str, files: list[tuple[str, dict[str, Any]]],
+                   title: str | None, skipped: list[Skip],
+                   summarizer: Summarizer | None = None) -> list[dict[str, Any]]:
+    """Every turn of a session, refined from its archived raw logs."""
+    title = redact(title)[0] if title else None
+    own = {e["agent"] for _, e in files}
+    rows: list[dict[str, Any]] = []
+    for raw_rel, entry in files:
+        path = ws.root / raw_rel
+        if not path.exists():
+            skipped.append(Skip(raw_rel, "archived raw log is missing"))
+            continue
+        result = PARSERS[entry["source"]](path, stop=entry["archived"])
+        rows += _jobs.turn_rows(ws.id, entry["source"], sid, entry["agent"], raw_rel, result.turns,
+                          own, summarizer)
+    for r in rows:
+        r["title"] = title
+    return rows
