@@ -80,7 +80,7 @@ def turn_ref(session_id: str, turn: int, agent: str = "main") -> str:
 def hit_text(h: Hit, detail: str = "normal", indent: str = "  ") -> str:
     """One search hit: reference, time, score and signals; then summary and snippet; then status."""
     head = (f"{turn_ref(h.session_id, h.turn, h.agent)} {(h.started_at or '')[:16]} score={h.score:.4f} "
-            f"({'+'.join(h.matched)}){f' [{h.source}]' if getattr(h, 'source', None) else ''}")
+            f"({'+'.join(h.matched)}){f' [{h.source}]' if h.source else ''}")
     if detail == "compact":
         return head
     out = f"{head}\n{indent}{h.summary}"

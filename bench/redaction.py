@@ -33,7 +33,6 @@ from typing import Any
 from archive_mcp import Archive
 from archive_mcp.ingest.pipeline import turn_rows
 from archive_mcp.refiners import kimi_cli, redact, refine
-from archive_mcp.render import to_jsonable
 from archive_mcp.synthetic.sessions import generate_share_dir
 
 HERE = Path(__file__).resolve().parent
@@ -56,10 +55,6 @@ def _secrets_module() -> Any:
     return module
 
 
-def _text(obj: Any) -> str:
-    return json.dumps(obj, default=str, ensure_ascii=False)
-
-
 def generated(seeds: int, tmp: Path) -> dict[str, Any]:
     gen = _secrets_module()
     survived: dict[str, int] = {}
@@ -74,16 +69,7 @@ def generated(seeds: int, tmp: Path) -> dict[str, Any]:
         refs = [{"session_id": r["session_id"], "turn": r["turn"]} for r in turns.to_dicts()]
         archive.tag_theme("vault", ws.id, references=refs)
         queries = ["postgres", "password", "mysql", "aws secret", "env", "key", *secrets.values.values()]
-        outputs = {
-            "refined": _text(turns.to_dicts()),
-            "search": _text([to_jsonable(h) for q in queries for h in archive.search(q, workspace=ws.id, mode="lexical")]),
-            "load_turn_context": _text(to_jsonable(archive.load_turn_context(refs, workspace=ws.id, include_thinking=True,
-                                                                 max_chars=200_000))),
-            "trace_theme": _text(to_jsonable(archive.trace_theme("vault", ws.id, include_turn_content=True))),
-            "bootstrap_workspace": _text(to_jsonable(archive.bootstrap_workspace(ws.id))),
-            "export": archive.export_memory(include_turns=True, workspace=ws.id).read_text(encoding="utf-8"),
-            "state": (ws.state_dir / "ingest.json").read_text(encoding="utf-8"),
-        }
+        outputs = gen.derived_texts(archive, ws, refs, "vault", queries, mode="lexical")
         total += len(secrets.values)
         for name, text in outputs.items():
             survived[name] = survived.get(name, 0) + len(gen.surviving(secrets.values, text))

@@ -1,4 +1,4 @@
-"""Reader for the Gemini CLI (`~/.gemini/tmp/<project>/chats/session-*.json[l]`) into `Turn`s.
+"""Reader for the Gemini CLI (`session-*.json[l]` in each project's `chats/` under `~/.gemini`) into `Turn`s.
 
 FORMATS.md §6. Two formats: one `ConversationRecord` JSON document, rewritten on every update
 (archived as a snapshot), and JSONL (a metadata line, message records, `{"$set": …}` patches and

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader
+from .lines import LineReader, finish
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, count, epoch, parts_text
 from .sources import (
     Discovery,
@@ -212,19 +212,8 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
         if len(builder.turns) > n_before:
             line_of_turn[builder.turns[-1].index] = rec.line
     turns = builder.turns if builder else []
-    result = ParseResult(protocol_version=version or LEGACY_PROTOCOL, turns=turns,
-                         problems=reader.problems, unknown_types=builder.unknown if builder else {},
-                         complete_offset=reader.complete_offset)
-    open_turn = next((t for t in turns if t.end == "open"), None)
-    if open_turn is not None:
-        result.resume_offset, result.resume_line = open_turn.byte_start, line_of_turn[open_turn.index]
-        result.resume_index = open_turn.index
-    else:
-        result.resume_offset, result.resume_line = reader.complete_offset, reader.next_line
-        result.resume_index = turns[-1].index + 1 if turns else start_index
-    if not turns:
-        result.resume_offset, result.resume_line = start, first_line
-    return result
+    return finish(turns, version or LEGACY_PROTOCOL, reader, builder.unknown if builder else {},
+                  line_of_turn, start, first_line, start_index)
 
 
 def _is_session_dir(d: Path) -> bool:

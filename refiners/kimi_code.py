@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader
+from .lines import LineReader, finish
 from .model import ParseResult, Problem, Step, ToolCall, Turn, count, epoch, parts_text
 from .sources import (
     Discovery,
@@ -181,20 +181,8 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
             reader.problems.append(Problem(rec.line, "bad_record", f"{type(exc).__name__}: {exc}"[:200]))
         if len(builder.turns) > n_before:
             line_of_turn[builder.turns[-1].index] = rec.line
-    turns = builder.turns
-    result = ParseResult(protocol_version=version or DEFAULT_PROTOCOL, turns=turns,
-                         problems=reader.problems, unknown_types=builder.unknown,
-                         complete_offset=reader.complete_offset)
-    open_turn = next((t for t in turns if t.end == "open"), None)
-    if open_turn is not None:
-        result.resume_offset, result.resume_line = open_turn.byte_start, line_of_turn[open_turn.index]
-        result.resume_index = open_turn.index
-    elif turns:
-        result.resume_offset, result.resume_line = reader.complete_offset, reader.next_line
-        result.resume_index = turns[-1].index + 1
-    else:
-        result.resume_offset, result.resume_line, result.resume_index = start, first_line, start_index
-    return result
+    return finish(builder.turns, version or DEFAULT_PROTOCOL, reader, builder.unknown, line_of_turn,
+                  start, first_line, start_index)
 
 
 def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:

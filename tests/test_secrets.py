@@ -3,19 +3,13 @@ load_turn_context, trace_theme, bootstrap_workspace, exports or the ingest state
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from archive_mcp import Archive
 from archive_mcp.refiners.redact import redact, secret_values
-from archive_mcp.render import to_jsonable
-from archive_mcp.synthetic.secrets import make_secrets, surviving, write_secret_share
-
-
-def _text(obj: object) -> str:
-    return json.dumps(obj, default=str, ensure_ascii=False)
+from archive_mcp.synthetic.secrets import derived_texts, make_secrets, surviving, write_secret_share
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -34,17 +28,7 @@ def test_no_generated_secret_survives_any_output(tmp_path: Path, fake_embedder, 
                                    sources=[f"postgres://app:{secrets.values['postgres_url_password']}@db/app"])
     queries = ["postgres", "password", "mysql", "aws secret key", "env file signing", "TLS key", "billing",
                *secrets.values.values()]
-    outputs = {
-        "refined": _text(turns.to_dicts()),
-        "search": _text([to_jsonable(h) for q in queries for h in archive.search(q, workspace=ws.id, limit=20)]),
-        "load_turn_context": _text(to_jsonable(archive.load_turn_context(refs, workspace=ws.id, include_thinking=True,
-                                                             max_chars=200_000))),
-        "trace_theme": _text(to_jsonable(archive.trace_theme("vault", ws.id, include_turn_content=True))),
-        "bootstrap_workspace": _text(to_jsonable(archive.bootstrap_workspace(ws.id))),
-        "export": archive.export_memory(include_turns=True, workspace=ws.id).read_text(encoding="utf-8"),
-        "state": (ws.state_dir / "ingest.json").read_text(encoding="utf-8"),
-        "memory": "".join(p.read_text(encoding="utf-8") for p in (ws.root / "memory").rglob("*.md")),
-    }
+    outputs = derived_texts(archive, ws, refs, "vault", queries, limit=20)
     assert {name: surviving(secrets.values, text) for name, text in outputs.items()} == dict.fromkeys(outputs, [])
     assert turns.sort("turn")["redactions"].to_list() == [3, 1, 3, 2, 0, 2, 3]  # the PEM is only in raw output
 

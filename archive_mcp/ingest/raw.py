@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from archive_mcp.refiners.lines import complete_prefix
+from archive_mcp.workspaces import atomic_write_bytes
 
 HEAD = 4096
 TAIL = 4096
@@ -120,16 +121,5 @@ def snapshot_file(src: Path, dst: Path, raw_root: Path, durable: bool = True) ->
     if dst.exists() and dst.read_bytes() == data:
         return False
     private_dirs(dst.parent, raw_root)
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            if durable:
-                os.fsync(out.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(dst, data, durable=durable)  # a temp file made 0600, then renamed
     return True

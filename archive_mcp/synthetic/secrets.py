@@ -15,6 +15,7 @@ import random
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from archive_mcp.synthetic.sessions import CallSpec, TurnSpec, write_session
 
@@ -97,6 +98,29 @@ def surviving(values: dict[str, str], text: str) -> list[str]:
     """The shapes whose secret value still appears in `text` (none, when redaction held)."""
     return sorted(shape for shape, value in values.items() if value in text
                   or (shape == "pem_body" and any(chunk in text for chunk in _chunks(value))))
+
+
+def derived_texts(archive: Any, ws: Any, refs: list[dict[str, Any]], theme: str, queries: list[str],
+                  **search_args: Any) -> dict[str, str]:
+    """Everything the archive derives from a workspace's turns, as text per output, for counting
+    the secrets that survive: refined rows, search hits, turn context, the trace of `theme`,
+    bootstrap, a memory export, the ingest state and the memory files."""
+    from archive_mcp.render import to_jsonable
+
+    def text(obj: Any) -> str:
+        return json.dumps(to_jsonable(obj), default=str, ensure_ascii=False)
+
+    return {
+        "refined": text(archive.turns(ws.id).collect().to_dicts()),
+        "search": text([h for q in queries for h in archive.search(q, workspace=ws.id, **search_args)]),
+        "load_turn_context": text(archive.load_turn_context(refs, workspace=ws.id, include_thinking=True,
+                                                            max_chars=200_000)),
+        "trace_theme": text(archive.trace_theme(theme, ws.id, include_turn_content=True)),
+        "bootstrap_workspace": text(archive.bootstrap_workspace(ws.id)),
+        "export": archive.export_memory(include_turns=True, workspace=ws.id).read_text(encoding="utf-8"),
+        "state": (ws.state_dir / "ingest.json").read_text(encoding="utf-8"),
+        "memory": "".join(p.read_text(encoding="utf-8") for p in sorted((ws.root / "memory").rglob("*.md"))),
+    }
 
 
 def _chunks(body: str) -> list[str]:

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from archive_mcp.refiners.text import STOPWORDS
+from archive_mcp.render import clip
 
 _CHANGE_USER = re.compile(
     r"\b(?:wait|actually|instead|rather than|no longer|go(?:ing)? back|revert\w*|roll(?:ed)? ?back|undo|"
@@ -160,14 +161,3 @@ def gist(row: dict[str, Any], by: str, width: int = 160) -> str:
         m = re.search(r"Outcome:\s*(.*)", summary, re.S)
         text = (m.group(1) if m else summary) if by != "user" or not text.strip() else f"{text.strip()}: {summary}"
     return clip(" ".join(text.split()), width)
-
-
-def clip(text: str, width: int) -> str:
-    """At most `width` characters, cut at a word boundary, with an ellipsis when cut."""
-    if len(text) <= width:
-        return text
-    cut = text[: width - 1]
-    space = cut.rfind(" ")
-    if space > width // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:-") + "…"

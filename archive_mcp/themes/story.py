@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from archive_mcp.themes.decisions import clip
+from archive_mcp.render import clip
 
 if TYPE_CHECKING:
     from archive_mcp.themes.timeline import Timeline, TimelineEvent

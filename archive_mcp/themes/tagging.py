@@ -18,8 +18,8 @@ import numpy as np
 import polars as pl
 
 from archive_mcp.refiners.text import tokens
+from archive_mcp.render import clip
 from archive_mcp.search.index import WorkspaceIndex
-from archive_mcp.themes.decisions import clip
 from archive_mcp.themes.noise import noise_mask
 
 COMMON_SHARE = 0.3  # a word in more than this share of a workspace's turns says nothing about a topic

@@ -15,7 +15,8 @@ from typing import Any
 import polars as pl
 
 from archive_mcp.errors import InvalidArgument
-from archive_mcp.themes.decisions import Flag, clip, flag_turn, gist, pair_changes
+from archive_mcp.render import clip
+from archive_mcp.themes.decisions import Flag, flag_turn, gist, pair_changes
 from archive_mcp.themes.store import Theme, class_tfidf
 
 
