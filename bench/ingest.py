@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -41,9 +40,12 @@ embed = sys.argv[2] == "embed"
 t = time.perf_counter()
 workers = int(sys.argv[4])
 report = Archive(sys.argv[3], embedder="static" if embed else None).ingest(sys.argv[1], embed=embed, workers=workers)
+import resource
 print(json.dumps({"seconds": time.perf_counter() - t, "turns": report.turns_added,
                   "embedded": report.embedded, "bytes": report.bytes_archived,
-                  "changed": report.files_changed, "skipped": len(report.skipped)}))
+                  "changed": report.files_changed, "skipped": len(report.skipped),
+                  "rss_main_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "rss_worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
@@ -51,10 +53,11 @@ def run_step(share: Path, home: Path, mode: str, one_core: bool) -> dict:
     cmd = [sys.executable, "-c", STEP, str(share), mode, str(home), "1" if one_core else "2"]
     if one_core and shutil.which("taskset"):
         cmd = ["taskset", "-c", "0", *cmd]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env={**os.environ})
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    result["peak_rss_mb"] = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    # measured inside the step: its own peak and its largest worker's (an earlier child of this
+    # process, such as the model warm-up, must not count)
+    result["peak_rss_mb"] = max(result.pop("rss_main_mb"), result.pop("rss_worker_mb"))
     return result
 
 

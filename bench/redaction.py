@@ -147,9 +147,9 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def corpus(root: Path) -> dict[str, Any]:
-    """Distinct credential-shaped values (by detect-secrets) in real logs and how many survive
-    `redact` of their text; counts only, values are only ever hashed."""
+def _corpus_values(root: Path) -> tuple[int, dict[str, set[str]], set[str]]:
+    """Credential-shaped values detect-secrets finds in the JSON string values of the logs under
+    `root` (by type), and those that survive `redact` of the text they sit in. In memory only."""
     texts: list[str] = []
     for path in sorted(root.rglob("*")):
         if not path.is_file() or path.suffix not in (".jsonl", ".json"):
@@ -161,7 +161,6 @@ def corpus(root: Path) -> dict[str, Any]:
                 continue
     by_type: dict[str, set[str]] = {}
     surviving: set[str] = set()
-    t = time.perf_counter()
     for text in texts:
         lines = [line[:4000] for line in text.splitlines() if any(h in line.lower() for h in HINTS)]
         if not lines:
@@ -173,15 +172,70 @@ def corpus(root: Path) -> dict[str, Any]:
         known = redact.secret_values([text]) if hasattr(redact, "secret_values") else set()
         clean = redact.redact(text, known)[0] if known else redact.redact(text)[0]
         for kind, value in hits:
-            digest = hashlib.sha256(value.encode()).hexdigest()
-            by_type.setdefault(kind, set()).add(digest)
+            by_type.setdefault(kind, set()).add(value)
             if value in clean:
-                surviving.add(digest)
+                surviving.add(value)
+    return len(texts), by_type, surviving
+
+
+def _digests(values: set[str]) -> set[str]:
+    return {hashlib.sha256(v.encode()).hexdigest() for v in values}
+
+
+def corpus(root: Path, end_to_end: bool = True) -> dict[str, Any]:
+    """Distinct credential-shaped values (by detect-secrets) in real logs, how many survive
+    `redact` of their text, and (`end_to_end`) how many survive an ingest of the logs in every
+    derived output. Counts only; a value is never printed."""
+    t = time.perf_counter()
+    strings, by_type, surviving = _corpus_values(root)
     distinct = set().union(*by_type.values()) if by_type else set()
-    return {"strings": len(texts), "distinct_found": len(distinct), "surviving_redact": len(surviving),
-            "by_type": {k: len(v) for k, v in sorted(by_type.items())},
-            "surviving_by_type": {k: len(v & surviving) for k, v in sorted(by_type.items()) if v & surviving},
-            "seconds": round(time.perf_counter() - t, 1)}
+    out: dict[str, Any] = {
+        "strings": strings, "distinct_found": len(_digests(distinct)), "surviving_redact": len(surviving),
+        "by_type": {k: len(v) for k, v in sorted(by_type.items())},
+        "surviving_by_type": {k: len(v & surviving) for k, v in sorted(by_type.items()) if v & surviving},
+        "seconds_scan": round(time.perf_counter() - t, 1)}
+    if end_to_end:
+        with tempfile.TemporaryDirectory() as tmp:
+            out["end_to_end"] = _ingested(root, Path(tmp) / "home", distinct)
+    return out
+
+
+def _ingested(root: Path, home: Path, values: set[str]) -> dict[str, Any]:
+    """Ingest the corpus and count the `values` that appear in each derived output, over every
+    workspace (each turn's full context read on its own, so no budget hides a value)."""
+    sys.path.insert(0, str(HERE))
+    from agents_dev import ingest_agents_dev  # noqa: PLC0415 (a bench-local module)
+
+    gen = _secrets_module()
+    archive = Archive(home)
+    t = time.perf_counter()
+    report = ingest_agents_dev(archive, root)
+    seconds = time.perf_counter() - t
+    found: dict[str, set[str]] = {}
+    queries = ["password", "api key", "token", "secret", "private key", "credentials", *sorted(values)]
+    for ws in archive.workspaces():
+        turns = archive.turns(ws.id).select("session_id", "agent", "turn").collect().to_dicts()
+        if not turns:
+            continue
+        archive.tag_theme("vault", ws.id, references=turns)
+        outputs = gen.derived_texts(archive, ws, turns[:1], "vault", queries, mode="lexical")
+        outputs["load_turn_context"] = "".join(
+            json.dumps(gen_jsonable(archive.load_turn_context([ref], workspace=ws.id, include_thinking=True,
+                                                               max_chars=2_000_000)), default=str)
+            for ref in turns)
+        for name, text in outputs.items():
+            found.setdefault(name, set()).update(v for v in values if v in text)
+    return {"turns": report.turns_added, "ingest_seconds": round(seconds, 1),
+            "workspaces": len(archive.workspaces()),
+            "surviving": {name: len(_digests(v)) for name, v in sorted(found.items())},
+            "surviving_any_output": len(_digests(set().union(*found.values()))) if found else 0,
+            "surviving_any_output_by_length": sorted(len(v) for v in set().union(*found.values()))}
+
+
+def gen_jsonable(obj: Any) -> Any:
+    from archive_mcp.render import to_jsonable
+
+    return to_jsonable(obj)
 
 
 def main() -> None:
@@ -189,14 +243,16 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--turns", type=int, default=3000)
     ap.add_argument("--corpus", type=Path)
+    ap.add_argument("--no-ingest", action="store_true", help="with --corpus: only redact() of the raw values")
+    ap.add_argument("--only-corpus", action="store_true", help="skip the generated sets and the speed runs")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        result: dict[str, Any] = {"machine": f"{platform.machine()} {platform.python_version()}",
-                                  "generated": generated(args.seeds, Path(tmp)),
-                                  "refine_speed": refine_speed(args.turns, Path(tmp)),
-                                  "detectors": detectors(Path(tmp))}
+        result: dict[str, Any] = {"machine": f"{platform.machine()} {platform.python_version()}"}
+        if not args.only_corpus:
+            result.update(generated=generated(args.seeds, Path(tmp)), refine_speed=refine_speed(args.turns, Path(tmp)),
+                          detectors=detectors(Path(tmp)))
         if args.corpus:
-            result["corpus"] = corpus(args.corpus)
+            result["corpus"] = corpus(args.corpus, end_to_end=not args.no_ingest)
     json.dump(result, sys.stdout, indent=1)
     print()
 

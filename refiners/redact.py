@@ -36,9 +36,14 @@ class Rule:
 
 
 TOKENS = (
-    Rule(r"(?s:-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z))", (), ("PRIVATE KEY-----",)),
-    # a PEM body without its header: the DER of a key starts MII/MIG (RSA, PKCS#8) or MHc (EC)
-    Rule(r"\b(?:MII|MIG|MHc)[A-Za-z0-9+/]{40,}={0,2}(?:\s*\n\s*[A-Za-z0-9+/]{8,}={0,2})*", (), ("MII", "MIG", "MHc")),
+    # a PEM or PGP armoured private key (`... PRIVATE KEY-----`, `... PRIVATE KEY BLOCK-----`), to
+    # its END line or, when that was cut off, to the end of the text
+    Rule(r"(?s:-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|\Z))",
+         (), ("PRIVATE KEY",)),
+    # a key body without its header: the DER of a key starts MII/MIG (RSA, PKCS#8) or MHc (EC);
+    # an armoured PGP secret key starts lQ (an old-format secret-key packet)
+    Rule(r"\b(?:MII|MIG|MHc|lQ[A-Za-z0-9+/]{20})[A-Za-z0-9+/]{40,}={0,2}(?:\s*\n\s*[A-Za-z0-9+/]{8,}={0,2})*", (),
+         ("MII", "MIG", "MHc", "lQ")),
     Rule(r"\b(?:sk|pk|rk)-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}", ("sk-", "pk-", "rk-")),
     Rule(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", ("k_live_", "k_test_")),
     Rule(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
@@ -58,8 +63,10 @@ _NAMES = ("passw", "pwd", "secret", "credential", "dsn", "salt", "_key", "-key",
           "key'", "_token", "-token", "token=", "token:", "token\"", "token'", "_pass", "pass=", "pass:",
           "pass\"", "token =", "key =", "pass =")
 _KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "key", "dsn", "salt")  # `pass` covers password
-ASSIGN = Rule(r"((?:pass(?:word|wd)?|pwd|secret|token|credential|key|dsn|salt)[\w.\-]*[\"']?\s*[:=]\s*[\"']?)"
-              r"([^\s\"',;]{4,})", _NAMES, value=True)
+# (`\?` before a quote: the same assignment inside an escaped string, `SECRET=\"…\"`; a value
+# stops at a backslash, so `key = [MASKED]\naws_secret_access_key = …` on one escaped line is two)
+ASSIGN = Rule(r"((?:pass(?:word|wd)?|pwd|secret|token|credential|key|dsn|salt)[\w.\-]*\\?[\"']?\s*[:=]\s*\\?[\"']?)"
+              r"([^\s\"',;\\]{4,})", _NAMES, value=True)
 VALUES = (
     # URL credentials `scheme://user:PASSWORD@host`
     Rule(r"(://[^\s:/@'\"<>]{1,100}:)([^\s@/'\"<>]{1,200})(?=@)", ("://",), value=True),

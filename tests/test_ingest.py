@@ -147,13 +147,21 @@ def _edit_after_head_then_append(body: bytes) -> bytes:  # an edit past the firs
     return body[:i] + b"ANSWER 30" + body[i + 9:] + _turn(90, "appended later")
 
 
+def _edit_in_the_middle_then_append(body: bytes) -> bytes:  # neither in the head nor near the tail
+    i = body.rindex(b"answer 20")
+    assert 4096 < i < len(body) - 4096 - 9
+    return body[:i] + b"ANSWER 20" + body[i + 9:] + _turn(90, "appended later")
+
+
 def _same_size_edit(body: bytes) -> bytes:
     i = body.rindex(b"answer 39")
     return body[:i] + b"answer 93" + body[i + 9:]
 
 
-@pytest.mark.parametrize("edit", [_rewrite_head, _edit_after_head_then_append, _same_size_edit],
-                         ids=["head-rewritten", "edited-past-4kb-then-appended", "same-size-edit"])
+@pytest.mark.parametrize("edit", [_rewrite_head, _edit_after_head_then_append, _edit_in_the_middle_then_append,
+                                  _same_size_edit],
+                         ids=["head-rewritten", "edited-past-4kb-then-appended", "edited-mid-file-then-appended",
+                              "same-size-edit"])
 def test_rewritten_source_is_reported_and_the_archived_copy_is_kept(tmp_path: Path, edit) -> None:  # noqa: ANN001
     body = HEADER + b"".join(_turn(i, f"question {i}", f"answer {i}") for i in range(40))
     assert len(body) > 3 * 4096

@@ -19,6 +19,15 @@ CASES = [
     ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijklmnop", "jwt [REDACTED]"),
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----", "[REDACTED]"),
     ("google AIzaSyA1234567890abcdefghijklmnopqrstuv", "google [REDACTED]"),
+    # PGP armour: the header ends in `KEY BLOCK-----`; seen in real logs with two spaces or CRLF after it
+    ("-----BEGIN PGP PRIVATE KEY BLOCK-----  lQcYBG" + "Ab1" * 30 + "\r\n=Xy12\r\n-----END PGP PRIVATE KEY BLOCK-----",
+     "[REDACTED]"),
+    # the same assignments inside an escaped string (a script quoted in a tool call)
+    ("echo 'SECRET=\\\"sk_tst_abc12\\\"' > test.py", "echo 'SECRET=\\\"[REDACTED]\\\"' > test.py"),
+    ("key_id = [MASKED]\\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE\\n",
+     "key_id = [MASKED]\\naws_secret_access_key = [REDACTED]\\n"),
+    ("the saved key starts lQcYBG" + "Zq9+" * 20 + " (note the double space)",
+     "the saved key starts [REDACTED] (note the double space)"),
 ]
 
 
@@ -29,6 +38,7 @@ def test_secrets_are_masked_and_counted(text: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize("text", ["tokenize_cjk passes its tests", "the cache key is stable", "PASSWORD=$PW",
-                                  "idempotency_key reused", "no secrets here"])
+                                  "idempotency_key reused", "no secrets here",
+                                  'keywords = ["BEGIN OPENSSH PRIVATE KEY"]'])
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert redact(text) == (text, 0)

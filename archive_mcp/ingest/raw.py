@@ -2,8 +2,9 @@
 
 Raw copies keep everything the agent logged, secrets included, so files are 0600 in 0700
 folders. A source is compared with what was archived before new bytes are appended: the hash of
-its first 4 KB and of the 4 KB just below the archived high-water mark must still match, so an
-edit (also a same-size one) is reported instead of splicing two histories into one copy.
+its first 4 KB and of the 4 KB just below the archived high-water mark must still match, and then
+the archived bytes themselves, so an edit anywhere (also a same-size one) is reported instead of
+splicing two histories into one copy.
 """
 
 from __future__ import annotations
@@ -47,16 +48,40 @@ def _sha1_range(fh: Any, start: int, end: int) -> str:
     return hashlib.sha1(fh.read(max(0, end - start))).hexdigest()
 
 
-def _unchanged(fh: Any, entry: dict[str, Any], size: int) -> bool:
-    """True when the bytes already archived still read the same at the head and just below the
-    high-water mark."""
+def _unchanged(fh: Any, entry: dict[str, Any], size: int, copy: Path) -> bool:
+    """True when the bytes already archived still read the same: the head and the bytes just below
+    the high-water mark by their hashes (cheap), then every byte against the archived copy, so an
+    edit in the middle of a large source is caught too. That compare reads only sources that
+    changed since the last ingest, once each."""
     archived = int(entry["archived"])
     if size < archived:
         return False
     if _sha1_range(fh, 0, int(entry.get("head_len", 0))) != entry.get("head"):
         return False
     tail_len = entry.get("tail_len")
-    return tail_len is None or _sha1_range(fh, archived - int(tail_len), archived) == entry.get("tail")
+    if tail_len is not None and _sha1_range(fh, archived - int(tail_len), archived) != entry.get("tail"):
+        return False
+    return _same_prefix(fh, copy, archived)
+
+
+def _same_prefix(fh: Any, copy: Path, archived: int) -> bool:
+    """Whether the source's first `archived` bytes equal the archived copy (True when the copy is
+    gone or shorter, e.g. purged by hand: then the hashes above are all there is to go on)."""
+    try:
+        other = open(copy, "rb")
+    except FileNotFoundError:
+        return True
+    with other:
+        if os.fstat(other.fileno()).st_size < archived:
+            return True
+        fh.seek(0)
+        left = archived
+        while left:
+            n = min(CHUNK, left)
+            if fh.read(n) != other.read(n):
+                return False
+            left -= n
+    return True
 
 
 def archive_file(src: Path, dst: Path, raw_root: Path, entry: dict[str, Any], skip: Report) -> int:
@@ -72,7 +97,7 @@ def archive_file(src: Path, dst: Path, raw_root: Path, entry: dict[str, Any], sk
     if dst.exists() and dst.stat().st_size > archived:  # a crash after append, before state
         os.truncate(dst, archived)
     with open(src, "rb") as fh:
-        if archived and not _unchanged(fh, entry, st.st_size):
+        if archived and not _unchanged(fh, entry, st.st_size, dst):
             skip(REWRITTEN)
             entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
             return 0
