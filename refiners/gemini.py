@@ -122,7 +122,7 @@ def _read_jsonl(path: Path, stop: int | None) -> tuple[list[tuple[dict[str, Any]
             continue
         if "$set" in d or "sessionId" in d and "type" not in d:
             continue  # metadata: the session id and project come from discovery
-        if d.get("type") not in MESSAGE_TYPES:
+        if not isinstance(d.get("type"), str) or d["type"] not in MESSAGE_TYPES:
             kind = str(d.get("type"))
             unknown[kind] = unknown.get(kind, 0) + 1
             continue

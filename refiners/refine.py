@@ -104,7 +104,7 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
     assistant = clean(raw_assistant or turn.synthetic_text, TEXT_MAX)
     calls = [{"name": c.name, "args_summary": clean(args_summary(c), ARGS_MAX), "status": c.status,
               "result_summary": clean(_result_line(c), RESULT_MAX),
-              "duration_ms": None if c.duration_s is None else round(c.duration_s * 1000),
+              "duration_ms": _ms(c.duration_s),
               "files": call_paths(c)[:10]}
              for c in tool_calls]
     summary = clean(summarizer.summarize(turn), SUMMARY_MAX, count=False)[:SUMMARY_MAX]
@@ -143,6 +143,19 @@ def _result_line(call: ToolCall) -> str:
     return shorten(text, RESULT_MAX)
 
 
+EPOCH_MIN, EPOCH_MAX = -62_135_596_800, 253_402_300_799  # 0001-01-01 .. 9999-12-31 (what a datetime holds)
+
+
+def _ms(seconds: float | None) -> int | None:
+    """A call's duration in whole ms; one beyond what the times a datetime holds allow is unknown."""
+    if seconds is None or not 0 <= seconds <= EPOCH_MAX - EPOCH_MIN:
+        return None
+    return round(seconds * 1000)
+
+
 def _us(ts: float | None) -> int | None:
-    """Epoch seconds to epoch microseconds (the Parquet column is a UTC datetime[us])."""
-    return None if ts is None else int(round(ts * 1_000_000))
+    """Epoch seconds to epoch microseconds (the Parquet column is a UTC datetime[us]); a time no
+    datetime can hold (infinite, NaN, beyond year 9999) is unknown, not a crash."""
+    if ts is None or not EPOCH_MIN <= ts <= EPOCH_MAX:  # False for NaN too
+        return None
+    return int(round(ts * 1_000_000))

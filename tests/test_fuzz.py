@@ -45,6 +45,15 @@ READERS = [
                "agents/main/wire.jsonl", lambda i: f"session_fuzz-{i:04d}"),
 ]
 
+REAL = FIXTURES / "real"
+# The other agents' readers on real fixture logs (tests/fixtures/real, see its LICENSES.md).
+AGENT_READERS = [
+    ReaderCase("claude-code", REAL / "claude", "m-thisness", "e0ce82fa-774f-4827-8cef-17b1b18b9f2a.jsonl", str),
+    ReaderCase("codex", REAL / "codex", "openprintkit",
+               "rollout-2025-11-01T11-34-37-97b66f6c-a160-40e0-bd0f-1fdcbbb9498b.jsonl", str),
+    ReaderCase("gemini", REAL / "gemini", "jsonl", "test_conversation_gemini.jsonl", str),
+]
+
 VALUES: list[Any] = [None, True, 0, -1, 5, 2**70, -(2**70), 1e308, -1e308, 0.5, "", "x", "\x00",
                      "ünïcødé ✓ 中文", [], [1, "a"], {}, {"type": "text"}, [[[[]]]], "9" * 400]
 
@@ -112,7 +121,7 @@ def mutations(case: ReaderCase, seed: int, n_typed: int) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("case", READERS, ids=[c.source for c in READERS])
+@pytest.mark.parametrize("case", READERS + AGENT_READERS, ids=[c.source for c in READERS + AGENT_READERS])
 def test_no_mutation_crashes_the_reader_or_the_refiner(case: ReaderCase, tmp_path: Path) -> None:
     wire = tmp_path / "wire.jsonl"
     crashes = []
