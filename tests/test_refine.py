@@ -68,14 +68,16 @@ def test_a_table_gives_its_rows_not_its_header() -> None:
     assert s == "Asked: the readme is still wrong Outcome: Local bun dev, localhost:8080; Remote Push to main, Cloud Run"
 
 
-def test_did_names_tools_file_base_names_and_state_changes() -> None:
+def test_did_names_file_base_names_commands_and_state_changes_and_tools_only_when_nothing_else() -> None:
     calls = [call("Edit", file_path="/home/u/proj/src/api/server.ts"), call("Edit", file_path="/home/u/proj/README.md"),
              call("Bash", command="git commit -m 'fix' && git push")]
-    assert describe_actions(calls) == "Edit×2, Bash; edited server.ts, README.md; committed, pushed"
+    assert describe_actions(calls) == "edited server.ts, README.md; committed, pushed"
     codex = call("shell", command=["bash", "-lc", "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: docs/PDL_SPEC.md\n"])
-    assert describe_actions([codex]) == "shell; edited PDL_SPEC.md"
+    assert describe_actions([codex]) == "edited PDL_SPEC.md"
     failed = call("Bash", "exit 255: Network is unreachable", True, command="ssh slate whoami")
-    assert describe_actions([failed]) == "Bash; ran `ssh slate whoami`; 1 failed"
+    assert describe_actions([failed]) == "ran `ssh slate whoami`; 1 failed"
+    reads = [call("Read", file_path="a.py"), call("Grep", pattern="x"), call("Read", file_path="b.py"), call("Task")]
+    assert describe_actions(reads) == "Read, Grep, Task"
 
 
 def test_summaries_stay_within_budget_and_cut_at_a_word() -> None:
