@@ -189,19 +189,34 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
 
 
 _TAGS = frozenset("command-name command-message command-args local-command-stdout local-command-stderr "
-                  "local-command-caveat system-reminder task-notification task-id output-file".split())
+                  "local-command-caveat system-reminder task-notification task-id output-file http https www".split())
+_HOME_DIRS = frozenset("users home documents desktop downloads applications library appdata tmp var opt usr "
+                       "etc mnt volumes".split())
+# Generic report verbs: in nearly every answer, so they tell one turn from another poorly.
+_KW_STOP = frozenset("see add added adds done create created complete completed update updated new check "
+                     "checked sure via".split())
+# The labels `user_request` puts on wrapped records, and the interruption marker: not the turn's words.
+_LABELS = re.compile(r"^\((?:empty )?command output\)|^\(task notification:|\[request interrupted by user[^\]]*\]", re.I)
+
+
+def keyword_words(text: str) -> list[str]:
+    """The words keywords are drawn from: Windows paths read as paths, wrapper labels dropped."""
+    return words(_LABELS.sub(" ", text).replace("\\", "/"))
 
 
 def keywords_of(text: str, limit: int = 12, head_words: list[str] | None = None) -> list[str]:
     """Distinctive words of one turn: identifiers and file names first; stopwords, path
     fragments and wrapper tags out; CJK kept."""
     counts: Counter[str] = Counter()
-    for w in head_words if head_words is not None else words(text[: 2 * SCAN_MAX]):
+    for w in head_words if head_words is not None else keyword_words(text[: 2 * SCAN_MAX]):
         if w.isascii():
             if "/" in w:
-                w = "/".join(w.rstrip("/").split("/")[-3:])  # a long path: its tail, not its home folders
+                parts = [p for p in w.split("/") if p]
+                if parts and (len(parts) > 2 or "." in parts[-1][1:] or parts[0].lower() in _HOME_DIRS):
+                    w = parts[-1]  # a path: its file or folder name, not its home folders
             low = w.lower()
-            if len(w) < 3 or low in STOPWORDS or low in _TAGS or w.isdigit() or not w[0].isalnum():
+            if (len(w) < 3 or low in STOPWORDS or low in _KW_STOP or low in _TAGS or w.isdigit()
+                    or not w[0].isalnum()):
                 continue
             if "_" in w or "." in w or (w != low and w[1:] != w[1:].lower()):
                 counts[w] += 2  # identifiers, file names, camelCase: the words people search for

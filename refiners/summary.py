@@ -358,7 +358,7 @@ class ExtractiveSummarizer:
         did = describe_actions(turn.tool_calls)
         state = "interrupted" if cut_short(turn) and turn.status != "cancelled" else turn.status
         status = f" [{state}]" if state in ("interrupted", "cancelled", "error") else ""
-        return compose(ask, did, lambda budget: outcome(turn, budget, f"{ask} {did}"), status)
+        return compose(ask, did, lambda budget: outcome(turn, budget, did), status)
 
 
 def compose(ask: str, did: str, result: str | Callable[[int], str], status: str = "") -> str:

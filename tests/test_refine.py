@@ -1,10 +1,18 @@
 """Refinement on realistic turns: the ask's request clause, the outcome that states a result,
-abbreviation-aware sentences, kinds (work and noise) and keywords."""
+abbreviation-aware sentences, kinds (work and noise) and keywords; `refine` redoes the sessions an
+older refiner wrote."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
+from click.testing import CliRunner
+
+from archive_mcp import Archive
+from archive_mcp.cli.main import main
+from archive_mcp.ingest import store
 from archive_mcp.ingest.store import carry_over
 from archive_mcp.refiners import RefineContext, Step, ToolCall, Turn, refine_turn
 from archive_mcp.refiners.kinds import keywords_of
@@ -132,8 +140,11 @@ def test_work_kinds_read_the_request_and_what_happened() -> None:
 def test_keywords_have_no_path_fragments_stopwords_or_wrapper_tags() -> None:
     words = keywords_of("<local-command-stdout>edited /Users/someone/Documents/proj/src/charge_card.py "
                         "and the retry policy for charge_card with the PSP</local-command-stdout>")
-    assert words[0] == "proj/src/charge_card.py" and "charge_card" in words
+    assert words[0] == "charge_card.py" and "charge_card" in words
     assert not {"Users", "users", "someone", "documents", "the", "and", "local-command-stdout"} & set(words)
+    words = keywords_of("(command output) see C:\\Users\\mischa\\rebase-msys2.ps1, ~/Documents/M-Claude and CI/CD; "
+                        "[Request interrupted by user] added https://example.com")
+    assert words == ["rebase-msys2.ps1", "M-Claude", "CI/CD", "example.com"]
 
 
 def test_refresh_keeps_a_model_written_summary_of_an_unchanged_turn_and_counts_changes() -> None:
@@ -150,3 +161,22 @@ def test_refresh_keeps_a_model_written_summary_of_an_unchanged_turn_and_counts_c
     assert carry_over(old, new) == 2
     assert (new[0]["summary"], new[0]["refiner"]) == ("Asked: x Outcome: by the model", f"{REFINER}+sampling@1")
     assert new[1]["summary"] == "new"
+
+
+def test_refine_redoes_only_sessions_an_older_refiner_wrote_with_progress_and_counts_changed_rows(
+        kimi_root: Path) -> None:
+    archive = Archive(Path(os.environ["ARCHIVE_MCP_HOME"]), embedder=None)
+    archive.ingest(kimi_root)
+    ws = archive.workspace("webapp")
+    sid = sorted(archive.raw_files(ws))[0]
+    rows = store.read_refined(ws, sid).to_dicts()
+    stale = [{**r, "refiner": "extractive@3", "summary": "old" if i < 2 else r["summary"]} for i, r in enumerate(rows)]
+    store.merge_refined(ws, sid, stale, replace_all=True)
+    seen: list[tuple[str, int, int]] = []
+    report = archive.refine("all", embed=False, progress=lambda label, done, total: seen.append((label, done, total)))
+    assert (report.sessions, report.turns, report.rows_changed) == (1, len(rows), 2)
+    assert seen and seen[-1][1] == seen[-1][2] and all(label.startswith("refine") for label, _, _ in seen)
+    assert set(store.read_refined(ws, sid)["refiner"]) == {REFINER}
+    assert store.read_refined(ws, sid)["summary"].to_list() == [r["summary"] for r in rows]
+    again = CliRunner().invoke(main, ["refine", "--all", "--no-embed"])
+    assert again.exit_code == 0 and again.stdout == "0 sessions refined (0 turns, 0 rows changed), 0 embedded\n"
