@@ -137,6 +137,11 @@ def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
     return kinds
 
 
+def debugging(turn: Turn) -> bool:
+    """The agent's step texts say it is tracking a defect down ("I can see the issue", "let me fix")."""
+    return any(st.text and DEBUGGING.search(st.text[:600].lower()) for st in turn.steps[:8])
+
+
 def changed_state(calls: list[ToolCall]) -> bool:
     if any(c.name in EDIT_TOOLS for c in calls):
         return True
@@ -168,9 +173,8 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
         work.append("decision")
     if REVERSE_ASK.search(ask[:600]) or REVERSE_DONE.search(answer[:600]):
         work.append("reversal")
-    steps = "" if "compaction" in kinds else " ".join(st.text[:600] for st in turn.steps[:8]).lower()
     if (FIX_ASK.search(ask[:800]) or PASTED_LOG.search(ask[:800]) or FIX_DONE.search(answer[:600])
-            or DEBUGGING.search(steps)):
+            or ("compaction" not in kinds and debugging(turn))):
         work.append("fix")
     if PLAN_ASK.search(ask[:800]) or any(PLAN_FILE.search(p) for p in paths):
         work.append("plan")
@@ -190,6 +194,7 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
 
 _TAGS = frozenset("command-name command-message command-args local-command-stdout local-command-stderr "
                   "local-command-caveat system-reminder task-notification task-id output-file http https www".split())
+LABEL_HEAD = 300
 _HOME_DIRS = frozenset("users home documents desktop downloads applications library appdata tmp var opt usr "
                        "etc mnt volumes".split())
 # Generic report verbs: in nearly every answer, so they tell one turn from another poorly.
@@ -201,7 +206,8 @@ _LABELS = re.compile(r"^\((?:empty )?command output\)|^\(task notification:|\[re
 
 def keyword_words(text: str) -> list[str]:
     """The words keywords are drawn from: Windows paths read as paths, wrapper labels dropped."""
-    return words(_LABELS.sub(" ", text).replace("\\", "/"))
+    text = _LABELS.sub(" ", text[:LABEL_HEAD]) + text[LABEL_HEAD:]  # the labels open the request
+    return words(text.replace("\\", "/") if "\\" in text else text)
 
 
 def keywords_of(text: str, limit: int = 12, head_words: list[str] | None = None) -> list[str]:

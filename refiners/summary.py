@@ -311,6 +311,8 @@ def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str])
     """Greedy by value per character. A unit's value is its score plus the weight of the
     content words it adds (`known`: what the ask, Did and the units picked before say); a word
     weighs more when the answer repeats it and when it is an identifier, a number or a name."""
+    if sum(len(u) + 1 for _s, _i, u in candidates) <= budget:
+        return _joined([(i, u) for _s, i, u in candidates])  # everything fits: nothing to choose
     pool = [(s, i, u, set(_content_words(u))) for s, i, u in sorted(candidates, key=lambda x: -x[0])[:MAX_POOL]]
     tf = Counter(w for _s, _i, _u, ws in pool for w in ws)
     weight = {w: (1 + (n > 1) * REPEAT_W) * (IDENT_W if _IDENT.search(w) else 1.0) for w, n in tf.items()}
@@ -334,6 +336,11 @@ def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str])
         covered |= ws
     if not chosen:
         return shorten(candidates[0][2], budget) if candidates else ""
+    return _joined(chosen)
+
+
+def _joined(chosen: list[tuple[int, str]]) -> str:
+    """The picked units in their order, a ";" after those that end without punctuation."""
     chosen.sort()
     return " ".join(u if u.endswith((".", "!", "?", "。", "！", "？", ")")) or not u[-1:].isalnum() else u + ";"
                     for _i, u in chosen).rstrip(";")
