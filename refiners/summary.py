@@ -146,7 +146,8 @@ def asked(turn: Turn) -> str:
 
 
 def describe_actions(calls: list[ToolCall], limit: int = DID_MAX) -> str:
-    """The files edited (base names) or else the first command, the state changes, failures;
+    """The files edited (base names) or else the first command, the state changes (with the
+    commits' hashes), failures;
     the tools by name only when nothing was edited or run (the row lists every call anyway)."""
     if not calls:
         return ""
@@ -160,7 +161,10 @@ def describe_actions(calls: list[ToolCall], limit: int = DID_MAX) -> str:
     if cmds and not edited:
         bits.append("ran `" + shorten(cmds[0], 40 if notable else 60) + "`")
     if notable:
-        bits.append(", ".join(notable[:3]))
+        hashes = ordered(m.group(1) for c in calls if "git commit" in str(c.args.get("command", ""))
+                         for m in _COMMITTED.finditer(c.output_text[:2000]))
+        bits.append(", ".join(f"committed {', '.join(hashes[:3])}" if n == "committed" and hashes else n
+                              for n in notable[:3]))
     if not bits:
         bits.append(", ".join(n for n, _k in Counter(c.name for c in calls).most_common(TOOLS_SHOWN)))
     if failed:
@@ -172,6 +176,7 @@ def describe_actions(calls: list[ToolCall], limit: int = DID_MAX) -> str:
 _NOTABLE = re.compile(r"\bgit (?:commit|push|tag|merge|rebase|revert|reset|checkout -b|switch -c)\b|"
                       r"\bgh (?:pr|release|issue) (?:create|merge)\b|"
                       r"\b(?:npm|pnpm|yarn|bun|pip|pip3|uv|cargo|brew|apt|apt-get|winget|go) (?:install|add)\b(?: [\w@./-]+)?")
+_COMMITTED = re.compile(r"^\[[\w./-]+(?: \(root-commit\))? ([0-9a-f]{7,12})\]", re.M)  # git commit's output
 _VERBS = {"commit": "committed", "push": "pushed", "tag": "tagged", "merge": "merged", "rebase": "rebased",
           "revert": "reverted", "reset": "reset", "checkout": "branched", "switch": "branched"}
 

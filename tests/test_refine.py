@@ -86,6 +86,8 @@ def test_did_names_file_base_names_commands_and_state_changes_and_tools_only_whe
     assert describe_actions([failed]) == "ran `ssh slate whoami`; 1 failed"
     reads = [call("Read", file_path="a.py"), call("Grep", pattern="x"), call("Read", file_path="b.py"), call("Task")]
     assert describe_actions(reads) == "Read, Grep, Task"
+    commit = call("Bash", "[feat/retry 4ce79a1] Retry once\n 1 file changed", command="git commit -am 'Retry once'")
+    assert describe_actions([commit]) == "ran `git commit -am 'Retry once'`; committed 4ce79a1"
 
 
 def test_summaries_stay_within_budget_and_cut_at_a_word() -> None:
