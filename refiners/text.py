@@ -123,14 +123,15 @@ def first_sentence(text: str, limit: int) -> str:
 _SELF_LEAD = re.compile(r"^(?:(?:i|we)(?:'ve| have)|i'm|we're|i am|we are)\s+(?:now\s+|also\s+|just\s+)?"
                         r"(?=\w+ed\b|\w+en\b|made\b|built\b|done\b|found\b|set\b|put\b|got\b|run\b)", re.I)
 _HEDGE = re.compile(r"\b(?:successfully|basically|essentially|actually|simply|really|just|comprehensive|"
-                    r"detailed|complete)\s+", re.I)
+                    r"detailed)\s+", re.I)
 _LONG_PATH = re.compile(r"(?<![\w.:/\\])(?:~|[A-Za-z]:|[\w.-]+)?(?:[\\/][^\s\\/`'\"()]+){1,}([\\/][^\s\\/`'\"()]+[\\/][^\s\\/`'\"()]+)")
 
 
 def dense(text: str) -> str:
     """The same statement in fewer characters: no "I've", hedges or long path heads."""
-    text = _SELF_LEAD.sub("", text)
     text = _HEDGE.sub("", text)
-    text = _LONG_PATH.sub(lambda m: m.group(1).lstrip("\\/"), text)
-    text = " ".join(text.split())
-    return text[:1].upper() + text[1:] if text[:1].islower() and text[:1].isascii() else text
+    short = _SELF_LEAD.sub("", text, count=1)
+    if short != text and short[:1].islower():
+        short = short[0].upper() + short[1:]  # "I've fixed it" -> "Fixed it"
+    text = _LONG_PATH.sub(lambda m: m.group(1).lstrip("\\/"), short)
+    return " ".join(text.split())

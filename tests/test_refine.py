@@ -23,7 +23,7 @@ from archive_mcp.refiners.summary import (
     compose,
     describe_actions,
 )
-from archive_mcp.refiners.text import sentences, shorten
+from archive_mcp.refiners.text import dense, sentences, shorten
 
 CTX = RefineContext("w", "claude-code", "s1", "main", "raw/s1.jsonl")
 
@@ -67,6 +67,13 @@ def test_the_outcome_skips_filler_and_takes_the_content_after_a_lead_in() -> Non
     s = summary(turn("review the payment retries", answer))
     assert s == ("Asked: review the payment retries Outcome: The retry loop in charge_card double-charges on "
                  "timeouts; PSP calls have no idempotency key")
+
+
+def test_units_are_said_densely_without_self_talk_hedges_or_long_path_heads() -> None:
+    assert dense("I've successfully fixed /home/u/proj/src/api/server.ts") == "Fixed api/server.ts"
+    assert dense("docs/overview.md is basically done; see https://example.com/a/b/c/d") == (
+        "docs/overview.md is done; see https://example.com/a/b/c/d")
+    assert dense(r"Script: C:\Users\u\tools\rebase.ps1 (Phase complete)") == r"Script: tools\rebase.ps1 (Phase complete)"
 
 
 def test_a_table_gives_its_rows_not_its_header() -> None:
