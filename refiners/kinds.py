@@ -72,7 +72,7 @@ FIX_DONE = _rx(r"\b(?:fixed|fixes the|root cause|the (?:issue|problem|bug|error)
 DEBUGGING = _rx(r"\b(?:(?:i (?:can )?see|found|i've found|identified) the (?:issue|problem|bug|culprit)|"
                 r"let me (?:fix|debug)|to fix (?:this|the|it)|the (?:issue|problem|bug) (?:is|was)|root cause)\b",
                 "问题是 問題是 找到问题 找到問題")
-PASTED_LOG = re.compile(r"(?m)(?:^|console\s*:\s*)\[[a-z][\w .-]{1,30}\]\s*[\w{(]")  # "[Autopilot] P&L calc: {…"
+PASTED_LOG = re.compile(r"(?m)(?:^|console\s*:\s*)\[[a-z][\w .-]{1,30}\]\s+[\w{]")  # "[Autopilot] P&L calc: {…"
 PLAN_ASK = _rx(r"(?<![-:])\bplan(?:s|ning)?\b(?!-)|\broadmap\b|\bmilestone\b|\bphases?\b|/gsd:(?:plan-phase|"
                r"create-roadmap|new-milestone|new-project|discuss-phase|add-phase)|\bstrateg(?:y|ic)\b|"
                r"\bpropose\b|\boptions\b", "计划 計劃 规划 規劃 方案")

@@ -146,6 +146,20 @@ def test_work_kinds_read_the_request_and_what_happened() -> None:
     assert refine_turn(install, CTX)["kinds"] == ["change"]
 
 
+def test_bug_reports_and_choices_that_are_only_implicit() -> None:
+    edit = [call("Edit", file_path="src/widget.tsx")]
+    pasted = turn("[Autopilot] P&L calc: {realized: 0}\n[WS] Data feed received: cvd_update", "SOL price was 0.", calls=edit)
+    assert refine_turn(pasted, CTX)["kinds"] == ["fix", "change"]
+    debugging = turn("resume", calls=edit)
+    debugging.steps.insert(0, Step(n=0, text="I can see the issue - the hook needs Python. Let me fix this."))
+    assert refine_turn(debugging, CTX)["kinds"] == ["continuation", "fix", "change"]
+    assert refine_turn(turn("yes fix it for me", "Fixed: PAI_DIR is set.", calls=edit), CTX)["kinds"] == ["fix", "change"]
+    redirect = turn("don't block the commit, instead redact each secret", "Secrets are redacted in place.", calls=edit)
+    assert refine_turn(redirect, CTX)["kinds"] == ["decision", "reversal", "change"]
+    link = turn("[the docs](https://example.com) say what about retries?", "Three retries.")
+    assert refine_turn(link, CTX)["kinds"] == ["question"]
+
+
 def test_keywords_have_no_path_fragments_stopwords_or_wrapper_tags() -> None:
     words = keywords_of("<local-command-stdout>edited /Users/someone/Documents/proj/src/charge_card.py "
                         "and the retry policy for charge_card with the PSP</local-command-stdout>")
