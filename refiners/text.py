@@ -133,5 +133,6 @@ def dense(text: str) -> str:
     short = _SELF_LEAD.sub("", text, count=1)
     if short != text and short[:1].islower():
         short = short[0].upper() + short[1:]  # "I've fixed it" -> "Fixed it"
-    text = _LONG_PATH.sub(lambda m: m.group(1).lstrip("\\/"), short)
-    return " ".join(text.split())
+    if short.count("/") + short.count("\\") >= 3:  # a path long enough to cut
+        short = _LONG_PATH.sub(lambda m: m.group(1).lstrip("\\/"), short)
+    return " ".join(short.split())
