@@ -316,6 +316,10 @@ def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str])
     """Greedy by value per character. A unit's value is its score plus the weight of the
     content words it adds (`known`: what the ask, Did and the units picked before say); a word
     weighs more when the answer repeats it and when it is an identifier, a number or a name."""
+    first_of: dict[str, tuple[float, int, str]] = {}
+    for c in sorted(candidates, key=lambda c: c[1]):
+        first_of.setdefault(c[2], c)  # a unit said twice (the answer repeats an earlier step) once
+    candidates = list(first_of.values())
     if sum(len(u) + 1 for _s, _i, u in candidates) <= budget:
         return _joined([(i, u) for _s, i, u in candidates])  # everything fits: nothing to choose
     pool = [(s, i, u, set(_content_words(u))) for s, i, u in sorted(candidates, key=lambda x: -x[0])[:MAX_POOL]]
@@ -327,8 +331,8 @@ def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str])
     while pool:
         best, best_gain = -1, 0.0
         for k, (s, _i, u, ws) in enumerate(pool):
-            if used + len(u) + 1 > budget:
-                continue
+            if used + len(u) + 1 > budget or (ws and ws <= covered):
+                continue  # too long for what is left, or nothing the summary does not say yet
             novel = sum(weight[w] for w in ws - covered)
             gain = (max(s, 0.05) * SCORE_W + novel) / (len(u) + LEN_PAD) ** LEN_EXP
             if gain > best_gain:

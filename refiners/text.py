@@ -60,14 +60,15 @@ z.b bzw usw ggf vgl d.h
 
 
 def _ends_sentence(text: str, dot: int, nxt: int) -> bool:
-    """Whether the "." at `dot` ends a sentence: not after an initial or an abbreviation."""
+    """Whether the "." at `dot` ends a sentence: not after an initial or an abbreviation (`e.g.`,
+    `u.s.`; a file name such as `config.py.` before a capital does end one)."""
     j = dot
     while j > 0 and (text[j - 1].isalpha() or text[j - 1] == "."):
         j -= 1
     word = text[j:dot]
     if len(word) == 1 and word.isalpha():
         return False  # an initial in any script: "J. Smith", "Г. Нехризов"
-    if word.lower() in ABBREVIATIONS or "." in word:
+    if word.lower() in ABBREVIATIONS or ("." in word and all(len(p) <= 2 for p in word.split("."))):
         return False
     follow = text[nxt:nxt + 1]
     return not (follow.isalpha() and follow.islower())  # "… file.py. then" reads on

@@ -50,6 +50,8 @@ def test_sentences_respect_initials_and_abbreviations_in_any_script() -> None:
         "Ask J. R. Smith, e.g. by mail.", "Then wait!", "Done?"]
     assert sentences("修好了。测试通过！") == ["修好了。", "测试通过！"]
     assert sentences("Edit config.py. then run it") == ["Edit config.py. then run it"]
+    assert sentences("Edited retry_test.py. The U.S. office, i.e. Bob, ran it.") == [
+        "Edited retry_test.py.", "The U.S. office, i.e. Bob, ran it."]
 
 
 def test_the_ask_skips_acknowledgements_and_keeps_the_request() -> None:
@@ -74,6 +76,11 @@ def test_units_are_said_densely_without_self_talk_hedges_or_long_path_heads() ->
     assert dense("docs/overview.md is basically done; see https://example.com/a/b/c/d") == (
         "docs/overview.md is done; see https://example.com/a/b/c/d")
     assert dense(r"Script: C:\Users\u\tools\rebase.ps1 (Phase complete)") == r"Script: tools\rebase.ps1 (Phase complete)"
+
+
+def test_a_unit_the_answer_repeats_from_an_earlier_step_is_said_once() -> None:
+    t = turn("run the tests", "All 12 retry tests pass.", "All 12 retry tests pass. The flaky timeout is fixed.")
+    assert summary(t) == "Asked: run the tests Outcome: All 12 retry tests pass. The flaky timeout is fixed."
 
 
 def test_a_table_gives_its_rows_not_its_header() -> None:
