@@ -13,11 +13,16 @@ refiner of this checkout. Measures (definitions in `bench/refine_measures.py`):
 
 Labelled turns are reported per group: procrypto (the turns the rules were tuned on) and the
 held-out rest (M-Thisness, other Claude Code projects, Codex, Gemini).
+
+`--budgets 500,600` also refines every turn with this checkout's refiner at those summary lengths
+(`SUMMARY_MAX`) and reports key-fact coverage against the cost: the mean summary length over all
+turns, which is what search hits and `bootstrap_workspace` print per turn.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import io
 import json
@@ -25,7 +30,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +39,8 @@ from refine_measures import fact_covered, is_cut_lead_in, is_filler, outcome_of,
 
 from archive_mcp import Archive
 from archive_mcp.refiners import PARSERS, Turn
+from archive_mcp.refiners import refine as refine_module
+from archive_mcp.refiners import summary as summary_module
 from archive_mcp.refiners.refine import RefineContext
 from archive_mcp.refiners.refine import refine_turn as refine_after
 from archive_mcp.workspaces import read_json
@@ -106,12 +113,34 @@ def measure(turns: list[Turn], labelled: list[tuple[dict[str, Any], Turn]], refi
     return res
 
 
+@contextlib.contextmanager
+def summary_max(n: int) -> Iterator[None]:
+    """This checkout's refiner with a `SUMMARY_MAX` of `n` characters, for the budget sweep."""
+    old = summary_module.SUMMARY_MAX
+    summary_module.SUMMARY_MAX = refine_module.SUMMARY_MAX = n
+    try:
+        yield
+    finally:
+        summary_module.SUMMARY_MAX = refine_module.SUMMARY_MAX = old
+
+
+def budget_row(turns: list[Turn], labelled: list[tuple[dict[str, Any], Turn]], n: int) -> dict[str, Any]:
+    """Coverage per group and the mean summary length over every turn, at a budget of `n`."""
+    ctx = RefineContext("w", "bench", "s", "main", "raw")
+    with summary_max(n):
+        lengths = [len(refine_after(t, ctx)["summary"]) for t in turns]
+        res = measure([], labelled, refine_after)
+    return {"budget": n, "mean_length": round(sum(lengths) / max(1, len(lengths)), 1),
+            "coverage": {g: v["coverage"] for g, v in res["groups"].items()}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("root", type=Path, help="the agents-dev corpus folder")
     ap.add_argument("--before", default="main", help="git revision of the refiner to compare with")
     ap.add_argument("--labels", type=Path, default=Path(__file__).parent / "labels" / "refine_turns.jsonl")
     ap.add_argument("--out", type=Path, help="write the JSON results here")
+    ap.add_argument("--budgets", default="", help="comma-separated SUMMARY_MAX values to sweep, e.g. 500,600")
     args = ap.parse_args(argv)
     labels = [json.loads(line) for line in args.labels.read_text(encoding="utf-8").splitlines() if line.strip()]
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
                    "all_turns": len(turns),
                    "before": measure(list(turns.values()), labelled, before),
                    "after": measure(list(turns.values()), labelled, refine_after)}
+        sizes = [summary_module.SUMMARY_MAX] + [int(b) for b in args.budgets.split(",") if b.strip()]
+        results["budgets"] = [budget_row(list(turns.values()), labelled, n) for n in sizes] if args.budgets else []
     print(report(results, args.before))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2), encoding="utf-8")
@@ -158,6 +189,12 @@ def report(res: dict[str, Any], rev: str) -> str:
             n = ka["tp"] + ka["fn"]
             cells.append(f"{kb['precision']:.2f}/{kb['recall']:.2f} → {ka['precision']:.2f}/{ka['recall']:.2f} (n={n})")
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    if res.get("budgets"):
+        groups = ["procrypto", "held out (all but procrypto)", "all"]
+        lines += ["", "| SUMMARY_MAX | mean summary length, all turns | " + " | ".join(f"coverage, {g}" for g in groups)
+                  + " |", "|---|---|" + "---|" * len(groups)]
+        lines += [f"| {b['budget']} | {b['mean_length']:.0f} | " + " | ".join(f"{b['coverage'][g]:.3f}" for g in groups)
+                  + " |" for b in res["budgets"]]
     return "\n".join(lines)
 
 

@@ -60,14 +60,19 @@ ASKS_WHY = _rx(r"\b(?:whether|is it because|why (?:is|are|does|do|did|was)|how (
 CJK_QUESTION = re.compile(r"[吗嗎呢？]|什么|什麼|为什么|為什麼|怎么|怎麼|如何|是否|哪")
 FIX_ASK = _rx(r"\b(?:fix|fixes|fixing|bug|bugs|broken|breaks|crash(?:es|ed)?|errors?|exception|traceback|"
               r"fails|failing|failure|not working|doesn'?t work|does not work|isn'?t working|"
-              r"wrong|greyed out|stuck|hangs?|debug|regression|"
+              r"wrong|greyed out|stuck|hangs?|debug|regression|actually (?:be|show|work|do)|exceeded|locked out|"
               r"not (?:showing|visible|loading|populating|appearing|updating|saving|found)|"
               r"(?:doesn'?t|does not|isn'?t|aren'?t|won'?t|don'?t) (?:appear|show|load|populate|update|render|"
               r"display|start|run|build|compile|connect)|bugs?)\b", "修复 修復 错误 錯誤 失败 失敗 报错 報錯")
 FIX_DONE = _rx(r"\b(?:fixed|fixes the|root cause|the (?:issue|problem|bug|error) (?:was|is)|caused by|"
                r"was (?:failing|broken|wrong|incorrect|outdated|stale|missing)|(?:wasn'?t|weren'?t) being|"
-               r"incorrect|mismatch|resolved|now works|works again|working again|need to authenticate)\b",
+               r"incorrect|mismatch|malformed|resolved|now works|works again|working again|need to authenticate|"
+               r"(?:fix|eliminate|resolve|solve) (?:the|this|that|those|these) (?:\w+ )?(?:errors?|issues?|bugs?|problems?))\b",
                "已修复 已修復 已解决 已解決")
+DEBUGGING = _rx(r"\b(?:(?:i (?:can )?see|found|i've found|identified) the (?:issue|problem|bug|culprit)|"
+                r"let me (?:fix|debug)|to fix (?:this|the|it)|the (?:issue|problem|bug) (?:is|was)|root cause)\b",
+                "问题是 問題是 找到问题 找到問題")
+PASTED_LOG = re.compile(r"(?m)(?:^|console\s*:\s*)\[[a-z][\w .-]{1,30}\]\s+[\w{]")  # "[Autopilot] P&L calc: {…"
 PLAN_ASK = _rx(r"(?<![-:])\bplan(?:s|ning)?\b(?!-)|\broadmap\b|\bmilestone\b|\bphases?\b|/gsd:(?:plan-phase|"
                r"create-roadmap|new-milestone|new-project|discuss-phase|add-phase)|\bstrateg(?:y|ic)\b|"
                r"\bpropose\b|\boptions\b", "计划 計劃 规划 規劃 方案")
@@ -78,10 +83,10 @@ TEST_ASK = _rx(r"\b(?:tests?|testing|pytest|vitest|jest|unit[- ]tests?|coverage|
 TEST_FILE = _rx(r"(?:^|[/\\])(?:test_[\w.-]+|[\w.-]+[._](?:test|spec)\.\w+|[\w.-]+_test\.\w+)$")
 DECIDE_ASK = _rx(r"^\s*(?:option\s*)?(?:[1-9]|[a-d])(?:\s*[.):!,]|\s*$|\s+(?:is|it|sounds|please|then|works|"
                  r"looks|for|and)\b)|^(?:yes|yep|yeah|sure|ok(?:ay)?|agreed|sounds good)\b[\s,.!]+"
-                 r"(?!please\b|to all\b|continue\b|go ahead\b|do it\b|proceed\b|thanks?\b)\w|"
+                 r"(?!please\b|to all\b|continue\b|go ahead\b|do it\b|proceed\b|thanks?\b|fix\b|plan\b)\w|"
                  r"\b(?:go with|let'?s (?:go with|use|do|make)|switch to|i (?:want|prefer|'d prefer|would prefer) "
                  r"(?:to use|to keep|to preserve|to hand|to go)|we should (?:absolutely |definitely )?use|"
-                 r"i want to use|(?:use|do|keep) \S+(?: \S+)? instead|decided?|choose|chose|prefer)\b", "决定 決定 采用 採用 改用 选择 選擇 不用保留")
+                 r"i want to use|(?:use|do|keep) \S+(?: \S+)? instead|,? instead,? (?!of\b)|decided?|choose|chose|prefer)\b", "决定 決定 采用 採用 改用 选择 選擇 不用保留")
 DECIDE_DONE = _rx(r"\bdecision\s*[:：]|\b(?:decided|chose|chosen|going with|opted|settled on|option [a-d1-9] it is|"
                   r"we'll (?:use|go with)|let'?s proceed with)\b", "决定 決定 改用 采用 採用")
 SHOULD_WE = _rx(r"\b(?:should|shall) (?:we|i)\b|\b(?:do|would) you (?:recommend|suggest)\b")
@@ -98,6 +103,8 @@ STATE_CMD = _rx(r"\bgit\s+(?:commit|push|tag|merge|rebase|reset|revert|checkout\
                 r"\b(?:install|uninstall|upgrade)\b|\b(?:mkdir|rm|mv|cp|touch|chmod|chown|ln|tee)\s|"
                 r"\bsed\s+-i\b|(?<![<>=!-])>>?\s*[\w~./$\"']|\bgh\s+(?:pr|release|repo)\s+(?:create|merge|edit)|"
                 r"\b(?:systemctl|launchctl|defaults\s+write|winget|scoop|docker\s+(?:run|build|compose))\b")
+
+NEW_FILE_TOOLS = {"Write", "WriteFile", "write_file"}  # a plan written anew commits to a course
 
 NOISE = ("command", "compaction", "continuation", "api_error", "interrupted")
 
@@ -130,6 +137,11 @@ def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
     return kinds
 
 
+def debugging(turn: Turn) -> bool:
+    """The agent's step texts say it is tracking a defect down ("I can see the issue", "let me fix")."""
+    return any(st.text and DEBUGGING.search(st.text[:600].lower()) for st in turn.steps[:8])
+
+
 def changed_state(calls: list[ToolCall]) -> bool:
     if any(c.name in EDIT_TOOLS for c in calls):
         return True
@@ -157,11 +169,12 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     work: list[str] = []
     agreed = SHOULD_WE.search(ask[:600]) and AGREE.match(answer.lstrip("#*> \n"))
     if (DECIDE_ASK.search(ask[:600]) or DECIDE_ASK.match(request.strip().lower()) or DECIDE_DONE.search(answer[:600])
-            or agreed or any(PLAN_WRITTEN.search(p) for p in paths)):
+            or agreed or any(PLAN_WRITTEN.search(p) for c in calls if c.name in NEW_FILE_TOOLS for p in call_paths(c))):
         work.append("decision")
     if REVERSE_ASK.search(ask[:600]) or REVERSE_DONE.search(answer[:600]):
         work.append("reversal")
-    if FIX_ASK.search(ask[:800]) or FIX_DONE.search(answer[:600]):
+    if (FIX_ASK.search(ask[:800]) or PASTED_LOG.search(ask[:800]) or FIX_DONE.search(answer[:600])
+            or ("compaction" not in kinds and debugging(turn))):
         work.append("fix")
     if PLAN_ASK.search(ask[:800]) or any(PLAN_FILE.search(p) for p in paths):
         work.append("plan")
@@ -180,19 +193,36 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
 
 
 _TAGS = frozenset("command-name command-message command-args local-command-stdout local-command-stderr "
-                  "local-command-caveat system-reminder task-notification task-id output-file".split())
+                  "local-command-caveat system-reminder task-notification task-id output-file http https www".split())
+LABEL_HEAD = 300
+_HOME_DIRS = frozenset("users home documents desktop downloads applications library appdata tmp var opt usr "
+                       "etc mnt volumes".split())
+# Generic report verbs: in nearly every answer, so they tell one turn from another poorly.
+_KW_STOP = frozenset("see add added adds done create created complete completed update updated new check "
+                     "checked sure via".split())
+# The labels `user_request` puts on wrapped records, and the interruption marker: not the turn's words.
+_LABELS = re.compile(r"^\((?:empty )?command output\)|^\(task notification:|\[request interrupted by user[^\]]*\]", re.I)
+
+
+def keyword_words(text: str) -> list[str]:
+    """The words keywords are drawn from: Windows paths read as paths, wrapper labels dropped."""
+    text = _LABELS.sub(" ", text[:LABEL_HEAD]) + text[LABEL_HEAD:]  # the labels open the request
+    return words(text.replace("\\", "/") if "\\" in text else text)
 
 
 def keywords_of(text: str, limit: int = 12, head_words: list[str] | None = None) -> list[str]:
     """Distinctive words of one turn: identifiers and file names first; stopwords, path
     fragments and wrapper tags out; CJK kept."""
     counts: Counter[str] = Counter()
-    for w in head_words if head_words is not None else words(text[: 2 * SCAN_MAX]):
+    for w in head_words if head_words is not None else keyword_words(text[: 2 * SCAN_MAX]):
         if w.isascii():
             if "/" in w:
-                w = "/".join(w.rstrip("/").split("/")[-3:])  # a long path: its tail, not its home folders
+                parts = [p for p in w.split("/") if p]
+                if parts and (len(parts) > 2 or "." in parts[-1][1:] or parts[0].lower() in _HOME_DIRS):
+                    w = parts[-1]  # a path: its file or folder name, not its home folders
             low = w.lower()
-            if len(w) < 3 or low in STOPWORDS or low in _TAGS or w.isdigit() or not w[0].isalnum():
+            if (len(w) < 3 or low in STOPWORDS or low in _KW_STOP or low in _TAGS or w.isdigit()
+                    or not w[0].isalnum()):
                 continue
             if "_" in w or "." in w or (w != low and w[1:] != w[1:].lower()):
                 counts[w] += 2  # identifiers, file names, camelCase: the words people search for

@@ -22,9 +22,9 @@ from .summary import (
     ordered,
     user_request,
 )
-from .text import shorten, words
+from .text import shorten
 
-REFINER = "extractive@3"
+REFINER = "extractive@4"
 TEXT_MAX = 20_000  # stored user/assistant text; the raw log holds the rest
 THINKING_MAX = 4_000
 RESULT_MAX = 200
@@ -124,7 +124,7 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
                   "output": turn.usage["output"], "cache_read": turn.usage["input_cache_read"],
                   "cache_creation": turn.usage["input_cache_creation"]},
         "steps": len(turn.steps), "summary": summary,
-        "keywords": keywords_of("", head_words=words(f"{user_request(user)[:SCAN_MAX]}\n{final[:SCAN_MAX]}")),
+        "keywords": keywords_of(f"{user_request(user)[:SCAN_MAX]}\n{final[:SCAN_MAX]}"),
         "kinds": kinds_of(turn, raw_final or raw_assistant, tool_calls), "redactions": redactions,
         "refiner": REFINER, "content_hash": content_hash(turn, raw_assistant, tool_calls),
         "raw_ref": {"file": ctx.raw_file, "byte_start": turn.byte_start, "byte_end": turn.byte_end},

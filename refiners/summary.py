@@ -18,14 +18,18 @@ from collections.abc import Callable
 from typing import Any
 
 from .model import ToolCall, Turn
-from .text import sentences, shorten
+from .text import STOPWORDS, dense, sentences, shorten, words
 
 SUMMARY_MAX = 400
-ASK_MAX = 120
+ASK_MAX = 80
 DID_MAX = 110
 HEAD = 6000
 MAX_UNITS = 40  # units looked at per text
 EARLIER_HEAD = 1500  # earlier step texts: only their head is looked at
+TOOLS_SHOWN = 3  # tools named in Did, most used first
+MAX_POOL = 40  # best-scored units considered by the packer
+SCORE_W, REPEAT_W, IDENT_W = 3.0, 0.5, 2.0  # a unit's value: SCORE_W × score + its new words' weights
+LEN_PAD, LEN_EXP = 20, 1.0  # value per character: score / (len + LEN_PAD) ** LEN_EXP
 FIRST_BONUS = 1.0  # the answer's first content sentence usually states the result  # the outcome is looked for in the answer's head
 
 EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
@@ -60,6 +64,7 @@ _CUE = re.compile(r"\b(?:fixed|fixes|created|added|updated|removed|renamed|chang
                   r"works|working|now|because|cause|caused|instead|reverted|restored|decided|chose|"
                   r"error|is|are|was|were|shows|returns|uses|complete|completed)\b", re.I)
 _INFO = re.compile(r"`[^`]+`|\b\w*[\d_./\\-]\w*[\w/]*|\b[a-z]+[A-Z]\w*|(?<=\s)[A-Z][\w-]+")
+_IDENT = re.compile(r"[\d_./@-]|[a-z][A-Z]")
 _HAN = re.compile("[\u4e00-\u9fff]")
 _MD = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|`")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+")
@@ -141,14 +146,14 @@ def asked(turn: Turn) -> str:
 
 
 def describe_actions(calls: list[ToolCall], limit: int = DID_MAX) -> str:
-    """Tools by count, the files edited (base names) or else the first command, failures."""
+    """The files edited (base names) or else the first command, the state changes (with the
+    commits' hashes), failures;
+    the tools by name only when nothing was edited or run (the row lists every call anyway)."""
     if not calls:
         return ""
-    counts = Counter(c.name for c in calls)
-    tools = ", ".join(f"{n}×{k}" if k > 1 else n for n, k in counts.most_common(3))
     edited = ordered(_base(p) for c in calls for p in (call_paths(c) if c.name in EDIT_TOOLS else patched_paths(c)))
     failed = sum(1 for c in calls if c.status in ("error", "rejected"))
-    bits = [tools]
+    bits = []
     if edited:
         bits.append("edited " + ", ".join(edited[:4]) + (f" +{len(edited) - 4}" if len(edited) > 4 else ""))
     cmds = [command_of(c) for c in calls if c.args.get("command")]
@@ -156,7 +161,12 @@ def describe_actions(calls: list[ToolCall], limit: int = DID_MAX) -> str:
     if cmds and not edited:
         bits.append("ran `" + shorten(cmds[0], 40 if notable else 60) + "`")
     if notable:
-        bits.append(", ".join(notable[:3]))
+        hashes = ordered(m.group(1) for c in calls if "git commit" in str(c.args.get("command", ""))
+                         for m in _COMMITTED.finditer(c.output_text[:2000]))
+        bits.append(", ".join(f"committed {', '.join(hashes[:3])}" if n == "committed" and hashes else n
+                              for n in notable[:3]))
+    if not bits:
+        bits.append(", ".join(n for n, _k in Counter(c.name for c in calls).most_common(TOOLS_SHOWN)))
     if failed:
         bits.append(f"{failed} failed")
     return shorten("; ".join(bits), limit)
@@ -166,6 +176,7 @@ def describe_actions(calls: list[ToolCall], limit: int = DID_MAX) -> str:
 _NOTABLE = re.compile(r"\bgit (?:commit|push|tag|merge|rebase|revert|reset|checkout -b|switch -c)\b|"
                       r"\bgh (?:pr|release|issue) (?:create|merge)\b|"
                       r"\b(?:npm|pnpm|yarn|bun|pip|pip3|uv|cargo|brew|apt|apt-get|winget|go) (?:install|add)\b(?: [\w@./-]+)?")
+_COMMITTED = re.compile(r"^\[[\w./-]+(?: \(root-commit\))? ([0-9a-f]{7,12})\]", re.M)  # git commit's output
 _VERBS = {"commit": "committed", "push": "pushed", "tag": "tagged", "merge": "merged", "rebase": "rebased",
           "revert": "reverted", "reset": "reset", "checkout": "branched", "switch": "branched"}
 
@@ -263,8 +274,9 @@ def _score(unit: str, rank: int) -> float:
     return score
 
 
-def outcome(turn: Turn, budget: int) -> str:
-    """The answer's sentences that state a result, a decision or a finding, within `budget`."""
+def outcome(turn: Turn, budget: int, known: str = "") -> str:
+    """The answer's sentences that state a result, a decision or a finding, within `budget`;
+    `known` is what the summary already says (the ask and Did)."""
     if is_compaction_summary(turn.user_text):
         sources = [(turn.user_text[turn.user_text.find("\n") + 1:], 0.0)]  # the handoff is the content
     else:
@@ -289,7 +301,7 @@ def outcome(turn: Turn, budget: int) -> str:
             order += 1
             if lead or _SELF.match(u) or _OFFER.match(u) or _NEXT.match(u):
                 continue
-            body = strip_ack(u)
+            body = dense(strip_ack(u))
             if not body:
                 continue
             lead_bonus = FIRST_BONUS if rank == 0 and penalty == 0 else 0.0
@@ -297,22 +309,54 @@ def outcome(turn: Turn, budget: int) -> str:
             rank += 1
     if not candidates:
         return shorten(" ".join(strip_ack(u) or u for u in first), budget)
-    candidates.sort(key=lambda x: -x[0])
+    return pack(candidates, budget, set(_content_words(known)))
+
+
+def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str]) -> str:
+    """Greedy by value per character. A unit's value is its score plus the weight of the
+    content words it adds (`known`: what the ask, Did and the units picked before say); a word
+    weighs more when the answer repeats it and when it is an identifier, a number or a name."""
+    first_of: dict[str, tuple[float, int, str]] = {}
+    for c in sorted(candidates, key=lambda c: c[1]):
+        first_of.setdefault(c[2], c)  # a unit said twice (the answer repeats an earlier step) once
+    candidates = list(first_of.values())
+    if sum(len(u) + 1 for _s, _i, u in candidates) <= budget:
+        return _joined([(i, u) for _s, i, u in candidates])  # everything fits: nothing to choose
+    pool = [(s, i, u, set(_content_words(u))) for s, i, u in sorted(candidates, key=lambda x: -x[0])[:MAX_POOL]]
+    tf = Counter(w for _s, _i, _u, ws in pool for w in ws)
+    weight = {w: (1 + (n > 1) * REPEAT_W) * (IDENT_W if _IDENT.search(w) else 1.0) for w, n in tf.items()}
     chosen: list[tuple[int, str]] = []
     used = 0
-    seen: set[str] = set()
-    for _s, i, u in candidates[:40]:
-        if u in seen:
-            continue
-        if used + len(u) + 1 <= budget:
-            chosen.append((i, u))
-            seen.add(u)
-            used += len(u) + 1
+    covered = set(known)
+    while pool:
+        best, best_gain = -1, 0.0
+        for k, (s, _i, u, ws) in enumerate(pool):
+            if used + len(u) + 1 > budget or (ws and ws <= covered):
+                continue  # too long for what is left, or nothing the summary does not say yet
+            novel = sum(weight[w] for w in ws - covered)
+            gain = (max(s, 0.05) * SCORE_W + novel) / (len(u) + LEN_PAD) ** LEN_EXP
+            if gain > best_gain:
+                best, best_gain = k, gain
+        if best < 0:
+            break
+        _s, i, u, ws = pool.pop(best)
+        chosen.append((i, u))
+        used += len(u) + 1
+        covered |= ws
     if not chosen:
-        return shorten(candidates[0][2], budget)
+        return shorten(candidates[0][2], budget) if candidates else ""
+    return _joined(chosen)
+
+
+def _joined(chosen: list[tuple[int, str]]) -> str:
+    """The picked units in their order, a ";" after those that end without punctuation."""
     chosen.sort()
     return " ".join(u if u.endswith((".", "!", "?", "。", "！", "？", ")")) or not u[-1:].isalnum() else u + ";"
                     for _i, u in chosen).rstrip(";")
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in (x.lower() for x in words(text)) if len(w) > 2 and w not in STOPWORDS]
 
 
 def _last_text(turn: Turn) -> str:
@@ -330,7 +374,7 @@ class ExtractiveSummarizer:
         did = describe_actions(turn.tool_calls)
         state = "interrupted" if cut_short(turn) and turn.status != "cancelled" else turn.status
         status = f" [{state}]" if state in ("interrupted", "cancelled", "error") else ""
-        return compose(ask, did, lambda budget: outcome(turn, budget), status)
+        return compose(ask, did, lambda budget: outcome(turn, budget, did), status)
 
 
 def compose(ask: str, did: str, result: str | Callable[[int], str], status: str = "") -> str:

@@ -60,14 +60,15 @@ z.b bzw usw ggf vgl d.h
 
 
 def _ends_sentence(text: str, dot: int, nxt: int) -> bool:
-    """Whether the "." at `dot` ends a sentence: not after an initial or an abbreviation."""
+    """Whether the "." at `dot` ends a sentence: not after an initial or an abbreviation (`e.g.`,
+    `u.s.`; a file name such as `config.py.` before a capital does end one)."""
     j = dot
     while j > 0 and (text[j - 1].isalpha() or text[j - 1] == "."):
         j -= 1
     word = text[j:dot]
     if len(word) == 1 and word.isalpha():
         return False  # an initial in any script: "J. Smith", "Г. Нехризов"
-    if word.lower() in ABBREVIATIONS or "." in word:
+    if word.lower() in ABBREVIATIONS or ("." in word and all(len(p) <= 2 for p in word.split("."))):
         return False
     follow = text[nxt:nxt + 1]
     return not (follow.isalpha() and follow.islower())  # "… file.py. then" reads on
@@ -118,3 +119,21 @@ def first_sentence(text: str, limit: int) -> str:
         if len(s) > 1:
             return shorten(s, limit)
     return ""
+
+
+_SELF_LEAD = re.compile(r"^(?:(?:i|we)(?:'ve| have)|i'm|we're|i am|we are)\s+(?:now\s+|also\s+|just\s+)?"
+                        r"(?=\w+ed\b|\w+en\b|made\b|built\b|done\b|found\b|set\b|put\b|got\b|run\b)", re.I)
+_HEDGE = re.compile(r"\b(?:successfully|basically|essentially|actually|simply|really|just|comprehensive|"
+                    r"detailed)\s+", re.I)
+_LONG_PATH = re.compile(r"(?<![\w.:/\\])(?:~|[A-Za-z]:|[\w.-]+)?(?:[\\/][^\s\\/`'\"()]+){1,}([\\/][^\s\\/`'\"()]+[\\/][^\s\\/`'\"()]+)")
+
+
+def dense(text: str) -> str:
+    """The same statement in fewer characters: no "I've", hedges or long path heads."""
+    text = _HEDGE.sub("", text)
+    short = _SELF_LEAD.sub("", text, count=1)
+    if short != text and short[:1].islower():
+        short = short[0].upper() + short[1:]  # "I've fixed it" -> "Fixed it"
+    if short.count("/") + short.count("\\") >= 3:  # a path long enough to cut
+        short = _LONG_PATH.sub(lambda m: m.group(1).lstrip("\\/"), short)
+    return " ".join(short.split())
