@@ -1,10 +1,12 @@
 """Retrieval quality: the generated labelled set, and real conversations (LoCoMo dev half).
 
     python bench/retrieval.py [--embedder static|minilm] [--locomo DIR] [--agents-dev DIR] [--rerank]
-                              [--no-generated] [--out bench/out/retrieval]
+                              [--no-generated] [--no-ablation] [--reuse] [--out bench/out/retrieval]
 
 `--locomo` is the locomo-dev folder (its `kimi_share/` and `qrels.jsonl`, read at run time);
 `--agents-dev` the agents-dev corpus, searched with `bench/labels/coding_queries.jsonl`.
+`--reuse` keeps the archives of an earlier run in `--out` (the ingest is then a no-op);
+`--no-ablation` measures only the default beside the references.
 Prints recall@5, recall@10 and MRR per mode and per category (markdown tables), the tuned-BM25
 reference computed in the same run, an ablation of the ranking choices, and JSON.
 """
@@ -55,8 +57,13 @@ def generated(out: Path, embedder: str) -> dict[str, Any]:
     return results
 
 
+ABLATE = True
+
+
 def ablations(default: Tuning, rerank: bool) -> dict[str, dict[str, Any]]:
     """Each ranking choice undone on its own, beside the default (and the opt-in second stage)."""
+    if not ABLATE:
+        return {"archive-mcp hybrid (default)": {}}
     runs: dict[str, dict[str, Any]] = {
         "archive-mcp lexical": {"mode": "lexical"},
         "archive-mcp semantic": {"mode": "semantic"},
@@ -64,6 +71,9 @@ def ablations(default: Tuning, rerank: bool) -> dict[str, dict[str, Any]]:
         "- neighbour/session share": {"tuning": replace(default, neighbour=0.0, session=0.0)},
         "- session share only": {"tuning": replace(default, session=0.0)},
         "- names kept in the semantic query": {"tuning": replace(default, common_share=1.0)},
+        "- feedback terms (PRF)": {"tuning": replace(default, prf_docs=0)},
+        "context shares summed, not lifted": {"tuning": replace(default, context="sum")},
+        "the old default (summed shares, no feedback)": {"tuning": replace(default, context="sum", prf_docs=0)},
         "z-scores -> CombSUM (max-scaled)": {"fusion": "combsum"},
         "z-scores -> RRF": {"fusion": "rrf"},
         "+ best-sentence cosine (static, top 40)": {"tuning": replace(default, sentence_depth=40)},
@@ -132,9 +142,14 @@ def main() -> None:
     ap.add_argument("--agents-dev", type=Path, help="the agents-dev corpus folder (for the coding query set)")
     ap.add_argument("--rerank", action="store_true", help="also measure the opt-in MiniLM second stage")
     ap.add_argument("--no-generated", action="store_true", help="skip the generated set")
+    ap.add_argument("--no-ablation", action="store_true", help="only the default beside the references")
+    ap.add_argument("--reuse", action="store_true", help="keep the archives of an earlier run in --out")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "retrieval")
     args = ap.parse_args()
-    shutil.rmtree(args.out, ignore_errors=True)
+    global ABLATE
+    ABLATE = not args.no_ablation
+    if not args.reuse:
+        shutil.rmtree(args.out, ignore_errors=True)
     report: dict[str, Any] = {}
     if not args.no_generated:
         report["generated"] = generated(args.out / "generated", args.embedder)
