@@ -55,7 +55,7 @@ from archive_mcp.workspaces.clock import now
 __all__ = ["Archive", "RefineReport", "Stats", "WorkspaceArg"]
 
 
-SEED_TUNING = Tuning(neighbour=0.0, session=0.0)  # a theme takes the turns that match a seed themselves
+SEED_TUNING = Tuning(neighbour=0.0, session=0.0, prf_docs=0)  # a theme takes the turns that match a seed themselves
 
 class Archive(Corpus):
     """A multi-workspace archive of agent sessions under one home directory."""

@@ -249,9 +249,69 @@ def test_context_share_lifts_the_neighbours_and_the_session_of_a_strong_turn() -
     nb = Neighbours.of(meta)
     assert nb.prev.tolist() == [2, -1, 1, -1, 3] and nb.next.tolist() == [-1, 2, 0, 4, -1]
     total = np.array([0.0, 0.0, 1.0, 0.5, 0.0], np.float32)
-    out = with_context(total, nb, neighbour=0.3, session=0.2)
+    out = with_context(total, nb, neighbour=0.3, session=0.2, how="sum")
     # a's turn 1 (row 2) is strong: its neighbours (rows 0 and 1) gain 0.3 + 0.2, session b gains its own 0.5's shares
     assert np.allclose(out, [0.5, 0.5, 1.2, 0.6, 0.25])
+    # the default lifts a turn only by what the shares exceed of the same shares of its own score:
+    # the strong turns keep their score, the weak ones beside them rise as before
+    assert np.allclose(with_context(total, nb, neighbour=0.3, session=0.2), [0.5, 0.5, 1.0, 0.5, 0.25])
+
+
+def test_context_lift_keeps_the_order_of_turns_that_match_about_equally() -> None:
+    import numpy as np
+    import polars as pl
+
+    from archive_mcp.search.ranking import Neighbours, with_context
+
+    # session a: a run of three equal matches; session b: one slightly better match alone
+    meta = pl.DataFrame({"session_id": ["a", "a", "a", "b"], "agent": ["main"] * 4, "turn": [0, 1, 2, 0]})
+    total = np.array([1.0, 1.0, 1.0, 1.05], np.float32)
+    nb = Neighbours.of(meta)
+    summed = with_context(total, nb, 0.2, 0.1, how="sum")
+    assert np.allclose(summed, [1.3, 1.3, 1.3, 1.155])  # the run overtakes b
+    lifted = with_context(total, nb, 0.2, 0.1)
+    assert np.allclose(lifted, total) and int(np.argmax(lifted)) == 3
+
+
+def test_feedback_terms_come_from_the_top_turns_and_are_rare_but_not_unique() -> None:
+    from archive_mcp.search.lexical import analyse
+    from archive_mcp.search.ranking import expansion_terms
+
+    df = {"pomodoro": 3, "timer": 2, "exam": 1, "study": 40, "minut": 5, "break": 4}.get
+    texts = ["I study with a pomodoro timer: 25 minutes on, then a break.", "Pomodoro again"]
+    terms = expansion_terms(texts, ["study"], lambda t: df(t, 0), 100,
+                            lambda t: analyse(t, drop_stopwords=True), k=3)
+    # "study" is asked already, "exam" occurs nowhere else, short words and digits are skipped
+    assert [t for t, _ in terms] == ["pomodoro", "timer", "break"]
+    assert terms[0][1] == 1.0 and 0 < terms[2][1] < terms[1][1] < 1.0
+    assert expansion_terms([], ["x"], lambda t: 1, 10, analyse, k=3) == []
+
+
+def test_feedback_terms_bring_in_a_turn_that_shares_the_answer_not_the_question(tmp_path: Path,
+                                                                                fake_embedder) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    from test_ingest import HEADER, _session_dir, _turn
+
+    from archive_mcp.search.ranking import Tuning
+
+    share = tmp_path / "share"
+    _session_dir(share, HEADER + _turn(0, "Why did the image loader get slow?",
+                                       "Decoding moved from turbojpeg to Pillow: the turbojpeg wheel is missing on arm64."),
+                 name="11111111-2222-4333-8444-000000000001")
+    filler = [_turn(i, f"Note {i} about topic{i}", f"Entry{i} recorded for ledger{i}.") for i in range(20)]
+    filler[10] = _turn(10, "What blocks the release?", "The arm64 wheel for turbojpeg never built in CI.")
+    _session_dir(share, HEADER + b"".join(filler), name="11111111-2222-4333-8444-000000000002")
+    a = Archive(embedder=fake_embedder)
+    a.ingest(share)
+
+    def rank(tuning: Tuning) -> list[tuple[str, int]]:
+        return [(h.session_id[-1:], h.turn) for h in a.search("image loader slow", workspace="webapp", tuning=tuning)]
+
+    with_feedback, without = rank(Tuning()), rank(replace(Tuning(), prf_docs=0))
+    assert with_feedback[0] == without[0] == ("1", 0)
+    assert with_feedback[1] == ("2", 10)  # "arm64", "wheel", "turbojpeg" came from the first hit
+    assert ("2", 10) not in without[:2]
 
 
 def test_zscores_keep_every_match_and_a_weak_signal_cannot_outvote_a_confident_one() -> None:

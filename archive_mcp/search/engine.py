@@ -22,6 +22,7 @@ from archive_mcp.search.ranking import (
     Neighbours,
     Tuning,
     best_sentence,
+    expansion_terms,
     fuse,
     latin_share,
     rrf,
@@ -235,9 +236,12 @@ class Searcher:
         fusion = fusion or tuning.fusion
         if fusion not in FUSIONS:
             raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
-        total = fuse(scores, ok, weights, fusion, depth)
-        if mode == "hybrid":
-            total = np.where(ok, with_context(total, self._neighbours(), tuning.neighbour, tuning.session, tuning.context), 0.0)
+        total = self._fused(scores, ok, weights, fusion, depth, hybrid)
+        if hybrid and tuning.prf_docs and tuning.prf_terms:
+            feedback = self._feedback(q_terms, top(total, ok, tuning.prf_docs), parts)
+            if feedback:
+                scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms] + feedback, alive_parts))
+                total = self._fused(scores, ok, weights, fusion, depth, hybrid)
         order = top(total, ok, depth)
         if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
             order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
@@ -245,6 +249,25 @@ class Searcher:
             order = self._rerank(query, order, total)
         fused = [(d, float(total[d]), [n for n, v in scores.items() if _counts(n, v[d])]) for d in order]
         return fused, set(scores), reason, {"highlight": highlight_terms(query, fuzzy_terms)}
+
+    def _fused(self, scores: dict[str, np.ndarray], ok: np.ndarray, weights: dict[str, float], fusion: str,
+               depth: int, hybrid: bool) -> np.ndarray:
+        total = fuse(scores, ok, weights, fusion, depth)
+        if not hybrid:
+            return total
+        t = self.tuning
+        return np.where(ok, with_context(total, self._neighbours(), t.neighbour, t.session, t.context), 0.0)
+
+    def _feedback(self, q_terms: list[str], head: list[int], parts: list[Any]) -> list[tuple[str, float]]:
+        """Feedback terms from the top fused turns, weighted for the lexical query."""
+        if not head:
+            return []
+        t = self.tuning
+        texts = candidate_texts(self.index.ws, self.index.meta, head)
+        terms = expansion_terms(texts, q_terms, lambda term: sum(p.df(term) for p in parts),
+                                max(1, int(self.index.alive.sum())),
+                                lambda text: analyse(text, drop_stopwords=True), t.prf_terms)
+        return [(term, t.prf_weight * w) for term, w in terms]
 
     def _neighbours(self) -> Neighbours:
         idx = self.index
@@ -264,9 +287,7 @@ class Searcher:
         sem = scores["semantic"].copy()
         cand = np.asarray(head)
         sem[cand] = np.where(best > -1.0, (sem[cand] + best) / 2, sem[cand])
-        again = fuse({**scores, "semantic": sem}, ok, weights, fusion, depth)
-        again = np.where(ok, with_context(again, self._neighbours(), self.tuning.neighbour, self.tuning.session,
-                                         self.tuning.context), 0.0)
+        again = self._fused({**scores, "semantic": sem}, ok, weights, fusion, depth, True)
         total[cand] = again[cand]
         return sorted(head, key=lambda d: -float(again[d])) + order[len(head):]
 

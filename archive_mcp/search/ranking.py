@@ -4,8 +4,10 @@
   reciprocal ranks for comparison) and summed with weights.
 - `common_terms`: query words so frequent in a workspace that they only blur its vector (the two
   speakers' names in a chat, the project's name in a coding log); they leave the semantic query.
-- `with_context`: a share of the neighbouring turns' and the session's best score joins each
-  turn's own (an answer often spans two turns; a session is about one thing).
+- `with_context`: a share of the neighbouring turns' and the session's best score lifts each
+  turn (an answer often spans two turns; a session is about one thing).
+- `expansion_terms`: pseudo-relevance feedback: words of the top fused turns that are rare in
+  the workspace join the lexical query with a small weight.
 - `best_sentence`: the top candidates' sentences are embedded, and a turn's semantic score
   becomes the mean of its whole-text and best-sentence cosine.
 
@@ -15,6 +17,8 @@ Every choice is measured in bench/RESULTS.md ("Retrieval on real conversations")
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +44,10 @@ class Tuning:
     neighbour: float = 0.2  # share of the best neighbouring turn's score added
     session: float = 0.1  # share of the session's best score added
     sentence_depth: int = 0  # top candidates re-scored by their best sentence (0 = off)
-    context: str = "sum"  # "sum": own + shares; "max": the larger of own and the shares
+    context: str = "lift"  # how shares join (see `with_context`): "lift", "sum" or "max"
+    prf_docs: int = 5  # top fused turns read for feedback terms (0 = off)
+    prf_terms: int = 10  # feedback terms added to the lexical query
+    prf_weight: float = 0.3  # the best feedback term's weight (a query term weighs 1)
     rerank: str | None = None  # "minilm": a second stage re-scores the top candidates with the full model
     rerank_depth: int = 30
     rerank_weight: float = 1.0
@@ -167,9 +174,13 @@ class Neighbours:
 
 
 def with_context(total: np.ndarray, nb: Neighbours, neighbour: float, session: float,
-                 how: str = "sum") -> np.ndarray:
-    """Each doc's score plus shares of its best neighbour's and its session's best score
-    (`how="max"`: the larger of its own score and those shares)."""
+                 how: str = "lift") -> np.ndarray:
+    """Each doc's score with shares of its best neighbour's and its session's best score.
+
+    `how="lift"` (the default) adds only what the shares exceed of the same shares of the doc's
+    own score: a weak turn beside a strong one rises, while turns that match about equally (a
+    run of templated turns) keep their order. `"sum"` adds the shares, `"max"` takes the larger
+    of the own score and the shares."""
     if total.size == 0 or (neighbour <= 0 and session <= 0):
         return total
     shares = np.zeros_like(total)
@@ -181,7 +192,30 @@ def with_context(total: np.ndarray, nb: Neighbours, neighbour: float, session: f
         best = np.zeros(nb.n_groups, np.float32)
         np.maximum.at(best, nb.group, total)
         shares += session * best[nb.group]
+    if how == "lift":
+        return total + np.maximum(shares - (neighbour + session) * total, 0.0)
     return np.maximum(total, shares) if how == "max" else total + shares
+
+
+def expansion_terms(texts: list[str], query_terms: list[str], df: Callable[[str], int], n_docs: int,
+                    analyse: Callable[[str], list[str]], k: int, max_share: float = 0.1) -> list[tuple[str, float]]:
+    """Pseudo-relevance feedback (RM3-like): terms of the top docs (`texts`, best first) scored by
+    their share of a doc's terms times idf, discounted by the doc's rank; the best `k`, weighted
+    relative to the first (1.0). A term must occur in another doc too (else it can only find the
+    same one again) and in at most `max_share` of the docs; query terms and short ones are skipped."""
+    asked = set(query_terms)
+    weights: dict[str, float] = {}
+    for rank, text in enumerate(texts):
+        terms = analyse(text)
+        for term, count in Counter(terms).items():
+            if term in asked or len(term) < 3:
+                continue
+            n = df(term)
+            if n < 2 or n > max_share * n_docs:
+                continue
+            weights[term] = weights.get(term, 0.0) + count / len(terms) * float(np.log(n_docs / n)) / (rank + 1) ** 0.5
+    best = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    return [(t, w / best[0][1]) for t, w in best] if best else []
 
 
 def split_sentences(text: str, cap: int = 24) -> list[str]:
