@@ -41,8 +41,10 @@ TOKENS = (
     Rule(r"(?s:-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|\Z))",
          (), ("PRIVATE KEY",)),
     # a key body without its header: the DER of a key starts MII/MIG (RSA, PKCS#8) or MHc (EC);
-    # an armoured PGP secret key starts lQ (an old-format secret-key packet)
-    Rule(r"\b(?:MII|MIG|MHc|lQ[A-Za-z0-9+/]{20})[A-Za-z0-9+/]{40,}={0,2}(?:\s*\n\s*[A-Za-z0-9+/]{8,}={0,2})*", (),
+    # an armoured PGP secret key starts lQ (an old-format secret-key packet). The line break is
+    # looked for after blanks without one (`[^\S\n]*\n\s*`, the same strings as `\s*\n\s*`):
+    # two `\s*` around it backtrack quadratically on a long run of blank lines
+    Rule(r"\b(?:MII|MIG|MHc|lQ[A-Za-z0-9+/]{20})[A-Za-z0-9+/]{40,}={0,2}(?:[^\S\n]*\n\s*[A-Za-z0-9+/]{8,}={0,2})*", (),
          ("MII", "MIG", "MHc", "lQ")),
     Rule(r"\b(?:sk|pk|rk)-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}", ("sk-", "pk-", "rk-")),
     Rule(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", ("k_live_", "k_test_")),

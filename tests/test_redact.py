@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from archive_mcp.refiners.redact import may_hold_secret, redact
+from archive_mcp.refiners.redact import MASK, may_hold_secret, redact
 
 CASES = [
     ("export OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234", "export OPENAI_API_KEY=[REDACTED]"),
@@ -42,3 +44,12 @@ def test_secrets_are_masked_and_counted(text: str, expected: str) -> None:
                                   'keywords = ["BEGIN OPENSSH PRIVATE KEY"]'])
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert redact(text) == (text, 0)
+
+
+def test_a_key_body_before_a_long_run_of_blank_lines_is_masked_in_linear_time() -> None:
+    # `\s*\n\s*` between body lines backtracked quadratically here: minutes for 100k blank lines
+    text = "MII" + "Ab1/" * 12 + "\n" * 50_000 + " \n" * 50_000 + "done"
+    start = time.perf_counter()
+    out, n = redact(text)
+    assert time.perf_counter() - start < 5
+    assert (out, n) == (MASK + text[3 + 48:], 1)
