@@ -125,7 +125,10 @@ _SELF_LEAD = re.compile(r"^(?:(?:i|we)(?:'ve| have)|i'm|we're|i am|we are)\s+(?:
                         r"(?=\w+ed\b|\w+en\b|made\b|built\b|done\b|found\b|set\b|put\b|got\b|run\b)", re.I)
 _HEDGE = re.compile(r"\b(?:successfully|basically|essentially|actually|simply|really|just|comprehensive|"
                     r"detailed)\s+", re.I)
-_LONG_PATH = re.compile(r"(?<![\w.:/\\])(?:~|[A-Za-z]:|[\w.-]+)?(?:[\\/][^\s\\/`'\"()]+){1,}([\\/][^\s\\/`'\"()]+[\\/][^\s\\/`'\"()]+)")
+# A path of three or more parts, its last two parts in group 1. It starts where a word can (not
+# after a letter, digit, ".", "-", ":", "/" or "\\": after "-" a start would scan the same run again
+# from each position, quadratic on a long run of hyphens).
+_LONG_PATH = re.compile(r"(?<![\w.:/\\-])(?:~|[A-Za-z]:|[\w.-]+)?(?:[\\/][^\s\\/`'\"()]+){1,}([\\/][^\s\\/`'\"()]+[\\/][^\s\\/`'\"()]+)")
 
 
 def dense(text: str) -> str:
@@ -134,6 +137,10 @@ def dense(text: str) -> str:
     short = _SELF_LEAD.sub("", text, count=1)
     if short != text and short[:1].islower():
         short = short[0].upper() + short[1:]  # "I've fixed it" -> "Fixed it"
-    if short.count("/") + short.count("\\") >= 3:  # a path long enough to cut
-        short = _LONG_PATH.sub(lambda m: m.group(1).lstrip("\\/"), short)
+    if short.count("/") + short.count("\\") >= 3:  # a path long enough to cut; a URL is kept whole
+        return " ".join(w if "://" in w else _LONG_PATH.sub(_tail, w) for w in short.split())
     return " ".join(short.split())
+
+
+def _tail(m: re.Match[str]) -> str:
+    return m.group(1).lstrip("\\/")

@@ -76,6 +76,17 @@ def test_units_are_said_densely_without_self_talk_hedges_or_long_path_heads() ->
     assert dense("docs/overview.md is basically done; see https://example.com/a/b/c/d") == (
         "docs/overview.md is done; see https://example.com/a/b/c/d")
     assert dense(r"Script: C:\Users\u\tools\rebase.ps1 (Phase complete)") == r"Script: tools\rebase.ps1 (Phase complete)"
+    # a URL is kept whole (a hyphen in it used to start a "path": https://my-c/d)
+    assert dense("see https://my-host.com/a/b/c/d and https://example.com/some-dir/a/b/c") == (
+        "see https://my-host.com/a/b/c/d and https://example.com/some-dir/a/b/c")
+
+
+def test_dense_is_linear_on_a_long_run_of_hyphens() -> None:
+    import time
+
+    start = time.perf_counter()  # a path could start after every "-": minutes for this before
+    assert dense("-" * 200_000 + " a/b/c") == "-" * 200_000 + " a/b/c"
+    assert time.perf_counter() - start < 5
 
 
 def test_a_unit_the_answer_repeats_from_an_earlier_step_is_said_once() -> None:
