@@ -78,7 +78,9 @@ VALUES = (
     # command-line flags `--password X`, `--token=X`, and `mysql -uroot -pX`
     Rule(r"((?:^|\s)--?(?:password|passwd|pass|token|secret|api-key|apikey|auth-token)(?:=|\s+)['\"]?)"
          r"([^\s'\"]{4,})", ("-pass", "-token", "-secret", "-api", "-auth"), value=True),
-    Rule(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p)([^\s'\"]{3,})", ("mysql", "mariadb"), value=True),
+    # (the gap to `-p` holds no other client name: else each name on a long line scans to its end)
+    Rule(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b(?:(?!\b(?:mysql|mysqldump|mysqladmin|mariadb)\b)[^\n|;&])*?\s-p)"
+         r"([^\s'\"]{3,})", ("mysql", "mariadb"), value=True),
     # `password = hunter2`, `API_KEY: "…"`, `"secret": "…"`: the name stays, the value goes.
     ASSIGN,
 )

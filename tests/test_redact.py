@@ -53,3 +53,10 @@ def test_a_key_body_before_a_long_run_of_blank_lines_is_masked_in_linear_time() 
     out, n = redact(text)
     assert time.perf_counter() - start < 5
     assert (out, n) == (MASK + text[3 + 48:], 1)
+
+
+def test_a_long_line_naming_the_client_many_times_is_scanned_in_linear_time() -> None:
+    text = "mysql " * 100_000 + "mysqldump --single-transaction -uroot -phunter22 app"
+    start = time.perf_counter()
+    assert redact(text) == ("mysql " * 100_000 + "mysqldump --single-transaction -uroot -p[REDACTED] app", 1)
+    assert time.perf_counter() - start < 5
