@@ -210,11 +210,11 @@ def keyword_words(text: str) -> list[str]:
     return words(text.replace("\\", "/") if "\\" in text else text)
 
 
-def keywords_of(text: str, limit: int = 12, head_words: list[str] | None = None) -> list[str]:
+def keywords_of(text: str, limit: int = 12) -> list[str]:
     """Distinctive words of one turn: identifiers and file names first; stopwords, path
     fragments and wrapper tags out; CJK kept."""
     counts: Counter[str] = Counter()
-    for w in head_words if head_words is not None else keyword_words(text[: 2 * SCAN_MAX]):
+    for w in keyword_words(text[: 2 * SCAN_MAX]):
         if w.isascii():
             if "/" in w:
                 parts = [p for p in w.split("/") if p]

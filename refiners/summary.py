@@ -30,7 +30,7 @@ TOOLS_SHOWN = 3  # tools named in Did, most used first
 MAX_POOL = 40  # best-scored units considered by the packer
 SCORE_W, REPEAT_W, IDENT_W = 3.0, 0.5, 2.0  # a unit's value: SCORE_W × score + its new words' weights
 LEN_PAD, LEN_EXP = 20, 1.0  # value per character: score / (len + LEN_PAD) ** LEN_EXP
-FIRST_BONUS = 1.0  # the answer's first content sentence usually states the result  # the outcome is looked for in the answer's head
+FIRST_BONUS = 1.0  # the answer's first content sentence usually states the result
 
 EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
               "edit_file", "replace", "NotebookEdit"}

@@ -125,7 +125,7 @@ _SELF_LEAD = re.compile(r"^(?:(?:i|we)(?:'ve| have)|i'm|we're|i am|we are)\s+(?:
                         r"(?=\w+ed\b|\w+en\b|made\b|built\b|done\b|found\b|set\b|put\b|got\b|run\b)", re.I)
 _HEDGE = re.compile(r"\b(?:successfully|basically|essentially|actually|simply|really|just|comprehensive|"
                     r"detailed)\s+", re.I)
-# A path of three or more parts, its last two parts in group 1. It starts where a word can (not
+# A path with three or more separators (`/usr/bin/python`, `a/b/c/d`), its last two parts in group 1. It starts where a word can (not
 # after a letter, digit, ".", "-", ":", "/" or "\\": after "-" a start would scan the same run again
 # from each position, quadratic on a long run of hyphens).
 _LONG_PATH = re.compile(r"(?<![\w.:/\\-])(?:~|[A-Za-z]:|[\w.-]+)?(?:[\\/][^\s\\/`'\"()]+){1,}([\\/][^\s\\/`'\"()]+[\\/][^\s\\/`'\"()]+)")
