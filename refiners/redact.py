@@ -65,6 +65,8 @@ _NAMES = ("passw", "pwd", "secret", "credential", "dsn", "salt", "_key", "-key",
           "key'", "_token", "-token", "token=", "token:", "token\"", "token'", "_pass", "pass=", "pass:",
           "pass\"", "token =", "key =", "pass =")
 _KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "key", "dsn", "salt")  # `pass` covers password
+_KEYWORD = re.compile("|".join(_KEYWORDS), re.IGNORECASE)
+_NAME_RUN = re.compile(r"[\w.\-]*")  # the rest of a name after its keyword, as `ASSIGN` reads it
 # (`\?` before a quote: the same assignment inside an escaped string, `SECRET=\"…\"`; a value
 # stops at a backslash, so `key = [MASKED]\naws_secret_access_key = …` on one escaped line is two)
 ASSIGN = Rule(r"((?:pass(?:word|wd)?|pwd|secret|token|credential|key|dsn|salt)[\w.\-]*\\?[\"']?\s*[:=]\s*\\?[\"']?)"
@@ -111,18 +113,24 @@ def may_hold_secret(text: str) -> bool:
     return False
 
 
-def _keyword_matches(low: str) -> list[tuple[int, int, int]]:
-    """`ASSIGN` matches, tried only where a keyword occurs (found by `str.find`, which is many
-    times faster than letting the regex engine try the alternation at every position)."""
-    starts = sorted({i for word in _KEYWORDS for i in _find_all(low, word)})
+def _keyword_matches(text: str, rx: re.Pattern[str], starts: Iterable[int]) -> list[tuple[int, int, int]]:
+    """`ASSIGN` matches (`rx`), tried only where a keyword starts (`starts`, ascending; found by
+    `str.find`, which is many times faster than letting the regex engine try the alternation at
+    every position). A name runs to the end of its `[\\w.-]` run (what follows it, a quote, a
+    blank, `:` or `=`, is never part of one), so when the match from one keyword fails, every
+    later keyword in the same name fails the same way and is skipped; else a long name made of
+    keywords (`secretsecret…`) would cost quadratic time."""
     found, last = [], -1
     for i in starts:
         if i < last:
             continue
-        m = ASSIGN.re.match(low, i)
+        m = rx.match(text, i)
         if m:
             found.append((m.start(), m.start(2), m.end()))
             last = m.end()
+        else:
+            run = _NAME_RUN.match(text, i)
+            last = run.end() if run else i + 1
     return found
 
 
@@ -136,8 +144,10 @@ def _find_all(low: str, word: str) -> list[int]:
 
 def _values(rule: Rule, text: str, low: str) -> list[tuple[int, int, int]]:
     """(start, value start, end) of each secret value `rule` finds in `text`."""
-    if len(low) == len(text) and rule is ASSIGN:
-        found = _keyword_matches(low)
+    if rule is ASSIGN and len(low) == len(text):
+        found = _keyword_matches(low, rule.re, sorted({i for word in _KEYWORDS for i in _find_all(low, word)}))
+    elif rule is ASSIGN:  # lower() changed the length: keywords found case-insensitively in the text itself
+        found = _keyword_matches(text, rule.fallback, (m.start() for m in _KEYWORD.finditer(text)))
     elif len(low) == len(text):
         found = [(m.start(), m.start(2), m.end()) for m in rule.re.finditer(low)]
     else:  # lower() changed the length (e.g. `İ`): match case-insensitively on the text itself
