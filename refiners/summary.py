@@ -276,7 +276,8 @@ def _score(unit: str, rank: int) -> float:
 
 def outcome(turn: Turn, budget: int, known: str = "") -> str:
     """The answer's sentences that state a result, a decision or a finding, within `budget`;
-    `known` is what the summary already says (the ask and Did)."""
+    `known` is the part of the summary whose words count as said already (Did: an outcome often
+    restates the ask's subject along with the result, so the ask's words still count)."""
     if is_compaction_summary(turn.user_text):
         sources = [(turn.user_text[turn.user_text.find("\n") + 1:], 0.0)]  # the handoff is the content
     else:
@@ -314,7 +315,7 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
 
 def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str]) -> str:
     """Greedy by value per character. A unit's value is its score plus the weight of the
-    content words it adds (`known`: what the ask, Did and the units picked before say); a word
+    content words it adds (not in `known` or the units picked before); a word
     weighs more when the answer repeats it and when it is an identifier, a number or a name."""
     first_of: dict[str, tuple[float, int, str]] = {}
     for c in sorted(candidates, key=lambda c: c[1]):
