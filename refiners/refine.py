@@ -147,7 +147,8 @@ EPOCH_MIN, EPOCH_MAX = -62_135_596_800, 253_402_300_799  # 0001-01-01 .. 9999-12
 
 
 def _ms(seconds: float | None) -> int | None:
-    """A call's duration in whole ms; one beyond what the times a datetime holds allow is unknown."""
+    """A call's duration in whole ms; unknown (None) when negative, NaN or longer than the span
+    between the earliest and the latest time a datetime holds."""
     if seconds is None or not 0 <= seconds <= EPOCH_MAX - EPOCH_MIN:
         return None
     return round(seconds * 1000)
