@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 MASK = "[REDACTED]"
 MIN_KNOWN = 8  # a value shorter than this is not masked on its own where it recurs
@@ -26,14 +27,52 @@ class Rule:
     `cased` hints are matched as written, the others against the lower-cased text.
     """
 
-    def __init__(self, pattern: str, hints: tuple[str, ...], cased: tuple[str, ...] = (), value: bool = False) -> None:
-        self.re = re.compile(pattern)
+    def __init__(self, pattern: str | FirstInRun, hints: tuple[str, ...], cased: tuple[str, ...] = (),
+                 value: bool = False) -> None:
+        self.re: Any = pattern if isinstance(pattern, FirstInRun) else re.compile(pattern)
         self.hints, self.cased, self.value = hints, cased, value
-        self.fallback = re.compile(pattern, re.IGNORECASE) if value else self.re
+        self.fallback: Any = re.compile(pattern, re.IGNORECASE) if value and isinstance(pattern, str) else self.re
 
     def applies(self, text: str, low: str) -> bool:
         return any(h in low for h in self.hints) or any(h in text for h in self.cased)
 
+
+class FirstInRun:
+    r"""A token pattern tried only at the first start in each run of token characters.
+
+    `\beyJ[…]{8,}\.…` tried at every `eyJ` of `eyJ-eyJ-eyJ-…` scans the whole run from each one
+    (quadratic: a 1 MB line never finishes). When a start fails, every later start in the same run
+    fails too (its first segment is a suffix of the failed one's, and what follows the run is the
+    same), so the rest of the run is skipped. Quacks like the `re.Pattern` calls `Rule` users make
+    (`finditer`, `subn`)."""
+
+    def __init__(self, pattern: str, start: str, run: str) -> None:
+        self.re, self.start, self.run = re.compile(pattern), start, re.compile(run)
+
+    def finditer(self, text: str) -> list[re.Match[str]]:
+        found, skip, i = [], 0, text.find(self.start)
+        while i >= 0:
+            if i >= skip and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):  # `\b`
+                m = self.re.match(text, i)
+                if m:
+                    found.append(m)
+                    skip = m.end()
+                else:
+                    run = self.run.match(text, i)
+                    skip = run.end() if run else i + 1
+            i = text.find(self.start, max(i + 1, skip))
+        return found
+
+    def subn(self, repl: str, text: str) -> tuple[str, int]:
+        found = self.finditer(text)
+        pieces, last = [], 0
+        for m in found:
+            pieces += [text[last:m.start()], repl]
+            last = m.end()
+        return "".join([*pieces, text[last:]]), len(found)
+
+
+JWT = FirstInRun(r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", "eyJ", r"[A-Za-z0-9_\-]*")
 
 TOKENS = (
     # a PEM or PGP armoured private key (`... PRIVATE KEY-----`, `... PRIVATE KEY BLOCK-----`), to
@@ -55,7 +94,7 @@ TOKENS = (
     Rule(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}", ("xox",)),
     Rule(r"\bAKIA[0-9A-Z]{16}\b", (), ("AKIA",)),
     Rule(r"\bAIza[0-9A-Za-z_\-]{35}\b", (), ("AIza",)),
-    Rule(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", (), ("eyJ",)),
+    Rule(JWT, (), ("eyJ",)),
     Rule(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/\-]{12,}=*", ("bearer ",)),
 )
 # What must sit next to a name for `ASSIGN` to run: the bare words `key`, `token`, `pass` are in

@@ -69,3 +69,12 @@ def test_a_long_name_made_of_keywords_is_scanned_in_linear_time(head: str) -> No
     assert redact(name + " is long") == (name + " is long", 0)
     assert redact(name + "=hunter22x") == (name + "=[REDACTED]", 1)
     assert time.perf_counter() - start < 5
+
+
+def test_a_long_run_of_token_starts_is_scanned_in_linear_time() -> None:
+    # `\beyJ…\.` tried at every `eyJ` of one long run rescanned the run from each: hours for 1 MB
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijklmnop"
+    text = "eyJ-" * 250_000 + " then " + jwt
+    start = time.perf_counter()
+    assert redact(text) == ("eyJ-" * 250_000 + " then " + MASK, 1)
+    assert time.perf_counter() - start < 5
