@@ -225,3 +225,43 @@ def test_ingest_from_a_plain_script_works_with_or_without_a_main_guard(kimi_root
     if not guarded:
         assert warned[0].endswith("RuntimeWarning: archive-mcp: refining in one process: the calling script has no "
                                   "`if __name__ == \"__main__\":` guard, which worker processes need (add one to use 2)")
+
+
+KILLED = """
+import os, sys, time
+from archive_mcp.ingest import workers
+
+def job(n, extra=None):
+    return os.getpid()
+
+if __name__ == "__main__":
+    workers.PARALLEL_BYTES = 0
+    pool = workers.JobPool(job, 2)
+    pids = set(pool.run(list(range(40)), None, 1, lambda *a: None))
+    print(" ".join(map(str, sorted(pids))), flush=True)
+    time.sleep(600)  # killed here, its pool still open
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_worker_processes_exit_when_their_ingest_is_killed(tmp_path: Path) -> None:
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert len(pids) >= 1 and proc.pid not in pids and all(_alive(p) for p in pids)
+    proc.kill()
+    proc.wait(timeout=10)
+    deadline = time.time() + 15
+    while any(_alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.2)
+    assert [p for p in pids if _alive(p)] == []

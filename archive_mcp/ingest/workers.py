@@ -4,11 +4,15 @@ Workers are started with `spawn`, which re-imports the caller's main script in e
 script without an `if __name__ == "__main__":` guard would then run its ingest again in each
 worker (the pool breaks with `BrokenProcessPool`), so such a caller gets one process and a one-line
 warning. A pool that breaks anyway falls back to one process for the jobs it had not finished.
+A worker whose parent dies (killed mid-ingest) exits within a second instead of idling forever.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -20,6 +24,19 @@ from typing import Any
 PARALLEL_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
 UNGUARDED = ("archive-mcp: refining in one process: the calling script has no "
              "`if __name__ == \"__main__\":` guard, which worker processes need (add one to use {n})")
+
+
+def exit_with_parent(parent: int) -> None:
+    """Worker initializer: a watcher thread that ends the worker once `parent` is gone (the
+    worker is then re-parented). A killed ingest otherwise leaves its workers blocked forever on
+    the job queue."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="archive-mcp-parent-watch", daemon=True).start()
 
 
 def main_is_spawn_safe() -> bool:
@@ -67,7 +84,8 @@ class JobPool:
         done = 0
         if self._parallel(jobs, extra, size):
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"))
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"),
+                                                 initializer=exit_with_parent, initargs=(os.getpid(),))
             try:
                 for res in self._pool.map(self.fn, jobs, chunksize=4):
                     done += 1
