@@ -3,9 +3,11 @@
 Each seed is searched with the words that most of the workspace shares taken out (a project's
 name, the two speakers of a chat: they match everything and point the query vector nowhere).
 Hits that are noise (commands that did no work, compaction summaries, continuation stubs, API
-errors, interruptions) are never attached. A hit scoring at least `min_score` x the seed's best is
-attached, and so are the turns next to it that sit as close to the attached turns' centroid;
-the next hits come back as near misses with a one-line summary each.
+errors, interruptions) are never attached, nor are subagent turns (their parent turn stands for
+them, as in discovery). The strong hits of the seeds are the core of the theme; weaker hits join
+when they sit as close to the core's centroid as most of the core does, and so do the turns of a
+conversation between two attached turns; the next hits come back as near misses with a one-line
+summary each.
 """
 
 from __future__ import annotations
@@ -23,9 +25,14 @@ from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.themes.noise import noise_mask
 
 COMMON_SHARE = 0.3  # a word in more than this share of a workspace's turns says nothing about a topic
-DEPTH = 60
+DEPTH = 150
 NEAR_MISSES = 10
-NEIGHBOUR_QUANTILE = 0.3
+# Tuned on the labelled coding set (bench/RESULTS.md, Themes): with the default min_score 0.5 a
+# hit at 0.6 of a seed's best is core, one from 0.3 joins when close to the core's centroid.
+CORE = 1.2
+LOW = 0.6
+CORE_QUANTILE = 0.6
+GAP = 3
 
 Key = tuple[str, str, int]
 
@@ -54,30 +61,40 @@ def focus(seed: str, index: WorkspaceIndex) -> str:
 def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: WorkspaceIndex,
                     turns: Callable[[set[str]], pl.DataFrame], seeds: Sequence[str],
                     min_score: float) -> tuple[list[Candidate], list[dict[str, Any]]]:
-    """Candidates to attach and near misses, from each seed's hits (noise left out)."""
+    """Candidates to attach and near misses, from each seed's hits (noise and subagents left out).
+
+    A hit scoring at least `CORE` x `min_score` x the seed's best is the core of the theme; a
+    weaker one (down to `LOW` x `min_score`) joins when its vector is as close to the core's
+    centroid as most of the core (`CORE_QUANTILE`): a generic turn that shares a seed's words but
+    not the topic stays out. Turns between two attached turns of a session, at most `GAP` apart,
+    join too: a conversation stays on its topic, and its short turns rarely match a seed."""
     runs = []
     for seed in seeds:
         hits = list(search(focus(seed, index), DEPTH))
         runs.append((seed, hits))
     sessions = {h.session_id for _, hits in runs for h in hits}
-    noisy = _noise(turns(sessions)) if sessions else set()
-    attach: list[Candidate] = []
+    frame = turns(sessions) if sessions else pl.DataFrame()
+    noisy = _noise(frame)
+    share: dict[Key, tuple[float, float, str]] = {}  # key -> (share of the seed's best, score, seed)
     near: list[dict[str, Any]] = []
     for seed, hits in runs:
-        good = [h for h in hits if (h.session_id, h.agent, h.turn) not in noisy]
-        if not good:
+        good = [h for h in hits if (h.session_id, h.agent, h.turn) not in noisy and h.agent == "main"]
+        if not good or good[0].score <= 0:
             continue
         best = good[0].score
         for h in good:
             key = (h.session_id, h.agent, h.turn)
-            if h.score >= min_score * best:
-                attach.append(Candidate(key, h.score, f"seed:{seed}"))
-            elif len(near) < NEAR_MISSES * len(seeds):
+            s = h.score / best
+            if s >= LOW * min_score and s > share.get(key, (0.0, 0.0, ""))[0]:
+                share[key] = (s, h.score, seed)
+            if s < CORE * min_score and len(near) < 3 * NEAR_MISSES * len(seeds):
                 near.append({"session_id": h.session_id, "agent": h.agent, "turn": h.turn,
-                             "ref": f"{h.session_id}:{h.turn}", "score": h.score, "share": round(h.score / best, 3),
-                             "seed": seed,
-                             "at": h.started_at, "summary": clip(" ".join((h.summary or "").split()), 160)})
-    attach += neighbours(index, attach, noisy)
+                             "ref": f"{h.session_id}:{h.turn}", "score": h.score, "share": round(s, 3),
+                             "seed": seed, "at": h.started_at,
+                             "summary": clip(" ".join((h.summary or "").split()), 160)})
+    keep = close_to_core(index, share, CORE * min_score)
+    attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
+    attach += fill_gaps(frame, keep, noisy, share)
     taken = {c.key for c in attach}
     seen: set[Key] = set()
     near_out = []
@@ -89,36 +106,54 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
     return attach, near_out[:NEAR_MISSES]
 
 
-def neighbours(index: WorkspaceIndex, attach: list[Candidate], noisy: set[Key],
-               quantile: float = NEIGHBOUR_QUANTILE) -> list[Candidate]:
-    """The turns right before and after an attached turn, when they are as close to the attached
-    turns' centroid as most attached turns are: a topic runs over a few turns of a conversation,
-    and the short turns of that run ("yes", "still broken") rarely match a seed themselves."""
-    if not attach or not index.has_vectors():
-        return []
-    parts = [s.dense() for s in index.segments if s.meta.height]
-    dense: list[np.ndarray] = [d for d in parts if d is not None]
-    if len(dense) != len(parts):
-        return []
-    x: np.ndarray = np.concatenate(dense)
-    meta = index.meta
-    pos = {k: i for i, k in enumerate(zip(meta["session_id"].to_list(), meta["agent"].to_list(),
-                                          meta["turn"].to_list(), strict=True)) if index.alive[i]}
-    core = {c.key: c for c in attach}
-    rows = [pos[k] for k in core if k in pos]
-    if len(rows) < 2:
-        return []
+def close_to_core(index: WorkspaceIndex, share: dict[Key, tuple[float, float, str]], core: float,
+                  quantile: float = CORE_QUANTILE) -> set[Key]:
+    """The core hits (share >= `core`), and the weaker ones whose vector is as close to the core's
+    centroid as the `quantile` of the core's own closeness (all of them without vectors)."""
+    strong = {k for k, v in share.items() if v[0] >= core}
+    x, pos = _vectors(index)
+    rows = [pos[k] for k in strong if k in pos]
+    if x is None or len(rows) < 2:
+        return strong
     centre = x[rows].mean(0)
     centre /= np.linalg.norm(centre) or 1.0
     floor = float(np.quantile(x[rows] @ centre, quantile))
-    out: dict[Key, Candidate] = {}
-    for (s, a, t), c in core.items():
-        for k in ((s, a, t - 1), (s, a, t + 1)):
-            if k in core or k in out or k in noisy or k not in pos:
-                continue
-            if float(x[pos[k]] @ centre) >= floor:
-                out[k] = Candidate(k, c.score * 0.5, c.provenance.replace("seed:", "neighbour:", 1))
-    return list(out.values())
+    return strong | {k for k in share if k not in strong and k in pos and float(x[pos[k]] @ centre) >= floor}
+
+
+def fill_gaps(frame: pl.DataFrame, keep: set[Key], noisy: set[Key],
+              share: dict[Key, tuple[float, float, str]], gap: int = GAP) -> list[Candidate]:
+    """The turns of a session between two attached turns at most `gap` (non-noise) turns apart."""
+    if not keep or not frame.height:
+        return []
+    order = (frame.filter(pl.col("agent") == "main").select("session_id", "agent", "turn")
+             .sort("session_id", "turn").rows())
+    by_session: dict[str, list[Key]] = {}
+    for k in order:
+        if k not in noisy:
+            by_session.setdefault(k[0], []).append(k)
+    out: list[Candidate] = []
+    for session in sorted({k[0] for k in keep}):
+        ks = by_session.get(session, [])
+        at = [i for i, k in enumerate(ks) if k in keep]
+        for a, b in zip(at, at[1:], strict=False):
+            if 1 < b - a <= gap + 1:
+                seed = share[ks[a]][2]
+                out += [Candidate(k, share[ks[a]][1] * 0.5, f"neighbour:{seed}") for k in ks[a + 1:b]]
+    return out
+
+
+def _vectors(index: WorkspaceIndex) -> tuple[np.ndarray | None, dict[Key, int]]:
+    if not index.has_vectors():
+        return None, {}
+    parts = [s.dense() for s in index.segments if s.meta.height]
+    dense: list[np.ndarray] = [d for d in parts if d is not None]
+    if len(dense) != len(parts):
+        return None, {}
+    meta = index.meta
+    pos = {k: i for i, k in enumerate(zip(meta["session_id"].to_list(), meta["agent"].to_list(),
+                                          meta["turn"].to_list(), strict=True)) if index.alive[i]}
+    return np.concatenate(dense), pos
 
 
 def _noise(frame: pl.DataFrame) -> set[Key]:
