@@ -33,6 +33,7 @@ CORE = 1.2
 LOW = 0.6
 CORE_QUANTILE = 0.6
 GAP = 3
+GAP_MARGIN = 0.2  # a turn in a gap is at most this much further from the core's centroid than the core
 
 Key = tuple[str, str, int]
 
@@ -75,6 +76,7 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
     sessions = {h.session_id for _, hits in runs for h in hits}
     frame = turns(sessions) if sessions else pl.DataFrame()
     noisy = _noise(frame)
+    x, pos = _vectors(index)
     share: dict[Key, tuple[float, float, str]] = {}  # key -> (share of the seed's best, score, seed)
     near: list[dict[str, Any]] = []
     for seed, hits in runs:
@@ -87,14 +89,18 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
             s = h.score / best
             if s >= LOW * min_score and s > share.get(key, (0.0, 0.0, ""))[0]:
                 share[key] = (s, h.score, seed)
-            if s < CORE * min_score and len(near) < 3 * NEAR_MISSES * len(seeds):
+            if s < min_score * (CORE if x is not None else 1.0) and len(near) < 3 * NEAR_MISSES * len(seeds):
                 near.append({"session_id": h.session_id, "agent": h.agent, "turn": h.turn,
                              "ref": f"{h.session_id}:{h.turn}", "score": h.score, "share": round(s, 3),
                              "seed": seed, "at": h.started_at,
                              "summary": clip(" ".join((h.summary or "").split()), 160)})
-    keep = close_to_core(index, share, CORE * min_score)
-    attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
-    attach += fill_gaps(frame, keep, noisy, share)
+    if x is None:  # no vectors to tell a topic from a word match: the hits from `min_score` on
+        keep = {k for k, v in share.items() if v[0] >= min_score}
+        attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
+    else:
+        keep, near_core = close_to_core(x, pos, share, CORE * min_score)
+        attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
+        attach += fill_gaps(frame, keep, noisy | {k for k in frame_keys(frame) if not near_core(k)}, share)
     taken = {c.key for c in attach}
     seen: set[Key] = set()
     near_out = []
@@ -106,31 +112,39 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
     return attach, near_out[:NEAR_MISSES]
 
 
-def close_to_core(index: WorkspaceIndex, share: dict[Key, tuple[float, float, str]], core: float,
-                  quantile: float = CORE_QUANTILE) -> set[Key]:
+def close_to_core(x: np.ndarray, pos: dict[Key, int], share: dict[Key, tuple[float, float, str]], core: float,
+                  quantile: float = CORE_QUANTILE) -> tuple[set[Key], Callable[[Key], bool]]:
     """The core hits (share >= `core`), and the weaker ones whose vector is as close to the core's
-    centroid as the `quantile` of the core's own closeness (all of them without vectors)."""
+    centroid (`x` rows, `pos` key -> row) as the `quantile` of the core's own closeness; and a
+    test for a turn in a gap: not much further from the centroid than the furthest core turn."""
     strong = {k for k, v in share.items() if v[0] >= core}
-    x, pos = _vectors(index)
     rows = [pos[k] for k in strong if k in pos]
-    if x is None or len(rows) < 2:
-        return strong
+    if len(rows) < 2:
+        return strong, lambda k: True
     centre = x[rows].mean(0)
     centre /= np.linalg.norm(centre) or 1.0
-    floor = float(np.quantile(x[rows] @ centre, quantile))
-    return strong | {k for k in share if k not in strong and k in pos and float(x[pos[k]] @ centre) >= floor}
+    own = x[rows] @ centre
+    floor = float(np.quantile(own, quantile))
+    keep = strong | {k for k in share if k not in strong and k in pos and float(x[pos[k]] @ centre) >= floor}
+    lowest = float(own.min()) - GAP_MARGIN
+    return keep, lambda k: k in pos and float(x[pos[k]] @ centre) >= lowest
 
 
-def fill_gaps(frame: pl.DataFrame, keep: set[Key], noisy: set[Key],
+def frame_keys(frame: pl.DataFrame) -> list[Key]:
+    return list(frame.select("session_id", "agent", "turn").iter_rows()) if frame.height else []
+
+
+def fill_gaps(frame: pl.DataFrame, keep: set[Key], skip: set[Key],
               share: dict[Key, tuple[float, float, str]], gap: int = GAP) -> list[Candidate]:
-    """The turns of a session between two attached turns at most `gap` (non-noise) turns apart."""
+    """The turns of a session between two attached turns at most `gap` (non-noise) turns apart;
+    `skip` (noise, turns off the topic) neither counts nor joins."""
     if not keep or not frame.height:
         return []
     order = (frame.filter(pl.col("agent") == "main").select("session_id", "agent", "turn")
              .sort("session_id", "turn").rows())
     by_session: dict[str, list[Key]] = {}
     for k in order:
-        if k not in noisy:
+        if k not in skip:
             by_session.setdefault(k[0], []).append(k)
     out: list[Candidate] = []
     for session in sorted({k[0] for k in keep}):
