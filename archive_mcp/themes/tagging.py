@@ -12,6 +12,7 @@ summary each.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +29,13 @@ COMMON_SHARE = 0.3  # a word in more than this share of a workspace's turns says
 DEPTH = 150
 NEAR_MISSES = 10
 # Tuned on the labelled coding set (bench/RESULTS.md, Themes): with the default min_score 0.5 a
-# hit at 0.6 of a seed's best is core, one from 0.3 joins when close to the core's centroid.
-CORE = 1.2
+# hit at 0.65 of a seed's best is core, one from 0.3 joins when close to the core's centroid, one
+# from 0.4 when it touches the topic's files.
+CORE = 1.3
 LOW = 0.6
+FILE_LOW = 0.8
+FILE_MIN = 3
+FILE_SHARE = 0.02
 CORE_QUANTILE = 0.6
 GAP = 3
 GAP_MARGIN = 0.2  # a turn in a gap is at most this much further from the core's centroid than the core
@@ -67,8 +72,9 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
     A hit scoring at least `CORE` x `min_score` x the seed's best is the core of the theme; a
     weaker one (down to `LOW` x `min_score`) joins when its vector is as close to the core's
     centroid as most of the core (`CORE_QUANTILE`): a generic turn that shares a seed's words but
-    not the topic stays out. Turns between two attached turns of a session, at most `GAP` apart,
-    join too: a conversation stays on its topic, and its short turns rarely match a seed."""
+    not the topic stays out; so does one (from `FILE_LOW` x `min_score`) that touches the files the
+    core keeps touching. Turns between two attached turns of a session, at most `GAP` apart, join
+    too: a conversation stays on its topic, and its short turns rarely match a seed."""
     runs = []
     for seed in seeds:
         hits = list(search(focus(seed, index), DEPTH))
@@ -99,6 +105,8 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
         attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
     else:
         keep, near_core = close_to_core(x, pos, share, CORE * min_score)
+        keep |= same_files(index, share, {k for k, v in share.items() if v[0] >= CORE * min_score},
+                           FILE_LOW * min_score)
         attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
         attach += fill_gaps(frame, keep, noisy | {k for k in frame_keys(frame) if not near_core(k)}, share)
     taken = {c.key for c in attach}
@@ -128,6 +136,24 @@ def close_to_core(x: np.ndarray, pos: dict[Key, int], share: dict[Key, tuple[flo
     keep = strong | {k for k in share if k not in strong and k in pos and float(x[pos[k]] @ centre) >= floor}
     lowest = float(own.min()) - GAP_MARGIN
     return keep, lambda k: k in pos and float(x[pos[k]] @ centre) >= lowest
+
+
+def same_files(index: WorkspaceIndex, share: dict[Key, tuple[float, float, str]], core: set[Key],
+               floor: float) -> set[Key]:
+    """Hits from `floor` that touch a file the core keeps touching (in `FILE_MIN` core turns) and
+    few turns of the workspace do (at most `FILE_SHARE` of them): the files of a topic."""
+    meta = index.meta
+    keys = zip(meta["session_id"].to_list(), meta["agent"].to_list(), meta["turn"].to_list(), strict=True)
+    files: dict[Key, list[str]] = {}
+    df: Counter[str] = Counter()
+    for k, fs, alive in zip(keys, meta["files"].to_list(), index.alive, strict=True):
+        if alive and fs:
+            files[k] = fs
+            df.update(set(fs))
+    limit = FILE_SHARE * max(1, sum(1 for a in index.alive if a))
+    counts = Counter(f for k in core for f in set(files.get(k, ())) if df[f] <= limit)
+    topic = {f for f, n in counts.items() if n >= FILE_MIN}
+    return {k for k, v in share.items() if v[0] >= floor and topic.intersection(files.get(k, ()))} if topic else set()
 
 
 def frame_keys(frame: pl.DataFrame) -> list[Key]:
