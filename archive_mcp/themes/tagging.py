@@ -12,6 +12,7 @@ summary each.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,12 @@ FILE_MIN = 3
 FILE_SHARE = 0.02
 CORE_QUANTILE = 0.6
 GAP = 3
+# A question seed ("What activities does X do?") asks for everything that answers it, spread over
+# a conversation: its best QUESTION_CORE hits are core, and the turns next to the theme's turns
+# join when as close to the core's centroid as the furthest core turn (for other seeds: as the
+# NEIGHBOUR_QUANTILE of the core). Tuned on LoCoMo-dev and the coding set (bench/RESULTS.md).
+QUESTION_CORE = 20
+NEIGHBOUR_QUANTILE = 0.3
 GAP_MARGIN = 0.2  # a turn in a gap is at most this much further from the core's centroid than the core
 
 Key = tuple[str, str, int]
@@ -90,11 +97,13 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
         if not good or good[0].score <= 0:
             continue
         best = good[0].score
-        for h in good:
+        question = is_question(seed)
+        for rank, h in enumerate(good):
             key = (h.session_id, h.agent, h.turn)
             s = h.score / best
-            if s >= LOW * min_score and s > share.get(key, (0.0, 0.0, ""))[0]:
-                share[key] = (s, h.score, seed)
+            kept = max(s, CORE * min_score) if question and rank < QUESTION_CORE else s
+            if kept >= LOW * min_score and kept > share.get(key, (0.0, 0.0, ""))[0]:
+                share[key] = (kept, h.score, seed)
             if s < min_score * (CORE if x is not None else 1.0) and len(near) < 3 * NEAR_MISSES * len(seeds):
                 near.append({"session_id": h.session_id, "agent": h.agent, "turn": h.turn,
                              "ref": f"{h.session_id}:{h.turn}", "score": h.score, "share": round(s, 3),
@@ -104,11 +113,14 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
         keep = {k for k, v in share.items() if v[0] >= min_score}
         attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
     else:
-        keep, near_core = close_to_core(x, pos, share, CORE * min_score)
+        keep, closeness, own = close_to_core(x, pos, share, CORE * min_score)
         keep |= same_files(index, share, {k for k, v in share.items() if v[0] >= CORE * min_score},
                            FILE_LOW * min_score)
         attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
-        attach += fill_gaps(frame, keep, noisy | {k for k in frame_keys(frame) if not near_core(k)}, share)
+        away = {k for k in frame_keys(frame) if closeness(k) < float(own.min()) - GAP_MARGIN}
+        attach += fill_gaps(frame, keep, noisy | away, share)
+        floor = float(np.quantile(own, 0.0 if any(is_question(seed) for seed in seeds) else NEIGHBOUR_QUANTILE))
+        attach += next_to(frame, keep, noisy, lambda k: closeness(k) >= floor, share, {c.key for c in attach})
     taken = {c.key for c in attach}
     seen: set[Key] = set()
     near_out = []
@@ -121,21 +133,24 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
 
 
 def close_to_core(x: np.ndarray, pos: dict[Key, int], share: dict[Key, tuple[float, float, str]], core: float,
-                  quantile: float = CORE_QUANTILE) -> tuple[set[Key], Callable[[Key], bool]]:
+                  quantile: float = CORE_QUANTILE) -> tuple[set[Key], Callable[[Key], float], np.ndarray]:
     """The core hits (share >= `core`), and the weaker ones whose vector is as close to the core's
-    centroid (`x` rows, `pos` key -> row) as the `quantile` of the core's own closeness; and a
-    test for a turn in a gap: not much further from the centroid than the furthest core turn."""
+    centroid (`x` rows, `pos` key -> row) as the `quantile` of the core's own closeness; a
+    turn's closeness to that centroid (-1 without a vector), and the core turns' own."""
     strong = {k for k, v in share.items() if v[0] >= core}
     rows = [pos[k] for k in strong if k in pos]
     if len(rows) < 2:
-        return strong, lambda k: True
+        return strong, lambda k: 1.0, np.ones(1)
     centre = x[rows].mean(0)
     centre /= np.linalg.norm(centre) or 1.0
     own = x[rows] @ centre
     floor = float(np.quantile(own, quantile))
-    keep = strong | {k for k in share if k not in strong and k in pos and float(x[pos[k]] @ centre) >= floor}
-    lowest = float(own.min()) - GAP_MARGIN
-    return keep, lambda k: k in pos and float(x[pos[k]] @ centre) >= lowest
+
+    def closeness(k: Key) -> float:
+        return float(x[pos[k]] @ centre) if k in pos else -1.0
+
+    keep = strong | {k for k in share if k not in strong and closeness(k) >= floor}
+    return keep, closeness, own
 
 
 def same_files(index: WorkspaceIndex, share: dict[Key, tuple[float, float, str]], core: set[Key],
@@ -181,6 +196,33 @@ def fill_gaps(frame: pl.DataFrame, keep: set[Key], skip: set[Key],
                 seed = share[ks[a]][2]
                 out += [Candidate(k, share[ks[a]][1] * 0.5, f"neighbour:{seed}") for k in ks[a + 1:b]]
     return out
+
+
+def next_to(frame: pl.DataFrame, keep: set[Key], noisy: set[Key], close: Callable[[Key], bool],
+            share: dict[Key, tuple[float, float, str]], taken: set[Key]) -> list[Candidate]:
+    """The turn before and after each attached turn of a session (noise skipped), when `close`:
+    a topic runs over a few turns of a conversation, and a question's answer is spread over it."""
+    order = (frame.filter(pl.col("agent") == "main").select("session_id", "agent", "turn")
+             .sort("session_id", "turn").rows()) if frame.height else []
+    ks = [k for k in order if k not in noisy]
+    out: dict[Key, Candidate] = {}
+    for i, k in enumerate(ks):
+        if k not in keep:
+            continue
+        for j in (i - 1, i + 1):
+            if (0 <= j < len(ks) and ks[j][0] == k[0] and ks[j] not in taken and ks[j] not in out
+                    and close(ks[j])):
+                out[ks[j]] = Candidate(ks[j], share[k][1] * 0.5, f"neighbour:{share[k][2]}")
+    return list(out.values())
+
+
+_QUESTION = re.compile(r"^\s*(?:what|when|where|who|whom|whose|why|how|which|did|does|do|is|are|was|were|has|have|"
+                       r"had|can|could|would|will|should)\b|[?？]\s*$", re.IGNORECASE)
+
+
+def is_question(seed: str) -> bool:
+    """A seed that asks something ("What did X do?") rather than naming a topic."""
+    return bool(_QUESTION.search(seed))
 
 
 def _vectors(index: WorkspaceIndex) -> tuple[np.ndarray | None, dict[Key, int]]:
