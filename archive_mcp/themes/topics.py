@@ -1,7 +1,7 @@
 """What a topic of real work is made of besides its words: the files and identifiers it keeps
 coming back to. Discovery's finer level clusters each turn's vector joined with these.
 
-A file or keyword that few turns share (at most `RARE` of the workspace, in at least two) is a
+A file or keyword that few turns share (at most `RARE` of the workspace or two, in at least two) is a
 topic's own; TF-IDF over them, reduced to `DIMS` dimensions, is appended to the turn's vector
 at `WEIGHT`. Tuned on the labelled coding set (bench/RESULTS.md, Themes).
 """
@@ -38,7 +38,7 @@ def with_topic_terms(x: np.ndarray, keywords: list[list[str]], files: list[list[
     docs = [[w.lower() for w in k] + f for k, f in zip(keywords, files, strict=True)]
     if weight <= 0 or len(docs) < 3:
         return x
-    vec = TfidfVectorizer(analyzer=_same, min_df=2, max_df=RARE, sublinear_tf=True)
+    vec = TfidfVectorizer(analyzer=_same, min_df=2, max_df=max(2, int(RARE * len(docs))), sublinear_tf=True)
     try:
         m = vec.fit_transform(docs)
     except ValueError:  # no term is shared by two turns and rare enough
