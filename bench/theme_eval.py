@@ -57,6 +57,7 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
     ws = next(iter(resolved.values()))[0]
     per: dict[str, Any] = {}
     flagged = changes_flagged = changes = decisions_total = pairs_right = pairs_judged = 0
+    flags_all = flags_labelled = 0  # every flag the traces raise, and those on a labelled decision turn
     for t in topics:
         name = f"eval-{t['name']}"
         archive.tag_theme(name, ws, seeds=t["seeds"][:3])
@@ -65,6 +66,9 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
         members = {key[r] for r in t["members"] if r in key}
         hit = len(members & traced)
         flags = {(d["session_id"], d["turn"]) for d in tl.decisions}
+        labelled = {(key[d["turn"]][0], key[d["turn"]][2]) for d in t["decisions"] if d["turn"] in key}
+        flags_all += len(flags)
+        flags_labelled += len(flags & labelled)
         undone = {(r.reversed_by["session_id"], r.reversed_by["turn"]): (r.decision["session_id"], r.decision["turn"])
                   for r in tl.reversals}
         for d in t["decisions"]:
@@ -92,6 +96,7 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
         "decision_turns_flagged": f"{flagged}/{decisions_total}",
         "change_turns_flagged": f"{changes_flagged}/{changes}",
         "change_share_flagged": round(changes_flagged / max(1, changes), 3),
+        "flags_on_labelled_decisions": f"{flags_labelled}/{flags_all}",
         "pairs_right": f"{pairs_right}/{pairs_judged}", "pair_accuracy": round(pairs_right / max(1, pairs_judged), 3),
         "per_topic": per}
     if discover:
@@ -122,5 +127,6 @@ def discovery(archive: Archive, ws: str, topics: list[dict[str, Any]],
         archive.delete_theme(t.slug, ws)
     return {"clusters": len(clusters), "labels": sorted(clusters),
             "topics_found": sum(f["jaccard"] >= 0.3 for f in found.values()),
+            "held_out_found": sum(f["jaccard"] >= 0.3 for n, f in found.items() if n in HELD_OUT),
             "mostly_noise": sum(s > 0.5 for s in noise_share.values()), "per_topic": found,
             "noise_share": noise_share}

@@ -185,6 +185,8 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
 def _shared_terms(m: sp.csr_matrix, terms: np.ndarray, idf: np.ndarray, i: np.ndarray, j: np.ndarray,
                   most: int = 6) -> list[list[str]]:
     """For each pair (i, j) the terms both rows hold, rarest first (at most `most`)."""
+    if not len(i):
+        return []
     both = sp.csr_matrix(m[i].multiply(m[j]))
     both.sort_indices()
     row = np.repeat(np.arange(len(i)), np.diff(both.indptr))
