@@ -225,11 +225,13 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
 
 # Topics inside themes: each turn's vector joined with its rare keywords and files (topics.py),
 # plus SMOOTH x its neighbours' in the same session, cut at TOPIC_CUT x the theme cut; k-means takes
-# the best of TOPIC_TRIES starts (one start swung the coding set from 5 to 13 topics found by
-# seed). Tuned on the labelled coding set (bench/RESULTS.md, Themes).
+# the best of TOPIC_TRIES starts up to TRIES_UP_TO turns (one start swung the coding set from 5 to
+# 13 topics found by seed; past that size the starts cost more than the rest of discovery).
+# Tuned on the labelled coding set (bench/RESULTS.md, Themes).
 SMOOTH = 1.0
 TOPIC_CUT = 0.35
 TOPIC_TRIES = 5
+TRIES_UP_TO = 5_000
 TOPIC_IDS = 1_000_000
 
 
@@ -322,7 +324,8 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
     smooth = smooth_by_session(terms, frame["session_id"].to_list(), frame["turn"].to_list(), SMOOTH)
     broad = [set(v) for v in clusters.values()]
     fine: dict[int, list[int]] = {}
-    for i, c in enumerate(cluster_vectors(smooth, cut * TOPIC_CUT, tries=TOPIC_TRIES)):
+    tries = TOPIC_TRIES if len(keys) <= TRIES_UP_TO else 1  # k-means++ starts dominate discovery's time
+    for i, c in enumerate(cluster_vectors(smooth, cut * TOPIC_CUT, tries=tries)):
         fine.setdefault(TOPIC_IDS + int(c), []).append(i)
     for c, idx in fine.items():
         if not any(len(b & set(idx)) / len(b | set(idx)) >= 0.8 for b in broad):
