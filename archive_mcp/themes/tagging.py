@@ -4,9 +4,12 @@ Each seed is searched with the words that most of the workspace shares taken out
 name, the two speakers of a chat: they match everything and point the query vector nowhere).
 Hits that are noise (commands that did no work, compaction summaries, continuation stubs, API
 errors, interruptions) are never attached, nor are subagent turns (their parent turn stands for
-them, as in discovery). The strong hits of the seeds are the core of the theme; weaker hits join
-when they sit as close to the core's centroid as most of the core does, and so do the turns of a
-conversation between two attached turns; the next hits come back as near misses with a one-line
+them, as in discovery). With vectors, `min_score` scales shares of each seed's best hit: hits
+from `CORE` x it are the core of the theme; weaker hits join when they sit as close to the core's
+centroid as most of the core does, or touch the files the core keeps touching; the turns of a
+conversation between two attached turns join, and so do the turns next to them when close to the
+core. A question seed takes its best `QUESTION_CORE` hits as core. Without vectors the hits from
+`min_score` x the best are attached. The next hits come back as near misses with a one-line
 summary each.
 """
 
