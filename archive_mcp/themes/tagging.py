@@ -83,9 +83,11 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
     A hit scoring at least `CORE` x `min_score` x the seed's best is the core of the theme; a
     weaker one (down to `LOW` x `min_score`) joins when its vector is as close to the core's
     centroid as most of the core (`CORE_QUANTILE`): a generic turn that shares a seed's words but
-    not the topic stays out; so does one (from `FILE_LOW` x `min_score`) that touches the files the
-    core keeps touching. Turns between two attached turns of a session, at most `GAP` apart, join
-    too: a conversation stays on its topic, and its short turns rarely match a seed."""
+    not the topic stays out. A hit from `FILE_LOW` x `min_score` that touches the files the core
+    keeps touching joins too, and so do the turns between two attached turns of a session at most
+    `GAP` apart (a conversation stays on its topic, and its short turns rarely match a seed) and the
+    turns next to attached ones that are close to the core. Without vectors: the hits from
+    `min_score` x the seed's best, as before."""
     runs = []
     for seed in seeds:
         hits = list(search(focus(seed, index), DEPTH))
@@ -101,7 +103,7 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
         if not good or good[0].score <= 0:
             continue
         best = good[0].score
-        question = is_question(seed)
+        question = x is not None and is_question(seed)
         for rank, h in enumerate(good):
             key = (h.session_id, h.agent, h.turn)
             s = h.score / best
