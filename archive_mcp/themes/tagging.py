@@ -34,7 +34,7 @@ DEPTH = 150
 NEAR_MISSES = 10
 # Tuned on the labelled coding set (bench/RESULTS.md, Themes): with the default min_score 0.5 a
 # hit at 0.65 of a seed's best is core, one from 0.3 joins when as close to the core's centroid as
-# 70% of the core (0.6 fell under precision 0.6 with the refiners of main at 6e95cc1), one from 0.4
+# 70% of the core (0.6 fell under precision 0.6 with main's refiner and ranking at d5e5013), one from 0.4
 # when it touches the topic's files.
 CORE = 1.3
 LOW = 0.6
