@@ -19,6 +19,7 @@ import polars as pl
 
 from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
+from archive_mcp.themes.topics import turn_files, with_topic_terms
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 from archive_mcp.workspaces.clock import now
 
@@ -197,9 +198,11 @@ LABEL_SAMPLE = 300
 DEFAULT_CUT = 0.45
 
 
-def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0) -> np.ndarray:
-    """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n)),
-    then average-linkage merging of their centroids up to cosine distance `threshold`."""
+def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0,
+                    tries: int = 1) -> np.ndarray:
+    """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n), the
+    best of `tries` starts), then average-linkage merging of their centroids up to cosine
+    distance `threshold`."""
     from scipy.cluster.hierarchy import fcluster, linkage
     from sklearn.cluster import MiniBatchKMeans
 
@@ -210,7 +213,7 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
     if k >= n:
         assign, centroids = np.arange(n), x
     else:
-        km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=1, batch_size=4096)
+        km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=tries, batch_size=4096)
         assign = km.fit_predict(x)
         centroids = km.cluster_centers_
     norms = np.linalg.norm(centroids, axis=1, keepdims=True)
@@ -220,10 +223,15 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
     return fcluster(linkage(centroids, method="average", metric="cosine"), threshold, "distance")[assign]
 
 
-# Topics inside themes: each turn's vector plus SMOOTH x its neighbours' in the same session, cut at
-# TOPIC_CUT x the theme cut. Tuned on the labelled coding set (bench/RESULTS.md, Themes).
+# Topics inside themes: each turn's vector joined with its rare keywords and files (topics.py),
+# plus SMOOTH x its neighbours' in the same session, cut at TOPIC_CUT x the theme cut; k-means takes
+# the best of TOPIC_TRIES starts up to TRIES_UP_TO turns (one start swung the coding set from 5 to
+# 13 topics found by seed; past that size the starts cost more than the rest of discovery).
+# Tuned on the labelled coding set (bench/RESULTS.md, Themes).
 SMOOTH = 1.0
 TOPIC_CUT = 0.35
+TOPIC_TRIES = 5
+TRIES_UP_TO = 5_000
 TOPIC_IDS = 1_000_000
 
 
@@ -312,10 +320,12 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
     # Topics: finer clusters of turns smoothed along their conversation. A topic of real work is
     # a run of turns, not one turn, so each turn leans towards its neighbours; the finer cut
     # finds the topics inside the broad themes above. A topic that repeats a theme is dropped.
-    smooth = smooth_by_session(x, frame["session_id"].to_list(), frame["turn"].to_list(), SMOOTH)
+    terms = with_topic_terms(x, frame["keywords"].to_list(), turn_files(ws.refined_dir, frame))
+    smooth = smooth_by_session(terms, frame["session_id"].to_list(), frame["turn"].to_list(), SMOOTH)
     broad = [set(v) for v in clusters.values()]
     fine: dict[int, list[int]] = {}
-    for i, c in enumerate(cluster_vectors(smooth, cut * TOPIC_CUT)):
+    tries = TOPIC_TRIES if len(keys) <= TRIES_UP_TO else 1  # k-means++ starts dominate discovery's time
+    for i, c in enumerate(cluster_vectors(smooth, cut * TOPIC_CUT, tries=tries)):
         fine.setdefault(TOPIC_IDS + int(c), []).append(i)
     for c, idx in fine.items():
         if not any(len(b & set(idx)) / len(b | set(idx)) >= 0.8 for b in broad):

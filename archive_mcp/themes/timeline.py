@@ -16,7 +16,7 @@ import polars as pl
 
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.render import clip
-from archive_mcp.themes.decisions import Flag, flag_turn, gist, pair_changes
+from archive_mcp.themes.decisions import flag_turns, gist, pair_changes
 from archive_mcp.themes.store import Theme, class_tfidf
 
 
@@ -164,7 +164,7 @@ def _decisions(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[Reversal
     """Flag the turns that set or change a course, pair each change with the decision it undoes,
     and chain the pairs into threads (decision -> change -> change ...)."""
     every = list(frame.iter_rows(named=True))
-    flags: list[Flag | None] = [flag_turn(r["user_text"] or "", r["assistant_text"] or "", list(r["kinds"])) for r in every]
+    flags = flag_turns(frame["user_text"].to_list(), frame["assistant_text"].to_list(), frame["kinds"].to_list())
     decisions = {i: {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"], "turn": r["turn"],
                      "ref": f"{r['session_id']}:{r['turn']}",
                      "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": f.kind, "by": f.by,

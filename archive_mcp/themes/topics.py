@@ -1,0 +1,54 @@
+"""What a topic of real work is made of besides its words: the files and identifiers it keeps
+coming back to. Discovery's finer level clusters each turn's vector joined with these.
+
+A file or keyword that few turns share (at most `RARE` of the workspace or two, in at least two) is a
+topic's own; TF-IDF over them, reduced to `DIMS` dimensions, is appended to the turn's vector
+at `WEIGHT`. Tuned on the labelled coding set (bench/RESULTS.md, Themes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+RARE = 0.02
+WEIGHT = 0.3
+DIMS = 64
+
+
+def turn_files(refined_dir: Path, frame: pl.DataFrame) -> list[list[str]]:
+    """The files each row of `frame` (session_id, agent, turn) touched, from the refined turns."""
+    paths = sorted(str(p) for p in refined_dir.glob("*.parquet")) if refined_dir.is_dir() else []
+    if not paths or not frame.height:
+        return [[] for _ in range(frame.height)]
+    files = pl.scan_parquet(paths).select("session_id", "agent", "turn", "files").collect()
+    got = frame.select("session_id", "agent", "turn").join(files, on=["session_id", "agent", "turn"], how="left",
+                                                            maintain_order="left")
+    return [list(f or []) for f in got["files"].to_list()]
+
+
+def with_topic_terms(x: np.ndarray, keywords: list[list[str]], files: list[list[str]],
+                     weight: float = WEIGHT) -> np.ndarray:
+    """`x` (unit rows) joined with `weight` x the rows' rare keywords and files (unit), renormalised."""
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    docs = [[w.lower() for w in k] + f for k, f in zip(keywords, files, strict=True)]
+    if weight <= 0 or len(docs) < 3:
+        return x
+    vec = TfidfVectorizer(analyzer=_same, min_df=2, max_df=max(2, int(RARE * len(docs))), sublinear_tf=True)
+    try:
+        m = vec.fit_transform(docs)
+    except ValueError:  # no term is shared by two turns and rare enough
+        return x
+    terms = TruncatedSVD(DIMS, random_state=0).fit_transform(m) if m.shape[1] > DIMS + 1 else m.toarray()
+    norms = np.linalg.norm(terms, axis=1, keepdims=True)
+    z = np.hstack([x, weight * terms / np.where(norms == 0, 1, norms)]).astype(np.float32)
+    norms = np.linalg.norm(z, axis=1, keepdims=True)
+    return z / np.where(norms == 0, 1, norms)
+
+
+def _same(doc: list[str]) -> list[str]:
+    return doc
