@@ -143,8 +143,10 @@ class Archive(Corpus):
                   references: Sequence[TurnRef | dict[str, Any]] | None = None,
                   seeds: Sequence[str] | None = None, remove: Sequence[TurnRef | dict[str, Any]] | None = None,
                   description: str | None = None, min_score: float = 0.5, who: str = "api") -> TagResult:
-        """Attach confirmed turns, or search from 1-3 seeds and attach hits scoring at least
-        `min_score` x the best hit; returns what was attached and the near misses to confirm."""
+        """Attach confirmed turns, or search from 1-3 seeds and attach the topic's hits: `min_score`
+        scales the shares of each seed's best hit that make the theme's core and the weaker hits
+        that join it when close to that core (see `themes/tagging.py`); returns what was attached
+        and the near misses to confirm."""
         ws = self._ws(workspace)
         store = ThemeStore(ws)
         existing = store.get(theme)  # by slug, name, or a discovered theme's label

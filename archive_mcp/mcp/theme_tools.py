@@ -88,7 +88,8 @@ def tag_theme(ctx: Context, theme: ThemeName, references: Refs = None,
               remove: Annotated[list[TurnRef] | None, Field(max_length=200, description="Turns to detach from the theme.")] = None,
               description: Annotated[str | None, Field(max_length=TEXT, description="What the theme is about.")] = None,
               min_score: Annotated[float, Field(ge=0, le=1, description=(
-                  "Attach seed hits scoring at least this share of the best hit."))] = 0.5,
+                  "Strictness: scales the share of the best hit that makes a hit core (weaker hits join "
+                  "only when close to the core). Lower attaches more."))] = 0.5,
               workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, TagResult]:
     """Attach turns to a theme by reference, or find candidates from seeds; returns the near misses to
     confirm. Give references, seeds or remove (a theme is never created empty)."""
