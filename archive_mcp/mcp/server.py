@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult
@@ -76,13 +77,21 @@ def _brief(value: Any) -> str:
     return text if len(text) <= 60 else f"{type(value).__name__} of {len(value) if hasattr(value, '__len__') else '?'} items"
 
 
+WARM_JOIN_S = 30.0  # at most this long at shutdown for a warm-up still loading a model
+
+
 def lifespan_for(archive: Archive | None, cwd: str | None) -> Callable[[MCPServer[State]], AbstractAsyncContextManager[State]]:
     """The server's lifespan: one Archive (made here unless given), warmed off the request path."""
     @asynccontextmanager
     async def lifespan(_server: MCPServer[State]) -> AsyncIterator[State]:
         st = State(archive or Archive(), cwd or os.getcwd())
-        threading.Thread(target=warm, args=(st,), daemon=True).start()
-        yield st
+        warming = threading.Thread(target=warm, args=(st,), name="archive-mcp-warm", daemon=True)
+        warming.start()
+        try:
+            yield st
+        finally:  # the warm-up never outlives the server: a daemon thread still inside Polars or
+            # torch while the interpreter shuts down (or the archive's folder is removed) can crash it
+            await anyio.to_thread.run_sync(warming.join, WARM_JOIN_S)
     return lifespan
 
 
