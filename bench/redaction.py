@@ -33,6 +33,7 @@ from typing import Any
 from archive_mcp import Archive
 from archive_mcp.ingest.pipeline import turn_rows
 from archive_mcp.refiners import kimi_cli, redact, refine
+from archive_mcp.render import to_jsonable
 from archive_mcp.synthetic.sessions import generate_share_dir
 
 HERE = Path(__file__).resolve().parent
@@ -203,8 +204,7 @@ def corpus(root: Path, end_to_end: bool = True) -> dict[str, Any]:
 def _ingested(root: Path, home: Path, values: set[str]) -> dict[str, Any]:
     """Ingest the corpus and count the `values` that appear in each derived output, over every
     workspace (each turn's full context read on its own, so no budget hides a value)."""
-    sys.path.insert(0, str(HERE))
-    from agents_dev import ingest_agents_dev  # noqa: PLC0415 (a bench-local module)
+    from agents_dev import ingest_agents_dev  # noqa: PLC0415 (a bench-local module, beside this file)
 
     gen = _secrets_module()
     archive = Archive(home)
@@ -220,7 +220,7 @@ def _ingested(root: Path, home: Path, values: set[str]) -> dict[str, Any]:
         archive.tag_theme("vault", ws.id, references=turns)
         outputs = gen.derived_texts(archive, ws, turns[:1], "vault", queries, mode="lexical")
         outputs["load_turn_context"] = "".join(
-            json.dumps(gen_jsonable(archive.load_turn_context([ref], workspace=ws.id, include_thinking=True,
+            json.dumps(to_jsonable(archive.load_turn_context([ref], workspace=ws.id, include_thinking=True,
                                                                max_chars=2_000_000)), default=str)
             for ref in turns)
         for name, text in outputs.items():
@@ -230,12 +230,6 @@ def _ingested(root: Path, home: Path, values: set[str]) -> dict[str, Any]:
             "surviving": {name: len(_digests(v)) for name, v in sorted(found.items())},
             "surviving_any_output": len(_digests(set().union(*found.values()))) if found else 0,
             "surviving_any_output_by_length": sorted(len(v) for v in set().union(*found.values()))}
-
-
-def gen_jsonable(obj: Any) -> Any:
-    from archive_mcp.render import to_jsonable
-
-    return to_jsonable(obj)
 
 
 def main() -> None:
