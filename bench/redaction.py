@@ -1,6 +1,6 @@
 """Redaction benchmark: what survives, what it costs, and how a maintained rule set compares.
 
-    python bench/redaction.py [--seeds 20] [--turns 3000] [--corpus DIR]
+    python bench/redaction.py [--seeds 20] [--turns 3000] [--corpus DIR [--no-ingest] [--only-corpus]]
 
 1. Generated secrets (`archive_mcp/synthetic/secrets.py`, every shape that leaked before): per
    seed one session is ingested; counts how many secret values survive in refined Parquet,
@@ -10,8 +10,10 @@
    secrets each finds.
 3. `--corpus DIR` (real logs, e.g. the agents-dev corpus): credential-shaped strings found by
    detect-secrets (a separate detector; entropy plugins off) in the JSON string values, counted
-   as distinct values, and how many survive `redact()` of the text they sit in. Only counts are
-   printed, never a value.
+   as distinct values; how many survive `redact()` of the text they sit in; and, unless
+   `--no-ingest`, how many survive an ingest of the corpus in every derived output (refined rows,
+   search, each turn's whole context, a trace, bootstrap, exports, state). Only counts and value
+   lengths are printed, never a value. `--only-corpus` skips steps 1 and 2.
 
 Runs against whichever `archive_mcp` is importable, so the same command on an older checkout
 gives the before numbers (the generator is loaded from this file's repository).
