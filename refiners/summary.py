@@ -6,8 +6,10 @@
 * Outcome: the sentences of the answer that state a result, a decision or a finding. Filler
   ("Now I have a comprehensive view.", "Let me …", "Perfect!") and lead-ins ending in ":" are
   skipped; when the content follows a lead-in, the content (a table's rows, the first list items)
-  is taken. Units are scored for content and picked greedily within the budget, then put back
-  in their order.
+  is taken. A lead-in that states something itself ("The stats bar now shows 5 columns:") is a
+  unit without its ":"; one that only announces ("The table now shows:") is not. Units are scored
+  for content (a test count scores more) and picked greedily within the budget, then put back in
+  their order; the room left takes the head of the best unit that did not fit.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ TOOLS_SHOWN = 3  # tools named in Did, most used first
 MAX_POOL = 40  # best-scored units considered by the packer
 SCORE_W, REPEAT_W, IDENT_W = 3.0, 0.5, 2.0  # a unit's value: SCORE_W × score + its new words' weights
 LEN_PAD, LEN_EXP = 20, 1.0  # value per character: score / (len + LEN_PAD) ** LEN_EXP
+LEAD_MIN_WORDS = 3  # a lead-in shorter than this names a list ("Changes:"); longer ones may state a fact
 FIRST_BONUS = 1.0  # the answer's first content sentence usually states the result
+TESTS_W = 1.0  # a test run's count ("35 tests passing", "11 passed") is a result people look for
+FILL_MIN = 20  # room left after the whole units, below which no cut unit is added
 
 EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
               "edit_file", "replace", "NotebookEdit"}
@@ -63,6 +68,12 @@ _CUE = re.compile(r"\b(?:fixed|fixes|created|added|updated|removed|renamed|chang
                   r"installed|merged|pushed|deployed|passes|passed|passing|fails|failed|failing|found|"
                   r"works|working|now|because|cause|caused|instead|reverted|restored|decided|chose|"
                   r"error|is|are|was|were|shows|returns|uses|complete|completed)\b", re.I)
+# A lead-in that only announces what follows ("The table now shows:", "Changes include:") says nothing itself.
+_ANNOUNCE = re.compile(r"\b(?:shows?|includes?|including|contains?|has|have|are|is|were|was|follows?|following|"
+                       r"below|here|like|as|these|this|found|summary|changes|results?|details|steps|options)\W*[:：]$", re.I)
+_LEAD_TAIL = re.compile(r"[\s,;-]*(?:\bbecause\b)?[\s,;-]*[:：]$", re.I)
+_TESTS = re.compile(r"\b\d+(?:/\d+)? (?:\w+ ){0,2}(?:tests?|specs?|checks?|passed|passing|failed|failing)\b|"
+                    r"\btests? (?:\w+ ){0,2}(?:pass|passed|passing|fail|failed|failing|green)\b", re.I)
 _INFO = re.compile(r"`[^`]+`|\b\w*[\d_./\\-]\w*[\w/]*|\b[a-z]+[A-Z]\w*|(?<=\s)[A-Z][\w-]+")
 _IDENT = re.compile(r"[\d_./@-]|[a-z][A-Z]")
 _HAN = re.compile("[\u4e00-\u9fff]")
@@ -300,13 +311,18 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
         rank = 0
         for u, lead, after in units[:MAX_UNITS]:
             order += 1
-            if lead or _SELF.match(u) or _OFFER.match(u) or _NEXT.match(u):
+            if _SELF.match(u) or _OFFER.match(u) or _NEXT.match(u):
                 continue
+            if lead:  # a lead-in that states something ("The bar now shows 5 columns:") is said without its ":"
+                if _ANNOUNCE.search(u) or len(u.split()) < LEAD_MIN_WORDS or not _CUE.search(u):
+                    continue
+                u = _LEAD_TAIL.sub("", u)
             body = dense(strip_ack(u))
             if not body:
                 continue
             lead_bonus = FIRST_BONUS if rank == 0 and penalty == 0 else 0.0
-            candidates.append((_score(body, rank) + lead_bonus + (0.3 if after else 0) - penalty, order, body))
+            bonus = lead_bonus + (TESTS_W if _TESTS.search(body) else 0)
+            candidates.append((_score(body, rank) + bonus + (0.3 if after else 0) - penalty, order, body))
             rank += 1
     if not candidates:
         return shorten(" ".join(strip_ack(u) or u for u in first), budget)
@@ -346,6 +362,12 @@ def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str])
         covered |= ws
     if not chosen:
         return shorten(candidates[0][2], budget) if candidates else ""
+    left = budget - used - 1
+    if left >= FILL_MIN and pool:  # the room left: the head of the best unit that did not fit
+        s, i, u, ws = max(pool, key=lambda c: (max(c[0], 0.05) * SCORE_W + sum(weight[w] for w in c[3] - covered))
+                          / (len(c[2]) + LEN_PAD) ** LEN_EXP)
+        if ws - covered:
+            chosen.append((i, shorten(u, left)))
     return _joined(chosen)
 
 

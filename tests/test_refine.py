@@ -22,6 +22,7 @@ from archive_mcp.refiners.summary import (
     ExtractiveSummarizer,
     compose,
     describe_actions,
+    outcome,
 )
 from archive_mcp.refiners.text import dense, sentences, shorten
 
@@ -69,6 +70,37 @@ def test_the_outcome_skips_filler_and_takes_the_content_after_a_lead_in() -> Non
     s = summary(turn("review the payment retries", answer))
     assert s == ("Asked: review the payment retries Outcome: The retry loop in charge_card double-charges on "
                  "timeouts; PSP calls have no idempotency key")
+
+
+def test_a_lead_in_that_states_a_fact_is_said_without_its_colon_one_that_announces_is_dropped() -> None:
+    answer = "The Performance stats bar now always shows 5 columns:\n\n- Trades, Win Rate, Unrealized"
+    assert summary(turn("always show unrealised", answer)) == (
+        "Asked: always show unrealised Outcome: The Performance stats bar now always shows 5 columns; "
+        "Trades, Win Rate, Unrealized")
+    answer = "Root cause found:\n\n- The cache key ignored the locale\n\nChanges include:\n\n- Keyed it by locale"
+    assert summary(turn("fix it", answer)) == (
+        "Asked: fix it Outcome: The cache key ignored the locale; Keyed it by locale")
+
+
+EXPORTERS = turn("add the exporters",
+                 "Implemented the CSV exporter and wired it into the CLI run command. "
+                 "The JSON exporter now streams rows instead of building one list in memory. "
+                 "Renamed export_all to export_rows across the package and updated the docs. "
+                 "I committed after each exporter and verified with tests (35 passing). "
+                 "The Parquet exporter is left for later because pyarrow is not installed on the build box.")
+
+
+def test_a_test_count_is_kept_over_a_longer_statement() -> None:
+    assert outcome(EXPORTERS, 230) == (
+        "Implemented the CSV exporter and wired it into the CLI run command. Renamed export_all to export_rows "
+        "across the package and updated the docs. I committed after each exporter and verified with tests (35 passing).")
+
+
+def test_the_room_left_after_whole_units_takes_the_head_of_the_best_one_that_did_not_fit() -> None:
+    assert outcome(EXPORTERS, 250) == (
+        "Implemented the CSV exporter and wired it into the CLI run command. The JSON exporter now streams rows… "
+        "Renamed export_all to export_rows across the package and updated the docs. I committed after each "
+        "exporter and verified with tests (35 passing).")
 
 
 def test_units_are_said_densely_without_self_talk_hedges_or_long_path_heads() -> None:
