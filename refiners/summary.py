@@ -35,7 +35,6 @@ LEN_PAD, LEN_EXP = 20, 1.0  # value per character: score / (len + LEN_PAD) ** LE
 LEAD_MIN_WORDS = 3  # a lead-in shorter than this names a list ("Changes:"); longer ones may state a fact
 FIRST_BONUS = 1.0  # the answer's first content sentence usually states the result
 TESTS_W = 1.0  # a test run's count ("35 tests passing", "11 passed") is a result people look for
-FILL_MIN = 20  # room left after the whole units, below which no cut unit is added
 
 EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
               "edit_file", "replace", "NotebookEdit"}
@@ -362,12 +361,6 @@ def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str])
         covered |= ws
     if not chosen:
         return shorten(candidates[0][2], budget) if candidates else ""
-    left = budget - used - 1
-    if left >= FILL_MIN and pool:  # the room left: the head of the best unit that did not fit
-        s, i, u, ws = max(pool, key=lambda c: (max(c[0], 0.05) * SCORE_W + sum(weight[w] for w in c[3] - covered))
-                          / (len(c[2]) + LEN_PAD) ** LEN_EXP)
-        if ws - covered:
-            chosen.append((i, shorten(u, left)))
     return _joined(chosen)
 
 

@@ -96,13 +96,6 @@ def test_a_test_count_is_kept_over_a_longer_statement() -> None:
         "across the package and updated the docs. I committed after each exporter and verified with tests (35 passing).")
 
 
-def test_the_room_left_after_whole_units_takes_the_head_of_the_best_one_that_did_not_fit() -> None:
-    assert outcome(EXPORTERS, 250) == (
-        "Implemented the CSV exporter and wired it into the CLI run command. The JSON exporter now streams rows… "
-        "Renamed export_all to export_rows across the package and updated the docs. I committed after each "
-        "exporter and verified with tests (35 passing).")
-
-
 def test_units_are_said_densely_without_self_talk_hedges_or_long_path_heads() -> None:
     assert dense("I've successfully fixed /home/u/proj/src/api/server.ts") == "Fixed api/server.ts"
     assert dense("docs/overview.md is basically done; see https://example.com/a/b/c/d") == (
