@@ -217,7 +217,8 @@ class Archive(Corpus):
         idx = self.index(ws).refresh()
         meta = idx.meta.with_row_index("row").filter(pl.Series(idx.alive)).filter(pl.col("agent") == "main")
         frame = (self.turns(ws.id).filter(pl.col("agent") == "main")
-                 .select("session_id", "agent", "turn", "user_text", "assistant_text", "keywords", "kinds", "tool_calls")
+                 .select("session_id", "agent", "turn", "user_text", "assistant_text", "keywords", "files", "kinds",
+                         "tool_calls")
                  .collect())
         frame = frame.filter(~pl.Series(noise_mask(frame), dtype=pl.Boolean)).drop("kinds", "tool_calls")
         frame = meta.select("row", "session_id", "agent", "turn").join(frame, on=["session_id", "agent", "turn"], how="inner")

@@ -18,6 +18,7 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -95,12 +96,8 @@ def locomo(root: Path, out: Path, embedder: str, rerank: bool) -> dict[str, Any]
         "BM25 + stemming + stopwords (reference)": score(queries, tuned_bm25(archive, workspaces, date=False)),
         "BM25 + stemming + stopwords + date (tuned reference)": score(queries, tuned_bm25(archive, workspaces)),
     }
-    timings: dict[str, float] = {}
-    for name, kwargs in ablations(Tuning()).items():
-        t = time.perf_counter()
-        rows[name] = score(queries, archive_ranker(archive, **kwargs))
-        timings[name] = 1000 * (time.perf_counter() - t) / len(queries)
-        print(f"  {name}: R@5 {rows[name]['all']['recall@5']:.3f} ({timings[name]:.0f} ms/query)", flush=True)
+    timings = run_ablations(archive, queries, rows,
+                            lambda r, ms: f"R@5 {r['all']['recall@5']:.3f} ({ms:.0f} ms/query)")
     if rerank:  # the opt-in MiniLM second stage, its vectors computed once for the set
         t = time.perf_counter()
         name = "+ MiniLM second stage (top 30, opt-in)"
@@ -110,6 +107,19 @@ def locomo(root: Path, out: Path, embedder: str, rerank: bool) -> dict[str, Any]
     print()
     print(table(rows, ["all", *CATEGORIES.values()]))
     return {"results": rows, "ms_per_query": timings}
+
+
+def run_ablations(archive: Archive, queries: list[Any], rows: dict[str, dict[str, Any]],
+                  line: Callable[[dict[str, Any], float], str]) -> dict[str, float]:
+    """Score the default and each ablation of `ablations()` into `rows`, printing `line(result,
+    ms per query)` as each finishes; returns the ms per query of each."""
+    timings: dict[str, float] = {}
+    for name, kwargs in ablations(Tuning()).items():
+        t = time.perf_counter()
+        rows[name] = score(queries, archive_ranker(archive, **kwargs))
+        timings[name] = 1000 * (time.perf_counter() - t) / len(queries)
+        print(f"  {name}: {line(rows[name], timings[name])}", flush=True)
+    return timings
 
 
 CODING_CATEGORIES = ["error", "why", "how", "where", "paraphrase", "identifier", "typo"]
@@ -129,12 +139,8 @@ def coding(root: Path, out: Path, embedder: str) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {
         "BM25 + stemming + stopwords + date (tuned reference)": score(queries, tuned_bm25(archive, workspaces)),
     }
-    timings: dict[str, float] = {}
-    for name, kwargs in ablations(Tuning()).items():
-        t = time.perf_counter()
-        rows[name] = score(queries, archive_ranker(archive, **kwargs))
-        timings[name] = 1000 * (time.perf_counter() - t) / len(queries)
-        print(f"  {name}: R@10 {rows[name]['all']['recall@10']:.3f} hit@5 {rows[name]['all']['hit@5']:.3f}", flush=True)
+    timings = run_ablations(archive, queries, rows,
+                            lambda r, ms: f"R@10 {r['all']['recall@10']:.3f} hit@5 {r['all']['hit@5']:.3f}")
     print()
     print(table(rows, ["all", *CODING_CATEGORIES], hit=True))
     return {"results": rows, "ms_per_query": timings, "unresolved_refs": unresolved}

@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -92,7 +91,6 @@ def main() -> None:
                            check=True)
             ingest_s = time.perf_counter() - t
         # index build (first refresh) is measured inside MEASURE as index_load_or_build_s
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         out = subprocess.run([sys.executable, "-c", MEASURE, str(root / "home"), json.dumps(QUERIES)],
                              check=True, capture_output=True, text=True)
         res = json.loads(out.stdout.strip().splitlines()[-1])
@@ -106,7 +104,6 @@ def main() -> None:
         res["index_load_s"] = warm["index_load_or_build_s"]
         res["warm_modes"] = warm["modes"]
         res["warm_peak_rss_mb"] = warm["peak_rss_mb"]
-        del before
         results[size] = res
         print(f"{size} turns: {json.dumps(res)}", flush=True)
     home = args.out / str(args.sizes[0]) / "home"

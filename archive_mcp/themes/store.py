@@ -19,7 +19,7 @@ import polars as pl
 
 from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
-from archive_mcp.themes.topics import turn_files, with_topic_terms
+from archive_mcp.themes.topics import with_topic_terms
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 from archive_mcp.workspaces.clock import now
 
@@ -320,7 +320,8 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
     # Topics: finer clusters of turns smoothed along their conversation. A topic of real work is
     # a run of turns, not one turn, so each turn leans towards its neighbours; the finer cut
     # finds the topics inside the broad themes above. A topic that repeats a theme is dropped.
-    terms = with_topic_terms(x, frame["keywords"].to_list(), turn_files(ws.refined_dir, frame))
+    files = [list(f or []) for f in frame["files"].to_list()] if "files" in frame.columns else [[]] * frame.height
+    terms = with_topic_terms(x, frame["keywords"].to_list(), files)
     smooth = smooth_by_session(terms, frame["session_id"].to_list(), frame["turn"].to_list(), SMOOTH)
     broad = [set(v) for v in clusters.values()]
     fine: dict[int, list[int]] = {}

@@ -8,25 +8,11 @@ at `WEIGHT`. Tuned on the labelled coding set (bench/RESULTS.md, Themes).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import polars as pl
 
 RARE = 0.02
 WEIGHT = 0.3
 DIMS = 64
-
-
-def turn_files(refined_dir: Path, frame: pl.DataFrame) -> list[list[str]]:
-    """The files each row of `frame` (session_id, agent, turn) touched, from the refined turns."""
-    paths = sorted(str(p) for p in refined_dir.glob("*.parquet")) if refined_dir.is_dir() else []
-    if not paths or not frame.height:
-        return [[] for _ in range(frame.height)]
-    files = pl.scan_parquet(paths).select("session_id", "agent", "turn", "files").collect()
-    got = frame.select("session_id", "agent", "turn").join(files, on=["session_id", "agent", "turn"], how="left",
-                                                            maintain_order="left")
-    return [list(f or []) for f in got["files"].to_list()]
 
 
 def with_topic_terms(x: np.ndarray, keywords: list[list[str]], files: list[list[str]],
