@@ -16,8 +16,8 @@ from typing import Any
 
 from archive_mcp import Archive
 
-# Topics held out from this session's tuning of the tagging, decision and discovery rules (every
-# fourth topic of the label file); reported apart from the 12 the rules were tuned on.
+# Topics held out from the tuning of the tagging, decision, pairing and discovery rules (every
+# fourth topic of the label file, since session 2); reported apart from the 12 the rules were tuned on.
 HELD_OUT = ("sol-price-source", "backend-data-feed-integration", "trenchbench-api-production", "demo-simulation")
 
 
@@ -57,7 +57,8 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
     ws = next(iter(resolved.values()))[0]
     per: dict[str, Any] = {}
     flagged = changes_flagged = changes = decisions_total = pairs_right = pairs_judged = 0
-    flags_all = flags_labelled = 0  # every flag the traces raise, and those on a labelled decision turn
+    flags_all = flags_labelled = pairs_made = 0  # flags the traces raise, those on a labelled decision, pairs made
+    pairs_part = {False: [0, 0], True: [0, 0]}  # right, judged: tuned topics / held-out topics
     for t in topics:
         name = f"eval-{t['name']}"
         archive.tag_theme(name, ws, seeds=t["seeds"][:3])
@@ -68,6 +69,7 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
         flags = {(d["session_id"], d["turn"]) for d in tl.decisions}
         labelled = {(key[d["turn"]][0], key[d["turn"]][2]) for d in t["decisions"] if d["turn"] in key}
         flags_all += len(flags)
+        pairs_made += len(tl.reversals)
         flags_labelled += len(flags & labelled)
         undone = {(r.reversed_by["session_id"], r.reversed_by["turn"]): (r.decision["session_id"], r.decision["turn"])
                   for r in tl.reversals}
@@ -82,7 +84,10 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
                 if on and d.get("undoes") and d["undoes"] in key:
                     pairs_judged += 1  # a flagged change the labels pair: unpaired counts as wrong
                     want = key[d["undoes"]]
-                    pairs_right += undone.get((k[0], k[2])) == (want[0], want[2])
+                    right = undone.get((k[0], k[2])) == (want[0], want[2])
+                    pairs_right += right
+                    pairs_part[t["name"] in HELD_OUT][0] += right
+                    pairs_part[t["name"] in HELD_OUT][1] += 1
         per[t["name"]] = {"members": len(members), "traced": len(traced), "recall": round(hit / max(1, len(members)), 3),
                           "precision": round(hit / max(1, len(traced)), 3)}
         archive.delete_theme(name, ws)
@@ -98,6 +103,8 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
         "change_share_flagged": round(changes_flagged / max(1, changes), 3),
         "flags_on_labelled_decisions": f"{flags_labelled}/{flags_all}",
         "pairs_right": f"{pairs_right}/{pairs_judged}", "pair_accuracy": round(pairs_right / max(1, pairs_judged), 3),
+        "pairs_right_tuned": "{}/{}".format(*pairs_part[False]), "pairs_right_held_out": "{}/{}".format(*pairs_part[True]),
+        "pairs_made": pairs_made,
         "per_topic": per}
     if discover:
         out["discovery"] = discovery(archive, ws, topics, key)

@@ -4,9 +4,10 @@ A turn sets a course when the refiner marked it `decision`, or when its words do
 with", "we'll use", accepting an option the assistant offered). It changes a course when the
 refiner marked it `reversal`, or when the user corrects or redirects ("wait", "go back to",
 "instead", "don't", "it was working before") or the assistant switches on its own ("switching
-to", "falling back to"). A change is paired with the earlier decision it undoes by what the two
-turns are about: TF-IDF cosine over the theme's own turns, so words the whole theme shares count
-for little and one shared word is not enough.
+to", "falling back to"). A change is paired with the earlier course it undoes by what the two
+turns are about (TF-IDF cosine over the theme's own turns, so words the whole theme shares count
+for little and one shared word is not enough) and by how recent that course is: most changes
+revise the course set just before them.
 """
 
 from __future__ import annotations
@@ -50,12 +51,21 @@ _CHANGE_ASSISTANT = (
     r"different approach|went back to|going back to)\b")
 
 _REVERT = r"(?i)\b(?:revert\w*|roll(?:ed)? ?back|undo|go(?:ing)? back|back to|(?:was|were) working|used to work)\b|回滚|改回"
+# A turn that only asks or inspects sets no course (on the user's first 300 characters).
+_INSPECT = (r"(?i)^\s*(?:check|look|show me|tell me|explain|what|why|how|where|when|which|who|is|are|does|do you|did|"
+            r"can you (?:see|check|tell|explain|confirm)|could you (?:see|check))\b|[?？]\s*$")
+_WORK = r"Did:[^\n]*?\b(?:edited|committed|installed|pr created|created)\b"  # the refined summary: it changed something
 
 WINDOW = 200  # a change is paired within the 200 turns before it
-# What a change undoes is most often one of the two turns before it in the same conversation
-# (45 of the 64 labelled pairs whose both turns are traced): they get this much on top of their
-# similarity. Tuned on the labelled coding set (bench/RESULTS.md, Themes).
-RECENT = 0.2
+# What a change undoes is most often the course set just before it (45 of the 64 labelled pairs
+# whose both turns are traced undo one of the two turns before the change): the k-th most recent
+# course before a change in its conversation gets RECENT / k on top of its similarity. A course is a flagged turn or
+# one that changed something (the summary says it edited, committed, created), unless it fixed a
+# bug or only asked or inspected ("what ...?", "check if the CI passes"). A new course the user
+# sets right after another in the same conversation revises it when the two share some words
+# (LAST_MIN). Tuned on 12 topics of the labelled coding set, 4 held out (bench/RESULTS.md, Themes).
+RECENT = 0.4
+LAST_MIN = 0.05
 
 
 @dataclass
@@ -106,7 +116,10 @@ def flag_turns(users: list[str], assistants: list[str], kinds: list[list[str]]) 
 
 _CJK = "\u3400-\u9fff"
 _WORD = "[^\\W\\d][\\w.-]*[^\\W_]|[" + _CJK + "]+"  # words (identifiers whole) or a CJK run
-_STOP = pl.Series(sorted(STOPWORDS), dtype=pl.String)
+# the refined summary's own words ("Asked: … Did: edited x.ts; committed … Outcome: …") say nothing of a topic
+_TEMPLATE = {"asked", "did", "outcome", "edited", "committed", "ran", "read", "grep", "glob", "installed", "failed",
+             "task", "bash", "created"}
+_STOP = pl.Series(sorted(STOPWORDS | _TEMPLATE), dtype=pl.String)
 
 
 def term_matrix(texts: list[str]) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
@@ -138,45 +151,61 @@ def term_matrix(texts: list[str]) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray
 
 def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_similarity: float = 0.08,
                  change_similarity: float = 0.2) -> list[tuple[int, int, float, list[str]]]:
-    """(change index, undone turn index, similarity, shared terms) for each change in `rows` (every
-    event of the theme in time order, aligned with `flags`; None = not flagged). The IDF comes from
-    the theme's own turns. A change is paired with the earlier turn whose text is most alike: a
-    turn flagged as setting a course counts double, and the two turns before the change in its
-    session get `RECENT` on top. A course set by the user that is this alike (`change_similarity`)
-    to an earlier one changes it. Candidates are the `WINDOW` turns before a change, scored in
-    blocks of changes so the cost grows with the theme, not with its square."""
+    """(change index, undone turn index, score, shared terms) for each change in `rows` (every
+    event of the theme in time order, aligned with `flags`; None = not flagged). A change is
+    paired with the earlier turn that scores best: TF-IDF cosine over the theme's own turns (the
+    user's words, the refined summary and keywords; IDF from the theme, so words it shares weigh
+    little), plus `RECENT` / k for the k-th most recent course before it in its conversation. A course set by the user
+    changes an earlier course that is this alike (`change_similarity`) or the last course of its
+    conversation; a reversal goes back on a flagged course; any other change is paired with its
+    best candidate when that is the last course of its conversation or `min_similarity` alike.
+    Candidates are the `WINDOW` turns before a change, scored in blocks of changes so the cost
+    grows with the theme, not with its square."""
     changes = np.array([i for i, f in enumerate(flags) if f is not None and i > 0], dtype=np.int64)
     if not len(changes):
         return []
     m, terms, idf = term_matrix([_text(r) for r in rows])
-    course = np.array([f is not None for f in flags])
-    weight = np.where(course, 2.0, 1.0)
-    _, codes = np.unique(np.array([r["session_id"] for r in rows], dtype=object).astype(str), return_inverse=True)
+    users = pl.Series([r.get("user_text") or "" for r in rows], dtype=pl.String).str.strip_chars().str.slice(0, 300)
+    decided = np.array(["decision" in (r.get("kinds") or []) for r in rows], dtype=bool)  # the refiner saw a decision
+    inspecting = (users.str.contains(_INSPECT) & ~users.str.starts_with("/")).to_numpy() & ~decided
+    worked = pl.Series([r.get("summary") or "" for r in rows], dtype=pl.String).str.contains(_WORK).to_numpy()
+    fixed = np.array(["fix" in (r.get("kinds") or []) for r in rows], dtype=bool)  # a bug fixed sets no course
+    flagged = np.array([f is not None for f in flags])
+    course = (flagged | (worked & ~fixed)) & ~inspecting
+    before = np.concatenate([[0], np.cumsum(course)])  # course turns among rows[:k]
     user_course = np.array([flags[i].kind == "decision" for i in changes])  # type: ignore[union-attr]
+    approves = np.array([flags[i].cue == "approval" for i in changes])  # type: ignore[union-attr]
+    reverts = np.array([flags[i].kind == "reversal" for i in changes])  # type: ignore[union-attr]
+    _, codes = np.unique(np.array([r["session_id"] for r in rows], dtype=object).astype(str), return_inverse=True)
     back = np.arange(1, WINDOW + 1)
     found = []
     for start in range(0, len(changes), 256):
-        idx, user = changes[start:start + 256], user_course[start:start + 256]
+        block = slice(start, start + 256)
+        idx, user, yes, back_to = changes[block], user_course[block], approves[block], reverts[block]
         cand = idx[:, None] - back[None, :]  # the WINDOW turns before each change, nearest first
         ok = cand >= 0
         cand = np.where(ok, cand, 0)
         lo = int(cand.min())
         sims = (m[idx] @ m[lo:int(idx.max())].T).toarray() if idx.max() > lo else np.zeros((len(idx), 1))
         at = np.arange(len(idx))[:, None]
-        alike = np.where(ok, sims[at, np.minimum(cand - lo, sims.shape[1] - 1)] * weight[cand], 0.0)
+        alike = np.where(ok, sims[at, np.minimum(cand - lo, sims.shape[1] - 1)], 0.0)
         ok &= ~user[:, None] | course[cand]  # a new course set by the user changes an earlier course
-        alike = np.where(ok, alike, 0.0)
-        near = (codes[cand] == codes[idx][:, None]) & (back[None, :] <= 2) & ok
-        score = alike + RECENT * near
+        ok &= ~back_to[:, None] | flagged[cand]  # going back returns to before a course someone set
+        nth = before[idx][:, None] - before[cand + 1]  # courses between the candidate and the change
+        here = codes[cand] == codes[idx][:, None]
+        score = alike + np.where(course[cand] & here, RECENT / (1 + nth), 0.0)
+        score = np.where(ok, score, -np.inf)
         best = score.argmax(axis=1)
         rows_at = np.arange(len(idx))
-        # a flagged change is paired with its best candidate; a new course by the user changes an
-        # earlier one only when the two are alike (being next to it is not enough)
-        enough = np.where(user, alike[rows_at, best] >= change_similarity, score[rows_at, best] >= min_similarity)
-        keep = np.nonzero(enough)[0]
-        found.append((idx[keep], cand[keep, best[keep]], score[keep, best[keep]]))
-    if not found:
-        return []
+        # a new course by the user changes the last course of its conversation (an approval
+        # accepts it instead), or an earlier one that is alike
+        picked = cand[rows_at, best]
+        sim = alike[rows_at, best]
+        last = (nth[rows_at, best] == 0) & course[picked] & here[rows_at, best]
+        enough = np.where(user, (sim >= change_similarity) | (last & ~yes & (sim >= LAST_MIN)),
+                          (sim >= min_similarity) | last)
+        keep = np.nonzero(enough & ok[rows_at, best])[0]
+        found.append((idx[keep], picked[keep], score[rows_at[keep], best[keep]]))
     i_s, j_s, scores = (np.concatenate(x) for x in zip(*found, strict=True))
     shared = _shared_terms(m, terms, idf, i_s, j_s)
     return [(int(i), int(j), round(float(v), 3), sh) for i, j, v, sh in zip(i_s, j_s, scores, shared, strict=True)]

@@ -1,0 +1,60 @@
+"""Pairing a change with the course it undoes: the most recent course of the conversation first,
+courses only (not questions, bug fixes or checks), reversals back to a course someone set, and a
+new course by the user revising the one just before it only when the two share a term."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archive_mcp.themes.decisions import Flag, flag_turn, pair_changes
+
+
+def _row(turn: int, user: str, did: str = "", session: str = "s", kinds: list[str] | None = None) -> dict[str, Any]:
+    summary = f"Asked: {user} Did: {did}" if did else f"Asked: {user}"
+    return {"session_id": session, "turn": turn, "user_text": user, "summary": summary, "keywords": [],
+            "kinds": kinds or []}
+
+
+def _pairs(rows: list[dict[str, Any]], flags: list[Flag | None] | None = None) -> list[tuple[int, int]]:
+    flags = flags if flags is not None else [flag_turn(r["user_text"], "", r["kinds"]) for r in rows]
+    return [(i, j) for i, j, _, _ in pair_changes(rows, flags)]
+
+
+def test_a_change_undoes_the_latest_course_of_its_conversation_over_an_older_slightly_more_alike_one() -> None:
+    rows = [_row(0, "use a green glow on the signal rows of the screener", "edited widget.tsx"),
+            _row(1, "all of the above", "edited widget.tsx"),  # answers the assistant's options: a course
+            _row(2, "no, that's wrong: the rows are far too bright")]
+    assert _pairs(rows) == [(2, 1)]
+    # in another conversation the latest course earns nothing: the older, alike one is undone
+    moved = [rows[0], {**rows[1], "session_id": "t"}, {**rows[2], "session_id": "u"}]
+    assert _pairs(moved) == [(2, 0)]
+
+
+def test_questions_checks_and_bug_fixes_set_no_course() -> None:
+    rows = [_row(0, "add a retry with backoff to the price fetch", "edited fetch.ts"),
+            _row(1, "check if the CI checks pass", "committed 1a2b3c"),
+            _row(2, "what does the retry log say?"),
+            _row(3, "the page crashes on load", "edited page.tsx", kinds=["fix"]),
+            _row(4, "wait, stop: the backoff makes the prices lag")]
+    assert _pairs(rows) == [(4, 0)]
+
+
+def test_a_reversal_goes_back_on_a_course_someone_set() -> None:
+    rows = [_row(0, "cache the sessions in process", kinds=["decision"]),
+            _row(1, "sessions differ between instances after the deploy", "edited cache.py"),
+            _row(2, "go back to redis for the sessions")]
+    flags = [flag_turn(r["user_text"], "", r["kinds"]) for r in rows]
+    assert [f.kind if f else None for f in flags] == ["decision", None, "reversal"]
+    assert _pairs(rows, flags) == [(2, 0)]
+
+
+def test_a_new_course_revises_the_one_just_before_it_only_when_they_share_a_term() -> None:
+    rows = [_row(0, "make the pnl box larger in the header", "edited header.tsx"),
+            _row(1, "move it into the performance section next to the lifetime pnl figure", "edited stats.tsx")]
+    assert [(i, j, v) for i, j, v, _ in pair_changes(rows, [flag_turn(r["user_text"], "", []) for r in rows])] == [
+        (1, 0, 0.505)]  # alike 0.105 (under the 0.2 an older course needs) + RECENT 0.4
+    assert _pairs([rows[0], {**rows[1], "session_id": "t"}]) == []  # not the same conversation
+    other = [rows[0], _row(1, "rename the settings panel heading", "edited settings.tsx")]
+    assert _pairs(other) == []
+    approval = [rows[0], _row(1, "yes")]  # accepting a course does not change it
+    assert _pairs(approval) == []
