@@ -11,6 +11,8 @@ labelled coding set. Tuned on that set (bench/RESULTS.md, Themes, discovery sess
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -101,34 +103,40 @@ def louvain(w: sp.csr_matrix, resolution: float = RESOLUTION, seed: int = 0, lev
 
 
 def _local_moves(g: sp.csr_matrix, resolution: float, total: float, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """Move nodes to the neighbouring community that gains the most modularity. Every node is
+    visited once in a random order; a node is visited again only when a neighbour of it moved
+    to another community (the fast local move of Leiden), until none would move."""
     n = g.shape[0]
-    indptr, indices, data = g.indptr, g.indices, g.data
-    degree = np.asarray(g.sum(axis=1)).ravel()
-    comm = np.arange(n)
-    tot = degree.copy()
-    moved_any = False
+    indptr, indices, data = g.indptr.tolist(), g.indices.tolist(), g.data.tolist()
+    degree = np.asarray(g.sum(axis=1)).ravel().tolist()
+    comm = list(range(n))
+    tot = list(degree)
     scale = resolution / total
-    while True:
-        moved = 0
-        for i in rng.permutation(n):
-            lo, hi = indptr[i], indptr[i + 1]
-            nbrs, wts = indices[lo:hi], data[lo:hi]
-            mine = comm[i]
-            links: dict[int, float] = {}
-            for j, x in zip(nbrs.tolist(), wts.tolist(), strict=True):
-                if j != i:
-                    c = int(comm[j])
-                    links[c] = links.get(c, 0.0) + x
-            tot[mine] -= degree[i]
-            best, gain = mine, links.get(mine, 0.0) - scale * tot[mine] * degree[i]
-            for c, x in links.items():
-                score = x - scale * tot[c] * degree[i]
-                if score > gain + 1e-12:
-                    best, gain = c, score
-            tot[best] += degree[i]
-            if best != mine:
-                comm[i] = best
-                moved += 1
-        if not moved:
-            return comm, moved_any
-        moved_any = True
+    queue = deque(rng.permutation(n).tolist())
+    queued = [True] * n
+    moved = False
+    while queue:
+        i = queue.popleft()
+        queued[i] = False
+        lo, hi = indptr[i], indptr[i + 1]
+        mine, k = comm[i], degree[i]
+        links: dict[int, float] = {}
+        for j, x in zip(indices[lo:hi], data[lo:hi], strict=True):
+            if j != i:
+                c = comm[j]
+                links[c] = links.get(c, 0.0) + x
+        tot[mine] -= k
+        best, gain = mine, links.get(mine, 0.0) - scale * tot[mine] * k
+        for c, x in links.items():
+            score = x - scale * tot[c] * k
+            if score > gain + 1e-12:
+                best, gain = c, score
+        tot[best] += k
+        if best != mine:
+            comm[i] = best
+            moved = True
+            for j in indices[lo:hi]:
+                if not queued[j] and comm[j] != best:
+                    queued[j] = True
+                    queue.append(j)
+    return np.asarray(comm), moved
