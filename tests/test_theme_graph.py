@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from archive_mcp.themes import graph
 from archive_mcp.themes.graph import louvain, turn_graph
-from archive_mcp.themes.store import TOPIC_IDS, cluster_turns
+from archive_mcp.themes.store import TOPIC_IDS, cluster_turns, unique_label
 
 
 def _unit(m: np.ndarray) -> np.ndarray:
@@ -105,3 +105,13 @@ def test_runs_of_work_across_sessions_come_back_as_topics_inside_one_broad_theme
     labels = louvain(w, resolution=0.5)
     assert sorted(sorted(np.flatnonzero(labels == c).tolist()) for c in set(labels)) == \
         [list(range(15)), list(range(15, 30)), list(range(30, 45))]
+
+
+def test_discovered_labels_never_repeat_within_a_run() -> None:
+    taken: set[str] = set()
+    assert unique_label(["api", "deploy", "vercel", "slack"], taken, 1) == "api / deploy / vercel"
+    assert unique_label(["api", "deploy", "vercel", "slack"], taken, 2) == "api / deploy / vercel / slack"
+    assert unique_label(["API", "deploy", "vercel", "slack"], taken, 3) == "API / deploy / vercel (3)"
+    assert unique_label(["nats"], taken, 4) == "nats"
+    assert unique_label(["nats"], taken, 5) == "nats (5)"
+    assert unique_label([], taken, 6) == "cluster 6"

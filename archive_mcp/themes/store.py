@@ -293,6 +293,17 @@ def cluster_turns(frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int 
     return clusters, keep
 
 
+def unique_label(words: list[str], taken: set[str], cid: int) -> str:
+    """A label of a cluster's first three words, one no other cluster of this run has (each is
+    found by its label): more of its words when one repeats, else its id; added to `taken`."""
+    label = next((lab for n in range(min(3, len(words)), len(words) + 1)
+                  if words and (lab := " / ".join(words[:n])).casefold() not in taken), None)
+    if label is None:
+        label = f"{' / '.join(words[:3])} ({cid})" if words else f"cluster {cid}"
+    taken.add(label.casefold())
+    return label
+
+
 @dataclass
 class Discovery:
     themes: list[Theme]
@@ -331,12 +342,13 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
         old = {t.cluster_id: {m.key for m in t.members} for t in previous}
         ids = match_clusters({c: {keys[i] for i in idx} for c, idx in keep.items()}, old)  # type: ignore[misc]
         when = now()
-        themes = []
+        themes: list[Theme] = []
+        taken: set[str] = set()
         for c, idx in sorted(keep.items(), key=lambda kv: ids[kv[0]]):
             cid = ids[c]
             centre = x[idx].mean(0)
             sims = x[idx] @ centre
-            label = " / ".join(words[c][:3]) or f"cluster {cid}"
+            label = unique_label(words[c], taken, cid)
             theme = Theme(label, f"cluster-{cid}", f"Discovered: {', '.join(words[c])}", [], "suggested",
                           [Member(*keys[i], f"cluster:{cid}", "discover_themes", when, round(float(sim), 4))
                            for i, sim in zip(idx, sims, strict=True)],
