@@ -136,4 +136,42 @@ def discovery(archive: Archive, ws: str, topics: list[dict[str, Any]],
             "topics_found": sum(f["jaccard"] >= 0.3 for f in found.values()),
             "held_out_found": sum(f["jaccard"] >= 0.3 for n, f in found.items() if n in HELD_OUT),
             "mostly_noise": sum(s > 0.5 for s in noise_share.values()), "per_topic": found,
-            "noise_share": noise_share}
+            "noise_share": noise_share, "by_seed": by_seed(archive, ws, topics, key)}
+
+
+# Discovery is also scored with each of these clustering seeds (mean and range; seed 0 is the default).
+SEEDS = range(6)
+
+
+def by_seed(archive: Archive, ws: str, topics: list[dict[str, Any]], key: dict[str, tuple[str, str, int]],
+            seeds: range = SEEDS) -> dict[str, Any]:
+    """Topics found (tuned / held out) when discovery's clustering runs with each seed: the same
+    turns and vectors `discover_themes` clusters (main agent, noise left out), nothing saved."""
+    import numpy as np
+    import polars as pl
+
+    from archive_mcp.themes.noise import noise_mask
+    from archive_mcp.themes.store import CUTS, DEFAULT_CUT, cluster_turns
+
+    idx = archive.index(archive.workspace(ws)).refresh()
+    meta = idx.meta.with_row_index("row").filter(pl.Series(idx.alive)).filter(pl.col("agent") == "main")
+    frame = (archive.turns(ws).filter(pl.col("agent") == "main")
+             .select("session_id", "agent", "turn", "user_text", "assistant_text", "keywords", "files", "kinds", "tool_calls")
+             .collect())
+    frame = frame.filter(~pl.Series(noise_mask(frame), dtype=pl.Boolean))
+    frame = meta.select("row", "session_id", "agent", "turn").join(frame, on=["session_id", "agent", "turn"], how="inner")
+    dense = np.concatenate([s.dense() if s.dense() is not None else np.asarray(s.vectors, np.float32)
+                            for s in idx.segments if s.vectors is not None and s.meta.height])
+    x = dense[frame["row"].to_numpy()]
+    rows = {k: i for i, k in enumerate(frame.select("session_id", "agent", "turn").iter_rows())}
+    wanted = {t["name"]: {rows[key[r]] for r in t["members"] if r in key and key[r] in rows} for t in topics}
+    tuned, held = [], []
+    for seed in seeds:
+        _, keep = cluster_turns(frame, x, CUTS.get(archive._model_name(), DEFAULT_CUT), seed=seed)
+        kept = [set(v) for v in keep.values()]
+        found = {n for n, m in wanted.items() if max((len(m & c) / len(m | c) for c in kept), default=0) >= 0.3}
+        tuned.append(len(found - set(HELD_OUT)))
+        held.append(len(found & set(HELD_OUT)))
+    total = [a + b for a, b in zip(tuned, held, strict=True)]
+    return {"seeds": f"{seeds.start}-{seeds.stop - 1}", "found": total, "mean": round(mean(total), 2),
+            "range": [min(total), max(total)], "tuned_mean": round(mean(tuned), 2), "held_out_mean": round(mean(held), 2)}

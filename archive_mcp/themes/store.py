@@ -19,6 +19,7 @@ import polars as pl
 
 from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
+from archive_mcp.themes.graph import louvain, turn_graph
 from archive_mcp.themes.topics import with_topic_terms
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 from archive_mcp.workspaces.clock import now
@@ -223,32 +224,8 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
     return fcluster(linkage(centroids, method="average", metric="cosine"), threshold, "distance")[assign]
 
 
-# Topics inside themes: each turn's vector joined with its rare keywords and files (topics.py),
-# plus SMOOTH x its neighbours' in the same session, cut at TOPIC_CUT x the theme cut; k-means takes
-# the best of TOPIC_TRIES starts up to TRIES_UP_TO turns (one start swung the coding set from 5 to
-# 13 topics found by seed; past that size the starts cost more than the rest of discovery).
-# Tuned on the labelled coding set (bench/RESULTS.md, Themes).
-SMOOTH = 1.0
-TOPIC_CUT = 0.35
-TOPIC_TRIES = 5
-TRIES_UP_TO = 5_000
+# Topics inside themes are communities of a graph of turns (graph.py); their ids start here.
 TOPIC_IDS = 1_000_000
-
-
-def smooth_by_session(x: np.ndarray, sessions: list[str], turns: list[int], weight: float) -> np.ndarray:
-    """Each turn's vector plus `weight` x its neighbours' in the same session, renormalised: a
-    conversation stays on a topic for a while, and a short turn ("yes", "do it") takes its topic
-    from the turns around it."""
-    if weight <= 0 or x.shape[0] < 3:
-        return x
-    order = sorted(range(len(turns)), key=lambda i: (sessions[i], turns[i]))
-    out = x.astype(np.float32, copy=True)
-    for a, b in zip(order, order[1:], strict=False):
-        if sessions[a] == sessions[b]:
-            out[a] += weight * x[b]
-            out[b] += weight * x[a]
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return out / np.where(norms == 0, 1, norms)
 
 
 def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
@@ -289,6 +266,44 @@ def match_clusters(new: dict[int, set[tuple[str, str, int]]], old: dict[int, set
     return mapping
 
 
+def cluster_turns(frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int = 3,
+                  seed: int = 0) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """All clusters of the frame's rows (broad themes and topics), and those kept as themes."""
+    sessions = frame["session_id"].to_list()
+    clusters: dict[int, list[int]] = {}
+    for i, c in enumerate(cluster_vectors(x, cut, seed=seed)):
+        clusters.setdefault(int(c), []).append(i)
+    # Topics: communities of a graph that links each turn to its nearest turns (its vector joined
+    # with its rare keywords and files) and to the turns next to it in its session: a topic of real
+    # work is a run of turns. They find the topics inside the broad themes above; a topic that
+    # repeats a theme is dropped.
+    files = [list(f or []) for f in frame["files"].to_list()] if "files" in frame.columns else [[]] * frame.height
+    terms = with_topic_terms(x, frame["keywords"].to_list(), files)
+    graph = turn_graph(terms, sessions, frame["turn"].to_list(), seed=seed)
+    broad = [set(v) for v in clusters.values()]
+    fine: dict[int, list[int]] = {}
+    for i, c in enumerate(louvain(graph, seed=seed)):
+        fine.setdefault(TOPIC_IDS + int(c), []).append(i)
+    for c, idx in fine.items():
+        if not any(len(b & set(idx)) / len(b | set(idx)) >= 0.8 for b in broad):
+            clusters[c] = idx
+    # A cluster is a theme when it is big enough and spans more than one session.
+    keep = {c: idx for c, idx in clusters.items()
+            if len(idx) >= min_size and len({sessions[i] for i in idx}) >= 2 and len(idx) <= 0.5 * len(sessions)}
+    return clusters, keep
+
+
+def unique_label(words: list[str], taken: set[str], cid: int) -> str:
+    """A label of a cluster's first three words, one no other cluster of this run has (each is
+    found by its label): more of its words when one repeats, else its id; added to `taken`."""
+    label = next((lab for n in range(min(3, len(words)), len(words) + 1)
+                  if words and (lab := " / ".join(words[:n])).casefold() not in taken), None)
+    if label is None:
+        label = f"{' / '.join(words[:3])} ({cid})" if words else f"cluster {cid}"
+    taken.add(label.casefold())
+    return label
+
+
 @dataclass
 class Discovery:
     themes: list[Theme]
@@ -314,26 +329,7 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
     x = vectors if vectors is not None else tfidf_vectors(texts)
     cut = threshold if threshold is not None else CUTS.get(model if vectors is not None else "tfidf", DEFAULT_CUT)
     keys = list(zip(frame["session_id"].to_list(), frame["agent"].to_list(), frame["turn"].to_list(), strict=True))
-    clusters: dict[int, list[int]] = {}
-    for i, c in enumerate(cluster_vectors(x, cut)):
-        clusters.setdefault(int(c), []).append(i)
-    # Topics: finer clusters of turns smoothed along their conversation. A topic of real work is
-    # a run of turns, not one turn, so each turn leans towards its neighbours; the finer cut
-    # finds the topics inside the broad themes above. A topic that repeats a theme is dropped.
-    files = [list(f or []) for f in frame["files"].to_list()] if "files" in frame.columns else [[]] * frame.height
-    terms = with_topic_terms(x, frame["keywords"].to_list(), files)
-    smooth = smooth_by_session(terms, frame["session_id"].to_list(), frame["turn"].to_list(), SMOOTH)
-    broad = [set(v) for v in clusters.values()]
-    fine: dict[int, list[int]] = {}
-    tries = TOPIC_TRIES if len(keys) <= TRIES_UP_TO else 1  # k-means++ starts dominate discovery's time
-    for i, c in enumerate(cluster_vectors(smooth, cut * TOPIC_CUT, tries=tries)):
-        fine.setdefault(TOPIC_IDS + int(c), []).append(i)
-    for c, idx in fine.items():
-        if not any(len(b & set(idx)) / len(b | set(idx)) >= 0.8 for b in broad):
-            clusters[c] = idx
-    # A cluster is a theme when it is big enough and spans more than one session.
-    keep = {c: idx for c, idx in clusters.items()
-            if len(idx) >= min_size and len({keys[i][0] for i in idx}) >= 2 and len(idx) <= 0.5 * len(keys)}
+    clusters, keep = cluster_turns(frame, x, cut, min_size)
     # Labels need a sample, not every turn: tokenising 50k turns would dominate discovery.
     sampler = np.random.default_rng(0)
     kws = frame["keywords"].to_list()
@@ -346,12 +342,13 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
         old = {t.cluster_id: {m.key for m in t.members} for t in previous}
         ids = match_clusters({c: {keys[i] for i in idx} for c, idx in keep.items()}, old)  # type: ignore[misc]
         when = now()
-        themes = []
+        themes: list[Theme] = []
+        taken: set[str] = set()
         for c, idx in sorted(keep.items(), key=lambda kv: ids[kv[0]]):
             cid = ids[c]
             centre = x[idx].mean(0)
             sims = x[idx] @ centre
-            label = " / ".join(words[c][:3]) or f"cluster {cid}"
+            label = unique_label(words[c], taken, cid)
             theme = Theme(label, f"cluster-{cid}", f"Discovered: {', '.join(words[c])}", [], "suggested",
                           [Member(*keys[i], f"cluster:{cid}", "discover_themes", when, round(float(sim), 4))
                            for i, sim in zip(idx, sims, strict=True)],

@@ -1,0 +1,117 @@
+"""Discovery's topic level: the graph of turns (nearest turns + session neighbours), Louvain
+communities of it, and the topics `cluster_turns` keeps."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+import scipy.sparse as sp
+
+from archive_mcp.themes import graph
+from archive_mcp.themes.graph import louvain, turn_graph
+from archive_mcp.themes.store import TOPIC_IDS, cluster_turns, unique_label
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _blobs(sizes: list[int], dims: int = 16, spread: float = 0.05, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = np.eye(dims)[: len(sizes)]
+    truth = np.repeat(np.arange(len(sizes)), sizes)
+    return _unit(centres[truth] + spread * rng.standard_normal((len(truth), dims))), truth
+
+
+def test_the_graph_links_nearest_turns_both_ways_and_consecutive_turns_of_a_session() -> None:
+    x = _unit(np.array([[1, 0], [0.99, 0.1], [0, 1], [0.1, 0.99]], dtype=np.float32))
+    w = turn_graph(x, ["a", "a", "b", "b"], [1, 2, 1, 2], k=1, adjacent=0.0)
+    assert (w != w.T).nnz == 0
+    cos = float(x[0] @ x[1])
+    assert w[0, 1] == pytest.approx(2 * cos)  # each is the other's nearest: counted both ways
+    assert w[0, 2] == 0 and w[1, 3] == 0
+    chained = turn_graph(x, ["a", "b", "a", "b"], [1, 1, 2, 2], k=1, adjacent=3.0)
+    assert chained[0, 2] == pytest.approx(3.0)  # turns 1 and 2 of session a
+    assert chained[1, 3] == pytest.approx(3.0)
+    assert chained[0, 3] == 0  # different sessions, not near
+
+
+def test_turns_that_are_not_consecutive_in_their_session_get_no_chain_edge() -> None:
+    x = _unit(np.eye(3, dtype=np.float32) + 0.01)
+    w = turn_graph(x, ["s", "s", "t"], [3, 1, 1], k=1, adjacent=2.0)
+    assert w[0, 1] >= 2.0  # turns 1 and 3 are consecutive among the frame's turns of s
+    assert w[0, 2] < 2.0 and w[1, 2] < 2.0
+
+
+def test_louvain_finds_two_cliques_joined_by_one_weak_edge_at_every_seed() -> None:
+    n = 12
+    a = np.zeros((n, n))
+    a[:6, :6] = 1
+    a[6:, 6:] = 1
+    np.fill_diagonal(a, 0)
+    a[5, 6] = a[6, 5] = 0.1
+    for seed in range(4):
+        labels = louvain(sp.csr_matrix(a), resolution=1.0, seed=seed)
+        assert len(set(labels[:6])) == 1 and len(set(labels[6:])) == 1 and labels[0] != labels[6]
+
+
+def test_a_higher_resolution_splits_into_smaller_communities() -> None:
+    x, _ = _blobs([40, 40])
+    w = turn_graph(x, [str(i) for i in range(80)], list(range(80)), k=5, adjacent=0.0)
+    coarse, fine = louvain(w, resolution=0.2), louvain(w, resolution=8.0)
+    assert len(set(coarse)) == 2
+    assert len(set(fine)) > len(set(coarse))
+
+
+def test_louvain_leaves_isolated_nodes_alone_and_an_empty_graph_as_is() -> None:
+    a = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 0], [0, 0, 0]], dtype=float))
+    labels = louvain(a, resolution=1.0)
+    assert labels[0] == labels[1] != labels[2]
+    assert list(louvain(sp.csr_matrix((3, 3)))) == [0, 1, 2]
+
+
+def test_approximate_neighbours_past_the_exact_size_stay_within_the_topic(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, truth = _blobs([60, 60, 60, 60])
+    monkeypatch.setattr(graph, "EXACT_UP_TO", 50)
+    monkeypatch.setattr(graph, "CELL", 40)
+    rows, cols, sims = graph._nearest(x, 5, seed=0)
+    assert len(rows) == 5 * len(x)
+    assert (rows != cols).all()
+    assert (truth[rows] == truth[cols]).mean() > 0.99
+    assert np.allclose(sims, np.einsum("ij,ij->i", x[rows], x[cols]), atol=1e-5)
+
+
+def test_runs_of_work_across_sessions_come_back_as_topics_inside_one_broad_theme() -> None:
+    # Two close topics (one broad theme at the cut) and an unrelated one; each topic is worked on
+    # in runs of 5 turns in three sessions that also hold the other.
+    rng = np.random.default_rng(1)
+    centres = _unit(np.array([[1.0, 0.3, 0, 0], [1.0, -0.3, 0, 0], [0, 0, 1.0, 0]]))
+    truth = np.repeat([0, 1, 2], 15)
+    x = _unit(np.hstack([centres[truth], np.zeros((45, 28))]) + 0.01 * rng.standard_normal((45, 32)))
+    sessions = [f"s{i % 15 // 5}" if t < 2 else f"u{i % 15 // 5}" for i, t in enumerate(truth)]
+    turns = [int(t) * 10 + i % 5 for i, t in enumerate(truth)]
+    frame = pl.DataFrame({"session_id": sessions, "turn": turns,
+                          "keywords": [[] for _ in truth], "files": [[] for _ in truth]})
+    clusters, keep = cluster_turns(frame, x, cut=0.35)
+    broad = [set(idx) for c, idx in clusters.items() if c < TOPIC_IDS]
+    assert set(range(30)) in broad  # the two topics are one broad theme
+    topics = [set(idx) for c, idx in keep.items() if c >= TOPIC_IDS]
+    assert topics
+    assert all(len({int(truth[i]) for i in got}) == 1 for got in topics)  # never across the two
+    # At this small size the default resolution cuts them into pieces; at a low one the
+    # communities of the same graph are exactly the topics.
+    w = turn_graph(x, sessions, turns, seed=0)
+    labels = louvain(w, resolution=0.5)
+    assert sorted(sorted(np.flatnonzero(labels == c).tolist()) for c in set(labels)) == \
+        [list(range(15)), list(range(15, 30)), list(range(30, 45))]
+
+
+def test_discovered_labels_never_repeat_within_a_run() -> None:
+    taken: set[str] = set()
+    assert unique_label(["api", "deploy", "vercel", "slack"], taken, 1) == "api / deploy / vercel"
+    assert unique_label(["api", "deploy", "vercel", "slack"], taken, 2) == "api / deploy / vercel / slack"
+    assert unique_label(["API", "deploy", "vercel", "slack"], taken, 3) == "API / deploy / vercel (3)"
+    assert unique_label(["nats"], taken, 4) == "nats"
+    assert unique_label(["nats"], taken, 5) == "nats (5)"
+    assert unique_label([], taken, 6) == "cluster 6"
