@@ -9,7 +9,9 @@
   is taken. A lead-in that states something itself ("The stats bar now shows 5 columns:") is a
   unit without its ":"; one that only announces ("The table now shows:") is not. Units are scored
   for content (a test count scores more) and picked greedily within the budget, then put back in
-  their order; the room left takes the head of the best unit that did not fit.
+  their order. A word's weight is how many units of the answer say it (centrality: what the
+  answer keeps coming back to), doubled for identifiers; a unit is worth what it adds.
+  A short label before a statement ("Task 2:", "CAPTURE:") is dropped.
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ SUMMARY_MAX = 400
 ASK_MAX = 80
 DID_MAX = 110
 HEAD = 6000
-MAX_UNITS = 40  # units looked at per text
+MAX_UNITS = 60  # units looked at per text
 EARLIER_HEAD = 1500  # earlier step texts: only their head is looked at
 TOOLS_SHOWN = 3  # tools named in Did, most used first
-MAX_POOL = 40  # best-scored units considered by the packer
-SCORE_W, REPEAT_W, IDENT_W = 3.0, 0.5, 2.0  # a unit's value: SCORE_W × score + its new words' weights
+MAX_POOL = 60  # best-scored units considered by the packer
+SCORE_W, IDENT_W = 3.0, 2.0  # a unit's value: SCORE_W × score + its new words' weights
 LEN_PAD, LEN_EXP = 20, 1.0  # value per character: score / (len + LEN_PAD) ** LEN_EXP
 LEAD_MIN_WORDS = 3  # a lead-in shorter than this names a list ("Changes:"); longer ones may state a fact
 FIRST_BONUS = 1.0  # the answer's first content sentence usually states the result
@@ -77,6 +79,9 @@ _INFO = re.compile(r"`[^`]+`|\b\w*[\d_./\\-]\w*[\w/]*|\b[a-z]+[A-Z]\w*|(?<=\s)[A
 _IDENT = re.compile(r"[\d_./@-]|[a-z][A-Z]")
 _HAN = re.compile("[\u4e00-\u9fff]")
 _MD = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|`")
+# A short label before a statement ("Task 2:", "CAPTURE:", "03-01:"), dropped when 3 words or more
+# follow; one that carries meaning ("Error:", "Before:", "Cons:") stays.
+_KEY_LABEL = re.compile(r"^(?!(?:Error|Warning|Failed|Failure|Pros|Cons|Before|After|Old|New)\b)(?:[A-Z][A-Za-z]{1,15}(?: \d+(?:(?: of |/)\d+)?)?|\d{1,2}(?:-\d{1,2})?)\s*[:：]\s+(?=(?:\S+\s+){2}\S)")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s*")
 _SYMBOLS = re.compile("[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]+")
@@ -255,7 +260,7 @@ def _units(text: str) -> list[tuple[str, bool, bool]]:
             continue  # a table's header row names columns; its rows carry the content
         item = bool(_BULLET.match(line)) or line.startswith("|")
         if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|") if c.strip()]
+            cells = [c.strip() for c in line.strip("|").split("|") if _SYMBOLS.sub("", _MD.sub("", c)).strip(" -–—")]
             line = ": ".join(cells[:1]) + (" " + ", ".join(cells[1:]) if len(cells) > 1 else "")
         heading = bool(_HEADING.match(line))
         line = _SYMBOLS.sub("", _MD.sub("", _HEADING.sub("", _BULLET.sub("", line)))).strip()
@@ -316,9 +321,9 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
                 if _ANNOUNCE.search(u) or len(u.split()) < LEAD_MIN_WORDS or not _CUE.search(u):
                     continue
                 u = _LEAD_TAIL.sub("", u)
-            body = dense(strip_ack(u))
-            if not body:
-                continue
+            body = dense(_KEY_LABEL.sub("", strip_ack(u), count=1))
+            if not body or (len(body.split()) < 2 and body != dense(u)):
+                continue  # nothing left, or "Good point." without its "Good"
             lead_bonus = FIRST_BONUS if rank == 0 and penalty == 0 else 0.0
             bonus = lead_bonus + (TESTS_W if _TESTS.search(body) else 0)
             candidates.append((_score(body, rank) + bonus + (0.3 if after else 0) - penalty, order, body))
@@ -330,8 +335,9 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
 
 def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str]) -> str:
     """Greedy by value per character. A unit's value is its score plus the weight of the
-    content words it adds (not in `known` or the units picked before); a word
-    weighs more when the answer repeats it and when it is an identifier, a number or a name."""
+    content words it adds (not in `known` or the units picked before); a word weighs the number
+    of units that say it (the answer's centroid, as in centroid summarisation; a unit that
+    repeats picked words adds nothing, as in MMR), twice that for an identifier, number or name."""
     first_of: dict[str, tuple[float, int, str]] = {}
     for c in sorted(candidates, key=lambda c: c[1]):
         first_of.setdefault(c[2], c)  # a unit said twice (the answer repeats an earlier step) once
@@ -340,7 +346,7 @@ def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str])
         return _joined([(i, u) for _s, i, u in candidates])  # everything fits: nothing to choose
     pool = [(s, i, u, set(_content_words(u))) for s, i, u in sorted(candidates, key=lambda x: -x[0])[:MAX_POOL]]
     tf = Counter(w for _s, _i, _u, ws in pool for w in ws)
-    weight = {w: (1 + (n > 1) * REPEAT_W) * (IDENT_W if _IDENT.search(w) else 1.0) for w, n in tf.items()}
+    weight = {w: n * (IDENT_W if _IDENT.search(w) else 1.0) for w, n in tf.items()}
     chosen: list[tuple[int, str]] = []
     used = 0
     covered = set(known)

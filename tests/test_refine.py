@@ -23,6 +23,7 @@ from archive_mcp.refiners.summary import (
     compose,
     describe_actions,
     outcome,
+    pack,
 )
 from archive_mcp.refiners.text import dense, sentences, shorten
 
@@ -96,6 +97,28 @@ def test_a_test_count_is_kept_over_a_longer_statement() -> None:
         "across the package and updated the docs. I committed after each exporter and verified with tests (35 passing).")
 
 
+def test_the_packer_prefers_what_the_answer_keeps_coming_back_to() -> None:
+    """A word weighs the number of units that say it: the unit naming `processOHLCV`, which three
+    other units repeat, beats an equally dense one whose names are said once."""
+    units = ["Renamed log_util to log_kit, dropped colour_map",
+             "Added processOHLCV for the candle based rule path",
+             "The engine now calls processOHLCV whenever a rule asks for candles",
+             "Every OHLCV update from the feed goes through processOHLCV first",
+             "Rules without requiresOHLCV never reach processOHLCV in the engine"]
+    candidates = [(1.0, i, u) for i, u in enumerate(units)]
+    assert pack(candidates, 60, set()) == "Added processOHLCV for the candle based rule path"
+    assert pack(candidates, 60, {"processohlcv"}) == "Renamed log_util to log_kit, dropped colour_map"
+
+
+def test_short_labels_and_acknowledgement_fragments_are_dropped_from_units() -> None:
+    assert summary(turn("review", "Good point. The cache key ignored the locale.")) == (
+        "Asked: review Outcome: The cache key ignored the locale.")
+    answer = "Task 2: Created setupLinearMessageListener() with issue ID extraction\n\nError: Cannot find module foo"
+    assert summary(turn("go", answer)) == (
+        "Asked: go Outcome: Created setupLinearMessageListener() with issue ID extraction; Error: Cannot find module foo")
+    assert summary(turn("go", "CAPTURE: two words")) == "Asked: go Outcome: CAPTURE: two words"
+
+
 def test_units_are_said_densely_without_self_talk_hedges_or_long_path_heads() -> None:
     assert dense("I've successfully fixed /home/u/proj/src/api/server.ts") == "Fixed api/server.ts"
     assert dense("docs/overview.md is basically done; see https://example.com/a/b/c/d") == (
@@ -124,6 +147,8 @@ def test_a_table_gives_its_rows_not_its_header() -> None:
               "| Local | `bun dev` | localhost:8080 |\n| Remote | Push to main | Cloud Run |\n")
     s = summary(turn("the readme is still wrong", answer))
     assert s == "Asked: the readme is still wrong Outcome: Local bun dev, localhost:8080; Remote Push to main, Cloud Run"
+    status = "| Item | Status | Note |\n|---|---|---|\n| Events | ✅ | 9 event types |\n| Polling | - | 5 endpoints |\n"
+    assert summary(turn("status", status)) == "Asked: status Outcome: Events 9 event types; Polling 5 endpoints"
 
 
 def test_did_names_file_base_names_commands_and_state_changes_and_tools_only_when_nothing_else() -> None:
