@@ -13,7 +13,7 @@ import pytest
 from archive_mcp import Archive
 from archive_mcp.themes.decisions import clip, flag_turn, pair_changes
 from archive_mcp.themes.noise import noise_kind
-from archive_mcp.themes.store import Member, Theme, label_words
+from archive_mcp.themes.store import Member, Theme, class_tfidf, label_words
 from archive_mcp.themes.timeline import build_timeline
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
@@ -111,6 +111,12 @@ def test_clip_never_cuts_a_word() -> None:
         assert len(cut) <= width and cut.endswith("…") and text.startswith(cut[:-1])
         assert text[len(cut) - 1] == " "  # the cut falls between words
     assert clip(text, 200) == text
+
+
+def test_labels_leave_out_function_words_and_chat_filler() -> None:
+    docs = {0: [["them", "they", "same", "cool", "randomise", "randomise", "colours"]],
+            1: [["watchlist", "watchlist", "tape", "them"]]}
+    assert class_tfidf(docs) == {0: ["randomise", "colours"], 1: ["watchlist", "tape"]}
 
 
 def test_labels_use_whole_words_not_cjk_fragments_or_dates() -> None:

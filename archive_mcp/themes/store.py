@@ -19,6 +19,7 @@ import polars as pl
 
 from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
+from archive_mcp.search.lexical import ENGLISH_STOPWORDS
 from archive_mcp.themes.graph import louvain, turn_graph
 from archive_mcp.themes.topics import with_topic_terms
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
@@ -184,11 +185,15 @@ def label_words(text: str, keywords: list[str]) -> list[str]:
 def _label_token(t: str) -> bool:
     if is_cjk(t):
         return len(t) >= 2
-    return len(t) >= 3 and t not in STOPWORDS and not t.isdigit() and t not in _LABEL_NOISE
+    return (len(t) >= 3 and t not in STOPWORDS and t not in ENGLISH_STOPWORDS and not t.isdigit()
+            and t not in _LABEL_NOISE)
 
 
+# The summary's template words and tool names, and chat filler a person would not name a topic by
+# (function words are ENGLISH_STOPWORDS: "them", "they", "same" made labels like "them / they").
 _LABEL_NOISE = frozenset("asked did outcome edited ran failed readfile strreplacefile writefile shell glob grep "
-                         "done file files line lines code".split())
+                         "done file files line lines code cool nice great good sure thanks thank please "
+                         "yeah yep really actually just still even also maybe perhaps".split())
 
 
 # Where to cut the centroid dendrogram (cosine distance), per vector space. Calibrated on the
