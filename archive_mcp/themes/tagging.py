@@ -8,7 +8,9 @@ them, as in discovery). With vectors, `min_score` scales shares of each seed's b
 from `CORE` x it are the core of the theme; weaker hits join when they sit as close to the core's
 centroid as most of the core does, or touch the files the core keeps touching; the turns of a
 conversation between two attached turns join, and so do the turns next to them when close to the
-core. A question seed takes its best `QUESTION_CORE` hits as core. Without vectors the hits from
+core. A question seed takes its best `QUESTION_CORE` hits as core. Last, a random walk from the
+core over the graph of the turns around the seed hits (walk.py) leaves out the attached turns that
+sit in other runs of work and brings in the turns of the core's runs. Without vectors the hits from
 `min_score` x the best are attached. The next hits come back as near misses with a one-line
 summary each.
 """
@@ -28,6 +30,7 @@ from archive_mcp.refiners.text import tokens
 from archive_mcp.render import clip
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.themes.noise import noise_mask
+from archive_mcp.themes.walk import local_turns, walk
 
 COMMON_SHARE = 0.3  # a word in more than this share of a workspace's turns says nothing about a topic
 DEPTH = 150
@@ -98,8 +101,10 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
     x, pos = _vectors(index)
     share: dict[Key, tuple[float, float, str]] = {}  # key -> (share of the seed's best, score, seed)
     near: list[dict[str, Any]] = []
+    found: set[Key] = set()  # every seed's hits that may be attached, at any score
     for seed, hits in runs:
         good = [h for h in hits if (h.session_id, h.agent, h.turn) not in noisy and h.agent == "main"]
+        found.update((h.session_id, h.agent, h.turn) for h in good)
         if not good or good[0].score <= 0:
             continue
         best = good[0].score
@@ -127,6 +132,8 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
         attach += fill_gaps(frame, keep, noisy | away, share)
         floor = float(np.quantile(own, 0.0 if any(is_question(seed) for seed in seeds) else NEIGHBOUR_QUANTILE))
         attach += next_to(frame, keep, noisy, lambda k: closeness(k) >= floor, share, {c.key for c in attach})
+        attach = by_walk(attach, frame, noisy, x, pos, found, {k: v[0] for k, v in share.items() if v[0] >= CORE * min_score},
+                         seeds)
     taken = {c.key for c in attach}
     seen: set[Key] = set()
     near_out = []
@@ -175,6 +182,19 @@ def same_files(index: WorkspaceIndex, share: dict[Key, tuple[float, float, str]]
     counts = Counter(f for k in core for f in set(files.get(k, ())) if df[f] <= limit)
     topic = {f for f, n in counts.items() if n >= FILE_MIN}
     return {k for k, v in share.items() if v[0] >= floor and topic.intersection(files.get(k, ()))} if topic else set()
+
+
+def by_walk(attach: list[Candidate], frame: pl.DataFrame, noisy: set[Key], x: np.ndarray, pos: dict[Key, int],
+            hits: set[Key], core: dict[Key, float], seeds: Sequence[str]) -> list[Candidate]:
+    """The attached turns that a walk from the core keeps (walk.py), and the turns near the seed
+    hits that it reaches (provenance `walk:<seeds>`)."""
+    taken = {c.key for c in attach}
+    turns = [k for k in frame_keys(frame) if k[1] == "main" and k not in noisy and k in pos]
+    pool = local_turns(turns, hits, taken)
+    drop, add = walk(pool, x[[pos[k] for k in pool]], core, taken)
+    best = max((c.score for c in attach), default=0.0)
+    return ([c for c in attach if c.key not in drop]
+            + [Candidate(k, best * 0.5, f"walk:{' | '.join(seeds)}") for k in sorted(add)])
 
 
 def frame_keys(frame: pl.DataFrame) -> list[Key]:
