@@ -80,6 +80,7 @@ def ablations(default: Tuning) -> dict[str, dict[str, Any]]:
         "z-scores -> CombSUM (max-scaled)": {"fusion": "combsum"},
         "z-scores -> RRF": {"fusion": "rrf"},
         "+ best-sentence cosine (static, top 40)": {"tuning": replace(default, sentence_depth=40)},
+        "+ stopwords out of the lexical query": {"tuning": replace(default, query_stopwords=False)},
     }
     return runs
 

@@ -1,4 +1,5 @@
-"""The opt-in second stages (`rerank="minilm" | "e5"`) with a stand-in engine: no model runs."""
+"""The opt-in second stages (`rerank="minilm" | "e5"`) with a stand-in engine (no model runs), and
+the knob that takes stopwords out of the lexical query."""
 
 from __future__ import annotations
 
@@ -116,3 +117,18 @@ def test_second_stage_by_whole_text_or_with_the_best_sentence() -> None:
     assert whole.tolist() == [1.0, 0.0]  # neither whole text matches: only the first stage counts
     both = second_stage(first, q, texts, embed, 1.0)
     assert both.tolist() == [2.0, 0.0]  # the first text's best sentence lifts it
+
+
+def test_stopwords_can_leave_the_lexical_query(archive: Archive) -> None:
+    from archive_mcp.search.ranking import Tuning
+
+    words = archive.search("login", workspace="webapp", mode="lexical")
+    kept = archive.search("why was the login", workspace="webapp", mode="lexical")
+    dropped = archive.search("why was the login", workspace="webapp", mode="lexical",
+                             tuning=Tuning(query_stopwords=False))
+    assert len(kept) > len(words)  # "the", "was" match turns without "login"
+    assert _keys(dropped) == _keys(words)
+    only_stopwords = archive.search("why was the", workspace="webapp", mode="lexical",
+                                    tuning=Tuning(query_stopwords=False))
+    assert _keys(only_stopwords) == _keys(archive.search("why was the", workspace="webapp", mode="lexical"))
+    assert only_stopwords  # a query of stopwords alone keeps them
