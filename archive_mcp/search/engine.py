@@ -216,7 +216,7 @@ class Searcher:
             ok &= mask
         q_terms = list(dict.fromkeys(analyse(query)))
         if not tuning.query_stopwords:
-            q_terms = [t for t in dict.fromkeys(analyse(query, drop_stopwords=True))] or q_terms
+            q_terms = list(dict.fromkeys(analyse(query, drop_stopwords=True))) or q_terms
         parts = [s.postings for s in idx.segments]
         alive_parts = np.split(idx.alive, [idx.segments[0].meta.height])
         scores: dict[str, np.ndarray] = {}
