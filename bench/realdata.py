@@ -86,15 +86,17 @@ def archive_ranker(archive: Any, **kwargs: Any) -> Ranker:
     return rank
 
 
-def cached_second_stage(archive: Any, workspaces: list[str], depth: int = 30, weight: float = 1.0) -> Ranker:
-    """The opt-in second stage (`search(..., rerank="minilm")`: `ranking.second_stage` over the
-    top `depth`) with every turn's and sentence's MiniLM vector computed once for the whole set
-    instead of once per query: the same scores, at a fraction of the time of a full run."""
-    from archive_mcp.refiners.embed import MiniLMEmbedder
+def cached_second_stage(archive: Any, workspaces: list[str], name: str = "minilm", weight: float = 1.0,
+                        cache: Path | None = None) -> Ranker:
+    """The opt-in second stage (`search(..., rerank=name)`: `ranking.second_stage` over the
+    model's top `SPECS[name].depth`) with every turn's (and, for MiniLM, sentence's) vector
+    computed once for the whole set instead of once per query: the same scores, at a fraction of
+    the time of a full run. `cache` (a .npz) keeps the vectors between runs."""
     from archive_mcp.search.lexical import analyse
     from archive_mcp.search.ranking import Tuning, second_stage, semantic_query, split_sentences
+    from archive_mcp.search.rerank import SPECS, reranker
 
-    model = MiniLMEmbedder()
+    spec, model = SPECS[name], reranker(name)
     texts: list[str] = []
     shares: dict[str, Callable[[str], float]] = {}
     turn_text: dict[tuple[str, int], str] = {}
@@ -102,7 +104,7 @@ def cached_second_stage(archive: Any, workspaces: list[str], depth: int = 30, we
         df = archive.turns(archive.workspace(ws).id).select("session_id", "turn", "user_text", "assistant_text").collect()
         for sid, turn, u, a in df.iter_rows():
             text = turn_text[(sid, int(turn))] = f"{u or ''}\n{a or ''}"
-            texts += [text[:2000], *split_sentences(text)]
+            texts += [text[:2000], *(split_sentences(text) if spec.sentences else [])]
         segments = archive.index(archive.workspace(ws)).refresh().segments
         n = max(1, sum(s.meta.height for s in segments))
 
@@ -111,19 +113,29 @@ def cached_second_stage(archive: Any, workspaces: list[str], depth: int = 30, we
             return sum(s.postings.df(terms[0]) for s in segments) / n if terms else 0.0
         shares[ws] = share
     unique = list(dict.fromkeys(texts))
-    vectors = dict(zip(unique, model.embed(unique), strict=True))
+    vectors: dict[str, np.ndarray] = {}
+    if cache is not None and cache.exists():
+        saved = np.load(cache, allow_pickle=False)
+        vectors = dict(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
+    todo = [t for t in unique if t not in vectors]
+    if todo:
+        vectors.update(zip(todo, model.passages(todo), strict=True))
+        if cache is not None:
+            np.savez(cache, texts=np.array(list(vectors)), vectors=np.stack(list(vectors.values())))
 
     def embed(batch: list[str]) -> np.ndarray:
         return np.stack([vectors[t] for t in batch]) if batch else np.zeros((0, 384), np.float32)
 
     def rank(q: LabelledQuery) -> list[tuple[str, int]]:
-        hits = archive.search(q.text, workspace=q.workspace, limit=depth)
+        hits = archive.search(q.text, workspace=q.workspace, limit=max(spec.depth, 10))
         if not hits:
             return []
         keys = [(h.session_id, h.turn) for h in hits]
-        qv = model.embed([semantic_query(q.text, shares[q.workspace], Tuning().common_share)])[0]
-        new = second_stage(np.array([h.score for h in hits], np.float32), qv, [turn_text[k] for k in keys], embed, weight)
-        return [keys[i] for i in np.argsort(-new, kind="stable")]
+        head = keys[:spec.depth]
+        qv = model.query(semantic_query(q.text, shares[q.workspace], Tuning().common_share))
+        new = second_stage(np.array([h.score for h in hits[:spec.depth]], np.float32), qv,
+                           [turn_text[k] for k in head], embed, weight, spec.sentences)
+        return [head[i] for i in np.argsort(-new, kind="stable")] + keys[spec.depth:]
     return rank
 
 

@@ -1,6 +1,6 @@
 """Retrieval quality: the generated labelled set, and real conversations (LoCoMo dev half).
 
-    python bench/retrieval.py [--embedder static|minilm] [--locomo DIR] [--agents-dev DIR] [--rerank]
+    python bench/retrieval.py [--embedder static|minilm] [--locomo DIR] [--agents-dev DIR] [--rerank [minilm|e5|all]]
                               [--no-generated] [--no-ablation] [--reuse] [--out bench/out/retrieval]
 
 `--locomo` is the locomo-dev folder (its `kimi_share/` and `qrels.jsonl`, read at run time);
@@ -38,6 +38,7 @@ from realdata import (  # noqa: E402
 
 from archive_mcp import Archive  # noqa: E402
 from archive_mcp.search.ranking import Tuning  # noqa: E402
+from archive_mcp.search.rerank import SPECS  # noqa: E402
 from archive_mcp.synthetic.evaluation import MODES, build, evaluate  # noqa: E402
 
 
@@ -79,11 +80,12 @@ def ablations(default: Tuning) -> dict[str, dict[str, Any]]:
         "z-scores -> CombSUM (max-scaled)": {"fusion": "combsum"},
         "z-scores -> RRF": {"fusion": "rrf"},
         "+ best-sentence cosine (static, top 40)": {"tuning": replace(default, sentence_depth=40)},
+        "+ stopwords out of the lexical query": {"tuning": replace(default, query_stopwords=False)},
     }
     return runs
 
 
-def locomo(root: Path, out: Path, embedder: str, rerank: bool) -> dict[str, Any]:
+def locomo(root: Path, out: Path, embedder: str, rerank: list[str]) -> dict[str, Any]:
     queries = locomo_queries(root)
     archive = Archive(out / "home", embedder=embedder)
     t = time.perf_counter()
@@ -98,10 +100,10 @@ def locomo(root: Path, out: Path, embedder: str, rerank: bool) -> dict[str, Any]
     }
     timings = run_ablations(archive, queries, rows,
                             lambda r, ms: f"R@5 {r['all']['recall@5']:.3f} ({ms:.0f} ms/query)")
-    if rerank:  # the opt-in MiniLM second stage, its vectors computed once for the set
+    for model in rerank:  # an opt-in second stage, its vectors computed once for the set
         t = time.perf_counter()
-        name = "+ MiniLM second stage (top 30, opt-in)"
-        rows[name] = score(queries, cached_second_stage(archive, workspaces))
+        name = f"+ {model} second stage (top {SPECS[model].depth}, opt-in)"
+        rows[name] = score(queries, cached_second_stage(archive, workspaces, model, cache=out / f"{model}-vectors.npz"))
         print(f"  {name}: R@5 {rows[name]['all']['recall@5']:.3f} ({time.perf_counter() - t:.0f} s with the embedding)",
               flush=True)
     print()
@@ -151,8 +153,9 @@ def main() -> None:
     ap.add_argument("--embedder", default="static")
     ap.add_argument("--locomo", type=Path, help="the locomo-dev folder (kimi_share/ and qrels.jsonl)")
     ap.add_argument("--agents-dev", type=Path, help="the agents-dev corpus folder (for the coding query set)")
-    ap.add_argument("--rerank", action="store_true",
-                    help="also measure the opt-in MiniLM second stage on LoCoMo (vectors computed once for the set)")
+    ap.add_argument("--rerank", nargs="?", const="minilm", choices=[*SPECS, "all"],
+                    help="also measure an opt-in second stage on LoCoMo (minilm, the default, e5 or all; "
+                         "vectors computed once for the set)")
     ap.add_argument("--no-generated", action="store_true", help="skip the generated set")
     ap.add_argument("--no-ablation", action="store_true", help="only the default beside the references")
     ap.add_argument("--reuse", action="store_true", help="keep the archives of an earlier run in --out")
@@ -166,7 +169,8 @@ def main() -> None:
     if not args.no_generated:
         report["generated"] = generated(args.out / "generated", args.embedder)
     if args.locomo:
-        report["locomo"] = locomo(args.locomo, args.out / "locomo", args.embedder, args.rerank)
+        rerank = [] if args.rerank is None else list(SPECS) if args.rerank == "all" else [args.rerank]
+        report["locomo"] = locomo(args.locomo, args.out / "locomo", args.embedder, rerank)
     if args.agents_dev:
         report["coding"] = coding(args.agents_dev, args.out / "coding", args.embedder)
     print(json.dumps(report))

@@ -12,7 +12,7 @@ import polars as pl
 
 from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import store
-from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, MiniLMEmbedder
+from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
 from archive_mcp.search.highlight import highlight_terms, snippet
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.lexical import analyse, bm25
@@ -31,6 +31,7 @@ from archive_mcp.search.ranking import (
     top,
     with_context,
 )
+from archive_mcp.search.rerank import SPECS, RerankerUnavailable, reranker
 from archive_mcp.themes.store import ThemeError, ThemeStore
 from archive_mcp.workspaces import Workspace
 
@@ -214,6 +215,8 @@ class Searcher:
         if mask is not None:
             ok &= mask
         q_terms = list(dict.fromkeys(analyse(query)))
+        if not tuning.query_stopwords:
+            q_terms = list(dict.fromkeys(analyse(query, drop_stopwords=True))) or q_terms
         parts = [s.postings for s in idx.segments]
         alive_parts = np.split(idx.alive, [idx.segments[0].meta.height])
         scores: dict[str, np.ndarray] = {}
@@ -245,7 +248,7 @@ class Searcher:
         order = top(total, ok, depth)
         if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
             order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
-        if tuning.rerank and order and mode == "hybrid" and latin_share(query) > 0.5:
+        if tuning.rerank and order and mode == "hybrid":
             order = self._rerank(query, order, total)
         fused = [(d, float(total[d]), [n for n, v in scores.items() if _counts(n, v[d])]) for d in order]
         return fused, set(scores), reason, {"highlight": highlight_terms(query, fuzzy_terms)}
@@ -292,12 +295,19 @@ class Searcher:
         return sorted(head, key=lambda d: -float(again[d])) + order[len(head):]
 
     def _rerank(self, query: str, order: list[int], total: np.ndarray) -> list[int]:
-        """Second stage: the full model re-scores the top candidates (opt-in, costs a model)."""
-        model = reranker(self.tuning.rerank or "")
-        head = order[:self.tuning.rerank_depth]
+        """Second stage: a larger model re-scores the top candidates (opt-in, costs a model)."""
+        name = self.tuning.rerank or ""
+        spec = SPECS[name]
+        if not spec.multilingual and latin_share(query) <= 0.5:  # MiniLM reads English only
+            return order
+        head = order[:self.tuning.rerank_depth or spec.depth]
         texts = candidate_texts(self.index.ws, self.index.meta, head)
-        q = model.embed([semantic_query(query, self._doc_share, self.tuning.common_share)])[0]
-        new = second_stage(total[head], q, texts, model.embed, self.tuning.rerank_weight)
+        try:
+            model = reranker(name)
+            q = model.query(semantic_query(query, self._doc_share, self.tuning.common_share))
+            new = second_stage(total[head], q, texts, model.passages, self.tuning.rerank_weight, spec.sentences)
+        except RerankerUnavailable as exc:
+            raise SearchError(str(exc)) from exc
         top_first = float(total[head[0]])
         for d, v in zip(head, new, strict=True):  # keep scores comparable across workspaces
             total[d] = top_first * float(v) / 2
@@ -333,18 +343,6 @@ class Searcher:
         sims, has = self.index.cosine(q)
         scores["semantic"] = np.where(has, sims, -1.0)
         return None, q
-
-
-_RERANKERS: dict[str, Embedder] = {}
-
-
-def reranker(name: str) -> Embedder:
-    """The second-stage model, loaded once per process (the packaged MiniLM: offline)."""
-    if name != "minilm":
-        raise SearchError(f"rerank must be 'minilm' or None, not {name!r}")
-    if name not in _RERANKERS:
-        _RERANKERS[name] = MiniLMEmbedder()
-    return _RERANKERS[name]
 
 
 def _counts(name: str, value: float) -> bool:
@@ -407,8 +405,8 @@ def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceI
         raise SearchError("the query is empty: give keywords, an identifier or a question")
     if limit < 1:
         raise SearchError("limit must be at least 1")
-    if tuning is not None and tuning.rerank not in (None, "minilm"):
-        raise SearchError(f"rerank must be 'minilm' or None, not {tuning.rerank!r}")
+    if tuning is not None and tuning.rerank is not None and tuning.rerank not in SPECS:
+        raise SearchError(f"rerank must be one of {', '.join(SPECS)} or None, not {tuning.rerank!r}")
     filters.validate([indexes[ws.id].refresh() for ws in workspaces])
     all_hits: list[Hit] = []
     reasons: list[str] = []

@@ -48,8 +48,9 @@ class Tuning:
     prf_docs: int = 5  # top fused turns read for feedback terms (0 = off)
     prf_terms: int = 10  # feedback terms added to the lexical query
     prf_weight: float = 0.3  # the best feedback term's weight (a query term weighs 1)
-    rerank: str | None = None  # "minilm": a second stage re-scores the top candidates with the full model
-    rerank_depth: int = 30
+    query_stopwords: bool = True  # stopwords stay in the lexical query (False: only content words)
+    rerank: str | None = None  # "minilm" or "e5": a second stage re-scores the top candidates (search/rerank.py)
+    rerank_depth: int | None = None  # candidates it re-scores (None: the model's own, 30 MiniLM / 20 e5)
     rerank_weight: float = 1.0
 
 
@@ -230,12 +231,16 @@ def split_sentences(text: str, cap: int = 24) -> list[str]:
     return out
 
 
-def second_stage(first: np.ndarray, q: np.ndarray, texts: list[str], embed: Any, weight: float) -> np.ndarray:
+def second_stage(first: np.ndarray, q: np.ndarray, texts: list[str], embed: Any, weight: float,
+                 sentences: bool = True) -> np.ndarray:
     """Candidates' new scores: their first-stage score (scaled to [0, 1]) plus `weight` times
-    the model's mean of whole-text and best-sentence cosine (scaled to [0, 1] over them)."""
+    the model's cosine (scaled to [0, 1] over them): of the whole text, or with `sentences` the
+    mean of whole-text and best-sentence cosine."""
     whole = embed([t[:2000] for t in texts]) @ q.astype(np.float32)
-    best = best_sentence(q, texts, embed)
-    sem = np.where(best > -1.0, (whole + best) / 2, whole)
+    sem = whole
+    if sentences:
+        best = best_sentence(q, texts, embed)
+        sem = np.where(best > -1.0, (whole + best) / 2, whole)
 
     def scaled(x: np.ndarray) -> np.ndarray:
         lo, hi = float(x.min()), float(x.max())
