@@ -147,3 +147,20 @@ def test_memory_export_and_themes_delete_print_json(kimi_root: Path) -> None:
     assert code == 0 and json.loads(out)["deleted"] == "login"
     code, _, err = _run("themes", "delete", "login", "-w", "webapp", "--json")
     assert code == 1 and err.startswith("Error: ")
+
+
+def test_search_rerank_takes_an_optional_model_name(kimi_root: Path, monkeypatch) -> None:  # noqa: ANN001
+    from archive_mcp import Archive
+    from archive_mcp.search.engine import SearchError
+
+    def search(self, query, **kw):  # noqa: ANN001, ANN202
+        raise SearchError(f"asked rerank={kw['rerank']!r}")
+
+    _run("ingest", "--no-embed", str(kimi_root))
+    monkeypatch.setattr(Archive, "search", search)
+    assert _run("search", "x", "-w", "ml-pipeline")[2] == "Error: asked rerank=None\n"
+    assert _run("search", "x", "-w", "ml-pipeline", "--rerank")[2] == "Error: asked rerank='minilm'\n"
+    code, _, err = _run("search", "x", "-w", "ml-pipeline", "--rerank", "e5")
+    assert (code, err) == (1, "Error: asked rerank='e5'\n")
+    code, _, err = _run("search", "x", "-w", "ml-pipeline", "--rerank", "bge")
+    assert code == 2 and "'bge' is not one of 'minilm', 'e5'" in err

@@ -288,12 +288,14 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
 @click.option("--file", "file_", help="Only turns that touched a path containing this.")
 @click.option("--kind", help="Only turns of this kind (decision, fix, question, …).")
 @click.option("--source", type=click.Choice(list(SOURCES)), help="Only sessions of this agent product.")
-@click.option("--rerank", is_flag=True, help="Re-score the top 30 with the full MiniLM (slower: loads torch).")
+@click.option("--rerank", type=click.Choice(["minilm", "e5"]), is_flag=False, flag_value="minilm", default=None,
+              help="Opt-in second stage: minilm (alone: --rerank) re-scores the top 30 with the full MiniLM "
+                   "(loads torch); e5 the top 20 with multilingual-e5-small (the e5 extra). Slower.")
 @json_option
 @click.pass_context
 def search(ctx: click.Context, query: str, workspace: str | None, mode: str, limit: int,
            since: datetime | None, until: datetime | None, session: str | None, tool: str | None,
-           file_: str | None, kind: str | None, source: str | None, rerank: bool, as_json: bool) -> None:
+           file_: str | None, kind: str | None, source: str | None, rerank: str | None, as_json: bool) -> None:
     """Search past turns: lexical + fuzzy + semantic, fused. `-w all` searches every workspace.
 
     \b
@@ -303,7 +305,7 @@ def search(ctx: click.Context, query: str, workspace: str | None, mode: str, lim
     found = call(ctx, lambda a: a.search(query, workspace=workspace if workspace == "all" else a.workspace(workspace).id,
                                          mode=mode, limit=limit, since=since, until=until, session=session,
                                          tool=tool, file=file_, kind=kind, source=source,
-                                         rerank="minilm" if rerank else None))
+                                         rerank=rerank))
     if as_json:
         echo_json(found.to_json())
         return
