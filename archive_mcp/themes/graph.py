@@ -55,11 +55,7 @@ def _nearest(v: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
         from sklearn.cluster import MiniBatchKMeans
 
         km = MiniBatchKMeans(n_clusters=max(2, n // CELL), random_state=seed, n_init=1, batch_size=4096)
-        cell = km.fit_predict(v)
-        centres = km.cluster_centers_
-        near = np.argsort(-(centres @ centres.T), axis=1)[:, :3]
-        members = [np.flatnonzero(cell == c) for c in range(centres.shape[0])]
-        groups = [(members[c], np.concatenate([members[d] for d in near[c]])) for c in range(centres.shape[0])]
+        groups = _cells(km.fit_predict(v), km.cluster_centers_)
     out_r, out_c, out_s = [], [], []
     for who, pool in groups:
         if len(who) == 0:
@@ -78,6 +74,21 @@ def _nearest(v: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
     if not out_r:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
     return np.concatenate(out_r), np.concatenate(out_c), np.concatenate(out_s)
+
+
+def _cells(cell: np.ndarray, centres: np.ndarray, near: int = 3) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(rows of the cell, rows its neighbours are looked for in) per k-means cell: the cell itself
+    and the `near` - 1 cells whose centres are nearest by cosine. The centres are normalised: the
+    mean of a loose cell's unit rows is short, and by dot product a cell next to it would rank
+    above the cell itself and leave its own rows out of its pool."""
+    norms = np.linalg.norm(centres, axis=1, keepdims=True)
+    unit = centres / np.where(norms == 0, 1, norms)
+    sims = unit @ unit.T
+    np.fill_diagonal(sims, np.inf)
+    nearest = np.argsort(-sims, axis=1, kind="stable")[:, :near]
+    order = np.argsort(cell, kind="stable")  # rows by cell, once (not one scan of every row per cell)
+    members = np.split(order, np.searchsorted(cell[order], np.arange(1, len(centres))))
+    return [(members[c], np.concatenate([members[d] for d in nearest[c]])) for c in range(len(centres))]
 
 
 def louvain(w: sp.csr_matrix, resolution: float = RESOLUTION, seed: int = 0, levels: int = 20) -> np.ndarray:
