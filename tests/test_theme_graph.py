@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from archive_mcp.themes import graph
 from archive_mcp.themes.graph import louvain, turn_graph
-from archive_mcp.themes.store import TOPIC_IDS, cluster_turns, unique_label
+from archive_mcp.themes.store import TOPIC_IDS, cluster_turns, new_topics, unique_label
 
 
 def _unit(m: np.ndarray) -> np.ndarray:
@@ -144,3 +144,14 @@ def test_approximate_neighbours_always_look_in_the_rows_own_cell(monkeypatch: py
     monkeypatch.setattr(graph, "CELL", 2)
     rows, cols, _ = graph._nearest(x, 1, seed=0)
     assert dict(zip(rows.tolist(), cols.tolist(), strict=True)) == {0: 1, 1: 0, 2: 3, 3: 2, 4: 5, 5: 4, 6: 7, 7: 6, 8: 9, 9: 8}
+
+
+def test_a_topic_that_repeats_a_broad_theme_is_dropped() -> None:
+    coarse = np.array([1, 1, 1, 1, 1, 2, 2, 2, 2, 2])
+    fine = {10: [0, 1, 2, 3, 4],  # the whole of theme 1: Jaccard 1
+            11: [5, 6, 7, 8],  # 4 of theme 2's 5: Jaccard 0.8, still the theme
+            12: [0, 1, 2],  # 3 of 5: 0.6, a topic inside theme 1
+            13: [4, 5, 6, 7, 8, 9]}  # theme 2 and one row of theme 1: 5 / 6 = 0.83
+    assert new_topics(fine, coarse) == {12: [0, 1, 2]}
+    assert new_topics(fine, coarse, same=0.9) == {11: [5, 6, 7, 8], 12: [0, 1, 2], 13: [4, 5, 6, 7, 8, 9]}
+    assert new_topics({}, np.zeros(0, int)) == {}

@@ -275,8 +275,9 @@ def cluster_turns(frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int 
                   seed: int = 0) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """All clusters of the frame's rows (broad themes and topics), and those kept as themes."""
     sessions = frame["session_id"].to_list()
+    coarse = cluster_vectors(x, cut, seed=seed)
     clusters: dict[int, list[int]] = {}
-    for i, c in enumerate(cluster_vectors(x, cut, seed=seed)):
+    for i, c in enumerate(coarse):
         clusters.setdefault(int(c), []).append(i)
     # Topics: communities of a graph that links each turn to its nearest turns (its vector joined
     # with its rare keywords and files) and to the turns next to it in its session: a topic of real
@@ -285,17 +286,27 @@ def cluster_turns(frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int 
     files = [list(f or []) for f in frame["files"].to_list()] if "files" in frame.columns else [[]] * frame.height
     terms = with_topic_terms(x, frame["keywords"].to_list(), files)
     graph = turn_graph(terms, sessions, frame["turn"].to_list(), seed=seed)
-    broad = [set(v) for v in clusters.values()]
     fine: dict[int, list[int]] = {}
     for i, c in enumerate(louvain(graph, seed=seed)):
         fine.setdefault(TOPIC_IDS + int(c), []).append(i)
-    for c, idx in fine.items():
-        if not any(len(b & set(idx)) / len(b | set(idx)) >= 0.8 for b in broad):
-            clusters[c] = idx
+    clusters.update(new_topics(fine, coarse))
     # A cluster is a theme when it is big enough and spans more than one session.
     keep = {c: idx for c, idx in clusters.items()
             if len(idx) >= min_size and len({sessions[i] for i in idx}) >= 2 and len(idx) <= 0.5 * len(sessions)}
     return clusters, keep
+
+
+def new_topics(fine: dict[int, list[int]], coarse: np.ndarray, same: float = 0.8) -> dict[int, list[int]]:
+    """The topics that do not repeat a broad theme (Jaccard of their rows under `same` with every
+    broad cluster; `coarse` is each row's broad cluster). Only the broad clusters a topic's rows
+    fall in can overlap it, so this costs one pass over the rows, not topics x themes x rows."""
+    sizes = np.bincount(coarse)
+    out = {}
+    for c, idx in fine.items():
+        broad, inter = np.unique(coarse[idx], return_counts=True)
+        if not (inter / (sizes[broad] + len(idx) - inter) >= same).any():
+            out[c] = idx
+    return out
 
 
 def unique_label(words: list[str], taken: set[str], cid: int) -> str:
