@@ -3,6 +3,8 @@ communities of it, and the topics `cluster_turns` keeps."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -10,7 +12,15 @@ import scipy.sparse as sp
 
 from archive_mcp.themes import graph
 from archive_mcp.themes.graph import louvain, turn_graph
-from archive_mcp.themes.store import TOPIC_IDS, cluster_turns, new_topics, unique_label
+from archive_mcp.themes.store import (
+    TOPIC_IDS,
+    cluster_turns,
+    cluster_vectors,
+    discover,
+    new_topics,
+    unique_label,
+)
+from archive_mcp.workspaces import Workspace
 
 
 def _unit(m: np.ndarray) -> np.ndarray:
@@ -155,3 +165,27 @@ def test_a_topic_that_repeats_a_broad_theme_is_dropped() -> None:
     assert new_topics(fine, coarse) == {12: [0, 1, 2]}
     assert new_topics(fine, coarse, same=0.9) == {11: [5, 6, 7, 8], 12: [0, 1, 2], 13: [4, 5, 6, 7, 8, 9]}
     assert new_topics({}, np.zeros(0, int)) == {}
+
+
+def _frame(users: list[str], sessions: list[str]) -> pl.DataFrame:
+    n = len(users)
+    return pl.DataFrame({"session_id": sessions, "agent": ["main"] * n, "turn": list(range(n)), "user_text": users,
+                         "assistant_text": [""] * n, "keywords": [[] for _ in users], "files": [[] for _ in users]},
+                        schema_overrides={"keywords": pl.List(pl.String), "files": pl.List(pl.String)})
+
+
+@pytest.mark.parametrize("users", [[], ["deploy the api"], ["alpha", "beta", "gamma", "delta"],
+                                   ["cache the sessions", "cache the sessions in redis", "cache sessions",
+                                    "unrelated words only here"]])
+def test_discovery_without_vectors_on_tiny_workspaces_finds_nothing_rather_than_failing(
+        tmp_path: Path, users: list[str]) -> None:
+    # No term shared by two turns (or a turn that shares none) gives an all-zero TF-IDF row; its
+    # cosine distance is NaN, which the dendrogram refused.
+    ws = Workspace("w", "w", root=tmp_path)
+    found = discover(ws, _frame(users, [f"s{i % 2}" for i in range(len(users))]), None)
+    assert (found.turns, found.themes, found.method) == (len(users), [], "tfidf")
+
+
+def test_a_zero_vector_is_its_own_cluster() -> None:
+    x = np.vstack([np.zeros((1, 4)), _unit(np.array([[1, 0, 0, 0], [0.99, 0.1, 0, 0], [0, 0, 1, 0]]))])
+    assert cluster_vectors(x, 0.5).tolist() == [2, 1, 1, 3]

@@ -208,8 +208,10 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
                     tries: int = 1) -> np.ndarray:
     """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n), the
     best of `tries` starts), then average-linkage merging of their centroids up to cosine
-    distance `threshold`."""
+    distance `threshold`. A zero vector (a turn without a shared term) is unlike every other:
+    cosine distance 1, not NaN."""
     from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import pdist
     from sklearn.cluster import MiniBatchKMeans
 
     n = x.shape[0]
@@ -226,7 +228,8 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
     centroids = centroids / np.where(norms == 0, 1, norms)
     if centroids.shape[0] < 3:
         return np.zeros(n, int)
-    return fcluster(linkage(centroids, method="average", metric="cosine"), threshold, "distance")[assign]
+    distances = np.nan_to_num(pdist(centroids, "cosine"), nan=1.0)
+    return fcluster(linkage(distances, method="average"), threshold, "distance")[assign]
 
 
 # Topics inside themes are communities of a graph of turns (graph.py); their ids start here.
@@ -234,12 +237,16 @@ TOPIC_IDS = 1_000_000
 
 
 def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
-    """Dense unit vectors from TF-IDF (+ SVD) when a workspace has no embeddings."""
+    """Dense unit vectors from TF-IDF (+ SVD) when a workspace has no embeddings; zero rows for
+    turns without a term another turn shares (all of them when no term is shared)."""
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     vec = TfidfVectorizer(tokenizer=tokens, lowercase=False, token_pattern=None, min_df=2, sublinear_tf=True)
-    m = vec.fit_transform(texts)
+    try:
+        m = vec.fit_transform(texts)
+    except ValueError:  # fewer than two turns, or no term in two of them
+        return np.zeros((len(texts), 1), np.float32)
     if m.shape[1] > dims + 1:
         m = TruncatedSVD(dims, random_state=0).fit_transform(m)
     else:
