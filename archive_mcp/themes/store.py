@@ -327,6 +327,17 @@ def unique_label(words: list[str], taken: set[str], cid: int) -> str:
     return label
 
 
+def discovery_space(frame: pl.DataFrame, vectors: np.ndarray | None, model: str | None,
+                    threshold: float | None = None) -> tuple[np.ndarray, float]:
+    """The unit vectors discovery clusters (the index's, else TF-IDF of each turn's text) and
+    where to cut the broad themes in that space (`threshold` when given)."""
+    if vectors is not None:
+        return vectors, threshold if threshold is not None else CUTS.get(model or "", DEFAULT_CUT)
+    texts = [f"{r['user_text'][:600]}\n{r['assistant_text'][:600]}\n{' '.join(r['keywords'])}"
+             for r in frame.iter_rows(named=True)]
+    return tfidf_vectors(texts), threshold if threshold is not None else CUTS["tfidf"]
+
+
 @dataclass
 class Discovery:
     themes: list[Theme]
@@ -346,11 +357,8 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
     """Cluster a workspace's main-agent turns and save the clusters as suggested themes."""
     t0 = time.perf_counter()
     store = ThemeStore(ws)
-    texts = [f"{r['user_text'][:600]}\n{r['assistant_text'][:600]}\n{' '.join(r['keywords'])}"
-             for r in frame.iter_rows(named=True)]
     method = "embeddings" if vectors is not None else "tfidf"
-    x = vectors if vectors is not None else tfidf_vectors(texts)
-    cut = threshold if threshold is not None else CUTS.get(model if vectors is not None else "tfidf", DEFAULT_CUT)
+    x, cut = discovery_space(frame, vectors, model, threshold)
     keys = list(zip(frame["session_id"].to_list(), frame["agent"].to_list(), frame["turn"].to_list(), strict=True))
     clusters, keep = cluster_turns(frame, x, cut, min_size)
     # Labels need a sample, not every turn: tokenising 50k turns would dominate discovery.
