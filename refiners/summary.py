@@ -80,8 +80,11 @@ _IDENT = re.compile(r"[\d_./@-]|[a-z][A-Z]")
 _HAN = re.compile("[\u4e00-\u9fff]")
 _MD = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|`")
 # A short label before a statement ("Task 2:", "CAPTURE:", "03-01:"), dropped when 3 words or more
-# follow; one that carries meaning ("Error:", "Before:", "Cons:", "Removed:", "Fixed:") stays.
-_KEY_LABEL = re.compile(r"^(?!(?:Error|Warning|Failed|Failure|Pros|Cons|Before|After|Old|New|[A-Z][a-z]+ed)\b)(?:[A-Z][A-Za-z]{1,15}(?: \d+(?:(?: of |/)\d+)?)?|\d{1,2}(?:-\d{1,2})?)\s*[:：]\s+(?=(?:\S+\s+){2}\S)")
+# follow; one that carries meaning stays: "Error:", "Before:", "Cons:", and those that say the
+# statement is gone, broken or undone ("Removed: the v1 endpoint" without it says the opposite).
+_KEY_LABEL = re.compile(r"^(?!(?:Error|Warning|Failed|Failure|Pros|Cons|Before|After|Old|New|Removed|Deleted|Dropped|"
+                        r"Reverted|Disabled|Deprecated|Skipped|Missing|Broken|Blocked|Fixed|Unrealized|Not)\b)"
+                        r"(?:[A-Z][A-Za-z]{1,15}(?: \d+(?:(?: of |/)\d+)?)?|\d{1,2}(?:-\d{1,2})?)\s*[:：]\s+(?=(?:\S+\s+){2}\S)")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s*")
 _SYMBOLS = re.compile("[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]+")
