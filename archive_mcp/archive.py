@@ -213,6 +213,12 @@ class Archive(Corpus):
     def discover_themes(self, workspace: str | Workspace | None = None, min_size: int = 3,
                         threshold: float | None = None) -> ThemeDiscovery:
         """Cluster the workspace's main-agent turns into suggested themes (k is not chosen)."""
+        ws, frame, vectors = self.discovery_input(workspace)
+        return discover(ws, frame, vectors, min_size, threshold, self._model_name())
+
+    def discovery_input(self, workspace: str | Workspace | None = None) -> tuple[Workspace, pl.DataFrame, np.ndarray | None]:
+        """What `discover_themes` clusters: the main agent's turns that are not noise, and their
+        index vectors (None when any of them has none: discovery then uses TF-IDF)."""
         ws = self._ws(workspace)
         idx = self.index(ws).refresh()
         meta = idx.meta.with_row_index("row").filter(pl.Series(idx.alive)).filter(pl.col("agent") == "main")
@@ -230,7 +236,7 @@ class Archive(Corpus):
             has = np.concatenate([s.has_vector for s in idx.segments])
             if dense.shape[0] == has.shape[0] and has[sims_rows].all():
                 vectors = dense[sims_rows]
-        return discover(ws, frame.drop("row"), vectors, min_size, threshold, self._model_name())
+        return ws, frame.drop("row"), vectors
 
     def trace_theme(self, theme: str, workspace: WorkspaceArg = None, granularity: str = "auto",
                     include_turn_content: bool = False) -> Timeline:

@@ -147,27 +147,15 @@ def by_seed(archive: Archive, ws: str, topics: list[dict[str, Any]], key: dict[s
             seeds: range = SEEDS) -> dict[str, Any]:
     """Topics found (tuned / held out) when discovery's clustering runs with each seed: the same
     turns and vectors `discover_themes` clusters (main agent, noise left out), nothing saved."""
-    import numpy as np
-    import polars as pl
+    from archive_mcp.themes.store import cluster_turns, discovery_space
 
-    from archive_mcp.themes.noise import noise_mask
-    from archive_mcp.themes.store import CUTS, DEFAULT_CUT, cluster_turns
-
-    idx = archive.index(archive.workspace(ws)).refresh()
-    meta = idx.meta.with_row_index("row").filter(pl.Series(idx.alive)).filter(pl.col("agent") == "main")
-    frame = (archive.turns(ws).filter(pl.col("agent") == "main")
-             .select("session_id", "agent", "turn", "user_text", "assistant_text", "keywords", "files", "kinds", "tool_calls")
-             .collect())
-    frame = frame.filter(~pl.Series(noise_mask(frame), dtype=pl.Boolean))
-    frame = meta.select("row", "session_id", "agent", "turn").join(frame, on=["session_id", "agent", "turn"], how="inner")
-    dense = np.concatenate([s.dense() if s.dense() is not None else np.asarray(s.vectors, np.float32)
-                            for s in idx.segments if s.vectors is not None and s.meta.height])
-    x = dense[frame["row"].to_numpy()]
+    _, frame, vectors = archive.discovery_input(ws)
+    x, cut = discovery_space(frame, vectors, archive._model_name())
     rows = {k: i for i, k in enumerate(frame.select("session_id", "agent", "turn").iter_rows())}
     wanted = {t["name"]: {rows[key[r]] for r in t["members"] if r in key and key[r] in rows} for t in topics}
     tuned, held = [], []
     for seed in seeds:
-        _, keep = cluster_turns(frame, x, CUTS.get(archive._model_name(), DEFAULT_CUT), seed=seed)
+        _, keep = cluster_turns(frame, x, cut, seed=seed)
         kept = [set(v) for v in keep.values()]
         found = {n for n, m in wanted.items() if max((len(m & c) / len(m | c) for c in kept), default=0) >= 0.3}
         tuned.append(len(found - set(HELD_OUT)))

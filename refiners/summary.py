@@ -80,8 +80,11 @@ _IDENT = re.compile(r"[\d_./@-]|[a-z][A-Z]")
 _HAN = re.compile("[\u4e00-\u9fff]")
 _MD = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|`")
 # A short label before a statement ("Task 2:", "CAPTURE:", "03-01:"), dropped when 3 words or more
-# follow; one that carries meaning ("Error:", "Before:", "Cons:") stays.
-_KEY_LABEL = re.compile(r"^(?!(?:Error|Warning|Failed|Failure|Pros|Cons|Before|After|Old|New)\b)(?:[A-Z][A-Za-z]{1,15}(?: \d+(?:(?: of |/)\d+)?)?|\d{1,2}(?:-\d{1,2})?)\s*[:：]\s+(?=(?:\S+\s+){2}\S)")
+# follow; one that carries meaning stays: "Error:", "Before:", "Cons:", and those that say the
+# statement is gone, broken or undone ("Removed: the v1 endpoint" without it says the opposite).
+_KEY_LABEL = re.compile(r"^(?!(?:Error|Warning|Failed|Failure|Pros|Cons|Before|After|Old|New|Removed|Deleted|Dropped|"
+                        r"Reverted|Disabled|Deprecated|Skipped|Missing|Broken|Blocked|Fixed|Unrealized|Not)\b)"
+                        r"(?:[A-Z][A-Za-z]{1,15}(?: \d+(?:(?: of |/)\d+)?)?|\d{1,2}(?:-\d{1,2})?)\s*[:：]\s+(?=(?:\S+\s+){2}\S)")
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s*")
 _SYMBOLS = re.compile("[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]+")
@@ -322,8 +325,8 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
                     continue
                 u = _LEAD_TAIL.sub("", u)
             body = dense(_KEY_LABEL.sub("", strip_ack(u), count=1))
-            if not body or (len(body.split()) < 2 and body != dense(u)):
-                continue  # nothing left, or "Good point." without its "Good"
+            if not body or (len(body.split()) < 2 and len(_HAN.findall(body)) < 4 and body != dense(u)):
+                continue  # nothing left, or "Good point." without its "Good" (CJK has no spaces: count Han)
             lead_bonus = FIRST_BONUS if rank == 0 and penalty == 0 else 0.0
             bonus = lead_bonus + (TESTS_W if _TESTS.search(body) else 0)
             candidates.append((_score(body, rank) + bonus + (0.3 if after else 0) - penalty, order, body))

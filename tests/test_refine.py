@@ -119,6 +119,21 @@ def test_short_labels_and_acknowledgement_fragments_are_dropped_from_units() -> 
     assert summary(turn("go", "CAPTURE: two words")) == "Asked: go Outcome: CAPTURE: two words"
 
 
+def test_a_cjk_statement_after_an_acknowledgement_is_kept() -> None:
+    # CJK has no spaces: "one word" after the acknowledgement is a whole sentence, not a fragment
+    assert summary(turn("检查一下", "好的，缓存键忽略了语言环境。现在测试全部通过了。")) == (
+        "Asked: 检查一下 Outcome: 缓存键忽略了语言环境。 现在测试全部通过了。")
+
+
+def test_a_label_that_says_what_was_done_stays() -> None:
+    assert summary(turn("go", "Removed: the legacy v1 endpoint and its tests")) == (
+        "Asked: go Outcome: Removed: the legacy v1 endpoint and its tests")
+    assert summary(turn("go", "Fixed: null check in the parser loop")) == (
+        "Asked: go Outcome: Fixed: null check in the parser loop")
+    assert summary(turn("go", "Task 2: Created the listener with issue ID extraction")) == (
+        "Asked: go Outcome: Created the listener with issue ID extraction")
+
+
 def test_units_are_said_densely_without_self_talk_hedges_or_long_path_heads() -> None:
     assert dense("I've successfully fixed /home/u/proj/src/api/server.ts") == "Fixed api/server.ts"
     assert dense("docs/overview.md is basically done; see https://example.com/a/b/c/d") == (

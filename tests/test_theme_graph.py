@@ -3,6 +3,8 @@ communities of it, and the topics `cluster_turns` keeps."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -10,7 +12,15 @@ import scipy.sparse as sp
 
 from archive_mcp.themes import graph
 from archive_mcp.themes.graph import louvain, turn_graph
-from archive_mcp.themes.store import TOPIC_IDS, cluster_turns, unique_label
+from archive_mcp.themes.store import (
+    TOPIC_IDS,
+    cluster_turns,
+    cluster_vectors,
+    discover,
+    new_topics,
+    unique_label,
+)
+from archive_mcp.workspaces import Workspace
 
 
 def _unit(m: np.ndarray) -> np.ndarray:
@@ -115,3 +125,67 @@ def test_discovered_labels_never_repeat_within_a_run() -> None:
     assert unique_label(["nats"], taken, 4) == "nats"
     assert unique_label(["nats"], taken, 5) == "nats (5)"
     assert unique_label([], taken, 6) == "cluster 6"
+
+
+class _FixedCells:
+    """Stands in for MiniBatchKMeans: the cells and centres are given."""
+
+    cells: np.ndarray
+    centres: np.ndarray
+
+    def __init__(self, **_: object) -> None:
+        self.cluster_centers_ = self.centres
+
+    def fit_predict(self, _v: np.ndarray) -> np.ndarray:
+        return self.cells
+
+
+def test_approximate_neighbours_always_look_in_the_rows_own_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Cell 0 is loose (its centre is short); by dot product cells 1, 2 and 4 all rank above it,
+    # so its two rows, each the other's nearest, were looked for only in the other cells.
+    import sklearn.cluster
+
+    x = _unit(np.array([[1, 0, 0.05], [1, 0, -0.05], [0.9, 0.3, 0], [0.9, 0.3, 0.01], [0.9, -0.3, 0],
+                        [0.9, -0.3, 0.01], [0, 0, 1], [0, 0.01, 1], [0.9, 0, 0.3], [0.9, 0.01, 0.3]], dtype=np.float32))
+    _FixedCells.cells = np.repeat(np.arange(5), 2)
+    _FixedCells.centres = np.array([[0.3, 0, 0], [0.9, 0.3, 0], [0.9, -0.3, 0], [0, 0, 1], [0.9, 0, 0.3]])
+    monkeypatch.setattr(sklearn.cluster, "MiniBatchKMeans", _FixedCells)
+    monkeypatch.setattr(graph, "EXACT_UP_TO", 5)
+    monkeypatch.setattr(graph, "CELL", 2)
+    rows, cols, _ = graph._nearest(x, 1, seed=0)
+    assert dict(zip(rows.tolist(), cols.tolist(), strict=True)) == {0: 1, 1: 0, 2: 3, 3: 2, 4: 5, 5: 4, 6: 7, 7: 6, 8: 9, 9: 8}
+
+
+def test_a_topic_that_repeats_a_broad_theme_is_dropped() -> None:
+    coarse = np.array([1, 1, 1, 1, 1, 2, 2, 2, 2, 2])
+    fine = {10: [0, 1, 2, 3, 4],  # the whole of theme 1: Jaccard 1
+            11: [5, 6, 7, 8],  # 4 of theme 2's 5: Jaccard 0.8, still the theme
+            12: [0, 1, 2],  # 3 of 5: 0.6, a topic inside theme 1
+            13: [4, 5, 6, 7, 8, 9]}  # theme 2 and one row of theme 1: 5 / 6 = 0.83
+    assert new_topics(fine, coarse) == {12: [0, 1, 2]}
+    assert new_topics(fine, coarse, same=0.9) == {11: [5, 6, 7, 8], 12: [0, 1, 2], 13: [4, 5, 6, 7, 8, 9]}
+    assert new_topics({}, np.zeros(0, int)) == {}
+
+
+def _frame(users: list[str], sessions: list[str]) -> pl.DataFrame:
+    n = len(users)
+    return pl.DataFrame({"session_id": sessions, "agent": ["main"] * n, "turn": list(range(n)), "user_text": users,
+                         "assistant_text": [""] * n, "keywords": [[] for _ in users], "files": [[] for _ in users]},
+                        schema_overrides={"keywords": pl.List(pl.String), "files": pl.List(pl.String)})
+
+
+@pytest.mark.parametrize("users", [[], ["deploy the api"], ["alpha", "beta", "gamma", "delta"],
+                                   ["cache the sessions", "cache the sessions in redis", "cache sessions",
+                                    "unrelated words only here"]])
+def test_discovery_without_vectors_on_tiny_workspaces_finds_nothing_rather_than_failing(
+        tmp_path: Path, users: list[str]) -> None:
+    # No term shared by two turns (or a turn that shares none) gives an all-zero TF-IDF row; its
+    # cosine distance is NaN, which the dendrogram refused.
+    ws = Workspace("w", "w", root=tmp_path)
+    found = discover(ws, _frame(users, [f"s{i % 2}" for i in range(len(users))]), None)
+    assert (found.turns, found.themes, found.method) == (len(users), [], "tfidf")
+
+
+def test_a_zero_vector_is_its_own_cluster() -> None:
+    x = np.vstack([np.zeros((1, 4)), _unit(np.array([[1, 0, 0, 0], [0.99, 0.1, 0, 0], [0, 0, 1, 0]]))])
+    assert cluster_vectors(x, 0.5).tolist() == [2, 1, 1, 3]

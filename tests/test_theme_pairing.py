@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from archive_mcp.themes.decisions import Flag, flag_turn, pair_changes
+import numpy as np
+
+from archive_mcp.themes.decisions import Flag, courses_before, flag_turn, pair_changes
 
 
 def _row(turn: int, user: str, did: str = "", session: str = "s", kinds: list[str] | None = None) -> dict[str, Any]:
@@ -58,3 +60,20 @@ def test_a_new_course_revises_the_one_just_before_it_only_when_they_share_a_term
     assert _pairs(other) == []
     approval = [rows[0], _row(1, "yes")]  # accepting a course does not change it
     assert _pairs(approval) == []
+
+
+def test_a_course_in_another_conversation_between_them_does_not_make_a_course_less_recent() -> None:
+    # Conversations run side by side: the theme's rows interleave them in time order. Turn 0 is
+    # still the last course of conversation s when conversation t sets one in between.
+    rows = [_row(0, "make the pnl box larger in the header", "edited header.tsx"),
+            _row(1, "rename the settings panel heading", "edited settings.tsx", session="t"),
+            _row(2, "move it into the performance section next to the lifetime pnl figure", "edited stats.tsx")]
+    found = [(i, j, v) for i, j, v, _ in pair_changes(rows, [flag_turn(r["user_text"], "", []) for r in rows])]
+    assert [(i, j) for i, j, _ in found] == [(2, 0)]
+    assert found[0][2] >= 0.4  # RECENT in full: the most recent course of its conversation
+
+
+def test_courses_before_counts_only_the_rows_own_conversation() -> None:
+    codes = np.array([0, 1, 0, 1, 1, 0])
+    course = np.array([True, True, False, True, False, True])
+    assert courses_before(codes, course).tolist() == [0, 0, 1, 1, 2, 1]

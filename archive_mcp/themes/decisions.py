@@ -149,6 +149,19 @@ def term_matrix(texts: list[str]) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray
     return sp.csr_matrix(sp.diags(1 / np.where(norms == 0, 1, norms)) @ m), vocab, idf
 
 
+def courses_before(codes: np.ndarray, course: np.ndarray) -> np.ndarray:
+    """For each row (in time order; `codes` its conversation), how many rows of its own
+    conversation before it set a course: conversations that ran side by side interleave in a
+    theme, and a course set in one does not make the other's last course less recent."""
+    order = np.argsort(codes, kind="stable")
+    c = course[order].astype(np.int64)
+    run = np.cumsum(c) - c  # courses before it in `order`
+    first = np.searchsorted(codes[order], codes[order])  # where its conversation starts in `order`
+    out = np.empty_like(run)
+    out[order] = run - run[first]
+    return out
+
+
 def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_similarity: float = 0.08,
                  change_similarity: float = 0.2) -> list[tuple[int, int, float, list[str]]]:
     """(change index, undone turn index, score, shared terms) for each change in `rows` (every
@@ -172,11 +185,11 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
     fixed = np.array(["fix" in (r.get("kinds") or []) for r in rows], dtype=bool)  # a bug fixed sets no course
     flagged = np.array([f is not None for f in flags])
     course = (flagged | (worked & ~fixed)) & ~inspecting
-    before = np.concatenate([[0], np.cumsum(course)])  # course turns among rows[:k]
     user_course = np.array([flags[i].kind == "decision" for i in changes])  # type: ignore[union-attr]
     approves = np.array([flags[i].cue == "approval" for i in changes])  # type: ignore[union-attr]
     reverts = np.array([flags[i].kind == "reversal" for i in changes])  # type: ignore[union-attr]
     _, codes = np.unique(np.array([r["session_id"] for r in rows], dtype=object).astype(str), return_inverse=True)
+    before = courses_before(codes, course)
     back = np.arange(1, WINDOW + 1)
     found = []
     for start in range(0, len(changes), 256):
@@ -191,8 +204,9 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
         alike = np.where(ok, sims[at, np.minimum(cand - lo, sims.shape[1] - 1)], 0.0)
         ok &= ~user[:, None] | course[cand]  # a new course set by the user changes an earlier course
         ok &= ~back_to[:, None] | flagged[cand]  # going back returns to before a course someone set
-        nth = before[idx][:, None] - before[cand + 1]  # courses between the candidate and the change
         here = codes[cand] == codes[idx][:, None]
+        # courses of the conversation between the candidate and the change (0: its last course)
+        nth = np.where(here, before[idx][:, None] - before[cand] - course[cand], 0)
         score = alike + np.where(course[cand] & here, RECENT / (1 + nth), 0.0)
         score = np.where(ok, score, -np.inf)
         best = score.argmax(axis=1)

@@ -208,8 +208,10 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
                     tries: int = 1) -> np.ndarray:
     """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n), the
     best of `tries` starts), then average-linkage merging of their centroids up to cosine
-    distance `threshold`."""
+    distance `threshold`. A zero vector (a turn without a shared term) is unlike every other:
+    cosine distance 1, not NaN."""
     from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import pdist
     from sklearn.cluster import MiniBatchKMeans
 
     n = x.shape[0]
@@ -226,7 +228,8 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
     centroids = centroids / np.where(norms == 0, 1, norms)
     if centroids.shape[0] < 3:
         return np.zeros(n, int)
-    return fcluster(linkage(centroids, method="average", metric="cosine"), threshold, "distance")[assign]
+    distances = np.nan_to_num(pdist(centroids, "cosine"), nan=1.0)
+    return fcluster(linkage(distances, method="average"), threshold, "distance")[assign]
 
 
 # Topics inside themes are communities of a graph of turns (graph.py); their ids start here.
@@ -234,12 +237,16 @@ TOPIC_IDS = 1_000_000
 
 
 def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
-    """Dense unit vectors from TF-IDF (+ SVD) when a workspace has no embeddings."""
+    """Dense unit vectors from TF-IDF (+ SVD) when a workspace has no embeddings; zero rows for
+    turns without a term another turn shares (all of them when no term is shared)."""
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     vec = TfidfVectorizer(tokenizer=tokens, lowercase=False, token_pattern=None, min_df=2, sublinear_tf=True)
-    m = vec.fit_transform(texts)
+    try:
+        m = vec.fit_transform(texts)
+    except ValueError:  # fewer than two turns, or no term in two of them
+        return np.zeros((len(texts), 1), np.float32)
     if m.shape[1] > dims + 1:
         m = TruncatedSVD(dims, random_state=0).fit_transform(m)
     else:
@@ -275,8 +282,9 @@ def cluster_turns(frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int 
                   seed: int = 0) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """All clusters of the frame's rows (broad themes and topics), and those kept as themes."""
     sessions = frame["session_id"].to_list()
+    coarse = cluster_vectors(x, cut, seed=seed)
     clusters: dict[int, list[int]] = {}
-    for i, c in enumerate(cluster_vectors(x, cut, seed=seed)):
+    for i, c in enumerate(coarse):
         clusters.setdefault(int(c), []).append(i)
     # Topics: communities of a graph that links each turn to its nearest turns (its vector joined
     # with its rare keywords and files) and to the turns next to it in its session: a topic of real
@@ -285,17 +293,27 @@ def cluster_turns(frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int 
     files = [list(f or []) for f in frame["files"].to_list()] if "files" in frame.columns else [[]] * frame.height
     terms = with_topic_terms(x, frame["keywords"].to_list(), files)
     graph = turn_graph(terms, sessions, frame["turn"].to_list(), seed=seed)
-    broad = [set(v) for v in clusters.values()]
     fine: dict[int, list[int]] = {}
     for i, c in enumerate(louvain(graph, seed=seed)):
         fine.setdefault(TOPIC_IDS + int(c), []).append(i)
-    for c, idx in fine.items():
-        if not any(len(b & set(idx)) / len(b | set(idx)) >= 0.8 for b in broad):
-            clusters[c] = idx
+    clusters.update(new_topics(fine, coarse))
     # A cluster is a theme when it is big enough and spans more than one session.
     keep = {c: idx for c, idx in clusters.items()
             if len(idx) >= min_size and len({sessions[i] for i in idx}) >= 2 and len(idx) <= 0.5 * len(sessions)}
     return clusters, keep
+
+
+def new_topics(fine: dict[int, list[int]], coarse: np.ndarray, same: float = 0.8) -> dict[int, list[int]]:
+    """The topics that do not repeat a broad theme (Jaccard of their rows under `same` with every
+    broad cluster; `coarse` is each row's broad cluster). Only the broad clusters a topic's rows
+    fall in can overlap it, so this costs one pass over the rows, not topics x themes x rows."""
+    sizes = np.bincount(coarse)
+    out = {}
+    for c, idx in fine.items():
+        broad, inter = np.unique(coarse[idx], return_counts=True)
+        if not (inter / (sizes[broad] + len(idx) - inter) >= same).any():
+            out[c] = idx
+    return out
 
 
 def unique_label(words: list[str], taken: set[str], cid: int) -> str:
@@ -307,6 +325,17 @@ def unique_label(words: list[str], taken: set[str], cid: int) -> str:
         label = f"{' / '.join(words[:3])} ({cid})" if words else f"cluster {cid}"
     taken.add(label.casefold())
     return label
+
+
+def discovery_space(frame: pl.DataFrame, vectors: np.ndarray | None, model: str | None,
+                    threshold: float | None = None) -> tuple[np.ndarray, float]:
+    """The unit vectors discovery clusters (the index's, else TF-IDF of each turn's text) and
+    where to cut the broad themes in that space (`threshold` when given)."""
+    if vectors is not None:
+        return vectors, threshold if threshold is not None else CUTS.get(model or "", DEFAULT_CUT)
+    texts = [f"{r['user_text'][:600]}\n{r['assistant_text'][:600]}\n{' '.join(r['keywords'])}"
+             for r in frame.iter_rows(named=True)]
+    return tfidf_vectors(texts), threshold if threshold is not None else CUTS["tfidf"]
 
 
 @dataclass
@@ -328,11 +357,8 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
     """Cluster a workspace's main-agent turns and save the clusters as suggested themes."""
     t0 = time.perf_counter()
     store = ThemeStore(ws)
-    texts = [f"{r['user_text'][:600]}\n{r['assistant_text'][:600]}\n{' '.join(r['keywords'])}"
-             for r in frame.iter_rows(named=True)]
     method = "embeddings" if vectors is not None else "tfidf"
-    x = vectors if vectors is not None else tfidf_vectors(texts)
-    cut = threshold if threshold is not None else CUTS.get(model if vectors is not None else "tfidf", DEFAULT_CUT)
+    x, cut = discovery_space(frame, vectors, model, threshold)
     keys = list(zip(frame["session_id"].to_list(), frame["agent"].to_list(), frame["turn"].to_list(), strict=True))
     clusters, keep = cluster_turns(frame, x, cut, min_size)
     # Labels need a sample, not every turn: tokenising 50k turns would dominate discovery.
