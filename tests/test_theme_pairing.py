@@ -77,3 +77,19 @@ def test_courses_before_counts_only_the_rows_own_conversation() -> None:
     codes = np.array([0, 1, 0, 1, 1, 0])
     course = np.array([True, True, False, True, False, True])
     assert courses_before(codes, course).tolist() == [0, 0, 1, 1, 2, 1]
+
+
+def test_a_change_by_the_assistant_never_undoes_a_question() -> None:
+    rows = [_row(0, "show the sol price next to the market conditions box", "edited widget.tsx"),
+            _row(1, "what command can i use to monitor the logs of the backend"),
+            _row(2, "")]
+    flags: list[Flag | None] = [None, None, Flag("change", "assistant", "instead")]
+    assert _pairs(rows, flags) == [(2, 0)]  # the course, not the question just before the change
+
+
+def test_a_question_sets_no_course_but_a_proposal_or_a_request_may() -> None:
+    assert flag_turn("what command can i use to monitor the logs", "", []) is None
+    assert flag_turn("show me the summary of phase 24, we need it", "", []) is None
+    assert flag_turn("how about we use redis for the sessions", "", []) is not None
+    assert flag_turn("can you use redis for the sessions?", "", []) is not None
+    assert flag_turn("use redis for the sessions", "", []) is not None

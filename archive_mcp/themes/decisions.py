@@ -54,6 +54,10 @@ _REVERT = r"(?i)\b(?:revert\w*|roll(?:ed)? ?back|undo|go(?:ing)? back|back to|(?
 # A turn that only asks or inspects sets no course (on the user's first 300 characters).
 _INSPECT = (r"(?i)^\s*(?:check|look|show me|tell me|explain|what|why|how|where|when|which|who|is|are|does|do you|did|"
             r"can you (?:see|check|tell|explain|confirm)|could you (?:see|check))\b|[?？]\s*$")
+# A user turn that opens as a question asks, it does not decide ("what command can i use to …");
+# "how about …", "what if …" and "can you …?" propose or request, so they may still set a course.
+_QUESTION = r"(?i)^\s*(?:what|why|how|where|when|which|who|is|are|does|did|do you|show me|tell me|explain)\b"
+_PROPOSAL = r"(?i)^\s*(?:how about|what if|what about)\b"
 _WORK = r"Did:[^\n]*?\b(?:edited|committed|installed|pr created|created)\b"  # the refined summary: it changed something
 
 WINDOW = 200  # a change is paired within the 200 turns before it
@@ -91,6 +95,7 @@ def flag_turns(users: list[str], assistants: list[str], kinds: list[list[str]]) 
     change, revert, decide, directive = (u.str.extract(p, 0).to_list()
                                          for p in (_CHANGE_USER, _REVERT, _DECIDE_USER, _DIRECTIVE))
     approval, plan = u.str.contains(_APPROVAL).to_list(), u.str.contains(_PLAN_COMMAND).to_list()
+    asks = (u.str.contains(_QUESTION) & ~u.str.contains(_PROPOSAL)).to_list()  # a question sets no course
     switch = a.str.extract(_CHANGE_ASSISTANT, 0).to_list()
     out: list[Flag | None] = []
     for i, have in enumerate(kinds):
@@ -101,7 +106,7 @@ def flag_turns(users: list[str], assistants: list[str], kinds: list[list[str]]) 
             out.append(Flag("reversal", "assistant", "reversal"))
         elif approval[i]:
             out.append(Flag("decision", "user", "approval"))
-        elif decide[i] is not None or (directive[i] is not None and short[i]):
+        elif (decide[i] is not None or (directive[i] is not None and short[i])) and not asks[i]:
             out.append(Flag("decision", "user", (decide[i] if decide[i] is not None else directive[i]).strip()))
         elif plan[i]:
             out.append(Flag("decision", "assistant", "plan"))
@@ -202,7 +207,7 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
         sims = (m[idx] @ m[lo:int(idx.max())].T).toarray() if idx.max() > lo else np.zeros((len(idx), 1))
         at = np.arange(len(idx))[:, None]
         alike = np.where(ok, sims[at, np.minimum(cand - lo, sims.shape[1] - 1)], 0.0)
-        ok &= ~user[:, None] | course[cand]  # a new course set by the user changes an earlier course
+        ok &= course[cand]  # a change undoes a course: never a question, a check or a bug fix
         ok &= ~back_to[:, None] | flagged[cand]  # going back returns to before a course someone set
         here = codes[cand] == codes[idx][:, None]
         # courses of the conversation between the candidate and the change (0: its last course)
