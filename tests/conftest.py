@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archive_mcp import Archive
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -67,6 +69,14 @@ def kimi_code_root(tmp_path: Path) -> Path:
     for p in dst.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     return dst
+
+
+@pytest.fixture
+def archive(kimi_root: Path, kimi_code_root: Path, fake_embedder: FakeEmbedder) -> Archive:
+    """An archive of both Kimi fixture trees, embedded with the fake embedder (tests may override)."""
+    a = Archive(embedder=fake_embedder)
+    a.ingest(kimi_root, kimi_code_root)
+    return a
 
 
 @pytest.fixture

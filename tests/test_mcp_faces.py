@@ -42,13 +42,6 @@ UNKNOWN = {"workspace": "nope", "session_id": "nope", "session": "nope", "key": 
 HUGE = "word " * 600_000  # 3 MB
 
 
-@pytest.fixture
-def archive(kimi_root: Path, kimi_code_root: Path, fake_embedder) -> Archive:  # noqa: ANN001
-    a = Archive(embedder=fake_embedder)
-    a.ingest(kimi_root, kimi_code_root)
-    return a
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

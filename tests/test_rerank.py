@@ -4,7 +4,6 @@ the knob that takes stopwords out of the lexical query."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,13 +31,6 @@ class FakeE5:
     def passage(self, texts: list[str]) -> np.ndarray:
         self.passages += texts
         return np.array([[1.0, 0.0] if "regression" in t.lower() else [0.0, 1.0] for t in texts], np.float32)
-
-
-@pytest.fixture
-def archive(kimi_root: Path, kimi_code_root: Path, fake_embedder) -> Archive:  # noqa: ANN001
-    a = Archive(embedder=fake_embedder)
-    a.ingest(kimi_root, kimi_code_root)
-    return a
 
 
 @pytest.fixture

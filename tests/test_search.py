@@ -17,13 +17,6 @@ DATE = "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17"
 LOADER = "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f"
 
 
-@pytest.fixture
-def archive(kimi_root: Path, kimi_code_root: Path, fake_embedder) -> Archive:  # noqa: ANN001
-    a = Archive(embedder=fake_embedder)
-    a.ingest(kimi_root, kimi_code_root)
-    return a
-
-
 def _top(found) -> tuple[str, int]:  # noqa: ANN001
     return found[0].session_id, found[0].turn
 

@@ -30,13 +30,6 @@ README = Path(__file__).parent.parent / "README.md"
 
 
 @pytest.fixture
-def archive(kimi_root: Path, kimi_code_root: Path, fake_embedder) -> Archive:  # noqa: ANN001
-    a = Archive(embedder=fake_embedder)
-    a.ingest(kimi_root, kimi_code_root)
-    return a
-
-
-@pytest.fixture
 def server(archive: Archive):  # noqa: ANN201
     return build_server(archive, cwd="/home/alice/projects/webapp/src")
 

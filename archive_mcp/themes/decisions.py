@@ -51,12 +51,13 @@ _CHANGE_ASSISTANT = (
     r"different approach|went back to|going back to)\b")
 
 _REVERT = r"(?i)\b(?:revert\w*|roll(?:ed)? ?back|undo|go(?:ing)? back|back to|(?:was|were) working|used to work)\b|回滚|改回"
-# A turn that only asks or inspects sets no course (on the user's first 300 characters).
-_INSPECT = (r"(?i)^\s*(?:check|look|show me|tell me|explain|what|why|how|where|when|which|who|is|are|does|do you|did|"
+_ASKS = "what|why|how|where|when|which|who|is|are|does|did|do you|show me|tell me|explain"
+# A turn that only asks or inspects is no course to undo (on the user's first 300 characters).
+_INSPECT = (rf"(?i)^\s*(?:check|look|{_ASKS}|"
             r"can you (?:see|check|tell|explain|confirm)|could you (?:see|check))\b|[?？]\s*$")
 # A user turn that opens as a question asks, it does not decide ("what command can i use to …");
 # "how about …", "what if …" and "can you …?" propose or request, so they may still set a course.
-_QUESTION = r"(?i)^\s*(?:what|why|how|where|when|which|who|is|are|does|did|do you|show me|tell me|explain)\b"
+_QUESTION = rf"(?i)^\s*(?:{_ASKS})\b"
 _PROPOSAL = r"(?i)^\s*(?:how about|what if|what about)\b"
 _WORK = r"Did:[^\n]*?\b(?:edited|committed|installed|pr created|created)\b"  # the refined summary: it changed something
 
@@ -212,15 +213,14 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
         here = codes[cand] == codes[idx][:, None]
         # courses of the conversation between the candidate and the change (0: its last course)
         nth = np.where(here, before[idx][:, None] - before[cand] - course[cand], 0)
-        score = alike + np.where(course[cand] & here, RECENT / (1 + nth), 0.0)
-        score = np.where(ok, score, -np.inf)
+        score = np.where(ok, alike + np.where(here, RECENT / (1 + nth), 0.0), -np.inf)
         best = score.argmax(axis=1)
         rows_at = np.arange(len(idx))
         # a new course by the user changes the last course of its conversation (an approval
         # accepts it instead), or an earlier one that is alike
         picked = cand[rows_at, best]
         sim = alike[rows_at, best]
-        last = (nth[rows_at, best] == 0) & course[picked] & here[rows_at, best]
+        last = (nth[rows_at, best] == 0) & here[rows_at, best]  # (every candidate left is a course)
         enough = np.where(user, (sim >= change_similarity) | (last & ~yes & (sim >= LAST_MIN)),
                           (sim >= min_similarity) | last)
         keep = np.nonzero(enough & ok[rows_at, best])[0]

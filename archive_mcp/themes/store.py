@@ -204,11 +204,9 @@ LABEL_SAMPLE = 300
 DEFAULT_CUT = 0.45
 
 
-def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0,
-                    tries: int = 1) -> np.ndarray:
-    """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n), the
-    best of `tries` starts), then average-linkage merging of their centroids up to cosine
-    distance `threshold`. A zero vector (a turn without a shared term) is unlike every other:
+def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0) -> np.ndarray:
+    """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n)),
+    then average-linkage merging of their centroids up to cosine distance `threshold`. A zero vector (a turn without a shared term) is unlike every other:
     cosine distance 1, not NaN."""
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import pdist
@@ -221,7 +219,7 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
     if k >= n:
         assign, centroids = np.arange(n), x
     else:
-        km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=tries, batch_size=4096)
+        km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=1, batch_size=4096)
         assign = km.fit_predict(x)
         centroids = km.cluster_centers_
     norms = np.linalg.norm(centroids, axis=1, keepdims=True)
