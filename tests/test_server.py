@@ -219,3 +219,21 @@ async def test_http_server_on_localhost(archive: Archive) -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_fit_lists_the_same_items_in_the_text_and_the_structured_content() -> None:
+    """Strings are clipped before items go, and items go from both faces at once: the structured
+    content never lists 5 hits while the text shows 30, and the text never says "0 more cut"."""
+    from archive_mcp.mcp.toolkit import fit, json_len
+
+    items = [{"id": i, "text": "word " * 200, "tags": list(range(30))} for i in range(30)]
+    r = fit(items, lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept) + ("\n… more cut" if cut else ""),
+            lambda kept, cut: {"items": kept, "truncated": cut}, 4000)
+    data, text = r.structured_content, r.content[0].text
+    assert [x["id"] for x in data["items"]] == list(range(30)) and text.count("- ") == 30
+    assert "more cut" not in text and data["truncated"] is True and json_len(data) <= 4000
+    assert all(len(x["text"]) <= 60 and len(x["tags"]) == 5 for x in data["items"])
+    r = fit(items, lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept) + ("\n… more cut" if cut else ""),
+            lambda kept, cut: {"items": kept, "truncated": cut}, 1000)
+    data, text = r.structured_content, r.content[0].text
+    assert 0 < len(data["items"]) < 30 and text.count("- ") == len(data["items"]) and text.endswith("… more cut")

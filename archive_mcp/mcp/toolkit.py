@@ -81,17 +81,20 @@ def json_len(data: Any) -> int:
     return len(json.dumps(data, ensure_ascii=False))
 
 
-def shrink(data: Any, cap: int | None, list_cap: int | None) -> tuple[Any, bool]:
-    """`data` with every string clipped to `cap` and every list to `list_cap` items; whether anything was cut."""
+def shrink(data: Any, cap: int | None, list_cap: int | None, whole: int = 0) -> tuple[Any, bool]:
+    """`data` with every string clipped to `cap` and every list to `list_cap` items; whether anything
+    was cut. Lists in the first `whole` levels stay whole: `fit` passes 2 so that the reply's list of
+    items (the hits, the sessions: the top level or one of its fields) is never clipped here; it
+    drops items from the end instead, from the text and the structured content alike."""
     if isinstance(data, str):
         out = data if cap is None else clip(data, cap)
         return out, out != data
     if isinstance(data, dict):
-        pairs = {k: shrink(v, cap, list_cap) for k, v in data.items()}
+        pairs = {k: shrink(v, cap, list_cap, whole - 1) for k, v in data.items()}
         return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
     if isinstance(data, list):
-        kept = data if list_cap is None else data[:list_cap]
-        items = [shrink(v, cap, list_cap) for v in kept]
+        kept = data if list_cap is None or whole > 0 else data[:list_cap]
+        items = [shrink(v, cap, list_cap, whole - 1) for v in kept]
         return [v for v, _ in items], len(kept) < len(data) or any(c for _, c in items)
     return data, False
 
@@ -101,18 +104,20 @@ STEPS: tuple[tuple[int | None, int | None], ...] = ((None, None), (2_000, None),
 
 
 def fit(items: Sequence[T], render: Callable[[list[T], bool], str], shape: Callable[[list[T], bool], Any],
-        budget: int) -> CallToolResult:
+        budget: int, whole: int = 2) -> CallToolResult:
     """The result for the longest prefix of `items` whose text and structured content both fit `budget`.
 
-    `render(kept, cut)` is the text, `shape(kept, cut)` the structured content. Long strings and
+    `render(kept, cut)` is the text, `shape(kept, cut)` the structured content; `cut` says items were
+    left out (clipped strings in the structured content set its `truncated` instead). Long strings and
     nested lists in the structured content are clipped first (step by step), then items are
-    dropped from the end; the text is cut at a word boundary as a last resort."""
+    dropped from the end; the text is cut at a word boundary as a last resort. `whole` is passed
+    to `shrink`: 2 keeps the list of items whole (`fit_one` passes 0: its object's lists may be clipped)."""
     def attempt(k: int, step: tuple[int | None, int | None]) -> tuple[str, Any]:
         kept, cut = list(items[:k]), k < len(items)
-        data, clipped = shrink(to_jsonable(shape(kept, cut)), *step)
+        data, clipped = shrink(to_jsonable(shape(kept, cut)), *step, whole)
         if clipped and isinstance(data, dict) and "truncated" in data:
             data["truncated"] = True
-        return render(kept, cut or clipped), data
+        return render(kept, cut), data  # the text says "cut" only when items were left out
 
     def fits(text: str, data: Any) -> bool:
         return len(text) <= budget and json_len(data) <= budget
@@ -131,7 +136,7 @@ def fit(items: Sequence[T], render: Callable[[list[T], bool], str], shape: Calla
 
 def fit_one(obj: Any, text: str, budget: int = DEFAULT_BUDGET) -> CallToolResult:
     """A single object's result within `budget` (its long strings and lists clipped when needed)."""
-    return fit([obj], lambda kept, cut: text, lambda kept, cut: obj, budget)
+    return fit([obj], lambda kept, cut: text, lambda kept, cut: obj, budget, whole=0)
 
 
 def result(text: str, data: Any) -> CallToolResult:
