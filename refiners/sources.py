@@ -115,17 +115,73 @@ def head_records(path: Path, limit: int = 40, max_bytes: int = 1 << 20,
     return out
 
 
+BELOW_DEPTH = 8  # how deep `discover` looks below a folder no reader recognises
+BELOW_DIRS = 20_000  # and how many folders it opens at most
+LOG_SUFFIXES = (".jsonl", ".json")
+
+
 def discover(path: Path) -> Discovery:
-    """Sessions under `path`: any registered agent's home, sessions folder, project folder or file."""
+    """Sessions under `path`: any registered agent's home, sessions folder, project folder or file,
+    or else any of those found below it (a backup or an export holding several agents' logs)."""
     found = Discovery()
     if not path.exists():
         found.skipped.append((str(path), "does not exist"))
         return found
     readers = sorted(READERS.values(), key=lambda r: r.order)
+    result = _recognised(path, readers)
+    if result is not None:
+        return result
+    if path.is_dir():
+        below = _below(path, readers)
+        if below.sessions:
+            return below
+        found.skipped += below.skipped
+    kinds = ", ".join(r.label for r in readers)
+    found.skipped.append((str(path), f"not a session log or log folder of any known agent ({kinds})"))
+    return found
+
+
+def _recognised(path: Path, readers: list[Reader]) -> Discovery | None:
     for reader in readers:
         result = reader.discover(path)
         if result is not None:
             return result
-    kinds = ", ".join(r.label for r in readers)
-    found.skipped.append((str(path), f"not a session log or log folder of any known agent ({kinds})"))
+    return None
+
+
+def _below(root: Path, readers: list[Reader]) -> Discovery:
+    """Every recognised folder or log file below `root`, breadth first; a recognised folder is
+    taken whole and not looked into further. Bounded by BELOW_DEPTH and BELOW_DIRS (reported)."""
+    found = Discovery()
+    level, opened = [root], 0
+    for _depth in range(BELOW_DEPTH):
+        deeper: list[Path] = []
+        for folder in level:
+            try:
+                entries = sorted(folder.iterdir())
+            except OSError as exc:
+                found.skipped.append((str(folder), unreadable(exc)))
+                continue
+            for entry in entries:
+                if entry.is_symlink():
+                    continue  # a link may point back up the tree or out of it
+                if entry.is_dir():
+                    opened += 1
+                    if opened > BELOW_DIRS:
+                        found.skipped.append((str(root), f"stopped looking after {BELOW_DIRS:,} folders; "
+                                                         "ingest the folders that hold logs one by one"))
+                        return found
+                    result = _recognised(entry, readers)
+                    if result is None:
+                        deeper.append(entry)
+                elif entry.suffix in LOG_SUFFIXES and folder is not root:
+                    result = _recognised(entry, readers)
+                else:
+                    continue
+                if result is not None:
+                    found.sessions += result.sessions
+                    found.skipped += result.skipped
+        level = deeper
+        if not level:
+            break
     return found

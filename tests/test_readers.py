@@ -121,6 +121,49 @@ def test_discover_detects_each_layout_and_rejects_other_directories(tmp_path: Pa
                                "agent (Kimi Code, Kimi CLI, Claude Code, Codex CLI, Gemini CLI)")]
 
 
+def test_a_folder_no_reader_knows_is_searched_below_for_every_agents_logs() -> None:
+    """A backup or an export holding several agents' logs at any depth: each recognised folder or
+    log file below it is taken (here Claude Code project folders, Codex rollouts, Gemini chats)."""
+    result = discover(FIXTURES / "real")
+    assert result.skipped == []
+    assert [(s.source, s.session_id, s.session_dir.name) for s in result.sessions] == [
+        ("claude-code", "0a8fc187-681a-4c42-9538-ba0f628ee289", "m-thisness"),
+        ("claude-code", "e0ce82fa-774f-4827-8cef-17b1b18b9f2a", "m-thisness"),
+        ("claude-code", "e6804af6-fe01-478c-9e10-75e94f3e93cb", "m-thisness"),
+        ("claude-code", "e87ac024-21a7-42ed-bff4-e19317199c49", "m-thisness"),
+        ("claude-code", "abc757d1-3da3-42fb-bb7b-ffa293a4ba29", "m-thisness"),
+        ("claude-code", "4b2030ed-5563-49ea-b703-6a002f2d3cc8", "moredip"),
+        ("claude-code", "e9f146fa-3b20-48d0-9be4-d99ca901cae4", "vibecodingtracker"),
+        ("codex", "97b66f6c-a160-40e0-bd0f-1fdcbbb9498b", "openprintkit"),
+        ("codex", "01996135-afde-7911-97f0-d863511eca56", "vibecodingtracker"),
+        ("gemini", "2d9ea14f-1e4e-44f6-8bf5-7a7819cb1cd9", "json"),
+        ("gemini", "0ab84937-9fe7-4284-986a-33c832af0b6a", "jsonl")]
+
+
+def test_the_search_below_a_folder_skips_links_and_stops_at_its_bound(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from archive_mcp.refiners import sources
+
+    backup = tmp_path / "backup"
+    shutil.copytree(FIXTURES / "real" / "claude" / "moredip", backup / "laptop" / "2026" / "moredip")
+    (backup / "photos").mkdir()
+    (backup / "photos" / "notes.json").write_text("{}", encoding="utf-8")
+    (backup / "loop").symlink_to(backup)  # followed, it would find the session again, forever
+    result = discover(backup)
+    assert [(s.session_id, [f.agent for f in s.files]) for s in result.sessions] == [
+        ("4b2030ed-5563-49ea-b703-6a002f2d3cc8", ["main", "agent-a2018e5"])]
+    for n in range(5):
+        (tmp_path / "empty" / f"d{n}").mkdir(parents=True)
+    monkeypatch.setattr(sources, "BELOW_DIRS", 3)
+    result = discover(tmp_path / "empty")
+    assert result.sessions == []
+    assert [reason for _path, reason in result.skipped] == [
+        "stopped looking after 3 folders; ingest the folders that hold logs one by one",
+        "not a session log or log folder of any known agent (Kimi Code, Kimi CLI, Claude Code, Codex CLI, Gemini CLI)"]
+
+
 # --- the line reader, fuzzed ---------------------------------------------------------------
 
 # orjson reads integers beyond 64 bits as floats; wire logs hold none (times, counts, sizes).
