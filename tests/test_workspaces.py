@@ -86,4 +86,16 @@ def test_unknown_bucket_is_archived_under_its_hash(kimi_root: Path) -> None:
     archive = Archive(embedder=None)
     archive.ingest(kimi_root)
     assert sorted((w.id, w.name, w.paths) for w in archive.workspaces()) == [
-        (WEBAPP, WEBAPP, []), (ML, ML, [])]
+        (WEBAPP, f"kimi project {WEBAPP[:8]}", []), (ML, f"kimi project {ML[:8]}", [])]
+    assert archive.workspace(f"kimi project {ML[:8]}").id == ML
+
+
+def test_a_workspace_archived_without_its_path_takes_the_paths_name_once_known(tmp_path: Path) -> None:
+    from archive_mcp.workspaces import Registry
+
+    reg = Registry(tmp_path / "workspaces")
+    ws_id = "9da8b3dfb8655182ac1f0e66601c367e"
+    assert reg.ensure(ws_id, source="gemini").name == "gemini project 9da8b3df"
+    assert reg.ensure(ws_id, source="gemini").name == "gemini project 9da8b3df"
+    assert reg.ensure(ws_id, path="/home/alice/projects/webapp", source="claude-code").name == "webapp"
+    assert reg.ensure(ws_id, path="/home/alice/other").name == "webapp"  # a named workspace keeps its name

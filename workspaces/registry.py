@@ -102,11 +102,11 @@ class Registry:
             ws = self._load(ws_dir)
             changed = False
             if ws is None:
-                ws = Workspace(id=ws_id, name=name or (_basename(path) if path else ws_id),
+                ws = Workspace(id=ws_id, name=name or (_basename(path) if path else _unnamed(ws_id, source)),
                                created=_now(), root=ws_dir)
                 changed = True
-            elif path and ws.name == ws.id:  # archived under its hash before the path was known
-                ws.name = name or _basename(path) or ws.id
+            elif path and not ws.paths and (ws.name == ws.id or ws.name.endswith(f" project {ws.id[:8]}")):
+                ws.name = name or _basename(path) or ws.id  # archived under its hash before the path was known
                 changed = True
             if path and path not in ws.paths:
                 ws.paths.append(path)
@@ -210,3 +210,9 @@ def _git_root_and_dir(cwd: str) -> list[str]:
             break
     out.append(str(p))
     return out
+
+
+def _unnamed(ws_id: str, source: str | None) -> str:
+    """The name of a workspace whose project path is unknown (a Gemini project hash, a Kimi bucket
+    without its path): the agent and the id's head, not 32-64 hex digits."""
+    return f"{source} project {ws_id[:8]}" if source else ws_id
