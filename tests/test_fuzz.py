@@ -215,7 +215,7 @@ def test_hostile_sessions_in_a_share_are_reported_and_the_rest_archived(
     assert [(Path(s.path).name, s.reason, s.line) for s in report.skipped if s.reason != LIVE] == [
         ("0123456789abcdef0123456789abcdef", "permission denied; fix the folder's permissions and ingest again", None),
         ("wire.jsonl", "malformed: nested too deeply to read", 2)]
-    spaced = [w for w in archive.workspaces() if w.name.startswith("b_")]
+    spaced = [w for w in archive.workspaces() if w.id.startswith("b_")]
     assert [w.id for w in spaced] == ["b_" + __import__("hashlib").md5(b"my bucket").hexdigest()[:24]]
     huge = archive.turns("all").filter(pl_col("session_id") == "huge-timestamp").collect()
     assert huge["started_at"].to_list() == [None]
