@@ -99,3 +99,5 @@ def test_a_workspace_archived_without_its_path_takes_the_paths_name_once_known(t
     assert reg.ensure(ws_id, source="gemini").name == "gemini project 9da8b3df"
     assert reg.ensure(ws_id, path="/home/alice/projects/webapp", source="claude-code").name == "webapp"
     assert reg.ensure(ws_id, path="/home/alice/other").name == "webapp"  # a named workspace keeps its name
+    older = reg.ensure("0123456789abcdef0123456789abcdef")  # archived by a version that named it by its id
+    assert older.name == older.id and reg.ensure(older.id, source="kimi").name == "kimi project 01234567"

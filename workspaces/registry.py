@@ -108,6 +108,9 @@ class Registry:
             elif path and not ws.paths and (ws.name == ws.id or ws.name.endswith(f" project {ws.id[:8]}")):
                 ws.name = name or _basename(path) or ws.id  # archived under its hash before the path was known
                 changed = True
+            elif not path and not ws.paths and ws.name == ws.id and source:  # named by an older version
+                ws.name = _unnamed(ws.id, source)
+                changed = True
             if path and path not in ws.paths:
                 ws.paths.append(path)
                 changed = True
