@@ -24,7 +24,7 @@ from .summary import (
 )
 from .text import shorten
 
-REFINER = "extractive@6"
+REFINER = "extractive@7"
 TEXT_MAX = 20_000  # stored user/assistant text; the raw log holds the rest
 THINKING_MAX = 4_000
 RESULT_MAX = 200

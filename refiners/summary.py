@@ -50,6 +50,14 @@ _ACK = ("great", "perfect", "excellent", "awesome", "amazing", "brilliant", "fan
         "you are right", "好的", "好", "谢谢", "完美", "太好了", "明白", "收到")
 _ACK_RE = re.compile(r"^(?:(?:" + "|".join(re.escape(a) for a in sorted(_ACK, key=len, reverse=True))
                      + r")(?![\w'])[\s!.,，。！~:;)-]*)+", re.I)
+_ACK_WORD = re.compile(r"^(?:" + "|".join(re.escape(a) for a in sorted(_ACK, key=len, reverse=True))
+                       + r")(?![\w'’])(?:\s*[!.,，。！~:;)—–-]+\s*|\s*$)", re.I)
+_ACK_CLAUSE = re.compile(r"^(?:thanks|thank you|you(?:'|’)re (?:right|correct)|you are (?:right|correct)|good|great|"
+                         r"excellent|nice)\s+(?:so much\s+)?(?:for|to|question|catch|point|call|idea|find|spot)\b"
+                         r"[^—–:;.!?]{0,80}?(?:\s[—–-]+\s|[—–:;.!?]+)\s*|"
+                         # praise of a few words that ends its sentence: "Great progress.", "Good calls on both!"
+                         r"^(?:good|great|excellent|nice|perfect|awesome|amazing|fantastic|brilliant|wonderful|love)"
+                         r"(?:\s+[A-Za-z'’]+){1,5}\s*[.!]+\s*|^good news\s*[:!,—–-]+\s*", re.I)
 _SELF = re.compile(
     r"^(?:(?:now|next|first|then|ok(?:ay)?|so|alright|great|perfect|good|excellent)[,!.]?\s+)*"
     r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|i should|i'm now|i am now|"
@@ -137,7 +145,22 @@ def is_compaction_summary(text: str) -> bool:
 
 
 def strip_ack(text: str) -> str:
+    """The user's text without a leading acknowledgement ("ok", "great,", "thanks!")."""
     return _ACK_RE.sub("", text, count=1).strip()
+
+
+def strip_reply_ack(unit: str) -> str:
+    """An answer's sentence without a leading acknowledgement, stricter than `strip_ack`: a word
+    like "great" goes only when punctuation ends it ("Great list — I've expanded PDL" keeps its
+    "Great list"), and a clause that thanks or agrees goes whole ("Thanks for the details —",
+    "You're right to call that out -", "Good question -"), never leaving "for the details — …"."""
+    original, prev = unit, None
+    while prev != unit:
+        prev = unit
+        unit = _ACK_CLAUSE.sub("", unit, count=1)
+        unit = _ACK_WORD.sub("", unit, count=1)
+    unit = unit.strip()
+    return unit[0].upper() + unit[1:] if unit[:1].islower() and original[:1].isupper() else unit
 
 
 def asked(turn: Turn) -> str:
@@ -324,7 +347,9 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
                 if _ANNOUNCE.search(u) or len(u.split()) < LEAD_MIN_WORDS or not _CUE.search(u):
                     continue
                 u = _LEAD_TAIL.sub("", u)
-            body = dense(_KEY_LABEL.sub("", strip_ack(u), count=1))
+            body = dense(_KEY_LABEL.sub("", strip_reply_ack(u), count=1))
+            if _SELF.match(body) or _OFFER.match(body):
+                continue  # "Thanks! Let me look into it": what is left is the agent's next move
             if not body or (len(body.split()) < 2 and len(_HAN.findall(body)) < 4 and body != dense(u)):
                 continue  # nothing left, or "Good point." without its "Good" (CJK has no spaces: count Han)
             lead_bonus = FIRST_BONUS if rank == 0 and penalty == 0 else 0.0
@@ -332,7 +357,8 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
             candidates.append((_score(body, rank) + bonus + (0.3 if after else 0) - penalty, order, body))
             rank += 1
     if not candidates:
-        return shorten(" ".join(strip_ack(u) or u for u in first), budget)
+        said = [b for b in (strip_reply_ack(u) for u in first) if b and not (_SELF.match(b) or _OFFER.match(b))]
+        return shorten(" ".join(said or first), budget)
     return pack(candidates, budget, set(_content_words(known)))
 
 

@@ -133,10 +133,11 @@ _LONG_PATH = re.compile(r"(?<![\w.:/\\-])(?:~|[A-Za-z]:|[\w.-]+)?(?:[\\/][^\s\\/
 
 def dense(text: str) -> str:
     """The same statement in fewer characters: no "I've", hedges or long path heads."""
+    first = text[:1]
     text = _HEDGE.sub("", text)
     short = _SELF_LEAD.sub("", text, count=1)
-    if short != text and short[:1].islower():
-        short = short[0].upper() + short[1:]  # "I've fixed it" -> "Fixed it"
+    if first.isupper() and short[:1].islower():
+        short = short[0].upper() + short[1:]  # "I've fixed it" -> "Fixed it", "Successfully removed" -> "Removed"
     if short.count("/") + short.count("\\") >= 3:  # a path long enough to cut; a URL is kept whole
         return " ".join(w if "://" in w else _LONG_PATH.sub(_tail, w) for w in short.split())
     return " ".join(short.split())

@@ -24,6 +24,7 @@ from archive_mcp.refiners.summary import (
     describe_actions,
     outcome,
     pack,
+    strip_reply_ack,
 )
 from archive_mcp.refiners.text import dense, sentences, shorten
 
@@ -286,3 +287,25 @@ def test_refine_redoes_only_sessions_an_older_refiner_wrote_with_progress_and_co
     assert store.read_refined(ws, sid)["summary"].to_list() == [r["summary"] for r in rows]
     again = CliRunner().invoke(main, ["refine", "--all", "--no-embed"])
     assert again.exit_code == 0 and again.stdout == "0 sessions refined (0 turns, 0 rows changed), 0 embedded\n"
+
+
+def test_an_answers_acknowledgement_goes_whole_and_never_leaves_a_fragment() -> None:
+    """Real openings (Codex and Claude Code answers): the old rule cut "Thanks" off "Thanks for the
+    details — we're close." and left "for the details — we're close."."""
+    cases = {
+        "Thanks for the details — we’re close.": "We’re close.",
+        "Thanks for the stack trace. You were right": "You were right",
+        'You\'re right to call that out - "internalize" was vague.': '"internalize" was vague.',
+        "Good question - you're right to push back on this.": "",
+        "Great list — I’ve expanded PDL to support custom G-code": "Great list — I’ve expanded PDL to support custom G-code",
+        "Great progress. File: slicers/orca.py": "File: slicers/orca.py",
+        "Good news: Autopilot integration is working!": "Autopilot integration is working!",
+        "Perfect! Fixed it.": "Fixed it.",
+        "Yes - all 3 original Notion links are in": "All 3 original Notion links are in",
+        "ccusage is installed": "ccusage is installed",
+    }
+    assert {text: strip_reply_ack(text) for text in cases} == cases
+    answer = "Thanks for flagging that — sorry for the friction. Great catch! Let me look at the Qt plugin."
+    assert outcome(turn("it crashes", answer), 200) == "Sorry for the friction."
+    assert dense("Successfully removed all traces of OpenVPN") == "Removed all traces of OpenVPN"
+
