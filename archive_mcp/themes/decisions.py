@@ -264,11 +264,12 @@ def _pair(ctx: _Context, changes: np.ndarray, user_course: np.ndarray, approves:
         here = codes[cand] == codes[idx][:, None]
         # courses of the conversation between the candidate and the change (0: its last course)
         nth = np.where(here, before[idx][:, None] - before[cand] - course[cand], 0)
-        opens = before[idx] == 0  # no course of its own conversation before it: the theme's count
-        kth = ctx.total[idx - 1][:, None] - ctx.total[cand]
-        last = np.where(opens[:, None], kth == 0, here & (nth == 0))
-        ok &= ~back_to[:, None] | ctx.flagged[cand] | (here & (nth == 0))  # back to a course someone set, or the last
-        bonus = np.where(opens[:, None], OPEN / (1 + kth), np.where(here, RECENT / (1 + nth), 0.0))
+        if back_to.any():  # going back returns to a course someone set, or to the last course of its conversation
+            ok[back_to] &= ctx.flagged[cand[back_to]] | (here[back_to] & (nth[back_to] == 0))
+        bonus = np.where(here, RECENT / (1 + nth), 0.0)
+        opens = before[idx] == 0  # no course of its own conversation before it: the theme's courses count
+        kth = ctx.total[idx[opens] - 1][:, None] - ctx.total[cand[opens]]  # courses of the theme in between
+        bonus[opens] = OPEN / (1 + kth)
         score = np.where(ok, alike + bonus, -np.inf)
         best = score.argmax(axis=1)
         rows_at = np.arange(len(idx))
@@ -276,7 +277,8 @@ def _pair(ctx: _Context, changes: np.ndarray, user_course: np.ndarray, approves:
         # an earlier one that is alike
         picked = cand[rows_at, best]
         sim = alike[rows_at, best]
-        at_last = last[rows_at, best]
+        at_last = here[rows_at, best] & (nth[rows_at, best] == 0)
+        at_last[opens] = ctx.total[idx[opens] - 1] == ctx.total[picked[opens]]  # the theme's last course
         # the last course needs some words in common (or, in the conversation, a file)
         near = (sim >= LAST_MIN) | _share_file(ctx.rows, idx, picked, ~opens & user & ~yes & at_last & (sim < LAST_MIN))
         enough = np.where(user, (sim >= ctx.change_similarity) | (at_last & ~yes & near),
