@@ -59,6 +59,8 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
     flagged = changes_flagged = changes = decisions_total = pairs_right = pairs_judged = 0
     flags_all = flags_labelled = pairs_made = 0  # flags the traces raise, those on a labelled decision, pairs made
     pairs_part = {False: [0, 0], True: [0, 0]}  # right, judged: tuned topics / held-out topics
+    # where the labelled undone turn of a wrong pair is (tuned topics only: held-out misses stay unread)
+    misses = {"same_conversation": 0, "another_conversation": 0, "not_traced": 0, "unpaired": 0}
     for t in topics:
         name = f"eval-{t['name']}"
         archive.tag_theme(name, ws, seeds=t["seeds"][:3])
@@ -88,6 +90,10 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
                     pairs_right += right
                     pairs_part[t["name"] in HELD_OUT][0] += right
                     pairs_part[t["name"] in HELD_OUT][1] += 1
+                    if not right and t["name"] not in HELD_OUT:
+                        misses["not_traced" if want not in traced else "same_conversation" if want[0] == k[0]
+                               else "another_conversation"] += 1
+                        misses["unpaired"] += (k[0], k[2]) not in undone
         per[t["name"]] = {"members": len(members), "traced": len(traced), "recall": round(hit / max(1, len(members)), 3),
                           "precision": round(hit / max(1, len(traced)), 3)}
         archive.delete_theme(name, ws)
@@ -104,7 +110,7 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
         "flags_on_labelled_decisions": f"{flags_labelled}/{flags_all}",
         "pairs_right": f"{pairs_right}/{pairs_judged}", "pair_accuracy": round(pairs_right / max(1, pairs_judged), 3),
         "pairs_right_tuned": "{}/{}".format(*pairs_part[False]), "pairs_right_held_out": "{}/{}".format(*pairs_part[True]),
-        "pairs_made": pairs_made,
+        "pairs_made": pairs_made, "tuned_pair_misses": misses,
         "per_topic": per}
     if discover:
         out["discovery"] = discovery(archive, ws, topics, key)

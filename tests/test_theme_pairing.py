@@ -11,10 +11,11 @@ import numpy as np
 from archive_mcp.themes.decisions import Flag, courses_before, flag_turn, pair_changes
 
 
-def _row(turn: int, user: str, did: str = "", session: str = "s", kinds: list[str] | None = None) -> dict[str, Any]:
+def _row(turn: int, user: str, did: str = "", session: str = "s", kinds: list[str] | None = None,
+         files: list[str] | None = None) -> dict[str, Any]:
     summary = f"Asked: {user} Did: {did}" if did else f"Asked: {user}"
     return {"session_id": session, "turn": turn, "user_text": user, "summary": summary, "keywords": [],
-            "kinds": kinds or []}
+            "kinds": kinds or [], "files": files or []}
 
 
 def _pairs(rows: list[dict[str, Any]], flags: list[Flag | None] | None = None) -> list[tuple[int, int]]:
@@ -26,10 +27,25 @@ def test_a_change_undoes_the_latest_course_of_its_conversation_over_an_older_sli
     rows = [_row(0, "use a green glow on the signal rows of the screener", "edited widget.tsx"),
             _row(1, "all of the above", "edited widget.tsx"),  # answers the assistant's options: a course
             _row(2, "no, that's wrong: the rows are far too bright")]
-    assert _pairs(rows) == [(2, 1)]
-    # in another conversation the latest course earns nothing: the older, alike one is undone
-    moved = [rows[0], {**rows[1], "session_id": "t"}, {**rows[2], "session_id": "u"}]
-    assert _pairs(moved) == [(2, 0)]
+    # "all of the above" carried no cue, but a change undid it: it is a step of the same thread
+    # and changed the course before it in turn
+    assert _pairs(rows) == [(2, 1), (1, 0)]
+
+
+def test_a_change_that_opens_its_conversation_undoes_the_latest_course_of_the_theme_it_shares_words_with() -> None:
+    rows = [_row(0, "make the pnl box larger in the header", "edited header.tsx"),
+            _row(1, "rename the settings panel heading", "edited settings.tsx", session="t"),
+            _row(2, "move the pnl box into the performance section", "edited stats.tsx", session="u")]
+    found = [(i, j, v) for i, j, v, _ in pair_changes(rows, [flag_turn(r["user_text"], "", []) for r in rows])]
+    # turn 2 is conversation u's first course: the theme's courses count, the latest (1) at OPEN in
+    # full, the one before at OPEN / 2; the pnl box course wins on its words (cosine 0.289 + 0.1)
+    assert found == [(2, 0, 0.389)]
+    # the latest course of the theme, with no word in common, is not undone
+    assert _pairs([rows[1], {**rows[2], "turn": 1}]) == []
+    # once the conversation set a course of its own, other conversations' courses earn no recency:
+    # its own last course (0.4) outranks the alike one (0.289), and shares nothing, so nothing is undone
+    own = [rows[0], _row(1, "rename the settings panel heading", "edited settings.tsx", session="u"), rows[2]]
+    assert _pairs(own) == []
 
 
 def test_questions_checks_and_bug_fixes_set_no_course() -> None:
@@ -41,13 +57,24 @@ def test_questions_checks_and_bug_fixes_set_no_course() -> None:
     assert _pairs(rows) == [(4, 0)]
 
 
-def test_a_reversal_goes_back_on_a_course_someone_set() -> None:
+def test_a_reversal_goes_back_on_a_course_someone_set_or_on_the_last_course_of_its_conversation() -> None:
     rows = [_row(0, "cache the sessions in process", kinds=["decision"]),
-            _row(1, "sessions differ between instances after the deploy", "edited cache.py"),
+            _row(1, "sessions differ between instances after the deploy", "edited cache.py", kinds=["fix"]),
             _row(2, "go back to redis for the sessions")]
     flags = [flag_turn(r["user_text"], "", r["kinds"]) for r in rows]
     assert [f.kind if f else None for f in flags] == ["decision", None, "reversal"]
-    assert _pairs(rows, flags) == [(2, 0)]
+    assert _pairs(rows, flags) == [(2, 0)]  # not the bug report and its fix
+    # "it was working a second ago": what broke it is the last course of the conversation, cue or not
+    rows = [_row(0, "show the chat name in blue", "edited App.tsx"),
+            _row(1, "seems to work now", "edited App.tsx"),
+            _row(2, "man it was working a second ago, now i have lines again")]
+    flags = [flag_turn(r["user_text"], "", r["kinds"]) for r in rows]
+    assert [f.kind if f else None for f in flags] == ["decision", None, "reversal"]
+    assert _pairs(rows, flags) == [(2, 1), (1, 0)]
+    # an older course without a cue is still no course to go back on
+    rows.insert(2, _row(2, "show the author name in white", "edited App.tsx"))
+    rows[3] = {**rows[3], "turn": 3}
+    assert (3, 1) not in _pairs(rows)
 
 
 def test_a_new_course_revises_the_one_just_before_it_only_when_they_share_a_term() -> None:
@@ -55,9 +82,15 @@ def test_a_new_course_revises_the_one_just_before_it_only_when_they_share_a_term
             _row(1, "move it into the performance section next to the lifetime pnl figure", "edited stats.tsx")]
     assert [(i, j, v) for i, j, v, _ in pair_changes(rows, [flag_turn(r["user_text"], "", []) for r in rows])] == [
         (1, 0, 0.505)]  # alike 0.105 (under the 0.2 an older course needs) + RECENT 0.4
-    assert _pairs([rows[0], {**rows[1], "session_id": "t"}]) == []  # not the same conversation
+    # opening another conversation: the theme's last course, at OPEN instead of RECENT
+    assert [(i, j, v) for i, j, v, _ in pair_changes([rows[0], {**rows[1], "session_id": "t"}],
+                                                     [flag_turn(r["user_text"], "", []) for r in rows])] == [(1, 0, 0.305)]
     other = [rows[0], _row(1, "rename the settings panel heading", "edited settings.tsx")]
     assert _pairs(other) == []
+    # no word in common, but the two touched the same file: the same subject
+    same_file = [_row(0, "make the pnl box larger in the header", "edited header.tsx", files=["src/ui/header.tsx"]),
+                 _row(1, "rename the settings panel heading", "edited header.tsx", files=["web/src/ui/header.tsx"])]
+    assert _pairs(same_file) == [(1, 0)]
     approval = [rows[0], _row(1, "yes")]  # accepting a course does not change it
     assert _pairs(approval) == []
 

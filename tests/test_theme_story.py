@@ -71,14 +71,14 @@ def _timeline(n: int) -> Theme:
     return Theme("t", "t", members=[Member("s", "main", i, "reference", "test", "") for i in range(n)])
 
 
-def _frame(texts: list[tuple[str, str]]) -> pl.LazyFrame:
+def _frame(texts: list[tuple[str, str]], files: list[str] | None = None) -> pl.LazyFrame:
     start = datetime(2026, 1, 1, tzinfo=UTC)
     n = len(texts)
     return pl.DataFrame({
         "session_id": ["s"] * n, "agent": ["main"] * n, "turn": list(range(n)),
         "started_at": [start + timedelta(hours=6 * i) for i in range(n)],
         "summary": [f"Asked: {u} Outcome: {a}" for u, a in texts], "kinds": [[] for _ in texts],
-        "files": [["src/feed.ts"] for _ in texts], "keywords": [u.split()[:3] for u, _ in texts],
+        "files": [[f] for f in files or ["src/feed.ts"] * n], "keywords": [u.split()[:3] for u, _ in texts],
         "status": ["ok"] * n, "user_text": [u for u, _ in texts], "assistant_text": [a for _, a in texts],
         "source": ["kimi"] * n}).lazy()
 
@@ -88,7 +88,8 @@ def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budg
     texts += [(f"tweak the table column number {i} alignment and padding", f"Column {i} aligned.") for i in range(60)]
     texts += [("actually stop polling the price feed, switch to the websocket stream", "The price feed now comes from the websocket stream.")]
     texts += [("rename the settings panel heading", "Renamed the heading.")]
-    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
+    files = ["src/feed.ts"] + ["src/table.tsx"] * 60 + ["src/feed.ts", "src/settings.tsx"]
+    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts, files))
     assert tl.threads and tl.threads[-1][0]["ref"] == "s:0" and tl.threads[-1][-1]["ref"] == "s:61"
     assert tl.current_state.startswith("latest decision") and "s:62" in tl.current_state
     for budget in (1200, 3000, 8000):

@@ -61,15 +61,27 @@ _QUESTION = rf"(?i)^\s*(?:{_ASKS})\b"
 _PROPOSAL = r"(?i)^\s*(?:how about|what if|what about)\b"
 _WORK = r"Did:[^\n]*?\b(?:edited|committed|installed|pr created|created)\b"  # the refined summary: it changed something
 
+# Bookkeeping the user asks for (commit, push, merge; GSD's progress / resume commands) moves no course.
+_BOOKKEEPING = (r"(?i)^\s*(?:(?:ok|okay|great|good|cool)[,.!]?\s+)?(?:(?:can|could) (?:we|you)\s+|let'?s\s+|lets\s+|please\s+)?"
+                r"(?:commit|push|merge)\b|^\s*/gsd:(?:progress|resume-work|help|status)\b")
+# On a bug-fix turn the assistant's "instead" / "rather than" says how it fixed the bug, not that it changed course.
+_FIX_WORDING = {"instead", "rather than"}
+
 WINDOW = 200  # a change is paired within the 200 turns before it
 # What a change undoes is most often the course set just before it (45 of the 64 labelled pairs
 # whose both turns are traced undo one of the two turns before the change): the k-th most recent
-# course before a change in its conversation gets RECENT / k on top of its similarity. A course is a flagged turn or
-# one that changed something (the summary says it edited, committed, created), unless it fixed a
-# bug or only asked or inspected ("what ...?", "check if the CI passes"). A new course the user
-# sets right after another in the same conversation revises it when the two share some words
-# (LAST_MIN). Tuned on 12 topics of the labelled coding set, 4 held out (bench/RESULTS.md, Themes).
+# course before a change in its conversation gets RECENT / k on top of its similarity. A course is
+# a flagged turn or one that changed something (the summary says it edited, committed, created),
+# unless it fixed a bug, only asked or inspected ("what ...?", "check if the CI passes"), only did
+# bookkeeping ("commit this", "/gsd:progress"), ran a command that changed nothing, or fixed a bug
+# the assistant described with "instead". A change that opens its conversation's part of the
+# theme (no course of its own conversation before it) gets OPEN / k for the k-th most recent
+# course of the theme instead. A new course the user sets revises the last course of its
+# conversation when the two share some words (LAST_MIN) or a file, and the theme's last course,
+# for an opening one, when they share some words. Tuned on 12 topics of the labelled coding set,
+# 4 held out (bench/RESULTS.md, Themes).
 RECENT = 0.4
+OPEN = 0.2
 LAST_MIN = 0.05
 
 
@@ -172,30 +184,70 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
                  change_similarity: float = 0.2) -> list[tuple[int, int, float, list[str]]]:
     """(change index, undone turn index, score, shared terms) for each change in `rows` (every
     event of the theme in time order, aligned with `flags`; None = not flagged). A change is
-    paired with the earlier turn that scores best: TF-IDF cosine over the theme's own turns (the
+    paired with the earlier course that scores best: TF-IDF cosine over the theme's own turns (the
     user's words, the refined summary and keywords; IDF from the theme, so words it shares weigh
-    little), plus `RECENT` / k for the k-th most recent course before it in its conversation. A course set by the user
-    changes an earlier course that is this alike (`change_similarity`) or the last course of its
-    conversation; a reversal goes back on a flagged course; any other change is paired with its
-    best candidate when that is the last course of its conversation or `min_similarity` alike.
-    Candidates are the `WINDOW` turns before a change, scored in blocks of changes so the cost
-    grows with the theme, not with its square."""
+    little), plus `RECENT` / k for the k-th most recent course before it in its conversation (or
+    `OPEN` / k for the theme's, when its conversation set none before it). A course set by the
+    user changes an earlier course that is this alike (`change_similarity`) or the last course; a
+    reversal goes back on a flagged course or the last course of its conversation; any other change
+    is paired with its best candidate when that is the last course or `min_similarity` alike.
+    A turn that was undone but carried no cue of its own is a step of the same thread: it is
+    paired in turn with the course it changed, as a change by the assistant. Candidates are the
+    `WINDOW` turns before a change, scored in blocks of changes so the cost grows with the theme,
+    not with its square."""
     changes = np.array([i for i, f in enumerate(flags) if f is not None and i > 0], dtype=np.int64)
     if not len(changes):
         return []
     m, terms, idf = term_matrix([_text(r) for r in rows])
+    course, flagged = _courses(rows, flags)
+    _, codes = np.unique(np.array([r["session_id"] for r in rows], dtype=object).astype(str), return_inverse=True)
+    ctx = _Context(rows, m, course, flagged, codes, courses_before(codes, course), np.cumsum(course), min_similarity,
+                   change_similarity)
+    kind = np.array([flags[i].kind for i in changes])  # type: ignore[union-attr]
+    yes = np.array([flags[i].cue == "approval" for i in changes])  # type: ignore[union-attr]
+    i_s, j_s, scores = _pair(ctx, changes, kind == "decision", yes, kind == "reversal")
+    later = np.unique(j_s[~flagged[j_s]])  # undone, but no cue of its own: it changed the course before it
+    later = later[later > 0]
+    if len(later):
+        no = np.zeros(len(later), dtype=bool)
+        i2, j2, s2 = _pair(ctx, later, no, no, no)
+        i_s, j_s, scores = np.concatenate([i_s, i2]), np.concatenate([j_s, j2]), np.concatenate([scores, s2])
+    shared = _shared_terms(m, terms, idf, i_s, j_s)
+    return [(int(i), int(j), round(float(v), 3), sh) for i, j, v, sh in zip(i_s, j_s, scores, shared, strict=True)]
+
+
+@dataclass
+class _Context:
+    rows: list[dict[str, Any]]
+    m: sp.csr_matrix
+    course: np.ndarray
+    flagged: np.ndarray
+    codes: np.ndarray
+    before: np.ndarray  # courses of the row's own conversation before it
+    total: np.ndarray  # courses of the theme up to and including the row
+    min_similarity: float
+    change_similarity: float
+
+
+def _courses(rows: list[dict[str, Any]], flags: list[Flag | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows set a course that a later change can undo, and which are flagged."""
     users = pl.Series([r.get("user_text") or "" for r in rows], dtype=pl.String).str.strip_chars().str.slice(0, 300)
     decided = np.array(["decision" in (r.get("kinds") or []) for r in rows], dtype=bool)  # the refiner saw a decision
-    inspecting = (users.str.contains(_INSPECT) & ~users.str.starts_with("/")).to_numpy() & ~decided
+    command = users.str.starts_with("/").to_numpy()
+    inspecting = users.str.contains(_INSPECT).to_numpy() & ~command & ~decided
     worked = pl.Series([r.get("summary") or "" for r in rows], dtype=pl.String).str.contains(_WORK).to_numpy()
     fixed = np.array(["fix" in (r.get("kinds") or []) for r in rows], dtype=bool)  # a bug fixed sets no course
     flagged = np.array([f is not None for f in flags])
-    course = (flagged | (worked & ~fixed)) & ~inspecting
-    user_course = np.array([flags[i].kind == "decision" for i in changes])  # type: ignore[union-attr]
-    approves = np.array([flags[i].cue == "approval" for i in changes])  # type: ignore[union-attr]
-    reverts = np.array([flags[i].kind == "reversal" for i in changes])  # type: ignore[union-attr]
-    _, codes = np.unique(np.array([r["session_id"] for r in rows], dtype=object).astype(str), return_inverse=True)
-    before = courses_before(codes, course)
+    worded = np.array([f is not None and f.by == "assistant" and f.kind == "change" and f.cue.lower() in _FIX_WORDING
+                       for f in flags])
+    idle = (command & ~worked) | users.str.contains(_BOOKKEEPING).to_numpy()  # nothing changed, or only bookkeeping
+    return (flagged | (worked & ~fixed)) & ~inspecting & ~idle & ~(fixed & worded), flagged
+
+
+def _pair(ctx: _Context, changes: np.ndarray, user_course: np.ndarray, approves: np.ndarray,
+          reverts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of `changes` (row indices, time order) as arrays: change, undone course, score."""
+    course, codes, before = ctx.course, ctx.codes, ctx.before
     back = np.arange(1, WINDOW + 1)
     found = []
     for start in range(0, len(changes), 256):
@@ -205,29 +257,49 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
         ok = cand >= 0
         cand = np.where(ok, cand, 0)
         lo = int(cand.min())
-        sims = (m[idx] @ m[lo:int(idx.max())].T).toarray() if idx.max() > lo else np.zeros((len(idx), 1))
+        sims = (ctx.m[idx] @ ctx.m[lo:int(idx.max())].T).toarray() if idx.max() > lo else np.zeros((len(idx), 1))
         at = np.arange(len(idx))[:, None]
         alike = np.where(ok, sims[at, np.minimum(cand - lo, sims.shape[1] - 1)], 0.0)
         ok &= course[cand]  # a change undoes a course: never a question, a check or a bug fix
-        ok &= ~back_to[:, None] | flagged[cand]  # going back returns to before a course someone set
         here = codes[cand] == codes[idx][:, None]
         # courses of the conversation between the candidate and the change (0: its last course)
         nth = np.where(here, before[idx][:, None] - before[cand] - course[cand], 0)
-        score = np.where(ok, alike + np.where(here, RECENT / (1 + nth), 0.0), -np.inf)
+        if back_to.any():  # going back returns to a course someone set, or to the last course of its conversation
+            ok[back_to] &= ctx.flagged[cand[back_to]] | (here[back_to] & (nth[back_to] == 0))
+        bonus = np.where(here, RECENT / (1 + nth), 0.0)
+        opens = before[idx] == 0  # no course of its own conversation before it: the theme's courses count
+        kth = ctx.total[idx[opens] - 1][:, None] - ctx.total[cand[opens]]  # courses of the theme in between
+        bonus[opens] = OPEN / (1 + kth)
+        score = np.where(ok, alike + bonus, -np.inf)
         best = score.argmax(axis=1)
         rows_at = np.arange(len(idx))
-        # a new course by the user changes the last course of its conversation (an approval
-        # accepts it instead), or an earlier one that is alike
+        # a new course by the user changes the last course (an approval accepts it instead), or
+        # an earlier one that is alike
         picked = cand[rows_at, best]
         sim = alike[rows_at, best]
-        last = (nth[rows_at, best] == 0) & here[rows_at, best]  # (every candidate left is a course)
-        enough = np.where(user, (sim >= change_similarity) | (last & ~yes & (sim >= LAST_MIN)),
-                          (sim >= min_similarity) | last)
+        at_last = here[rows_at, best] & (nth[rows_at, best] == 0)
+        at_last[opens] = ctx.total[idx[opens] - 1] == ctx.total[picked[opens]]  # the theme's last course
+        # the last course needs some words in common (or, in the conversation, a file)
+        near = (sim >= LAST_MIN) | _share_file(ctx.rows, idx, picked, ~opens & user & ~yes & at_last & (sim < LAST_MIN))
+        enough = np.where(user, (sim >= ctx.change_similarity) | (at_last & ~yes & near),
+                          (sim >= ctx.min_similarity) | (at_last & (near | ~opens)))
         keep = np.nonzero(enough & ok[rows_at, best])[0]
         found.append((idx[keep], picked[keep], score[rows_at[keep], best[keep]]))
     i_s, j_s, scores = (np.concatenate(x) for x in zip(*found, strict=True))
-    shared = _shared_terms(m, terms, idf, i_s, j_s)
-    return [(int(i), int(j), round(float(v), 3), sh) for i, j, v, sh in zip(i_s, j_s, scores, shared, strict=True)]
+    return i_s, j_s, scores
+
+
+def _share_file(rows: list[dict[str, Any]], i: np.ndarray, j: np.ndarray, when: np.ndarray) -> np.ndarray:
+    """For the pairs (i, j) where `when` holds: did the two turns touch a file of the same name?"""
+    out = np.zeros(len(i), dtype=bool)
+    for k in np.nonzero(when)[0]:
+        out[k] = bool(_file_names(rows[int(i[k])]) & _file_names(rows[int(j[k])]))
+    return out
+
+
+def _file_names(row: dict[str, Any]) -> set[str]:
+    names = (str(f).replace("\\", "/").rsplit("/", 1)[-1] for f in (row.get("files") or []))
+    return {n for n in names if "." in n.strip(".")}  # files, not folders
 
 
 def _shared_terms(m: sp.csr_matrix, terms: np.ndarray, idf: np.ndarray, i: np.ndarray, j: np.ndarray,
