@@ -265,7 +265,7 @@ class Archive(Corpus):
                  if (p := store.refined_path(ws, sid)).exists()]
         frame = pl.scan_parquet(files).select(list(REFINED)) if files else empty_refined().lazy()
         return build_timeline(merged, ",".join(w.id for w in targets), frame, granularity, linked,
-                              include_turn_content)
+                              include_turn_content, [p for ws in targets for p in ws.paths])
 
 
 def _ref(r: TurnRef | dict[str, Any]) -> TurnRef:

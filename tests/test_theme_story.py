@@ -151,3 +151,27 @@ def test_seed_tagging_returns_near_misses_with_a_one_line_summary(archive: Archi
     for n in r.near_misses:
         assert n["ref"] == f"{n['session_id']}:{n['turn']}" and 0 < len(n["summary"]) <= 160
         assert "\n" not in n["summary"] and 0 < n["share"] < 0.5
+
+
+def test_files_are_shown_relative_to_the_project_and_a_bare_name_joins_its_path() -> None:
+    from datetime import datetime
+
+    import polars as pl
+
+    from archive_mcp.themes.timeline import _files
+
+    root = "/Users/ann/web"
+    day = [datetime(2026, 1, d) for d in (8, 8, 9, 10)]
+    frame = pl.DataFrame({
+        "session_id": ["s1", "s1", "s2", "s3"], "turn": [1, 2, 0, 4], "started_at": day,
+        "files": [[f"{root}/src/data.ts", "data.ts"], ["data.ts"], [f"{root}/src/a/index.ts", f"{root}/src/b/index.ts", "index.ts"],
+                  ["C:\\proj\\main.py", "/etc/hosts"]]})
+    rows = _files(frame, [root + "/", "C:\\proj"])
+    assert [(r["file"], r["turns"], r["first"][:10], r["last"][:10]) for r in rows] == [
+        ("src/data.ts", 2, "2026-01-08", "2026-01-08"),  # the bare name in turn 1 counts once
+        ("index.ts", 1, "2026-01-09", "2026-01-09"),  # two files end so: the bare name stays
+        ("src/a/index.ts", 1, "2026-01-09", "2026-01-09"),
+        ("src/b/index.ts", 1, "2026-01-09", "2026-01-09"),
+        ("/etc/hosts", 1, "2026-01-10", "2026-01-10"),
+        ("main.py", 1, "2026-01-10", "2026-01-10")]
+    assert _files(frame.head(0), [root]) == []

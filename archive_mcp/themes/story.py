@@ -100,7 +100,8 @@ def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
         out.add("\n## Dormant")
         for g in tl.dormant_gaps:
             out.add(f"- {g['from'][:10]} → {g['to'][:10]} ({g['days']:.0f} days quiet)")
-    tail = [f"- {f['file']}: {f['turns']} turns, {f['first'][:10]} → {f['last'][:10]}" for f in tl.files[:5]]
+    tail = [f"- {f['file']}: {f['turns']} turn{'s' if f['turns'] != 1 else ''}, {f['first'][:10]} → {f['last'][:10]}"
+            for f in tl.files[:5]]
     memories = [f"- {m}" for m in tl.memories]
     reserve = min(sum(len(x) + 1 for x in tail[:3] + memories[:3]) + 40, max_chars // 8)
     # The newest events first: choose from the end, render in time order under bucket headers.

@@ -8,6 +8,7 @@ time, and memories that cite the theme or its turns. `story.py` renders it withi
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -98,7 +99,9 @@ def choose_granularity(first: datetime | None, last: datetime | None, sessions: 
 
 
 def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granularity: str = "auto",
-                   memories: list[str] | None = None, include_turn_content: bool = False) -> Timeline:
+                   memories: list[str] | None = None, include_turn_content: bool = False,
+                   roots: list[str] | None = None) -> Timeline:
+    """The theme's timeline; `roots` are the workspace's project paths (files are shown relative to them)."""
     members = pl.DataFrame(
         {"session_id": [m.session_id for m in theme.members], "agent": [m.agent for m in theme.members],
          "turn": [m.turn for m in theme.members], "provenance": [m.provenance for m in theme.members]},
@@ -134,15 +137,38 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
     flagged = {(d["session_id"], d["turn"]): d["flag"] for d in decisions}
     for e in events:
         e.flag = flagged.get((e.session_id, e.turn), "")
-    files = (frame.select("files", "started_at").explode("files").drop_nulls("files")
-             .group_by("files").agg(pl.len().alias("turns"), pl.col("started_at").min().alias("first"),
-                                    pl.col("started_at").max().alias("last"))
-             .sort("turns", "first", descending=[True, False]))
-    file_rows = [{"file": f, "turns": n, "first": a.isoformat() if a else "", "last": b.isoformat() if b else ""}
-                 for f, n, a, b in files.iter_rows()]
+    file_rows = _files(frame, roots or [])
     frame = frame if include_turn_content else frame.drop("user_text", "assistant_text")
     return Timeline(theme.name, workspace_id, gran, events, frame, buckets, first, last, gaps,
                     decisions, reversals, file_rows, memories or [], threads, _current(events, decisions))
+
+
+def _files(frame: pl.DataFrame, roots: list[str]) -> list[dict[str, Any]]:
+    """Files the theme's turns touched, most turns first. A path under the workspace's project path
+    is shown relative to it, and a bare name ("useAutopilotData.ts", as a tool call may give it)
+    joins the one path it is the last part of, so one file is one row, counted once per turn."""
+    rows = frame.select("session_id", "turn", "files", "started_at").explode("files").drop_nulls("files")
+    if not rows.height:
+        return []
+    heads = sorted((r.rstrip("/\\") for r in roots if r.rstrip("/\\")), key=len, reverse=True)
+    shown: dict[str, str] = {}
+    for path in rows["files"].unique().to_list():
+        head = next((h for h in heads if path.startswith(h) and path[len(h):len(h) + 1] in ("/", "\\")), None)
+        shown[path] = path[len(head) + 1:] if head else path
+    by_name: dict[str, set[str]] = {}
+    for name in shown.values():
+        if "/" in name or "\\" in name:
+            by_name.setdefault(re.split(r"[\\/]", name)[-1], set()).add(name)
+    for path, name in shown.items():
+        if name in by_name and len(by_name[name]) == 1:
+            shown[path] = next(iter(by_name[name]))
+    files = (rows.with_columns(pl.col("files").replace_strict(shown).alias("file"))
+             .unique(["session_id", "turn", "file"])
+             .group_by("file").agg(pl.len().alias("turns"), pl.col("started_at").min().alias("first"),
+                                   pl.col("started_at").max().alias("last"))
+             .sort(["turns", "first", "file"], descending=[True, False, False]))
+    return [{"file": f, "turns": n, "first": a.isoformat() if a else "", "last": b.isoformat() if b else ""}
+            for f, n, a, b in files.iter_rows()]
 
 
 def _dormant(frame: pl.DataFrame) -> list[dict[str, Any]]:
