@@ -8,7 +8,6 @@ time, and memories that cite the theme or its turns. `story.py` renders it withi
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -150,20 +149,18 @@ def _files(frame: pl.DataFrame, roots: list[str]) -> list[dict[str, Any]]:
     rows = frame.select("session_id", "turn", "files", "started_at").explode("files").drop_nulls("files")
     if not rows.height:
         return []
-    heads = sorted((r.rstrip("/\\") for r in roots if r.rstrip("/\\")), key=len, reverse=True)
-    shown: dict[str, str] = {}
-    for path in rows["files"].unique().to_list():
-        head = next((h for h in heads if path.startswith(h) and path[len(h):len(h) + 1] in ("/", "\\")), None)
-        shown[path] = path[len(head) + 1:] if head else path
-    by_name: dict[str, set[str]] = {}
-    for name in shown.values():
-        if "/" in name or "\\" in name:
-            by_name.setdefault(re.split(r"[\\/]", name)[-1], set()).add(name)
-    for path, name in shown.items():
-        if name in by_name and len(by_name[name]) == 1:
-            shown[path] = next(iter(by_name[name]))
-    files = (rows.with_columns(pl.col("files").replace_strict(shown).alias("file"))
-             .unique(["session_id", "turn", "file"])
+    path = pl.col("files")
+    shown = path
+    for head in sorted({r.rstrip("/\\") for r in roots if r.rstrip("/\\")}, key=len):  # the longest root wins
+        under = path.str.starts_with(head + "/") | path.str.starts_with(head + "\\")
+        shown = pl.when(under).then(path.str.slice(len(head) + 1)).otherwise(shown)
+    rows = rows.with_columns(shown.alias("file"))
+    named = (rows.select("file").unique().filter(pl.col("file").str.contains(r"[/\\]"))
+             .with_columns(pl.col("file").str.extract(r"([^/\\]+)$").alias("name"))
+             .filter(pl.col("name").is_unique()).rename({"file": "full"}))
+    rows = (rows.join(named, left_on="file", right_on="name", how="left")
+            .with_columns(pl.coalesce("full", "file").alias("file")))
+    files = (rows.unique(["session_id", "turn", "file"])
              .group_by("file").agg(pl.len().alias("turns"), pl.col("started_at").min().alias("first"),
                                    pl.col("started_at").max().alias("last"))
              .sort(["turns", "first", "file"], descending=[True, False, False]))
