@@ -14,6 +14,7 @@ from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import store
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
 from archive_mcp.search.highlight import highlight_terms, snippet
+from archive_mcp.search import learned
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.lexical import analyse, bm25
 from archive_mcp.search.ranking import (
@@ -205,6 +206,8 @@ class Searcher:
         self.index = index
         self.embedder = embedder
         self.tuning = tuning or Tuning()
+        self.candidates: tuple[list[int], np.ndarray] | None = None  # the learned step's input (bench/ltr.py)
+        self._own = np.zeros(0, np.float32)  # the last fused score before the neighbour/session lift
 
     def rank(self, query: str, mode: str, filters: Filters, depth: int = DEPTH, fusion: str | None = None
              ) -> tuple[Ranked, set[str], str | None, dict[str, Any]]:
@@ -240,12 +243,17 @@ class Searcher:
         if fusion not in FUSIONS:
             raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
         total = self._fused(scores, ok, weights, fusion, depth, hybrid)
+        lexical = scores.get("lexical")
         if hybrid and tuning.prf_docs and tuning.prf_terms:
             feedback = self._feedback(q_terms, top(total, ok, tuning.prf_docs), parts)
             if feedback:
                 scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms] + feedback, alive_parts))
                 total = self._fused(scores, ok, weights, fusion, depth, hybrid)
         order = top(total, ok, depth)
+        if hybrid and learned.applies(tuning) and order and lexical is not None:
+            stage = learned.Stage(query, q_terms, scores, lexical, self._own, total, ok,
+                                  self._neighbours(), idx.meta, parts, [0, idx.segments[0].meta.height])
+            order, self.candidates = learned.apply(stage, order, learned.WEIGHTS)
         if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
             order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
         if tuning.rerank and order and mode == "hybrid":
@@ -255,7 +263,7 @@ class Searcher:
 
     def _fused(self, scores: dict[str, np.ndarray], ok: np.ndarray, weights: dict[str, float], fusion: str,
                depth: int, hybrid: bool) -> np.ndarray:
-        total = fuse(scores, ok, weights, fusion, depth)
+        total = self._own = fuse(scores, ok, weights, fusion, depth)
         if not hybrid:
             return total
         t = self.tuning
