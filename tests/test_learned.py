@@ -69,10 +69,11 @@ def test_the_learned_step_reorders_the_head_and_hands_the_scores_out_again() -> 
 
 
 def test_the_learned_step_runs_only_over_the_first_stage_it_was_fitted_on() -> None:
-    assert learned.applies(Tuning())
-    assert not learned.applies(Tuning(learned=False))
-    assert not learned.applies(Tuning(neighbour=0.0, session=0.0, prf_docs=0))  # a theme's seed search
-    assert not learned.applies(Tuning(prf_docs=0))
+    assert learned.applies(Tuning(), "zsum")
+    assert not learned.applies(Tuning(learned=False), "zsum")
+    assert not learned.applies(Tuning(neighbour=0.0, session=0.0, prf_docs=0), "zsum")  # a theme's seed search
+    assert not learned.applies(Tuning(prf_docs=0), "zsum")
+    assert not learned.applies(Tuning(), "rrf") and not learned.applies(Tuning(), "combsum")
 
 
 def test_shipped_weights_fit_the_features_and_the_default_search_uses_them(archive: Archive) -> None:
@@ -87,6 +88,10 @@ def test_shipped_weights_fit_the_features_and_the_default_search_uses_them(archi
     assert scores == sorted(scores, reverse=True)
     expected = learned.reorder(head, x, learned.WEIGHTS)
     assert [d for d, _, _ in fused][:len(head)] == expected
-    off = Searcher(archive.index(ws), archive.embedder, replace(Tuning(), learned=False))
+    first = replace(Tuning(), learned=False)  # another fusion than the one it was fitted on: no learned step
+    assert ([(h.session_id, h.turn) for h in archive.search("login handler", workspace=ws.id, fusion="rrf")]
+            == [(h.session_id, h.turn) for h in archive.search("login handler", workspace=ws.id, fusion="rrf",
+                                                                 tuning=first)])
+    off = Searcher(archive.index(ws), archive.embedder, first)
     off.rank("login handler", "hybrid", Filters())
     assert off.candidates is None

@@ -250,7 +250,7 @@ class Searcher:
                 scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms] + feedback, alive_parts))
                 total = self._fused(scores, ok, weights, fusion, depth, hybrid)
         order = top(total, ok, depth)
-        if hybrid and learned.applies(tuning) and order and lexical is not None:
+        if hybrid and learned.applies(tuning, fusion) and order and lexical is not None:
             stage = learned.Stage(query, q_terms, scores, lexical, self._own, total, ok,
                                   self._neighbours(), idx.meta, parts, [0, idx.segments[0].meta.height])
             order, self.candidates = learned.apply(stage, order, learned.WEIGHTS)

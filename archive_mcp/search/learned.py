@@ -51,14 +51,6 @@ class Stage:
     offsets: list[int]  # first global doc id of each segment
 
 
-def _standard(x: np.ndarray, ok: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    vals = x[ok]
-    if vals.size < 2:
-        return np.zeros(docs.size, np.float32)
-    sd = float(vals.std())
-    return ((x[docs] - float(vals.mean())) / sd).astype(np.float32) if sd > 1e-9 else np.zeros(docs.size, np.float32)
-
-
 def _rank(x: np.ndarray) -> np.ndarray:
     """log(1 + rank) of each value among `x` (0 for the best)."""
     order = np.argsort(-x, kind="stable")
@@ -67,14 +59,16 @@ def _rank(x: np.ndarray) -> np.ndarray:
     return np.log1p(ranks)
 
 
-def _context(x: np.ndarray, nb: Neighbours, d: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _context(x: np.ndarray, ok: np.ndarray, low: float, nb: Neighbours, d: np.ndarray,
+             members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The better neighbour's and the session's best value of `x` for the docs `d` (`members`:
-    every doc of their sessions)."""
-    prev = np.where(nb.prev[d] >= 0, x[np.maximum(nb.prev[d], 0)], 0.0)
-    nxt = np.where(nb.next[d] >= 0, x[np.maximum(nb.next[d], 0)], 0.0)
+    every doc of their sessions; a doc outside `ok` counts as `low`, a missing neighbour as 0)."""
+    def at(idx: np.ndarray) -> np.ndarray:
+        safe = np.maximum(idx, 0)
+        return np.where(idx >= 0, np.where(ok[safe], x[safe], low), 0.0)
     best = np.full(nb.n_groups, -np.inf, np.float32)
-    np.maximum.at(best, nb.group[members], x[members].astype(np.float32))
-    return np.maximum(prev, nxt), best[nb.group[d]]
+    np.maximum.at(best, nb.group[members], at(members).astype(np.float32))
+    return np.maximum(at(nb.prev[d]), at(nb.next[d])), best[nb.group[d]]
 
 
 def _above(nb: Neighbours, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -89,16 +83,21 @@ def _above(nb: Neighbours, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _coverage(stage: Stage, docs: np.ndarray) -> np.ndarray:
-    terms = [t for t in dict.fromkeys(stage.q_terms)]
-    if not terms:
-        return np.zeros(docs.size, np.float32)
+    """The share of the query's distinct terms each doc holds (a term's doc ids are sorted: a
+    binary search per candidate, not a pass over a long postings list)."""
+    terms = list(dict.fromkeys(stage.q_terms))
     held = np.zeros(docs.size, np.float32)
-    for term in terms:
-        for part, start in zip(stage.postings, stage.offsets, strict=True):
-            found, _ = part.postings(term)
-            if found.size:
-                held += np.isin(docs, found.astype(np.int64) + start)
-    return held / len(terms)
+    for part, start in zip(stage.postings, stage.offsets, strict=True):
+        local = docs - start
+        mine = (local >= 0) & (local < part.n_docs)
+        for term in terms:
+            i = part.term_id.get(term)
+            if i is None:
+                continue
+            found = part.doc_ids[int(part.offsets[i]):int(part.offsets[i + 1])]
+            at = np.minimum(np.searchsorted(found, local), len(found) - 1)
+            held += mine & (np.asarray(found[at]) == local)
+    return held / max(1, len(terms))
 
 
 def features(stage: Stage, docs: list[int]) -> np.ndarray:
@@ -113,12 +112,17 @@ def features(stage: Stage, docs: list[int]) -> np.ndarray:
                "fuzzy": stage.scores.get("fuzzy", np.zeros_like(stage.lexical)),
                "semantic": stage.scores.get("semantic", np.full(stage.lexical.shape, -1.0, np.float32))}
     for name in SIGNALS:
-        x = signals[name].astype(np.float32)
+        x = signals[name]
         ok = stage.ok & (x > -1.0) if name == "semantic" else stage.ok
-        raw = x[d] if name == "semantic" else x[d] / max(float(x[stage.ok].max(initial=0.0)), 1e-9)
-        near, best = _context(np.where(ok, x, float(x[ok].min(initial=0.0))), stage.neighbours, d, members)
-        cols += [raw, _standard(x, ok, d), _rank(x[d]), near - x[d], best - x[d]]
-    near, best = _context(stage.own, stage.neighbours, d, members)
+        vals = x[ok]  # one pass over the workspace per signal; the rest is over the candidates
+        low, high = (float(vals.min()), float(vals.max())) if vals.size else (0.0, 0.0)
+        mean, sd = (float(vals.mean()), float(vals.std())) if vals.size > 1 else (0.0, 0.0)
+        mine = x[d].astype(np.float32)
+        raw = mine if name == "semantic" else mine / max(high, 1e-9)
+        z = (mine - mean) / sd if sd > 1e-9 else np.zeros(d.size, np.float32)
+        near, best = _context(x, ok, low, stage.neighbours, d, members)
+        cols += [raw, z, _rank(mine), near - mine, best - mine]
+    near, best = _context(stage.own, stage.ok, 0.0, stage.neighbours, d, members)
     seg = np.searchsorted(np.asarray(stage.offsets), d, side="right") - 1
     length = np.array([stage.postings[s].doc_len[i - stage.offsets[s]] for s, i in zip(seg, d, strict=True)], np.float32)
     cols += [stage.own[d], stage.total[d], np.log1p(np.arange(d.size, dtype=np.float32)), near, best,
@@ -131,10 +135,11 @@ def features(stage: Stage, docs: list[int]) -> np.ndarray:
     return np.stack([np.asarray(c, np.float32) for c in cols], axis=1)
 
 
-def applies(tuning: Any) -> bool:
-    """Whether the learned step runs: asked for, over the first stage it was fitted on (the
-    neighbour/session lift and the feedback terms on; a theme's seed search has them off)."""
-    return bool(tuning.learned and tuning.neighbour > 0 and tuning.session > 0 and tuning.prf_docs > 0)
+def applies(tuning: Any, fusion: str) -> bool:
+    """Whether the learned step runs: asked for, over the first stage it was fitted on (z-score
+    fusion, the neighbour/session lift and the feedback terms on; a theme's seed search has them off)."""
+    return bool(tuning.learned and fusion == "zsum" and tuning.neighbour > 0 and tuning.session > 0
+                and tuning.prf_docs > 0)
 
 
 # `python bench/ltr.py --locomo LOCOMO_DEV --agents-dev AGENTS_DEV --nested --write`: a pairwise
