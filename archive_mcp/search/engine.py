@@ -308,11 +308,14 @@ class Searcher:
         spec = SPECS[name]
         if not spec.multilingual and latin_share(query) <= 0.5:  # MiniLM reads English only
             return order
-        head = order[:self.tuning.rerank_depth or spec.depth]
+        fitted = self.candidates if name == "e5" and learned.E5_WEIGHTS is not None else None
+        head = (fitted[0] if fitted else order)[:self.tuning.rerank_depth or spec.depth]
         texts = candidate_texts(self.index.ws, self.index.meta, head)
         try:
             model = reranker(name)
             q = model.query(semantic_query(query, self._doc_share, self.tuning.common_share))
+            if fitted:  # the learned step again, with e5's cosine of the first stage's top 20
+                return learned.with_e5(fitted, model.passages(texts) @ q, total, order)
             new = second_stage(total[head], q, texts, model.passages, self.tuning.rerank_weight, spec.sentences)
         except RerankerUnavailable as exc:
             raise SearchError(str(exc)) from exc
