@@ -13,8 +13,8 @@ import polars as pl
 from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import store
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
-from archive_mcp.search.highlight import highlight_terms, snippet
 from archive_mcp.search import learned
+from archive_mcp.search.highlight import highlight_terms, snippet
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.lexical import analyse, bm25
 from archive_mcp.search.ranking import (
