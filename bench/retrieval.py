@@ -64,13 +64,16 @@ ABLATE = True
 
 
 def ablations(default: Tuning) -> dict[str, dict[str, Any]]:
-    """Each ranking choice undone on its own, beside the default."""
+    """Each ranking choice undone on its own, beside the default. The learned step runs only over
+    the first stage it was fitted on: rows without the context lift, the feedback terms or the
+    z-score fusion are without it too."""
     if not ABLATE:
         return {"archive-mcp hybrid (default)": {}}
     runs: dict[str, dict[str, Any]] = {
         "archive-mcp lexical": {"mode": "lexical"},
         "archive-mcp semantic": {"mode": "semantic"},
         "archive-mcp hybrid (default)": {},
+        "- learned step (the first stage's order)": {"tuning": replace(default, learned=False)},
         "- neighbour/session share": {"tuning": replace(default, neighbour=0.0, session=0.0)},
         "- session share only": {"tuning": replace(default, session=0.0)},
         "- names kept in the semantic query": {"tuning": replace(default, common_share=1.0)},

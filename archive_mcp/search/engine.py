@@ -13,6 +13,7 @@ import polars as pl
 from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import store
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
+from archive_mcp.search import learned
 from archive_mcp.search.highlight import highlight_terms, snippet
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.lexical import analyse, bm25
@@ -205,6 +206,8 @@ class Searcher:
         self.index = index
         self.embedder = embedder
         self.tuning = tuning or Tuning()
+        self.candidates: tuple[list[int], np.ndarray] | None = None  # the learned step's input (bench/ltr.py)
+        self._own = np.zeros(0, np.float32)  # the last fused score before the neighbour/session lift
 
     def rank(self, query: str, mode: str, filters: Filters, depth: int = DEPTH, fusion: str | None = None
              ) -> tuple[Ranked, set[str], str | None, dict[str, Any]]:
@@ -240,12 +243,17 @@ class Searcher:
         if fusion not in FUSIONS:
             raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
         total = self._fused(scores, ok, weights, fusion, depth, hybrid)
+        lexical = scores.get("lexical")
         if hybrid and tuning.prf_docs and tuning.prf_terms:
             feedback = self._feedback(q_terms, top(total, ok, tuning.prf_docs), parts)
             if feedback:
                 scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms] + feedback, alive_parts))
                 total = self._fused(scores, ok, weights, fusion, depth, hybrid)
         order = top(total, ok, depth)
+        if hybrid and learned.applies(tuning, fusion) and order and lexical is not None:
+            stage = learned.Stage(query, q_terms, scores, lexical, self._own, total, ok,
+                                  self._neighbours(), idx.meta, parts, [0, idx.segments[0].meta.height])
+            order, self.candidates = learned.apply(stage, order, learned.WEIGHTS)
         if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
             order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
         if tuning.rerank and order and mode == "hybrid":
@@ -255,7 +263,7 @@ class Searcher:
 
     def _fused(self, scores: dict[str, np.ndarray], ok: np.ndarray, weights: dict[str, float], fusion: str,
                depth: int, hybrid: bool) -> np.ndarray:
-        total = fuse(scores, ok, weights, fusion, depth)
+        total = self._own = fuse(scores, ok, weights, fusion, depth)
         if not hybrid:
             return total
         t = self.tuning
@@ -300,11 +308,14 @@ class Searcher:
         spec = SPECS[name]
         if not spec.multilingual and latin_share(query) <= 0.5:  # MiniLM reads English only
             return order
-        head = order[:self.tuning.rerank_depth or spec.depth]
+        fitted = self.candidates if name == "e5" and learned.E5_WEIGHTS is not None else None
+        head = (fitted[0] if fitted else order)[:self.tuning.rerank_depth or spec.depth]
         texts = candidate_texts(self.index.ws, self.index.meta, head)
         try:
             model = reranker(name)
             q = model.query(semantic_query(query, self._doc_share, self.tuning.common_share))
+            if fitted:  # the learned step again, with e5's cosine of the first stage's top 20
+                return learned.with_e5(fitted, model.passages(texts) @ q, total, order)
             new = second_stage(total[head], q, texts, model.passages, self.tuning.rerank_weight, spec.sentences)
         except RerankerUnavailable as exc:
             raise SearchError(str(exc)) from exc

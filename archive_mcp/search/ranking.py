@@ -52,6 +52,7 @@ class Tuning:
     rerank: str | None = None  # "minilm" or "e5": a second stage re-scores the top candidates (search/rerank.py)
     rerank_depth: int | None = None  # candidates it re-scores (None: the model's own, 30 MiniLM / 20 e5)
     rerank_weight: float = 1.0
+    learned: bool = True  # the top 50 re-ordered by the fitted linear model (search/learned.py; hybrid only)
 
 
 def top(scores: np.ndarray, ok: np.ndarray, depth: int = DEPTH) -> list[int]:
