@@ -36,6 +36,7 @@ from archive_mcp.memory.store import MemoryEntry, MemoryStore, slugify
 from archive_mcp.schema import REFINED, empty_refined
 from archive_mcp.search.context import TurnRef
 from archive_mcp.search.ranking import Tuning
+from archive_mcp.themes.graph import DiskRows, sample_rows
 from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.store import Discovery as ThemeDiscovery
 from archive_mcp.themes.store import (
@@ -216,27 +217,48 @@ class Archive(Corpus):
         ws, frame, vectors = self.discovery_input(workspace)
         return discover(ws, frame, vectors, min_size, threshold, self._model_name())
 
-    def discovery_input(self, workspace: str | Workspace | None = None) -> tuple[Workspace, pl.DataFrame, np.ndarray | None]:
-        """What `discover_themes` clusters: the main agent's turns that are not noise, and their
-        index vectors (None when any of them has none: discovery then uses TF-IDF)."""
+    def discovery_input(self, workspace: str | Workspace | None = None
+                        ) -> tuple[Workspace, pl.DataFrame, np.ndarray | DiskRows | None]:
+        """What `discover_themes` clusters: the main agent's turns that are not noise (keys,
+        keywords, files; the texts labels read, cut to 600 characters: every turn's up to
+        `SAMPLE` turns, past that only the clustered sample's) and their index vectors (None when
+        any has none: discovery then uses TF-IDF of every turn's texts). The refined files are read
+        `READ_FILES` at a time; past `SAMPLE` turns the vectors stay on disk (`DiskRows`)."""
         ws = self._ws(workspace)
         idx = self.index(ws).refresh()
         meta = idx.meta.with_row_index("row").filter(pl.Series(idx.alive)).filter(pl.col("agent") == "main")
-        frame = (self.turns(ws.id).filter(pl.col("agent") == "main")
-                 .select("session_id", "agent", "turn", "user_text", "assistant_text", "keywords", "files", "kinds",
-                         "tool_calls")
-                 .collect())
-        frame = frame.filter(~pl.Series(noise_mask(frame), dtype=pl.Boolean)).drop("kinds", "tool_calls")
-        frame = meta.select("row", "session_id", "agent", "turn").join(frame, on=["session_id", "agent", "turn"], how="inner")
-        vectors = None
+        files = sorted(ws.refined_dir.glob("*.parquet")) if ws.refined_dir.is_dir() else []
+        chunks = [_discovery_rows(files[i:i + READ_FILES]) for i in range(0, len(files), READ_FILES)]
+        frame = pl.concat(chunks) if chunks else _discovery_rows([])
+        frame = (meta.select("row", "session_id", "agent", "turn").join(frame, on=["session_id", "agent", "turn"], how="inner")
+                 .sort("row"))
+        vectors: np.ndarray | DiskRows | None = None
         if idx.has_vectors():
-            sims_rows = frame["row"].to_numpy()
-            dense = np.concatenate([s.dense() if s.dense() is not None else np.asarray(s.vectors, np.float32)
-                                    for s in idx.segments if s.vectors is not None and s.meta.height])
-            has = np.concatenate([s.has_vector for s in idx.segments])
-            if dense.shape[0] == has.shape[0] and has[sims_rows].all():
-                vectors = dense[sims_rows]
-        return ws, frame.drop("row"), vectors
+            at, parts = 0, []
+            rows = frame["row"].to_numpy()
+            for s in idx.segments:
+                end = at + s.has_vector.shape[0]
+                mine = rows[(rows >= at) & (rows < end)] - at
+                if s.vectors is None and len(mine) or not s.has_vector[mine].all():
+                    parts = []
+                    break
+                if len(mine):
+                    parts.append((s.vectors, mine))
+                at = end
+            if parts:
+                vectors = DiskRows(parts)
+        texts = ["user_text"] if vectors is not None else ["user_text", "assistant_text"]
+        wanted = sample_rows(frame["session_id"]) if vectors is not None else np.ones(frame.height, bool)
+        if vectors is not None and wanted.all():
+            vectors = vectors.take(np.arange(frame.height))  # a small workspace: in memory, as always
+        stems = {store.session_file_stem(s) for s in frame.filter(pl.Series(wanted))["session_id"].unique().to_list()}
+        chosen = [f for f in files if f.stem in stems]
+        read = [pl.read_parquet(chosen[i:i + READ_FILES], columns=["session_id", "agent", "turn", *texts])
+                .with_columns(pl.col(c).str.slice(0, 600) for c in texts) for i in range(0, len(chosen), READ_FILES)]
+        text = pl.concat(read) if read else pl.DataFrame(schema={"session_id": pl.String, "agent": pl.String,
+                                                                  "turn": pl.Int64, **dict.fromkeys(texts, pl.String)})
+        frame = frame.join(text.cast({"turn": frame.schema["turn"]}), on=["session_id", "agent", "turn"], how="left")
+        return ws, frame.sort("row").drop("row"), vectors
 
     def trace_theme(self, theme: str, workspace: WorkspaceArg = None, granularity: str = "auto",
                     include_turn_content: bool = False) -> Timeline:
@@ -266,6 +288,19 @@ class Archive(Corpus):
         frame = pl.scan_parquet(files).select(list(REFINED)) if files else empty_refined().lazy()
         return build_timeline(merged, ",".join(w.id for w in targets), frame, granularity, linked,
                               include_turn_content)
+
+
+READ_FILES = 256  # refined session files read at once by discovery
+
+
+def _discovery_rows(files: list[Path]) -> pl.DataFrame:
+    """Keys, keywords and files of the main agent's turns in these refined files that are not
+    noise (the noise rules read the whole texts; they are dropped here)."""
+    cols = ["session_id", "agent", "turn", "user_text", "assistant_text", "keywords", "files", "kinds", "tool_calls"]
+    frame = (pl.scan_parquet([str(f) for f in files]).select(cols).filter(pl.col("agent") == "main").collect()
+             if files else empty_refined().select(cols))
+    return frame.filter(~pl.Series(noise_mask(frame), dtype=pl.Boolean)).select("session_id", "agent", "turn",
+                                                                                 "keywords", "files")
 
 
 def _ref(r: TurnRef | dict[str, Any]) -> TurnRef:
