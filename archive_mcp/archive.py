@@ -234,7 +234,7 @@ class Archive(Corpus):
                  .sort("row"))
         vectors: np.ndarray | DiskRows | None = None
         if idx.has_vectors():
-            at, parts = 0, []
+            at, parts = 0, list[tuple[np.ndarray, np.ndarray]]()  # (a segment's vectors, its rows in the frame)
             rows = frame["row"].to_numpy()
             for s in idx.segments:
                 end = at + s.has_vector.shape[0]
@@ -242,7 +242,7 @@ class Archive(Corpus):
                 if s.vectors is None and len(mine) or not s.has_vector[mine].all():
                     parts = []
                     break
-                if len(mine):
+                if s.vectors is not None and len(mine):
                     parts.append((s.vectors, mine))
                 at = end
             if parts:

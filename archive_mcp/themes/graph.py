@@ -351,7 +351,7 @@ def cluster_sampled(frame: pl.DataFrame, rows: DiskRows, cut: float, min_size: i
     coarse[at], fine[at] = broad[assign], topic_of[community]
     sums = {"coarse": np.zeros((int(broad.max()) + 1, xs.shape[1])), "fine": np.zeros((len(topic_of), xs.shape[1]))}
 
-    def add(labels: np.ndarray, v: np.ndarray) -> None:
+    def add(labels: tuple[np.ndarray, np.ndarray], v: np.ndarray) -> None:
         for name, lab in (("coarse", labels[0]), ("fine", labels[1] - TOPIC_IDS)):
             ok = lab >= 0
             sums[name] += sp.csr_matrix((np.ones(ok.sum()), (lab[ok], np.flatnonzero(ok))),

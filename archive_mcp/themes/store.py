@@ -25,7 +25,7 @@ import polars as pl
 from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
 from archive_mcp.search.lexical import ENGLISH_STOPWORDS
-from archive_mcp.themes.graph import TOPIC_IDS as TOPIC_IDS  # discovery's clusters are graph.py's, also named here
+from archive_mcp.themes.graph import TOPIC_IDS as TOPIC_IDS  # discovery's clusters live in graph.py
 from archive_mcp.themes.graph import DiskRows, cluster_sampled, cluster_turns
 from archive_mcp.themes.graph import cluster_vectors as cluster_vectors
 from archive_mcp.themes.graph import new_topics as new_topics
@@ -335,8 +335,8 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
     # Labels need a sample, not every turn: tokenising 50k turns would dominate discovery.
     sampler = np.random.default_rng(0)
     docs = {}
-    for c, idx in clusters.items():
-        idx = [i for i in idx if sampled[i]] if not sampled.all() else idx
+    for c, rows in clusters.items():
+        idx = [i for i in rows if sampled[i]] if not sampled.all() else rows
         pick = pl.Series(idx if len(idx) <= LABEL_SAMPLE else sampler.choice(idx, LABEL_SAMPLE, replace=False),
                          dtype=pl.Int64)
         docs[c] = [label_words(text[:600], kw) for text, kw in zip(frame["user_text"].gather(pick).to_list(),
