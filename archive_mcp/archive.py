@@ -219,14 +219,16 @@ class Archive(Corpus):
 
     def discovery_input(self, workspace: str | Workspace | None = None
                         ) -> tuple[Workspace, pl.DataFrame, np.ndarray | DiskRows | None]:
-        """What `discover_themes` clusters: the main agent's turns that are not noise (keys,
-        keywords, files; the texts labels read, cut to 600 characters: every turn's up to
-        `SAMPLE` turns, past that only the clustered sample's) and their index vectors (None when
-        any has none: discovery then uses TF-IDF of every turn's texts). The refined files are read
-        `READ_FILES` at a time; past `SAMPLE` turns the vectors stay on disk (`DiskRows`)."""
+        """What `discover_themes` clusters: the main agent's turns that are not noise (keys; the
+        keywords, files and user text, cut to 600 characters, that the topics and labels read: of
+        every turn up to `graph.SAMPLE` turns, past that of the clustered sample's only) and their
+        index vectors (None when any has none: discovery then uses TF-IDF of every turn's texts).
+        The refined files are read `READ_FILES` at a time; past `SAMPLE` turns the vectors stay on
+        disk (`DiskRows`)."""
         ws = self._ws(workspace)
         idx = self.index(ws).refresh()
-        meta = idx.meta.with_row_index("row").filter(pl.Series(idx.alive)).filter(pl.col("agent") == "main")
+        meta = (idx.meta.select("session_id", "agent", "turn").with_row_index("row").filter(pl.Series(idx.alive))
+                .filter(pl.col("agent") == "main"))
         files = sorted(ws.refined_dir.glob("*.parquet")) if ws.refined_dir.is_dir() else []
         chunks = [_discovery_rows(files[i:i + READ_FILES]) for i in range(0, len(files), READ_FILES)]
         frame = pl.concat(chunks) if chunks else _discovery_rows([])
@@ -251,6 +253,8 @@ class Archive(Corpus):
         wanted = sample_rows(frame["session_id"]) if vectors is not None else np.ones(frame.height, bool)
         if vectors is not None and wanted.all():
             vectors = vectors.take(np.arange(frame.height))  # a small workspace: in memory, as always
+        elif not wanted.all():  # only the sample's keywords and files are read again
+            frame = frame.with_columns(pl.when(pl.Series(wanted)).then(pl.col(c)).alias(c) for c in ("keywords", "files"))
         stems = {store.session_file_stem(s) for s in frame.filter(pl.Series(wanted))["session_id"].unique().to_list()}
         chosen = [f for f in files if f.stem in stems]
         read = [pl.read_parquet(chosen[i:i + READ_FILES], columns=["session_id", "agent", "turn", *texts])

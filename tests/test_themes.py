@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -228,8 +229,10 @@ def test_past_the_sample_size_discovery_reads_the_sample_texts_and_vectors_from_
     assert isinstance(on_disk, graph.DiskRows) and on_disk.shape == vectors.shape
     assert np.array_equal(on_disk.take(np.arange(frame.height)), vectors)
     picked = graph.sample_rows(frame["session_id"])
-    assert sampled_frame.drop("user_text").equals(frame.drop("user_text"))
-    assert sampled_frame["user_text"].is_null().to_list() == (~picked).tolist()  # texts of the sample only
+    assert sampled_frame.select("session_id", "agent", "turn").equals(frame.select("session_id", "agent", "turn"))
+    assert sampled_frame.filter(pl.Series(picked)).equals(frame.filter(pl.Series(picked)))
+    for column in ("user_text", "keywords", "files"):  # of the sample only
+        assert sampled_frame[column].is_null().to_list() == (~picked).tolist()
     found = a.discover_themes("shop")
     assert sum(len(t.members) for t in found.themes) == found.clustered > 0
     assert {m.key for t in found.themes for m in t.members} <= set(frame.select("session_id", "agent", "turn").iter_rows())
@@ -239,3 +242,36 @@ def test_past_the_sample_size_discovery_reads_the_sample_texts_and_vectors_from_
         scores = purity_recall(run.themes)
         assert sum(p for p, _ in scores.values()) / len(scores) >= 0.75
         assert sum(r for _, r in scores.values()) / len(scores) >= 0.35
+
+
+def test_stable_ids_by_rows_are_those_by_member_sets() -> None:
+    from archive_mcp.themes.store import match_rows
+
+    rng = np.random.default_rng(4)
+    keys = [(f"s{i // 7}", "main", i % 7) for i in range(60)]
+    for _ in range(20):
+        new = {int(c): np.sort(rng.choice(60, rng.integers(1, 25), replace=False)) for c in rng.choice(50, 6, replace=False)}
+        old_rows = {int(c): np.sort(rng.choice(60, rng.integers(1, 25), replace=False)) for c in rng.choice(50, 5, replace=False)}
+        gone = {c: int(rng.integers(0, 4)) for c in old_rows}  # members no longer in the frame
+        old_sets = {c: {keys[i] for i in r} | {(f"gone{c}", "main", k) for k in range(gone[c])} for c, r in old_rows.items()}
+        want = match_clusters({c: {keys[i] for i in r} for c, r in new.items()}, old_sets)
+        assert match_rows(new, {c: (r, len(r) + gone[c]) for c, r in old_rows.items()}, 60) == want
+    assert match_rows({3: np.array([0, 1])}, {}, 2) == match_clusters({3: {keys[0]}}, {}) == {3: 0}
+
+
+def test_saved_suggestions_are_read_back_member_by_member(tmp_path: Path) -> None:
+    from archive_mcp.themes.store import Member, Theme, ThemeStore, suggested
+    from archive_mcp.workspaces import Workspace
+
+    store = ThemeStore(Workspace("w", "w", root=tmp_path))
+    members = [Member(f"s{i % 3}", "main", i, "cluster:4", "discover_themes", "now", 0.5) for i in range(70_000)]
+    store.save(Theme('odd "members": [ name', "cluster-4", "d", [], "suggested", members, cluster_id=4))
+    store.save(Theme("mine", "mine", members=members[:5]))  # tagged: not a suggestion
+    (tmp_path / "themes" / "cluster-9.json").write_text(json.dumps(
+        {"name": "x", "slug": "cluster-9", "status": "suggested", "cluster_id": 9,
+         "members": [{"session_id": "s1", "agent": "main", "turn": 1, "provenance": "", "who": "", "when": ""}]}))
+    got = suggested(store.folder, lambda s, a, t: np.array([x if x % 2 else -1 for x in t]))
+    assert [(th.name, th.cluster_id, th.members, len(rows), n) for th, rows, n in got] == \
+        [('odd "members": [ name', 4, [], 35_000, 70_000), ("x", 9, [], 1, 1)]
+    assert got[0][1].tolist() == list(range(1, 70_000, 2))
+    assert suggested(tmp_path / "none", lambda s, a, t: np.zeros(0)) == []

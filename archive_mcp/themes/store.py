@@ -15,12 +15,14 @@ import tempfile
 import textwrap
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
+import scipy.sparse as sp
 
 from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
@@ -253,12 +255,30 @@ def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
 def match_clusters(new: dict[int, set[tuple[str, str, int]]], old: dict[int, set[tuple[str, str, int]]],
                    min_overlap: float = 0.3) -> dict[int, int]:
     """New cluster -> stable id: greedy by Jaccard overlap with the previous run's clusters."""
-    pairs = []
-    for a, ma in new.items():
-        for b, mb in old.items():
-            j = len(ma & mb) / max(1, len(ma | mb))
-            if j >= min_overlap:
-                pairs.append((j, a, b))
+    pairs = [(j, a, b) for a, ma in new.items() for b, mb in old.items()
+             if (j := len(ma & mb) / max(1, len(ma | mb))) >= min_overlap]
+    return _greedy(pairs, list(new), list(old))
+
+
+def match_rows(new: dict[int, np.ndarray], old: dict[int, tuple[np.ndarray, int]], n: int,
+               min_overlap: float = 0.3) -> dict[int, int]:
+    """`match_clusters` of clusters given as rows of a frame of `n` (the previous run's: the
+    rows of its members still in the frame, and how many members it had), the overlaps counted
+    at once by a sparse product (one pass over the rows, not clusters x clusters x members)."""
+    def member_of(clusters: list[np.ndarray]) -> sp.csr_matrix:
+        rows = np.concatenate([np.zeros(0, np.int64), *clusters])
+        cols = np.repeat(np.arange(len(clusters)), [len(c) for c in clusters])
+        return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, len(clusters)))
+
+    a_ids, b_ids = list(new), list(old)
+    inter = (member_of([new[a] for a in a_ids]).T @ member_of([old[b][0] for b in b_ids])).tocoo()
+    sizes_a, sizes_b = [len(new[a]) for a in a_ids], [old[b][1] for b in b_ids]
+    pairs = [(j, a_ids[i], b_ids[k]) for i, k, x in zip(inter.row, inter.col, inter.data, strict=True)
+             if (j := int(x) / max(1, sizes_a[i] + sizes_b[k] - int(x))) >= min_overlap]
+    return _greedy(pairs, a_ids, b_ids)
+
+
+def _greedy(pairs: list[tuple[float, int, int]], new: list[int], old: list[int]) -> dict[int, int]:
     mapping: dict[int, int] = {}
     used: set[int] = set()
     for _, a, b in sorted(pairs, reverse=True):
@@ -271,6 +291,54 @@ def match_clusters(new: dict[int, set[tuple[str, str, int]]], old: dict[int, set
             mapping[a] = next_id
             next_id += 1
     return mapping
+
+
+def suggested(folder: Path, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
+              ) -> list[tuple[Theme, np.ndarray, int]]:
+    """The saved suggested themes (without members), the rows `row_of` gives their members (-1:
+    not in the frame) and how many members each had. Members are decoded one at a time: a theme
+    of a big workspace has hundreds of thousands, several hundred MB as dicts."""
+    out = []
+    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        text = p.read_text(encoding="utf-8")
+        start = text.find(_MEMBERS)
+        if start >= 0:  # as `ThemeStore.save` writes it
+            rows, count, end = _member_rows(text, start + len(_MEMBERS), row_of)
+            data = json.loads(text[:start] + '"members": []' + text[end:])
+        else:
+            data = json.loads(text)
+            keys = [(m["session_id"], m["agent"], m["turn"]) for m in data.get("members", [])]
+            found = row_of(*map(list, zip(*keys, strict=True))) if keys else np.zeros(0, np.int64)  # type: ignore[call-arg]
+            rows, count = np.unique(found[found >= 0]), len(keys)
+        if isinstance(data, dict) and data.get("status") == "suggested" and data.get("cluster_id") is not None:
+            out.append((Theme.from_json({**data, "members": []}), rows, count))
+    return out
+
+
+_MEMBERS = '"members": ['
+
+
+def _member_rows(text: str, pos: int, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
+                 ) -> tuple[np.ndarray, int, int]:
+    """The rows of the members of the array that starts at `pos`, how many, and where it ends."""
+    decoder, found, count = json.JSONDecoder(), [np.zeros(0, np.int64)], 0
+    batch: tuple[list[str], list[str], list[int]] = ([], [], [])
+    while True:
+        while text[pos] in " \n\r\t,":
+            pos += 1
+        if text[pos] == "]":
+            break
+        m, pos = decoder.raw_decode(text, pos)
+        batch[0].append(m["session_id"])
+        batch[1].append(m["agent"])
+        batch[2].append(m["turn"])
+        count += 1
+        if len(batch[0]) == 65_536:
+            found.append(row_of(*batch))
+            batch = ([], [], [])
+    found.append(row_of(*batch) if batch[0] else np.zeros(0, np.int64))
+    rows = np.concatenate(found)
+    return np.unique(rows[rows >= 0]), count, pos + 1
 
 
 def unique_label(words: list[str], taken: set[str], cid: int) -> str:
@@ -332,6 +400,17 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
     def key(i: int) -> tuple[str, str, int]:
         return names[int(codes[i])], agents[int(agent_codes[i])], int(turns[i])
 
+    code_of, agent_of = {n: i for i, n in enumerate(names)}, {n: i for i, n in enumerate(agents)}
+    packed = (codes.astype(np.int64) * len(agents) + agent_codes) << 32 | turns.astype(np.int64)
+    order = np.argsort(packed)
+    packed = packed[order]
+
+    def row_of(sessions: list[str], agent: list[str], turn: list[int]) -> np.ndarray:
+        s, a = np.array([code_of.get(x, -1) for x in sessions]), np.array([agent_of.get(x, -1) for x in agent])
+        want = (s * len(agents) + a) << 32 | np.array(turn, np.int64)
+        at = np.minimum(np.searchsorted(packed, want), max(len(packed) - 1, 0))
+        return np.where((s >= 0) & (a >= 0) & (packed[at] == want), order[at], -1) if len(packed) else np.full(len(s), -1)
+
     # Labels need a sample, not every turn: tokenising 50k turns would dominate discovery.
     sampler = np.random.default_rng(0)
     docs = {}
@@ -343,11 +422,10 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
                                                                   frame["keywords"].gather(pick).to_list(), strict=True)]
     words = class_tfidf(docs)
     with locked(ws.root):
-        previous = [t for t in store.list() if t.status == "suggested" and t.cluster_id is not None]
-        old = {t.cluster_id: {m.key for m in t.members} for t in previous}
-        new = {c: {key(i) for i in idx} if old else set() for c, idx in keep.items()}
-        ids = match_clusters(new, old)  # type: ignore[arg-type]
-        del new, old
+        found = suggested(store.folder, row_of)
+        ids = match_rows({c: np.asarray(idx, np.int64) for c, idx in keep.items()},
+                         {t.cluster_id: (rows, count) for t, rows, count in found}, frame.height)  # type: ignore[misc]
+        previous = [t for t, _, _ in found]
         when = now()
         themes: list[Theme] = []
         taken: set[str] = set()
