@@ -14,6 +14,13 @@ what a random graph with the same degrees would put there); when nothing moves, 
 becomes one node and the moves repeat on that smaller graph. A higher resolution makes smaller
 communities. Unlike Leiden, nothing splits a community that lost its bridge, so a community can
 in principle be two runs that a moved turn used to join (none of 440 was, on 20k generated turns).
+
+The broad themes (`cluster_vectors`) and the topics (`cluster_turns`) of a workspace are found
+here. Past `SAMPLE` turns, the graph, Louvain and the k-means of the broad level would grow with
+the workspace (about 1.2 GB at 100k turns), so `cluster_sampled` clusters a sample of whole
+sessions and every other turn, read from the index's vector files a block at a time, joins the
+broad theme of its k-means cell and the topic of its nearest sampled turns (bench/RESULTS.md,
+Themes, discovery session 4).
 """
 
 from __future__ import annotations
