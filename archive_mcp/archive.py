@@ -35,7 +35,9 @@ from archive_mcp.memory.store import FOLDERS as MEMORY_FOLDERS
 from archive_mcp.memory.store import MemoryEntry, MemoryStore, slugify
 from archive_mcp.schema import REFINED, empty_refined
 from archive_mcp.search.context import TurnRef
+from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
+from archive_mcp.themes import graph
 from archive_mcp.themes.graph import DiskRows, sample_rows
 from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.store import Discovery as ThemeDiscovery
@@ -219,50 +221,30 @@ class Archive(Corpus):
 
     def discovery_input(self, workspace: str | Workspace | None = None
                         ) -> tuple[Workspace, pl.DataFrame, np.ndarray | DiskRows | None]:
-        """What `discover_themes` clusters: the main agent's turns that are not noise (keys; the
-        keywords, files and user text, cut to 600 characters, that the topics and labels read: of
-        every turn up to `graph.SAMPLE` turns, past that of the clustered sample's only) and their
-        index vectors (None when any has none: discovery then uses TF-IDF of every turn's texts).
-        The refined files are read `READ_FILES` at a time; past `SAMPLE` turns the vectors stay on
-        disk (`DiskRows`)."""
+        """What `discover_themes` clusters: the main agent's turns that are not noise, with their
+        keywords, files and texts cut to 600 characters, and their index vectors (None when any
+        has none: discovery then uses TF-IDF of the texts). The refined files are read
+        `READ_FILES` at a time. Past `graph.SAMPLE` main-agent turns (with vectors for all), the
+        vectors stay on disk (`DiskRows`), a bool column `sampled` marks the whole sessions
+        `sample_rows` picks, and only their rows carry keywords, files and the user's text."""
         ws = self._ws(workspace)
         idx = self.index(ws).refresh()
         meta = (idx.meta.select("session_id", "agent", "turn").with_row_index("row").filter(pl.Series(idx.alive))
                 .filter(pl.col("agent") == "main"))
+        on_disk = meta.height > graph.SAMPLE and _vectors(idx, meta["row"].to_numpy()) is not None
+        wanted = set(meta.filter(pl.Series(sample_rows(meta["session_id"])))["session_id"].to_list()) if on_disk else None
         files = sorted(ws.refined_dir.glob("*.parquet")) if ws.refined_dir.is_dir() else []
-        chunks = [_discovery_rows(files[i:i + READ_FILES]) for i in range(0, len(files), READ_FILES)]
-        frame = pl.concat(chunks) if chunks else _discovery_rows([])
-        frame = (meta.select("row", "session_id", "agent", "turn").join(frame, on=["session_id", "agent", "turn"], how="inner")
-                 .sort("row"))
-        vectors: np.ndarray | DiskRows | None = None
-        if idx.has_vectors():
-            at, parts = 0, list[tuple[np.ndarray, np.ndarray]]()  # (a segment's vectors, its rows in the frame)
-            rows = frame["row"].to_numpy()
-            for s in idx.segments:
-                end = at + s.has_vector.shape[0]
-                mine = rows[(rows >= at) & (rows < end)] - at
-                if s.vectors is None and len(mine) or not s.has_vector[mine].all():
-                    parts = []
-                    break
-                if s.vectors is not None and len(mine):
-                    parts.append((s.vectors, mine))
-                at = end
-            if parts:
-                vectors = DiskRows(parts)
-        texts = ["user_text"] if vectors is not None else ["user_text", "assistant_text"]
-        wanted = sample_rows(frame["session_id"]) if vectors is not None else np.ones(frame.height, bool)
-        if vectors is not None and wanted.all():
-            vectors = vectors.take(np.arange(frame.height))  # a small workspace: in memory, as always
-        elif not wanted.all():  # only the sample's keywords and files are read again
-            frame = frame.with_columns(pl.when(pl.Series(wanted)).then(pl.col(c)).alias(c) for c in ("keywords", "files"))
-        stems = {store.session_file_stem(s) for s in frame.filter(pl.Series(wanted))["session_id"].unique().to_list()}
-        chosen = [f for f in files if f.stem in stems]
-        read = [pl.read_parquet(chosen[i:i + READ_FILES], columns=["session_id", "agent", "turn", *texts])
-                .with_columns(pl.col(c).str.slice(0, 600) for c in texts) for i in range(0, len(chosen), READ_FILES)]
-        text = pl.concat(read) if read else pl.DataFrame(schema={"session_id": pl.String, "agent": pl.String,
-                                                                  "turn": pl.Int64, **dict.fromkeys(texts, pl.String)})
-        frame = frame.join(text.cast({"turn": frame.schema["turn"]}), on=["session_id", "agent", "turn"], how="left")
-        return ws, frame.sort("row").drop("row"), vectors
+        parts = [_discovery_rows(files[i:i + READ_FILES], wanted) for i in range(0, len(files), READ_FILES)]
+        noise, rows = (pl.concat(p) for p in zip(*parts or [_discovery_rows([], wanted)], strict=True))
+        if wanted is None:
+            frame = meta.join(rows, on=_KEYS, how="inner").sort("row")
+        else:  # the keys of every turn are the index's; the rest only the sample's
+            frame = (meta.join(noise, on=_KEYS, how="anti").join(rows, on=_KEYS, how="left").sort("row")
+                     .with_columns(sampled=pl.col("session_id").is_in(list(wanted))))
+        vectors = _vectors(idx, frame["row"].to_numpy())
+        if vectors is not None and wanted is None:
+            return ws, frame.drop("row"), vectors.take(np.arange(frame.height))  # in memory, as always
+        return ws, frame.drop("row"), vectors
 
     def trace_theme(self, theme: str, workspace: WorkspaceArg = None, granularity: str = "auto",
                     include_turn_content: bool = False) -> Timeline:
@@ -295,16 +277,39 @@ class Archive(Corpus):
 
 
 READ_FILES = 256  # refined session files read at once by discovery
+_KEYS = ["session_id", "agent", "turn"]
 
 
-def _discovery_rows(files: list[Path]) -> pl.DataFrame:
-    """Keys, keywords and files of the main agent's turns in these refined files that are not
-    noise (the noise rules read the whole texts; they are dropped here)."""
-    cols = ["session_id", "agent", "turn", "user_text", "assistant_text", "keywords", "files", "kinds", "tool_calls"]
+def _discovery_rows(files: list[Path], sessions: set[str] | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The keys of the noise among the main agent's turns in these refined files (the noise rules
+    read the whole texts), and the other turns' keywords, files and texts cut to 600 characters
+    (of `sessions` only, and only the user's text, when they are given)."""
+    cols = [*_KEYS, "user_text", "assistant_text", "keywords", "files", "kinds", "tool_calls"]
     frame = (pl.scan_parquet([str(f) for f in files]).select(cols).filter(pl.col("agent") == "main").collect()
              if files else empty_refined().select(cols))
-    return frame.filter(~pl.Series(noise_mask(frame), dtype=pl.Boolean)).select("session_id", "agent", "turn",
-                                                                                 "keywords", "files")
+    noise = pl.Series(noise_mask(frame), dtype=pl.Boolean)
+    kept = frame.filter(~noise)
+    if sessions is not None:
+        kept = kept.filter(pl.col("session_id").is_in(list(sessions & set(kept["session_id"].unique().to_list()))))
+    texts = ["user_text"] if sessions is not None else ["user_text", "assistant_text"]
+    return (frame.filter(noise).select(_KEYS),
+            kept.select(*_KEYS, "keywords", "files", *(pl.col(c).str.slice(0, 600) for c in texts)))
+
+
+def _vectors(idx: WorkspaceIndex, rows: np.ndarray) -> DiskRows | None:
+    """The index vectors of these (increasing) rows, None when one has none."""
+    if not idx.has_vectors():
+        return None
+    at, parts = 0, list[tuple[np.ndarray, np.ndarray]]()  # (a segment's vectors, its rows among these)
+    for s in idx.segments:
+        end = at + s.has_vector.shape[0]
+        mine = rows[(rows >= at) & (rows < end)] - at
+        if s.vectors is None and len(mine) or not s.has_vector[mine].all():
+            return None
+        if s.vectors is not None and len(mine):
+            parts.append((s.vectors, mine))
+        at = end
+    return DiskRows(parts) if parts else None
 
 
 def _ref(r: TurnRef | dict[str, Any]) -> TurnRef:

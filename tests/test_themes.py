@@ -228,9 +228,13 @@ def test_past_the_sample_size_discovery_reads_the_sample_texts_and_vectors_from_
     _, sampled_frame, on_disk = a.discovery_input("shop")
     assert isinstance(on_disk, graph.DiskRows) and on_disk.shape == vectors.shape
     assert np.array_equal(on_disk.take(np.arange(frame.height)), vectors)
-    picked = graph.sample_rows(frame["session_id"])
+    picked = sampled_frame["sampled"].to_numpy()
+    assert 0 < picked.sum() <= graph.SAMPLE
+    assert sampled_frame.drop("sampled").filter(pl.Series(picked)).equals(
+        frame.drop("assistant_text").filter(pl.Series(picked)))  # the user's text only: vectors, no TF-IDF
     assert sampled_frame.select("session_id", "agent", "turn").equals(frame.select("session_id", "agent", "turn"))
-    assert sampled_frame.filter(pl.Series(picked)).equals(frame.filter(pl.Series(picked)))
+    whole = sampled_frame.group_by("session_id").agg(pl.col("sampled").n_unique())["sampled"]
+    assert whole.max() == 1  # whole sessions
     for column in ("user_text", "keywords", "files"):  # of the sample only
         assert sampled_frame[column].is_null().to_list() == (~picked).tolist()
     found = a.discover_themes("shop")

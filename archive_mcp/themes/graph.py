@@ -344,8 +344,8 @@ def cluster_sampled(frame: pl.DataFrame, rows: DiskRows, cut: float, min_size: i
     sessions (`sample_rows`), then every other row, streamed from disk, joins the broad theme of
     its k-means cell and the topic of its nearest sampled rows (`join_nearest`). Returns all
     clusters, those kept, each kept cluster's members' similarity to its mean (as `discover`
-    scores them) and the sample (a bool per row)."""
-    sample = sample_rows(frame["session_id"], seed=seed)
+    scores them) and the sample (a bool per row: the frame's `sampled` when it has one)."""
+    sample = frame["sampled"].to_numpy() if "sampled" in frame.columns else sample_rows(frame["session_id"], seed=seed)
     at = np.flatnonzero(sample)
     xs = rows.take(at)
     assign, centres, broad = micro_clusters(xs, cut, seed=seed)
