@@ -262,15 +262,15 @@ def match_clusters(new: dict[int, set[tuple[str, str, int]]], old: dict[int, set
 
 def match_rows(new: dict[int, np.ndarray], old: dict[int, tuple[np.ndarray, int]], n: int,
                min_overlap: float = 0.3) -> dict[int, int]:
-    """`match_clusters` of clusters given as rows of a frame of `n` (the previous run's: the
-    rows of its members still in the frame, and how many members it had), the overlaps counted
-    at once by a sparse product (one pass over the rows, not clusters x clusters x members)."""
+    """`match_clusters` of clusters as rows of a frame of `n` (the previous run's: its members'
+    rows still in the frame, and how many it had), overlaps counted by one sparse product."""
     def member_of(clusters: list[np.ndarray]) -> sp.csr_matrix:
         rows = np.concatenate([np.zeros(0, np.int64), *clusters])
         cols = np.repeat(np.arange(len(clusters)), [len(c) for c in clusters])
         return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, len(clusters)))
-
     a_ids, b_ids = list(new), list(old)
+    if not b_ids:  # a first run
+        return _greedy([], a_ids, b_ids)
     inter = (member_of([new[a] for a in a_ids]).T @ member_of([old[b][0] for b in b_ids])).tocoo()
     sizes_a, sizes_b = [len(new[a]) for a in a_ids], [old[b][1] for b in b_ids]
     pairs = [(j, a_ids[i], b_ids[k]) for i, k, x in zip(inter.row, inter.col, inter.data, strict=True)
