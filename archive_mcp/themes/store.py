@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-import scipy.sparse as sp
 
 from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
@@ -263,18 +262,24 @@ def match_clusters(new: dict[int, set[tuple[str, str, int]]], old: dict[int, set
 def match_rows(new: dict[int, np.ndarray], old: dict[int, tuple[np.ndarray, int]], n: int,
                min_overlap: float = 0.3) -> dict[int, int]:
     """`match_clusters` of clusters as rows of a frame of `n` (the previous run's: its members'
-    rows still in the frame, and how many it had), overlaps counted by one sparse product."""
-    def member_of(clusters: list[np.ndarray]) -> sp.csr_matrix:
-        rows = np.concatenate([np.zeros(0, np.int64), *clusters])
-        cols = np.repeat(np.arange(len(clusters)), [len(c) for c in clusters])
-        return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, len(clusters)))
+    rows still in the frame, and how many it had), overlaps counted from each row's new clusters."""
     a_ids, b_ids = list(new), list(old)
-    if not b_ids:  # a first run
-        return _greedy([], a_ids, b_ids)
-    inter = (member_of([new[a] for a in a_ids]).T @ member_of([old[b][0] for b in b_ids])).tocoo()
-    sizes_a, sizes_b = [len(new[a]) for a in a_ids], [old[b][1] for b in b_ids]
-    pairs = [(j, a_ids[i], b_ids[k]) for i, k, x in zip(inter.row, inter.col, inter.data, strict=True)
-             if (j := int(x) / max(1, sizes_a[i] + sizes_b[k] - int(x))) >= min_overlap]
+    layers: list[np.ndarray] = []  # a row's new clusters, one a layer (a row is in a theme and a topic)
+    for i, a in enumerate(a_ids):
+        rows, depth = np.asarray(new[a], np.int64), 0
+        while len(rows):
+            if depth == len(layers):
+                layers.append(np.full(n, -1, np.int32))
+            free = layers[depth][rows] < 0
+            layers[depth][rows[free]] = i
+            rows, depth = rows[~free], depth + 1
+    sizes_a, pairs = [len(new[a]) for a in a_ids], []
+    for b in b_ids:
+        counts = np.zeros(len(a_ids), np.int64)
+        for got in (layer[old[b][0]] for layer in layers):
+            counts += np.bincount(got[got >= 0], minlength=len(a_ids))
+        pairs += [(j, a_ids[i], b) for i in np.flatnonzero(counts)
+                  if (j := int(counts[i]) / max(1, sizes_a[i] + old[b][1] - int(counts[i]))) >= min_overlap]
     return _greedy(pairs, a_ids, b_ids)
 
 
@@ -295,8 +300,7 @@ def _greedy(pairs: list[tuple[float, int, int]], new: list[int], old: list[int])
 
 def suggested(folder: Path, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
               ) -> list[tuple[Theme, np.ndarray, int]]:
-    """The saved suggested themes (no members), the rows `row_of` gives their members (-1: gone)
-    and how many each had; members decoded one at a time (hundreds of MB as dicts past 500k)."""
+    """Saved suggestions (no members), their members' rows by `row_of` (-1: gone), how many."""
     out = []
     for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         text = p.read_text(encoding="utf-8")
@@ -313,8 +317,7 @@ def suggested(folder: Path, row_of: Callable[[list[str], list[str], list[int]], 
             out.append((Theme.from_json({**data, "members": []}), rows, count))
     return out
 
-
-_MEMBERS = '"members": ['
+_MEMBERS = '"members": ['  # how `ThemeStore.save` (json.dumps, indent 2) opens the members
 
 
 def _member_rows(text: str, pos: int, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
@@ -328,9 +331,8 @@ def _member_rows(text: str, pos: int, row_of: Callable[[list[str], list[str], li
         if text[pos] == "]":
             break
         m, pos = decoder.raw_decode(text, pos)
-        batch[0].append(m["session_id"])
-        batch[1].append(m["agent"])
-        batch[2].append(m["turn"])
+        for got, value in zip(batch, (m["session_id"], m["agent"], m["turn"]), strict=True):
+            got.append(value)  # type: ignore[attr-defined]
         count += 1
         if len(batch[0]) == 65_536:
             found.append(row_of(*batch))
@@ -381,9 +383,7 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
     """Cluster a workspace's main-agent turns and save the clusters as suggested themes. Vectors
     on disk (`DiskRows`, past `graph.SAMPLE` turns) are clustered on a sample (`cluster_sampled`)
     and labelled from the sample's texts (the frame has no others)."""
-    t0 = time.perf_counter()
-    store = ThemeStore(ws)
-    method = "embeddings" if vectors is not None else "tfidf"
+    t0, store, method = time.perf_counter(), ThemeStore(ws), "embeddings" if vectors is not None else "tfidf"
     x, cut = discovery_space(frame, vectors, model, threshold)
     if isinstance(x, DiskRows):
         clusters, keep, sims, sampled = cluster_sampled(frame, x, cut, min_size)
@@ -401,8 +401,7 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
 
     code_of, agent_of = {n: i for i, n in enumerate(names)}, {n: i for i, n in enumerate(agents)}
     packed = (codes.astype(np.int64) * len(agents) + agent_codes) << 32 | turns.astype(np.int64)
-    order = np.argsort(packed)
-    packed = packed[order]
+    packed = packed[order := np.argsort(packed)]
 
     def row_of(sessions: list[str], agent: list[str], turn: list[int]) -> np.ndarray:
         s, a = np.array([code_of.get(x, -1) for x in sessions]), np.array([agent_of.get(x, -1) for x in agent])
