@@ -238,16 +238,12 @@ class Archive(Corpus):
         noise, rows = (pl.concat(p) for p in zip(*parts or [_discovery_rows([], wanted)], strict=True))
         if wanted is None:
             frame = meta.join(rows, on=_KEYS, how="inner").sort("row")
-        else:  # the keys of every turn are the index's, the rest only the sample's; joined on one integer
-            code = {sid: i for i, sid in enumerate(meta["session_id"].unique().to_list())}  # (1M string keys: +270 MB)
-
-            def key(df: pl.DataFrame) -> pl.DataFrame:
-                return df.with_columns(key=pl.col("session_id").replace_strict(code, default=-1, return_dtype=pl.Int64)
-                                       * (1 << 32) + pl.col("turn").cast(pl.Int64))
-
-            frame = (key(meta).filter(~pl.col("key").is_in(key(noise)["key"].implode()))
-                     .join(key(rows).drop(_KEYS), on="key", how="left").drop("key")
-                     .with_columns(sampled=pl.col("session_id").is_in(list(wanted))))
+        else:  # the keys of every turn are the index's, the rest only the sample's: joins whose
+            # hash side is small (1M rows joined on three strings held 270 MB more at 1M turns)
+            gone = meta.join(noise, on=_KEYS, how="inner")["row"].to_numpy()
+            frame = meta.filter(~pl.Series(np.isin(meta["row"].to_numpy(), gone)))
+            extra = meta.join(rows, on=_KEYS, how="inner").drop(_KEYS)
+            frame = frame.join(extra, on="row", how="left").with_columns(sampled=pl.col("row").is_in(extra["row"].implode()))
             frame = frame if frame["row"].is_sorted() else frame.sort("row")
         vectors = _vectors(idx, frame["row"].to_numpy())
         if vectors is not None and wanted is None:

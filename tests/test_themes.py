@@ -263,8 +263,13 @@ def test_stable_ids_by_rows_are_those_by_member_sets() -> None:
     assert match_rows({3: np.array([0, 1])}, {}, 2) == match_clusters({3: {keys[0]}}, {}) == {3: 0}
 
 
-def test_saved_suggestions_are_read_back_member_by_member(tmp_path: Path) -> None:
+@pytest.mark.parametrize("read", [7, 1 << 20])
+def test_saved_suggestions_are_read_back_member_by_member(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          read: int) -> None:
+    from archive_mcp.themes import store as themes_store
     from archive_mcp.themes.store import Member, Theme, ThemeStore, suggested
+
+    monkeypatch.setattr(themes_store, "_READ", read)  # members cut by the end of every read
     from archive_mcp.workspaces import Workspace
 
     store = ThemeStore(Workspace("w", "w", root=tmp_path))

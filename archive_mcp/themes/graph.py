@@ -394,3 +394,46 @@ def _groups(labels: np.ndarray, rows: np.ndarray | None = None) -> dict[int, np.
     order = np.argsort(labels, kind="stable")
     names, first = np.unique(labels[order], return_index=True)
     return {int(c): rows[idx] for c, idx in zip(names, np.split(order, first[1:]), strict=True)}
+
+
+# --- stable ids: a new cluster takes the id of the previous run's it overlaps most ---------------
+
+def match_rows(new: dict[int, np.ndarray], old: dict[int, tuple[np.ndarray, int]], n: int,
+               min_overlap: float = 0.3) -> dict[int, int]:
+    """`match_clusters` of clusters as rows of a frame of `n` (the previous run's: its members'
+    rows still in the frame, and how many it had), overlaps counted from each row's new clusters."""
+    a_ids, b_ids = list(new), list(old)
+    layers: list[np.ndarray] = []  # a row's new clusters, one a layer (a row is in a theme and a topic)
+    for i, a in enumerate(a_ids):
+        rows, depth = np.asarray(new[a], np.int64), 0
+        while len(rows):
+            if depth == len(layers):
+                layers.append(np.full(n, -1, np.int32))
+            free = layers[depth][rows] < 0
+            layers[depth][rows[free]] = i
+            rows, depth = rows[~free], depth + 1
+    sizes_a, pairs = [len(new[a]) for a in a_ids], []
+    for b in b_ids:
+        counts = np.zeros(len(a_ids), np.int64)
+        for got in (layer[old[b][0]] for layer in layers):
+            counts += np.bincount(got[got >= 0], minlength=len(a_ids))
+        pairs += [(j, a_ids[i], b) for i in np.flatnonzero(counts)
+                  if (j := int(counts[i]) / max(1, sizes_a[i] + old[b][1] - int(counts[i]))) >= min_overlap]
+    return greedy_ids(pairs, a_ids, b_ids)
+
+
+def greedy_ids(pairs: list[tuple[float, int, int]], new: list[int], old: list[int]) -> dict[int, int]:
+    """New cluster -> stable id from (overlap, new, old) pairs: the largest overlaps first, each
+    old id once; the rest get ids after every old one."""
+    mapping: dict[int, int] = {}
+    used: set[int] = set()
+    for _, a, b in sorted(pairs, reverse=True):
+        if a not in mapping and b not in used:
+            mapping[a] = b
+            used.add(b)
+    next_id = max([*old, *used, -1]) + 1
+    for a in sorted(new):
+        if a not in mapping:
+            mapping[a] = next_id
+            next_id += 1
+    return mapping

@@ -27,7 +27,13 @@ from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
 from archive_mcp.search.lexical import ENGLISH_STOPWORDS
 from archive_mcp.themes.graph import TOPIC_IDS as TOPIC_IDS  # discovery's clusters live in graph.py
-from archive_mcp.themes.graph import DiskRows, cluster_sampled, cluster_turns
+from archive_mcp.themes.graph import (
+    DiskRows,
+    cluster_sampled,
+    cluster_turns,
+    greedy_ids,
+    match_rows,
+)
 from archive_mcp.themes.graph import cluster_vectors as cluster_vectors
 from archive_mcp.themes.graph import new_topics as new_topics
 from archive_mcp.workspaces import Workspace, locked, read_json
@@ -256,46 +262,7 @@ def match_clusters(new: dict[int, set[tuple[str, str, int]]], old: dict[int, set
     """New cluster -> stable id: greedy by Jaccard overlap with the previous run's clusters."""
     pairs = [(j, a, b) for a, ma in new.items() for b, mb in old.items()
              if (j := len(ma & mb) / max(1, len(ma | mb))) >= min_overlap]
-    return _greedy(pairs, list(new), list(old))
-
-
-def match_rows(new: dict[int, np.ndarray], old: dict[int, tuple[np.ndarray, int]], n: int,
-               min_overlap: float = 0.3) -> dict[int, int]:
-    """`match_clusters` of clusters as rows of a frame of `n` (the previous run's: its members'
-    rows still in the frame, and how many it had), overlaps counted from each row's new clusters."""
-    a_ids, b_ids = list(new), list(old)
-    layers: list[np.ndarray] = []  # a row's new clusters, one a layer (a row is in a theme and a topic)
-    for i, a in enumerate(a_ids):
-        rows, depth = np.asarray(new[a], np.int64), 0
-        while len(rows):
-            if depth == len(layers):
-                layers.append(np.full(n, -1, np.int32))
-            free = layers[depth][rows] < 0
-            layers[depth][rows[free]] = i
-            rows, depth = rows[~free], depth + 1
-    sizes_a, pairs = [len(new[a]) for a in a_ids], []
-    for b in b_ids:
-        counts = np.zeros(len(a_ids), np.int64)
-        for got in (layer[old[b][0]] for layer in layers):
-            counts += np.bincount(got[got >= 0], minlength=len(a_ids))
-        pairs += [(j, a_ids[i], b) for i in np.flatnonzero(counts)
-                  if (j := int(counts[i]) / max(1, sizes_a[i] + old[b][1] - int(counts[i]))) >= min_overlap]
-    return _greedy(pairs, a_ids, b_ids)
-
-
-def _greedy(pairs: list[tuple[float, int, int]], new: list[int], old: list[int]) -> dict[int, int]:
-    mapping: dict[int, int] = {}
-    used: set[int] = set()
-    for _, a, b in sorted(pairs, reverse=True):
-        if a not in mapping and b not in used:
-            mapping[a] = b
-            used.add(b)
-    next_id = max([*old, *used, -1]) + 1
-    for a in sorted(new):
-        if a not in mapping:
-            mapping[a] = next_id
-            next_id += 1
-    return mapping
+    return greedy_ids(pairs, list(new), list(old))
 
 
 def suggested(folder: Path, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
@@ -303,34 +270,44 @@ def suggested(folder: Path, row_of: Callable[[list[str], list[str], list[int]], 
     """Saved suggestions (no members), their members' rows by `row_of` (-1: gone), how many."""
     out = []
     for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        text = p.read_text(encoding="utf-8")
-        start = text.find(_MEMBERS)
-        if start >= 0:  # as `ThemeStore.save` writes it
-            rows, count, end = _member_rows(text, start + len(_MEMBERS), row_of)
-            data = json.loads(text[:start] + '"members": []' + text[end:])
-        else:
-            data = json.loads(text)
-            keys = [(m["session_id"], m["agent"], m["turn"]) for m in data.get("members", [])]
-            found = row_of(*map(list, zip(*keys, strict=True))) if keys else np.zeros(0, np.int64)  # type: ignore[call-arg]
-            rows, count = np.unique(found[found >= 0]), len(keys)
+        with p.open(encoding="utf-8") as fh:
+            text = fh.read(_READ)
+            while (start := text.find(_MEMBERS)) < 0 and (more := fh.read(_READ)):
+                text += more
+            if start >= 0:  # as `ThemeStore.save` writes it: the members a megabyte at a time
+                rows, count, tail = _member_rows(fh, text[start + len(_MEMBERS):], row_of)
+                data = json.loads(text[:start] + '"members": []' + tail)
+            else:
+                data = json.loads(text)
+                keys = [(m["session_id"], m["agent"], m["turn"]) for m in data.get("members", [])]
+                found = row_of(*map(list, zip(*keys, strict=True))) if keys else np.zeros(0, np.int64)  # type: ignore[call-arg]
+                rows, count = np.unique(found[found >= 0]), len(keys)
         if isinstance(data, dict) and data.get("status") == "suggested" and data.get("cluster_id") is not None:
             out.append((Theme.from_json({**data, "members": []}), rows, count))
     return out
 
-_MEMBERS = '"members": ['  # how `ThemeStore.save` (json.dumps, indent 2) opens the members
+_MEMBERS, _READ = '"members": [', 1 << 20  # how `ThemeStore.save` (json.dumps, indent 2) opens the members
 
 
-def _member_rows(text: str, pos: int, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
-                 ) -> tuple[np.ndarray, int, int]:
-    """The rows of the members of the array that starts at `pos`, how many, and where it ends."""
-    decoder, found, count = json.JSONDecoder(), [np.zeros(0, np.int64)], 0
+def _member_rows(fh: Any, text: str, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
+                 ) -> tuple[np.ndarray, int, str]:
+    """The rows of the members of the array `text` (then the file) goes on with, how many, and
+    the rest of the file after the array; decoded one member at a time, read `_READ` at a time."""
+    decoder, found, count, pos = json.JSONDecoder(), [np.zeros(0, np.int64)], 0, 0
     batch: tuple[list[str], list[str], list[int]] = ([], [], [])
     while True:
-        while text[pos] in " \n\r\t,":
+        while pos < len(text) and text[pos] in " \n\r\t,":
             pos += 1
-        if text[pos] == "]":
+        if pos < len(text) and text[pos] == "]":
             break
-        m, pos = decoder.raw_decode(text, pos)
+        try:
+            m, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:  # a member cut by the end of what was read
+            more = fh.read(_READ)
+            if not more:
+                raise
+            text, pos = text[pos:] + more, 0
+            continue
         for got, value in zip(batch, (m["session_id"], m["agent"], m["turn"]), strict=True):
             got.append(value)  # type: ignore[attr-defined]
         count += 1
@@ -339,7 +316,7 @@ def _member_rows(text: str, pos: int, row_of: Callable[[list[str], list[str], li
             batch = ([], [], [])
     found.append(row_of(*batch) if batch[0] else np.zeros(0, np.int64))
     rows = np.concatenate(found)
-    return np.unique(rows[rows >= 0]), count, pos + 1
+    return np.unique(rows[rows >= 0]), count, text[pos + 1:] + fh.read()
 
 
 def unique_label(words: list[str], taken: set[str], cid: int) -> str:
