@@ -359,7 +359,7 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
              threshold: float | None = None, model: str | None = None) -> Discovery:
     """Cluster a workspace's main-agent turns and save the clusters as suggested themes. Vectors
     on disk (`DiskRows`, past `graph.SAMPLE` turns) are clustered on a sample (`cluster_sampled`)
-    and labelled from the sample's texts (the frame has no others)."""
+    and labelled from the sample's texts (the frame has no others); the frame is then emptied."""
     t0, store, method = time.perf_counter(), ThemeStore(ws), "embeddings" if vectors is not None else "tfidf"
     x, cut = discovery_space(frame, vectors, model, threshold)
     if isinstance(x, DiskRows):
@@ -395,11 +395,13 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
                          dtype=pl.Int64)
         docs[c] = [label_words(text[:600], kw) for text, kw in zip(frame["user_text"].gather(pick).to_list(),
                                                                   frame["keywords"].gather(pick).to_list(), strict=True)]
-    words = class_tfidf(docs)
+    words, n = class_tfidf(docs), frame.height
+    for column in frame.columns if isinstance(x, DiskRows) else []:  # the caller's rows are of no more use
+        frame.drop_in_place(column)  # (past the sample: a million rows' keys and their buffers, ~100 MB)
     with locked(ws.root):
         found = suggested(store.folder, row_of)
         ids = match_rows({c: np.asarray(idx, np.int64) for c, idx in keep.items()},
-                         {t.cluster_id: (rows, count) for t, rows, count in found}, frame.height)  # type: ignore[misc]
+                         {t.cluster_id: (rows, count) for t, rows, count in found}, n)  # type: ignore[misc]
         previous = [t for t, _, _ in found]
         when = now()
         themes: list[Theme] = []
@@ -422,5 +424,5 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
             if t.cluster_id not in kept_ids:
                 (store.folder / f"{t.slug}.json").unlink(missing_ok=True)
                 removed.append(t.slug)
-    return Discovery(themes, method, frame.height, sum(len(i) for i in keep.values()),
+    return Discovery(themes, method, n, sum(len(i) for i in keep.values()),
                      time.perf_counter() - t0, removed)
