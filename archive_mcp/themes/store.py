@@ -396,6 +396,7 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
         docs[c] = [label_words(text[:600], kw) for text, kw in zip(frame["user_text"].gather(pick).to_list(),
                                                                   frame["keywords"].gather(pick).to_list(), strict=True)]
     words, n = class_tfidf(docs), frame.height
+    del docs, clusters  # the label sample's words: tens of MB
     for column in frame.columns if isinstance(x, DiskRows) else []:  # the caller's rows are of no more use
         frame.drop_in_place(column)  # (past the sample: a million rows' keys and their buffers, ~100 MB)
     with locked(ws.root):
