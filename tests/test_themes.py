@@ -284,3 +284,16 @@ def test_saved_suggestions_are_read_back_member_by_member(tmp_path: Path, monkey
         [('odd "members": [ name', 4, [], 35_000, 70_000), ("x", 9, [], 1, 1)]
     assert got[0][1].tolist() == list(range(1, 70_000, 2))
     assert suggested(tmp_path / "none", lambda s, a, t: np.zeros(0)) == []
+
+
+@pytest.mark.parametrize("members", [0, 1, 5_000])
+def test_a_theme_is_saved_as_atomic_write_json_would_write_it(tmp_path: Path, members: int) -> None:
+    from archive_mcp.themes.store import Member, Theme, ThemeStore
+    from archive_mcp.workspaces import Workspace, atomic_write_json
+
+    theme = Theme('a "members": [] é', "a", "d", ["seed"], "suggested",
+                  [Member("s", "main", i, "cluster:1", "w", "now", 0.5 if i % 2 else None) for i in range(members)],
+                  cluster_id=1, keywords=["k"])
+    ThemeStore(Workspace("w", "w", root=tmp_path)).save(theme)
+    atomic_write_json(tmp_path / "want.json", theme.to_json())
+    assert (tmp_path / "themes" / "a.json").read_bytes() == (tmp_path / "want.json").read_bytes()
