@@ -9,8 +9,13 @@ turns, trace time for a 1k-member theme in a 100k-turn workspace.
 
     python bench/themes.py [--agents-dev DIR] [--locomo DIR] [--out bench/out/themes]
                            [--trace-home DIR] [--no-scale]
+                           [--discover-sizes 10000,50000,100000,1000000 --discover-dir DIR]
 
 `--trace-home` reuses a 100k-turn archive built by bench/search.py; otherwise one is built.
+`--discover-sizes` runs only discovery on one generated workspace of each size, built under
+`--discover-dir` (DIR/<size>/home) unless it is there already: a 1M-turn workspace takes about half
+an hour to build, so reuse it. Each size is discovered twice in a fresh process (wall time and peak
+RSS of that process): first with no themes in the workspace, then again over the first run's.
 """
 
 from __future__ import annotations
@@ -34,8 +39,9 @@ from archive_mcp import Archive
 a = Archive(sys.argv[1])
 ws = a.workspaces()[0]
 a.index(ws).refresh()
-t = time.perf_counter(); d = a.discover_themes(ws.id); s = time.perf_counter() - t
+t, c = time.perf_counter(), time.process_time(); d = a.discover_themes(ws.id); s = time.perf_counter() - t
 print(json.dumps({"turns": d.turns, "themes": len(d.themes), "clustered": d.clustered, "seconds": s,
+                  "cpu_s": time.process_time() - c,
                   "method": d.method, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -70,12 +76,30 @@ def quality(embedder: str) -> dict:
             "per_theme": {k: [round(p, 2), round(r, 2)] for k, (p, r) in scores.items()}}
 
 
-def build(root: Path, turns: int) -> Path:
+def build(root: Path, turns: int, reuse: bool = False) -> Path:
+    if reuse and (root / "home" / "workspaces").is_dir():
+        return root / "home"
     shutil.rmtree(root, ignore_errors=True)
     generate_share_dir(root / "kimi", turns, workspaces=1, big_every=0, small=(100, 1500))
     subprocess.run([sys.executable, "-c", "import sys; from archive_mcp import Archive; "
                     "Archive(sys.argv[1]).ingest(sys.argv[2])", str(root / "home"), str(root / "kimi")], check=True)
+    shutil.rmtree(root / "kimi")  # the archive keeps its own copy of the logs
+    subprocess.run([sys.executable, "-c", "import sys; from archive_mcp import Archive; a = Archive(sys.argv[1]); "
+                    "a.index(a.workspaces()[0]).refresh()", str(root / "home")], check=True)  # not in the timed run
     return root / "home"
+
+
+def discover_sizes(sizes: list[int], folder: Path) -> dict:
+    """Discovery alone on one workspace of each size: a first run and a run over its themes."""
+    out = {}
+    for size in sizes:
+        home = build(folder / str(size), size, reuse=True)
+        for ws in (home / "workspaces").iterdir():
+            shutil.rmtree(ws / "themes", ignore_errors=True)
+        for run_name in ("first", "again"):
+            out[f"discover_{size}_{run_name}"] = got = run(DISCOVER, home)
+            print(f"discover at {size} ({run_name}): {json.dumps(got)}", flush=True)
+    return out
 
 
 def run(code: str, home: Path) -> dict:
@@ -114,7 +138,13 @@ def main() -> None:
     ap.add_argument("--coding-home", type=Path, help="an archive that already holds agents-dev (reused)")
     ap.add_argument("--locomo", type=Path, help="locomo-dev (kimi_share/ and qrels.jsonl)")
     ap.add_argument("--no-scale", action="store_true", help="skip the 10k/50k discovery and 100k trace runs")
+    ap.add_argument("--discover-sizes", help="only discovery, on one workspace of each size (comma-separated)")
+    ap.add_argument("--discover-dir", type=Path, help="where those workspaces are built and reused")
     args = ap.parse_args()
+    if args.discover_sizes:
+        sizes = [int(x) for x in args.discover_sizes.split(",")]
+        print(json.dumps(discover_sizes(sizes, args.discover_dir or args.out / "discover")))
+        return
     results: dict = {**real(args), "quality": {e: quality(e) for e in ("static", "none")}}
     print("quality:", json.dumps(results["quality"]), flush=True)
     if args.no_scale:

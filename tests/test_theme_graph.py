@@ -189,3 +189,70 @@ def test_discovery_without_vectors_on_tiny_workspaces_finds_nothing_rather_than_
 def test_a_zero_vector_is_its_own_cluster() -> None:
     x = np.vstack([np.zeros((1, 4)), _unit(np.array([[1, 0, 0, 0], [0.99, 0.1, 0, 0], [0, 0, 1, 0]]))])
     assert cluster_vectors(x, 0.5).tolist() == [2, 1, 1, 3]
+
+
+# --- past graph.SAMPLE turns: a sample of whole sessions is clustered, the rest joins it ---------
+
+def test_the_sample_is_whole_sessions_up_to_the_limit_and_everything_below_it() -> None:
+    sessions = pl.Series([f"s{i // 10:02d}" for i in range(200)])  # 20 sessions of 10 turns
+    assert graph.sample_rows(sessions, limit=200).all()
+    picked = graph.sample_rows(sessions, limit=55)
+    assert picked.sum() == 50  # five whole sessions; a sixth would not fit
+    chosen = set(sessions.filter(pl.Series(picked)).to_list())
+    assert len(chosen) == 5 and all(picked[np.array([s in chosen for s in sessions])])
+    assert (graph.sample_rows(sessions, limit=55) == picked).all()  # seeded
+    assert (graph.sample_rows(sessions, limit=55, seed=1) != picked).any()
+    assert graph.sample_rows(pl.Series(["one"] * 30), limit=10).all()  # one session too big is the sample
+
+
+@pytest.mark.parametrize("read", [3, 16_384])
+def test_vectors_on_disk_are_read_by_rows_without_mapping_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   read: int) -> None:
+    monkeypatch.setattr(graph, "READ", read)
+    m = np.arange(40_000, dtype=np.float16).reshape(10_000, 4)
+    np.save(tmp_path / "v.npy", m)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    rows = np.array([0, 5, 16_000 % 10_000, 9_999])
+    source = graph.DiskRows([(mapped, np.sort(rows)), (m[:10], np.array([2, 3]))])
+    assert source.shape == (6, 4)
+    whole = np.vstack([m[np.sort(rows)], m[[2, 3]]]).astype(np.float32)
+    assert np.array_equal(np.vstack([b for _, b in source.blocks()]), whole)
+    assert [s for s, _ in source.blocks()][-1] == 4 + (read == 3)  # each window with rows of it in order
+    assert np.array_equal(source.take(np.array([1, 4, 5])), whole[[1, 4, 5]])
+    assert np.array_equal(graph._read(mapped[3:], 0, 2), m[3:5])  # a view of a mapping: sliced, not read from the file
+
+
+def test_rows_outside_the_sample_join_the_cell_and_community_of_their_nearest_sampled_rows() -> None:
+    sample = _unit(np.array([[1, 0, 0], [1, 0.1, 0], [0, 1, 0], [0.1, 1, 0], [0, 0, 1], [0, 0.1, 1]], dtype=np.float32))
+    community = np.array([7, 7, 8, 8, 9, 9])
+    centres = np.array([[1, 0.05, 0], [0.05, 1, 0], [0, 0.05, 1]], dtype=np.float32)
+    pools = [np.array([0, 1]), np.array([2, 3]), np.array([], dtype=np.int64)]  # the last cell has no sampled rows
+    v = _unit(np.array([[0.9, 0.2, 0], [0.2, 0.9, 0.1], [0.1, 0, 1]], dtype=np.float32))
+    cell, joined = graph.join_nearest(v, sample, community, centres, pools, k=2)
+    assert cell.tolist() == [0, 1, 0] and joined.tolist() == [7, 8, 7]
+    pools[2] = np.array([4, 5])
+    cell, joined = graph.join_nearest(v, sample, community, centres, pools, k=2)
+    assert cell.tolist() == [0, 1, 2] and joined.tolist() == [7, 8, 9]
+
+
+def test_a_clustered_sample_finds_what_clustering_everything_finds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Four blobs worked on in sessions of 6 turns; 40% of the sessions are sampled.
+    x, truth = _blobs([120, 120, 120, 120], spread=0.05, seed=2)
+    order = np.random.default_rng(3).permutation(len(x))
+    x, truth = x[order], truth[order]
+    sessions = [f"s{truth[i]}-{i // 24:02d}" for i in range(len(x))]
+    frame = pl.DataFrame({"session_id": sessions, "agent": ["main"] * len(x), "turn": list(range(len(x))),
+                          "keywords": [[] for _ in truth], "files": [[] for _ in truth]})
+    np.save(tmp_path / "v.npy", x.astype(np.float16))
+    rows = graph.DiskRows([(np.load(tmp_path / "v.npy", mmap_mode="r"), np.arange(len(x)))])
+    monkeypatch.setattr(graph, "SAMPLE", 200)
+    clusters, keep, sims, sampled = graph.cluster_sampled(frame, rows, cut=0.35)
+    assert 150 <= sampled.sum() <= 200
+    broad = {c: idx for c, idx in clusters.items() if c < graph.TOPIC_IDS}
+    assert sorted(sorted(idx.tolist()) for idx in broad.values()) == \
+        sorted(np.flatnonzero(truth == t).tolist() for t in range(4))  # every row, in its blob's theme
+    assert all(len(set(truth[idx].tolist())) == 1 for c, idx in clusters.items() if c >= graph.TOPIC_IDS)
+    assert set(keep) <= set(clusters) and broad.keys() <= keep.keys()
+    xf = rows.take(np.arange(len(x)))
+    for c, idx in keep.items():
+        assert np.allclose(sims[c], xf[idx] @ xf[idx].mean(0), atol=1e-4)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -211,3 +213,87 @@ def test_search_filtered_by_a_theme_named_with_spaces(archive: Archive) -> None:
     archive.tag_theme("payment retries", "shop", references=refs)
     hits = archive.search("charge_card", workspace="shop", theme="payment retries", limit=50)
     assert hits and {(h.session_id, h.turn) for h in hits} <= {(r["session_id"], r["turn"]) for r in refs}
+
+
+def test_past_the_sample_size_discovery_reads_the_sample_texts_and_vectors_from_disk(
+        monkeypatch: pytest.MonkeyPatch, fake_embedder) -> None:  # noqa: ANN001
+    from archive_mcp.themes import graph
+
+    a = Archive(embedder=fake_embedder)
+    a.ingest(SAMPLE)
+    _, frame, vectors = a.discovery_input("shop")
+    assert isinstance(vectors, np.ndarray) and frame["user_text"].null_count() == 0  # everything, in memory
+    everything = a.discover_themes("shop")
+    monkeypatch.setattr(graph, "SAMPLE", frame.height * 2 // 3)
+    _, sampled_frame, on_disk = a.discovery_input("shop")
+    assert isinstance(on_disk, graph.DiskRows) and on_disk.shape == vectors.shape
+    assert np.array_equal(on_disk.take(np.arange(frame.height)), vectors)
+    picked = sampled_frame["sampled"].to_numpy()
+    assert 0 < picked.sum() <= graph.SAMPLE
+    assert sampled_frame.drop("sampled").filter(pl.Series(picked)).equals(
+        frame.drop("assistant_text").filter(pl.Series(picked)))  # the user's text only: vectors, no TF-IDF
+    assert sampled_frame.select("session_id", "agent", "turn").equals(frame.select("session_id", "agent", "turn"))
+    whole = sampled_frame.group_by("session_id").agg(pl.col("sampled").n_unique())["sampled"]
+    assert whole.max() == 1  # whole sessions
+    for column in ("user_text", "keywords", "files"):  # of the sample only
+        assert sampled_frame[column].is_null().to_list() == (~picked).tolist()
+    found = a.discover_themes("shop")
+    assert sum(len(t.members) for t in found.themes) == found.clustered > 0
+    assert {m.key for t in found.themes for m in t.members} <= set(frame.select("session_id", "agent", "turn").iter_rows())
+    # The planted themes with this 64-dimension fake embedder: all turns clustered 0.82 / 0.50
+    # (purity / recall), two thirds of the sessions 0.77 / 0.39.
+    for run in (everything, found):
+        scores = purity_recall(run.themes)
+        assert sum(p for p, _ in scores.values()) / len(scores) >= 0.75
+        assert sum(r for _, r in scores.values()) / len(scores) >= 0.35
+
+
+def test_stable_ids_by_rows_are_those_by_member_sets() -> None:
+    from archive_mcp.themes.store import match_rows
+
+    rng = np.random.default_rng(4)
+    keys = [(f"s{i // 7}", "main", i % 7) for i in range(60)]
+    for _ in range(20):
+        new = {int(c): np.sort(rng.choice(60, rng.integers(1, 25), replace=False)) for c in rng.choice(50, 6, replace=False)}
+        old_rows = {int(c): np.sort(rng.choice(60, rng.integers(1, 25), replace=False)) for c in rng.choice(50, 5, replace=False)}
+        gone = {c: int(rng.integers(0, 4)) for c in old_rows}  # members no longer in the frame
+        old_sets = {c: {keys[i] for i in r} | {(f"gone{c}", "main", k) for k in range(gone[c])} for c, r in old_rows.items()}
+        want = match_clusters({c: {keys[i] for i in r} for c, r in new.items()}, old_sets)
+        assert match_rows(new, {c: (r, len(r) + gone[c]) for c, r in old_rows.items()}, 60) == want
+    assert match_rows({3: np.array([0, 1])}, {}, 2) == match_clusters({3: {keys[0]}}, {}) == {3: 0}
+
+
+@pytest.mark.parametrize("read", [7, 1 << 20])
+def test_saved_suggestions_are_read_back_member_by_member(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          read: int) -> None:
+    from archive_mcp.themes import store as themes_store
+    from archive_mcp.themes.store import Member, Theme, ThemeStore, suggested
+
+    monkeypatch.setattr(themes_store, "_READ", read)  # members cut by the end of every read
+    from archive_mcp.workspaces import Workspace
+
+    store = ThemeStore(Workspace("w", "w", root=tmp_path))
+    members = [Member(f"s{i % 3}", "main", i, "cluster:4", "discover_themes", "now", 0.5) for i in range(70_000)]
+    store.save(Theme('odd "members": [ name', "cluster-4", "d", [], "suggested", members, cluster_id=4))
+    store.save(Theme("mine", "mine", members=members[:5]))  # tagged: not a suggestion
+    (tmp_path / "themes" / "cluster-9.json").write_text(json.dumps(
+        {"name": "x", "slug": "cluster-9", "status": "suggested", "cluster_id": 9,
+         "members": [{"session_id": "s1", "agent": "main", "turn": 1, "provenance": "", "who": "", "when": ""}]}))
+    got = suggested(store.folder, lambda s, a, t: np.array([x if x % 2 else -1 for x in t]))
+    assert [(th.name, th.cluster_id, th.members, len(rows), n) for th, rows, n in got] == \
+        [('odd "members": [ name', 4, [], 35_000, 70_000), ("x", 9, [], 1, 1)]
+    assert got[0][1].tolist() == list(range(1, 70_000, 2))
+    assert suggested(tmp_path / "none", lambda s, a, t: np.zeros(0)) == []
+
+
+@pytest.mark.parametrize("members", [0, 1, 5_000])
+def test_a_theme_is_saved_as_atomic_write_json_would_write_it(tmp_path: Path, members: int) -> None:
+    from archive_mcp.themes.store import Member, Theme, ThemeStore
+    from archive_mcp.workspaces import Workspace, atomic_write_json
+
+    theme = Theme('a "members": [] é', "a", "d", ["seed"], "suggested",
+                  [Member("s", "main", i, "cluster:1", "w", "now", 0.5 if i % 2 else None) for i in range(members)],
+                  cluster_id=1, keywords=["k"])
+    ThemeStore(Workspace("w", "w", root=tmp_path)).save(theme)
+    atomic_write_json(tmp_path / "want.json", theme.to_json())
+    assert (tmp_path / "themes" / "a.json").read_bytes() == (tmp_path / "want.json").read_bytes()

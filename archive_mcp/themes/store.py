@@ -7,11 +7,17 @@ member overlap, and writes `suggested` themes; it never touches `tagged` ones.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import tempfile
+import textwrap
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,9 +26,17 @@ import polars as pl
 from archive_mcp.errors import ArchiveError
 from archive_mcp.refiners.text import STOPWORDS, is_cjk, tokens, words
 from archive_mcp.search.lexical import ENGLISH_STOPWORDS
-from archive_mcp.themes.graph import louvain, turn_graph
-from archive_mcp.themes.topics import with_topic_terms
-from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
+from archive_mcp.themes.graph import TOPIC_IDS as TOPIC_IDS  # discovery's clusters live in graph.py
+from archive_mcp.themes.graph import (
+    DiskRows,
+    cluster_sampled,
+    cluster_turns,
+    greedy_ids,
+    match_rows,
+)
+from archive_mcp.themes.graph import cluster_vectors as cluster_vectors
+from archive_mcp.themes.graph import new_topics as new_topics
+from archive_mcp.workspaces import Workspace, locked, read_json
 from archive_mcp.workspaces.clock import now
 
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f]|^\.|\.\.")
@@ -42,7 +56,7 @@ def slug_of(name: str) -> str:
     return slug
 
 
-@dataclass
+@dataclass(slots=True)  # a discovered theme of a big workspace has hundreds of thousands
 class Member:
     session_id: str
     agent: str
@@ -140,9 +154,29 @@ class ThemeStore:
         return out
 
     def save(self, theme: Theme) -> None:
+        """Write `themes/<slug>.json` (as `atomic_write_json` would) without holding every member
+        as a dict, or the whole text, at once."""
         theme.updated = now()
         theme.created = theme.created or theme.updated
-        atomic_write_json(self.folder / f"{theme.slug}.json", theme.to_json())
+        head = json.dumps({**{f.name: getattr(theme, f.name) for f in fields(theme)}, "members": []},
+                          ensure_ascii=False, indent=2, sort_keys=True).split('"members": []', 1)
+        path = self.folder / f"{theme.slug}.json"
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(head[0] + ('"members": [\n' if theme.members else '"members": ['))
+                for at in range(0, len(theme.members), 4096):
+                    part = (textwrap.indent(json.dumps(asdict(m), ensure_ascii=False, indent=2, sort_keys=True), "    ")
+                            for m in theme.members[at:at + 4096])
+                    fh.write((",\n" if at else "") + ",\n".join(part))
+                fh.write(("\n  ]" if theme.members else "]") + head[1] + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def delete(self, name: str) -> Theme:
         with locked(self.ws.root):
@@ -204,36 +238,6 @@ LABEL_SAMPLE = 300
 DEFAULT_CUT = 0.45
 
 
-def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0) -> np.ndarray:
-    """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n)),
-    then average-linkage merging of their centroids up to cosine distance `threshold`. A zero vector (a turn without a shared term) is unlike every other:
-    cosine distance 1, not NaN."""
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import pdist
-    from sklearn.cluster import MiniBatchKMeans
-
-    n = x.shape[0]
-    if n < 3:
-        return np.zeros(n, int)
-    k = micro or int(min(n, max(8, 4 * math.sqrt(n))))
-    if k >= n:
-        assign, centroids = np.arange(n), x
-    else:
-        km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=1, batch_size=4096)
-        assign = km.fit_predict(x)
-        centroids = km.cluster_centers_
-    norms = np.linalg.norm(centroids, axis=1, keepdims=True)
-    centroids = centroids / np.where(norms == 0, 1, norms)
-    if centroids.shape[0] < 3:
-        return np.zeros(n, int)
-    distances = np.nan_to_num(pdist(centroids, "cosine"), nan=1.0)
-    return fcluster(linkage(distances, method="average"), threshold, "distance")[assign]
-
-
-# Topics inside themes are communities of a graph of turns (graph.py); their ids start here.
-TOPIC_IDS = 1_000_000
-
-
 def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
     """Dense unit vectors from TF-IDF (+ SVD) when a workspace has no embeddings; zero rows for
     turns without a term another turn shares (all of them when no term is shared)."""
@@ -256,62 +260,63 @@ def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
 def match_clusters(new: dict[int, set[tuple[str, str, int]]], old: dict[int, set[tuple[str, str, int]]],
                    min_overlap: float = 0.3) -> dict[int, int]:
     """New cluster -> stable id: greedy by Jaccard overlap with the previous run's clusters."""
-    pairs = []
-    for a, ma in new.items():
-        for b, mb in old.items():
-            j = len(ma & mb) / max(1, len(ma | mb))
-            if j >= min_overlap:
-                pairs.append((j, a, b))
-    mapping: dict[int, int] = {}
-    used: set[int] = set()
-    for _, a, b in sorted(pairs, reverse=True):
-        if a not in mapping and b not in used:
-            mapping[a] = b
-            used.add(b)
-    next_id = max([*old, *used, -1]) + 1
-    for a in sorted(new):
-        if a not in mapping:
-            mapping[a] = next_id
-            next_id += 1
-    return mapping
+    pairs = [(j, a, b) for a, ma in new.items() for b, mb in old.items()
+             if (j := len(ma & mb) / max(1, len(ma | mb))) >= min_overlap]
+    return greedy_ids(pairs, list(new), list(old))
 
 
-def cluster_turns(frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int = 3,
-                  seed: int = 0) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
-    """All clusters of the frame's rows (broad themes and topics), and those kept as themes."""
-    sessions = frame["session_id"].to_list()
-    coarse = cluster_vectors(x, cut, seed=seed)
-    clusters: dict[int, list[int]] = {}
-    for i, c in enumerate(coarse):
-        clusters.setdefault(int(c), []).append(i)
-    # Topics: communities of a graph that links each turn to its nearest turns (its vector joined
-    # with its rare keywords and files) and to the turns next to it in its session: a topic of real
-    # work is a run of turns. They find the topics inside the broad themes above; a topic that
-    # repeats a theme is dropped.
-    files = [list(f or []) for f in frame["files"].to_list()] if "files" in frame.columns else [[]] * frame.height
-    terms = with_topic_terms(x, frame["keywords"].to_list(), files)
-    graph = turn_graph(terms, sessions, frame["turn"].to_list(), seed=seed)
-    fine: dict[int, list[int]] = {}
-    for i, c in enumerate(louvain(graph, seed=seed)):
-        fine.setdefault(TOPIC_IDS + int(c), []).append(i)
-    clusters.update(new_topics(fine, coarse))
-    # A cluster is a theme when it is big enough and spans more than one session.
-    keep = {c: idx for c, idx in clusters.items()
-            if len(idx) >= min_size and len({sessions[i] for i in idx}) >= 2 and len(idx) <= 0.5 * len(sessions)}
-    return clusters, keep
-
-
-def new_topics(fine: dict[int, list[int]], coarse: np.ndarray, same: float = 0.8) -> dict[int, list[int]]:
-    """The topics that do not repeat a broad theme (Jaccard of their rows under `same` with every
-    broad cluster; `coarse` is each row's broad cluster). Only the broad clusters a topic's rows
-    fall in can overlap it, so this costs one pass over the rows, not topics x themes x rows."""
-    sizes = np.bincount(coarse)
-    out = {}
-    for c, idx in fine.items():
-        broad, inter = np.unique(coarse[idx], return_counts=True)
-        if not (inter / (sizes[broad] + len(idx) - inter) >= same).any():
-            out[c] = idx
+def suggested(folder: Path, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
+              ) -> list[tuple[Theme, np.ndarray, int]]:
+    """Saved suggestions (no members), their members' rows by `row_of` (-1: gone), how many."""
+    out = []
+    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        with p.open(encoding="utf-8") as fh:
+            text = fh.read(_READ)
+            while (start := text.find(_MEMBERS)) < 0 and (more := fh.read(_READ)):
+                text += more
+            if start >= 0:  # as `ThemeStore.save` writes it: the members a megabyte at a time
+                rows, count, tail = _member_rows(fh, text[start + len(_MEMBERS):], row_of)
+                data = json.loads(text[:start] + '"members": []' + tail)
+            else:
+                data = json.loads(text)
+                keys = [(m["session_id"], m["agent"], m["turn"]) for m in data.get("members", [])]
+                found = row_of(*map(list, zip(*keys, strict=True))) if keys else np.zeros(0, np.int64)  # type: ignore[call-arg]
+                rows, count = np.unique(found[found >= 0]), len(keys)
+        if isinstance(data, dict) and data.get("status") == "suggested" and data.get("cluster_id") is not None:
+            out.append((Theme.from_json({**data, "members": []}), rows, count))
     return out
+
+_MEMBERS, _READ = '"members": [', 1 << 20  # how `ThemeStore.save` (json.dumps, indent 2) opens the members
+
+
+def _member_rows(fh: Any, text: str, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
+                 ) -> tuple[np.ndarray, int, str]:
+    """The rows of the members of the array `text` (then the file) goes on with, how many, and
+    the rest of the file after the array; decoded one member at a time, read `_READ` at a time."""
+    decoder, found, count, pos = json.JSONDecoder(), [np.zeros(0, np.int64)], 0, 0
+    batch: tuple[list[str], list[str], list[int]] = ([], [], [])
+    while True:
+        while pos < len(text) and text[pos] in " \n\r\t,":
+            pos += 1
+        if pos < len(text) and text[pos] == "]":
+            break
+        try:
+            m, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:  # a member cut by the end of what was read
+            more = fh.read(_READ)
+            if not more:
+                raise
+            text, pos = text[pos:] + more, 0
+            continue
+        for got, value in zip(batch, (m["session_id"], m["agent"], m["turn"]), strict=True):
+            got.append(value)  # type: ignore[attr-defined]
+        count += 1
+        if len(batch[0]) == 65_536:
+            found.append(row_of(*batch))
+            batch = ([], [], [])
+    found.append(row_of(*batch) if batch[0] else np.zeros(0, np.int64))
+    rows = np.concatenate(found)
+    return np.unique(rows[rows >= 0]), count, text[pos + 1:] + fh.read()
 
 
 def unique_label(words: list[str], taken: set[str], cid: int) -> str:
@@ -325,8 +330,8 @@ def unique_label(words: list[str], taken: set[str], cid: int) -> str:
     return label
 
 
-def discovery_space(frame: pl.DataFrame, vectors: np.ndarray | None, model: str | None,
-                    threshold: float | None = None) -> tuple[np.ndarray, float]:
+def discovery_space(frame: pl.DataFrame, vectors: np.ndarray | DiskRows | None, model: str | None,
+                    threshold: float | None = None) -> tuple[np.ndarray | DiskRows, float]:
     """The unit vectors discovery clusters (the index's, else TF-IDF of each turn's text) and
     where to cut the broad themes in that space (`threshold` when given)."""
     if vectors is not None:
@@ -350,37 +355,65 @@ class Discovery:
                                             "size": len(t.members), "keywords": t.keywords} for t in self.themes]}
 
 
-def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min_size: int = 3,
+def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows | None, min_size: int = 3,
              threshold: float | None = None, model: str | None = None) -> Discovery:
-    """Cluster a workspace's main-agent turns and save the clusters as suggested themes."""
-    t0 = time.perf_counter()
-    store = ThemeStore(ws)
-    method = "embeddings" if vectors is not None else "tfidf"
+    """Cluster a workspace's main-agent turns and save the clusters as suggested themes. Vectors
+    on disk (`DiskRows`, past `graph.SAMPLE` turns) are clustered on a sample (`cluster_sampled`)
+    and labelled from the sample's texts (the frame has no others); the frame is then emptied."""
+    t0, store, method = time.perf_counter(), ThemeStore(ws), "embeddings" if vectors is not None else "tfidf"
     x, cut = discovery_space(frame, vectors, model, threshold)
-    keys = list(zip(frame["session_id"].to_list(), frame["agent"].to_list(), frame["turn"].to_list(), strict=True))
-    clusters, keep = cluster_turns(frame, x, cut, min_size)
+    if isinstance(x, DiskRows):
+        clusters, keep, sims, sampled = cluster_sampled(frame, x, cut, min_size)
+    else:
+        clusters, keep = cluster_turns(frame, x, cut, min_size)  # type: ignore[assignment]
+        sims = {c: x[idx] @ x[idx].mean(0) for c, idx in keep.items()}
+        sampled = np.ones(frame.height, bool)
+    names = frame["session_id"].unique().sort().to_list()  # keys share one string per session and agent
+    codes = frame["session_id"].rank("dense").to_numpy() - 1
+    agents, agent_codes = frame["agent"].unique().sort().to_list(), frame["agent"].rank("dense").to_numpy() - 1
+    turns = frame["turn"].to_numpy()
+
+    def key(i: int) -> tuple[str, str, int]:
+        return names[int(codes[i])], agents[int(agent_codes[i])], int(turns[i])
+
+    code_of, agent_of = {n: i for i, n in enumerate(names)}, {n: i for i, n in enumerate(agents)}
+    packed = (codes.astype(np.int64) * len(agents) + agent_codes) << 32 | turns.astype(np.int64)
+    packed = packed[order := np.argsort(packed)]
+
+    def row_of(sessions: list[str], agent: list[str], turn: list[int]) -> np.ndarray:
+        s, a = np.array([code_of.get(x, -1) for x in sessions]), np.array([agent_of.get(x, -1) for x in agent])
+        want = (s * len(agents) + a) << 32 | np.array(turn, np.int64)
+        at = np.minimum(np.searchsorted(packed, want), max(len(packed) - 1, 0))
+        return np.where((s >= 0) & (a >= 0) & (packed[at] == want), order[at], -1) if len(packed) else np.full(len(s), -1)
+
     # Labels need a sample, not every turn: tokenising 50k turns would dominate discovery.
     sampler = np.random.default_rng(0)
-    kws = frame["keywords"].to_list()
-    docs = {c: [label_words(frame["user_text"][int(i)][:600], kws[int(i)])
-                for i in (idx if len(idx) <= LABEL_SAMPLE else sampler.choice(idx, LABEL_SAMPLE, replace=False))]
-            for c, idx in clusters.items()}
-    words = class_tfidf(docs)
+    docs = {}
+    for c, rows in clusters.items():
+        idx = [i for i in rows if sampled[i]] if not sampled.all() else rows
+        pick = pl.Series(idx if len(idx) <= LABEL_SAMPLE else sampler.choice(idx, LABEL_SAMPLE, replace=False),
+                         dtype=pl.Int64)
+        docs[c] = [label_words(text[:600], kw) for text, kw in zip(frame["user_text"].gather(pick).to_list(),
+                                                                  frame["keywords"].gather(pick).to_list(), strict=True)]
+    words, n = class_tfidf(docs), frame.height
+    del docs, clusters  # the label sample's words: tens of MB
+    for column in frame.columns if isinstance(x, DiskRows) else []:  # the caller's rows are of no more use
+        frame.drop_in_place(column)  # (past the sample: a million rows' keys and their buffers, ~100 MB)
     with locked(ws.root):
-        previous = [t for t in store.list() if t.status == "suggested" and t.cluster_id is not None]
-        old = {t.cluster_id: {m.key for m in t.members} for t in previous}
-        ids = match_clusters({c: {keys[i] for i in idx} for c, idx in keep.items()}, old)  # type: ignore[misc]
+        found = suggested(store.folder, row_of)
+        ids = match_rows({c: np.asarray(idx, np.int64) for c, idx in keep.items()},
+                         {t.cluster_id: (rows, count) for t, rows, count in found}, n)  # type: ignore[misc]
+        previous = [t for t, _, _ in found]
         when = now()
         themes: list[Theme] = []
         taken: set[str] = set()
+        scores: dict[float, float] = {}  # one float object per score (a million members: 50 MB less)
         for c, idx in sorted(keep.items(), key=lambda kv: ids[kv[0]]):
             cid = ids[c]
-            centre = x[idx].mean(0)
-            sims = x[idx] @ centre
-            label = unique_label(words[c], taken, cid)
+            label, why = unique_label(words[c], taken, cid), f"cluster:{cid}"
             theme = Theme(label, f"cluster-{cid}", f"Discovered: {', '.join(words[c])}", [], "suggested",
-                          [Member(*keys[i], f"cluster:{cid}", "discover_themes", when, round(float(sim), 4))
-                           for i, sim in zip(idx, sims, strict=True)],
+                          [Member(*key(i), why, "discover_themes", when, scores.setdefault(v := round(float(sim), 4), v))
+                           for i, sim in zip(idx, sims[c], strict=True)],
                           cluster_id=cid, keywords=words[c])
             prior = next((t for t in previous if t.cluster_id == cid), None)
             theme.created = prior.created if prior else ""
@@ -392,5 +425,5 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | None, min
             if t.cluster_id not in kept_ids:
                 (store.folder / f"{t.slug}.json").unlink(missing_ok=True)
                 removed.append(t.slug)
-    return Discovery(themes, method, len(keys), sum(len(i) for i in keep.values()),
+    return Discovery(themes, method, n, sum(len(i) for i in keep.values()),
                      time.perf_counter() - t0, removed)
