@@ -120,11 +120,12 @@ def test_runs_of_work_across_sessions_come_back_as_topics_inside_one_broad_theme
 def test_discovered_labels_never_repeat_within_a_run() -> None:
     taken: set[str] = set()
     assert unique_label(["api", "deploy", "vercel", "slack"], taken, 1) == "api / deploy / vercel"
-    assert unique_label(["api", "deploy", "vercel", "slack"], taken, 2) == "api / deploy / vercel / slack"
-    assert unique_label(["API", "deploy", "vercel", "slack"], taken, 3) == "API / deploy / vercel (3)"
-    assert unique_label(["nats"], taken, 4) == "nats"
-    assert unique_label(["nats"], taken, 5) == "nats (5)"
-    assert unique_label([], taken, 6) == "cluster 6"
+    assert unique_label(["api", "deploy", "vercel", "slack"], taken, 2) == "api / deploy / slack"
+    assert unique_label(["api", "deploy", "vercel", "slack"], taken, 3) == "api / deploy / vercel / slack"
+    assert unique_label(["API", "deploy", "vercel", "slack"], taken, 4) == "API / deploy / vercel (4)"
+    assert unique_label(["nats"], taken, 5) == "nats"
+    assert unique_label(["nats"], taken, 6) == "nats (6)"
+    assert unique_label([], taken, 7) == "cluster 7"
 
 
 class _FixedCells:

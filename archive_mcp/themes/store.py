@@ -321,9 +321,10 @@ def _member_rows(fh: Any, text: str, row_of: Callable[[list[str], list[str], lis
 
 def unique_label(words: list[str], taken: set[str], cid: int) -> str:
     """A label of a cluster's first three words, one no other cluster of this run has (each is
-    found by its label): more of its words when one repeats, else its id; added to `taken`."""
-    label = next((lab for n in range(min(3, len(words)), len(words) + 1)
-                  if words and (lab := " / ".join(words[:n])).casefold() not in taken), None)
+    found by its label). When it repeats, a later word takes the third place, so the difference
+    shows where a list cuts a long label; then more of its words; else its id. Added to `taken`."""
+    tries = [words[:3]] + [words[:2] + [w] for w in words[3:]] + [words[:n] for n in range(4, len(words) + 1)]
+    label = next((lab for t in tries if t and (lab := " / ".join(t)).casefold() not in taken), None)
     if label is None:
         label = f"{' / '.join(words[:3])} ({cid})" if words else f"cluster {cid}"
     taken.add(label.casefold())
