@@ -327,3 +327,42 @@ def test_words_common_to_the_workspace_leave_the_semantic_query() -> None:
     assert semantic_query("When did Caroline go to the LGBTQ support group?", lambda w: share(w.lower(), 0.0), 0.1) \
         == "When did go to the LGBTQ support group?"
     assert semantic_query("Caroline", lambda w: share(w.lower(), 0.0), 0.1) == "Caroline"  # never empty
+
+
+def test_an_index_written_in_small_runs_is_the_same_index(archive: Archive, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build streams (postings spilled to sorted runs and merged, vectors appended per chunk of
+    sessions): however small the runs, the index is byte for byte the one built at once, and rows
+    whose session has no stored vectors (here the first, before any width is known) are zero."""
+    import shutil
+
+    import numpy as np
+
+    import archive_mcp.search.index as index
+    import archive_mcp.search.lexical as lexical
+
+    ws = archive.workspace("webapp")
+    first = sorted(ws.refined_dir.glob("*.parquet"))[0].stem
+    (ws.embeddings_dir / f"{first}.parquet").unlink()
+
+    def built() -> tuple[dict, np.ndarray, np.ndarray, list]:
+        shutil.rmtree(ws.cache_dir, ignore_errors=True)
+        idx = Archive(embedder=archive._embedder).index(ws).refresh()
+        seg = idx.segments[0]
+        arrays = {n: np.asarray(getattr(seg.postings, n)).copy() for n in ("offsets", "doc_ids", "tfs", "doc_len")}
+        return arrays, np.asarray(seg.vectors).copy(), seg.has_vector.copy(), seg.postings.vocab
+
+    whole = built()
+    monkeypatch.setattr(index, "BUILD_CHUNK", 1)
+    monkeypatch.setattr(lexical, "RUN_POSTINGS", 7)
+    monkeypatch.setattr(lexical, "BLOCK_POSTINGS", 5)
+    runs = built()
+    assert runs[3] == whole[3]
+    for name, array in whole[0].items():
+        assert np.array_equal(runs[0][name], array), name
+    assert np.array_equal(runs[1], whole[1]) and np.array_equal(runs[2], whole[2])
+    meta = Archive(embedder=archive._embedder).index(ws).refresh().segments[0].meta
+    first_rows = np.array([index.session_file_stem(s) == first for s in meta["session_id"].to_list()])
+    assert first_rows.any() and meta.height == len(runs[2]) and runs[0]["doc_len"].shape == (meta.height,)
+    assert not runs[2][first_rows].any() and runs[2][~first_rows].all()
+    assert not runs[1][first_rows].any()
+    assert not (ws.cache_dir / "search" / "base" / "postings" / "runs").exists()  # spilled runs are removed

@@ -25,12 +25,13 @@ from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
-INDEX_VERSION = 3  # 3: stemmed terms, dates as text
+INDEX_VERSION = 4  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16)
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tools", "raw_ref"]
 TEXT_CAP = 3000
 BUILD_CHUNK = 256  # session files read at once while building
+BUILD_ROWS = 65536  # zero rows written at once
 DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (float16)
 
 
@@ -55,30 +56,35 @@ class Segment:
     has_vector: np.ndarray  # bool (n,)
 
     @classmethod
-    def build(cls, ws: Workspace, sessions: list[str], files: list[Path], model: str | None) -> Segment:
+    def write(cls, ws: Workspace, files: list[Path], model: str | None, folder: Path) -> Segment:
+        """Build the segment of these refined files into `folder`, then load it.
+
+        Memory stays bounded whatever the workspace's size: the files are read `BUILD_CHUNK` at a
+        time, their postings spill to sorted runs on disk (`Postings.write`) and their vectors are
+        appended to `vectors.f16` chunk by chunk; only the small metadata frame is held whole.
+        """
+        folder.mkdir(parents=True, exist_ok=True)
         cols = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tool_calls", "raw_ref", "summary", "user_text", "assistant_text", "keywords", "title",
                 "content_hash"]
         metas: list[pl.DataFrame] = []
-        keys: list[pl.DataFrame] = []
+        vectors = _VectorWriter(ws, model, folder / "vectors.f16")
 
         def docs() -> Iterator[list[str]]:
-            # Read a few hundred sessions at a time: the texts are only needed to tokenise.
             for start in range(0, len(files), BUILD_CHUNK):
                 df = pl.read_parquet([str(f) for f in files[start:start + BUILD_CHUNK]], columns=cols)
                 metas.append(df.with_columns(
                     pl.col("tool_calls").list.eval(pl.element().struct.field("name")).alias("tools"),
                 ).select(META_COLUMNS))
-                keys.append(df.select("session_id", "agent", "turn", "content_hash"))
+                vectors.add(df.select("session_id", "agent", "turn", "content_hash"))
                 for r in df.iter_rows(named=True):
                     yield analyse(doc_text(r))
 
-        postings = Postings.build(docs())
+        Postings.write(docs(), folder / "postings")
         meta = pl.concat(metas) if metas else pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS})
-        key_frame = pl.concat(keys) if keys else pl.DataFrame(
-            schema={"session_id": pl.String, "agent": pl.String, "turn": pl.Int64, "content_hash": pl.String})
-        vectors, has = _vectors(ws, key_frame, model)
-        return cls(postings, meta, vectors, has)
+        meta.write_parquet(folder / "meta.parquet")
+        np.save(folder / "has_vector.npy", vectors.close())
+        return cls.load(folder)
 
     def dense(self) -> np.ndarray | None:
         """The vectors as float32 in memory when that stays small; else None (stream from disk)."""
@@ -89,48 +95,68 @@ class Segment:
             self._dense = np.asarray(self.vectors, np.float32) if small else None
         return self._dense
 
-    def save(self, folder: Path) -> None:
-        self.postings.save(folder / "postings")
-        self.meta.write_parquet(folder / "meta.parquet")
-        np.save(folder / "has_vector.npy", self.has_vector)
-        if self.vectors is not None:
-            np.save(folder / "vectors.npy", self.vectors)
-
     @classmethod
     def load(cls, folder: Path) -> Segment:
-        vec_path = folder / "vectors.npy"
-        return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"),
-                   np.load(vec_path, mmap_mode="r") if vec_path.exists() else None,
-                   np.load(folder / "has_vector.npy"))
+        has = np.load(folder / "has_vector.npy")
+        vec_path = folder / "vectors.f16"
+        vectors = None
+        if vec_path.exists() and has.shape[0]:
+            dim = vec_path.stat().st_size // (2 * has.shape[0])
+            vectors = np.memmap(vec_path, np.float16, "r", shape=(has.shape[0], dim))
+        return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"), vectors, has)
 
 
-def _vectors(ws: Workspace, df: pl.DataFrame, model: str | None) -> tuple[np.ndarray | None, np.ndarray]:
-    """The rows' stored vectors (float16), read BUILD_CHUNK sessions' embedding files at a time:
-    reading them all at once held every vector as a Polars list and then as float32 (3.8 GB peak
-    at 1M turns of 256 dimensions)."""
-    has = np.zeros(df.height, bool)
-    if model is None or df.height == 0:
-        return None, has
-    sessions = df["session_id"].unique(maintain_order=True).to_list()
-    paths = {s: ws.embeddings_dir / f"{session_file_stem(s)}.parquet" for s in sessions}
-    present = [s for s in sessions if paths[s].exists()]
-    keyed = df.select("session_id", "agent", "turn", "content_hash").with_row_index("row")
-    out: np.ndarray | None = None
-    for start in range(0, len(present), BUILD_CHUNK):
-        chunk = present[start:start + BUILD_CHUNK]
-        emb = (pl.read_parquet([str(paths[s]) for s in chunk], columns=["agent", "turn", "content_hash", "model", "vector"])
-               .filter(pl.col("model") == model))
-        if emb.height == 0:
-            continue
-        if out is None:
-            out = np.zeros((df.height, emb.schema["vector"].size), np.float16)  # type: ignore[union-attr]
-        joined = (keyed.filter(pl.col("session_id").is_in(chunk))
-                  .join(emb.select("agent", "turn", "content_hash", "vector"), on=["agent", "turn", "content_hash"],
-                        how="inner"))
-        rows = joined["row"].to_numpy()
-        out[rows] = joined["vector"].to_numpy().astype(np.float16)
-        has[rows] = True
-    return out, has
+class _VectorWriter:
+    """The rows' stored vectors (float16, zero where a row has none), appended chunk by chunk.
+
+    Each chunk of rows reads only its own sessions' embedding files; rows that come before the
+    first vector (whose width is not known yet) are written as zeros once it is.
+    """
+
+    def __init__(self, ws: Workspace, model: str | None, path: Path) -> None:
+        self.ws, self.model, self.path = ws, model, path
+        self.has: list[np.ndarray] = []
+        self.dim = 0
+        self.pending = 0  # rows before the first vector
+        self.file: Any = None
+
+    def add(self, keys: pl.DataFrame) -> None:
+        has = np.zeros(keys.height, bool)
+        self.has.append(has)
+        emb = self._read(keys["session_id"].unique(maintain_order=True).to_list())
+        if emb is None and not self.dim:
+            self.pending += keys.height
+            return
+        if emb is not None and not self.dim:
+            self.dim = emb.schema["vector"].size  # type: ignore[union-attr]
+            self.file = self.path.open("wb")
+            for start in range(0, self.pending, BUILD_ROWS):
+                np.zeros((min(BUILD_ROWS, self.pending - start), self.dim), np.float16).tofile(self.file)
+        block = np.zeros((keys.height, self.dim), np.float16)
+        if emb is not None:
+            joined = (keys.with_row_index("row")
+                      .join(emb, on=["agent", "turn", "content_hash"], how="inner"))
+            rows = joined["row"].to_numpy()
+            block[rows] = joined["vector"].to_numpy().astype(np.float16)
+            has[rows] = True
+        block.tofile(self.file)
+
+    def _read(self, sessions: list[str]) -> pl.DataFrame | None:
+        if self.model is None:
+            return None
+        paths = [self.ws.embeddings_dir / f"{session_file_stem(s)}.parquet" for s in sessions]
+        paths = [str(p) for p in paths if p.exists()]
+        if not paths:
+            return None
+        emb = (pl.read_parquet(paths, columns=["agent", "turn", "content_hash", "model", "vector"])
+               .filter(pl.col("model") == self.model).drop("model"))
+        return emb if emb.height else None
+
+    def close(self) -> np.ndarray:
+        """Which rows have a vector."""
+        if self.file is not None:
+            self.file.close()
+        return np.concatenate(self.has) if self.has else np.zeros(0, bool)
 
 
 class WorkspaceIndex:
@@ -215,10 +241,8 @@ class WorkspaceIndex:
         tmp = self.folder.with_name(f"search.tmp{time.time_ns()}")
         if rebuild_base:
             stems = sorted(names)
-            seg = Segment.build(self.ws, stems, [names[s] for s in stems], self.model)
-            seg.save(tmp / "base")
-            empty = Segment.build(self.ws, [], [], self.model)
-            empty.save(tmp / "delta")
+            seg = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "base")
+            Segment.write(self.ws, [], self.model, tmp / "delta")
             base = {s: stats[s] for s in stems}
             turns = dict(seg.meta.group_by("session_id").len().iter_rows()) if seg.meta.height else {}
             manifest = {"version": INDEX_VERSION, "model": self.model, "base": base,
@@ -227,8 +251,7 @@ class WorkspaceIndex:
         else:
             shutil.copytree(self.folder / "base", tmp / "base")
             stems = [s for s in changed if s in names]
-            seg = Segment.build(self.ws, stems, [names[s] for s in stems], self.model)
-            seg.save(tmp / "delta")
+            seg = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "delta")
             manifest = {**manifest, "dead_sessions": sorted(set(changed) | set(removed)),
                         "delta_sessions": stems}
         manifest["stamp"] = list(stamp)
