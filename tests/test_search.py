@@ -366,3 +366,17 @@ def test_an_index_written_in_small_runs_is_the_same_index(archive: Archive, monk
     assert not runs[2][first_rows].any() and runs[2][~first_rows].all()
     assert not runs[1][first_rows].any()
     assert not (ws.cache_dir / "search" / "base" / "postings" / "runs").exists()  # spilled runs are removed
+
+
+def test_the_build_reads_files_in_chunks_bounded_by_count_and_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import archive_mcp.search.index as index
+
+    monkeypatch.setattr(index, "BUILD_CHUNK", 3)
+    monkeypatch.setattr(index, "BUILD_BYTES", 100)
+    files = []
+    for i, size in enumerate([10, 10, 10, 10, 90, 500, 5, 5]):
+        (tmp_path / f"{i}").write_bytes(b"x" * size)
+        files.append(tmp_path / f"{i}")
+    files.append(tmp_path / "gone")  # vanished since it was listed: still placed in a chunk, no error here
+    chunks = [[f.name for f in c] for c in index._chunks(files)]
+    assert chunks == [["0", "1", "2"], ["3", "4"], ["5"], ["6", "7", "gone"]]

@@ -31,6 +31,7 @@ META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status",
                 "tools", "raw_ref"]
 TEXT_CAP = 3000
 BUILD_CHUNK = 256  # session files read at once while building
+BUILD_BYTES = 32 << 20  # and at most this much of them (compressed Parquet; one file at least)
 BUILD_ROWS = 65536  # zero rows written at once
 DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (float16)
 
@@ -59,8 +60,8 @@ class Segment:
     def write(cls, ws: Workspace, files: list[Path], model: str | None, folder: Path) -> Segment:
         """Build the segment of these refined files into `folder`, then load it.
 
-        Memory stays bounded whatever the workspace's size: the files are read `BUILD_CHUNK` at a
-        time, their postings spill to sorted runs on disk (`Postings.write`) and their vectors are
+        Memory stays bounded whatever the workspace's size: the files are read a few at a time
+        (`_chunks`), their postings spill to sorted runs on disk (`Postings.write`) and their vectors are
         appended to `vectors.f16` chunk by chunk; only the small metadata frame is held whole.
         """
         folder.mkdir(parents=True, exist_ok=True)
@@ -71,8 +72,8 @@ class Segment:
         vectors = _VectorWriter(ws, model, folder / "vectors.f16")
 
         def docs() -> Iterator[list[str]]:
-            for start in range(0, len(files), BUILD_CHUNK):
-                df = pl.read_parquet([str(f) for f in files[start:start + BUILD_CHUNK]], columns=cols)
+            for chunk in _chunks(files):
+                df = pl.read_parquet([str(f) for f in chunk], columns=cols)
                 metas.append(df.with_columns(
                     pl.col("tool_calls").list.eval(pl.element().struct.field("name")).alias("tools"),
                 ).select(META_COLUMNS))
@@ -104,6 +105,25 @@ class Segment:
             dim = vec_path.stat().st_size // (2 * has.shape[0])
             vectors = np.memmap(vec_path, np.float16, "r", shape=(has.shape[0], dim))
         return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"), vectors, has)
+
+
+def _chunks(files: list[Path]) -> Iterator[list[Path]]:
+    """The files in order, at most `BUILD_CHUNK` files or `BUILD_BYTES` of them at a time (one
+    file at least): a few long sessions weigh as much as hundreds of short ones."""
+    chunk: list[Path] = []
+    size = 0
+    for f in files:
+        try:
+            n = f.stat().st_size
+        except OSError:
+            n = 0
+        if chunk and (len(chunk) >= BUILD_CHUNK or size + n > BUILD_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(f)
+        size += n
+    if chunk:
+        yield chunk
 
 
 class _VectorWriter:
