@@ -336,6 +336,7 @@ def test_an_index_written_in_small_runs_is_the_same_index(archive: Archive, monk
     import shutil
 
     import numpy as np
+    import polars as pl
 
     import archive_mcp.search.index as index
     import archive_mcp.search.lexical as lexical
@@ -344,28 +345,29 @@ def test_an_index_written_in_small_runs_is_the_same_index(archive: Archive, monk
     first = sorted(ws.refined_dir.glob("*.parquet"))[0].stem
     (ws.embeddings_dir / f"{first}.parquet").unlink()
 
-    def built() -> tuple[dict, np.ndarray, np.ndarray, list]:
+    def built() -> tuple[dict, np.ndarray, np.ndarray, list, pl.DataFrame]:
         shutil.rmtree(ws.cache_dir, ignore_errors=True)
         idx = Archive(embedder=archive._embedder).index(ws).refresh()
         seg = idx.segments[0]
         arrays = {n: np.asarray(getattr(seg.postings, n)).copy() for n in ("offsets", "doc_ids", "tfs", "doc_len")}
-        return arrays, np.asarray(seg.vectors).copy(), seg.has_vector.copy(), seg.postings.vocab
+        return arrays, np.asarray(seg.vectors).copy(), seg.has_vector.copy(), seg.postings.vocab, seg.meta
 
     whole = built()
     monkeypatch.setattr(index, "BUILD_CHUNK", 1)
     monkeypatch.setattr(lexical, "RUN_POSTINGS", 7)
     monkeypatch.setattr(lexical, "BLOCK_POSTINGS", 5)
     runs = built()
-    assert runs[3] == whole[3]
+    assert runs[3] == whole[3] and runs[4].equals(whole[4]) and runs[4].height > 3
     for name, array in whole[0].items():
         assert np.array_equal(runs[0][name], array), name
     assert np.array_equal(runs[1], whole[1]) and np.array_equal(runs[2], whole[2])
-    meta = Archive(embedder=archive._embedder).index(ws).refresh().segments[0].meta
+    meta = runs[4]
     first_rows = np.array([index.session_file_stem(s) == first for s in meta["session_id"].to_list()])
     assert first_rows.any() and meta.height == len(runs[2]) and runs[0]["doc_len"].shape == (meta.height,)
     assert not runs[2][first_rows].any() and runs[2][~first_rows].all()
     assert not runs[1][first_rows].any()
-    assert not (ws.cache_dir / "search" / "base" / "postings" / "runs").exists()  # spilled runs are removed
+    base = ws.cache_dir / "search" / "base"
+    assert not (base / "postings" / "runs").exists() and not (base / "meta.parts").exists()  # spills are removed
 
 
 def test_the_build_reads_files_in_chunks_bounded_by_count_and_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -380,3 +382,21 @@ def test_the_build_reads_files_in_chunks_bounded_by_count_and_size(tmp_path: Pat
     files.append(tmp_path / "gone")  # vanished since it was listed: still placed in a chunk, no error here
     chunks = [[f.name for f in c] for c in index._chunks(files)]
     assert chunks == [["0", "1", "2"], ["3", "4"], ["5"], ["6", "7", "gone"]]
+
+
+def test_vectors_too_large_for_memory_stream_from_the_file_with_the_same_scores(archive: Archive,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    import archive_mcp.search.index as index
+
+    query = np.asarray(archive._embedder.embed(["dark mode toggle"])[0], np.float32)
+    in_memory = Archive(embedder=archive._embedder).index(archive.workspace("webapp")).refresh()
+    assert in_memory.segments[0].dense() is not None
+    sims, has = in_memory.cosine(query)
+    monkeypatch.setattr(index, "DENSE_MAX_BYTES", 0)
+    monkeypatch.setattr(index, "READ_ROWS", 2)
+    streamed = Archive(embedder=archive._embedder).index(archive.workspace("webapp")).refresh()
+    assert streamed.segments[0].dense() is None and isinstance(streamed.segments[0].vectors, np.memmap)
+    sims2, has2 = streamed.cosine(query)
+    assert has.any() and np.array_equal(has, has2) and np.allclose(sims, sims2, atol=1e-6)

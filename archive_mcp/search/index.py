@@ -10,6 +10,7 @@ is an atomic rename, which changes its folder's mtime.
 from __future__ import annotations
 
 import json
+import mmap
 import shutil
 import time
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ TEXT_CAP = 3000
 BUILD_CHUNK = 256  # session files read at once while building
 BUILD_BYTES = 32 << 20  # and at most this much of them (compressed Parquet; one file at least)
 BUILD_ROWS = 65536  # zero rows written at once
+READ_ROWS = 16384  # vector rows read at once when they stream from disk (faster than 65536: cache)
 DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (float16)
 
 
@@ -56,36 +58,46 @@ class Segment:
     vectors: np.ndarray | None  # float16 (n, dim), rows without a vector are zero
     has_vector: np.ndarray  # bool (n,)
 
-    @classmethod
-    def write(cls, ws: Workspace, files: list[Path], model: str | None, folder: Path) -> Segment:
-        """Build the segment of these refined files into `folder`, then load it.
+    @staticmethod
+    def write(ws: Workspace, files: list[Path], model: str | None, folder: Path) -> dict[str, int]:
+        """Build the segment of these refined files into `folder`; its turns per session id.
 
         Memory stays bounded whatever the workspace's size: the files are read a few at a time
-        (`_chunks`), their postings spill to sorted runs on disk (`Postings.write`) and their vectors are
-        appended to `vectors.f16` chunk by chunk; only the small metadata frame is held whole.
+        (`_chunks`), their postings spill to sorted runs on disk (`Postings.write`), their vectors
+        are appended to `vectors.f16` and their metadata is written as one part per chunk and then
+        streamed into `meta.parquet`. Nothing of the segment stays in memory: `load` maps it.
         """
         folder.mkdir(parents=True, exist_ok=True)
         cols = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tool_calls", "raw_ref", "summary", "user_text", "assistant_text", "keywords", "title",
                 "content_hash"]
-        metas: list[pl.DataFrame] = []
+        parts = folder / "meta.parts"
+        parts.mkdir(exist_ok=True)
+        turns: dict[str, int] = {}
         vectors = _VectorWriter(ws, model, folder / "vectors.f16")
 
         def docs() -> Iterator[list[str]]:
-            for chunk in _chunks(files):
+            for k, chunk in enumerate(_chunks(files)):
                 df = pl.read_parquet([str(f) for f in chunk], columns=cols)
-                metas.append(df.with_columns(
+                meta = df.with_columns(
                     pl.col("tool_calls").list.eval(pl.element().struct.field("name")).alias("tools"),
-                ).select(META_COLUMNS))
+                ).select(META_COLUMNS)
+                meta.write_parquet(parts / f"{k:06d}.parquet")
+                for session, n in meta.group_by("session_id").len().iter_rows():
+                    turns[session] = turns.get(session, 0) + n
                 vectors.add(df.select("session_id", "agent", "turn", "content_hash"))
                 for r in df.iter_rows(named=True):
                     yield analyse(doc_text(r))
 
         Postings.write(docs(), folder / "postings")
-        meta = pl.concat(metas) if metas else pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS})
-        meta.write_parquet(folder / "meta.parquet")
+        written = sorted(parts.glob("*.parquet"))
+        if written:
+            pl.scan_parquet(written).sink_parquet(folder / "meta.parquet")
+        else:
+            pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS}).write_parquet(folder / "meta.parquet")
+        shutil.rmtree(parts)
         np.save(folder / "has_vector.npy", vectors.close())
-        return cls.load(folder)
+        return turns
 
     def dense(self) -> np.ndarray | None:
         """The vectors as float32 in memory when that stays small; else None (stream from disk)."""
@@ -105,6 +117,15 @@ class Segment:
             dim = vec_path.stat().st_size // (2 * has.shape[0])
             vectors = np.memmap(vec_path, np.float16, "r", shape=(has.shape[0], dim))
         return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"), vectors, has)
+
+
+def read_rows(m: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Rows lo:hi of a matrix; of a memory-mapped one by reading its file, so that no mapped page
+    stays resident (a scan of 1M rows of vectors would otherwise leave 512 MB in RSS)."""
+    if isinstance(m, np.memmap) and isinstance(m.base, mmap.mmap) and m.filename is not None:  # not a view
+        return np.fromfile(m.filename, m.dtype, (hi - lo) * m.shape[1],
+                           offset=m.offset + lo * m.shape[1] * m.dtype.itemsize).reshape(hi - lo, m.shape[1])
+    return np.asarray(m[lo:hi])
 
 
 def _chunks(files: list[Path]) -> Iterator[list[Path]]:
@@ -261,17 +282,16 @@ class WorkspaceIndex:
         tmp = self.folder.with_name(f"search.tmp{time.time_ns()}")
         if rebuild_base:
             stems = sorted(names)
-            seg = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "base")
+            turns = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "base")
             Segment.write(self.ws, [], self.model, tmp / "delta")
             base = {s: stats[s] for s in stems}
-            turns = dict(seg.meta.group_by("session_id").len().iter_rows()) if seg.meta.height else {}
             manifest = {"version": INDEX_VERSION, "model": self.model, "base": base,
-                        "base_turns": seg.meta.height, "turns": {session_file_stem(k): v for k, v in turns.items()},
+                        "base_turns": sum(turns.values()), "turns": {session_file_stem(k): v for k, v in turns.items()},
                         "dead_sessions": [], "delta_sessions": []}
         else:
             shutil.copytree(self.folder / "base", tmp / "base")
             stems = [s for s in changed if s in names]
-            seg = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "delta")
+            Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "delta")
             manifest = {**manifest, "dead_sessions": sorted(set(changed) | set(removed)),
                         "delta_sessions": stems}
         manifest["stamp"] = list(stamp)
@@ -316,8 +336,8 @@ class WorkspaceIndex:
                 if dense is not None:
                     out = dense @ q
                 else:
-                    for a in range(0, n, 65536):  # chunks keep the float32 copy small
-                        out[a:a + 65536] = np.asarray(s.vectors[a:a + 65536], np.float32) @ q
+                    for a in range(0, n, READ_ROWS):  # read, not mapped: the pages stay out of RSS
+                        out[a:a + READ_ROWS] = read_rows(s.vectors, a, min(a + READ_ROWS, n)).astype(np.float32) @ q
             sims.append(out)
             has.append(s.has_vector if n else np.zeros(0, bool))
         return np.concatenate(sims), np.concatenate(has)
