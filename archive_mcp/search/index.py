@@ -33,7 +33,7 @@ META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status",
 TEXT_CAP = 3000
 BUILD_CHUNK = 256  # session files read at once while building
 BUILD_BYTES = 32 << 20  # and at most this much of them (compressed Parquet; one file at least)
-BUILD_ROWS = 65536  # zero rows written at once
+BUILD_ROWS = 65536  # rows of zeros written at once (the rows before the first vector)
 READ_ROWS = 16384  # vector rows read at once when they stream from disk (faster than 65536: cache)
 DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (float16)
 
@@ -74,29 +74,32 @@ class Segment:
         parts = folder / "meta.parts"
         parts.mkdir(exist_ok=True)
         turns: dict[str, int] = {}
-        vectors = _VectorWriter(ws, model, folder / "vectors.f16")
+        written: list[Path] = []  # metadata parts, in row order
 
-        def docs() -> Iterator[list[str]]:
-            for k, chunk in enumerate(_chunks(files)):
+        def docs(vectors: _VectorWriter) -> Iterator[list[str]]:
+            # While `Postings.write` pulls the documents, each chunk's metadata part and vectors are
+            # written too: one read of the refined files feeds all three.
+            for chunk in _chunks(files):
                 df = pl.read_parquet([str(f) for f in chunk], columns=cols)
                 meta = df.with_columns(
                     pl.col("tool_calls").list.eval(pl.element().struct.field("name")).alias("tools"),
                 ).select(META_COLUMNS)
-                meta.write_parquet(parts / f"{k:06d}.parquet")
+                written.append(parts / f"{len(written)}.parquet")
+                meta.write_parquet(written[-1])
                 for session, n in meta.group_by("session_id").len().iter_rows():
                     turns[session] = turns.get(session, 0) + n
                 vectors.add(df.select("session_id", "agent", "turn", "content_hash"))
                 for r in df.iter_rows(named=True):
                     yield analyse(doc_text(r))
 
-        Postings.write(docs(), folder / "postings")
-        written = sorted(parts.glob("*.parquet"))
+        with _VectorWriter(ws, model, folder / "vectors.f16") as vectors:
+            Postings.write(docs(vectors), folder / "postings")
         if written:
             pl.scan_parquet(written).sink_parquet(folder / "meta.parquet")
         else:
             pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS}).write_parquet(folder / "meta.parquet")
         shutil.rmtree(parts)
-        np.save(folder / "has_vector.npy", vectors.close())
+        np.save(folder / "has_vector.npy", vectors.has_vector())
         return turns
 
     def dense(self) -> np.ndarray | None:
@@ -114,7 +117,11 @@ class Segment:
         vec_path = folder / "vectors.f16"
         vectors = None
         if vec_path.exists() and has.shape[0]:
-            dim = vec_path.stat().st_size // (2 * has.shape[0])
+            size = vec_path.stat().st_size
+            dim = size // (2 * has.shape[0])
+            if dim == 0 or size != 2 * has.shape[0] * dim:
+                raise ValueError(f"the search cache is damaged ({vec_path.name} holds {size} bytes for "
+                                 f"{has.shape[0]} rows): delete {folder.parent} and search again to rebuild it")
             vectors = np.memmap(vec_path, np.float16, "r", shape=(has.shape[0], dim))
         return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"), vectors, has)
 
@@ -150,8 +157,9 @@ def _chunks(files: list[Path]) -> Iterator[list[Path]]:
 class _VectorWriter:
     """The rows' stored vectors (float16, zero where a row has none), appended chunk by chunk.
 
-    Each chunk of rows reads only its own sessions' embedding files; rows that come before the
-    first vector (whose width is not known yet) are written as zeros once it is.
+    Each chunk of rows reads only its own sessions' embedding files and takes a row's vector from
+    its own session's file; rows that come before the first vector (whose width is not known yet)
+    are written as zeros once it is.
     """
 
     def __init__(self, ws: Workspace, model: str | None, path: Path) -> None:
@@ -164,7 +172,7 @@ class _VectorWriter:
     def add(self, keys: pl.DataFrame) -> None:
         has = np.zeros(keys.height, bool)
         self.has.append(has)
-        emb = self._read(keys["session_id"].unique(maintain_order=True).to_list())
+        emb = self._embeddings(keys["session_id"].unique(maintain_order=True).to_list())
         if emb is None and not self.dim:
             self.pending += keys.height
             return
@@ -176,28 +184,47 @@ class _VectorWriter:
         block = np.zeros((keys.height, self.dim), np.float16)
         if emb is not None:
             joined = (keys.with_row_index("row")
-                      .join(emb, on=["agent", "turn", "content_hash"], how="inner"))
+                      .join(emb, on=["session_id", "agent", "turn", "content_hash"], how="inner"))
             rows = joined["row"].to_numpy()
             block[rows] = joined["vector"].to_numpy().astype(np.float16)
             has[rows] = True
         block.tofile(self.file)
 
-    def _read(self, sessions: list[str]) -> pl.DataFrame | None:
+    def _embeddings(self, sessions: list[str]) -> pl.DataFrame | None:
+        """This model's vectors of these sessions, each row with its session id."""
         if self.model is None:
             return None
-        paths = [self.ws.embeddings_dir / f"{session_file_stem(s)}.parquet" for s in sessions]
-        paths = [str(p) for p in paths if p.exists()]
+        paths = {str(self.ws.embeddings_dir / f"{session_file_stem(s)}.parquet"): s for s in sessions}
+        paths = {p: s for p, s in paths.items() if Path(p).exists()}
         if not paths:
             return None
-        emb = (pl.read_parquet(paths, columns=["agent", "turn", "content_hash", "model", "vector"])
-               .filter(pl.col("model") == self.model).drop("model"))
+        def read(files: list[str]) -> pl.DataFrame:
+            return (pl.scan_parquet(files, include_file_paths="path")
+                    .select("agent", "turn", "content_hash", "model", "vector", "path")
+                    .filter(pl.col("model") == self.model).collect())
+
+        try:
+            emb = read(list(paths))
+        except pl.exceptions.PolarsError:  # files of different vector widths (another model's, not re-embedded yet)
+            frames = [read([p]) for p in paths]
+            frames = [f for f in frames if f.height]
+            if not frames:
+                return None
+            emb = pl.concat(frames)
+        emb = (emb.with_columns(session_id=pl.col("path").replace_strict(paths, return_dtype=pl.String))
+               .drop("model", "path"))
         return emb if emb.height else None
 
-    def close(self) -> np.ndarray:
+    def has_vector(self) -> np.ndarray:
         """Which rows have a vector."""
+        return np.concatenate(self.has) if self.has else np.zeros(0, bool)
+
+    def __enter__(self) -> _VectorWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         if self.file is not None:
             self.file.close()
-        return np.concatenate(self.has) if self.has else np.zeros(0, bool)
 
 
 class WorkspaceIndex:
@@ -279,23 +306,30 @@ class WorkspaceIndex:
         changed_turns = sum(int(manifest.get("turns", {}).get(s, 50)) for s in changed)
         names = {p.stem: p for p in self.ws.refined_dir.glob("*.parquet")} if self.ws.refined_dir.is_dir() else {}
         rebuild_base = not valid or not base or changed_turns > DELTA_SHARE * base_turns
+        for stale in [*self.folder.parent.glob("search.tmp*"), *self.folder.parent.glob("search.old*")]:
+            shutil.rmtree(stale, ignore_errors=True)  # left by a killed build (we hold the cache lock)
         tmp = self.folder.with_name(f"search.tmp{time.time_ns()}")
-        if rebuild_base:
-            stems = sorted(names)
-            turns = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "base")
-            Segment.write(self.ws, [], self.model, tmp / "delta")
-            base = {s: stats[s] for s in stems}
-            manifest = {"version": INDEX_VERSION, "model": self.model, "base": base,
-                        "base_turns": sum(turns.values()), "turns": {session_file_stem(k): v for k, v in turns.items()},
-                        "dead_sessions": [], "delta_sessions": []}
-        else:
-            shutil.copytree(self.folder / "base", tmp / "base")
-            stems = [s for s in changed if s in names]
-            Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "delta")
-            manifest = {**manifest, "dead_sessions": sorted(set(changed) | set(removed)),
-                        "delta_sessions": stems}
-        manifest["stamp"] = list(stamp)
-        atomic_write_json(tmp / "manifest.json", manifest)
+        try:
+            if rebuild_base:
+                stems = sorted(names)
+                turns = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "base")
+                Segment.write(self.ws, [], self.model, tmp / "delta")
+                base = {s: stats[s] for s in stems}
+                manifest = {"version": INDEX_VERSION, "model": self.model, "base": base,
+                            "base_turns": sum(turns.values()),
+                            "turns": {session_file_stem(k): v for k, v in turns.items()},
+                            "dead_sessions": [], "delta_sessions": []}
+            else:
+                shutil.copytree(self.folder / "base", tmp / "base")
+                stems = [s for s in changed if s in names]
+                Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "delta")
+                manifest = {**manifest, "dead_sessions": sorted(set(changed) | set(removed)),
+                            "delta_sessions": stems}
+            manifest["stamp"] = list(stamp)
+            atomic_write_json(tmp / "manifest.json", manifest)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # a failed build leaves nothing (it may weigh GBs)
+            raise
         old = self.folder.with_name(f"search.old{time.time_ns()}")
         if self.folder.exists():
             self.folder.rename(old)

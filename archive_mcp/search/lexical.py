@@ -105,10 +105,10 @@ class Postings:
         offsets[1:] = np.cumsum(counts)
         return cls(_vocab(term_id), offsets, doc_ids, tfs, doc_len)
 
-    @classmethod
-    def write(cls, docs: Iterable[list[str]], folder: Path, run_size: int | None = None,
-              block_size: int | None = None) -> Postings:
-        """Build the postings of `docs` into `folder` in bounded memory, then load them (mapped).
+    @staticmethod
+    def write(docs: Iterable[list[str]], folder: Path, run_size: int | None = None,
+              block_size: int | None = None) -> None:
+        """Write the postings of `docs` into `folder` in bounded memory (`load` maps them).
 
         Postings are gathered `run_size` at a time, sorted by term and spilled to disk as a run;
         the runs are then merged term range by term range (`block_size` postings at a time) and
@@ -121,18 +121,17 @@ class Postings:
         spill.mkdir(exist_ok=True)
         term_id: dict[str, int] = {}
         lengths = array("f")
-        runs: list[int] = []  # postings per run, in document order
+        n_runs = 0  # runs spilled, in document order
         held: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         n_held = 0
 
         def spill_run() -> None:
-            nonlocal n_held
+            nonlocal n_held, n_runs
             doc_ids, tfs, counts = _sorted_run(held, len(term_id))
-            k = len(runs)
-            doc_ids.tofile(spill / f"{k}.docs")
-            tfs.tofile(spill / f"{k}.tfs")
-            counts.tofile(spill / f"{k}.counts")
-            runs.append(doc_ids.size)
+            doc_ids.tofile(spill / f"{n_runs}.docs")
+            tfs.tofile(spill / f"{n_runs}.tfs")
+            counts.tofile(spill / f"{n_runs}.counts")
+            n_runs += 1
             held.clear()
             n_held = 0
 
@@ -143,45 +142,11 @@ class Postings:
                 spill_run()
         if held:
             spill_run()
-        n_terms = len(term_id)
-        totals = np.zeros(n_terms, np.int64)
-        for k in range(len(runs)):
-            c = np.fromfile(spill / f"{k}.counts", np.int64)
-            totals[:c.size] += c
-        offsets = np.zeros(n_terms + 1, np.int64)
-        offsets[1:] = np.cumsum(totals)
-        n = int(offsets[-1])
-        with _NpyOut(folder / "doc_ids.npy", np.int32, n) as out_docs, _NpyOut(folder / "tfs.npy", np.float32, n) as out_tfs:
-            cursor = [0] * len(runs)  # postings of each run already merged
-            lo = 0
-            while lo < n_terms:
-                hi = max(lo + 1, int(np.searchsorted(offsets, offsets[lo] + block_size, side="right")) - 1)
-                hi = min(hi, n_terms)
-                size = int(offsets[hi] - offsets[lo])
-                block_docs = np.empty(size, np.int32)
-                block_tfs = np.empty(size, np.float32)
-                start = offsets[lo:hi] - offsets[lo]  # where each term of the block starts in it
-                filled = np.zeros(hi - lo, np.int64)
-                for k in range(len(runs)):
-                    counts_k = _read(spill / f"{k}.counts", np.int64, lo, hi)
-                    m = int(counts_k.sum())
-                    if m == 0:
-                        continue
-                    term = np.repeat(np.arange(counts_k.size), counts_k)
-                    first = np.cumsum(counts_k) - counts_k  # where each term starts in this run's slice
-                    dest = start[term] + filled[term] + (np.arange(m) - first[term])
-                    block_docs[dest] = _read(spill / f"{k}.docs", np.int32, cursor[k], cursor[k] + m)
-                    block_tfs[dest] = _read(spill / f"{k}.tfs", np.float32, cursor[k], cursor[k] + m)
-                    filled[:counts_k.size] += counts_k
-                    cursor[k] += m
-                out_docs.write(block_docs)
-                out_tfs.write(block_tfs)
-                lo = hi
+        offsets = _merge_runs(spill, n_runs, len(term_id), folder, block_size)
         np.save(folder / "offsets.npy", offsets)
         np.save(folder / "doc_len.npy", np.frombuffer(lengths, np.float32) if lengths else np.zeros(0, np.float32))
         (folder / "vocab.json").write_text(json.dumps(_vocab(term_id), ensure_ascii=False), encoding="utf-8")
         shutil.rmtree(spill)
-        return cls.load(folder)
 
     @classmethod
     def load(cls, folder: Path) -> Postings:
@@ -246,6 +211,46 @@ def _sorted_run(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     return doc_ids, tfs, np.bincount(terms, minlength=n_terms).astype(np.int64)
 
 
+def _merge_runs(spill: Path, n_runs: int, n_terms: int, folder: Path, block_size: int) -> np.ndarray:
+    """Merge the spilled runs into `doc_ids.npy` and `tfs.npy`, one range of terms at a time;
+    the terms' offsets. Run k holds `k.docs` and `k.tfs` sorted by term, and `k.counts`, its
+    postings per term (shorter than `n_terms` when the vocabulary grew after it)."""
+    totals = np.zeros(n_terms, np.int64)
+    for k in range(n_runs):
+        c = np.fromfile(spill / f"{k}.counts", np.int64)
+        totals[:c.size] += c
+    offsets = np.zeros(n_terms + 1, np.int64)
+    offsets[1:] = np.cumsum(totals)
+    n = int(offsets[-1])
+    with _NpyOut(folder / "doc_ids.npy", np.int32, n) as out_docs, _NpyOut(folder / "tfs.npy", np.float32, n) as out_tfs:
+        cursor = [0] * n_runs  # postings of each run merged so far
+        lo = 0
+        while lo < n_terms:  # terms lo:hi make a block of about block_size postings (one term at least)
+            hi = min(n_terms, max(lo + 1, int(np.searchsorted(offsets, offsets[lo] + block_size, side="right")) - 1))
+            size = int(offsets[hi] - offsets[lo])
+            block_docs = np.empty(size, np.int32)
+            block_tfs = np.empty(size, np.float32)
+            start = offsets[lo:hi] - offsets[lo]  # where each term of the block starts in it
+            filled = np.zeros(hi - lo, np.int64)  # postings of each term placed by earlier runs
+            for k in range(n_runs):
+                counts_k = _read_items(spill / f"{k}.counts", np.int64, lo, hi)
+                m = int(counts_k.sum())
+                if m == 0:
+                    continue
+                term = np.repeat(np.arange(counts_k.size), counts_k)  # each posting's term in the block
+                first = np.cumsum(counts_k) - counts_k  # where each term starts in this run's slice
+                # A posting goes after its term's postings from earlier runs, at its rank in this run.
+                dest = start[term] + filled[term] + (np.arange(m) - first[term])
+                block_docs[dest] = _read_items(spill / f"{k}.docs", np.int32, cursor[k], cursor[k] + m)
+                block_tfs[dest] = _read_items(spill / f"{k}.tfs", np.float32, cursor[k], cursor[k] + m)
+                filled[:counts_k.size] += counts_k
+                cursor[k] += m
+            out_docs.write(block_docs)
+            out_tfs.write(block_tfs)
+            lo = hi
+    return offsets
+
+
 def _vocab(term_id: dict[str, int]) -> list[str]:
     vocab = [""] * len(term_id)
     for t, i in term_id.items():
@@ -253,7 +258,7 @@ def _vocab(term_id: dict[str, int]) -> list[str]:
     return vocab
 
 
-def _read(path: Path, dtype: type, start: int, stop: int) -> np.ndarray:
+def _read_items(path: Path, dtype: type, start: int, stop: int) -> np.ndarray:
     """Items [start, stop) of a raw array file (fewer when the file is shorter), read, not mapped."""
     size = np.dtype(dtype).itemsize
     count = min(stop, path.stat().st_size // size) - start
