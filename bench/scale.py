@@ -2,6 +2,10 @@
 as in a 100k-turn archive, and does RSS stay under 1 GB?
 
     python bench/scale.py [--turns 1000000] [--workspaces 10] [--out bench/out/scale]
+    python bench/scale.py --home DIR    # measure an archive built before (its search cache is dropped first)
+
+`--workspaces 1` puts all the turns in one workspace: the case where one workspace's index build
+and search must stay under 1 GB on their own.
 """
 
 from __future__ import annotations
@@ -41,7 +45,13 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=1_000_000)
     ap.add_argument("--workspaces", type=int, default=10)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "scale")
+    ap.add_argument("--home", type=Path, help="an archive already ingested: only the index and search runs")
     args = ap.parse_args()
+    if args.home:
+        for ws in (args.home / "workspaces").iterdir():
+            shutil.rmtree(ws / "cache" / "search", ignore_errors=True)
+        measure(args.home)
+        return
     shutil.rmtree(args.out, ignore_errors=True)
     t = time.perf_counter()
     made = generate_share_dir(args.out / "kimi", args.turns, workspaces=args.workspaces, big_every=0, small=(100, 800))
@@ -53,8 +63,13 @@ def main() -> None:
     ingest_s = time.perf_counter() - t
     ingest_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"ingest {ingest_s:.0f} s ({made['turns'] / ingest_s:.0f} turns/s), peak RSS {ingest_rss:.0f} MB", flush=True)
+    measure(args.out / "home")
+
+
+def measure(home: Path) -> None:
+    """Index build (cold) or load (warm), searches and peak RSS, each in a fresh process."""
     for run in ("cold", "warm"):
-        out = subprocess.run([sys.executable, "-c", MEASURE, str(args.out / "home")], check=True,
+        out = subprocess.run([sys.executable, "-c", MEASURE, str(home)], check=True,
                              capture_output=True, text=True)
         print(run, out.stdout.strip().splitlines()[-1], flush=True)
 

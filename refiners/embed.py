@@ -8,6 +8,9 @@ sentence-transformers. Heavy imports happen inside the functions that need them.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Protocol
@@ -67,22 +70,17 @@ class StaticEmbedder:
             return self._model
 
     def _distill(self) -> None:
-        """One-time, offline: distil the packaged MiniLM into a static model (about 20 s)."""
+        """One-time, offline: distil the packaged MiniLM into a static model (minutes on 2 cores).
+
+        It runs in a child process: distilling imports torch and the full model (about 1 GB), which
+        would otherwise stay in this process, a long-lived MCP server among them."""
         source = _packaged_model_path()
-        try:
-            from model2vec.distill import distill
-        except ImportError as exc:
-            raise EmbedderUnavailable(f"model2vec distillation needs skeletoken: {INSTALL_HINT}") from exc
-        model = distill(model_name=str(source), pca_dims=self.pca_dims)
-        # Save beside the target, then rename: a reader never sees a half-written model.
-        tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
-        model.save_pretrained(str(tmp))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            tmp.rename(self.path)
-        except OSError:  # another process finished first
-            import shutil
-            shutil.rmtree(tmp, ignore_errors=True)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        done = subprocess.run([sys.executable, "-m", "archive_mcp.refiners.embed", str(source), str(self.path),
+                               str(self.pca_dims)], env=env, capture_output=True, text=True)
+        if done.returncode != 0 or not (self.path / "model.safetensors").exists():
+            last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+            raise EmbedderUnavailable(f"could not distil the static model: {last}")
 
     def embed(self, texts: list[str]) -> np.ndarray:
         model = self._load()
@@ -122,3 +120,26 @@ def make_embedder(kind: str, cache: Path) -> Embedder:
     if kind == "minilm":
         return MiniLMEmbedder()
     raise ValueError(f"unknown embedder {kind!r}; choose one of {', '.join(EMBEDDERS)}")
+
+
+def distill_into(source: Path, target: Path, pca_dims: int) -> None:
+    """Distil the model at `source` into a static model at `target` (saved beside it, then renamed:
+    a reader never sees a half-written model). The child process of `StaticEmbedder._distill`."""
+    if not (source / "config.json").exists():
+        raise SystemExit(f"no packaged model at {source}: {INSTALL_HINT}")
+    try:
+        from model2vec.distill import distill
+    except ImportError:
+        raise SystemExit(f"model2vec distillation needs skeletoken: {INSTALL_HINT}") from None
+    model = distill(model_name=str(source), pca_dims=pca_dims)
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    model.save_pretrained(str(tmp))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        tmp.rename(target)
+    except OSError:  # another process finished first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    distill_into(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))

@@ -68,3 +68,13 @@ def test_discovery_with_the_static_model_recovers_planted_themes(models_dir: Pat
     scores = purity_recall(found.themes)
     assert sum(p for p, _ in scores.values()) / len(scores) >= 0.8
     assert sum(r for _, r in scores.values()) / len(scores) >= 0.8
+
+
+def test_a_failed_distillation_is_a_clear_error_and_leaves_no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import archive_mcp.refiners.embed as embed
+    from archive_mcp.refiners.embed import EmbedderUnavailable
+
+    monkeypatch.setattr(embed, "_packaged_model_path", lambda: tmp_path / "no-model")
+    with pytest.raises(EmbedderUnavailable, match="could not distil the static model: no packaged model at .*no-model"):
+        StaticEmbedder(tmp_path / "models").embed(TEXTS)
+    assert not (tmp_path / "models").exists()

@@ -220,7 +220,7 @@ def test_vectors_on_disk_are_read_by_rows_without_mapping_the_file(tmp_path: Pat
     assert np.array_equal(np.vstack([b for _, b in source.blocks()]), whole)
     assert [s for s, _ in source.blocks()][-1] == 4 + (read == 3)  # each window with rows of it in order
     assert np.array_equal(source.take(np.array([1, 4, 5])), whole[[1, 4, 5]])
-    assert np.array_equal(graph._read(mapped[3:], 0, 2), m[3:5])  # a view of a mapping: sliced, not read from the file
+    assert np.array_equal(graph.read_rows(mapped[3:], 0, 2), m[3:5])  # a view of a mapping: sliced, not read from the file
 
 
 def test_rows_outside_the_sample_join_the_cell_and_community_of_their_nearest_sampled_rows() -> None:

@@ -10,6 +10,7 @@ is an atomic rename, which changes its folder's mtime.
 from __future__ import annotations
 
 import json
+import mmap
 import shutil
 import time
 from collections.abc import Iterator
@@ -25,12 +26,15 @@ from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
-INDEX_VERSION = 3  # 3: stemmed terms, dates as text
+INDEX_VERSION = 4  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16)
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tools", "raw_ref"]
 TEXT_CAP = 3000
 BUILD_CHUNK = 256  # session files read at once while building
+BUILD_BYTES = 32 << 20  # and at most this much of them (compressed Parquet; one file at least)
+BUILD_ROWS = 65536  # rows of zeros written at once (the rows before the first vector)
+READ_ROWS = 16384  # vector rows read at once when they stream from disk (faster than 65536: cache)
 DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (float16)
 
 
@@ -54,31 +58,49 @@ class Segment:
     vectors: np.ndarray | None  # float16 (n, dim), rows without a vector are zero
     has_vector: np.ndarray  # bool (n,)
 
-    @classmethod
-    def build(cls, ws: Workspace, sessions: list[str], files: list[Path], model: str | None) -> Segment:
+    @staticmethod
+    def write(ws: Workspace, files: list[Path], model: str | None, folder: Path) -> dict[str, int]:
+        """Build the segment of these refined files into `folder`; its turns per session id.
+
+        Memory stays bounded whatever the workspace's size: the files are read a few at a time
+        (`_chunks`), their postings spill to sorted runs on disk (`Postings.write`), their vectors
+        are appended to `vectors.f16` and their metadata is written as one part per chunk and then
+        streamed into `meta.parquet`. Nothing of the segment stays in memory: `load` maps it.
+        """
+        folder.mkdir(parents=True, exist_ok=True)
         cols = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tool_calls", "raw_ref", "summary", "user_text", "assistant_text", "keywords", "title",
                 "content_hash"]
-        metas: list[pl.DataFrame] = []
-        keys: list[pl.DataFrame] = []
+        parts = folder / "meta.parts"
+        parts.mkdir(exist_ok=True)
+        turns: dict[str, int] = {}
+        written: list[Path] = []  # metadata parts, in row order
 
-        def docs() -> Iterator[list[str]]:
-            # Read a few hundred sessions at a time: the texts are only needed to tokenise.
-            for start in range(0, len(files), BUILD_CHUNK):
-                df = pl.read_parquet([str(f) for f in files[start:start + BUILD_CHUNK]], columns=cols)
-                metas.append(df.with_columns(
+        def docs(vectors: _VectorWriter) -> Iterator[list[str]]:
+            # While `Postings.write` pulls the documents, each chunk's metadata part and vectors are
+            # written too: one read of the refined files feeds all three.
+            for chunk in _chunks(files):
+                df = pl.read_parquet([str(f) for f in chunk], columns=cols)
+                meta = df.with_columns(
                     pl.col("tool_calls").list.eval(pl.element().struct.field("name")).alias("tools"),
-                ).select(META_COLUMNS))
-                keys.append(df.select("session_id", "agent", "turn", "content_hash"))
+                ).select(META_COLUMNS)
+                written.append(parts / f"{len(written)}.parquet")
+                meta.write_parquet(written[-1])
+                for session, n in meta.group_by("session_id").len().iter_rows():
+                    turns[session] = turns.get(session, 0) + n
+                vectors.add(df.select("session_id", "agent", "turn", "content_hash"))
                 for r in df.iter_rows(named=True):
                     yield analyse(doc_text(r))
 
-        postings = Postings.build(docs())
-        meta = pl.concat(metas) if metas else pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS})
-        key_frame = pl.concat(keys) if keys else pl.DataFrame(
-            schema={"session_id": pl.String, "agent": pl.String, "turn": pl.Int64, "content_hash": pl.String})
-        vectors, has = _vectors(ws, key_frame, model)
-        return cls(postings, meta, vectors, has)
+        with _VectorWriter(ws, model, folder / "vectors.f16") as vectors:
+            Postings.write(docs(vectors), folder / "postings")
+        if written:
+            pl.scan_parquet(written).sink_parquet(folder / "meta.parquet")
+        else:
+            pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS}).write_parquet(folder / "meta.parquet")
+        shutil.rmtree(parts)
+        np.save(folder / "has_vector.npy", vectors.has_vector())
+        return turns
 
     def dense(self) -> np.ndarray | None:
         """The vectors as float32 in memory when that stays small; else None (stream from disk)."""
@@ -89,41 +111,120 @@ class Segment:
             self._dense = np.asarray(self.vectors, np.float32) if small else None
         return self._dense
 
-    def save(self, folder: Path) -> None:
-        self.postings.save(folder / "postings")
-        self.meta.write_parquet(folder / "meta.parquet")
-        np.save(folder / "has_vector.npy", self.has_vector)
-        if self.vectors is not None:
-            np.save(folder / "vectors.npy", self.vectors)
-
     @classmethod
     def load(cls, folder: Path) -> Segment:
-        vec_path = folder / "vectors.npy"
-        return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"),
-                   np.load(vec_path, mmap_mode="r") if vec_path.exists() else None,
-                   np.load(folder / "has_vector.npy"))
+        has = np.load(folder / "has_vector.npy")
+        vec_path = folder / "vectors.f16"
+        vectors = None
+        if vec_path.exists() and has.shape[0]:
+            size = vec_path.stat().st_size
+            dim = size // (2 * has.shape[0])
+            if dim == 0 or size != 2 * has.shape[0] * dim:
+                raise ValueError(f"the search cache is damaged ({vec_path.name} holds {size} bytes for "
+                                 f"{has.shape[0]} rows): delete {folder.parent} and search again to rebuild it")
+            vectors = np.memmap(vec_path, np.float16, "r", shape=(has.shape[0], dim))
+        return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"), vectors, has)
 
 
-def _vectors(ws: Workspace, df: pl.DataFrame, model: str | None) -> tuple[np.ndarray | None, np.ndarray]:
-    has = np.zeros(df.height, bool)
-    if model is None or df.height == 0:
-        return None, has
-    files = [ws.embeddings_dir / f"{session_file_stem(s)}.parquet" for s in df["session_id"].unique().to_list()]
-    files = [str(f) for f in files if f.exists()]
-    if not files:
-        return None, has
-    emb = pl.read_parquet(files).filter(pl.col("model") == model)
-    if emb.height == 0:
-        return None, has
-    dim = emb.schema["vector"].size  # type: ignore[union-attr]
-    keyed = df.select("agent", "turn", "content_hash").with_row_index("row")
-    joined = keyed.join(emb.select("agent", "turn", "content_hash", "vector"),
-                        on=["agent", "turn", "content_hash"], how="inner")
-    out = np.zeros((df.height, dim), np.float16)
-    rows = joined["row"].to_numpy()
-    out[rows] = joined["vector"].to_numpy().astype(np.float16)
-    has[rows] = True
-    return out, has
+def read_rows(m: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Rows lo:hi of a matrix; of a memory-mapped one by reading its file, so that no mapped page
+    stays resident (a scan of 1M rows of vectors would otherwise leave 512 MB in RSS)."""
+    if isinstance(m, np.memmap) and isinstance(m.base, mmap.mmap) and m.filename is not None:  # not a view
+        return np.fromfile(m.filename, m.dtype, (hi - lo) * m.shape[1],
+                           offset=m.offset + lo * m.shape[1] * m.dtype.itemsize).reshape(hi - lo, m.shape[1])
+    return np.asarray(m[lo:hi])
+
+
+def _chunks(files: list[Path]) -> Iterator[list[Path]]:
+    """The files in order, at most `BUILD_CHUNK` files or `BUILD_BYTES` of them at a time (one
+    file at least): a few long sessions weigh as much as hundreds of short ones."""
+    chunk: list[Path] = []
+    size = 0
+    for f in files:
+        try:
+            n = f.stat().st_size
+        except OSError:
+            n = 0
+        if chunk and (len(chunk) >= BUILD_CHUNK or size + n > BUILD_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(f)
+        size += n
+    if chunk:
+        yield chunk
+
+
+class _VectorWriter:
+    """The rows' stored vectors (float16, zero where a row has none), appended chunk by chunk.
+
+    Each chunk of rows reads only its own sessions' embedding files and takes a row's vector from
+    its own session's file; rows that come before the first vector (whose width is not known yet)
+    are written as zeros once it is.
+    """
+
+    def __init__(self, ws: Workspace, model: str | None, path: Path) -> None:
+        self.ws, self.model, self.path = ws, model, path
+        self.has: list[np.ndarray] = []
+        self.dim = 0
+        self.pending = 0  # rows before the first vector
+        self.file: Any = None
+
+    def add(self, keys: pl.DataFrame) -> None:
+        has = np.zeros(keys.height, bool)
+        self.has.append(has)
+        emb = self._embeddings(keys["session_id"].unique(maintain_order=True).to_list())
+        if emb is None and not self.dim:
+            self.pending += keys.height
+            return
+        if emb is not None and not self.dim:
+            self.dim = emb.schema["vector"].size  # type: ignore[union-attr]
+            self.file = self.path.open("wb")
+            for start in range(0, self.pending, BUILD_ROWS):
+                np.zeros((min(BUILD_ROWS, self.pending - start), self.dim), np.float16).tofile(self.file)
+        block = np.zeros((keys.height, self.dim), np.float16)
+        if emb is not None:
+            joined = (keys.with_row_index("row")
+                      .join(emb, on=["session_id", "agent", "turn", "content_hash"], how="inner"))
+            rows = joined["row"].to_numpy()
+            block[rows] = joined["vector"].to_numpy().astype(np.float16)
+            has[rows] = True
+        block.tofile(self.file)
+
+    def _embeddings(self, sessions: list[str]) -> pl.DataFrame | None:
+        """This model's vectors of these sessions, each row with its session id."""
+        if self.model is None:
+            return None
+        paths = {str(self.ws.embeddings_dir / f"{session_file_stem(s)}.parquet"): s for s in sessions}
+        paths = {p: s for p, s in paths.items() if Path(p).exists()}
+        if not paths:
+            return None
+        def read(files: list[str]) -> pl.DataFrame:
+            return (pl.scan_parquet(files, include_file_paths="path")
+                    .select("agent", "turn", "content_hash", "model", "vector", "path")
+                    .filter(pl.col("model") == self.model).collect())
+
+        try:
+            emb = read(list(paths))
+        except pl.exceptions.PolarsError:  # files of different vector widths (another model's, not re-embedded yet)
+            frames = [read([p]) for p in paths]
+            frames = [f for f in frames if f.height]
+            if not frames:
+                return None
+            emb = pl.concat(frames)
+        emb = (emb.with_columns(session_id=pl.col("path").replace_strict(paths, return_dtype=pl.String))
+               .drop("model", "path"))
+        return emb if emb.height else None
+
+    def has_vector(self) -> np.ndarray:
+        """Which rows have a vector."""
+        return np.concatenate(self.has) if self.has else np.zeros(0, bool)
+
+    def __enter__(self) -> _VectorWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.file is not None:
+            self.file.close()
 
 
 class WorkspaceIndex:
@@ -205,27 +306,30 @@ class WorkspaceIndex:
         changed_turns = sum(int(manifest.get("turns", {}).get(s, 50)) for s in changed)
         names = {p.stem: p for p in self.ws.refined_dir.glob("*.parquet")} if self.ws.refined_dir.is_dir() else {}
         rebuild_base = not valid or not base or changed_turns > DELTA_SHARE * base_turns
+        for stale in [*self.folder.parent.glob("search.tmp*"), *self.folder.parent.glob("search.old*")]:
+            shutil.rmtree(stale, ignore_errors=True)  # left by a killed build (we hold the cache lock)
         tmp = self.folder.with_name(f"search.tmp{time.time_ns()}")
-        if rebuild_base:
-            stems = sorted(names)
-            seg = Segment.build(self.ws, stems, [names[s] for s in stems], self.model)
-            seg.save(tmp / "base")
-            empty = Segment.build(self.ws, [], [], self.model)
-            empty.save(tmp / "delta")
-            base = {s: stats[s] for s in stems}
-            turns = dict(seg.meta.group_by("session_id").len().iter_rows()) if seg.meta.height else {}
-            manifest = {"version": INDEX_VERSION, "model": self.model, "base": base,
-                        "base_turns": seg.meta.height, "turns": {session_file_stem(k): v for k, v in turns.items()},
-                        "dead_sessions": [], "delta_sessions": []}
-        else:
-            shutil.copytree(self.folder / "base", tmp / "base")
-            stems = [s for s in changed if s in names]
-            seg = Segment.build(self.ws, stems, [names[s] for s in stems], self.model)
-            seg.save(tmp / "delta")
-            manifest = {**manifest, "dead_sessions": sorted(set(changed) | set(removed)),
-                        "delta_sessions": stems}
-        manifest["stamp"] = list(stamp)
-        atomic_write_json(tmp / "manifest.json", manifest)
+        try:
+            if rebuild_base:
+                stems = sorted(names)
+                turns = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "base")
+                Segment.write(self.ws, [], self.model, tmp / "delta")
+                base = {s: stats[s] for s in stems}
+                manifest = {"version": INDEX_VERSION, "model": self.model, "base": base,
+                            "base_turns": sum(turns.values()),
+                            "turns": {session_file_stem(k): v for k, v in turns.items()},
+                            "dead_sessions": [], "delta_sessions": []}
+            else:
+                shutil.copytree(self.folder / "base", tmp / "base")
+                stems = [s for s in changed if s in names]
+                Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "delta")
+                manifest = {**manifest, "dead_sessions": sorted(set(changed) | set(removed)),
+                            "delta_sessions": stems}
+            manifest["stamp"] = list(stamp)
+            atomic_write_json(tmp / "manifest.json", manifest)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # a failed build leaves nothing (it may weigh GBs)
+            raise
         old = self.folder.with_name(f"search.old{time.time_ns()}")
         if self.folder.exists():
             self.folder.rename(old)
@@ -266,8 +370,8 @@ class WorkspaceIndex:
                 if dense is not None:
                     out = dense @ q
                 else:
-                    for a in range(0, n, 65536):  # chunks keep the float32 copy small
-                        out[a:a + 65536] = np.asarray(s.vectors[a:a + 65536], np.float32) @ q
+                    for a in range(0, n, READ_ROWS):  # read, not mapped: the pages stay out of RSS
+                        out[a:a + READ_ROWS] = read_rows(s.vectors, a, min(a + READ_ROWS, n)).astype(np.float32) @ q
             sims.append(out)
             has.append(s.has_vector if n else np.zeros(0, bool))
         return np.concatenate(sims), np.concatenate(has)

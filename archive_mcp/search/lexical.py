@@ -1,15 +1,19 @@
 """BM25 over code- and CJK-aware tokens, as numpy postings, with fuzzy term expansion.
 
-A `Postings` is immutable: built once from tokenised documents, saved as .npy files, loaded
-with memory mapping. Scoring a query touches only the postings of its terms.
+A `Postings` is immutable: built once from tokenised documents, in memory or written to .npy
+files in bounded memory and loaded with memory mapping. Scoring a query touches only the
+postings of its terms.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, MutableSequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz, process
@@ -17,6 +21,8 @@ from rapidfuzz import fuzz, process
 from archive_mcp.refiners.text import tokens
 
 K1, B = 1.2, 0.75
+RUN_POSTINGS = 4_000_000  # postings held in memory while writing an index; more spill to sorted runs
+BLOCK_POSTINGS = 4_000_000  # postings merged from the runs at once
 
 # Snowball's English stopword list (function words only: no "run", "use", "test", ...).
 ENGLISH_STOPWORDS = frozenset("""
@@ -87,36 +93,60 @@ class Postings:
 
     @classmethod
     def build(cls, docs: Iterable[list[str]]) -> Postings:
+        """Postings of a few documents, held in memory (memories, tests); `write` streams large sets."""
         term_id: dict[str, int] = {}
-        t_ids: list[np.ndarray] = []
-        d_ids: list[np.ndarray] = []
-        counts: list[np.ndarray] = []
         lengths: list[int] = []
-        for d, doc_terms in enumerate(docs):
-            c = Counter(doc_terms)
-            lengths.append(len(doc_terms))
-            if not c:
-                continue
-            t_ids.append(np.fromiter((term_id.setdefault(t, len(term_id)) for t in c), np.int32, len(c)))
-            counts.append(np.fromiter(c.values(), np.float32, len(c)))
-            d_ids.append(np.full(len(c), d, np.int32))
+        parts = list(_doc_postings(docs, term_id, lengths))
         doc_len = np.asarray(lengths, np.float32)
-        if not t_ids:
+        if not parts:
             return cls([], np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32), doc_len)
-        terms, docs_a, tfs = np.concatenate(t_ids), np.concatenate(d_ids), np.concatenate(counts)
-        order = np.argsort(terms, kind="stable")
+        doc_ids, tfs, counts = _sorted_run(parts, len(term_id))
         offsets = np.zeros(len(term_id) + 1, np.int64)
-        offsets[1:] = np.cumsum(np.bincount(terms, minlength=len(term_id)))
-        vocab = [""] * len(term_id)
-        for t, i in term_id.items():
-            vocab[i] = t
-        return cls(vocab, offsets, docs_a[order], tfs[order], doc_len)
+        offsets[1:] = np.cumsum(counts)
+        return cls(_vocab(term_id), offsets, doc_ids, tfs, doc_len)
 
-    def save(self, folder: Path) -> None:
+    @staticmethod
+    def write(docs: Iterable[list[str]], folder: Path, run_size: int | None = None,
+              block_size: int | None = None) -> None:
+        """Write the postings of `docs` into `folder` in bounded memory (`load` maps them).
+
+        Postings are gathered `run_size` at a time, sorted by term and spilled to disk as a run;
+        the runs are then merged term range by term range (`block_size` postings at a time) and
+        written in order. Runs hold documents in order and each run is sorted stably, so a term's
+        documents come out ascending, exactly as `build` gives them.
+        """
+        run_size, block_size = run_size or RUN_POSTINGS, block_size or BLOCK_POSTINGS
         folder.mkdir(parents=True, exist_ok=True)
-        for name in ("offsets", "doc_ids", "tfs", "doc_len"):
-            np.save(folder / f"{name}.npy", getattr(self, name))
-        (folder / "vocab.json").write_text(json.dumps(self.vocab, ensure_ascii=False), encoding="utf-8")
+        spill = folder / "runs"
+        spill.mkdir(exist_ok=True)
+        term_id: dict[str, int] = {}
+        lengths = array("f")
+        n_runs = 0  # runs spilled, in document order
+        held: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        n_held = 0
+
+        def spill_run() -> None:
+            nonlocal n_held, n_runs
+            doc_ids, tfs, counts = _sorted_run(held, len(term_id))
+            doc_ids.tofile(spill / f"{n_runs}.docs")
+            tfs.tofile(spill / f"{n_runs}.tfs")
+            counts.tofile(spill / f"{n_runs}.counts")
+            n_runs += 1
+            held.clear()
+            n_held = 0
+
+        for part in _doc_postings(docs, term_id, lengths):
+            held.append(part)
+            n_held += part[0].size
+            if n_held >= run_size:
+                spill_run()
+        if held:
+            spill_run()
+        offsets = _merge_runs(spill, n_runs, len(term_id), folder, block_size)
+        np.save(folder / "offsets.npy", offsets)
+        np.save(folder / "doc_len.npy", np.frombuffer(lengths, np.float32) if lengths else np.zeros(0, np.float32))
+        (folder / "vocab.json").write_text(json.dumps(_vocab(term_id), ensure_ascii=False), encoding="utf-8")
+        shutil.rmtree(spill)
 
     @classmethod
     def load(cls, folder: Path) -> Postings:
@@ -158,6 +188,99 @@ class Postings:
                     buckets.setdefault(len(t), []).append(t)
             self._by_len = buckets
         return self._by_len
+
+
+def _doc_postings(docs: Iterable[list[str]], term_id: dict[str, int],
+                  lengths: MutableSequence[Any]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(term ids, doc ids, term counts) of each document that has terms; every length is appended."""
+    for d, doc_terms in enumerate(docs):
+        c = Counter(doc_terms)
+        lengths.append(len(doc_terms))
+        if c:
+            yield (np.fromiter((term_id.setdefault(t, len(term_id)) for t in c), np.int32, len(c)),
+                   np.full(len(c), d, np.int32), np.fromiter(c.values(), np.float32, len(c)))
+
+
+def _sorted_run(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Doc ids and counts sorted by term (stable: documents stay in order) and postings per term."""
+    terms = np.concatenate([p[0] for p in parts])
+    order = np.argsort(terms, kind="stable")
+    doc_ids = np.concatenate([p[1] for p in parts])[order]
+    tfs = np.concatenate([p[2] for p in parts])[order]
+    return doc_ids, tfs, np.bincount(terms, minlength=n_terms).astype(np.int64)
+
+
+def _merge_runs(spill: Path, n_runs: int, n_terms: int, folder: Path, block_size: int) -> np.ndarray:
+    """Merge the spilled runs into `doc_ids.npy` and `tfs.npy`, one range of terms at a time;
+    the terms' offsets. Run k holds `k.docs` and `k.tfs` sorted by term, and `k.counts`, its
+    postings per term (shorter than `n_terms` when the vocabulary grew after it)."""
+    totals = np.zeros(n_terms, np.int64)
+    for k in range(n_runs):
+        c = np.fromfile(spill / f"{k}.counts", np.int64)
+        totals[:c.size] += c
+    offsets = np.zeros(n_terms + 1, np.int64)
+    offsets[1:] = np.cumsum(totals)
+    n = int(offsets[-1])
+    with _NpyOut(folder / "doc_ids.npy", np.int32, n) as out_docs, _NpyOut(folder / "tfs.npy", np.float32, n) as out_tfs:
+        cursor = [0] * n_runs  # postings of each run merged so far
+        lo = 0
+        while lo < n_terms:  # terms lo:hi make a block of about block_size postings (one term at least)
+            hi = min(n_terms, max(lo + 1, int(np.searchsorted(offsets, offsets[lo] + block_size, side="right")) - 1))
+            size = int(offsets[hi] - offsets[lo])
+            block_docs = np.empty(size, np.int32)
+            block_tfs = np.empty(size, np.float32)
+            start = offsets[lo:hi] - offsets[lo]  # where each term of the block starts in it
+            filled = np.zeros(hi - lo, np.int64)  # postings of each term placed by earlier runs
+            for k in range(n_runs):
+                counts_k = _read_items(spill / f"{k}.counts", np.int64, lo, hi)
+                m = int(counts_k.sum())
+                if m == 0:
+                    continue
+                term = np.repeat(np.arange(counts_k.size), counts_k)  # each posting's term in the block
+                first = np.cumsum(counts_k) - counts_k  # where each term starts in this run's slice
+                # A posting goes after its term's postings from earlier runs, at its rank in this run.
+                dest = start[term] + filled[term] + (np.arange(m) - first[term])
+                block_docs[dest] = _read_items(spill / f"{k}.docs", np.int32, cursor[k], cursor[k] + m)
+                block_tfs[dest] = _read_items(spill / f"{k}.tfs", np.float32, cursor[k], cursor[k] + m)
+                filled[:counts_k.size] += counts_k
+                cursor[k] += m
+            out_docs.write(block_docs)
+            out_tfs.write(block_tfs)
+            lo = hi
+    return offsets
+
+
+def _vocab(term_id: dict[str, int]) -> list[str]:
+    vocab = [""] * len(term_id)
+    for t, i in term_id.items():
+        vocab[i] = t
+    return vocab
+
+
+def _read_items(path: Path, dtype: type, start: int, stop: int) -> np.ndarray:
+    """Items [start, stop) of a raw array file (fewer when the file is shorter), read, not mapped."""
+    size = np.dtype(dtype).itemsize
+    count = min(stop, path.stat().st_size // size) - start
+    return np.fromfile(path, dtype, count=count, offset=start * size) if count > 0 else np.zeros(0, dtype)
+
+
+class _NpyOut:
+    """A 1-d .npy file of known length written block by block (no mapping: writes leave RSS alone)."""
+
+    def __init__(self, path: Path, dtype: type, n: int) -> None:
+        self.file = path.open("wb")
+        np.lib.format.write_array_header_1_0(self.file, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                                                          "fortran_order": False, "shape": (n,)})
+
+    def write(self, block: np.ndarray) -> None:
+        block.tofile(self.file)
+
+    def __enter__(self) -> _NpyOut:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.file.close()
 
 
 def bm25(parts: list[Postings], weighted_terms: list[tuple[str, float]], alive: list[np.ndarray]) -> list[np.ndarray]:

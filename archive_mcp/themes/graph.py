@@ -26,7 +26,6 @@ Themes, discovery session 4).
 from __future__ import annotations
 
 import math
-import mmap
 from collections import deque
 from collections.abc import Iterator
 
@@ -34,6 +33,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from archive_mcp.search.index import read_rows
 from archive_mcp.themes.topics import with_topic_terms
 
 NEIGHBOURS = 5
@@ -282,7 +282,7 @@ def sample_rows(sessions: pl.Series, limit: int | None = None, seed: int = 0) ->
 
 
 class DiskRows:
-    """Chosen rows of (float16) vector matrices, the index's memory-mapped `.npy` files, read from
+    """Chosen rows of (float16) vector matrices, the index's memory-mapped vector files, read from
     the file `READ` rows at a time: neither the matrix nor its mapped pages stay in memory."""
 
     def __init__(self, parts: list[tuple[np.ndarray, np.ndarray]]) -> None:
@@ -296,7 +296,7 @@ class DiskRows:
             for lo in range(0, m.shape[0], READ):
                 a, b = np.searchsorted(rows, [lo, lo + READ])
                 if b > a:
-                    yield at, _read(m, lo, min(lo + READ, m.shape[0]))[rows[a:b] - lo].astype(np.float32)
+                    yield at, read_rows(m, lo, min(lo + READ, m.shape[0]))[rows[a:b] - lo].astype(np.float32)
                     at += b - a
 
     def take(self, idx: np.ndarray) -> np.ndarray:
@@ -306,14 +306,6 @@ class DiskRows:
             a, b = np.searchsorted(idx, [start, start + len(block)])
             out[a:b] = block[idx[a:b] - start]
         return out
-
-
-def _read(m: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Rows lo:hi of a matrix; of a memory-mapped one by reading the file (no mapped pages)."""
-    if isinstance(m, np.memmap) and isinstance(m.base, mmap.mmap) and m.filename is not None:  # not a view
-        return np.fromfile(m.filename, m.dtype, (hi - lo) * m.shape[1],
-                           offset=m.offset + lo * m.shape[1] * m.dtype.itemsize).reshape(hi - lo, m.shape[1])
-    return np.asarray(m[lo:hi])
 
 
 def join_nearest(v: np.ndarray, sample: np.ndarray, community: np.ndarray, centres: np.ndarray,
