@@ -354,6 +354,8 @@ def test_postings_written_through_runs_are_the_postings_built_in_memory(tmp_path
     for name in ("offsets", "doc_ids", "tfs", "doc_len"):
         a, b = np.asarray(getattr(written, name)), np.asarray(getattr(whole, name))
         assert a.dtype == b.dtype and np.array_equal(a, b), name
+    for term in whole.vocab:  # read from the files, not through the map
+        assert all(np.array_equal(x, y) for x, y in zip(written.postings(term), whole.postings(term), strict=True))
 
 
 def test_an_index_written_in_small_runs_is_the_same_index(archive: Archive, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,6 @@ is an atomic rename, which changes its folder's mtime.
 from __future__ import annotations
 
 import json
-import mmap
 import shutil
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ import polars as pl
 
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
+from archive_mcp.search.ondisk import read_rows
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
 INDEX_VERSION = 5  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large
@@ -151,15 +151,6 @@ def _quantize(path: Path, dim: int, folder: Path) -> None:
             np.rint(block / scale[:, None]).astype(np.int8).tofile(out)
             scales[a:b] = scale
     np.save(folder / "scales.npy", scales)
-
-
-def read_rows(m: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Rows lo:hi of a matrix; of a memory-mapped one by reading its file, so that no mapped page
-    stays resident (a scan of 1M rows of vectors would otherwise leave 512 MB in RSS)."""
-    if isinstance(m, np.memmap) and isinstance(m.base, mmap.mmap) and m.filename is not None:  # not a view
-        return np.fromfile(m.filename, m.dtype, (hi - lo) * m.shape[1],
-                           offset=m.offset + lo * m.shape[1] * m.dtype.itemsize).reshape(hi - lo, m.shape[1])
-    return np.asarray(m[lo:hi])
 
 
 def _chunks(files: list[Path]) -> Iterator[list[Path]]:
