@@ -354,6 +354,8 @@ def test_postings_written_through_runs_are_the_postings_built_in_memory(tmp_path
     for name in ("offsets", "doc_ids", "tfs", "doc_len"):
         a, b = np.asarray(getattr(written, name)), np.asarray(getattr(whole, name))
         assert a.dtype == b.dtype and np.array_equal(a, b), name
+    for term in whole.vocab:  # read from the files, not through the map
+        assert all(np.array_equal(x, y) for x, y in zip(written.postings(term), whole.postings(term), strict=True))
 
 
 def test_an_index_written_in_small_runs_is_the_same_index(archive: Archive, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -428,6 +430,14 @@ def test_vectors_too_large_for_memory_stream_from_the_file_with_the_same_scores(
     assert streamed.segments[0].dense() is None and isinstance(streamed.segments[0].vectors, np.memmap)
     sims2, has2 = streamed.cosine(query)
     assert has.any() and np.array_equal(has, has2) and np.allclose(sims, sims2, atol=1e-6)
+    # built past the limit, the index also keeps int8 vectors with a scale per row, which the scan reads
+    import shutil
+    shutil.rmtree(archive.workspace("webapp").cache_dir / "search")
+    built = Archive(embedder=archive._embedder).index(archive.workspace("webapp")).refresh()
+    assert built.segments[0].quantized is not None and (built.folder / "base" / "vectors.q8").exists()
+    sims3, has3 = built.cosine(query)
+    assert np.array_equal(has, has3) and np.abs(sims3 - sims).max() < 0.01 and not np.allclose(sims3, sims, atol=1e-6)
+    assert np.array_equal(np.argsort(-sims3[has])[:5], np.argsort(-sims[has])[:5])
 
 
 

@@ -10,7 +10,6 @@ is an atomic rename, which changes its folder's mtime.
 from __future__ import annotations
 
 import json
-import mmap
 import shutil
 import time
 from collections.abc import Iterator
@@ -24,9 +23,10 @@ import polars as pl
 
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
+from archive_mcp.search.ondisk import read_rows
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
-INDEX_VERSION = 4  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16)
+INDEX_VERSION = 5  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
                 "tools", "raw_ref"]
@@ -35,7 +35,7 @@ BUILD_CHUNK = 256  # session files read at once while building
 BUILD_BYTES = 32 << 20  # and at most this much of them (compressed Parquet; one file at least)
 BUILD_ROWS = 65536  # rows of zeros written at once (the rows before the first vector)
 READ_ROWS = 16384  # vector rows read at once when they stream from disk (faster than 65536: cache)
-DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (float16)
+DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (int8)
 
 
 def date_text(started: datetime | None) -> str:
@@ -57,6 +57,9 @@ class Segment:
     meta: pl.DataFrame
     vectors: np.ndarray | None  # float16 (n, dim), rows without a vector are zero
     has_vector: np.ndarray  # bool (n,)
+    # Past DENSE_MAX_BYTES the vectors are also kept as int8 with a scale per row, which a
+    # query scans four times faster than float16 (converting float16 is the cost).
+    quantized: tuple[np.ndarray, np.ndarray] | None = None
 
     @staticmethod
     def write(ws: Workspace, files: list[Path], model: str | None, folder: Path) -> dict[str, int]:
@@ -100,6 +103,8 @@ class Segment:
             pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS}).write_parquet(folder / "meta.parquet")
         shutil.rmtree(parts)
         np.save(folder / "has_vector.npy", vectors.has_vector())
+        if vectors.dim and sum(len(h) for h in vectors.has) * vectors.dim * 4 > DENSE_MAX_BYTES:
+            _quantize(folder / "vectors.f16", vectors.dim, folder)
         return turns
 
     def dense(self) -> np.ndarray | None:
@@ -123,16 +128,29 @@ class Segment:
                 raise ValueError(f"the search cache is damaged ({vec_path.name} holds {size} bytes for "
                                  f"{has.shape[0]} rows): delete {folder.parent} and search again to rebuild it")
             vectors = np.memmap(vec_path, np.float16, "r", shape=(has.shape[0], dim))
-        return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"), vectors, has)
+        quantized = None
+        if vectors is not None and (folder / "vectors.q8").exists():
+            quantized = (np.memmap(folder / "vectors.q8", np.int8, "r", shape=vectors.shape),
+                         np.load(folder / "scales.npy"))
+        return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"), vectors, has,
+                   quantized)
 
 
-def read_rows(m: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Rows lo:hi of a matrix; of a memory-mapped one by reading its file, so that no mapped page
-    stays resident (a scan of 1M rows of vectors would otherwise leave 512 MB in RSS)."""
-    if isinstance(m, np.memmap) and isinstance(m.base, mmap.mmap) and m.filename is not None:  # not a view
-        return np.fromfile(m.filename, m.dtype, (hi - lo) * m.shape[1],
-                           offset=m.offset + lo * m.shape[1] * m.dtype.itemsize).reshape(hi - lo, m.shape[1])
-    return np.asarray(m[lo:hi])
+def _quantize(path: Path, dim: int, folder: Path) -> None:
+    """Write `vectors.q8` (int8) and `scales.npy` (float32, one per row) from the float16 vectors,
+    block by block: row ≈ q8 × scale, with the row's largest component at ±127."""
+    n = path.stat().st_size // (2 * dim)
+    m = np.memmap(path, np.float16, "r", shape=(n, dim))
+    scales = np.zeros(n, np.float32)
+    with (folder / "vectors.q8").open("wb") as out:
+        for a in range(0, n, READ_ROWS):
+            b = min(a + READ_ROWS, n)
+            block = read_rows(m, a, b).astype(np.float32)
+            top = np.abs(block).max(axis=1) / 127.0
+            scale = np.where(top > 0, top, 1.0).astype(np.float32)
+            np.rint(block / scale[:, None]).astype(np.int8).tofile(out)
+            scales[a:b] = scale
+    np.save(folder / "scales.npy", scales)
 
 
 def _chunks(files: list[Path]) -> Iterator[list[Path]]:
@@ -371,7 +389,12 @@ class WorkspaceIndex:
                     out = dense @ q
                 else:
                     for a in range(0, n, READ_ROWS):  # read, not mapped: the pages stay out of RSS
-                        out[a:a + READ_ROWS] = read_rows(s.vectors, a, min(a + READ_ROWS, n)).astype(np.float32) @ q
+                        b = min(a + READ_ROWS, n)
+                        if s.quantized is not None:
+                            q8, scale = s.quantized
+                            out[a:b] = (read_rows(q8, a, b).astype(np.float32) @ q) * scale[a:b]
+                        else:
+                            out[a:b] = read_rows(s.vectors, a, b).astype(np.float32) @ q
             sims.append(out)
             has.append(s.has_vector if n else np.zeros(0, bool))
         return np.concatenate(sims), np.concatenate(has)

@@ -19,6 +19,7 @@ import numpy as np
 from rapidfuzz import fuzz, process
 
 from archive_mcp.refiners.text import tokens
+from archive_mcp.search.ondisk import read_rows
 
 K1, B = 1.2, 0.75
 RUN_POSTINGS = 4_000_000  # postings held in memory while writing an index; more spill to sorted runs
@@ -150,7 +151,9 @@ class Postings:
 
     @classmethod
     def load(cls, folder: Path) -> Postings:
-        arrays = {n: np.load(folder / f"{n}.npy", mmap_mode="r") for n in ("offsets", "doc_ids", "tfs", "doc_len")}
+        """Offsets and lengths in memory (small); the postings themselves mapped, read per term."""
+        arrays = {n: np.load(folder / f"{n}.npy", mmap_mode="r" if n in ("doc_ids", "tfs") else None)
+                  for n in ("offsets", "doc_ids", "tfs", "doc_len")}
         vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         return cls(vocab, **arrays)
 
@@ -163,7 +166,7 @@ class Postings:
         if i is None:
             return np.zeros(0, np.int32), np.zeros(0, np.float32)
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-        return np.asarray(self.doc_ids[a:b]), np.asarray(self.tfs[a:b])
+        return read_rows(self.doc_ids, a, b), read_rows(self.tfs, a, b)
 
     def similar_terms(self, token: str, limit: int = 6, cutoff: float = 78.0) -> list[tuple[str, float]]:
         """Vocabulary terms within a few edits of `token` (typos, half-remembered names)."""

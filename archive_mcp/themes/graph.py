@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from archive_mcp.search.index import read_rows
+from archive_mcp.search.ondisk import read_rows
 from archive_mcp.themes.topics import with_topic_terms
 
 NEIGHBOURS = 5
