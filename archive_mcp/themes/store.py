@@ -189,8 +189,25 @@ class ThemeStore:
 
 def class_tfidf(docs_by_class: dict[Any, list[list[str]]], top: int = 5) -> dict[Any, list[str]]:
     """Distinctive words per class (BERTopic's c-TF-IDF): tf in the class x log(1 + A / f)."""
-    counts = {c: Counter(t for doc in docs for t in doc if _label_token(t)) for c, docs in docs_by_class.items()}
-    total = Counter()
+    return class_tfidf_counts({c: Counter(t for doc in docs for t in doc if _label_token(t))
+                               for c, docs in docs_by_class.items()}, top)
+
+
+def class_tfidf_of(frame: pl.DataFrame, cls: str, words: str, top: int = 5) -> dict[Any, list[str]]:
+    """`class_tfidf` of a frame's list-of-words column by its class column (lowercased words),
+    counted by Polars: a theme's timeline has a thousand turns of keywords."""
+    counts: dict[Any, Counter[str]] = {c: Counter() for c in frame[cls].unique(maintain_order=True).to_list()}
+    pairs = (frame.select(cls, pl.col(words).list.eval(pl.element().str.to_lowercase()))
+             .explode(words).drop_nulls(words).group_by(cls, words).len())
+    keep = {w for w in pairs[words].unique().to_list() if _label_token(w)}
+    for c, w, n in pairs.filter(pl.col(words).is_in(list(keep))).iter_rows():
+        counts[c][w] = n
+    return class_tfidf_counts(counts, top)
+
+
+def class_tfidf_counts(counts: dict[Any, Counter[str]], top: int = 5) -> dict[Any, list[str]]:
+    """`class_tfidf` from the label words counted per class."""
+    total: Counter[str] = Counter()
     for c in counts.values():
         total.update(c)
     avg = sum(sum(c.values()) for c in counts.values()) / max(1, len(counts))

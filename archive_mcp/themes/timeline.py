@@ -17,7 +17,7 @@ import polars as pl
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.render import clip
 from archive_mcp.themes.decisions import flag_turns, gist, pair_changes
-from archive_mcp.themes.store import Theme, class_tfidf
+from archive_mcp.themes.store import Theme, class_tfidf_of
 
 
 @dataclass
@@ -122,17 +122,17 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
     frame = frame.with_columns(bucket.alias("bucket"))
     order = frame.group_by("bucket", maintain_order=True).agg(pl.col("started_at").min().alias("t"), pl.len().alias("turns")).sort("t")
     # The refined keywords are already each turn's distinctive words: no re-tokenising here.
-    words = class_tfidf({b: [[w.lower() for w in k] for k in g["keywords"]]
-                         for (b,), g in frame.group_by("bucket")}, top=5)
+    words = class_tfidf_of(frame, "bucket", "keywords", top=5)
     buckets = [{"bucket": b, "start": t.isoformat() if t else None, "turns": n, "keywords": words.get(b, [])}
                for b, t, n in order.iter_rows()]
+    every = list(frame.iter_rows(named=True))
     events = [TimelineEvent(r["session_id"], r["agent"], r["turn"], r["started_at"], r["summary"], list(r["kinds"]),
                             r["bucket"], r["provenance"],
                             {"user": r["user_text"], "assistant": r["assistant_text"]} if include_turn_content else None,
                             r["source"])
-              for r in frame.iter_rows(named=True)]
+              for r in every]
     gaps = _dormant(frame)
-    decisions, reversals, threads = _decisions(frame)
+    decisions, reversals, threads = _decisions(frame, every)
     flagged = {(d["session_id"], d["turn"]): d["flag"] for d in decisions}
     for e in events:
         e.flag = flagged.get((e.session_id, e.turn), "")
@@ -183,10 +183,10 @@ def _dormant(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _decisions(frame: pl.DataFrame) -> tuple[list[dict[str, Any]], list[Reversal], list[list[dict[str, Any]]]]:
+def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
+               ) -> tuple[list[dict[str, Any]], list[Reversal], list[list[dict[str, Any]]]]:
     """Flag the turns that set or change a course, pair each change with the decision it undoes,
-    and chain the pairs into threads (decision -> change -> change ...)."""
-    every = list(frame.iter_rows(named=True))
+    and chain the pairs into threads (decision -> change -> change ...). `every`: the frame's rows."""
     flags = flag_turns(frame["user_text"].to_list(), frame["assistant_text"].to_list(), frame["kinds"].to_list())
     decisions = {i: {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"], "turn": r["turn"],
                      "ref": f"{r['session_id']}:{r['turn']}",
