@@ -485,3 +485,50 @@ def test_an_embedding_file_of_another_model_and_width_leaves_its_rows_without_ve
     own = np.array([index.session_file_stem(s) == first.stem for s in seg.meta["session_id"].to_list()])
     assert own.any() and not seg.has_vector[own].any() and seg.has_vector[~own].all()
     assert seg.vectors is not None and seg.vectors.shape[1] == old.schema["vector"].size  # type: ignore[union-attr]
+
+
+
+def test_a_loaded_index_keeps_reading_its_own_files_after_another_process_rebuilds_it(
+        archive: Archive, kimi_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild renames a new folder into place; a process that loaded the old index reads the
+    files it loaded (through its maps), never the new files that now have their names (here a
+    base rebuilt with the delta's session in it: other postings under the same file names)."""
+    import numpy as np
+    from test_ingest import HEADER, _turn
+
+    import archive_mcp.search.index
+
+    monkeypatch.setattr(archive_mcp.search.index, "DELTA_SHARE", 10.0)
+    ws = archive.workspace("webapp")
+    archive.search("warm up", workspace="webapp")  # the base
+    new = kimi_root / "sessions" / WEBAPP / "aaaaaaaa-0000-4000-8000-000000000000"
+    new.mkdir()
+    (new / "wire.jsonl").write_bytes(HEADER + _turn(0, "switch the dark mode toggle to a zustand store", "Moved it."))
+    archive.ingest(kimi_root)
+    loaded = Archive(embedder=archive._embedder)
+    assert loaded.index(ws).refresh().segments[1].meta.height == 1  # base + a delta
+    before = [(h.session_id, h.turn) for h in loaded.search("dark mode toggle", workspace="webapp", mode="lexical")]
+    postings = loaded.index(ws).segments[0].postings
+    lists = {t: [a.copy() for a in postings.postings(t)] for t in postings.vocab}
+    other = Archive(embedder=None)  # another model: the whole index is rebuilt and swapped in
+    other.search("anything at all", workspace="webapp", mode="lexical")
+    assert other.index(ws).model != loaded.index(ws).model
+    for term, (docs, tfs) in lists.items():
+        got = postings.postings(term)
+        assert np.array_equal(got[0], docs) and np.array_equal(got[1], tfs), term
+    assert [(h.session_id, h.turn) for h in loaded.search("dark mode toggle", workspace="webapp", mode="lexical")] == before
+
+
+def test_quantized_rows_stay_within_int8_and_half_a_step_of_the_row() -> None:
+    import numpy as np
+
+    from archive_mcp.search.index import quantize
+
+    rows = np.array([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-0.5, 0.25, -0.125], [1e-8, -3e-8, 2e-8]], np.float32)
+    q, scale = quantize(rows)
+    assert q.dtype == np.int8 and scale.dtype == np.float32 and np.abs(q.astype(int)).max() == 127
+    assert q[0].tolist() == [0, 0, 0] and scale[0] == 1.0
+    assert q[1].tolist() == [0, 127, 0] and q[2].tolist() == [-127, 64, -32]
+    assert np.all(np.abs(q * scale[:, None] - rows) <= scale[:, None] / 2 + 1e-12)
+    empty_q, empty_scale = quantize(np.zeros((0, 3), np.float32))
+    assert empty_q.shape == (0, 3) and empty_scale.shape == (0,)

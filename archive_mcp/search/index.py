@@ -103,7 +103,7 @@ class Segment:
             pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS}).write_parquet(folder / "meta.parquet")
         shutil.rmtree(parts)
         np.save(folder / "has_vector.npy", vectors.has_vector())
-        if vectors.dim and sum(len(h) for h in vectors.has) * vectors.dim * 4 > DENSE_MAX_BYTES:
+        if vectors.dim and streams(sum(len(h) for h in vectors.has), vectors.dim):
             _quantize(folder / "vectors.f16", vectors.dim, folder)
         return turns
 
@@ -112,8 +112,7 @@ class Segment:
         if self.vectors is None:
             return None
         if not hasattr(self, "_dense"):
-            small = self.vectors.shape[0] * self.vectors.shape[1] * 4 <= DENSE_MAX_BYTES
-            self._dense = np.asarray(self.vectors, np.float32) if small else None
+            self._dense = None if streams(*self.vectors.shape) else np.asarray(self.vectors, np.float32)
         return self._dense
 
     @classmethod
@@ -130,26 +129,40 @@ class Segment:
             vectors = np.memmap(vec_path, np.float16, "r", shape=(has.shape[0], dim))
         quantized = None
         if vectors is not None and (folder / "vectors.q8").exists():
-            quantized = (np.memmap(folder / "vectors.q8", np.int8, "r", shape=vectors.shape),
-                         np.load(folder / "scales.npy"))
+            q8, scales = folder / "vectors.q8", np.load(folder / "scales.npy")
+            if q8.stat().st_size != vectors.size or scales.shape != (vectors.shape[0],):
+                raise ValueError(f"the search cache is damaged ({q8.name} or scales.npy do not fit {vectors.shape[0]} "
+                                 f"rows): delete {folder.parent} and search again to rebuild it")
+            quantized = (np.memmap(q8, np.int8, "r", shape=vectors.shape), scales)
         return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"), vectors, has,
                    quantized)
 
 
+def streams(rows: int, dim: int) -> bool:
+    """Are vectors of this size too large to hold as float32 (`DENSE_MAX_BYTES`)? Then they
+    stream from disk, and the index keeps an int8 copy for that scan."""
+    return rows * dim * 4 > DENSE_MAX_BYTES
+
+
+def quantize(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 rows and a float32 scale per row, row ≈ q × scale: the row's largest component maps
+    to ±127 (a row of zeros keeps scale 1 and stays zero)."""
+    top = np.abs(block).max(axis=1) / 127.0 if block.size else np.zeros(len(block), np.float32)
+    scale = np.where(top > 0, top, 1.0).astype(np.float32)
+    return np.clip(np.rint(block / scale[:, None]), -127, 127).astype(np.int8), scale
+
+
 def _quantize(path: Path, dim: int, folder: Path) -> None:
     """Write `vectors.q8` (int8) and `scales.npy` (float32, one per row) from the float16 vectors,
-    block by block: row ≈ q8 × scale, with the row's largest component at ±127."""
+    block by block (`quantize`)."""
     n = path.stat().st_size // (2 * dim)
     m = np.memmap(path, np.float16, "r", shape=(n, dim))
     scales = np.zeros(n, np.float32)
     with (folder / "vectors.q8").open("wb") as out:
         for a in range(0, n, READ_ROWS):
             b = min(a + READ_ROWS, n)
-            block = read_rows(m, a, b).astype(np.float32)
-            top = np.abs(block).max(axis=1) / 127.0
-            scale = np.where(top > 0, top, 1.0).astype(np.float32)
-            np.rint(block / scale[:, None]).astype(np.int8).tofile(out)
-            scales[a:b] = scale
+            q, scales[a:b] = quantize(read_rows(m, a, b).astype(np.float32))
+            q.tofile(out)
     np.save(folder / "scales.npy", scales)
 
 

@@ -94,6 +94,7 @@ def _coverage(stage: Stage, docs: np.ndarray) -> np.ndarray:
             i = part.term_id.get(term)
             if i is None:
                 continue
+            # a view of the mapping: the binary search touches a few pages, not the whole list
             found = part.doc_ids[int(part.offsets[i]):int(part.offsets[i + 1])]
             at = np.minimum(np.searchsorted(found, local), len(found) - 1)
             held += mine & (np.asarray(found[at]) == local)

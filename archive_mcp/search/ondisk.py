@@ -1,9 +1,12 @@
-"""Reading parts of the index's memory-mapped arrays without keeping their pages mapped.
+"""Reading parts of the index's memory-mapped arrays without keeping their pages resident.
 
 A page of a memory map that was read stays in the process's RSS until the kernel needs it back.
 A query scans every vector and touches the postings of its terms, so over a server's life the
-mapped pages of a 1M-turn index would add up to more than a gigabyte. Reading the same bytes with
-`np.fromfile` costs about as much and leaves nothing behind.
+mapped pages of a 1M-turn index would add up to more than a gigabyte. `read_rows` copies the rows
+through the map and then tells the kernel it may drop those pages (`MADV_DONTNEED`: they stay in
+the page cache, not in this process). Reading through the map, not by the file's name, matters:
+another process may rebuild the index and rename a new folder into place, and this process must
+go on reading the files it loaded.
 """
 
 from __future__ import annotations
@@ -14,9 +17,13 @@ import numpy as np
 
 
 def read_rows(m: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Rows lo:hi of an array (1-d or 2-d); of a memory-mapped one by reading its file."""
-    if isinstance(m, np.memmap) and isinstance(m.base, mmap.mmap) and m.filename is not None:  # not a view
-        row = int(np.prod(m.shape[1:], dtype=np.int64))
-        out = np.fromfile(m.filename, m.dtype, (hi - lo) * row, offset=m.offset + lo * row * m.dtype.itemsize)
-        return out.reshape((hi - lo, *m.shape[1:]))
-    return np.asarray(m[lo:hi])
+    """Rows lo:hi of an array (1-d or 2-d) as a copy; of a memory-mapped one, its pages are
+    released afterwards. (A view of a mapping, or an array in memory, is sliced as it is.)"""
+    if not (isinstance(m, np.memmap) and isinstance(m.base, mmap.mmap)) or hi <= lo:
+        return np.array(m[lo:hi])
+    out = np.array(m[lo:hi])
+    if hasattr(mmap, "MADV_DONTNEED"):
+        start = m.offset % mmap.ALLOCATIONGRANULARITY + lo * m.strides[0]  # where the rows sit in the map
+        page = start - start % mmap.PAGESIZE
+        m.base.madvise(mmap.MADV_DONTNEED, page, start + (hi - lo) * m.strides[0] - page)
+    return out

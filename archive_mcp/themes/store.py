@@ -197,7 +197,7 @@ def class_tfidf_of(frame: pl.DataFrame, cls: str, words: str, top: int = 5) -> d
     """`class_tfidf` of a frame's list-of-words column by its class column (lowercased words),
     counted by Polars: a theme's timeline has a thousand turns of keywords."""
     counts: dict[Any, Counter[str]] = {c: Counter() for c in frame[cls].unique(maintain_order=True).to_list()}
-    pairs = (frame.select(cls, pl.col(words).list.eval(pl.element().str.to_lowercase()))
+    pairs = (frame.select(cls, pl.col(words).cast(pl.List(pl.String)).list.eval(pl.element().str.to_lowercase()))
              .explode(words).drop_nulls(words).group_by(cls, words).len())
     keep = {w for w in pairs[words].unique().to_list() if _label_token(w)}
     for c, w, n in pairs.filter(pl.col(words).is_in(list(keep))).iter_rows():
