@@ -143,6 +143,10 @@ def test_index_is_a_rebuildable_cache_that_follows_new_turns(archive: Archive, k
     fresh.ingest(kimi_root)
     assert fresh.search("zustand", workspace="webapp")[0].session_id == "aaaaaaaa-0000-4000-8000-000000000000"
     assert fresh.index(ws).segments[1].meta.height == 1  # only the new session went into the delta
+    import json
+    manifest = json.loads((ws.cache_dir / "search" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["delta_sessions"] == ["aaaaaaaa-0000-4000-8000-000000000000"]
+    assert manifest["turns"]["aaaaaaaa-0000-4000-8000-000000000000"] == 1  # its real size, not a guess
 
 
 def test_rrf_sums_reciprocal_ranks() -> None:

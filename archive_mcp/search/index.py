@@ -353,9 +353,12 @@ class WorkspaceIndex:
             else:
                 shutil.copytree(self.folder / "base", tmp / "base")
                 stems = [s for s in changed if s in names]
-                Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "delta")
+                turns = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "delta")
+                # the delta's sessions count their real turns when the next refresh weighs its changes
+                known = {k: v for k, v in manifest.get("turns", {}).items() if k not in removed}
                 manifest = {**manifest, "dead_sessions": sorted(set(changed) | set(removed)),
-                            "delta_sessions": stems}
+                            "delta_sessions": stems,
+                            "turns": {**known, **{session_file_stem(k): v for k, v in turns.items()}}}
             manifest["stamp"] = list(stamp)
             atomic_write_json(tmp / "manifest.json", manifest)
         except BaseException:
