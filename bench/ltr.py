@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from realdata import CATEGORIES, LabelledQuery, coding_queries, locomo_queries  # noqa: E402
+from realdata import CATEGORIES, LabelledQuery, coding_queries, locomo_queries, word_share  # noqa: E402
 
 from archive_mcp import Archive  # noqa: E402
 from archive_mcp.search import learned  # noqa: E402
@@ -193,7 +193,6 @@ def cached(path: Path, make: Callable[[], list[Candidates]]) -> list[Candidates]
 def with_e5(archive: Archive, queries: list[LabelledQuery], cands: list[Candidates], cache: Path) -> list[Candidates]:
     """The candidates with e5's features appended (`learned.e5_features`: the first stage's top 20
     embedded, as `rerank="e5"` does); passage vectors kept in `cache` (.npz) between runs."""
-    from archive_mcp.search.lexical import analyse
     from archive_mcp.search.ranking import semantic_query
     from archive_mcp.search.rerank import SPECS, reranker
 
@@ -203,13 +202,7 @@ def with_e5(archive: Archive, queries: list[LabelledQuery], cands: list[Candidat
     for ws in sorted({q.workspace for q in queries}):
         df = archive.turns(archive.workspace(ws).id).select("session_id", "turn", "user_text", "assistant_text").collect()
         texts.update({(sid, int(t)): f"{u or ''}\n{a or ''}" for sid, t, u, a in df.iter_rows()})
-        segments = archive.index(archive.workspace(ws)).refresh().segments
-        n = max(1, sum(seg.meta.height for seg in segments))
-
-        def share(word: str, segments: Any = segments, n: int = n) -> float:
-            terms = analyse(word)
-            return sum(seg.postings.df(terms[0]) for seg in segments) / n if terms else 0.0
-        shares[ws] = share
+        shares[ws] = word_share(archive, ws)
     vectors: dict[str, np.ndarray] = {}
     if cache.exists():
         saved = np.load(cache, allow_pickle=False)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from archive_mcp.search.lexical import Postings, bm25
+from archive_mcp.search.lexical import Postings, analyse, bm25
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -86,13 +86,23 @@ def archive_ranker(archive: Any, **kwargs: Any) -> Ranker:
     return rank
 
 
+def word_share(archive: Any, ws: str) -> Callable[[str], float]:
+    """The share of the workspace's turns holding a word (what the engine's semantic query reads)."""
+    segments = archive.index(archive.workspace(ws)).refresh().segments
+    n = max(1, sum(s.meta.height for s in segments))
+
+    def share(word: str) -> float:
+        terms = analyse(word)
+        return sum(s.postings.df(terms[0]) for s in segments) / n if terms else 0.0
+    return share
+
+
 def cached_second_stage(archive: Any, workspaces: list[str], name: str = "minilm", weight: float = 1.0,
                         cache: Path | None = None) -> Ranker:
     """The opt-in second stage (`search(..., rerank=name)`: `ranking.second_stage` over the
     model's top `SPECS[name].depth`) with every turn's (and, for MiniLM, sentence's) vector
     computed once for the whole set instead of once per query: the same scores, at a fraction of
     the time of a full run. `cache` (a .npz) keeps the vectors between runs."""
-    from archive_mcp.search.lexical import analyse
     from archive_mcp.search.ranking import Tuning, second_stage, semantic_query, split_sentences
     from archive_mcp.search.rerank import SPECS, reranker
 
@@ -105,13 +115,7 @@ def cached_second_stage(archive: Any, workspaces: list[str], name: str = "minilm
         for sid, turn, u, a in df.iter_rows():
             text = turn_text[(sid, int(turn))] = f"{u or ''}\n{a or ''}"
             texts += [text[:2000], *(split_sentences(text) if spec.sentences else [])]
-        segments = archive.index(archive.workspace(ws)).refresh().segments
-        n = max(1, sum(s.meta.height for s in segments))
-
-        def share(word: str, segments: Any = segments, n: int = n) -> float:
-            terms = analyse(word)
-            return sum(s.postings.df(terms[0]) for s in segments) / n if terms else 0.0
-        shares[ws] = share
+        shares[ws] = word_share(archive, ws)
     unique = list(dict.fromkeys(texts))
     vectors: dict[str, np.ndarray] = {}
     if cache is not None and cache.exists():
@@ -152,7 +156,7 @@ def tuned_bm25(archive: Any, workspaces: list[str], stem: bool = True, date: boo
 
     stemmer = snowballstemmer.stemmer("english").stemWords
 
-    def analyse(text: str) -> list[str]:
+    def reference_terms(text: str) -> list[str]:
         words = _WORD.findall(text.lower())
         return stemmer([w for w in words if w not in ENGLISH_STOPWORDS]) if stem else words
 
@@ -162,13 +166,13 @@ def tuned_bm25(archive: Any, workspaces: list[str], stem: bool = True, date: boo
         docs, keys = [], []
         for r in df.iter_rows(named=True):
             day = r["started_at"].strftime("%-d %B %Y") if r["started_at"] and date else ""
-            docs.append(analyse(f"{day}\n{r['user_text'] or ''}\n{r['assistant_text'] or ''}"))
+            docs.append(reference_terms(f"{day}\n{r['user_text'] or ''}\n{r['assistant_text'] or ''}"))
             keys.append((r["session_id"], int(r["turn"])))
         built[ws] = (Postings.build(docs), keys)
 
     def rank(q: LabelledQuery) -> list[tuple[str, int]]:
         postings, keys = built[q.workspace]
-        s = bm25([postings], [(t, 1.0) for t in dict.fromkeys(analyse(q.text))], [np.ones(len(keys), bool)])[0]
+        s = bm25([postings], [(t, 1.0) for t in dict.fromkeys(reference_terms(q.text))], [np.ones(len(keys), bool)])[0]
         top = np.argsort(-s, kind="stable")[:10]
         return [keys[i] for i in top if s[i] > 0]
     return rank

@@ -70,14 +70,14 @@ class StaticEmbedder:
             return self._model
 
     def _distill(self) -> None:
-        """One-time, offline: distil the packaged MiniLM into a static model (minutes on 2 cores).
+        """One-time, offline: distil the packaged MiniLM into a static model (seconds to minutes).
 
         It runs in a child process: distilling imports torch and the full model (about 1 GB), which
         would otherwise stay in this process, a long-lived MCP server among them."""
         source = _packaged_model_path()
-        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        # the child inherits HF_HUB_OFFLINE=1, which `_packaged_model_path` set
         done = subprocess.run([sys.executable, "-m", "archive_mcp.refiners.embed", str(source), str(self.path),
-                               str(self.pca_dims)], env=env, capture_output=True, text=True)
+                               str(self.pca_dims)], capture_output=True, text=True)
         if done.returncode != 0 or not (self.path / "model.safetensors").exists():
             last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
             raise EmbedderUnavailable(f"could not distil the static model: {last}")

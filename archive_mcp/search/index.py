@@ -102,9 +102,10 @@ class Segment:
         else:
             pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS}).write_parquet(folder / "meta.parquet")
         shutil.rmtree(parts)
-        np.save(folder / "has_vector.npy", vectors.has_vector())
-        if vectors.dim and streams(sum(len(h) for h in vectors.has), vectors.dim):
-            _quantize(folder / "vectors.f16", vectors.dim, folder)
+        has = vectors.has_vector()
+        np.save(folder / "has_vector.npy", has)
+        if vectors.dim and streams(len(has), vectors.dim):
+            _quantize(folder, len(has), vectors.dim)
         return turns
 
     def dense(self) -> np.ndarray | None:
@@ -124,18 +125,20 @@ class Segment:
             size = vec_path.stat().st_size
             dim = size // (2 * has.shape[0])
             if dim == 0 or size != 2 * has.shape[0] * dim:
-                raise ValueError(f"the search cache is damaged ({vec_path.name} holds {size} bytes for "
-                                 f"{has.shape[0]} rows): delete {folder.parent} and search again to rebuild it")
+                raise _damaged(folder, f"{vec_path.name} holds {size} bytes for {has.shape[0]} rows")
             vectors = np.memmap(vec_path, np.float16, "r", shape=(has.shape[0], dim))
         quantized = None
         if vectors is not None and (folder / "vectors.q8").exists():
             q8, scales = folder / "vectors.q8", np.load(folder / "scales.npy")
             if q8.stat().st_size != vectors.size or scales.shape != (vectors.shape[0],):
-                raise ValueError(f"the search cache is damaged ({q8.name} or scales.npy do not fit {vectors.shape[0]} "
-                                 f"rows): delete {folder.parent} and search again to rebuild it")
+                raise _damaged(folder, f"{q8.name} or scales.npy do not fit {vectors.shape[0]} rows")
             quantized = (np.memmap(q8, np.int8, "r", shape=vectors.shape), scales)
         return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"), vectors, has,
                    quantized)
+
+
+def _damaged(folder: Path, what: str) -> ValueError:
+    return ValueError(f"the search cache is damaged ({what}): delete {folder.parent} and search again to rebuild it")
 
 
 def streams(rows: int, dim: int) -> bool:
@@ -152,11 +155,10 @@ def quantize(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(np.rint(block / scale[:, None]), -127, 127).astype(np.int8), scale
 
 
-def _quantize(path: Path, dim: int, folder: Path) -> None:
-    """Write `vectors.q8` (int8) and `scales.npy` (float32, one per row) from the float16 vectors,
-    block by block (`quantize`)."""
-    n = path.stat().st_size // (2 * dim)
-    m = np.memmap(path, np.float16, "r", shape=(n, dim))
+def _quantize(folder: Path, n: int, dim: int) -> None:
+    """Write `vectors.q8` (int8) and `scales.npy` (float32, one per row) from the float16 vectors
+    of `vectors.f16`, block by block (`quantize`)."""
+    m = np.memmap(folder / "vectors.f16", np.float16, "r", shape=(n, dim))
     scales = np.zeros(n, np.float32)
     with (folder / "vectors.q8").open("wb") as out:
         for a in range(0, n, READ_ROWS):
@@ -404,13 +406,11 @@ class WorkspaceIndex:
                 if dense is not None:
                     out = dense @ q
                 else:
-                    for a in range(0, n, READ_ROWS):  # read, not mapped: the pages stay out of RSS
-                        b = min(a + READ_ROWS, n)
-                        if s.quantized is not None:
-                            q8, scale = s.quantized
-                            out[a:b] = (read_rows(q8, a, b).astype(np.float32) @ q) * scale[a:b]
-                        else:
-                            out[a:b] = read_rows(s.vectors, a, b).astype(np.float32) @ q
+                    rows, scale = s.quantized if s.quantized is not None else (s.vectors, None)
+                    for a in range(0, n, READ_ROWS):  # block by block, the pages released after each
+                        out[a:a + READ_ROWS] = read_rows(rows, a, min(a + READ_ROWS, n)).astype(np.float32) @ q
+                    if scale is not None:
+                        out *= scale
             sims.append(out)
             has.append(s.has_vector if n else np.zeros(0, bool))
         return np.concatenate(sims), np.concatenate(has)

@@ -282,8 +282,8 @@ def sample_rows(sessions: pl.Series, limit: int | None = None, seed: int = 0) ->
 
 
 class DiskRows:
-    """Chosen rows of (float16) vector matrices, the index's memory-mapped vector files, read from
-    the file `READ` rows at a time: neither the matrix nor its mapped pages stay in memory."""
+    """Chosen rows of (float16) vector matrices, the index's memory-mapped vector files, read
+    `READ` rows at a time (`read_rows`): neither the matrix nor its mapped pages stay in memory."""
 
     def __init__(self, parts: list[tuple[np.ndarray, np.ndarray]]) -> None:
         self.parts = parts  # (matrix, its increasing row numbers), in the frame's order
