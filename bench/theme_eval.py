@@ -59,6 +59,7 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
     flagged = changes_flagged = changes = decisions_total = pairs_right = pairs_judged = 0
     flags_all = flags_labelled = pairs_made = 0  # flags the traces raise, those on a labelled decision, pairs made
     pairs_part = {False: [0, 0], True: [0, 0]}  # right, judged: tuned topics / held-out topics
+    offered_part = {False: 0, True: 0}  # the labelled undone turn is the pair or one of its alternatives
     # where the labelled undone turn of a wrong pair is (tuned topics only: held-out misses stay unread)
     misses = {"same_conversation": 0, "another_conversation": 0, "not_traced": 0, "unpaired": 0}
     for t in topics:
@@ -75,6 +76,9 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
         flags_labelled += len(flags & labelled)
         undone = {(r.reversed_by["session_id"], r.reversed_by["turn"]): (r.decision["session_id"], r.decision["turn"])
                   for r in tl.reversals}
+        offered = {(r.reversed_by["session_id"], r.reversed_by["turn"]):
+                   {(r.decision["session_id"], r.decision["turn"])} | {_key(a["ref"]) for a in r.alternatives}
+                   for r in tl.reversals}
         for d in t["decisions"]:
             k = key.get(d["turn"])
             on = k is not None and (k[0], k[2]) in flags
@@ -90,6 +94,7 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
                     pairs_right += right
                     pairs_part[t["name"] in HELD_OUT][0] += right
                     pairs_part[t["name"] in HELD_OUT][1] += 1
+                    offered_part[t["name"] in HELD_OUT] += (want[0], want[2]) in offered.get((k[0], k[2]), set())
                     if not right and t["name"] not in HELD_OUT:
                         misses["not_traced" if want not in traced else "same_conversation" if want[0] == k[0]
                                else "another_conversation"] += 1
@@ -111,10 +116,19 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
         "pairs_right": f"{pairs_right}/{pairs_judged}", "pair_accuracy": round(pairs_right / max(1, pairs_judged), 3),
         "pairs_right_tuned": "{}/{}".format(*pairs_part[False]), "pairs_right_held_out": "{}/{}".format(*pairs_part[True]),
         "pairs_made": pairs_made, "tuned_pair_misses": misses,
+        # what an agent reading the trace is shown: the pair and its alternatives (decisions.ALTERNATIVES)
+        "pairs_offered": f"{offered_part[False] + offered_part[True]}/{pairs_judged}",
+        "pairs_offered_tuned": f"{offered_part[False]}/{pairs_part[False][1]}",
+        "pairs_offered_held_out": f"{offered_part[True]}/{pairs_part[True][1]}",
         "per_topic": per}
     if discover:
         out["discovery"] = discovery(archive, ws, topics, key)
     return out
+
+
+def _key(ref: str) -> tuple[str, int]:
+    session, _, turn = ref.rpartition(":")
+    return session, int(turn)
 
 
 def discovery(archive: Archive, ws: str, topics: list[dict[str, Any]],

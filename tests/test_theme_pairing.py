@@ -20,7 +20,7 @@ def _row(turn: int, user: str, did: str = "", session: str = "s", kinds: list[st
 
 def _pairs(rows: list[dict[str, Any]], flags: list[Flag | None] | None = None) -> list[tuple[int, int]]:
     flags = flags if flags is not None else [flag_turn(r["user_text"], "", r["kinds"]) for r in rows]
-    return [(i, j) for i, j, _, _ in pair_changes(rows, flags)]
+    return [(i, j) for i, j, *_ in pair_changes(rows, flags)]
 
 
 def test_a_change_undoes_the_latest_course_of_its_conversation_over_an_older_slightly_more_alike_one() -> None:
@@ -36,7 +36,7 @@ def test_a_change_that_opens_its_conversation_undoes_the_latest_course_of_the_th
     rows = [_row(0, "make the pnl box larger in the header", "edited header.tsx"),
             _row(1, "rename the settings panel heading", "edited settings.tsx", session="t"),
             _row(2, "move the pnl box into the performance section", "edited stats.tsx", session="u")]
-    found = [(i, j, v) for i, j, v, _ in pair_changes(rows, [flag_turn(r["user_text"], "", []) for r in rows])]
+    found = [(i, j, v) for i, j, v, *_ in pair_changes(rows, [flag_turn(r["user_text"], "", []) for r in rows])]
     # turn 2 is conversation u's first course: the theme's courses count, the latest (1) at OPEN in
     # full, the one before at OPEN / 2; the pnl box course wins on its words (cosine 0.289 + 0.1)
     assert found == [(2, 0, 0.389)]
@@ -80,10 +80,10 @@ def test_a_reversal_goes_back_on_a_course_someone_set_or_on_the_last_course_of_i
 def test_a_new_course_revises_the_one_just_before_it_only_when_they_share_a_term() -> None:
     rows = [_row(0, "make the pnl box larger in the header", "edited header.tsx"),
             _row(1, "move it into the performance section next to the lifetime pnl figure", "edited stats.tsx")]
-    assert [(i, j, v) for i, j, v, _ in pair_changes(rows, [flag_turn(r["user_text"], "", []) for r in rows])] == [
+    assert [(i, j, v) for i, j, v, *_ in pair_changes(rows, [flag_turn(r["user_text"], "", []) for r in rows])] == [
         (1, 0, 0.505)]  # alike 0.105 (under the 0.2 an older course needs) + RECENT 0.4
     # opening another conversation: the theme's last course, at OPEN instead of RECENT
-    assert [(i, j, v) for i, j, v, _ in pair_changes([rows[0], {**rows[1], "session_id": "t"}],
+    assert [(i, j, v) for i, j, v, *_ in pair_changes([rows[0], {**rows[1], "session_id": "t"}],
                                                      [flag_turn(r["user_text"], "", []) for r in rows])] == [(1, 0, 0.305)]
     other = [rows[0], _row(1, "rename the settings panel heading", "edited settings.tsx")]
     assert _pairs(other) == []
@@ -101,7 +101,7 @@ def test_a_course_in_another_conversation_between_them_does_not_make_a_course_le
     rows = [_row(0, "make the pnl box larger in the header", "edited header.tsx"),
             _row(1, "rename the settings panel heading", "edited settings.tsx", session="t"),
             _row(2, "move it into the performance section next to the lifetime pnl figure", "edited stats.tsx")]
-    found = [(i, j, v) for i, j, v, _ in pair_changes(rows, [flag_turn(r["user_text"], "", []) for r in rows])]
+    found = [(i, j, v) for i, j, v, *_ in pair_changes(rows, [flag_turn(r["user_text"], "", []) for r in rows])]
     assert [(i, j) for i, j, _ in found] == [(2, 0)]
     assert found[0][2] >= 0.4  # RECENT in full: the most recent course of its conversation
 
@@ -126,3 +126,18 @@ def test_a_question_sets_no_course_but_a_proposal_or_a_request_may() -> None:
     assert flag_turn("how about we use redis for the sessions", "", []) is not None
     assert flag_turn("can you use redis for the sessions?", "", []) is not None
     assert flag_turn("use redis for the sessions", "", []) is not None
+
+
+def test_a_pair_names_the_next_best_courses_as_alternatives_never_a_question_or_the_pair_itself() -> None:
+    rows = [_row(0, "add a flash when a new signal arrives on the screener rows", "edited widget.tsx"),
+            _row(1, "use a green glow on the signal rows", "edited widget.tsx"),
+            _row(2, "what does the glow look like on dark mode?"),
+            _row(3, "sort the screener by signal count", "edited table.tsx"),
+            _row(4, "wait, the flash is far too slow")]
+    pairs = {p.change: p for p in pair_changes(rows, [flag_turn(r["user_text"], "", r["kinds"]) for r in rows])}
+    # the change revises the last course (3) on recency; the flash course (0), which an agent would
+    # pick on meaning, and the glow (1) are named next, best first; the question (2) never is
+    assert (pairs[4].undone, pairs[4].score, pairs[4].alternatives) == (3, 0.4, [0, 1])
+    assert pairs[3].alternatives == [0]
+    # a course with nothing before it to choose from has no alternatives
+    assert pairs[1].alternatives == [] and pairs[1].undone == 0

@@ -63,7 +63,7 @@ def test_a_change_is_paired_with_the_decision_it_undoes_by_meaning_not_by_one_sh
                  "Session cache is now in-process; Redis removed.")]
     flags = [flag_turn(r["user_text"], r["assistant_text"], []) for r in rows]
     pairs = pair_changes(rows, flags)
-    assert [(i, j) for i, j, _, _ in pairs] == [(3, 0)]
+    assert [(i, j) for i, j, *_ in pairs] == [(3, 0)]
     assert {"redis", "session", "cache"} <= set(pairs[0][3])
 
 
@@ -104,6 +104,25 @@ def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budg
         assert data["threads"] and data["events"][-1]["ref"] == "s:62" and data["truncated"]
     assert tl.markdown(100_000).count("\n- 2026") == len(texts)
 
+
+
+def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_structure() -> None:
+    texts = [("add a flash when a new signal arrives on the screener rows", "Added a flash on new signals."),
+             ("use a green glow on the signal rows", "Rows glow green."),
+             ("sort the screener by signal count", "Sorted by count."),
+             ("wait, the flash is far too slow", "The flash now lasts 100 ms.")]
+    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
+    change = next(r for r in tl.reversals if r.reversed_by["ref"] == "s:3")
+    assert change.decision["ref"] == "s:2" and [a["ref"] for a in change.alternatives] == ["s:0", "s:1"]
+    assert change.alternatives[0]["gist"].startswith("add a flash")
+    thread = next(t for t in tl.threads if t[-1]["ref"] == "s:3")
+    assert thread[-1]["alternatives"] == ["s:0", "s:1"]
+    for budget in (1500, 8000):
+        md = tl.markdown(budget)
+        assert "[change by the user; or it undoes s:0, s:1]" in md and len(md) <= budget
+        data = tl.budgeted(budget)
+        assert data["threads"][0][-1]["alternatives"] == ["s:0", "s:1"]
+        assert len(json.dumps(data, ensure_ascii=False)) <= budget
 
 def test_clip_never_cuts_a_word() -> None:
     text = "the websocket stream replaced polling everywhere in the terminal"

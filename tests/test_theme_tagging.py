@@ -52,7 +52,7 @@ def test_a_change_pairs_with_the_turn_just_before_it_when_nothing_earlier_is_cle
             {"session_id": "s", "turn": 1, "user_text": "yes", "summary": "Applied the stats row layout", "keywords": []},
             {"session_id": "s", "turn": 2, "user_text": "no, that's wrong: make the min value 50", "keywords": []}]
     flags = [flag_turn(r["user_text"], "", []) for r in rows]
-    assert [(i, j) for i, j, _, _ in pair_changes(rows, flags)] == [(2, 1)]
+    assert [(i, j) for i, j, *_ in pair_changes(rows, flags)] == [(2, 1)]
     apart = [{**rows[0], "session_id": "a"}, {**rows[2], "session_id": "b"}]  # nothing alike, nothing near
     assert pair_changes(apart, [flag_turn(r["user_text"], "", []) for r in apart]) == []
 

@@ -111,7 +111,8 @@ def trace_theme(ctx: Context, theme: ThemeName, workspace: WorkspaceParam = None
                 include_turn_content: Annotated[bool, Field(description="Add each turn's user text and answer to the events.")] = False,
                 max_output_chars: Budget = 8000, roots: Roots = None) -> Annotated[CallToolResult, TraceOutput]:
     """How one theme evolved: ordered events, buckets, vocabulary drift, decisions and the reversals that
-    undo them, files, linked memories. Use it to follow a topic over time; search_context finds single turns."""
+    undo them (with the other courses a change may undo: check them by meaning), files, linked memories.
+    Use it to follow a topic over time; search_context finds single turns."""
     target: Any = workspaces if workspaces else workspace_of(ctx, workspace, roots)
     tl = state(ctx).archive.trace_theme(theme, target, granularity, include_turn_content)
     return fit_one(TraceOutput(**tl.budgeted(max_output_chars)), tl.markdown(max_output_chars), max_output_chars)

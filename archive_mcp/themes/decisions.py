@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -83,6 +83,18 @@ WINDOW = 200  # a change is paired within the 200 turns before it
 RECENT = 0.4
 OPEN = 0.2
 LAST_MIN = 0.05
+# The runners-up a pair also names: what a change undoes is often a judgement of meaning these
+# scores cannot make (bench/RESULTS.md, "Pairing, session 6"), so the agent reading the trace is
+# shown the next candidates too and can settle it with load_turn_context.
+ALTERNATIVES = 2
+
+
+class Pair(NamedTuple):
+    change: int  # row index of the change
+    undone: int  # row index of the course it undoes
+    score: float
+    shared: list[str]  # terms both turns hold, rarest first
+    alternatives: list[int]  # the next-best courses it may undo instead, best first
 
 
 @dataclass
@@ -181,8 +193,8 @@ def courses_before(codes: np.ndarray, course: np.ndarray) -> np.ndarray:
 
 
 def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_similarity: float = 0.08,
-                 change_similarity: float = 0.2) -> list[tuple[int, int, float, list[str]]]:
-    """(change index, undone turn index, score, shared terms) for each change in `rows` (every
+                 change_similarity: float = 0.2) -> list[Pair]:
+    """A `Pair` (change, undone turn, score, shared terms, alternatives) for each change in `rows` (every
     event of the theme in time order, aligned with `flags`; None = not flagged). A change is
     paired with the earlier course that scores best: TF-IDF cosine over the theme's own turns (the
     user's words, the refined summary and keywords; IDF from the theme, so words it shares weigh
@@ -194,7 +206,7 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
     A turn that was undone but carried no cue of its own is a step of the same thread: it is
     paired in turn with the course it changed, as a change by the assistant. Candidates are the
     `WINDOW` turns before a change, scored in blocks of changes so the cost grows with the theme,
-    not with its square."""
+    not with its square. A pair's alternatives are the `ALTERNATIVES` courses that score next."""
     changes = np.array([i for i, f in enumerate(flags) if f is not None and i > 0], dtype=np.int64)
     if not len(changes):
         return []
@@ -205,15 +217,17 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
                    change_similarity)
     kind = np.array([flags[i].kind for i in changes])  # type: ignore[union-attr]
     yes = np.array([flags[i].cue == "approval" for i in changes])  # type: ignore[union-attr]
-    i_s, j_s, scores = _pair(ctx, changes, kind == "decision", yes, kind == "reversal")
+    i_s, j_s, scores, alts = _pair(ctx, changes, kind == "decision", yes, kind == "reversal")
     later = np.unique(j_s[~flagged[j_s]])  # undone, but no cue of its own: it changed the course before it
     later = later[later > 0]
     if len(later):
         no = np.zeros(len(later), dtype=bool)
-        i2, j2, s2 = _pair(ctx, later, no, no, no)
-        i_s, j_s, scores = np.concatenate([i_s, i2]), np.concatenate([j_s, j2]), np.concatenate([scores, s2])
+        i2, j2, s2, a2 = _pair(ctx, later, no, no, no)
+        i_s, j_s, scores, alts = (np.concatenate([i_s, i2]), np.concatenate([j_s, j2]), np.concatenate([scores, s2]),
+                                  np.concatenate([alts, a2]))
     shared = _shared_terms(m, terms, idf, i_s, j_s)
-    return [(int(i), int(j), round(float(v), 3), sh) for i, j, v, sh in zip(i_s, j_s, scores, shared, strict=True)]
+    return [Pair(i, j, round(v, 3), sh, [x for x in alt if x >= 0])
+            for i, j, v, sh, alt in zip(i_s.tolist(), j_s.tolist(), scores.tolist(), shared, alts.tolist(), strict=True)]
 
 
 @dataclass
@@ -245,8 +259,9 @@ def _courses(rows: list[dict[str, Any]], flags: list[Flag | None]) -> tuple[np.n
 
 
 def _pair(ctx: _Context, changes: np.ndarray, user_course: np.ndarray, approves: np.ndarray,
-          reverts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The pairs of `changes` (row indices, time order) as arrays: change, undone course, score."""
+          reverts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of `changes` (row indices, time order) as arrays: change, undone course, score,
+    and the alternatives (one row per pair, `ALTERNATIVES` wide, -1 where there is none)."""
     course, codes, before = ctx.course, ctx.codes, ctx.before
     back = np.arange(1, WINDOW + 1)
     found = []
@@ -273,6 +288,7 @@ def _pair(ctx: _Context, changes: np.ndarray, user_course: np.ndarray, approves:
         score = np.where(ok, alike + bonus, -np.inf)
         best = score.argmax(axis=1)
         rows_at = np.arange(len(idx))
+        alts = _runners_up(score, cand, best)
         # a new course by the user changes the last course (an approval accepts it instead), or
         # an earlier one that is alike
         picked = cand[rows_at, best]
@@ -284,9 +300,22 @@ def _pair(ctx: _Context, changes: np.ndarray, user_course: np.ndarray, approves:
         enough = np.where(user, (sim >= ctx.change_similarity) | (at_last & ~yes & near),
                           (sim >= ctx.min_similarity) | (at_last & (near | ~opens)))
         keep = np.nonzero(enough & ok[rows_at, best])[0]
-        found.append((idx[keep], picked[keep], score[rows_at[keep], best[keep]]))
-    i_s, j_s, scores = (np.concatenate(x) for x in zip(*found, strict=True))
-    return i_s, j_s, scores
+        found.append((idx[keep], picked[keep], score[rows_at[keep], best[keep]], alts[keep]))
+    i_s, j_s, scores, alts = (np.concatenate(x) for x in zip(*found, strict=True))
+    return i_s, j_s, scores, alts
+
+
+def _runners_up(score: np.ndarray, cand: np.ndarray, best: np.ndarray) -> np.ndarray:
+    """The `ALTERNATIVES` candidates scoring next after `best` in each row, best first (-1: none)."""
+    rows_at = np.arange(len(score))
+    rest = score.copy()
+    out = np.full((len(score), ALTERNATIVES), -1, dtype=np.int64)
+    taken = best
+    for k in range(ALTERNATIVES):  # a few argmax passes: cheaper than sorting 200 candidates a row
+        rest[rows_at, taken] = -np.inf
+        taken = rest.argmax(axis=1)
+        out[:, k] = np.where(np.isfinite(rest[rows_at, taken]), cand[rows_at, taken], -1)
+    return out
 
 
 def _share_file(rows: list[dict[str, Any]], i: np.ndarray, j: np.ndarray, when: np.ndarray) -> np.ndarray:

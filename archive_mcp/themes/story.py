@@ -39,12 +39,14 @@ def _step(s: dict[str, Any], width: int = GIST) -> str:
 
 
 def thread_line(thread: list[dict[str, Any]], width: int = GIST) -> str:
-    """was A (when, ref) → B (…) → now C (…): the first and the newest step, the middle counted."""
+    """was A (when, ref) → B (…) → now C (…): the first and the newest step, the middle counted;
+    then the courses the newest step may undo instead of the one before it, when there are any."""
     first, last = thread[0], thread[-1]
     middle = thread[1:-1]
     via = f" → {_step(middle[-1], width)}" if len(middle) == 1 else (f" → … {len(middle)} changes …" if middle else "")
     who = "the user" if last["by"] == "user" else "the assistant"
-    return f"- was {_step(first, width)}{via} → now {_step(last, width)} [{last['flag']} by {who}]"
+    maybe = f"; or it undoes {', '.join(last['alternatives'])}" if last.get("alternatives") else ""
+    return f"- was {_step(first, width)}{via} → now {_step(last, width)} [{last['flag']} by {who}{maybe}]"
 
 
 def _unpaired(tl: Timeline) -> list[dict[str, Any]]:
@@ -168,7 +170,10 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
 
     def brief(s: dict[str, Any]) -> dict[str, Any]:
-        return {"ref": s["ref"], "at": s["at"], "flag": s["flag"], "by": s["by"], "gist": clip(s["gist"], gw)}
+        out = {"ref": s["ref"], "at": s["at"], "flag": s["flag"], "by": s["by"], "gist": clip(s["gist"], gw)}
+        if s.get("alternatives"):
+            out["alternatives"] = s["alternatives"]  # other courses the change may undo: check them by meaning
+        return out
 
     out: dict[str, Any] = {
         "theme": tl.theme, "granularity": tl.granularity,

@@ -16,7 +16,7 @@ import polars as pl
 
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.render import clip
-from archive_mcp.themes.decisions import flag_turns, gist, pair_changes
+from archive_mcp.themes.decisions import Flag, flag_turns, gist, pair_changes
 from archive_mcp.themes.store import Theme, class_tfidf_of
 
 
@@ -45,6 +45,7 @@ class Reversal:
     reversed_by: dict[str, Any]  # the change that undoes it
     shared_terms: list[str]
     similarity: float = 0.0
+    alternatives: list[dict[str, Any]] = field(default_factory=list)  # other courses it may undo (ref, at, gist)
 
 
 @dataclass
@@ -196,7 +197,16 @@ def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
                  for i, (r, f) in enumerate(zip(every, flags, strict=True)) if f is not None}
     reversals: list[Reversal] = []
     parent: dict[int, int] = {}
-    for i, j, sim, shared in pair_changes(every, flags):
+    named: dict[int, dict[str, Any]] = {}  # the courses named as alternatives, each described once
+
+    def alternative(k: int) -> dict[str, Any]:
+        if k not in named:
+            d = decisions.get(k)
+            named[k] = ({"ref": d["ref"], "at": d["at"], "gist": d["gist"]} if d is not None
+                        else _alternative(every[k], flags[k]))
+        return named[k]
+
+    for i, j, sim, shared, others in pair_changes(every, flags):
         if j not in decisions:  # the undone course was set in a turn without a cue: it is a decision too
             r = every[j]
             decisions[j] = {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"],
@@ -205,10 +215,12 @@ def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
                             "by": "assistant", "cue": "undone later", "gist": gist(r, "assistant"),
                             "summary": r["summary"], "kinds": list(r["kinds"]), "undoes": None}
         decisions[i]["undoes"] = decisions[j]["ref"]
+        alternatives = [alternative(k) for k in others]
+        decisions[i]["alternatives"] = [a["ref"] for a in alternatives]
         if decisions[i]["flag"] == "decision":
             decisions[i]["flag"] = "change"
         parent[i] = j
-        reversals.append(Reversal(_brief(decisions[j]), _brief(decisions[i]), shared, sim))
+        reversals.append(Reversal(_brief(decisions[j]), _brief(decisions[i]), shared, sim, alternatives))
     # Threads: follow each change back to the decision that started it; newest step last.
     chains: dict[int, list[int]] = {}
     for i in sorted(parent):
@@ -221,7 +233,15 @@ def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
 
 
 def _brief(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: d[k] for k in ("session_id", "turn", "ref", "at", "flag", "by", "gist", "summary")}
+    out = {k: d[k] for k in ("session_id", "turn", "ref", "at", "flag", "by", "gist", "summary")}
+    if d.get("alternatives"):
+        out["alternatives"] = d["alternatives"]  # what a change may undo instead of its pair
+    return out
+
+
+def _alternative(row: dict[str, Any], flag: Flag | None) -> dict[str, Any]:
+    return {"ref": f"{row['session_id']}:{row['turn']}", "at": row["started_at"].isoformat() if row["started_at"] else None,
+            "gist": gist(row, flag.by if flag else "assistant")}
 
 
 def _current(events: list[TimelineEvent], decisions: list[dict[str, Any]]) -> str:
