@@ -126,7 +126,8 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
     words = class_tfidf_of(frame, "bucket", "keywords", top=5)
     buckets = [{"bucket": b, "start": t.isoformat() if t else None, "turns": n, "keywords": words.get(b, [])}
                for b, t, n in order.iter_rows()]
-    every = list(frame.iter_rows(named=True))
+    # the rows as dicts, for the story; the answers (the longest texts) only when they are shown
+    every = list((frame if include_turn_content else frame.drop("assistant_text")).iter_rows(named=True))
     events = [TimelineEvent(r["session_id"], r["agent"], r["turn"], r["started_at"], r["summary"], list(r["kinds"]),
                             r["bucket"], r["provenance"],
                             {"user": r["user_text"], "assistant": r["assistant_text"]} if include_turn_content else None,
