@@ -117,6 +117,7 @@ def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_stru
     assert change.alternatives[0]["gist"].startswith("add a flash")
     thread = next(t for t in tl.threads if t[-1]["ref"] == "s:3")
     assert thread[-1]["alternatives"] == ["s:0", "s:1"]
+    assert {d["ref"]: d["alternatives"] for d in tl.decisions} == {"s:0": [], "s:1": [], "s:2": ["s:0"], "s:3": ["s:0", "s:1"]}
     for budget in (1500, 8000):
         md = tl.markdown(budget)
         assert "[change by the user; or it undoes s:0, s:1]" in md and len(md) <= budget

@@ -194,7 +194,7 @@ def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
                      "ref": f"{r['session_id']}:{r['turn']}",
                      "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": f.kind, "by": f.by,
                      "cue": f.cue, "gist": gist(r, f.by), "summary": r["summary"], "kinds": list(r["kinds"]),
-                     "undoes": None}
+                     "undoes": None, "alternatives": []}
                  for i, (r, f) in enumerate(zip(every, flags, strict=True)) if f is not None}
     reversals: list[Reversal] = []
     parent: dict[int, int] = {}
@@ -214,7 +214,7 @@ def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
                             "turn": r["turn"], "ref": f"{r['session_id']}:{r['turn']}",
                             "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": "decision",
                             "by": "assistant", "cue": "undone later", "gist": gist(r, "assistant"),
-                            "summary": r["summary"], "kinds": list(r["kinds"]), "undoes": None}
+                            "summary": r["summary"], "kinds": list(r["kinds"]), "undoes": None, "alternatives": []}
         decisions[i]["undoes"] = decisions[j]["ref"]
         alternatives = [alternative(k) for k in others]
         decisions[i]["alternatives"] = [a["ref"] for a in alternatives]
