@@ -125,6 +125,21 @@ def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_stru
         assert data["threads"][0][-1]["alternatives"] == ["s:0", "s:1"]
         assert len(json.dumps(data, ensure_ascii=False)) <= budget
 
+
+def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_is_made() -> None:
+    texts = [("use redis for the session cache", "Redis holds the sessions."),
+             ("add a sqlite store for trades", "Trades go to SQLite."),
+             ("session cache memcached client", "Did: edited cache.py"),  # no cue: a course only once undone
+             ("wait, the memcached session cache is too slow", "Back to a faster cache.")]
+    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
+    final = {d["ref"]: d for d in tl.decisions}
+    undone = next(r.decision for r in tl.reversals if r.reversed_by["ref"] == "s:3")
+    # s:2 was undone by s:3, and then paired itself (it changed s:0): the reversal says so too
+    assert (undone["ref"], undone["flag"], undone["alternatives"]) == ("s:2", "change", ["s:1"])
+    for r in tl.reversals:
+        for side in (r.decision, r.reversed_by):
+            assert (side["flag"], side.get("alternatives") or []) == (final[side["ref"]]["flag"], final[side["ref"]]["alternatives"])
+
 def test_clip_never_cuts_a_word() -> None:
     text = "the websocket stream replaced polling everywhere in the terminal"
     for width in range(20, len(text)):

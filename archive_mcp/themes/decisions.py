@@ -306,7 +306,8 @@ def _pair(ctx: _Context, changes: np.ndarray, user_course: np.ndarray, approves:
 
 
 def _runners_up(score: np.ndarray, cand: np.ndarray, best: np.ndarray) -> np.ndarray:
-    """The `ALTERNATIVES` candidates scoring next after `best` in each row, best first (-1: none)."""
+    """The `ALTERNATIVES` candidates scoring next after `best` in each row, best first (-1: none).
+    A course with no word in common and no recency (score 0) is no alternative: nothing points at it."""
     rows_at = np.arange(len(score))
     rest = score.copy()
     out = np.full((len(score), ALTERNATIVES), -1, dtype=np.int64)
@@ -314,7 +315,7 @@ def _runners_up(score: np.ndarray, cand: np.ndarray, best: np.ndarray) -> np.nda
     for k in range(ALTERNATIVES):  # a few argmax passes: cheaper than sorting 200 candidates a row
         rest[rows_at, taken] = -np.inf
         taken = rest.argmax(axis=1)
-        out[:, k] = np.where(np.isfinite(rest[rows_at, taken]), cand[rows_at, taken], -1)
+        out[:, k] = np.where(rest[rows_at, taken] > 0, cand[rows_at, taken], -1)  # 0: no word, no recency
     return out
 
 

@@ -196,7 +196,7 @@ def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
                      "cue": f.cue, "gist": gist(r, f.by), "summary": r["summary"], "kinds": list(r["kinds"]),
                      "undoes": None, "alternatives": []}
                  for i, (r, f) in enumerate(zip(every, flags, strict=True)) if f is not None}
-    reversals: list[Reversal] = []
+    paired: list[tuple[int, int, list[str], float, list[dict[str, Any]]]] = []
     parent: dict[int, int] = {}
     named: dict[int, dict[str, Any]] = {}  # the courses named as alternatives, each described once
 
@@ -221,7 +221,10 @@ def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
         if decisions[i]["flag"] == "decision":
             decisions[i]["flag"] = "change"
         parent[i] = j
-        reversals.append(Reversal(_brief(decisions[j]), _brief(decisions[i]), shared, sim, alternatives))
+        paired.append((i, j, shared, sim, alternatives))
+    # from the final decisions: a later pair may still turn an undone course into a change
+    reversals = [Reversal(_brief(decisions[j]), _brief(decisions[i]), shared, sim, alternatives)
+                 for i, j, shared, sim, alternatives in paired]
     # Threads: follow each change back to the decision that started it; newest step last.
     chains: dict[int, list[int]] = {}
     for i in sorted(parent):
