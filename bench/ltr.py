@@ -88,10 +88,16 @@ def first_stage(c: Candidates) -> np.ndarray:
 
 
 def by_weights(w: np.ndarray) -> Callable[[Candidates], np.ndarray]:
+    """The candidates' order by the linear model `w`, as the search ranks them (`learned.reorder`)."""
     def order(c: Candidates) -> np.ndarray:
-        s = c.x @ w[1:] + w[0]
-        return np.argsort(-s, kind="stable")
+        return np.array(learned.reorder(list(range(len(c.keys))), c.x, w), np.int64)
     return order
+
+
+def by_group(cands: list[Candidates], order_of: Callable[[Candidates], np.ndarray]) -> dict[str, float]:
+    """R@5 of each group's (conversation's) queries in `order_of` order."""
+    return {g: recall([c for c in cands if c.group == g], order_of)["all"]["recall@5"]
+            for g in sorted({c.group for c in cands})}
 
 
 def fit(cands: list[Candidates], kind: str, c_reg: float, cols: np.ndarray) -> np.ndarray:
@@ -139,9 +145,7 @@ def out_of_fold(cands: list[Candidates], kind: str, c_reg: float, cols: np.ndarr
         for c in cands:
             if c.group == g:
                 orders[c.qid] = rank(c)
-    pooled = recall(cands, lambda c: orders[c.qid])
-    folds = {g: recall([c for c in cands if c.group == g], lambda c: orders[c.qid])["all"]["recall@5"] for g in groups}
-    return {"pooled": pooled, "folds": folds}
+    return {"pooled": recall(cands, lambda c: orders[c.qid]), "folds": by_group(cands, lambda c: orders[c.qid])}
 
 
 def cell(r: dict[str, float], hit: bool = False) -> str:
@@ -268,8 +272,7 @@ def nested(cands: list[Candidates]) -> dict[str, Any]:
             if c.group == g:
                 orders[c.qid] = rank(c)
     return {"pooled": recall(cands, lambda c: orders[c.qid]), "chosen": chosen,
-            "folds": {g: recall([c for c in cands if c.group == g], lambda c: orders[c.qid])["all"]["recall@5"]
-                      for g in groups}}
+            "folds": by_group(cands, lambda c: orders[c.qid])}
 
 
 def checked(sets: dict[str, list[Candidates]], w: np.ndarray) -> list[str]:
@@ -311,11 +314,9 @@ def main() -> None:
     def row(name: str, r: dict[str, Any], folds: dict[str, float]) -> None:
         print(f"| {name} | " + " | ".join(cell(r[k]) for k in cats) + " | "
               + " / ".join(f"{v:.3f}" for v in folds.values()) + " |", flush=True)
-    row("default (first stage)", recall(loco, first_stage),
-        {g: recall([c for c in loco if c.group == g], first_stage)["all"]["recall@5"] for g in sorted({c.group for c in loco})})
+    row("default (first stage)", recall(loco, first_stage), by_group(loco, first_stage))
     if args.e5:
-        row("rerank='e5' without the learned step (scaled sum, top 20)", recall(loco, scaled_sum),
-            {g: recall([c for c in loco if c.group == g], scaled_sum)["all"]["recall@5"] for g in sorted({c.group for c in loco})})
+        row("rerank='e5' without the learned step (scaled sum, top 20)", recall(loco, scaled_sum), by_group(loco, scaled_sum))
     for name, kind, c_reg, cols in VARIANTS:
         r = out_of_fold(loco, kind, c_reg, columns(cols))
         row(f"{name} (out of fold)", r["pooled"], r["folds"])
@@ -346,7 +347,7 @@ VARIANTS: list[tuple[str, str, float, list[str] | None]] = [
      [*_CONTEXT, *(f"{s}_{k}" for s in ("lexical", "semantic") for k in ("z", "near", "session"))]),
 ]
 CHOSEN = 3
-_E5 = ["e5_raw", "e5_z", "e5_rank"]
+_E5 = list(learned.E5)
 E5_VARIANTS: list[tuple[str, str, float, list[str] | None]] = [
     ("e5: pairwise, fused, rank, context, date, e5", "pairwise", 0.01, [*_CONTEXT, *_E5]),
     ("e5: pairwise, + lexical and fuzzy", "pairwise", 0.01,

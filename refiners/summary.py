@@ -48,10 +48,9 @@ _ACK = ("great", "perfect", "excellent", "awesome", "amazing", "brilliant", "fan
         "hey", "hmm", "wow", "yay", "right", "done", "yes", "yep", "yeah", "i see", "ah", "oh",
         "love it", "good question", "great question", "good catch", "great catch", "you're right",
         "you are right", "好的", "好", "谢谢", "完美", "太好了", "明白", "收到")
-_ACK_RE = re.compile(r"^(?:(?:" + "|".join(re.escape(a) for a in sorted(_ACK, key=len, reverse=True))
-                     + r")(?![\w'])[\s!.,，。！~:;)-]*)+", re.I)
-_ACK_WORD = re.compile(r"^(?:" + "|".join(re.escape(a) for a in sorted(_ACK, key=len, reverse=True))
-                       + r")(?![\w'’])(?:\s*[!.,，。！~:;)—–-]+\s*|\s*$)", re.I)
+_ACK_ANY = "|".join(re.escape(a) for a in sorted(_ACK, key=len, reverse=True))  # longest first
+_ACK_RE = re.compile(r"^(?:(?:" + _ACK_ANY + r")(?![\w'])[\s!.,，。！~:;)-]*)+", re.I)
+_ACK_WORD = re.compile(r"^(?:" + _ACK_ANY + r")(?![\w'’])(?:\s*[!.,，。！~:;)—–-]+\s*|\s*$)", re.I)
 _ACK_CLAUSE = re.compile(r"^(?:thanks|thank you|you(?:'|’)re (?:right|correct)|you are (?:right|correct)|good|great|"
                          r"excellent|nice)\s+(?:so much\s+)?(?:for|to|question|catch|point|call|idea|find|spot)\b"
                          r"[^—–:;.!?]{0,80}?(?:\s[—–-]+\s|[—–:;.!?]+)\s*|"
@@ -161,6 +160,11 @@ def strip_reply_ack(unit: str) -> str:
         unit = _ACK_WORD.sub("", unit, count=1)
     unit = unit.strip()
     return unit[0].upper() + unit[1:] if unit[:1].islower() and original[:1].isupper() else unit
+
+
+def _announces(unit: str) -> bool:
+    """Does the sentence only say what the agent will do or offers to do ("Let me check", "Want me to…")?"""
+    return bool(_SELF.match(unit) or _OFFER.match(unit))
 
 
 def asked(turn: Turn) -> str:
@@ -341,14 +345,14 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
         rank = 0
         for u, lead, after in units[:MAX_UNITS]:
             order += 1
-            if _SELF.match(u) or _OFFER.match(u) or _NEXT.match(u):
+            if _announces(u) or _NEXT.match(u):
                 continue
             if lead:  # a lead-in that states something ("The bar now shows 5 columns:") is said without its ":"
                 if _ANNOUNCE.search(u) or len(u.split()) < LEAD_MIN_WORDS or not _CUE.search(u):
                     continue
                 u = _LEAD_TAIL.sub("", u)
             body = dense(_KEY_LABEL.sub("", strip_reply_ack(u), count=1))
-            if _SELF.match(body) or _OFFER.match(body):
+            if _announces(body):
                 continue  # "Thanks! Let me look into it": what is left is the agent's next move
             if not body or (len(body.split()) < 2 and len(_HAN.findall(body)) < 4 and body != dense(u)):
                 continue  # nothing left, or "Good point." without its "Good" (CJK has no spaces: count Han)
@@ -357,7 +361,7 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
             candidates.append((_score(body, rank) + bonus + (0.3 if after else 0) - penalty, order, body))
             rank += 1
     if not candidates:
-        said = [b for b in (strip_reply_ack(u) for u in first) if b and not (_SELF.match(b) or _OFFER.match(b))]
+        said = [b for b in (strip_reply_ack(u) for u in first) if b and not _announces(b)]
         return shorten(" ".join(said or first), budget)
     return pack(candidates, budget, set(_content_words(known)))
 

@@ -168,10 +168,16 @@ def apply(stage: Stage, order: list[int], weights: np.ndarray | None) -> tuple[l
     if weights is None:
         return order, (head, x)
     new = reorder(head, x, weights)
-    values = sorted((float(stage.total[d]) for d in head), reverse=True)
-    for d, v in zip(new, values, strict=True):
-        stage.total[d] = v
+    _hand_out(stage.total, new)
     return new + order[DEPTH:], (head, x)
+
+
+def _hand_out(total: np.ndarray, new: list[int]) -> None:
+    """The candidates' fused scores, best first, given to `new` in its order (in place): the
+    scores stay comparable across workspaces and still fall down the list."""
+    values = sorted((float(total[d]) for d in new), reverse=True)
+    for d, v in zip(new, values, strict=True):
+        total[d] = v
 
 
 E5 = ("e5_raw", "e5_z", "e5_rank")  # appended to `FEATURES` by the opt-in e5 stage
@@ -202,9 +208,7 @@ def with_e5(candidates: tuple[list[int], np.ndarray], sims: np.ndarray, total: n
     assert E5_WEIGHTS is not None
     new = reorder(head, np.concatenate([x, e5_features(np.asarray(sims, np.float32), len(head))], axis=1),
                   E5_WEIGHTS)
-    values = sorted((float(total[d]) for d in head), reverse=True)
-    for d, v in zip(new, values, strict=True):
-        total[d] = v
+    _hand_out(total, new)
     return new + order[len(head):]
 
 

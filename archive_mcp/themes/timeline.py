@@ -190,31 +190,20 @@ def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
     """Flag the turns that set or change a course, pair each change with the decision it undoes,
     and chain the pairs into threads (decision -> change -> change ...). `every`: the frame's rows."""
     flags = flag_turns(frame["user_text"].to_list(), frame["assistant_text"].to_list(), frame["kinds"].to_list())
-    decisions = {i: {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"], "turn": r["turn"],
-                     "ref": f"{r['session_id']}:{r['turn']}",
-                     "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": f.kind, "by": f.by,
-                     "cue": f.cue, "gist": gist(r, f.by), "summary": r["summary"], "kinds": list(r["kinds"]),
-                     "undoes": None, "alternatives": []}
-                 for i, (r, f) in enumerate(zip(every, flags, strict=True)) if f is not None}
+    decisions = {i: _decision(r, f) for i, (r, f) in enumerate(zip(every, flags, strict=True)) if f is not None}
     paired: list[tuple[int, int, list[str], float, list[dict[str, Any]]]] = []
     parent: dict[int, int] = {}
     named: dict[int, dict[str, Any]] = {}  # the courses named as alternatives, each described once
 
     def alternative(k: int) -> dict[str, Any]:
         if k not in named:
-            d = decisions.get(k)
-            named[k] = ({"ref": d["ref"], "at": d["at"], "gist": d["gist"]} if d is not None
-                        else _alternative(every[k], flags[k]))
+            d = decisions.get(k) or _decision(every[k], UNDONE)  # described as it would be once undone
+            named[k] = {key: d[key] for key in ("ref", "at", "gist")}
         return named[k]
 
     for i, j, sim, shared, others in pair_changes(every, flags):
         if j not in decisions:  # the undone course was set in a turn without a cue: it is a decision too
-            r = every[j]
-            decisions[j] = {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"],
-                            "turn": r["turn"], "ref": f"{r['session_id']}:{r['turn']}",
-                            "at": r["started_at"].isoformat() if r["started_at"] else None, "flag": "decision",
-                            "by": "assistant", "cue": "undone later", "gist": gist(r, "assistant"),
-                            "summary": r["summary"], "kinds": list(r["kinds"]), "undoes": None, "alternatives": []}
+            decisions[j] = _decision(every[j], UNDONE)
         decisions[i]["undoes"] = decisions[j]["ref"]
         alternatives = [alternative(k) for k in others]
         decisions[i]["alternatives"] = [a["ref"] for a in alternatives]
@@ -243,9 +232,15 @@ def _brief(d: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _alternative(row: dict[str, Any], flag: Flag | None) -> dict[str, Any]:
-    return {"ref": f"{row['session_id']}:{row['turn']}", "at": row["started_at"].isoformat() if row["started_at"] else None,
-            "gist": gist(row, flag.by if flag else "assistant")}
+UNDONE = Flag("decision", "assistant", "undone later")  # a course set without a cue, known once a change undoes it
+
+
+def _decision(r: dict[str, Any], f: Flag) -> dict[str, Any]:
+    """A flagged turn as the trace lists it (`undoes` and `alternatives` are filled by the pairing)."""
+    return {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"], "turn": r["turn"],
+            "ref": f"{r['session_id']}:{r['turn']}", "at": r["started_at"].isoformat() if r["started_at"] else None,
+            "flag": f.kind, "by": f.by, "cue": f.cue, "gist": gist(r, f.by), "summary": r["summary"],
+            "kinds": list(r["kinds"]), "undoes": None, "alternatives": []}
 
 
 def _current(events: list[TimelineEvent], decisions: list[dict[str, Any]]) -> str:
