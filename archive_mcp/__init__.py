@@ -5,6 +5,14 @@ from archive_mcp.demo import sample_archive
 from archive_mcp.ingest.pipeline import IngestReport, Skip
 from archive_mcp.workspaces import Workspace, WorkspaceError
 
-__all__ = ["Archive", "IngestReport", "RefineReport", "Skip", "Stats", "Workspace", "WorkspaceError",
-           "sample_archive"]
+__all__ = [
+    "Archive",
+    "IngestReport",
+    "RefineReport",
+    "Skip",
+    "Stats",
+    "Workspace",
+    "WorkspaceError",
+    "sample_archive",
+]
 __version__ = "0.1.0"

@@ -36,9 +36,12 @@ from archive_mcp.workspaces import Workspace, default_source_roots, locked, mode
 class Corpus(Frames):
     """The turns of every workspace under one home: archive them, refine them, find them, read them."""
 
-    def __init__(self, home: str | os.PathLike[str] | None = None,
-                 embedder: Embedder | str | None = "static",
-                 summarizer: Summarizer | None = None) -> None:
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        embedder: Embedder | str | None = "static",
+        summarizer: Summarizer | None = None,
+    ) -> None:
         super().__init__(home)
         self._embedder_spec = embedder
         self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) else None
@@ -56,9 +59,15 @@ class Corpus(Frames):
         return self._embedder
 
     # --- ingest and refine -----------------------------------------------------------------
-    def ingest(self, *paths: str | os.PathLike[str], embed: bool = True,
-               progress: Progress | None = None, workers: int | None = None,
-               engine: str = "local", address: str | None = None) -> IngestReport:
+    def ingest(
+        self,
+        *paths: str | os.PathLike[str],
+        embed: bool = True,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        engine: str = "local",
+        address: str | None = None,
+    ) -> IngestReport:
         """Archive and refine sessions under `paths` (default: every agent's home that exists:
         Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI; `report.roots` says which).
 
@@ -69,20 +78,30 @@ class Corpus(Frames):
         looked = [] if paths else default_source_roots()
         roots = [Path(p).expanduser() for p in paths] or [p for p in looked if p.exists()]
         embedder = self.embedder if embed else None
-        runner = make_engine(engine, address, workers, embedder, progress, self.summarizer,
-                             self._embedder_spec)
+        runner = make_engine(
+            engine, address, workers, embedder, progress, self.summarizer, self._embedder_spec
+        )
         try:
-            report = Ingestor(self.registry, embedder, self.summarizer, progress, workers,
-                              runner).ingest(roots)
+            report = Ingestor(
+                self.registry, embedder, self.summarizer, progress, workers, runner
+            ).ingest(roots)
         finally:
             runner.close()
         report.roots = [{"path": str(p), "found": p.exists()} for p in looked]
         return report
 
-    def refine(self, workspace: WorkspaceArg = None, session: str | None = None,
-               since: datetime | None = None, force: bool = False, embed: bool = True,
-               progress: Progress | None = None, engine: str = "local",
-               address: str | None = None, workers: int | None = None) -> RefineReport:
+    def refine(
+        self,
+        workspace: WorkspaceArg = None,
+        session: str | None = None,
+        since: datetime | None = None,
+        force: bool = False,
+        embed: bool = True,
+        progress: Progress | None = None,
+        engine: str = "local",
+        address: str | None = None,
+        workers: int | None = None,
+    ) -> RefineReport:
         """Batch-refine archived sessions from their raw logs, on `engine` ("local" or "ray").
 
         A session is refined again when it has no refined file, an older refiner wrote it, or
@@ -91,8 +110,12 @@ class Corpus(Frames):
         is unchanged. `rows_changed` counts rows whose summary, kinds, keywords or files changed.
         """
         report = RefineReport()
-        plan = [(ws, sid, files) for ws in self._selected(workspace)
-                for sid, files in self.raw_files(ws).items() if session in (None, sid)]
+        plan = [
+            (ws, sid, files)
+            for ws in self._selected(workspace)
+            for sid, files in self.raw_files(ws).items()
+            if session in (None, sid)
+        ]
         if since is not None:
             cutoff = since if since.tzinfo else since.replace(tzinfo=UTC)
             plan = [p for p in plan if self._last_activity(p[0], p[1], p[2]) >= cutoff]
@@ -102,11 +125,18 @@ class Corpus(Frames):
                 embedder = self.embedder
             except EmbedderUnavailable as exc:
                 report.embed_error = str(exc)
-        runner = make_engine(engine, address, workers, embedder, progress, self.summarizer,
-                             self._embedder_spec)
+        runner = make_engine(
+            engine, address, workers, embedder, progress, self.summarizer, self._embedder_spec
+        )
         try:
-            refine_batch(plan, runner, report, force=force, embed=embedder is not None,
-                         summarizer=self.summarizer)
+            refine_batch(
+                plan,
+                runner,
+                report,
+                force=force,
+                embed=embedder is not None,
+                summarizer=self.summarizer,
+            )
         finally:
             runner.close()
         return report
@@ -131,6 +161,7 @@ class Corpus(Frames):
     def _model_name(self) -> str | None:
         if isinstance(self._embedder_spec, str):
             from archive_mcp.refiners.embed import EMBEDDERS
+
             return str(cast(Any, EMBEDDERS[self._embedder_spec]).name)
         return str(self._embedder_spec.name) if self._embedder_spec is not None else None
 
@@ -141,12 +172,26 @@ class Corpus(Frames):
                 self._indexes[ws.id] = WorkspaceIndex(ws, self._model_name())
             return self._indexes[ws.id]
 
-    def search(self, query: str, workspace: WorkspaceArg = None, limit: int = 10,
-               mode: str = "hybrid", session: str | None = None, agent: str | None = None,
-               since: datetime | None = None, until: datetime | None = None, tool: str | None = None,
-               file: str | None = None, theme: str | None = None, kind: str | None = None,
-               cwd: str | None = None, fusion: str | None = None, tuning: Tuning | None = None,
-               rerank: str | None = None, source: str | None = None) -> SearchResults:
+    def search(
+        self,
+        query: str,
+        workspace: WorkspaceArg = None,
+        limit: int = 10,
+        mode: str = "hybrid",
+        session: str | None = None,
+        agent: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        tool: str | None = None,
+        file: str | None = None,
+        theme: str | None = None,
+        kind: str | None = None,
+        cwd: str | None = None,
+        fusion: str | None = None,
+        tuning: Tuning | None = None,
+        rerank: str | None = None,
+        source: str | None = None,
+    ) -> SearchResults:
         """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
 
         Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
@@ -160,8 +205,7 @@ class Corpus(Frames):
         """
         if source is not None and source not in SOURCES:
             raise SearchError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
-        targets = (self._selected(workspace) if workspace is not None
-                   else [self.workspace(cwd=cwd)])
+        targets = self._selected(workspace) if workspace is not None else [self.workspace(cwd=cwd)]
         embedder = None
         if mode in ("hybrid", "semantic"):
             try:
@@ -174,36 +218,56 @@ class Corpus(Frames):
         with self._index_lock:
             for ws in targets:
                 self.index(ws)
-            return search_workspaces(targets, self._indexes, embedder, query, limit, mode, filters, fusion,
-                                     tuning)
+            return search_workspaces(
+                targets, self._indexes, embedder, query, limit, mode, filters, fusion, tuning
+            )
 
-    def load_turn_context(self, references: Sequence[TurnRef | dict[str, Any]],
-                          workspace: str | Workspace | None = None, before: int = 0, after: int = 0,
-                          include_tools: bool = True, include_thinking: bool = False,
-                          max_chars: int = 6000, cwd: str | None = None) -> TurnContext:
+    def load_turn_context(
+        self,
+        references: Sequence[TurnRef | dict[str, Any]],
+        workspace: str | Workspace | None = None,
+        before: int = 0,
+        after: int = 0,
+        include_tools: bool = True,
+        include_thinking: bool = False,
+        max_chars: int = 6000,
+        cwd: str | None = None,
+    ) -> TurnContext:
         """Full turns read from the archived raw log by byte range, their text within `max_chars`.
 
         Unknown references are reported beside the turns found; when none is found, `NotFound`."""
         ws = self._ws(workspace, cwd)
-        refs = [r if isinstance(r, TurnRef) else TurnRef(str(r["session_id"]), int(r["turn"]),
-                                                         str(r.get("agent") or "main"))
-                for r in references]
-        found = load_turn_context(ws, refs, before, after, include_tools, include_thinking, max_chars)
+        refs = [
+            r
+            if isinstance(r, TurnRef)
+            else TurnRef(str(r["session_id"]), int(r["turn"]), str(r.get("agent") or "main"))
+            for r in references
+        ]
+        found = load_turn_context(
+            ws, refs, before, after, include_tools, include_thinking, max_chars
+        )
         if found.not_found and not found.turns:
             raise NotFound("; ".join(dict.fromkeys(n.reason for n in found.not_found)))
         return found
 
-    def set_summaries(self, ws: Workspace, session_id: str, summaries: dict[tuple[str, int], str],
-                      refiner: str) -> int:
+    def set_summaries(
+        self, ws: Workspace, session_id: str, summaries: dict[tuple[str, int], str], refiner: str
+    ) -> int:
         """Replace the summaries of some turns (e.g. written by the client's model)."""
         with locked(ws.root):
             df = store.read_refined(ws, session_id)
-            rows = [{**r, "summary": shorten(redact(summaries[(r["agent"], r["turn"])])[0], SUMMARY_MAX), "refiner": refiner}
-                    for r in df.iter_rows(named=True) if (r["agent"], r["turn"]) in summaries]
+            rows = [
+                {
+                    **r,
+                    "summary": shorten(redact(summaries[(r["agent"], r["turn"])])[0], SUMMARY_MAX),
+                    "refiner": refiner,
+                }
+                for r in df.iter_rows(named=True)
+                if (r["agent"], r["turn"]) in summaries
+            ]
             for r in rows:
                 for col in ("started_at", "ended_at"):
                     r[col] = int(r[col].timestamp() * 1_000_000) if r[col] else None
             if rows:
                 store.merge_refined(ws, session_id, rows)
         return len(rows)
-

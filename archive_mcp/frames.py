@@ -39,8 +39,9 @@ class Frames:
     def workspaces(self) -> list[Workspace]:
         return self.registry.all()
 
-    def workspace(self, ref: str | None = None, cwd: str | None = None,
-                  roots: Iterable[str] = ()) -> Workspace:
+    def workspace(
+        self, ref: str | None = None, cwd: str | None = None, roots: Iterable[str] = ()
+    ) -> Workspace:
         """Resolve a workspace argument (path, id, id prefix or name), else the roots, else cwd."""
         return self.registry.resolve(ref, cwd=cwd, roots=roots)
 
@@ -63,56 +64,93 @@ class Frames:
     # --- frames ----------------------------------------------------------------------------
     def turns(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
         """Refined turns (one row per turn) across workspaces unless one is given."""
-        files = [str(p) for ws in self._selected(workspace)
-                 for p in sorted(ws.refined_dir.glob("*.parquet"))]
+        files = [
+            str(p)
+            for ws in self._selected(workspace)
+            for p in sorted(ws.refined_dir.glob("*.parquet"))
+        ]
         if not files:
             return empty_refined().lazy()
         return pl.scan_parquet(files).select(list(REFINED))
 
     def sessions(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
         """One row per session: title, span, turns, tokens, status counts."""
-        return (self.turns(workspace)
-                .group_by("workspace_id", "source", "session_id")
-                .agg(pl.col("title").first(), pl.col("started_at").min().alias("first_at"),
-                     pl.col("ended_at").max().alias("last_at"),
-                     (pl.col("agent") == "main").sum().alias("turns"),
-                     (pl.col("agent") != "main").sum().alias("subagent_turns"),
-                     pl.col("usage").struct.field("input").sum().alias("input_tokens"),
-                     pl.col("usage").struct.field("output").sum().alias("output_tokens"),
-                     (pl.col("status") == "open").any().alias("live"),
-                     pl.col("status").unique().sort().alias("statuses"))
-                .sort("first_at", descending=True, nulls_last=True)
-                .select(list(SESSIONS)))
+        return (
+            self.turns(workspace)
+            .group_by("workspace_id", "source", "session_id")
+            .agg(
+                pl.col("title").first(),
+                pl.col("started_at").min().alias("first_at"),
+                pl.col("ended_at").max().alias("last_at"),
+                (pl.col("agent") == "main").sum().alias("turns"),
+                (pl.col("agent") != "main").sum().alias("subagent_turns"),
+                pl.col("usage").struct.field("input").sum().alias("input_tokens"),
+                pl.col("usage").struct.field("output").sum().alias("output_tokens"),
+                (pl.col("status") == "open").any().alias("live"),
+                pl.col("status").unique().sort().alias("statuses"),
+            )
+            .sort("first_at", descending=True, nulls_last=True)
+            .select(list(SESSIONS))
+        )
 
     def tool_calls(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
         """One row per tool call: name, status, duration, files, with its turn."""
-        return (self.turns(workspace)
-                .select("workspace_id", "session_id", "agent", "turn", "started_at", "tool_calls")
-                .with_columns(pl.int_ranges(pl.col("tool_calls").list.len()).alias("call"))
-                .explode("tool_calls", "call")
-                .drop_nulls("tool_calls")
-                .unnest("tool_calls")
-                .select(list(TOOL_CALLS)))
+        return (
+            self.turns(workspace)
+            .select("workspace_id", "session_id", "agent", "turn", "started_at", "tool_calls")
+            .with_columns(pl.int_ranges(pl.col("tool_calls").list.len()).alias("call"))
+            .explode("tool_calls", "call")
+            .drop_nulls("tool_calls")
+            .unnest("tool_calls")
+            .select(list(TOOL_CALLS))
+        )
 
     def themes(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
         """One row per theme member: theme, status, turn and provenance."""
-        rows = [{"workspace_id": ws.id, "theme": t.name, "slug": t.slug, "status": t.status,
-                 "session_id": m.session_id, "agent": m.agent, "turn": m.turn, "provenance": m.provenance,
-                 "who": m.who, "tagged_at": m.when, "score": m.score}
-                for ws in self._selected(workspace) for t in ThemeStore(ws).list() for m in t.members]
+        rows = [
+            {
+                "workspace_id": ws.id,
+                "theme": t.name,
+                "slug": t.slug,
+                "status": t.status,
+                "session_id": m.session_id,
+                "agent": m.agent,
+                "turn": m.turn,
+                "provenance": m.provenance,
+                "who": m.who,
+                "tagged_at": m.when,
+                "score": m.score,
+            }
+            for ws in self._selected(workspace)
+            for t in ThemeStore(ws).list()
+            for m in t.members
+        ]
         return pl.DataFrame(rows, schema=THEME_SCHEMA).lazy()
 
     def stats(self, workspace: WorkspaceArg = None) -> Stats:
         """How many workspaces, sessions, turns, raw bytes and embeddings; the span; turns per status."""
         selected = self._selected(workspace)
-        df = (self.turns([w.id for w in selected]).select("session_id", "started_at", "status").collect()
-              if selected else empty_refined())
+        df = (
+            self.turns([w.id for w in selected])
+            .select("session_id", "started_at", "status")
+            .collect()
+            if selected
+            else empty_refined()
+        )
         raw = sum(p.stat().st_size for ws in selected for p in ws.raw_dir.rglob("*") if p.is_file())
-        embedded = sum(pl.scan_parquet(str(p)).select(pl.len()).collect().item()
-                       for ws in selected for p in ws.embeddings_dir.glob("*.parquet"))
+        embedded = sum(
+            pl.scan_parquet(str(p)).select(pl.len()).collect().item()
+            for ws in selected
+            for p in ws.embeddings_dir.glob("*.parquet")
+        )
         times = df["started_at"].drop_nulls()
-        return Stats(workspaces=len(selected), sessions=df["session_id"].n_unique(),
-                     turns=df.height, raw_bytes=raw, embedded=embedded,
-                     oldest=times.min().isoformat() if len(times) else None,  # type: ignore[union-attr]
-                     newest=times.max().isoformat() if len(times) else None,  # type: ignore[union-attr]
-                     by_status=dict(df["status"].value_counts().iter_rows()) if df.height else {})
+        return Stats(
+            workspaces=len(selected),
+            sessions=df["session_id"].n_unique(),
+            turns=df.height,
+            raw_bytes=raw,
+            embedded=embedded,
+            oldest=times.min().isoformat() if len(times) else None,  # type: ignore[union-attr]
+            newest=times.max().isoformat() if len(times) else None,  # type: ignore[union-attr]
+            by_status=dict(df["status"].value_counts().iter_rows()) if df.height else {},
+        )

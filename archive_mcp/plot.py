@@ -40,7 +40,9 @@ def _pyplot() -> Any:
     return plt
 
 
-def themes_over_time(timelines: Sequence[Timeline], path: str | Path | None = None, every: str = "1w") -> Any:
+def themes_over_time(
+    timelines: Sequence[Timeline], path: str | Path | None = None, every: str = "1w"
+) -> Any:
     """Turns per period for one or several themes, decisions and reversals marked. Returns the
     matplotlib Figure; writes a PNG when `path` is given."""
     plt = _pyplot()
@@ -50,16 +52,27 @@ def themes_over_time(timelines: Sequence[Timeline], path: str | Path | None = No
     frames = [tl.frame.drop_nulls("started_at").sort("started_at") for tl in timelines]
     starts: list[datetime] = [f["started_at"].min() for f in frames if f.height]  # type: ignore[misc]
     ends: list[datetime] = [f["started_at"].max() for f in frames if f.height]  # type: ignore[misc]
-    periods = (pl.DataFrame({"started_at": pl.datetime_range(min(starts), max(ends), every, eager=True)})
-               .with_columns(pl.col("started_at").dt.truncate(every)) if starts else None)
+    periods = (
+        pl.DataFrame(
+            {"started_at": pl.datetime_range(min(starts), max(ends), every, eager=True)}
+        ).with_columns(pl.col("started_at").dt.truncate(every))
+        if starts
+        else None
+    )
     for tl, frame in zip(timelines, frames, strict=True):
         if frame.height == 0 or periods is None:
             continue
         counts = frame.group_by_dynamic("started_at", every=every).agg(pl.len().alias("turns"))
         # every period on the axis, quiet ones as zero: gaps are part of the story
-        full = (periods.unique().sort("started_at").join(counts, on="started_at", how="left")
-                .with_columns(pl.col("turns").fill_null(0)))
-        line, = ax.plot(full["started_at"].to_list(), full["turns"].to_list(), marker="o", label=tl.theme)
+        full = (
+            periods.unique()
+            .sort("started_at")
+            .join(counts, on="started_at", how="left")
+            .with_columns(pl.col("turns").fill_null(0))
+        )
+        (line,) = ax.plot(
+            full["started_at"].to_list(), full["turns"].to_list(), marker="o", label=tl.theme
+        )
         for d in tl.decisions:
             kinds = d.get("kinds", [])
             when = pl.Series([d["at"]]).str.to_datetime(time_zone="UTC")[0] if d.get("at") else None
@@ -79,8 +92,14 @@ def themes_over_time(timelines: Sequence[Timeline], path: str | Path | None = No
     return _done(plt, fig, path)
 
 
-def bar(frame: pl.DataFrame, x: str, y: str, title: str, path: str | Path | None = None,
-        horizontal: bool = True) -> Any:
+def bar(
+    frame: pl.DataFrame,
+    x: str,
+    y: str,
+    title: str,
+    path: str | Path | None = None,
+    horizontal: bool = True,
+) -> Any:
     """A simple bar chart of two columns (tool usage, busiest sessions, …)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, max(3, 0.3 * frame.height)), dpi=110)
@@ -93,10 +112,20 @@ def bar(frame: pl.DataFrame, x: str, y: str, title: str, path: str | Path | None
     return _done(plt, fig, path)
 
 
-def activity(frame: pl.DataFrame, every: str = "1d", title: str = "Turns per day", path: str | Path | None = None) -> Any:
+def activity(
+    frame: pl.DataFrame,
+    every: str = "1d",
+    title: str = "Turns per day",
+    path: str | Path | None = None,
+) -> Any:
     """Turns over time from `Archive.turns()`."""
     plt = _pyplot()
-    counts = frame.drop_nulls("started_at").sort("started_at").group_by_dynamic("started_at", every=every).agg(pl.len().alias("turns"))
+    counts = (
+        frame.drop_nulls("started_at")
+        .sort("started_at")
+        .group_by_dynamic("started_at", every=every)
+        .agg(pl.len().alias("turns"))
+    )
     fig, ax = plt.subplots(figsize=(10, 3.5), dpi=110)
     ax.bar(counts["started_at"].to_list(), counts["turns"].to_list(), width=0.8)
     ax.set_title(title)

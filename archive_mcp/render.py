@@ -24,7 +24,9 @@ def to_jsonable(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         if hasattr(obj, "to_json"):
             return to_jsonable(obj.to_json())
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.repr}
+        return {
+            f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.repr
+        }
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -47,7 +49,7 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     if limit <= 1:
-        return ELLIPSIS[:max(0, limit)]
+        return ELLIPSIS[: max(0, limit)]
     head = text[: limit - 1]
     space = max(head.rfind(" "), head.rfind("\n"))
     if space >= (limit - 1) * 0.6:  # a word boundary not too far back; else a hard cut
@@ -55,13 +57,19 @@ def clip(text: str, limit: int) -> str:
     return head.rstrip() + ELLIPSIS
 
 
-def table(rows: Sequence[dict[str, Any]], columns: Sequence[str], widths: dict[str, int] | None = None) -> str:
+def table(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str], widths: dict[str, int] | None = None
+) -> str:
     """A plain aligned table; cells are cut to `widths` where given."""
     widths = widths or {}
 
     def cell(row: dict[str, Any], col: str) -> str:
         value = row.get(col)
-        text = "" if value is None else (value.strftime("%Y-%m-%d %H:%M") if isinstance(value, datetime) else str(value))
+        text = (
+            ""
+            if value is None
+            else (value.strftime("%Y-%m-%d %H:%M") if isinstance(value, datetime) else str(value))
+        )
         text = " ".join(text.split())
         limit = widths.get(col)
         return clip(text, limit) if limit else text
@@ -79,8 +87,10 @@ def turn_ref(session_id: str, turn: int, agent: str = "main") -> str:
 
 def hit_text(h: Hit, detail: str = "normal", indent: str = "  ") -> str:
     """One search hit: reference, time, score and signals; then summary and snippet; then status."""
-    head = (f"{turn_ref(h.session_id, h.turn, h.agent)} {(h.started_at or '')[:16]} score={h.score:.4f} "
-            f"({'+'.join(h.matched)}){f' [{h.source}]' if h.source else ''}")
+    head = (
+        f"{turn_ref(h.session_id, h.turn, h.agent)} {(h.started_at or '')[:16]} score={h.score:.4f} "
+        f"({'+'.join(h.matched)}){f' [{h.source}]' if h.source else ''}"
+    )
     if detail == "compact":
         return head
     out = f"{head}\n{indent}{h.summary}"
@@ -94,8 +104,11 @@ def hit_text(h: Hit, detail: str = "normal", indent: str = "  ") -> str:
 def turn_text(t: TurnDetail) -> str:
     """A turn read back from the raw log: header, user, assistant, tool calls, thinking."""
     mark = "" if t.requested else " (neighbour)"
-    block = [f"## {turn_ref(t.session_id, t.turn, t.agent)}{mark} {t.started_at or ''} {t.status}",
-             f"User: {t.user_text}", f"Assistant: {t.assistant_text}"]
+    block = [
+        f"## {turn_ref(t.session_id, t.turn, t.agent)}{mark} {t.started_at or ''} {t.status}",
+        f"User: {t.user_text}",
+        f"Assistant: {t.assistant_text}",
+    ]
     block += [f"Tool {c.name} [{c.status}] {c.arguments}\n  → {c.result}" for c in t.tool_calls]
     if t.thinking:
         block.append(f"Thinking: {t.thinking}")

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from archive_mcp.workspaces import Workspace, read_json, workspace_id
 
 from archive_mcp import Archive
 from archive_mcp.ingest.pipeline import IngestReport
 from archive_mcp.ingest.store import refined_path
-from archive_mcp.workspaces import Workspace, read_json, workspace_id
 
 Resolved = tuple[str, str, str, int]  # workspace_id, session_id, agent, turn
 SKIP_NAMES = {"history.jsonl"}
@@ -48,12 +48,18 @@ def corpus_paths(root: Path) -> list[Path]:
         folders.add(f.parent)
     out += sorted(folders)
     for agent in ("codex", "gemini"):
-        out += sorted(p for p in (root / agent).rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file())
+        out += sorted(
+            p for p in (root / agent).rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file()
+        )
     return out
 
 
-def ingest_agents_dev(archive: Archive, root: str | Path, links: Mapping[str, Sequence[str]] | None = None,
-                      embed: bool = True) -> IngestReport:
+def ingest_agents_dev(
+    archive: Archive,
+    root: str | Path,
+    links: Mapping[str, Sequence[str]] | None = None,
+    embed: bool = True,
+) -> IngestReport:
     """Ingest the whole corpus into `archive`; `links` first joins each name's cwds into one workspace."""
     for name, cwds in (links or {}).items():
         if not cwds:
@@ -94,15 +100,24 @@ class _Index:
         key = (ws_id, session_id)
         if key not in self._turns:
             path = refined_path(Workspace(ws_id, ws_id, root=self.roots[ws_id]), session_id)
-            self._turns[key] = (pl.read_parquet(path).select(
-                "agent", "turn", pl.col("raw_ref").struct.field("file").alias("file"),
-                pl.col("raw_ref").struct.field("byte_start").alias("byte_start"))
-                if path.exists() else pl.DataFrame())
+            self._turns[key] = (
+                pl.read_parquet(path).select(
+                    "agent",
+                    "turn",
+                    pl.col("raw_ref").struct.field("file").alias("file"),
+                    pl.col("raw_ref").struct.field("byte_start").alias("byte_start"),
+                )
+                if path.exists()
+                else pl.DataFrame()
+            )
         return self._turns[key]
 
 
-def resolve_refs(archive: Archive, refs: Iterable[str],
-                 files: Mapping[str, str | Sequence[str]] | Sequence[str] | None = None) -> dict[str, Resolved]:
+def resolve_refs(
+    archive: Archive,
+    refs: Iterable[str],
+    files: Mapping[str, str | Sequence[str]] | Sequence[str] | None = None,
+) -> dict[str, Resolved]:
     """Label references -> (workspace_id, session_id, agent, turn); unresolved ones are left out.
 
     `files` narrows a reference to its source file(s) (agents-dev relative paths), needed when
@@ -115,8 +130,12 @@ def resolve_refs(archive: Archive, refs: Iterable[str],
         stem, _, pos = ref.rpartition("#")
         wanted = files.get(ref) if isinstance(files, Mapping) else files
         wanted = [wanted] if isinstance(wanted, str) else list(wanted or [])
-        candidates = [c for c in index.by_stem.get(stem, []) if c[2]["agent"] == "main"
-                      and (not wanted or any(c[2]["source_path"].endswith(w) for w in wanted))]
+        candidates = [
+            c
+            for c in index.by_stem.get(stem, [])
+            if c[2]["agent"] == "main"
+            and (not wanted or any(c[2]["source_path"].endswith(w) for w in wanted))
+        ]
         for ws_id, raw_rel, entry in candidates:
             hit = _resolve_one(index, ws_id, raw_rel, entry, pos)
             if hit is not None:
@@ -125,7 +144,9 @@ def resolve_refs(archive: Archive, refs: Iterable[str],
     return out
 
 
-def _resolve_one(index: _Index, ws_id: str, raw_rel: str, entry: dict[str, Any], pos: str) -> Resolved | None:
+def _resolve_one(
+    index: _Index, ws_id: str, raw_rel: str, entry: dict[str, Any], pos: str
+) -> Resolved | None:
     turns = index.turns(ws_id, entry["session"])
     if not turns.height:
         return None
@@ -184,8 +205,10 @@ def main(argv: list[str] | None = None) -> int:
         links = {name: ws["cwds"] for name, ws in themes.get("workspaces", {}).items()}
         t0 = time.perf_counter()
         report = ingest_agents_dev(archive, args.root, links, embed=not args.no_embed)
-        print(f"ingest: {report.files} files, {report.sessions} sessions, {report.turns_added} turns, "
-              f"{len(report.skipped)} skipped lines/files, {time.perf_counter() - t0:.1f} s")
+        print(
+            f"ingest: {report.files} files, {report.sessions} sessions, {report.turns_added} turns, "
+            f"{len(report.skipped)} skipped lines/files, {time.perf_counter() - t0:.1f} s"
+        )
         for name, (refs, files) in label_refs(args.labels).items():
             got = resolve_refs(archive, refs, files)
             unique = set(refs)

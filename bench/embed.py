@@ -11,10 +11,11 @@ import argparse
 import random
 import time
 
-from archive_mcp.ingest.pipeline import embed_text
 from archive_mcp.refiners.embed import MiniLMEmbedder, StaticEmbedder
-from archive_mcp.synthetic.sessions import random_turn
 from archive_mcp.workspaces import model_dir
+
+from archive_mcp.ingest.pipeline import embed_text
+from archive_mcp.synthetic.sessions import random_turn
 
 
 def main() -> None:

@@ -60,8 +60,12 @@ async def run(runs: int) -> None:
     sample_archive(home)
     port = free_port()
     env = {**os.environ, "ARCHIVE_MCP_HOME": home}
-    proc = subprocess.Popen([sys.executable, "-m", "archive_mcp", "serve", "--http", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "archive_mcp", "serve", "--http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(1200):
             with socket.socket() as probe:
@@ -78,17 +82,26 @@ async def run(runs: int) -> None:
                 t = time.perf_counter()
                 await client.list_tools()
                 idle_lt.append(time.perf_counter() - t)
-        print(f"idle: list_workspaces {statistics.median(idle_lw[1:]) * 1000:.1f} ms, "
-              f"list_tools {statistics.median(idle_lt[1:]) * 1000:.1f} ms (median of {runs})")
-        cases = {"discover_themes": {"workspace": "shop"},
-                 "search_context (2.6 MB query)": {"query": "retry " * 440_000, "workspace": "shop"},
-                 "search_context (1,900 chars)": {"query": "charge_card retries PSP timeout " * 59, "workspace": "shop"}}
+        print(
+            f"idle: list_workspaces {statistics.median(idle_lw[1:]) * 1000:.1f} ms, "
+            f"list_tools {statistics.median(idle_lt[1:]) * 1000:.1f} ms (median of {runs})"
+        )
+        cases = {
+            "discover_themes": {"workspace": "shop"},
+            "search_context (2.6 MB query)": {"query": "retry " * 440_000, "workspace": "shop"},
+            "search_context (1,900 chars)": {
+                "query": "charge_card retries PSP timeout " * 59,
+                "workspace": "shop",
+            },
+        }
         for label, args in cases.items():
             tool = label.split()[0]
             rows = [await behind(url, tool, args) for _ in range(runs)]
             slow, lw, lt = (statistics.median(c) for c in zip(*rows, strict=True))
-            print(f"{label}: call {slow * 1000:.0f} ms; list_workspaces behind it {lw * 1000:.1f} ms, "
-                  f"list_tools {lt * 1000:.1f} ms (median of {runs})")
+            print(
+                f"{label}: call {slow * 1000:.0f} ms; list_workspaces behind it {lw * 1000:.1f} ms, "
+                f"list_tools {lt * 1000:.1f} ms (median of {runs})"
+            )
     finally:
         proc.terminate()
         proc.wait(10)

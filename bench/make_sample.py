@@ -14,5 +14,7 @@ if __name__ == "__main__":
     out = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
     shutil.rmtree(out, ignore_errors=True)
     truth = build(out)
-    (out / "LABELS.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    (out / "LABELS.json").write_text(
+        json.dumps(truth, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+    )
     print(f"wrote {sum(len(v) for v in truth['themes'].values())} theme turns to {out}")

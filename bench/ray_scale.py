@@ -60,11 +60,18 @@ print(json.dumps({"seconds": seconds, "embed_steady_per_s": steady, "startup_s":
 
 
 def step(**args: object) -> dict:
-    out = subprocess.run([sys.executable, "-c", STEP, json.dumps(args)], check=True,
-                         capture_output=True, text=True, env={**os.environ})
+    out = subprocess.run(
+        [sys.executable, "-c", STEP, json.dumps(args)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+    )
     res = json.loads(out.stdout.strip().splitlines()[-1])
     res["turns_per_s"] = res["turns"] / res["seconds"]
-    print(json.dumps({k: args[k] for k in ("op", "engine", "workers", "embedder")} | res), flush=True)
+    print(
+        json.dumps({k: args[k] for k in ("op", "engine", "workers", "embedder")} | res), flush=True
+    )
     return res
 
 
@@ -82,32 +89,64 @@ def main() -> None:
     share = args.out / "kimi"
     t = time.perf_counter()
     made = generate_share_dir(share, args.turns)
-    print(f"generated {made['turns']} turns in {made['sessions']} sessions, "
-          f"{made['bytes'] / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s", flush=True)
+    print(
+        f"generated {made['turns']} turns in {made['sessions']} sessions, "
+        f"{made['bytes'] / 1e6:.0f} MB in {time.perf_counter() - t:.0f} s",
+        flush=True,
+    )
     # Distil/load the static model once before timing (a one-time cost per machine).
-    subprocess.run([sys.executable, "-c", "from archive_mcp.refiners.embed import StaticEmbedder; "
-                    "from archive_mcp.workspaces import model_dir; StaticEmbedder(model_dir()).embed(['warm up'])"],
-                   check=True, capture_output=True)
-    res: dict[str, object] = {"machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
-                              "generated": made}
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from archive_mcp.refiners.embed import StaticEmbedder; "
+            "from archive_mcp.workspaces import model_dir; StaticEmbedder(model_dir()).embed(['warm up'])",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    res: dict[str, object] = {
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
+        "generated": made,
+    }
     common = {"share": str(share), "embedder": "static"}
-    res["ingest_local_2"] = step(op="ingest", engine="local", workers=2, home=str(args.out / "local"), **common)
-    res["ingest_ray_2"] = step(op="ingest", engine="ray", workers=2, home=str(args.out / "ray"), **common)
+    res["ingest_local_2"] = step(
+        op="ingest", engine="local", workers=2, home=str(args.out / "local"), **common
+    )
+    res["ingest_ray_2"] = step(
+        op="ingest", engine="ray", workers=2, home=str(args.out / "ray"), **common
+    )
     home = args.out / "ray"
-    res["bytes"] = {"raw": du(share), "refined": sum(du(p) for p in home.rglob("refined")),
-                    "embeddings": sum(du(p) for p in home.rglob("embeddings"))}
+    res["bytes"] = {
+        "raw": du(share),
+        "refined": sum(du(p) for p in home.rglob("refined")),
+        "embeddings": sum(du(p) for p in home.rglob("embeddings")),
+    }
     for workers in (1, 2):
         for engine in ("local", "ray"):
-            res[f"refine_{engine}_{workers}"] = step(op="refine", engine=engine, workers=workers,
-                                                     home=str(home), **common)
+            res[f"refine_{engine}_{workers}"] = step(
+                op="refine", engine=engine, workers=workers, home=str(home), **common
+            )
     if args.minilm_turns:
         # One Ray actor re-embedding with the full MiniLM on CPU: a fresh home with enough sessions.
         small = args.out / "minilm"
         generate_share_dir(small / "kimi", args.minilm_turns, seed=11)
-        step(op="ingest", engine="local", workers=1, home=str(small / "home"), share=str(small / "kimi"),
-             embedder=None)
-        res["minilm_ray_1"] = step(op="refine", engine="ray", workers=1, home=str(small / "home"),
-                                   share=str(small / "kimi"), embedder="minilm")
+        step(
+            op="ingest",
+            engine="local",
+            workers=1,
+            home=str(small / "home"),
+            share=str(small / "kimi"),
+            embedder=None,
+        )
+        res["minilm_ray_1"] = step(
+            op="refine",
+            engine="ray",
+            workers=1,
+            home=str(small / "home"),
+            share=str(small / "kimi"),
+            embedder="minilm",
+        )
     print(json.dumps(res, indent=2))
 
 

@@ -38,7 +38,9 @@ def locomo_queries(root: Path) -> list[LabelledQuery]:
         if q["category"] not in CATEGORIES or not q["evidence_turns"]:
             continue
         ev = {(s, int(t)) for s, t in (e.split("#") for e in q["evidence_turns"])}
-        out.append(LabelledQuery(q["qid"], q["work_dir"], q["question"], CATEGORIES[q["category"]], ev))
+        out.append(
+            LabelledQuery(q["qid"], q["work_dir"], q["question"], CATEGORIES[q["category"]], ev)
+        )
     return out
 
 
@@ -47,7 +49,9 @@ def coding_queries(archive: Any, labels: Path) -> tuple[list[LabelledQuery], int
     searched in its `cwd`'s workspace. Returns the queries and how many references did not resolve."""
     from agents_dev import resolve_refs
 
-    records = [json.loads(line) for line in labels.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [
+        json.loads(line) for line in labels.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     refs = [r for rec in records for r in rec["relevant"]]
     files = {r: rec.get("files") or [] for rec in records for r in rec["relevant"]}
     resolved = resolve_refs(archive, refs, files)
@@ -75,14 +79,25 @@ def score(queries: list[LabelledQuery], ranker: Ranker) -> dict[str, dict[str, f
         hit5 = float(first is not None and first < 5)
         for key in ("all", q.category):
             per.setdefault(key, []).append((r5, r10, mrr, hit5))
-    return {k: {"recall@5": float(np.mean([v[0] for v in vals])), "recall@10": float(np.mean([v[1] for v in vals])),
-                "mrr": float(np.mean([v[2] for v in vals])), "hit@5": float(np.mean([v[3] for v in vals])),
-                "n": len(vals)} for k, vals in per.items()}
+    return {
+        k: {
+            "recall@5": float(np.mean([v[0] for v in vals])),
+            "recall@10": float(np.mean([v[1] for v in vals])),
+            "mrr": float(np.mean([v[2] for v in vals])),
+            "hit@5": float(np.mean([v[3] for v in vals])),
+            "n": len(vals),
+        }
+        for k, vals in per.items()
+    }
 
 
 def archive_ranker(archive: Any, **kwargs: Any) -> Ranker:
     def rank(q: LabelledQuery) -> list[tuple[str, int]]:
-        return [(h.session_id, h.turn) for h in archive.search(q.text, workspace=q.workspace, limit=10, **kwargs)]
+        return [
+            (h.session_id, h.turn)
+            for h in archive.search(q.text, workspace=q.workspace, limit=10, **kwargs)
+        ]
+
     return rank
 
 
@@ -94,11 +109,17 @@ def word_share(archive: Any, ws: str) -> Callable[[str], float]:
     def share(word: str) -> float:
         terms = analyse(word)
         return sum(s.postings.df(terms[0]) for s in segments) / n if terms else 0.0
+
     return share
 
 
-def cached_second_stage(archive: Any, workspaces: list[str], name: str = "minilm", weight: float = 1.0,
-                        cache: Path | None = None) -> Ranker:
+def cached_second_stage(
+    archive: Any,
+    workspaces: list[str],
+    name: str = "minilm",
+    weight: float = 1.0,
+    cache: Path | None = None,
+) -> Ranker:
     """The opt-in second stage (`search(..., rerank=name)`: `ranking.second_stage` over the
     model's top `SPECS[name].depth`) with every turn's (and, for MiniLM, sentence's) vector
     computed once for the whole set instead of once per query: the same scores, at a fraction of
@@ -111,7 +132,11 @@ def cached_second_stage(archive: Any, workspaces: list[str], name: str = "minilm
     shares: dict[str, Callable[[str], float]] = {}
     turn_text: dict[tuple[str, int], str] = {}
     for ws in workspaces:
-        df = archive.turns(archive.workspace(ws).id).select("session_id", "turn", "user_text", "assistant_text").collect()
+        df = (
+            archive.turns(archive.workspace(ws).id)
+            .select("session_id", "turn", "user_text", "assistant_text")
+            .collect()
+        )
         for sid, turn, u, a in df.iter_rows():
             text = turn_text[(sid, int(turn))] = f"{u or ''}\n{a or ''}"
             texts += [text[:2000], *(split_sentences(text) if spec.sentences else [])]
@@ -135,11 +160,18 @@ def cached_second_stage(archive: Any, workspaces: list[str], name: str = "minilm
         if not hits:
             return []
         keys = [(h.session_id, h.turn) for h in hits]
-        head = keys[:spec.depth]
+        head = keys[: spec.depth]
         qv = model.query(semantic_query(q.text, shares[q.workspace], Tuning().common_share))
-        new = second_stage(np.array([h.score for h in hits[:spec.depth]], np.float32), qv,
-                           [turn_text[k] for k in head], embed, weight, spec.sentences)
-        return [head[i] for i in np.argsort(-new, kind="stable")] + keys[spec.depth:]
+        new = second_stage(
+            np.array([h.score for h in hits[: spec.depth]], np.float32),
+            qv,
+            [turn_text[k] for k in head],
+            embed,
+            weight,
+            spec.sentences,
+        )
+        return [head[i] for i in np.argsort(-new, kind="stable")] + keys[spec.depth :]
+
     return rank
 
 
@@ -162,26 +194,39 @@ def tuned_bm25(archive: Any, workspaces: list[str], stem: bool = True, date: boo
 
     built: dict[str, tuple[Postings, list[tuple[str, int]]]] = {}
     for ws in workspaces:
-        df = archive.turns(archive.workspace(ws).id).select("session_id", "turn", "started_at", "user_text", "assistant_text").collect()
+        df = (
+            archive.turns(archive.workspace(ws).id)
+            .select("session_id", "turn", "started_at", "user_text", "assistant_text")
+            .collect()
+        )
         docs, keys = [], []
         for r in df.iter_rows(named=True):
             day = r["started_at"].strftime("%-d %B %Y") if r["started_at"] and date else ""
-            docs.append(reference_terms(f"{day}\n{r['user_text'] or ''}\n{r['assistant_text'] or ''}"))
+            docs.append(
+                reference_terms(f"{day}\n{r['user_text'] or ''}\n{r['assistant_text'] or ''}")
+            )
             keys.append((r["session_id"], int(r["turn"])))
         built[ws] = (Postings.build(docs), keys)
 
     def rank(q: LabelledQuery) -> list[tuple[str, int]]:
         postings, keys = built[q.workspace]
-        s = bm25([postings], [(t, 1.0) for t in dict.fromkeys(reference_terms(q.text))], [np.ones(len(keys), bool)])[0]
+        s = bm25(
+            [postings],
+            [(t, 1.0) for t in dict.fromkeys(reference_terms(q.text))],
+            [np.ones(len(keys), bool)],
+        )[0]
         top = np.argsort(-s, kind="stable")[:10]
         return [keys[i] for i in top if s[i] > 0]
+
     return rank
 
 
 def table(rows: dict[str, dict[str, dict[str, float]]], kinds: list[str], hit: bool = False) -> str:
     what = "R@5 / R@10 / MRR" + (" / hit@5" if hit else "")
-    lines = ["| run | " + " | ".join(f"{k} {what}" for k in kinds) + " |",
-             "|---|" + "---|" * len(kinds)]
+    lines = [
+        "| run | " + " | ".join(f"{k} {what}" for k in kinds) + " |",
+        "|---|" + "---|" * len(kinds),
+    ]
 
     def cell(r: dict[str, float]) -> str:
         out = f"{r['recall@5']:.3f} / {r['recall@10']:.3f} / {r['mrr']:.3f}"
@@ -193,4 +238,14 @@ def table(rows: dict[str, dict[str, dict[str, float]]], kinds: list[str], hit: b
     return "\n".join(lines)
 
 
-__all__ = ["CATEGORIES", "LabelledQuery", "archive_ranker", "cached_second_stage", "coding_queries", "locomo_queries", "score", "table", "tuned_bm25"]
+__all__ = [
+    "CATEGORIES",
+    "LabelledQuery",
+    "archive_ranker",
+    "cached_second_stage",
+    "coding_queries",
+    "locomo_queries",
+    "score",
+    "table",
+    "tuned_bm25",
+]

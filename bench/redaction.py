@@ -32,25 +32,65 @@ import time
 from pathlib import Path
 from typing import Any
 
+from archive_mcp.refiners import kimi_cli, redact, refine
+
 from archive_mcp import Archive
 from archive_mcp.ingest.pipeline import turn_rows
-from archive_mcp.refiners import kimi_cli, redact, refine
 from archive_mcp.render import to_jsonable
 from archive_mcp.synthetic.sessions import generate_share_dir
 
 HERE = Path(__file__).resolve().parent
-SPECIFIC = ["ArtifactoryDetector", "AWSKeyDetector", "AzureStorageKeyDetector", "BasicAuthDetector",
-            "CloudantDetector", "DiscordBotTokenDetector", "GitHubTokenDetector", "GitLabTokenDetector",
-            "IbmCloudIamDetector", "IbmCosHmacDetector", "JwtTokenDetector", "KeywordDetector",
-            "MailchimpDetector", "NpmDetector", "OpenAIDetector", "PrivateKeyDetector", "PypiTokenDetector",
-            "SendGridDetector", "SlackDetector", "SoftlayerDetector", "SquareOAuthDetector", "StripeDetector",
-            "TelegramBotTokenDetector", "TwilioKeyDetector"]
-HINTS = ("key", "token", "secret", "pass", "pwd", "auth", "://", "-----begin", "akia", "sk_", "sk-", "ghp_",
-         "xox", "npm_", "eyj", "bearer", "credential")
+SPECIFIC = [
+    "ArtifactoryDetector",
+    "AWSKeyDetector",
+    "AzureStorageKeyDetector",
+    "BasicAuthDetector",
+    "CloudantDetector",
+    "DiscordBotTokenDetector",
+    "GitHubTokenDetector",
+    "GitLabTokenDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "JwtTokenDetector",
+    "KeywordDetector",
+    "MailchimpDetector",
+    "NpmDetector",
+    "OpenAIDetector",
+    "PrivateKeyDetector",
+    "PypiTokenDetector",
+    "SendGridDetector",
+    "SlackDetector",
+    "SoftlayerDetector",
+    "SquareOAuthDetector",
+    "StripeDetector",
+    "TelegramBotTokenDetector",
+    "TwilioKeyDetector",
+]
+HINTS = (
+    "key",
+    "token",
+    "secret",
+    "pass",
+    "pwd",
+    "auth",
+    "://",
+    "-----begin",
+    "akia",
+    "sk_",
+    "sk-",
+    "ghp_",
+    "xox",
+    "npm_",
+    "eyj",
+    "bearer",
+    "credential",
+)
 
 
 def _secrets_module() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_secrets", HERE.parent / "archive_mcp/synthetic/secrets.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_secrets", HERE.parent / "archive_mcp/synthetic/secrets.py"
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["bench_secrets"] = module
@@ -71,7 +111,15 @@ def generated(seeds: int, tmp: Path) -> dict[str, Any]:
         turns = archive.turns(ws.id).collect()
         refs = [{"session_id": r["session_id"], "turn": r["turn"]} for r in turns.to_dicts()]
         archive.tag_theme("vault", ws.id, references=refs)
-        queries = ["postgres", "password", "mysql", "aws secret", "env", "key", *secrets.values.values()]
+        queries = [
+            "postgres",
+            "password",
+            "mysql",
+            "aws secret",
+            "env",
+            "key",
+            *secrets.values.values(),
+        ]
         outputs = gen.derived_texts(archive, ws, refs, "vault", queries, mode="lexical")
         total += len(secrets.values)
         for name, text in outputs.items():
@@ -90,11 +138,16 @@ def refine_speed(turns: int, tmp: Path) -> dict[str, Any]:
         for mode in best:
             refine.may_hold_secret = (lambda text: False) if mode == "off" else real  # type: ignore[assignment]
             t = time.perf_counter()
-            n = sum(len(turn_rows("w", "kimi", f.parent.name, "main", "raw", ts, frozenset(), None)) for f, ts in parsed)
+            n = sum(
+                len(turn_rows("w", "kimi", f.parent.name, "main", "raw", ts, frozenset(), None))
+                for f, ts in parsed
+            )
             best[mode] = min(best[mode], time.perf_counter() - t)
     out = {f"redaction_{mode}_turns_per_s": round(n / seconds) for mode, seconds in best.items()}
     refine.may_hold_secret = real
-    out["cost_pct"] = round(100 * (out["redaction_off_turns_per_s"] / out["redaction_on_turns_per_s"] - 1), 1)
+    out["cost_pct"] = round(
+        100 * (out["redaction_off_turns_per_s"] / out["redaction_on_turns_per_s"] - 1), 1
+    )
     return out
 
 
@@ -123,21 +176,42 @@ def detectors(tmp: Path) -> dict[str, Any]:
     theirs = _detect_secrets(lines)
     theirs_s = time.perf_counter() - t
     secrets = gen.make_secrets(0)
-    whole = [text for spec in secrets.turns for text in (spec.user, spec.answer, spec.think,
-             *(json.dumps(c.args) for c in spec.calls), *(c.output for c in spec.calls))]
+    whole = [
+        text
+        for spec in secrets.turns
+        for text in (
+            spec.user,
+            spec.answer,
+            spec.think,
+            *(json.dumps(c.args) for c in spec.calls),
+            *(c.output for c in spec.calls),
+        )
+    ]
     contexts = [line for text in whole for line in text.splitlines()]  # detect-secrets scans lines
-    found_ds = {shape for shape, v in secrets.values.items()
-                for hits in _detect_secrets(contexts) for _, value in hits if value and (value in v or v in value)}
+    found_ds = {
+        shape
+        for shape, v in secrets.values.items()
+        for hits in _detect_secrets(contexts)
+        for _, value in hits
+        if value and (value in v or v in value)
+    }
     known = redact.secret_values(whole) if hasattr(redact, "secret_values") else set()
-    redacted = "\n".join(redact.redact(text, known)[0] if known else redact.redact(text)[0] for text in whole)
-    found_ours = {shape for shape in secrets.values if shape not in gen.surviving(secrets.values, redacted)}
-    return {"ordinary_text_mb": round(size, 2),
-            "ours_mb_per_s": round(size / ours_s, 2), "detect_secrets_mb_per_s": round(size / theirs_s, 3),
-            "ours_false_positive_lines": sum(1 for _, n in ours if n),
-            "detect_secrets_false_positive_lines": sum(1 for hits in theirs if hits),
-            "generated_shapes": len(secrets.values) - 1,  # the title token is not in a turn
-            "ours_masked_everywhere": len(found_ours - {"github_title"}),
-            "detect_secrets_flagged_somewhere": len(found_ds - {"github_title"})}
+    redacted = "\n".join(
+        redact.redact(text, known)[0] if known else redact.redact(text)[0] for text in whole
+    )
+    found_ours = {
+        shape for shape in secrets.values if shape not in gen.surviving(secrets.values, redacted)
+    }
+    return {
+        "ordinary_text_mb": round(size, 2),
+        "ours_mb_per_s": round(size / ours_s, 2),
+        "detect_secrets_mb_per_s": round(size / theirs_s, 3),
+        "ours_false_positive_lines": sum(1 for _, n in ours if n),
+        "detect_secrets_false_positive_lines": sum(1 for hits in theirs if hits),
+        "generated_shapes": len(secrets.values) - 1,  # the title token is not in a turn
+        "ours_masked_everywhere": len(found_ours - {"github_title"}),
+        "detect_secrets_flagged_somewhere": len(found_ds - {"github_title"}),
+    }
 
 
 def _strings(value: Any) -> list[str]:
@@ -168,8 +242,12 @@ def _corpus_values(root: Path) -> tuple[int, dict[str, set[str]], set[str]]:
         lines = [line[:4000] for line in text.splitlines() if any(h in line.lower() for h in HINTS)]
         if not lines:
             continue
-        hits = [(kind, value) for found in _detect_secrets(lines) for kind, value in found
-                if value and len(value) >= 8]
+        hits = [
+            (kind, value)
+            for found in _detect_secrets(lines)
+            for kind, value in found
+            if value and len(value) >= 8
+        ]
         if not hits:
             continue
         known = redact.secret_values([text]) if hasattr(redact, "secret_values") else set()
@@ -193,10 +271,15 @@ def corpus(root: Path, end_to_end: bool = True) -> dict[str, Any]:
     strings, by_type, surviving = _corpus_values(root)
     distinct = set().union(*by_type.values()) if by_type else set()
     out: dict[str, Any] = {
-        "strings": strings, "distinct_found": len(_digests(distinct)), "surviving_redact": len(surviving),
+        "strings": strings,
+        "distinct_found": len(_digests(distinct)),
+        "surviving_redact": len(surviving),
         "by_type": {k: len(v) for k, v in sorted(by_type.items())},
-        "surviving_by_type": {k: len(v & surviving) for k, v in sorted(by_type.items()) if v & surviving},
-        "seconds_scan": round(time.perf_counter() - t, 1)}
+        "surviving_by_type": {
+            k: len(v & surviving) for k, v in sorted(by_type.items()) if v & surviving
+        },
+        "seconds_scan": round(time.perf_counter() - t, 1),
+    }
     if end_to_end:
         with tempfile.TemporaryDirectory() as tmp:
             out["end_to_end"] = _ingested(root, Path(tmp) / "home", distinct)
@@ -214,7 +297,15 @@ def _ingested(root: Path, home: Path, values: set[str]) -> dict[str, Any]:
     report = ingest_agents_dev(archive, root)
     seconds = time.perf_counter() - t
     found: dict[str, set[str]] = {}
-    queries = ["password", "api key", "token", "secret", "private key", "credentials", *sorted(values)]
+    queries = [
+        "password",
+        "api key",
+        "token",
+        "secret",
+        "private key",
+        "credentials",
+        *sorted(values),
+    ]
     for ws in archive.workspaces():
         turns = archive.turns(ws.id).select("session_id", "agent", "turn").collect().to_dicts()
         if not turns:
@@ -222,16 +313,26 @@ def _ingested(root: Path, home: Path, values: set[str]) -> dict[str, Any]:
         archive.tag_theme("vault", ws.id, references=turns)
         outputs = gen.derived_texts(archive, ws, turns[:1], "vault", queries, mode="lexical")
         outputs["load_turn_context"] = "".join(
-            json.dumps(to_jsonable(archive.load_turn_context([ref], workspace=ws.id, include_thinking=True,
-                                                               max_chars=2_000_000)), default=str)
-            for ref in turns)
+            json.dumps(
+                to_jsonable(
+                    archive.load_turn_context(
+                        [ref], workspace=ws.id, include_thinking=True, max_chars=2_000_000
+                    )
+                ),
+                default=str,
+            )
+            for ref in turns
+        )
         for name, text in outputs.items():
             found.setdefault(name, set()).update(v for v in values if v in text)
-    return {"turns": report.turns_added, "ingest_seconds": round(seconds, 1),
-            "workspaces": len(archive.workspaces()),
-            "surviving": {name: len(_digests(v)) for name, v in sorted(found.items())},
-            "surviving_any_output": len(_digests(set().union(*found.values()))) if found else 0,
-            "surviving_any_output_by_length": sorted(len(v) for v in set().union(*found.values()))}
+    return {
+        "turns": report.turns_added,
+        "ingest_seconds": round(seconds, 1),
+        "workspaces": len(archive.workspaces()),
+        "surviving": {name: len(_digests(v)) for name, v in sorted(found.items())},
+        "surviving_any_output": len(_digests(set().union(*found.values()))) if found else 0,
+        "surviving_any_output_by_length": sorted(len(v) for v in set().union(*found.values())),
+    }
 
 
 def main() -> None:
@@ -239,14 +340,21 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--turns", type=int, default=3000)
     ap.add_argument("--corpus", type=Path)
-    ap.add_argument("--no-ingest", action="store_true", help="with --corpus: only redact() of the raw values")
-    ap.add_argument("--only-corpus", action="store_true", help="skip the generated sets and the speed runs")
+    ap.add_argument(
+        "--no-ingest", action="store_true", help="with --corpus: only redact() of the raw values"
+    )
+    ap.add_argument(
+        "--only-corpus", action="store_true", help="skip the generated sets and the speed runs"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         result: dict[str, Any] = {"machine": f"{platform.machine()} {platform.python_version()}"}
         if not args.only_corpus:
-            result.update(generated=generated(args.seeds, Path(tmp)), refine_speed=refine_speed(args.turns, Path(tmp)),
-                          detectors=detectors(Path(tmp)))
+            result.update(
+                generated=generated(args.seeds, Path(tmp)),
+                refine_speed=refine_speed(args.turns, Path(tmp)),
+                detectors=detectors(Path(tmp)),
+            )
         if args.corpus:
             result["corpus"] = corpus(args.corpus, end_to_end=not args.no_ingest)
     json.dump(result, sys.stdout, indent=1)

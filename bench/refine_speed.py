@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from refine import refiner_at
-
 from archive_mcp.refiners import RefineContext, kimi_cli
 from archive_mcp.refiners.refine import refine_turn as refine_after
+from refine import refiner_at
+
 from archive_mcp.synthetic.sessions import generate_share_dir
 
 
@@ -46,14 +46,19 @@ def main(argv: list[str] | None = None) -> int:
         generate_share_dir(share, args.turns)
         files = sorted(share.glob("sessions/*/*/wire.jsonl"))
         mb = sum(f.stat().st_size for f in files) / 1e6
-        refiners = {args.before: refiner_at(args.before, Path(tmp) / "before"), "this checkout": refine_after}
+        refiners = {
+            args.before: refiner_at(args.before, Path(tmp) / "before"),
+            "this checkout": refine_after,
+        }
         best: dict[str, float] = {}
         turns = 0
         for _ in range(args.rounds):
             for name, refine in refiners.items():
                 seconds, turns = cpu_seconds(files, refine)
                 best[name] = min(best.get(name, seconds), seconds)
-    print(f"{len(files)} sessions, {mb:.1f} MB, {turns} turns; best of {args.rounds} CPU-time runs each")
+    print(
+        f"{len(files)} sessions, {mb:.1f} MB, {turns} turns; best of {args.rounds} CPU-time runs each"
+    )
     for name, seconds in best.items():
         print(f"{name}: {seconds:.2f} s = {mb / seconds:.1f} MB/s, {turns / seconds:,.0f} turns/s")
     print(f"ratio (this checkout / {args.before}): {best['this checkout'] / best[args.before]:.2f}")

@@ -47,15 +47,19 @@ def generated(out: Path, embedder: str) -> dict[str, Any]:
     archive = Archive(out / "home", embedder=embedder)
     t = time.perf_counter()
     report = archive.ingest(out / "kimi")
-    print(f"generated set: {report.turns_added} turns, {len(queries)} queries, ingest "
-          f"{time.perf_counter() - t:.1f} s (embedder {embedder})")
+    print(
+        f"generated set: {report.turns_added} turns, {len(queries)} queries, ingest "
+        f"{time.perf_counter() - t:.1f} s (embedder {embedder})"
+    )
     results = evaluate(archive, queries, "retrieval-eval")
     kinds = ["all", "identifier", "typo", "paraphrase", "zh"]
     print("\n| mode | " + " | ".join(f"{k} R@5 / R@10 / MRR" for k in kinds) + " |")
     print("|---|" + "---|" * len(kinds))
     for mode in MODES:
-        cells = [f"{results[mode][k]['recall@5']:.2f} / {results[mode][k]['recall@10']:.2f} / {results[mode][k]['mrr']:.2f}"
-                 for k in kinds]
+        cells = [
+            f"{results[mode][k]['recall@5']:.2f} / {results[mode][k]['recall@10']:.2f} / {results[mode][k]['mrr']:.2f}"
+            for k in kinds
+        ]
         print(f"| {mode} | " + " | ".join(cells) + " |")
     return results
 
@@ -79,7 +83,9 @@ def ablations(default: Tuning) -> dict[str, dict[str, Any]]:
         "- names kept in the semantic query": {"tuning": replace(default, common_share=1.0)},
         "- feedback terms (PRF)": {"tuning": replace(default, prf_docs=0)},
         "context shares summed, not lifted": {"tuning": replace(default, context="sum")},
-        "the old default (summed shares, no feedback)": {"tuning": replace(default, context="sum", prf_docs=0)},
+        "the old default (summed shares, no feedback)": {
+            "tuning": replace(default, context="sum", prf_docs=0)
+        },
         "z-scores -> CombSUM (max-scaled)": {"fusion": "combsum"},
         "z-scores -> RRF": {"fusion": "rrf"},
         "+ best-sentence cosine (static, top 40)": {"tuning": replace(default, sentence_depth=40)},
@@ -93,29 +99,47 @@ def locomo(root: Path, out: Path, embedder: str, rerank: list[str]) -> dict[str,
     archive = Archive(out / "home", embedder=embedder)
     t = time.perf_counter()
     report = archive.ingest(root / "kimi_share")
-    print(f"\nlocomo-dev: {report.turns_added} turns, {len(queries)} questions (categories 1-4 with evidence), "
-          f"ingest {time.perf_counter() - t:.1f} s (embedder {embedder})")
+    print(
+        f"\nlocomo-dev: {report.turns_added} turns, {len(queries)} questions (categories 1-4 with evidence), "
+        f"ingest {time.perf_counter() - t:.1f} s (embedder {embedder})"
+    )
     workspaces = sorted({q.workspace for q in queries})
     rows: dict[str, dict[str, Any]] = {
-        "BM25 plain (reference)": score(queries, tuned_bm25(archive, workspaces, stem=False, date=False)),
-        "BM25 + stemming + stopwords (reference)": score(queries, tuned_bm25(archive, workspaces, date=False)),
-        "BM25 + stemming + stopwords + date (tuned reference)": score(queries, tuned_bm25(archive, workspaces)),
+        "BM25 plain (reference)": score(
+            queries, tuned_bm25(archive, workspaces, stem=False, date=False)
+        ),
+        "BM25 + stemming + stopwords (reference)": score(
+            queries, tuned_bm25(archive, workspaces, date=False)
+        ),
+        "BM25 + stemming + stopwords + date (tuned reference)": score(
+            queries, tuned_bm25(archive, workspaces)
+        ),
     }
-    timings = run_ablations(archive, queries, rows,
-                            lambda r, ms: f"R@5 {r['all']['recall@5']:.3f} ({ms:.0f} ms/query)")
+    timings = run_ablations(
+        archive, queries, rows, lambda r, ms: f"R@5 {r['all']['recall@5']:.3f} ({ms:.0f} ms/query)"
+    )
     for model in rerank:  # an opt-in second stage, its vectors computed once for the set
         t = time.perf_counter()
         name = f"+ {model} second stage (top {SPECS[model].depth}, opt-in)"
-        rows[name] = score(queries, cached_second_stage(archive, workspaces, model, cache=out / f"{model}-vectors.npz"))
-        print(f"  {name}: R@5 {rows[name]['all']['recall@5']:.3f} ({time.perf_counter() - t:.0f} s with the embedding)",
-              flush=True)
+        rows[name] = score(
+            queries,
+            cached_second_stage(archive, workspaces, model, cache=out / f"{model}-vectors.npz"),
+        )
+        print(
+            f"  {name}: R@5 {rows[name]['all']['recall@5']:.3f} ({time.perf_counter() - t:.0f} s with the embedding)",
+            flush=True,
+        )
     print()
     print(table(rows, ["all", *CATEGORIES.values()]))
     return {"results": rows, "ms_per_query": timings}
 
 
-def run_ablations(archive: Archive, queries: list[Any], rows: dict[str, dict[str, Any]],
-                  line: Callable[[dict[str, Any], float], str]) -> dict[str, float]:
+def run_ablations(
+    archive: Archive,
+    queries: list[Any],
+    rows: dict[str, dict[str, Any]],
+    line: Callable[[dict[str, Any], float], str],
+) -> dict[str, float]:
     """Score the default and each ablation of `ablations()` into `rows`, printing `line(result,
     ms per query)` as each finishes; returns the ms per query of each."""
     timings: dict[str, float] = {}
@@ -138,14 +162,22 @@ def coding(root: Path, out: Path, embedder: str) -> dict[str, Any]:
     t = time.perf_counter()
     report = ingest_agents_dev(archive, root)  # no links: each query is searched in its own cwd
     queries, unresolved = coding_queries(archive, labels / "coding_queries.jsonl")
-    print(f"\ncoding set: {report.turns_added} turns, {len(queries)} queries with resolved evidence "
-          f"({unresolved} label refs unresolved), ingest {time.perf_counter() - t:.1f} s (embedder {embedder})")
+    print(
+        f"\ncoding set: {report.turns_added} turns, {len(queries)} queries with resolved evidence "
+        f"({unresolved} label refs unresolved), ingest {time.perf_counter() - t:.1f} s (embedder {embedder})"
+    )
     workspaces = sorted({q.workspace for q in queries})
     rows: dict[str, dict[str, Any]] = {
-        "BM25 + stemming + stopwords + date (tuned reference)": score(queries, tuned_bm25(archive, workspaces)),
+        "BM25 + stemming + stopwords + date (tuned reference)": score(
+            queries, tuned_bm25(archive, workspaces)
+        ),
     }
-    timings = run_ablations(archive, queries, rows,
-                            lambda r, ms: f"R@10 {r['all']['recall@10']:.3f} hit@5 {r['all']['hit@5']:.3f}")
+    timings = run_ablations(
+        archive,
+        queries,
+        rows,
+        lambda r, ms: f"R@10 {r['all']['recall@10']:.3f} hit@5 {r['all']['hit@5']:.3f}",
+    )
     print()
     print(table(rows, ["all", *CODING_CATEGORIES], hit=True))
     return {"results": rows, "ms_per_query": timings, "unresolved_refs": unresolved}
@@ -154,14 +186,27 @@ def coding(root: Path, out: Path, embedder: str) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--embedder", default="static")
-    ap.add_argument("--locomo", type=Path, help="the locomo-dev folder (kimi_share/ and qrels.jsonl)")
-    ap.add_argument("--agents-dev", type=Path, help="the agents-dev corpus folder (for the coding query set)")
-    ap.add_argument("--rerank", nargs="?", const="minilm", choices=[*SPECS, "all"],
-                    help="also measure an opt-in second stage on LoCoMo (minilm, the default, e5 or all; "
-                         "vectors computed once for the set)")
+    ap.add_argument(
+        "--locomo", type=Path, help="the locomo-dev folder (kimi_share/ and qrels.jsonl)"
+    )
+    ap.add_argument(
+        "--agents-dev", type=Path, help="the agents-dev corpus folder (for the coding query set)"
+    )
+    ap.add_argument(
+        "--rerank",
+        nargs="?",
+        const="minilm",
+        choices=[*SPECS, "all"],
+        help="also measure an opt-in second stage on LoCoMo (minilm, the default, e5 or all; "
+        "vectors computed once for the set)",
+    )
     ap.add_argument("--no-generated", action="store_true", help="skip the generated set")
-    ap.add_argument("--no-ablation", action="store_true", help="only the default beside the references")
-    ap.add_argument("--reuse", action="store_true", help="keep the archives of an earlier run in --out")
+    ap.add_argument(
+        "--no-ablation", action="store_true", help="only the default beside the references"
+    )
+    ap.add_argument(
+        "--reuse", action="store_true", help="keep the archives of an earlier run in --out"
+    )
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "retrieval")
     args = ap.parse_args()
     global ABLATE
@@ -172,7 +217,9 @@ def main() -> None:
     if not args.no_generated:
         report["generated"] = generated(args.out / "generated", args.embedder)
     if args.locomo:
-        rerank = [] if args.rerank is None else list(SPECS) if args.rerank == "all" else [args.rerank]
+        rerank = (
+            [] if args.rerank is None else list(SPECS) if args.rerank == "all" else [args.rerank]
+        )
         report["locomo"] = locomo(args.locomo, args.out / "locomo", args.embedder, rerank)
     if args.agents_dev:
         report["coding"] = coding(args.agents_dev, args.out / "coding", args.embedder)

@@ -45,7 +45,9 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=1_000_000)
     ap.add_argument("--workspaces", type=int, default=10)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "scale")
-    ap.add_argument("--home", type=Path, help="an archive already ingested: only the index and search runs")
+    ap.add_argument(
+        "--home", type=Path, help="an archive already ingested: only the index and search runs"
+    )
     args = ap.parse_args()
     if args.home:
         for ws in (args.home / "workspaces").iterdir():
@@ -54,23 +56,40 @@ def main() -> None:
         return
     shutil.rmtree(args.out, ignore_errors=True)
     t = time.perf_counter()
-    made = generate_share_dir(args.out / "kimi", args.turns, workspaces=args.workspaces, big_every=0, small=(100, 800))
-    print(f"generated {made['turns']} turns, {made['bytes'] / 1e9:.2f} GB in {time.perf_counter() - t:.0f} s", flush=True)
+    made = generate_share_dir(
+        args.out / "kimi", args.turns, workspaces=args.workspaces, big_every=0, small=(100, 800)
+    )
+    print(
+        f"generated {made['turns']} turns, {made['bytes'] / 1e9:.2f} GB in {time.perf_counter() - t:.0f} s",
+        flush=True,
+    )
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import sys; from archive_mcp import Archive; "
-                    "r = Archive(sys.argv[1]).ingest(sys.argv[2]); print(r.turns_added, r.embedded)",
-                    str(args.out / "home"), str(args.out / "kimi")], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from archive_mcp import Archive; "
+            "r = Archive(sys.argv[1]).ingest(sys.argv[2]); print(r.turns_added, r.embedded)",
+            str(args.out / "home"),
+            str(args.out / "kimi"),
+        ],
+        check=True,
+    )
     ingest_s = time.perf_counter() - t
     ingest_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"ingest {ingest_s:.0f} s ({made['turns'] / ingest_s:.0f} turns/s), peak RSS {ingest_rss:.0f} MB", flush=True)
+    print(
+        f"ingest {ingest_s:.0f} s ({made['turns'] / ingest_s:.0f} turns/s), peak RSS {ingest_rss:.0f} MB",
+        flush=True,
+    )
     measure(args.out / "home")
 
 
 def measure(home: Path) -> None:
     """Index build (cold) or load (warm), searches and peak RSS, each in a fresh process."""
     for run in ("cold", "warm"):
-        out = subprocess.run([sys.executable, "-c", MEASURE, str(home)], check=True,
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-c", MEASURE, str(home)], check=True, capture_output=True, text=True
+        )
         print(run, out.stdout.strip().splitlines()[-1], flush=True)
 
 

@@ -71,9 +71,13 @@ def quality(embedder: str) -> dict:
     d = a.discover_themes("shop")
     labels = json.loads((SAMPLE / "LABELS.json").read_text(encoding="utf-8"))
     scores = purity_recall(d.themes, labels["themes"])
-    return {"method": d.method, "purity": sum(p for p, _ in scores.values()) / len(scores),
-            "recall": sum(r for _, r in scores.values()) / len(scores), "themes": len(d.themes),
-            "per_theme": {k: [round(p, 2), round(r, 2)] for k, (p, r) in scores.items()}}
+    return {
+        "method": d.method,
+        "purity": sum(p for p, _ in scores.values()) / len(scores),
+        "recall": sum(r for _, r in scores.values()) / len(scores),
+        "themes": len(d.themes),
+        "per_theme": {k: [round(p, 2), round(r, 2)] for k, (p, r) in scores.items()},
+    }
 
 
 def build(root: Path, turns: int, reuse: bool = False) -> Path:
@@ -81,11 +85,27 @@ def build(root: Path, turns: int, reuse: bool = False) -> Path:
         return root / "home"
     shutil.rmtree(root, ignore_errors=True)
     generate_share_dir(root / "kimi", turns, workspaces=1, big_every=0, small=(100, 1500))
-    subprocess.run([sys.executable, "-c", "import sys; from archive_mcp import Archive; "
-                    "Archive(sys.argv[1]).ingest(sys.argv[2])", str(root / "home"), str(root / "kimi")], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from archive_mcp import Archive; Archive(sys.argv[1]).ingest(sys.argv[2])",
+            str(root / "home"),
+            str(root / "kimi"),
+        ],
+        check=True,
+    )
     shutil.rmtree(root / "kimi")  # the archive keeps its own copy of the logs
-    subprocess.run([sys.executable, "-c", "import sys; from archive_mcp import Archive; a = Archive(sys.argv[1]); "
-                    "a.index(a.workspaces()[0]).refresh()", str(root / "home")], check=True)  # not in the timed run
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from archive_mcp import Archive; a = Archive(sys.argv[1]); "
+            "a.index(a.workspaces()[0]).refresh()",
+            str(root / "home"),
+        ],
+        check=True,
+    )  # not in the timed run
     return root / "home"
 
 
@@ -103,7 +123,9 @@ def discover_sizes(sizes: list[int], folder: Path) -> dict:
 
 
 def run(code: str, home: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, str(home)], check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(home)], check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -118,12 +140,19 @@ def real(args: argparse.Namespace) -> dict:
     out: dict = {}
     if args.agents_dev:
         labels = Path(__file__).parent / "labels" / "coding_themes.json"
-        links = {k: v["cwds"] for k, v in json.loads(labels.read_text(encoding="utf-8"))["workspaces"].items()}
+        links = {
+            k: v["cwds"]
+            for k, v in json.loads(labels.read_text(encoding="utf-8"))["workspaces"].items()
+        }
         a = Archive(args.coding_home or tempfile.mkdtemp())
         if not a.workspaces():
             ingest_agents_dev(a, args.agents_dev, links)
         out["coding"] = coding(a, labels)
-        print("coding:", json.dumps({k: v for k, v in out["coding"].items() if k != "per_topic"}), flush=True)
+        print(
+            "coding:",
+            json.dumps({k: v for k, v in out["coding"].items() if k != "per_topic"}),
+            flush=True,
+        )
     if args.locomo:
         out["locomo"] = locomo(Archive(tempfile.mkdtemp()), args.locomo)
         print("locomo:", json.dumps(out["locomo"]), flush=True)
@@ -134,11 +163,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "themes")
     ap.add_argument("--trace-home", type=Path)
-    ap.add_argument("--agents-dev", type=Path, help="the agents-dev corpus (for the labelled coding set)")
-    ap.add_argument("--coding-home", type=Path, help="an archive that already holds agents-dev (reused)")
+    ap.add_argument(
+        "--agents-dev", type=Path, help="the agents-dev corpus (for the labelled coding set)"
+    )
+    ap.add_argument(
+        "--coding-home", type=Path, help="an archive that already holds agents-dev (reused)"
+    )
     ap.add_argument("--locomo", type=Path, help="locomo-dev (kimi_share/ and qrels.jsonl)")
-    ap.add_argument("--no-scale", action="store_true", help="skip the 10k/50k discovery and 100k trace runs")
-    ap.add_argument("--discover-sizes", help="only discovery, on one workspace of each size (comma-separated)")
+    ap.add_argument(
+        "--no-scale", action="store_true", help="skip the 10k/50k discovery and 100k trace runs"
+    )
+    ap.add_argument(
+        "--discover-sizes", help="only discovery, on one workspace of each size (comma-separated)"
+    )
     ap.add_argument("--discover-dir", type=Path, help="where those workspaces are built and reused")
     args = ap.parse_args()
     if args.discover_sizes:

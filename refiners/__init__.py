@@ -4,6 +4,14 @@ Importing this package registers every reader (`sources.READERS`); `PARSERS` map
 to its parser.
 """
 
+if (
+    __name__ != "archive_mcp.refiners"
+):  # one module identity: the repo's `refiners/` installs as archive_mcp.refiners
+    raise ImportError(
+        f"import archive_mcp.refiners, not {__name__} (pip install -e . maps refiners/ into the package)"
+    )
+
+
 from . import claude_code, codex, gemini, kimi_cli, kimi_code
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .refine import ExtractiveSummarizer, RefineContext, Summarizer, refine_turn
@@ -13,8 +21,27 @@ PARSERS = {name: reader.parse for name, reader in READERS.items()}
 SOURCES = tuple(READERS)
 
 __all__ = [
-    "PARSERS", "READERS", "SOURCES", "Discovery", "ExtractiveSummarizer", "ParseResult", "Problem",
-    "Reader", "RefineContext", "SessionSource", "SourceFile", "Step", "SubagentRun", "Summarizer",
-    "ToolCall", "Turn", "claude_code", "codex", "discover", "gemini", "kimi_cli", "kimi_code",
+    "PARSERS",
+    "READERS",
+    "SOURCES",
+    "Discovery",
+    "ExtractiveSummarizer",
+    "ParseResult",
+    "Problem",
+    "Reader",
+    "RefineContext",
+    "SessionSource",
+    "SourceFile",
+    "Step",
+    "SubagentRun",
+    "Summarizer",
+    "ToolCall",
+    "Turn",
+    "claude_code",
+    "codex",
+    "discover",
+    "gemini",
+    "kimi_cli",
+    "kimi_code",
     "refine_turn",
 ]

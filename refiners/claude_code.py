@@ -21,8 +21,20 @@ from .sources import Discovery, Reader, SessionSource, SourceFile, head_records,
 SOURCE = "claude-code"
 DEFAULT_PROTOCOL = "unknown"
 
-KNOWN_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot",
-                         "queue-operation", "progress", "attachment", "custom-title", "tag"})
+KNOWN_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "progress",
+        "attachment",
+        "custom-title",
+        "tag",
+    }
+)
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
 _ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -38,13 +50,20 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 def _image_ref(block: dict[str, Any]) -> dict[str, Any]:
     src = field_dict(block, "source")
     data = str(src.get("data") or src.get("url") or "")
-    return {"type": "image", "url_prefix": str(src.get("media_type") or src.get("type") or "")[:40],
-            "bytes_b64": len(data)}
+    return {
+        "type": "image",
+        "url_prefix": str(src.get("media_type") or src.get("type") or "")[:40],
+        "bytes_b64": len(data),
+    }
 
 
 def opens_turn(rec: dict[str, Any], in_subagent: bool = False) -> bool:
     """The labelling rule: a user record, not meta (nor sidechain in a main log), no tool_result."""
-    if rec.get("type") != "user" or rec.get("isMeta") or (rec.get("isSidechain") and not in_subagent):
+    if (
+        rec.get("type") != "user"
+        or rec.get("isMeta")
+        or (rec.get("isSidechain") and not in_subagent)
+    ):
         return False
     msg = rec.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
@@ -136,8 +155,16 @@ class ClaudeTurnBuilder:
             prev.end = "superseded"
             if origin == "interrupt" and prev.reason is None:
                 prev.reason = "interrupted"
-        turn = Turn(index=self.index, started_at=ts, user_text=text, user_media=media, origin=origin,
-                    byte_start=start, legacy=True, compactions=self.pending_compactions)
+        turn = Turn(
+            index=self.index,
+            started_at=ts,
+            user_text=text,
+            user_media=media,
+            origin=origin,
+            byte_start=start,
+            legacy=True,
+            compactions=self.pending_compactions,
+        )
         if origin == "compaction" and not turn.compactions:
             turn.compactions = 1
         self.pending_compactions = 0
@@ -164,9 +191,14 @@ class ClaudeTurnBuilder:
                 step.think += str(b.get("thinking") or "")
             elif btype == "tool_use":
                 args = b.get("input")
-                call = ToolCall(id=str(b.get("id") or ""), name=str(b.get("name") or ""),
-                                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-                                called_at=ts)
+                call = ToolCall(
+                    id=str(b.get("id") or ""),
+                    name=str(b.get("name") or ""),
+                    arguments=args
+                    if isinstance(args, str)
+                    else json.dumps(args, ensure_ascii=False),
+                    called_at=ts,
+                )
                 step.tool_calls.append(call)
                 self.calls[call.id] = call
                 cur.reason = None  # more work follows: not finished yet
@@ -176,9 +208,12 @@ class ClaudeTurnBuilder:
         key = (mid, str(rec.get("requestId") or ""))
         if isinstance(usage, dict) and key not in self.usage_seen:
             self.usage_seen.add(key)
-            for ours, theirs in (("input_other", "input_tokens"), ("output", "output_tokens"),
-                                 ("input_cache_read", "cache_read_input_tokens"),
-                                 ("input_cache_creation", "cache_creation_input_tokens")):
+            for ours, theirs in (
+                ("input_other", "input_tokens"),
+                ("output", "output_tokens"),
+                ("input_cache_read", "cache_read_input_tokens"),
+                ("input_cache_creation", "cache_creation_input_tokens"),
+            ):
                 value = usage.get(theirs)
                 cur.usage[ours] += value if isinstance(value, int) else 0
 
@@ -189,7 +224,11 @@ class ClaudeTurnBuilder:
                 continue
             call = self.calls.get(str(b.get("tool_use_id")))
             if call is not None:
-                call.result = {"is_error": bool(b.get("is_error")), "message": "", "output": b.get("content")}
+                call.result = {
+                    "is_error": bool(b.get("is_error")),
+                    "message": "",
+                    "output": b.get("content"),
+                }
                 call.result_at = ts
 
     def _system(self, cur: Turn, rec: dict[str, Any], ts: float | None) -> None:
@@ -215,8 +254,14 @@ class ClaudeTurnBuilder:
         run.turns = [t for t in self.side.turns if t.byte_start >= self.cur.byte_start]
 
 
-def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
-               protocol: str | None = None, stop: int | None = None) -> ParseResult:
+def parse_wire(
+    path: Path,
+    start: int = 0,
+    first_line: int = 1,
+    start_index: int = 0,
+    protocol: str | None = None,
+    stop: int | None = None,
+) -> ParseResult:
     """Parse a Claude Code session (or subagent) log from byte `start` (a turn boundary) to `stop`."""
     reader = LineReader(path, start=start, first_line=first_line, stop=stop)
     builder = ClaudeTurnBuilder(start_index, in_subagent=path.name.startswith("agent-"))
@@ -224,15 +269,27 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
     for rec in reader:
         if builder.feed(rec.data, rec.start, rec.end):
             line_of_turn[builder.turns[-1].index] = rec.line
-    return finish(builder.turns, builder.version or protocol or DEFAULT_PROTOCOL, reader,
-                  builder.unknown, line_of_turn, start, first_line, start_index)
+    return finish(
+        builder.turns,
+        builder.version or protocol or DEFAULT_PROTOCOL,
+        reader,
+        builder.unknown,
+        line_of_turn,
+        start,
+        first_line,
+        start_index,
+    )
 
 
 # --- discovery ---------------------------------------------------------------------------------
 
+
 def _claude_shaped(records: list[dict[str, Any]]) -> bool:
-    return any(r.get("type") in KNOWN_TYPES and ("sessionId" in r or r.get("type") == "summary"
-                                                 or "snapshot" in r) for r in records)
+    return any(
+        r.get("type") in KNOWN_TYPES
+        and ("sessionId" in r or r.get("type") == "summary" or "snapshot" in r)
+        for r in records
+    )
 
 
 def _first(records: list[dict[str, Any]], key: str) -> str | None:
@@ -262,8 +319,16 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
         # The file name is the session id; a log saved under another name has it in its records.
         sid = f.stem if _UUID.match(f.stem) else (_first(head, "sessionId") or f.stem)
         cwd = _first(head, "cwd")
-        source = SessionSource(SOURCE, sid, project.name, [cwd] if cwd else [], None, project,
-                               [SourceFile("main", f.name, f)], branch=_first(head, "gitBranch"))
+        source = SessionSource(
+            SOURCE,
+            sid,
+            project.name,
+            [cwd] if cwd else [],
+            None,
+            project,
+            [SourceFile("main", f.name, f)],
+            branch=_first(head, "gitBranch"),
+        )
         folder = project / f.stem
         for sub in sorted((folder / "subagents").glob("agent-*.jsonl")):
             source.files.append(SourceFile(sub.stem, f"subagents/{sub.name}", sub))
@@ -279,8 +344,15 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
         parent = sessions.get(sid)
         if parent is None:  # its session's own log is gone: keep the subagent under that id
             cwd = _first(head, "cwd")
-            parent = sessions[sid] = SessionSource(SOURCE, sid, project.name, [cwd] if cwd else [],
-                                                   None, project, branch=_first(head, "gitBranch"))
+            parent = sessions[sid] = SessionSource(
+                SOURCE,
+                sid,
+                project.name,
+                [cwd] if cwd else [],
+                None,
+                project,
+                branch=_first(head, "gitBranch"),
+            )
             found.sessions.append(parent)
         parent.files.append(SourceFile(f.stem, f.name, f))
     # A log with no cwd of its own (summary-only, empty, cut short) belongs to its folder's project.
@@ -319,7 +391,10 @@ def _has_cwd(rec: dict[str, Any]) -> bool:
 
 def _looks_like_project(folder: Path) -> bool:
     files = _session_files(folder)
-    return any(_claude_shaped(head_records(f, limit=10, max_bytes=1 << 16, enough=_has_cwd)) for f in files[:5])
+    return any(
+        _claude_shaped(head_records(f, limit=10, max_bytes=1 << 16, enough=_has_cwd))
+        for f in files[:5]
+    )
 
 
 register(Reader(SOURCE, parse_wire, discover, "Claude Code", order=30))

@@ -19,8 +19,9 @@ from .sources import Discovery, Reader, SessionSource, SourceFile, head_records,
 
 SOURCE = "codex"
 DEFAULT_PROTOCOL = "unknown"
-KNOWN_ITEMS = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted",
-                         "world_state"})
+KNOWN_ITEMS = frozenset(
+    {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state"}
+)
 _IDE_REQUEST = re.compile(r"^#+\s*My request for Codex:\s*$", re.M)
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
 
@@ -29,14 +30,17 @@ def user_request(text: str) -> str:
     """The user's own words: the IDE-context preamble ("# Context from my IDE setup: …
     ## My request for Codex:") that the VS Code extension wraps around them is cut off."""
     match = _IDE_REQUEST.search(text)
-    return text[match.end():].strip() if match else text
+    return text[match.end() :].strip() if match else text
 
 
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    parts = [str(p.get("text") or "") for p in (content if isinstance(content, list) else []) if isinstance(p, dict)
-             and p.get("type") in ("output_text", "input_text", "text")]
+    parts = [
+        str(p.get("text") or "")
+        for p in (content if isinstance(content, list) else [])
+        if isinstance(p, dict) and p.get("type") in ("output_text", "input_text", "text")
+    ]
     return "".join(parts)
 
 
@@ -101,10 +105,19 @@ class CodexTurnBuilder:
         if self.cur is not None and self.cur.end == "open":
             self.cur.end = "superseded"
         text = user_request(str(payload.get("message") or ""))
-        media = [{"type": "image", "url_prefix": str(i)[:40], "bytes_b64": len(str(i))}
-                 for i in field_list(payload, "images")]
-        turn = Turn(index=self.index, started_at=ts, user_text=text, user_media=media,
-                    byte_start=start, legacy=True, origin="command" if text.startswith("/") else "user")
+        media = [
+            {"type": "image", "url_prefix": str(i)[:40], "bytes_b64": len(str(i))}
+            for i in field_list(payload, "images")
+        ]
+        turn = Turn(
+            index=self.index,
+            started_at=ts,
+            user_text=text,
+            user_media=media,
+            byte_start=start,
+            legacy=True,
+            origin="command" if text.startswith("/") else "user",
+        )
         self.index += 1
         self.turns.append(turn)
         self.cur, self.calls = turn, {}
@@ -133,15 +146,21 @@ class CodexTurnBuilder:
             text = _content_text(p.get("content"))
             step.text += ("\n\n" if step.text and text else "") + text
         elif ptype == "reasoning":
-            summary = [str(s.get("text") or "") for s in field_list(p, "summary") if isinstance(s, dict)]
+            summary = [
+                str(s.get("text") or "") for s in field_list(p, "summary") if isinstance(s, dict)
+            ]
             if any(summary):
                 self._step(cur).think += "\n".join(s for s in summary if s)
         elif ptype in ("function_call", "custom_tool_call", "local_shell_call"):
-            args = p.get("arguments") if ptype == "function_call" else p.get("input", p.get("action"))
-            call = ToolCall(id=str(p.get("call_id") or p.get("id") or ""),
-                            name=str(p.get("name") or ("shell" if ptype == "local_shell_call" else "")),
-                            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-                            called_at=ts)
+            args = (
+                p.get("arguments") if ptype == "function_call" else p.get("input", p.get("action"))
+            )
+            call = ToolCall(
+                id=str(p.get("call_id") or p.get("id") or ""),
+                name=str(p.get("name") or ("shell" if ptype == "local_shell_call" else "")),
+                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                called_at=ts,
+            )
             step = cur.steps[-1] if cur.steps else self._step(cur)
             step.tool_calls.append(call)
             self.calls[call.id] = call
@@ -181,8 +200,14 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) else 0
 
 
-def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
-               protocol: str | None = None, stop: int | None = None) -> ParseResult:
+def parse_wire(
+    path: Path,
+    start: int = 0,
+    first_line: int = 1,
+    start_index: int = 0,
+    protocol: str | None = None,
+    stop: int | None = None,
+) -> ParseResult:
     """Parse a Codex rollout from byte `start` (a turn boundary) to `stop`."""
     reader = LineReader(path, start=start, first_line=first_line, stop=stop)
     builder = CodexTurnBuilder(start_index)
@@ -191,11 +216,20 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
         if builder.feed(rec.data, rec.start, rec.end):
             line_of_turn[builder.turns[-1].index] = rec.line
     builder.close()
-    return finish(builder.turns, builder.version or protocol or DEFAULT_PROTOCOL, reader,
-                  builder.unknown, line_of_turn, start, first_line, start_index)
+    return finish(
+        builder.turns,
+        builder.version or protocol or DEFAULT_PROTOCOL,
+        reader,
+        builder.unknown,
+        line_of_turn,
+        start,
+        first_line,
+        start_index,
+    )
 
 
 # --- discovery ---------------------------------------------------------------------------------
+
 
 def _session(path: Path, head: list[dict[str, Any]]) -> SessionSource:
     meta = next((r.get("payload") for r in head if r.get("type") == "session_meta"), None)
@@ -204,9 +238,16 @@ def _session(path: Path, head: list[dict[str, Any]]) -> SessionSource:
     sid = str(meta.get("id") or (tail.group(1) if tail else path.stem))
     cwd = meta.get("cwd")
     git = field_dict(meta, "git")
-    return SessionSource(SOURCE, sid, "codex", [cwd] if isinstance(cwd, str) and cwd else [], None,
-                         path.parent, [SourceFile("main", path.name, path)],
-                         branch=git.get("branch") if isinstance(git.get("branch"), str) else None)
+    return SessionSource(
+        SOURCE,
+        sid,
+        "codex",
+        [cwd] if isinstance(cwd, str) and cwd else [],
+        None,
+        path.parent,
+        [SourceFile("main", path.name, path)],
+        branch=git.get("branch") if isinstance(git.get("branch"), str) else None,
+    )
 
 
 def _is_rollout(head: list[dict[str, Any]]) -> bool:
@@ -223,12 +264,16 @@ def discover(path: Path) -> Discovery | None:
         return Discovery([_session(path, head)])
     if (path / "sessions").is_dir() or (path / "archived_sessions").is_dir():
         folders = [path / "sessions", path / "archived_sessions"]
-    elif path.name in ("sessions", "archived_sessions") or (path.name.isdigit() and len(path.name) in (2, 4)):
+    elif path.name in ("sessions", "archived_sessions") or (
+        path.name.isdigit() and len(path.name) in (2, 4)
+    ):
         folders = [path]
     else:
         return None
     found = Discovery()
-    files = sorted(f for folder in folders if folder.is_dir() for f in folder.rglob("rollout-*.jsonl"))
+    files = sorted(
+        f for folder in folders if folder.is_dir() for f in folder.rglob("rollout-*.jsonl")
+    )
     if not files:
         return None
     for f in files:

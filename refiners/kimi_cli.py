@@ -26,17 +26,41 @@ SOURCE = "kimi"
 LEGACY_PROTOCOL = "1.1"
 
 ALIASES = {"ApprovalRequestResolved": "ApprovalResponse"}
-KNOWN_TYPES = frozenset({
-    "TurnBegin", "TurnEnd", "StepBegin", "StepInterrupted", "StepRetry", "SteerInput",
-    "CompactionBegin", "CompactionEnd", "MCPLoadingBegin", "MCPLoadingEnd", "HookTriggered",
-    "HookResolved", "BtwBegin", "BtwEnd", "PlanDisplay", "Notification", "StatusUpdate",
-    "ContentPart", "ToolCall", "ToolCallPart", "ToolResult", "ApprovalRequest", "ApprovalResponse",
-    "QuestionRequest", "ToolCallRequest", "HookRequest", "SubagentEvent",
-})
+KNOWN_TYPES = frozenset(
+    {
+        "TurnBegin",
+        "TurnEnd",
+        "StepBegin",
+        "StepInterrupted",
+        "StepRetry",
+        "SteerInput",
+        "CompactionBegin",
+        "CompactionEnd",
+        "MCPLoadingBegin",
+        "MCPLoadingEnd",
+        "HookTriggered",
+        "HookResolved",
+        "BtwBegin",
+        "BtwEnd",
+        "PlanDisplay",
+        "Notification",
+        "StatusUpdate",
+        "ContentPart",
+        "ToolCall",
+        "ToolCallPart",
+        "ToolResult",
+        "ApprovalRequest",
+        "ApprovalResponse",
+        "QuestionRequest",
+        "ToolCallRequest",
+        "HookRequest",
+        "SubagentEvent",
+    }
+)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
-    """"1.10" > "1.9": compare protocol versions numerically."""
+    """ "1.10" > "1.9": compare protocol versions numerically."""
     out = []
     for piece in str(version).split("."):
         try:
@@ -73,8 +97,14 @@ class TurnBuilder:
             if self.cur is not None and self.cur.end == "open":
                 self.cur.end = "superseded"
             text, media = parts_text(p.get("user_input"))
-            turn = Turn(index=self.index, started_at=ts, user_text=text, user_media=media,
-                        byte_start=start, legacy=self.legacy)
+            turn = Turn(
+                index=self.index,
+                started_at=ts,
+                user_text=text,
+                user_media=media,
+                byte_start=start,
+                legacy=self.legacy,
+            )
             self.index += 1
             self.turns.append(turn)
             self._reset(turn)
@@ -132,8 +162,12 @@ class TurnBuilder:
             self._on_StepBegin(cur, {"n": len(cur.steps) + 1})
         fn = p.get("function")
         fn = fn if isinstance(fn, dict) else {}
-        call = ToolCall(id=str(p.get("id") or ""), name=str(fn.get("name") or ""),
-                        arguments=str(fn.get("arguments") or ""), called_at=ts)
+        call = ToolCall(
+            id=str(p.get("id") or ""),
+            name=str(fn.get("name") or ""),
+            arguments=str(fn.get("arguments") or ""),
+            called_at=ts,
+        )
         assert self.step is not None
         self.step.tool_calls.append(call)
         self.calls[call.id] = call
@@ -147,8 +181,11 @@ class TurnBuilder:
         call = self.calls.get(str(p.get("tool_call_id")))
         rv = p.get("return_value") or {}
         if call is not None and isinstance(rv, dict):
-            call.result = {"is_error": bool(rv.get("is_error")), "message": rv.get("message") or "",
-                           "output": rv.get("output")}
+            call.result = {
+                "is_error": bool(rv.get("is_error")),
+                "message": rv.get("message") or "",
+                "output": rv.get("output"),
+            }
             call.result_at = ts
 
     def _on_ApprovalRequest(self, cur: Turn, p: dict, *_: Any) -> None:
@@ -174,15 +211,27 @@ class TurnBuilder:
             return
         builder = self.subs.setdefault(agent_id, TurnBuilder(legacy=self.legacy))
         kind = p.get("subagent_type")
-        run = cur.subagents.setdefault(agent_id, SubagentRun(
-            agent_id, kind if isinstance(kind, str) else None, str(parent) if parent else None))
+        run = cur.subagents.setdefault(
+            agent_id,
+            SubagentRun(
+                agent_id, kind if isinstance(kind, str) else None, str(parent) if parent else None
+            ),
+        )
         payload = event.get("payload")
-        builder.feed(str(event.get("type")), payload if isinstance(payload, dict) else {}, ts, start, end)
+        builder.feed(
+            str(event.get("type")), payload if isinstance(payload, dict) else {}, ts, start, end
+        )
         run.turns = builder.turns
 
 
-def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
-               protocol: str | None = None, stop: int | None = None) -> ParseResult:
+def parse_wire(
+    path: Path,
+    start: int = 0,
+    first_line: int = 1,
+    start_index: int = 0,
+    protocol: str | None = None,
+    stop: int | None = None,
+) -> ParseResult:
     """Parse a Python-Kimi wire.jsonl from byte `start` (a turn boundary) to `stop`."""
     reader = LineReader(path, start=start, first_line=first_line, stop=stop)
     version = protocol
@@ -205,15 +254,37 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
         payload = msg.get("payload")
         n_before = len(builder.turns)
         try:
-            builder.feed(str(msg.get("type")), payload if isinstance(payload, dict) else {}, ts,
-                         rec.start, rec.end)
-        except (TypeError, ValueError, AttributeError, KeyError, OverflowError, RecursionError) as exc:
-            reader.problems.append(Problem(rec.line, "bad_record", f"{type(exc).__name__}: {exc}"[:200]))
+            builder.feed(
+                str(msg.get("type")),
+                payload if isinstance(payload, dict) else {},
+                ts,
+                rec.start,
+                rec.end,
+            )
+        except (
+            TypeError,
+            ValueError,
+            AttributeError,
+            KeyError,
+            OverflowError,
+            RecursionError,
+        ) as exc:
+            reader.problems.append(
+                Problem(rec.line, "bad_record", f"{type(exc).__name__}: {exc}"[:200])
+            )
         if len(builder.turns) > n_before:
             line_of_turn[builder.turns[-1].index] = rec.line
     turns = builder.turns if builder else []
-    return finish(turns, version or LEGACY_PROTOCOL, reader, builder.unknown if builder else {},
-                  line_of_turn, start, first_line, start_index)
+    return finish(
+        turns,
+        version or LEGACY_PROTOCOL,
+        reader,
+        builder.unknown if builder else {},
+        line_of_turn,
+        start,
+        first_line,
+        start_index,
+    )
 
 
 def _is_session_dir(d: Path) -> bool:
@@ -228,26 +299,41 @@ def _session(session_dir: Path, work_dirs: list[str]) -> SessionSource:
     if sub_root.is_dir():
         for sub in sorted(sub_root.iterdir()):
             if (sub / "wire.jsonl").is_file():
-                files.append(SourceFile(sub.name, f"subagents/{sub.name}/wire.jsonl", sub / "wire.jsonl"))
+                files.append(
+                    SourceFile(sub.name, f"subagents/{sub.name}/wire.jsonl", sub / "wire.jsonl")
+                )
             if (sub / "meta.json").is_file():
-                snapshots.append(SourceFile(sub.name, f"subagents/{sub.name}/meta.json", sub / "meta.json"))
+                snapshots.append(
+                    SourceFile(sub.name, f"subagents/{sub.name}/meta.json", sub / "meta.json")
+                )
     title = state.get("custom_title") if isinstance(state, dict) else None
-    return SessionSource(SOURCE, session_dir.name, session_dir.parent.name, work_dirs,
-                         title if isinstance(title, str) else None, session_dir, files,
-                         [s for s in snapshots if s.path.is_file()])
+    return SessionSource(
+        SOURCE,
+        session_dir.name,
+        session_dir.parent.name,
+        work_dirs,
+        title if isinstance(title, str) else None,
+        session_dir,
+        files,
+        [s for s in snapshots if s.path.is_file()],
+    )
 
 
 def _work_dirs(share_dir: Path) -> list[str]:
     meta = load_json(share_dir / "kimi.json")
     dirs = meta.get("work_dirs") if isinstance(meta, dict) else None
-    return [str(d["path"]) for d in dirs or [] if isinstance(d, dict) and isinstance(d.get("path"), str)]
+    return [
+        str(d["path"]) for d in dirs or [] if isinstance(d, dict) and isinstance(d.get("path"), str)
+    ]
 
 
 def discover(path: Path) -> Discovery | None:
     """Python-Kimi sessions under `path`, or None when `path` is not shaped like one."""
     if _is_session_dir(path):  # one session dir: <share>/sessions/<bucket>/<uuid>
         return Discovery([_session(path, _work_dirs(path.parent.parent.parent))])
-    if (path / "sessions").is_dir() and ((path / "kimi.json").is_file() or _has_buckets(path / "sessions")):
+    if (path / "sessions").is_dir() and (
+        (path / "kimi.json").is_file() or _has_buckets(path / "sessions")
+    ):
         share, buckets = path, sorted((path / "sessions").iterdir())
     elif _has_buckets(path):
         share, buckets = path.parent, sorted(path.iterdir())
@@ -270,7 +356,9 @@ def discover(path: Path) -> Discovery | None:
                 if d.is_dir() and _is_session_dir(d):
                     found.sessions.append(_session(d, work_dirs))
                 elif d.suffix == ".jsonl":
-                    found.skipped.append((str(d), "pre-0.59 context-only session (no wire.jsonl); not archived"))
+                    found.skipped.append(
+                        (str(d), "pre-0.59 context-only session (no wire.jsonl); not archived")
+                    )
                 elif d.is_dir():
                     found.skipped.append((str(d), "no wire.jsonl: not a session"))
             except OSError as exc:
@@ -282,4 +370,12 @@ def _has_buckets(path: Path) -> bool:
     return any(_is_session_dir(s) for b in subdirs(path) for s in subdirs(b))
 
 
-register(Reader(SOURCE, parse_wire, lambda path: discover(path) if path.is_dir() else None, "Kimi CLI", order=20))
+register(
+    Reader(
+        SOURCE,
+        parse_wire,
+        lambda path: discover(path) if path.is_dir() else None,
+        "Kimi CLI",
+        order=20,
+    )
+)

@@ -27,14 +27,40 @@ SOURCE = "kimi-code"
 DEFAULT_PROTOCOL = "1.4"
 
 # Types that matter for turns, plus the bookkeeping ones we know and deliberately ignore.
-HANDLED = frozenset({
-    "turn.prompt", "turn.steer", "turn.cancel", "turn.ended", "context.append_loop_event",
-    "context.apply_compaction", "context.undo", "context.clear",
-})
+HANDLED = frozenset(
+    {
+        "turn.prompt",
+        "turn.steer",
+        "turn.cancel",
+        "turn.ended",
+        "context.append_loop_event",
+        "context.apply_compaction",
+        "context.undo",
+        "context.clear",
+    }
+)
 IGNORED_PREFIXES = (
-    "context.append_message", "usage.record", "llm.", "mcp.", "full_compaction.", "interaction.",
-    "permission.", "plan_mode.", "plan.", "profile.", "config.", "tools.", "task.", "goal.",
-    "cron.", "token_counting.", "swarm_mode.", "tower_mode.", "prompt.", "runtime.", "forked",
+    "context.append_message",
+    "usage.record",
+    "llm.",
+    "mcp.",
+    "full_compaction.",
+    "interaction.",
+    "permission.",
+    "plan_mode.",
+    "plan.",
+    "profile.",
+    "config.",
+    "tools.",
+    "task.",
+    "goal.",
+    "cron.",
+    "token_counting.",
+    "swarm_mode.",
+    "tower_mode.",
+    "prompt.",
+    "runtime.",
+    "forked",
 )
 
 
@@ -78,8 +104,14 @@ class CodeTurnBuilder:
             text, media = parts_text(d.get("input"))
             origin = d.get("origin")
             origin = origin if isinstance(origin, dict) else {}
-            new = Turn(index=self.index, started_at=ts, user_text=text, user_media=media,
-                        origin=str(origin.get("kind") or "user"), byte_start=start)
+            new = Turn(
+                index=self.index,
+                started_at=ts,
+                user_text=text,
+                user_media=media,
+                origin=str(origin.get("kind") or "user"),
+                byte_start=start,
+            )
             self.by_id[self.index] = new
             self.index += 1
             self.turns.append(new)
@@ -134,20 +166,27 @@ class CodeTurnBuilder:
         elif etype == "tool.call":
             step = self._step(turn, ev.get("step"))
             args = ev.get("args")
-            call = ToolCall(id=str(ev.get("toolCallId") or ev.get("uuid") or ""),
-                            name=str(ev.get("name") or ""),
-                            arguments=args if isinstance(args, str) else _dumps(args),
-                            called_at=ts)
+            call = ToolCall(
+                id=str(ev.get("toolCallId") or ev.get("uuid") or ""),
+                name=str(ev.get("name") or ""),
+                arguments=args if isinstance(args, str) else _dumps(args),
+                called_at=ts,
+            )
             step.tool_calls.append(call)
             self.calls[call.id] = call
             if ev.get("uuid"):
                 self.calls[str(ev["uuid"])] = call
         elif etype == "tool.result":
-            found = self.calls.get(str(ev.get("toolCallId"))) or self.calls.get(str(ev.get("parentUuid")))
+            found = self.calls.get(str(ev.get("toolCallId"))) or self.calls.get(
+                str(ev.get("parentUuid"))
+            )
             res = ev.get("result") or {}
             if found is not None and isinstance(res, dict):
-                found.result = {"is_error": bool(res.get("isError")), "message": res.get("note") or "",
-                               "output": res.get("output")}
+                found.result = {
+                    "is_error": bool(res.get("isError")),
+                    "message": res.get("note") or "",
+                    "output": res.get("output"),
+                }
                 found.result_at = ts
         elif etype == "step.end":
             step = self._step(turn, ev.get("step"))
@@ -155,14 +194,23 @@ class CodeTurnBuilder:
                 step.interrupted = True
             usage = ev.get("usage")
             if isinstance(usage, dict):
-                for ours, theirs in (("input_other", "inputOther"), ("output", "output"),
-                                     ("input_cache_read", "inputCacheRead"),
-                                     ("input_cache_creation", "inputCacheCreation")):
+                for ours, theirs in (
+                    ("input_other", "inputOther"),
+                    ("output", "output"),
+                    ("input_cache_read", "inputCacheRead"),
+                    ("input_cache_creation", "inputCacheCreation"),
+                ):
                     turn.usage[ours] = min(turn.usage[ours] + count(usage.get(theirs)), 1 << 62)
 
 
-def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int = 0,
-               protocol: str | None = None, stop: int | None = None) -> ParseResult:
+def parse_wire(
+    path: Path,
+    start: int = 0,
+    first_line: int = 1,
+    start_index: int = 0,
+    protocol: str | None = None,
+    stop: int | None = None,
+) -> ParseResult:
     """Parse a TypeScript-Kimi agent wire.jsonl from byte `start` (a turn boundary) to `stop`."""
     reader = LineReader(path, start=start, first_line=first_line, stop=stop)
     version = protocol
@@ -177,12 +225,29 @@ def parse_wire(path: Path, start: int = 0, first_line: int = 1, start_index: int
         n_before = len(builder.turns)
         try:
             builder.feed(d, rec.start, rec.end)
-        except (TypeError, ValueError, AttributeError, KeyError, OverflowError, RecursionError) as exc:
-            reader.problems.append(Problem(rec.line, "bad_record", f"{type(exc).__name__}: {exc}"[:200]))
+        except (
+            TypeError,
+            ValueError,
+            AttributeError,
+            KeyError,
+            OverflowError,
+            RecursionError,
+        ) as exc:
+            reader.problems.append(
+                Problem(rec.line, "bad_record", f"{type(exc).__name__}: {exc}"[:200])
+            )
         if len(builder.turns) > n_before:
             line_of_turn[builder.turns[-1].index] = rec.line
-    return finish(builder.turns, version or DEFAULT_PROTOCOL, reader, builder.unknown, line_of_turn,
-                  start, first_line, start_index)
+    return finish(
+        builder.turns,
+        version or DEFAULT_PROTOCOL,
+        reader,
+        builder.unknown,
+        line_of_turn,
+        start,
+        first_line,
+        start_index,
+    )
 
 
 def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:
@@ -193,20 +258,32 @@ def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:
     agents_dir = session_dir / "agents"
     for agent in sorted(subdirs(agents_dir), key=lambda d: (d.name != "main", d.name)):
         if (agent / "wire.jsonl").is_file():
-            files.append(SourceFile(agent.name, f"agents/{agent.name}/wire.jsonl", agent / "wire.jsonl"))
+            files.append(
+                SourceFile(agent.name, f"agents/{agent.name}/wire.jsonl", agent / "wire.jsonl")
+            )
     snapshots = [SourceFile("main", "state.json", session_dir / "state.json")]
     title = state.get("title")
-    return SessionSource(SOURCE, session_dir.name, session_dir.parent.name,
-                         [work_dir] if isinstance(work_dir, str) else [],
-                         title if isinstance(title, str) else None, session_dir, files,
-                         [s for s in snapshots if s.path.is_file()])
+    return SessionSource(
+        SOURCE,
+        session_dir.name,
+        session_dir.parent.name,
+        [work_dir] if isinstance(work_dir, str) else [],
+        title if isinstance(title, str) else None,
+        session_dir,
+        files,
+        [s for s in snapshots if s.path.is_file()],
+    )
 
 
 def _index(home: Path) -> dict[str, str]:
     """session id -> work dir, from `session_index.jsonl`."""
     out: dict[str, str] = {}
     try:
-        lines = (home / "session_index.jsonl").read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = (
+            (home / "session_index.jsonl")
+            .read_text(encoding="utf-8", errors="replace")
+            .splitlines()
+        )
     except OSError:
         return out
     for line in lines:
@@ -214,10 +291,13 @@ def _index(home: Path) -> dict[str, str]:
             rec = json.loads(line)
         except ValueError:
             continue
-        if isinstance(rec, dict) and isinstance(rec.get("sessionId"), str) and isinstance(rec.get("workDir"), str):
+        if (
+            isinstance(rec, dict)
+            and isinstance(rec.get("sessionId"), str)
+            and isinstance(rec.get("workDir"), str)
+        ):
             out[rec["sessionId"]] = rec["workDir"]
     return out
-
 
 
 def _is_session_dir(d: Path) -> bool:
@@ -228,7 +308,9 @@ def discover(path: Path) -> Discovery | None:
     """TypeScript-Kimi sessions under `path`, or None when `path` is not shaped like one."""
     if _is_session_dir(path):
         return Discovery([_session(path, _index(path.parent.parent.parent))])
-    if (path / "sessions").is_dir() and any(b.name.startswith("wd_") for b in subdirs(path / "sessions")):
+    if (path / "sessions").is_dir() and any(
+        b.name.startswith("wd_") for b in subdirs(path / "sessions")
+    ):
         home, buckets = path, subdirs(path / "sessions")
     elif any(b.name.startswith("wd_") for b in subdirs(path)):
         home, buckets = path.parent, subdirs(path)
@@ -255,4 +337,12 @@ def discover(path: Path) -> Discovery | None:
     return found
 
 
-register(Reader(SOURCE, parse_wire, lambda path: discover(path) if path.is_dir() else None, "Kimi Code", order=10))
+register(
+    Reader(
+        SOURCE,
+        parse_wire,
+        lambda path: discover(path) if path.is_dir() else None,
+        "Kimi Code",
+        order=10,
+    )
+)

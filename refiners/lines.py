@@ -84,7 +84,9 @@ class LineReader:
             self.problems.append(Problem(no, "malformed", str(exc)))
             return None
         if not isinstance(data, dict):
-            self.problems.append(Problem(no, "malformed", f"expected a JSON object, got {type(data).__name__}"))
+            self.problems.append(
+                Problem(no, "malformed", f"expected a JSON object, got {type(data).__name__}")
+            )
             return None
         return data
 
@@ -152,18 +154,38 @@ def parse_time(value: Any) -> float | None:
     return None
 
 
-def finish(turns: list[Turn], version: str, reader: LineReader, unknown: dict[str, int],
-           line_of_turn: dict[int, int], start: int, first_line: int, start_index: int) -> ParseResult:
+def finish(
+    turns: list[Turn],
+    version: str,
+    reader: LineReader,
+    unknown: dict[str, int],
+    line_of_turn: dict[int, int],
+    start: int,
+    first_line: int,
+    start_index: int,
+) -> ParseResult:
     """The ParseResult of a JSONL reader whose last turn may still grow: resume at its start."""
-    result = ParseResult(protocol_version=version, turns=turns, problems=reader.problems,
-                         unknown_types=unknown, complete_offset=reader.complete_offset)
+    result = ParseResult(
+        protocol_version=version,
+        turns=turns,
+        problems=reader.problems,
+        unknown_types=unknown,
+        complete_offset=reader.complete_offset,
+    )
     open_turn = next((t for t in turns if t.end == "open"), None)
     if open_turn is not None:
-        result.resume_offset, result.resume_line = open_turn.byte_start, line_of_turn[open_turn.index]
+        result.resume_offset, result.resume_line = (
+            open_turn.byte_start,
+            line_of_turn[open_turn.index],
+        )
         result.resume_index = open_turn.index
     elif turns:
         result.resume_offset, result.resume_line = reader.complete_offset, reader.next_line
         result.resume_index = turns[-1].index + 1
     else:
-        result.resume_offset, result.resume_line, result.resume_index = start, first_line, start_index
+        result.resume_offset, result.resume_line, result.resume_index = (
+            start,
+            first_line,
+            start_index,
+        )
     return result

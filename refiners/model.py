@@ -124,7 +124,9 @@ class Turn:
     started_at: float | None
     user_text: str = ""
     user_media: list[dict[str, Any]] = field(default_factory=list)
-    origin: str = "user"  # user | command (a slash command) | command_output | compaction | interrupt
+    origin: str = (
+        "user"  # user | command (a slash command) | command_output | compaction | interrupt
+    )
     ended_at: float | None = None
     last_at: float | None = None
     end: str = "open"  # ended | open | superseded
@@ -177,8 +179,13 @@ class Turn:
     def status(self) -> str:
         """completed | interrupted | cancelled | error | open."""
         if self.reason:
-            return {"completed": "completed", "cancelled": "cancelled", "failed": "error",
-                    "blocked": "interrupted", "interrupted": "interrupted"}.get(self.reason, "completed")
+            return {
+                "completed": "completed",
+                "cancelled": "cancelled",
+                "failed": "error",
+                "blocked": "interrupted",
+                "interrupted": "interrupted",
+            }.get(self.reason, "completed")
         if self.end == "open":
             return "open"
         if any(s.interrupted for s in self.steps):

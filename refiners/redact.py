@@ -18,6 +18,7 @@ from typing import Any
 MASK = "[REDACTED]"
 MIN_KNOWN = 8  # a value shorter than this is not masked on its own where it recurs
 
+
 class Rule:
     """One pattern and the literal substrings it cannot match without (checked first, cheaply).
 
@@ -27,11 +28,18 @@ class Rule:
     `cased` hints are matched as written, the others against the lower-cased text.
     """
 
-    def __init__(self, pattern: str | FirstInRun, hints: tuple[str, ...], cased: tuple[str, ...] = (),
-                 value: bool = False) -> None:
+    def __init__(
+        self,
+        pattern: str | FirstInRun,
+        hints: tuple[str, ...],
+        cased: tuple[str, ...] = (),
+        value: bool = False,
+    ) -> None:
         self.re: Any = pattern if isinstance(pattern, FirstInRun) else re.compile(pattern)
         self.hints, self.cased, self.value = hints, cased, value
-        self.fallback: Any = re.compile(pattern, re.IGNORECASE) if value and isinstance(pattern, str) else self.re
+        self.fallback: Any = (
+            re.compile(pattern, re.IGNORECASE) if value and isinstance(pattern, str) else self.re
+        )
 
     def applies(self, text: str, low: str) -> bool:
         return any(h in low for h in self.hints) or any(h in text for h in self.cased)
@@ -67,27 +75,38 @@ class FirstInRun:
         found = self.finditer(text)
         pieces, last = [], 0
         for m in found:
-            pieces += [text[last:m.start()], repl]
+            pieces += [text[last : m.start()], repl]
             last = m.end()
         return "".join([*pieces, text[last:]]), len(found)
 
 
-JWT = FirstInRun(r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", "eyJ", r"[A-Za-z0-9_\-]*")
+JWT = FirstInRun(
+    r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", "eyJ", r"[A-Za-z0-9_\-]*"
+)
 
 TOKENS = (
     # a PEM or PGP armoured private key (`... PRIVATE KEY-----`, `... PRIVATE KEY BLOCK-----`), to
     # its END line or, when that was cut off, to the end of the text
-    Rule(r"(?s:-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|\Z))",
-         (), ("PRIVATE KEY",)),
+    Rule(
+        r"(?s:-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|\Z))",
+        (),
+        ("PRIVATE KEY",),
+    ),
     # a key body without its header: the DER of a key starts MII/MIG (RSA, PKCS#8) or MHc (EC);
     # an armoured PGP secret key starts lQ (an old-format secret-key packet). The line break is
     # looked for after blanks without one (`[^\S\n]*\n\s*`, the same strings as `\s*\n\s*`):
     # two `\s*` around it backtrack quadratically on a long run of blank lines
-    Rule(r"\b(?:MII|MIG|MHc|lQ[A-Za-z0-9+/]{20})[A-Za-z0-9+/]{40,}={0,2}(?:[^\S\n]*\n\s*[A-Za-z0-9+/]{8,}={0,2})*", (),
-         ("MII", "MIG", "MHc", "lQ")),
+    Rule(
+        r"\b(?:MII|MIG|MHc|lQ[A-Za-z0-9+/]{20})[A-Za-z0-9+/]{40,}={0,2}(?:[^\S\n]*\n\s*[A-Za-z0-9+/]{8,}={0,2})*",
+        (),
+        ("MII", "MIG", "MHc", "lQ"),
+    ),
     Rule(r"\b(?:sk|pk|rk)-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}", ("sk-", "pk-", "rk-")),
     Rule(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", ("k_live_", "k_test_")),
-    Rule(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    Rule(
+        r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
     Rule(r"\bglpat-[A-Za-z0-9_\-]{20,}", ("glpat-",)),
     Rule(r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",)),
     Rule(r"\bhf_[A-Za-z0-9]{30,}\b", ("hf_",)),
@@ -100,33 +119,83 @@ TOKENS = (
 # What must sit next to a name for `ASSIGN` to run: the bare words `key`, `token`, `pass` are in
 # most ordinary turns ("tokens", "passes", "cache key"), so they count only joined to a name or
 # followed by an assignment; an ordinary turn then costs substring checks, not a regex pass.
-_NAMES = ("passw", "pwd", "secret", "credential", "dsn", "salt", "_key", "-key", "key=", "key:", "key\"",
-          "key'", "_token", "-token", "token=", "token:", "token\"", "token'", "_pass", "pass=", "pass:",
-          "pass\"", "token =", "key =", "pass =")
-_KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "key", "dsn", "salt")  # `pass` covers password
+_NAMES = (
+    "passw",
+    "pwd",
+    "secret",
+    "credential",
+    "dsn",
+    "salt",
+    "_key",
+    "-key",
+    "key=",
+    "key:",
+    'key"',
+    "key'",
+    "_token",
+    "-token",
+    "token=",
+    "token:",
+    'token"',
+    "token'",
+    "_pass",
+    "pass=",
+    "pass:",
+    'pass"',
+    "token =",
+    "key =",
+    "pass =",
+)
+_KEYWORDS = (
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "credential",
+    "key",
+    "dsn",
+    "salt",
+)  # `pass` covers password
 _KEYWORD = re.compile("|".join(_KEYWORDS), re.IGNORECASE)
 _NAME_RUN = re.compile(r"[\w.\-]*")  # the rest of a name after its keyword, as `ASSIGN` reads it
 # (`\?` before a quote: the same assignment inside an escaped string, `SECRET=\"…\"`; a value
 # stops at a backslash, so `key = [MASKED]\naws_secret_access_key = …` on one escaped line is two)
-ASSIGN = Rule(r"((?:pass(?:word|wd)?|pwd|secret|token|credential|key|dsn|salt)[\w.\-]*\\?[\"']?\s*[:=]\s*\\?[\"']?)"
-              r"([^\s\"',;\\]{4,})", _NAMES, value=True)
+ASSIGN = Rule(
+    r"((?:pass(?:word|wd)?|pwd|secret|token|credential|key|dsn|salt)[\w.\-]*\\?[\"']?\s*[:=]\s*\\?[\"']?)"
+    r"([^\s\"',;\\]{4,})",
+    _NAMES,
+    value=True,
+)
 VALUES = (
     # URL credentials `scheme://user:PASSWORD@host`
     Rule(r"(://[^\s:/@'\"<>]{1,100}:)([^\s@/'\"<>]{1,200})(?=@)", ("://",), value=True),
     # query parameters `?token=…`, `&api_key=…`
-    Rule(r"([?&](?:token|key|apikey|api_key|access_token|password|secret)=)([^&\s'\"]{8,})",
-         ("token=", "key=", "password=", "secret="), value=True),
+    Rule(
+        r"([?&](?:token|key|apikey|api_key|access_token|password|secret)=)([^&\s'\"]{8,})",
+        ("token=", "key=", "password=", "secret="),
+        value=True,
+    ),
     # command-line flags `--password X`, `--token=X`, and `mysql -uroot -pX`
-    Rule(r"((?:^|\s)--?(?:password|passwd|pass|token|secret|api-key|apikey|auth-token)(?:=|\s+)['\"]?)"
-         r"([^\s'\"]{4,})", ("-pass", "-token", "-secret", "-api", "-auth"), value=True),
+    Rule(
+        r"((?:^|\s)--?(?:password|passwd|pass|token|secret|api-key|apikey|auth-token)(?:=|\s+)['\"]?)"
+        r"([^\s'\"]{4,})",
+        ("-pass", "-token", "-secret", "-api", "-auth"),
+        value=True,
+    ),
     # (the gap to `-p` holds no other client name: else each name on a long line scans to its end)
-    Rule(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b(?:(?!\b(?:mysql|mysqldump|mysqladmin|mariadb)\b)[^\n|;&])*?\s-p)"
-         r"([^\s'\"]{3,})", ("mysql", "mariadb"), value=True),
+    Rule(
+        r"(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b(?:(?!\b(?:mysql|mysqldump|mysqladmin|mariadb)\b)[^\n|;&])*?\s-p)"
+        r"([^\s'\"]{3,})",
+        ("mysql", "mariadb"),
+        value=True,
+    ),
     # `password = hunter2`, `API_KEY: "…"`, `"secret": "…"`: the name stays, the value goes.
     ASSIGN,
 )
-_STRICT = re.compile(r"(?i)password|passwd|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token|"
-                     r"private[_-]?key|credential")
+_STRICT = re.compile(
+    r"(?i)password|passwd|pwd|secret|api[_-]?key|access[_-]?key|auth[_-]?token|"
+    r"private[_-]?key|credential"
+)
 _NAME_TAIL = re.compile(r"[\w.\-]*$")
 
 
@@ -136,8 +205,9 @@ def _minimal(hints: set[str]) -> tuple[str, ...]:
 
 
 _GATE = _minimal({h for r in (*TOKENS, *VALUES) for h in r.hints})
-_GATE_CASED = tuple(sorted(h for r in (*TOKENS, *VALUES) for h in r.cased
-                           if not any(g in h.lower() for g in _GATE)))
+_GATE_CASED = tuple(
+    sorted(h for r in (*TOKENS, *VALUES) for h in r.cased if not any(g in h.lower() for g in _GATE))
+)
 
 
 def may_hold_secret(text: str) -> bool:
@@ -152,7 +222,9 @@ def may_hold_secret(text: str) -> bool:
     return False
 
 
-def _keyword_matches(text: str, rx: re.Pattern[str], starts: Iterable[int]) -> list[tuple[int, int, int]]:
+def _keyword_matches(
+    text: str, rx: re.Pattern[str], starts: Iterable[int]
+) -> list[tuple[int, int, int]]:
     """`ASSIGN` matches (`rx`), tried only where a keyword starts (`starts`, ascending; found by
     `str.find`, which is many times faster than letting the regex engine try the alternation at
     every position). A name runs to the end of its `[\\w.-]` run (what follows it, a quote, a
@@ -184,8 +256,12 @@ def _find_all(low: str, word: str) -> list[int]:
 def _values(rule: Rule, text: str, low: str) -> list[tuple[int, int, int]]:
     """(start, value start, end) of each secret value `rule` finds in `text`."""
     if rule is ASSIGN and len(low) == len(text):
-        found = _keyword_matches(low, rule.re, sorted({i for word in _KEYWORDS for i in _find_all(low, word)}))
-    elif rule is ASSIGN:  # lower() changed the length: keywords found case-insensitively in the text itself
+        found = _keyword_matches(
+            low, rule.re, sorted({i for word in _KEYWORDS for i in _find_all(low, word)})
+        )
+    elif (
+        rule is ASSIGN
+    ):  # lower() changed the length: keywords found case-insensitively in the text itself
         found = _keyword_matches(text, rule.fallback, (m.start() for m in _KEYWORD.finditer(text)))
     elif len(low) == len(text):
         found = [(m.start(), m.start(2), m.end()) for m in rule.re.finditer(low)]
@@ -205,7 +281,11 @@ def _is_value(rule: Rule, text: str, start: int, split: int, end: int) -> bool:
         if not _STRICT.search(name):
             # `pass`/`token`/`key` names are also `pass_rate: 0.95`, `max_tokens=4096`,
             # `sort_key: name`: only values shaped like credentials (letters and digits, 8+) count
-            return len(value) >= 8 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+            return (
+                len(value) >= 8
+                and any(c.isdigit() for c in value)
+                and any(c.isalpha() for c in value)
+            )
     return True
 
 

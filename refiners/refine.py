@@ -31,7 +31,10 @@ RESULT_MAX = 200
 ARGS_MAX = 160
 
 READ_TOOLS = {"ReadFile", "Glob", "Grep", "Read", "LS", "read_file", "glob", "grep", "list_dir"}
-_PATH_IN_TEXT = re.compile(r"(?<![\w/.])(/?(?:[\w.\-]+/)+[\w.\-]+\.[A-Za-z0-9]{1,8}|[\w\-]+\.(?:py|ts|tsx|js|jsx|rs|go|java|md|json|yaml|yml|toml|sql|sh|css|html|c|h|cpp|hpp))(?::\d+)?\b")
+_PATH_IN_TEXT = re.compile(
+    r"(?<![\w/.])(/?(?:[\w.\-]+/)+[\w.\-]+\.[A-Za-z0-9]{1,8}|[\w\-]+\.(?:py|ts|tsx|js|jsx|rs|go|java|md|json|yaml|yml|toml|sql|sh|css|html|c|h|cpp|hpp))(?::\d+)?\b"
+)
+
 
 class Summarizer(Protocol):
     def summarize(self, turn: Turn) -> str: ...
@@ -41,8 +44,11 @@ def args_summary(call: ToolCall) -> str:
     args = call.args
     if not args:
         return shorten(call.arguments, ARGS_MAX)
-    keys: list[str] = [k for k in ("command", "path", "pattern", "query", "url", "description", "file_path")
-                       if k in args]
+    keys: list[str] = [
+        k
+        for k in ("command", "path", "pattern", "query", "url", "description", "file_path")
+        if k in args
+    ]
     if not keys:
         keys = list(args)[:2]
     return shorten(", ".join(f"{k}={shorten(str(args[k]), 100)}" for k in keys[:3]), ARGS_MAX)
@@ -57,8 +63,13 @@ def files_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
 
 def content_hash(turn: Turn, assistant: str, calls: list[ToolCall]) -> str:
     h = hashlib.sha1()
-    for piece in (turn.user_text, assistant, turn.synthetic_text, turn.status,
-                  json.dumps([(c.name, c.arguments, c.status) for c in calls])):
+    for piece in (
+        turn.user_text,
+        assistant,
+        turn.synthetic_text,
+        turn.status,
+        json.dumps([(c.name, c.arguments, c.status) for c in calls]),
+    ):
         h.update(piece.encode("utf-8", "replace"))
         h.update(b"\x00")
     return h.hexdigest()
@@ -73,24 +84,32 @@ class RefineContext:
     raw_file: str  # archive-relative path of the raw log the byte range points into
 
 
-def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = None) -> dict[str, Any]:
+def refine_turn(
+    turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = None
+) -> dict[str, Any]:
     """One refined row (DESIGN.md schema) for `turn`. Every text field is redacted."""
     summarizer = summarizer or ExtractiveSummarizer()
     redactions = 0
 
     # One pre-check over everything the turn holds; most turns hold no secret at all. A secret
     # found anywhere in the turn is masked wherever it recurs in it (`known`).
-    texts = [turn.user_text, *turn.steer_inputs, turn.assistant_text, turn.synthetic_text, turn.thinking,
-             *(c.arguments for c in turn.tool_calls),
-             *(str((c.result or {}).get("message", "")) for c in turn.tool_calls),
-             *(c.output_text[:RESULT_MAX * 4] for c in turn.tool_calls)]
+    texts = [
+        turn.user_text,
+        *turn.steer_inputs,
+        turn.assistant_text,
+        turn.synthetic_text,
+        turn.thinking,
+        *(c.arguments for c in turn.tool_calls),
+        *(str((c.result or {}).get("message", "")) for c in turn.tool_calls),
+        *(c.output_text[: RESULT_MAX * 4] for c in turn.tool_calls),
+    ]
     found = secret_values(texts, min_len=1) if may_hold_secret("\x00".join(texts)) else frozenset()
     risky = bool(found)  # nothing found in any text: no field can change
     known = frozenset(v for v in found if len(v) >= MIN_KNOWN)
 
     def clean(text: str, limit: int, count: bool = True) -> str:
         nonlocal redactions
-        text = text if len(text) <= limit else text[:limit + 512]
+        text = text if len(text) <= limit else text[: limit + 512]
         text, n = redact(text, known) if risky else (text, 0)
         if count:  # derived fields (summary, keywords) repeat secrets already counted
             redactions += n
@@ -102,31 +121,51 @@ def refine_turn(turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = 
     raw_assistant, raw_final = turn.assistant_text, turn.final_text
     user = clean(turn.user_text + "".join(f"\n[steer] {s}" for s in turn.steer_inputs), TEXT_MAX)
     assistant = clean(raw_assistant or turn.synthetic_text, TEXT_MAX)
-    calls = [{"name": c.name, "args_summary": clean(args_summary(c), ARGS_MAX), "status": c.status,
-              "result_summary": clean(_result_line(c), RESULT_MAX),
-              "duration_ms": _ms(c.duration_s),
-              "files": call_paths(c)[:10]}
-             for c in tool_calls]
+    calls = [
+        {
+            "name": c.name,
+            "args_summary": clean(args_summary(c), ARGS_MAX),
+            "status": c.status,
+            "result_summary": clean(_result_line(c), RESULT_MAX),
+            "duration_ms": _ms(c.duration_s),
+            "files": call_paths(c)[:10],
+        }
+        for c in tool_calls
+    ]
     summary = clean(summarizer.summarize(turn), SUMMARY_MAX, count=False)[:SUMMARY_MAX]
     final = clean(raw_final, TEXT_MAX, count=False) if raw_final else assistant
     started = turn.started_at
     ended = turn.ended_at if turn.ended_at is not None else turn.last_at
     return {
-        "workspace_id": ctx.workspace_id, "source": ctx.source, "session_id": ctx.session_id,
-        "agent": ctx.agent, "turn": turn.index,
-        "started_at": _us(started), "ended_at": _us(ended), "status": turn.status,
+        "workspace_id": ctx.workspace_id,
+        "source": ctx.source,
+        "session_id": ctx.session_id,
+        "agent": ctx.agent,
+        "turn": turn.index,
+        "started_at": _us(started),
+        "ended_at": _us(ended),
+        "status": turn.status,
         "origin": turn.origin,
-        "user_text": user, "assistant_text": assistant,
+        "user_text": user,
+        "assistant_text": assistant,
         "thinking_text": clean(turn.thinking, THINKING_MAX),
-        "tool_calls": calls, "files": files_of(turn, raw_final or raw_assistant, tool_calls),
-        "usage": {"input": turn.usage["input_other"] + turn.usage["input_cache_read"]
-                  + turn.usage["input_cache_creation"],
-                  "output": turn.usage["output"], "cache_read": turn.usage["input_cache_read"],
-                  "cache_creation": turn.usage["input_cache_creation"]},
-        "steps": len(turn.steps), "summary": summary,
+        "tool_calls": calls,
+        "files": files_of(turn, raw_final or raw_assistant, tool_calls),
+        "usage": {
+            "input": turn.usage["input_other"]
+            + turn.usage["input_cache_read"]
+            + turn.usage["input_cache_creation"],
+            "output": turn.usage["output"],
+            "cache_read": turn.usage["input_cache_read"],
+            "cache_creation": turn.usage["input_cache_creation"],
+        },
+        "steps": len(turn.steps),
+        "summary": summary,
         "keywords": keywords_of(f"{user_request(user)[:SCAN_MAX]}\n{final[:SCAN_MAX]}"),
-        "kinds": kinds_of(turn, raw_final or raw_assistant, tool_calls), "redactions": redactions,
-        "refiner": REFINER, "content_hash": content_hash(turn, raw_assistant, tool_calls),
+        "kinds": kinds_of(turn, raw_final or raw_assistant, tool_calls),
+        "redactions": redactions,
+        "refiner": REFINER,
+        "content_hash": content_hash(turn, raw_assistant, tool_calls),
         "raw_ref": {"file": ctx.raw_file, "byte_start": turn.byte_start, "byte_end": turn.byte_end},
     }
 
@@ -136,14 +175,21 @@ def _result_line(call: ToolCall) -> str:
         return "no result"
     msg = str(call.result.get("message") or "")
     output = call.result.get("output")
-    out = (output if isinstance(output, str) else call.output_text)[:RESULT_MAX * 4].strip()
+    out = (output if isinstance(output, str) else call.output_text)[: RESULT_MAX * 4].strip()
     head = out.split("\n", 1)[0]
     error = call.result.get("is_error")
-    text = ("error: " if error else "") + (msg or head) + (f" | {head}" if msg and head and error else "")
+    text = (
+        ("error: " if error else "")
+        + (msg or head)
+        + (f" | {head}" if msg and head and error else "")
+    )
     return shorten(text, RESULT_MAX)
 
 
-EPOCH_MIN, EPOCH_MAX = -62_135_596_800, 253_402_300_799  # 0001-01-01 .. 9999-12-31 (what a datetime holds)
+EPOCH_MIN, EPOCH_MAX = (
+    -62_135_596_800,
+    253_402_300_799,
+)  # 0001-01-01 .. 9999-12-31 (what a datetime holds)
 
 
 def _ms(seconds: float | None) -> int | None:

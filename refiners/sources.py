@@ -21,7 +21,9 @@ class SourceFile:
     agent: str  # "main" or the subagent id
     rel: str  # path relative to the session dir ("wire.jsonl", "subagents/a4f9c2e71/wire.jsonl")
     path: Path
-    whole: bool = False  # rewritten in place (Gemini's single JSON): archived as a snapshot, parsed whole
+    whole: bool = (
+        False  # rewritten in place (Gemini's single JSON): archived as a snapshot, parsed whole
+    )
 
 
 @dataclass
@@ -88,8 +90,12 @@ def subdirs(path: Path) -> list[Path]:
         return []
 
 
-def head_records(path: Path, limit: int = 40, max_bytes: int = 1 << 20,
-                 enough: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+def head_records(
+    path: Path,
+    limit: int = 40,
+    max_bytes: int = 1 << 20,
+    enough: Callable[[dict[str, Any]], bool] | None = None,
+) -> list[dict[str, Any]]:
     """The first JSON-object lines of a JSONL file (bad lines skipped); [] when unreadable.
 
     Reading stops after `limit` records, `max_bytes` bytes, or the first record `enough` accepts.
@@ -137,7 +143,9 @@ def discover(path: Path) -> Discovery:
             return below
         found.skipped += below.skipped
     kinds = ", ".join(r.label for r in readers)
-    found.skipped.append((str(path), f"not a session log or log folder of any known agent ({kinds})"))
+    found.skipped.append(
+        (str(path), f"not a session log or log folder of any known agent ({kinds})")
+    )
     return found
 
 
@@ -168,8 +176,13 @@ def _below(root: Path, readers: list[Reader]) -> Discovery:
                 if entry.is_dir():
                     opened += 1
                     if opened > BELOW_DIRS:
-                        found.skipped.append((str(root), f"stopped looking after {BELOW_DIRS:,} folders; "
-                                                         "ingest the folders that hold logs one by one"))
+                        found.skipped.append(
+                            (
+                                str(root),
+                                f"stopped looking after {BELOW_DIRS:,} folders; "
+                                "ingest the folders that hold logs one by one",
+                            )
+                        )
                         return found
                     result = _recognised(entry, readers)
                     if result is None:

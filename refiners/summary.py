@@ -10,8 +10,7 @@
   unit without its ":"; one that only announces ("The table now shows:") is not. Units are scored
   for content (a test count scores more) and picked greedily within the budget, then put back in
   their order. A word's weight is how many units of the answer say it (centrality: what the
-  answer keeps coming back to), doubled for identifiers; a unit is worth what it adds.
-  A short label before a statement ("Task 2:", "CAPTURE:") is dropped.
+  answer keeps coming back to), doubled for identifiers; a unit is worth what it adds. A label ("Task 2:") is dropped.
 """
 
 from __future__ import annotations
@@ -34,29 +33,102 @@ TOOLS_SHOWN = 3  # tools named in Did, most used first
 MAX_POOL = 60  # best-scored units considered by the packer
 SCORE_W, IDENT_W = 3.0, 2.0  # a unit's value: SCORE_W × score + its new words' weights
 LEN_PAD, LEN_EXP = 20, 1.0  # value per character: score / (len + LEN_PAD) ** LEN_EXP
-LEAD_MIN_WORDS = 3  # a lead-in shorter than this names a list ("Changes:"); longer ones may state a fact
+LEAD_MIN_WORDS = (
+    3  # a lead-in shorter than this names a list ("Changes:"); longer ones may state a fact
+)
 FIRST_BONUS = 1.0  # the answer's first content sentence usually states the result
 TESTS_W = 1.0  # a test run's count ("35 tests passing", "11 passed") is a result people look for
 
-EDIT_TOOLS = {"WriteFile", "StrReplaceFile", "Edit", "Write", "MultiEdit", "apply_patch", "write_file",
-              "edit_file", "replace", "NotebookEdit"}
-PATH_KEYS = ("path", "file", "file_path", "filePath", "filepath", "directory", "dir", "cwd", "notebook_path")
+EDIT_TOOLS = {
+    "WriteFile",
+    "StrReplaceFile",
+    "Edit",
+    "Write",
+    "MultiEdit",
+    "apply_patch",
+    "write_file",
+    "edit_file",
+    "replace",
+    "NotebookEdit",
+}
+PATH_KEYS = (
+    "path",
+    "file",
+    "file_path",
+    "filePath",
+    "filepath",
+    "directory",
+    "dir",
+    "cwd",
+    "notebook_path",
+)
 
-_ACK = ("great", "perfect", "excellent", "awesome", "amazing", "brilliant", "fantastic", "wonderful",
-        "thanks", "thank you", "thx", "ok", "okay", "cool", "nice", "good", "sure", "alright",
-        "all right", "got it", "understood", "absolutely", "certainly", "of course", "hi", "hello",
-        "hey", "hmm", "wow", "yay", "right", "done", "yes", "yep", "yeah", "i see", "ah", "oh",
-        "love it", "good question", "great question", "good catch", "great catch", "you're right",
-        "you are right", "好的", "好", "谢谢", "完美", "太好了", "明白", "收到")
+_ACK = (
+    "great",
+    "perfect",
+    "excellent",
+    "awesome",
+    "amazing",
+    "brilliant",
+    "fantastic",
+    "wonderful",
+    "thanks",
+    "thank you",
+    "thx",
+    "ok",
+    "okay",
+    "cool",
+    "nice",
+    "good",
+    "sure",
+    "alright",
+    "all right",
+    "got it",
+    "understood",
+    "absolutely",
+    "certainly",
+    "of course",
+    "hi",
+    "hello",
+    "hey",
+    "hmm",
+    "wow",
+    "yay",
+    "right",
+    "done",
+    "yes",
+    "yep",
+    "yeah",
+    "i see",
+    "ah",
+    "oh",
+    "love it",
+    "good question",
+    "great question",
+    "good catch",
+    "great catch",
+    "you're right",
+    "you are right",
+    "好的",
+    "好",
+    "谢谢",
+    "完美",
+    "太好了",
+    "明白",
+    "收到",
+)
 _ACK_ANY = "|".join(re.escape(a) for a in sorted(_ACK, key=len, reverse=True))  # longest first
 _ACK_RE = re.compile(r"^(?:(?:" + _ACK_ANY + r")(?![\w'])[\s!.,，。！~:;)-]*)+", re.I)
 _ACK_WORD = re.compile(r"^(?:" + _ACK_ANY + r")(?![\w'’])(?:\s*[!.,，。！~:;)—–-]+\s*|\s*$)", re.I)
-_ACK_CLAUSE = re.compile(r"^(?:thanks|thank you|you(?:'|’)re (?:right|correct)|you are (?:right|correct)|good|great|"
-                         r"excellent|nice)\s+(?:so much\s+)?(?:for|to|question|catch|point|call|idea|find|spot)\b"
-                         r"[^—–:;.!?]{0,80}?(?:\s[—–-]+\s|[—–:;.!?]+)\s*|"
-                         # praise of a few words that ends its sentence: "Great progress.", "Good calls on both!"
-                         r"^(?:good|great|excellent|nice|perfect|awesome|amazing|fantastic|brilliant|wonderful|love)"
-                         r"(?:\s+[A-Za-z'’]+){1,5}\s*[.!]+\s*|^good news\s*[:!,—–-]+\s*", re.I)
+_ACK_CLAUSE = re.compile(
+    r"^(?:thanks|thank you|you(?:'|’)re (?:right|correct)|you are (?:right|correct)|good|great|"
+    r"excellent|nice)\s+(?:so much\s+)?(?:for|to|question|catch|point|call|idea|find|spot)\b"
+    r"[^—–:;.!?]{0,80}?(?:\s[—–-]+\s|[—–:;.!?]+)\s*|"
+    # praise of a few words that ends its sentence: "Great progress.", "Good calls on both!"
+    r"^(?:good|great|excellent|nice|perfect|awesome|amazing|fantastic|brilliant|wonderful|love)"
+    r"(?:\s+[A-Za-z'’]+){1,5}\s*[.!]+\s*|^good news\s*[:!,—–-]+\s*",
+    re.I,
+)
 _SELF = re.compile(
     r"^(?:(?:now|next|first|then|ok(?:ay)?|so|alright|great|perfect|good|excellent)[,!.]?\s+)*"
     r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|i should|i'm now|i am now|"
@@ -64,24 +136,44 @@ _SELF = re.compile(
     r"i have enough|i can see|i see|i understand|now i (?:understand|see|know|have)|"
     r"based on (?:my|the|this|these|your|our)|after (?:reviewing|analyzing|analysing|examining|"
     r"investigating|looking|reading|checking)|having (?:reviewed|analyzed|analysed|examined|looked|read)|"
-    r"looking at|here(?:'s| is| are)|below is|the following|this is what)\b", re.I)
-_OFFER = re.compile(r"^(?:would you like|do you want|want me to|shall i|should i|let me know|"
-                    r"if you(?:'d| would)? like|feel free|is there anything|anything else|"
-                    r"need (?:anything|help)|happy to)\b", re.I)
-_NEXT = re.compile(r"^(?:next(?: up| steps?)?\b|to (?:run|view|continue|execute)\b|run\s*[:`/]|view plan|"
-                   r"when (?:you(?:'re)? ready|ready)|/[a-z][\w:-]+\s|[\x21-\x7e]+$)", re.I)  # a bare path or URL
-_LABEL = re.compile(r"^(?:summary|result|results|outcome|conclusion|tl;?dr|status|answer|"
-                    r"root cause|cause|fix|decision|verdict|bottom line|完成|总结|結論|结论|總結)\s*[:：]\s*", re.I)
-_CUE = re.compile(r"\b(?:fixed|fixes|created|added|updated|removed|renamed|changed|replaced|committed|"
-                  r"installed|merged|pushed|deployed|passes|passed|passing|fails|failed|failing|found|"
-                  r"works|working|now|because|cause|caused|instead|reverted|restored|decided|chose|"
-                  r"error|is|are|was|were|shows|returns|uses|complete|completed)\b", re.I)
+    r"looking at|here(?:'s| is| are)|below is|the following|this is what)\b",
+    re.I,
+)
+_OFFER = re.compile(
+    r"^(?:would you like|do you want|want me to|shall i|should i|let me know|"
+    r"if you(?:'d| would)? like|feel free|is there anything|anything else|"
+    r"need (?:anything|help)|happy to)\b",
+    re.I,
+)
+_NEXT = re.compile(
+    r"^(?:next(?: up| steps?)?\b|to (?:run|view|continue|execute)\b|run\s*[:`/]|view plan|"
+    r"when (?:you(?:'re)? ready|ready)|/[a-z][\w:-]+\s|[\x21-\x7e]+$)",
+    re.I,
+)  # a bare path or URL
+_LABEL = re.compile(
+    r"^(?:summary|result|results|outcome|conclusion|tl;?dr|status|answer|"
+    r"root cause|cause|fix|decision|verdict|bottom line|完成|总结|結論|结论|總結)\s*[:：]\s*",
+    re.I,
+)
+_CUE = re.compile(
+    r"\b(?:fixed|fixes|created|added|updated|removed|renamed|changed|replaced|committed|"
+    r"installed|merged|pushed|deployed|passes|passed|passing|fails|failed|failing|found|"
+    r"works|working|now|because|cause|caused|instead|reverted|restored|decided|chose|"
+    r"error|is|are|was|were|shows|returns|uses|complete|completed)\b",
+    re.I,
+)
 # A lead-in that only announces what follows ("The table now shows:", "Changes include:") says nothing itself.
-_ANNOUNCE = re.compile(r"\b(?:shows?|includes?|including|contains?|has|have|are|is|were|was|follows?|following|"
-                       r"below|here|like|as|these|this|found|summary|changes|results?|details|steps|options)\W*[:：]$", re.I)
+_ANNOUNCE = re.compile(
+    r"\b(?:shows?|includes?|including|contains?|has|have|are|is|were|was|follows?|following|"
+    r"below|here|like|as|these|this|found|summary|changes|results?|details|steps|options)\W*[:：]$",
+    re.I,
+)
 _LEAD_TAIL = re.compile(r"[\s,;-]*(?:\bbecause\b)?[\s,;-]*[:：]$", re.I)
-_TESTS = re.compile(r"\b\d+(?:/\d+)? (?:\w+ ){0,2}(?:tests?|specs?|checks?|passed|passing|failed|failing)\b|"
-                    r"\btests? (?:\w+ ){0,2}(?:pass|passed|passing|fail|failed|failing|green)\b", re.I)
+_TESTS = re.compile(
+    r"\b\d+(?:/\d+)? (?:\w+ ){0,2}(?:tests?|specs?|checks?|passed|passing|failed|failing)\b|"
+    r"\btests? (?:\w+ ){0,2}(?:pass|passed|passing|fail|failed|failing|green)\b",
+    re.I,
+)
 _INFO = re.compile(r"`[^`]+`|\b\w*[\d_./\\-]\w*[\w/]*|\b[a-z]+[A-Z]\w*|(?<=\s)[A-Z][\w-]+")
 _IDENT = re.compile(r"[\d_./@-]|[a-z][A-Z]")
 _HAN = re.compile("[\u4e00-\u9fff]")
@@ -89,9 +181,11 @@ _MD = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)|`")
 # A short label before a statement ("Task 2:", "CAPTURE:", "03-01:"), dropped when 3 words or more
 # follow; one that carries meaning stays: "Error:", "Before:", "Cons:", and those that say the
 # statement is gone, broken or undone ("Removed: the v1 endpoint" without it says the opposite).
-_KEY_LABEL = re.compile(r"^(?!(?:Error|Warning|Failed|Failure|Pros|Cons|Before|After|Old|New|Removed|Deleted|Dropped|"
-                        r"Reverted|Disabled|Deprecated|Skipped|Missing|Broken|Blocked|Fixed|Unrealized|Not)\b)"
-                        r"(?:[A-Z][A-Za-z]{1,15}(?: \d+(?:(?: of |/)\d+)?)?|\d{1,2}(?:-\d{1,2})?)\s*[:：]\s+(?=(?:\S+\s+){2}\S)")
+_KEY_LABEL = re.compile(
+    r"^(?!(?:Error|Warning|Failed|Failure|Pros|Cons|Before|After|Old|New|Removed|Deleted|Dropped|"
+    r"Reverted|Disabled|Deprecated|Skipped|Missing|Broken|Blocked|Fixed|Unrealized|Not)\b)"
+    r"(?:[A-Z][A-Za-z]{1,15}(?: \d+(?:(?: of |/)\d+)?)?|\d{1,2}(?:-\d{1,2})?)\s*[:：]\s+(?=(?:\S+\s+){2}\S)"
+)
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s*")
 _SYMBOLS = re.compile("[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]+")
@@ -102,7 +196,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # Claude Code wraps local commands and notifications in pseudo-XML.
 _CMD_NAME = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
 _CMD_ARGS = re.compile(r"<command-args>([^<]*)</command-args>")
-_LOCAL_OUT = re.compile(r"<local-command-(?:stdout|stderr)>(.*?)(?:</local-command-(?:stdout|stderr)>|$)", re.S)
+_LOCAL_OUT = re.compile(
+    r"<local-command-(?:stdout|stderr)>(.*?)(?:</local-command-(?:stdout|stderr)>|$)", re.S
+)
 _TASK_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 _DROP_BLOCKS = re.compile(r"<(system-reminder|local-command-caveat|command-message)>.*?</\1>", re.S)
 _TAG = re.compile(r"</?[a-z][a-z-]*>")
@@ -120,11 +216,19 @@ def user_request(text: str) -> str:
     out = _LOCAL_OUT.search(head)
     if out:
         body = " ".join(out.group(1).split())
-        return f"(command output) {body}" if body and body != "(no content)" else "(empty command output)"
+        return (
+            f"(command output) {body}"
+            if body and body != "(no content)"
+            else "(empty command output)"
+        )
     if "<task-notification>" in head:
         summary = _TASK_SUMMARY.search(head)
-        rest = head[head.find("</task-notification>") + 20:] if "</task-notification>" in head else ""
-        note = f"(task notification: {summary.group(1).strip()})" if summary else "(task notification)"
+        rest = (
+            head[head.find("</task-notification>") + 20 :] if "</task-notification>" in head else ""
+        )
+        note = (
+            f"(task notification: {summary.group(1).strip()})" if summary else "(task notification)"
+        )
         return f"{note} {rest.strip()}".strip()
     return _TAG.sub(" ", _DROP_BLOCKS.sub(" ", head)).strip()
 
@@ -196,34 +300,63 @@ def describe_actions(calls: list[ToolCall], limit: int = DID_MAX) -> str:
     the tools by name only when nothing was edited or run (the row lists every call anyway)."""
     if not calls:
         return ""
-    edited = ordered(_base(p) for c in calls for p in (call_paths(c) if c.name in EDIT_TOOLS else patched_paths(c)))
+    edited = ordered(
+        _base(p)
+        for c in calls
+        for p in (call_paths(c) if c.name in EDIT_TOOLS else patched_paths(c))
+    )
     failed = sum(1 for c in calls if c.status in ("error", "rejected"))
     bits = []
     if edited:
-        bits.append("edited " + ", ".join(edited[:4]) + (f" +{len(edited) - 4}" if len(edited) > 4 else ""))
+        bits.append(
+            "edited " + ", ".join(edited[:4]) + (f" +{len(edited) - 4}" if len(edited) > 4 else "")
+        )
     cmds = [command_of(c) for c in calls if c.args.get("command")]
     notable = ordered(_verb(m.group(0)) for cmd in cmds for m in _NOTABLE.finditer(cmd[:2000]))
     if cmds and not edited:
         bits.append("ran `" + shorten(cmds[0], 40 if notable else 60) + "`")
     if notable:
-        hashes = ordered(m.group(1) for c in calls if "git commit" in str(c.args.get("command", ""))
-                         for m in _COMMITTED.finditer(c.output_text[:2000]))
-        bits.append(", ".join(f"committed {', '.join(hashes[:3])}" if n == "committed" and hashes else n
-                              for n in notable[:3]))
+        hashes = ordered(
+            m.group(1)
+            for c in calls
+            if "git commit" in str(c.args.get("command", ""))
+            for m in _COMMITTED.finditer(c.output_text[:2000])
+        )
+        bits.append(
+            ", ".join(
+                f"committed {', '.join(hashes[:3])}" if n == "committed" and hashes else n
+                for n in notable[:3]
+            )
+        )
     if not bits:
-        bits.append(", ".join(n for n, _k in Counter(c.name for c in calls).most_common(TOOLS_SHOWN)))
+        bits.append(
+            ", ".join(n for n, _k in Counter(c.name for c in calls).most_common(TOOLS_SHOWN))
+        )
     if failed:
         bits.append(f"{failed} failed")
     return shorten("; ".join(bits), limit)
 
 
 # Commands that change state, named in "Did" (the facts people look for: committed, pushed, installed).
-_NOTABLE = re.compile(r"\bgit (?:commit|push|tag|merge|rebase|revert|reset|checkout -b|switch -c)\b|"
-                      r"\bgh (?:pr|release|issue) (?:create|merge)\b|"
-                      r"\b(?:npm|pnpm|yarn|bun|pip|pip3|uv|cargo|brew|apt|apt-get|winget|go) (?:install|add)\b(?: [\w@./-]+)?")
-_COMMITTED = re.compile(r"^\[[\w./-]+(?: \(root-commit\))? ([0-9a-f]{7,12})\]", re.M)  # git commit's output
-_VERBS = {"commit": "committed", "push": "pushed", "tag": "tagged", "merge": "merged", "rebase": "rebased",
-          "revert": "reverted", "reset": "reset", "checkout": "branched", "switch": "branched"}
+_NOTABLE = re.compile(
+    r"\bgit (?:commit|push|tag|merge|rebase|revert|reset|checkout -b|switch -c)\b|"
+    r"\bgh (?:pr|release|issue) (?:create|merge)\b|"
+    r"\b(?:npm|pnpm|yarn|bun|pip|pip3|uv|cargo|brew|apt|apt-get|winget|go) (?:install|add)\b(?: [\w@./-]+)?"
+)
+_COMMITTED = re.compile(
+    r"^\[[\w./-]+(?: \(root-commit\))? ([0-9a-f]{7,12})\]", re.M
+)  # git commit's output
+_VERBS = {
+    "commit": "committed",
+    "push": "pushed",
+    "tag": "tagged",
+    "merge": "merged",
+    "rebase": "rebased",
+    "revert": "reverted",
+    "reset": "reset",
+    "checkout": "branched",
+    "switch": "branched",
+}
 
 
 def _verb(command: str) -> str:
@@ -277,8 +410,10 @@ def call_paths(call: ToolCall) -> list[str]:
 
 def _units(text: str) -> list[tuple[str, bool, bool]]:
     """(unit, is a lead-in, follows a lead-in) for the lines and sentences of an answer."""
-    text = _FENCE.sub(lambda m: "\n" + (m.group(1).strip() if "\n" not in m.group(1).strip() else "") + "\n",
-                      _ANSI.sub("", text[:HEAD]))
+    text = _FENCE.sub(
+        lambda m: "\n" + (m.group(1).strip() if "\n" not in m.group(1).strip() else "") + "\n",
+        _ANSI.sub("", text[:HEAD]),
+    )
     out: list[tuple[str, bool, bool]] = []
     after_lead = False
     lines = text.split("\n")
@@ -290,7 +425,11 @@ def _units(text: str) -> list[tuple[str, bool, bool]]:
             continue  # a table's header row names columns; its rows carry the content
         item = bool(_BULLET.match(line)) or line.startswith("|")
         if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|") if _SYMBOLS.sub("", _MD.sub("", c)).strip(" -–—")]
+            cells = [
+                c.strip()
+                for c in line.strip("|").split("|")
+                if _SYMBOLS.sub("", _MD.sub("", c)).strip(" -–—")
+            ]
             line = ": ".join(cells[:1]) + (" " + ", ".join(cells[1:]) if len(cells) > 1 else "")
         heading = bool(_HEADING.match(line))
         line = _SYMBOLS.sub("", _MD.sub("", _HEADING.sub("", _BULLET.sub("", line)))).strip()
@@ -313,7 +452,11 @@ def _units(text: str) -> list[tuple[str, bool, bool]]:
 def _score(unit: str, rank: int) -> float:
     words = unit.split()
     info = len(_INFO.findall(unit)) + len(_HAN.findall(unit[:200])) / 4
-    score = 1.0 / (1 + rank) + min(info, 6) / max(3.0, len(words) ** 0.5) + (0.4 if _CUE.search(unit) else 0)
+    score = (
+        1.0 / (1 + rank)
+        + min(info, 6) / max(3.0, len(words) ** 0.5)
+        + (0.4 if _CUE.search(unit) else 0)
+    )
     if len(unit) < 15:
         score -= 0.6
     return score
@@ -324,7 +467,9 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
     `known` is the part of the summary whose words count as said already (Did: an outcome often
     restates the ask's subject along with the result, so the ask's words still count)."""
     if is_compaction_summary(turn.user_text):
-        sources = [(turn.user_text[turn.user_text.find("\n") + 1:], 0.0)]  # the handoff is the content
+        sources = [
+            (turn.user_text[turn.user_text.find("\n") + 1 :], 0.0)
+        ]  # the handoff is the content
     else:
         final = turn.final_text or _last_text(turn)
         earlier = [s.text for s in reversed(turn.steps) if s.text.strip() and s.text is not final]
@@ -354,11 +499,15 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
             body = dense(_KEY_LABEL.sub("", strip_reply_ack(u), count=1))
             if _announces(body):
                 continue  # "Thanks! Let me look into it": what is left is the agent's next move
-            if not body or (len(body.split()) < 2 and len(_HAN.findall(body)) < 4 and body != dense(u)):
+            if not body or (
+                len(body.split()) < 2 and len(_HAN.findall(body)) < 4 and body != dense(u)
+            ):
                 continue  # nothing left, or "Good point." without its "Good" (CJK has no spaces: count Han)
             lead_bonus = FIRST_BONUS if rank == 0 and penalty == 0 else 0.0
             bonus = lead_bonus + (TESTS_W if _TESTS.search(body) else 0)
-            candidates.append((_score(body, rank) + bonus + (0.3 if after else 0) - penalty, order, body))
+            candidates.append(
+                (_score(body, rank) + bonus + (0.3 if after else 0) - penalty, order, body)
+            )
             rank += 1
     if not candidates:
         said = [b for b in (strip_reply_ack(u) for u in first) if b and not _announces(b)]
@@ -377,7 +526,10 @@ def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str])
     candidates = list(first_of.values())
     if sum(len(u) + 1 for _s, _i, u in candidates) <= budget:
         return _joined([(i, u) for _s, i, u in candidates])  # everything fits: nothing to choose
-    pool = [(s, i, u, set(_content_words(u))) for s, i, u in sorted(candidates, key=lambda x: -x[0])[:MAX_POOL]]
+    pool = [
+        (s, i, u, set(_content_words(u)))
+        for s, i, u in sorted(candidates, key=lambda x: -x[0])[:MAX_POOL]
+    ]
     tf = Counter(w for _s, _i, _u, ws in pool for w in ws)
     weight = {w: n * (IDENT_W if _IDENT.search(w) else 1.0) for w, n in tf.items()}
     chosen: list[tuple[int, str]] = []
@@ -406,8 +558,10 @@ def pack(candidates: list[tuple[float, int, str]], budget: int, known: set[str])
 def _joined(chosen: list[tuple[int, str]]) -> str:
     """The picked units in their order, a ";" after those that end without punctuation."""
     chosen.sort()
-    return " ".join(u if u.endswith((".", "!", "?", "。", "！", "？", ")")) or not u[-1:].isalnum() else u + ";"
-                    for _i, u in chosen).rstrip(";")
+    return " ".join(
+        u if u.endswith((".", "!", "?", "。", "！", "？", ")")) or not u[-1:].isalnum() else u + ";"
+        for _i, u in chosen
+    ).rstrip(";")
 
 
 def _content_words(text: str) -> list[str]:

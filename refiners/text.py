@@ -11,12 +11,14 @@ _SPLIT = re.compile(r"[._/\-]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _END = re.compile(r"[.!?]+(?=\s)|[。！？]+|\n{2,}")
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an and are as at be been but by can could did do does for from had has have how i if in into
 is it its just let me my no not now of on or our so than that the their then there these this to
 up us was we were what when where which while who why will with would you your yes ok okay also
 all any some should need use using used run first here out about get got make like want one two
-""".split())
+""".split()
+)
 
 
 def is_cjk(token: str) -> bool:
@@ -32,7 +34,7 @@ def tokens(text: str) -> list[str]:
             # characters and bigrams: bigrams carry most words, characters catch the rest
             out.extend(tok)
             if len(tok) > 1:
-                out.extend(tok[i:i + 2] for i in range(len(tok) - 1))
+                out.extend(tok[i : i + 2] for i in range(len(tok) - 1))
             continue
         low = tok.lower()
         out.append(low)
@@ -52,11 +54,13 @@ def words(text: str) -> list[str]:
 
 
 # Words that end in a dot without ending a sentence (lowercase, without the final dot).
-ABBREVIATIONS = frozenset("""
+ABBREVIATIONS = frozenset(
+    """
 e.g i.e etc vs mr mrs ms dr prof inc ltd co jr sr st no nr fig approx cf al est dept vol ch sec
 min max avg incl excl resp ca viz a.m p.m u.s u.k т.е т.д т.п г гг см им др пр стр ул проф
 z.b bzw usw ggf vgl d.h
-""".split())
+""".split()
+)
 
 
 def _ends_sentence(text: str, dot: int, nxt: int) -> bool:
@@ -70,7 +74,7 @@ def _ends_sentence(text: str, dot: int, nxt: int) -> bool:
         return False  # an initial in any script: "J. Smith", "Г. Нехризов"
     if word.lower() in ABBREVIATIONS or ("." in word and all(len(p) <= 2 for p in word.split("."))):
         return False
-    follow = text[nxt:nxt + 1]
+    follow = text[nxt : nxt + 1]
     return not (follow.isalpha() and follow.islower())  # "… file.py. then" reads on
 
 
@@ -121,14 +125,22 @@ def first_sentence(text: str, limit: int) -> str:
     return ""
 
 
-_SELF_LEAD = re.compile(r"^(?:(?:i|we)(?:'ve| have)|i'm|we're|i am|we are)\s+(?:now\s+|also\s+|just\s+)?"
-                        r"(?=\w+ed\b|\w+en\b|made\b|built\b|done\b|found\b|set\b|put\b|got\b|run\b)", re.I)
-_HEDGE = re.compile(r"\b(?:successfully|basically|essentially|actually|simply|really|just|comprehensive|"
-                    r"detailed)\s+", re.I)
+_SELF_LEAD = re.compile(
+    r"^(?:(?:i|we)(?:'ve| have)|i'm|we're|i am|we are)\s+(?:now\s+|also\s+|just\s+)?"
+    r"(?=\w+ed\b|\w+en\b|made\b|built\b|done\b|found\b|set\b|put\b|got\b|run\b)",
+    re.I,
+)
+_HEDGE = re.compile(
+    r"\b(?:successfully|basically|essentially|actually|simply|really|just|comprehensive|"
+    r"detailed)\s+",
+    re.I,
+)
 # A path with three or more separators (`/usr/bin/python`, `a/b/c/d`), its last two parts in group 1. It starts where a word can (not
 # after a letter, digit, ".", "-", ":", "/" or "\\": after "-" a start would scan the same run again
 # from each position, quadratic on a long run of hyphens).
-_LONG_PATH = re.compile(r"(?<![\w.:/\\-])(?:~|[A-Za-z]:|[\w.-]+)?(?:[\\/][^\s\\/`'\"()]+){1,}([\\/][^\s\\/`'\"()]+[\\/][^\s\\/`'\"()]+)")
+_LONG_PATH = re.compile(
+    r"(?<![\w.:/\\-])(?:~|[A-Za-z]:|[\w.-]+)?(?:[\\/][^\s\\/`'\"()]+){1,}([\\/][^\s\\/`'\"()]+[\\/][^\s\\/`'\"()]+)"
+)
 
 
 def dense(text: str) -> str:
@@ -137,7 +149,9 @@ def dense(text: str) -> str:
     text = _HEDGE.sub("", text)
     short = _SELF_LEAD.sub("", text, count=1)
     if first.isupper() and short[:1].islower():
-        short = short[0].upper() + short[1:]  # "I've fixed it" -> "Fixed it", "Successfully removed" -> "Removed"
+        short = (
+            short[0].upper() + short[1:]
+        )  # "I've fixed it" -> "Fixed it", "Successfully removed" -> "Removed"
     if short.count("/") + short.count("\\") >= 3:  # a path long enough to cut; a URL is kept whole
         return " ".join(w if "://" in w else _LONG_PATH.sub(_tail, w) for w in short.split())
     return " ".join(short.split())

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from archive_mcp.workspaces import workspace_id
 from click.testing import CliRunner
 
 from archive_mcp import Archive
 from archive_mcp.cli.main import main as cli
-from archive_mcp.workspaces import workspace_id
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 PROJECT = "/home/alice/projects/webapp"
@@ -26,84 +26,180 @@ def jsonl(path: Path, records: list[dict[str, Any]], tail: str = "") -> Path:
     return path
 
 
-def claude_home(home: Path, cwd: str = PROJECT, sid: str = "c1", prompt: str = "fix the date parser") -> Path:
+def claude_home(
+    home: Path, cwd: str = PROJECT, sid: str = "c1", prompt: str = "fix the date parser"
+) -> Path:
     def rec(kind: str, content: Any, sec: int, **extra: Any) -> dict[str, Any]:
-        return {"type": kind, "sessionId": sid, "cwd": cwd, "version": "2.1.9",
-                "timestamp": f"2026-03-20T10:00:{sec:02d}Z", "message": {"role": kind, "content": content}, **extra}
+        return {
+            "type": kind,
+            "sessionId": sid,
+            "cwd": cwd,
+            "version": "2.1.9",
+            "timestamp": f"2026-03-20T10:00:{sec:02d}Z",
+            "message": {"role": kind, "content": content},
+            **extra,
+        }
 
     folder = home / ".claude" / "projects" / ("-" + cwd.strip("/").replace("/", "-"))
-    return jsonl(folder / f"{sid}.jsonl", [
-        rec("user", prompt, 0),
-        {**rec("assistant", [{"type": "text", "text": "Parsed dates with dateutil now."}], 1),
-         "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "Parsed dates with dateutil now."}],
-                     "usage": {"input_tokens": 5, "output_tokens": 9}}}])
+    return jsonl(
+        folder / f"{sid}.jsonl",
+        [
+            rec("user", prompt, 0),
+            {
+                **rec(
+                    "assistant", [{"type": "text", "text": "Parsed dates with dateutil now."}], 1
+                ),
+                "message": {
+                    "id": "m1",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "Parsed dates with dateutil now."}],
+                    "usage": {"input_tokens": 5, "output_tokens": 9},
+                },
+            },
+        ],
+    )
 
 
 def codex_home(home: Path, cwd: str = PROJECT) -> Path:
     def rec(kind: str, payload: dict[str, Any], sec: int) -> dict[str, Any]:
         return {"timestamp": f"2026-03-21T10:00:{sec:02d}.000Z", "type": kind, "payload": payload}
 
-    return jsonl(home / ".codex" / "sessions" / "2026" / "03" / "21" / "rollout-2026-03-21T11-00-00-x1.jsonl", [
-        rec("session_meta", {"id": "x1", "cwd": cwd, "cli_version": "0.98.0"}, 0),
-        rec("event_msg", {"type": "user_message", "message": "why does the date parser drop timezones"}, 1),
-        rec("response_item", {"type": "message", "role": "assistant",
-                              "content": [{"type": "output_text", "text": "It strips tzinfo in parse_date."}]}, 2),
-        rec("event_msg", {"type": "task_complete"}, 3)])
+    return jsonl(
+        home
+        / ".codex"
+        / "sessions"
+        / "2026"
+        / "03"
+        / "21"
+        / "rollout-2026-03-21T11-00-00-x1.jsonl",
+        [
+            rec("session_meta", {"id": "x1", "cwd": cwd, "cli_version": "0.98.0"}, 0),
+            rec(
+                "event_msg",
+                {"type": "user_message", "message": "why does the date parser drop timezones"},
+                1,
+            ),
+            rec(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "It strips tzinfo in parse_date."}],
+                },
+                2,
+            ),
+            rec("event_msg", {"type": "task_complete"}, 3),
+        ],
+    )
 
 
 def gemini_home(home: Path, cwd: str = PROJECT, answer: str = "The date parser uses UTC.") -> Path:
     chats = home / ".gemini" / "tmp" / "webapp" / "chats"
     chats.mkdir(parents=True, exist_ok=True)
     (chats.parent / ".project_root").write_text(cwd, encoding="utf-8")
-    doc = {"sessionId": "g1", "projectHash": hashlib.sha256(cwd.encode()).hexdigest(),
-           "startTime": "2026-03-22T10:00:00Z", "lastUpdated": "2026-03-22T10:01:00Z",
-           "messages": [{"id": "u1", "type": "user", "timestamp": "2026-03-22T10:00:00Z",
-                         "content": "what timezone does the date parser use"},
-                        {"id": "g1", "type": "gemini", "timestamp": "2026-03-22T10:00:05Z", "content": answer}]}
+    doc = {
+        "sessionId": "g1",
+        "projectHash": hashlib.sha256(cwd.encode()).hexdigest(),
+        "startTime": "2026-03-22T10:00:00Z",
+        "lastUpdated": "2026-03-22T10:01:00Z",
+        "messages": [
+            {
+                "id": "u1",
+                "type": "user",
+                "timestamp": "2026-03-22T10:00:00Z",
+                "content": "what timezone does the date parser use",
+            },
+            {"id": "g1", "type": "gemini", "timestamp": "2026-03-22T10:00:05Z", "content": answer},
+        ],
+    }
     path = chats / "session-2026-03-22T10-00-g1.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
 
 
-def test_three_agents_of_one_project_share_its_workspace_and_filter_by_source(tmp_path: Path) -> None:
+def test_three_agents_of_one_project_share_its_workspace_and_filter_by_source(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "user"
     claude_home(home), codex_home(home), gemini_home(home)
     archive = Archive(embedder=None)
     report = archive.ingest(home / ".claude", home / ".codex", home / ".gemini")
     assert (report.sessions, report.turns_added, report.skipped) == (3, 3, [])
     [ws] = archive.workspaces()
-    assert (ws.id, ws.paths, sorted(ws.sources)) == (workspace_id(PROJECT), [PROJECT], ["claude-code", "codex", "gemini"])
+    assert (ws.id, ws.paths, sorted(ws.sources)) == (
+        workspace_id(PROJECT),
+        [PROJECT],
+        ["claude-code", "codex", "gemini"],
+    )
     sessions = archive.sessions(ws.id).collect()
     assert sorted(zip(sessions["source"], sessions["session_id"], strict=True)) == [
-        ("claude-code", "c1"), ("codex", "x1"), ("gemini", "g1")]
+        ("claude-code", "c1"),
+        ("codex", "x1"),
+        ("gemini", "g1"),
+    ]
     hits = archive.search("date parser", workspace=ws.id, mode="lexical")
     assert sorted(h.source for h in hits) == ["claude-code", "codex", "gemini"]
     only = archive.search("date parser", workspace=ws.id, mode="lexical", source="codex")
     assert [(h.source, h.session_id) for h in only] == [("codex", "x1")]
-    archive.tag_theme("dates", ws.id, references=[{"session_id": s, "turn": 0} for s in ("c1", "x1", "g1")])
+    archive.tag_theme(
+        "dates", ws.id, references=[{"session_id": s, "turn": 0} for s in ("c1", "x1", "g1")]
+    )
     timeline = archive.trace_theme("dates", ws.id)
     assert [e.source for e in timeline.events] == ["claude-code", "codex", "gemini"]
-    out = CliRunner().invoke(cli, ["--embedder", "none", "search", "date parser", "-w", ws.id,
-                                   "--mode", "lexical", "--source", "gemini"])
-    assert out.exit_code == 0 and out.stdout.startswith("g1:0 2026-03-22T10:00") and "gemini" in out.stdout
-    bad = CliRunner().invoke(cli, ["--embedder", "none", "search", "x", "-w", ws.id, "--source", "vim"])
+    out = CliRunner().invoke(
+        cli,
+        [
+            "--embedder",
+            "none",
+            "search",
+            "date parser",
+            "-w",
+            ws.id,
+            "--mode",
+            "lexical",
+            "--source",
+            "gemini",
+        ],
+    )
+    assert (
+        out.exit_code == 0
+        and out.stdout.startswith("g1:0 2026-03-22T10:00")
+        and "gemini" in out.stdout
+    )
+    bad = CliRunner().invoke(
+        cli, ["--embedder", "none", "search", "x", "-w", ws.id, "--source", "vim"]
+    )
     assert bad.exit_code == 2
 
 
-def test_second_run_does_no_work_and_a_growing_claude_log_is_read_from_its_open_turn(tmp_path: Path) -> None:
+def test_second_run_does_no_work_and_a_growing_claude_log_is_read_from_its_open_turn(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "user"
     log = claude_home(home)
     archive = Archive(embedder=None)
     archive.ingest(home / ".claude")
     again = archive.ingest(home / ".claude")
-    assert (again.files_changed, again.bytes_archived, again.turns_added, again.turns_updated) == (0, 0, 0, 0)
-    line = {"type": "user", "sessionId": "c1", "cwd": PROJECT, "timestamp": "2026-03-20T10:05:00Z",
-            "message": {"role": "user", "content": "now the time parser"}}
+    assert (again.files_changed, again.bytes_archived, again.turns_added, again.turns_updated) == (
+        0,
+        0,
+        0,
+        0,
+    )
+    line = {
+        "type": "user",
+        "sessionId": "c1",
+        "cwd": PROJECT,
+        "timestamp": "2026-03-20T10:05:00Z",
+        "message": {"role": "user", "content": "now the time parser"},
+    }
     size = log.stat().st_size
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(line)[:40])  # the agent is still writing this line
     live = archive.ingest(home / ".claude")
-    assert live.turns_added == 0 and [s.reason[:23] for s in live.skipped] == ["last line is incomplete"]
+    assert live.turns_added == 0 and [s.reason[:23] for s in live.skipped] == [
+        "last line is incomplete"
+    ]
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(line)[40:] + "\n")
     done = archive.ingest(home / ".claude")
@@ -112,10 +208,12 @@ def test_second_run_does_no_work_and_a_growing_claude_log_is_read_from_its_open_
     assert rows["user_text"].to_list() == ["fix the date parser", "now the time parser"]
     ref = rows["raw_ref"][1]
     raw = (archive.workspaces()[0].root / ref["file"]).read_bytes()
-    assert ref["byte_start"] == size and raw[ref["byte_start"]:].startswith(b'{"type": "user"')
+    assert ref["byte_start"] == size and raw[ref["byte_start"] :].startswith(b'{"type": "user"')
 
 
-def test_a_rewritten_gemini_chat_is_archived_as_a_snapshot_and_replaces_its_turns(tmp_path: Path) -> None:
+def test_a_rewritten_gemini_chat_is_archived_as_a_snapshot_and_replaces_its_turns(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "user"
     chat = gemini_home(home)
     archive = Archive(embedder=None)
@@ -135,13 +233,24 @@ def test_load_turn_context_reads_a_later_turn_of_a_whole_file_chat(tmp_path: Pat
     home = tmp_path / "user"
     chat = gemini_home(home)
     doc = json.loads(chat.read_text(encoding="utf-8"))
-    doc["messages"] += [{"id": "u2", "type": "user", "timestamp": "2026-03-22T10:02:00Z", "content": "and DST?"},
-                        {"id": "g2", "type": "gemini", "timestamp": "2026-03-22T10:02:05Z", "content": "DST is ignored."}]
+    doc["messages"] += [
+        {"id": "u2", "type": "user", "timestamp": "2026-03-22T10:02:00Z", "content": "and DST?"},
+        {
+            "id": "g2",
+            "type": "gemini",
+            "timestamp": "2026-03-22T10:02:05Z",
+            "content": "DST is ignored.",
+        },
+    ]
     chat.write_text(json.dumps(doc), encoding="utf-8")
     archive = Archive(embedder=None)
     archive.ingest(home / ".gemini")
-    ctx = archive.load_turn_context([{"session_id": "g1", "turn": 1}], workspace=workspace_id(PROJECT))
-    assert [(t.turn, t.user_text, t.assistant_text) for t in ctx.turns] == [(1, "and DST?", "DST is ignored.")]
+    ctx = archive.load_turn_context(
+        [{"session_id": "g1", "turn": 1}], workspace=workspace_id(PROJECT)
+    )
+    assert [(t.turn, t.user_text, t.assistant_text) for t in ctx.turns] == [
+        (1, "and DST?", "DST is ignored.")
+    ]
 
 
 def test_real_logs_report_every_invalid_line_with_file_and_line(tmp_path: Path) -> None:
@@ -156,7 +265,9 @@ def test_real_logs_report_every_invalid_line_with_file_and_line(tmp_path: Path) 
     assert report.suggestions == []  # the worktree's repo (M-Claude) is not archived here
 
 
-def test_a_linked_worktree_lands_in_its_repo_workspace_and_ingest_suggests_unlinked_ones(tmp_path: Path) -> None:
+def test_a_linked_worktree_lands_in_its_repo_workspace_and_ingest_suggests_unlinked_ones(
+    tmp_path: Path,
+) -> None:
     home = tmp_path / "user"
     repo, feat = "/home/alice/web", "/home/alice/web/.worktrees/feat-dates"
     claude_home(home, cwd=repo, sid="c1")
@@ -165,7 +276,8 @@ def test_a_linked_worktree_lands_in_its_repo_workspace_and_ingest_suggests_unlin
     report = archive.ingest(home / ".claude")
     assert report.suggestions == [
         f"{feat} looks like a worktree or branch of {repo}: "
-        f"`archive-mcp workspaces link '{feat}' --into {workspace_id(repo)}` joins their sessions"]
+        f"`archive-mcp workspaces link '{feat}' --into {workspace_id(repo)}` joins their sessions"
+    ]
     shutil.rmtree(archive.home)
     archive = Archive(embedder=None)
     archive.registry.ensure(workspace_id(repo), path=repo)
@@ -176,18 +288,30 @@ def test_a_linked_worktree_lands_in_its_repo_workspace_and_ingest_suggests_unlin
     assert sorted(sessions["session_id"]) == ["c1", "c2"]
 
 
-def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(tmp_path: Path, monkeypatch: Any) -> None:
+def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
     home = tmp_path / "user-home"  # $HOME in the tests
     claude_home(home), codex_home(home)
     result = CliRunner().invoke(cli, ["--embedder", "none", "ingest"])
     assert result.exit_code == 0
     assert result.stdout.startswith("2 files (2 changed")
     looked = [line for line in result.stderr.splitlines() if line.startswith("looked in")]
-    assert looked == [f"looked in 5 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
-                      f"{tmp_path / 'no-kimi'}, {tmp_path / 'no-kimi-code'}, {home / '.gemini'}"]
+    assert looked == [
+        f"looked in 5 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
+        f"{tmp_path / 'no-kimi'}, {tmp_path / 'no-kimi-code'}, {home / '.gemini'}"
+    ]
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
     report = Archive(embedder=None).ingest()
     assert [(Path(r["path"]).name, r["found"]) for r in report.roots] == [
-        ("no-kimi", False), ("no-kimi-code", False), (".claude", True), ("elsewhere", False), (".gemini", False)]
+        ("no-kimi", False),
+        ("no-kimi-code", False),
+        (".claude", True),
+        ("elsewhere", False),
+        (".gemini", False),
+    ]
     frame = Archive(embedder=None).sessions("all").collect()
-    assert frame.select(pl.col("source").unique().sort()).to_series().to_list() == ["claude-code", "codex"]
+    assert frame.select(pl.col("source").unique().sort()).to_series().to_list() == [
+        "claude-code",
+        "codex",
+    ]

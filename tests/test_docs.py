@@ -31,7 +31,11 @@ def test_readme_documents_every_cli_command() -> None:
 
 def test_notebooks_are_stored_without_outputs() -> None:
     notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    assert [p.name for p in notebooks] == ["01_explore_archive.ipynb", "02_theme_timelines.ipynb", "03_search_quality.ipynb"]
+    assert [p.name for p in notebooks] == [
+        "01_explore_archive.ipynb",
+        "02_theme_timelines.ipynb",
+        "03_search_quality.ipynb",
+    ]
     for path in notebooks:
         nb = json.loads(path.read_text(encoding="utf-8"))
         for cell in nb["cells"]:
@@ -44,6 +48,11 @@ def test_readme_lists_every_frame_column() -> None:
     from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS
 
     section = README.split("## Frames")[1].split("\n## ")[0]
-    for name, schema in (("turns", REFINED), ("tool_calls", TOOL_CALLS), ("sessions", SESSIONS), ("themes", THEME_SCHEMA)):
+    for name, schema in (
+        ("turns", REFINED),
+        ("tool_calls", TOOL_CALLS),
+        ("sessions", SESSIONS),
+        ("themes", THEME_SCHEMA),
+    ):
         row = next(line for line in section.splitlines() if line.startswith(f"| `Archive.{name}("))
         assert all(f"`{col}`" in row for col in schema), name

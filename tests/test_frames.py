@@ -10,16 +10,36 @@ from archive_mcp import Archive
 from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS
 
 PINNED_TURNS = [
-    ("workspace_id", "String"), ("source", "String"), ("session_id", "String"), ("title", "String"),
-    ("agent", "String"), ("turn", "Int64"), ("started_at", "Datetime(time_unit='us', time_zone='UTC')"),
-    ("ended_at", "Datetime(time_unit='us', time_zone='UTC')"), ("status", "String"), ("origin", "String"),
-    ("user_text", "String"), ("assistant_text", "String"), ("thinking_text", "String"),
-    ("tool_calls", "List(Struct({'name': String, 'args_summary': String, 'status': String, 'result_summary': String, "
-                   "'duration_ms': Int64, 'files': List(String)}))"),
+    ("workspace_id", "String"),
+    ("source", "String"),
+    ("session_id", "String"),
+    ("title", "String"),
+    ("agent", "String"),
+    ("turn", "Int64"),
+    ("started_at", "Datetime(time_unit='us', time_zone='UTC')"),
+    ("ended_at", "Datetime(time_unit='us', time_zone='UTC')"),
+    ("status", "String"),
+    ("origin", "String"),
+    ("user_text", "String"),
+    ("assistant_text", "String"),
+    ("thinking_text", "String"),
+    (
+        "tool_calls",
+        "List(Struct({'name': String, 'args_summary': String, 'status': String, 'result_summary': String, "
+        "'duration_ms': Int64, 'files': List(String)}))",
+    ),
     ("files", "List(String)"),
-    ("usage", "Struct({'input': Int64, 'output': Int64, 'cache_read': Int64, 'cache_creation': Int64})"),
-    ("steps", "Int64"), ("summary", "String"), ("keywords", "List(String)"), ("kinds", "List(String)"),
-    ("redactions", "Int64"), ("refiner", "String"), ("content_hash", "String"),
+    (
+        "usage",
+        "Struct({'input': Int64, 'output': Int64, 'cache_read': Int64, 'cache_creation': Int64})",
+    ),
+    ("steps", "Int64"),
+    ("summary", "String"),
+    ("keywords", "List(String)"),
+    ("kinds", "List(String)"),
+    ("redactions", "Int64"),
+    ("refiner", "String"),
+    ("content_hash", "String"),
     ("raw_ref", "Struct({'file': String, 'byte_start': Int64, 'byte_end': Int64})"),
 ]
 
@@ -37,9 +57,13 @@ def test_frames_have_the_pinned_columns_and_dtypes(kimi_root: Path, kimi_code_ro
     assert a.themes().collect_schema() == pl.Schema(THEME_SCHEMA)
     calls = a.tool_calls().collect()
     assert calls.height == 15
-    shell = calls.filter(pl.col("name") == "Shell", pl.col("session_id").str.starts_with("3f2c")).row(0, named=True)
+    shell = calls.filter(
+        pl.col("name") == "Shell", pl.col("session_id").str.starts_with("3f2c")
+    ).row(0, named=True)
     assert (shell["status"], shell["duration_ms"], shell["call"]) == ("error", 6534, 0)
-    read = calls.filter(pl.col("name") == "ReadFile", pl.col("session_id").str.starts_with("3f2c")).row(0, named=True)
+    read = calls.filter(
+        pl.col("name") == "ReadFile", pl.col("session_id").str.starts_with("3f2c")
+    ).row(0, named=True)
     assert read["files"] == ["src/utils/date.ts"]
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archive_mcp.refiners import PARSERS
 
 from archive_mcp import Archive
 from archive_mcp.ingest.pipeline import turn_rows
-from archive_mcp.refiners import PARSERS
 from archive_mcp.schema import refined_frame
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -37,25 +37,64 @@ class ReaderCase:
 
 
 READERS = [
-    ReaderCase("kimi", FIXTURES / "kimi",
-               "sessions/131148b1f826743e761a0be6ad66cb94/3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17",
-               "wire.jsonl", lambda i: f"00000000-0000-4000-8000-{i:012d}"),
-    ReaderCase("kimi-code", FIXTURES / "kimi-code",
-               "sessions/wd_webapp_58df6e89cfb6/session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13",
-               "agents/main/wire.jsonl", lambda i: f"session_fuzz-{i:04d}"),
+    ReaderCase(
+        "kimi",
+        FIXTURES / "kimi",
+        "sessions/131148b1f826743e761a0be6ad66cb94/3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17",
+        "wire.jsonl",
+        lambda i: f"00000000-0000-4000-8000-{i:012d}",
+    ),
+    ReaderCase(
+        "kimi-code",
+        FIXTURES / "kimi-code",
+        "sessions/wd_webapp_58df6e89cfb6/session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13",
+        "agents/main/wire.jsonl",
+        lambda i: f"session_fuzz-{i:04d}",
+    ),
 ]
 
 REAL = FIXTURES / "real"
 # The other agents' readers on real fixture logs (tests/fixtures/real, see its LICENSES.md).
 AGENT_READERS = [
-    ReaderCase("claude-code", REAL / "claude", "m-thisness", "e0ce82fa-774f-4827-8cef-17b1b18b9f2a.jsonl", str),
-    ReaderCase("codex", REAL / "codex", "openprintkit",
-               "rollout-2025-11-01T11-34-37-97b66f6c-a160-40e0-bd0f-1fdcbbb9498b.jsonl", str),
+    ReaderCase(
+        "claude-code",
+        REAL / "claude",
+        "m-thisness",
+        "e0ce82fa-774f-4827-8cef-17b1b18b9f2a.jsonl",
+        str,
+    ),
+    ReaderCase(
+        "codex",
+        REAL / "codex",
+        "openprintkit",
+        "rollout-2025-11-01T11-34-37-97b66f6c-a160-40e0-bd0f-1fdcbbb9498b.jsonl",
+        str,
+    ),
     ReaderCase("gemini", REAL / "gemini", "jsonl", "test_conversation_gemini.jsonl", str),
 ]
 
-VALUES: list[Any] = [None, True, 0, -1, 5, 2**70, -(2**70), 1e308, -1e308, 0.5, "", "x", "\x00",
-                     "ünïcødé ✓ 中文", [], [1, "a"], {}, {"type": "text"}, [[[[]]]], "9" * 400]
+VALUES: list[Any] = [
+    None,
+    True,
+    0,
+    -1,
+    5,
+    2**70,
+    -(2**70),
+    1e308,
+    -1e308,
+    0.5,
+    "",
+    "x",
+    "\x00",
+    "ünïcødé ✓ 中文",
+    [],
+    [1, "a"],
+    {},
+    {"type": "text"},
+    [[[[]]]],
+    "9" * 400,
+]
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -85,7 +124,9 @@ def _structural(line: bytes) -> list[bytes]:
     return [
         b"[" * 100_000 + b"]" * 100_000,
         b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}",
-        text.replace(b'"timestamp": ', b'"timestamp": 1e400, "x": ', 1).replace(b'"time": ', b'"time": 1e400, "y": ', 1),
+        text.replace(b'"timestamp": ', b'"timestamp": 1e400, "x": ', 1).replace(
+            b'"time": ', b'"time": 1e400, "y": ', 1
+        ),
         text.replace(b"{", b'{"n": ' + b"9" * 5000 + b", ", 1),
         text.replace(b'"', b'"\x00', 3),
         text.replace(b'": "', b'": "\xff\xfe\xc3', 2),
@@ -109,19 +150,30 @@ def mutations(case: ReaderCase, seed: int, n_typed: int) -> list[bytes]:
     mutations over every field of every line, then every structural one on a sampled line."""
     rng = random.Random(seed)
     lines = (case.share / case.session / case.wire).read_bytes().splitlines(keepends=True)
-    typed = [(i, p, v) for i, raw in enumerate(lines) if _whole(raw)
-             for p in _paths(json.loads(raw)) for v in VALUES]
+    typed = [
+        (i, p, v)
+        for i, raw in enumerate(lines)
+        if _whole(raw)
+        for p in _paths(json.loads(raw))
+        for v in VALUES
+    ]
     out = []
     for i, path, value in rng.sample(typed, min(n_typed, len(typed))):
-        new = json.dumps(_set(json.loads(lines[i]), path, value), ensure_ascii=False).encode() + b"\n"
-        out.append(b"".join([*lines[:i], new, *lines[i + 1:]]))
+        new = (
+            json.dumps(_set(json.loads(lines[i]), path, value), ensure_ascii=False).encode() + b"\n"
+        )
+        out.append(b"".join([*lines[:i], new, *lines[i + 1 :]]))
     for _ in range(3):
         i = rng.randrange(len(lines))
-        out += [b"".join([*lines[:i], bad + b"\n", *lines[i + 1:]]) for bad in _structural(lines[i])]
+        out += [
+            b"".join([*lines[:i], bad + b"\n", *lines[i + 1 :]]) for bad in _structural(lines[i])
+        ]
     return out
 
 
-@pytest.mark.parametrize("case", READERS + AGENT_READERS, ids=[c.source for c in READERS + AGENT_READERS])
+@pytest.mark.parametrize(
+    "case", READERS + AGENT_READERS, ids=[c.source for c in READERS + AGENT_READERS]
+)
 def test_no_mutation_crashes_the_reader_or_the_refiner(case: ReaderCase, tmp_path: Path) -> None:
     wire = tmp_path / "wire.jsonl"
     crashes = []
@@ -130,7 +182,9 @@ def test_no_mutation_crashes_the_reader_or_the_refiner(case: ReaderCase, tmp_pat
         wire.write_bytes(body)
         try:
             result = case.parse(wire)
-            refined_frame(turn_rows("ws", case.source, "s", "main", "raw/x", result.turns, frozenset(), None))
+            refined_frame(
+                turn_rows("ws", case.source, "s", "main", "raw/x", result.turns, frozenset(), None)
+            )
         except Exception as exc:  # noqa: BLE001 - collecting crashes is the point
             crashes.append((n, f"{type(exc).__name__}: {exc}"[:160]))
     assert len(bodies) == 530
@@ -142,7 +196,9 @@ def _turn_counts(archive: Archive) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("case", READERS, ids=[c.source for c in READERS])
-def test_a_share_of_damaged_and_healthy_sessions_is_archived_whole(case: ReaderCase, tmp_path: Path) -> None:
+def test_a_share_of_damaged_and_healthy_sessions_is_archived_whole(
+    case: ReaderCase, tmp_path: Path
+) -> None:
     clean_share = tmp_path / "clean"
     shutil.copytree(case.share, clean_share)
     expected = _turn_counts(_ingested(tmp_path / "clean-home", clean_share))
@@ -161,7 +217,9 @@ def test_a_share_of_damaged_and_healthy_sessions_is_archived_whole(case: ReaderC
     damaged = {case.name_of(i) for i in range(len(bodies))}
     archived = {s for s in got if s in damaged}
     assert not [s for s in report.skipped if s.reason.startswith("session skipped")]
-    assert len(archived) >= len(bodies) - 12  # only sessions whose every turn-bearing line broke are empty
+    assert (
+        len(archived) >= len(bodies) - 12
+    )  # only sessions whose every turn-bearing line broke are empty
 
 
 def _ingested(home: Path, share: Path) -> Archive:
@@ -181,21 +239,38 @@ LIVE = "last line is incomplete (the session is still being written); it is arch
 
 
 def _turn(text: str, ts: bytes = b"1773400000") -> list[bytes]:
-    return [b'{"timestamp": ' + ts + b', "message": {"type": "TurnBegin", "payload": {"user_input": '
-            + json.dumps(text).encode() + b"}}}",
-            b'{"timestamp": 1773400001, "message": {"type": "ContentPart", "payload": {"type": "text", "text": "ok"}}}',
-            b'{"timestamp": 1773400002, "message": {"type": "TurnEnd", "payload": {}}}']
+    return [
+        b'{"timestamp": '
+        + ts
+        + b', "message": {"type": "TurnBegin", "payload": {"user_input": '
+        + json.dumps(text).encode()
+        + b"}}}",
+        b'{"timestamp": 1773400001, "message": {"type": "ContentPart", "payload": {"type": "text", "text": "ok"}}}',
+        b'{"timestamp": 1773400002, "message": {"type": "TurnEnd", "payload": {}}}',
+    ]
 
 
 def test_hostile_sessions_in_a_share_are_reported_and_the_rest_archived(
-        kimi_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kimi_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     expected = _turn_counts(_ingested(tmp_path / "clean-home", kimi_root))
     bucket = kimi_root / "sessions" / "131148b1f826743e761a0be6ad66cb94"
-    _kimi_session(bucket, "deep-nesting", [HEADER, b"[" * 100_000 + b"]" * 100_000, *_turn("after the bomb")])
+    _kimi_session(
+        bucket, "deep-nesting", [HEADER, b"[" * 100_000 + b"]" * 100_000, *_turn("after the bomb")]
+    )
     _kimi_session(bucket, "huge-timestamp", [HEADER, *_turn("when?", ts=b"1e400")])
-    _kimi_session(bucket, "int-input", [HEADER, b'{"timestamp": 1, "message": {"type": "TurnBegin", '
-                                        b'"payload": {"user_input": 5}}}', *_turn("next")])
-    _kimi_session(kimi_root / "sessions" / "my bucket", "spaced", [HEADER, *_turn("in a spaced bucket")])
+    _kimi_session(
+        bucket,
+        "int-input",
+        [
+            HEADER,
+            b'{"timestamp": 1, "message": {"type": "TurnBegin", "payload": {"user_input": 5}}}',
+            *_turn("next"),
+        ],
+    )
+    _kimi_session(
+        kimi_root / "sessions" / "my bucket", "spaced", [HEADER, *_turn("in a spaced bucket")]
+    )
     locked_out = kimi_root / "sessions" / "0123456789abcdef0123456789abcdef"
     _kimi_session(locked_out, "hidden", [HEADER, *_turn("unreachable")])
     real_iterdir = Path.iterdir
@@ -211,18 +286,30 @@ def test_hostile_sessions_in_a_share_are_reported_and_the_rest_archived(
     got = _turn_counts(archive)
     assert {s: got.get(s) for s in expected} == expected
     assert {s: got.get(s) for s in ("deep-nesting", "huge-timestamp", "int-input", "spaced")} == {
-        "deep-nesting": 1, "huge-timestamp": 1, "int-input": 2, "spaced": 1}
+        "deep-nesting": 1,
+        "huge-timestamp": 1,
+        "int-input": 2,
+        "spaced": 1,
+    }
     assert [(Path(s.path).name, s.reason, s.line) for s in report.skipped if s.reason != LIVE] == [
-        ("0123456789abcdef0123456789abcdef", "permission denied; fix the folder's permissions and ingest again", None),
-        ("wire.jsonl", "malformed: nested too deeply to read", 2)]
+        (
+            "0123456789abcdef0123456789abcdef",
+            "permission denied; fix the folder's permissions and ingest again",
+            None,
+        ),
+        ("wire.jsonl", "malformed: nested too deeply to read", 2),
+    ]
     spaced = [w for w in archive.workspaces() if w.id.startswith("b_")]
-    assert [w.id for w in spaced] == ["b_" + __import__("hashlib").md5(b"my bucket").hexdigest()[:24]]
+    assert [w.id for w in spaced] == [
+        "b_" + __import__("hashlib").md5(b"my bucket").hexdigest()[:24]
+    ]
     huge = archive.turns("all").filter(pl_col("session_id") == "huge-timestamp").collect()
     assert huge["started_at"].to_list() == [None]
 
 
 def test_a_session_that_fails_to_refine_is_skipped_and_retried_by_the_next_run(
-        kimi_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kimi_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from archive_mcp.ingest import jobs
 
     expected = _turn_counts(_ingested(tmp_path / "clean-home", kimi_root))
@@ -238,7 +325,8 @@ def test_a_session_that_fails_to_refine_is_skipped_and_retried_by_the_next_run(
     archive = Archive(tmp_path / "home", embedder=None)
     report = archive.ingest(kimi_root)
     assert [(Path(s.path).parent.name, s.reason) for s in report.skipped if s.reason != LIVE] == [
-        (victim, "session skipped: RuntimeError: refiner bug")]
+        (victim, "session skipped: RuntimeError: refiner bug")
+    ]
     assert _turn_counts(archive) == {s: n for s, n in expected.items() if s != victim}
     monkeypatch.setattr(jobs, "turn_rows", real)
     again = archive.ingest(kimi_root)

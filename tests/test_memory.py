@@ -28,19 +28,33 @@ def archive(kimi_root: Path) -> Archive:
 
 def test_remember_recall_update_keeps_history(archive: Archive) -> None:
     m = archive.memory("webapp")
-    first = m.remember("date-padding", "Zero-pad months with padStart.", "decisions", ["dates"], ["3f2c9a1e:0"])
+    first = m.remember(
+        "date-padding", "Zero-pad months with padStart.", "decisions", ["dates"], ["3f2c9a1e:0"]
+    )
     assert (first.ref, first.versions, first.tags, first.sources) == (
-        "memory/decisions/date-padding", 1, ["dates"], ["3f2c9a1e:0"])
+        "memory/decisions/date-padding",
+        1,
+        ["dates"],
+        ["3f2c9a1e:0"],
+    )
     second = m.remember("date-padding", "Use date-fns formatISO.", "decisions", ["dates"])
-    assert second.versions == 2 and second.created == first.created and second.updated > first.updated
+    assert (
+        second.versions == 2 and second.created == first.created and second.updated > first.updated
+    )
     assert m.recall("date-padding").content == "Use date-fns formatISO."
-    history = list((archive.workspace("webapp").root / "memory/.history/decisions/date-padding").glob("*.md"))
+    history = list(
+        (archive.workspace("webapp").root / "memory/.history/decisions/date-padding").glob("*.md")
+    )
     assert len(history) == 1 and "Zero-pad months" in history[0].read_text(encoding="utf-8")
-    text = (archive.workspace("webapp").root / "memory/decisions/date-padding.md").read_text(encoding="utf-8")
+    text = (archive.workspace("webapp").root / "memory/decisions/date-padding.md").read_text(
+        encoding="utf-8"
+    )
     assert text.startswith("---\ntitle: Use date-fns formatISO.\ntags:\n- dates\n")
 
 
-@pytest.mark.parametrize("key", ["../../x", "a/b", "..", ".hidden", "", "x" * 200, "a\\b", "ok/../../etc"])
+@pytest.mark.parametrize(
+    "key", ["../../x", "a/b", "..", ".hidden", "", "x" * 200, "a\\b", "ok/../../etc"]
+)
 def test_hostile_keys_are_refused(archive: Archive, key: str) -> None:
     with pytest.raises(MemoryStoreError, match="invalid memory key"):
         archive.memory("webapp").remember(key, "x")
@@ -61,7 +75,8 @@ def test_huge_empty_and_invalid_utf8_content(archive: Archive) -> None:
         m.remember("empty", "  \n")
     e = m.remember("odd", "bad \udcff byte")
     assert e.content == "bad ? byte" and e.warnings == [
-        "content held characters that are not valid UTF-8; they were replaced"]
+        "content held characters that are not valid UTF-8; they were replaced"
+    ]
     raw = archive.workspace("webapp").root / "memory/knowledge/raw.md"
     raw.write_bytes(b"---\ntitle: raw\n---\n\ncaf\xe9 \xff")
     got = m.recall("raw")
@@ -79,7 +94,11 @@ def test_forget_moves_to_trash_and_never_claims_success_for_nothing(archive: Arc
     m.remember("tmp", "temporary", "knowledge")
     report = m.forget("tmp", "knowledge")
     assert report.removed == "memory/knowledge/tmp"
-    assert (archive.workspace("webapp").root / report.trash_path).read_text(encoding="utf-8").endswith("temporary\n")
+    assert (
+        (archive.workspace("webapp").root / report.trash_path)
+        .read_text(encoding="utf-8")
+        .endswith("temporary\n")
+    )
     with pytest.raises(MemoryStoreError, match="nothing removed: there is no memory knowledge/tmp"):
         m.forget("tmp", "knowledge")
     with pytest.raises(MemoryStoreError, match="no memory 'tmp'"):
@@ -122,27 +141,38 @@ def test_organize_two_stages_history_size_warning_and_missing_sources(archive: A
     m.remember("no-any", "No `any` in TypeScript.", "rules")
     prep = archive.organize_memories(workspace="webapp")
     assert prep.stage == "prepare" and prep.existing_essence == ""
-    assert [x["ref"] for x in prep.materials] == ["memory/rules/no-any", "memory/decisions/date-lib"]
+    assert [x["ref"] for x in prep.materials] == [
+        "memory/rules/no-any",
+        "memory/decisions/date-lib",
+    ]
     assert "> source: memory/<folder>/<key>" in prep.rules
     essence = "# Essence\n- dates: date-fns\n> source: memory/decisions/date-lib\n> source: memory/rules/gone\n"
     stored = archive.organize_memories(essence, ["memory/lessons/also-gone"], workspace="webapp")
     assert (stored.stage, stored.previous_kept, stored.warnings) == ("store", None, [])
     assert stored.missing_sources == ["memory/rules/gone", "memory/lessons/also-gone"]
     big = archive.organize_memories("x" * 16_000, workspace="webapp")
-    assert big.warnings == ["essence is 16,000 bytes, above the recommended 15,360: consider dropping superseded points"]
+    assert big.warnings == [
+        "essence is 16,000 bytes, above the recommended 15,360: consider dropping superseded points"
+    ]
     assert big.previous_kept.startswith("essence/history/essence-")
     ws = archive.workspace("webapp")
     assert (ws.root / big.previous_kept).read_text(encoding="utf-8") == essence
     again = archive.organize_memories(workspace="webapp")
     assert again.existing_essence == "x" * 16_000
-    assert {x["ref"]: x["cited"] for x in again.materials} == {"memory/rules/no-any": 0, "memory/decisions/date-lib": 0}
+    assert {x["ref"]: x["cited"] for x in again.materials} == {
+        "memory/rules/no-any": 0,
+        "memory/decisions/date-lib": 0,
+    }
 
 
 def test_bootstrap_marks_new_entries_until_seen(archive: Archive) -> None:
     m = archive.memory("webapp")
     m.remember("a", "first", "decisions")
     first = archive.bootstrap_workspace("webapp")
-    assert first.memory_index == {"decisions": ["[new] a: first"]} and first.new_since_last_bootstrap == 1
+    assert (
+        first.memory_index == {"decisions": ["[new] a: first"]}
+        and first.new_since_last_bootstrap == 1
+    )
     assert [r["turn"] for r in first.recent_context][-1] == 1  # newest turn last
     m.remember("b", "second", "rules")
     second = archive.bootstrap_workspace("webapp")
@@ -169,8 +199,12 @@ def test_sync_index_sets_remarks_and_lists_folders_needing_one(archive: Archive)
 
 
 def test_save_lesson_and_stats(archive: Archive) -> None:
-    e = archive.save_lesson("Ran migrations on prod without a backup", "no snapshot first", "snapshot, then migrate",
-                            workspace="webapp")
+    e = archive.save_lesson(
+        "Ran migrations on prod without a backup",
+        "no snapshot first",
+        "snapshot, then migrate",
+        workspace="webapp",
+    )
     assert e.ref == "memory/lessons/ran-migrations-on-prod-without-a-backup"
     assert "## Correction\nsnapshot, then migrate" in e.content
     st = archive.memory_stats("webapp")
@@ -191,7 +225,10 @@ def test_export_import_round_trip_without_duplicates(archive: Archive, tmp_path:
     first = other.import_memory(path, workspace="webapp", allow_path=True)
     assert (sorted(first.added), first.unchanged) == (["memory/decisions/a", "memory/rules/b"], [])
     second = other.import_memory(path, workspace="webapp", allow_path=True)
-    assert (second.added, sorted(second.unchanged)) == ([], ["memory/decisions/a", "memory/rules/b"])
+    assert (second.added, sorted(second.unchanged)) == (
+        [],
+        ["memory/decisions/a", "memory/rules/b"],
+    )
     with pytest.raises(MemoryStoreError, match="is not an archive-mcp memory export"):
         (tmp_path / "junk.json").write_text("{}", encoding="utf-8")
         other.import_memory(tmp_path / "junk.json", workspace="webapp", allow_path=True)
@@ -225,7 +262,19 @@ def test_parallel_writers_in_processes_lose_nothing(archive: Archive) -> None:
 
 def test_cli_memory_commands(archive: Archive) -> None:
     runner = CliRunner()
-    r = runner.invoke(main, ["memory", "remember", "ci", "Runners are GitHub-hosted.", "-f", "decisions", "-w", "webapp"])
+    r = runner.invoke(
+        main,
+        [
+            "memory",
+            "remember",
+            "ci",
+            "Runners are GitHub-hosted.",
+            "-f",
+            "decisions",
+            "-w",
+            "webapp",
+        ],
+    )
     assert (r.exit_code, r.stdout) == (0, "stored memory/decisions/ci (version 1)\n")
     r = runner.invoke(main, ["memory", "recall", "ci", "-w", "webapp", "--json"])
     assert json.loads(r.stdout)["content"] == "Runners are GitHub-hosted."
@@ -242,21 +291,38 @@ async def test_stdio_memory_round_trip(archive: Archive) -> None:
     from mcp import Client, StdioServerParameters
 
     env = {**os.environ, "ARCHIVE_MCP_HOME": str(archive.home), "ARCHIVE_MCP_EMBEDDER": "none"}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "archive_mcp", "serve"], env=env, cwd="/")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "archive_mcp", "serve"], env=env, cwd="/"
+    )
     async with Client(params, read_timeout_seconds=60) as c:
-        r = await c.call_tool("remember", {"key": "jpeg", "content": "Use turbojpeg.", "folder": "decisions", "workspace": "webapp"})
+        r = await c.call_tool(
+            "remember",
+            {
+                "key": "jpeg",
+                "content": "Use turbojpeg.",
+                "folder": "decisions",
+                "workspace": "webapp",
+            },
+        )
         assert not r.is_error and r.structured_content["ref"] == "memory/decisions/jpeg"
         r = await c.call_tool("recall", {"key": "jpeg", "workspace": "webapp"})
         assert r.structured_content["content"] == "Use turbojpeg."
         r = await c.call_tool("organize_memories", {"workspace": "webapp"})
         assert r.structured_content["prepare"]["materials"][0]["ref"] == "memory/decisions/jpeg"
-        r = await c.call_tool("organize_memories", {"workspace": "webapp",
-                                                    "content": "# Essence\n- turbojpeg\n> source: memory/decisions/jpeg\n"})
+        r = await c.call_tool(
+            "organize_memories",
+            {
+                "workspace": "webapp",
+                "content": "# Essence\n- turbojpeg\n> source: memory/decisions/jpeg\n",
+            },
+        )
         assert r.structured_content["stored"]["missing_sources"] == []
         r = await c.call_tool("bootstrap_workspace", {"workspace": "webapp"})
         assert r.structured_content["essence"].startswith("# Essence")
         assert r.structured_content["memory_index"] == {"decisions": ["[new] jpeg: Use turbojpeg."]}
         bad = await c.call_tool("forget", {"key": "jpeg", "folder": "rules", "workspace": "webapp"})
         assert bad.is_error and "nothing removed" in bad.content[0].text
-        bad = await c.call_tool("remember", {"key": "../../x", "content": "y", "workspace": "webapp"})
+        bad = await c.call_tool(
+            "remember", {"key": "../../x", "content": "y", "workspace": "webapp"}
+        )
         assert bad.is_error and "invalid memory key" in bad.content[0].text

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from archive_mcp.refiners.embed import MiniLMEmbedder, StaticEmbedder
 
 pytestmark = pytest.mark.model
@@ -47,7 +46,9 @@ def test_packaged_minilm_embeds_offline() -> None:
     _closest_pair_is_the_paraphrase(vectors)
 
 
-def test_ingest_with_the_real_static_model(kimi_root: Path, models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ingest_with_the_real_static_model(
+    kimi_root: Path, models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from archive_mcp import Archive
 
     monkeypatch.setenv("ARCHIVE_MCP_MODELS", str(models_dir))
@@ -55,7 +56,9 @@ def test_ingest_with_the_real_static_model(kimi_root: Path, models_dir: Path, mo
     assert (report.embedded, report.embed_error) == (11, None)
 
 
-def test_discovery_with_the_static_model_recovers_planted_themes(models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_discovery_with_the_static_model_recovers_planted_themes(
+    models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from test_themes import SAMPLE, purity_recall
 
     from archive_mcp import Archive
@@ -70,11 +73,16 @@ def test_discovery_with_the_static_model_recovers_planted_themes(models_dir: Pat
     assert sum(r for _, r in scores.values()) / len(scores) >= 0.8
 
 
-def test_a_failed_distillation_is_a_clear_error_and_leaves_no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_distillation_is_a_clear_error_and_leaves_no_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import archive_mcp.refiners.embed as embed
     from archive_mcp.refiners.embed import EmbedderUnavailable
 
     monkeypatch.setattr(embed, "_packaged_model_path", lambda: tmp_path / "no-model")
-    with pytest.raises(EmbedderUnavailable, match="could not distil the static model: no packaged model at .*no-model"):
+    with pytest.raises(
+        EmbedderUnavailable,
+        match="could not distil the static model: no packaged model at .*no-model",
+    ):
         StaticEmbedder(tmp_path / "models").embed(TEXTS)
     assert not (tmp_path / "models").exists()

@@ -20,9 +20,13 @@ NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
 def _run(name: str, home: Path | None, monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     if home is not None:
         monkeypatch.setenv("ARCHIVE_MCP_NOTEBOOK_HOME", str(home))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(NOTEBOOKS.parent), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(NOTEBOOKS.parent), os.environ.get("PYTHONPATH", "")])
+    )
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+    ).execute()
     return [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
 
 
@@ -37,14 +41,20 @@ def fixture_home(kimi_root: Path, kimi_code_root: Path, tmp_path: Path) -> Path:
     return home
 
 
-def test_explore_notebook_shows_its_plots_inline_on_the_fixture_archive(fixture_home: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_explore_notebook_shows_its_plots_inline_on_the_fixture_archive(
+    fixture_home: Path, monkeypatch
+) -> None:  # noqa: ANN001
     outputs = _run("01_explore_archive.ipynb", fixture_home, monkeypatch)
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 3  # activity, tools, kinds
-    assert "<Figure size" not in _texts([o for o in outputs if "image/png" not in o.get("data", {})])
+    assert "<Figure size" not in _texts(
+        [o for o in outputs if "image/png" not in o.get("data", {})]
+    )
 
 
-def test_theme_notebook_says_there_is_nothing_to_trace_instead_of_raising(fixture_home: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_theme_notebook_says_there_is_nothing_to_trace_instead_of_raising(
+    fixture_home: Path, monkeypatch
+) -> None:  # noqa: ANN001
     outputs = _run("02_theme_timelines.ipynb", fixture_home, monkeypatch)
     text = _texts(outputs)
     assert "No themes in webapp" in text and "No theme to trace in this archive." in text

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from archive_mcp.refiners.redact import MASK, may_hold_secret, redact
 
 CASES = [
@@ -22,14 +21,22 @@ CASES = [
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----", "[REDACTED]"),
     ("google AIzaSyA1234567890abcdefghijklmnopqrstuv", "google [REDACTED]"),
     # PGP armour: the header ends in `KEY BLOCK-----`; seen in real logs with two spaces or CRLF after it
-    ("-----BEGIN PGP PRIVATE KEY BLOCK-----  lQcYBG" + "Ab1" * 30 + "\r\n=Xy12\r\n-----END PGP PRIVATE KEY BLOCK-----",
-     "[REDACTED]"),
+    (
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----  lQcYBG"
+        + "Ab1" * 30
+        + "\r\n=Xy12\r\n-----END PGP PRIVATE KEY BLOCK-----",
+        "[REDACTED]",
+    ),
     # the same assignments inside an escaped string (a script quoted in a tool call)
     ("echo 'SECRET=\\\"sk_tst_abc12\\\"' > test.py", "echo 'SECRET=\\\"[REDACTED]\\\"' > test.py"),
-    ("key_id = [MASKED]\\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE\\n",
-     "key_id = [MASKED]\\naws_secret_access_key = [REDACTED]\\n"),
-    ("the saved key starts lQcYBG" + "Zq9+" * 20 + " (note the double space)",
-     "the saved key starts [REDACTED] (note the double space)"),
+    (
+        "key_id = [MASKED]\\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE\\n",
+        "key_id = [MASKED]\\naws_secret_access_key = [REDACTED]\\n",
+    ),
+    (
+        "the saved key starts lQcYBG" + "Zq9+" * 20 + " (note the double space)",
+        "the saved key starts [REDACTED] (note the double space)",
+    ),
 ]
 
 
@@ -39,9 +46,17 @@ def test_secrets_are_masked_and_counted(text: str, expected: str) -> None:
     assert redact(text) == (expected, 1)
 
 
-@pytest.mark.parametrize("text", ["tokenize_cjk passes its tests", "the cache key is stable", "PASSWORD=$PW",
-                                  "idempotency_key reused", "no secrets here",
-                                  'keywords = ["BEGIN OPENSSH PRIVATE KEY"]'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tokenize_cjk passes its tests",
+        "the cache key is stable",
+        "PASSWORD=$PW",
+        "idempotency_key reused",
+        "no secrets here",
+        'keywords = ["BEGIN OPENSSH PRIVATE KEY"]',
+    ],
+)
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert redact(text) == (text, 0)
 
@@ -52,17 +67,22 @@ def test_a_key_body_before_a_long_run_of_blank_lines_is_masked_in_linear_time() 
     start = time.perf_counter()
     out, n = redact(text)
     assert time.perf_counter() - start < 5
-    assert (out, n) == (MASK + text[3 + 48:], 1)
+    assert (out, n) == (MASK + text[3 + 48 :], 1)
 
 
 def test_a_long_line_naming_the_client_many_times_is_scanned_in_linear_time() -> None:
     text = "mysql " * 100_000 + "mysqldump --single-transaction -uroot -phunter22 app"
     start = time.perf_counter()
-    assert redact(text) == ("mysql " * 100_000 + "mysqldump --single-transaction -uroot -p[REDACTED] app", 1)
+    assert redact(text) == (
+        "mysql " * 100_000 + "mysqldump --single-transaction -uroot -p[REDACTED] app",
+        1,
+    )
     assert time.perf_counter() - start < 5
 
 
-@pytest.mark.parametrize("head", ["", "İ"])  # "İ" changes the length of lower(): the case-insensitive path
+@pytest.mark.parametrize(
+    "head", ["", "İ"]
+)  # "İ" changes the length of lower(): the case-insensitive path
 def test_a_long_name_made_of_keywords_is_scanned_in_linear_time(head: str) -> None:
     name = head + "_secret_key" * 40_000
     start = time.perf_counter()

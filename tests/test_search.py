@@ -21,15 +21,20 @@ def _top(found) -> tuple[str, int]:  # noqa: ANN001
     return found[0].session_id, found[0].turn
 
 
-@pytest.mark.parametrize("query, workspace, expected", [
-    ("formatISODate padStart", "webapp", (DATE, 0)),
-    ("formatISODtae", "webapp", (DATE, 0)),                      # a typo in an identifier
-    ("handleLogin bound twice", "webapp", (LOGIN, 0)),
-    ("num_workers", "ml-pipeline", (LOADER, 0)),
-    ("turbojpeg", "ml-pipeline", (LOADER, 0)),
-    ("scrollbar-gutter", "webapp", (DATE, 1)),
-])
-def test_hybrid_search_finds_the_turn(archive: Archive, query: str, workspace: str, expected: tuple[str, int]) -> None:
+@pytest.mark.parametrize(
+    "query, workspace, expected",
+    [
+        ("formatISODate padStart", "webapp", (DATE, 0)),
+        ("formatISODtae", "webapp", (DATE, 0)),  # a typo in an identifier
+        ("handleLogin bound twice", "webapp", (LOGIN, 0)),
+        ("num_workers", "ml-pipeline", (LOADER, 0)),
+        ("turbojpeg", "ml-pipeline", (LOADER, 0)),
+        ("scrollbar-gutter", "webapp", (DATE, 1)),
+    ],
+)
+def test_hybrid_search_finds_the_turn(
+    archive: Archive, query: str, workspace: str, expected: tuple[str, int]
+) -> None:
     found = archive.search(query, workspace=workspace)
     assert _top(found) == expected
     assert found.realized_mode == "hybrid" and found.fallback_reason is None
@@ -55,8 +60,13 @@ def test_typo_is_found_by_the_fuzzy_signal_alone(archive: Archive) -> None:
 
 def test_chinese_query_matches_chinese_text_without_spaces(tmp_path: Path, fake_embedder) -> None:  # noqa: ANN001
     from test_ingest import HEADER, _session_dir, _turn
-    _session_dir(tmp_path / "share", HEADER + _turn(0, "为什么数据加载器变慢了？", "因为解码改成了 PIL。")
-                 + _turn(1, "登录表单会提交两次", "按钮的 onClick 和表单的 onSubmit 都绑定了。"))
+
+    _session_dir(
+        tmp_path / "share",
+        HEADER
+        + _turn(0, "为什么数据加载器变慢了？", "因为解码改成了 PIL。")
+        + _turn(1, "登录表单会提交两次", "按钮的 onClick 和表单的 onSubmit 都绑定了。"),
+    )
     a = Archive(embedder=fake_embedder)
     a.ingest(tmp_path / "share")
     assert _top(a.search("表单提交", workspace="webapp", mode="lexical"))[1] == 1
@@ -69,29 +79,46 @@ def test_no_hit_ever_crosses_into_an_unlisted_workspace(archive: Archive) -> Non
             assert {h.workspace_id for h in archive.search(query, workspace=ws, limit=50)} <= {wid}
     both = archive.search("loader login", workspace=[WEBAPP, ML], limit=50)
     assert {h.workspace_id for h in both} == {WEBAPP, ML}
-    assert {h.workspace_id for h in archive.search("loader login", workspace="all", limit=50)} == {WEBAPP, ML}
+    assert {h.workspace_id for h in archive.search("loader login", workspace="all", limit=50)} == {
+        WEBAPP,
+        ML,
+    }
 
 
 def test_default_scope_is_the_cwd_workspace_never_global(archive: Archive, tmp_path: Path) -> None:
     archive.link(str(tmp_path / "repo"), "ml-pipeline")
-    assert {h.workspace_id for h in archive.search("login", cwd=str(tmp_path / "repo"), limit=50)} <= {ML}
+    assert {
+        h.workspace_id for h in archive.search("login", cwd=str(tmp_path / "repo"), limit=50)
+    } <= {ML}
     from archive_mcp.workspaces import WorkspaceError
+
     with pytest.raises(WorkspaceError, match="is not an archived workspace"):
         archive.search("login", cwd=str(tmp_path))
 
 
-@pytest.mark.parametrize("filters, expected", [
-    ({"session": "0a1b"}, {("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", t) for t in (0, 1, 2)}),
-    ({"agent": "a4f9c2e71"}, {(LOADER, 0)}),
-    ({"tool": "grep"}, {(LOADER, 0)}),
-    ({"kind": "error"}, {(LOADER, 1)}),
-    ({"since": datetime(2026, 3, 15, 10, 1)}, {(LOADER, 1)}),
-    ({"until": datetime(2025, 12, 31)}, {("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", t) for t in (0, 1, 2)}),
-    ({"file": "configs/train.yaml"}, {(LOADER, 0)}),
-])
+@pytest.mark.parametrize(
+    "filters, expected",
+    [
+        ({"session": "0a1b"}, {("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", t) for t in (0, 1, 2)}),
+        ({"agent": "a4f9c2e71"}, {(LOADER, 0)}),
+        ({"tool": "grep"}, {(LOADER, 0)}),
+        ({"kind": "error"}, {(LOADER, 1)}),
+        ({"since": datetime(2026, 3, 15, 10, 1)}, {(LOADER, 1)}),
+        (
+            {"until": datetime(2025, 12, 31)},
+            {("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", t) for t in (0, 1, 2)},
+        ),
+        ({"file": "configs/train.yaml"}, {(LOADER, 0)}),
+    ],
+)
 def test_filters_restrict_hits(archive: Archive, filters: dict, expected: set) -> None:
-    found = archive.search("loader data collate benchmark epoch batches samples", workspace="ml-pipeline",
-                           mode="lexical", limit=50, **filters)
+    found = archive.search(
+        "loader data collate benchmark epoch batches samples",
+        workspace="ml-pipeline",
+        mode="lexical",
+        limit=50,
+        **filters,
+    )
     assert {(h.session_id, h.turn) for h in found} == expected
 
 
@@ -103,7 +130,10 @@ def test_semantic_falls_back_to_lexical_and_says_why(kimi_root: Path) -> None:
     assert found.fallback_reason == "no embedding model is configured"
     assert _top(found) == (DATE, 0)
     hybrid = a.search("formatISODate", workspace="webapp")
-    assert (hybrid.realized_mode, hybrid.fallback_reason) == ("lexical+fuzzy", "no embedding model is configured")
+    assert (hybrid.realized_mode, hybrid.fallback_reason) == (
+        "lexical+fuzzy",
+        "no embedding model is configured",
+    )
 
 
 def test_turns_without_embeddings_fall_back_with_a_hint(kimi_root: Path, fake_embedder) -> None:  # noqa: ANN001
@@ -114,39 +144,63 @@ def test_turns_without_embeddings_fall_back_with_a_hint(kimi_root: Path, fake_em
     assert "run `archive-mcp refine`" in found.fallback_reason
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"query": "x", "mode": "magic"}, "mode must be one of hybrid, lexical, fuzzy, semantic, not 'magic'"),
-    ({"query": "  "}, "the query is empty"),
-    ({"query": "x", "theme": "../../etc"}, "no theme named '../../etc'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"query": "x", "mode": "magic"},
+            "mode must be one of hybrid, lexical, fuzzy, semantic, not 'magic'",
+        ),
+        ({"query": "  "}, "the query is empty"),
+        ({"query": "x", "theme": "../../etc"}, "no theme named '../../etc'"),
+    ],
+)
 def test_bad_search_arguments_say_what_to_do(archive: Archive, kwargs: dict, message: str) -> None:
     with pytest.raises(SearchError, match=message.replace("(", r"\(").replace(")", r"\)")):
         archive.search(workspace="webapp", **kwargs)
 
 
-def test_index_is_a_rebuildable_cache_that_follows_new_turns(archive: Archive, kimi_root: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_index_is_a_rebuildable_cache_that_follows_new_turns(
+    archive: Archive, kimi_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import shutil
 
     import archive_mcp.search.index
-    monkeypatch.setattr(archive_mcp.search.index, "DELTA_SHARE", 10.0)  # this base is tiny: force a delta
+
+    monkeypatch.setattr(
+        archive_mcp.search.index, "DELTA_SHARE", 10.0
+    )  # this base is tiny: force a delta
     ws = archive.workspace("webapp")
-    before = [(h.session_id, h.turn) for h in archive.search("dark mode toggle", workspace="webapp")]
+    before = [
+        (h.session_id, h.turn) for h in archive.search("dark mode toggle", workspace="webapp")
+    ]
     shutil.rmtree(ws.cache_dir)  # derived: deleting it loses nothing
     fresh = Archive(embedder=archive._embedder)
-    assert [(h.session_id, h.turn) for h in fresh.search("dark mode toggle", workspace="webapp")] == before
+    assert [
+        (h.session_id, h.turn) for h in fresh.search("dark mode toggle", workspace="webapp")
+    ] == before
     # a new session arrives: the loaded index notices and includes it
     from test_ingest import HEADER, _turn
+
     (kimi_root / "sessions" / WEBAPP / "aaaaaaaa-0000-4000-8000-000000000000").mkdir()
-    (kimi_root / "sessions" / WEBAPP / "aaaaaaaa-0000-4000-8000-000000000000" / "wire.jsonl").write_bytes(
-        HEADER + _turn(0, "switch the toggle to a zustand store", "Moved useTheme into zustand."))
+    (
+        kimi_root / "sessions" / WEBAPP / "aaaaaaaa-0000-4000-8000-000000000000" / "wire.jsonl"
+    ).write_bytes(
+        HEADER + _turn(0, "switch the toggle to a zustand store", "Moved useTheme into zustand.")
+    )
     fresh.ingest(kimi_root)
-    assert fresh.search("zustand", workspace="webapp")[0].session_id == "aaaaaaaa-0000-4000-8000-000000000000"
+    assert (
+        fresh.search("zustand", workspace="webapp")[0].session_id
+        == "aaaaaaaa-0000-4000-8000-000000000000"
+    )
     assert fresh.index(ws).segments[1].meta.height == 1  # only the new session went into the delta
     import json
+
     manifest = json.loads((ws.cache_dir / "search" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["delta_sessions"] == ["aaaaaaaa-0000-4000-8000-000000000000"]
-    assert manifest["turns"]["aaaaaaaa-0000-4000-8000-000000000000"] == 1  # its real size, not a guess
+    assert (
+        manifest["turns"]["aaaaaaaa-0000-4000-8000-000000000000"] == 1
+    )  # its real size, not a guess
 
 
 def test_rrf_sums_reciprocal_ranks() -> None:
@@ -157,40 +211,64 @@ def test_rrf_sums_reciprocal_ranks() -> None:
 
 
 def test_load_turn_context_reads_the_raw_log_and_reports_bad_references(archive: Archive) -> None:
-    ctx = archive.load_turn_context([{"session_id": LOADER, "turn": 1}, {"session_id": LOADER, "turn": 5},
-                                     {"session_id": "nope", "turn": 0}], workspace="ml-pipeline", before=1)
+    ctx = archive.load_turn_context(
+        [
+            {"session_id": LOADER, "turn": 1},
+            {"session_id": LOADER, "turn": 5},
+            {"session_id": "nope", "turn": 0},
+        ],
+        workspace="ml-pipeline",
+        before=1,
+    )
     assert [(t.turn, t.requested) for t in ctx.turns] == [(0, False), (1, True)]
     bench = ctx.turns[1].tool_calls[0]
     assert bench.name == "Shell" and bench.result.startswith("[bench] batch 00000")
     assert [n.reason for n in ctx.not_found] == [
         f"turn 5 is not in session {LOADER} (agent main); valid turns: 0..1",
-        "no session 'nope' in workspace ml-pipeline; find one with search_context or list_sessions"]
+        "no session 'nope' in workspace ml-pipeline; find one with search_context or list_sessions",
+    ]
 
 
 def test_load_turn_context_holds_max_chars_and_cuts_at_words(archive: Archive) -> None:
-    ctx = archive.load_turn_context([{"session_id": LOADER, "turn": 1}], workspace="ml-pipeline", max_chars=500)
+    ctx = archive.load_turn_context(
+        [{"session_id": LOADER, "turn": 1}], workspace="ml-pipeline", max_chars=500
+    )
     t = ctx.turns[0]
     assert t.truncated
     assert t.tool_calls[0].result.endswith("…") and not t.tool_calls[0].result.endswith(" …")
-    texts = [t.user_text, t.assistant_text, *(c.arguments for c in t.tool_calls), *(c.result for c in t.tool_calls)]
+    texts = [
+        t.user_text,
+        t.assistant_text,
+        *(c.arguments for c in t.tool_calls),
+        *(c.result for c in t.tool_calls),
+    ]
     assert sum(map(len, texts)) <= 500
 
 
 def test_subagent_turn_loads_from_its_own_log(archive: Archive) -> None:
-    ctx = archive.load_turn_context([{"session_id": LOADER, "turn": 0, "agent": "a4f9c2e71"}], workspace="ml-pipeline")
+    ctx = archive.load_turn_context(
+        [{"session_id": LOADER, "turn": 0, "agent": "a4f9c2e71"}], workspace="ml-pipeline"
+    )
     assert ctx.turns[0].assistant_text.startswith("Hot paths: `build_batch`")
     assert ctx.turns[0].tool_calls[0].name == "Grep"
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"session": "no-such-session"}, "no session starting with 'no-such-session' in webapp; sessions there: "),
-    ({"kind": "banana"}, "no turn in webapp has kind 'banana'; kinds there: "),
-    ({"tool": "Teleport"}, "no turn in webapp has tool 'teleport'; tools there: "),
-    ({"agent": "ghost"}, "no turn in webapp has agent 'ghost'; agents there: main"),
-    ({"since": datetime(2026, 3, 20), "until": datetime(2026, 3, 1)}, "is after until"),
-])
-def test_filters_that_cannot_match_are_errors_that_say_what_exists(archive: Archive, kwargs: dict,
-                                                                   message: str) -> None:
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"session": "no-such-session"},
+            "no session starting with 'no-such-session' in webapp; sessions there: ",
+        ),
+        ({"kind": "banana"}, "no turn in webapp has kind 'banana'; kinds there: "),
+        ({"tool": "Teleport"}, "no turn in webapp has tool 'teleport'; tools there: "),
+        ({"agent": "ghost"}, "no turn in webapp has agent 'ghost'; agents there: main"),
+        ({"since": datetime(2026, 3, 20), "until": datetime(2026, 3, 1)}, "is after until"),
+    ],
+)
+def test_filters_that_cannot_match_are_errors_that_say_what_exists(
+    archive: Archive, kwargs: dict, message: str
+) -> None:
     from archive_mcp.errors import ArchiveError
     from archive_mcp.search.engine import UnknownFilter
 
@@ -216,12 +294,19 @@ def test_headline_caps_the_query_echo_and_counts_hits_cut_for_size(archive: Arch
     assert found.headline().startswith(f"{len(found)} hits for ")
 
 
-@pytest.mark.parametrize("text, query, expected", [
-    ("We are catching the error in time.", "catch errors in", "We are **catching** the **error** in time."),
-    ("call formatISODate now", "date", "call **formatISODate** now"),
-    ("the index is in the cache", "the in", "the index is in the cache"),
-    ("回退到默认值了", "默认值", "回退到**默认值**了"),
-])
+@pytest.mark.parametrize(
+    "text, query, expected",
+    [
+        (
+            "We are catching the error in time.",
+            "catch errors in",
+            "We are **catching** the **error** in time.",
+        ),
+        ("call formatISODate now", "date", "call **formatISODate** now"),
+        ("the index is in the cache", "the in", "the index is in the cache"),
+        ("回退到默认值了", "默认值", "回退到**默认值**了"),
+    ],
+)
 def test_highlight_marks_whole_query_words_only(text: str, query: str, expected: str) -> None:
     from archive_mcp.search.highlight import highlight_terms, mark
 
@@ -242,7 +327,9 @@ def test_context_share_lifts_the_neighbours_and_the_session_of_a_strong_turn() -
 
     from archive_mcp.search.ranking import Neighbours, with_context
 
-    meta = pl.DataFrame({"session_id": ["a", "a", "a", "b", "b"], "agent": ["main"] * 5, "turn": [2, 0, 1, 0, 1]})
+    meta = pl.DataFrame(
+        {"session_id": ["a", "a", "a", "b", "b"], "agent": ["main"] * 5, "turn": [2, 0, 1, 0, 1]}
+    )
     nb = Neighbours.of(meta)
     assert nb.prev.tolist() == [2, -1, 1, -1, 3] and nb.next.tolist() == [-1, 2, 0, 4, -1]
     total = np.array([0.0, 0.0, 1.0, 0.5, 0.0], np.float32)
@@ -251,7 +338,9 @@ def test_context_share_lifts_the_neighbours_and_the_session_of_a_strong_turn() -
     assert np.allclose(out, [0.5, 0.5, 1.2, 0.6, 0.25])
     # the default lifts a turn only by what the shares exceed of the same shares of its own score:
     # the strong turns keep their score, the weak ones beside them rise as before
-    assert np.allclose(with_context(total, nb, neighbour=0.3, session=0.2), [0.5, 0.5, 1.0, 0.5, 0.25])
+    assert np.allclose(
+        with_context(total, nb, neighbour=0.3, session=0.2), [0.5, 0.5, 1.0, 0.5, 0.25]
+    )
 
 
 def test_context_lift_keeps_the_order_of_turns_that_match_about_equally() -> None:
@@ -261,7 +350,9 @@ def test_context_lift_keeps_the_order_of_turns_that_match_about_equally() -> Non
     from archive_mcp.search.ranking import Neighbours, with_context
 
     # session a: a run of three equal matches; session b: one slightly better match alone
-    meta = pl.DataFrame({"session_id": ["a", "a", "a", "b"], "agent": ["main"] * 4, "turn": [0, 1, 2, 0]})
+    meta = pl.DataFrame(
+        {"session_id": ["a", "a", "a", "b"], "agent": ["main"] * 4, "turn": [0, 1, 2, 0]}
+    )
     total = np.array([1.0, 1.0, 1.0, 1.05], np.float32)
     nb = Neighbours.of(meta)
     summed = with_context(total, nb, 0.2, 0.1, how="sum")
@@ -276,16 +367,18 @@ def test_feedback_terms_come_from_the_top_turns_and_are_rare_but_not_unique() ->
 
     df = {"pomodoro": 3, "timer": 2, "exam": 1, "study": 40, "minut": 5, "break": 4}.get
     texts = ["I study with a pomodoro timer: 25 minutes on, then a break.", "Pomodoro again"]
-    terms = expansion_terms(texts, ["study"], lambda t: df(t, 0), 100,
-                            lambda t: analyse(t, drop_stopwords=True), k=3)
+    terms = expansion_terms(
+        texts, ["study"], lambda t: df(t, 0), 100, lambda t: analyse(t, drop_stopwords=True), k=3
+    )
     # "study" is asked already, "exam" occurs nowhere else, short words and digits are skipped
     assert [t for t, _ in terms] == ["pomodoro", "timer", "break"]
     assert terms[0][1] == 1.0 and 0 < terms[2][1] < terms[1][1] < 1.0
     assert expansion_terms([], ["x"], lambda t: 1, 10, analyse, k=3) == []
 
 
-def test_feedback_terms_bring_in_a_turn_that_shares_the_answer_not_the_question(tmp_path: Path,
-                                                                                fake_embedder) -> None:  # noqa: ANN001
+def test_feedback_terms_bring_in_a_turn_that_shares_the_answer_not_the_question(
+    tmp_path: Path, fake_embedder
+) -> None:  # noqa: ANN001
     from dataclasses import replace
 
     from test_ingest import HEADER, _session_dir, _turn
@@ -293,17 +386,31 @@ def test_feedback_terms_bring_in_a_turn_that_shares_the_answer_not_the_question(
     from archive_mcp.search.ranking import Tuning
 
     share = tmp_path / "share"
-    _session_dir(share, HEADER + _turn(0, "Why did the image loader get slow?",
-                                       "Decoding moved from turbojpeg to Pillow: the turbojpeg wheel is missing on arm64."),
-                 name="11111111-2222-4333-8444-000000000001")
-    filler = [_turn(i, f"Note {i} about topic{i}", f"Entry{i} recorded for ledger{i}.") for i in range(20)]
-    filler[10] = _turn(10, "What blocks the release?", "The arm64 wheel for turbojpeg never built in CI.")
+    _session_dir(
+        share,
+        HEADER
+        + _turn(
+            0,
+            "Why did the image loader get slow?",
+            "Decoding moved from turbojpeg to Pillow: the turbojpeg wheel is missing on arm64.",
+        ),
+        name="11111111-2222-4333-8444-000000000001",
+    )
+    filler = [
+        _turn(i, f"Note {i} about topic{i}", f"Entry{i} recorded for ledger{i}.") for i in range(20)
+    ]
+    filler[10] = _turn(
+        10, "What blocks the release?", "The arm64 wheel for turbojpeg never built in CI."
+    )
     _session_dir(share, HEADER + b"".join(filler), name="11111111-2222-4333-8444-000000000002")
     a = Archive(embedder=fake_embedder)
     a.ingest(share)
 
     def rank(tuning: Tuning) -> list[tuple[str, int]]:
-        return [(h.session_id[-1:], h.turn) for h in a.search("image loader slow", workspace="webapp", tuning=tuning)]
+        return [
+            (h.session_id[-1:], h.turn)
+            for h in a.search("image loader slow", workspace="webapp", tuning=tuning)
+        ]
 
     with_feedback, without = rank(Tuning()), rank(replace(Tuning(), prf_docs=0))
     assert with_feedback[0] == without[0] == ("1", 0)
@@ -328,13 +435,21 @@ def test_words_common_to_the_workspace_leave_the_semantic_query() -> None:
     from archive_mcp.search.ranking import semantic_query
 
     share = {"caroline": 0.6, "melanie": 0.4}.get
-    assert semantic_query("When did Caroline go to the LGBTQ support group?", lambda w: share(w.lower(), 0.0), 0.1) \
+    assert (
+        semantic_query(
+            "When did Caroline go to the LGBTQ support group?", lambda w: share(w.lower(), 0.0), 0.1
+        )
         == "When did go to the LGBTQ support group?"
-    assert semantic_query("Caroline", lambda w: share(w.lower(), 0.0), 0.1) == "Caroline"  # never empty
+    )
+    assert (
+        semantic_query("Caroline", lambda w: share(w.lower(), 0.0), 0.1) == "Caroline"
+    )  # never empty
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_postings_written_through_runs_are_the_postings_built_in_memory(tmp_path: Path, seed: int) -> None:
+def test_postings_written_through_runs_are_the_postings_built_in_memory(
+    tmp_path: Path, seed: int
+) -> None:
     """Spilled runs merged by term range give exactly `Postings.build`'s arrays: empty documents,
     a vocabulary that grows run after run, terms in only some runs, a term larger than a block."""
     import random
@@ -345,8 +460,10 @@ def test_postings_written_through_runs_are_the_postings_built_in_memory(tmp_path
 
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(rng.randint(1, 300))]
-    docs = [[rng.choice(words[:rng.randint(1, len(words))]) for _ in range(rng.choice([0, 1, 5, 40]))]
-            for _ in range(rng.randint(0, 200))]
+    docs = [
+        [rng.choice(words[: rng.randint(1, len(words))]) for _ in range(rng.choice([0, 1, 5, 40]))]
+        for _ in range(rng.randint(0, 200))
+    ]
     if seed == 0:
         docs = [["the"] * 50 + ["a"], [], ["the", "b"]]  # one term larger than any block below
     whole = Postings.build(docs)
@@ -354,15 +471,25 @@ def test_postings_written_through_runs_are_the_postings_built_in_memory(tmp_path
     Postings.write(iter(docs), tmp_path / "p", run_size=run, block_size=block)
     written = Postings.load(tmp_path / "p")
     assert written.vocab == whole.vocab and sorted(x.name for x in (tmp_path / "p").iterdir()) == [
-        "doc_ids.npy", "doc_len.npy", "offsets.npy", "tfs.npy", "vocab.json"]
+        "doc_ids.npy",
+        "doc_len.npy",
+        "offsets.npy",
+        "tfs.npy",
+        "vocab.json",
+    ]
     for name in ("offsets", "doc_ids", "tfs", "doc_len"):
         a, b = np.asarray(getattr(written, name)), np.asarray(getattr(whole, name))
         assert a.dtype == b.dtype and np.array_equal(a, b), name
     for term in whole.vocab:  # read from the files, not through the map
-        assert all(np.array_equal(x, y) for x, y in zip(written.postings(term), whole.postings(term), strict=True))
+        assert all(
+            np.array_equal(x, y)
+            for x, y in zip(written.postings(term), whole.postings(term), strict=True)
+        )
 
 
-def test_an_index_written_in_small_runs_is_the_same_index(archive: Archive, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_index_written_in_small_runs_is_the_same_index(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The build streams (postings spilled to sorted runs and merged, vectors appended per chunk of
     sessions, metadata written per chunk): however small the chunks and runs, the index is the one
     written in one chunk and one run, and rows whose session has no stored vectors (here the
@@ -383,8 +510,17 @@ def test_an_index_written_in_small_runs_is_the_same_index(archive: Archive, monk
         shutil.rmtree(ws.cache_dir, ignore_errors=True)
         idx = Archive(embedder=archive._embedder).index(ws).refresh()
         seg = idx.segments[0]
-        arrays = {n: np.asarray(getattr(seg.postings, n)).copy() for n in ("offsets", "doc_ids", "tfs", "doc_len")}
-        return arrays, np.asarray(seg.vectors).copy(), seg.has_vector.copy(), seg.postings.vocab, seg.meta
+        arrays = {
+            n: np.asarray(getattr(seg.postings, n)).copy()
+            for n in ("offsets", "doc_ids", "tfs", "doc_len")
+        }
+        return (
+            arrays,
+            np.asarray(seg.vectors).copy(),
+            seg.has_vector.copy(),
+            seg.postings.vocab,
+            seg.meta,
+        )
 
     whole = built()
     monkeypatch.setattr(index, "BUILD_CHUNK", 1)
@@ -396,15 +532,25 @@ def test_an_index_written_in_small_runs_is_the_same_index(archive: Archive, monk
         assert np.array_equal(runs[0][name], array), name
     assert np.array_equal(runs[1], whole[1]) and np.array_equal(runs[2], whole[2])
     meta = runs[4]
-    first_rows = np.array([index.session_file_stem(s) == first for s in meta["session_id"].to_list()])
-    assert first_rows.any() and meta.height == len(runs[2]) and runs[0]["doc_len"].shape == (meta.height,)
+    first_rows = np.array(
+        [index.session_file_stem(s) == first for s in meta["session_id"].to_list()]
+    )
+    assert (
+        first_rows.any()
+        and meta.height == len(runs[2])
+        and runs[0]["doc_len"].shape == (meta.height,)
+    )
     assert not runs[2][first_rows].any() and runs[2][~first_rows].all()
     assert not runs[1][first_rows].any()
     base = ws.cache_dir / "search" / "base"
-    assert not (base / "postings" / "runs").exists() and not (base / "meta.parts").exists()  # spills are removed
+    assert (
+        not (base / "postings" / "runs").exists() and not (base / "meta.parts").exists()
+    )  # spills are removed
 
 
-def test_the_build_reads_files_in_chunks_bounded_by_count_and_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_build_reads_files_in_chunks_bounded_by_count_and_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import archive_mcp.search.index as index
 
     monkeypatch.setattr(index, "BUILD_CHUNK", 3)
@@ -413,13 +559,16 @@ def test_the_build_reads_files_in_chunks_bounded_by_count_and_size(tmp_path: Pat
     for i, size in enumerate([10, 10, 10, 10, 90, 500, 5, 5]):
         (tmp_path / f"{i}").write_bytes(b"x" * size)
         files.append(tmp_path / f"{i}")
-    files.append(tmp_path / "gone")  # vanished since it was listed: still placed in a chunk, no error here
+    files.append(
+        tmp_path / "gone"
+    )  # vanished since it was listed: still placed in a chunk, no error here
     chunks = [[f.name for f in c] for c in index._chunks(files)]
     assert chunks == [["0", "1", "2"], ["3", "4"], ["5"], ["6", "7", "gone"]]
 
 
-def test_vectors_too_large_for_memory_stream_from_the_file_with_the_same_scores(archive: Archive,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vectors_too_large_for_memory_stream_from_the_file_with_the_same_scores(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import numpy as np
 
     import archive_mcp.search.index as index
@@ -431,47 +580,68 @@ def test_vectors_too_large_for_memory_stream_from_the_file_with_the_same_scores(
     monkeypatch.setattr(index, "DENSE_MAX_BYTES", 0)
     monkeypatch.setattr(index, "READ_ROWS", 2)
     streamed = Archive(embedder=archive._embedder).index(archive.workspace("webapp")).refresh()
-    assert streamed.segments[0].dense() is None and isinstance(streamed.segments[0].vectors, np.memmap)
+    assert streamed.segments[0].dense() is None and isinstance(
+        streamed.segments[0].vectors, np.memmap
+    )
     sims2, has2 = streamed.cosine(query)
     assert has.any() and np.array_equal(has, has2) and np.allclose(sims, sims2, atol=1e-6)
     # built past the limit, the index also keeps int8 vectors with a scale per row, which the scan reads
     import shutil
+
     shutil.rmtree(archive.workspace("webapp").cache_dir / "search")
     built = Archive(embedder=archive._embedder).index(archive.workspace("webapp")).refresh()
-    assert built.segments[0].quantized is not None and (built.folder / "base" / "vectors.q8").exists()
+    assert (
+        built.segments[0].quantized is not None and (built.folder / "base" / "vectors.q8").exists()
+    )
     sims3, has3 = built.cosine(query)
-    assert np.array_equal(has, has3) and np.abs(sims3 - sims).max() < 0.01 and not np.allclose(sims3, sims, atol=1e-6)
+    assert (
+        np.array_equal(has, has3)
+        and np.abs(sims3 - sims).max() < 0.01
+        and not np.allclose(sims3, sims, atol=1e-6)
+    )
     assert np.array_equal(np.argsort(-sims3[has])[:5], np.argsort(-sims[has])[:5])
 
 
-
-def test_a_build_that_fails_leaves_the_index_and_no_half_written_folder(archive: Archive,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_build_that_fails_leaves_the_index_and_no_half_written_folder(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import archive_mcp.search.index as index
 
     ws = archive.workspace("webapp")
-    before = [(h.session_id, h.turn) for h in archive.search("dark mode toggle", workspace="webapp")]
+    before = [
+        (h.session_id, h.turn) for h in archive.search("dark mode toggle", workspace="webapp")
+    ]
     base = ws.cache_dir / "search" / "base"
     files = {p.name: p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
-    monkeypatch.setattr(index, "BUILD_CHUNK", 1)  # the bad file is read after the good ones were written
+    monkeypatch.setattr(
+        index, "BUILD_CHUNK", 1
+    )  # the bad file is read after the good ones were written
     monkeypatch.setattr(index, "DELTA_SHARE", 0.0)  # any change rebuilds the base
     last = sorted(ws.refined_dir.glob("*.parquet"))[-1]
     good = last.read_bytes()
     (ws.refined_dir / "swap.tmp").write_bytes(b"not parquet at all")
-    (ws.refined_dir / "swap.tmp").rename(last)  # as the archive writes: a rename, which marks the index stale
+    (ws.refined_dir / "swap.tmp").rename(
+        last
+    )  # as the archive writes: a rename, which marks the index stale
     (ws.cache_dir / "search.tmp1").mkdir()  # left by a build that was killed
     fresh = Archive(embedder=archive._embedder)
     for _ in range(2):
         with pytest.raises(Exception):  # noqa: B017 - whatever the reader raises; the point is what is left
             fresh.search("dark mode toggle", workspace="webapp")
-    assert sorted(p.name for p in ws.cache_dir.iterdir() if p.name.startswith("search")) == ["search"]
+    assert sorted(p.name for p in ws.cache_dir.iterdir() if p.name.startswith("search")) == [
+        "search"
+    ]
     assert {p.name: p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()} == files
     (ws.refined_dir / "swap.tmp").write_bytes(good)
     (ws.refined_dir / "swap.tmp").rename(last)
-    assert [(h.session_id, h.turn) for h in fresh.search("dark mode toggle", workspace="webapp")] == before
+    assert [
+        (h.session_id, h.turn) for h in fresh.search("dark mode toggle", workspace="webapp")
+    ] == before
 
 
-def test_an_embedding_file_of_another_model_and_width_leaves_its_rows_without_vectors(archive: Archive) -> None:
+def test_an_embedding_file_of_another_model_and_width_leaves_its_rows_without_vectors(
+    archive: Archive,
+) -> None:
     import shutil
 
     import numpy as np
@@ -482,18 +652,22 @@ def test_an_embedding_file_of_another_model_and_width_leaves_its_rows_without_ve
     ws = archive.workspace("webapp")
     first = sorted(ws.embeddings_dir.glob("*.parquet"))[0]
     old = pl.read_parquet(first)
-    old.with_columns(model=pl.lit("older-model"),
-                     vector=pl.Series([[0.5] * 8] * old.height, dtype=pl.Array(pl.Float32, 8))).write_parquet(first)
+    old.with_columns(
+        model=pl.lit("older-model"),
+        vector=pl.Series([[0.5] * 8] * old.height, dtype=pl.Array(pl.Float32, 8)),
+    ).write_parquet(first)
     shutil.rmtree(ws.cache_dir / "search", ignore_errors=True)
     seg = Archive(embedder=archive._embedder).index(ws).refresh().segments[0]
-    own = np.array([index.session_file_stem(s) == first.stem for s in seg.meta["session_id"].to_list()])
+    own = np.array(
+        [index.session_file_stem(s) == first.stem for s in seg.meta["session_id"].to_list()]
+    )
     assert own.any() and not seg.has_vector[own].any() and seg.has_vector[~own].all()
     assert seg.vectors is not None and seg.vectors.shape[1] == old.schema["vector"].size  # type: ignore[union-attr]
 
 
-
 def test_a_loaded_index_keeps_reading_its_own_files_after_another_process_rebuilds_it(
-        archive: Archive, kimi_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive: Archive, kimi_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A rebuild renames a new folder into place; a process that loaded the old index reads the
     files it loaded (through its maps), never the new files that now have their names (here a
     base rebuilt with the delta's session in it: other postings under the same file names)."""
@@ -507,11 +681,16 @@ def test_a_loaded_index_keeps_reading_its_own_files_after_another_process_rebuil
     archive.search("warm up", workspace="webapp")  # the base
     new = kimi_root / "sessions" / WEBAPP / "aaaaaaaa-0000-4000-8000-000000000000"
     new.mkdir()
-    (new / "wire.jsonl").write_bytes(HEADER + _turn(0, "switch the dark mode toggle to a zustand store", "Moved it."))
+    (new / "wire.jsonl").write_bytes(
+        HEADER + _turn(0, "switch the dark mode toggle to a zustand store", "Moved it.")
+    )
     archive.ingest(kimi_root)
     loaded = Archive(embedder=archive._embedder)
     assert loaded.index(ws).refresh().segments[1].meta.height == 1  # base + a delta
-    before = [(h.session_id, h.turn) for h in loaded.search("dark mode toggle", workspace="webapp", mode="lexical")]
+    before = [
+        (h.session_id, h.turn)
+        for h in loaded.search("dark mode toggle", workspace="webapp", mode="lexical")
+    ]
     postings = loaded.index(ws).segments[0].postings
     lists = {t: [a.copy() for a in postings.postings(t)] for t in postings.vocab}
     other = Archive(embedder=None)  # another model: the whole index is rebuilt and swapped in
@@ -520,7 +699,10 @@ def test_a_loaded_index_keeps_reading_its_own_files_after_another_process_rebuil
     for term, (docs, tfs) in lists.items():
         got = postings.postings(term)
         assert np.array_equal(got[0], docs) and np.array_equal(got[1], tfs), term
-    assert [(h.session_id, h.turn) for h in loaded.search("dark mode toggle", workspace="webapp", mode="lexical")] == before
+    assert [
+        (h.session_id, h.turn)
+        for h in loaded.search("dark mode toggle", workspace="webapp", mode="lexical")
+    ] == before
 
 
 def test_quantized_rows_stay_within_int8_and_half_a_step_of_the_row() -> None:
@@ -528,7 +710,9 @@ def test_quantized_rows_stay_within_int8_and_half_a_step_of_the_row() -> None:
 
     from archive_mcp.search.index import quantize
 
-    rows = np.array([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-0.5, 0.25, -0.125], [1e-8, -3e-8, 2e-8]], np.float32)
+    rows = np.array(
+        [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-0.5, 0.25, -0.125], [1e-8, -3e-8, 2e-8]], np.float32
+    )
     q, scale = quantize(rows)
     assert q.dtype == np.int8 and scale.dtype == np.float32 and np.abs(q.astype(int)).max() == 127
     assert q[0].tolist() == [0, 0, 0] and scale[0] == 1.0

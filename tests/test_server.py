@@ -9,23 +9,56 @@ import sys
 from pathlib import Path
 
 import pytest
+from archive_mcp.refiners.refine import REFINER
 from mcp import Client, StdioServerParameters
 
 from archive_mcp import Archive
 from archive_mcp.mcp.server import build_server
-from archive_mcp.refiners.refine import REFINER
 
 pytestmark = pytest.mark.anyio
 
 LOGIN = "session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13"
 LOADER = "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f"
-MEMORY_TOOLS = {"remember", "recall", "search_memory", "recall_recent", "list_memories", "forget", "save_lesson",
-                "organize_memories", "bootstrap_workspace", "sync_workspace_index", "memory_stats",
-                "export_memory", "import_memory"}
+MEMORY_TOOLS = {
+    "remember",
+    "recall",
+    "search_memory",
+    "recall_recent",
+    "list_memories",
+    "forget",
+    "save_lesson",
+    "organize_memories",
+    "bootstrap_workspace",
+    "sync_workspace_index",
+    "memory_stats",
+    "export_memory",
+    "import_memory",
+}
 THEME_TOOLS = {"tag_theme", "trace_theme", "list_themes", "discover_themes", "delete_theme"}
-TOOLS = {"search_context", "load_turn_context", "refine_session_turns", "list_workspaces", "list_sessions"} | MEMORY_TOOLS | THEME_TOOLS
-READ_ONLY = {"search_context", "load_turn_context", "list_workspaces", "list_sessions", "recall", "search_memory",
-             "recall_recent", "list_memories", "memory_stats", "trace_theme", "list_themes"}
+TOOLS = (
+    {
+        "search_context",
+        "load_turn_context",
+        "refine_session_turns",
+        "list_workspaces",
+        "list_sessions",
+    }
+    | MEMORY_TOOLS
+    | THEME_TOOLS
+)
+READ_ONLY = {
+    "search_context",
+    "load_turn_context",
+    "list_workspaces",
+    "list_sessions",
+    "recall",
+    "search_memory",
+    "recall_recent",
+    "list_memories",
+    "memory_stats",
+    "trace_theme",
+    "list_themes",
+}
 README = Path(__file__).parent.parent / "README.md"
 
 
@@ -42,14 +75,19 @@ async def test_tools_have_schemas_annotations_and_descriptions(server) -> None: 
         assert t.description and t.input_schema and t.output_schema, t.name
         assert t.annotations is not None
     assert {n for n, t in tools.items() if t.annotations.read_only_hint} == READ_ONLY
-    assert {n for n, t in tools.items() if t.annotations.destructive_hint} == {"forget", "delete_theme"}
+    assert {n for n, t in tools.items() if t.annotations.destructive_hint} == {
+        "forget",
+        "delete_theme",
+    }
     for name in TOOLS - {"list_workspaces"}:
         assert "workspace" in tools[name].input_schema["properties"], name
 
 
 async def test_search_context_defaults_to_the_servers_cwd_workspace(server) -> None:  # noqa: ANN001
     async with Client(server) as client:
-        r = await client.call_tool("search_context", {"query": "handleLogin bound twice", "limit": 2})
+        r = await client.call_tool(
+            "search_context", {"query": "handleLogin bound twice", "limit": 2}
+        )
     assert not r.is_error
     data = r.structured_content
     assert data["realized_mode"] == "hybrid" and data["fallback_reason"] is None
@@ -63,10 +101,19 @@ async def test_search_context_defaults_to_the_servers_cwd_workspace(server) -> N
 @pytest.mark.parametrize("budget", [500, 800, 2000])
 async def test_search_context_text_stays_within_max_output_chars(server, budget: int) -> None:  # noqa: ANN001
     async with Client(server) as client:
-        r = await client.call_tool("search_context", {"query": "test date login form", "limit": 20,
-                                                      "detail": "full", "max_output_chars": budget})
+        r = await client.call_tool(
+            "search_context",
+            {
+                "query": "test date login form",
+                "limit": 20,
+                "detail": "full",
+                "max_output_chars": budget,
+            },
+        )
     assert len(r.content[0].text) <= budget
-    assert len(r.structured_content["hits"]) == r.content[0].text.count("\n- ") + r.content[0].text.startswith("- ")
+    assert len(r.structured_content["hits"]) == r.content[0].text.count("\n- ") + r.content[
+        0
+    ].text.startswith("- ")
     if r.structured_content["truncated"]:
         assert "more hits cut to fit max_output_chars" in r.content[0].text
 
@@ -77,13 +124,19 @@ async def test_compact_detail_drops_summaries(server) -> None:  # noqa: ANN001
     assert all(h["summary"] == "" and h["snippet"] == "" for h in r.structured_content["hits"])
 
 
-@pytest.mark.parametrize("args, message", [
-    ({"query": "x", "workspace": "nope"}, "no workspace matches 'nope'. Known workspaces: ml-pipeline"),
-    ({"query": "x", "mode": "magic"}, "mode"),
-    ({"query": "   "}, "the query is empty"),
-    ({"query": "x", "theme": "../../etc/passwd"}, "no theme named '../../etc/passwd'"),
-    ({"query": "x", "limit": 0}, "limit"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            {"query": "x", "workspace": "nope"},
+            "no workspace matches 'nope'. Known workspaces: ml-pipeline",
+        ),
+        ({"query": "x", "mode": "magic"}, "mode"),
+        ({"query": "   "}, "the query is empty"),
+        ({"query": "x", "theme": "../../etc/passwd"}, "no theme named '../../etc/passwd'"),
+        ({"query": "x", "limit": 0}, "limit"),
+    ],
+)
 async def test_search_context_bad_input_is_a_tool_error(server, args: dict, message: str) -> None:  # noqa: ANN001
     async with Client(server) as client:
         r = await client.call_tool("search_context", args)
@@ -94,20 +147,38 @@ async def test_search_context_bad_input_is_a_tool_error(server, args: dict, mess
 
 async def test_load_turn_context_returns_turns_and_reports_bad_references(server) -> None:  # noqa: ANN001
     async with Client(server) as client:
-        r = await client.call_tool("load_turn_context", {
-            "workspace": "ml-pipeline", "after": 1,
-            "references": [{"session_id": LOADER, "turn": 0}, {"session_id": LOADER, "turn": 9}]})
+        r = await client.call_tool(
+            "load_turn_context",
+            {
+                "workspace": "ml-pipeline",
+                "after": 1,
+                "references": [
+                    {"session_id": LOADER, "turn": 0},
+                    {"session_id": LOADER, "turn": 9},
+                ],
+            },
+        )
     assert not r.is_error
     data = r.structured_content
     assert [(t["turn"], t["requested"]) for t in data["turns"]] == [(0, True), (1, False)]
-    assert data["not_found"] == [{"session_id": LOADER, "turn": 9, "agent": "main",
-                                  "reason": f"turn 9 is not in session {LOADER} (agent main); valid turns: 0..1"}]
+    assert data["not_found"] == [
+        {
+            "session_id": LOADER,
+            "turn": 9,
+            "agent": "main",
+            "reason": f"turn 9 is not in session {LOADER} (agent main); valid turns: 0..1",
+        }
+    ]
     assert "Tool Shell [ok]" in r.content[0].text
 
 
 async def test_load_turn_context_rejects_bad_shapes(server) -> None:  # noqa: ANN001
     async with Client(server) as client:
-        for args in ({"references": []}, {"references": [{"turn": 1}]}, {"references": [{"session_id": "x", "turn": "one"}]}):
+        for args in (
+            {"references": []},
+            {"references": [{"turn": 1}]},
+            {"references": [{"session_id": "x", "turn": "one"}]},
+        ):
             r = await client.call_tool("load_turn_context", args)
             assert r.is_error
 
@@ -116,46 +187,82 @@ async def test_list_workspaces_and_sessions(server) -> None:  # noqa: ANN001
     async with Client(server) as client:
         ws = await client.call_tool("list_workspaces", {})
         sessions = await client.call_tool("list_sessions", {"workspace": "webapp", "limit": 2})
-    assert [(w["name"], w["sessions"], w["turns"]) for w in ws.structured_content["workspaces"]] == [
-        ("ml-pipeline", 2, 6), ("webapp", 3, 8)]
+    assert [
+        (w["name"], w["sessions"], w["turns"]) for w in ws.structured_content["workspaces"]
+    ] == [("ml-pipeline", 2, 6), ("webapp", 3, 8)]
     assert [s["session_id"] for s in sessions.structured_content["sessions"]] == [
-        LOGIN, "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b"]
+        LOGIN,
+        "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b",
+    ]
 
 
 async def test_refine_session_turns_falls_back_without_sampling(server) -> None:  # noqa: ANN001
     async with Client(server) as client:
-        r = await client.call_tool("refine_session_turns", {"session_id": LOGIN, "use_sampling": True})
+        r = await client.call_tool(
+            "refine_session_turns", {"session_id": LOGIN, "use_sampling": True}
+        )
         bad = await client.call_tool("refine_session_turns", {"session_id": LOGIN, "turns": [7]})
         unknown = await client.call_tool("refine_session_turns", {"session_id": "nope"})
     data = r.structured_content
     assert (data["refined"], data["sampled"]) == (3, 0)
-    assert data["fallback_reason"] == "the client does not support sampling: kept the extractive summaries"
+    assert (
+        data["fallback_reason"]
+        == "the client does not support sampling: kept the extractive summaries"
+    )
     assert bad.is_error and "valid turns: 0..2" in bad.content[0].text
     assert unknown.is_error and "list them with list_sessions" in unknown.content[0].text
 
 
-async def test_refine_session_turns_uses_client_sampling_when_offered(server, archive: Archive) -> None:  # noqa: ANN001
+async def test_refine_session_turns_uses_client_sampling_when_offered(
+    server, archive: Archive
+) -> None:  # noqa: ANN001
     from mcp_types import CreateMessageResult, TextContent
 
     async def sampler(context, params):  # noqa: ANN001, ANN202
-        return CreateMessageResult(role="assistant", model="test-model",
-                                   content=TextContent(type="text", text=json.dumps([
-                                       {"asked": "why the login form submits twice", "did": "Read LoginForm.tsx",
-                                        "outcome": "a double click sends two requests"},
-                                       "LLM summary two"])))
+        return CreateMessageResult(
+            role="assistant",
+            model="test-model",
+            content=TextContent(
+                type="text",
+                text=json.dumps(
+                    [
+                        {
+                            "asked": "why the login form submits twice",
+                            "did": "Read LoginForm.tsx",
+                            "outcome": "a double click sends two requests",
+                        },
+                        "LLM summary two",
+                    ]
+                ),
+            ),
+        )
 
     async with Client(server, sampling_callback=sampler) as client:
-        r = await client.call_tool("refine_session_turns", {"session_id": LOGIN, "use_sampling": True,
-                                                            "max_sampled_turns": 2})
+        r = await client.call_tool(
+            "refine_session_turns",
+            {"session_id": LOGIN, "use_sampling": True, "max_sampled_turns": 2},
+        )
     data = r.structured_content
     assert data["sampled"] == 2, data
     assert [s["refiner"] for s in data["summaries"]] == [f"{REFINER}+sampling@1"] * 2 + [REFINER]
-    row = archive.turns("webapp").filter(__import__("polars").col("session_id") == LOGIN).sort("turn").collect()
-    assert row["summary"][0] == ("Asked: why the login form submits twice Did: Read LoginForm.tsx "
-                                 "Outcome: a double click sends two requests")
+    row = (
+        archive.turns("webapp")
+        .filter(__import__("polars").col("session_id") == LOGIN)
+        .sort("turn")
+        .collect()
+    )
+    assert row["summary"][0] == (
+        "Asked: why the login form submits twice Did: Read LoginForm.tsx "
+        "Outcome: a double click sends two requests"
+    )
     # A batch refine keeps the model's summaries while the turns are unchanged.
     assert archive.refine("webapp", session=LOGIN, force=True, embed=False).rows_changed == 0
-    row = archive.turns("webapp").filter(__import__("polars").col("session_id") == LOGIN).sort("turn").collect()
+    row = (
+        archive.turns("webapp")
+        .filter(__import__("polars").col("session_id") == LOGIN)
+        .sort("turn")
+        .collect()
+    )
     assert row["refiner"].to_list() == [f"{REFINER}+sampling@1"] * 2 + [REFINER]
 
 
@@ -166,18 +273,24 @@ def test_readme_lists_every_tool() -> None:
 
 async def test_stdio_server_round_trip(archive: Archive, tmp_path: Path) -> None:
     env = {**os.environ, "ARCHIVE_MCP_HOME": str(archive.home), "ARCHIVE_MCP_EMBEDDER": "none"}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "archive_mcp", "serve"], env=env,
-                                   cwd="/")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "archive_mcp", "serve"], env=env, cwd="/"
+    )
     async with Client(params, read_timeout_seconds=60) as client:
         tools = await client.list_tools()
         assert {t.name for t in tools.tools} == TOOLS
-        r = await client.call_tool("search_context", {"query": "turbojpeg", "workspace": "ml-pipeline"})
+        r = await client.call_tool(
+            "search_context", {"query": "turbojpeg", "workspace": "ml-pipeline"}
+        )
         assert not r.is_error
         assert r.structured_content["hits"][0]["session_id"] == LOADER
         assert r.structured_content["realized_mode"] == "lexical+fuzzy"
         bad = await client.call_tool("search_context", {"query": "x"})  # cwd "/" is no workspace
         assert bad.is_error and "is not an archived workspace" in bad.content[0].text
-        r = await client.call_tool("load_turn_context", {"workspace": "webapp", "references": [{"session_id": LOGIN, "turn": 0}]})
+        r = await client.call_tool(
+            "load_turn_context",
+            {"workspace": "webapp", "references": [{"session_id": LOGIN, "turn": 0}]},
+        )
         assert json.dumps(r.structured_content).count("handleLogin") >= 1
 
 
@@ -205,8 +318,12 @@ async def test_http_server_on_localhost(archive: Archive) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = {**os.environ, "ARCHIVE_MCP_HOME": str(archive.home), "ARCHIVE_MCP_EMBEDDER": "none"}
-    proc = subprocess.Popen([sys.executable, "-m", "archive_mcp", "serve", "--http", "--port", str(port)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "archive_mcp", "serve", "--http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         for _ in range(600):  # a loaded machine takes a while to start the server
             with socket.socket() as probe:
@@ -214,7 +331,9 @@ async def test_http_server_on_localhost(archive: Archive) -> None:
                     break
             await anyio.sleep(0.1)
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-            r = await client.call_tool("search_context", {"query": "turbojpeg", "workspace": "ml-pipeline"})
+            r = await client.call_tool(
+                "search_context", {"query": "turbojpeg", "workspace": "ml-pipeline"}
+            )
         assert r.structured_content["hits"][0]["session_id"] == LOADER
     finally:
         proc.terminate()
@@ -227,13 +346,25 @@ def test_fit_lists_the_same_items_in_the_text_and_the_structured_content() -> No
     from archive_mcp.mcp.toolkit import fit, json_len
 
     items = [{"id": i, "text": "word " * 200, "tags": list(range(30))} for i in range(30)]
-    r = fit(items, lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept) + ("\n… more cut" if cut else ""),
-            lambda kept, cut: {"items": kept, "truncated": cut}, 4000)
+    r = fit(
+        items,
+        lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept) + ("\n… more cut" if cut else ""),
+        lambda kept, cut: {"items": kept, "truncated": cut},
+        4000,
+    )
     data, text = r.structured_content, r.content[0].text
     assert [x["id"] for x in data["items"]] == list(range(30)) and text.count("- ") == 30
     assert "more cut" not in text and data["truncated"] is True and json_len(data) <= 4000
     assert all(len(x["text"]) <= 60 and len(x["tags"]) == 5 for x in data["items"])
-    r = fit(items, lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept) + ("\n… more cut" if cut else ""),
-            lambda kept, cut: {"items": kept, "truncated": cut}, 1000)
+    r = fit(
+        items,
+        lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept) + ("\n… more cut" if cut else ""),
+        lambda kept, cut: {"items": kept, "truncated": cut},
+        1000,
+    )
     data, text = r.structured_content, r.content[0].text
-    assert 0 < len(data["items"]) < 30 and text.count("- ") == len(data["items"]) and text.endswith("… more cut")
+    assert (
+        0 < len(data["items"]) < 30
+        and text.count("- ") == len(data["items"])
+        and text.endswith("… more cut")
+    )

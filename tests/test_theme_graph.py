@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 import scipy.sparse as sp
+from archive_mcp.workspaces import Workspace
 
 from archive_mcp.themes import graph
 from archive_mcp.themes.graph import louvain, turn_graph
@@ -20,14 +21,15 @@ from archive_mcp.themes.store import (
     new_topics,
     unique_label,
 )
-from archive_mcp.workspaces import Workspace
 
 
 def _unit(m: np.ndarray) -> np.ndarray:
     return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _blobs(sizes: list[int], dims: int = 16, spread: float = 0.05, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _blobs(
+    sizes: list[int], dims: int = 16, spread: float = 0.05, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     centres = np.eye(dims)[: len(sizes)]
     truth = np.repeat(np.arange(len(sizes)), sizes)
@@ -81,7 +83,9 @@ def test_louvain_leaves_isolated_nodes_alone_and_an_empty_graph_as_is() -> None:
     assert list(louvain(sp.csr_matrix((3, 3)))) == [0, 1, 2]
 
 
-def test_approximate_neighbours_past_the_exact_size_stay_within_the_topic(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_approximate_neighbours_past_the_exact_size_stay_within_the_topic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     x, truth = _blobs([60, 60, 60, 60])
     monkeypatch.setattr(graph, "EXACT_UP_TO", 50)
     monkeypatch.setattr(graph, "CELL", 40)
@@ -98,11 +102,19 @@ def test_runs_of_work_across_sessions_come_back_as_topics_inside_one_broad_theme
     rng = np.random.default_rng(1)
     centres = _unit(np.array([[1.0, 0.3, 0, 0], [1.0, -0.3, 0, 0], [0, 0, 1.0, 0]]))
     truth = np.repeat([0, 1, 2], 15)
-    x = _unit(np.hstack([centres[truth], np.zeros((45, 28))]) + 0.01 * rng.standard_normal((45, 32)))
+    x = _unit(
+        np.hstack([centres[truth], np.zeros((45, 28))]) + 0.01 * rng.standard_normal((45, 32))
+    )
     sessions = [f"s{i % 15 // 5}" if t < 2 else f"u{i % 15 // 5}" for i, t in enumerate(truth)]
     turns = [int(t) * 10 + i % 5 for i, t in enumerate(truth)]
-    frame = pl.DataFrame({"session_id": sessions, "turn": turns,
-                          "keywords": [[] for _ in truth], "files": [[] for _ in truth]})
+    frame = pl.DataFrame(
+        {
+            "session_id": sessions,
+            "turn": turns,
+            "keywords": [[] for _ in truth],
+            "files": [[] for _ in truth],
+        }
+    )
     clusters, keep = cluster_turns(frame, x, cut=0.35)
     broad = [set(idx) for c, idx in clusters.items() if c < TOPIC_IDS]
     assert set(range(30)) in broad  # the two topics are one broad theme
@@ -113,16 +125,24 @@ def test_runs_of_work_across_sessions_come_back_as_topics_inside_one_broad_theme
     # communities of the same graph are exactly the topics.
     w = turn_graph(x, sessions, turns, seed=0)
     labels = louvain(w, resolution=0.5)
-    assert sorted(sorted(np.flatnonzero(labels == c).tolist()) for c in set(labels)) == \
-        [list(range(15)), list(range(15, 30)), list(range(30, 45))]
+    assert sorted(sorted(np.flatnonzero(labels == c).tolist()) for c in set(labels)) == [
+        list(range(15)),
+        list(range(15, 30)),
+        list(range(30, 45)),
+    ]
 
 
 def test_discovered_labels_never_repeat_within_a_run() -> None:
     taken: set[str] = set()
     assert unique_label(["api", "deploy", "vercel", "slack"], taken, 1) == "api / deploy / vercel"
     assert unique_label(["api", "deploy", "vercel", "slack"], taken, 2) == "api / deploy / slack"
-    assert unique_label(["api", "deploy", "vercel", "slack"], taken, 3) == "api / deploy / vercel / slack"
-    assert unique_label(["API", "deploy", "vercel", "slack"], taken, 4) == "API / deploy / vercel (4)"
+    assert (
+        unique_label(["api", "deploy", "vercel", "slack"], taken, 3)
+        == "api / deploy / vercel / slack"
+    )
+    assert (
+        unique_label(["API", "deploy", "vercel", "slack"], taken, 4) == "API / deploy / vercel (4)"
+    )
     assert unique_label(["nats"], taken, 5) == "nats"
     assert unique_label(["nats"], taken, 6) == "nats (6)"
     assert unique_label([], taken, 7) == "cluster 7"
@@ -141,45 +161,102 @@ class _FixedCells:
         return self.cells
 
 
-def test_approximate_neighbours_always_look_in_the_rows_own_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_approximate_neighbours_always_look_in_the_rows_own_cell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Cell 0 is loose (its centre is short); by dot product cells 1, 2 and 4 all rank above it,
     # so its two rows, each the other's nearest, were looked for only in the other cells.
     import sklearn.cluster
 
-    x = _unit(np.array([[1, 0, 0.05], [1, 0, -0.05], [0.9, 0.3, 0], [0.9, 0.3, 0.01], [0.9, -0.3, 0],
-                        [0.9, -0.3, 0.01], [0, 0, 1], [0, 0.01, 1], [0.9, 0, 0.3], [0.9, 0.01, 0.3]], dtype=np.float32))
+    x = _unit(
+        np.array(
+            [
+                [1, 0, 0.05],
+                [1, 0, -0.05],
+                [0.9, 0.3, 0],
+                [0.9, 0.3, 0.01],
+                [0.9, -0.3, 0],
+                [0.9, -0.3, 0.01],
+                [0, 0, 1],
+                [0, 0.01, 1],
+                [0.9, 0, 0.3],
+                [0.9, 0.01, 0.3],
+            ],
+            dtype=np.float32,
+        )
+    )
     _FixedCells.cells = np.repeat(np.arange(5), 2)
-    _FixedCells.centres = np.array([[0.3, 0, 0], [0.9, 0.3, 0], [0.9, -0.3, 0], [0, 0, 1], [0.9, 0, 0.3]])
+    _FixedCells.centres = np.array(
+        [[0.3, 0, 0], [0.9, 0.3, 0], [0.9, -0.3, 0], [0, 0, 1], [0.9, 0, 0.3]]
+    )
     monkeypatch.setattr(sklearn.cluster, "MiniBatchKMeans", _FixedCells)
     monkeypatch.setattr(graph, "EXACT_UP_TO", 5)
     monkeypatch.setattr(graph, "CELL", 2)
     rows, cols, _ = graph._nearest(x, 1, seed=0)
-    assert dict(zip(rows.tolist(), cols.tolist(), strict=True)) == {0: 1, 1: 0, 2: 3, 3: 2, 4: 5, 5: 4, 6: 7, 7: 6, 8: 9, 9: 8}
+    assert dict(zip(rows.tolist(), cols.tolist(), strict=True)) == {
+        0: 1,
+        1: 0,
+        2: 3,
+        3: 2,
+        4: 5,
+        5: 4,
+        6: 7,
+        7: 6,
+        8: 9,
+        9: 8,
+    }
 
 
 def test_a_topic_that_repeats_a_broad_theme_is_dropped() -> None:
     coarse = np.array([1, 1, 1, 1, 1, 2, 2, 2, 2, 2])
-    fine = {10: [0, 1, 2, 3, 4],  # the whole of theme 1: Jaccard 1
-            11: [5, 6, 7, 8],  # 4 of theme 2's 5: Jaccard 0.8, still the theme
-            12: [0, 1, 2],  # 3 of 5: 0.6, a topic inside theme 1
-            13: [4, 5, 6, 7, 8, 9]}  # theme 2 and one row of theme 1: 5 / 6 = 0.83
+    fine = {
+        10: [0, 1, 2, 3, 4],  # the whole of theme 1: Jaccard 1
+        11: [5, 6, 7, 8],  # 4 of theme 2's 5: Jaccard 0.8, still the theme
+        12: [0, 1, 2],  # 3 of 5: 0.6, a topic inside theme 1
+        13: [4, 5, 6, 7, 8, 9],
+    }  # theme 2 and one row of theme 1: 5 / 6 = 0.83
     assert new_topics(fine, coarse) == {12: [0, 1, 2]}
-    assert new_topics(fine, coarse, same=0.9) == {11: [5, 6, 7, 8], 12: [0, 1, 2], 13: [4, 5, 6, 7, 8, 9]}
+    assert new_topics(fine, coarse, same=0.9) == {
+        11: [5, 6, 7, 8],
+        12: [0, 1, 2],
+        13: [4, 5, 6, 7, 8, 9],
+    }
     assert new_topics({}, np.zeros(0, int)) == {}
 
 
 def _frame(users: list[str], sessions: list[str]) -> pl.DataFrame:
     n = len(users)
-    return pl.DataFrame({"session_id": sessions, "agent": ["main"] * n, "turn": list(range(n)), "user_text": users,
-                         "assistant_text": [""] * n, "keywords": [[] for _ in users], "files": [[] for _ in users]},
-                        schema_overrides={"keywords": pl.List(pl.String), "files": pl.List(pl.String)})
+    return pl.DataFrame(
+        {
+            "session_id": sessions,
+            "agent": ["main"] * n,
+            "turn": list(range(n)),
+            "user_text": users,
+            "assistant_text": [""] * n,
+            "keywords": [[] for _ in users],
+            "files": [[] for _ in users],
+        },
+        schema_overrides={"keywords": pl.List(pl.String), "files": pl.List(pl.String)},
+    )
 
 
-@pytest.mark.parametrize("users", [[], ["deploy the api"], ["alpha", "beta", "gamma", "delta"],
-                                   ["cache the sessions", "cache the sessions in redis", "cache sessions",
-                                    "unrelated words only here"]])
+@pytest.mark.parametrize(
+    "users",
+    [
+        [],
+        ["deploy the api"],
+        ["alpha", "beta", "gamma", "delta"],
+        [
+            "cache the sessions",
+            "cache the sessions in redis",
+            "cache sessions",
+            "unrelated words only here",
+        ],
+    ],
+)
 def test_discovery_without_vectors_on_tiny_workspaces_finds_nothing_rather_than_failing(
-        tmp_path: Path, users: list[str]) -> None:
+    tmp_path: Path, users: list[str]
+) -> None:
     # No term shared by two turns (or a turn that shares none) gives an all-zero TF-IDF row; its
     # cosine distance is NaN, which the dendrogram refused.
     ws = Workspace("w", "w", root=tmp_path)
@@ -188,11 +265,14 @@ def test_discovery_without_vectors_on_tiny_workspaces_finds_nothing_rather_than_
 
 
 def test_a_zero_vector_is_its_own_cluster() -> None:
-    x = np.vstack([np.zeros((1, 4)), _unit(np.array([[1, 0, 0, 0], [0.99, 0.1, 0, 0], [0, 0, 1, 0]]))])
+    x = np.vstack(
+        [np.zeros((1, 4)), _unit(np.array([[1, 0, 0, 0], [0.99, 0.1, 0, 0], [0, 0, 1, 0]]))]
+    )
     assert cluster_vectors(x, 0.5).tolist() == [2, 1, 1, 3]
 
 
 # --- past graph.SAMPLE turns: a sample of whole sessions is clustered, the rest joins it ---------
+
 
 def test_the_sample_is_whole_sessions_up_to_the_limit_and_everything_below_it() -> None:
     sessions = pl.Series([f"s{i // 10:02d}" for i in range(200)])  # 20 sessions of 10 turns
@@ -203,12 +283,15 @@ def test_the_sample_is_whole_sessions_up_to_the_limit_and_everything_below_it() 
     assert len(chosen) == 5 and all(picked[np.array([s in chosen for s in sessions])])
     assert (graph.sample_rows(sessions, limit=55) == picked).all()  # seeded
     assert (graph.sample_rows(sessions, limit=55, seed=1) != picked).any()
-    assert graph.sample_rows(pl.Series(["one"] * 30), limit=10).all()  # one session too big is the sample
+    assert graph.sample_rows(
+        pl.Series(["one"] * 30), limit=10
+    ).all()  # one session too big is the sample
 
 
 @pytest.mark.parametrize("read", [3, 16_384])
-def test_vectors_on_disk_are_read_by_rows_without_mapping_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                   read: int) -> None:
+def test_vectors_on_disk_are_read_by_rows_without_mapping_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: int
+) -> None:
     monkeypatch.setattr(graph, "READ", read)
     m = np.arange(40_000, dtype=np.float16).reshape(10_000, 4)
     np.save(tmp_path / "v.npy", m)
@@ -218,16 +301,31 @@ def test_vectors_on_disk_are_read_by_rows_without_mapping_the_file(tmp_path: Pat
     assert source.shape == (6, 4)
     whole = np.vstack([m[np.sort(rows)], m[[2, 3]]]).astype(np.float32)
     assert np.array_equal(np.vstack([b for _, b in source.blocks()]), whole)
-    assert [s for s, _ in source.blocks()][-1] == 4 + (read == 3)  # each window with rows of it in order
+    assert [s for s, _ in source.blocks()][-1] == 4 + (
+        read == 3
+    )  # each window with rows of it in order
     assert np.array_equal(source.take(np.array([1, 4, 5])), whole[[1, 4, 5]])
-    assert np.array_equal(graph.read_rows(mapped[3:], 0, 2), m[3:5])  # a view of a mapping: sliced, not read from the file
+    assert np.array_equal(
+        graph.read_rows(mapped[3:], 0, 2), m[3:5]
+    )  # a view of a mapping: sliced, not read from the file
 
 
-def test_rows_outside_the_sample_join_the_cell_and_community_of_their_nearest_sampled_rows() -> None:
-    sample = _unit(np.array([[1, 0, 0], [1, 0.1, 0], [0, 1, 0], [0.1, 1, 0], [0, 0, 1], [0, 0.1, 1]], dtype=np.float32))
+def test_rows_outside_the_sample_join_the_cell_and_community_of_their_nearest_sampled_rows() -> (
+    None
+):
+    sample = _unit(
+        np.array(
+            [[1, 0, 0], [1, 0.1, 0], [0, 1, 0], [0.1, 1, 0], [0, 0, 1], [0, 0.1, 1]],
+            dtype=np.float32,
+        )
+    )
     community = np.array([7, 7, 8, 8, 9, 9])
     centres = np.array([[1, 0.05, 0], [0.05, 1, 0], [0, 0.05, 1]], dtype=np.float32)
-    pools = [np.array([0, 1]), np.array([2, 3]), np.array([], dtype=np.int64)]  # the last cell has no sampled rows
+    pools = [
+        np.array([0, 1]),
+        np.array([2, 3]),
+        np.array([], dtype=np.int64),
+    ]  # the last cell has no sampled rows
     v = _unit(np.array([[0.9, 0.2, 0], [0.2, 0.9, 0.1], [0.1, 0, 1]], dtype=np.float32))
     cell, joined = graph.join_nearest(v, sample, community, centres, pools, k=2)
     assert cell.tolist() == [0, 1, 0] and joined.tolist() == [7, 8, 7]
@@ -236,23 +334,35 @@ def test_rows_outside_the_sample_join_the_cell_and_community_of_their_nearest_sa
     assert cell.tolist() == [0, 1, 2] and joined.tolist() == [7, 8, 9]
 
 
-def test_a_clustered_sample_finds_what_clustering_everything_finds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_clustered_sample_finds_what_clustering_everything_finds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # Four blobs worked on in sessions of 6 turns; 40% of the sessions are sampled.
     x, truth = _blobs([120, 120, 120, 120], spread=0.05, seed=2)
     order = np.random.default_rng(3).permutation(len(x))
     x, truth = x[order], truth[order]
     sessions = [f"s{truth[i]}-{i // 24:02d}" for i in range(len(x))]
-    frame = pl.DataFrame({"session_id": sessions, "agent": ["main"] * len(x), "turn": list(range(len(x))),
-                          "keywords": [[] for _ in truth], "files": [[] for _ in truth]})
+    frame = pl.DataFrame(
+        {
+            "session_id": sessions,
+            "agent": ["main"] * len(x),
+            "turn": list(range(len(x))),
+            "keywords": [[] for _ in truth],
+            "files": [[] for _ in truth],
+        }
+    )
     np.save(tmp_path / "v.npy", x.astype(np.float16))
     rows = graph.DiskRows([(np.load(tmp_path / "v.npy", mmap_mode="r"), np.arange(len(x)))])
     monkeypatch.setattr(graph, "SAMPLE", 200)
     clusters, keep, sims, sampled = graph.cluster_sampled(frame, rows, cut=0.35)
     assert 150 <= sampled.sum() <= 200
     broad = {c: idx for c, idx in clusters.items() if c < graph.TOPIC_IDS}
-    assert sorted(sorted(idx.tolist()) for idx in broad.values()) == \
-        sorted(np.flatnonzero(truth == t).tolist() for t in range(4))  # every row, in its blob's theme
-    assert all(len(set(truth[idx].tolist())) == 1 for c, idx in clusters.items() if c >= graph.TOPIC_IDS)
+    assert sorted(sorted(idx.tolist()) for idx in broad.values()) == sorted(
+        np.flatnonzero(truth == t).tolist() for t in range(4)
+    )  # every row, in its blob's theme
+    assert all(
+        len(set(truth[idx].tolist())) == 1 for c, idx in clusters.items() if c >= graph.TOPIC_IDS
+    )
     assert set(keep) <= set(clusters) and broad.keys() <= keep.keys()
     xf = rows.take(np.arange(len(x)))
     for c, idx in keep.items():

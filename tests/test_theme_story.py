@@ -19,48 +19,106 @@ from archive_mcp.themes.timeline import build_timeline
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 
 
-@pytest.mark.parametrize(("user", "assistant", "kinds", "worked", "want"), [
-    ("<command-name>/export</command-name>", "", [], False, "command"),
-    ("<local-command-stdout>Context usage 40%</local-command-stdout>", "", [], False, "command"),
-    ("/gsd:execute-plan .planning/phases/03/03-01-PLAN.md", "Ran the plan: edited 4 files.", [], True, None),
-    ("This session is being continued from a previous conversation that ran out of context.", "ok", [], False, "compaction"),
-    ("[Request interrupted by user]", "", [], False, "interrupted"),
-    ("continue", "", [], False, "continuation"),
-    ("fix the login page", "API Error: 529 overloaded", [], False, "api_error"),
-    ("fix the login page", "Fixed the redirect.", ["fix"], True, None),
-    ("anything", "anything", ["compaction"], False, "compaction"),
-])
-def test_noise_turns_are_recognised_from_kinds_or_text(user: str, assistant: str, kinds: list[str],
-                                                        worked: bool, want: str | None) -> None:
+@pytest.mark.parametrize(
+    ("user", "assistant", "kinds", "worked", "want"),
+    [
+        ("<command-name>/export</command-name>", "", [], False, "command"),
+        (
+            "<local-command-stdout>Context usage 40%</local-command-stdout>",
+            "",
+            [],
+            False,
+            "command",
+        ),
+        (
+            "/gsd:execute-plan .planning/phases/03/03-01-PLAN.md",
+            "Ran the plan: edited 4 files.",
+            [],
+            True,
+            None,
+        ),
+        (
+            "This session is being continued from a previous conversation that ran out of context.",
+            "ok",
+            [],
+            False,
+            "compaction",
+        ),
+        ("[Request interrupted by user]", "", [], False, "interrupted"),
+        ("continue", "", [], False, "continuation"),
+        ("fix the login page", "API Error: 529 overloaded", [], False, "api_error"),
+        ("fix the login page", "Fixed the redirect.", ["fix"], True, None),
+        ("anything", "anything", ["compaction"], False, "compaction"),
+    ],
+)
+def test_noise_turns_are_recognised_from_kinds_or_text(
+    user: str, assistant: str, kinds: list[str], worked: bool, want: str | None
+) -> None:
     assert noise_kind(user, assistant, kinds, worked) == want
 
 
-@pytest.mark.parametrize(("user", "assistant", "kinds", "want"), [
-    ("wait, let's get the websocket feed working first", "", [], ("change", "user")),
-    ("go back to the polling version, it was working before", "", [], ("reversal", "user")),
-    ("don't use the Jupiter API", "", [], ("change", "user")),
-    ("yes", "Option A or B?", [], ("decision", "user")),
-    ("let's go with Redis for the cache", "", [], ("decision", "user")),
-    ("SessionCache 要不要改成进程内缓存？", "决定：改用进程内缓存", ["decision"], ("decision", "assistant")),
-    ("what does this function return?", "It returns a list.", ["question"], None),
-    ("Why is the price null?", "Jupiter returns 401, so I'm switching to CoinGecko.", [], ("change", "assistant")),
-])
-def test_flags_courses_set_and_changed_including_the_users_corrections(user: str, assistant: str, kinds: list[str],
-                                                                         want: tuple[str, str] | None) -> None:
+@pytest.mark.parametrize(
+    ("user", "assistant", "kinds", "want"),
+    [
+        ("wait, let's get the websocket feed working first", "", [], ("change", "user")),
+        ("go back to the polling version, it was working before", "", [], ("reversal", "user")),
+        ("don't use the Jupiter API", "", [], ("change", "user")),
+        ("yes", "Option A or B?", [], ("decision", "user")),
+        ("let's go with Redis for the cache", "", [], ("decision", "user")),
+        (
+            "SessionCache 要不要改成进程内缓存？",
+            "决定：改用进程内缓存",
+            ["decision"],
+            ("decision", "assistant"),
+        ),
+        ("what does this function return?", "It returns a list.", ["question"], None),
+        (
+            "Why is the price null?",
+            "Jupiter returns 401, so I'm switching to CoinGecko.",
+            [],
+            ("change", "assistant"),
+        ),
+    ],
+)
+def test_flags_courses_set_and_changed_including_the_users_corrections(
+    user: str, assistant: str, kinds: list[str], want: tuple[str, str] | None
+) -> None:
     f = flag_turn(user, assistant, kinds)
     assert (None if f is None else (f.kind, f.by)) == want
 
 
 def _row(sid: str, turn: int, user: str, assistant: str = "") -> dict:
-    return {"session_id": sid, "turn": turn, "user_text": user, "assistant_text": assistant, "keywords": []}
+    return {
+        "session_id": sid,
+        "turn": turn,
+        "user_text": user,
+        "assistant_text": assistant,
+        "keywords": [],
+    }
 
 
 def test_a_change_is_paired_with_the_decision_it_undoes_by_meaning_not_by_one_shared_word() -> None:
-    rows = [_row("s1", 0, "let's go with Redis for the session cache, evictions by TTL", "Redis session cache with TTL evictions."),
-            _row("s1", 1, "let's use github actions for the release workflow", "Release workflow on github actions."),
-            _row("s2", 0, "the github release page needs a changelog section", "Added a changelog."),
-            _row("s3", 0, "actually drop Redis: keep the session cache in process, TTL evictions stay",
-                 "Session cache is now in-process; Redis removed.")]
+    rows = [
+        _row(
+            "s1",
+            0,
+            "let's go with Redis for the session cache, evictions by TTL",
+            "Redis session cache with TTL evictions.",
+        ),
+        _row(
+            "s1",
+            1,
+            "let's use github actions for the release workflow",
+            "Release workflow on github actions.",
+        ),
+        _row("s2", 0, "the github release page needs a changelog section", "Added a changelog."),
+        _row(
+            "s3",
+            0,
+            "actually drop Redis: keep the session cache in process, TTL evictions stay",
+            "Session cache is now in-process; Redis removed.",
+        ),
+    ]
     flags = [flag_turn(r["user_text"], r["assistant_text"], []) for r in rows]
     pairs = pair_changes(rows, flags)
     assert [(i, j) for i, j, *_ in pairs] == [(3, 0)]
@@ -68,25 +126,49 @@ def test_a_change_is_paired_with_the_decision_it_undoes_by_meaning_not_by_one_sh
 
 
 def _timeline(n: int) -> Theme:
-    return Theme("t", "t", members=[Member("s", "main", i, "reference", "test", "") for i in range(n)])
+    return Theme(
+        "t", "t", members=[Member("s", "main", i, "reference", "test", "") for i in range(n)]
+    )
 
 
 def _frame(texts: list[tuple[str, str]], files: list[str] | None = None) -> pl.LazyFrame:
     start = datetime(2026, 1, 1, tzinfo=UTC)
     n = len(texts)
-    return pl.DataFrame({
-        "session_id": ["s"] * n, "agent": ["main"] * n, "turn": list(range(n)),
-        "started_at": [start + timedelta(hours=6 * i) for i in range(n)],
-        "summary": [f"Asked: {u} Outcome: {a}" for u, a in texts], "kinds": [[] for _ in texts],
-        "files": [[f] for f in files or ["src/feed.ts"] * n], "keywords": [u.split()[:3] for u, _ in texts],
-        "status": ["ok"] * n, "user_text": [u for u, _ in texts], "assistant_text": [a for _, a in texts],
-        "source": ["kimi"] * n}).lazy()
+    return pl.DataFrame(
+        {
+            "session_id": ["s"] * n,
+            "agent": ["main"] * n,
+            "turn": list(range(n)),
+            "started_at": [start + timedelta(hours=6 * i) for i in range(n)],
+            "summary": [f"Asked: {u} Outcome: {a}" for u, a in texts],
+            "kinds": [[] for _ in texts],
+            "files": [[f] for f in files or ["src/feed.ts"] * n],
+            "keywords": [u.split()[:3] for u, _ in texts],
+            "status": ["ok"] * n,
+            "user_text": [u for u, _ in texts],
+            "assistant_text": [a for _, a in texts],
+            "source": ["kimi"] * n,
+        }
+    ).lazy()
 
 
 def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budget() -> None:
-    texts = [("let's poll the price feed every 5 seconds from the REST endpoint", "Polling the REST price feed every 5 s.")]
-    texts += [(f"tweak the table column number {i} alignment and padding", f"Column {i} aligned.") for i in range(60)]
-    texts += [("actually stop polling the price feed, switch to the websocket stream", "The price feed now comes from the websocket stream.")]
+    texts = [
+        (
+            "let's poll the price feed every 5 seconds from the REST endpoint",
+            "Polling the REST price feed every 5 s.",
+        )
+    ]
+    texts += [
+        (f"tweak the table column number {i} alignment and padding", f"Column {i} aligned.")
+        for i in range(60)
+    ]
+    texts += [
+        (
+            "actually stop polling the price feed, switch to the websocket stream",
+            "The price feed now comes from the websocket stream.",
+        )
+    ]
     texts += [("rename the settings panel heading", "Renamed the heading.")]
     files = ["src/feed.ts"] + ["src/table.tsx"] * 60 + ["src/feed.ts", "src/settings.tsx"]
     tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts, files))
@@ -97,7 +179,9 @@ def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budg
         assert len(md) <= budget
         assert md.index("**Now:**") < md.index("## Decisions") < md.index("## Timeline")
         assert "- was \"let's poll the price feed" in md and "s:61" in md
-        assert md.rstrip().endswith(("]", "2026-01-16")) or "s:62" in md  # the newest event is shown
+        assert (
+            md.rstrip().endswith(("]", "2026-01-16")) or "s:62" in md
+        )  # the newest event is shown
         assert "earlier not shown" in md
         data = tl.budgeted(budget)
         assert len(json.dumps(data, ensure_ascii=False)) <= budget
@@ -105,19 +189,31 @@ def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budg
     assert tl.markdown(100_000).count("\n- 2026") == len(texts)
 
 
-
 def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_structure() -> None:
-    texts = [("add a flash when a new signal arrives on the screener rows", "Added a flash on new signals."),
-             ("use a green glow on the signal rows", "Rows glow green."),
-             ("sort the screener by signal count", "Sorted by count."),
-             ("wait, the flash is far too slow", "The flash now lasts 100 ms.")]
+    texts = [
+        (
+            "add a flash when a new signal arrives on the screener rows",
+            "Added a flash on new signals.",
+        ),
+        ("use a green glow on the signal rows", "Rows glow green."),
+        ("sort the screener by signal count", "Sorted by count."),
+        ("wait, the flash is far too slow", "The flash now lasts 100 ms."),
+    ]
     tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
     change = next(r for r in tl.reversals if r.reversed_by["ref"] == "s:3")
-    assert change.decision["ref"] == "s:2" and [a["ref"] for a in change.alternatives] == ["s:0", "s:1"]
+    assert change.decision["ref"] == "s:2" and [a["ref"] for a in change.alternatives] == [
+        "s:0",
+        "s:1",
+    ]
     assert change.alternatives[0]["gist"].startswith("add a flash")
     thread = next(t for t in tl.threads if t[-1]["ref"] == "s:3")
     assert thread[-1]["alternatives"] == ["s:0", "s:1"]
-    assert {d["ref"]: d["alternatives"] for d in tl.decisions} == {"s:0": [], "s:1": [], "s:2": ["s:0"], "s:3": ["s:0", "s:1"]}
+    assert {d["ref"]: d["alternatives"] for d in tl.decisions} == {
+        "s:0": [],
+        "s:1": [],
+        "s:2": ["s:0"],
+        "s:3": ["s:0", "s:1"],
+    }
     for budget in (1500, 8000):
         md = tl.markdown(budget)
         assert "[change by the user; or it undoes s:0, s:1]" in md and len(md) <= budget
@@ -127,10 +223,15 @@ def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_stru
 
 
 def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_is_made() -> None:
-    texts = [("use redis for the session cache", "Redis holds the sessions."),
-             ("add a sqlite store for trades", "Trades go to SQLite."),
-             ("session cache memcached client", "Did: edited cache.py"),  # no cue: a course only once undone
-             ("wait, the memcached session cache is too slow", "Back to a faster cache.")]
+    texts = [
+        ("use redis for the session cache", "Redis holds the sessions."),
+        ("add a sqlite store for trades", "Trades go to SQLite."),
+        (
+            "session cache memcached client",
+            "Did: edited cache.py",
+        ),  # no cue: a course only once undone
+        ("wait, the memcached session cache is too slow", "Back to a faster cache."),
+    ]
     tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
     final = {d["ref"]: d for d in tl.decisions}
     undone = next(r.decision for r in tl.reversals if r.reversed_by["ref"] == "s:3")
@@ -138,7 +239,11 @@ def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_
     assert (undone["ref"], undone["flag"], undone["alternatives"]) == ("s:2", "change", ["s:1"])
     for r in tl.reversals:
         for side in (r.decision, r.reversed_by):
-            assert (side["flag"], side.get("alternatives") or []) == (final[side["ref"]]["flag"], final[side["ref"]]["alternatives"])
+            assert (side["flag"], side.get("alternatives") or []) == (
+                final[side["ref"]]["flag"],
+                final[side["ref"]]["alternatives"],
+            )
+
 
 def test_clip_never_cuts_a_word() -> None:
     text = "the websocket stream replaced polling everywhere in the terminal"
@@ -150,13 +255,17 @@ def test_clip_never_cuts_a_word() -> None:
 
 
 def test_labels_leave_out_function_words_and_chat_filler() -> None:
-    docs = {0: [["them", "they", "same", "cool", "randomise", "randomise", "colours"]],
-            1: [["watchlist", "watchlist", "tape", "them"]]}
+    docs = {
+        0: [["them", "they", "same", "cool", "randomise", "randomise", "colours"]],
+        1: [["watchlist", "watchlist", "tape", "them"]],
+    }
     assert class_tfidf(docs) == {0: ["randomise", "colours"], 1: ["watchlist", "tape"]}
 
 
 def test_labels_use_whole_words_not_cjk_fragments_or_dates() -> None:
-    words = label_words("我们决定改用 Redis 缓存 on 2026-01-14T14 for v22-02", ["SessionCache", "我们决定改用"])
+    words = label_words(
+        "我们决定改用 Redis 缓存 on 2026-01-14T14 for v22-02", ["SessionCache", "我们决定改用"]
+    )
     assert "redis" in words and "sessioncache" in words
     assert not any(len(w) == 2 and "们" in w for w in words) and "我们决定改用" not in words
     assert not any(ch.isdigit() for w in words for ch in w)
@@ -197,10 +306,19 @@ def test_files_are_shown_relative_to_the_project_and_a_bare_name_joins_its_path(
 
     root = "/Users/ann/web"
     day = [datetime(2026, 1, d) for d in (8, 8, 9, 10)]
-    frame = pl.DataFrame({
-        "session_id": ["s1", "s1", "s2", "s3"], "turn": [1, 2, 0, 4], "started_at": day,
-        "files": [[f"{root}/src/data.ts", "data.ts"], ["data.ts"], [f"{root}/src/a/index.ts", f"{root}/src/b/index.ts", "index.ts"],
-                  ["C:\\proj\\main.py", "/etc/hosts"]]})
+    frame = pl.DataFrame(
+        {
+            "session_id": ["s1", "s1", "s2", "s3"],
+            "turn": [1, 2, 0, 4],
+            "started_at": day,
+            "files": [
+                [f"{root}/src/data.ts", "data.ts"],
+                ["data.ts"],
+                [f"{root}/src/a/index.ts", f"{root}/src/b/index.ts", "index.ts"],
+                ["C:\\proj\\main.py", "/etc/hosts"],
+            ],
+        }
+    )
     rows = _files(frame, [root + "/", "C:\\proj"])
     assert [(r["file"], r["turns"], r["first"][:10], r["last"][:10]) for r in rows] == [
         ("src/data.ts", 2, "2026-01-08", "2026-01-08"),  # the bare name in turn 1 counts once
@@ -208,5 +326,6 @@ def test_files_are_shown_relative_to_the_project_and_a_bare_name_joins_its_path(
         ("src/a/index.ts", 1, "2026-01-09", "2026-01-09"),
         ("src/b/index.ts", 1, "2026-01-09", "2026-01-09"),
         ("/etc/hosts", 1, "2026-01-10", "2026-01-10"),
-        ("main.py", 1, "2026-01-10", "2026-01-10")]
+        ("main.py", 1, "2026-01-10", "2026-01-10"),
+    ]
     assert _files(frame.head(0), [root]) == []

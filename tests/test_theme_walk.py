@@ -23,7 +23,9 @@ def _runs() -> tuple[list[tuple[str, str, int]], np.ndarray]:
 
 
 def test_personalized_pagerank_is_the_fixed_point_of_the_walk_with_restarts() -> None:
-    w = sp.csr_matrix(np.array([[0, 2, 0, 0], [2, 0, 1, 0], [0, 1, 0, 3], [0, 0, 3, 0]], dtype=float))
+    w = sp.csr_matrix(
+        np.array([[0, 2, 0, 0], [2, 0, 1, 0], [0, 1, 0, 3], [0, 0, 3, 0]], dtype=float)
+    )
     restart = np.array([1.0, 0, 0, 0])
     p = personalized_pagerank(w, restart, alpha=0.2)
     step = w.toarray() / w.toarray().sum(axis=1, keepdims=True)
@@ -38,7 +40,9 @@ def test_local_turns_are_those_near_a_hit_in_its_session_and_the_attached_ones()
     assert got == [("s", "main", t) for t in range(3, 8)] + [("r", "main", 2)]
 
 
-def test_the_walk_drops_an_attached_turn_of_another_run_and_adds_the_rest_of_the_cores_run() -> None:
+def test_the_walk_drops_an_attached_turn_of_another_run_and_adds_the_rest_of_the_cores_run() -> (
+    None
+):
     keys, x = _runs()
     core = {keys[0]: 1.0, keys[2]: 0.8}
     attached = {keys[0], keys[2], keys[3], keys[8]}  # keys[8]: run b, matched a seed word only
@@ -55,11 +59,30 @@ def test_no_core_on_the_graph_changes_nothing() -> None:
 
 def test_by_walk_keeps_the_cores_run_and_marks_what_the_walk_added() -> None:
     keys, x = _runs()
-    frame = pl.DataFrame({"session_id": [k[0] for k in keys], "agent": ["main"] * 12, "turn": [k[2] for k in keys]})
+    frame = pl.DataFrame(
+        {"session_id": [k[0] for k in keys], "agent": ["main"] * 12, "turn": [k[2] for k in keys]}
+    )
     pos = {k: i for i, k in enumerate(keys)}
-    attach = [Candidate(keys[0], 2.0, "seed:x"), Candidate(keys[2], 1.6, "seed:x"), Candidate(keys[8], 1.0, "seed:y")]
-    out = by_walk(attach, frame, {keys[5]}, x, pos, {keys[0], keys[2], keys[8]}, {keys[0]: 1.0, keys[2]: 0.8}, ["x", "y"])
+    attach = [
+        Candidate(keys[0], 2.0, "seed:x"),
+        Candidate(keys[2], 1.6, "seed:x"),
+        Candidate(keys[8], 1.0, "seed:y"),
+    ]
+    out = by_walk(
+        attach,
+        frame,
+        {keys[5]},
+        x,
+        pos,
+        {keys[0], keys[2], keys[8]},
+        {keys[0]: 1.0, keys[2]: 0.8},
+        ["x", "y"],
+    )
     assert [(c.key, c.provenance) for c in out] == [
-        (keys[0], "seed:x"), (keys[2], "seed:x"),
-        (keys[1], "walk:x | y"), (keys[3], "walk:x | y"), (keys[4], "walk:x | y")]  # keys[5] is noise
+        (keys[0], "seed:x"),
+        (keys[2], "seed:x"),
+        (keys[1], "walk:x | y"),
+        (keys[3], "walk:x | y"),
+        (keys[4], "walk:x | y"),
+    ]  # keys[5] is noise
     assert {c.score for c in out[2:]} == {1.0}

@@ -34,29 +34,41 @@ def archive() -> Archive:
     return a
 
 
-def test_discovery_without_embeddings_recovers_planted_themes_and_keeps_ids(archive: Archive) -> None:
+def test_discovery_without_embeddings_recovers_planted_themes_and_keeps_ids(
+    archive: Archive,
+) -> None:
     first = archive.discover_themes("shop")
     assert first.method == "tfidf"
     scores = purity_recall(first.themes)
     assert sum(p for p, _ in scores.values()) / len(scores) >= 0.8
     assert sum(r for _, r in scores.values()) / len(scores) >= 0.8
-    assert all(t.status == "suggested" and t.slug == f"cluster-{t.cluster_id}" for t in first.themes)
+    assert all(
+        t.status == "suggested" and t.slug == f"cluster-{t.cluster_id}" for t in first.themes
+    )
     again = archive.discover_themes("shop")
-    assert [(t.cluster_id, sorted(m.key for m in t.members)) for t in again.themes] == \
-        [(t.cluster_id, sorted(m.key for m in t.members)) for t in first.themes]
+    assert [(t.cluster_id, sorted(m.key for m in t.members)) for t in again.themes] == [
+        (t.cluster_id, sorted(m.key for m in t.members)) for t in first.themes
+    ]
 
 
 def test_stable_ids_follow_member_overlap() -> None:
     old = {0: {("s", "main", 1), ("s", "main", 2)}, 1: {("t", "main", 1)}}
-    new = {5: {("t", "main", 1), ("t", "main", 2)}, 6: {("s", "main", 1), ("s", "main", 2), ("s", "main", 3)}, 7: {("u", "main", 0)}}
+    new = {
+        5: {("t", "main", 1), ("t", "main", 2)},
+        6: {("s", "main", 1), ("s", "main", 2), ("s", "main", 3)},
+        7: {("u", "main", 0)},
+    }
     assert match_clusters(new, old) == {6: 0, 5: 1, 7: 2}
 
 
 def test_discovery_never_touches_tagged_themes(archive: Archive) -> None:
     found = archive.discover_themes("shop")
     target = found.themes[0]
-    archive.tag_theme(target.slug, "shop", references=[{"session_id": target.members[0].session_id,
-                                                        "turn": target.members[0].turn}])
+    archive.tag_theme(
+        target.slug,
+        "shop",
+        references=[{"session_id": target.members[0].session_id, "turn": target.members[0].turn}],
+    )
     before = archive.themes_store("shop").get(target.slug)
     assert before.status == "tagged"
     archive.discover_themes("shop")
@@ -78,9 +90,13 @@ def test_tag_by_seeds_attaches_the_theme_turns_and_reports_near_misses(archive: 
 
 def test_tag_by_reference_validates_turns_and_removes(archive: Archive) -> None:
     sid, turn = LABELS["themes"]["ci-flakiness"][0]
-    r = archive.tag_theme("ci", "shop", references=[{"session_id": sid, "turn": turn}], description="flaky CI")
+    r = archive.tag_theme(
+        "ci", "shop", references=[{"session_id": sid, "turn": turn}], description="flaky CI"
+    )
     assert [(m.session_id, m.turn, m.provenance) for m in r.attached] == [(sid, turn, "reference")]
-    with pytest.raises(ThemeError, match=r"no turn .*:99 \(agent main\) in workspace shop; valid turns: 0\.\."):
+    with pytest.raises(
+        ThemeError, match=r"no turn .*:99 \(agent main\) in workspace shop; valid turns: 0\.\."
+    ):
         archive.tag_theme("ci", "shop", references=[{"session_id": sid, "turn": 99}])
     with pytest.raises(ThemeError, match="unknown session"):
         archive.tag_theme("ci", "shop", references=[{"session_id": "nope", "turn": 0}])
@@ -90,7 +106,9 @@ def test_tag_by_reference_validates_turns_and_removes(archive: Archive) -> None:
         archive.tag_theme("ci", "shop", seeds=["a", "b", "c", "d"])
 
 
-@pytest.mark.parametrize("name", ["../../x", "a/b", "..", ".hidden", "", "x" * 200, "a\\b", "nul\x00byte"])
+@pytest.mark.parametrize(
+    "name", ["../../x", "a/b", "..", ".hidden", "", "x" * 200, "a\\b", "nul\x00byte"]
+)
 def test_hostile_theme_names_are_refused(archive: Archive, name: str) -> None:
     with pytest.raises(ThemeError, match="invalid theme name"):
         archive.tag_theme(name, "shop", seeds=["x"])
@@ -110,7 +128,11 @@ def test_trace_orders_events_buckets_and_flags_the_reversal(archive: Archive) ->
     assert times == sorted(times) and len(times) == len(refs)
     assert tl.granularity == "week" and tl.first_seen == times[0] and tl.last_seen == times[-1]
     rev = LABELS["reversals"]["payment-retries"]
-    undo = next(r for r in tl.reversals if (r.reversed_by["session_id"], r.reversed_by["turn"]) == (rev["session_id"], rev["turn"]))
+    undo = next(
+        r
+        for r in tl.reversals
+        if (r.reversed_by["session_id"], r.reversed_by["turn"]) == (rev["session_id"], rev["turn"])
+    )
     assert undo.reversed_by["flag"] == "reversal" and "charge_card" in undo.shared_terms
     assert undo.decision["summary"].startswith("Asked: Should charge_card retry failed PSP calls?")
     assert [r.reversed_by["flag"] for r in tl.reversals].count("reversal") == 1
@@ -127,13 +149,25 @@ def test_trace_orders_events_buckets_and_flags_the_reversal(archive: Archive) ->
 def test_trace_links_memories_and_handles_chinese_and_unknown_themes(archive: Archive) -> None:
     refs = [{"session_id": s, "turn": t} for s, t in LABELS["themes"]["缓存方案"]]
     archive.tag_theme("缓存方案", "shop", references=refs)
-    archive.memory("shop").remember("cache-choice", "Back to Redis.", "decisions", sources=["缓存方案"])
+    archive.memory("shop").remember(
+        "cache-choice", "Back to Redis.", "decisions", sources=["缓存方案"]
+    )
     tl = archive.trace_theme("缓存方案", "shop")
     assert tl.memories == ["memory/decisions/cache-choice"]
-    rollback = [r for r in tl.reversals if r.reversed_by["summary"].startswith("Asked: 进程内缓存导致会话不一致")]
-    assert len(rollback) == 1 and rollback[0].decision["summary"].startswith("Asked: SessionCache 要不要改成进程内缓存")
-    assert len(tl.reversals) <= 2  # the switch to the in-process cache may show as a change of the Redis course
-    with pytest.raises(ThemeError, match="no theme 'nope' in workspace shop; known themes: 缓存方案"):
+    rollback = [
+        r
+        for r in tl.reversals
+        if r.reversed_by["summary"].startswith("Asked: 进程内缓存导致会话不一致")
+    ]
+    assert len(rollback) == 1 and rollback[0].decision["summary"].startswith(
+        "Asked: SessionCache 要不要改成进程内缓存"
+    )
+    assert (
+        len(tl.reversals) <= 2
+    )  # the switch to the in-process cache may show as a change of the Redis course
+    with pytest.raises(
+        ThemeError, match="no theme 'nope' in workspace shop; known themes: 缓存方案"
+    ):
         archive.trace_theme("nope", "shop")
 
 
@@ -141,15 +175,29 @@ def test_plot_is_a_valid_png(archive: Archive, tmp_path: Path) -> None:
     from archive_mcp.plot import themes_over_time
 
     for name in ("payment-retries", "auth-tokens"):
-        archive.tag_theme(name, "shop", references=[{"session_id": s, "turn": t} for s, t in LABELS["themes"][name]])
+        archive.tag_theme(
+            name,
+            "shop",
+            references=[{"session_id": s, "turn": t} for s, t in LABELS["themes"][name]],
+        )
     out = tmp_path / "themes.png"
-    themes_over_time([archive.trace_theme("payment-retries", "shop"), archive.trace_theme("auth-tokens", "shop")], out)
+    themes_over_time(
+        [
+            archive.trace_theme("payment-retries", "shop"),
+            archive.trace_theme("auth-tokens", "shop"),
+        ],
+        out,
+    )
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 
 def test_themes_frame_has_one_row_per_member(archive: Archive) -> None:
-    archive.tag_theme("ci", "shop", references=[{"session_id": s, "turn": t} for s, t in LABELS["themes"]["ci-flakiness"]])
+    archive.tag_theme(
+        "ci",
+        "shop",
+        references=[{"session_id": s, "turn": t} for s, t in LABELS["themes"]["ci-flakiness"]],
+    )
     df = archive.themes("shop").collect()
     assert df.height == len(LABELS["themes"]["ci-flakiness"])
     assert set(df["provenance"]) == {"reference"} and set(df["theme"]) == {"ci"}
@@ -157,10 +205,19 @@ def test_themes_frame_has_one_row_per_member(archive: Archive) -> None:
 
 def test_cli_themes_and_trace(archive: Archive, tmp_path: Path) -> None:
     runner = CliRunner()
-    r = runner.invoke(main, ["themes", "tag", "payments", "-w", "shop", "-s", "charge_card retries PSP"])
+    r = runner.invoke(
+        main, ["themes", "tag", "payments", "-w", "shop", "-s", "charge_card retries PSP"]
+    )
     assert r.exit_code == 0 and r.stdout.startswith("payments: ")
-    r = runner.invoke(main, ["trace", "payments", "-w", "shop", "--format", "csv", "--plot", str(tmp_path / "p.png")])
-    assert r.exit_code == 0 and r.stdout.splitlines()[0] == "started_at,source,session_id,agent,turn,bucket,summary,kinds"
+    r = runner.invoke(
+        main,
+        ["trace", "payments", "-w", "shop", "--format", "csv", "--plot", str(tmp_path / "p.png")],
+    )
+    assert (
+        r.exit_code == 0
+        and r.stdout.splitlines()[0]
+        == "started_at,source,session_id,agent,turn,bucket,summary,kinds"
+    )
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     r = runner.invoke(main, ["trace", "payments", "-w", "shop", "--format", "json"])
     assert json.loads(r.stdout)["theme"] == "payments"
@@ -168,7 +225,10 @@ def test_cli_themes_and_trace(archive: Archive, tmp_path: Path) -> None:
     r = runner.invoke(main, ["trace", "payments", "tokens", "-w", "shop", "--format", "json"])
     assert [t["theme"] for t in json.loads(r.stdout)] == ["payments", "tokens"]
     r = runner.invoke(main, ["trace", "payments", "tokens", "-w", "shop", "--format", "csv"])
-    assert r.stdout.splitlines()[0] == "theme,started_at,source,session_id,agent,turn,bucket,summary,kinds"
+    assert (
+        r.stdout.splitlines()[0]
+        == "theme,started_at,source,session_id,agent,turn,bucket,summary,kinds"
+    )
     r = runner.invoke(main, ["trace", "../etc", "-w", "shop"])
     assert r.exit_code == 1 and "invalid theme name" in r.stderr
     r = runner.invoke(main, ["themes", "tag", "x", "-w", "shop", "-r", "bad-ref"])
@@ -185,13 +245,23 @@ async def test_theme_tools_over_mcp(archive: Archive) -> None:
 
     server = build_server(archive, cwd="/home/dev/projects/shop")
     async with Client(server) as c:
-        r = await c.call_tool("tag_theme", {"theme": "payments", "seeds": ["charge_card retries PSP"]})
+        r = await c.call_tool(
+            "tag_theme", {"theme": "payments", "seeds": ["charge_card retries PSP"]}
+        )
         assert not r.is_error and r.structured_content["members"] >= 5
         r = await c.call_tool("trace_theme", {"theme": "payments", "max_output_chars": 1500})
         sc = r.structured_content
-        assert not r.is_error and len(r.content[0].text) <= 1500 and len(json.dumps(sc, ensure_ascii=False)) <= 1500
-        assert sc["threads"][0][-1]["flag"] == "reversal" and sc["threads"][0][0]["flag"] == "decision"
-        assert sc["events"][-1]["at"] == sc["last_seen"] and sc["truncated"]  # the newest events survive the cut
+        assert (
+            not r.is_error
+            and len(r.content[0].text) <= 1500
+            and len(json.dumps(sc, ensure_ascii=False)) <= 1500
+        )
+        assert (
+            sc["threads"][0][-1]["flag"] == "reversal" and sc["threads"][0][0]["flag"] == "decision"
+        )
+        assert (
+            sc["events"][-1]["at"] == sc["last_seen"] and sc["truncated"]
+        )  # the newest events survive the cut
         r = await c.call_tool("list_themes", {})
         assert [t["name"] for t in r.structured_content["themes"]] == ["payments"]
         r = await c.call_tool("discover_themes", {"min_size": 3})
@@ -212,17 +282,22 @@ def test_search_filtered_by_a_theme_named_with_spaces(archive: Archive) -> None:
     refs = [{"session_id": s, "turn": t} for s, t in LABELS["themes"]["payment-retries"]]
     archive.tag_theme("payment retries", "shop", references=refs)
     hits = archive.search("charge_card", workspace="shop", theme="payment retries", limit=50)
-    assert hits and {(h.session_id, h.turn) for h in hits} <= {(r["session_id"], r["turn"]) for r in refs}
+    assert hits and {(h.session_id, h.turn) for h in hits} <= {
+        (r["session_id"], r["turn"]) for r in refs
+    }
 
 
 def test_past_the_sample_size_discovery_reads_the_sample_texts_and_vectors_from_disk(
-        monkeypatch: pytest.MonkeyPatch, fake_embedder) -> None:  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch, fake_embedder
+) -> None:  # noqa: ANN001
     from archive_mcp.themes import graph
 
     a = Archive(embedder=fake_embedder)
     a.ingest(SAMPLE)
     _, frame, vectors = a.discovery_input("shop")
-    assert isinstance(vectors, np.ndarray) and frame["user_text"].null_count() == 0  # everything, in memory
+    assert (
+        isinstance(vectors, np.ndarray) and frame["user_text"].null_count() == 0
+    )  # everything, in memory
     everything = a.discover_themes("shop")
     monkeypatch.setattr(graph, "SAMPLE", frame.height * 2 // 3)
     _, sampled_frame, on_disk = a.discovery_input("shop")
@@ -230,16 +305,23 @@ def test_past_the_sample_size_discovery_reads_the_sample_texts_and_vectors_from_
     assert np.array_equal(on_disk.take(np.arange(frame.height)), vectors)
     picked = sampled_frame["sampled"].to_numpy()
     assert 0 < picked.sum() <= graph.SAMPLE
-    assert sampled_frame.drop("sampled").filter(pl.Series(picked)).equals(
-        frame.drop("assistant_text").filter(pl.Series(picked)))  # the user's text only: vectors, no TF-IDF
-    assert sampled_frame.select("session_id", "agent", "turn").equals(frame.select("session_id", "agent", "turn"))
+    assert (
+        sampled_frame.drop("sampled")
+        .filter(pl.Series(picked))
+        .equals(frame.drop("assistant_text").filter(pl.Series(picked)))
+    )  # the user's text only: vectors, no TF-IDF
+    assert sampled_frame.select("session_id", "agent", "turn").equals(
+        frame.select("session_id", "agent", "turn")
+    )
     whole = sampled_frame.group_by("session_id").agg(pl.col("sampled").n_unique())["sampled"]
     assert whole.max() == 1  # whole sessions
     for column in ("user_text", "keywords", "files"):  # of the sample only
         assert sampled_frame[column].is_null().to_list() == (~picked).tolist()
     found = a.discover_themes("shop")
     assert sum(len(t.members) for t in found.themes) == found.clustered > 0
-    assert {m.key for t in found.themes for m in t.members} <= set(frame.select("session_id", "agent", "turn").iter_rows())
+    assert {m.key for t in found.themes for m in t.members} <= set(
+        frame.select("session_id", "agent", "turn").iter_rows()
+    )
     # The planted themes with this 64-dimension fake embedder: all turns clustered 0.82 / 0.50
     # (purity / recall), two thirds of the sessions 0.77 / 0.39.
     for run in (everything, found):
@@ -254,18 +336,28 @@ def test_stable_ids_by_rows_are_those_by_member_sets() -> None:
     rng = np.random.default_rng(4)
     keys = [(f"s{i // 7}", "main", i % 7) for i in range(60)]
     for _ in range(20):
-        new = {int(c): np.sort(rng.choice(60, rng.integers(1, 25), replace=False)) for c in rng.choice(50, 6, replace=False)}
-        old_rows = {int(c): np.sort(rng.choice(60, rng.integers(1, 25), replace=False)) for c in rng.choice(50, 5, replace=False)}
+        new = {
+            int(c): np.sort(rng.choice(60, rng.integers(1, 25), replace=False))
+            for c in rng.choice(50, 6, replace=False)
+        }
+        old_rows = {
+            int(c): np.sort(rng.choice(60, rng.integers(1, 25), replace=False))
+            for c in rng.choice(50, 5, replace=False)
+        }
         gone = {c: int(rng.integers(0, 4)) for c in old_rows}  # members no longer in the frame
-        old_sets = {c: {keys[i] for i in r} | {(f"gone{c}", "main", k) for k in range(gone[c])} for c, r in old_rows.items()}
+        old_sets = {
+            c: {keys[i] for i in r} | {(f"gone{c}", "main", k) for k in range(gone[c])}
+            for c, r in old_rows.items()
+        }
         want = match_clusters({c: {keys[i] for i in r} for c, r in new.items()}, old_sets)
         assert match_rows(new, {c: (r, len(r) + gone[c]) for c, r in old_rows.items()}, 60) == want
     assert match_rows({3: np.array([0, 1])}, {}, 2) == match_clusters({3: {keys[0]}}, {}) == {3: 0}
 
 
 @pytest.mark.parametrize("read", [7, 1 << 20])
-def test_saved_suggestions_are_read_back_member_by_member(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          read: int) -> None:
+def test_saved_suggestions_are_read_back_member_by_member(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: int
+) -> None:
     from archive_mcp.themes import store as themes_store
     from archive_mcp.themes.store import Member, Theme, ThemeStore, suggested
 
@@ -273,27 +365,62 @@ def test_saved_suggestions_are_read_back_member_by_member(tmp_path: Path, monkey
     from archive_mcp.workspaces import Workspace
 
     store = ThemeStore(Workspace("w", "w", root=tmp_path))
-    members = [Member(f"s{i % 3}", "main", i, "cluster:4", "discover_themes", "now", 0.5) for i in range(70_000)]
-    store.save(Theme('odd "members": [ name', "cluster-4", "d", [], "suggested", members, cluster_id=4))
+    members = [
+        Member(f"s{i % 3}", "main", i, "cluster:4", "discover_themes", "now", 0.5)
+        for i in range(70_000)
+    ]
+    store.save(
+        Theme('odd "members": [ name', "cluster-4", "d", [], "suggested", members, cluster_id=4)
+    )
     store.save(Theme("mine", "mine", members=members[:5]))  # tagged: not a suggestion
-    (tmp_path / "themes" / "cluster-9.json").write_text(json.dumps(
-        {"name": "x", "slug": "cluster-9", "status": "suggested", "cluster_id": 9,
-         "members": [{"session_id": "s1", "agent": "main", "turn": 1, "provenance": "", "who": "", "when": ""}]}))
+    (tmp_path / "themes" / "cluster-9.json").write_text(
+        json.dumps(
+            {
+                "name": "x",
+                "slug": "cluster-9",
+                "status": "suggested",
+                "cluster_id": 9,
+                "members": [
+                    {
+                        "session_id": "s1",
+                        "agent": "main",
+                        "turn": 1,
+                        "provenance": "",
+                        "who": "",
+                        "when": "",
+                    }
+                ],
+            }
+        )
+    )
     got = suggested(store.folder, lambda s, a, t: np.array([x if x % 2 else -1 for x in t]))
-    assert [(th.name, th.cluster_id, th.members, len(rows), n) for th, rows, n in got] == \
-        [('odd "members": [ name', 4, [], 35_000, 70_000), ("x", 9, [], 1, 1)]
+    assert [(th.name, th.cluster_id, th.members, len(rows), n) for th, rows, n in got] == [
+        ('odd "members": [ name', 4, [], 35_000, 70_000),
+        ("x", 9, [], 1, 1),
+    ]
     assert got[0][1].tolist() == list(range(1, 70_000, 2))
     assert suggested(tmp_path / "none", lambda s, a, t: np.zeros(0)) == []
 
 
 @pytest.mark.parametrize("members", [0, 1, 5_000])
 def test_a_theme_is_saved_as_atomic_write_json_would_write_it(tmp_path: Path, members: int) -> None:
-    from archive_mcp.themes.store import Member, Theme, ThemeStore
     from archive_mcp.workspaces import Workspace, atomic_write_json
 
-    theme = Theme('a "members": [] é', "a", "d", ["seed"], "suggested",
-                  [Member("s", "main", i, "cluster:1", "w", "now", 0.5 if i % 2 else None) for i in range(members)],
-                  cluster_id=1, keywords=["k"])
+    from archive_mcp.themes.store import Member, Theme, ThemeStore
+
+    theme = Theme(
+        'a "members": [] é',
+        "a",
+        "d",
+        ["seed"],
+        "suggested",
+        [
+            Member("s", "main", i, "cluster:1", "w", "now", 0.5 if i % 2 else None)
+            for i in range(members)
+        ],
+        cluster_id=1,
+        keywords=["k"],
+    )
     ThemeStore(Workspace("w", "w", root=tmp_path)).save(theme)
     atomic_write_json(tmp_path / "want.json", theme.to_json())
     assert (tmp_path / "themes" / "a.json").read_bytes() == (tmp_path / "want.json").read_bytes()

@@ -5,20 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from archive_mcp.workspaces import archive_home, kimi_code_key, workspace_id
 
 from archive_mcp import Archive, WorkspaceError
-from archive_mcp.workspaces import archive_home, kimi_code_key, workspace_id
 
 WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 ML = "dc8fa21d3e61040ad8305bf8ed3081c5"
 
 
-@pytest.mark.parametrize("path, expected", [
-    ("/home/alice/projects/webapp", WEBAPP),
-    ("/home/alice/projects/webapp/", WEBAPP),
-    ("/home/alice/projects/./x/../webapp", WEBAPP),
-    ("/home/alice/projects/ml-pipeline", ML),
-])
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("/home/alice/projects/webapp", WEBAPP),
+        ("/home/alice/projects/webapp/", WEBAPP),
+        ("/home/alice/projects/./x/../webapp", WEBAPP),
+        ("/home/alice/projects/ml-pipeline", ML),
+    ],
+)
 def test_workspace_id_is_kimis_md5_of_the_canonical_path(path: str, expected: str) -> None:
     assert workspace_id(path) == expected
 
@@ -40,10 +43,17 @@ def archive(kimi_root: Path) -> Archive:
     return a
 
 
-@pytest.mark.parametrize("ref", [
-    WEBAPP, WEBAPP[:6], "webapp", "WebApp", "/home/alice/projects/webapp",
-    "/home/alice/projects/webapp/src/utils",
-])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        WEBAPP,
+        WEBAPP[:6],
+        "webapp",
+        "WebApp",
+        "/home/alice/projects/webapp",
+        "/home/alice/projects/webapp/src/utils",
+    ],
+)
 def test_workspace_argument_resolves_by_id_prefix_name_or_path(archive: Archive, ref: str) -> None:
     assert archive.workspace(ref).id == WEBAPP
 
@@ -63,7 +73,8 @@ def test_unknown_workspace_fails_listing_the_known_ones(archive: Archive, tmp_pa
     assert str(err.value) == (
         f"the current directory {tmp_path} is not an archived workspace; pass `workspace`. Known "
         f"workspaces: ml-pipeline (dc8fa21d, /home/alice/projects/ml-pipeline); "
-        f"webapp (131148b1, /home/alice/projects/webapp)")
+        f"webapp (131148b1, /home/alice/projects/webapp)"
+    )
     with pytest.raises(WorkspaceError, match="no workspace matches 'nope'"):
         archive.workspace("nope")
 
@@ -86,18 +97,31 @@ def test_unknown_bucket_is_archived_under_its_hash(kimi_root: Path) -> None:
     archive = Archive(embedder=None)
     archive.ingest(kimi_root)
     assert sorted((w.id, w.name, w.paths) for w in archive.workspaces()) == [
-        (WEBAPP, f"kimi project {WEBAPP[:8]}", []), (ML, f"kimi project {ML[:8]}", [])]
+        (WEBAPP, f"kimi project {WEBAPP[:8]}", []),
+        (ML, f"kimi project {ML[:8]}", []),
+    ]
     assert archive.workspace(f"kimi project {ML[:8]}").id == ML
 
 
-def test_a_workspace_archived_without_its_path_takes_the_paths_name_once_known(tmp_path: Path) -> None:
+def test_a_workspace_archived_without_its_path_takes_the_paths_name_once_known(
+    tmp_path: Path,
+) -> None:
     from archive_mcp.workspaces import Registry
 
     reg = Registry(tmp_path / "workspaces")
     ws_id = "9da8b3dfb8655182ac1f0e66601c367e"
     assert reg.ensure(ws_id, source="gemini").name == "gemini project 9da8b3df"
     assert reg.ensure(ws_id, source="gemini").name == "gemini project 9da8b3df"
-    assert reg.ensure(ws_id, path="/home/alice/projects/webapp", source="claude-code").name == "webapp"
-    assert reg.ensure(ws_id, path="/home/alice/other").name == "webapp"  # a named workspace keeps its name
-    older = reg.ensure("0123456789abcdef0123456789abcdef")  # archived by a version that named it by its id
-    assert older.name == older.id and reg.ensure(older.id, source="kimi").name == "kimi project 01234567"
+    assert (
+        reg.ensure(ws_id, path="/home/alice/projects/webapp", source="claude-code").name == "webapp"
+    )
+    assert (
+        reg.ensure(ws_id, path="/home/alice/other").name == "webapp"
+    )  # a named workspace keeps its name
+    older = reg.ensure(
+        "0123456789abcdef0123456789abcdef"
+    )  # archived by a version that named it by its id
+    assert (
+        older.name == older.id
+        and reg.ensure(older.id, source="kimi").name == "kimi project 01234567"
+    )

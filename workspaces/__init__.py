@@ -1,5 +1,13 @@
 """Where archive state lives and which workspace a path belongs to."""
 
+if (
+    __name__ != "archive_mcp.workspaces"
+):  # one module identity: the repo's `workspaces/` installs as archive_mcp.workspaces
+    raise ImportError(
+        f"import archive_mcp.workspaces, not {__name__} (pip install -e . maps workspaces/ into the package)"
+    )
+
+
 from .atomic import (
     atomic_write_bytes,
     atomic_write_json,
@@ -24,9 +32,28 @@ from .registry import Registry, Workspace, WorkspaceError
 from .worktrees import worktree_home
 
 __all__ = [
-    "Registry", "Workspace", "WorkspaceError", "archive_home", "atomic_write_bytes",
-    "atomic_write_json", "atomic_write_text", "canonical_path", "claude_config_dir", "clean_orphans",
-    "codex_home", "default_source_roots", "gemini_dir", "is_workspace_id", "kimi_code_home",
-    "kimi_code_key", "kimi_share_dir", "lock_holder", "locked", "model_dir", "read_json", "safe_id",
-    "workspace_id", "worktree_home",
+    "Registry",
+    "Workspace",
+    "WorkspaceError",
+    "archive_home",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "canonical_path",
+    "claude_config_dir",
+    "clean_orphans",
+    "codex_home",
+    "default_source_roots",
+    "gemini_dir",
+    "is_workspace_id",
+    "kimi_code_home",
+    "kimi_code_key",
+    "kimi_share_dir",
+    "lock_holder",
+    "locked",
+    "model_dir",
+    "read_json",
+    "safe_id",
+    "workspace_id",
+    "worktree_home",
 ]

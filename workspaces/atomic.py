@@ -89,8 +89,11 @@ def locked(directory: Path, timeout: float | None = None) -> Iterator[None]:
 
 
 def _write_holder(path: Path) -> None:
-    info = {"pid": os.getpid(), "command": " ".join(sys.argv)[:300] or sys.executable,
-            "since": datetime.now(UTC).isoformat(timespec="seconds")}
+    info = {
+        "pid": os.getpid(),
+        "command": " ".join(sys.argv)[:300] or sys.executable,
+        "since": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     try:
         path.write_text(json.dumps(info) + "\n", encoding="utf-8")
     except OSError:
@@ -108,10 +111,15 @@ def lock_holder(directory: Path) -> dict[str, Any] | None:
 
 def _busy_message(directory: Path) -> str:
     info = lock_holder(directory)
-    who = (f"process {info.get('pid')} (`{info.get('command')}`, since {info.get('since')})"
-           if info else "another process")
-    return (f"{directory.name} is locked by {who}; wait for it to finish and try again, or raise "
-            f"$ARCHIVE_MCP_LOCK_TIMEOUT (now {lock_timeout():g} s)")
+    who = (
+        f"process {info.get('pid')} (`{info.get('command')}`, since {info.get('since')})"
+        if info
+        else "another process"
+    )
+    return (
+        f"{directory.name} is locked by {who}; wait for it to finish and try again, or raise "
+        f"$ARCHIVE_MCP_LOCK_TIMEOUT (now {lock_timeout():g} s)"
+    )
 
 
 def clean_orphans(directory: Path, age: float = ORPHAN_AGE) -> int:

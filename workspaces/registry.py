@@ -57,8 +57,14 @@ class Workspace:
         return self.root / "state"
 
     def to_json(self) -> dict[str, object]:
-        return {"id": self.id, "name": self.name, "paths": self.paths, "sources": self.sources,
-                "created": self.created, "updated": self.updated}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "paths": self.paths,
+            "sources": self.sources,
+            "created": self.created,
+            "updated": self.updated,
+        }
 
 
 class Registry:
@@ -72,10 +78,15 @@ class Registry:
         data = read_json(ws_dir / "workspace.json")
         if not isinstance(data, dict):
             return None
-        return Workspace(id=data["id"], name=str(data.get("name") or data["id"]),
-                         paths=list(data.get("paths", [])), sources=list(data.get("sources", [])),
-                         created=data.get("created", ""), updated=data.get("updated", ""),
-                         root=ws_dir)
+        return Workspace(
+            id=data["id"],
+            name=str(data.get("name") or data["id"]),
+            paths=list(data.get("paths", [])),
+            sources=list(data.get("sources", [])),
+            created=data.get("created", ""),
+            updated=data.get("updated", ""),
+            root=ws_dir,
+        )
 
     def _save(self, ws: Workspace) -> None:
         ws.updated = _now()
@@ -92,8 +103,13 @@ class Registry:
             return None
         return self._load(self.base / ws_id)
 
-    def ensure(self, ws_id: str, path: str | None = None, name: str | None = None,
-               source: str | None = None) -> Workspace:
+    def ensure(
+        self,
+        ws_id: str,
+        path: str | None = None,
+        name: str | None = None,
+        source: str | None = None,
+    ) -> Workspace:
         """Return the workspace `ws_id`, creating it or adding a path/source it lacks."""
         if not _SAFE_ID.match(ws_id):
             raise WorkspaceError(f"invalid workspace id {ws_id!r}")
@@ -102,13 +118,25 @@ class Registry:
             ws = self._load(ws_dir)
             changed = False
             if ws is None:
-                ws = Workspace(id=ws_id, name=name or (_basename(path) if path else _unnamed(ws_id, source)),
-                               created=_now(), root=ws_dir)
+                ws = Workspace(
+                    id=ws_id,
+                    name=name or (_basename(path) if path else _unnamed(ws_id, source)),
+                    created=_now(),
+                    root=ws_dir,
+                )
                 changed = True
-            elif path and not ws.paths and (ws.name == ws.id or ws.name.endswith(f" project {ws.id[:8]}")):
-                ws.name = name or _basename(path) or ws.id  # archived under its hash before the path was known
+            elif (
+                path
+                and not ws.paths
+                and (ws.name == ws.id or ws.name.endswith(f" project {ws.id[:8]}"))
+            ):
+                ws.name = (
+                    name or _basename(path) or ws.id
+                )  # archived under its hash before the path was known
                 changed = True
-            elif not path and not ws.paths and ws.name == ws.id and source:  # named by an older version
+            elif (
+                not path and not ws.paths and ws.name == ws.id and source
+            ):  # named by an older version
                 ws.name = _unnamed(ws.id, source)
                 changed = True
             if path and path not in ws.paths:
@@ -135,7 +163,9 @@ class Registry:
                 self._save(ws)
         return ws
 
-    def _by_path(self, canon: str, workspaces: Iterable[Workspace] | None = None) -> Workspace | None:
+    def _by_path(
+        self, canon: str, workspaces: Iterable[Workspace] | None = None
+    ) -> Workspace | None:
         """The workspace whose path is `canon` or the longest path containing it."""
         best: tuple[int, Workspace] | None = None
         for ws in workspaces if workspaces is not None else self.all():
@@ -145,8 +175,9 @@ class Registry:
                         best = (len(p), ws)
         return best[1] if best else None
 
-    def resolve(self, ref: str | None = None, cwd: str | None = None,
-                roots: Iterable[str] = ()) -> Workspace:
+    def resolve(
+        self, ref: str | None = None, cwd: str | None = None, roots: Iterable[str] = ()
+    ) -> Workspace:
         """Resolve path, id, unique id prefix or unique name; else the roots; else the cwd."""
         known = self.all()
         if ref:
@@ -154,16 +185,25 @@ class Registry:
             if ws:
                 return ws
             if len(ref) < 4 and any(w.id.startswith(ref.lower()) for w in known):
-                raise WorkspaceError(self._unknown(f"{ref!r} is too short for a workspace id prefix: "
-                                                   "give at least 4 characters of the id, or a name or path", known))
+                raise WorkspaceError(
+                    self._unknown(
+                        f"{ref!r} is too short for a workspace id prefix: "
+                        "give at least 4 characters of the id, or a name or path",
+                        known,
+                    )
+                )
             raise WorkspaceError(self._unknown(f"no workspace matches {ref!r}", known))
         for candidate in [*roots, *(_git_root_and_dir(cwd or os.getcwd()))]:
             ws = self._match_path(candidate, known)
             if ws:
                 return ws
-        raise WorkspaceError(self._unknown(
-            f"the current directory {cwd or os.getcwd()} is not an archived workspace; "
-            "pass `workspace`", known))
+        raise WorkspaceError(
+            self._unknown(
+                f"the current directory {cwd or os.getcwd()} is not an archived workspace; "
+                "pass `workspace`",
+                known,
+            )
+        )
 
     def _match(self, ref: str, known: list[Workspace]) -> Workspace | None:
         by_id = {w.id: w for w in known}
@@ -174,12 +214,16 @@ class Registry:
         prefixed = [w for w in known if w.id.startswith(ref.lower())] if len(ref) >= 4 else []
         if len(prefixed) == 1:
             return prefixed[0]
-        named = [w for w in known if w.name == ref] or [w for w in known if w.name.lower() == ref.lower()]
+        named = [w for w in known if w.name == ref] or [
+            w for w in known if w.name.lower() == ref.lower()
+        ]
         if len(named) == 1:
             return named[0]
         if len(named) > 1 or len(prefixed) > 1:
             hits = named or prefixed
-            raise WorkspaceError(f"{ref!r} is ambiguous: " + ", ".join(f"{w.name} ({w.id})" for w in hits))
+            raise WorkspaceError(
+                f"{ref!r} is ambiguous: " + ", ".join(f"{w.name} ({w.id})" for w in hits)
+            )
         return None
 
     def _match_path(self, path: str, known: list[Workspace]) -> Workspace | None:
@@ -193,8 +237,12 @@ class Registry:
     @staticmethod
     def _unknown(message: str, known: list[Workspace]) -> str:
         if not known:
-            return f"{message}. The archive holds no workspaces yet: run `archive-mcp ingest` first."
-        listing = "; ".join(f"{w.name} ({w.id[:8]}, {', '.join(w.paths) or 'path unknown'})" for w in known)
+            return (
+                f"{message}. The archive holds no workspaces yet: run `archive-mcp ingest` first."
+            )
+        listing = "; ".join(
+            f"{w.name} ({w.id[:8]}, {', '.join(w.paths) or 'path unknown'})" for w in known
+        )
         return f"{message}. Known workspaces: {listing}"
 
 

@@ -26,7 +26,9 @@ def _parts(path: str) -> tuple[list[str], str]:
 def worktree_home(path: str, known: Iterable[str]) -> str | None:
     """The archived path `path` is most likely a worktree or branch checkout of, or None."""
     parts, sep = _parts(path)
-    known = sorted((k for k in known if k != path), key=lambda k: _parts(k)[1] != sep)  # same OS first
+    known = sorted(
+        (k for k in known if k != path), key=lambda k: _parts(k)[1] != sep
+    )  # same OS first
     for i, part in enumerate(parts[:-1]):
         if part == ".claude-worktrees":  # ~/.claude-worktrees/<repo name>/<worktree>
             name = parts[i + 1] if i + 2 < len(parts) else ""

@@ -14,7 +14,16 @@ from archive_mcp.archive import Archive
 from archive_mcp.errors import ArchiveError
 from archive_mcp.render import dumps, table
 
-__all__ = ["archive_of", "call", "echo_json", "json_option", "progress_bar", "table", "warn", "workspace_option"]
+__all__ = [
+    "archive_of",
+    "call",
+    "echo_json",
+    "json_option",
+    "progress_bar",
+    "table",
+    "warn",
+    "workspace_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,8 +54,14 @@ def json_option(f: F) -> F:
 
 def workspace_option(f: F) -> F:
     """`-w/--workspace`, the same everywhere."""
-    return click.option("-w", "--workspace", metavar="WS", help=(
-        "Workspace: a path, id, unique id prefix or name (default: the current directory's)."))(f)
+    return click.option(
+        "-w",
+        "--workspace",
+        metavar="WS",
+        help=(
+            "Workspace: a path, id, unique id prefix or name (default: the current directory's)."
+        ),
+    )(f)
 
 
 @contextmanager
@@ -64,9 +79,15 @@ def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
 
     console = Console(stderr=True)
     bars: dict[str, Any] = {}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeRemainingColumn(), console=console, transient=True,
-                  disable=not console.is_terminal) as prog:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as prog:
         last = [time.monotonic()]
 
         def update(label: str, done: int, total: int) -> None:
@@ -77,4 +98,5 @@ def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
             if not console.is_terminal and time.monotonic() - last[0] >= 30:
                 last[0] = time.monotonic()
                 click.echo(f"{label}: {done:,}/{total:,}", err=True)
+
         yield update

@@ -29,11 +29,20 @@ DATE = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"])
 
 @click.group()
 @click.version_option(package_name="archive-mcp")
-@click.option("--home", type=click.Path(file_okay=False), envvar="ARCHIVE_MCP_HOME",
-              help="Archive home (default: $ARCHIVE_MCP_HOME or the platform data dir).")
-@click.option("--embedder", type=click.Choice(["static", "minilm", "none"]), default="static",
-              envvar="ARCHIVE_MCP_EMBEDDER", show_default=True,
-              help="static: distilled from the packaged MiniLM (fast); minilm: the full model; none: lexical only.")
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False),
+    envvar="ARCHIVE_MCP_HOME",
+    help="Archive home (default: $ARCHIVE_MCP_HOME or the platform data dir).",
+)
+@click.option(
+    "--embedder",
+    type=click.Choice(["static", "minilm", "none"]),
+    default="static",
+    envvar="ARCHIVE_MCP_EMBEDDER",
+    show_default=True,
+    help="static: distilled from the packaged MiniLM (fast); minilm: the full model; none: lexical only.",
+)
 @click.pass_context
 def main(ctx: click.Context, home: str | None, embedder: str) -> None:
     """Archive, refine, search and trace AI coding-agent sessions.
@@ -47,11 +56,21 @@ def main(ctx: click.Context, home: str | None, embedder: str) -> None:
 
 def engine_options(f: Any) -> Any:
     """`--engine` and `--address`: where parse, refine and embed run (see README, "Team scale")."""
-    f = click.option("--address", metavar="ADDR", help=(
-        "Ray cluster address, with --engine ray (default: $RAY_ADDRESS, else a local Ray instance)."))(f)
-    return click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                        help="local: processes on this machine; ray: a Ray cluster "
-                             "(pip install 'archive-mcp[ray]').")(f)
+    f = click.option(
+        "--address",
+        metavar="ADDR",
+        help=(
+            "Ray cluster address, with --engine ray (default: $RAY_ADDRESS, else a local Ray instance)."
+        ),
+    )(f)
+    return click.option(
+        "--engine",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="local: processes on this machine; ray: a Ray cluster "
+        "(pip install 'archive-mcp[ray]').",
+    )(f)
 
 
 @main.command()
@@ -60,8 +79,14 @@ def engine_options(f: Any) -> Any:
 @engine_options
 @json_option
 @click.pass_context
-def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, engine: str, address: str | None,
-           as_json: bool) -> None:
+def ingest(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    no_embed: bool,
+    engine: str,
+    address: str | None,
+    as_json: bool,
+) -> None:
     """Archive and refine sessions from PATHs (default: every agent's home that exists:
     ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini).
 
@@ -71,19 +96,27 @@ def ingest(ctx: click.Context, paths: tuple[str, ...], no_embed: bool, engine: s
       archive-mcp ingest ~/.claude --engine ray --address ray://head:10001
     """
     with progress_bar() as bar:
-        report = call(ctx, lambda a: a.ingest(*paths, embed=not no_embed, progress=bar, engine=engine,
-                                              address=address))
+        report = call(
+            ctx,
+            lambda a: a.ingest(
+                *paths, embed=not no_embed, progress=bar, engine=engine, address=address
+            ),
+        )
     if as_json:
         echo_json(report)
         return
     if report.roots:
         found = [r["path"] for r in report.roots if r["found"]]
         missing = [r["path"] for r in report.roots if not r["found"]]
-        warn(f"looked in {len(report.roots)} default roots; found: {', '.join(found) or 'none'}"
-             + (f"; not present: {', '.join(missing)}" if missing else ""))
-    click.echo(f"{report.files} files ({report.files_changed} changed, {report.bytes_archived:,} bytes "
-               f"archived), {report.sessions} sessions, {report.turns_added} turns added, "
-               f"{report.turns_updated} updated, {report.embedded} embedded")
+        warn(
+            f"looked in {len(report.roots)} default roots; found: {', '.join(found) or 'none'}"
+            + (f"; not present: {', '.join(missing)}" if missing else "")
+        )
+    click.echo(
+        f"{report.files} files ({report.files_changed} changed, {report.bytes_archived:,} bytes "
+        f"archived), {report.sessions} sessions, {report.turns_added} turns added, "
+        f"{report.turns_updated} updated, {report.embedded} embedded"
+    )
     _report_skips(report.skipped, report.embed_error)
     for hint in report.suggestions:
         warn(f"hint: {hint}")
@@ -108,9 +141,18 @@ def _report_skips(skipped: list[Any], embed_error: str | None) -> None:
 @engine_options
 @json_option
 @click.pass_context
-def refine(ctx: click.Context, workspace: str | None, all_: bool, session: str | None,
-           since: datetime | None, force: bool, no_embed: bool, engine: str, address: str | None,
-           as_json: bool) -> None:
+def refine(
+    ctx: click.Context,
+    workspace: str | None,
+    all_: bool,
+    session: str | None,
+    since: datetime | None,
+    force: bool,
+    no_embed: bool,
+    engine: str,
+    address: str | None,
+    as_json: bool,
+) -> None:
     """Batch-refine archived sessions (new refiner, missing embeddings, --force).
 
     \b
@@ -121,14 +163,26 @@ def refine(ctx: click.Context, workspace: str | None, all_: bool, session: str |
     if workspace and all_:
         raise click.UsageError("give --workspace or --all, not both")
     with progress_bar() as bar:
-        report = call(ctx, lambda a: a.refine("all" if all_ else a.workspace(workspace).id, session=session,
-                                              since=since, force=force, embed=not no_embed, progress=bar,
-                                              engine=engine, address=address))
+        report = call(
+            ctx,
+            lambda a: a.refine(
+                "all" if all_ else a.workspace(workspace).id,
+                session=session,
+                since=since,
+                force=force,
+                embed=not no_embed,
+                progress=bar,
+                engine=engine,
+                address=address,
+            ),
+        )
     if as_json:
         echo_json(report)
         return
-    click.echo(f"{report.sessions} sessions refined ({report.turns} turns, {report.rows_changed} rows changed), "
-               f"{report.embedded} embedded")
+    click.echo(
+        f"{report.sessions} sessions refined ({report.turns} turns, {report.rows_changed} rows changed), "
+        f"{report.embedded} embedded"
+    )
     _report_skips(report.skipped, report.embed_error)
 
 
@@ -156,8 +210,12 @@ def workspaces_list(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         echo_json(items)
         return
-    click.echo(table([{"id": w.id, "name": w.name, "paths": ", ".join(w.paths)} for w in items],
-                     ["id", "name", "paths"]))
+    click.echo(
+        table(
+            [{"id": w.id, "name": w.name, "paths": ", ".join(w.paths)} for w in items],
+            ["id", "name", "paths"],
+        )
+    )
 
 
 @workspaces.command("show")
@@ -175,10 +233,12 @@ def workspaces_show(ctx: click.Context, workspace: str, as_json: bool) -> None:
     if as_json:
         echo_json({**ws.to_json(), "stats": stats})
         return
-    click.echo(f"{ws.name} ({ws.id})\npaths: {', '.join(ws.paths) or 'unknown'}\n"
-               f"sources: {', '.join(ws.sources)}\nsessions: {stats.sessions}  turns: {stats.turns}  "
-               f"embedded: {stats.embedded}  raw: {stats.raw_bytes:,} bytes\n"
-               f"span: {stats.oldest} .. {stats.newest}")
+    click.echo(
+        f"{ws.name} ({ws.id})\npaths: {', '.join(ws.paths) or 'unknown'}\n"
+        f"sources: {', '.join(ws.sources)}\nsessions: {stats.sessions}  turns: {stats.turns}  "
+        f"embedded: {stats.embedded}  raw: {stats.raw_bytes:,} bytes\n"
+        f"span: {stats.oldest} .. {stats.newest}"
+    )
 
 
 @workspaces.command("link")
@@ -216,18 +276,34 @@ def sessions() -> None:
 @click.option("--limit", default=50, show_default=True, help="Most sessions to list, newest first.")
 @json_option
 @click.pass_context
-def sessions_list(ctx: click.Context, workspace: str | None, all_: bool, limit: int, as_json: bool) -> None:
+def sessions_list(
+    ctx: click.Context, workspace: str | None, all_: bool, limit: int, as_json: bool
+) -> None:
     """Sessions, newest first.
 
     \b
     Example:
       archive-mcp sessions list --all --limit 10
     """
-    rows = call(ctx, lambda a: a.sessions("all" if all_ else a.workspace(workspace).id).head(limit).collect().to_dicts())
+    rows = call(
+        ctx,
+        lambda a: (
+            a.sessions("all" if all_ else a.workspace(workspace).id)
+            .head(limit)
+            .collect()
+            .to_dicts()
+        ),
+    )
     if as_json:
         echo_json(rows)
         return
-    click.echo(table(rows, ["session_id", "source", "first_at", "turns", "title"], {"session_id": 40, "title": 60}))
+    click.echo(
+        table(
+            rows,
+            ["session_id", "source", "first_at", "turns", "title"],
+            {"session_id": 40, "title": 60},
+        )
+    )
 
 
 @sessions.command("purge")
@@ -236,7 +312,9 @@ def sessions_list(ctx: click.Context, workspace: str | None, all_: bool, limit: 
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
 @click.pass_context
-def sessions_purge(ctx: click.Context, session: str, workspace: str | None, yes: bool, as_json: bool) -> None:
+def sessions_purge(
+    ctx: click.Context, session: str, workspace: str | None, yes: bool, as_json: bool
+) -> None:
     """Delete SESSION's raw copies (they keep its secrets), refined rows, embeddings and state.
 
     \b
@@ -245,17 +323,26 @@ def sessions_purge(ctx: click.Context, session: str, workspace: str | None, yes:
     """
     ws = call(ctx, lambda a: a.workspace(workspace))
     if not yes:
-        click.confirm(f"Delete everything archived for session {session} in {ws.name}?", abort=True, err=True)
+        click.confirm(
+            f"Delete everything archived for session {session} in {ws.name}?", abort=True, err=True
+        )
     report = call(ctx, lambda a: a.purge_session(session, ws))
     if as_json:
         echo_json(report)
         return
-    click.echo(f"purged {session} from {ws.name}: {len(report.removed)} paths removed"
-               + (f", dropped from themes {', '.join(report.themes)}" if report.themes else ""))
+    click.echo(
+        f"purged {session} from {ws.name}: {len(report.removed)} paths removed"
+        + (f", dropped from themes {', '.join(report.themes)}" if report.themes else "")
+    )
 
 
 @main.command()
-@click.option("-w", "--workspace", metavar="WS", help="Workspace: a path, id, unique id prefix or name (default: every workspace).")
+@click.option(
+    "-w",
+    "--workspace",
+    metavar="WS",
+    help="Workspace: a path, id, unique id prefix or name (default: every workspace).",
+)
 @json_option
 @click.pass_context
 def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
@@ -269,17 +356,24 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(result)
         return
-    click.echo(f"workspaces: {result.workspaces}\nsessions: {result.sessions}\nturns: {result.turns}\n"
-               f"embedded: {result.embedded}\nraw bytes: {result.raw_bytes:,}\n"
-               f"span: {result.oldest} .. {result.newest}\n"
-               f"status: {', '.join(f'{k} {v}' for k, v in sorted(result.by_status.items()))}")
+    click.echo(
+        f"workspaces: {result.workspaces}\nsessions: {result.sessions}\nturns: {result.turns}\n"
+        f"embedded: {result.embedded}\nraw bytes: {result.raw_bytes:,}\n"
+        f"span: {result.oldest} .. {result.newest}\n"
+        f"status: {', '.join(f'{k} {v}' for k, v in sorted(result.by_status.items()))}"
+    )
 
 
 @main.command()
 @click.argument("query")
 @workspace_option
-@click.option("--mode", type=click.Choice(["hybrid", "lexical", "fuzzy", "semantic"]), default="hybrid",
-              show_default=True, help="hybrid fuses lexical, fuzzy and semantic.")
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "lexical", "fuzzy", "semantic"]),
+    default="hybrid",
+    show_default=True,
+    help="hybrid fuses lexical, fuzzy and semantic.",
+)
 @click.option("--limit", default=10, show_default=True, help="Most hits, best first.")
 @click.option("--since", type=DATE, help="Only turns started since DATE.")
 @click.option("--until", type=DATE, help="Only turns started until DATE.")
@@ -287,25 +381,59 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
 @click.option("--tool", help="Only turns that called this tool.")
 @click.option("--file", "file_", help="Only turns that touched a path containing this.")
 @click.option("--kind", help="Only turns of this kind (decision, fix, question, …).")
-@click.option("--source", type=click.Choice(list(SOURCES)), help="Only sessions of this agent product.")
-@click.option("--rerank", type=click.Choice(["minilm", "e5"]), is_flag=False, flag_value="minilm", default=None,
-              help="Opt-in second stage: minilm (alone: --rerank) re-scores the top 30 with the full MiniLM "
-                   "(loads torch); e5 the top 20 with multilingual-e5-small (the e5 extra). Slower.")
+@click.option(
+    "--source", type=click.Choice(list(SOURCES)), help="Only sessions of this agent product."
+)
+@click.option(
+    "--rerank",
+    type=click.Choice(["minilm", "e5"]),
+    is_flag=False,
+    flag_value="minilm",
+    default=None,
+    help="Opt-in second stage: minilm (alone: --rerank) re-scores the top 30 with the full MiniLM "
+    "(loads torch); e5 the top 20 with multilingual-e5-small (the e5 extra). Slower.",
+)
 @json_option
 @click.pass_context
-def search(ctx: click.Context, query: str, workspace: str | None, mode: str, limit: int,
-           since: datetime | None, until: datetime | None, session: str | None, tool: str | None,
-           file_: str | None, kind: str | None, source: str | None, rerank: str | None, as_json: bool) -> None:
+def search(
+    ctx: click.Context,
+    query: str,
+    workspace: str | None,
+    mode: str,
+    limit: int,
+    since: datetime | None,
+    until: datetime | None,
+    session: str | None,
+    tool: str | None,
+    file_: str | None,
+    kind: str | None,
+    source: str | None,
+    rerank: str | None,
+    as_json: bool,
+) -> None:
     """Search past turns: lexical + fuzzy + semantic, fused. `-w all` searches every workspace.
 
     \b
     Example:
       archive-mcp search "handleLogin bound twice" -w webapp --limit 3
     """
-    found = call(ctx, lambda a: a.search(query, workspace=workspace if workspace == "all" else a.workspace(workspace).id,
-                                         mode=mode, limit=limit, since=since, until=until, session=session,
-                                         tool=tool, file=file_, kind=kind, source=source,
-                                         rerank=rerank))
+    found = call(
+        ctx,
+        lambda a: a.search(
+            query,
+            workspace=workspace if workspace == "all" else a.workspace(workspace).id,
+            mode=mode,
+            limit=limit,
+            since=since,
+            until=until,
+            session=session,
+            tool=tool,
+            file=file_,
+            kind=kind,
+            source=source,
+            rerank=rerank,
+        ),
+    )
     if as_json:
         echo_json(found.to_json())
         return
@@ -324,11 +452,22 @@ def search(ctx: click.Context, query: str, workspace: str | None, mode: str, lim
 @click.option("--after", default=0, show_default=True, help="Also show N turns after.")
 @click.option("--agent", default="main", show_default=True, help='"main" or a subagent id.')
 @click.option("--thinking", is_flag=True, help="Include the model's thinking.")
-@click.option("--max-chars", default=20000, show_default=True, help="Budget for all turns' text together.")
+@click.option(
+    "--max-chars", default=20000, show_default=True, help="Budget for all turns' text together."
+)
 @json_option
 @click.pass_context
-def show(ctx: click.Context, reference: str, workspace: str | None, before: int, after: int,
-         agent: str, thinking: bool, max_chars: int, as_json: bool) -> None:
+def show(
+    ctx: click.Context,
+    reference: str,
+    workspace: str | None,
+    before: int,
+    after: int,
+    agent: str,
+    thinking: bool,
+    max_chars: int,
+    as_json: bool,
+) -> None:
     """Show a turn in full: SESSION:TURN (as printed by `search`).
 
     \b
@@ -338,9 +477,17 @@ def show(ctx: click.Context, reference: str, workspace: str | None, before: int,
     session, sep, turn = reference.rpartition(":")
     if not sep or not session or not turn.isdigit():
         raise click.UsageError("REFERENCE must look like SESSION:TURN, e.g. 3f2c9a1e-…:2")
-    result = call(ctx, lambda a: a.load_turn_context([{"session_id": session, "turn": int(turn), "agent": agent}],
-                                                     workspace=workspace, before=before, after=after,
-                                                     include_thinking=thinking, max_chars=max_chars))
+    result = call(
+        ctx,
+        lambda a: a.load_turn_context(
+            [{"session_id": session, "turn": int(turn), "agent": agent}],
+            workspace=workspace,
+            before=before,
+            after=after,
+            include_thinking=thinking,
+            max_chars=max_chars,
+        ),
+    )
     if as_json:
         echo_json(result)
     else:
@@ -366,7 +513,9 @@ def serve(ctx: click.Context, http: bool, port: int) -> None:
 
 
 @main.command()
-@click.option("--keep", type=click.Path(file_okay=False), help="Build the demo archive here and keep it.")
+@click.option(
+    "--keep", type=click.Path(file_okay=False), help="Build the demo archive here and keep it."
+)
 @click.option("--no-embed", is_flag=True, help="Skip embeddings.")
 def demo(keep: str | None, no_embed: bool) -> None:
     """Ingest the bundled sample into a temporary home and show what the archive holds.

@@ -26,23 +26,50 @@ FOLDER = click.Choice(["decisions", "rules", "knowledge", "lessons", "reference"
 
 
 def folder_option(required: bool = False, default: str | None = None) -> Any:
-    return click.option("-f", "--folder", type=FOLDER, required=required, default=default, show_default=bool(default),
-                        help="The memory folder: decisions, rules, knowledge, lessons or reference.")
+    return click.option(
+        "-f",
+        "--folder",
+        type=FOLDER,
+        required=required,
+        default=default,
+        show_default=bool(default),
+        help="The memory folder: decisions, rules, knowledge, lessons or reference.",
+    )
 
 
 @memory.command("remember")
 @click.argument("key")
 @click.argument("content", required=False)
 @folder_option(default="knowledge")
-@click.option("-t", "--tag", "tags", multiple=True, help="A label (repeatable); an update without tags keeps them.")
-@click.option("-s", "--source", "sources", multiple=True,
-              help="session:turn or a theme name it rests on (repeatable); an update without sources keeps them.")
+@click.option(
+    "-t",
+    "--tag",
+    "tags",
+    multiple=True,
+    help="A label (repeatable); an update without tags keeps them.",
+)
+@click.option(
+    "-s",
+    "--source",
+    "sources",
+    multiple=True,
+    help="session:turn or a theme name it rests on (repeatable); an update without sources keeps them.",
+)
 @click.option("--title", help="A one-line title (default: the first line of the content).")
 @workspace_option
 @json_option
 @click.pass_context
-def memory_remember(ctx: click.Context, key: str, content: str | None, folder: str, tags: tuple[str, ...],
-                    sources: tuple[str, ...], title: str | None, workspace: str | None, as_json: bool) -> None:
+def memory_remember(
+    ctx: click.Context,
+    key: str,
+    content: str | None,
+    folder: str,
+    tags: tuple[str, ...],
+    sources: tuple[str, ...],
+    title: str | None,
+    workspace: str | None,
+    as_json: bool,
+) -> None:
     """Store CONTENT (or stdin) under KEY; an update keeps the previous version.
 
     \b
@@ -50,7 +77,12 @@ def memory_remember(ctx: click.Context, key: str, content: str | None, folder: s
       archive-mcp memory remember date-lib "Use date-fns." -f decisions -s 3f2c9a1e:2
     """
     text = content if content is not None else sys.stdin.read()
-    e = call(ctx, lambda a: a.memory(workspace).remember(key, text, folder, list(tags) or None, list(sources) or None, title))
+    e = call(
+        ctx,
+        lambda a: a.memory(workspace).remember(
+            key, text, folder, list(tags) or None, list(sources) or None, title
+        ),
+    )
     if as_json:
         echo_json(e)
         return
@@ -65,7 +97,9 @@ def memory_remember(ctx: click.Context, key: str, content: str | None, folder: s
 @workspace_option
 @json_option
 @click.pass_context
-def memory_recall(ctx: click.Context, key: str, folder: str | None, workspace: str | None, as_json: bool) -> None:
+def memory_recall(
+    ctx: click.Context, key: str, folder: str | None, workspace: str | None, as_json: bool
+) -> None:
     """Print one memory.
 
     \b
@@ -83,7 +117,14 @@ def memory_recall(ctx: click.Context, key: str, folder: str | None, workspace: s
 @workspace_option
 @json_option
 @click.pass_context
-def memory_search(ctx: click.Context, query: str, folder: str | None, limit: int, workspace: str | None, as_json: bool) -> None:
+def memory_search(
+    ctx: click.Context,
+    query: str,
+    folder: str | None,
+    limit: int,
+    workspace: str | None,
+    as_json: bool,
+) -> None:
     """Search memories (lexical + typo-tolerant, Chinese works).
 
     \b
@@ -104,19 +145,33 @@ def memory_search(ctx: click.Context, query: str, folder: str | None, limit: int
 @workspace_option
 @json_option
 @click.pass_context
-def memory_list(ctx: click.Context, folder: str | None, recent: int | None, workspace: str | None, as_json: bool) -> None:
+def memory_list(
+    ctx: click.Context, folder: str | None, recent: int | None, workspace: str | None, as_json: bool
+) -> None:
     """List memories (or the most recent).
 
     \b
     Example:
       archive-mcp memory list --recent 5
     """
-    items = call(ctx, lambda a: a.memory(workspace).recall_recent(recent) if recent else a.memory(workspace).list(folder))
+    items = call(
+        ctx,
+        lambda a: (
+            a.memory(workspace).recall_recent(recent)
+            if recent
+            else a.memory(workspace).list(folder)
+        ),
+    )
     if as_json:
         echo_json(items)
         return
-    click.echo(table([{"ref": e.ref, "updated": e.updated[:19], "title": e.title} for e in items],
-                     ["ref", "updated", "title"], {"title": 60}))
+    click.echo(
+        table(
+            [{"ref": e.ref, "updated": e.updated[:19], "title": e.title} for e in items],
+            ["ref", "updated", "title"],
+            {"title": 60},
+        )
+    )
 
 
 @memory.command("forget")
@@ -125,7 +180,9 @@ def memory_list(ctx: click.Context, folder: str | None, recent: int | None, work
 @workspace_option
 @json_option
 @click.pass_context
-def memory_forget(ctx: click.Context, key: str, folder: str, workspace: str | None, as_json: bool) -> None:
+def memory_forget(
+    ctx: click.Context, key: str, folder: str, workspace: str | None, as_json: bool
+) -> None:
     """Move exactly one memory to the trash.
 
     \b
@@ -143,8 +200,14 @@ def memory_forget(ctx: click.Context, key: str, folder: str, workspace: str | No
 @workspace_option
 @json_option
 @click.pass_context
-def memory_lesson(ctx: click.Context, situation: str, mistake: str, correction: str, workspace: str | None,
-                  as_json: bool) -> None:
+def memory_lesson(
+    ctx: click.Context,
+    situation: str,
+    mistake: str,
+    correction: str,
+    workspace: str | None,
+    as_json: bool,
+) -> None:
     """Record a lesson: a correction that must not be repeated.
 
     \b
@@ -156,11 +219,17 @@ def memory_lesson(ctx: click.Context, situation: str, mistake: str, correction: 
 
 
 @memory.command("organize")
-@click.option("--content-file", type=click.Path(exists=True, dir_okay=False), help="Store this file as essence.md.")
+@click.option(
+    "--content-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Store this file as essence.md.",
+)
 @workspace_option
 @json_option
 @click.pass_context
-def memory_organize(ctx: click.Context, content_file: str | None, workspace: str | None, as_json: bool) -> None:
+def memory_organize(
+    ctx: click.Context, content_file: str | None, workspace: str | None, as_json: bool
+) -> None:
     """Without --content-file: print materials and rules. With it: store the essence.
 
     \b
@@ -226,13 +295,21 @@ def memory_stats(ctx: click.Context, workspace: str | None, as_json: bool) -> No
 
 
 @memory.command("export")
-@click.option("--filename", help="[A-Za-z0-9._-] only (default: memory-<time>.json), under the workspace's exports/.")
+@click.option(
+    "--filename",
+    help="[A-Za-z0-9._-] only (default: memory-<time>.json), under the workspace's exports/.",
+)
 @click.option("--include-turns", is_flag=True, help="Also export every turn's summary.")
 @workspace_option
 @json_option
 @click.pass_context
-def memory_export(ctx: click.Context, filename: str | None, include_turns: bool, workspace: str | None,
-                  as_json: bool) -> None:
+def memory_export(
+    ctx: click.Context,
+    filename: str | None,
+    include_turns: bool,
+    workspace: str | None,
+    as_json: bool,
+) -> None:
     """Write memories (and essence) to one JSON file under the workspace's exports/.
 
     \b
@@ -245,13 +322,17 @@ def memory_export(ctx: click.Context, filename: str | None, include_turns: bool,
 
 @memory.command("import")
 @click.argument("path")
-@click.option("--allow-path", is_flag=True,
-              help="Read PATH even if it is outside the workspace's exports/ folder.")
+@click.option(
+    "--allow-path",
+    is_flag=True,
+    help="Read PATH even if it is outside the workspace's exports/ folder.",
+)
 @workspace_option
 @json_option
 @click.pass_context
-def memory_import(ctx: click.Context, path: str, allow_path: bool, workspace: str | None,
-                  as_json: bool) -> None:
+def memory_import(
+    ctx: click.Context, path: str, allow_path: bool, workspace: str | None, as_json: bool
+) -> None:
     """Read an export (a file name in the workspace's exports/) without duplicating.
 
     \b
@@ -263,4 +344,6 @@ def memory_import(ctx: click.Context, path: str, allow_path: bool, workspace: st
     if as_json:
         echo_json(r)
     else:
-        click.echo(f"added {len(r.added)}, updated {len(r.updated)}, unchanged {len(r.unchanged)}, skipped {len(r.skipped)}")
+        click.echo(
+            f"added {len(r.added)}, updated {len(r.updated)}, unchanged {len(r.unchanged)}, skipped {len(r.skipped)}"
+        )

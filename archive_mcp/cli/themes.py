@@ -21,10 +21,14 @@ def themes() -> None:
 
 @themes.command("discover")
 @workspace_option
-@click.option("--min-size", default=3, show_default=True, help="Fewest turns a suggested theme has.")
+@click.option(
+    "--min-size", default=3, show_default=True, help="Fewest turns a suggested theme has."
+)
 @json_option
 @click.pass_context
-def themes_discover(ctx: click.Context, workspace: str | None, min_size: int, as_json: bool) -> None:
+def themes_discover(
+    ctx: click.Context, workspace: str | None, min_size: int, as_json: bool
+) -> None:
     """Cluster a workspace's turns into suggested themes.
 
     \b
@@ -35,7 +39,9 @@ def themes_discover(ctx: click.Context, workspace: str | None, min_size: int, as
     if as_json:
         echo_json(d)
         return
-    click.echo(f"{len(d.themes)} suggested themes from {d.turns} turns ({d.method}, {d.seconds:.1f} s)")
+    click.echo(
+        f"{len(d.themes)} suggested themes from {d.turns} turns ({d.method}, {d.seconds:.1f} s)"
+    )
     for t in d.themes:
         click.echo(f"  {t.slug:12s} {len(t.members):4d} turns  {t.name}")
 
@@ -52,7 +58,10 @@ def themes_list(ctx: click.Context, workspace: str | None, as_json: bool) -> Non
       archive-mcp themes list -w shop
     """
     items = call(ctx, lambda a: a.list_themes(workspace))
-    rows = [{"name": t.name, "slug": t.slug, "status": t.status, "members": len(t.members)} for t in items]
+    rows = [
+        {"name": t.name, "slug": t.slug, "status": t.status, "members": len(t.members)}
+        for t in items
+    ]
     if as_json:
         echo_json(rows)
         return
@@ -93,14 +102,29 @@ def _refs(items: tuple[str, ...]) -> list[dict[str, Any]]:
 @themes.command("tag")
 @click.argument("theme")
 @click.option("-r", "--ref", "refs", multiple=True, help="SESSION:TURN to attach (repeatable).")
-@click.option("-s", "--seed", "seeds", multiple=True, help="Keywords or a question to search from (1-3).")
+@click.option(
+    "-s", "--seed", "seeds", multiple=True, help="Keywords or a question to search from (1-3)."
+)
 @click.option("--remove", "removes", multiple=True, help="SESSION:TURN to detach (repeatable).")
-@click.option("--min-score", default=0.5, show_default=True, help="Attach seed hits scoring at least this share of the best.")
+@click.option(
+    "--min-score",
+    default=0.5,
+    show_default=True,
+    help="Attach seed hits scoring at least this share of the best.",
+)
 @workspace_option
 @json_option
 @click.pass_context
-def themes_tag(ctx: click.Context, theme: str, refs: tuple[str, ...], seeds: tuple[str, ...], removes: tuple[str, ...],
-               min_score: float, workspace: str | None, as_json: bool) -> None:
+def themes_tag(
+    ctx: click.Context,
+    theme: str,
+    refs: tuple[str, ...],
+    seeds: tuple[str, ...],
+    removes: tuple[str, ...],
+    min_score: float,
+    workspace: str | None,
+    as_json: bool,
+) -> None:
     """Attach turns to THEME by reference or from seeds.
 
     \b
@@ -108,7 +132,12 @@ def themes_tag(ctx: click.Context, theme: str, refs: tuple[str, ...], seeds: tup
       archive-mcp themes tag "payment retries" -s "charge_card retries" -w shop
     """
     attach, detach = _refs(refs), _refs(removes)
-    r = call(ctx, lambda a: a.tag_theme(theme, workspace, attach, list(seeds) or None, detach, None, min_score, who="cli"))
+    r = call(
+        ctx,
+        lambda a: a.tag_theme(
+            theme, workspace, attach, list(seeds) or None, detach, None, min_score, who="cli"
+        ),
+    )
     if as_json:
         echo_json(r)
         return
@@ -139,37 +168,87 @@ def themes_delete(ctx: click.Context, theme: str, workspace: str | None, as_json
 @click.command()
 @click.argument("theme", nargs=-1, required=True)
 @workspace_option
-@click.option("--by", "granularity", type=click.Choice(["auto", "day", "week", "session"]), default="auto",
-              show_default=True, help="How events are bucketed; auto picks from the span.")
-@click.option("--format", "fmt", type=click.Choice(["table", "md", "json", "csv"]), default="md", show_default=True,
-              help="json: one timeline, or an array of them for several THEMEs; csv: one header (with a theme column for several).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Write activity per period as a PNG.")
+@click.option(
+    "--by",
+    "granularity",
+    type=click.Choice(["auto", "day", "week", "session"]),
+    default="auto",
+    show_default=True,
+    help="How events are bucketed; auto picks from the span.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "md", "json", "csv"]),
+    default="md",
+    show_default=True,
+    help="json: one timeline, or an array of them for several THEMEs; csv: one header (with a theme column for several).",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    help="Write activity per period as a PNG.",
+)
 @click.pass_context
-def trace(ctx: click.Context, theme: tuple[str, ...], workspace: str | None, granularity: str, fmt: str,
-          plot_path: str | None) -> None:
+def trace(
+    ctx: click.Context,
+    theme: tuple[str, ...],
+    workspace: str | None,
+    granularity: str,
+    fmt: str,
+    plot_path: str | None,
+) -> None:
     """Trace one or several THEMEs over time.
 
     \b
     Example:
       archive-mcp trace "payment retries" "session cache" -w shop --format json
     """
-    timelines = call(ctx, lambda a: [a.trace_theme(t, a.workspace(workspace), granularity) for t in theme])
+    timelines = call(
+        ctx, lambda a: [a.trace_theme(t, a.workspace(workspace), granularity) for t in theme]
+    )
     if fmt == "json":
         echo_json(timelines if len(timelines) > 1 else timelines[0])
     elif fmt == "csv":
         import polars as pl
 
         several = len(timelines) > 1  # one header for several themes, with a theme column
-        frames = [tl.frame.select(*([pl.lit(tl.theme).alias("theme")] if several else []), "started_at", "source",
-                                  "session_id",
-                                  "agent", "turn", "bucket", "summary", pl.col("kinds").list.join(","))
-                  for tl in timelines]
+        frames = [
+            tl.frame.select(
+                *([pl.lit(tl.theme).alias("theme")] if several else []),
+                "started_at",
+                "source",
+                "session_id",
+                "agent",
+                "turn",
+                "bucket",
+                "summary",
+                pl.col("kinds").list.join(","),
+            )
+            for tl in timelines
+        ]
         click.echo(pl.concat(frames).write_csv(), nl=False)
     else:
         for tl in timelines:
-            click.echo(tl.markdown(100_000) if fmt == "md" else table(
-                [{"when": e.at, "source": e.source, "ref": f"{e.session_id}:{e.turn}", "kinds": ",".join(e.kinds), "summary": e.summary}
-                 for e in tl.events], ["when", "source", "ref", "kinds", "summary"], {"ref": 48, "summary": 90}))
+            click.echo(
+                tl.markdown(100_000)
+                if fmt == "md"
+                else table(
+                    [
+                        {
+                            "when": e.at,
+                            "source": e.source,
+                            "ref": f"{e.session_id}:{e.turn}",
+                            "kinds": ",".join(e.kinds),
+                            "summary": e.summary,
+                        }
+                        for e in tl.events
+                    ],
+                    ["when", "source", "ref", "kinds", "summary"],
+                    {"ref": 48, "summary": 90},
+                )
+            )
     if plot_path:
         from archive_mcp.plot import themes_over_time
 

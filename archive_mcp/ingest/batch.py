@@ -35,7 +35,9 @@ ENGINES = ("local", "ray")
 class RefineReport:
     sessions: int = 0
     turns: int = 0
-    rows_changed: int = 0  # refined rows whose summary, kinds, keywords or files changed (or are new)
+    rows_changed: int = (
+        0  # refined rows whose summary, kinds, keywords or files changed (or are new)
+    )
     embedded: int = 0
     skipped: list[Skip] = field(default_factory=list)
     embed_error: str | None = None
@@ -44,42 +46,76 @@ class RefineReport:
         return asdict(self)
 
 
-def make_engine(kind: str, address: str | None, workers: int | None, embedder: Embedder | None,
-                progress: Progress | None, summarizer: Summarizer | None,
-                embedder_spec: Embedder | str | None) -> Engine:
+def make_engine(
+    kind: str,
+    address: str | None,
+    workers: int | None,
+    embedder: Embedder | None,
+    progress: Progress | None,
+    summarizer: Summarizer | None,
+    embedder_spec: Embedder | str | None,
+) -> Engine:
     """`local` (the default: spawned processes on this machine) or `ray` (imported only here)."""
     progress = progress or (lambda label, done, total: None)
     if kind == "local":
         return LocalEngine(workers, embedder, progress)
     if kind == "ray":
         if summarizer is not None:
-            raise InvalidArgument("a summarizer runs in this process; the ray engine refines with the "
-                                  "extractive summary only (use the local engine)")
+            raise InvalidArgument(
+                "a summarizer runs in this process; the ray engine refines with the "
+                "extractive summary only (use the local engine)"
+            )
         from archive_mcp.ingest.ray_engine import RayEngine
 
         # Workers build a named model themselves (cached per machine); an object is shipped.
-        spec = None if embedder is None else embedder_spec if isinstance(embedder_spec, str) else embedder
+        spec = (
+            None
+            if embedder is None
+            else embedder_spec
+            if isinstance(embedder_spec, str)
+            else embedder
+        )
         return RayEngine(address, spec, progress, workers=workers)
     raise InvalidArgument(f"unknown engine {kind!r}; choose one of: {', '.join(ENGINES)}")
 
 
-def refine_batch(plan: Sequence[tuple[Workspace, str, list[tuple[str, dict[str, Any]]]]],
-                 engine: Engine, report: RefineReport, force: bool = False, embed: bool = True,
-                 summarizer: Summarizer | None = None) -> RefineReport:
+def refine_batch(
+    plan: Sequence[tuple[Workspace, str, list[tuple[str, dict[str, Any]]]]],
+    engine: Engine,
+    report: RefineReport,
+    force: bool = False,
+    embed: bool = True,
+    summarizer: Summarizer | None = None,
+) -> RefineReport:
     """Refine and embed the planned (workspace, session, raw files) on `engine`, into `report`."""
     spaces = {ws.id: ws for ws, _, _ in plan}
     titles = {ws_id: _session_meta(ws) for ws_id, ws in spaces.items()}  # read once per workspace
-    jobs = [RefineJob(ws.id, ws.name, str(ws.root), sid, files,
-                      titles[ws.id].get(sid, {}).get("title"), force, embed)
-            for ws, sid, files in plan]
+    jobs = [
+        RefineJob(
+            ws.id,
+            ws.name,
+            str(ws.root),
+            sid,
+            files,
+            titles[ws.id].get(sid, {}).get("title"),
+            force,
+            embed,
+        )
+        for ws, sid, files in plan
+    ]
     size = sum(int(e.get("archived", 0)) for _, _, files in plan for _, e in files)
     big = size >= _workers.PARALLEL_BYTES
     with ExitStack() as held:  # the driver alone locks; jobs write only their session's files
         for ws_id in sorted(spaces):
             held.enter_context(locked(spaces[ws_id].root))
         held.callback(engine.close)  # on any exit, remote work stops before the locks are released
-        outcomes = (engine.run(guarded_refine_job, jobs, big, _turns, _failed) if summarizer is None else
-                    engine.run(lambda job: guarded_refine_job(job, summarizer), jobs, False, _turns, _failed))
+        outcomes = (
+            engine.run(guarded_refine_job, jobs, big, _turns, _failed)
+            if summarizer is None
+            else engine.run(
+                lambda job: guarded_refine_job(job, summarizer), jobs, False, _turns, _failed
+            )
+        )
         for job, res in zip(jobs, outcomes, strict=True):
             report.skipped += res.skipped
             report.rows_changed += res.rows_changed
@@ -141,8 +177,11 @@ def run_refine_job(job: RefineJob, summarizer: Summarizer | None = None) -> Refi
     content is unchanged (`store.carry_over`)."""
     ws = job.workspace()
     current = store.read_refined(ws, job.session_id)
-    stale = job.force or current.height == 0 or (
-        current["refiner"].str.split("+").list.first() != REFINER).any()
+    stale = (
+        job.force
+        or current.height == 0
+        or (current["refiner"].str.split("+").list.first() != REFINER).any()
+    )
     skipped: list[Skip] = []
     changed = 0
     if stale:
@@ -156,9 +195,14 @@ def run_refine_job(job: RefineJob, summarizer: Summarizer | None = None) -> Refi
     return RefineOutcome(len(rows) if stale and rows else 0, items, skipped, changed)
 
 
-def refine_session(ws: Workspace, sid: str, files: list[tuple[str, dict[str, Any]]],
-                   title: str | None, skipped: list[Skip],
-                   summarizer: Summarizer | None = None) -> list[dict[str, Any]]:
+def refine_session(
+    ws: Workspace,
+    sid: str,
+    files: list[tuple[str, dict[str, Any]]],
+    title: str | None,
+    skipped: list[Skip],
+    summarizer: Summarizer | None = None,
+) -> list[dict[str, Any]]:
     """Every turn of a session, refined from its archived raw logs."""
     title = redact(title)[0] if title else None
     own = {e["agent"] for _, e in files}
@@ -169,8 +213,9 @@ def refine_session(ws: Workspace, sid: str, files: list[tuple[str, dict[str, Any
             skipped.append(Skip(raw_rel, "archived raw log is missing"))
             continue
         result = PARSERS[entry["source"]](path, stop=entry["archived"])
-        rows += _jobs.turn_rows(ws.id, entry["source"], sid, entry["agent"], raw_rel, result.turns,
-                          own, summarizer)
+        rows += _jobs.turn_rows(
+            ws.id, entry["source"], sid, entry["agent"], raw_rel, result.turns, own, summarizer
+        )
     for r in rows:
         r["title"] = title
     return rows

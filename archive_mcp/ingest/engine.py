@@ -21,13 +21,21 @@ class Engine(Protocol):
     """Where session jobs run and turns are embedded. The caller (the driver) keeps the
     workspace locks and the ingest state; jobs write their session's Parquet files."""
 
-    def run(self, fn: Callable[[J], R], jobs: Sequence[J], parallel: bool,
-            turns: Callable[[R], int], failed: Callable[[J, BaseException], R] | None = None) -> Iterator[R]:
+    def run(
+        self,
+        fn: Callable[[J], R],
+        jobs: Sequence[J],
+        parallel: bool,
+        turns: Callable[[R], int],
+        failed: Callable[[J, BaseException], R] | None = None,
+    ) -> Iterator[R]:
         """Results of `fn(job)` in job order; `parallel` says the batch is worth spreading out.
         A job whose worker is lost for good becomes `failed(job, error)` when given."""
         ...
 
-    def embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]], force: bool = False) -> None:
+    def embed(
+        self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]], force: bool = False
+    ) -> None:
         """Embed (possibly later, elsewhere) turns whose content changed since their last vector."""
         ...
 
@@ -64,8 +72,14 @@ class LocalEngine:
         self.error: str | None = None
         self._pools: list[JobPool] = []
 
-    def run(self, fn: Callable[[J], R], jobs: Sequence[J], parallel: bool,
-            turns: Callable[[R], int], failed: Callable[[J, BaseException], R] | None = None) -> Iterator[R]:
+    def run(
+        self,
+        fn: Callable[[J], R],
+        jobs: Sequence[J],
+        parallel: bool,
+        turns: Callable[[R], int],
+        failed: Callable[[J, BaseException], R] | None = None,
+    ) -> Iterator[R]:
         meter = Meter(self.progress, "refine", len(jobs))
         pool = JobPool(_Call(fn), self.workers)
         self._pools.append(pool)
@@ -78,7 +92,9 @@ class LocalEngine:
             pool.close()
             self._pools.remove(pool)
 
-    def embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]], force: bool = False) -> None:
+    def embed(
+        self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]], force: bool = False
+    ) -> None:
         if self.embedder is None or not pending or self.error:
             return
         try:

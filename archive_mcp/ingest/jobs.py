@@ -79,22 +79,42 @@ def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> Se
     title = job.title
     for f in job.files:
         e = f.entry
-        result = PARSERS[job.source](Path(job.ws_root) / f.raw_rel, start=e["parse_offset"],
-                                     first_line=e["parse_line"], start_index=e["next_index"],
-                                     protocol=e["protocol"], stop=e["archived"])
-        new = turn_rows(job.ws_id, job.source, job.session_id, f.agent, f.raw_rel, result.turns,
-                        job.own_agents, summarizer)
+        result = PARSERS[job.source](
+            Path(job.ws_root) / f.raw_rel,
+            start=e["parse_offset"],
+            first_line=e["parse_line"],
+            start_index=e["next_index"],
+            protocol=e["protocol"],
+            stop=e["archived"],
+        )
+        new = turn_rows(
+            job.ws_id,
+            job.source,
+            job.session_id,
+            f.agent,
+            f.raw_rel,
+            result.turns,
+            job.own_agents,
+            summarizer,
+        )
         rows += new
         first = result.turns[0] if result.turns else None
         if title is None and first is not None and first.index == 0 and f.agent == "main":
             title = shorten(first.user_text, 60)
-        files.append(FileOutcome(
-            keys=[(r["agent"], r["turn"]) for r in new],
-            entry_update={"parse_offset": result.resume_offset, "parse_line": result.resume_line,
-                          "next_index": result.resume_index, "protocol": result.protocol_version,
-                          "open_turn": next((t.index for t in result.turns if t.end == "open"), None)},
-            problems=[(p.line, p.kind, p.error) for p in result.problems],
-            unknown_types=result.unknown_types))
+        files.append(
+            FileOutcome(
+                keys=[(r["agent"], r["turn"]) for r in new],
+                entry_update={
+                    "parse_offset": result.resume_offset,
+                    "parse_line": result.resume_line,
+                    "next_index": result.resume_index,
+                    "protocol": result.protocol_version,
+                    "open_turn": next((t.index for t in result.turns if t.end == "open"), None),
+                },
+                problems=[(p.line, p.kind, p.error) for p in result.problems],
+                unknown_types=result.unknown_types,
+            )
+        )
     shown = redact(title)[0] if title else None
     for r in rows:
         r["title"] = shown
@@ -103,7 +123,8 @@ def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> Se
         # Every file of the session parsed from its start (a first ingest, or a whole-file
         # source such as a Gemini chat that a rewind can shorten): the rows replace the old ones.
         whole = {f.agent for f in job.files} == job.own_agents and all(
-            f.entry["parse_offset"] == 0 for f in job.files)
+            f.entry["parse_offset"] == 0 for f in job.files
+        )
         store.merge_refined(ws, job.session_id, rows, replace_all=whole)
     items = [embed_item(r) for r in rows] if job.embed else []
     return SessionOutcome(files, title, len(rows), items)
@@ -138,9 +159,16 @@ def embed_item(row: dict[str, Any]) -> EmbedItem:
     return (row["agent"], row["turn"], row["content_hash"], embed_text(row))
 
 
-def turn_rows(ws_id: str, source: str, session_id: str, agent: str, raw_rel: str,
-              turns: list[Turn], own_agents: Set[str],
-              summarizer: Summarizer | None) -> list[dict[str, Any]]:
+def turn_rows(
+    ws_id: str,
+    source: str,
+    session_id: str,
+    agent: str,
+    raw_rel: str,
+    turns: list[Turn],
+    own_agents: Set[str],
+    summarizer: Summarizer | None,
+) -> list[dict[str, Any]]:
     """Refined rows for parsed turns, plus subagent turns seen only inside the parent's log."""
     ctx = RefineContext(ws_id, source, session_id, agent, raw_rel)
     rows = [refine_turn(t, ctx, summarizer) for t in turns]
@@ -153,8 +181,13 @@ def turn_rows(ws_id: str, source: str, session_id: str, agent: str, raw_rel: str
     return rows
 
 
-def embed_rows(ws: Workspace, embedder: Embedder, pending: list[tuple[str, list[EmbedItem]]],
-               progress: Progress | None = None, force: bool = False) -> int:
+def embed_rows(
+    ws: Workspace,
+    embedder: Embedder,
+    pending: list[tuple[str, list[EmbedItem]]],
+    progress: Progress | None = None,
+    force: bool = False,
+) -> int:
     """Embed turns whose content changed since they were last embedded; returns how many."""
     todo: list[tuple[str, EmbedItem]] = []
     for session_id, items in pending:
@@ -162,7 +195,7 @@ def embed_rows(ws: Workspace, embedder: Embedder, pending: list[tuple[str, list[
         todo += [(session_id, it) for it in items if have.get((it[0], it[1])) != it[2]]
     done = 0
     for i in range(0, len(todo), EMBED_BATCH):
-        batch = todo[i:i + EMBED_BATCH]
+        batch = todo[i : i + EMBED_BATCH]
         vectors = embedder.embed([it[3] for _, it in batch])
         by_session: dict[str, list[int]] = {}
         for j, (sid, _) in enumerate(batch):
@@ -176,6 +209,19 @@ def embed_rows(ws: Workspace, embedder: Embedder, pending: list[tuple[str, list[
     return done
 
 
-__all__ = ["EMBED_BATCH", "EmbedItem", "FileJob", "Progress", "SessionJob", "SessionOutcome", "embed_item",
-           "embed_rows", "embed_text", "guarded_session_job", "os_reason", "reason", "run_session_job",
-           "turn_rows"]
+__all__ = [
+    "EMBED_BATCH",
+    "EmbedItem",
+    "FileJob",
+    "Progress",
+    "SessionJob",
+    "SessionOutcome",
+    "embed_item",
+    "embed_rows",
+    "embed_text",
+    "guarded_session_job",
+    "os_reason",
+    "reason",
+    "run_session_job",
+    "turn_rows",
+]

@@ -56,8 +56,18 @@ from archive_mcp.workspaces import (
 EMBED_FLUSH = 8 * EMBED_BATCH  # embed and drop pending payloads once this many have arrived
 
 # Names other modules import from here; they live in `jobs`.
-__all__ = ["IngestReport", "Ingestor", "Progress", "Skip", "embed_item", "embed_rows", "embed_text",
-           "guarded_session_job", "run_session_job", "turn_rows"]
+__all__ = [
+    "IngestReport",
+    "Ingestor",
+    "Progress",
+    "Skip",
+    "embed_item",
+    "embed_rows",
+    "embed_text",
+    "guarded_session_job",
+    "run_session_job",
+    "turn_rows",
+]
 
 
 @dataclass
@@ -80,17 +90,27 @@ class IngestReport:
     skipped: list[Skip] = field(default_factory=list)
     unknown_types: dict[str, int] = field(default_factory=dict)
     embed_error: str | None = None
-    roots: list[dict[str, Any]] = field(default_factory=list)  # default roots looked at: path, found
-    suggestions: list[str] = field(default_factory=list)  # worktrees to link into their repo's workspace
+    roots: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # default roots looked at: path, found
+    suggestions: list[str] = field(
+        default_factory=list
+    )  # worktrees to link into their repo's workspace
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
 class Ingestor:
-    def __init__(self, registry: Registry, embedder: Embedder | None,
-                 summarizer: Summarizer | None = None, progress: Progress | None = None,
-                 workers: int | None = None, engine: Engine | None = None) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        embedder: Embedder | None,
+        summarizer: Summarizer | None = None,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        engine: Engine | None = None,
+    ) -> None:
         self.registry = registry
         self._total = self._done = 0
         self.embedder = embedder
@@ -112,7 +132,9 @@ class Ingestor:
             try:
                 found = discover(Path(path))
             except Exception as exc:  # noqa: BLE001 - one unreadable root must not stop the others
-                report.skipped.append(Skip(str(path), f"could not look for sessions: {_reason(exc)}"))
+                report.skipped.append(
+                    Skip(str(path), f"could not look for sessions: {_reason(exc)}")
+                )
                 continue
             report.skipped += [Skip(p, r) for p, r in found.skipped]
             for session in found.sessions:
@@ -128,8 +150,10 @@ class Ingestor:
                     for source in sorted({s.source for s in sessions} - set(ws.sources)):
                         ws = self.registry.ensure(ws_id, source=source)
                 except OSError as exc:
-                    report.skipped += [Skip(str(s.session_dir), f"workspace {ws_id}: {_reason(exc)}")
-                                       for s in sessions]
+                    report.skipped += [
+                        Skip(str(s.session_dir), f"workspace {ws_id}: {_reason(exc)}")
+                        for s in sessions
+                    ]
                     continue
                 report.workspaces.append(ws.id)
                 with locked(ws.root):  # released as soon as this workspace's state is saved
@@ -142,7 +166,9 @@ class Ingestor:
             self.engine.close()
         return report
 
-    def _ingest_workspace(self, ws: Workspace, sessions: list[SessionSource], report: IngestReport) -> None:
+    def _ingest_workspace(
+        self, ws: Workspace, sessions: list[SessionSource], report: IngestReport
+    ) -> None:
         clean_orphans(ws.root)
         if ws.raw_dir.is_dir():
             ws.raw_dir.chmod(DIR_MODE)
@@ -155,7 +181,9 @@ class Ingestor:
             try:
                 job = self._archive_session(ws, session, state, report)
             except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
-                report.skipped.append(Skip(str(session.session_dir), f"session skipped: {_reason(exc)}"))
+                report.skipped.append(
+                    Skip(str(session.session_dir), f"session skipped: {_reason(exc)}")
+                )
                 job = None
             if job is not None:
                 jobs.append(job)
@@ -175,7 +203,9 @@ class Ingestor:
                 self._embed(ws, pending, report)
                 pending, waiting = [], 0
         self._embed(ws, pending, report)
-        embedded, error = self.engine.finish()  # every embedding of this workspace, before unlocking
+        embedded, error = (
+            self.engine.finish()
+        )  # every embedding of this workspace, before unlocking
         report.embedded += embedded
         report.embed_error = report.embed_error or error
         if json.dumps(state, sort_keys=True) != saved:  # a no-op run writes nothing
@@ -191,7 +221,11 @@ class Ingestor:
         for wd in session.work_dirs:
             if session.source == "kimi" and workspace_id(wd) != session.bucket:
                 continue
-            if session.source == "gemini" and _is_sha256(session.bucket) and _sha256(wd) != session.bucket:
+            if (
+                session.source == "gemini"
+                and _is_sha256(session.bucket)
+                and _sha256(wd) != session.bucket
+            ):
                 continue
             # A path linked into another workspace (a worktree into its repo's) goes there.
             return self._linked.get(canonical_path(wd), workspace_id(wd)), wd
@@ -200,7 +234,9 @@ class Ingestor:
                 for wd in ws.paths:
                     if _sha256(wd) == session.bucket:
                         return workspace_id(wd), wd
-        return safe_id(session.bucket), None  # a bucket name outside the safe alphabet: a derived id
+        return safe_id(
+            session.bucket
+        ), None  # a bucket name outside the safe alphabet: a derived id
 
     def _suggest_links(self, by_ws: dict[str, tuple[str | None, list[SessionSource]]]) -> list[str]:
         """Work dirs that look like a worktree or branch checkout of another archived path."""
@@ -208,15 +244,22 @@ class Ingestor:
         known.update({wd: ws_id for ws_id, (wd, _) in by_ws.items() if wd})
         out = []
         for ws_id, (wd, _) in sorted(by_ws.items()):
-            home = worktree_home(wd, known) if wd and self._linked.get(canonical_path(wd)) is None else None
+            home = (
+                worktree_home(wd, known)
+                if wd and self._linked.get(canonical_path(wd)) is None
+                else None
+            )
             if home is not None and known[home] != ws_id:
-                out.append(f"{wd} looks like a worktree or branch of {home}: "
-                           f"`archive-mcp workspaces link '{wd}' --into {known[home]}` joins their sessions")
+                out.append(
+                    f"{wd} looks like a worktree or branch of {home}: "
+                    f"`archive-mcp workspaces link '{wd}' --into {known[home]}` joins their sessions"
+                )
         return out
 
     # --- one session: copy new bytes, then parse and refine what changed --------------------
-    def _archive_session(self, ws: Workspace, session: SessionSource, state: dict[str, Any],
-                         report: IngestReport) -> SessionJob | None:
+    def _archive_session(
+        self, ws: Workspace, session: SessionSource, state: dict[str, Any], report: IngestReport
+    ) -> SessionJob | None:
         prefix = f"raw/{session.source}/{store.session_file_stem(session.session_id)}"
         snaps = state.setdefault("snapshots", {})
         for snap in session.snapshots:
@@ -228,10 +271,21 @@ class Ingestor:
         files: list[FileJob] = []
         for f in session.files:
             raw_rel = f"{prefix}/{f.rel}"
-            entry = state["files"].setdefault(raw_rel, {
-                "source_path": str(f.path), "session": session.session_id, "agent": f.agent,
-                "source": session.source, "archived": 0, "parse_offset": 0, "parse_line": 1,
-                "next_index": 0, "protocol": None, "open_turn": None})
+            entry = state["files"].setdefault(
+                raw_rel,
+                {
+                    "source_path": str(f.path),
+                    "session": session.session_id,
+                    "agent": f.agent,
+                    "source": session.source,
+                    "archived": 0,
+                    "parse_offset": 0,
+                    "parse_line": 1,
+                    "next_index": 0,
+                    "protocol": None,
+                    "open_turn": None,
+                },
+            )
             before = dict(entry)
             report.files += 1
             if f.whole:  # rewritten in place: copy it whole and parse it from the start
@@ -241,14 +295,14 @@ class Ingestor:
                 if dst.exists() and (changed or entry["archived"] != dst.stat().st_size):
                     size = dst.stat().st_size
                     report.bytes_archived += size
-                    entry.update(archived=size, parse_offset=0,
-                                 parse_line=1, next_index=0)
+                    entry.update(archived=size, parse_offset=0, parse_line=1, next_index=0)
                     report.files_changed += 1
                     files.append(FileJob(f.agent, raw_rel, dict(entry), before))
                 continue
             try:
-                added = archive_file(f.path, ws.root / raw_rel, ws.raw_dir, entry,
-                                     _skipper(report, f.path))
+                added = archive_file(
+                    f.path, ws.root / raw_rel, ws.raw_dir, entry, _skipper(report, f.path)
+                )
             except OSError as exc:
                 report.skipped.append(Skip(str(f.path), _os_reason(exc)))
                 continue
@@ -258,27 +312,45 @@ class Ingestor:
                 files.append(FileJob(f.agent, raw_rel, dict(entry), before))
         if not files:
             return None
-        return SessionJob(ws.id, ws.name, str(ws.root), session.source, session.session_id,
-                          meta.get("title"), files, own_agents, self.embedder is not None)
+        return SessionJob(
+            ws.id,
+            ws.name,
+            str(ws.root),
+            session.source,
+            session.session_id,
+            meta.get("title"),
+            files,
+            own_agents,
+            self.embedder is not None,
+        )
 
     def _run_jobs(self, jobs: list[SessionJob], size: int) -> Iterator[SessionOutcome]:
         """Parse, refine and write each changed session on the engine, outcomes in job order; a
         fault (also a worker lost for good) is an outcome with `error`."""
         if self.summarizer is not None:  # the summarizer lives in this process
             summarizer = self.summarizer
-            return self.engine.run(lambda job: guarded_session_job(job, summarizer), jobs, False,
-                                   _rows, _failed)
-        return self.engine.run(guarded_session_job, jobs, size >= _workers.PARALLEL_BYTES, _rows, _failed)
+            return self.engine.run(
+                lambda job: guarded_session_job(job, summarizer), jobs, False, _rows, _failed
+            )
+        return self.engine.run(
+            guarded_session_job, jobs, size >= _workers.PARALLEL_BYTES, _rows, _failed
+        )
 
-    def _apply(self, job: SessionJob, res: SessionOutcome, state: dict[str, Any], report: IngestReport) -> None:
+    def _apply(
+        self, job: SessionJob, res: SessionOutcome, state: dict[str, Any], report: IngestReport
+    ) -> None:
         """Record what a session's job did in the ingest state and the report."""
         if res.error is not None:  # nothing of this session advances: the next run retries it
             for fjob in job.files:
                 state["files"][fjob.raw_rel] = fjob.before
-                if fjob.raw_rel in state.get("snapshots", {}):  # a whole-file copy: copy and refine again
+                if fjob.raw_rel in state.get(
+                    "snapshots", {}
+                ):  # a whole-file copy: copy and refine again
                     del state["snapshots"][fjob.raw_rel]
                     state["files"][fjob.raw_rel] = {**fjob.before, "archived": 0}
-            report.skipped.append(Skip(job.files[0].entry["source_path"], f"session skipped: {res.error}"))
+            report.skipped.append(
+                Skip(job.files[0].entry["source_path"], f"session skipped: {res.error}")
+            )
             return
         for fjob, fres in zip(job.files, res.files, strict=True):
             entry = state["files"][fjob.raw_rel]
@@ -298,8 +370,9 @@ class Ingestor:
         if res.rows:
             report.sessions += 1
 
-    def _snapshot(self, ws: Workspace, src: Path, rel: str, seen: dict[str, list[int]],
-                  report: IngestReport) -> bool:
+    def _snapshot(
+        self, ws: Workspace, src: Path, rel: str, seen: dict[str, list[int]], report: IngestReport
+    ) -> bool:
         """Whole-file copies (state.json, meta.json, offloaded tool outputs, Gemini's rewritten
         JSON chats); rewritten atomically (0600) when changed. True when the copy changed."""
         try:
@@ -314,10 +387,12 @@ class Ingestor:
         return changed
 
     # --- embeddings ------------------------------------------------------------------------
-    def _embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]],
-               report: IngestReport) -> None:
+    def _embed(
+        self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]], report: IngestReport
+    ) -> None:
         if self.embedder is not None and pending:
             self.engine.embed(ws, pending)
+
 
 def _sha256(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8")).hexdigest()

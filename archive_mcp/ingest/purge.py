@@ -33,9 +33,15 @@ def purge_session(ws: Workspace, session_id: str) -> PurgeReport:
         files = state.get("files", {})
         sessions = state.get("sessions", {})
         mine = [rel for rel, e in files.items() if e.get("session") == session_id]
-        if not mine and session_id not in sessions and not store.refined_path(ws, session_id).exists():
-            raise NotFound(f"no session {session_id!r} in workspace {ws.name}; list them with "
-                           "`archive-mcp sessions list`")
+        if (
+            not mine
+            and session_id not in sessions
+            and not store.refined_path(ws, session_id).exists()
+        ):
+            raise NotFound(
+                f"no session {session_id!r} in workspace {ws.name}; list them with "
+                "`archive-mcp sessions list`"
+            )
         stem = store.session_file_stem(session_id)
         targets = {f"raw/{files[rel].get('source') or ''}/{stem}" for rel in mine}
         targets |= {f"raw/{src}/{stem}" for src in ("kimi", "kimi-code")}

@@ -23,10 +23,14 @@ TAIL = 4096
 CHUNK = 1 << 20
 FILE_MODE = 0o600
 DIR_MODE = 0o700
-REWRITTEN = ("source was rewritten or truncated since it was archived; the archived copy is kept "
-             "unchanged (purge the session with `archive-mcp sessions purge` to archive it afresh)")
-INCOMPLETE = ("last line is incomplete (the session is still being written); it is archived once it "
-              "is complete")
+REWRITTEN = (
+    "source was rewritten or truncated since it was archived; the archived copy is kept "
+    "unchanged (purge the session with `archive-mcp sessions purge` to archive it afresh)"
+)
+INCOMPLETE = (
+    "last line is incomplete (the session is still being written); it is archived once it "
+    "is complete"
+)
 
 Report = Callable[[str], None]  # a reason for skipping (part of) the source
 
@@ -59,7 +63,9 @@ def _unchanged(fh: Any, entry: dict[str, Any], size: int, copy: Path) -> bool:
     if _sha1_range(fh, 0, int(entry.get("head_len", 0))) != entry.get("head"):
         return False
     tail_len = entry.get("tail_len")
-    if tail_len is not None and _sha1_range(fh, archived - int(tail_len), archived) != entry.get("tail"):
+    if tail_len is not None and _sha1_range(fh, archived - int(tail_len), archived) != entry.get(
+        "tail"
+    ):
         return False
     return _same_prefix(fh, copy, archived)
 

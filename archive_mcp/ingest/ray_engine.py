@@ -41,7 +41,9 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise InvalidArgument(f"the ray engine needs Ray, which is an optional extra: {INSTALL_HINT}") from exc
+        raise InvalidArgument(
+            f"the ray engine needs Ray, which is an optional extra: {INSTALL_HINT}"
+        ) from exc
     return ray
 
 
@@ -59,13 +61,16 @@ class EmbedWorker:
         self.spec, self.hook = spec, hook
         self.model: Embedder | None = None
 
-    def embed(self, ws: tuple[str, str, str], pending: list[tuple[str, list[EmbedItem]]],
-              force: bool) -> int:
+    def embed(
+        self, ws: tuple[str, str, str], pending: list[tuple[str, list[EmbedItem]]], force: bool
+    ) -> int:
         if self.hook is not None:
             self.hook("embed", pending[0][0])
         if self.model is None:
             self.model = worker_embedder(self.spec)
-        return embed_rows(Workspace(ws[0], ws[1], root=Path(ws[2])), self.model, pending, force=force)
+        return embed_rows(
+            Workspace(ws[0], ws[1], root=Path(ws[2])), self.model, pending, force=force
+        )
 
 
 def worker_embedder(spec: Embedder | str) -> Embedder:
@@ -82,9 +87,15 @@ def worker_embedder(spec: Embedder | str) -> Embedder:
 class RayEngine:
     """Runs session jobs as Ray tasks and embeds in an actor pool (see the module docstring)."""
 
-    def __init__(self, address: str | None, embedder: Embedder | str | None, progress: Progress,
-                 workers: int | None = None, embed_actors: int | None = None,
-                 hook: Hook | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None,
+        embedder: Embedder | str | None,
+        progress: Progress,
+        workers: int | None = None,
+        embed_actors: int | None = None,
+        hook: Hook | None = None,
+    ) -> None:
         self.ray = import_ray()
         self.spec, self.progress, self.hook = embedder, progress, hook
         self.started = False
@@ -105,8 +116,9 @@ class RayEngine:
         self.gpus = int(resources.get("GPU", 0))
         self.window = 2 * self.cpus + 2  # tasks in flight: every CPU busy, results bounded
         self.embed_actors = embed_actors
-        self.task = self.ray.remote(run_job).options(num_cpus=1, max_retries=TASK_RETRIES,
-                                                     retry_exceptions=False)
+        self.task = self.ray.remote(run_job).options(
+            num_cpus=1, max_retries=TASK_RETRIES, retry_exceptions=False
+        )
         self.actors: list[Any] = []
         self.load: list[int] = []  # calls in flight per actor
         self.running: dict[Any, int] = {}  # refine tasks in flight -> job index
@@ -117,8 +129,14 @@ class RayEngine:
         self.error: str | None = None
 
     # --- parse + refine ----------------------------------------------------------------------
-    def run(self, fn: Callable[[J], R], jobs: Sequence[J], parallel: bool,
-            turns: Callable[[R], int], failed: Callable[[J, BaseException], R] | None = None) -> Iterator[R]:
+    def run(
+        self,
+        fn: Callable[[J], R],
+        jobs: Sequence[J],
+        parallel: bool,
+        turns: Callable[[R], int],
+        failed: Callable[[J, BaseException], R] | None = None,
+    ) -> Iterator[R]:
         """Results in job order; at most `window` tasks in flight (a cluster is always parallel).
         A job that still fails after its retries (its worker lost for good) is `failed(job,
         error)`: that session is skipped and retried by the next run, the others go on."""
@@ -135,8 +153,11 @@ class RayEngine:
             ref = refs.pop(i)
             try:
                 res = self.ray.get(ref)
-            except (self.ray.exceptions.RayTaskError, self.ray.exceptions.WorkerCrashedError,
-                    self.ray.exceptions.NodeDiedError) as exc:
+            except (
+                self.ray.exceptions.RayTaskError,
+                self.ray.exceptions.WorkerCrashedError,
+                self.ray.exceptions.NodeDiedError,
+            ) as exc:
                 if failed is None:
                     raise
                 res = failed(jobs[i], exc)
@@ -146,7 +167,9 @@ class RayEngine:
             yield res
 
     # --- embeddings --------------------------------------------------------------------------
-    def embed(self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]], force: bool = False) -> None:
+    def embed(
+        self, ws: Workspace, pending: list[tuple[str, list[EmbedItem]]], force: bool = False
+    ) -> None:
         """Queue sessions for the actor pool; full batches of one workspace go out at once."""
         if self.spec is None or self.error:
             return
@@ -182,10 +205,13 @@ class RayEngine:
         n = self.embed_actors or (self.gpus if gpu else max(1, self.cpus // CPUS_PER_CPU_ACTOR))
         # Without a GPU an actor reserves no CPU: the static model is cheap next to refining,
         # and the refine tasks keep every core. One GPU (and one CPU to feed it) when it helps.
-        opts: dict[str, Any] = ({"num_gpus": 1, "num_cpus": 1} if gpu else {"num_cpus": 0})
-        cls = self.ray.remote(EmbedWorker).options(max_restarts=ACTOR_RESTARTS,
-                                                   max_task_retries=TASK_RETRIES,
-                                                   scheduling_strategy="SPREAD", **opts)
+        opts: dict[str, Any] = {"num_gpus": 1, "num_cpus": 1} if gpu else {"num_cpus": 0}
+        cls = self.ray.remote(EmbedWorker).options(
+            max_restarts=ACTOR_RESTARTS,
+            max_task_retries=TASK_RETRIES,
+            scheduling_strategy="SPREAD",
+            **opts,
+        )
         self.actors = [cls.remote(self.spec, self.hook) for _ in range(n)]
         self.load = [0] * n
 
@@ -230,4 +256,3 @@ class RayEngine:
             if self.started:
                 self.ray.shutdown()
                 self.started = False
-

@@ -45,7 +45,9 @@ def read_refined(ws: Workspace, session_id: str) -> pl.DataFrame:
     return pl.read_parquet(path) if path.exists() else empty_refined()
 
 
-def merge_refined(ws: Workspace, session_id: str, rows: list[dict], replace_all: bool = False) -> int:
+def merge_refined(
+    ws: Workspace, session_id: str, rows: list[dict], replace_all: bool = False
+) -> int:
     """Insert or replace rows (by agent, turn) in the session's Parquet; returns rows written."""
     new = refined_frame(rows)
     old = empty_refined() if replace_all else read_refined(ws, session_id)
@@ -61,16 +63,31 @@ def read_embeddings(ws: Workspace, session_id: str) -> pl.DataFrame | None:
     return pl.read_parquet(path) if path.exists() else None
 
 
-def write_embeddings(ws: Workspace, session_id: str, model: str, keys: list[tuple[str, int, str]],
-                     vectors: np.ndarray) -> None:
+def write_embeddings(
+    ws: Workspace,
+    session_id: str,
+    model: str,
+    keys: list[tuple[str, int, str]],
+    vectors: np.ndarray,
+) -> None:
     """Upsert vectors for (agent, turn, content_hash) keys; rows of other models are dropped."""
     dim = int(vectors.shape[1])
-    new = pl.DataFrame({
-        "agent": [k[0] for k in keys], "turn": [k[1] for k in keys],
-        "content_hash": [k[2] for k in keys], "model": [model] * len(keys),
-        "vector": vectors.astype(np.float32),
-    }, schema={"agent": pl.String, "turn": pl.Int64, "content_hash": pl.String,
-               "model": pl.String, "vector": pl.Array(pl.Float32, dim)})
+    new = pl.DataFrame(
+        {
+            "agent": [k[0] for k in keys],
+            "turn": [k[1] for k in keys],
+            "content_hash": [k[2] for k in keys],
+            "model": [model] * len(keys),
+            "vector": vectors.astype(np.float32),
+        },
+        schema={
+            "agent": pl.String,
+            "turn": pl.Int64,
+            "content_hash": pl.String,
+            "model": pl.String,
+            "vector": pl.Array(pl.Float32, dim),
+        },
+    )
     old = read_embeddings(ws, session_id)
     if old is not None and old.height and old.schema.get("vector") == new.schema["vector"]:
         old = old.filter(pl.col("model") == model).join(new.select(KEY), on=KEY, how="anti")
@@ -93,9 +110,15 @@ def carry_over(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> int:
     changed = 0
     for row in new:
         prev = before.get((row["agent"], row["turn"]))
-        if prev is not None and "+" in (prev["refiner"] or "") and prev["content_hash"] == row["content_hash"]:
+        if (
+            prev is not None
+            and "+" in (prev["refiner"] or "")
+            and prev["content_hash"] == row["content_hash"]
+        ):
             row["summary"] = prev["summary"]
             row["refiner"] = f"{REFINER}+{prev['refiner'].split('+', 1)[1]}"
-        if prev is None or any(prev[k] != row[k] for k in ("summary", "kinds", "keywords", "files")):
+        if prev is None or any(
+            prev[k] != row[k] for k in ("summary", "kinds", "keywords", "files")
+        ):
             changed += 1
     return changed

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 PARALLEL_BYTES = 32 << 20  # below this, starting worker processes costs more than it saves
-UNGUARDED = ("archive-mcp: refining in one process: the calling script has no "
-             "`if __name__ == \"__main__\":` guard, which worker processes need (add one to use {n})")
+UNGUARDED = (
+    "archive-mcp: refining in one process: the calling script has no "
+    '`if __name__ == "__main__":` guard, which worker processes need (add one to use {n})'
+)
 
 
 def exit_with_parent(parent: int) -> None:
@@ -77,23 +79,31 @@ class JobPool:
             return False
         return True
 
-    def run(self, jobs: list[Any], extra: Any, size: int,
-            progress: Callable[[str, int, int], None]) -> Iterator[Any]:
+    def run(
+        self, jobs: list[Any], extra: Any, size: int, progress: Callable[[str, int, int], None]
+    ) -> Iterator[Any]:
         """Outcomes in job order. `size` is the work in bytes; `extra` (a summarizer) forces one
         process, as it may hold a connection that cannot cross processes."""
         done = 0
         if self._parallel(jobs, extra, size):
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"),
-                                                 initializer=exit_with_parent, initargs=(os.getpid(),))
+                self._pool = ProcessPoolExecutor(
+                    self.workers,
+                    mp_context=get_context("spawn"),
+                    initializer=exit_with_parent,
+                    initargs=(os.getpid(),),
+                )
             try:
                 for res in self._pool.map(self.fn, jobs, chunksize=4):
                     done += 1
                     progress("refine", done, len(jobs))
                     yield res
             except BrokenProcessPool:
-                warnings.warn("archive-mcp: worker processes failed; refining the rest in one process",
-                              RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    "archive-mcp: worker processes failed; refining the rest in one process",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
                 self.close()
                 self.workers = 1
         for job in jobs[done:]:

@@ -30,8 +30,13 @@ from archive_mcp.search.context import NotFound, TurnDetail, TurnRef
 from archive_mcp.search.engine import Hit
 
 Detail = Literal["compact", "normal", "full"]
-DetailParam = Annotated[Detail, Field(description="compact: ids and scores only (cheapest); normal: + summary "
-                                                  "and snippet; full: + status, kinds and the raw byte range.")]
+DetailParam = Annotated[
+    Detail,
+    Field(
+        description="compact: ids and scores only (cheapest); normal: + summary "
+        "and snippet; full: + status, kinds and the raw byte range."
+    ),
+]
 
 
 @dataclass
@@ -96,24 +101,66 @@ class RefineOutput:
 
 def search_context(
     ctx: Context,
-    query: Annotated[str, Field(max_length=TEXT, description="What happened in past sessions: keywords, an identifier "
-                                "(typos are tolerated) or a question; Chinese works.")],
+    query: Annotated[
+        str,
+        Field(
+            max_length=TEXT,
+            description="What happened in past sessions: keywords, an identifier "
+            "(typos are tolerated) or a question; Chinese works.",
+        ),
+    ],
     workspace: WorkspaceParam = None,
     limit: Annotated[int, Field(ge=1, le=100, description="Most hits to return, best first.")] = 10,
-    mode: Annotated[Literal["hybrid", "lexical", "fuzzy", "semantic"], Field(
-        description="hybrid fuses the other three; lexical for exact identifiers; semantic for paraphrases.")] = "hybrid",
-    session: Annotated[str | None, Field(max_length=TEXT, description="Only this session id (or id prefix).")] = None,
-    agent: Annotated[str | None, Field(max_length=TEXT, description='Only this agent: "main" or a subagent id.')] = None,
-    since: Annotated[datetime | None, Field(description="Only turns started at or after this ISO date.")] = None,
-    until: Annotated[datetime | None, Field(description="Only turns started at or before this ISO date.")] = None,
-    tool: Annotated[str | None, Field(max_length=TEXT, description="Only turns that called this tool (e.g. Shell).")] = None,
-    file: Annotated[str | None, Field(max_length=TEXT, description="Only turns that touched a path containing this.")] = None,
-    theme: Annotated[str | None, Field(max_length=TEXT, description="Only turns tagged into this theme (list_themes).")] = None,
-    kind: Annotated[str | None, Field(max_length=TEXT, description="Only turns of this kind: decision, fix, question, "
-                                      "change, plan, reversal, test, …")] = None,
-    source: Annotated[str | None, Field(max_length=TEXT, description=(
-        "Only turns from this agent product: kimi, kimi-code, claude-code, codex or gemini."))] = None,
-    all_workspaces: Annotated[bool, Field(description="Search every workspace, not just this one.")] = False,
+    mode: Annotated[
+        Literal["hybrid", "lexical", "fuzzy", "semantic"],
+        Field(
+            description="hybrid fuses the other three; lexical for exact identifiers; semantic for paraphrases."
+        ),
+    ] = "hybrid",
+    session: Annotated[
+        str | None, Field(max_length=TEXT, description="Only this session id (or id prefix).")
+    ] = None,
+    agent: Annotated[
+        str | None, Field(max_length=TEXT, description='Only this agent: "main" or a subagent id.')
+    ] = None,
+    since: Annotated[
+        datetime | None, Field(description="Only turns started at or after this ISO date.")
+    ] = None,
+    until: Annotated[
+        datetime | None, Field(description="Only turns started at or before this ISO date.")
+    ] = None,
+    tool: Annotated[
+        str | None,
+        Field(max_length=TEXT, description="Only turns that called this tool (e.g. Shell)."),
+    ] = None,
+    file: Annotated[
+        str | None,
+        Field(max_length=TEXT, description="Only turns that touched a path containing this."),
+    ] = None,
+    theme: Annotated[
+        str | None,
+        Field(max_length=TEXT, description="Only turns tagged into this theme (list_themes)."),
+    ] = None,
+    kind: Annotated[
+        str | None,
+        Field(
+            max_length=TEXT,
+            description="Only turns of this kind: decision, fix, question, "
+            "change, plan, reversal, test, …",
+        ),
+    ] = None,
+    source: Annotated[
+        str | None,
+        Field(
+            max_length=TEXT,
+            description=(
+                "Only turns from this agent product: kimi, kimi-code, claude-code, codex or gemini."
+            ),
+        ),
+    ] = None,
+    all_workspaces: Annotated[
+        bool, Field(description="Search every workspace, not just this one.")
+    ] = False,
     detail: DetailParam = "normal",
     max_output_chars: Budget = 6000,
     roots: Roots = None,
@@ -122,34 +169,79 @@ def search_context(
     fused; each hit cites session, turn and time. Use this for what happened in past sessions; use
     search_memory for what was decided or learned, and trace_theme to follow one topic over time."""
     archive = state(ctx).archive
-    target: str = "all" if all_workspaces or workspace == "all" else workspace_of(ctx, workspace, roots).id
-    found = archive.search(query, workspace=target, limit=limit, mode=mode, session=session, agent=agent,
-                           since=since, until=until, tool=tool, file=file, theme=theme, kind=kind, source=source)
+    target: str = (
+        "all" if all_workspaces or workspace == "all" else workspace_of(ctx, workspace, roots).id
+    )
+    found = archive.search(
+        query,
+        workspace=target,
+        limit=limit,
+        mode=mode,
+        session=session,
+        agent=agent,
+        since=since,
+        until=until,
+        tool=tool,
+        file=file,
+        theme=theme,
+        kind=kind,
+        source=source,
+    )
     hits = [_shape_hit(h, detail) for h in found]
 
     def render(kept: list[Hit], cut: bool) -> str:
         lines = [found.headline(len(kept)), *(f"- {hit_text(h, detail)}" for h in kept)]
         if cut:
-            lines.append(f"… {len(found) - len(kept)} more hits cut to fit max_output_chars; raise it or use detail=compact")
+            lines.append(
+                f"… {len(found) - len(kept)} more hits cut to fit max_output_chars; raise it or use detail=compact"
+            )
         if kept:
-            lines.append("Read a turn in full with load_turn_context(references=[{session_id, turn}]).")
+            lines.append(
+                "Read a turn in full with load_turn_context(references=[{session_id, turn}])."
+            )
         return "\n".join(lines)
 
-    return fit(hits, render, lambda kept, cut: SearchOutput(kept, found.realized_mode, found.fallback_reason, cut),
-               max_output_chars)
+    return fit(
+        hits,
+        render,
+        lambda kept, cut: SearchOutput(kept, found.realized_mode, found.fallback_reason, cut),
+        max_output_chars,
+    )
 
 
 def load_turn_context(
     ctx: Context,
-    references: Annotated[list[TurnRef], Field(min_length=1, max_length=20, description=(
-        "Turns to read, as search_context cites them: [{session_id, turn, agent?}]."))],
+    references: Annotated[
+        list[TurnRef],
+        Field(
+            min_length=1,
+            max_length=20,
+            description=(
+                "Turns to read, as search_context cites them: [{session_id, turn, agent?}]."
+            ),
+        ),
+    ],
     workspace: WorkspaceParam = None,
-    before: Annotated[int, Field(ge=0, le=10, description="Also read this many turns before each reference.")] = 0,
-    after: Annotated[int, Field(ge=0, le=10, description="Also read this many turns after each reference.")] = 0,
-    include_tools: Annotated[bool, Field(description="Include tool calls with their arguments and results.")] = True,
+    before: Annotated[
+        int, Field(ge=0, le=10, description="Also read this many turns before each reference.")
+    ] = 0,
+    after: Annotated[
+        int, Field(ge=0, le=10, description="Also read this many turns after each reference.")
+    ] = 0,
+    include_tools: Annotated[
+        bool, Field(description="Include tool calls with their arguments and results.")
+    ] = True,
     include_thinking: Annotated[bool, Field(description="Include the model's thinking.")] = False,
-    max_chars: Annotated[int, Field(ge=500, le=200_000, description=(
-        "Budget for the whole reply; long texts are cut at word boundaries, tool arguments kept before outputs."))] = 6000,
+    max_chars: Annotated[
+        int,
+        Field(
+            ge=500,
+            le=200_000,
+            description=(
+                "Budget for the whole reply; long texts are cut at word boundaries, tool arguments kept before outputs."
+            ),
+        ),
+    ] = 6000,
     detail: DetailParam = "normal",
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TurnContextOutput]:
@@ -157,16 +249,29 @@ def load_turn_context(
     raw log. Use it after search_context or trace_theme, with the references they cite."""
     ws = workspace_of(ctx, workspace, roots)
     found = state(ctx).archive.load_turn_context(
-        references, workspace=ws, before=before, after=after, include_tools=include_tools and detail != "compact",
-        include_thinking=include_thinking, max_chars=max_chars * 2 // 3)
+        references,
+        workspace=ws,
+        before=before,
+        after=after,
+        include_tools=include_tools and detail != "compact",
+        include_thinking=include_thinking,
+        max_chars=max_chars * 2 // 3,
+    )
 
     def render(kept: list[TurnDetail], cut: bool) -> str:
-        parts = [turn_text(t) for t in kept] + [f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in found.not_found]
+        parts = [turn_text(t) for t in kept] + [
+            f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in found.not_found
+        ]
         if cut:
             parts.append("… more turns cut to fit; ask for fewer references or raise max_chars")
         return "\n\n".join(parts)
 
-    return fit(found.turns, render, lambda kept, cut: TurnContextOutput(kept, found.not_found, cut), max_chars)
+    return fit(
+        found.turns,
+        render,
+        lambda kept, cut: TurnContextOutput(kept, found.not_found, cut),
+        max_chars,
+    )
 
 
 def list_workspaces(
@@ -186,9 +291,15 @@ def list_workspaces(
         infos.append(info)
 
     def render(kept: list[WorkspaceInfo], cut: bool) -> str:
-        lines = [f"- {w.name} ({w.id}) {', '.join(w.paths) or 'path unknown'}"
-                 + (f" — {w.sessions} sessions, {w.turns} turns" if w.sessions is not None else "") for w in kept]
-        return "\n".join(lines + (["… more cut"] if cut else [])) or "The archive is empty: run `archive-mcp ingest`."
+        lines = [
+            f"- {w.name} ({w.id}) {', '.join(w.paths) or 'path unknown'}"
+            + (f" — {w.sessions} sessions, {w.turns} turns" if w.sessions is not None else "")
+            for w in kept
+        ]
+        return (
+            "\n".join(lines + (["… more cut"] if cut else []))
+            or "The archive is empty: run `archive-mcp ingest`."
+        )
 
     return fit(infos, render, lambda kept, cut: WorkspacesOutput(kept, cut), max_output_chars)
 
@@ -196,7 +307,9 @@ def list_workspaces(
 def list_sessions(
     ctx: Context,
     workspace: WorkspaceParam = None,
-    limit: Annotated[int, Field(ge=1, le=500, description="Most sessions to list, newest first.")] = 20,
+    limit: Annotated[
+        int, Field(ge=1, le=500, description="Most sessions to list, newest first.")
+    ] = 20,
     detail: DetailParam = "normal",
     max_output_chars: Budget = 6000,
     roots: Roots = None,
@@ -205,24 +318,48 @@ def list_sessions(
     search_context's `session` filter and refine_session_turns take."""
     ws = workspace_of(ctx, workspace, roots)
     rows = state(ctx).archive.sessions(ws.id).head(limit).collect().to_dicts()
-    infos = [SessionInfo(r["session_id"], r["source"], r["title"], _iso(r["first_at"]), _iso(r["last_at"]),
-                         int(r["turns"]), int(r["subagent_turns"]), bool(r["live"])) for r in rows]
+    infos = [
+        SessionInfo(
+            r["session_id"],
+            r["source"],
+            r["title"],
+            _iso(r["first_at"]),
+            _iso(r["last_at"]),
+            int(r["turns"]),
+            int(r["subagent_turns"]),
+            bool(r["live"]),
+        )
+        for r in rows
+    ]
 
     def render(kept: list[SessionInfo], cut: bool) -> str:
-        lines = [f"- {s.session_id} {(s.first_at or '')[:16]} {s.turns} turns"
-                 + ("" if detail == "compact" else f" — {s.title or ''}") for s in kept]
-        return "\n".join([f"{ws.name}: {len(kept)} sessions", *lines] + (["… more cut"] if cut else []))
+        lines = [
+            f"- {s.session_id} {(s.first_at or '')[:16]} {s.turns} turns"
+            + ("" if detail == "compact" else f" — {s.title or ''}")
+            for s in kept
+        ]
+        return "\n".join(
+            [f"{ws.name}: {len(kept)} sessions", *lines] + (["… more cut"] if cut else [])
+        )
 
     return fit(infos, render, lambda kept, cut: SessionsOutput(ws.id, kept, cut), max_output_chars)
 
 
 def refine_session_turns(
     ctx: Context,
-    session_id: Annotated[str, Field(max_length=TEXT, description="The session to refine (list_sessions shows them).")],
+    session_id: Annotated[
+        str, Field(max_length=TEXT, description="The session to refine (list_sessions shows them).")
+    ],
     workspace: WorkspaceParam = None,
-    turns: Annotated[list[int] | None, Field(max_length=1000, description="Only these turns (default: all).")] = None,
-    use_sampling: Annotated[bool, Field(description="Ask your model (MCP sampling) for better summaries; opt-in.")] = False,
-    max_sampled_turns: Annotated[int, Field(ge=1, le=20, description="Cap on turns sent to your model.")] = 5,
+    turns: Annotated[
+        list[int] | None, Field(max_length=1000, description="Only these turns (default: all).")
+    ] = None,
+    use_sampling: Annotated[
+        bool, Field(description="Ask your model (MCP sampling) for better summaries; opt-in.")
+    ] = False,
+    max_sampled_turns: Annotated[
+        int, Field(ge=1, le=20, description="Cap on turns sent to your model.")
+    ] = 5,
     detail: DetailParam = "normal",
     max_output_chars: Budget = 8000,
     roots: Roots = None,
@@ -233,22 +370,46 @@ def refine_session_turns(
     archive = state(ctx).archive
     ws = workspace_of(ctx, workspace, roots)
     if session_id not in archive.raw_files(ws):
-        raise NotFoundError(f"no session {session_id!r} in workspace {ws.name}; list them with list_sessions")
+        raise NotFoundError(
+            f"no session {session_id!r} in workspace {ws.name}; list them with list_sessions"
+        )
     report = archive.refine(ws.id, session=session_id, force=True)
     rows = session_rows(archive, ws, session_id, turns)
     n_sampled, reason = 0, None
     if use_sampling:
-        n_sampled, reason = apply_sampled(archive, ws, session_id, rows[:max_sampled_turns], sampled)
+        n_sampled, reason = apply_sampled(
+            archive, ws, session_id, rows[:max_sampled_turns], sampled
+        )
         if len(rows) > max_sampled_turns:
-            reason = (reason + "; " if reason else "") + f"only the first {max_sampled_turns} turns were sampled (max_sampled_turns)"
+            reason = (
+                reason + "; " if reason else ""
+            ) + f"only the first {max_sampled_turns} turns were sampled (max_sampled_turns)"
         rows = session_rows(archive, ws, session_id, turns)
-    summaries = [{"agent": r["agent"], "turn": r["turn"], "refiner": r["refiner"],
-                  "summary": "" if detail == "compact" else r["summary"]} for r in rows]
-    head = (f"refined {report.turns} turns of {session_id}; {n_sampled} summarised by the client's model"
-            + (f" ({reason})" if reason else ""))
-    return fit(summaries, lambda kept, cut: "\n".join(
-        [head] + [f"- {s['turn']}: {s['summary'] or s['refiner']}" for s in kept] + (["… more cut"] if cut else [])),
-        lambda kept, cut: RefineOutput(ws.id, session_id, report.turns, n_sampled, reason, kept, cut), max_output_chars)
+    summaries = [
+        {
+            "agent": r["agent"],
+            "turn": r["turn"],
+            "refiner": r["refiner"],
+            "summary": "" if detail == "compact" else r["summary"],
+        }
+        for r in rows
+    ]
+    head = (
+        f"refined {report.turns} turns of {session_id}; {n_sampled} summarised by the client's model"
+        + (f" ({reason})" if reason else "")
+    )
+    return fit(
+        summaries,
+        lambda kept, cut: "\n".join(
+            [head]
+            + [f"- {s['turn']}: {s['summary'] or s['refiner']}" for s in kept]
+            + (["… more cut"] if cut else [])
+        ),
+        lambda kept, cut: RefineOutput(
+            ws.id, session_id, report.turns, n_sampled, reason, kept, cut
+        ),
+        max_output_chars,
+    )
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -257,8 +418,21 @@ def _iso(value: datetime | None) -> str | None:
 
 def _shape_hit(h: Hit, detail: Detail) -> Hit:
     if detail == "compact":
-        return Hit(h.workspace_id, h.session_id, h.agent, h.turn, h.started_at, h.score, "", "",
-                   h.matched, h.status, [], h.raw_ref, None)
+        return Hit(
+            h.workspace_id,
+            h.session_id,
+            h.agent,
+            h.turn,
+            h.started_at,
+            h.score,
+            "",
+            "",
+            h.matched,
+            h.status,
+            [],
+            h.raw_ref,
+            None,
+        )
     return h
 
 

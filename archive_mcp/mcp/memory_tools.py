@@ -35,11 +35,22 @@ from archive_mcp.memory.store import MAX_CONTENT, ForgetReport, MemoryEntry, Mem
 from archive_mcp.render import entry_text
 
 Folder = Literal["decisions", "rules", "knowledge", "lessons", "reference"]
-FolderParam = Annotated[Folder, Field(description="decisions, rules, knowledge (facts), lessons or reference.")]
+FolderParam = Annotated[
+    Folder, Field(description="decisions, rules, knowledge (facts), lessons or reference.")
+]
 OptFolder = Annotated[Folder | None, Field(description="Only this folder (default: every folder).")]
-Key = Annotated[str, Field(max_length=120, description="The memory's key: letters, digits, '.', '_', '-'.")]
-Refs = Annotated[list[Annotated[str, Field(max_length=TEXT)]] | None, Field(max_length=100, description=(
-    "Turn references (session:turn), theme names or memory/<folder>/<key> this rests on; omit to keep the current ones."))]
+Key = Annotated[
+    str, Field(max_length=120, description="The memory's key: letters, digits, '.', '_', '-'.")
+]
+Refs = Annotated[
+    list[Annotated[str, Field(max_length=TEXT)]] | None,
+    Field(
+        max_length=100,
+        description=(
+            "Turn references (session:turn), theme names or memory/<folder>/<key> this rests on; omit to keep the current ones."
+        ),
+    ),
+]
 
 
 @dataclass
@@ -67,96 +78,216 @@ class Exported:
     memories: int
 
 
-def remember(ctx: Context, key: Key,
-             content: Annotated[str, Field(max_length=MAX_CONTENT, description="The memory, in Markdown; at most 256 KB.")],
-             folder: FolderParam = "knowledge",
-             tags: Annotated[list[Annotated[str, Field(max_length=100)]] | None, Field(max_length=50, description=(
-                 "Labels for finding it again; omit to keep the current ones."))] = None,
-             sources: Refs = None,
-             title: Annotated[str | None, Field(max_length=200, description="A one-line title (default: the first line).")] = None,
-             supersedes: Annotated[list[Annotated[str, Field(max_length=TEXT)]] | None, Field(max_length=50, description=(
-                 "memory/<folder>/<key> entries this one replaces."))] = None,
-             workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, MemoryEntry]:
+def remember(
+    ctx: Context,
+    key: Key,
+    content: Annotated[
+        str, Field(max_length=MAX_CONTENT, description="The memory, in Markdown; at most 256 KB.")
+    ],
+    folder: FolderParam = "knowledge",
+    tags: Annotated[
+        list[Annotated[str, Field(max_length=100)]] | None,
+        Field(
+            max_length=50,
+            description=("Labels for finding it again; omit to keep the current ones."),
+        ),
+    ] = None,
+    sources: Refs = None,
+    title: Annotated[
+        str | None, Field(max_length=200, description="A one-line title (default: the first line).")
+    ] = None,
+    supersedes: Annotated[
+        list[Annotated[str, Field(max_length=TEXT)]] | None,
+        Field(max_length=50, description=("memory/<folder>/<key> entries this one replaces.")),
+    ] = None,
+    workspace: WorkspaceParam = None,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, MemoryEntry]:
     """Record a decision, rule, fact, lesson or reference for later sessions; an update keeps the previous
     version. Use save_lesson for a mistake not to repeat."""
     ws = workspace_of(ctx, workspace, roots)
-    e = state(ctx).archive.memory(ws).remember(key, content, folder, tags, sources, title, supersedes)
-    return fit_one(e, f"stored {e.ref} (version {e.versions})" + "".join(f"\nwarning: {w}" for w in e.warnings))
+    e = (
+        state(ctx)
+        .archive.memory(ws)
+        .remember(key, content, folder, tags, sources, title, supersedes)
+    )
+    return fit_one(
+        e, f"stored {e.ref} (version {e.versions})" + "".join(f"\nwarning: {w}" for w in e.warnings)
+    )
 
 
-def recall(ctx: Context, key: Key, folder: OptFolder = None, workspace: WorkspaceParam = None,
-           max_output_chars: Budget = DEFAULT_BUDGET, roots: Roots = None) -> Annotated[CallToolResult, MemoryEntry]:
+def recall(
+    ctx: Context,
+    key: Key,
+    folder: OptFolder = None,
+    workspace: WorkspaceParam = None,
+    max_output_chars: Budget = DEFAULT_BUDGET,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, MemoryEntry]:
     """Read one memory in full by key (and folder when the key exists in several); search_memory finds keys."""
     e = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).recall(key, folder)
     return fit_one(e, entry_text(e), max_output_chars)
 
 
-def search_memory(ctx: Context,
-                  query: Annotated[str, Field(max_length=TEXT, description="Words of the decision, rule or fact you look for.")],
-                  folder: OptFolder = None,
-                  limit: Annotated[int, Field(ge=1, le=50, description="Most memories to return.")] = 10,
-                  workspace: WorkspaceParam = None, max_output_chars: Budget = 6000,
-                  roots: Roots = None) -> Annotated[CallToolResult, MemoryHits]:
+def search_memory(
+    ctx: Context,
+    query: Annotated[
+        str, Field(max_length=TEXT, description="Words of the decision, rule or fact you look for.")
+    ],
+    folder: OptFolder = None,
+    limit: Annotated[int, Field(ge=1, le=50, description="Most memories to return.")] = 10,
+    workspace: WorkspaceParam = None,
+    max_output_chars: Budget = 6000,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, MemoryHits]:
     """Search what was decided, ruled or learned (memories, not session turns; lexical + typo-tolerant,
     Chinese works). Check it before deciding; use search_context for what happened in sessions."""
-    hits: list[MemoryHit] = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).search(query, folder, limit)
-    return fit(hits, lambda kept, cut: "\n".join(
-        [f"{len(kept)} memories for {query[:80]!r}"] + [f"- memory/{h.folder}/{h.key}: {h.title} — {h.snippet}" for h in kept]
-        + (["… more cut"] if cut else [])), lambda kept, cut: MemoryHits(kept, cut), max_output_chars)
+    hits: list[MemoryHit] = (
+        state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).search(query, folder, limit)
+    )
+    return fit(
+        hits,
+        lambda kept, cut: "\n".join(
+            [f"{len(kept)} memories for {query[:80]!r}"]
+            + [f"- memory/{h.folder}/{h.key}: {h.title} — {h.snippet}" for h in kept]
+            + (["… more cut"] if cut else [])
+        ),
+        lambda kept, cut: MemoryHits(kept, cut),
+        max_output_chars,
+    )
 
 
-def recall_recent(ctx: Context, limit: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 10,
-                  workspace: WorkspaceParam = None, max_output_chars: Budget = 6000,
-                  roots: Roots = None) -> Annotated[CallToolResult, MemoryList]:
+def recall_recent(
+    ctx: Context,
+    limit: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 10,
+    workspace: WorkspaceParam = None,
+    max_output_chars: Budget = 6000,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, MemoryList]:
     """The most recently updated memories, newest first, with their content."""
-    items: list[MemoryEntry] = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).recall_recent(limit)
-    return fit(items, lambda kept, cut: "\n".join(f"- {e.ref} ({e.updated[:19]}): {e.title}" for e in kept) or "no memories yet",
-               lambda kept, cut: MemoryList(kept, cut), max_output_chars)
+    items: list[MemoryEntry] = (
+        state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).recall_recent(limit)
+    )
+    return fit(
+        items,
+        lambda kept, cut: (
+            "\n".join(f"- {e.ref} ({e.updated[:19]}): {e.title}" for e in kept) or "no memories yet"
+        ),
+        lambda kept, cut: MemoryList(kept, cut),
+        max_output_chars,
+    )
 
 
-def list_memories(ctx: Context, folder: OptFolder = None, workspace: WorkspaceParam = None,
-                  max_output_chars: Budget = 6000, roots: Roots = None) -> Annotated[CallToolResult, MemoryList]:
+def list_memories(
+    ctx: Context,
+    folder: OptFolder = None,
+    workspace: WorkspaceParam = None,
+    max_output_chars: Budget = 6000,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, MemoryList]:
     """Every memory (or one folder's) with titles and tags, without contents; recall reads one."""
     items = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).list(folder)
-    shown = [MemoryEntry(e.folder, e.key, e.title, "", e.tags, e.sources, e.supersedes, e.created, e.updated, e.versions)
-             for e in items]
-    return fit(shown, lambda kept, cut: "\n".join(f"- {e.ref}: {e.title}" + (f" [{', '.join(e.tags)}]" if e.tags else "")
-                                                  for e in kept) or "no memories yet",
-               lambda kept, cut: MemoryList(kept, cut), max_output_chars)
+    shown = [
+        MemoryEntry(
+            e.folder,
+            e.key,
+            e.title,
+            "",
+            e.tags,
+            e.sources,
+            e.supersedes,
+            e.created,
+            e.updated,
+            e.versions,
+        )
+        for e in items
+    ]
+    return fit(
+        shown,
+        lambda kept, cut: (
+            "\n".join(
+                f"- {e.ref}: {e.title}" + (f" [{', '.join(e.tags)}]" if e.tags else "")
+                for e in kept
+            )
+            or "no memories yet"
+        ),
+        lambda kept, cut: MemoryList(kept, cut),
+        max_output_chars,
+    )
 
 
-def forget(ctx: Context, key: Key, folder: FolderParam, workspace: WorkspaceParam = None,
-           roots: Roots = None) -> Annotated[CallToolResult, ForgetReport]:
+def forget(
+    ctx: Context,
+    key: Key,
+    folder: FolderParam,
+    workspace: WorkspaceParam = None,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, ForgetReport]:
     """Move exactly one memory to the recoverable trash; an unknown key is an error, never a silent success."""
     r = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).forget(key, folder)
     return fit_one(r, f"removed {r.removed} ({r.title}); recoverable at {r.trash_path}")
 
 
-def save_lesson(ctx: Context,
-                situation: Annotated[str, Field(max_length=TEXT, description="When this applies.")],
-                mistake: Annotated[str, Field(max_length=MAX_CONTENT // 4, description="What went wrong.")],
-                correction: Annotated[str, Field(max_length=MAX_CONTENT // 4, description="What to do instead.")],
-                key: Annotated[str | None, Field(max_length=120, description="Key (default: from the situation).")] = None,
-                workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, MemoryEntry]:
+def save_lesson(
+    ctx: Context,
+    situation: Annotated[str, Field(max_length=TEXT, description="When this applies.")],
+    mistake: Annotated[str, Field(max_length=MAX_CONTENT // 4, description="What went wrong.")],
+    correction: Annotated[
+        str, Field(max_length=MAX_CONTENT // 4, description="What to do instead.")
+    ],
+    key: Annotated[
+        str | None, Field(max_length=120, description="Key (default: from the situation).")
+    ] = None,
+    workspace: WorkspaceParam = None,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, MemoryEntry]:
     """Record a correction that must not be repeated (memory/lessons/)."""
-    e = state(ctx).archive.save_lesson(situation, mistake, correction, workspace_of(ctx, workspace, roots), key)
+    e = state(ctx).archive.save_lesson(
+        situation, mistake, correction, workspace_of(ctx, workspace, roots), key
+    )
     return fit_one(e, f"stored lesson {e.ref}")
 
 
-def organize_memories(ctx: Context,
-                      content: Annotated[str | None, Field(max_length=MAX_CONTENT, description=(
-                          "Omit to get the materials and rules; give the new essence (Markdown) to store it."))] = None,
-                      sources: Refs = None, workspace: WorkspaceParam = None,
-                      max_output_chars: Budget = 30_000, roots: Roots = None) -> Annotated[CallToolResult, Organized]:
+def organize_memories(
+    ctx: Context,
+    content: Annotated[
+        str | None,
+        Field(
+            max_length=MAX_CONTENT,
+            description=(
+                "Omit to get the materials and rules; give the new essence (Markdown) to store it."
+            ),
+        ),
+    ] = None,
+    sources: Refs = None,
+    workspace: WorkspaceParam = None,
+    max_output_chars: Budget = 30_000,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, Organized]:
     """Rewrite the workspace's essence in two calls: without content, the current essence, materials and
     rules; with content, store essence.md (cited sources are checked)."""
     r = state(ctx).archive.organize_memories(content, sources, workspace_of(ctx, workspace, roots))
     if isinstance(r, OrganizePrepare):
-        head = "\n".join([r.rules, "", "## Current essence", r.existing_essence or "(none)", "", "## Materials"])
-        return fit(r.materials, lambda kept, cut: "\n".join([head] + [
-            f"### {m['ref']} (cited {m['cited']}, {m['updated'][:10]})\n{m['content']}" for m in kept]
-            + ([f"… {len(r.materials) - len(kept)} materials cut; raise max_output_chars"] if cut else [])),
-            lambda kept, cut: Organized("prepare", prepare=_prepared(r, kept)), max_output_chars)
+        head = "\n".join(
+            [r.rules, "", "## Current essence", r.existing_essence or "(none)", "", "## Materials"]
+        )
+        return fit(
+            r.materials,
+            lambda kept, cut: "\n".join(
+                [head]
+                + [
+                    f"### {m['ref']} (cited {m['cited']}, {m['updated'][:10]})\n{m['content']}"
+                    for m in kept
+                ]
+                + (
+                    [f"… {len(r.materials) - len(kept)} materials cut; raise max_output_chars"]
+                    if cut
+                    else []
+                )
+            ),
+            lambda kept, cut: Organized("prepare", prepare=_prepared(r, kept)),
+            max_output_chars,
+        )
     text = f"stored {r.path} ({r.bytes:,} bytes)" + "".join(f"\nwarning: {w}" for w in r.warnings)
     if r.missing_sources:
         text += "\nmissing sources: " + ", ".join(r.missing_sources)
@@ -164,50 +295,101 @@ def organize_memories(ctx: Context,
 
 
 def _prepared(r: OrganizePrepare, kept: list[dict[str, Any]]) -> OrganizePrepare:
-    return OrganizePrepare(r.stage, r.existing_essence, kept, r.rules, r.output_path, r.max_recommended_bytes,
-                           r.omitted + len(r.materials) - len(kept))
+    return OrganizePrepare(
+        r.stage,
+        r.existing_essence,
+        kept,
+        r.rules,
+        r.output_path,
+        r.max_recommended_bytes,
+        r.omitted + len(r.materials) - len(kept),
+    )
 
 
-def bootstrap_workspace(ctx: Context, workspace: WorkspaceParam = None, max_output_chars: Budget = 12_000,
-                        roots: Roots = None) -> Annotated[CallToolResult, Bootstrap]:
+def bootstrap_workspace(
+    ctx: Context,
+    workspace: WorkspaceParam = None,
+    max_output_chars: Budget = 12_000,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, Bootstrap]:
     """What a new session should read first: essence, memory tree ([new] since last time), recent turns,
     notes, themes. Call it once at the start of a session."""
-    b = state(ctx).archive.bootstrap_workspace(workspace_of(ctx, workspace, roots), budget=max_output_chars // 2)
-    parts = [f"# {b.workspace_name} ({b.workspace_id})", "## Essence", b.essence or "(no essence yet: organize_memories)"]
+    b = state(ctx).archive.bootstrap_workspace(
+        workspace_of(ctx, workspace, roots), budget=max_output_chars // 2
+    )
+    parts = [
+        f"# {b.workspace_name} ({b.workspace_id})",
+        "## Essence",
+        b.essence or "(no essence yet: organize_memories)",
+    ]
     if b.missing_sources:
-        parts.append("The essence cites memories that are gone: " + ", ".join(b.missing_sources)
-                     + " — rewrite it with organize_memories.")
+        parts.append(
+            "The essence cites memories that are gone: "
+            + ", ".join(b.missing_sources)
+            + " — rewrite it with organize_memories."
+        )
     parts.append(f"## Memory ({b.new_since_last_bootstrap} new)")
-    parts += [f"{f}/\n" + "\n".join(f"  {line}" for line in lines) for f, lines in b.memory_index.items()]
-    parts += ["## Recent turns"] + [f"- {r['session_id']}:{r['turn']} {(r['at'] or '')[:16]} {r['summary']}"
-                                    for r in b.recent_context]
-    parts += ["## Themes", ", ".join(b.themes) or "(none)", "## Notes", ", ".join(b.notes) or "(none)"]
+    parts += [
+        f"{f}/\n" + "\n".join(f"  {line}" for line in lines) for f, lines in b.memory_index.items()
+    ]
+    parts += ["## Recent turns"] + [
+        f"- {r['session_id']}:{r['turn']} {(r['at'] or '')[:16]} {r['summary']}"
+        for r in b.recent_context
+    ]
+    parts += [
+        "## Themes",
+        ", ".join(b.themes) or "(none)",
+        "## Notes",
+        ", ".join(b.notes) or "(none)",
+    ]
     return fit_one(b, "\n".join(parts), max_output_chars)
 
 
-def sync_workspace_index(ctx: Context,
-                         remarks: Annotated[dict[Folder, Annotated[str, Field(max_length=TEXT)]] | None, Field(
-                             description="A remark per memory folder, e.g. {\"rules\": \"house rules\"}.")] = None,
-                         workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, dict[str, Any]]:
+def sync_workspace_index(
+    ctx: Context,
+    remarks: Annotated[
+        dict[Folder, Annotated[str, Field(max_length=TEXT)]] | None,
+        Field(description='A remark per memory folder, e.g. {"rules": "house rules"}.'),
+    ] = None,
+    workspace: WorkspaceParam = None,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, dict[str, Any]]:
     """Rebuild index.json from the memory files (after editing them by hand) and set folder remarks."""
-    index = state(ctx).archive.sync_workspace_index({str(k): v for k, v in (remarks or {}).items()},
-                                                   workspace_of(ctx, workspace, roots))
+    index = state(ctx).archive.sync_workspace_index(
+        {str(k): v for k, v in (remarks or {}).items()}, workspace_of(ctx, workspace, roots)
+    )
     counts = {f: len(v["entries"]) for f, v in index["folders"].items()}
-    return fit_one(index, f"index rebuilt: {counts}; folders needing a remark: {index['folders_needing_remark']}")
+    return fit_one(
+        index,
+        f"index rebuilt: {counts}; folders needing a remark: {index['folders_needing_remark']}",
+    )
 
 
-def memory_stats(ctx: Context, workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, MemoryStats]:
+def memory_stats(
+    ctx: Context, workspace: WorkspaceParam = None, roots: Roots = None
+) -> Annotated[CallToolResult, MemoryStats]:
     """Counts per memory folder, archive size, oldest and newest turn, themes."""
     st = state(ctx).archive.memory_stats(workspace_of(ctx, workspace, roots))
-    return fit_one(st, f"memories {st.per_folder}; {st.turns} turns ({st.oldest_turn} .. {st.newest_turn}); "
-                       f"{st.themes} themes; archive {st.archive_bytes:,} bytes; essence {st.essence_bytes:,} bytes")
+    return fit_one(
+        st,
+        f"memories {st.per_folder}; {st.turns} turns ({st.oldest_turn} .. {st.newest_turn}); "
+        f"{st.themes} themes; archive {st.archive_bytes:,} bytes; essence {st.essence_bytes:,} bytes",
+    )
 
 
-def export_memory(ctx: Context,
-                  include_turns: Annotated[bool, Field(description="Also export every turn's summary.")] = False,
-                  filename: Annotated[str | None, Field(max_length=100, description=(
-                      "[A-Za-z0-9._-] only; written under the workspace's exports/."))] = None,
-                  workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, Exported]:
+def export_memory(
+    ctx: Context,
+    include_turns: Annotated[bool, Field(description="Also export every turn's summary.")] = False,
+    filename: Annotated[
+        str | None,
+        Field(
+            max_length=100,
+            description=("[A-Za-z0-9._-] only; written under the workspace's exports/."),
+        ),
+    ] = None,
+    workspace: WorkspaceParam = None,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, Exported]:
     """Write the workspace's memories and essence (optionally turn summaries) to one JSON file; the path
     it returns is what import_memory takes."""
     archive, ws = state(ctx).archive, workspace_of(ctx, workspace, roots)
@@ -216,13 +398,26 @@ def export_memory(ctx: Context,
     return fit_one(Exported(rel, n), f"exported {n} memories to {rel}")
 
 
-def import_memory(ctx: Context,
-                  path: Annotated[str, Field(max_length=TEXT, description=(
-                      "A file written by export_memory: the path it returned (exports/NAME) or its name in this workspace's exports/."))],
-                  workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, ImportReport]:
+def import_memory(
+    ctx: Context,
+    path: Annotated[
+        str,
+        Field(
+            max_length=TEXT,
+            description=(
+                "A file written by export_memory: the path it returned (exports/NAME) or its name in this workspace's exports/."
+            ),
+        ),
+    ],
+    workspace: WorkspaceParam = None,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, ImportReport]:
     """Read an export into this workspace without duplicating what is already there."""
     r = state(ctx).archive.import_memory(path, workspace_of(ctx, workspace, roots))
-    return fit_one(r, f"added {len(r.added)}, updated {len(r.updated)}, unchanged {len(r.unchanged)}, skipped {len(r.skipped)}")
+    return fit_one(
+        r,
+        f"added {len(r.added)}, updated {len(r.updated)}, unchanged {len(r.unchanged)}, skipped {len(r.skipped)}",
+    )
 
 
 TOOLS = [

@@ -29,7 +29,11 @@ async def _workspace(ctx: Context) -> Workspace | InputRequiredResult:
 
 async def essence_resource(name: str, ctx: Context) -> str | InputRequiredResult:
     """`essence://essence`: the roots' workspace; `essence://<workspace>`: that workspace's essence."""
-    ws = await _workspace(ctx) if name == "essence" else await anyio.to_thread.run_sync(state(ctx).archive.workspace, name)
+    ws = (
+        await _workspace(ctx)
+        if name == "essence"
+        else await anyio.to_thread.run_sync(state(ctx).archive.workspace, name)
+    )
     if isinstance(ws, InputRequiredResult):
         return ws
     path = ws.root / "essence" / "essence.md"
@@ -55,35 +59,50 @@ async def _off_loop(fn: Any) -> Any:
 
 
 def memory_decision_check(decision: str) -> str:
-    return (f"You are about to decide: {decision}\n\n"
-            "1. search_memory with the key terms of this decision (decisions and rules first).\n"
-            "2. search_context for past turns about it; load_turn_context for the best two or three.\n"
-            "3. If an earlier decision or rule covers it, follow it and cite it "
-            "(memory/<folder>/<key> or session:turn). If your decision contradicts it, say so "
-            "explicitly and ask the user before proceeding.\n"
-            "4. If nothing covers it, decide, then remember(folder='decisions') with the reasons and "
-            "the turns as sources.")
+    return (
+        f"You are about to decide: {decision}\n\n"
+        "1. search_memory with the key terms of this decision (decisions and rules first).\n"
+        "2. search_context for past turns about it; load_turn_context for the best two or three.\n"
+        "3. If an earlier decision or rule covers it, follow it and cite it "
+        "(memory/<folder>/<key> or session:turn). If your decision contradicts it, say so "
+        "explicitly and ask the user before proceeding.\n"
+        "4. If nothing covers it, decide, then remember(folder='decisions') with the reasons and "
+        "the turns as sources."
+    )
 
 
 def memory_theme_trace(topic: str) -> str:
-    return (f"Trace how '{topic}' evolved before you change anything about it.\n"
-            "1. Scope: list_workspaces / list_themes — is there already a theme for it?\n"
-            f"2. Seeds: pick 1-3 seeds (identifiers, file names, a question) for '{topic}'.\n"
-            "3. Candidates: tag_theme(theme, seeds=[...]) attaches strong hits and returns near misses.\n"
-            "4. Confirm: load_turn_context on near misses; tag_theme(references=[...]) the relevant ones, "
-            "remove=[...] the wrong ones.\n"
-            "5. Refine: refine_session_turns for sessions whose summaries are poor.\n"
-            "6. Trace: trace_theme(theme) — read the decisions and reversals; where a change says "
-            "'or it undoes …', load_turn_context those turns and judge which course it really undid; cite "
-            "them (session:turn) when you act, and remember(folder='decisions') what you decide.")
+    return (
+        f"Trace how '{topic}' evolved before you change anything about it.\n"
+        "1. Scope: list_workspaces / list_themes — is there already a theme for it?\n"
+        f"2. Seeds: pick 1-3 seeds (identifiers, file names, a question) for '{topic}'.\n"
+        "3. Candidates: tag_theme(theme, seeds=[...]) attaches strong hits and returns near misses.\n"
+        "4. Confirm: load_turn_context on near misses; tag_theme(references=[...]) the relevant ones, "
+        "remove=[...] the wrong ones.\n"
+        "5. Refine: refine_session_turns for sessions whose summaries are poor.\n"
+        "6. Trace: trace_theme(theme) — read the decisions and reversals; where a change says "
+        "'or it undoes …', load_turn_context those turns and judge which course it really undid; cite "
+        "them (session:turn) when you act, and remember(folder='decisions') what you decide."
+    )
 
 
 def register(server: MCPServer[State]) -> None:
-    server.resource("essence://{name}", mime_type="text/markdown",
-                    description="The workspace's essence.md (essence://essence: the workspace of your roots)")(essence_resource)
-    server.resource("memory://{folder}/{key}", mime_type="text/markdown", description="One memory file")(memory_resource)
-    server.resource("theme://{name}", mime_type="text/markdown", description="A theme's timeline as Markdown")(theme_resource)
-    server.prompt("memory-decision-check", description="Before a decision: search memory and past turns, cite or ask.")(
-        memory_decision_check)
-    server.prompt("memory-theme-trace", description="Cold start: scope, seeds, candidates, confirm, tag, trace.")(
-        memory_theme_trace)
+    server.resource(
+        "essence://{name}",
+        mime_type="text/markdown",
+        description="The workspace's essence.md (essence://essence: the workspace of your roots)",
+    )(essence_resource)
+    server.resource(
+        "memory://{folder}/{key}", mime_type="text/markdown", description="One memory file"
+    )(memory_resource)
+    server.resource(
+        "theme://{name}", mime_type="text/markdown", description="A theme's timeline as Markdown"
+    )(theme_resource)
+    server.prompt(
+        "memory-decision-check",
+        description="Before a decision: search memory and past turns, cite or ask.",
+    )(memory_decision_check)
+    server.prompt(
+        "memory-theme-trace",
+        description="Cold start: scope, seeds, candidates, confirm, tag, trace.",
+    )(memory_theme_trace)

@@ -32,14 +32,16 @@ INSTRUCTIONS = (
     "Past coding-agent sessions and the memory of this workspace. To find what happened: "
     "search_context (compact detail is cheapest), then load_turn_context for the exact turns. To "
     "check what was decided or learned: search_memory, recall. To follow one topic over time: "
-    "list_themes, tag_theme, trace_theme. A new session starts with bootstrap_workspace.")
+    "list_themes, tag_theme, trace_theme. A new session starts with bootstrap_workspace."
+)
 
 
 class ArchiveServer(MCPServer[State]):
     """An MCPServer whose tool and resource errors are mapped once, here."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any],
-                        context: Context[State, Any] | None = None) -> Any:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[State, Any] | None = None
+    ) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -47,7 +49,9 @@ class ArchiveServer(MCPServer[State]):
             if isinstance(cause, ArchiveError):
                 raise ToolError(str(cause)) from cause
             if isinstance(cause, ValidationError):
-                raise ToolError(explain(name, cause, self._tool_input_schema(name) or {})) from cause
+                raise ToolError(
+                    explain(name, cause, self._tool_input_schema(name) or {})
+                ) from cause
             raise
 
     async def read_resource(self, uri: Any, context: Context[State, Any] | None = None) -> Any:
@@ -68,20 +72,29 @@ def explain(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
         about = props.get(str(err["loc"][0]), {}).get("description", "") if err["loc"] else ""
         got = "" if err["type"] == "missing" else f" (got {_brief(err.get('input'))})"
         what = "is required" if err["type"] == "missing" else err["msg"][0].lower() + err["msg"][1:]
-        lines.append(f"argument `{loc}` {what}{got}." + (f" `{err['loc'][0]}`: {about}" if about else ""))
+        lines.append(
+            f"argument `{loc}` {what}{got}." + (f" `{err['loc'][0]}`: {about}" if about else "")
+        )
     return f"{tool}: " + " ".join(lines) + f" Fix the argument and call {tool} again."
 
 
 def _brief(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= 60 else f"{type(value).__name__} of {len(value) if hasattr(value, '__len__') else '?'} items"
+    return (
+        text
+        if len(text) <= 60
+        else f"{type(value).__name__} of {len(value) if hasattr(value, '__len__') else '?'} items"
+    )
 
 
 WARM_JOIN_S = 30.0  # at most this long at shutdown for a warm-up still loading a model
 
 
-def lifespan_for(archive: Archive | None, cwd: str | None) -> Callable[[MCPServer[State]], AbstractAsyncContextManager[State]]:
+def lifespan_for(
+    archive: Archive | None, cwd: str | None
+) -> Callable[[MCPServer[State]], AbstractAsyncContextManager[State]]:
     """The server's lifespan: one Archive (made here unless given), warmed off the request path."""
+
     @asynccontextmanager
     async def lifespan(_server: MCPServer[State]) -> AsyncIterator[State]:
         st = State(archive or Archive(), cwd or os.getcwd())
@@ -92,6 +105,7 @@ def lifespan_for(archive: Archive | None, cwd: str | None) -> Callable[[MCPServe
         finally:  # the warm-up never outlives the server: a daemon thread still inside Polars or
             # torch while the interpreter shuts down (or the archive's folder is removed) can crash it
             await anyio.to_thread.run_sync(warming.join, WARM_JOIN_S)
+
     return lifespan
 
 
@@ -108,12 +122,20 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> Arch
     """An MCP server over `archive` (default: the archive of $ARCHIVE_MCP_HOME)."""
     from archive_mcp.mcp import core_tools, memory_tools, resources, theme_tools
 
-    server = ArchiveServer("archive-mcp", log_level="WARNING", instructions=INSTRUCTIONS,
-                           lifespan=lifespan_for(archive, cwd))
+    server = ArchiveServer(
+        "archive-mcp",
+        log_level="WARNING",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan_for(archive, cwd),
+    )
     table: list[Spec] = [*core_tools.TOOLS, *memory_tools.TOOLS, *theme_tools.TOOLS]
     for spec in table:
-        server.add_tool(spec.fn, title=spec.title, annotations=spec.annotations,
-                        description=" ".join((spec.fn.__doc__ or "").split()))  # one paragraph, no indents
+        server.add_tool(
+            spec.fn,
+            title=spec.title,
+            annotations=spec.annotations,
+            description=" ".join((spec.fn.__doc__ or "").split()),
+        )  # one paragraph, no indents
     resources.register(server)
     return server
 

@@ -28,8 +28,20 @@ from archive_mcp.render import to_jsonable
 from archive_mcp.search.context import TurnRef
 from archive_mcp.themes.store import TagResult, Theme
 
-ThemeName = Annotated[str, Field(max_length=120, description="The theme's name (list_themes shows them), e.g. 'payment retries'.")]
-Refs = Annotated[list[TurnRef] | None, Field(max_length=200, description="Turns {session_id, turn, agent?}, as search_context cites them.")]
+ThemeName = Annotated[
+    str,
+    Field(
+        max_length=120,
+        description="The theme's name (list_themes shows them), e.g. 'payment retries'.",
+    ),
+]
+Refs = Annotated[
+    list[TurnRef] | None,
+    Field(
+        max_length=200,
+        description="Turns {session_id, turn, agent?}, as search_context cites them.",
+    ),
+]
 
 
 @dataclass
@@ -51,6 +63,7 @@ class ThemeList:
 @dataclass
 class TraceOutput:
     """The story first (current state, decision threads), then the newest events; within the budget."""
+
     theme: str
     granularity: str
     first_seen: str | None
@@ -82,65 +95,141 @@ def _info(t: Theme) -> ThemeInfo:
     return ThemeInfo(t.name, t.slug, t.status, len(t.members), t.description, t.keywords)
 
 
-def tag_theme(ctx: Context, theme: ThemeName, references: Refs = None,
-              seeds: Annotated[list[Annotated[str, Field(max_length=TEXT)]] | None, Field(min_length=1, max_length=3, description=(
-                  "1-3 keywords or a question: search, attach the strong hits, return the near misses."))] = None,
-              remove: Annotated[list[TurnRef] | None, Field(max_length=200, description="Turns to detach from the theme.")] = None,
-              description: Annotated[str | None, Field(max_length=TEXT, description="What the theme is about.")] = None,
-              min_score: Annotated[float, Field(ge=0, le=1, description=(
-                  "Strictness: scales the share of the best hit that makes a hit core (weaker hits join "
-                  "only when close to the core). Lower attaches more."))] = 0.5,
-              workspace: WorkspaceParam = None, roots: Roots = None) -> Annotated[CallToolResult, TagResult]:
+def tag_theme(
+    ctx: Context,
+    theme: ThemeName,
+    references: Refs = None,
+    seeds: Annotated[
+        list[Annotated[str, Field(max_length=TEXT)]] | None,
+        Field(
+            min_length=1,
+            max_length=3,
+            description=(
+                "1-3 keywords or a question: search, attach the strong hits, return the near misses."
+            ),
+        ),
+    ] = None,
+    remove: Annotated[
+        list[TurnRef] | None, Field(max_length=200, description="Turns to detach from the theme.")
+    ] = None,
+    description: Annotated[
+        str | None, Field(max_length=TEXT, description="What the theme is about.")
+    ] = None,
+    min_score: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=1,
+            description=(
+                "Strictness: scales the share of the best hit that makes a hit core (weaker hits join "
+                "only when close to the core). Lower attaches more."
+            ),
+        ),
+    ] = 0.5,
+    workspace: WorkspaceParam = None,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, TagResult]:
     """Attach turns to a theme by reference, or find candidates from seeds; returns the near misses to
     confirm. Give references, seeds or remove (a theme is never created empty)."""
     ws = workspace_of(ctx, workspace, roots)
-    r = state(ctx).archive.tag_theme(theme, ws, references, seeds, remove, description, min_score, who="mcp")
+    r = state(ctx).archive.tag_theme(
+        theme, ws, references, seeds, remove, description, min_score, who="mcp"
+    )
     lines = [f"theme {r.theme!r}: {r.members} members (+{len(r.attached)}, -{len(r.removed)})"]
-    lines += [f"+ {m.session_id}:{m.turn} ({m.provenance}{f', {m.score:.2f}' if m.score else ''})" for m in r.attached]
+    lines += [
+        f"+ {m.session_id}:{m.turn} ({m.provenance}{f', {m.score:.2f}' if m.score else ''})"
+        for m in r.attached
+    ]
     if r.near_misses:
         lines.append("near misses (confirm with references=[...]):")
         lines += [f"? {n['ref']} {n['share']:.2f} {n['summary']}" for n in r.near_misses]
     return fit_one(r, "\n".join(lines))
 
 
-def trace_theme(ctx: Context, theme: ThemeName, workspace: WorkspaceParam = None,
-                workspaces: Annotated[list[Annotated[str, Field(max_length=TEXT)]] | None, Field(max_length=20, description=(
-                    "Trace across these workspaces (the theme is read from each); default: just `workspace`."))] = None,
-                granularity: Annotated[Literal["auto", "day", "week", "session"], Field(
-                    description="How events are bucketed; auto picks from the span.")] = "auto",
-                include_turn_content: Annotated[bool, Field(description="Add each turn's user text and answer to the events.")] = False,
-                max_output_chars: Budget = 8000, roots: Roots = None) -> Annotated[CallToolResult, TraceOutput]:
+def trace_theme(
+    ctx: Context,
+    theme: ThemeName,
+    workspace: WorkspaceParam = None,
+    workspaces: Annotated[
+        list[Annotated[str, Field(max_length=TEXT)]] | None,
+        Field(
+            max_length=20,
+            description=(
+                "Trace across these workspaces (the theme is read from each); default: just `workspace`."
+            ),
+        ),
+    ] = None,
+    granularity: Annotated[
+        Literal["auto", "day", "week", "session"],
+        Field(description="How events are bucketed; auto picks from the span."),
+    ] = "auto",
+    include_turn_content: Annotated[
+        bool, Field(description="Add each turn's user text and answer to the events.")
+    ] = False,
+    max_output_chars: Budget = 8000,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, TraceOutput]:
     """How one theme evolved: ordered events, buckets, vocabulary drift, decisions and the reversals that
     undo them (with the other courses a change may undo: check them by meaning), files, linked memories.
     Use it to follow a topic over time; search_context finds single turns."""
     target: Any = workspaces if workspaces else workspace_of(ctx, workspace, roots)
     tl = state(ctx).archive.trace_theme(theme, target, granularity, include_turn_content)
-    return fit_one(TraceOutput(**tl.budgeted(max_output_chars)), tl.markdown(max_output_chars), max_output_chars)
+    return fit_one(
+        TraceOutput(**tl.budgeted(max_output_chars)),
+        tl.markdown(max_output_chars),
+        max_output_chars,
+    )
 
 
-def list_themes(ctx: Context, workspace: WorkspaceParam = None, max_output_chars: Budget = 6000,
-                roots: Roots = None) -> Annotated[CallToolResult, ThemeList]:
+def list_themes(
+    ctx: Context,
+    workspace: WorkspaceParam = None,
+    max_output_chars: Budget = 6000,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, ThemeList]:
     """Themes of the workspace: tagged by you, or suggested by discover_themes; trace_theme follows one."""
     items = [_info(t) for t in state(ctx).archive.list_themes(workspace_of(ctx, workspace, roots))]
-    return fit(items, lambda kept, cut: "\n".join(
-        f"- {t.name} [{t.status}, {t.members} turns] {t.description[:80]}" for t in kept) or "no themes yet: tag_theme or discover_themes",
-        lambda kept, cut: ThemeList(kept, cut), max_output_chars)
+    return fit(
+        items,
+        lambda kept, cut: (
+            "\n".join(
+                f"- {t.name} [{t.status}, {t.members} turns] {t.description[:80]}" for t in kept
+            )
+            or "no themes yet: tag_theme or discover_themes"
+        ),
+        lambda kept, cut: ThemeList(kept, cut),
+        max_output_chars,
+    )
 
 
-def discover_themes(ctx: Context, workspace: WorkspaceParam = None,
-                    min_size: Annotated[int, Field(ge=2, le=1000, description="Fewest turns a suggested theme has.")] = 3,
-                    max_output_chars: Budget = 6000, roots: Roots = None) -> Annotated[CallToolResult, DiscoverOutput]:
+def discover_themes(
+    ctx: Context,
+    workspace: WorkspaceParam = None,
+    min_size: Annotated[
+        int, Field(ge=2, le=1000, description="Fewest turns a suggested theme has.")
+    ] = 3,
+    max_output_chars: Budget = 6000,
+    roots: Roots = None,
+) -> Annotated[CallToolResult, DiscoverOutput]:
     """Cluster the workspace's turns into suggested themes (ids stable across runs; tagged themes untouched)."""
     d = state(ctx).archive.discover_themes(workspace_of(ctx, workspace, roots), min_size)
     themes = to_jsonable(d)["themes"]
     head = f"{len(d.themes)} suggested themes from {d.turns} turns ({d.method}, {d.seconds:.1f} s)"
-    return fit(themes, lambda kept, cut: "\n".join([head] + [f"- {t['slug']}: {t['name']} ({t['size']} turns)" for t in kept]),
-               lambda kept, cut: DiscoverOutput(d.method, d.turns, d.clustered, round(d.seconds, 3), kept, d.removed, cut),
-               max_output_chars)
+    return fit(
+        themes,
+        lambda kept, cut: "\n".join(
+            [head] + [f"- {t['slug']}: {t['name']} ({t['size']} turns)" for t in kept]
+        ),
+        lambda kept, cut: DiscoverOutput(
+            d.method, d.turns, d.clustered, round(d.seconds, 3), kept, d.removed, cut
+        ),
+        max_output_chars,
+    )
 
 
-def delete_theme(ctx: Context, theme: ThemeName, workspace: WorkspaceParam = None,
-                 roots: Roots = None) -> Annotated[CallToolResult, ThemeInfo]:
+def delete_theme(
+    ctx: Context, theme: ThemeName, workspace: WorkspaceParam = None, roots: Roots = None
+) -> Annotated[CallToolResult, ThemeInfo]:
     """Delete a theme; its turns stay archived."""
     t = state(ctx).archive.delete_theme(theme, workspace_of(ctx, workspace, roots))
     return fit_one(_info(t), f"deleted theme {t.name!r}")

@@ -17,10 +17,18 @@ from archive_mcp.archive import Archive
 from archive_mcp.render import clip, to_jsonable
 from archive_mcp.workspaces import Workspace
 
-READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-UPDATE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+READ = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+UPDATE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+DELETE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
 
 DEFAULT_BUDGET = 20_000  # tools without a max_output_chars parameter
 TEXT = 2_000  # longest free-text argument (queries, names, seeds); memory content has its own cap
@@ -52,12 +60,27 @@ def roots_request(workspace: str | None, ctx: Context) -> ListRoots | None:
     return ListRoots()
 
 
-WorkspaceParam = Annotated[str | None, Field(max_length=TEXT, description=(
-    "Workspace: a path, id, unique id prefix or name (list_workspaces shows them). "
-    "Default: the client's roots, then the server's cwd."))]
+WorkspaceParam = Annotated[
+    str | None,
+    Field(
+        max_length=TEXT,
+        description=(
+            "Workspace: a path, id, unique id prefix or name (list_workspaces shows them). "
+            "Default: the client's roots, then the server's cwd."
+        ),
+    ),
+]
 Roots = Annotated[ListRootsResult | None, Resolve(roots_request)]
-Budget = Annotated[int, Field(ge=500, le=200_000, description=(
-    "Upper bound, in characters, on the text and on the structured content of the reply."))]
+Budget = Annotated[
+    int,
+    Field(
+        ge=500,
+        le=200_000,
+        description=(
+            "Upper bound, in characters, on the text and on the structured content of the reply."
+        ),
+    ),
+]
 
 
 def state(ctx: Context) -> State:
@@ -65,11 +88,16 @@ def state(ctx: Context) -> State:
 
 
 def root_paths(roots: ListRootsResult | None) -> list[str]:
-    return [unquote(urlparse(str(r.uri)).path) for r in (roots.roots if roots else [])
-            if urlparse(str(r.uri)).scheme == "file"]
+    return [
+        unquote(urlparse(str(r.uri)).path)
+        for r in (roots.roots if roots else [])
+        if urlparse(str(r.uri)).scheme == "file"
+    ]
 
 
-def workspace_of(ctx: Context, workspace: str | None, roots: ListRootsResult | None = None) -> Workspace:
+def workspace_of(
+    ctx: Context, workspace: str | None, roots: ListRootsResult | None = None
+) -> Workspace:
     """The explicit workspace, else the client's roots, else the server's cwd."""
     st = state(ctx)
     if workspace:
@@ -100,11 +128,22 @@ def shrink(data: Any, cap: int | None, list_cap: int | None, whole: int = 0) -> 
 
 
 # Steps from a light to a heavy cut: (longest string, longest nested list).
-STEPS: tuple[tuple[int | None, int | None], ...] = ((None, None), (2_000, None), (500, 50), (160, 20), (60, 5))
+STEPS: tuple[tuple[int | None, int | None], ...] = (
+    (None, None),
+    (2_000, None),
+    (500, 50),
+    (160, 20),
+    (60, 5),
+)
 
 
-def fit(items: Sequence[T], render: Callable[[list[T], bool], str], shape: Callable[[list[T], bool], Any],
-        budget: int, whole: int = 2) -> CallToolResult:
+def fit(
+    items: Sequence[T],
+    render: Callable[[list[T], bool], str],
+    shape: Callable[[list[T], bool], Any],
+    budget: int,
+    whole: int = 2,
+) -> CallToolResult:
     """The result for the longest prefix of `items` whose text and structured content both fit `budget`.
 
     `render(kept, cut)` is the text, `shape(kept, cut)` the structured content; `cut` says items were
@@ -112,6 +151,7 @@ def fit(items: Sequence[T], render: Callable[[list[T], bool], str], shape: Calla
     nested lists in the structured content are clipped first (step by step), then items are
     dropped from the end; the text is cut at a word boundary as a last resort. `whole` is passed
     to `shrink`: 2 keeps the list of items whole (`fit_one` passes 0: its object's lists may be clipped)."""
+
     def attempt(k: int, step: tuple[int | None, int | None]) -> tuple[str, Any]:
         kept, cut = list(items[:k]), k < len(items)
         data, clipped = shrink(to_jsonable(shape(kept, cut)), *step, whole)

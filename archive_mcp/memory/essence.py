@@ -78,7 +78,9 @@ class Bootstrap:
     notes: list[str]
     themes: list[str]
     truncated: bool = False
-    missing_sources: list[str] = field(default_factory=list)  # memories the essence cites that are gone
+    missing_sources: list[str] = field(
+        default_factory=list
+    )  # memories the essence cites that are gone
 
 
 @dataclass
@@ -101,7 +103,7 @@ class ImportReport:
 
 
 def _citations(ws: Workspace, store: MemoryStore, entries: list[MemoryEntry]) -> dict[str, int]:
-    essence = (ws.root / "essence" / "essence.md")
+    essence = ws.root / "essence" / "essence.md"
     text = essence.read_text(encoding="utf-8", errors="replace") if essence.exists() else ""
     counts: dict[str, int] = {}
     for m in SOURCE_LINE.finditer(text):
@@ -112,8 +114,12 @@ def _citations(ws: Workspace, store: MemoryStore, entries: list[MemoryEntry]) ->
     return counts
 
 
-def organize_memories(ws: Workspace, content: str | None = None, sources: list[str] | None = None,
-                      budget: int = 60_000) -> OrganizePrepare | OrganizeStored:
+def organize_memories(
+    ws: Workspace,
+    content: str | None = None,
+    sources: list[str] | None = None,
+    budget: int = 60_000,
+) -> OrganizePrepare | OrganizeStored:
     """Without content: essence, materials and rules. With content: store the new essence."""
     store = MemoryStore(ws)
     essence_path = ws.root / "essence" / "essence.md"
@@ -123,24 +129,42 @@ def organize_memories(ws: Workspace, content: str | None = None, sources: list[s
         entries.sort(key=lambda e: (e.updated, cites.get(e.ref, 0)), reverse=True)
         materials, used, omitted = [], 0, 0
         for e in entries:
-            item = {"ref": e.ref, "folder": e.folder, "key": e.key, "title": e.title, "tags": e.tags,
-                    "updated": e.updated, "cited": cites.get(e.ref, 0), "content": e.content}
+            item = {
+                "ref": e.ref,
+                "folder": e.folder,
+                "key": e.key,
+                "title": e.title,
+                "tags": e.tags,
+                "updated": e.updated,
+                "cited": cites.get(e.ref, 0),
+                "content": e.content,
+            }
             size = len(json.dumps(item, ensure_ascii=False))
             if used + size > budget:
                 omitted += 1
                 continue
             materials.append(item)
             used += size
-        existing = essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else ""
+        existing = (
+            essence_path.read_text(encoding="utf-8", errors="replace")
+            if essence_path.exists()
+            else ""
+        )
         return OrganizePrepare("prepare", existing, materials, ESSENCE_RULES, omitted=omitted)
     if not content.strip():
-        raise MemoryStoreError("content is empty: call organize_memories without content to get the materials")
+        raise MemoryStoreError(
+            "content is empty: call organize_memories without content to get the materials"
+        )
     warnings: list[str] = []
     data = content.encode("utf-8", errors="replace")
     if len(data) > ESSENCE_SOFT_LIMIT:
-        warnings.append(f"essence is {len(data):,} bytes, above the recommended {ESSENCE_SOFT_LIMIT:,}: "
-                        "consider dropping superseded points")
-    cited = list(dict.fromkeys([m.group(1) for m in SOURCE_LINE.finditer(content)] + list(sources or [])))
+        warnings.append(
+            f"essence is {len(data):,} bytes, above the recommended {ESSENCE_SOFT_LIMIT:,}: "
+            "consider dropping superseded points"
+        )
+    cited = list(
+        dict.fromkeys([m.group(1) for m in SOURCE_LINE.finditer(content)] + list(sources or []))
+    )
     missing = []
     for ref in cited:
         parts = ref.split("/")
@@ -156,9 +180,13 @@ def organize_memories(ws: Workspace, content: str | None = None, sources: list[s
     with locked(ws.root):
         if essence_path.exists():
             previous = f"essence/history/essence-{file_stamp()}.md"
-            atomic_write_text(ws.root / previous, essence_path.read_text(encoding="utf-8", errors="replace"))
+            atomic_write_text(
+                ws.root / previous, essence_path.read_text(encoding="utf-8", errors="replace")
+            )
         atomic_write_text(essence_path, data.decode("utf-8"))
-    return OrganizeStored("store", "essence/essence.md", len(data), previous, warnings, missing, cited)
+    return OrganizeStored(
+        "store", "essence/essence.md", len(data), previous, warnings, missing, cited
+    )
 
 
 def sync_workspace_index(ws: Workspace, remarks: dict[str, str] | None = None) -> dict[str, Any]:
@@ -171,18 +199,32 @@ def sync_workspace_index(ws: Workspace, remarks: dict[str, str] | None = None) -
         folders: dict[str, Any] = {}
         for f in FOLDERS:
             entries = store.list(f)
-            folders[f] = {"remark": (remarks or {}).get(f, old.get("folders", {}).get(f, {}).get("remark", "")),
-                          "entries": [{"key": e.key, "title": e.title, "tags": e.tags, "updated": e.updated}
-                                      for e in entries]}
-        index = {"version": 1, "synced_at": now("microseconds"), "folders": folders,
-                 "last_bootstrap": old.get("last_bootstrap"), "seen": old.get("seen", [])}
+            folders[f] = {
+                "remark": (remarks or {}).get(
+                    f, old.get("folders", {}).get(f, {}).get("remark", "")
+                ),
+                "entries": [
+                    {"key": e.key, "title": e.title, "tags": e.tags, "updated": e.updated}
+                    for e in entries
+                ],
+            }
+        index = {
+            "version": 1,
+            "synced_at": now("microseconds"),
+            "folders": folders,
+            "last_bootstrap": old.get("last_bootstrap"),
+            "seen": old.get("seen", []),
+        }
         atomic_write_json(ws.root / "index.json", index)
-    index["folders_needing_remark"] = [f for f, v in folders.items() if v["entries"] and not v["remark"]]
+    index["folders_needing_remark"] = [
+        f for f, v in folders.items() if v["entries"] and not v["remark"]
+    ]
     return index
 
 
-def bootstrap_workspace(ws: Workspace, recent: list[dict[str, Any]], themes: list[str],
-                        budget: int = 12_000) -> Bootstrap:
+def bootstrap_workspace(
+    ws: Workspace, recent: list[dict[str, Any]], themes: list[str], budget: int = 12_000
+) -> Bootstrap:
     """What a new session needs first: essence, memory tree ([new] marked), recent turns, notes, themes."""
     index = sync_workspace_index(ws)
     seen = set(index.get("seen", []))
@@ -200,20 +242,36 @@ def bootstrap_workspace(ws: Workspace, recent: list[dict[str, Any]], themes: lis
         if lines:
             tree[f] = lines
     essence_path = ws.root / "essence" / "essence.md"
-    essence = essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else ""
+    essence = (
+        essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else ""
+    )
     notes_dir = ws.root / "notes"
     notes = sorted(p.name for p in notes_dir.glob("*") if p.is_file()) if notes_dir.is_dir() else []
     present = {f"memory/{f}/{e['key']}" for f, v in index["folders"].items() for e in v["entries"]}
     gone = [m.group(1) for m in SOURCE_LINE.finditer(essence) if m.group(1) not in present]
-    result = Bootstrap(ws.id, ws.name, essence, tree, new, recent, notes, themes,
-                       missing_sources=list(dict.fromkeys(gone)))
+    result = Bootstrap(
+        ws.id,
+        ws.name,
+        essence,
+        tree,
+        new,
+        recent,
+        notes,
+        themes,
+        missing_sources=list(dict.fromkeys(gone)),
+    )
     # fit the budget: recent context first, then the essence's tail
     while len(json.dumps(asdict(result), ensure_ascii=False)) > budget and result.recent_context:
         result.recent_context.pop(0)
         result.truncated = True
     if len(json.dumps(asdict(result), ensure_ascii=False)) > budget:
-        keep = max(500, budget - len(json.dumps({**asdict(result), "essence": ""}, ensure_ascii=False)) - 100)
-        result.essence = result.essence[:keep] + "\n[… essence cut to fit the budget; read essence://essence]"
+        keep = max(
+            500,
+            budget - len(json.dumps({**asdict(result), "essence": ""}, ensure_ascii=False)) - 100,
+        )
+        result.essence = (
+            result.essence[:keep] + "\n[… essence cut to fit the budget; read essence://essence]"
+        )
         result.truncated = True
     with locked(ws.root):
         current = read_json(ws.root / "index.json", {}) or {}
@@ -223,16 +281,28 @@ def bootstrap_workspace(ws: Workspace, recent: list[dict[str, Any]], themes: lis
     return result
 
 
-def export_memory(ws: Workspace, include_turns: bool = False, filename: str | None = None,
-                  turns: list[dict[str, Any]] | None = None) -> Path:
+def export_memory(
+    ws: Workspace,
+    include_turns: bool = False,
+    filename: str | None = None,
+    turns: list[dict[str, Any]] | None = None,
+) -> Path:
     name = filename or f"memory-{file_stamp('%Y%m%dT%H%M%SZ')}.json"
     if not EXPORT_NAME.match(name) or name.startswith("."):
-        raise MemoryStoreError(f"invalid export filename {name!r}: use letters, digits, '.', '_' and '-' only")
+        raise MemoryStoreError(
+            f"invalid export filename {name!r}: use letters, digits, '.', '_' and '-' only"
+        )
     store = MemoryStore(ws)
     essence_path = ws.root / "essence" / "essence.md"
-    payload = {"format": "archive-mcp-memory@1", "workspace": {"id": ws.id, "name": ws.name, "paths": ws.paths},
-               "exported_at": now("microseconds"), "memories": [e.to_json() for e in store.list()],
-               "essence": essence_path.read_text(encoding="utf-8", errors="replace") if essence_path.exists() else None}
+    payload = {
+        "format": "archive-mcp-memory@1",
+        "workspace": {"id": ws.id, "name": ws.name, "paths": ws.paths},
+        "exported_at": now("microseconds"),
+        "memories": [e.to_json() for e in store.list()],
+        "essence": essence_path.read_text(encoding="utf-8", errors="replace")
+        if essence_path.exists()
+        else None,
+    }
     if include_turns:
         payload["turns"] = turns or []
     path = ws.root / "exports" / name
@@ -248,8 +318,10 @@ def export_file(ws: Workspace, path: str | Path, allow_path: bool = False) -> Pa
     candidate = (exports / given) if not given.is_absolute() and len(given.parts) == 1 else given
     resolved = candidate.expanduser().resolve()
     if not allow_path and not resolved.is_relative_to(exports):
-        raise MemoryStoreError(f"import_memory reads exports from this workspace's exports folder ({exports}); "
-                          "pass the file's name there (or, from the CLI, `--allow-path` to read another path)")
+        raise MemoryStoreError(
+            f"import_memory reads exports from this workspace's exports folder ({exports}); "
+            "pass the file's name there (or, from the CLI, `--allow-path` to read another path)"
+        )
     return resolved
 
 
@@ -262,9 +334,13 @@ def read_export(path: Path) -> dict[str, Any]:
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise MemoryStoreError(f"{path.name} is not a regular file; pass a file written by export_memory")
+            raise MemoryStoreError(
+                f"{path.name} is not a regular file; pass a file written by export_memory"
+            )
         if st.st_size > MAX_EXPORT:
-            raise MemoryStoreError(f"{path.name} is {st.st_size:,} bytes; an export holds at most {MAX_EXPORT:,}")
+            raise MemoryStoreError(
+                f"{path.name} is {st.st_size:,} bytes; an export holds at most {MAX_EXPORT:,}"
+            )
         data = fh.read(MAX_EXPORT + 1)
     try:
         payload = json.loads(data.decode("utf-8", errors="replace"))
@@ -277,7 +353,11 @@ def read_export(path: Path) -> dict[str, Any]:
 
 def _valid(m: Any) -> tuple[str, dict[str, Any]] | tuple[str, str]:
     """(ref, memory) for an importable entry, else (what it was, why it is skipped)."""
-    label = str(m.get("ref") or f"{m.get('folder')}/{m.get('key')}")[:120] if isinstance(m, dict) else str(m)[:120]
+    label = (
+        str(m.get("ref") or f"{m.get('folder')}/{m.get('key')}")[:120]
+        if isinstance(m, dict)
+        else str(m)[:120]
+    )
     try:
         if not isinstance(m, dict):
             raise MemoryStoreError("not an object")
@@ -293,8 +373,15 @@ def _valid(m: Any) -> tuple[str, dict[str, Any]] | tuple[str, str]:
             raise MemoryStoreError("supersedes must be a list of strings")
     except MemoryStoreError as exc:
         return label, f"{label}: {exc}"
-    return ref, {"key": m["key"], "folder": m["folder"], "content": content, "title": title,
-                 "tags": tags, "sources": sources, "supersedes": supersedes}
+    return ref, {
+        "key": m["key"],
+        "folder": m["folder"],
+        "content": content,
+        "title": title,
+        "tags": tags,
+        "sources": sources,
+        "supersedes": supersedes,
+    }
 
 
 def import_memory(ws: Workspace, path: str | Path, allow_path: bool = False) -> ImportReport:
@@ -306,7 +393,9 @@ def import_memory(ws: Workspace, path: str | Path, allow_path: bool = False) -> 
     payload = read_export(export_file(ws, path, allow_path))
     memories = payload.get("memories", [])
     if not isinstance(memories, list):
-        raise MemoryStoreError("the export's `memories` is not a list; pass a file written by export_memory")
+        raise MemoryStoreError(
+            "the export's `memories` is not a list; pass a file written by export_memory"
+        )
     store = MemoryStore(ws)
     report = ImportReport()
     good: list[tuple[str, dict[str, Any]]] = []
@@ -317,7 +406,9 @@ def import_memory(ws: Workspace, path: str | Path, allow_path: bool = False) -> 
             bad.append(checked)
         else:
             good.append((ref, checked))
-    report.skipped = bad[:MAX_SKIPPED] + ([f"... and {len(bad) - MAX_SKIPPED} more"] if len(bad) > MAX_SKIPPED else [])
+    report.skipped = bad[:MAX_SKIPPED] + (
+        [f"... and {len(bad) - MAX_SKIPPED} more"] if len(bad) > MAX_SKIPPED else []
+    )
     for ref, m in good:
         try:
             current = store.recall(m["key"], m["folder"])
@@ -326,7 +417,15 @@ def import_memory(ws: Workspace, path: str | Path, allow_path: bool = False) -> 
         if current and _digest(current.content) == _digest(m["content"]):
             report.unchanged.append(ref)
             continue
-        store.remember(m["key"], m["content"], m["folder"], m["tags"], m["sources"], m["title"], m["supersedes"])
+        store.remember(
+            m["key"],
+            m["content"],
+            m["folder"],
+            m["tags"],
+            m["sources"],
+            m["title"],
+            m["supersedes"],
+        )
         (report.updated if current else report.added).append(ref)
     return report
 

@@ -38,8 +38,10 @@ class MemoryStoreError(ArchiveError):
 
 def check_key(key: str) -> str:
     if not isinstance(key, str) or not KEY.match(key) or ".." in key:
-        raise MemoryStoreError(f"invalid memory key {key!r}: use letters, digits, '.', '_' and '-' "
-                          "(no slashes, no '..'), starting with a letter or digit")
+        raise MemoryStoreError(
+            f"invalid memory key {key!r}: use letters, digits, '.', '_' and '-' "
+            "(no slashes, no '..'), starting with a letter or digit"
+        )
     return key
 
 
@@ -98,8 +100,14 @@ class ForgetReport:
 
 
 def render(entry: MemoryEntry) -> str:
-    meta = {"title": entry.title, "tags": entry.tags, "created": entry.created,
-            "updated": entry.updated, "sources": entry.sources, "supersedes": entry.supersedes}
+    meta = {
+        "title": entry.title,
+        "tags": entry.tags,
+        "created": entry.created,
+        "updated": entry.updated,
+        "sources": entry.sources,
+        "supersedes": entry.supersedes,
+    }
     front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()
     return f"---\n{front}\n---\n\n{entry.content.rstrip()}\n"
 
@@ -114,10 +122,18 @@ def parse(folder: str, key: str, text: str) -> MemoryEntry:
 
     def as_list(v: Any) -> list[str]:
         return [str(x) for x in v] if isinstance(v, list) else ([str(v)] if v else [])
-    return MemoryEntry(folder, key, str(meta.get("title") or key), body.rstrip("\n"),
-                       as_list(meta.get("tags")), as_list(meta.get("sources")),
-                       as_list(meta.get("supersedes")), str(meta.get("created") or ""),
-                       str(meta.get("updated") or ""))
+
+    return MemoryEntry(
+        folder,
+        key,
+        str(meta.get("title") or key),
+        body.rstrip("\n"),
+        as_list(meta.get("tags")),
+        as_list(meta.get("sources")),
+        as_list(meta.get("supersedes")),
+        str(meta.get("created") or ""),
+        str(meta.get("updated") or ""),
+    )
 
 
 def check_fields(title: Any, tags: Any, sources: Any) -> tuple[str | None, list[str], list[str]]:
@@ -125,9 +141,14 @@ def check_fields(title: Any, tags: Any, sources: Any) -> tuple[str | None, list[
     if title is not None and not isinstance(title, str):
         raise MemoryStoreError("title must be a string")
     if title is not None and len(title) > MAX_TITLE:
-        raise MemoryStoreError(f"title is {len(title):,} characters; at most {MAX_TITLE} (put the rest in the content)")
+        raise MemoryStoreError(
+            f"title is {len(title):,} characters; at most {MAX_TITLE} (put the rest in the content)"
+        )
     out = []
-    for name, values, most, longest in (("tags", tags, MAX_TAGS, MAX_TAG), ("sources", sources, MAX_SOURCES, MAX_SOURCE)):
+    for name, values, most, longest in (
+        ("tags", tags, MAX_TAGS, MAX_TAG),
+        ("sources", sources, MAX_SOURCES, MAX_SOURCE),
+    ):
         values = [] if values is None else values
         if not isinstance(values, list | tuple) or not all(isinstance(v, str) for v in values):
             raise MemoryStoreError(f"{name} must be a list of strings")
@@ -135,7 +156,9 @@ def check_fields(title: Any, tags: Any, sources: Any) -> tuple[str | None, list[
             raise MemoryStoreError(f"{len(values):,} {name}; a memory takes at most {most}")
         long = next((v for v in values if len(v) > longest), None)
         if long is not None:
-            raise MemoryStoreError(f"one of the {name} is {len(long):,} characters; at most {longest} each")
+            raise MemoryStoreError(
+                f"one of the {name} is {len(long):,} characters; at most {longest} each"
+            )
         out.append(list(values))
     return title, out[0], out[1]
 
@@ -163,7 +186,9 @@ class MemoryStore:
         text = raw[:MAX_FILE].decode("utf-8", errors="replace")
         entry = parse(folder, key, text)
         if cut:
-            entry.warnings.append(f"the file is larger than {MAX_FILE:,} bytes; only its start was read")
+            entry.warnings.append(
+                f"the file is larger than {MAX_FILE:,} bytes; only its start was read"
+            )
         hist = self._history(folder, key)
         entry.versions = 1 + (len(list(hist.glob("*.md"))) if hist.is_dir() else 0)
         if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
@@ -171,9 +196,16 @@ class MemoryStore:
         return entry
 
     # --- calls -----------------------------------------------------------------------------
-    def remember(self, key: str, content: str, folder: str = "knowledge", tags: list[str] | None = None,
-                 sources: list[str] | None = None, title: str | None = None,
-                 supersedes: list[str] | None = None) -> MemoryEntry:
+    def remember(
+        self,
+        key: str,
+        content: str,
+        folder: str = "knowledge",
+        tags: list[str] | None = None,
+        sources: list[str] | None = None,
+        title: str | None = None,
+        supersedes: list[str] | None = None,
+    ) -> MemoryEntry:
         """Create or update a memory; an update keeps the previous version in the history."""
         path = self._path(folder, key)
         warnings: list[str] = []
@@ -182,8 +214,10 @@ class MemoryStore:
             warnings.append("content held characters that are not valid UTF-8; they were replaced")
         size = len(clean.encode("utf-8"))
         if size > MAX_CONTENT:
-            raise MemoryStoreError(f"content is {size:,} bytes; a memory holds at most {MAX_CONTENT:,}. "
-                              "Keep the memory short and cite the long material in `sources`.")
+            raise MemoryStoreError(
+                f"content is {size:,} bytes; a memory holds at most {MAX_CONTENT:,}. "
+                "Keep the memory short and cite the long material in `sources`."
+            )
         if not clean.strip():
             raise MemoryStoreError("content is empty: say what to remember")
         keep_tags, keep_sources = tags is None, sources is None  # an update keeps what it omits
@@ -202,7 +236,9 @@ class MemoryStore:
             warnings.append(f"{n} secret(s) were redacted before storing")
         for s in supersedes or []:
             if not re.match(r"^memory/[a-z]+/[A-Za-z0-9._-]+$", s):
-                raise MemoryStoreError(f"supersedes entry {s!r} must look like memory/<folder>/<key>")
+                raise MemoryStoreError(
+                    f"supersedes entry {s!r} must look like memory/<folder>/<key>"
+                )
         with locked(self.ws.root):
             stamp = now("microseconds")
             created = stamp
@@ -216,9 +252,17 @@ class MemoryStore:
                 supersedes = previous.supersedes if supersedes is None else supersedes
                 hist = self._history(folder, key)
                 atomic_write_text(hist / f"{file_stamp()}.md", old)
-            entry = MemoryEntry(folder, key, title or _title(key, clean), clean.rstrip("\n"),
-                                sorted(set(tags or [])), list(dict.fromkeys(sources or [])),
-                                list(dict.fromkeys(supersedes or [])), created, stamp)
+            entry = MemoryEntry(
+                folder,
+                key,
+                title or _title(key, clean),
+                clean.rstrip("\n"),
+                sorted(set(tags or [])),
+                list(dict.fromkeys(sources or [])),
+                list(dict.fromkeys(supersedes or [])),
+                created,
+                stamp,
+            )
             atomic_write_text(path, render(entry))
         stored = self._read(path, folder, key)
         stored.warnings = warnings
@@ -230,10 +274,14 @@ class MemoryStore:
         found = [(f, self._path(f, key)) for f in folders if self._path(f, key).exists()]
         if not found:
             near = [f"{e.folder}/{e.key}" for e in self.list() if key.lower() in e.key.lower()][:5]
-            hint = f" Did you mean: {', '.join(near)}?" if near else " List them with list_memories."
+            hint = (
+                f" Did you mean: {', '.join(near)}?" if near else " List them with list_memories."
+            )
             raise MemoryStoreError(f"no memory {key!r}{f' in {folder}' if folder else ''}.{hint}")
         if len(found) > 1:
-            raise MemoryStoreError(f"{key!r} exists in {', '.join(f for f, _ in found)}: pass `folder`")
+            raise MemoryStoreError(
+                f"{key!r} exists in {', '.join(f for f, _ in found)}: pass `folder`"
+            )
         f, path = found[0]
         return self._read(path, f, key)
 
@@ -243,7 +291,9 @@ class MemoryStore:
         for f in folders:
             d = self.root / f
             if d.is_dir():
-                out += [self._read(p, f, p.stem) for p in sorted(d.glob("*.md")) if KEY.match(p.stem)]
+                out += [
+                    self._read(p, f, p.stem) for p in sorted(d.glob("*.md")) if KEY.match(p.stem)
+                ]
         return out
 
     def recall_recent(self, limit: int = 10) -> builtins.list[MemoryEntry]:
@@ -259,9 +309,13 @@ class MemoryStore:
             trash = self.root / ".trash" / folder / f"{key}.{file_stamp()}.md"
             trash.parent.mkdir(parents=True, exist_ok=True)
             path.rename(trash)
-        return ForgetReport(f"memory/{folder}/{key}", str(trash.relative_to(self.ws.root)), entry.title)
+        return ForgetReport(
+            f"memory/{folder}/{key}", str(trash.relative_to(self.ws.root)), entry.title
+        )
 
-    def search(self, query: str, folder: str | None = None, limit: int = 10) -> builtins.list[MemoryHit]:
+    def search(
+        self, query: str, folder: str | None = None, limit: int = 10
+    ) -> builtins.list[MemoryHit]:
         """Lexical + fuzzy ranking (the search_context machinery), CJK-aware."""
         from archive_mcp.search.ranking import (
             normalised as _normalised,  # as search_context's combsum
@@ -272,7 +326,10 @@ class MemoryStore:
         entries = self.list(folder)
         if not entries:
             return []
-        docs = [tokens(f"{e.title}\n{' '.join(e.tags)}\n{e.key.replace('-', ' ')}\n{e.content}") for e in entries]
+        docs = [
+            tokens(f"{e.title}\n{' '.join(e.tags)}\n{e.key.replace('-', ' ')}\n{e.content}")
+            for e in entries
+        ]
         postings = Postings.build(docs)
         q = list(dict.fromkeys(tokens(query)))
         alive = [np.ones(len(entries), bool)]
@@ -289,8 +346,18 @@ class MemoryStore:
         for i in order:
             e = entries[i]
             matched = [n for n, v in (("lexical", lex), ("fuzzy", fz)) if v[i] > 0]
-            hits.append(MemoryHit(e.folder, e.key, e.title, round(float(total[i]), 6),
-                                  _snippet(e.content, set(q) | set(fuzzy_terms)), e.tags, e.updated, matched))
+            hits.append(
+                MemoryHit(
+                    e.folder,
+                    e.key,
+                    e.title,
+                    round(float(total[i]), 6),
+                    _snippet(e.content, set(q) | set(fuzzy_terms)),
+                    e.tags,
+                    e.updated,
+                    matched,
+                )
+            )
         return hits
 
 

@@ -73,8 +73,13 @@ def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
     if not path.exists():
         return None
     parser = PARSERS[row["source"]]
-    result = parser(path, start=ref["byte_start"], stop=ref["byte_end"], start_index=row["turn"],
-                    protocol=entry.get("protocol"))
+    result = parser(
+        path,
+        start=ref["byte_start"],
+        stop=ref["byte_end"],
+        start_index=row["turn"],
+        protocol=entry.get("protocol"),
+    )
     if not result.turns:
         return None
     # Readers that always read a whole file (Gemini chats) return every turn: pick this one.
@@ -86,15 +91,22 @@ def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
     return turn
 
 
-def _detail(ws: Workspace, row: dict[str, Any], budget: int, include_tools: bool,
-            include_thinking: bool, requested: bool) -> TurnDetail:
+def _detail(
+    ws: Workspace,
+    row: dict[str, Any],
+    budget: int,
+    include_tools: bool,
+    include_thinking: bool,
+    requested: bool,
+) -> TurnDetail:
     turn = _parse_turn(ws, row)
     user = turn.user_text if turn else row["user_text"]
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
     calls = turn.tool_calls if turn else []
     outputs = [c.output_text or str((c.result or {}).get("message", "")) for c in calls]
-    known = secret_values([user, assistant, turn.thinking if turn else "",
-                           *(c.arguments for c in calls), *outputs])
+    known = secret_values(
+        [user, assistant, turn.thinking if turn else "", *(c.arguments for c in calls), *outputs]
+    )
     user, _ = redact(user, known)
     assistant, _ = redact(assistant, known)
     # Shares of the turn's budget; what a part leaves unused goes to the tool calls, whose
@@ -115,14 +127,32 @@ def _detail(ws: Workspace, row: dict[str, Any], budget: int, include_tools: bool
             cut_any = cut_any or c3 or c4
             tools.append(ToolDetail(c.name, args, c.status, result))
     started = row["started_at"]
-    return TurnDetail(ws.id, row["session_id"], row["agent"], row["turn"],
-                      started.isoformat() if started else None, row["status"], user, assistant,
-                      tools, thinking, requested, cut_any, dict(row["raw_ref"]))
+    return TurnDetail(
+        ws.id,
+        row["session_id"],
+        row["agent"],
+        row["turn"],
+        started.isoformat() if started else None,
+        row["status"],
+        user,
+        assistant,
+        tools,
+        thinking,
+        requested,
+        cut_any,
+        dict(row["raw_ref"]),
+    )
 
 
-def load_turn_context(ws: Workspace, references: list[TurnRef], before: int = 0, after: int = 0,
-                      include_tools: bool = True, include_thinking: bool = False,
-                      max_chars: int = 6000) -> TurnContext:
+def load_turn_context(
+    ws: Workspace,
+    references: list[TurnRef],
+    before: int = 0,
+    after: int = 0,
+    include_tools: bool = True,
+    include_thinking: bool = False,
+    max_chars: int = 6000,
+) -> TurnContext:
     """Full turns for the references (plus neighbours); their texts together hold `max_chars`,
     cut at word boundaries with `…`."""
     wanted: list[tuple[dict[str, Any], bool]] = []
@@ -131,17 +161,29 @@ def load_turn_context(ws: Workspace, references: list[TurnRef], before: int = 0,
     for ref in references:
         df = store.read_refined(ws, ref.session_id)
         if df.height == 0:
-            missing.append(NotFound(ref.session_id, ref.turn, ref.agent,
-                                    f"no session {ref.session_id!r} in workspace {ws.name}; find one with "
-                                    "search_context or list_sessions"))
+            missing.append(
+                NotFound(
+                    ref.session_id,
+                    ref.turn,
+                    ref.agent,
+                    f"no session {ref.session_id!r} in workspace {ws.name}; find one with "
+                    "search_context or list_sessions",
+                )
+            )
             continue
         agent_rows = df.filter(pl.col("agent") == ref.agent).sort("turn")
         turns = agent_rows["turn"].to_list()
         if ref.turn not in turns:
             valid = f"{turns[0]}..{turns[-1]}" if turns else "none"
-            missing.append(NotFound(ref.session_id, ref.turn, ref.agent,
-                                    f"turn {ref.turn} is not in session {ref.session_id} (agent {ref.agent}); "
-                                    f"valid turns: {valid}"))
+            missing.append(
+                NotFound(
+                    ref.session_id,
+                    ref.turn,
+                    ref.agent,
+                    f"turn {ref.turn} is not in session {ref.session_id} (agent {ref.agent}); "
+                    f"valid turns: {valid}",
+                )
+            )
             continue
         for t in range(ref.turn - before, ref.turn + after + 1):
             key = (ref.session_id, ref.agent, t)
@@ -149,5 +191,7 @@ def load_turn_context(ws: Workspace, references: list[TurnRef], before: int = 0,
                 seen.add(key)
                 wanted.append((agent_rows.row(turns.index(t), named=True), t == ref.turn))
     budget = max_chars // max(1, len(wanted))
-    details = [_detail(ws, row, budget, include_tools, include_thinking, req) for row, req in wanted]
+    details = [
+        _detail(ws, row, budget, include_tools, include_thinking, req) for row, req in wanted
+    ]
     return TurnContext(details, missing)

@@ -62,7 +62,9 @@ class Hit:
     kinds: list[str]
     raw_ref: dict[str, Any]
     title: str | None = None
-    source: str | None = None  # the agent that wrote the session: kimi, kimi-code, claude-code, codex, gemini
+    source: str | None = (
+        None  # the agent that wrote the session: kimi, kimi-code, claude-code, codex, gemini
+    )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,22 +73,27 @@ class Hit:
 class SearchResults(list[Hit]):
     """The hits, best first, plus how the query was actually answered."""
 
-    def __init__(self, hits: list[Hit], realized_mode: str, fallback_reason: str | None, query: str = "") -> None:
+    def __init__(
+        self, hits: list[Hit], realized_mode: str, fallback_reason: str | None, query: str = ""
+    ) -> None:
         super().__init__(hits)
         self.realized_mode = realized_mode
         self.fallback_reason = fallback_reason
         self.query = query
 
     def headline(self, shown: int | None = None) -> str:
-        """"3 hits for 'query' (mode hybrid)": the query echo capped, hits cut for size counted."""
+        """ "3 hits for 'query' (mode hybrid)": the query echo capped, hits cut for size counted."""
         shown = len(self) if shown is None else shown
         count = f"{len(self)} hits" if shown >= len(self) else f"{len(self)} hits ({shown} shown)"
         head = f"{count} for {echo(self.query)} (mode {self.realized_mode}"
         return head + (f"; fell back: {self.fallback_reason})" if self.fallback_reason else ")")
 
     def to_json(self) -> dict[str, Any]:
-        return {"hits": [h.to_json() for h in self], "realized_mode": self.realized_mode,
-                "fallback_reason": self.fallback_reason}
+        return {
+            "hits": [h.to_json() for h in self],
+            "realized_mode": self.realized_mode,
+            "fallback_reason": self.fallback_reason,
+        }
 
 
 @dataclass
@@ -104,24 +111,35 @@ class Filters:
     def validate(self, indexes: list[WorkspaceIndex]) -> None:
         """Refuse filters that cannot match anything, saying what exists instead."""
         if self.since and self.until and _utc(self.since) > _utc(self.until):
-            raise SearchError(f"since ({self.since.isoformat()}) is after until ({self.until.isoformat()}): "
-                              "no turn can match; swap them")
+            raise SearchError(
+                f"since ({self.since.isoformat()}) is after until ({self.until.isoformat()}): "
+                "no turn can match; swap them"
+            )
         metas = [ix.meta.filter(pl.Series(ix.alive)) for ix in indexes if ix.meta.height]
         where = ", ".join(ix.ws.name for ix in indexes)
         if self.session:
             sessions = _values(metas, pl.col("session_id"))
             if not any(v.startswith(self.session) for v in sessions):
-                raise UnknownFilter(f"no session starting with {self.session!r} in {where}; "
-                                    f"sessions there: {_listing(sessions)} (list_sessions shows them all)")
-        for name, expr, wanted in (("kind", pl.col("kinds").explode(), self.kind),
-                                   ("tool", pl.col("tools").explode().str.to_lowercase(),
-                                    self.tool.lower() if self.tool else None),
-                                   ("agent", pl.col("agent"), self.agent)):
+                raise UnknownFilter(
+                    f"no session starting with {self.session!r} in {where}; "
+                    f"sessions there: {_listing(sessions)} (list_sessions shows them all)"
+                )
+        for name, expr, wanted in (
+            ("kind", pl.col("kinds").explode(), self.kind),
+            (
+                "tool",
+                pl.col("tools").explode().str.to_lowercase(),
+                self.tool.lower() if self.tool else None,
+            ),
+            ("agent", pl.col("agent"), self.agent),
+        ):
             if wanted:
                 present = _values(metas, expr)
                 if wanted not in present:
-                    raise UnknownFilter(f"no turn in {where} has {name} {wanted!r}; "
-                                        f"{name}s there: {_listing(present)}")
+                    raise UnknownFilter(
+                        f"no turn in {where} has {name} {wanted!r}; "
+                        f"{name}s there: {_listing(present)}"
+                    )
 
     def mask(self, ws: Workspace, meta: pl.DataFrame) -> np.ndarray | None:
         conds: list[pl.Expr] = []
@@ -134,9 +152,17 @@ class Filters:
         if self.until:
             conds.append(pl.col("started_at") <= _utc(self.until))
         if self.tool:
-            conds.append(pl.col("tools").list.eval(pl.element().str.to_lowercase()).list.contains(self.tool.lower()))
+            conds.append(
+                pl.col("tools")
+                .list.eval(pl.element().str.to_lowercase())
+                .list.contains(self.tool.lower())
+            )
         if self.file:
-            conds.append(pl.col("files").list.eval(pl.element().str.contains(self.file, literal=True)).list.any())
+            conds.append(
+                pl.col("files")
+                .list.eval(pl.element().str.contains(self.file, literal=True))
+                .list.any()
+            )
         if self.kind:
             conds.append(pl.col("kinds").list.contains(self.kind))
         if self.source:
@@ -151,9 +177,13 @@ class Filters:
                 theme = None
             members = {m.key for m in theme.members} if theme else None
             if members is None:
-                raise SearchError(f"no theme named {self.theme!r} in workspace {ws.name}; list them with list_themes")
+                raise SearchError(
+                    f"no theme named {self.theme!r} in workspace {ws.name}; list them with list_themes"
+                )
             keys = meta.select("session_id", "agent", "turn").rows()
-            in_theme = np.fromiter(((k[0], k[1], int(k[2])) in members for k in keys), bool, len(keys))
+            in_theme = np.fromiter(
+                ((k[0], k[1], int(k[2])) in members for k in keys), bool, len(keys)
+            )
             out = in_theme if out is None else out & in_theme
         return out
 
@@ -189,11 +219,18 @@ def _utc(d: datetime) -> datetime:
     return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
-def combsum(scores: dict[str, np.ndarray], ok: np.ndarray, depth: int = DEPTH,
-            weights: dict[str, float] | None = None) -> list[tuple[int, float, list[str]]]:
+def combsum(
+    scores: dict[str, np.ndarray],
+    ok: np.ndarray,
+    depth: int = DEPTH,
+    weights: dict[str, float] | None = None,
+) -> list[tuple[int, float, list[str]]]:
     """Sum of per-signal scores normalised to [0, 1] (CombSUM), best first."""
     total = fuse(scores, ok, weights or {}, "combsum", depth)
-    return [(d, float(total[d]), [n for n, v in scores.items() if v[d] > 0]) for d in top(total, ok, depth)]
+    return [
+        (d, float(total[d]), [n for n, v in scores.items() if v[d] > 0])
+        for d in top(total, ok, depth)
+    ]
 
 
 Ranked = list[tuple[int, float, list[str]]]
@@ -202,15 +239,22 @@ Ranked = list[tuple[int, float, list[str]]]
 class Searcher:
     """Runs one query over one workspace's index."""
 
-    def __init__(self, index: WorkspaceIndex, embedder: Embedder | None, tuning: Tuning | None = None) -> None:
+    def __init__(
+        self, index: WorkspaceIndex, embedder: Embedder | None, tuning: Tuning | None = None
+    ) -> None:
         self.index = index
         self.embedder = embedder
         self.tuning = tuning or Tuning()
-        self.candidates: tuple[list[int], np.ndarray] | None = None  # the learned step's input (bench/ltr.py)
-        self._own = np.zeros(0, np.float32)  # the last fused score before the neighbour/session lift
+        self.candidates: tuple[list[int], np.ndarray] | None = (
+            None  # the learned step's input (bench/ltr.py)
+        )
+        self._own = np.zeros(
+            0, np.float32
+        )  # the last fused score before the neighbour/session lift
 
-    def rank(self, query: str, mode: str, filters: Filters, depth: int = DEPTH, fusion: str | None = None
-             ) -> tuple[Ranked, set[str], str | None, dict[str, Any]]:
+    def rank(
+        self, query: str, mode: str, filters: Filters, depth: int = DEPTH, fusion: str | None = None
+    ) -> tuple[Ranked, set[str], str | None, dict[str, Any]]:
         tuning = self.tuning
         idx = self.index.refresh()
         ok = idx.alive.copy()
@@ -227,18 +271,25 @@ class Searcher:
         fuzzy_terms: list[tuple[str, float]] = []
         q_vec: np.ndarray | None = None
         if mode in ("hybrid", "lexical"):
-            scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms], alive_parts))
+            scores["lexical"] = np.concatenate(
+                bm25(parts, [(t, 1.0) for t in q_terms], alive_parts)
+            )
         if mode in ("hybrid", "fuzzy"):
             fuzzy_terms = self._fuzzy_terms(q_terms, parts)
             scores["fuzzy"] = np.concatenate(bm25(parts, fuzzy_terms, alive_parts))
         if mode in ("hybrid", "semantic"):
             reason, q_vec = self._semantic(query, scores)
             if reason and mode == "semantic":  # fall back to what still works
-                scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms], alive_parts))
+                scores["lexical"] = np.concatenate(
+                    bm25(parts, [(t, 1.0) for t in q_terms], alive_parts)
+                )
         # The packaged model is English-only: its cosine says little about a Chinese query.
         hybrid = mode == "hybrid"
-        weights = ({"semantic": latin_share(query) * tuning.semantic_weight, "fuzzy": tuning.fuzzy_weight}
-                   if hybrid else {})
+        weights = (
+            {"semantic": latin_share(query) * tuning.semantic_weight, "fuzzy": tuning.fuzzy_weight}
+            if hybrid
+            else {}
+        )
         fusion = fusion or tuning.fusion
         if fusion not in FUSIONS:
             raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
@@ -247,37 +298,68 @@ class Searcher:
         if hybrid and tuning.prf_docs and tuning.prf_terms:
             feedback = self._feedback(q_terms, top(total, ok, tuning.prf_docs), parts)
             if feedback:
-                scores["lexical"] = np.concatenate(bm25(parts, [(t, 1.0) for t in q_terms] + feedback, alive_parts))
+                scores["lexical"] = np.concatenate(
+                    bm25(parts, [(t, 1.0) for t in q_terms] + feedback, alive_parts)
+                )
                 total = self._fused(scores, ok, weights, fusion, depth, hybrid)
         order = top(total, ok, depth)
         if hybrid and learned.applies(tuning, fusion) and order and lexical is not None:
-            stage = learned.Stage(query, q_terms, scores, lexical, self._own, total, ok,
-                                  self._neighbours(), idx.meta, parts, [0, idx.segments[0].meta.height])
+            stage = learned.Stage(
+                query,
+                q_terms,
+                scores,
+                lexical,
+                self._own,
+                total,
+                ok,
+                self._neighbours(),
+                idx.meta,
+                parts,
+                [0, idx.segments[0].meta.height],
+            )
             order, self.candidates = learned.apply(stage, order, learned.WEIGHTS)
         if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
             order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
         if tuning.rerank and order and mode == "hybrid":
             order = self._rerank(query, order, total)
-        fused = [(d, float(total[d]), [n for n, v in scores.items() if _counts(n, v[d])]) for d in order]
+        fused = [
+            (d, float(total[d]), [n for n, v in scores.items() if _counts(n, v[d])]) for d in order
+        ]
         return fused, set(scores), reason, {"highlight": highlight_terms(query, fuzzy_terms)}
 
-    def _fused(self, scores: dict[str, np.ndarray], ok: np.ndarray, weights: dict[str, float], fusion: str,
-               depth: int, hybrid: bool) -> np.ndarray:
+    def _fused(
+        self,
+        scores: dict[str, np.ndarray],
+        ok: np.ndarray,
+        weights: dict[str, float],
+        fusion: str,
+        depth: int,
+        hybrid: bool,
+    ) -> np.ndarray:
         total = self._own = fuse(scores, ok, weights, fusion, depth)
         if not hybrid:
             return total
         t = self.tuning
-        return np.where(ok, with_context(total, self._neighbours(), t.neighbour, t.session, t.context), 0.0)
+        return np.where(
+            ok, with_context(total, self._neighbours(), t.neighbour, t.session, t.context), 0.0
+        )
 
-    def _feedback(self, q_terms: list[str], head: list[int], parts: list[Any]) -> list[tuple[str, float]]:
+    def _feedback(
+        self, q_terms: list[str], head: list[int], parts: list[Any]
+    ) -> list[tuple[str, float]]:
         """Feedback terms from the top fused turns, weighted for the lexical query."""
         if not head:
             return []
         t = self.tuning
         texts = candidate_texts(self.index.ws, self.index.meta, head)
-        terms = expansion_terms(texts, q_terms, lambda term: sum(p.df(term) for p in parts),
-                                max(1, int(self.index.alive.sum())),
-                                lambda text: analyse(text, drop_stopwords=True), t.prf_terms)
+        terms = expansion_terms(
+            texts,
+            q_terms,
+            lambda term: sum(p.df(term) for p in parts),
+            max(1, int(self.index.alive.sum())),
+            lambda text: analyse(text, drop_stopwords=True),
+            t.prf_terms,
+        )
         return [(term, t.prf_weight * w) for term, w in terms]
 
     def _neighbours(self) -> Neighbours:
@@ -288,11 +370,20 @@ class Searcher:
             idx._neighbours = cached  # type: ignore[attr-defined]
         return cached[1]
 
-    def _by_sentence(self, q_vec: np.ndarray, order: list[int], scores: dict[str, np.ndarray], ok: np.ndarray,
-                     weights: dict[str, float], fusion: str, depth: int, total: np.ndarray) -> list[int]:
+    def _by_sentence(
+        self,
+        q_vec: np.ndarray,
+        order: list[int],
+        scores: dict[str, np.ndarray],
+        ok: np.ndarray,
+        weights: dict[str, float],
+        fusion: str,
+        depth: int,
+        total: np.ndarray,
+    ) -> list[int]:
         """Re-score the top candidates with mean(whole-text, best-sentence) cosine."""
         assert self.embedder is not None
-        head = order[:self.tuning.sentence_depth]
+        head = order[: self.tuning.sentence_depth]
         texts = candidate_texts(self.index.ws, self.index.meta, head)
         best = best_sentence(q_vec, texts, self.embedder.embed)
         sem = scores["semantic"].copy()
@@ -300,7 +391,7 @@ class Searcher:
         sem[cand] = np.where(best > -1.0, (sem[cand] + best) / 2, sem[cand])
         again = self._fused({**scores, "semantic": sem}, ok, weights, fusion, depth, True)
         total[cand] = again[cand]
-        return sorted(head, key=lambda d: -float(again[d])) + order[len(head):]
+        return sorted(head, key=lambda d: -float(again[d])) + order[len(head) :]
 
     def _rerank(self, query: str, order: list[int], total: np.ndarray) -> list[int]:
         """Second stage: a larger model re-scores the top candidates (opt-in, costs a model)."""
@@ -309,20 +400,22 @@ class Searcher:
         if not spec.multilingual and latin_share(query) <= 0.5:  # MiniLM reads English only
             return order
         fitted = self.candidates if name == "e5" and learned.E5_WEIGHTS is not None else None
-        head = (fitted[0] if fitted else order)[:self.tuning.rerank_depth or spec.depth]
+        head = (fitted[0] if fitted else order)[: self.tuning.rerank_depth or spec.depth]
         texts = candidate_texts(self.index.ws, self.index.meta, head)
         try:
             model = reranker(name)
             q = model.query(semantic_query(query, self._doc_share, self.tuning.common_share))
             if fitted:  # the learned step again, with e5's cosine of the first stage's top 20
                 return learned.with_e5(fitted, model.passages(texts) @ q, total, order)
-            new = second_stage(total[head], q, texts, model.passages, self.tuning.rerank_weight, spec.sentences)
+            new = second_stage(
+                total[head], q, texts, model.passages, self.tuning.rerank_weight, spec.sentences
+            )
         except RerankerUnavailable as exc:
             raise SearchError(str(exc)) from exc
         top_first = float(total[head[0]])
         for d, v in zip(head, new, strict=True):  # keep scores comparable across workspaces
             total[d] = top_first * float(v) / 2
-        return sorted(head, key=lambda d: -float(total[d])) + order[len(head):]
+        return sorted(head, key=lambda d: -float(total[d])) + order[len(head) :]
 
     def _fuzzy_terms(self, q_terms: list[str], parts: list[Any]) -> list[tuple[str, float]]:
         """The query's terms (weight 1) plus vocabulary terms a few edits away (weight sim²)."""
@@ -341,14 +434,20 @@ class Searcher:
         terms = analyse(word)  # the word itself first (an identifier whole), then its parts
         return sum(s.postings.df(terms[0]) for s in idx.segments) / n if terms else 0.0
 
-    def _semantic(self, query: str, scores: dict[str, np.ndarray]) -> tuple[str | None, np.ndarray | None]:
+    def _semantic(
+        self, query: str, scores: dict[str, np.ndarray]
+    ) -> tuple[str | None, np.ndarray | None]:
         if self.embedder is None:
             return "no embedding model is configured", None
         if not self.index.has_vectors():
-            return ("no turn in this workspace has an embedding yet: run `archive-mcp refine` "
-                    "(or ingest without --no-embed)"), None
+            return (
+                "no turn in this workspace has an embedding yet: run `archive-mcp refine` "
+                "(or ingest without --no-embed)"
+            ), None
         try:
-            q = self.embedder.embed([semantic_query(query, self._doc_share, self.tuning.common_share)])[0]
+            q = self.embedder.embed(
+                [semantic_query(query, self._doc_share, self.tuning.common_share)]
+            )[0]
         except EmbedderUnavailable as exc:
             return str(exc), None
         sims, has = self.index.cosine(q)
@@ -364,8 +463,12 @@ def candidate_texts(ws: Workspace, meta: pl.DataFrame, docs: list[int]) -> list[
     """The request and answer of each doc, read from its session's refined file."""
     rows = meta[docs].select("session_id", "agent", "turn")
     files = [str(store.refined_path(ws, sid)) for sid in rows["session_id"].unique().to_list()]
-    df = (pl.scan_parquet(files).select("session_id", "agent", "turn", "user_text", "assistant_text")
-          .join(rows.lazy(), on=["session_id", "agent", "turn"], how="semi").collect())
+    df = (
+        pl.scan_parquet(files)
+        .select("session_id", "agent", "turn", "user_text", "assistant_text")
+        .join(rows.lazy(), on=["session_id", "agent", "turn"], how="semi")
+        .collect()
+    )
     texts = {(r[0], r[1], r[2]): f"{r[3] or ''}\n{r[4] or ''}" for r in df.iter_rows()}
     return [texts.get(k, "") for k in rows.iter_rows()]
 
@@ -380,34 +483,71 @@ def realized(mode: str, used: set[str], reason: str | None) -> str:
 
 # --- hits ----------------------------------------------------------------------------------
 
-def build_hits(ws: Workspace, meta: pl.DataFrame, fused: list[tuple[int, float, list[str]]],
-               highlight: set[str]) -> list[Hit]:
+
+def build_hits(
+    ws: Workspace,
+    meta: pl.DataFrame,
+    fused: list[tuple[int, float, list[str]]],
+    highlight: set[str],
+) -> list[Hit]:
     """Hits for fused docs, with texts read from the refined Parquet of their sessions only."""
     if not fused:
         return []
     rows = meta[[d for d, _, _ in fused]]
     files = [str(store.refined_path(ws, sid)) for sid in rows["session_id"].unique().to_list()]
     wanted = rows.select("session_id", "agent", "turn").lazy()
-    df = (pl.scan_parquet(files)  # one scan over the hit sessions' files only
-          .select("session_id", "agent", "turn", "summary", "user_text", "assistant_text", "tool_calls", "title")
-          .join(wanted, on=["session_id", "agent", "turn"], how="semi").collect())
+    df = (
+        pl.scan_parquet(files)  # one scan over the hit sessions' files only
+        .select(
+            "session_id",
+            "agent",
+            "turn",
+            "summary",
+            "user_text",
+            "assistant_text",
+            "tool_calls",
+            "title",
+        )
+        .join(wanted, on=["session_id", "agent", "turn"], how="semi")
+        .collect()
+    )
     texts = {(r["session_id"], r["agent"], r["turn"]): r for r in df.iter_rows(named=True)}
     hits = []
     for (_doc, score, signals), r in zip(fused, rows.iter_rows(named=True), strict=True):
         t = texts.get((r["session_id"], r["agent"], r["turn"]), {})
         started = r["started_at"]
-        hits.append(Hit(
-            workspace_id=ws.id, session_id=r["session_id"], agent=r["agent"], turn=int(r["turn"]),
-            started_at=started.isoformat() if started else None, score=round(score, 6),
-            summary=t.get("summary") or "", snippet=snippet(t, highlight), matched=signals,
-            status=r["status"], kinds=list(r["kinds"] or []), raw_ref=dict(r["raw_ref"] or {}),
-            title=t.get("title"), source=r.get("source")))
+        hits.append(
+            Hit(
+                workspace_id=ws.id,
+                session_id=r["session_id"],
+                agent=r["agent"],
+                turn=int(r["turn"]),
+                started_at=started.isoformat() if started else None,
+                score=round(score, 6),
+                summary=t.get("summary") or "",
+                snippet=snippet(t, highlight),
+                matched=signals,
+                status=r["status"],
+                kinds=list(r["kinds"] or []),
+                raw_ref=dict(r["raw_ref"] or {}),
+                title=t.get("title"),
+                source=r.get("source"),
+            )
+        )
     return hits
 
 
-def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceIndex],
-                      embedder: Embedder | None, query: str, limit: int, mode: str,
-                      filters: Filters, fusion: str | None = None, tuning: Tuning | None = None) -> SearchResults:
+def search_workspaces(
+    workspaces: list[Workspace],
+    indexes: dict[str, WorkspaceIndex],
+    embedder: Embedder | None,
+    query: str,
+    limit: int,
+    mode: str,
+    filters: Filters,
+    fusion: str | None = None,
+    tuning: Tuning | None = None,
+) -> SearchResults:
     if mode not in MODES:
         raise SearchError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     if fusion is not None and fusion not in FUSIONS:
@@ -417,7 +557,9 @@ def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceI
     if limit < 1:
         raise SearchError("limit must be at least 1")
     if tuning is not None and tuning.rerank is not None and tuning.rerank not in SPECS:
-        raise SearchError(f"rerank must be one of {', '.join(SPECS)} or None, not {tuning.rerank!r}")
+        raise SearchError(
+            f"rerank must be one of {', '.join(SPECS)} or None, not {tuning.rerank!r}"
+        )
     filters.validate([indexes[ws.id].refresh() for ws in workspaces])
     all_hits: list[Hit] = []
     reasons: list[str] = []
@@ -434,4 +576,13 @@ def search_workspaces(workspaces: list[Workspace], indexes: dict[str, WorkspaceI
     return SearchResults(all_hits[:limit], realized_mode, "; ".join(reasons) or None, query)
 
 
-__all__ = ["MODES", "Filters", "rrf", "combsum", "Hit", "SearchError", "SearchResults", "search_workspaces"]
+__all__ = [
+    "MODES",
+    "Filters",
+    "rrf",
+    "combsum",
+    "Hit",
+    "SearchError",
+    "SearchResults",
+    "search_workspaces",
+]

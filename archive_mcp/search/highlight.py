@@ -20,7 +20,9 @@ _WORD = re.compile(rf"[{CJK}]+|[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]|[A-Za-z
 
 def highlight_terms(query: str, fuzzy_terms: list[tuple[str, float]]) -> set[str]:
     """The analysed query terms plus the vocabulary terms fuzzy matching added."""
-    return set(analyse(query, drop_stopwords=True)) | {t for t, _ in fuzzy_terms if t not in ENGLISH_STOPWORDS}
+    return set(analyse(query, drop_stopwords=True)) | {
+        t for t, _ in fuzzy_terms if t not in ENGLISH_STOPWORDS
+    }
 
 
 def _matches(word: str, terms: set[str]) -> bool:
@@ -33,7 +35,7 @@ def _cjk_spans(run: str, terms: list[str]) -> list[tuple[int, int]]:
     for t in terms:
         start = run.find(t)
         while start >= 0:
-            covered[start:start + len(t)] = [True] * len(t)
+            covered[start : start + len(t)] = [True] * len(t)
             start = run.find(t, start + 1)
     spans, i = [], 0
     while i < len(run):
@@ -81,7 +83,10 @@ def snippet(row: dict[str, Any], terms: set[str], width: int = SNIPPET) -> str:
     for field_name in ("user_text", "assistant_text"):
         text = (row.get(field_name) or "")[:20000]
         passages += [p.strip() for p in _SPLIT.split(text) if p and p.strip()]
-    passages += [f"{c['name']}: {c['args_summary']} → {c['result_summary']}" for c in row.get("tool_calls") or []]
+    passages += [
+        f"{c['name']}: {c['args_summary']} → {c['result_summary']}"
+        for c in row.get("tool_calls") or []
+    ]
     if not passages:
         return ""
 
@@ -95,5 +100,9 @@ def snippet(row: dict[str, Any], terms: set[str], width: int = SNIPPET) -> str:
         start = max(0, min(first - width // 3, len(best) - width))
         while 0 < start < len(best) and best[start - 1].isalnum() and best[start].isalnum():
             start += 1  # do not start inside a word
-        best = ("…" if start else "") + best[start:start + width] + ("…" if start + width < len(best) else "")
+        best = (
+            ("…" if start else "")
+            + best[start : start + width]
+            + ("…" if start + width < len(best) else "")
+        )
     return mark(best, terms)

@@ -28,8 +28,18 @@ from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_js
 
 INDEX_VERSION = 5  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
-META_COLUMNS = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
-                "tools", "raw_ref"]
+META_COLUMNS = [
+    "session_id",
+    "agent",
+    "turn",
+    "started_at",
+    "source",
+    "status",
+    "kinds",
+    "files",
+    "tools",
+    "raw_ref",
+]
 TEXT_CAP = 3000
 BUILD_CHUNK = 256  # session files read at once while building
 BUILD_BYTES = 32 << 20  # and at most this much of them (compressed Parquet; one file at least)
@@ -45,10 +55,21 @@ def date_text(started: datetime | None) -> str:
 
 def doc_text(row: dict[str, Any]) -> str:
     """What a turn is searchable as: the request, the answer, tools, files, summary, its date."""
-    calls = " ".join(f"{c['name']} {c['args_summary']} {c['result_summary']}" for c in row["tool_calls"] or [])
-    return "\n".join((date_text(row["started_at"]), row["summary"] or "", (row["user_text"] or "")[:TEXT_CAP],
-                      (row["assistant_text"] or "")[:TEXT_CAP], calls, " ".join(row["files"] or []),
-                      " ".join(row["keywords"] or []), row["title"] or ""))
+    calls = " ".join(
+        f"{c['name']} {c['args_summary']} {c['result_summary']}" for c in row["tool_calls"] or []
+    )
+    return "\n".join(
+        (
+            date_text(row["started_at"]),
+            row["summary"] or "",
+            (row["user_text"] or "")[:TEXT_CAP],
+            (row["assistant_text"] or "")[:TEXT_CAP],
+            calls,
+            " ".join(row["files"] or []),
+            " ".join(row["keywords"] or []),
+            row["title"] or "",
+        )
+    )
 
 
 @dataclass
@@ -71,9 +92,24 @@ class Segment:
         streamed into `meta.parquet`. Nothing of the segment stays in memory: `load` maps it.
         """
         folder.mkdir(parents=True, exist_ok=True)
-        cols = ["session_id", "agent", "turn", "started_at", "source", "status", "kinds", "files",
-                "tool_calls", "raw_ref", "summary", "user_text", "assistant_text", "keywords", "title",
-                "content_hash"]
+        cols = [
+            "session_id",
+            "agent",
+            "turn",
+            "started_at",
+            "source",
+            "status",
+            "kinds",
+            "files",
+            "tool_calls",
+            "raw_ref",
+            "summary",
+            "user_text",
+            "assistant_text",
+            "keywords",
+            "title",
+            "content_hash",
+        ]
         parts = folder / "meta.parts"
         parts.mkdir(exist_ok=True)
         turns: dict[str, int] = {}
@@ -85,7 +121,9 @@ class Segment:
             for chunk in _chunks(files):
                 df = pl.read_parquet([str(f) for f in chunk], columns=cols)
                 meta = df.with_columns(
-                    pl.col("tool_calls").list.eval(pl.element().struct.field("name")).alias("tools"),
+                    pl.col("tool_calls")
+                    .list.eval(pl.element().struct.field("name"))
+                    .alias("tools"),
                 ).select(META_COLUMNS)
                 written.append(parts / f"{len(written)}.parquet")
                 meta.write_parquet(written[-1])
@@ -100,7 +138,9 @@ class Segment:
         if written:
             pl.scan_parquet(written).sink_parquet(folder / "meta.parquet")
         else:
-            pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS}).write_parquet(folder / "meta.parquet")
+            pl.DataFrame(schema={c: pl.Null for c in META_COLUMNS}).write_parquet(
+                folder / "meta.parquet"
+            )
         shutil.rmtree(parts)
         has = vectors.has_vector()
         np.save(folder / "has_vector.npy", has)
@@ -113,7 +153,9 @@ class Segment:
         if self.vectors is None:
             return None
         if not hasattr(self, "_dense"):
-            self._dense = None if streams(*self.vectors.shape) else np.asarray(self.vectors, np.float32)
+            self._dense = (
+                None if streams(*self.vectors.shape) else np.asarray(self.vectors, np.float32)
+            )
         return self._dense
 
     @classmethod
@@ -125,20 +167,31 @@ class Segment:
             size = vec_path.stat().st_size
             dim = size // (2 * has.shape[0])
             if dim == 0 or size != 2 * has.shape[0] * dim:
-                raise _damaged(folder, f"{vec_path.name} holds {size} bytes for {has.shape[0]} rows")
+                raise _damaged(
+                    folder, f"{vec_path.name} holds {size} bytes for {has.shape[0]} rows"
+                )
             vectors = np.memmap(vec_path, np.float16, "r", shape=(has.shape[0], dim))
         quantized = None
         if vectors is not None and (folder / "vectors.q8").exists():
             q8, scales = folder / "vectors.q8", np.load(folder / "scales.npy")
             if q8.stat().st_size != vectors.size or scales.shape != (vectors.shape[0],):
-                raise _damaged(folder, f"{q8.name} or scales.npy do not fit {vectors.shape[0]} rows")
+                raise _damaged(
+                    folder, f"{q8.name} or scales.npy do not fit {vectors.shape[0]} rows"
+                )
             quantized = (np.memmap(q8, np.int8, "r", shape=vectors.shape), scales)
-        return cls(Postings.load(folder / "postings"), pl.read_parquet(folder / "meta.parquet"), vectors, has,
-                   quantized)
+        return cls(
+            Postings.load(folder / "postings"),
+            pl.read_parquet(folder / "meta.parquet"),
+            vectors,
+            has,
+            quantized,
+        )
 
 
 def _damaged(folder: Path, what: str) -> ValueError:
-    return ValueError(f"the search cache is damaged ({what}): delete {folder.parent} and search again to rebuild it")
+    return ValueError(
+        f"the search cache is damaged ({what}): delete {folder.parent} and search again to rebuild it"
+    )
 
 
 def streams(rows: int, dim: int) -> bool:
@@ -213,11 +266,14 @@ class _VectorWriter:
             self.dim = emb.schema["vector"].size  # type: ignore[union-attr]
             self.file = self.path.open("wb")
             for start in range(0, self.pending, BUILD_ROWS):
-                np.zeros((min(BUILD_ROWS, self.pending - start), self.dim), np.float16).tofile(self.file)
+                np.zeros((min(BUILD_ROWS, self.pending - start), self.dim), np.float16).tofile(
+                    self.file
+                )
         block = np.zeros((keys.height, self.dim), np.float16)
         if emb is not None:
-            joined = (keys.with_row_index("row")
-                      .join(emb, on=["session_id", "agent", "turn", "content_hash"], how="inner"))
+            joined = keys.with_row_index("row").join(
+                emb, on=["session_id", "agent", "turn", "content_hash"], how="inner"
+            )
             rows = joined["row"].to_numpy()
             block[rows] = joined["vector"].to_numpy().astype(np.float16)
             has[rows] = True
@@ -227,25 +283,34 @@ class _VectorWriter:
         """This model's vectors of these sessions, each row with its session id."""
         if self.model is None:
             return None
-        paths = {str(self.ws.embeddings_dir / f"{session_file_stem(s)}.parquet"): s for s in sessions}
+        paths = {
+            str(self.ws.embeddings_dir / f"{session_file_stem(s)}.parquet"): s for s in sessions
+        }
         paths = {p: s for p, s in paths.items() if Path(p).exists()}
         if not paths:
             return None
+
         def read(files: list[str]) -> pl.DataFrame:
-            return (pl.scan_parquet(files, include_file_paths="path")
-                    .select("agent", "turn", "content_hash", "model", "vector", "path")
-                    .filter(pl.col("model") == self.model).collect())
+            return (
+                pl.scan_parquet(files, include_file_paths="path")
+                .select("agent", "turn", "content_hash", "model", "vector", "path")
+                .filter(pl.col("model") == self.model)
+                .collect()
+            )
 
         try:
             emb = read(list(paths))
-        except pl.exceptions.PolarsError:  # files of different vector widths (another model's, not re-embedded yet)
+        except (
+            pl.exceptions.PolarsError
+        ):  # files of different vector widths (another model's, not re-embedded yet)
             frames = [read([p]) for p in paths]
             frames = [f for f in frames if f.height]
             if not frames:
                 return None
             emb = pl.concat(frames)
-        emb = (emb.with_columns(session_id=pl.col("path").replace_strict(paths, return_dtype=pl.String))
-               .drop("model", "path"))
+        emb = emb.with_columns(
+            session_id=pl.col("path").replace_strict(paths, return_dtype=pl.String)
+        ).drop("model", "path")
         return emb if emb.height else None
 
     def has_vector(self) -> np.ndarray:
@@ -280,6 +345,7 @@ class WorkspaceIndex:
                 return p.stat().st_mtime_ns
             except FileNotFoundError:
                 return 0
+
         return mt(self.ws.refined_dir), mt(self.ws.embeddings_dir)
 
     def _file_stats(self) -> dict[str, list[int]]:
@@ -289,7 +355,7 @@ class WorkspaceIndex:
                 continue
             for p in folder.glob("*.parquet"):
                 st = p.stat()
-                out.setdefault(p.stem, [0, 0, 0, 0])[slot:slot + 2] = [st.st_mtime_ns, st.st_size]
+                out.setdefault(p.stem, [0, 0, 0, 0])[slot : slot + 2] = [st.st_mtime_ns, st.st_size]
         return out
 
     def refresh(self) -> WorkspaceIndex:
@@ -312,8 +378,11 @@ class WorkspaceIndex:
         return self
 
     def _fresh(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> bool:
-        return (manifest.get("version") == INDEX_VERSION and manifest.get("model") == self.model
-                and manifest.get("stamp") == list(stamp))
+        return (
+            manifest.get("version") == INDEX_VERSION
+            and manifest.get("model") == self.model
+            and manifest.get("stamp") == list(stamp)
+        )
 
     def _load_unlocked(self, stamp: tuple[int, int]) -> bool:
         """Load a fresh index without a lock; False when it is stale or was swapped meanwhile."""
@@ -337,10 +406,19 @@ class WorkspaceIndex:
         removed = [s for s in base if s not in stats]
         base_turns = max(int(manifest.get("base_turns", 0)), 1)
         changed_turns = sum(int(manifest.get("turns", {}).get(s, 50)) for s in changed)
-        names = {p.stem: p for p in self.ws.refined_dir.glob("*.parquet")} if self.ws.refined_dir.is_dir() else {}
+        names = (
+            {p.stem: p for p in self.ws.refined_dir.glob("*.parquet")}
+            if self.ws.refined_dir.is_dir()
+            else {}
+        )
         rebuild_base = not valid or not base or changed_turns > DELTA_SHARE * base_turns
-        for stale in [*self.folder.parent.glob("search.tmp*"), *self.folder.parent.glob("search.old*")]:
-            shutil.rmtree(stale, ignore_errors=True)  # left by a killed build (we hold the cache lock)
+        for stale in [
+            *self.folder.parent.glob("search.tmp*"),
+            *self.folder.parent.glob("search.old*"),
+        ]:
+            shutil.rmtree(
+                stale, ignore_errors=True
+            )  # left by a killed build (we hold the cache lock)
         tmp = self.folder.with_name(f"search.tmp{time.time_ns()}")
         try:
             if rebuild_base:
@@ -348,23 +426,33 @@ class WorkspaceIndex:
                 turns = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "base")
                 Segment.write(self.ws, [], self.model, tmp / "delta")
                 base = {s: stats[s] for s in stems}
-                manifest = {"version": INDEX_VERSION, "model": self.model, "base": base,
-                            "base_turns": sum(turns.values()),
-                            "turns": {session_file_stem(k): v for k, v in turns.items()},
-                            "dead_sessions": [], "delta_sessions": []}
+                manifest = {
+                    "version": INDEX_VERSION,
+                    "model": self.model,
+                    "base": base,
+                    "base_turns": sum(turns.values()),
+                    "turns": {session_file_stem(k): v for k, v in turns.items()},
+                    "dead_sessions": [],
+                    "delta_sessions": [],
+                }
             else:
                 shutil.copytree(self.folder / "base", tmp / "base")
                 stems = [s for s in changed if s in names]
                 turns = Segment.write(self.ws, [names[s] for s in stems], self.model, tmp / "delta")
                 # the delta's sessions count their real turns when the next refresh weighs its changes
                 known = {k: v for k, v in manifest.get("turns", {}).items() if k not in removed}
-                manifest = {**manifest, "dead_sessions": sorted(set(changed) | set(removed)),
-                            "delta_sessions": stems,
-                            "turns": {**known, **{session_file_stem(k): v for k, v in turns.items()}}}
+                manifest = {
+                    **manifest,
+                    "dead_sessions": sorted(set(changed) | set(removed)),
+                    "delta_sessions": stems,
+                    "turns": {**known, **{session_file_stem(k): v for k, v in turns.items()}},
+                }
             manifest["stamp"] = list(stamp)
             atomic_write_json(tmp / "manifest.json", manifest)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)  # a failed build leaves nothing (it may weigh GBs)
+            shutil.rmtree(
+                tmp, ignore_errors=True
+            )  # a failed build leaves nothing (it may weigh GBs)
             raise
         old = self.folder.with_name(f"search.old{time.time_ns()}")
         if self.folder.exists():
@@ -379,12 +467,19 @@ class WorkspaceIndex:
         dead = set(manifest.get("dead_sessions", []))
         base_alive = np.ones(self.segments[0].meta.height, bool)
         if dead and self.segments[0].meta.height:
-            stems = self.segments[0].meta["session_id"].map_elements(session_file_stem, return_dtype=pl.String)
+            stems = (
+                self.segments[0]
+                .meta["session_id"]
+                .map_elements(session_file_stem, return_dtype=pl.String)
+            )
             base_alive = ~stems.is_in(list(dead)).to_numpy()
         self.alive = np.concatenate([base_alive, np.ones(self.segments[1].meta.height, bool)])
         frames = [s.meta for s in self.segments if s.meta.height]
-        self.meta = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame(
-            schema={c: pl.String for c in META_COLUMNS})
+        self.meta = (
+            pl.concat(frames, how="vertical_relaxed")
+            if frames
+            else pl.DataFrame(schema={c: pl.String for c in META_COLUMNS})
+        )
 
     # --- access ----------------------------------------------------------------------------
     @property
@@ -407,8 +502,12 @@ class WorkspaceIndex:
                     out = dense @ q
                 else:
                     rows, scale = s.quantized if s.quantized is not None else (s.vectors, None)
-                    for a in range(0, n, READ_ROWS):  # block by block, the pages released after each
-                        out[a:a + READ_ROWS] = read_rows(rows, a, min(a + READ_ROWS, n)).astype(np.float32) @ q
+                    for a in range(
+                        0, n, READ_ROWS
+                    ):  # block by block, the pages released after each
+                        out[a : a + READ_ROWS] = (
+                            read_rows(rows, a, min(a + READ_ROWS, n)).astype(np.float32) @ q
+                        )
                     if scale is not None:
                         out *= scale
             sims.append(out)

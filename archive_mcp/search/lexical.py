@@ -22,11 +22,14 @@ from archive_mcp.refiners.text import tokens
 from archive_mcp.search.ondisk import read_rows
 
 K1, B = 1.2, 0.75
-RUN_POSTINGS = 4_000_000  # postings held in memory while writing an index; more spill to sorted runs
+RUN_POSTINGS = (
+    4_000_000  # postings held in memory while writing an index; more spill to sorted runs
+)
 BLOCK_POSTINGS = 4_000_000  # postings merged from the runs at once
 
 # Snowball's English stopword list (function words only: no "run", "use", "test", ...).
-ENGLISH_STOPWORDS = frozenset("""
+ENGLISH_STOPWORDS = frozenset(
+    """
 i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she
 her hers herself it its itself they them their theirs themselves what which who whom this that
 these those am is are was were be been being have has had having do does did doing would should
@@ -38,7 +41,8 @@ or because as until while of at by for with about against between into through d
 after above below to from up down in out on off over under again further then once here there
 when where why how all any both each few more most other some such no nor not only own same so
 than too very s t d ll re ve m don didn doesn isn wasn aren couldn wouldn shouldn
-""".split())
+""".split()
+)
 
 
 def _stemmer() -> Callable[[list[str]], list[str]]:
@@ -83,8 +87,14 @@ def analyse(text: str, drop_stopwords: bool = False) -> list[str]:
 
 
 class Postings:
-    def __init__(self, vocab: list[str], offsets: np.ndarray, doc_ids: np.ndarray, tfs: np.ndarray,
-                 doc_len: np.ndarray) -> None:
+    def __init__(
+        self,
+        vocab: list[str],
+        offsets: np.ndarray,
+        doc_ids: np.ndarray,
+        tfs: np.ndarray,
+        doc_len: np.ndarray,
+    ) -> None:
         self.vocab = vocab
         self.term_id = {t: i for i, t in enumerate(vocab)}
         self.offsets, self.doc_ids, self.tfs, self.doc_len = offsets, doc_ids, tfs, doc_len
@@ -100,15 +110,21 @@ class Postings:
         parts = list(_doc_postings(docs, term_id, lengths))
         doc_len = np.asarray(lengths, np.float32)
         if not parts:
-            return cls([], np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32), doc_len)
+            return cls(
+                [], np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32), doc_len
+            )
         doc_ids, tfs, counts = _sorted_run(parts, len(term_id))
         offsets = np.zeros(len(term_id) + 1, np.int64)
         offsets[1:] = np.cumsum(counts)
         return cls(_vocab(term_id), offsets, doc_ids, tfs, doc_len)
 
     @staticmethod
-    def write(docs: Iterable[list[str]], folder: Path, run_size: int | None = None,
-              block_size: int | None = None) -> None:
+    def write(
+        docs: Iterable[list[str]],
+        folder: Path,
+        run_size: int | None = None,
+        block_size: int | None = None,
+    ) -> None:
         """Write the postings of `docs` into `folder` in bounded memory (`load` maps them).
 
         Postings are gathered `run_size` at a time, sorted by term and spilled to disk as a run;
@@ -145,15 +161,22 @@ class Postings:
             spill_run()
         offsets = _merge_runs(spill, n_runs, len(term_id), folder, block_size)
         np.save(folder / "offsets.npy", offsets)
-        np.save(folder / "doc_len.npy", np.frombuffer(lengths, np.float32) if lengths else np.zeros(0, np.float32))
-        (folder / "vocab.json").write_text(json.dumps(_vocab(term_id), ensure_ascii=False), encoding="utf-8")
+        np.save(
+            folder / "doc_len.npy",
+            np.frombuffer(lengths, np.float32) if lengths else np.zeros(0, np.float32),
+        )
+        (folder / "vocab.json").write_text(
+            json.dumps(_vocab(term_id), ensure_ascii=False), encoding="utf-8"
+        )
         shutil.rmtree(spill)
 
     @classmethod
     def load(cls, folder: Path) -> Postings:
         """Offsets and lengths in memory (small); the postings themselves mapped, read per term."""
-        arrays = {n: np.load(folder / f"{n}.npy", mmap_mode="r" if n in ("doc_ids", "tfs") else None)
-                  for n in ("offsets", "doc_ids", "tfs", "doc_len")}
+        arrays = {
+            n: np.load(folder / f"{n}.npy", mmap_mode="r" if n in ("doc_ids", "tfs") else None)
+            for n in ("offsets", "doc_ids", "tfs", "doc_len")
+        }
         vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         return cls(vocab, **arrays)
 
@@ -168,7 +191,9 @@ class Postings:
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
         return read_rows(self.doc_ids, a, b), read_rows(self.tfs, a, b)
 
-    def similar_terms(self, token: str, limit: int = 6, cutoff: float = 78.0) -> list[tuple[str, float]]:
+    def similar_terms(
+        self, token: str, limit: int = 6, cutoff: float = 78.0
+    ) -> list[tuple[str, float]]:
         """Vocabulary terms within a few edits of `token` (typos, half-remembered names)."""
         if len(token) < 4 or not token.isascii():
             return []
@@ -177,7 +202,9 @@ class Postings:
             buckets = self.by_length()
             n = len(token)
             candidates = [t for size in range(n - 2, n + 3) for t in buckets.get(size, ())]
-            found = process.extract(token, candidates, scorer=fuzz.ratio, score_cutoff=cutoff, limit=limit)
+            found = process.extract(
+                token, candidates, scorer=fuzz.ratio, score_cutoff=cutoff, limit=limit
+            )
             if len(self._similar) > 4096:
                 self._similar.clear()
             self._similar[key] = [(term, score) for term, score, _ in found if term != token]
@@ -193,19 +220,24 @@ class Postings:
         return self._by_len
 
 
-def _doc_postings(docs: Iterable[list[str]], term_id: dict[str, int],
-                  lengths: MutableSequence[Any]) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _doc_postings(
+    docs: Iterable[list[str]], term_id: dict[str, int], lengths: MutableSequence[Any]
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(term ids, doc ids, term counts) of each document that has terms; every length is appended."""
     for d, doc_terms in enumerate(docs):
         c = Counter(doc_terms)
         lengths.append(len(doc_terms))
         if c:
-            yield (np.fromiter((term_id.setdefault(t, len(term_id)) for t in c), np.int32, len(c)),
-                   np.full(len(c), d, np.int32), np.fromiter(c.values(), np.float32, len(c)))
+            yield (
+                np.fromiter((term_id.setdefault(t, len(term_id)) for t in c), np.int32, len(c)),
+                np.full(len(c), d, np.int32),
+                np.fromiter(c.values(), np.float32, len(c)),
+            )
 
 
-def _sorted_run(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-                n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _sorted_run(
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n_terms: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Doc ids and counts sorted by term (stable: documents stay in order) and postings per term."""
     terms = np.concatenate([p[0] for p in parts])
     order = np.argsort(terms, kind="stable")
@@ -214,22 +246,35 @@ def _sorted_run(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     return doc_ids, tfs, np.bincount(terms, minlength=n_terms).astype(np.int64)
 
 
-def _merge_runs(spill: Path, n_runs: int, n_terms: int, folder: Path, block_size: int) -> np.ndarray:
+def _merge_runs(
+    spill: Path, n_runs: int, n_terms: int, folder: Path, block_size: int
+) -> np.ndarray:
     """Merge the spilled runs into `doc_ids.npy` and `tfs.npy`, one range of terms at a time;
     the terms' offsets. Run k holds `k.docs` and `k.tfs` sorted by term, and `k.counts`, its
     postings per term (shorter than `n_terms` when the vocabulary grew after it)."""
     totals = np.zeros(n_terms, np.int64)
     for k in range(n_runs):
         c = np.fromfile(spill / f"{k}.counts", np.int64)
-        totals[:c.size] += c
+        totals[: c.size] += c
     offsets = np.zeros(n_terms + 1, np.int64)
     offsets[1:] = np.cumsum(totals)
     n = int(offsets[-1])
-    with _NpyOut(folder / "doc_ids.npy", np.int32, n) as out_docs, _NpyOut(folder / "tfs.npy", np.float32, n) as out_tfs:
+    with (
+        _NpyOut(folder / "doc_ids.npy", np.int32, n) as out_docs,
+        _NpyOut(folder / "tfs.npy", np.float32, n) as out_tfs,
+    ):
         cursor = [0] * n_runs  # postings of each run merged so far
         lo = 0
-        while lo < n_terms:  # terms lo:hi make a block of about block_size postings (one term at least)
-            hi = min(n_terms, max(lo + 1, int(np.searchsorted(offsets, offsets[lo] + block_size, side="right")) - 1))
+        while (
+            lo < n_terms
+        ):  # terms lo:hi make a block of about block_size postings (one term at least)
+            hi = min(
+                n_terms,
+                max(
+                    lo + 1,
+                    int(np.searchsorted(offsets, offsets[lo] + block_size, side="right")) - 1,
+                ),
+            )
             size = int(offsets[hi] - offsets[lo])
             block_docs = np.empty(size, np.int32)
             block_tfs = np.empty(size, np.float32)
@@ -240,13 +285,19 @@ def _merge_runs(spill: Path, n_runs: int, n_terms: int, folder: Path, block_size
                 m = int(counts_k.sum())
                 if m == 0:
                     continue
-                term = np.repeat(np.arange(counts_k.size), counts_k)  # each posting's term in the block
+                term = np.repeat(
+                    np.arange(counts_k.size), counts_k
+                )  # each posting's term in the block
                 first = np.cumsum(counts_k) - counts_k  # where each term starts in this run's slice
                 # A posting goes after its term's postings from earlier runs, at its rank in this run.
                 dest = start[term] + filled[term] + (np.arange(m) - first[term])
-                block_docs[dest] = _read_items(spill / f"{k}.docs", np.int32, cursor[k], cursor[k] + m)
-                block_tfs[dest] = _read_items(spill / f"{k}.tfs", np.float32, cursor[k], cursor[k] + m)
-                filled[:counts_k.size] += counts_k
+                block_docs[dest] = _read_items(
+                    spill / f"{k}.docs", np.int32, cursor[k], cursor[k] + m
+                )
+                block_tfs[dest] = _read_items(
+                    spill / f"{k}.tfs", np.float32, cursor[k], cursor[k] + m
+                )
+                filled[: counts_k.size] += counts_k
                 cursor[k] += m
             out_docs.write(block_docs)
             out_tfs.write(block_tfs)
@@ -265,7 +316,11 @@ def _read_items(path: Path, dtype: type, start: int, stop: int) -> np.ndarray:
     """Items [start, stop) of a raw array file (fewer when the file is shorter), read, not mapped."""
     size = np.dtype(dtype).itemsize
     count = min(stop, path.stat().st_size // size) - start
-    return np.fromfile(path, dtype, count=count, offset=start * size) if count > 0 else np.zeros(0, dtype)
+    return (
+        np.fromfile(path, dtype, count=count, offset=start * size)
+        if count > 0
+        else np.zeros(0, dtype)
+    )
 
 
 class _NpyOut:
@@ -273,8 +328,14 @@ class _NpyOut:
 
     def __init__(self, path: Path, dtype: type, n: int) -> None:
         self.file = path.open("wb")
-        np.lib.format.write_array_header_1_0(self.file, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-                                                          "fortran_order": False, "shape": (n,)})
+        np.lib.format.write_array_header_1_0(
+            self.file,
+            {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                "fortran_order": False,
+                "shape": (n,),
+            },
+        )
 
     def write(self, block: np.ndarray) -> None:
         block.tofile(self.file)
@@ -286,7 +347,9 @@ class _NpyOut:
         self.file.close()
 
 
-def bm25(parts: list[Postings], weighted_terms: list[tuple[str, float]], alive: list[np.ndarray]) -> list[np.ndarray]:
+def bm25(
+    parts: list[Postings], weighted_terms: list[tuple[str, float]], alive: list[np.ndarray]
+) -> list[np.ndarray]:
     """BM25 scores per part (segments share idf and average length), terms weighted."""
     n_docs = sum(int(m.sum()) for m in alive) or 1
     total_len = sum(float(p.doc_len[m].sum()) for p, m in zip(parts, alive, strict=True))

@@ -20,8 +20,15 @@ def read_rows(m: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """Rows lo:hi of an array (1-d or 2-d) as a copy; of a memory-mapped one, its pages are
     released afterwards. (A view of a mapping, or an array in memory, is sliced as it is.)"""
     out = np.array(m[lo:hi])
-    if isinstance(m, np.memmap) and isinstance(m.base, mmap.mmap) and hi > lo and hasattr(mmap, "MADV_DONTNEED"):
-        start = m.offset % mmap.ALLOCATIONGRANULARITY + lo * m.strides[0]  # where the rows sit in the map
+    if (
+        isinstance(m, np.memmap)
+        and isinstance(m.base, mmap.mmap)
+        and hi > lo
+        and hasattr(mmap, "MADV_DONTNEED")
+    ):
+        start = (
+            m.offset % mmap.ALLOCATIONGRANULARITY + lo * m.strides[0]
+        )  # where the rows sit in the map
         page = start - start % mmap.PAGESIZE
         m.base.madvise(mmap.MADV_DONTNEED, page, start + (hi - lo) * m.strides[0] - page)
     return out

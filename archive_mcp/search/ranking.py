@@ -39,8 +39,12 @@ class Tuning:
     fusion: str = "zsum"
     semantic_weight: float = 1.0
     fuzzy_weight: float = 1.0
-    fuzzy_known: bool = True  # also expand query terms the workspace already has (False: only unknown ones)
-    common_share: float = 0.1  # query words in more than this share of turns leave the semantic query
+    fuzzy_known: bool = (
+        True  # also expand query terms the workspace already has (False: only unknown ones)
+    )
+    common_share: float = (
+        0.1  # query words in more than this share of turns leave the semantic query
+    )
     neighbour: float = 0.2  # share of the best neighbouring turn's score added
     session: float = 0.1  # share of the session's best score added
     sentence_depth: int = 0  # top candidates re-scored by their best sentence (0 = off)
@@ -49,10 +53,16 @@ class Tuning:
     prf_terms: int = 10  # feedback terms added to the lexical query
     prf_weight: float = 0.3  # the best feedback term's weight (a query term weighs 1)
     query_stopwords: bool = True  # stopwords stay in the lexical query (False: only content words)
-    rerank: str | None = None  # "minilm" or "e5": a second stage re-scores the top candidates (search/rerank.py)
-    rerank_depth: int | None = None  # candidates it re-scores (None: the model's own, 30 MiniLM / 20 e5)
+    rerank: str | None = (
+        None  # "minilm" or "e5": a second stage re-scores the top candidates (search/rerank.py)
+    )
+    rerank_depth: int | None = (
+        None  # candidates it re-scores (None: the model's own, 30 MiniLM / 20 e5)
+    )
     rerank_weight: float = 1.0
-    learned: bool = True  # the top 50 re-ordered by the fitted linear model (search/learned.py; hybrid only)
+    learned: bool = (
+        True  # the top 50 re-ordered by the fitted linear model (search/learned.py; hybrid only)
+    )
 
 
 def top(scores: np.ndarray, ok: np.ndarray, depth: int = DEPTH) -> list[int]:
@@ -88,7 +98,7 @@ def normalised(name: str, x: np.ndarray, ok: np.ndarray, depth: int) -> np.ndarr
     if finite.size == 0:
         return np.zeros(x.shape, np.float32)
     k = min(depth, finite.size)
-    head = np.partition(finite, finite.size - k)[finite.size - k:]
+    head = np.partition(finite, finite.size - k)[finite.size - k :]
     lo, hi = float(head.min()), float(head.max())
     if finite.size <= depth:  # every doc is a candidate: keep the weakest just above zero
         lo -= 1e-6
@@ -111,8 +121,13 @@ def zscored(name: str, x: np.ndarray, ok: np.ndarray) -> np.ndarray:
     return np.where(keep, z + tie, 0.0).astype(np.float32)
 
 
-def fuse(scores: dict[str, np.ndarray], ok: np.ndarray, weights: dict[str, float], fusion: str,
-         depth: int = DEPTH) -> np.ndarray:
+def fuse(
+    scores: dict[str, np.ndarray],
+    ok: np.ndarray,
+    weights: dict[str, float],
+    fusion: str,
+    depth: int = DEPTH,
+) -> np.ndarray:
     """One score per doc: the weighted sum of the normalised signals."""
     total = np.zeros(ok.shape, np.float32)
     for name, x in scores.items():
@@ -163,7 +178,9 @@ class Neighbours:
         if n == 0:
             empty = np.zeros(0, np.int64)
             return cls(empty, empty, empty, 0)
-        keys = meta.select(pl.col("session_id").cast(pl.String) + "\x00" + pl.col("agent").cast(pl.String)).to_series()
+        keys = meta.select(
+            pl.col("session_id").cast(pl.String) + "\x00" + pl.col("agent").cast(pl.String)
+        ).to_series()
         group = keys.cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)
         turn = meta["turn"].to_numpy().astype(np.int64)
         order = np.lexsort((turn, group))
@@ -175,8 +192,9 @@ class Neighbours:
         return cls(prev, nxt, group, int(group.max()) + 1)
 
 
-def with_context(total: np.ndarray, nb: Neighbours, neighbour: float, session: float,
-                 how: str = "lift") -> np.ndarray:
+def with_context(
+    total: np.ndarray, nb: Neighbours, neighbour: float, session: float, how: str = "lift"
+) -> np.ndarray:
     """Each doc's score with shares of its best neighbour's and its session's best score.
 
     `how="lift"` (the default) adds only what the shares exceed of the same shares of the doc's
@@ -199,8 +217,15 @@ def with_context(total: np.ndarray, nb: Neighbours, neighbour: float, session: f
     return np.maximum(total, shares) if how == "max" else total + shares
 
 
-def expansion_terms(texts: list[str], query_terms: list[str], df: Callable[[str], int], n_docs: int,
-                    analyse: Callable[[str], list[str]], k: int, max_share: float = 0.1) -> list[tuple[str, float]]:
+def expansion_terms(
+    texts: list[str],
+    query_terms: list[str],
+    df: Callable[[str], int],
+    n_docs: int,
+    analyse: Callable[[str], list[str]],
+    k: int,
+    max_share: float = 0.1,
+) -> list[tuple[str, float]]:
     """Pseudo-relevance feedback (RM3-like): terms of the top docs (`texts`, best first) scored by
     their share of a doc's terms times idf, discounted by the doc's rank; the best `k`, weighted
     relative to the first (1.0). A term must occur in another doc too (else it can only find the
@@ -215,7 +240,10 @@ def expansion_terms(texts: list[str], query_terms: list[str], df: Callable[[str]
             n = df(term)
             if n < 2 or n > max_share * n_docs:
                 continue
-            weights[term] = weights.get(term, 0.0) + count / len(terms) * float(np.log(n_docs / n)) / (rank + 1) ** 0.5
+            weights[term] = (
+                weights.get(term, 0.0)
+                + count / len(terms) * float(np.log(n_docs / n)) / (rank + 1) ** 0.5
+            )
     best = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
     return [(t, w / best[0][1]) for t, w in best] if best else []
 
@@ -232,8 +260,14 @@ def split_sentences(text: str, cap: int = 24) -> list[str]:
     return out
 
 
-def second_stage(first: np.ndarray, q: np.ndarray, texts: list[str], embed: Any, weight: float,
-                 sentences: bool = True) -> np.ndarray:
+def second_stage(
+    first: np.ndarray,
+    q: np.ndarray,
+    texts: list[str],
+    embed: Any,
+    weight: float,
+    sentences: bool = True,
+) -> np.ndarray:
     """Candidates' new scores: their first-stage score (scaled to [0, 1]) plus `weight` times
     the model's cosine (scaled to [0, 1] over them): of the whole text, or with `sentences` the
     mean of whole-text and best-sentence cosine."""
@@ -246,6 +280,7 @@ def second_stage(first: np.ndarray, q: np.ndarray, texts: list[str], embed: Any,
     def scaled(x: np.ndarray) -> np.ndarray:
         lo, hi = float(x.min()), float(x.max())
         return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+
     return scaled(first.astype(np.float32)) + weight * scaled(sem.astype(np.float32))
 
 

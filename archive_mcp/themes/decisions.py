@@ -31,30 +31,38 @@ _CHANGE_USER = (
     r"doesn'?t work|isn'?t working|still (?:not|no|doesn'?t|isn'?t|broken|failing|showing|seeing)|"
     r"why (?:did|are|is) (?:you|it|this)|that'?s (?:not|wrong)|no,|nope|not what|skip(?:ping)?|"
     r"should(?:n'?t| not)|let'?s (?:not|get|go back|switch|keep|stick|move|try|revert)|(?:a little|a bit|much) more \w+ before|"
-    r"(?:crashed|broke|failing|stuck|happening) again|but we (?:really |still )?need)\b|回滚|改回|(?:^|[^要])不要|换成|还是用")
+    r"(?:crashed|broke|failing|stuck|happening) again|but we (?:really |still )?need)\b|回滚|改回|(?:^|[^要])不要|换成|还是用"
+)
 _DECIDE_USER = (
     r"(?i)\b(?:let'?s (?:go with|use|do|build|add|make|implement|plan|create|start)|go with|we(?:'ll| will) use|"
     r"i want|i'?d like|we need|we should|make it|use (?:the|a)|option \w\b|approach \w\b|plan (?:it|this)|"
-    r"approved?|lgtm|sounds good|do it|go ahead|proceed|yes,? (?:do|go|please|let'?s))|决定|采用|就用")
-_APPROVAL = (r"(?i)^\s*(?:y|yes|yep|yeah|ok|okay|sure|approved?|lgtm|do it|go ahead|proceed|"
-                       r"option \w|\(?[a-d1-9]\)?|sounds good|perfect|great)\W{0,3}$")
+    r"approved?|lgtm|sounds good|do it|go ahead|proceed|yes,? (?:do|go|please|let'?s))|决定|采用|就用"
+)
+_APPROVAL = (
+    r"(?i)^\s*(?:y|yes|yep|yeah|ok|okay|sure|approved?|lgtm|do it|go ahead|proceed|"
+    r"option \w|\(?[a-d1-9]\)?|sounds good|perfect|great)\W{0,3}$"
+)
 _DIRECTIVE = (
     r"(?i)(?:^|[.!?\n]\s*|\b(?:i|we|you|it|this|that|they)\s+)(?:i (?:need|want|think we should)|we (?:need|should|just need)|"
     r"(?:it|this|that|they) (?:should|needs? to|has to|must)|(?:can|could) you|please|just|let'?s|make|do|use|add|"
     r"remove|keep|set|change|put|move|drop|split|switch|ignore|try|rename|convert|turn|show|hide|sort|filter|"
-    r"fix|update|build|create|plan|submit|deploy|enable|disable|always|never)\b|^\s*[\w-]+(?: [\w-]+)? should (?:be|have|show|not)\b")
-_PLAN_COMMAND = (r"(?i)^\s*/[\w:.-]*(?:plan|discuss|phase)[\w:.-]*")
+    r"fix|update|build|create|plan|submit|deploy|enable|disable|always|never)\b|^\s*[\w-]+(?: [\w-]+)? should (?:be|have|show|not)\b"
+)
+_PLAN_COMMAND = r"(?i)^\s*/[\w:.-]*(?:plan|discuss|phase)[\w:.-]*"
 _CHANGE_ASSISTANT = (
     r"(?i)\b(?:switch(?:ing|ed)? (?:back )?to|fall(?:ing)? back to|fell back to|instead|rather than|as a fallback|"
     r"(?:a )?(?:simpler|different) approach|let'?s (?:just|skip)|fundamentally|complete rewrite|rework|"
     r"revert(?:ed|ing)?|roll(?:ed|ing)? back|replac(?:ed|ing) \S+ with|no longer|changed? (?:the )?approach|"
-    r"different approach|went back to|going back to)\b")
+    r"different approach|went back to|going back to)\b"
+)
 
 _REVERT = r"(?i)\b(?:revert\w*|roll(?:ed)? ?back|undo|go(?:ing)? back|back to|(?:was|were) working|used to work)\b|回滚|改回"
 _ASKS = "what|why|how|where|when|which|who|is|are|does|did|do you|show me|tell me|explain"
 # A turn that only asks or inspects is no course to undo (on the user's first 300 characters).
-_INSPECT = (rf"(?i)^\s*(?:check|look|{_ASKS}|"
-            r"can you (?:see|check|tell|explain|confirm)|could you (?:see|check))\b|[?？]\s*$")
+_INSPECT = (
+    rf"(?i)^\s*(?:check|look|{_ASKS}|"
+    r"can you (?:see|check|tell|explain|confirm)|could you (?:see|check))\b|[?？]\s*$"
+)
 # A user turn that opens as a question asks, it does not decide ("what command can i use to …");
 # "how about …", "what if …" and "can you …?" propose or request, so they may still set a course.
 _QUESTION = rf"(?i)^\s*(?:{_ASKS})\b"
@@ -62,8 +70,10 @@ _PROPOSAL = r"(?i)^\s*(?:how about|what if|what about)\b"
 _WORK = r"Did:[^\n]*?\b(?:edited|committed|installed|pr created|created)\b"  # the refined summary: it changed something
 
 # Bookkeeping the user asks for (commit, push, merge; GSD's progress / resume commands) moves no course.
-_BOOKKEEPING = (r"(?i)^\s*(?:(?:ok|okay|great|good|cool)[,.!]?\s+)?(?:(?:can|could) (?:we|you)\s+|let'?s\s+|lets\s+|please\s+)?"
-                r"(?:commit|push|merge)\b|^\s*/gsd:(?:progress|resume-work|help|status)\b")
+_BOOKKEEPING = (
+    r"(?i)^\s*(?:(?:ok|okay|great|good|cool)[,.!]?\s+)?(?:(?:can|could) (?:we|you)\s+|let'?s\s+|lets\s+|please\s+)?"
+    r"(?:commit|push|merge)\b|^\s*/gsd:(?:progress|resume-work|help|status)\b"
+)
 # On a bug-fix turn the assistant's "instead" / "rather than" says how it fixed the bug, not that it changed course.
 _FIX_WORDING = {"instead", "rather than"}
 
@@ -109,7 +119,9 @@ def flag_turn(user: str, assistant: str, kinds: list[str]) -> Flag | None:
     return flag_turns([user], [assistant], [kinds])[0]
 
 
-def flag_turns(users: list[str], assistants: list[str], kinds: list[list[str]]) -> list[Flag | None]:
+def flag_turns(
+    users: list[str], assistants: list[str], kinds: list[list[str]]
+) -> list[Flag | None]:
     """`flag_turn` for many turns: each pattern runs once over all of them (Polars), then the
     first rule that holds decides, in this order: the user's correction or reversal, the refiner's
     `reversal`, an approval, the user setting a course, a planning command, the assistant
@@ -117,22 +129,35 @@ def flag_turns(users: list[str], assistants: list[str], kinds: list[list[str]]) 
     u = pl.Series(users, dtype=pl.String).fill_null("").str.slice(0, 1500)
     a = pl.Series(assistants, dtype=pl.String).fill_null("").str.slice(0, 3000)
     short = (pl.Series(users, dtype=pl.String).fill_null("").str.len_chars() < 1500).to_list()
-    change, revert, decide, directive = (u.str.extract(p, 0).to_list()
-                                         for p in (_CHANGE_USER, _REVERT, _DECIDE_USER, _DIRECTIVE))
+    change, revert, decide, directive = (
+        u.str.extract(p, 0).to_list() for p in (_CHANGE_USER, _REVERT, _DECIDE_USER, _DIRECTIVE)
+    )
     approval, plan = u.str.contains(_APPROVAL).to_list(), u.str.contains(_PLAN_COMMAND).to_list()
-    asks = (u.str.contains(_QUESTION) & ~u.str.contains(_PROPOSAL)).to_list()  # a question sets no course
+    asks = (
+        u.str.contains(_QUESTION) & ~u.str.contains(_PROPOSAL)
+    ).to_list()  # a question sets no course
     switch = a.str.extract(_CHANGE_ASSISTANT, 0).to_list()
     out: list[Flag | None] = []
     for i, have in enumerate(kinds):
         have = have or []
         if change[i] is not None and short[i]:
-            out.append(Flag("reversal", "user", revert[i]) if revert[i] is not None else Flag("change", "user", change[i]))
+            out.append(
+                Flag("reversal", "user", revert[i])
+                if revert[i] is not None
+                else Flag("change", "user", change[i])
+            )
         elif "reversal" in have:
             out.append(Flag("reversal", "assistant", "reversal"))
         elif approval[i]:
             out.append(Flag("decision", "user", "approval"))
         elif (decide[i] is not None or (directive[i] is not None and short[i])) and not asks[i]:
-            out.append(Flag("decision", "user", (decide[i] if decide[i] is not None else directive[i]).strip()))
+            out.append(
+                Flag(
+                    "decision",
+                    "user",
+                    (decide[i] if decide[i] is not None else directive[i]).strip(),
+                )
+            )
         elif plan[i]:
             out.append(Flag("decision", "assistant", "plan"))
         elif switch[i] is not None:
@@ -147,8 +172,22 @@ def flag_turns(users: list[str], assistants: list[str], kinds: list[list[str]]) 
 _CJK = "\u3400-\u9fff"
 _WORD = "[^\\W\\d][\\w.-]*[^\\W_]|[" + _CJK + "]+"  # words (identifiers whole) or a CJK run
 # the refined summary's own words ("Asked: … Did: edited x.ts; committed … Outcome: …") say nothing of a topic
-_TEMPLATE = {"asked", "did", "outcome", "edited", "committed", "ran", "read", "grep", "glob", "installed", "failed",
-             "task", "bash", "created"}
+_TEMPLATE = {
+    "asked",
+    "did",
+    "outcome",
+    "edited",
+    "committed",
+    "ran",
+    "read",
+    "grep",
+    "glob",
+    "installed",
+    "failed",
+    "task",
+    "bash",
+    "created",
+}
 _STOP = pl.Series(sorted(STOPWORDS | _TEMPLATE), dtype=pl.String)
 
 
@@ -157,24 +196,41 @@ def term_matrix(texts: list[str]) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray
     letters or more that are not stopwords, identifiers kept whole, CJK runs as bigrams. One
     vectorised Polars pass over all the texts, not a regex loop per turn."""
     n = len(texts)
-    words = (pl.DataFrame({"w": texts}, schema={"w": pl.String}).with_row_index("row")
-             .with_columns(pl.col("w").str.to_lowercase().str.extract_all(_WORD)).explode("w").drop_nulls("w"))
+    words = (
+        pl.DataFrame({"w": texts}, schema={"w": pl.String})
+        .with_row_index("row")
+        .with_columns(pl.col("w").str.to_lowercase().str.extract_all(_WORD))
+        .explode("w")
+        .drop_nulls("w")
+    )
     cjk = pl.col("w").str.contains(f"^[{_CJK}]")
-    latin = words.filter(~cjk & (pl.col("w").str.len_chars() > 2) & ~pl.col("w").is_in(_STOP.implode()))
-    grams = (words.filter(cjk)  # CJK has no spaces: the bigrams of each run
-             .with_columns(pl.int_ranges(0, pl.max_horizontal(pl.col("w").str.len_chars() - 1, 1)).alias("at"))
-             .explode("at").select("row", pl.col("w").str.slice(pl.col("at"), 2)))
+    latin = words.filter(
+        ~cjk & (pl.col("w").str.len_chars() > 2) & ~pl.col("w").is_in(_STOP.implode())
+    )
+    grams = (
+        words.filter(cjk)  # CJK has no spaces: the bigrams of each run
+        .with_columns(
+            pl.int_ranges(0, pl.max_horizontal(pl.col("w").str.len_chars() - 1, 1)).alias("at")
+        )
+        .explode("at")
+        .select("row", pl.col("w").str.slice(pl.col("at"), 2))
+    )
     every = pl.concat([latin, grams])
     # terms by their 64-bit hash: one numeric unique instead of a dictionary lookup per word
-    _, first, codes = np.unique(every["w"].hash().to_numpy(), return_index=True, return_inverse=True)
+    _, first, codes = np.unique(
+        every["w"].hash().to_numpy(), return_index=True, return_inverse=True
+    )
     vocab = every["w"].gather(first).to_numpy()
     rows = every["row"].to_numpy().astype(np.int64)
     width = max(1, len(vocab))
     key, tf = np.unique(rows * width + codes.astype(np.int64), return_counts=True)
     rows, cols = key // width, key % width
     idf = np.log1p(n / (1 + np.bincount(cols, minlength=len(vocab)))).astype(np.float32)
-    m = sp.csr_matrix(((1 + np.log(tf.astype(np.float32))) * idf[cols], (rows, cols)), shape=(n, len(vocab)),
-                      dtype=np.float32)
+    m = sp.csr_matrix(
+        ((1 + np.log(tf.astype(np.float32))) * idf[cols], (rows, cols)),
+        shape=(n, len(vocab)),
+        dtype=np.float32,
+    )
     norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
     return sp.csr_matrix(sp.diags(1 / np.where(norms == 0, 1, norms)) @ m), vocab, idf
 
@@ -192,8 +248,12 @@ def courses_before(codes: np.ndarray, course: np.ndarray) -> np.ndarray:
     return out
 
 
-def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_similarity: float = 0.08,
-                 change_similarity: float = 0.2) -> list[Pair]:
+def pair_changes(
+    rows: list[dict[str, Any]],
+    flags: list[Flag | None],
+    min_similarity: float = 0.08,
+    change_similarity: float = 0.2,
+) -> list[Pair]:
     """A `Pair` (change, undone turn, score, shared terms, alternatives) for each change in `rows` (every
     event of the theme in time order, aligned with `flags`; None = not flagged). A change is
     paired with the earlier course that scores best: TF-IDF cosine over the theme's own turns (the
@@ -212,22 +272,43 @@ def pair_changes(rows: list[dict[str, Any]], flags: list[Flag | None], min_simil
         return []
     m, terms, idf = term_matrix([_text(r) for r in rows])
     course, flagged = _courses(rows, flags)
-    _, codes = np.unique(np.array([r["session_id"] for r in rows], dtype=object).astype(str), return_inverse=True)
-    ctx = _Context(rows, m, course, flagged, codes, courses_before(codes, course), np.cumsum(course), min_similarity,
-                   change_similarity)
+    _, codes = np.unique(
+        np.array([r["session_id"] for r in rows], dtype=object).astype(str), return_inverse=True
+    )
+    ctx = _Context(
+        rows,
+        m,
+        course,
+        flagged,
+        codes,
+        courses_before(codes, course),
+        np.cumsum(course),
+        min_similarity,
+        change_similarity,
+    )
     kind = np.array([flags[i].kind for i in changes])  # type: ignore[union-attr]
     yes = np.array([flags[i].cue == "approval" for i in changes])  # type: ignore[union-attr]
     i_s, j_s, scores, alts = _pair(ctx, changes, kind == "decision", yes, kind == "reversal")
-    later = np.unique(j_s[~flagged[j_s]])  # undone, but no cue of its own: it changed the course before it
+    later = np.unique(
+        j_s[~flagged[j_s]]
+    )  # undone, but no cue of its own: it changed the course before it
     later = later[later > 0]
     if len(later):
         no = np.zeros(len(later), dtype=bool)
         i2, j2, s2, a2 = _pair(ctx, later, no, no, no)
-        i_s, j_s, scores, alts = (np.concatenate([i_s, i2]), np.concatenate([j_s, j2]), np.concatenate([scores, s2]),
-                                  np.concatenate([alts, a2]))
+        i_s, j_s, scores, alts = (
+            np.concatenate([i_s, i2]),
+            np.concatenate([j_s, j2]),
+            np.concatenate([scores, s2]),
+            np.concatenate([alts, a2]),
+        )
     shared = _shared_terms(m, terms, idf, i_s, j_s)
-    return [Pair(i, j, round(v, 3), sh, [x for x in alt if x >= 0])
-            for i, j, v, sh, alt in zip(i_s.tolist(), j_s.tolist(), scores.tolist(), shared, alts.tolist(), strict=True)]
+    return [
+        Pair(i, j, round(v, 3), sh, [x for x in alt if x >= 0])
+        for i, j, v, sh, alt in zip(
+            i_s.tolist(), j_s.tolist(), scores.tolist(), shared, alts.tolist(), strict=True
+        )
+    ]
 
 
 @dataclass
@@ -245,21 +326,47 @@ class _Context:
 
 def _courses(rows: list[dict[str, Any]], flags: list[Flag | None]) -> tuple[np.ndarray, np.ndarray]:
     """Which rows set a course that a later change can undo, and which are flagged."""
-    users = pl.Series([r.get("user_text") or "" for r in rows], dtype=pl.String).str.strip_chars().str.slice(0, 300)
-    decided = np.array(["decision" in (r.get("kinds") or []) for r in rows], dtype=bool)  # the refiner saw a decision
+    users = (
+        pl.Series([r.get("user_text") or "" for r in rows], dtype=pl.String)
+        .str.strip_chars()
+        .str.slice(0, 300)
+    )
+    decided = np.array(
+        ["decision" in (r.get("kinds") or []) for r in rows], dtype=bool
+    )  # the refiner saw a decision
     command = users.str.starts_with("/").to_numpy()
     inspecting = users.str.contains(_INSPECT).to_numpy() & ~command & ~decided
-    worked = pl.Series([r.get("summary") or "" for r in rows], dtype=pl.String).str.contains(_WORK).to_numpy()
-    fixed = np.array(["fix" in (r.get("kinds") or []) for r in rows], dtype=bool)  # a bug fixed sets no course
+    worked = (
+        pl.Series([r.get("summary") or "" for r in rows], dtype=pl.String)
+        .str.contains(_WORK)
+        .to_numpy()
+    )
+    fixed = np.array(
+        ["fix" in (r.get("kinds") or []) for r in rows], dtype=bool
+    )  # a bug fixed sets no course
     flagged = np.array([f is not None for f in flags])
-    worded = np.array([f is not None and f.by == "assistant" and f.kind == "change" and f.cue.lower() in _FIX_WORDING
-                       for f in flags])
-    idle = (command & ~worked) | users.str.contains(_BOOKKEEPING).to_numpy()  # nothing changed, or only bookkeeping
+    worded = np.array(
+        [
+            f is not None
+            and f.by == "assistant"
+            and f.kind == "change"
+            and f.cue.lower() in _FIX_WORDING
+            for f in flags
+        ]
+    )
+    idle = (command & ~worked) | users.str.contains(
+        _BOOKKEEPING
+    ).to_numpy()  # nothing changed, or only bookkeeping
     return (flagged | (worked & ~fixed)) & ~inspecting & ~idle & ~(fixed & worded), flagged
 
 
-def _pair(ctx: _Context, changes: np.ndarray, user_course: np.ndarray, approves: np.ndarray,
-          reverts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _pair(
+    ctx: _Context,
+    changes: np.ndarray,
+    user_course: np.ndarray,
+    approves: np.ndarray,
+    reverts: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pairs of `changes` (row indices, time order) as arrays: change, undone course, score,
     and the alternatives (one row per pair, `ALTERNATIVES` wide, -1 where there is none)."""
     course, codes, before = ctx.course, ctx.codes, ctx.before
@@ -267,23 +374,38 @@ def _pair(ctx: _Context, changes: np.ndarray, user_course: np.ndarray, approves:
     found = []
     for start in range(0, len(changes), 256):
         block = slice(start, start + 256)
-        idx, user, yes, back_to = changes[block], user_course[block], approves[block], reverts[block]
+        idx, user, yes, back_to = (
+            changes[block],
+            user_course[block],
+            approves[block],
+            reverts[block],
+        )
         cand = idx[:, None] - back[None, :]  # the WINDOW turns before each change, nearest first
         ok = cand >= 0
         cand = np.where(ok, cand, 0)
         lo = int(cand.min())
-        sims = (ctx.m[idx] @ ctx.m[lo:int(idx.max())].T).toarray() if idx.max() > lo else np.zeros((len(idx), 1))
+        sims = (
+            (ctx.m[idx] @ ctx.m[lo : int(idx.max())].T).toarray()
+            if idx.max() > lo
+            else np.zeros((len(idx), 1))
+        )
         at = np.arange(len(idx))[:, None]
         alike = np.where(ok, sims[at, np.minimum(cand - lo, sims.shape[1] - 1)], 0.0)
         ok &= course[cand]  # a change undoes a course: never a question, a check or a bug fix
         here = codes[cand] == codes[idx][:, None]
         # courses of the conversation between the candidate and the change (0: its last course)
         nth = np.where(here, before[idx][:, None] - before[cand] - course[cand], 0)
-        if back_to.any():  # going back returns to a course someone set, or to the last course of its conversation
+        if (
+            back_to.any()
+        ):  # going back returns to a course someone set, or to the last course of its conversation
             ok[back_to] &= ctx.flagged[cand[back_to]] | (here[back_to] & (nth[back_to] == 0))
         bonus = np.where(here, RECENT / (1 + nth), 0.0)
-        opens = before[idx] == 0  # no course of its own conversation before it: the theme's courses count
-        kth = ctx.total[idx[opens] - 1][:, None] - ctx.total[cand[opens]]  # courses of the theme in between
+        opens = (
+            before[idx] == 0
+        )  # no course of its own conversation before it: the theme's courses count
+        kth = (
+            ctx.total[idx[opens] - 1][:, None] - ctx.total[cand[opens]]
+        )  # courses of the theme in between
         bonus[opens] = OPEN / (1 + kth)
         score = np.where(ok, alike + bonus, -np.inf)
         best = score.argmax(axis=1)
@@ -294,11 +416,18 @@ def _pair(ctx: _Context, changes: np.ndarray, user_course: np.ndarray, approves:
         picked = cand[rows_at, best]
         sim = alike[rows_at, best]
         at_last = here[rows_at, best] & (nth[rows_at, best] == 0)
-        at_last[opens] = ctx.total[idx[opens] - 1] == ctx.total[picked[opens]]  # the theme's last course
+        at_last[opens] = (
+            ctx.total[idx[opens] - 1] == ctx.total[picked[opens]]
+        )  # the theme's last course
         # the last course needs some words in common (or, in the conversation, a file)
-        near = (sim >= LAST_MIN) | _share_file(ctx.rows, idx, picked, ~opens & user & ~yes & at_last & (sim < LAST_MIN))
-        enough = np.where(user, (sim >= ctx.change_similarity) | (at_last & ~yes & near),
-                          (sim >= ctx.min_similarity) | (at_last & (near | ~opens)))
+        near = (sim >= LAST_MIN) | _share_file(
+            ctx.rows, idx, picked, ~opens & user & ~yes & at_last & (sim < LAST_MIN)
+        )
+        enough = np.where(
+            user,
+            (sim >= ctx.change_similarity) | (at_last & ~yes & near),
+            (sim >= ctx.min_similarity) | (at_last & (near | ~opens)),
+        )
         keep = np.nonzero(enough & ok[rows_at, best])[0]
         found.append((idx[keep], picked[keep], score[rows_at[keep], best[keep]], alts[keep]))
     i_s, j_s, scores, alts = (np.concatenate(x) for x in zip(*found, strict=True))
@@ -315,11 +444,15 @@ def _runners_up(score: np.ndarray, cand: np.ndarray, best: np.ndarray) -> np.nda
     for k in range(ALTERNATIVES):  # a few argmax passes: cheaper than sorting 200 candidates a row
         rest[rows_at, taken] = -np.inf
         taken = rest.argmax(axis=1)
-        out[:, k] = np.where(rest[rows_at, taken] > 0, cand[rows_at, taken], -1)  # 0: no word, no recency
+        out[:, k] = np.where(
+            rest[rows_at, taken] > 0, cand[rows_at, taken], -1
+        )  # 0: no word, no recency
     return out
 
 
-def _share_file(rows: list[dict[str, Any]], i: np.ndarray, j: np.ndarray, when: np.ndarray) -> np.ndarray:
+def _share_file(
+    rows: list[dict[str, Any]], i: np.ndarray, j: np.ndarray, when: np.ndarray
+) -> np.ndarray:
     """For the pairs (i, j) where `when` holds: did the two turns touch a file of the same name?"""
     out = np.zeros(len(i), dtype=bool)
     for k in np.nonzero(when)[0]:
@@ -332,8 +465,14 @@ def _file_names(row: dict[str, Any]) -> set[str]:
     return {n for n in names if "." in n.strip(".")}  # files, not folders
 
 
-def _shared_terms(m: sp.csr_matrix, terms: np.ndarray, idf: np.ndarray, i: np.ndarray, j: np.ndarray,
-                  most: int = 6) -> list[list[str]]:
+def _shared_terms(
+    m: sp.csr_matrix,
+    terms: np.ndarray,
+    idf: np.ndarray,
+    i: np.ndarray,
+    j: np.ndarray,
+    most: int = 6,
+) -> list[list[str]]:
     """For each pair (i, j) the terms both rows hold, rarest first (at most `most`)."""
     if not len(i):
         return []
@@ -360,5 +499,9 @@ def gist(row: dict[str, Any], by: str, width: int = 160) -> str:
     if not text.strip() or len(text.strip()) < 12:
         summary = row.get("summary") or ""
         m = re.search(r"Outcome:\s*(.*)", summary, re.S)
-        text = (m.group(1) if m else summary) if by != "user" or not text.strip() else f"{text.strip()}: {summary}"
+        text = (
+            (m.group(1) if m else summary)
+            if by != "user" or not text.strip()
+            else f"{text.strip()}: {summary}"
+        )
     return clip(" ".join(text.split()), width)

@@ -44,8 +44,14 @@ CELL = 400  # turns per cell for the approximate neighbours
 BLOCK = 2_048  # rows whose similarities are held at once (BLOCK x pool floats)
 
 
-def turn_graph(v: np.ndarray, sessions: list[str], turns: list[int], k: int = NEIGHBOURS,
-               adjacent: float = ADJACENT, seed: int = 0) -> sp.csr_matrix:
+def turn_graph(
+    v: np.ndarray,
+    sessions: list[str],
+    turns: list[int],
+    k: int = NEIGHBOURS,
+    adjacent: float = ADJACENT,
+    seed: int = 0,
+) -> sp.csr_matrix:
     """Symmetric weighted adjacency: each row's `k` nearest rows by cosine (unit rows; a pair that
     is near both ways weighs twice) plus `adjacent` between consecutive turns of a session."""
     n = v.shape[0]
@@ -55,10 +61,15 @@ def turn_graph(v: np.ndarray, sessions: list[str], turns: list[int], k: int = NE
     w = w + w.T
     if adjacent > 0:
         order = sorted(range(n), key=lambda i: (sessions[i], turns[i]))
-        pairs = np.array([(a, b) for a, b in zip(order, order[1:], strict=False) if sessions[a] == sessions[b]],
-                         dtype=np.int64).reshape(-1, 2)
+        pairs = np.array(
+            [(a, b) for a, b in zip(order, order[1:], strict=False) if sessions[a] == sessions[b]],
+            dtype=np.int64,
+        ).reshape(-1, 2)
         if len(pairs):
-            chain = sp.coo_matrix((np.full(len(pairs), adjacent, np.float32), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+            chain = sp.coo_matrix(
+                (np.full(len(pairs), adjacent, np.float32), (pairs[:, 0], pairs[:, 1])),
+                shape=(n, n),
+            )
             w = w + chain + chain.T
     return sp.csr_matrix(w, dtype=np.float64)
 
@@ -74,7 +85,9 @@ def _nearest(v: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
     else:
         from sklearn.cluster import MiniBatchKMeans
 
-        km = MiniBatchKMeans(n_clusters=max(2, n // CELL), random_state=seed, n_init=1, batch_size=4096)
+        km = MiniBatchKMeans(
+            n_clusters=max(2, n // CELL), random_state=seed, n_init=1, batch_size=4096
+        )
         groups = _cells(km.fit_predict(v), km.cluster_centers_)
     out_r, out_c, out_s = [], [], []
     for who, pool in groups:
@@ -84,7 +97,7 @@ def _nearest(v: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
         if kk <= 0:
             continue
         for start in range(0, len(who), BLOCK):
-            part = who[start:start + BLOCK]
+            part = who[start : start + BLOCK]
             s = v[part] @ v[pool].T
             s[pool[None, :] == part[:, None]] = -np.inf  # not its own neighbour
             top = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
@@ -96,7 +109,9 @@ def _nearest(v: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
     return np.concatenate(out_r), np.concatenate(out_c), np.concatenate(out_s)
 
 
-def _cells(cell: np.ndarray, centres: np.ndarray, near: int = 3) -> list[tuple[np.ndarray, np.ndarray]]:
+def _cells(
+    cell: np.ndarray, centres: np.ndarray, near: int = 3
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """(rows of the cell, rows its neighbours are looked for in) per k-means cell: the cell itself
     and the `near` - 1 cells whose centres are nearest by cosine. The centres are normalised: the
     mean of a loose cell's unit rows is short, and by dot product a cell next to it would rank
@@ -106,12 +121,18 @@ def _cells(cell: np.ndarray, centres: np.ndarray, near: int = 3) -> list[tuple[n
     sims = unit @ unit.T
     np.fill_diagonal(sims, np.inf)
     nearest = np.argsort(-sims, axis=1, kind="stable")[:, :near]
-    order = np.argsort(cell, kind="stable")  # rows by cell, once (not one scan of every row per cell)
+    order = np.argsort(
+        cell, kind="stable"
+    )  # rows by cell, once (not one scan of every row per cell)
     members = np.split(order, np.searchsorted(cell[order], np.arange(1, len(centres))))
-    return [(members[c], np.concatenate([members[d] for d in nearest[c]])) for c in range(len(centres))]
+    return [
+        (members[c], np.concatenate([members[d] for d in nearest[c]])) for c in range(len(centres))
+    ]
 
 
-def louvain(w: sp.csr_matrix, resolution: float = RESOLUTION, seed: int = 0, levels: int = 20) -> np.ndarray:
+def louvain(
+    w: sp.csr_matrix, resolution: float = RESOLUTION, seed: int = 0, levels: int = 20
+) -> np.ndarray:
     """Community of each node of a symmetric weighted graph by Louvain modularity optimisation
     (local moves in a seeded random order, then the communities become nodes, until no move)."""
     n = w.shape[0]
@@ -127,13 +148,17 @@ def louvain(w: sp.csr_matrix, resolution: float = RESOLUTION, seed: int = 0, lev
             break
         _, part = np.unique(part, return_inverse=True)
         labels = part[labels]
-        p = sp.csr_matrix((np.ones(len(part)), (np.arange(len(part)), part)), shape=(len(part), part.max() + 1))
+        p = sp.csr_matrix(
+            (np.ones(len(part)), (np.arange(len(part)), part)), shape=(len(part), part.max() + 1)
+        )
         g = sp.csr_matrix(p.T @ g @ p)
     _, labels = np.unique(labels, return_inverse=True)
     return labels
 
 
-def _local_moves(g: sp.csr_matrix, resolution: float, total: float, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+def _local_moves(
+    g: sp.csr_matrix, resolution: float, total: float, rng: np.random.Generator
+) -> tuple[np.ndarray, bool]:
     """Move nodes to the neighbouring community that gains the most modularity. Every node is
     visited once in a random order; a node is visited again only when a neighbour of it moved
     to another community (the fast local move of Leiden), until none would move."""
@@ -174,9 +199,13 @@ def _local_moves(g: sp.csr_matrix, resolution: float, total: float, rng: np.rand
                     queue.append(j)
     return np.asarray(comm), moved
 
+
 # --- discovery's clusters: broad themes (k-means micro-clusters merged) and topics (communities) --
 
-def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0) -> np.ndarray:
+
+def cluster_vectors(
+    x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0
+) -> np.ndarray:
     """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n)),
     then average-linkage merging of their centroids up to cosine distance `threshold`. A zero vector (a turn without a shared term) is unlike every other:
     cosine distance 1, not NaN."""
@@ -184,8 +213,9 @@ def cluster_vectors(x: np.ndarray, threshold: float, micro: int | None = None, s
     return broad[assign]
 
 
-def micro_clusters(x: np.ndarray, threshold: float, micro: int | None = None,
-                   seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def micro_clusters(
+    x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`cluster_vectors` in parts: each row's micro-cluster, the micro-clusters' k-means centres
     and each micro-cluster's broad cluster."""
     from scipy.cluster.hierarchy import fcluster, linkage
@@ -213,8 +243,9 @@ def micro_clusters(x: np.ndarray, threshold: float, micro: int | None = None,
 TOPIC_IDS = 1_000_000
 
 
-def cluster_turns(frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int = 3,
-                  seed: int = 0) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+def cluster_turns(
+    frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int = 3, seed: int = 0
+) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """All clusters of the frame's rows (broad themes and topics), and those kept as themes."""
     sessions = frame["session_id"].to_list()
     assign, _, broad = micro_clusters(x, cut, seed=seed)
@@ -224,19 +255,30 @@ def cluster_turns(frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int 
         clusters.setdefault(int(c), []).append(i)
     clusters.update(_topics(frame, x, coarse, seed)[1])
     # A cluster is a theme when it is big enough and spans more than one session.
-    keep = {c: idx for c, idx in clusters.items()
-            if len(idx) >= min_size and len({sessions[i] for i in idx}) >= 2 and len(idx) <= 0.5 * len(sessions)}
+    keep = {
+        c: idx
+        for c, idx in clusters.items()
+        if len(idx) >= min_size
+        and len({sessions[i] for i in idx}) >= 2
+        and len(idx) <= 0.5 * len(sessions)
+    }
     return clusters, keep
 
 
-def _topics(frame: pl.DataFrame, x: np.ndarray, coarse: np.ndarray, seed: int) -> tuple[np.ndarray, dict[int, list[int]]]:
+def _topics(
+    frame: pl.DataFrame, x: np.ndarray, coarse: np.ndarray, seed: int
+) -> tuple[np.ndarray, dict[int, list[int]]]:
     """Each row's community, and the topics: the communities that do not repeat a broad theme.
 
     Communities of a graph that links each turn to its nearest turns (its vector joined with its
     rare keywords and files) and to the turns next to it in its session: a topic of real work is
     a run of turns. They find the topics inside the broad themes; a topic that repeats a theme is
     dropped."""
-    files = [list(f or []) for f in frame["files"].to_list()] if "files" in frame.columns else [[]] * frame.height
+    files = (
+        [list(f or []) for f in frame["files"].to_list()]
+        if "files" in frame.columns
+        else [[]] * frame.height
+    )
     terms = with_topic_terms(x, frame["keywords"].to_list(), files)
     graph = turn_graph(terms, frame["session_id"].to_list(), frame["turn"].to_list(), seed=seed)
     community = louvain(graph, seed=seed)
@@ -246,7 +288,9 @@ def _topics(frame: pl.DataFrame, x: np.ndarray, coarse: np.ndarray, seed: int) -
     return community, new_topics(fine, coarse)
 
 
-def new_topics(fine: dict[int, list[int]], coarse: np.ndarray, same: float = 0.8) -> dict[int, list[int]]:
+def new_topics(
+    fine: dict[int, list[int]], coarse: np.ndarray, same: float = 0.8
+) -> dict[int, list[int]]:
     """The topics that do not repeat a broad theme (Jaccard of their rows under `same` with every
     broad cluster; `coarse` is each row's broad cluster). Only the broad clusters a topic's rows
     fall in can overlap it, so this costs one pass over the rows, not topics x themes x rows."""
@@ -296,7 +340,12 @@ class DiskRows:
             for lo in range(0, m.shape[0], READ):
                 a, b = np.searchsorted(rows, [lo, lo + READ])
                 if b > a:
-                    yield at, read_rows(m, lo, min(lo + READ, m.shape[0]))[rows[a:b] - lo].astype(np.float32)
+                    yield (
+                        at,
+                        read_rows(m, lo, min(lo + READ, m.shape[0]))[rows[a:b] - lo].astype(
+                            np.float32
+                        ),
+                    )
                     at += b - a
 
     def take(self, idx: np.ndarray) -> np.ndarray:
@@ -308,8 +357,14 @@ class DiskRows:
         return out
 
 
-def join_nearest(v: np.ndarray, sample: np.ndarray, community: np.ndarray, centres: np.ndarray,
-                 pools: list[np.ndarray], k: int = NEIGHBOURS) -> tuple[np.ndarray, np.ndarray]:
+def join_nearest(
+    v: np.ndarray,
+    sample: np.ndarray,
+    community: np.ndarray,
+    centres: np.ndarray,
+    pools: list[np.ndarray],
+    k: int = NEIGHBOURS,
+) -> tuple[np.ndarray, np.ndarray]:
     """For unit rows `v` outside the sample: the k-means cell of the sample each falls in (nearest
     of the `centres` that have sampled rows, by what k-means minimises) and the community most of
     its `k` nearest sampled rows are in (by cosine, among `pools[cell]`: the cell's rows and its
@@ -330,14 +385,19 @@ def join_nearest(v: np.ndarray, sample: np.ndarray, community: np.ndarray, centr
     return cell, out
 
 
-def cluster_sampled(frame: pl.DataFrame, rows: DiskRows, cut: float, min_size: int = 3, seed: int = 0
-                    ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
+def cluster_sampled(
+    frame: pl.DataFrame, rows: DiskRows, cut: float, min_size: int = 3, seed: int = 0
+) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
     """`cluster_turns` past `SAMPLE` rows: the broad themes and topics of a sample of whole
     sessions (`sample_rows`), then every other row, streamed from disk, joins the broad theme of
     its k-means cell and the topic of its nearest sampled rows (`join_nearest`). Returns all
     clusters, those kept, each kept cluster's members' similarity to its mean (as `discover`
     scores them) and the sample (a bool per row: the frame's `sampled` when it has one)."""
-    sample = frame["sampled"].to_numpy() if "sampled" in frame.columns else sample_rows(frame["session_id"], seed=seed)
+    sample = (
+        frame["sampled"].to_numpy()
+        if "sampled" in frame.columns
+        else sample_rows(frame["session_id"], seed=seed)
+    )
     at = np.flatnonzero(sample)
     xs = rows.take(at)
     assign, centres, broad = micro_clusters(xs, cut, seed=seed)
@@ -348,33 +408,48 @@ def cluster_sampled(frame: pl.DataFrame, rows: DiskRows, cut: float, min_size: i
     pools = [pool for _, pool in _cells(assign, centres)]
     coarse, fine = np.zeros(frame.height, np.int64), np.full(frame.height, -1, np.int64)
     coarse[at], fine[at] = broad[assign], topic_of[community]
-    sums = {"coarse": np.zeros((int(broad.max()) + 1, xs.shape[1])), "fine": np.zeros((len(topic_of), xs.shape[1]))}
+    sums = {
+        "coarse": np.zeros((int(broad.max()) + 1, xs.shape[1])),
+        "fine": np.zeros((len(topic_of), xs.shape[1])),
+    }
 
     def add(labels: tuple[np.ndarray, np.ndarray], v: np.ndarray) -> None:
         for name, lab in (("coarse", labels[0]), ("fine", labels[1] - TOPIC_IDS)):
             ok = lab >= 0
-            sums[name] += sp.csr_matrix((np.ones(ok.sum()), (lab[ok], np.flatnonzero(ok))),
-                                        shape=(len(sums[name]), len(v))) @ v
+            sums[name] += (
+                sp.csr_matrix(
+                    (np.ones(ok.sum()), (lab[ok], np.flatnonzero(ok))),
+                    shape=(len(sums[name]), len(v)),
+                )
+                @ v
+            )
 
     add((coarse[at], fine[at]), xs)
     for start, v in rows.blocks():
-        rest = np.flatnonzero(~sample[start:start + len(v)])
+        rest = np.flatnonzero(~sample[start : start + len(v)])
         cell, joined = join_nearest(v[rest], xs, community, centres, pools)
         coarse[start + rest], fine[start + rest] = broad[cell], topic_of[joined]
         add((coarse[start + rest], fine[start + rest]), v[rest])
     del xs
-    counts = {"coarse": np.bincount(coarse, minlength=len(sums["coarse"])),
-              "fine": np.bincount(fine[fine >= 0] - TOPIC_IDS, minlength=len(topic_of))}
+    counts = {
+        "coarse": np.bincount(coarse, minlength=len(sums["coarse"])),
+        "fine": np.bincount(fine[fine >= 0] - TOPIC_IDS, minlength=len(topic_of)),
+    }
     mean = {k: sums[k] / np.maximum(counts[k], 1)[:, None] for k in sums}
     sim = np.zeros((2, frame.height), np.float32)
     for start, v in rows.blocks():
         end = start + len(v)
         sim[0, start:end] = np.einsum("ij,ij->i", v, mean["coarse"][coarse[start:end]])
-        sim[1, start:end] = np.einsum("ij,ij->i", v, mean["fine"][np.maximum(fine[start:end] - TOPIC_IDS, 0)])
+        sim[1, start:end] = np.einsum(
+            "ij,ij->i", v, mean["fine"][np.maximum(fine[start:end] - TOPIC_IDS, 0)]
+        )
     clusters = {**_groups(coarse), **_groups(fine[fine >= 0], np.flatnonzero(fine >= 0))}
     codes = frame["session_id"].rank("dense").to_numpy()
-    keep = {c: idx for c, idx in clusters.items()
-            if min_size <= len(idx) <= 0.5 * frame.height and len(np.unique(codes[idx])) >= 2}
+    keep = {
+        c: idx
+        for c, idx in clusters.items()
+        if min_size <= len(idx) <= 0.5 * frame.height and len(np.unique(codes[idx])) >= 2
+    }
     return clusters, keep, {c: sim[int(c >= TOPIC_IDS), idx] for c, idx in keep.items()}, sample
 
 
@@ -390,12 +465,19 @@ def _groups(labels: np.ndarray, rows: np.ndarray | None = None) -> dict[int, np.
 
 # --- stable ids: a new cluster takes the id of the previous run's it overlaps most ---------------
 
-def match_rows(new: dict[int, np.ndarray], old: dict[int, tuple[np.ndarray, int]], n: int,
-               min_overlap: float = 0.3) -> dict[int, int]:
+
+def match_rows(
+    new: dict[int, np.ndarray],
+    old: dict[int, tuple[np.ndarray, int]],
+    n: int,
+    min_overlap: float = 0.3,
+) -> dict[int, int]:
     """`match_clusters` of clusters as rows of a frame of `n` (the previous run's: its members'
     rows still in the frame, and how many it had), overlaps counted from each row's new clusters."""
     a_ids, b_ids = list(new), list(old)
-    layers: list[np.ndarray] = []  # a row's new clusters, one a layer (a row is in a theme and a topic)
+    layers: list[
+        np.ndarray
+    ] = []  # a row's new clusters, one a layer (a row is in a theme and a topic)
     for i, a in enumerate(a_ids):
         rows, depth = np.asarray(new[a], np.int64), 0
         while len(rows):
@@ -409,12 +491,18 @@ def match_rows(new: dict[int, np.ndarray], old: dict[int, tuple[np.ndarray, int]
         counts = np.zeros(len(a_ids), np.int64)
         for got in (layer[old[b][0]] for layer in layers):
             counts += np.bincount(got[got >= 0], minlength=len(a_ids))
-        pairs += [(j, a_ids[i], b) for i in np.flatnonzero(counts)
-                  if (j := int(counts[i]) / max(1, sizes_a[i] + old[b][1] - int(counts[i]))) >= min_overlap]
+        pairs += [
+            (j, a_ids[i], b)
+            for i in np.flatnonzero(counts)
+            if (j := int(counts[i]) / max(1, sizes_a[i] + old[b][1] - int(counts[i])))
+            >= min_overlap
+        ]
     return greedy_ids(pairs, a_ids, b_ids)
 
 
-def greedy_ids(pairs: list[tuple[float, int, int]], new: list[int], old: list[int]) -> dict[int, int]:
+def greedy_ids(
+    pairs: list[tuple[float, int, int]], new: list[int], old: list[int]
+) -> dict[int, int]:
     """New cluster -> stable id from (overlap, new, old) pairs: the largest overlaps first, each
     old id once; the rest get ids after every old one."""
     mapping: dict[int, int] = {}

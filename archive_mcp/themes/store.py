@@ -49,7 +49,9 @@ class ThemeError(ArchiveError, ValueError):
 def slug_of(name: str) -> str:
     """The file name of a theme; names that would leave the themes folder are refused."""
     if not isinstance(name, str) or not name.strip() or len(name) > 120 or _BAD_NAME.search(name):
-        raise ThemeError(f"invalid theme name {name!r}: no slashes, no '..', no leading '.', 1-120 characters")
+        raise ThemeError(
+            f"invalid theme name {name!r}: no slashes, no '..', no leading '.', 1-120 characters"
+        )
     slug = re.sub(r"[^\w.-]+", "-", name.strip().lower(), flags=re.UNICODE).strip("-")
     if not slug or slug.startswith("."):
         raise ThemeError(f"invalid theme name {name!r}")
@@ -90,9 +92,18 @@ class Theme:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Theme:
         members = [Member(**m) for m in d.get("members", [])]
-        return cls(d["name"], d["slug"], d.get("description", ""), list(d.get("seeds", [])),
-                   d.get("status", "tagged"), members, d.get("created", ""), d.get("updated", ""),
-                   d.get("cluster_id"), list(d.get("keywords", [])))
+        return cls(
+            d["name"],
+            d["slug"],
+            d.get("description", ""),
+            list(d.get("seeds", [])),
+            d.get("status", "tagged"),
+            members,
+            d.get("created", ""),
+            d.get("updated", ""),
+            d.get("cluster_id"),
+            list(d.get("keywords", [])),
+        )
 
 
 @dataclass
@@ -140,7 +151,9 @@ class ThemeStore:
         theme = self.get(name)
         if theme is None:
             known = ", ".join(t.name for t in self.list()) or "none yet"
-            raise ThemeError(f"no theme {name!r} in workspace {self.ws.name}; known themes: {known}")
+            raise ThemeError(
+                f"no theme {name!r} in workspace {self.ws.name}; known themes: {known}"
+            )
         return theme
 
     def list(self) -> list[Theme]:
@@ -158,8 +171,12 @@ class ThemeStore:
         as a dict, or the whole text, at once."""
         theme.updated = now()
         theme.created = theme.created or theme.updated
-        head = json.dumps({**{f.name: getattr(theme, f.name) for f in fields(theme)}, "members": []},
-                          ensure_ascii=False, indent=2, sort_keys=True).split('"members": []', 1)
+        head = json.dumps(
+            {**{f.name: getattr(theme, f.name) for f in fields(theme)}, "members": []},
+            ensure_ascii=False,
+            indent=2,
+            sort_keys=True,
+        ).split('"members": []', 1)
         path = self.folder / f"{theme.slug}.json"
         self.folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{path.name}.", suffix=".tmp")
@@ -167,8 +184,13 @@ class ThemeStore:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(head[0] + ('"members": [\n' if theme.members else '"members": ['))
                 for at in range(0, len(theme.members), 4096):
-                    part = (textwrap.indent(json.dumps(asdict(m), ensure_ascii=False, indent=2, sort_keys=True), "    ")
-                            for m in theme.members[at:at + 4096])
+                    part = (
+                        textwrap.indent(
+                            json.dumps(asdict(m), ensure_ascii=False, indent=2, sort_keys=True),
+                            "    ",
+                        )
+                        for m in theme.members[at : at + 4096]
+                    )
                     fh.write((",\n" if at else "") + ",\n".join(part))
                 fh.write(("\n  ]" if theme.members else "]") + head[1] + "\n")
                 fh.flush()
@@ -187,18 +209,33 @@ class ThemeStore:
 
 # --- discovery -----------------------------------------------------------------------------
 
+
 def class_tfidf(docs_by_class: dict[Any, list[list[str]]], top: int = 5) -> dict[Any, list[str]]:
     """Distinctive words per class (BERTopic's c-TF-IDF): tf in the class x log(1 + A / f)."""
-    return class_tfidf_counts({c: Counter(t for doc in docs for t in doc if _label_token(t))
-                               for c, docs in docs_by_class.items()}, top)
+    return class_tfidf_counts(
+        {
+            c: Counter(t for doc in docs for t in doc if _label_token(t))
+            for c, docs in docs_by_class.items()
+        },
+        top,
+    )
 
 
 def class_tfidf_of(frame: pl.DataFrame, cls: str, words: str, top: int = 5) -> dict[Any, list[str]]:
     """`class_tfidf` of a frame's list-of-words column by its class column (lowercased words),
     counted by Polars: a theme's timeline has a thousand turns of keywords."""
-    counts: dict[Any, Counter[str]] = {c: Counter() for c in frame[cls].unique(maintain_order=True).to_list()}
-    pairs = (frame.select(cls, pl.col(words).cast(pl.List(pl.String)).list.eval(pl.element().str.to_lowercase()))
-             .explode(words).drop_nulls(words).group_by(cls, words).len())
+    counts: dict[Any, Counter[str]] = {
+        c: Counter() for c in frame[cls].unique(maintain_order=True).to_list()
+    }
+    pairs = (
+        frame.select(
+            cls, pl.col(words).cast(pl.List(pl.String)).list.eval(pl.element().str.to_lowercase())
+        )
+        .explode(words)
+        .drop_nulls(words)
+        .group_by(cls, words)
+        .len()
+    )
     keep = {w for w in pairs[words].unique().to_list() if _label_token(w)}
     for c, w, n in pairs.filter(pl.col(words).is_in(list(keep))).iter_rows():
         counts[c][w] = n
@@ -227,8 +264,12 @@ def label_words(text: str, keywords: list[str]) -> list[str]:
         if is_cjk(w):
             if 2 <= len(w) <= 4:
                 out.append(w)
-        elif (w.isascii() and not w.startswith(("<", "/")) and "--" not in w
-              and sum(ch.isalpha() for ch in w) >= max(3, 2 * len(w) // 3)):
+        elif (
+            w.isascii()
+            and not w.startswith(("<", "/"))
+            and "--" not in w
+            and sum(ch.isalpha() for ch in w) >= max(3, 2 * len(w) // 3)
+        ):
             out.append(w.lower())  # words, not dates, versions or numbered fragments
     return out
 
@@ -236,15 +277,22 @@ def label_words(text: str, keywords: list[str]) -> list[str]:
 def _label_token(t: str) -> bool:
     if is_cjk(t):
         return len(t) >= 2
-    return (len(t) >= 3 and t not in STOPWORDS and t not in ENGLISH_STOPWORDS and not t.isdigit()
-            and t not in _LABEL_NOISE)
+    return (
+        len(t) >= 3
+        and t not in STOPWORDS
+        and t not in ENGLISH_STOPWORDS
+        and not t.isdigit()
+        and t not in _LABEL_NOISE
+    )
 
 
 # The summary's template words and tool names, and chat filler a person would not name a topic by
 # (function words are ENGLISH_STOPWORDS: "them", "they", "same" made labels like "them / they").
-_LABEL_NOISE = frozenset("asked did outcome edited ran failed readfile strreplacefile writefile shell glob grep "
-                         "done file files line lines code cool nice great good sure thanks thank please "
-                         "yeah yep really actually just still even also maybe perhaps".split())
+_LABEL_NOISE = frozenset(
+    "asked did outcome edited ran failed readfile strreplacefile writefile shell glob grep "
+    "done file files line lines code cool nice great good sure thanks thank please "
+    "yeah yep really actually just still even also maybe perhaps".split()
+)
 
 
 # Where to cut the centroid dendrogram (cosine distance), per vector space. Calibrated on the
@@ -261,7 +309,9 @@ def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    vec = TfidfVectorizer(tokenizer=tokens, lowercase=False, token_pattern=None, min_df=2, sublinear_tf=True)
+    vec = TfidfVectorizer(
+        tokenizer=tokens, lowercase=False, token_pattern=None, min_df=2, sublinear_tf=True
+    )
     try:
         m = vec.fit_transform(texts)
     except ValueError:  # fewer than two turns, or no term in two of them
@@ -274,16 +324,24 @@ def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
     return (m / np.where(norms == 0, 1, norms)).astype(np.float32)
 
 
-def match_clusters(new: dict[int, set[tuple[str, str, int]]], old: dict[int, set[tuple[str, str, int]]],
-                   min_overlap: float = 0.3) -> dict[int, int]:
+def match_clusters(
+    new: dict[int, set[tuple[str, str, int]]],
+    old: dict[int, set[tuple[str, str, int]]],
+    min_overlap: float = 0.3,
+) -> dict[int, int]:
     """New cluster -> stable id: greedy by Jaccard overlap with the previous run's clusters."""
-    pairs = [(j, a, b) for a, ma in new.items() for b, mb in old.items()
-             if (j := len(ma & mb) / max(1, len(ma | mb))) >= min_overlap]
+    pairs = [
+        (j, a, b)
+        for a, ma in new.items()
+        for b, mb in old.items()
+        if (j := len(ma & mb) / max(1, len(ma | mb))) >= min_overlap
+    ]
     return greedy_ids(pairs, list(new), list(old))
 
 
-def suggested(folder: Path, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
-              ) -> list[tuple[Theme, np.ndarray, int]]:
+def suggested(
+    folder: Path, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
+) -> list[tuple[Theme, np.ndarray, int]]:
     """Saved suggestions (no members), their members' rows by `row_of` (-1: gone), how many."""
     out = []
     for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -292,22 +350,33 @@ def suggested(folder: Path, row_of: Callable[[list[str], list[str], list[int]], 
             while (start := text.find(_MEMBERS)) < 0 and (more := fh.read(_READ)):
                 text += more
             if start >= 0:  # as `ThemeStore.save` writes it: the members a megabyte at a time
-                rows, count, tail = _member_rows(fh, text[start + len(_MEMBERS):], row_of)
+                rows, count, tail = _member_rows(fh, text[start + len(_MEMBERS) :], row_of)
                 data = json.loads(text[:start] + '"members": []' + tail)
             else:
                 data = json.loads(text)
                 keys = [(m["session_id"], m["agent"], m["turn"]) for m in data.get("members", [])]
-                found = row_of(*map(list, zip(*keys, strict=True))) if keys else np.zeros(0, np.int64)  # type: ignore[call-arg]
+                found = (
+                    row_of(*map(list, zip(*keys, strict=True))) if keys else np.zeros(0, np.int64)
+                )  # type: ignore[call-arg]
                 rows, count = np.unique(found[found >= 0]), len(keys)
-        if isinstance(data, dict) and data.get("status") == "suggested" and data.get("cluster_id") is not None:
+        if (
+            isinstance(data, dict)
+            and data.get("status") == "suggested"
+            and data.get("cluster_id") is not None
+        ):
             out.append((Theme.from_json({**data, "members": []}), rows, count))
     return out
 
-_MEMBERS, _READ = '"members": [', 1 << 20  # how `ThemeStore.save` (json.dumps, indent 2) opens the members
+
+_MEMBERS, _READ = (
+    '"members": [',
+    1 << 20,
+)  # how `ThemeStore.save` (json.dumps, indent 2) opens the members
 
 
-def _member_rows(fh: Any, text: str, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
-                 ) -> tuple[np.ndarray, int, str]:
+def _member_rows(
+    fh: Any, text: str, row_of: Callable[[list[str], list[str], list[int]], np.ndarray]
+) -> tuple[np.ndarray, int, str]:
     """The rows of the members of the array `text` (then the file) goes on with, how many, and
     the rest of the file after the array; decoded one member at a time, read `_READ` at a time."""
     decoder, found, count, pos = json.JSONDecoder(), [np.zeros(0, np.int64)], 0, 0
@@ -333,14 +402,18 @@ def _member_rows(fh: Any, text: str, row_of: Callable[[list[str], list[str], lis
             batch = ([], [], [])
     found.append(row_of(*batch) if batch[0] else np.zeros(0, np.int64))
     rows = np.concatenate(found)
-    return np.unique(rows[rows >= 0]), count, text[pos + 1:] + fh.read()
+    return np.unique(rows[rows >= 0]), count, text[pos + 1 :] + fh.read()
 
 
 def unique_label(words: list[str], taken: set[str], cid: int) -> str:
     """A label of a cluster's first three words, one no other cluster of this run has (each is
     found by its label). When it repeats, a later word takes the third place, so the difference
     shows where a list cuts a long label; then more of its words; else its id. Added to `taken`."""
-    tries = [words[:3]] + [words[:2] + [w] for w in words[3:]] + [words[:n] for n in range(4, len(words) + 1)]
+    tries = (
+        [words[:3]]
+        + [words[:2] + [w] for w in words[3:]]
+        + [words[:n] for n in range(4, len(words) + 1)]
+    )
     label = next((lab for t in tries if t and (lab := " / ".join(t)).casefold() not in taken), None)
     if label is None:
         label = f"{' / '.join(words[:3])} ({cid})" if words else f"cluster {cid}"
@@ -348,14 +421,20 @@ def unique_label(words: list[str], taken: set[str], cid: int) -> str:
     return label
 
 
-def discovery_space(frame: pl.DataFrame, vectors: np.ndarray | DiskRows | None, model: str | None,
-                    threshold: float | None = None) -> tuple[np.ndarray | DiskRows, float]:
+def discovery_space(
+    frame: pl.DataFrame,
+    vectors: np.ndarray | DiskRows | None,
+    model: str | None,
+    threshold: float | None = None,
+) -> tuple[np.ndarray | DiskRows, float]:
     """The unit vectors discovery clusters (the index's, else TF-IDF of each turn's text) and
     where to cut the broad themes in that space (`threshold` when given)."""
     if vectors is not None:
         return vectors, threshold if threshold is not None else CUTS.get(model or "", DEFAULT_CUT)
-    texts = [f"{r['user_text'][:600]}\n{r['assistant_text'][:600]}\n{' '.join(r['keywords'])}"
-             for r in frame.iter_rows(named=True)]
+    texts = [
+        f"{r['user_text'][:600]}\n{r['assistant_text'][:600]}\n{' '.join(r['keywords'])}"
+        for r in frame.iter_rows(named=True)
+    ]
     return tfidf_vectors(texts), threshold if threshold is not None else CUTS["tfidf"]
 
 
@@ -369,16 +448,37 @@ class Discovery:
     removed: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "themes": [{"name": t.name, "slug": t.slug, "cluster_id": t.cluster_id,
-                                            "size": len(t.members), "keywords": t.keywords} for t in self.themes]}
+        return {
+            **asdict(self),
+            "themes": [
+                {
+                    "name": t.name,
+                    "slug": t.slug,
+                    "cluster_id": t.cluster_id,
+                    "size": len(t.members),
+                    "keywords": t.keywords,
+                }
+                for t in self.themes
+            ],
+        }
 
 
-def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows | None, min_size: int = 3,
-             threshold: float | None = None, model: str | None = None) -> Discovery:
+def discover(
+    ws: Workspace,
+    frame: pl.DataFrame,
+    vectors: np.ndarray | DiskRows | None,
+    min_size: int = 3,
+    threshold: float | None = None,
+    model: str | None = None,
+) -> Discovery:
     """Cluster a workspace's main-agent turns and save the clusters as suggested themes. Vectors
     on disk (`DiskRows`, past `graph.SAMPLE` turns) are clustered on a sample (`cluster_sampled`)
     and labelled from the sample's texts (the frame has no others); the frame is then emptied."""
-    t0, store, method = time.perf_counter(), ThemeStore(ws), "embeddings" if vectors is not None else "tfidf"
+    t0, store, method = (
+        time.perf_counter(),
+        ThemeStore(ws),
+        "embeddings" if vectors is not None else "tfidf",
+    )
     x, cut = discovery_space(frame, vectors, model, threshold)
     if isinstance(x, DiskRows):
         clusters, keep, sims, sampled = cluster_sampled(frame, x, cut, min_size)
@@ -386,9 +486,14 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
         clusters, keep = cluster_turns(frame, x, cut, min_size)  # type: ignore[assignment]
         sims = {c: x[idx] @ x[idx].mean(0) for c, idx in keep.items()}
         sampled = np.ones(frame.height, bool)
-    names = frame["session_id"].unique().sort().to_list()  # keys share one string per session and agent
+    names = (
+        frame["session_id"].unique().sort().to_list()
+    )  # keys share one string per session and agent
     codes = frame["session_id"].rank("dense").to_numpy() - 1
-    agents, agent_codes = frame["agent"].unique().sort().to_list(), frame["agent"].rank("dense").to_numpy() - 1
+    agents, agent_codes = (
+        frame["agent"].unique().sort().to_list(),
+        frame["agent"].rank("dense").to_numpy() - 1,
+    )
     turns = frame["turn"].to_numpy()
 
     def key(i: int) -> tuple[str, str, int]:
@@ -399,40 +504,79 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
     packed = packed[order := np.argsort(packed)]
 
     def row_of(sessions: list[str], agent: list[str], turn: list[int]) -> np.ndarray:
-        s, a = np.array([code_of.get(x, -1) for x in sessions]), np.array([agent_of.get(x, -1) for x in agent])
+        s, a = (
+            np.array([code_of.get(x, -1) for x in sessions]),
+            np.array([agent_of.get(x, -1) for x in agent]),
+        )
         want = (s * len(agents) + a) << 32 | np.array(turn, np.int64)
         at = np.minimum(np.searchsorted(packed, want), max(len(packed) - 1, 0))
-        return np.where((s >= 0) & (a >= 0) & (packed[at] == want), order[at], -1) if len(packed) else np.full(len(s), -1)
+        return (
+            np.where((s >= 0) & (a >= 0) & (packed[at] == want), order[at], -1)
+            if len(packed)
+            else np.full(len(s), -1)
+        )
 
     # Labels need a sample, not every turn: tokenising 50k turns would dominate discovery.
     sampler = np.random.default_rng(0)
     docs = {}
     for c, rows in clusters.items():
         idx = [i for i in rows if sampled[i]] if not sampled.all() else rows
-        pick = pl.Series(idx if len(idx) <= LABEL_SAMPLE else sampler.choice(idx, LABEL_SAMPLE, replace=False),
-                         dtype=pl.Int64)
-        docs[c] = [label_words(text[:600], kw) for text, kw in zip(frame["user_text"].gather(pick).to_list(),
-                                                                  frame["keywords"].gather(pick).to_list(), strict=True)]
+        pick = pl.Series(
+            idx if len(idx) <= LABEL_SAMPLE else sampler.choice(idx, LABEL_SAMPLE, replace=False),
+            dtype=pl.Int64,
+        )
+        docs[c] = [
+            label_words(text[:600], kw)
+            for text, kw in zip(
+                frame["user_text"].gather(pick).to_list(),
+                frame["keywords"].gather(pick).to_list(),
+                strict=True,
+            )
+        ]
     words, n = class_tfidf(docs), frame.height
     del docs, clusters  # the label sample's words: tens of MB
-    for column in frame.columns if isinstance(x, DiskRows) else []:  # the caller's rows are of no more use
-        frame.drop_in_place(column)  # (past the sample: a million rows' keys and their buffers, ~100 MB)
+    for column in (
+        frame.columns if isinstance(x, DiskRows) else []
+    ):  # the caller's rows are of no more use
+        frame.drop_in_place(
+            column
+        )  # (past the sample: a million rows' keys and their buffers, ~100 MB)
     with locked(ws.root):
         found = suggested(store.folder, row_of)
-        ids = match_rows({c: np.asarray(idx, np.int64) for c, idx in keep.items()},
-                         {t.cluster_id: (rows, count) for t, rows, count in found}, n)  # type: ignore[misc]
+        ids = match_rows(
+            {c: np.asarray(idx, np.int64) for c, idx in keep.items()},
+            {t.cluster_id: (rows, count) for t, rows, count in found},
+            n,
+        )  # type: ignore[misc]
         previous = [t for t, _, _ in found]
         when = now()
         themes: list[Theme] = []
         taken: set[str] = set()
-        scores: dict[float, float] = {}  # one float object per score (a million members: 50 MB less)
+        scores: dict[
+            float, float
+        ] = {}  # one float object per score (a million members: 50 MB less)
         for c, idx in sorted(keep.items(), key=lambda kv: ids[kv[0]]):
             cid = ids[c]
             label, why = unique_label(words[c], taken, cid), f"cluster:{cid}"
-            theme = Theme(label, f"cluster-{cid}", f"Discovered: {', '.join(words[c])}", [], "suggested",
-                          [Member(*key(i), why, "discover_themes", when, scores.setdefault(v := round(float(sim), 4), v))
-                           for i, sim in zip(idx, sims[c], strict=True)],
-                          cluster_id=cid, keywords=words[c])
+            theme = Theme(
+                label,
+                f"cluster-{cid}",
+                f"Discovered: {', '.join(words[c])}",
+                [],
+                "suggested",
+                [
+                    Member(
+                        *key(i),
+                        why,
+                        "discover_themes",
+                        when,
+                        scores.setdefault(v := round(float(sim), 4), v),
+                    )
+                    for i, sim in zip(idx, sims[c], strict=True)
+                ],
+                cluster_id=cid,
+                keywords=words[c],
+            )
             prior = next((t for t in previous if t.cluster_id == cid), None)
             theme.created = prior.created if prior else ""
             store.save(theme)
@@ -443,5 +587,6 @@ def discover(ws: Workspace, frame: pl.DataFrame, vectors: np.ndarray | DiskRows 
             if t.cluster_id not in kept_ids:
                 (store.folder / f"{t.slug}.json").unlink(missing_ok=True)
                 removed.append(t.slug)
-    return Discovery(themes, method, n, sum(len(i) for i in keep.values()),
-                     time.perf_counter() - t0, removed)
+    return Discovery(
+        themes, method, n, sum(len(i) for i in keep.values()), time.perf_counter() - t0, removed
+    )

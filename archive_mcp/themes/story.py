@@ -43,7 +43,11 @@ def thread_line(thread: list[dict[str, Any]], width: int = GIST) -> str:
     then the courses the newest step may undo instead of the one before it, when there are any."""
     first, last = thread[0], thread[-1]
     middle = thread[1:-1]
-    via = f" → {_step(middle[-1], width)}" if len(middle) == 1 else (f" → … {len(middle)} changes …" if middle else "")
+    via = (
+        f" → {_step(middle[-1], width)}"
+        if len(middle) == 1
+        else (f" → … {len(middle)} changes …" if middle else "")
+    )
     who = "the user" if last["by"] == "user" else "the assistant"
     maybe = f"; or it undoes {', '.join(last['alternatives'])}" if last.get("alternatives") else ""
     return f"- was {_step(first, width)}{via} → now {_step(last, width)} [{last['flag']} by {who}{maybe}]"
@@ -81,8 +85,10 @@ def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
     changes = sum(1 for d in tl.decisions if d["flag"] != "decision")
     out.add(f"# Theme: {tl.theme}")
-    out.add(f"{len(tl.events)} turns, {_day(tl.first_seen)} → {_day(tl.last_seen)} (by {tl.granularity}); "
-            f"{len(tl.decisions) - changes} decisions, {changes} changes of course")
+    out.add(
+        f"{len(tl.events)} turns, {_day(tl.first_seen)} → {_day(tl.last_seen)} (by {tl.granularity}); "
+        f"{len(tl.decisions) - changes} decisions, {changes} changes of course"
+    )
     out.add(clip(f"**Now:** {tl.current_state}", max(80, max_chars // 6)))
     left = {"threads": 0, "decisions": 0, "events": 0}
     decision_budget = out.used + int(0.6 * max(0, max_chars - out.used))
@@ -92,7 +98,9 @@ def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
         out.add("\n## Decisions (newest first)")
     for n, t in enumerate(threads):
         line = thread_line(t, gw)
-        if (n and out.used + len(line) > decision_budget) or not out.add(line, 300 if n == 0 else 0):
+        if (n and out.used + len(line) > decision_budget) or not out.add(
+            line, 300 if n == 0 else 0
+        ):
             left["threads"] += 1
     for d in unpaired:
         line = f"- {d['flag']}: {_step(d, gw)}"
@@ -102,14 +110,21 @@ def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
         out.add("\n## Dormant")
         for g in tl.dormant_gaps:
             out.add(f"- {g['from'][:10]} → {g['to'][:10]} ({g['days']:.0f} days quiet)")
-    tail = [f"- {f['file']}: {f['turns']} turn{'s' if f['turns'] != 1 else ''}, {f['first'][:10]} → {f['last'][:10]}"
-            for f in tl.files[:5]]
+    tail = [
+        f"- {f['file']}: {f['turns']} turn{'s' if f['turns'] != 1 else ''}, {f['first'][:10]} → {f['last'][:10]}"
+        for f in tl.files[:5]
+    ]
     memories = [f"- {m}" for m in tl.memories]
     reserve = min(sum(len(x) + 1 for x in tail[:3] + memories[:3]) + 40, max_chars // 8)
     # The newest events first: choose from the end, render in time order under bucket headers.
     words = {b["bucket"]: b for b in tl.buckets}
     chosen: list[int] = []
-    cost = len("\n## Timeline (newest 0000 of 0000 turns; 0000 earlier not shown, raise max_output_chars)") + 1
+    cost = (
+        len(
+            "\n## Timeline (newest 0000 of 0000 turns; 0000 earlier not shown, raise max_output_chars)"
+        )
+        + 1
+    )
     heads: set[str] = set()
     for i in range(len(tl.events) - 1, -1, -1):
         e = tl.events[i]
@@ -122,8 +137,14 @@ def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
         chosen.append(i)
     left["events"] = len(tl.events) - len(chosen)
     if tl.events:
-        note = (f"\n## Timeline (newest {len(chosen)} of {len(tl.events)} turns; {left['events']} earlier not shown, "
-                "raise max_output_chars)") if left["events"] else "\n## Timeline"
+        note = (
+            (
+                f"\n## Timeline (newest {len(chosen)} of {len(tl.events)} turns; {left['events']} earlier not shown, "
+                "raise max_output_chars)"
+            )
+            if left["events"]
+            else "\n## Timeline"
+        )
         out.add(note)
         current = None
         for i in sorted(chosen):
@@ -155,9 +176,14 @@ def _size(x: Any) -> int:
 
 
 def _event_json(e: TimelineEvent, width: int = SUMMARY) -> dict[str, Any]:
-    d: dict[str, Any] = {"ref": e.ref, "session_id": e.session_id, "turn": e.turn,
-                         "at": e.at.isoformat() if e.at else None, "flag": e.flag,
-                         "summary": clip(" ".join(e.summary.split()), width)}
+    d: dict[str, Any] = {
+        "ref": e.ref,
+        "session_id": e.session_id,
+        "turn": e.turn,
+        "at": e.at.isoformat() if e.at else None,
+        "flag": e.flag,
+        "summary": clip(" ".join(e.summary.split()), width),
+    }
     if e.agent != "main":
         d["agent"] = e.agent
     if e.content is not None:
@@ -170,20 +196,41 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
 
     def brief(s: dict[str, Any]) -> dict[str, Any]:
-        out = {"ref": s["ref"], "at": s["at"], "flag": s["flag"], "by": s["by"], "gist": clip(s["gist"], gw)}
+        out = {
+            "ref": s["ref"],
+            "at": s["at"],
+            "flag": s["flag"],
+            "by": s["by"],
+            "gist": clip(s["gist"], gw),
+        }
         if s.get("alternatives"):
-            out["alternatives"] = s["alternatives"]  # other courses the change may undo: check them by meaning
+            out["alternatives"] = s[
+                "alternatives"
+            ]  # other courses the change may undo: check them by meaning
         return out
 
     out: dict[str, Any] = {
-        "theme": tl.theme, "granularity": tl.granularity,
+        "theme": tl.theme,
+        "granularity": tl.granularity,
         "first_seen": tl.first_seen.isoformat() if tl.first_seen else None,
         "last_seen": tl.last_seen.isoformat() if tl.last_seen else None,
         "current_state": clip(tl.current_state, max(80, max_chars // 8)),
-        "counts": {"events": len(tl.events), "decisions": len(tl.decisions), "threads": len(tl.threads),
-                   "files": len(tl.files), "buckets": len(tl.buckets)},
-        "threads": [], "decisions": [], "events": [], "buckets": [], "dormant_gaps": [{**g, "days": round(g["days"], 1)} for g in tl.dormant_gaps[-3:]],
-        "files": [], "memories": tl.memories[:10], "truncated": False}
+        "counts": {
+            "events": len(tl.events),
+            "decisions": len(tl.decisions),
+            "threads": len(tl.threads),
+            "files": len(tl.files),
+            "buckets": len(tl.buckets),
+        },
+        "threads": [],
+        "decisions": [],
+        "events": [],
+        "buckets": [],
+        "dormant_gaps": [{**g, "days": round(g["days"], 1)} for g in tl.dormant_gaps[-3:]],
+        "files": [],
+        "memories": tl.memories[:10],
+        "truncated": False,
+    }
     used = _size(out) + 40
     events = [_event_json(e, sw) for e in reversed(tl.events)]
     newest = sum(_size(e) for e in events[:1])  # the newest event is part of the story too
@@ -199,8 +246,13 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
             out[key].append(item)
             used += n
 
-    threads = [[brief(s) for s in t] for t in sorted(tl.threads, key=lambda t: t[-1]["at"] or "", reverse=True)]
-    take("threads", threads[:1], max_chars - newest)  # the newest thread is the story: it comes first
+    threads = [
+        [brief(s) for s in t]
+        for t in sorted(tl.threads, key=lambda t: t[-1]["at"] or "", reverse=True)
+    ]
+    take(
+        "threads", threads[:1], max_chars - newest
+    )  # the newest thread is the story: it comes first
     take("threads", threads[1:], decision_cap)
     unpaired = sorted(_unpaired(tl), key=lambda d: d["at"] or "", reverse=True)
     take("decisions", [{**brief(d), "undoes": d["undoes"]} for d in unpaired], decision_cap)
@@ -209,8 +261,19 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
     take("events", events[:1], max_chars)
     take("events", events[1:], max_chars - reserve)
     out["events"].reverse()
-    take("buckets", [{"bucket": b["bucket"], "start": b["start"], "turns": b["turns"], "keywords": b["keywords"][:5]}
-                     for b in reversed(tl.buckets)], max_chars)
+    take(
+        "buckets",
+        [
+            {
+                "bucket": b["bucket"],
+                "start": b["start"],
+                "turns": b["turns"],
+                "keywords": b["keywords"][:5],
+            }
+            for b in reversed(tl.buckets)
+        ],
+        max_chars,
+    )
     out["buckets"].reverse()
     take("files", files, max_chars)
     if len(out["files"]) < len(tl.files):

@@ -32,7 +32,9 @@ from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.walk import local_turns, walk
 
-COMMON_SHARE = 0.3  # a word in more than this share of a workspace's turns says nothing about a topic
+COMMON_SHARE = (
+    0.3  # a word in more than this share of a workspace's turns says nothing about a topic
+)
 DEPTH = 150
 NEAR_MISSES = 10
 # Tuned on the labelled coding set (bench/RESULTS.md, Themes): with the default min_score 0.5 a
@@ -52,7 +54,9 @@ GAP = 3
 # NEIGHBOUR_QUANTILE of the core). Tuned on LoCoMo-dev and the coding set (bench/RESULTS.md).
 QUESTION_CORE = 20
 NEIGHBOUR_QUANTILE = 0.3
-GAP_MARGIN = 0.2  # a turn in a gap is at most this much further from the core's centroid than the core
+GAP_MARGIN = (
+    0.2  # a turn in a gap is at most this much further from the core's centroid than the core
+)
 
 Key = tuple[str, str, int]
 
@@ -72,15 +76,21 @@ def focus(seed: str, index: WorkspaceIndex) -> str:
 
     def common(word: str) -> bool:
         toks = tokens(word)
-        return bool(toks) and all(sum(s.postings.df(t) for s in index.segments) / n > COMMON_SHARE for t in toks)
+        return bool(toks) and all(
+            sum(s.postings.df(t) for s in index.segments) / n > COMMON_SHARE for t in toks
+        )
 
     kept = [w for w in seed.split() if not common(w)]
     return " ".join(kept) if kept and len(kept) < len(seed.split()) else seed
 
 
-def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: WorkspaceIndex,
-                    turns: Callable[[set[str]], pl.DataFrame], seeds: Sequence[str],
-                    min_score: float) -> tuple[list[Candidate], list[dict[str, Any]]]:
+def seed_candidates(
+    search: Callable[[str, int], Sequence[Any]],
+    index: WorkspaceIndex,
+    turns: Callable[[set[str]], pl.DataFrame],
+    seeds: Sequence[str],
+    min_score: float,
+) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """Candidates to attach and near misses, from each seed's hits (noise and subagents left out).
 
     A hit scoring at least `CORE` x `min_score` x the seed's best is the core of the theme; a
@@ -99,11 +109,15 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
     frame = turns(sessions) if sessions else pl.DataFrame()
     noisy = _noise(frame)
     x, pos = _vectors(index)
-    share: dict[Key, tuple[float, float, str]] = {}  # key -> (share of the seed's best, score, seed)
+    share: dict[
+        Key, tuple[float, float, str]
+    ] = {}  # key -> (share of the seed's best, score, seed)
     near: list[dict[str, Any]] = []
     found: set[Key] = set()  # every seed's hits that may be attached, at any score
     for seed, hits in runs:
-        good = [h for h in hits if (h.session_id, h.agent, h.turn) not in noisy and h.agent == "main"]
+        good = [
+            h for h in hits if (h.session_id, h.agent, h.turn) not in noisy and h.agent == "main"
+        ]
         found.update((h.session_id, h.agent, h.turn) for h in good)
         if not good or good[0].score <= 0:
             continue
@@ -115,25 +129,54 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
             kept = max(s, CORE * min_score) if question and rank < QUESTION_CORE else s
             if kept >= LOW * min_score and kept > share.get(key, (0.0, 0.0, ""))[0]:
                 share[key] = (kept, h.score, seed)
-            if s < min_score * (CORE if x is not None else 1.0) and len(near) < 3 * NEAR_MISSES * len(seeds):
-                near.append({"session_id": h.session_id, "agent": h.agent, "turn": h.turn,
-                             "ref": f"{h.session_id}:{h.turn}", "score": h.score, "share": round(s, 3),
-                             "seed": seed, "at": h.started_at,
-                             "summary": clip(" ".join((h.summary or "").split()), 160)})
+            if s < min_score * (CORE if x is not None else 1.0) and len(
+                near
+            ) < 3 * NEAR_MISSES * len(seeds):
+                near.append(
+                    {
+                        "session_id": h.session_id,
+                        "agent": h.agent,
+                        "turn": h.turn,
+                        "ref": f"{h.session_id}:{h.turn}",
+                        "score": h.score,
+                        "share": round(s, 3),
+                        "seed": seed,
+                        "at": h.started_at,
+                        "summary": clip(" ".join((h.summary or "").split()), 160),
+                    }
+                )
     if x is None:  # no vectors to tell a topic from a word match: the hits from `min_score` on
         keep = {k for k, v in share.items() if v[0] >= min_score}
         attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
     else:
         keep, closeness, own = close_to_core(x, pos, share, CORE * min_score)
-        keep |= same_files(index, share, {k for k, v in share.items() if v[0] >= CORE * min_score},
-                           FILE_LOW * min_score)
+        keep |= same_files(
+            index,
+            share,
+            {k for k, v in share.items() if v[0] >= CORE * min_score},
+            FILE_LOW * min_score,
+        )
         attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
         away = {k for k in frame_keys(frame) if closeness(k) < float(own.min()) - GAP_MARGIN}
         attach += fill_gaps(frame, keep, noisy | away, share)
-        floor = float(np.quantile(own, 0.0 if any(is_question(seed) for seed in seeds) else NEIGHBOUR_QUANTILE))
-        attach += next_to(frame, keep, noisy, lambda k: closeness(k) >= floor, share, {c.key for c in attach})
-        attach = by_walk(attach, frame, noisy, x, pos, found, {k: v[0] for k, v in share.items() if v[0] >= CORE * min_score},
-                         seeds)
+        floor = float(
+            np.quantile(
+                own, 0.0 if any(is_question(seed) for seed in seeds) else NEIGHBOUR_QUANTILE
+            )
+        )
+        attach += next_to(
+            frame, keep, noisy, lambda k: closeness(k) >= floor, share, {c.key for c in attach}
+        )
+        attach = by_walk(
+            attach,
+            frame,
+            noisy,
+            x,
+            pos,
+            found,
+            {k: v[0] for k, v in share.items() if v[0] >= CORE * min_score},
+            seeds,
+        )
     taken = {c.key for c in attach}
     seen: set[Key] = set()
     near_out = []
@@ -145,8 +188,13 @@ def seed_candidates(search: Callable[[str, int], Sequence[Any]], index: Workspac
     return attach, near_out[:NEAR_MISSES]
 
 
-def close_to_core(x: np.ndarray, pos: dict[Key, int], share: dict[Key, tuple[float, float, str]], core: float,
-                  quantile: float = CORE_QUANTILE) -> tuple[set[Key], Callable[[Key], float], np.ndarray]:
+def close_to_core(
+    x: np.ndarray,
+    pos: dict[Key, int],
+    share: dict[Key, tuple[float, float, str]],
+    core: float,
+    quantile: float = CORE_QUANTILE,
+) -> tuple[set[Key], Callable[[Key], float], np.ndarray]:
     """The core hits (share >= `core`), and the weaker ones whose vector is as close to the core's
     centroid (`x` rows, `pos` key -> row) as the `quantile` of the core's own closeness; a
     turn's closeness to that centroid (-1 without a vector), and the core turns' own."""
@@ -166,12 +214,15 @@ def close_to_core(x: np.ndarray, pos: dict[Key, int], share: dict[Key, tuple[flo
     return keep, closeness, own
 
 
-def same_files(index: WorkspaceIndex, share: dict[Key, tuple[float, float, str]], core: set[Key],
-               floor: float) -> set[Key]:
+def same_files(
+    index: WorkspaceIndex, share: dict[Key, tuple[float, float, str]], core: set[Key], floor: float
+) -> set[Key]:
     """Hits from `floor` that touch a file the core keeps touching (in `FILE_MIN` core turns) and
     few turns of the workspace do (at most `FILE_SHARE` of them): the files of a topic."""
     meta = index.meta
-    keys = zip(meta["session_id"].to_list(), meta["agent"].to_list(), meta["turn"].to_list(), strict=True)
+    keys = zip(
+        meta["session_id"].to_list(), meta["agent"].to_list(), meta["turn"].to_list(), strict=True
+    )
     files: dict[Key, list[str]] = {}
     df: Counter[str] = Counter()
     for k, fs, alive in zip(keys, meta["files"].to_list(), index.alive, strict=True):
@@ -181,11 +232,23 @@ def same_files(index: WorkspaceIndex, share: dict[Key, tuple[float, float, str]]
     limit = FILE_SHARE * max(1, sum(1 for a in index.alive if a))
     counts = Counter(f for k in core for f in set(files.get(k, ())) if df[f] <= limit)
     topic = {f for f, n in counts.items() if n >= FILE_MIN}
-    return {k for k, v in share.items() if v[0] >= floor and topic.intersection(files.get(k, ()))} if topic else set()
+    return (
+        {k for k, v in share.items() if v[0] >= floor and topic.intersection(files.get(k, ()))}
+        if topic
+        else set()
+    )
 
 
-def by_walk(attach: list[Candidate], frame: pl.DataFrame, noisy: set[Key], x: np.ndarray, pos: dict[Key, int],
-            hits: set[Key], core: dict[Key, float], seeds: Sequence[str]) -> list[Candidate]:
+def by_walk(
+    attach: list[Candidate],
+    frame: pl.DataFrame,
+    noisy: set[Key],
+    x: np.ndarray,
+    pos: dict[Key, int],
+    hits: set[Key],
+    core: dict[Key, float],
+    seeds: Sequence[str],
+) -> list[Candidate]:
     """The attached turns that a walk from the core keeps (walk.py), and the turns near the seed
     hits that it reaches (provenance `walk:<seeds>`)."""
     taken = {c.key for c in attach}
@@ -193,22 +256,32 @@ def by_walk(attach: list[Candidate], frame: pl.DataFrame, noisy: set[Key], x: np
     pool = local_turns(turns, hits, taken)
     drop, add = walk(pool, x[[pos[k] for k in pool]], core, taken)
     best = max((c.score for c in attach), default=0.0)
-    return ([c for c in attach if c.key not in drop]
-            + [Candidate(k, best * 0.5, f"walk:{' | '.join(seeds)}") for k in sorted(add)])
+    return [c for c in attach if c.key not in drop] + [
+        Candidate(k, best * 0.5, f"walk:{' | '.join(seeds)}") for k in sorted(add)
+    ]
 
 
 def frame_keys(frame: pl.DataFrame) -> list[Key]:
     return list(frame.select("session_id", "agent", "turn").iter_rows()) if frame.height else []
 
 
-def fill_gaps(frame: pl.DataFrame, keep: set[Key], skip: set[Key],
-              share: dict[Key, tuple[float, float, str]], gap: int = GAP) -> list[Candidate]:
+def fill_gaps(
+    frame: pl.DataFrame,
+    keep: set[Key],
+    skip: set[Key],
+    share: dict[Key, tuple[float, float, str]],
+    gap: int = GAP,
+) -> list[Candidate]:
     """The turns of a session between two attached turns at most `gap` (non-noise) turns apart;
     `skip` (noise, turns off the topic) neither counts nor joins."""
     if not keep or not frame.height:
         return []
-    order = (frame.filter(pl.col("agent") == "main").select("session_id", "agent", "turn")
-             .sort("session_id", "turn").rows())
+    order = (
+        frame.filter(pl.col("agent") == "main")
+        .select("session_id", "agent", "turn")
+        .sort("session_id", "turn")
+        .rows()
+    )
     by_session: dict[str, list[Key]] = {}
     for k in order:
         if k not in skip:
@@ -220,30 +293,54 @@ def fill_gaps(frame: pl.DataFrame, keep: set[Key], skip: set[Key],
         for a, b in zip(at, at[1:], strict=False):
             if 1 < b - a <= gap + 1:
                 seed = share[ks[a]][2]
-                out += [Candidate(k, share[ks[a]][1] * 0.5, f"neighbour:{seed}") for k in ks[a + 1:b]]
+                out += [
+                    Candidate(k, share[ks[a]][1] * 0.5, f"neighbour:{seed}") for k in ks[a + 1 : b]
+                ]
     return out
 
 
-def next_to(frame: pl.DataFrame, keep: set[Key], noisy: set[Key], close: Callable[[Key], bool],
-            share: dict[Key, tuple[float, float, str]], taken: set[Key]) -> list[Candidate]:
+def next_to(
+    frame: pl.DataFrame,
+    keep: set[Key],
+    noisy: set[Key],
+    close: Callable[[Key], bool],
+    share: dict[Key, tuple[float, float, str]],
+    taken: set[Key],
+) -> list[Candidate]:
     """The turn before and after each attached turn of a session (noise skipped), when `close`:
     a topic runs over a few turns of a conversation, and a question's answer is spread over it."""
-    order = (frame.filter(pl.col("agent") == "main").select("session_id", "agent", "turn")
-             .sort("session_id", "turn").rows()) if frame.height else []
+    order = (
+        (
+            frame.filter(pl.col("agent") == "main")
+            .select("session_id", "agent", "turn")
+            .sort("session_id", "turn")
+            .rows()
+        )
+        if frame.height
+        else []
+    )
     ks = [k for k in order if k not in noisy]
     out: dict[Key, Candidate] = {}
     for i, k in enumerate(ks):
         if k not in keep:
             continue
         for j in (i - 1, i + 1):
-            if (0 <= j < len(ks) and ks[j][0] == k[0] and ks[j] not in taken and ks[j] not in out
-                    and close(ks[j])):
+            if (
+                0 <= j < len(ks)
+                and ks[j][0] == k[0]
+                and ks[j] not in taken
+                and ks[j] not in out
+                and close(ks[j])
+            ):
                 out[ks[j]] = Candidate(ks[j], share[k][1] * 0.5, f"neighbour:{share[k][2]}")
     return list(out.values())
 
 
-_QUESTION = re.compile(r"^\s*(?:what|when|where|who|whom|whose|why|how|which|did|does|do|is|are|was|were|has|have|"
-                       r"had|can|could|would|will|should)\b|[?？]\s*$", re.IGNORECASE)
+_QUESTION = re.compile(
+    r"^\s*(?:what|when|where|who|whom|whose|why|how|which|did|does|do|is|are|was|were|has|have|"
+    r"had|can|could|would|will|should)\b|[?？]\s*$",
+    re.IGNORECASE,
+)
 
 
 def is_question(seed: str) -> bool:
@@ -259,8 +356,18 @@ def _vectors(index: WorkspaceIndex) -> tuple[np.ndarray | None, dict[Key, int]]:
     if len(dense) != len(parts):
         return None, {}
     meta = index.meta
-    pos = {k: i for i, k in enumerate(zip(meta["session_id"].to_list(), meta["agent"].to_list(),
-                                          meta["turn"].to_list(), strict=True)) if index.alive[i]}
+    pos = {
+        k: i
+        for i, k in enumerate(
+            zip(
+                meta["session_id"].to_list(),
+                meta["agent"].to_list(),
+                meta["turn"].to_list(),
+                strict=True,
+            )
+        )
+        if index.alive[i]
+    }
     return np.concatenate(dense), pos
 
 

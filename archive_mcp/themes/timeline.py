@@ -45,7 +45,9 @@ class Reversal:
     reversed_by: dict[str, Any]  # the change that undoes it
     shared_terms: list[str]
     similarity: float = 0.0
-    alternatives: list[dict[str, Any]] = field(default_factory=list)  # other courses it may undo (ref, at, gist)
+    alternatives: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # other courses it may undo (ref, at, gist)
 
 
 @dataclass
@@ -63,7 +65,9 @@ class Timeline:
     reversals: list[Reversal] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
-    threads: list[list[dict[str, Any]]] = field(default_factory=list)  # decision -> change -> ..., oldest first
+    threads: list[list[dict[str, Any]]] = field(
+        default_factory=list
+    )  # decision -> change -> ..., oldest first
     current_state: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -73,11 +77,13 @@ class Timeline:
     def markdown(self, max_chars: int = 12_000) -> str:
         """The story first (where it stands, decision threads), then the newest events, in budget."""
         from archive_mcp.themes.story import markdown
+
         return markdown(self, max_chars)
 
     def budgeted(self, max_chars: int = 12_000) -> dict[str, Any]:
         """The structured form within `max_chars` of JSON: decisions and the newest events first."""
         from archive_mcp.themes.story import budgeted
+
         return budgeted(self, max_chars)
 
 
@@ -98,41 +104,104 @@ def choose_granularity(first: datetime | None, last: datetime | None, sessions: 
     return "day" if span <= timedelta(days=31) else "week"
 
 
-def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granularity: str = "auto",
-                   memories: list[str] | None = None, include_turn_content: bool = False,
-                   roots: list[str] | None = None) -> Timeline:
+def build_timeline(
+    theme: Theme,
+    workspace_id: str,
+    turns: pl.LazyFrame,
+    granularity: str = "auto",
+    memories: list[str] | None = None,
+    include_turn_content: bool = False,
+    roots: list[str] | None = None,
+) -> Timeline:
     """The theme's timeline; `roots` are the workspace's project paths (files are shown relative to them)."""
     members = pl.DataFrame(
-        {"session_id": [m.session_id for m in theme.members], "agent": [m.agent for m in theme.members],
-         "turn": [m.turn for m in theme.members], "provenance": [m.provenance for m in theme.members]},
-        schema={"session_id": pl.String, "agent": pl.String, "turn": pl.Int64, "provenance": pl.String})
-    cols = ["session_id", "agent", "turn", "started_at", "summary", "kinds", "files", "keywords", "status",
-            "user_text", "assistant_text", "source"]
-    frame = (turns.select(cols)
-             .join(members.lazy(), on=["session_id", "agent", "turn"], how="inner")
-             .sort("started_at", "session_id", "turn", nulls_last=True)
-             .collect())
+        {
+            "session_id": [m.session_id for m in theme.members],
+            "agent": [m.agent for m in theme.members],
+            "turn": [m.turn for m in theme.members],
+            "provenance": [m.provenance for m in theme.members],
+        },
+        schema={
+            "session_id": pl.String,
+            "agent": pl.String,
+            "turn": pl.Int64,
+            "provenance": pl.String,
+        },
+    )
+    cols = [
+        "session_id",
+        "agent",
+        "turn",
+        "started_at",
+        "summary",
+        "kinds",
+        "files",
+        "keywords",
+        "status",
+        "user_text",
+        "assistant_text",
+        "source",
+    ]
+    frame = (
+        turns.select(cols)
+        .join(members.lazy(), on=["session_id", "agent", "turn"], how="inner")
+        .sort("started_at", "session_id", "turn", nulls_last=True)
+        .collect()
+    )
     first = frame["started_at"].min() if frame.height else None
     last = frame["started_at"].max() if frame.height else None
-    gran = choose_granularity(first, last, frame["session_id"].n_unique()) if granularity == "auto" else granularity
+    gran = (
+        choose_granularity(first, last, frame["session_id"].n_unique())
+        if granularity == "auto"
+        else granularity
+    )
     if gran not in ("day", "week", "session"):
-        raise InvalidArgument(f"granularity must be auto, day, week or session, not {granularity!r}")
-    bucket = {"day": pl.col("started_at").dt.strftime("%Y-%m-%d"),
-              "week": pl.col("started_at").dt.truncate("1w").dt.strftime("week of %Y-%m-%d"),
-              "session": pl.col("session_id")}[gran]
+        raise InvalidArgument(
+            f"granularity must be auto, day, week or session, not {granularity!r}"
+        )
+    bucket = {
+        "day": pl.col("started_at").dt.strftime("%Y-%m-%d"),
+        "week": pl.col("started_at").dt.truncate("1w").dt.strftime("week of %Y-%m-%d"),
+        "session": pl.col("session_id"),
+    }[gran]
     frame = frame.with_columns(bucket.alias("bucket"))
-    order = frame.group_by("bucket", maintain_order=True).agg(pl.col("started_at").min().alias("t"), pl.len().alias("turns")).sort("t")
+    order = (
+        frame.group_by("bucket", maintain_order=True)
+        .agg(pl.col("started_at").min().alias("t"), pl.len().alias("turns"))
+        .sort("t")
+    )
     # The refined keywords are already each turn's distinctive words: no re-tokenising here.
     words = class_tfidf_of(frame, "bucket", "keywords", top=5)
-    buckets = [{"bucket": b, "start": t.isoformat() if t else None, "turns": n, "keywords": words.get(b, [])}
-               for b, t, n in order.iter_rows()]
+    buckets = [
+        {
+            "bucket": b,
+            "start": t.isoformat() if t else None,
+            "turns": n,
+            "keywords": words.get(b, []),
+        }
+        for b, t, n in order.iter_rows()
+    ]
     # the rows as dicts, for the story; the answers (the longest texts) only when they are shown
-    every = list((frame if include_turn_content else frame.drop("assistant_text")).iter_rows(named=True))
-    events = [TimelineEvent(r["session_id"], r["agent"], r["turn"], r["started_at"], r["summary"], list(r["kinds"]),
-                            r["bucket"], r["provenance"],
-                            {"user": r["user_text"], "assistant": r["assistant_text"]} if include_turn_content else None,
-                            r["source"])
-              for r in every]
+    every = list(
+        (frame if include_turn_content else frame.drop("assistant_text")).iter_rows(named=True)
+    )
+    events = [
+        TimelineEvent(
+            r["session_id"],
+            r["agent"],
+            r["turn"],
+            r["started_at"],
+            r["summary"],
+            list(r["kinds"]),
+            r["bucket"],
+            r["provenance"],
+            {"user": r["user_text"], "assistant": r["assistant_text"]}
+            if include_turn_content
+            else None,
+            r["source"],
+        )
+        for r in every
+    ]
     gaps = _dormant(frame)
     decisions, reversals, threads = _decisions(frame, every)
     flagged = {(d["session_id"], d["turn"]): d["flag"] for d in decisions}
@@ -140,34 +209,74 @@ def build_timeline(theme: Theme, workspace_id: str, turns: pl.LazyFrame, granula
         e.flag = flagged.get((e.session_id, e.turn), "")
     file_rows = _files(frame, roots or [])
     frame = frame if include_turn_content else frame.drop("user_text", "assistant_text")
-    return Timeline(theme.name, workspace_id, gran, events, frame, buckets, first, last, gaps,
-                    decisions, reversals, file_rows, memories or [], threads, _current(events, decisions))
+    return Timeline(
+        theme.name,
+        workspace_id,
+        gran,
+        events,
+        frame,
+        buckets,
+        first,
+        last,
+        gaps,
+        decisions,
+        reversals,
+        file_rows,
+        memories or [],
+        threads,
+        _current(events, decisions),
+    )
 
 
 def _files(frame: pl.DataFrame, roots: list[str]) -> list[dict[str, Any]]:
     """Files the theme's turns touched, most turns first. A path under the workspace's project path
     is shown relative to it, and a bare name ("useAutopilotData.ts", as a tool call may give it)
     joins the one path it is the last part of, so one file is one row, counted once per turn."""
-    rows = frame.select("session_id", "turn", "files", "started_at").explode("files").drop_nulls("files")
+    rows = (
+        frame.select("session_id", "turn", "files", "started_at")
+        .explode("files")
+        .drop_nulls("files")
+    )
     if not rows.height:
         return []
     path = pl.col("files")
     shown = path
-    for head in sorted({r.rstrip("/\\") for r in roots if r.rstrip("/\\")}, key=len):  # the longest root wins
+    for head in sorted(
+        {r.rstrip("/\\") for r in roots if r.rstrip("/\\")}, key=len
+    ):  # the longest root wins
         under = path.str.starts_with(head + "/") | path.str.starts_with(head + "\\")
         shown = pl.when(under).then(path.str.slice(len(head) + 1)).otherwise(shown)
     rows = rows.with_columns(shown.alias("file"))
-    named = (rows.select("file").unique().filter(pl.col("file").str.contains(r"[/\\]"))
-             .with_columns(pl.col("file").str.extract(r"([^/\\]+)$").alias("name"))
-             .filter(pl.col("name").is_unique()).rename({"file": "full"}))
-    rows = (rows.join(named, left_on="file", right_on="name", how="left")
-            .with_columns(pl.coalesce("full", "file").alias("file")))
-    files = (rows.unique(["session_id", "turn", "file"])
-             .group_by("file").agg(pl.len().alias("turns"), pl.col("started_at").min().alias("first"),
-                                   pl.col("started_at").max().alias("last"))
-             .sort(["turns", "first", "file"], descending=[True, False, False]))
-    return [{"file": f, "turns": n, "first": a.isoformat() if a else "", "last": b.isoformat() if b else ""}
-            for f, n, a, b in files.iter_rows()]
+    named = (
+        rows.select("file")
+        .unique()
+        .filter(pl.col("file").str.contains(r"[/\\]"))
+        .with_columns(pl.col("file").str.extract(r"([^/\\]+)$").alias("name"))
+        .filter(pl.col("name").is_unique())
+        .rename({"file": "full"})
+    )
+    rows = rows.join(named, left_on="file", right_on="name", how="left").with_columns(
+        pl.coalesce("full", "file").alias("file")
+    )
+    files = (
+        rows.unique(["session_id", "turn", "file"])
+        .group_by("file")
+        .agg(
+            pl.len().alias("turns"),
+            pl.col("started_at").min().alias("first"),
+            pl.col("started_at").max().alias("last"),
+        )
+        .sort(["turns", "first", "file"], descending=[True, False, False])
+    )
+    return [
+        {
+            "file": f,
+            "turns": n,
+            "first": a.isoformat() if a else "",
+            "last": b.isoformat() if b else "",
+        }
+        for f, n, a, b in files.iter_rows()
+    ]
 
 
 def _dormant(frame: pl.DataFrame) -> list[dict[str, Any]]:
@@ -181,28 +290,45 @@ def _dormant(frame: pl.DataFrame) -> list[dict[str, Any]]:
     out = []
     for a, b in zip(times[:-1], times[1:], strict=True):
         if b - a > limit:
-            out.append({"from": a.isoformat(), "to": b.isoformat(), "days": (b - a).total_seconds() / 86400})
+            out.append(
+                {
+                    "from": a.isoformat(),
+                    "to": b.isoformat(),
+                    "days": (b - a).total_seconds() / 86400,
+                }
+            )
     return out
 
 
-def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
-               ) -> tuple[list[dict[str, Any]], list[Reversal], list[list[dict[str, Any]]]]:
+def _decisions(
+    frame: pl.DataFrame, every: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[Reversal], list[list[dict[str, Any]]]]:
     """Flag the turns that set or change a course, pair each change with the decision it undoes,
     and chain the pairs into threads (decision -> change -> change ...). `every`: the frame's rows."""
-    flags = flag_turns(frame["user_text"].to_list(), frame["assistant_text"].to_list(), frame["kinds"].to_list())
-    decisions = {i: _decision(r, f) for i, (r, f) in enumerate(zip(every, flags, strict=True)) if f is not None}
+    flags = flag_turns(
+        frame["user_text"].to_list(), frame["assistant_text"].to_list(), frame["kinds"].to_list()
+    )
+    decisions = {
+        i: _decision(r, f)
+        for i, (r, f) in enumerate(zip(every, flags, strict=True))
+        if f is not None
+    }
     paired: list[tuple[int, int, list[str], float, list[dict[str, Any]]]] = []
     parent: dict[int, int] = {}
     named: dict[int, dict[str, Any]] = {}  # the courses named as alternatives, each described once
 
     def alternative(k: int) -> dict[str, Any]:
         if k not in named:
-            d = decisions.get(k) or _decision(every[k], UNDONE)  # described as it would be once undone
+            d = decisions.get(k) or _decision(
+                every[k], UNDONE
+            )  # described as it would be once undone
             named[k] = {key: d[key] for key in ("ref", "at", "gist")}
         return named[k]
 
     for i, j, sim, shared, others in pair_changes(every, flags):
-        if j not in decisions:  # the undone course was set in a turn without a cue: it is a decision too
+        if (
+            j not in decisions
+        ):  # the undone course was set in a turn without a cue: it is a decision too
             decisions[j] = _decision(every[j], UNDONE)
         decisions[i]["undoes"] = decisions[j]["ref"]
         alternatives = [alternative(k) for k in others]
@@ -212,8 +338,10 @@ def _decisions(frame: pl.DataFrame, every: list[dict[str, Any]]
         parent[i] = j
         paired.append((i, j, shared, sim, alternatives))
     # from the final decisions: a later pair may still turn an undone course into a change
-    reversals = [Reversal(_brief(decisions[j]), _brief(decisions[i]), shared, sim, alternatives)
-                 for i, j, shared, sim, alternatives in paired]
+    reversals = [
+        Reversal(_brief(decisions[j]), _brief(decisions[i]), shared, sim, alternatives)
+        for i, j, shared, sim, alternatives in paired
+    ]
     # Threads: follow each change back to the decision that started it; newest step last.
     chains: dict[int, list[int]] = {}
     for i in sorted(parent):
@@ -232,15 +360,29 @@ def _brief(d: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-UNDONE = Flag("decision", "assistant", "undone later")  # a course set without a cue, known once a change undoes it
+UNDONE = Flag(
+    "decision", "assistant", "undone later"
+)  # a course set without a cue, known once a change undoes it
 
 
 def _decision(r: dict[str, Any], f: Flag) -> dict[str, Any]:
     """A flagged turn as the trace lists it (`undoes` and `alternatives` are filled by the pairing)."""
-    return {"session_id": r["session_id"], "agent": r["agent"], "source": r["source"], "turn": r["turn"],
-            "ref": f"{r['session_id']}:{r['turn']}", "at": r["started_at"].isoformat() if r["started_at"] else None,
-            "flag": f.kind, "by": f.by, "cue": f.cue, "gist": gist(r, f.by), "summary": r["summary"],
-            "kinds": list(r["kinds"]), "undoes": None, "alternatives": []}
+    return {
+        "session_id": r["session_id"],
+        "agent": r["agent"],
+        "source": r["source"],
+        "turn": r["turn"],
+        "ref": f"{r['session_id']}:{r['turn']}",
+        "at": r["started_at"].isoformat() if r["started_at"] else None,
+        "flag": f.kind,
+        "by": f.by,
+        "cue": f.cue,
+        "gist": gist(r, f.by),
+        "summary": r["summary"],
+        "kinds": list(r["kinds"]),
+        "undoes": None,
+        "alternatives": [],
+    }
 
 
 def _current(events: list[TimelineEvent], decisions: list[dict[str, Any]]) -> str:

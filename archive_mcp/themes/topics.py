@@ -15,8 +15,9 @@ WEIGHT = 0.3
 DIMS = 64
 
 
-def with_topic_terms(x: np.ndarray, keywords: list[list[str]], files: list[list[str]],
-                     weight: float = WEIGHT) -> np.ndarray:
+def with_topic_terms(
+    x: np.ndarray, keywords: list[list[str]], files: list[list[str]], weight: float = WEIGHT
+) -> np.ndarray:
     """`x` (unit rows) joined with `weight` x the rows' rare keywords and files (unit), renormalised."""
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -24,12 +25,18 @@ def with_topic_terms(x: np.ndarray, keywords: list[list[str]], files: list[list[
     docs = [[w.lower() for w in k] + f for k, f in zip(keywords, files, strict=True)]
     if weight <= 0 or len(docs) < 3:
         return x
-    vec = TfidfVectorizer(analyzer=_same, min_df=2, max_df=max(2, int(RARE * len(docs))), sublinear_tf=True)
+    vec = TfidfVectorizer(
+        analyzer=_same, min_df=2, max_df=max(2, int(RARE * len(docs))), sublinear_tf=True
+    )
     try:
         m = vec.fit_transform(docs)
     except ValueError:  # no term is shared by two turns and rare enough
         return x
-    terms = TruncatedSVD(DIMS, random_state=0).fit_transform(m) if m.shape[1] > DIMS + 1 else m.toarray()
+    terms = (
+        TruncatedSVD(DIMS, random_state=0).fit_transform(m)
+        if m.shape[1] > DIMS + 1
+        else m.toarray()
+    )
     norms = np.linalg.norm(terms, axis=1, keepdims=True)
     z = np.hstack([x, weight * terms / np.where(norms == 0, 1, norms)]).astype(np.float32)
     norms = np.linalg.norm(z, axis=1, keepdims=True)

@@ -34,7 +34,9 @@ TOLERANCE = 1e-9
 MAX_STEPS = 500
 
 
-def personalized_pagerank(w: sp.csr_matrix, restart: np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+def personalized_pagerank(
+    w: sp.csr_matrix, restart: np.ndarray, alpha: float = ALPHA
+) -> np.ndarray:
     """Stationary probabilities of a walk on the weighted graph `w` that restarts with probability
     `alpha` at a node drawn from `restart` (non-negative, not all zero), iterated to convergence."""
     degree = np.asarray(w.sum(axis=1)).ravel()
@@ -49,13 +51,17 @@ def personalized_pagerank(w: sp.csr_matrix, restart: np.ndarray, alpha: float = 
     return np.asarray(p)
 
 
-def local_turns(turns: list[Key], hits: set[Key], attached: set[Key], window: int = WINDOW) -> list[Key]:
+def local_turns(
+    turns: list[Key], hits: set[Key], attached: set[Key], window: int = WINDOW
+) -> list[Key]:
     """The `turns` within `window` turns of a hit in their session, and the attached ones."""
     near = {(k[0], k[2] + d) for k in hits for d in range(-window, window + 1)}
     return [k for k in turns if (k[0], k[2]) in near or k in attached]
 
 
-def walk(pool: list[Key], x: np.ndarray, core: Mapping[Key, float], attached: set[Key]) -> tuple[set[Key], set[Key]]:
+def walk(
+    pool: list[Key], x: np.ndarray, core: Mapping[Key, float], attached: set[Key]
+) -> tuple[set[Key], set[Key]]:
     """(attached turns to leave out, pool turns to add) by the walk from `core` (key -> weight)
     over the graph of `pool` (`x`: the pool's unit vectors, one row each, in order)."""
     at = {k: i for i, k in enumerate(pool)}
