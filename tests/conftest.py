@@ -82,3 +82,10 @@ def archive(kimi_root: Path, kimi_code_root: Path, fake_embedder: FakeEmbedder) 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The notebooks (run by nbmake) are end-to-end runs: they belong to the slow set."""
+    for item in items:
+        if item.nodeid.endswith(".ipynb"):
+            item.add_marker(pytest.mark.slow)
