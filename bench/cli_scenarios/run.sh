@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Drive a real agent CLI through a two-prompt scenario against scriptllm.py (offline):
+#   prompt 1 "Run echo hi in the shell"        -> one shell call (exit 0), an answer
+#   prompt 2 (the same session, resumed) "Now run a command that will fail"
+#                                              -> one shell call (exit != 0), an answer
+#   run.sh INSTALL_ROOT SCRATCH codex|gemini|qwen
+# INSTALL_ROOT holds npm/<cli>/node_modules (as the agents-real setup.sh installs them); SCRATCH
+# gets a fresh HOME (home/<cli>) and a fresh git repo (work/<cli>). Prints where the log lands.
+set -euo pipefail
+R=$1; S=$2; cli=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
+declare -A PORT=([codex]=8712 [gemini]=8713 [qwen]=8714)
+port=${PORT[$cli]}; H=$S/home/$cli; W=$S/work/$cli
+rm -rf "$H" "$W"; mkdir -p "$H" "$W" "$S/logs"
+(cd "$W" && git init -q . && git config user.email dev@example.invalid && git config user.name dev)
+python3 "$HERE/scriptllm.py" --port "$port" --log "$S/logs/requests-$cli.jsonl" >"$S/logs/server-$cli.out" 2>&1 &
+srv=$!; trap 'kill $srv 2>/dev/null || true' EXIT; sleep 0.5
+cd "$W"
+P1="Run echo hi in the shell"; P2="Now run a command that will fail"
+case $cli in
+codex)
+  mkdir -p "$H/.codex"; cat >"$H/.codex/config.toml" <<TOML
+model = "fake-model"
+model_provider = "fake"
+[model_providers.fake]
+name = "Fake local"
+base_url = "http://127.0.0.1:$port/v1"
+env_key = "FAKE_API_KEY"
+wire_api = "responses"
+TOML
+  cx=(env HOME="$H" FAKE_API_KEY=dummy timeout 120 "$R/npm/codex/node_modules/.bin/codex" exec)
+  "${cx[@]}" --dangerously-bypass-approvals-and-sandbox "$P1" </dev/null || true
+  "${cx[@]}" resume --last --dangerously-bypass-approvals-and-sandbox "$P2" </dev/null || true
+  find "$H/.codex/sessions" -name 'rollout-*.jsonl' ;;
+gemini)
+  mkdir -p "$H/.gemini"; cat >"$H/.gemini/settings.json" <<'JSON'
+{"security": {"auth": {"selectedType": "gemini-api-key"}},
+ "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
+ "general": {"disableAutoUpdate": true, "disableUpdateNag": true, "enableAutoUpdate": false, "enableAutoUpdateNotification": false}}
+JSON
+  gm=(env HOME="$H" GEMINI_API_KEY=dummy GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:$port GEMINI_CLI_TRUST_WORKSPACE=true timeout 120 "$R/npm/gemini/node_modules/.bin/gemini")
+  "${gm[@]}" -p "$P1" --yolo --output-format json || true
+  "${gm[@]}" --resume latest -p "$P2" --yolo --output-format json || true
+  find "$H/.gemini" -path '*chats*' -type f; cat "$H/.gemini/projects.json" || true ;;
+qwen)
+  mkdir -p "$H/.qwen"; cat >"$H/.qwen/settings.json" <<'JSON'
+{"security": {"auth": {"selectedType": "openai"}},
+ "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
+ "general": {"disableAutoUpdate": true, "disableUpdateNag": true, "enableAutoUpdate": false}}
+JSON
+  qw=(env HOME="$H" OPENAI_API_KEY=dummy OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_MODEL=fake-model timeout 120 "$R/npm/qwen/node_modules/.bin/qwen")
+  "${qw[@]}" -p "$P1" --yolo --output-format json || true
+  "${qw[@]}" --continue -p "$P2" --yolo --output-format json || true
+  find "$H/.qwen/projects" -name '*.jsonl' ;;
+*) echo "unknown CLI: $cli" >&2; exit 2 ;;
+esac
