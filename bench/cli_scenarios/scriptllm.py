@@ -157,35 +157,68 @@ class Handler(BaseHTTPRequestHandler):
     def oai_responses(self, b: dict[str, Any]) -> None:
         items = [i for i in (b.get("input") or []) if isinstance(i, dict)]
         last = max(
-            (k for k, i in enumerate(items) if i.get("type", "message") == "message"
-             and i.get("role") == "user"),
+            (
+                k
+                for k, i in enumerate(items)
+                if i.get("type", "message") == "message" and i.get("role") == "user"
+            ),
             default=-1,
         )
         prompt = text_of(items[last].get("content")) if last >= 0 else ""
         answered = any(str(i.get("type", "")).endswith("_output") for i in items[last + 1 :])
         tools = [(t.get("name"), t.get("parameters")) for t in b.get("tools") or []]
         call = pick(tools, prompt, answered)
-        usage = {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 20},
-                 "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 0},
-                 "total_tokens": 127}
+        usage = {
+            "input_tokens": 120,
+            "input_tokens_details": {"cached_tokens": 20},
+            "output_tokens": 7,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 127,
+        }
         if call:
-            item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:20],
-                    "call_id": "call_" + uuid.uuid4().hex[:20], "name": call[0],
-                    "arguments": json.dumps(call[1]), "status": "completed"}
+            item = {
+                "type": "function_call",
+                "id": "fc_" + uuid.uuid4().hex[:20],
+                "call_id": "call_" + uuid.uuid4().hex[:20],
+                "name": call[0],
+                "arguments": json.dumps(call[1]),
+                "status": "completed",
+            }
         else:
-            item = {"type": "message", "id": "msg_" + uuid.uuid4().hex[:20], "role": "assistant",
-                    "status": "completed",
-                    "content": [{"type": "output_text", "text": answer_for(prompt), "annotations": []}]}
-        resp = {"id": "resp_" + uuid.uuid4().hex[:24], "object": "response",
-                "created_at": int(time.time()), "model": b.get("model", "fake-model"),
-                "status": "completed", "output": [item], "usage": usage}
-        evs = [{"type": "response.created", "response": dict(resp, status="in_progress", output=[])},
-               {"type": "response.output_item.added", "output_index": 0, "item": item}]
+            item = {
+                "type": "message",
+                "id": "msg_" + uuid.uuid4().hex[:20],
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": answer_for(prompt), "annotations": []}],
+            }
+        resp = {
+            "id": "resp_" + uuid.uuid4().hex[:24],
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": b.get("model", "fake-model"),
+            "status": "completed",
+            "output": [item],
+            "usage": usage,
+        }
+        evs = [
+            {"type": "response.created", "response": dict(resp, status="in_progress", output=[])},
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+        ]
         if not call:
-            evs.append({"type": "response.output_text.delta", "item_id": item["id"],
-                        "output_index": 0, "content_index": 0, "delta": answer_for(prompt)})
-        evs += [{"type": "response.output_item.done", "output_index": 0, "item": item},
-                {"type": "response.completed", "response": resp}]
+            evs.append(
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": answer_for(prompt),
+                }
+            )
+        evs += [
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": resp},
+        ]
         self._sse(evs, named=True)
 
     def chat(self, b: dict[str, Any]) -> None:
@@ -193,25 +226,41 @@ class Handler(BaseHTTPRequestHandler):
         last = max((k for k, m in enumerate(msgs) if m.get("role") == "user"), default=-1)
         prompt = text_of(msgs[last].get("content")) if last >= 0 else ""
         answered = any(m.get("role") == "tool" for m in msgs[last + 1 :])
-        tools = [((t.get("function") or {}).get("name"), (t.get("function") or {}).get("parameters"))
-                 for t in b.get("tools") or [] if isinstance(t, dict)]
+        tools = [
+            ((t.get("function") or {}).get("name"), (t.get("function") or {}).get("parameters"))
+            for t in b.get("tools") or []
+            if isinstance(t, dict)
+        ]
         call = pick(tools, prompt, answered)
         cid, now = "chatcmpl-" + uuid.uuid4().hex[:20], int(time.time())
         usage = {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127}
         if call:
-            tc = {"id": "call_" + uuid.uuid4().hex[:20], "type": "function",
-                  "function": {"name": call[0], "arguments": json.dumps(call[1])}}
+            tc = {
+                "id": "call_" + uuid.uuid4().hex[:20],
+                "type": "function",
+                "function": {"name": call[0], "arguments": json.dumps(call[1])},
+            }
             msg: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [tc]}
             delta: dict[str, Any] = {"tool_calls": [dict(tc, index=0)]}
             finish = "tool_calls"
         else:
             msg = {"role": "assistant", "content": answer_for(prompt)}
             delta, finish = {"content": answer_for(prompt)}, "stop"
-        base = {"id": cid, "object": "chat.completion.chunk", "created": now,
-                "model": b.get("model", "fake-model")}
+        base = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": now,
+            "model": b.get("model", "fake-model"),
+        }
         if not b.get("stream"):
-            return self._json(dict(base, object="chat.completion", usage=usage,
-                                   choices=[{"index": 0, "message": msg, "finish_reason": finish}]))
+            return self._json(
+                dict(
+                    base,
+                    object="chat.completion",
+                    usage=usage,
+                    choices=[{"index": 0, "message": msg, "finish_reason": finish}],
+                )
+            )
         evs: list[Any] = [
             dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}}]),
             dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}]),
@@ -223,21 +272,29 @@ class Handler(BaseHTTPRequestHandler):
 
     def gemini(self, b: dict[str, Any], stream: bool) -> None:
         contents = [c for c in (b.get("contents") or []) if isinstance(c, dict)]
+
         def is_prompt(c: dict[str, Any]) -> bool:
             parts = c.get("parts") or []
-            return c.get("role") == "user" and any(
-                isinstance(p, dict) and "text" in p for p in parts
-            ) and not any(isinstance(p, dict) and "functionResponse" in p for p in parts)
+            return (
+                c.get("role") == "user"
+                and any(isinstance(p, dict) and "text" in p for p in parts)
+                and not any(isinstance(p, dict) and "functionResponse" in p for p in parts)
+            )
+
         last = max((k for k, c in enumerate(contents) if is_prompt(c)), default=-1)
         prompt = text_of(contents[last].get("parts")) if last >= 0 else ""
         answered = any(
             isinstance(p, dict) and "functionResponse" in p
-            for c in contents[last + 1 :] for p in c.get("parts") or []
+            for c in contents[last + 1 :]
+            for p in c.get("parts") or []
         )
         gc = b.get("generationConfig") or {}
         schema = gc.get("responseJsonSchema") or gc.get("responseSchema")
-        tools = [(fd.get("name"), fd.get("parametersJsonSchema") or fd.get("parameters"))
-                 for t in b.get("tools") or [] for fd in t.get("functionDeclarations") or []]
+        tools = [
+            (fd.get("name"), fd.get("parametersJsonSchema") or fd.get("parameters"))
+            for t in b.get("tools") or []
+            for fd in t.get("functionDeclarations") or []
+        ]
         call = None if schema else pick(tools, prompt, answered)
         if schema:
             parts: list[dict[str, Any]] = [{"text": json.dumps(example(schema))}]
@@ -245,11 +302,18 @@ class Handler(BaseHTTPRequestHandler):
             parts = [{"functionCall": {"name": call[0], "args": call[1]}}]
         else:
             parts = [{"text": answer_for(prompt)}]
-        resp = {"candidates": [{"content": {"role": "model", "parts": parts},
-                                "finishReason": "STOP", "index": 0}],
-                "usageMetadata": {"promptTokenCount": 120, "candidatesTokenCount": 7,
-                                  "cachedContentTokenCount": 20, "totalTokenCount": 127},
-                "modelVersion": "fake-model"}
+        resp = {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 120,
+                "candidatesTokenCount": 7,
+                "cachedContentTokenCount": 20,
+                "totalTokenCount": 127,
+            },
+            "modelVersion": "fake-model",
+        }
         if stream and "alt=sse" in self.path:
             return self._sse([resp], named=False)
         self._json([resp] if stream else resp)

@@ -1,0 +1,152 @@
+"""The readers on genuine logs of the current CLIs (tests/fixtures/real-cli, README there): a
+two-prompt session, a passing and a failing shell call, resumed once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from archive_mcp.refiners import READERS, codex, discover, gemini
+from archive_mcp.refiners.model import Turn
+
+REAL_CLI = Path(__file__).parent / "fixtures" / "real-cli"
+PROMPTS = ["Run echo hi in the shell", "Now run a command that will fail"]
+# every model call of the scripted model: 120 input tokens (20 cached), 7 output; two per turn
+TWO_CALLS = {"input_other": 200, "input_cache_read": 40, "output": 14, "input_cache_creation": 0}
+
+
+def only(folder: Path, pattern: str) -> Path:
+    [path] = sorted(folder.rglob(pattern))
+    return path
+
+
+def calls(turn: Turn) -> list[tuple[str, str, str]]:
+    return [
+        (c.name, str(c.args.get("command") or c.args.get("cmd")), c.status) for c in turn.tool_calls
+    ]
+
+
+def in_time_order(turns: list[Turn]) -> bool:
+    stamps = [t.started_at for t in turns]
+    return all(
+        a is not None and b is not None and a < b for a, b in zip(stamps, stamps[1:], strict=False)
+    )
+
+
+def test_codex_0_171_rollout_opens_turns_at_user_message_items() -> None:
+    path = only(REAL_CLI / "codex-0.171.0", "rollout-*.jsonl")
+    [session] = discover(REAL_CLI / "codex-0.171.0" / "sessions").sessions
+    assert (session.source, session.session_id) == ("codex", "01a23579-6365-7713-a839-bc5eb61b2e8d")
+    assert session.work_dirs == ["/tmp/ar-readers/s/work/codex"]
+    result = codex.parse_wire(path)
+    assert (result.protocol_version, result.unknown_types, result.problems) == ("0.171.0", {}, [])
+    assert [t.user_text for t in result.turns] == PROMPTS
+    assert in_time_order(result.turns)
+    first, second = result.turns
+    assert calls(first) == [("exec_command", "echo hi", "ok")]
+    assert calls(second) == [("exec_command", "ls /nonexistent-archive-mcp-dir", "error")]
+    assert [t.status for t in result.turns] == ["completed", "completed"]
+    assert [t.final_text for t in result.turns] == [
+        f"Done with: {p} SCRIPTED-ANSWER" for p in PROMPTS
+    ]
+    assert [t.usage for t in result.turns] == [TWO_CALLS, TWO_CALLS]
+    assert "hi" in first.tool_calls[0].output_text
+    assert first.tool_calls[0].duration_s is not None
+
+
+def test_codex_exit_code_of_a_command_item_marks_its_call_failed() -> None:
+    builder = codex.CodexTurnBuilder()
+    item = {"type": "CommandExecution", "id": "c1", "exit_code": 1, "status": "failed"}
+    records = [
+        {"type": "session_meta", "payload": {"cli_version": "0.171.0"}},
+        {
+            "type": "event_msg",
+            "payload": {
+                "type": "item_completed",
+                "item": {"type": "UserMessage", "content": [{"type": "text", "text": "go"}]},
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "exec_command",
+                "call_id": "c1",
+                "arguments": "{}",
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "c1", "output": "no exit line"},
+        },
+        {"type": "event_msg", "payload": {"type": "item_completed", "item": item}},
+    ]
+    for n, rec in enumerate(records):
+        builder.feed(rec, n, n + 1)
+    [turn] = builder.turns
+    assert (turn.user_text, calls(turn)) == ("go", [("exec_command", "None", "error")])
+
+
+def test_codex_user_message_event_and_item_open_one_turn() -> None:
+    builder = codex.CodexTurnBuilder()
+    text = [{"type": "text", "text": "go"}]
+    for n, rec in enumerate(
+        [
+            {"type": "event_msg", "payload": {"type": "user_message", "message": "go"}},
+            {
+                "type": "event_msg",
+                "payload": {
+                    "type": "item_completed",
+                    "item": {"type": "UserMessage", "content": text},
+                },
+            },
+        ]
+    ):
+        builder.feed(rec, n, n + 1)
+    assert [t.user_text for t in builder.turns] == ["go"]
+
+
+def test_gemini_0_61_tool_results_are_not_turns_and_the_short_name_finds_the_cwd() -> None:
+    home = REAL_CLI / "gemini-0.61.0" / "dot-gemini"
+    path = only(home, "session-*.jsonl")
+    for where in (home, path.parent, path):  # the home, its chats folder, the chat file
+        [session] = discover(where).sessions
+        assert (session.source, session.session_id) == (
+            "gemini",
+            "7c226aec-5286-444b-99d4-d9a6820dfc00",
+        )
+        assert session.work_dirs == ["/tmp/ar-readers/s/work/gemini"]
+        assert session.bucket == "8b9897e7581ec7bc647792a9faaf98fd84705795762c8144282d2b6d7e7e3b65"
+    result = gemini.parse_wire(path)
+    assert (result.unknown_types, result.problems) == ({}, [])
+    assert [t.user_text for t in result.turns] == PROMPTS
+    assert in_time_order(result.turns)
+    first, second = result.turns
+    assert calls(first) == [("run_shell_command", "echo hi", "ok")]
+    assert calls(second) == [("run_shell_command", "ls /nonexistent-archive-mcp-dir", "error")]
+    assert [t.status for t in result.turns] == ["completed", "open"]  # no end marker: still open
+    assert second.final_text == "Done with: Now run a command that will fail SCRIPTED-ANSWER"
+    assert [t.usage for t in result.turns] == [TWO_CALLS, TWO_CALLS]
+
+
+def test_gemini_a_lone_function_response_fills_a_missing_result() -> None:
+    def msg(mid: str, kind: str, content: object, **extra: object) -> tuple[dict, int, int]:
+        return ({"id": mid, "type": kind, "content": content, **extra}, 0, 1)
+
+    response = {"id": "t1", "name": "run_shell_command", "response": {"output": "Exit Code: 0"}}
+    turns = gemini.build_turns(
+        [
+            msg("u1", "user", [{"text": "go"}]),
+            msg("g1", "gemini", "", toolCalls=[{"id": "t1", "name": "run_shell_command"}]),
+            msg("u2", "user", [{"functionResponse": response}]),
+            msg("g2", "gemini", "done"),
+        ]
+    )
+    [turn] = turns
+    assert (calls(turn), turn.tool_calls[0].output_text) == (
+        [("run_shell_command", "None", "ok")],
+        "Exit Code: 0",
+    )
+
+
+def test_every_reader_is_registered() -> None:
+    assert "codex" in READERS and "gemini" in READERS
