@@ -298,8 +298,8 @@ def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
     assert result.stdout.startswith("2 files (2 changed")
     looked = [line for line in result.stderr.splitlines() if line.startswith("looked in")]
     assert looked == [
-        f"looked in 5 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
-        f"{tmp_path / 'no-kimi'}, {tmp_path / 'no-kimi-code'}, {home / '.gemini'}"
+        f"looked in 6 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
+        f"{tmp_path / 'no-kimi'}, {tmp_path / 'no-kimi-code'}, {home / '.gemini'}, {home / '.qwen'}"
     ]
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
     report = Archive(embedder=None).ingest()
@@ -309,9 +309,56 @@ def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
         (".claude", True),
         ("elsewhere", False),
         (".gemini", False),
+        (".qwen", False),
     ]
     frame = Archive(embedder=None).sessions("all").collect()
     assert frame.select(pl.col("source").unique().sort()).to_series().to_list() == [
         "claude-code",
         "codex",
     ]
+
+
+QWEN_CHAT = next(
+    (Path(__file__).parent / "fixtures" / "real-cli" / "qwen-0.15.10").rglob("*.jsonl")
+)
+QWEN_CWD = "/tmp/ar-readers/s/work/qwen"  # where the genuine log was written
+
+
+def qwen_home(home: Path, cwd: str = PROJECT) -> Path:
+    """The genuine Qwen Code 0.15.10 chat, moved to `cwd` (its folder named as Qwen names it)."""
+    chats = home / ".qwen" / "projects" / cwd.replace("/", "-") / "chats"
+    chats.mkdir(parents=True)
+    path = chats / QWEN_CHAT.name
+    path.write_text(QWEN_CHAT.read_text(encoding="utf-8").replace(QWEN_CWD, cwd), encoding="utf-8")
+    return path
+
+
+def test_qwen_code_joins_the_projects_workspace_from_its_default_home_or_env(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    home = tmp_path / "user-home"  # $HOME in the tests
+    claude_home(home), qwen_home(home)
+    result = CliRunner().invoke(cli, ["--embedder", "none", "ingest"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("2 files (2 changed")
+    assert f"found: {home / '.claude'}, {home / '.qwen'};" in result.stderr
+    archive = Archive(embedder=None)
+    [ws] = archive.workspaces()
+    assert (ws.id, ws.paths, sorted(ws.sources)) == (
+        workspace_id(PROJECT),
+        [PROJECT],
+        ["claude-code", "qwen-code"],
+    )
+    sessions = archive.sessions(ws.id).collect()
+    assert sorted(zip(sessions["source"], sessions["session_id"], strict=True)) == [
+        ("claude-code", "c1"),
+        ("qwen-code", "8e8c528b-6ae5-4b1a-a044-347e06d7de6c"),
+    ]
+    turns = archive.turns(ws.id).filter(pl.col("source") == "qwen-code").collect()
+    assert turns.height == 2
+    calls = archive.tool_calls(ws.id).filter(pl.col("session_id") != "c1").sort("turn").collect()
+    assert calls["status"].to_list() == ["ok", "error"]
+    assert archive.ingest().files_changed == 0  # idempotent
+    monkeypatch.setenv("QWEN_RUNTIME_DIR", str(tmp_path / "qwen-runtime"))
+    roots = {Path(r["path"]).name: r["found"] for r in Archive(embedder=None).ingest().roots}
+    assert roots["qwen-runtime"] is False and ".qwen" not in roots

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archive_mcp.refiners import READERS, codex, discover, gemini
+from archive_mcp.refiners import READERS, codex, discover, gemini, qwen_code
 from archive_mcp.refiners.model import Turn
 
 REAL_CLI = Path(__file__).parent / "fixtures" / "real-cli"
@@ -148,5 +148,40 @@ def test_gemini_a_lone_function_response_fills_a_missing_result() -> None:
     )
 
 
+def test_qwen_code_0_15_chat_turns_calls_usage_and_its_project_folder() -> None:
+    home = REAL_CLI / "qwen-0.15.10" / "dot-qwen"
+    path = only(home, "*.jsonl")
+    for where in (home, home / "projects", path.parent.parent, path.parent, path):
+        [session] = discover(where).sessions
+        assert (session.source, session.session_id, session.bucket) == (
+            "qwen-code",
+            "8e8c528b-6ae5-4b1a-a044-347e06d7de6c",
+            "-tmp-ar-readers-s-work-qwen",
+        )
+        assert session.work_dirs == ["/tmp/ar-readers/s/work/qwen"]
+    result = qwen_code.parse_wire(path)
+    assert (result.protocol_version, result.unknown_types, result.problems) == ("0.15.10", {}, [])
+    assert [t.user_text for t in result.turns] == PROMPTS
+    assert in_time_order(result.turns)
+    first, second = result.turns
+    assert calls(first) == [("run_shell_command", "echo hi", "ok")]
+    assert calls(second) == [("run_shell_command", "ls /nonexistent-archive-mcp-dir", "error")]
+    assert [t.status for t in result.turns] == ["completed", "open"]
+    assert [t.final_text for t in result.turns] == [
+        f"Done with: {p} SCRIPTED-ANSWER" for p in PROMPTS
+    ]
+    no_cache = {"input_other": 240, "input_cache_read": 0, "output": 14, "input_cache_creation": 0}
+    assert [t.usage for t in result.turns] == [no_cache, no_cache]
+    assert first.tool_calls[0].duration_s is not None and first.tool_calls[0].duration_s > 0
+
+
+def test_qwen_code_resumes_from_the_open_turn() -> None:
+    path = only(REAL_CLI / "qwen-0.15.10", "*.jsonl")
+    whole = qwen_code.parse_wire(path)
+    again = qwen_code.parse_wire(path, whole.resume_offset, whole.resume_line, whole.resume_index)
+    assert [t.user_text for t in again.turns] == [PROMPTS[1]]
+    assert calls(again.turns[0]) == calls(whole.turns[1])
+
+
 def test_every_reader_is_registered() -> None:
-    assert "codex" in READERS and "gemini" in READERS
+    assert {"codex", "gemini", "qwen-code"} <= set(READERS)

@@ -88,7 +88,7 @@ def ingest(
     as_json: bool,
 ) -> None:
     """Archive and refine sessions from PATHs (default: every agent's home that exists:
-    ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini).
+    ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini, ~/.qwen).
 
     \b
     Example:
