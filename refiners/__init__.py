@@ -12,7 +12,7 @@ if (
     )
 
 
-from . import claude_code, codex, gemini, kimi_cli, kimi_code, qwen_code
+from . import aider, claude_code, codex, gemini, kimi_cli, kimi_code, qwen_code
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .refine import ExtractiveSummarizer, RefineContext, Summarizer, refine_turn
 from .sources import READERS, Discovery, Reader, SessionSource, SourceFile, discover
@@ -37,6 +37,7 @@ __all__ = [
     "Summarizer",
     "ToolCall",
     "Turn",
+    "aider",
     "claude_code",
     "codex",
     "discover",

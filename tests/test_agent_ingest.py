@@ -362,3 +362,29 @@ def test_qwen_code_joins_the_projects_workspace_from_its_default_home_or_env(
     monkeypatch.setenv("QWEN_RUNTIME_DIR", str(tmp_path / "qwen-runtime"))
     roots = {Path(r["path"]).name: r["found"] for r in Archive(embedder=None).ingest().roots}
     assert roots["qwen-runtime"] is False and ".qwen" not in roots
+
+
+AIDER_REPO = Path(__file__).parent / "fixtures" / "real-cli" / "aider-0.86.2" / "repo"
+
+
+def test_aider_histories_found_below_a_folder_join_their_repos_workspace(tmp_path: Path) -> None:
+    repo = tmp_path / "src" / "webapp"
+    shutil.copytree(AIDER_REPO, repo)
+    (tmp_path / "src" / "no-history").mkdir()
+    claude_home(tmp_path / "user", cwd=str(repo.resolve()))
+    archive = Archive(embedder=None)
+    report = archive.ingest(tmp_path / "src", tmp_path / "user" / ".claude")
+    assert (report.sessions, report.turns_added, report.skipped) == (2, 4, [])
+    [ws] = archive.workspaces()
+    assert (ws.id, sorted(ws.sources)) == (
+        workspace_id(str(repo.resolve())),
+        ["aider", "claude-code"],
+    )
+    turns = archive.turns(ws.id).filter(pl.col("source") == "aider").sort("turn").collect()
+    assert turns["user_text"].to_list()[0] == "Create hello.txt saying hi"
+    assert archive.ingest(repo).files_changed == 0  # the repo itself: nothing new
+    with open(repo / ".aider.chat.history.md", "a", encoding="utf-8") as fh:
+        fh.write("\n#### and one more  \n\nSure.\n")
+    again = archive.ingest(repo)
+    assert (again.files_changed, again.turns_added) == (1, 1)
+    assert archive.turns(ws.id).filter(pl.col("source") == "aider").collect().height == 4

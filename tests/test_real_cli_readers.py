@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archive_mcp.refiners import READERS, codex, discover, gemini, qwen_code
+from archive_mcp.refiners import READERS, aider, codex, discover, gemini, qwen_code
 from archive_mcp.refiners.model import Turn
 
 REAL_CLI = Path(__file__).parent / "fixtures" / "real-cli"
@@ -183,5 +183,47 @@ def test_qwen_code_resumes_from_the_open_turn() -> None:
     assert calls(again.turns[0]) == calls(whole.turns[1])
 
 
+def test_aider_0_86_history_turns_edits_runs_and_times() -> None:
+    repo = REAL_CLI / "aider-0.86.2" / "repo"
+    path = repo / ".aider.chat.history.md"
+    for where in (repo, path):
+        [session] = discover(where).sessions
+        assert (session.source, session.work_dirs) == ("aider", [str(repo.resolve())])
+        assert [f.rel for f in session.snapshots] == [".aider.input.history"]
+    result = aider.parse_wire(path)
+    assert (result.protocol_version, result.problems) == ("0.86.2", [])
+    assert [t.user_text for t in result.turns] == [
+        "Create hello.txt saying hi",
+        "/run ls /nonexistent-archive-mcp-dir",
+        "What did the command print?",
+    ]
+    assert [t.origin for t in result.turns] == ["user", "command", "user"]
+    assert in_time_order(result.turns)
+    edit, run, answer = result.turns
+    assert [(c.name, c.args, c.status) for c in edit.tool_calls] == [
+        ("edit", {"path": "hello.txt"}, "ok")
+    ]
+    assert edit.final_text.startswith("I will create hello.txt.")
+    assert "Commit 35575b8" in edit.synthetic_text and "ASSISTANT:" not in edit.final_text
+    # the history does not say how a /run ended: the call has no result
+    assert calls(run) == [("run", "ls /nonexistent-archive-mcp-dir", "no_result")]
+    assert "Aider v0.86.2" not in run.synthetic_text  # the next run's banner is no turn's
+    assert answer.final_text.startswith("Done with: What did the command print?")
+    assert [t.status for t in result.turns] == ["completed", "completed", "open"]
+    assert [t.usage["input_other"] for t in result.turns] == [2400, 0, 2500]
+    assert [t.usage["output"] for t in result.turns] == [22, 0, 24]
+    again = aider.parse_wire(path, result.resume_offset, result.resume_line, result.resume_index)
+    assert [(t.index, t.user_text) for t in again.turns] == [(2, "What did the command print?")]
+
+
 def test_every_reader_is_registered() -> None:
-    assert {"codex", "gemini", "qwen-code"} <= set(READERS)
+    assert {"aider", "codex", "gemini", "qwen-code"} <= set(READERS)
+
+
+def test_the_genuine_logs_hold_no_credentials() -> None:
+    from archive_mcp.refiners.redact import redact
+
+    files = [p for p in REAL_CLI.rglob("*") if p.is_file() and p.name != "README.md"]
+    assert len(files) == 7
+    for p in files:
+        assert redact(p.read_text(encoding="utf-8"))[1] == 0, p.name

@@ -3,13 +3,16 @@
 #   prompt 1 "Run echo hi in the shell"        -> one shell call (exit 0), an answer
 #   prompt 2 (the same session, resumed) "Now run a command that will fail"
 #                                              -> one shell call (exit != 0), an answer
-#   run.sh INSTALL_ROOT SCRATCH codex|gemini|qwen
+# Aider (no tool calls): "Create hello.txt saying hi" (a SEARCH/REPLACE edit, applied and
+# committed), then "/run ls /nonexistent-archive-mcp-dir" (a failing command, its output added
+# to the chat), then "What did the command print?" (an answer); three runs, one history file.
+#   run.sh INSTALL_ROOT SCRATCH codex|gemini|qwen|aider
 # INSTALL_ROOT holds npm/<cli>/node_modules (as the agents-real setup.sh installs them); SCRATCH
 # gets a fresh HOME (home/<cli>) and a fresh git repo (work/<cli>). Prints where the log lands.
 set -euo pipefail
 R=$1; S=$2; cli=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
-declare -A PORT=([codex]=8712 [gemini]=8713 [qwen]=8714)
+declare -A PORT=([codex]=8712 [gemini]=8713 [qwen]=8714 [aider]=8716)
 port=${PORT[$cli]}; H=$S/home/$cli; W=$S/work/$cli
 rm -rf "$H" "$W"; mkdir -p "$H" "$W" "$S/logs"
 (cd "$W" && git init -q . && git config user.email dev@example.invalid && git config user.name dev)
@@ -52,5 +55,13 @@ JSON
   "${qw[@]}" -p "$P1" --yolo --output-format json || true
   "${qw[@]}" --continue -p "$P2" --yolo --output-format json || true
   find "$H/.qwen/projects" -name '*.jsonl' ;;
+aider)
+  ad=(env HOME="$H" LITELLM_LOCAL_MODEL_COST_MAP=True OPENAI_API_KEY=dummy timeout 120 "$R/aider-venv/bin/aider"
+    --openai-api-base "http://127.0.0.1:$port/v1" --model openai/fake-model --edit-format diff
+    --yes-always --no-check-update --analytics-disable --no-show-model-warnings --no-pretty)
+  "${ad[@]}" --message "Create hello.txt saying hi" hello.txt || true
+  "${ad[@]}" --message "/run ls /nonexistent-archive-mcp-dir" || true
+  "${ad[@]}" --message "What did the command print?" || true
+  ls -la "$W/.aider.chat.history.md" "$W/.aider.input.history" ;;
 *) echo "unknown CLI: $cli" >&2; exit 2 ;;
 esac

@@ -36,6 +36,13 @@ def answer_for(prompt: str) -> str:
     return f"Done with: {prompt[:60]} SCRIPTED-ANSWER"
 
 
+# Aider (no tools): a prompt naming hello.txt gets a SEARCH/REPLACE block creating it
+AIDER_EDIT = (
+    "I will create hello.txt.\n\nhello.txt\n```\n<<<<<<< SEARCH\n=======\nhi\n"
+    ">>>>>>> REPLACE\n```\n"
+)
+
+
 def shell_args(name: str, schema: dict[str, Any] | None, cmd: str) -> dict[str, Any]:
     props = (schema or {}).get("properties") or {}
     for key in ("command", "cmd"):
@@ -244,8 +251,11 @@ class Handler(BaseHTTPRequestHandler):
             delta: dict[str, Any] = {"tool_calls": [dict(tc, index=0)]}
             finish = "tool_calls"
         else:
-            msg = {"role": "assistant", "content": answer_for(prompt)}
-            delta, finish = {"content": answer_for(prompt)}, "stop"
+            text = answer_for(prompt)
+            if not tools and "hello.txt" in prompt and "SEARCH/REPLACE" in json.dumps(msgs[:1]):
+                text = AIDER_EDIT
+            msg = {"role": "assistant", "content": text}
+            delta, finish = {"content": text}, "stop"
         base = {
             "id": cid,
             "object": "chat.completion.chunk",
