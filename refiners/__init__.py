@@ -12,7 +12,7 @@ if (
     )
 
 
-from . import aider, claude_code, codex, gemini, kimi_cli, kimi_code, qwen_code
+from . import aider, claude_code, codex, gemini, kimi_cli, kimi_code, opencode, qwen_code
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .refine import ExtractiveSummarizer, RefineContext, Summarizer, refine_turn
 from .sources import READERS, Discovery, Reader, SessionSource, SourceFile, discover
@@ -44,6 +44,7 @@ __all__ = [
     "gemini",
     "kimi_cli",
     "kimi_code",
+    "opencode",
     "qwen_code",
     "refine_turn",
 ]

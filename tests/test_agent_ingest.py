@@ -298,8 +298,9 @@ def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
     assert result.stdout.startswith("2 files (2 changed")
     looked = [line for line in result.stderr.splitlines() if line.startswith("looked in")]
     assert looked == [
-        f"looked in 6 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
-        f"{tmp_path / 'no-kimi'}, {tmp_path / 'no-kimi-code'}, {home / '.gemini'}, {home / '.qwen'}"
+        f"looked in 7 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
+        f"{tmp_path / 'no-kimi'}, {tmp_path / 'no-kimi-code'}, {home / '.gemini'}, {home / '.qwen'}, "
+        f"{home / '.local' / 'share' / 'opencode'}"
     ]
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
     report = Archive(embedder=None).ingest()
@@ -310,6 +311,7 @@ def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
         ("elsewhere", False),
         (".gemini", False),
         (".qwen", False),
+        ("opencode", False),
     ]
     frame = Archive(embedder=None).sessions("all").collect()
     assert frame.select(pl.col("source").unique().sort()).to_series().to_list() == [
@@ -388,3 +390,54 @@ def test_aider_histories_found_below_a_folder_join_their_repos_workspace(tmp_pat
     again = archive.ingest(repo)
     assert (again.files_changed, again.turns_added) == (1, 1)
     assert archive.turns(ws.id).filter(pl.col("source") == "aider").collect().height == 4
+
+
+OPENCODE_SQL = Path(__file__).parent / "fixtures" / "real-cli" / "opencode-1.18.33" / "opencode.sql"
+
+
+def test_opencode_database_is_read_while_opencode_writes_and_changes_are_seen(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import sqlite3
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    data = tmp_path / "user-home" / ".local" / "share" / "opencode"
+    data.mkdir(parents=True)
+    sql = OPENCODE_SQL.read_text(encoding="utf-8").replace(
+        "/tmp/ar-readers/s/work/opencode", PROJECT
+    )
+    writer = sqlite3.connect(data / "opencode.db", isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.executescript(sql)
+    claude_home(tmp_path / "user-home")
+    writer.execute("BEGIN IMMEDIATE")  # OpenCode is writing during the ingest
+    writer.execute("UPDATE session SET title = 'in flight'")
+    result = CliRunner().invoke(cli, ["--embedder", "none", "ingest"])
+    assert result.exit_code == 0, result.output
+    assert f"{data}" in result.stderr.split("not present")[0]  # found
+    writer.execute("COMMIT")  # the agent was not locked out
+    archive = Archive(embedder=None)
+    [ws] = archive.workspaces()
+    assert sorted(ws.sources) == ["claude-code", "opencode"]
+    turns = archive.turns(ws.id).filter(pl.col("source") == "opencode").sort("turn").collect()
+    assert turns["user_text"].to_list() == [
+        '"Run echo hi in the shell"',
+        '"Now run a command that will fail"',
+    ]
+    calls = archive.tool_calls(ws.id).filter(pl.col("session_id") != "c1").sort("turn").collect()
+    assert calls["status"].to_list() == ["ok", "error"]
+    assert archive.ingest(data).files_changed == 1  # the committed title is a change
+    assert archive.ingest(data).files_changed == 0  # the same rows: the same export
+    sid, when = "ses_dca779e13ffe9dqvc7s9xKr98i", 1796194480000
+    user_msg = json.dumps({"role": "user", "time": {"created": when}})
+    writer.execute("INSERT INTO message VALUES ('msg_zz', ?, ?, ?, ?)", (sid, when, when, user_msg))
+    text = json.dumps({"type": "text", "text": "one more"})
+    writer.execute(
+        "INSERT INTO part VALUES ('prt_zz', 'msg_zz', ?, ?, ?, ?)", (sid, when, when, text)
+    )
+    assert archive.ingest(data).files_changed == 1  # re-parsed whole, like a Gemini JSON chat
+    rows = archive.turns(ws.id).filter(pl.col("source") == "opencode").sort("turn").collect()
+    assert rows["user_text"].to_list()[-1] == "one more"
+    writer.close()

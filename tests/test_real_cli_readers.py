@@ -4,8 +4,9 @@ two-prompt session, a passing and a failing shell call, resumed once."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from archive_mcp.refiners import READERS, aider, codex, discover, gemini, qwen_code
+from archive_mcp.refiners import READERS, aider, codex, discover, gemini, opencode, qwen_code
 from archive_mcp.refiners.model import Turn
 
 REAL_CLI = Path(__file__).parent / "fixtures" / "real-cli"
@@ -216,14 +217,59 @@ def test_aider_0_86_history_turns_edits_runs_and_times() -> None:
     assert [(t.index, t.user_text) for t in again.turns] == [(2, "What did the command print?")]
 
 
+def test_opencode_1_18_database_read_only_into_turns(tmp_path: Path, monkeypatch: Any) -> None:
+    import sqlite3
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    data = tmp_path / "opencode"
+    data.mkdir()
+    con = sqlite3.connect(data / "opencode.db")
+    con.execute("PRAGMA journal_mode=WAL")
+    con.executescript((REAL_CLI / "opencode-1.18.33" / "opencode.sql").read_text(encoding="utf-8"))
+    # OpenCode is running (its connection open: the -wal and -shm files exist)
+    before = sorted(p.name for p in data.iterdir()), (data / "opencode.db").read_bytes()
+    [session] = discover(data).sessions
+    after = sorted(p.name for p in data.iterdir()), (data / "opencode.db").read_bytes()
+    assert after == before  # nothing written
+    con.execute(
+        "INSERT INTO project (id, worktree, time_created, time_updated, sandboxes)"
+        " VALUES ('p2', '/x', 0, 0, '[]')"
+    )  # and OpenCode still writes
+    con.commit()
+    con.close()
+    assert (session.source, session.session_id, session.work_dirs) == (
+        "opencode",
+        "ses_dca779e13ffe9dqvc7s9xKr98i",
+        ["/tmp/ar-readers/s/work/opencode"],
+    )
+    [export] = session.files
+    assert export.whole and export.path.is_relative_to(tmp_path)
+    assert discover(data / "opencode.db").sessions[0].files[0].path == export.path
+    result = opencode.parse_wire(export.path)
+    assert (result.protocol_version, result.problems) == ("1.18.33", [])
+    assert [t.user_text for t in result.turns] == [
+        f'"{p}"' for p in PROMPTS
+    ]  # as OpenCode kept them
+    assert in_time_order(result.turns)
+    first, second = result.turns
+    assert calls(first) == [("bash", "echo hi", "ok")]
+    assert calls(second) == [("bash", "ls /nonexistent-archive-mcp-dir", "error")]
+    assert [t.status for t in result.turns] == ["completed", "completed"]
+    assert second.final_text == 'Done with: "Now run a command that will fail" SCRIPTED-ANSWER'
+    no_cache = {"input_other": 240, "input_cache_read": 0, "output": 14, "input_cache_creation": 0}
+    assert [t.usage for t in result.turns] == [no_cache, no_cache]
+    assert all(c.duration_s and c.duration_s > 0 for t in result.turns for c in t.tool_calls)
+
+
 def test_every_reader_is_registered() -> None:
-    assert {"aider", "codex", "gemini", "qwen-code"} <= set(READERS)
+    assert {"aider", "codex", "gemini", "opencode", "qwen-code"} <= set(READERS)
 
 
 def test_the_genuine_logs_hold_no_credentials() -> None:
     from archive_mcp.refiners.redact import redact
 
     files = [p for p in REAL_CLI.rglob("*") if p.is_file() and p.name != "README.md"]
-    assert len(files) == 7
+    assert len(files) == 8
     for p in files:
         assert redact(p.read_text(encoding="utf-8"))[1] == 0, p.name

@@ -57,6 +57,12 @@ def qwen_home() -> Path:
     return Path.home() / ".qwen"
 
 
+def opencode_data_dir() -> Path:
+    """OpenCode's data folder (`opencode.db`): `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`."""
+    env = os.environ.get("XDG_DATA_HOME")
+    return (Path(env).expanduser() if env else Path.home() / ".local" / "share") / "opencode"
+
+
 def default_source_roots() -> list[Path]:
     """The roots `archive-mcp ingest` reads when no path is given: every agent's default home."""
     return [
@@ -66,6 +72,7 @@ def default_source_roots() -> list[Path]:
         codex_home(),
         gemini_dir(),
         qwen_home(),
+        opencode_data_dir(),
     ]
 
 

@@ -6,13 +6,13 @@
 # Aider (no tool calls): "Create hello.txt saying hi" (a SEARCH/REPLACE edit, applied and
 # committed), then "/run ls /nonexistent-archive-mcp-dir" (a failing command, its output added
 # to the chat), then "What did the command print?" (an answer); three runs, one history file.
-#   run.sh INSTALL_ROOT SCRATCH codex|gemini|qwen|aider
+#   run.sh INSTALL_ROOT SCRATCH codex|gemini|qwen|aider|opencode
 # INSTALL_ROOT holds npm/<cli>/node_modules (as the agents-real setup.sh installs them); SCRATCH
 # gets a fresh HOME (home/<cli>) and a fresh git repo (work/<cli>). Prints where the log lands.
 set -euo pipefail
 R=$1; S=$2; cli=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
-declare -A PORT=([codex]=8712 [gemini]=8713 [qwen]=8714 [aider]=8716)
+declare -A PORT=([codex]=8712 [gemini]=8713 [qwen]=8714 [aider]=8716 [opencode]=8715)
 port=${PORT[$cli]}; H=$S/home/$cli; W=$S/work/$cli
 rm -rf "$H" "$W"; mkdir -p "$H" "$W" "$S/logs"
 (cd "$W" && git init -q . && git config user.email dev@example.invalid && git config user.name dev)
@@ -63,5 +63,18 @@ aider)
   "${ad[@]}" --message "/run ls /nonexistent-archive-mcp-dir" || true
   "${ad[@]}" --message "What did the command print?" || true
   ls -la "$W/.aider.chat.history.md" "$W/.aider.input.history" ;;
+opencode)
+  mkdir -p "$H/.config/opencode"; cat >"$H/.config/opencode/opencode.json" <<JSON
+{"provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake local",
+   "options": {"baseURL": "http://127.0.0.1:$port/v1", "apiKey": "dummy"},
+   "models": {"fake-model": {"name": "Fake model", "tool_call": true}}}},
+ "model": "fake/fake-model", "small_model": "fake/fake-model",
+ "autoupdate": false, "share": "disabled", "permission": {"bash": "allow", "edit": "allow"}}
+JSON
+  # the npm registry is pointed at a closed port: OpenCode's start-up plugin install fails harmlessly
+  oc=(env HOME="$H" npm_config_registry=http://127.0.0.1:9/ OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 timeout 120 "$R/npm/opencode/node_modules/.bin/opencode")
+  "${oc[@]}" run --format json --auto -m fake/fake-model "$P1" || true
+  "${oc[@]}" run --format json --auto -m fake/fake-model --continue "$P2" || true
+  ls -la "$H/.local/share/opencode/" ;;
 *) echo "unknown CLI: $cli" >&2; exit 2 ;;
 esac
