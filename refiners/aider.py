@@ -76,6 +76,7 @@ class AiderTurnBuilder:
         self.in_prompt = False
         self.in_info = False
         self.header = False  # between a run's start line and its first prompt
+        self.fast = False  # the next plain line only extends the current answer's text
 
     def _time_of(self, text: str) -> float | None:
         for k in range(self.used, len(self.times)):
@@ -86,14 +87,15 @@ class AiderTurnBuilder:
 
     def line(self, raw: str, start: int, end: int) -> None:
         text = raw.rstrip("\n")
-        started = _STARTED.match(text)
+        self.fast = False
+        started = _STARTED.match(text) if text.startswith("# aider") else None
         if started:
             self._close()
             self.run_start = _local(started.group(1))
             self.in_prompt = self.in_info = False
             self.header = True
             return
-        version = _VERSION.match(text)
+        version = _VERSION.match(text) if text.startswith("> Aider v") else None
         if version:
             self.version = version.group(1)
         if text.startswith("#### "):
@@ -122,6 +124,13 @@ class AiderTurnBuilder:
                 cur.steps[-1].text += raw
             elif text.strip():
                 cur.steps.append(Step(n=len(cur.steps) + 1, text=raw))
+            self.fast = bool(cur.steps) and not cur.steps[-1].tool_calls
+
+    def extend(self, raw: bytes, end: int) -> None:
+        """The fast path of `line` for a plain answer line (most of a history's bytes)."""
+        cur = self.turns[-1]
+        cur.steps[-1].text += raw.decode("utf-8", errors="replace")
+        cur.byte_end = end
 
     def _open(self, prompt: str, start: int) -> None:
         self._close()
@@ -145,11 +154,11 @@ class AiderTurnBuilder:
 
     def _info(self, cur: Turn, text: str) -> None:
         cur.synthetic_text += text.removeprefix("> ").rstrip() + "\n"
-        tokens = _TOKENS.match(text)
+        tokens = _TOKENS.match(text) if text.startswith("> Tokens:") else None
         if tokens:
             cur.usage["input_other"] += _tokens(tokens.group(1), tokens.group(2))
             cur.usage["output"] += _tokens(tokens.group(3), tokens.group(4))
-        applied = _APPLIED.match(text)
+        applied = _APPLIED.match(text) if text.startswith("> Applied") else None
         if applied:
             call = ToolCall(
                 id=f"aider-{cur.index}-edit-{len(cur.tool_calls)}",
@@ -181,7 +190,7 @@ def parse_wire(
 ) -> ParseResult:
     """Parse an Aider chat history from byte `start` (a turn boundary) to `stop`."""
     builder = AiderTurnBuilder(start_index, input_times(path.parent / INPUT_HISTORY))
-    pos, line_no, complete, complete_line = start, first_line, start, first_line
+    pos, line_no = start, first_line  # after the last whole line read
     line_of_turn: dict[int, int] = {}
     with open(path, "rb") as fh:
         fh.seek(start)
@@ -189,24 +198,28 @@ def parse_wire(
             if (stop is not None and pos >= stop) or not raw.endswith(b"\n"):
                 break  # a line still being written is read next time
             end = pos + len(raw)
-            before = len(builder.turns)
-            builder.line(raw.decode("utf-8", errors="replace"), pos, end)
-            if len(builder.turns) > before:
-                line_of_turn[builder.turns[-1].index] = line_no
+            if builder.fast and raw[:1] not in b"#>":
+                builder.extend(raw, end)
+            elif builder.header and raw[:1] != b"#" and not raw.startswith(b"> Aider v"):
+                pass  # a run's banner: no turn's
+            else:
+                before = len(builder.turns)
+                builder.line(raw.decode("utf-8", errors="replace"), pos, end)
+                if len(builder.turns) > before:
+                    line_of_turn[builder.turns[-1].index] = line_no
             pos, line_no = end, line_no + 1
-            complete, complete_line = pos, line_no
     if builder.in_prompt and builder.turns:
         builder._prompt_done(builder.turns[-1])
     turns = builder.turns
     for before, turn in zip(turns, turns[1:], strict=False):  # no time: the one before it
         turn.started_at = turn.started_at if turn.started_at is not None else before.started_at
-    result = ParseResult(builder.version or protocol or "unknown", turns, complete_offset=complete)
+    result = ParseResult(builder.version or protocol or "unknown", turns, complete_offset=pos)
     last = turns[-1] if turns else None
     if last is not None and last.end == "open":
         result.resume_offset, result.resume_line = last.byte_start, line_of_turn[last.index]
         result.resume_index = last.index
     else:
-        result.resume_offset, result.resume_line = complete, complete_line
+        result.resume_offset, result.resume_line = pos, line_no
         result.resume_index = last.index + 1 if last else start_index
     return result
 
