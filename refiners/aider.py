@@ -32,6 +32,7 @@ _STARTED = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d
 _VERSION = re.compile(r"^> Aider v(\S+)")
 _TOKENS = re.compile(r"^> Tokens: ([\d.]+)(k?) sent, ([\d.]+)(k?) received")
 _APPLIED = re.compile(r"^> Applied edit to (.+?)\s*$")
+_SPECIAL = (b"#### ", b"# aider chat started at ", b"> ")  # lines that are not answer text
 _SHELL = re.compile(r"^/(run|test)\s+(.*)$", re.S)
 
 
@@ -198,7 +199,7 @@ def parse_wire(
             if (stop is not None and pos >= stop) or not raw.endswith(b"\n"):
                 break  # a line still being written is read next time
             end = pos + len(raw)
-            if builder.fast and raw[:1] not in b"#>":
+            if builder.fast and not raw.startswith(_SPECIAL):
                 builder.extend(raw, end)
             elif builder.header and raw[:1] != b"#" and not raw.startswith(b"> Aider v"):
                 pass  # a run's banner: no turn's

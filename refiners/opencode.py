@@ -99,8 +99,11 @@ def export_lines(session: dict[str, Any]) -> bytes:
 def _export_dir(db: Path) -> Path:
     """A private folder of the temp dir for this database's exports."""
     key = hashlib.sha1(str(db.resolve()).encode()).hexdigest()[:16]
-    folder = Path(tempfile.gettempdir()) / f"archive-mcp-{os.getuid()}" / "opencode" / key
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    private = Path(tempfile.gettempdir()) / f"archive-mcp-{user}"
+    private.mkdir(exist_ok=True, mode=0o700)  # only this user may read the exports
+    folder = private / "opencode" / key
+    folder.mkdir(parents=True, exist_ok=True)
     return folder
 
 
