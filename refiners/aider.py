@@ -212,8 +212,8 @@ def parse_wire(
     if builder.in_prompt and builder.turns:
         builder._prompt_done(builder.turns[-1])
     turns = builder.turns
-    for before, turn in zip(turns, turns[1:], strict=False):  # no time: the one before it
-        turn.started_at = turn.started_at if turn.started_at is not None else before.started_at
+    for prev, turn in zip(turns, turns[1:], strict=False):  # no time: the one before it
+        turn.started_at = turn.started_at if turn.started_at is not None else prev.started_at
     result = ParseResult(builder.version or protocol or "unknown", turns, complete_offset=pos)
     last = turns[-1] if turns else None
     if last is not None and last.end == "open":
