@@ -6,6 +6,10 @@ version, parent_id), `message` (one per user prompt or assistant reply, JSON in 
 it is opened read-only (`file:…?mode=ro`, `query_only`), read in one short transaction (a WAL
 reader never blocks OpenCode's writer), and never written.
 
+A subagent (the `task` tool) runs in a child session (`parent_id`); it is archived with its
+parent session as that agent's file (`subagents/<child id>.jsonl`), and the `task` call names
+it (`state.metadata.sessionId`).
+
 The archive copies files, so discovery exports each session to a JSONL file (a `session` line,
 then one line per message with its parts, in creation order; the same rows give the same
 bytes) in a private folder of the temp dir. The export is archived whole and re-parsed when it
@@ -23,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .lines import LineReader, field_dict, field_list
-from .model import ParseResult, Step, ToolCall, Turn
+from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, register
 
 SOURCE = "opencode"
@@ -172,7 +176,14 @@ class OpenCodeTurnBuilder:
             elif kind == "reasoning":
                 step.think += str(p.get("text") or "")
             elif kind == "tool":
-                step.tool_calls.append(_call(p))
+                call = _call(p)
+                step.tool_calls.append(call)
+                child = field_dict(field_dict(p, "state"), "metadata").get("sessionId")
+                if p.get("tool") == "task" and isinstance(child, str) and child:
+                    kind_of = field_dict(field_dict(p, "state"), "input").get("subagent_type")
+                    cur.subagents[child] = SubagentRun(
+                        child, kind_of if isinstance(kind_of, str) else None, call.id
+                    )
             elif kind == "compaction":
                 cur.compactions += 1
         cur.steps.append(step)
@@ -246,25 +257,44 @@ def discover(path: Path) -> Discovery | None:
         found.skipped.append((str(db), f"could not read the OpenCode database: {exc}"))
         return found
     folder = _export_dir(db)
+    ids = {str(s.get("id")) for s in sessions if s.get("id")}
+    by_id: dict[str, SessionSource] = {}
+    children: list[tuple[str, str, Path]] = []
     for s in sessions:
         sid = str(s.get("id") or "")
         if not sid:
             continue
         export = folder / f"{hashlib.sha1(sid.encode()).hexdigest()[:20]}.jsonl"
         _write(export, export_lines(s))
+        parent = s.get("parent_id")
+        if isinstance(parent, str) and parent in ids:  # a subagent: archived with its parent
+            children.append((parent, sid, export))
+            continue
         directory = s.get("directory")
-        found.sessions.append(
-            SessionSource(
-                SOURCE,
-                sid,
-                "opencode",
-                [directory] if isinstance(directory, str) and directory else [],
-                s.get("title") if isinstance(s.get("title"), str) else None,
-                db.parent,
-                [SourceFile("main", "session.jsonl", export, whole=True)],
-            )
+        by_id[sid] = SessionSource(
+            SOURCE,
+            sid,
+            "opencode",
+            [directory] if isinstance(directory, str) and directory else [],
+            s.get("title") if isinstance(s.get("title"), str) else None,
+            db.parent,
+            [SourceFile("main", "session.jsonl", export, whole=True)],
         )
+        found.sessions.append(by_id[sid])
+    parents = parent_of(sessions)
+    for parent, sid, export in children:
+        root, hops = parent, 0
+        while root not in by_id and root in parents and hops < 64:  # a subagent's subagent
+            root, hops = parents[root], hops + 1
+        if root in by_id:
+            by_id[root].files.append(SourceFile(sid, f"subagents/{sid}.jsonl", export, whole=True))
     return found
+
+
+def parent_of(sessions: list[dict[str, Any]]) -> dict[str, str]:
+    return {
+        str(s["id"]): str(s["parent_id"]) for s in sessions if s.get("id") and s.get("parent_id")
+    }
 
 
 register(Reader(SOURCE, parse_wire, discover, "OpenCode", order=35))

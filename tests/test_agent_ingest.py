@@ -413,7 +413,7 @@ def test_opencode_database_is_read_while_opencode_writes_and_changes_are_seen(
     writer.executescript(sql)
     claude_home(tmp_path / "user-home")
     writer.execute("BEGIN IMMEDIATE")  # OpenCode is writing during the ingest
-    writer.execute("UPDATE session SET title = 'in flight'")
+    writer.execute("UPDATE session SET title = 'in flight' WHERE parent_id IS NULL")
     result = CliRunner().invoke(cli, ["--embedder", "none", "ingest"])
     assert result.exit_code == 0, result.output
     assert f"{data}" in result.stderr.split("not present")[0]  # found
@@ -421,16 +421,21 @@ def test_opencode_database_is_read_while_opencode_writes_and_changes_are_seen(
     archive = Archive(embedder=None)
     [ws] = archive.workspaces()
     assert sorted(ws.sources) == ["claude-code", "opencode"]
-    turns = archive.turns(ws.id).filter(pl.col("source") == "opencode").sort("turn").collect()
-    assert turns["user_text"].to_list() == [
-        '"Run echo hi in the shell"',
-        '"Now run a command that will fail"',
+    turns = archive.turns(ws.id).filter(pl.col("source") == "opencode").sort("agent", "turn")
+    assert turns.select("agent", "user_text").collect().rows() == [
+        ("main", '"Run echo hi in the shell"'),
+        ("main", '"Now run a command that will fail"'),
+        ("main", '"Use a subagent to print hi"'),
+        ("ses_dca6c67baffe4N7pq0wb9had6C", "Run echo hi in the shell"),  # the subagent
     ]
-    calls = archive.tool_calls(ws.id).filter(pl.col("session_id") != "c1").sort("turn").collect()
-    assert calls["status"].to_list() == ["ok", "error"]
+    calls = archive.tool_calls(ws.id).filter(pl.col("session_id") != "c1")
+    calls = calls.sort("agent", "turn").select("agent", "name", "status").collect()
+    assert [r[1:] for r in calls.rows()] == [("bash", "ok"), ("bash", "error"), ("task", "ok")] + [
+        ("bash", "ok")
+    ]
     assert archive.ingest(data).files_changed == 1  # the committed title is a change
     assert archive.ingest(data).files_changed == 0  # the same rows: the same export
-    sid, when = "ses_dca779e13ffe9dqvc7s9xKr98i", 1796194480000
+    sid, when = "ses_dca6cf916ffeIbCrW56Nq31yNx", 1796195300000
     user_msg = json.dumps({"role": "user", "time": {"created": when}})
     writer.execute("INSERT INTO message VALUES ('msg_zz', ?, ?, ?, ?)", (sid, when, when, user_msg))
     text = json.dumps({"type": "text", "text": "one more"})
@@ -438,6 +443,6 @@ def test_opencode_database_is_read_while_opencode_writes_and_changes_are_seen(
         "INSERT INTO part VALUES ('prt_zz', 'msg_zz', ?, ?, ?, ?)", (sid, when, when, text)
     )
     assert archive.ingest(data).files_changed == 1  # re-parsed whole, like a Gemini JSON chat
-    rows = archive.turns(ws.id).filter(pl.col("source") == "opencode").sort("turn").collect()
+    rows = archive.turns(ws.id).filter(pl.col("agent") == "main").sort("turn").collect()
     assert rows["user_text"].to_list()[-1] == "one more"
     writer.close()

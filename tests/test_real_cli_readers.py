@@ -240,26 +240,40 @@ def test_opencode_1_18_database_read_only_into_turns(tmp_path: Path, monkeypatch
     con.close()
     assert (session.source, session.session_id, session.work_dirs) == (
         "opencode",
-        "ses_dca779e13ffe9dqvc7s9xKr98i",
+        "ses_dca6cf916ffeIbCrW56Nq31yNx",
         ["/tmp/ar-readers/s/work/opencode"],
     )
-    [export] = session.files
-    assert export.whole and export.path.is_relative_to(tmp_path)
-    assert discover(data / "opencode.db").sessions[0].files[0].path == export.path
-    result = opencode.parse_wire(export.path)
+    child = "ses_dca6c67baffe4N7pq0wb9had6C"  # the subagent's session: archived with its parent
+    main, sub = session.files
+    assert (main.agent, sub.agent, sub.rel) == ("main", child, f"subagents/{child}.jsonl")
+    assert main.whole and sub.whole and main.path.is_relative_to(tmp_path)
+    assert discover(data / "opencode.db").sessions[0].files[0].path == main.path
+    result = opencode.parse_wire(main.path)
     assert (result.protocol_version, result.problems) == ("1.18.33", [])
-    assert [t.user_text for t in result.turns] == [
-        f'"{p}"' for p in PROMPTS
-    ]  # as OpenCode kept them
+    prompts = [*PROMPTS, "Use a subagent to print hi"]
+    assert [t.user_text for t in result.turns] == [f'"{p}"' for p in prompts]  # quoted, as kept
     assert in_time_order(result.turns)
-    first, second = result.turns
+    first, second, third = result.turns
     assert calls(first) == [("bash", "echo hi", "ok")]
     assert calls(second) == [("bash", "ls /nonexistent-archive-mcp-dir", "error")]
-    assert [t.status for t in result.turns] == ["completed", "completed"]
+    assert [(c.name, c.status) for c in third.tool_calls] == [("task", "ok")]
+    [(agent, run)] = third.subagents.items()
+    assert (agent, run.subagent_type, run.parent_tool_call_id) == (
+        child,
+        "general",
+        third.tool_calls[0].id,
+    )
+    assert [t.status for t in result.turns] == ["completed"] * 3
     assert second.final_text == 'Done with: "Now run a command that will fail" SCRIPTED-ANSWER'
     no_cache = {"input_other": 240, "input_cache_read": 0, "output": 14, "input_cache_creation": 0}
-    assert [t.usage for t in result.turns] == [no_cache, no_cache]
+    assert [t.usage for t in result.turns] == [no_cache] * 3
     assert all(c.duration_s and c.duration_s > 0 for t in result.turns for c in t.tool_calls)
+    [sub_turn] = opencode.parse_wire(sub.path).turns
+    assert (sub_turn.user_text, calls(sub_turn)) == (
+        "Run echo hi in the shell",
+        [("bash", "echo hi", "ok")],
+    )
+    assert third.started_at < sub_turn.started_at < third.last_at
 
 
 def test_every_reader_is_registered() -> None:

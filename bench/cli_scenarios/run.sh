@@ -3,6 +3,8 @@
 #   prompt 1 "Run echo hi in the shell"        -> one shell call (exit 0), an answer
 #   prompt 2 (the same session, resumed) "Now run a command that will fail"
 #                                              -> one shell call (exit != 0), an answer
+# OpenCode: a third prompt "Use a subagent to print hi" (a `task` call; the subagent's own
+# session runs the shell call).
 # Aider (no tool calls): "Create hello.txt saying hi" (a SEARCH/REPLACE edit, applied and
 # committed), then "/run ls /nonexistent-archive-mcp-dir" (a failing command, its output added
 # to the chat), then "What did the command print?" (an answer); three runs, one history file.
@@ -75,6 +77,7 @@ JSON
   oc=(env HOME="$H" npm_config_registry=http://127.0.0.1:9/ OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 timeout 120 "$R/npm/opencode/node_modules/.bin/opencode")
   "${oc[@]}" run --format json --auto -m fake/fake-model "$P1" || true
   "${oc[@]}" run --format json --auto -m fake/fake-model --continue "$P2" || true
+  "${oc[@]}" run --format json --auto -m fake/fake-model --continue "Use a subagent to print hi" || true
   ls -la "$H/.local/share/opencode/" ;;
 *) echo "unknown CLI: $cli" >&2; exit 2 ;;
 esac

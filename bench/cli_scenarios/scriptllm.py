@@ -5,8 +5,9 @@ Speaks OpenAI Responses (Codex), OpenAI Chat Completions (Qwen Code, OpenCode, A
 Gemini (`:generateContent`, `:streamGenerateContent`). Stdlib only; not needed by the tests.
 
 Script, per request: take the conversation's LAST user prompt. If a tool result follows it, or
-no shell-like tool is offered, answer with text naming the prompt. Otherwise call the shell
-tool once: `ls /nonexistent-archive-mcp-dir` (fails) when the prompt says "fail", else
+no shell-like tool is offered, answer with text naming the prompt. A prompt saying "subagent"
+calls the subagent tool (OpenCode `task`, Qwen `agent`) with the prompt "Run echo hi in the
+shell". Otherwise call the shell tool once: `ls /nonexistent-archive-mcp-dir` (fails) when the prompt says "fail", else
 `echo hi`. Requests asking for a JSON schema (Gemini's router) get a schema-shaped object.
 
     python3 scriptllm.py --port 8712 --log requests.jsonl
@@ -57,10 +58,21 @@ def shell_args(name: str, schema: dict[str, Any] | None, cmd: str) -> dict[str, 
     return args
 
 
+SUBAGENT_TOOLS = ("task", "agent")  # OpenCode, Qwen Code
+
+
 def pick(tools: list[tuple[str, Any]], prompt: str, answered: bool) -> tuple[str, dict] | None:
     if answered:
         return None
     by = dict(tools)
+    if "subagent" in prompt.lower():
+        for name in SUBAGENT_TOOLS:
+            if name in by:
+                return name, {
+                    "description": "Print hi",
+                    "prompt": "Run echo hi in the shell",
+                    "subagent_type": "general",
+                }
     for name in SHELL_TOOLS:
         if name in by:
             return name, shell_args(name, by[name], command_for(prompt))
