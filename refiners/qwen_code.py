@@ -8,6 +8,11 @@ the model's `text`, `thought` and `functionCall` parts and the call's `usageMeta
 records (`attribution_snapshot`, `ui_telemetry`, …) carry no conversation. The log is
 append-only: read from a turn boundary like the other JSONL readers. A shell call whose
 output says "Exit Code: N" with N != 0 failed.
+
+A subagent (the `agent` tool) leaves no log of its own in 0.15.10: only `ui_telemetry`
+events (`qwen-code.api_response`, `qwen-code.tool_call`) between the `agent` call and its
+result. The subagent's turn is rebuilt from them: its prompt, its tool calls (name, args,
+success, duration; no output) and usage, as agent `agent-<call id>`.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .lines import LineReader, field_dict, field_list, finish, parse_time
-from .model import ParseResult, Step, ToolCall, Turn
+from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
 
 SOURCE = "qwen-code"
@@ -48,6 +53,7 @@ class QwenTurnBuilder:
         self.calls: dict[str, ToolCall] = {}
         self.unknown: dict[str, int] = {}
         self.version: str | None = None
+        self.agents: dict[str, Turn] = {}  # `agent` call id -> the subagent's turn, while it runs
 
     @property
     def cur(self) -> Turn | None:
@@ -76,7 +82,47 @@ class QwenTurnBuilder:
             self._results(rec, parts, ts)
         elif kind == "system" and rec.get("subtype") == "chat_compression":
             cur.compactions += 1
+        elif kind == "system" and rec.get("subtype") == "ui_telemetry" and self.agents:
+            self._telemetry(field_dict(field_dict(rec, "systemPayload"), "uiEvent"), ts)
         return False
+
+    def _subagent(self, cur: Turn, call: ToolCall, args: dict[str, Any], ts: float | None) -> None:
+        kind = args.get("subagent_type")
+        prompt = str(args.get("prompt") or "")
+        turn = Turn(index=0, started_at=ts, user_text=prompt, last_at=ts, legacy=True)
+        run = SubagentRun(f"agent-{call.id}", kind if isinstance(kind, str) else None, call.id)
+        run.turns.append(turn)
+        cur.subagents[run.agent_id] = run
+        self.agents[call.id] = turn
+
+    def _telemetry(self, event: dict[str, Any], ts: float | None) -> None:
+        """A running subagent's model call or tool call (the latest subagent started)."""
+        turn = list(self.agents.values())[-1]
+        name = event.get("event.name")
+        if name == "qwen-code.api_response":
+            cached = _int(event.get("cached_content_token_count"))
+            turn.usage["input_other"] += max(0, _int(event.get("input_token_count")) - cached)
+            turn.usage["input_cache_read"] += cached
+            turn.usage["output"] += _int(event.get("output_token_count")) + _int(
+                event.get("thoughts_token_count")
+            )
+        elif name == "qwen-code.tool_call" and event.get("function_name") != "agent":
+            args = event.get("function_args")
+            took = _int(event.get("duration_ms")) / 1000.0
+            call = ToolCall(
+                id=f"{event.get('prompt_id') or ''}-{len(turn.tool_calls)}",
+                name=str(event.get("function_name") or ""),
+                arguments=json.dumps(args, ensure_ascii=False),
+                result={
+                    "is_error": event.get("success") is False,
+                    "message": str(event.get("status") or ""),
+                    "output": "",
+                },
+                called_at=None if ts is None else ts - took,
+                result_at=ts,
+            )
+            turn.steps.append(Step(n=len(turn.steps) + 1, tool_calls=[call]))
+            turn.last_at = ts
 
     def _open(self, text: str, ts: float | None, start: int, end: int) -> None:
         if self.cur is not None and self.cur.end == "open":
@@ -116,6 +162,8 @@ class QwenTurnBuilder:
             )
             step.tool_calls.append(call)
             self.calls[call.id] = call
+            if call.name == "agent" and isinstance(args, dict):
+                self._subagent(cur, call, args, ts)
         cur.steps.append(step)
         usage = field_dict(rec, "usageMetadata")
         cached = _int(usage.get("cachedContentTokenCount"))
@@ -145,6 +193,11 @@ class QwenTurnBuilder:
                 "output": text,
             }
             call.result_at = ts
+            sub = self.agents.pop(call.id, None)
+            if sub is not None:  # the subagent's answer is the call's output
+                sub.steps.append(Step(n=len(sub.steps) + 1, text=text))
+                sub.end, sub.ended_at, sub.last_at = "ended", ts, ts
+                sub.reason = "failed" if failed else "completed"
 
 
 def parse_wire(

@@ -354,12 +354,14 @@ def test_qwen_code_joins_the_projects_workspace_from_its_default_home_or_env(
     sessions = archive.sessions(ws.id).collect()
     assert sorted(zip(sessions["source"], sessions["session_id"], strict=True)) == [
         ("claude-code", "c1"),
-        ("qwen-code", "8e8c528b-6ae5-4b1a-a044-347e06d7de6c"),
+        ("qwen-code", "ee3aaffc-d643-474f-a207-b6a01e2ae0d3"),
     ]
-    turns = archive.turns(ws.id).filter(pl.col("source") == "qwen-code").collect()
-    assert turns.height == 2
-    calls = archive.tool_calls(ws.id).filter(pl.col("session_id") != "c1").sort("turn").collect()
-    assert calls["status"].to_list() == ["ok", "error"]
+    turns = archive.turns(ws.id).filter(pl.col("source") == "qwen-code").sort("agent", "turn")
+    assert turns.select("agent", "turn").collect().rows()[0][0].startswith("agent-call_")
+    assert turns.collect().height == 4  # three prompts and the subagent's turn
+    calls = archive.tool_calls(ws.id).filter(pl.col("session_id") != "c1")
+    calls = calls.filter(pl.col("agent") == "main").sort("turn").collect()
+    assert calls["status"].to_list() == ["ok", "error", "ok"]
     assert archive.ingest().files_changed == 0  # idempotent
     monkeypatch.setenv("QWEN_RUNTIME_DIR", str(tmp_path / "qwen-runtime"))
     roots = {Path(r["path"]).name: r["found"] for r in Archive(embedder=None).ingest().roots}

@@ -156,32 +156,52 @@ def test_qwen_code_0_15_chat_turns_calls_usage_and_its_project_folder() -> None:
         [session] = discover(where).sessions
         assert (session.source, session.session_id, session.bucket) == (
             "qwen-code",
-            "8e8c528b-6ae5-4b1a-a044-347e06d7de6c",
+            "ee3aaffc-d643-474f-a207-b6a01e2ae0d3",
             "-tmp-ar-readers-s-work-qwen",
         )
         assert session.work_dirs == ["/tmp/ar-readers/s/work/qwen"]
     result = qwen_code.parse_wire(path)
     assert (result.protocol_version, result.unknown_types, result.problems) == ("0.15.10", {}, [])
-    assert [t.user_text for t in result.turns] == PROMPTS
+    prompts = [*PROMPTS, "Use a subagent to print hi"]
+    assert [t.user_text for t in result.turns] == prompts
     assert in_time_order(result.turns)
-    first, second = result.turns
+    first, second, third = result.turns
     assert calls(first) == [("run_shell_command", "echo hi", "ok")]
     assert calls(second) == [("run_shell_command", "ls /nonexistent-archive-mcp-dir", "error")]
-    assert [t.status for t in result.turns] == ["completed", "open"]
+    assert [(c.name, c.status) for c in third.tool_calls] == [("agent", "ok")]
+    assert [t.status for t in result.turns] == ["completed", "completed", "open"]
     assert [t.final_text for t in result.turns] == [
-        f"Done with: {p} SCRIPTED-ANSWER" for p in PROMPTS
+        f"Done with: {p} SCRIPTED-ANSWER" for p in prompts
     ]
     no_cache = {"input_other": 240, "input_cache_read": 0, "output": 14, "input_cache_creation": 0}
-    assert [t.usage for t in result.turns] == [no_cache, no_cache]
+    assert [t.usage for t in result.turns] == [no_cache] * 3
     assert first.tool_calls[0].duration_s is not None and first.tool_calls[0].duration_s > 0
+    # the subagent, rebuilt from the telemetry between the `agent` call and its result
+    [(agent, run)] = third.subagents.items()
+    call = third.tool_calls[0]
+    assert (agent, run.subagent_type, run.parent_tool_call_id) == (
+        f"agent-{call.id}",
+        "general-purpose",
+        call.id,
+    )
+    [sub] = run.turns
+    assert (sub.user_text, calls(sub), sub.status, sub.usage) == (
+        "Run echo hi in the shell",
+        [("run_shell_command", "echo hi", "ok")],
+        "completed",
+        no_cache,
+    )
+    assert sub.final_text == "Done with: Run echo hi in the shell SCRIPTED-ANSWER"
+    assert third.started_at < sub.started_at < sub.last_at < third.last_at
 
 
 def test_qwen_code_resumes_from_the_open_turn() -> None:
     path = only(REAL_CLI / "qwen-0.15.10", "*.jsonl")
     whole = qwen_code.parse_wire(path)
     again = qwen_code.parse_wire(path, whole.resume_offset, whole.resume_line, whole.resume_index)
-    assert [t.user_text for t in again.turns] == [PROMPTS[1]]
-    assert calls(again.turns[0]) == calls(whole.turns[1])
+    assert [t.user_text for t in again.turns] == ["Use a subagent to print hi"]
+    assert calls(again.turns[0]) == calls(whole.turns[2])
+    assert list(again.turns[0].subagents) == list(whole.turns[2].subagents)
 
 
 def test_aider_0_86_history_turns_edits_runs_and_times() -> None:

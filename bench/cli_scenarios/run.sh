@@ -3,8 +3,8 @@
 #   prompt 1 "Run echo hi in the shell"        -> one shell call (exit 0), an answer
 #   prompt 2 (the same session, resumed) "Now run a command that will fail"
 #                                              -> one shell call (exit != 0), an answer
-# OpenCode: a third prompt "Use a subagent to print hi" (a `task` call; the subagent's own
-# session runs the shell call).
+# OpenCode and Qwen Code: a third prompt "Use a subagent to print hi" (a `task` / `agent` call; the
+# subagent runs the shell call).
 # Aider (no tool calls): "Create hello.txt saying hi" (a SEARCH/REPLACE edit, applied and
 # committed), then "/run ls /nonexistent-archive-mcp-dir" (a failing command, its output added
 # to the chat), then "What did the command print?" (an answer); three runs, one history file.
@@ -56,6 +56,7 @@ JSON
   qw=(env HOME="$H" OPENAI_API_KEY=dummy OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_MODEL=fake-model timeout 120 "$R/npm/qwen/node_modules/.bin/qwen")
   "${qw[@]}" -p "$P1" --yolo --output-format json || true
   "${qw[@]}" --continue -p "$P2" --yolo --output-format json || true
+  "${qw[@]}" --continue -p "Use a subagent to print hi" --yolo --output-format json || true
   find "$H/.qwen/projects" -name '*.jsonl' ;;
 aider)
   ad=(env HOME="$H" LITELLM_LOCAL_MODEL_COST_MAP=True OPENAI_API_KEY=dummy timeout 120 "$R/aider-venv/bin/aider"

@@ -68,10 +68,12 @@ def pick(tools: list[tuple[str, Any]], prompt: str, answered: bool) -> tuple[str
     if "subagent" in prompt.lower():
         for name in SUBAGENT_TOOLS:
             if name in by:
+                enum = ((by[name] or {}).get("properties") or {}).get("subagent_type", {})
+                kinds = enum.get("enum") or ["general"]
                 return name, {
                     "description": "Print hi",
                     "prompt": "Run echo hi in the shell",
-                    "subagent_type": "general",
+                    "subagent_type": kinds[0],
                 }
     for name in SHELL_TOOLS:
         if name in by:
