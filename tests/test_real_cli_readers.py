@@ -40,16 +40,20 @@ def test_codex_0_171_rollout_opens_turns_at_user_message_items() -> None:
     assert session.work_dirs == ["/tmp/ar-readers/s/work/codex"]
     result = codex.parse_wire(path)
     assert (result.protocol_version, result.unknown_types, result.problems) == ("0.171.0", {}, [])
-    assert [t.user_text for t in result.turns] == PROMPTS
+    assert [t.user_text for t in result.turns] == [*PROMPTS, "Now sleep in the shell"]
     assert in_time_order(result.turns)
-    first, second = result.turns
+    first, second, third = result.turns
     assert calls(first) == [("exec_command", "echo hi", "ok")]
     assert calls(second) == [("exec_command", "ls /nonexistent-archive-mcp-dir", "error")]
-    assert [t.status for t in result.turns] == ["completed", "completed"]
+    # the third run was interrupted (SIGINT) during `sleep 30`: turn_aborted, exit code -1
+    assert calls(third) == [("exec_command", "sleep 30", "error")]
+    assert third.tool_calls[0].output_text.endswith("aborted by user")
+    assert [t.status for t in result.turns] == ["completed", "completed", "interrupted"]
     assert [t.final_text for t in result.turns] == [
         f"Done with: {p} SCRIPTED-ANSWER" for p in PROMPTS
-    ]
-    assert [t.usage for t in result.turns] == [TWO_CALLS, TWO_CALLS]
+    ] + [""]
+    one_call = {"input_other": 100, "input_cache_read": 20, "output": 7, "input_cache_creation": 0}
+    assert [t.usage for t in result.turns] == [TWO_CALLS, TWO_CALLS, one_call]
     assert "hi" in first.tool_calls[0].output_text
     assert first.tool_calls[0].duration_s is not None
 

@@ -3,6 +3,7 @@
 #   prompt 1 "Run echo hi in the shell"        -> one shell call (exit 0), an answer
 #   prompt 2 (the same session, resumed) "Now run a command that will fail"
 #                                              -> one shell call (exit != 0), an answer
+# Codex: a third run "Now sleep in the shell" (`sleep 30`) interrupted by SIGINT.
 # OpenCode and Qwen Code: a third prompt "Use a subagent to print hi" (a `task` / `agent` call; the
 # subagent runs the shell call).
 # Aider (no tool calls): "Create hello.txt saying hi" (a SEARCH/REPLACE edit, applied and
@@ -36,6 +37,9 @@ TOML
   cx=(env HOME="$H" FAKE_API_KEY=dummy timeout 120 "$R/npm/codex/node_modules/.bin/codex" exec)
   "${cx[@]}" --dangerously-bypass-approvals-and-sandbox "$P1" </dev/null || true
   "${cx[@]}" resume --last --dangerously-bypass-approvals-and-sandbox "$P2" </dev/null || true
+  # an interruption: `sleep 30` in the shell, SIGINT after 10 s
+  env HOME="$H" FAKE_API_KEY=dummy timeout -s INT 10 "$R/npm/codex/node_modules/.bin/codex" exec \
+    resume --last --dangerously-bypass-approvals-and-sandbox "Now sleep in the shell" </dev/null || true
   find "$H/.codex/sessions" -name 'rollout-*.jsonl' ;;
 gemini)
   mkdir -p "$H/.gemini"; cat >"$H/.gemini/settings.json" <<'JSON'

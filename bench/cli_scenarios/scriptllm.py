@@ -30,6 +30,8 @@ LOG = "requests.jsonl"
 
 
 def command_for(prompt: str) -> str:
+    if "sleep" in prompt.lower():
+        return "sleep 30"  # long enough to be interrupted
     return "ls /nonexistent-archive-mcp-dir" if "fail" in prompt.lower() else "echo hi"
 
 
