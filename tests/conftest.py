@@ -20,7 +20,13 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KIMI_SHARE_DIR", str(tmp_path / "no-kimi"))
     monkeypatch.setenv("KIMI_CODE_HOME", str(tmp_path / "no-kimi-code"))
     monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
-    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+    for var in (
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "QWEN_HOME",
+        "QWEN_RUNTIME_DIR",
+        "XDG_DATA_HOME",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("ARCHIVE_MCP_MODELS", str(tmp_path / "no-models"))

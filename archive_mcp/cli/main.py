@@ -88,7 +88,8 @@ def ingest(
     as_json: bool,
 ) -> None:
     """Archive and refine sessions from PATHs (default: every agent's home that exists:
-    ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini).
+    ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini, ~/.qwen,
+    ~/.local/share/opencode; Aider's history is in each repo: give the repo or a folder).
 
     \b
     Example:
