@@ -499,8 +499,15 @@ def show(
 @main.command()
 @click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
 @click.option("--port", default=8765, show_default=True, help="The HTTP port (with --http).")
+@click.option(
+    "--follow/--no-follow",
+    default=True,
+    show_default=True,
+    help="Keep the archive current: ingest the agents' default homes (as `ingest` does) at "
+    "start and whenever they change, in the background.",
+)
 @click.pass_context
-def serve(ctx: click.Context, http: bool, port: int) -> None:
+def serve(ctx: click.Context, http: bool, port: int, follow: bool) -> None:
     """Run the MCP server (stdio by default).
 
     \b
@@ -509,7 +516,7 @@ def serve(ctx: click.Context, http: bool, port: int) -> None:
     """
     from archive_mcp.mcp.server import serve as run_server
 
-    run_server(ctx.find_object(Archive), http=http, port=port)
+    run_server(ctx.find_object(Archive), http=http, port=port, follow=follow)
 
 
 @main.command()

@@ -1,0 +1,135 @@
+"""Following the agents' homes: the server's background follower, `archive-mcp watch`, its lock,
+and kill-safety (a follower killed mid-round and restarted archives what a fresh ingest would)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from test_agent_ingest import PROJECT, claude_home
+
+from archive_mcp import Archive
+from archive_mcp.live import Follower, changed_files, scan
+from archive_mcp.mcp.server import build_server
+
+pytestmark = pytest.mark.anyio
+
+
+def user_home() -> Path:
+    return Path(os.environ["HOME"])  # the tmp home conftest set
+
+
+def turn(text: str, sid: str = "c1", sec: int = 30) -> str:
+    return (
+        json.dumps(
+            {
+                "type": "user",
+                "sessionId": sid,
+                "cwd": PROJECT,
+                "timestamp": f"2026-03-20T10:05:{sec:02d}Z",
+                "message": {"role": "user", "content": text},
+            }
+        )
+        + "\n"
+    )
+
+
+async def search(client: Client, word: str) -> dict[str, Any]:
+    r = await client.call_tool(
+        "search_context", {"query": word, "all_workspaces": True, "mode": "lexical"}
+    )
+    assert not r.is_error, r.content
+    return r.structured_content
+
+
+async def found_within(client: Client, word: str, seconds: float) -> float:
+    """Seconds until a search for `word` has a hit (fails after `seconds`)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        if (await search(client, word))["hits"]:
+            return time.monotonic() - t0
+        await anyio.sleep(0.1)
+    raise AssertionError(f"{word!r} not found within {seconds} s")
+
+
+async def test_the_server_follows_a_live_session_and_a_new_one_within_5_s() -> None:
+    log = claude_home(user_home())  # the default Claude Code home: ~/.claude
+    server = build_server(Archive(embedder=None), cwd=PROJECT, follow=True)
+    async with Client(server) as client:
+        await found_within(client, "dateutil", 10)  # the round at start
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(turn("now the quuxfrobnicator parser"))
+        claude_home(user_home(), sid="c2", prompt="the zorblatt migration")
+        assert await found_within(client, "quuxfrobnicator", 5) < 5
+        assert await found_within(client, "zorblatt", 5) < 5
+        r = await search(client, "quuxfrobnicator")
+        assert r["catching_up"] is None
+        assert r["hits"][0]["session_id"] == "c1" and r["hits"][0]["turn"] == 1
+
+
+async def test_a_search_during_a_round_answers_from_the_archive_and_says_it_is_catching_up() -> (
+    None
+):
+    log = claude_home(user_home())
+    archive = Archive(embedder=None)
+    archive.ingest(user_home() / ".claude")
+    real_ingest, inside, release = archive.ingest, threading.Event(), threading.Event()
+
+    def slow_ingest(*paths: Any, **kw: Any) -> Any:
+        inside.set()
+        release.wait(10)
+        return real_ingest(*paths, **kw)
+
+    archive.ingest = slow_ingest  # type: ignore[method-assign]
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(turn("now the quuxfrobnicator parser"))
+    claude_home(user_home(), sid="c2", prompt="the zorblatt migration")
+    server = build_server(archive, cwd=PROJECT, follow=True)
+    async with Client(server) as client:
+        await anyio.to_thread.run_sync(inside.wait, 10)
+        r = await client.call_tool(
+            "search_context", {"query": "dateutil", "workspace": PROJECT, "mode": "lexical"}
+        )
+        text = r.content[0].text
+        assert r.structured_content["catching_up"] == "archive catching up: 2 files pending"
+        assert text.splitlines()[0] == (
+            "(archive catching up: 2 files pending; these hits are from what is archived so far)"
+        )
+        assert [h["session_id"] for h in r.structured_content["hits"]] == ["c1"]
+        assert not (await search(client, "zorblatt"))["hits"]  # not archived yet
+        release.set()
+        await found_within(client, "zorblatt", 5)
+        assert (await search(client, "zorblatt"))["catching_up"] is None
+
+
+def test_scan_sees_appends_new_files_and_only_the_agents_session_folders(tmp_path: Path) -> None:
+    home = tmp_path / "u"
+    log = claude_home(home)
+    (home / ".claude" / "todos").mkdir()
+    (home / ".claude" / "todos" / "t.json").write_text("[]")
+    roots = [home / ".claude", home / ".codex"]  # the second does not exist
+    before = scan(roots)
+    assert [p for p in before if not p.endswith(os.sep)] == [str(log)]
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(turn("more"))
+    new = claude_home(home, sid="c2")
+    (home / ".claude" / "todos" / "t.json").write_text("[1]")  # not a session: not followed
+    assert changed_files(before, scan(roots)) == sorted([str(log), str(new)])
+
+
+def test_a_second_follower_of_the_same_archive_stands_by() -> None:
+    claude_home(user_home())
+    first, second = Follower(Archive(embedder=None)), Follower(Archive(embedder=None))
+    assert first.acquire() and not second.acquire()
+    assert "is already followed by process" in second.holder_message()
+    assert str(os.getpid()) in second.holder_message()
+    first.release()
+    assert second.acquire()
+    second.release()
