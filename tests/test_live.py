@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -12,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from archive_mcp.workspaces import default_source_roots
 from mcp import Client
 from test_agent_ingest import PROJECT, claude_home
 
@@ -133,3 +138,92 @@ def test_a_second_follower_of_the_same_archive_stands_by() -> None:
     first.release()
     assert second.acquire()
     second.release()
+
+
+# --- archive-mcp watch, in subprocesses -------------------------------------------------------
+
+
+class Watcher:
+    """`archive-mcp watch` in a subprocess, its stderr collected line by line."""
+
+    def __init__(self, *args: str) -> None:
+        env = {**os.environ, "ARCHIVE_MCP_EMBEDDER": "none", "ARCHIVE_MCP_LOCK_TIMEOUT": "60"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "archive_mcp", "watch", "--interval", "0.2", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def saw(self, pattern: str, seconds: float = 30) -> str:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            for line in list(self.lines):
+                if re.search(pattern, line):
+                    return line
+            time.sleep(0.05)
+        raise AssertionError(f"no line matching {pattern!r} in {self.lines}")
+
+    def finish(self, seconds: float = 30) -> int:
+        code = self.proc.wait(seconds)
+        self._reader.join(5)
+        return code
+
+
+ROUND = r"following 1 of 5 homes: \d+ files changed, \d+ turns added"
+
+
+def test_watch_follows_in_the_foreground_and_stops_cleanly_on_sigterm_and_sigint() -> None:
+    log = claude_home(user_home())
+    w = Watcher()
+    w.saw(ROUND)
+    roots = ", ".join(str(r) for r in default_source_roots())
+    assert w.lines[0] == f"following {roots} into {os.environ['ARCHIVE_MCP_HOME']}"
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(turn("now the quuxfrobnicator parser"))
+    w.saw(r"1 files changed, 1 turns added, 1 updated")
+    w.proc.send_signal(signal.SIGTERM)
+    assert w.finish() == 0
+    assert w.lines[-2:] == [
+        "SIGTERM: stopping after the current round",
+        f"stopped after {len(re.findall(ROUND, chr(10).join(w.lines)))} rounds; "
+        "the archive state is saved",
+    ]
+    turns = Archive(embedder=None).turns().collect().sort("turn")
+    assert turns["user_text"].to_list() == ["fix the date parser", "now the quuxfrobnicator parser"]
+    again = Watcher()
+    again.saw(r"0 files changed, 0 turns added")
+    again.proc.send_signal(signal.SIGINT)
+    assert again.finish() == 0 and again.lines[-2] == "SIGINT: stopping after the current round"
+
+
+def test_a_second_watch_exits_with_who_follows_or_waits_for_it_with_wait() -> None:
+    claude_home(user_home())
+    first = Watcher()
+    first.saw(ROUND)
+    second = Watcher()
+    assert second.finish() == 1
+    assert re.fullmatch(
+        rf"Error: {re.escape(os.environ['ARCHIVE_MCP_HOME'])} is already followed by process "
+        rf"{first.proc.pid} \(`.*watch --interval 0.2`, since \S+\); one follower per archive is "
+        r"enough \(stop it first, or pass --wait to take over when it exits\)",
+        second.lines[-1],
+    ), second.lines
+    waiting = Watcher("--wait")
+    waiting.saw(rf"^waiting: .* is already followed by process {first.proc.pid} ")
+    time.sleep(0.5)
+    assert not re.search(ROUND, "\n".join(waiting.lines))  # it does not follow meanwhile
+    first.proc.send_signal(signal.SIGTERM)
+    assert first.finish() == 0
+    waiting.saw(ROUND)
+    waiting.proc.send_signal(signal.SIGTERM)
+    assert waiting.finish() == 0

@@ -537,12 +537,14 @@ def demo(keep: str | None, no_embed: bool) -> None:
 
 
 def _register() -> None:
+    from archive_mcp.cli.live import watch
     from archive_mcp.cli.memory import memory
     from archive_mcp.cli.themes import themes, trace
 
     main.add_command(themes)
     main.add_command(trace)
     main.add_command(memory)
+    main.add_command(watch)
 
 
 _register()
