@@ -3,8 +3,10 @@ and kill-safety (a follower killed mid-round and restarted archives what a fresh
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -154,6 +156,7 @@ class Watcher:
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            start_new_session=True,  # its ingest workers too can be killed with it (killpg)
         )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -227,3 +230,53 @@ def test_a_second_watch_exits_with_who_follows_or_waits_for_it_with_wait() -> No
     waiting.saw(ROUND)
     waiting.proc.send_signal(signal.SIGTERM)
     assert waiting.finish() == 0
+
+
+# --- kill-safety ------------------------------------------------------------------------------
+
+
+def digest(home: Path) -> dict[str, Any]:
+    """Everything an ingest leaves: the refined rows, each raw copy's hash, each file's state."""
+    archive = Archive(home, embedder=None)
+    rows = archive.turns().collect().sort("workspace_id", "session_id", "agent", "turn")
+    raw, states = {}, {}
+    for ws in archive.workspaces():
+        for p in sorted(ws.raw_dir.rglob("*")):
+            if p.is_file():
+                raw[f"{ws.id}/{p.relative_to(ws.root)}"] = hashlib.sha256(
+                    p.read_bytes()
+                ).hexdigest()
+        state = json.loads((ws.state_dir / "ingest.json").read_text(encoding="utf-8"))
+        states[ws.id] = state["files"]
+    return {
+        "rows": rows.height,
+        "rows_sha": hashlib.sha256(rows.write_ndjson().encode()).hexdigest(),
+        "raw": raw,
+        "states": states,
+    }
+
+
+def test_a_watcher_killed_mid_catch_up_then_restarted_archives_what_a_fresh_ingest_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from archive_mcp.synthetic.sessions import generate_share_dir
+
+    share = tmp_path / "kimi-live"
+    generate_share_dir(share, 2000, big_every=0, small=(200, 1500), turns_per_session=(5, 20))
+    monkeypatch.setenv("KIMI_SHARE_DIR", str(share))
+    delay = random.uniform(0.1, 1.0)
+    first = Watcher()
+    first.saw("^following ")
+    time.sleep(delay)
+    os.killpg(first.proc.pid, signal.SIGKILL)
+    assert first.finish() == -signal.SIGKILL
+    assert not any(re.search(ROUND, line) for line in first.lines), (delay, first.lines)
+    again = Watcher()
+    again.saw(ROUND, 120)
+    again.proc.send_signal(signal.SIGTERM)
+    assert again.finish() == 0
+    fresh = tmp_path / "fresh"
+    Archive(fresh, embedder=None).ingest(share)
+    got, want = digest(Path(os.environ["ARCHIVE_MCP_HOME"])), digest(fresh)
+    assert got["rows"] == want["rows"] == 2000
+    assert got == want, f"killed after {delay:.2f} s"
