@@ -280,3 +280,29 @@ def test_a_watcher_killed_mid_catch_up_then_restarted_archives_what_a_fresh_inge
     got, want = digest(Path(os.environ["ARCHIVE_MCP_HOME"])), digest(fresh)
     assert got["rows"] == want["rows"] == 2000
     assert got == want, f"killed after {delay:.2f} s"
+
+
+def test_a_search_whose_index_rebuild_races_an_ingest_indexes_what_it_listed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from archive_mcp.search.index import WorkspaceIndex
+
+    claude_home(user_home())
+    archive = Archive(embedder=None)
+    archive.ingest(user_home() / ".claude")
+    listed = WorkspaceIndex._file_stats
+    raced: list[bool] = []
+
+    def racing(self: WorkspaceIndex) -> dict[str, list[int]]:
+        out = listed(self)
+        if not raced:  # the follower writes a new session between the listing and the build
+            raced.append(True)
+            claude_home(user_home(), sid="c2", prompt="the zorblatt migration")
+            Archive(embedder=None).ingest(user_home() / ".claude")
+        return out
+
+    monkeypatch.setattr(WorkspaceIndex, "_file_stats", racing)
+    first = archive.search("dateutil", workspace="all", mode="lexical")  # raised KeyError: 'c2'
+    assert raced and "c1" in {h.session_id for h in first}
+    found = archive.search("zorblatt", workspace="all", mode="lexical")
+    assert [h.session_id for h in found] == ["c2"]
