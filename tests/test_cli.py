@@ -155,6 +155,8 @@ def test_every_command_that_prints_data_takes_json() -> None:
     quiet = {
         "serve",
         "watch",
+        "install",
+        "uninstall",
         "demo",
         "trace",
         "workspaces",

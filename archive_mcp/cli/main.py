@@ -537,6 +537,7 @@ def demo(keep: str | None, no_embed: bool) -> None:
 
 
 def _register() -> None:
+    from archive_mcp.cli.install import install, uninstall
     from archive_mcp.cli.live import watch
     from archive_mcp.cli.memory import memory
     from archive_mcp.cli.themes import themes, trace
@@ -545,6 +546,8 @@ def _register() -> None:
     main.add_command(trace)
     main.add_command(memory)
     main.add_command(watch)
+    main.add_command(install)
+    main.add_command(uninstall)
 
 
 _register()

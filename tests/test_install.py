@@ -1,0 +1,140 @@
+"""`archive-mcp install/uninstall AGENT`: the server registered where each agent reads it, shown
+and asked first, backed up, idempotent, and taken out again leaving the file byte-identical."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from archive_mcp.workspaces import config_dir
+from click.testing import CliRunner
+
+from archive_mcp.cli.main import main as cli
+from archive_mcp.install import config_file, server_command
+
+HOME = lambda: Path(os.environ["HOME"])  # noqa: E731 - the tmp home conftest set
+
+CLAUDE = (
+    '{\n  "numStartups": 3,\n  "mcpServers": {\n    "other": {\n      "command": "x"\n    }\n'
+    '  },\n  "projects": {\n    "/p": {\n      "mcpServers": {}\n    }\n  }\n}\n'
+)
+BEFORE: dict[str, list[str | None]] = {
+    "claude-code": [
+        None,
+        CLAUDE,
+        '{"numStartups": 1}',
+        '{\n  "mcpServers": {}\n}\n',
+        "{}",
+        "",
+    ],
+    "gemini": [None, '{\n    "theme": "Dracula",\n    "mcpServers": {"a": {"command": "b"}}\n}'],
+    "codex": [
+        None,
+        'model = "o3"\n\n[mcp_servers.other]\ncommand = "x"\nargs = []\n',
+        'model = "o3"',
+        "",
+    ],
+}
+CASES = [(agent, text) for agent, texts in BEFORE.items() for text in texts]
+
+
+def run(*args: str, input: str | None = None) -> tuple[int, str]:
+    r = CliRunner().invoke(cli, list(args), input=input)
+    return r.exit_code, r.output
+
+
+def servers(agent: str) -> dict[str, Any]:
+    text = config_file(agent).read_text(encoding="utf-8")
+    if agent == "codex":
+        return tomllib.loads(text)["mcp_servers"]
+    return json.loads(text)["mcpServers"]
+
+
+def test_the_files_are_where_each_agent_reads_user_scope_servers() -> None:
+    assert config_file("claude-code") == HOME() / ".claude.json"
+    assert config_file("codex") == HOME() / ".codex" / "config.toml"
+    assert config_file("gemini") == HOME() / ".gemini" / "settings.json"
+
+
+@pytest.mark.parametrize(("agent", "before"), CASES)
+def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
+    agent: str, before: str | None
+) -> None:
+    path = config_file(agent)
+    if before is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(before, encoding="utf-8")
+        path.chmod(0o600)
+    code, out = run("install", agent, "--yes")
+    assert code == 0, out
+    assert (
+        f"+++ {path}" in out and f'"{"archive-mcp"}"' in out or "[mcp_servers.archive-mcp]" in out
+    )
+    cmd = server_command()
+    want: dict[str, Any] = {"command": cmd[0], "args": cmd[1:]}
+    if agent == "claude-code":
+        want = {"type": "stdio", **want, "env": {}}
+    assert servers(agent)["archive-mcp"] == want
+    if before:  # every other server and setting is kept
+        old = tomllib.loads(before) if agent == "codex" else json.loads(before)
+        new = tomllib.loads(path.read_text()) if agent == "codex" else json.loads(path.read_text())
+        key = "mcp_servers" if agent == "codex" else "mcpServers"
+        new[key].pop("archive-mcp")
+        if not new[key] and key not in old:
+            del new[key]
+        assert new == old
+    if before is not None:
+        assert path.stat().st_mode & 0o777 == 0o600
+        backups = list((config_dir() / "backups").iterdir())
+        assert [b.read_text(encoding="utf-8") for b in backups] == [before]
+    installed = path.read_bytes()
+    code, out = run("install", agent, "--yes")
+    assert (code, path.read_bytes()) == (0, installed)
+    assert out == f"{agent}: archive-mcp is already registered in {path}; nothing to do\n"
+    code, out = run("uninstall", agent, "--yes")
+    assert code == 0, out
+    if before is None:
+        assert not path.exists()
+    else:
+        assert path.read_bytes() == before.encode()
+    code, out = run("uninstall", agent, "--yes")
+    assert out == f"{agent}: archive-mcp is not registered in {path}; nothing to do\n"
+
+
+def test_install_shows_the_change_and_asks_first() -> None:
+    path = config_file("gemini")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"theme": "x"}', encoding="utf-8")
+    code, out = run("install", "gemini", input="n\n")
+    assert code == 1 and out.endswith(f"Change {path}? [y/N]: n\nAborted!\n")
+    assert f"--- {path}\n+++ {path}\n" in out and '+  "mcpServers": {' in out
+    assert path.read_text() == '{"theme": "x"}'
+    code, out = run("install", "gemini", input="y\n")
+    assert code == 0 and "archive-mcp" in servers("gemini")
+
+
+def test_a_file_the_agent_rewrote_since_install_is_edited_structurally() -> None:
+    path = config_file("claude-code")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(CLAUDE, encoding="utf-8")
+    run("install", "claude-code", "--yes")
+    data = json.loads(path.read_text())
+    data["numStartups"] = 4  # rewritten by someone else, in another layout
+    path.write_text(json.dumps(data, indent=4), encoding="utf-8")
+    code, out = run("uninstall", "claude-code", "--yes")
+    assert code == 0 and "note: edited structurally: the file changed since install" in out
+    assert json.loads(path.read_text()) == {**json.loads(CLAUDE), "numStartups": 4}
+
+
+def test_a_file_that_does_not_parse_is_left_alone_with_what_to_do() -> None:
+    path = config_file("codex")
+    path.parent.mkdir(parents=True)
+    path.write_text("model = \n", encoding="utf-8")
+    code, out = run("install", "codex", "--yes")
+    assert code == 1 and out.startswith(f"Error: {path} is not valid TOML (")
+    assert "register the server by hand: command " in out
+    assert path.read_text() == "model = \n"
