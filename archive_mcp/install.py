@@ -86,6 +86,12 @@ class Change:
         return self.before != self.after
 
 
+def registered(agent: str, path: Path | None = None) -> bool:
+    """Whether `agent`'s config file lists the server."""
+    text = _read(path or config_file(agent))
+    return text is not None and _registered(agent, text)
+
+
 def installs_path() -> Path:
     return config_dir() / "installs.json"
 

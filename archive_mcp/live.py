@@ -30,6 +30,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from archive_mcp.errors import ArchiveError
+from archive_mcp.settings import follow_setting
 from archive_mcp.workspaces import default_source_roots, read_json
 
 INTERVAL = 1.0  # seconds between polls
@@ -51,8 +52,11 @@ class FollowerBusy(ArchiveError):
 
 
 def follow_roots(paths: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
-    """The homes to follow: `paths`, else every agent's default home (as `ingest` reads them)."""
-    return [Path(p).expanduser() for p in paths] if paths else default_source_roots()
+    """The homes to follow: `paths`, else the `follow` setting ($ARCHIVE_MCP_FOLLOW, the config
+    file), else every agent's default home (as `ingest` reads them)."""
+    if paths:
+        return [Path(p).expanduser() for p in paths]
+    return follow_setting() or default_source_roots()
 
 
 def scan(roots: Sequence[Path]) -> Snapshot:
@@ -218,7 +222,11 @@ class Follower:
                     self._stop.wait(LOCK_RETRY)
                     continue
                 self.standby = False
-                ok = self.step()
+                try:
+                    ok = self.step()
+                except Exception as exc:  # noqa: BLE001 - e.g. a config file that does not parse
+                    self.last_error, ok = f"{type(exc).__name__}: {exc}", False
+                    self.status(f"follow: {exc}")
                 self._stop.wait(self.interval if ok else ERROR_BACKOFF)
         finally:
             self.pending = 0
@@ -238,7 +246,8 @@ class Follower:
         self.pending = len(changed_files(self._base, now))
         started = time.monotonic()
         try:
-            report = self.archive.ingest(*self.paths, embed=self.embed)
+            given = self.paths or follow_setting() or ()  # else ingest's own default homes
+            report = self.archive.ingest(*given, embed=self.embed)
         except Exception as exc:  # noqa: BLE001 - a failed round is reported and retried
             self.last_error = f"{type(exc).__name__}: {exc}"
             self.status(f"follow: ingest failed, retrying: {self.last_error}")

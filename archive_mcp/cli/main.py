@@ -21,13 +21,14 @@ from archive_mcp.cli.common import (
     warn,
     workspace_option,
 )
+from archive_mcp.cli.config import Configured
 from archive_mcp.refiners import SOURCES
 from archive_mcp.render import hit_text, turn_text
 
 DATE = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"])
 
 
-@click.group()
+@click.group(cls=Configured)
 @click.version_option(package_name="archive-mcp")
 @click.option(
     "--home",
@@ -498,7 +499,13 @@ def show(
 
 @main.command()
 @click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
-@click.option("--port", default=8765, show_default=True, help="The HTTP port (with --http).")
+@click.option(
+    "--port",
+    default=8765,
+    envvar="ARCHIVE_MCP_PORT",
+    show_default=True,
+    help="The HTTP port (with --http).",
+)
 @click.option(
     "--follow/--no-follow",
     default=True,
@@ -537,6 +544,7 @@ def demo(keep: str | None, no_embed: bool) -> None:
 
 
 def _register() -> None:
+    from archive_mcp.cli.config import config, doctor
     from archive_mcp.cli.install import install, uninstall
     from archive_mcp.cli.live import watch
     from archive_mcp.cli.memory import memory
@@ -548,6 +556,8 @@ def _register() -> None:
     main.add_command(watch)
     main.add_command(install)
     main.add_command(uninstall)
+    main.add_command(config)
+    main.add_command(doctor)
 
 
 _register()
