@@ -35,7 +35,7 @@ class Configured(click.Group):
             except ArchiveError as exc:
                 warn(f"warning: {exc}")
                 data = {}
-            top = {k: data[k] for k in ("home", "embedder") if k in data}
+            top: dict[str, Any] = {k: data[k] for k in ("home", "embedder") if k in data}
             if "port" in data:
                 top["serve"] = {"port": data["port"]}
             extra["default_map"] = top
@@ -87,7 +87,11 @@ def config_show(ctx: click.Context, as_json: bool) -> None:
     flags = _flags(ctx)
     rows = []
     for name, s in SETTINGS.items():
-        value, source = call(ctx, lambda _a, n=name: flags.get(n) or resolved(n))
+
+        def value_of(_a: Any, n: str = name) -> tuple[Any, str]:
+            return flags.get(n) or resolved(n)
+
+        value, source = call(ctx, value_of)
         rows.append({"name": name, "value": value, "source": source, "env": s.env, "flag": s.flag})
     if as_json:
         echo_json(rows)
