@@ -138,3 +138,37 @@ def test_a_file_that_does_not_parse_is_left_alone_with_what_to_do() -> None:
     assert code == 1 and out.startswith(f"Error: {path} is not valid TOML (")
     assert "register the server by hand: command " in out
     assert path.read_text() == "model = \n"
+
+
+REAL = os.environ.get("AGENTS_REAL_ROOT", "")  # where the agents-real setup.sh installed the CLIs
+LISTED = {
+    "claude-code": ("claude", "archive-mcp: ", "✔ Connected"),
+    "codex": ("codex", "archive-mcp  ", "enabled"),
+    "gemini": ("gemini", "archive-mcp: ", "Connected"),
+}
+
+
+@pytest.mark.parametrize("agent", list(LISTED))
+def test_the_real_cli_lists_the_server_after_install_and_not_after_uninstall(agent: str) -> None:
+    import subprocess
+
+    cli_name, line_start, status = LISTED[agent]
+    binary = Path(REAL) / "npm" / cli_name / "node_modules" / ".bin" / cli_name
+    if not REAL or not binary.exists():
+        pytest.skip(
+            "set $AGENTS_REAL_ROOT to the real agent CLIs (opt-in: they may use the network)"
+        )
+    env = {**os.environ, "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+
+    def listed() -> list[str]:
+        done = subprocess.run(
+            [str(binary), "mcp", "list"], capture_output=True, text=True, env=env, timeout=120
+        )
+        out = done.stdout + done.stderr  # gemini prints its list on stderr
+        return [line for line in out.splitlines() if line.lstrip("✓○✗ ").startswith(line_start)]
+
+    assert run("install", agent, "--yes")[0] == 0
+    lines = listed()
+    assert len(lines) == 1 and status in lines[0] and server_command()[0] in lines[0], lines
+    assert run("uninstall", agent, "--yes")[0] == 0
+    assert listed() == []
