@@ -35,7 +35,7 @@ def settings_in_force(flags: dict[str, tuple[Any, str]]) -> list[Check]:
     for name, s in SETTINGS.items():
         value, source = flags.get(name) or resolved(name)
         where = {"env": f"${s.env}", "file": "config file", "flag": s.flag}.get(source, "default")
-        shown = value if value is not None else "(default)"
+        shown = value
         if isinstance(shown, list):
             shown = ", ".join(shown)
         out.append(Check(f"setting {name}", "info", f"{shown} (from {where})"))

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from archive_mcp.errors import InvalidArgument
-from archive_mcp.workspaces import atomic_write_text, config_dir
+from archive_mcp.workspaces import atomic_write_text, config_dir, default_source_roots
 
 
 @dataclass(frozen=True)
@@ -120,10 +122,19 @@ def resolved(name: str) -> tuple[Any, str]:
     data = read_config()
     if name in data:
         return data[name], "file"
-    return None, "default"
+    return default(name), "default"
+
+
+def default(name: str) -> Any:
+    """The value a setting has when neither a flag, its variable nor the file sets it."""
+    if name == "home":
+        return str(Path(platformdirs.user_data_dir("archive-mcp", appauthor=False)))
+    if name == "follow":
+        return [str(p) for p in default_source_roots()]
+    return {"embedder": "static", "port": 8765}[name]
 
 
 def follow_setting() -> list[Path] | None:
     """The homes to follow when none are given: $ARCHIVE_MCP_FOLLOW, else the file, else None."""
-    value, _ = resolved("follow")
-    return [Path(p).expanduser() for p in value] if value else None
+    value, source = resolved("follow")
+    return [Path(p).expanduser() for p in value] if value and source != "default" else None

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from archive_mcp.workspaces import default_source_roots
 from click.testing import CliRunner
 from test_agent_ingest import claude_home
 
@@ -32,9 +33,9 @@ def test_config_path_set_and_show_with_each_value_s_source(monkeypatch: pytest.M
     home = os.environ["ARCHIVE_MCP_HOME"]
     assert shown() == {
         "home": (home, "env"),
-        "embedder": (None, "default"),
-        "port": (None, "default"),
-        "follow": (None, "default"),
+        "embedder": ("static", "default"),
+        "port": (8765, "default"),
+        "follow": ([str(p) for p in default_source_roots()], "default"),
     }
     assert run("config", "set", "embedder", "minilm") == (0, f"{path}: embedder = minilm\n")
     assert run("config", "set", "port", "9000")[0] == 0

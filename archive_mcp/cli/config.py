@@ -98,10 +98,7 @@ def config_show(ctx: click.Context, as_json: bool) -> None:
         return
     for r in rows:
         value = ", ".join(r["value"]) if isinstance(r["value"], list) else r["value"]
-        click.echo(
-            f"{r['name']} = {value if value is not None else '(default)'}  "
-            f"[{r['source']}; ${r['env']}, {r['flag']}]"
-        )
+        click.echo(f"{r['name']} = {value}  [{r['source']}; ${r['env']}, {r['flag']}]")
 
 
 @config.command("set")
