@@ -165,20 +165,48 @@ def apply(change: Change) -> Path | None:
 
 # --- JSON: one member inserted into (or removed from) the top-level object, textually ---------
 def _json_insert(text: str, entry: dict[str, Any]) -> tuple[str, str, int]:
+    return _json_insert_at(text, ["mcpServers"], NAME, entry)
+
+
+def _nested(keys: list[str], leaf_key: str | None, leaf: Any) -> Any:
+    value: Any = [leaf] if leaf_key is None else {leaf_key: leaf}
+    for key in reversed(keys):
+        value = {key: value}
+    return value
+
+
+def _json_insert_at(
+    text: str, keys: list[str], leaf_key: str | None, leaf: Any
+) -> tuple[str, str, int]:
+    """Insert `leaf` below `keys`: as member `leaf_key` of that object, or (`leaf_key` None) as
+    the first element of that array; containers that are missing are inserted with it."""
     if not text.strip():
-        body = json.dumps({"mcpServers": {NAME: entry}}, indent=2) + "\n"
+        body = json.dumps(_nested(keys, leaf_key, leaf), indent=2) + "\n"
         return body, body, 0
     top = _skip_ws(text, 0)
     ind = _indent(text, top)
-    body = json.dumps(entry, indent=ind).replace("\n", "\n" + ind * 2)
-    value = _member(text, top, "mcpServers")
-    if value is not None and text[value] == "{":
-        at, level, item = value + 1, 2, f'"{NAME}": {body}'
-    else:
-        at, level, item = top + 1, 1, f'"mcpServers": {{\n{ind * 2}"{NAME}": {body}\n{ind}}}'
-    empty = text[_skip_ws(text, at)] == "}"
-    close = ind * (level - 1)
-    snippet = f"\n{ind * level}{item}" + (f"\n{close}" if empty else ",")
+    obj = top
+    for depth, key in enumerate(keys):
+        value = _member(text, obj, key)
+        want = "[" if depth == len(keys) - 1 and leaf_key is None else "{"
+        if value is None or text[value] != want:
+            rest = _nested(keys[depth + 1 :], leaf_key, leaf)
+            return _insert(text, obj, depth + 1, ind, json.dumps(key), rest)
+        obj = value
+    return _insert(
+        text, obj, len(keys) + 1, ind, None if leaf_key is None else json.dumps(leaf_key), leaf
+    )
+
+
+def _insert(
+    text: str, at: int, level: int, ind: str, key: str | None, value: Any
+) -> tuple[str, str, int]:
+    """One member (`key`: `value`) or element (`key` None) first in the container opening at `at`."""
+    body = json.dumps(value, indent=ind).replace("\n", "\n" + ind * level)
+    item = body if key is None else f"{key}: {body}"
+    at += 1
+    empty = text[_skip_ws(text, at)] in "}]"
+    snippet = f"\n{ind * level}{item}" + (f"\n{ind * (level - 1)}" if empty else ",")
     return text[:at] + snippet + text[at:], snippet, at
 
 
