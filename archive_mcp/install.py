@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import tomllib
@@ -32,6 +33,7 @@ from archive_mcp.errors import InvalidArgument
 from archive_mcp.workspaces import (
     atomic_write_json,
     atomic_write_text,
+    claude_config_dir,
     codex_home,
     config_dir,
     gemini_dir,
@@ -40,6 +42,8 @@ from archive_mcp.workspaces import (
 
 NAME = "archive-mcp"
 AGENTS = ("claude-code", "codex", "gemini")
+HOOK = "claude-code-hook"  # Claude Code's SessionEnd hook, installed with its server
+MARK = "# archive-mcp session-end"  # ends the hook's command: how uninstall finds its own
 
 
 def config_file(agent: str) -> Path:
@@ -47,6 +51,8 @@ def config_file(agent: str) -> Path:
     if agent == "claude-code":
         env = os.environ.get("CLAUDE_CONFIG_DIR")
         return (Path(env).expanduser() if env else Path.home()) / ".claude.json"
+    if agent == HOOK:
+        return claude_config_dir() / "settings.json"
     if agent == "codex":
         return codex_home() / "config.toml"
     if agent == "gemini":
@@ -64,7 +70,15 @@ def server_command() -> list[str]:
     )
 
 
+def hook_command() -> str:
+    """What the SessionEnd hook runs: a quick incremental ingest of the Claude Code home."""
+    cmd = [*server_command()[:-1], "ingest", "--no-embed", str(claude_config_dir())]
+    return f"{shlex.join(cmd)} >/dev/null 2>&1 {MARK}"
+
+
 def entry_for(agent: str, command: list[str]) -> dict[str, Any]:
+    if agent == HOOK:
+        return {"hooks": [{"type": "command", "command": hook_command()}]}
     if agent == "claude-code":
         return {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
     return {"command": command[0], "args": command[1:]}
@@ -92,6 +106,10 @@ def registered(agent: str, path: Path | None = None) -> bool:
     return text is not None and _registered(agent, text)
 
 
+def _what(agent: str) -> str:
+    return f"the {NAME} SessionEnd hook" if agent == HOOK else NAME
+
+
 def installs_path() -> Path:
     return config_dir() / "installs.json"
 
@@ -101,9 +119,15 @@ def plan_install(agent: str, command: list[str] | None = None) -> Change:
     before = _read(path)
     entry = entry_for(agent, command or server_command())
     if before is not None and _registered(agent, before):
-        return Change(agent, str(path), before, before, note=f"{NAME} is already registered")
-    edit = _toml_insert if agent == "codex" else _json_insert
-    after, snippet, at = edit(before or "", entry)
+        return Change(
+            agent, str(path), before, before, note=f"{_what(agent)} is already registered"
+        )
+    if agent == "codex":
+        after, snippet, at = _toml_insert(before or "", entry)
+    elif agent == HOOK:
+        after, snippet, at = _json_insert_at(before or "", ["hooks", "SessionEnd"], None, entry)
+    else:
+        after, snippet, at = _json_insert(before or "", entry)
     _check(agent, path, after, present=True)
     return Change(agent, str(path), before, after, snippet, at)
 
@@ -112,7 +136,7 @@ def plan_uninstall(agent: str) -> Change:
     path = config_file(agent)
     before = _read(path)
     if before is None or not _registered(agent, before):
-        return Change(agent, str(path), before, before, note=f"{NAME} is not registered")
+        return Change(agent, str(path), before, before, note=f"{_what(agent)} is not registered")
     rec = (read_json(installs_path(), {}) or {}).get(agent) or {}
     if rec.get("path") == str(path) and rec.get("created") and before == rec.get("snippet"):
         return Change(agent, str(path), before, None, before, 0)
@@ -124,7 +148,10 @@ def plan_uninstall(agent: str) -> Change:
             after = before[:at] + before[at + len(snippet) :]
             if _parses(agent, after) and not _registered(agent, after):
                 return Change(agent, str(path), before, after, snippet, at)
-    after = _toml_remove(before) if agent == "codex" else _json_remove(before)
+    if agent == "codex":
+        after = _toml_remove(before)
+    else:
+        after = _hook_remove(before) if agent == HOOK else _json_remove(before)
     _check(agent, path, after, present=False)
     return Change(
         agent, str(path), before, after, note="edited structurally: the file changed since install"
@@ -215,6 +242,26 @@ def _json_remove(text: str) -> str:
     servers = data.get("mcpServers") or {}
     servers.pop(NAME, None)
     return json.dumps(data, indent=_indent_width(text), ensure_ascii=False) + "\n"
+
+
+def _hook_remove(text: str) -> str:
+    data = json.loads(text)
+    hooks = data.get("hooks") or {}
+    kept = [h for h in hooks.get("SessionEnd") or [] if not _is_ours(h)]
+    if kept:
+        hooks["SessionEnd"] = kept
+    else:
+        hooks.pop("SessionEnd", None)
+        if not hooks:
+            data.pop("hooks", None)
+    return json.dumps(data, indent=_indent_width(text), ensure_ascii=False) + "\n"
+
+
+def _is_ours(matcher: Any) -> bool:
+    inner = matcher.get("hooks") if isinstance(matcher, dict) else None
+    return isinstance(inner, list) and any(
+        isinstance(h, dict) and str(h.get("command", "")).endswith(MARK) for h in inner
+    )
 
 
 def _indent(text: str, top: int) -> str:
@@ -324,6 +371,10 @@ def _registered(agent: str, text: str) -> bool:
         data = _load(agent, text)
     except ValueError:
         return False
+    if agent == HOOK:
+        hooks = data.get("hooks")
+        ends = hooks.get("SessionEnd") if isinstance(hooks, dict) else None
+        return isinstance(ends, list) and any(_is_ours(h) for h in ends)
     servers = data.get("mcp_servers" if agent == "codex" else "mcpServers")
     return isinstance(servers, dict) and NAME in servers
 

@@ -14,7 +14,7 @@ from archive_mcp.workspaces import config_dir
 from click.testing import CliRunner
 
 from archive_mcp.cli.main import main as cli
-from archive_mcp.install import config_file, server_command
+from archive_mcp.install import HOOK, MARK, config_file, hook_command, server_command
 
 HOME = lambda: Path(os.environ["HOME"])  # noqa: E731 - the tmp home conftest set
 
@@ -69,7 +69,8 @@ def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(before, encoding="utf-8")
         path.chmod(0o600)
-    code, out = run("install", agent, "--yes")
+    hook = ["--no-hook"] if agent == "claude-code" else []
+    code, out = run("install", agent, "--yes", *hook)
     assert code == 0, out
     assert (
         f"+++ {path}" in out and f'"{"archive-mcp"}"' in out or "[mcp_servers.archive-mcp]" in out
@@ -92,7 +93,7 @@ def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
         backups = list((config_dir() / "backups").iterdir())
         assert [b.read_text(encoding="utf-8") for b in backups] == [before]
     installed = path.read_bytes()
-    code, out = run("install", agent, "--yes")
+    code, out = run("install", agent, "--yes", *hook)
     assert (code, path.read_bytes()) == (0, installed)
     assert out == f"{agent}: archive-mcp is already registered in {path}; nothing to do\n"
     code, out = run("uninstall", agent, "--yes")
@@ -102,7 +103,7 @@ def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
     else:
         assert path.read_bytes() == before.encode()
     code, out = run("uninstall", agent, "--yes")
-    assert out == f"{agent}: archive-mcp is not registered in {path}; nothing to do\n"
+    assert out.splitlines()[0] == f"{agent}: archive-mcp is not registered in {path}; nothing to do"
 
 
 def test_install_shows_the_change_and_asks_first() -> None:
@@ -167,8 +168,45 @@ def test_the_real_cli_lists_the_server_after_install_and_not_after_uninstall(age
         out = done.stdout + done.stderr  # gemini prints its list on stderr
         return [line for line in out.splitlines() if line.lstrip("✓○✗ ").startswith(line_start)]
 
-    assert run("install", agent, "--yes")[0] == 0
+    assert (
+        run("install", agent, "--yes", *(["--no-hook"] if agent == "claude-code" else []))[0] == 0
+    )
     lines = listed()
     assert len(lines) == 1 and status in lines[0] and server_command()[0] in lines[0], lines
     assert run("uninstall", agent, "--yes")[0] == 0
     assert listed() == []
+
+
+HOOKED = '{\n  "model": "opus",\n  "hooks": {\n    "SessionEnd": [\n      {\n        "hooks": [\n          {\n            "type": "command",\n            "command": "notify-send bye"\n          }\n        ]\n      }\n    ]\n  }\n}\n'
+
+
+@pytest.mark.parametrize("before", [None, '{"model": "opus"}', HOOKED])
+def test_claude_code_gets_a_session_end_hook_that_uninstall_takes_out_byte_for_byte(
+    before: str | None,
+) -> None:
+    settings = config_file(HOOK)
+    assert settings == HOME() / ".claude" / "settings.json"
+    if before is not None:
+        settings.parent.mkdir(parents=True)
+        settings.write_text(before, encoding="utf-8")
+    code, out = run("install", "claude-code", "--yes")
+    assert code == 0, out
+    ends = json.loads(settings.read_text())["hooks"]["SessionEnd"]
+    assert ends[0] == {"hooks": [{"type": "command", "command": hook_command()}]}
+    assert hook_command().endswith(
+        f" ingest --no-embed {HOME() / '.claude'} >/dev/null 2>&1 {MARK}"
+    )
+    assert ends[1:] == (json.loads(HOOKED)["hooks"]["SessionEnd"] if before == HOOKED else [])
+    installed = settings.read_bytes()
+    code, out = run("install", "claude-code", "--yes")
+    assert settings.read_bytes() == installed
+    assert out.splitlines()[1] == (
+        f"{HOOK}: the archive-mcp SessionEnd hook is already registered in {settings}; "
+        "nothing to do"
+    )
+    assert run("uninstall", "claude-code", "--yes")[0] == 0
+    if before is None:
+        assert not settings.exists()
+    else:
+        assert settings.read_bytes() == before.encode()
+    assert not config_file("claude-code").exists()
