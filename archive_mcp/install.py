@@ -73,7 +73,8 @@ def server_command() -> list[str]:
 def hook_command() -> str:
     """What the SessionEnd hook runs: a quick incremental ingest of the Claude Code home."""
     cmd = [*server_command()[:-1], "ingest", "--no-embed", str(claude_config_dir())]
-    return f"{shlex.join(cmd)} >/dev/null 2>&1 {MARK}"
+    # in the background: Claude Code cancels a SessionEnd hook still running when it exits
+    return f"nohup {shlex.join(cmd)} >/dev/null 2>&1 & {MARK}"
 
 
 def entry_for(agent: str, command: list[str]) -> dict[str, Any]:

@@ -193,8 +193,8 @@ def test_claude_code_gets_a_session_end_hook_that_uninstall_takes_out_byte_for_b
     assert code == 0, out
     ends = json.loads(settings.read_text())["hooks"]["SessionEnd"]
     assert ends[0] == {"hooks": [{"type": "command", "command": hook_command()}]}
-    assert hook_command().endswith(
-        f" ingest --no-embed {HOME() / '.claude'} >/dev/null 2>&1 {MARK}"
+    assert hook_command().startswith("nohup ") and hook_command().endswith(
+        f" ingest --no-embed {HOME() / '.claude'} >/dev/null 2>&1 & {MARK}"
     )
     assert ends[1:] == (json.loads(HOOKED)["hooks"]["SessionEnd"] if before == HOOKED else [])
     installed = settings.read_bytes()
