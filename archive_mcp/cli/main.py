@@ -510,8 +510,8 @@ def show(
     "--follow/--no-follow",
     default=True,
     show_default=True,
-    help="Keep the archive current: ingest the agents' default homes (as `ingest` does) at "
-    "start and whenever they change, in the background.",
+    help="Keep the archive current: ingest the followed homes (the `follow` setting, else every "
+    "agent's home, as `ingest`) at start and whenever they change, in the background.",
 )
 @click.pass_context
 def serve(ctx: click.Context, http: bool, port: int, follow: bool) -> None:
