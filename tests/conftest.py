@@ -30,6 +30,9 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("ARCHIVE_MCP_MODELS", str(tmp_path / "no-models"))
+    monkeypatch.setenv("ARCHIVE_MCP_CONFIG_DIR", str(tmp_path / "config"))
+    for var in ("ARCHIVE_MCP_FOLLOW", "ARCHIVE_MCP_PORT", "ARCHIVE_MCP_EMBEDDER"):
+        monkeypatch.delenv(var, raising=False)
 
 
 class FakeEmbedder:

@@ -76,6 +76,15 @@ def default_source_roots() -> list[Path]:
     ]
 
 
+def config_dir() -> Path:
+    """Where archive-mcp's own settings live: `$ARCHIVE_MCP_CONFIG_DIR`, else the platform
+    config dir (`~/.config/archive-mcp` on Linux)."""
+    env = os.environ.get("ARCHIVE_MCP_CONFIG_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_config_dir("archive-mcp", appauthor=False))
+
+
 def model_dir() -> Path:
     """Where models derived on this machine live (the static model distilled from MiniLM).
 
