@@ -182,7 +182,7 @@ class Watcher:
         return code
 
 
-ROUND = r"following 1 of 5 homes: \d+ files changed, \d+ turns added"
+ROUND = r"following 1 of \d+ homes: \d+ files changed, \d+ turns added"
 
 
 def test_watch_follows_in_the_foreground_and_stops_cleanly_on_sigterm_and_sigint() -> None:
