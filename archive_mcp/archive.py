@@ -199,9 +199,9 @@ class Archive(Corpus):
         self,
         theme: str,
         workspace: str | Workspace | None = None,
-        references: Sequence[TurnRef | dict[str, Any]] | None = None,
+        references: Sequence[TurnRef | dict[str, Any] | str] | None = None,
         seeds: Sequence[str] | None = None,
-        remove: Sequence[TurnRef | dict[str, Any]] | None = None,
+        remove: Sequence[TurnRef | dict[str, Any] | str] | None = None,
         description: str | None = None,
         min_score: float = 0.5,
         who: str = "api",
@@ -219,10 +219,13 @@ class Archive(Corpus):
         if not references and not seeds and not remove and store.get(theme) is None:
             raise InvalidArgument(
                 f"no theme named {theme!r} yet, and nothing to put in it: give references "
-                "(turns from search_context) or 1-3 seeds"
+                "(turns found by a search, as session:turn) or 1-3 seeds"
             )
-        refs = [_ref(r) for r in references or []]
-        drop = {(r.session_id, r.agent, r.turn) for r in (_ref(x) for x in remove or [])}
+        refs = [self.canonical_ref(ws, r) for r in references or []]
+        drop = {
+            (r.session_id, r.agent, r.turn)
+            for r in (self.canonical_ref(ws, x) for x in remove or [])
+        }
         refined = self._ensure_refined(ws, {r.session_id for r in refs})
         known = self._turn_keys(ws, {r.session_id for r in refs})
         for r in refs:
@@ -231,7 +234,7 @@ class Archive(Corpus):
                 hint = (
                     f"valid turns: {valid[0]}..{valid[-1]}"
                     if valid
-                    else "unknown session; find turns with search_context"
+                    else "unknown session; search for its turns"
                 )
                 raise ThemeError(
                     f"no turn {r.session_id}:{r.turn} (agent {r.agent}) in workspace {ws.name}; {hint}"
@@ -475,12 +478,3 @@ def _vectors(idx: WorkspaceIndex, rows: np.ndarray) -> DiskRows | None:
             parts.append((s.vectors, mine))
         at = end
     return DiskRows(parts) if parts else None
-
-
-def _ref(r: TurnRef | dict[str, Any]) -> TurnRef:
-    if isinstance(r, TurnRef):
-        return r
-    try:
-        return TurnRef(str(r["session_id"]), int(r["turn"]), str(r.get("agent") or "main"))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ThemeError(f"a reference needs session_id and turn, got {r!r}") from exc

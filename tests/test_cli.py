@@ -208,3 +208,36 @@ def test_search_rerank_takes_an_optional_model_name(kimi_root: Path, monkeypatch
     assert (code, err) == (1, "Error: asked rerank='e5'\n")
     code, _, err = _run("search", "x", "-w", "ml-pipeline", "--rerank", "bge")
     assert code == 2 and "'bge' is not one of 'minilm', 'e5'" in err
+
+
+def test_every_turn_reference_the_cli_prints_shows_back(
+    kimi_root: Path, kimi_code_root: Path
+) -> None:
+    import re
+
+    _run("ingest", "--no-embed", str(kimi_root), str(kimi_code_root))
+    _run("themes", "tag", "login", "-w", "webapp", "-r", "session_2c7d1e94:0", "-r", "b8e1d2c4:1")
+    code, out, _ = _run("--embedder", "none", "search", "test", "-w", "all", "--limit", "20")
+    assert code == 0
+    assert out.splitlines()[0].startswith(
+        "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b:1 (workspace webapp) 2026-03-14T10:01 score=1.9115 "
+    )
+    refs = re.findall(r"^(\S+:\d+) \(workspace [\w-]+\) ", out, re.M)
+    _, listed, _ = _run("sessions", "list", "--all")
+    refs += [f"{line.split()[0]}:0" for line in listed.splitlines()[1:]]
+    _, traced, _ = _run("trace", "login", "-w", "webapp", "--format", "table")
+    refs += re.findall(r" (\S{9,}:\d+) ", traced)
+    assert len(refs) == 8 + 5 + 2, refs
+    for ref in refs:  # no -w: the session is found in whichever workspace holds it
+        code, shown, err = _run("show", ref)
+        assert code == 0 and shown.startswith(f"## {ref} "), (ref, err)
+    code, shown, _ = _run("show", "0a1b2c3d:2")  # a unique prefix, from outside any workspace
+    assert code == 0 and shown.startswith("## 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d:2 ")
+    code, _, err = _run("show", "nope:0")
+    assert code == 1 and err == (
+        "Error: no session 'nope' in any workspace; search for its turns or list the sessions\n"
+    )
+    code, _, err = _run("show", "nope:0", "-w", "webapp")
+    assert code == 1 and err == (
+        "Error: no session 'nope' in workspace webapp; search for its turns or list the sessions\n"
+    )

@@ -187,9 +187,9 @@ async def test_a_library_error_reaches_the_agent_as_its_own_message(archive: Arc
         unknown = await client.call_tool(
             "load_turn_context", {"references": [{"session_id": "nope", "turn": 0}]}
         )
-    assert r.is_error and r.content[0].text == "no memory 'nope'. List them with list_memories."
+    assert r.is_error and r.content[0].text == "no memory 'nope'. List the memories to see them."
     assert unknown.is_error and unknown.content[0].text == (
-        "no session 'nope' in workspace webapp; find one with search_context or list_sessions"
+        "no session 'nope' in any workspace; search for its turns or list the sessions"
     )
 
 

@@ -292,6 +292,12 @@ async def test_stdio_server_round_trip(archive: Archive, tmp_path: Path) -> None
             {"workspace": "webapp", "references": [{"session_id": LOGIN, "turn": 0}]},
         )
         assert json.dumps(r.structured_content).count("handleLogin") >= 1
+        found = await client.call_tool("search_context", {"query": "login", "workspace": "all"})
+        refs = REF_LINE.findall(found.content[0].text)
+        assert refs and f"- {refs[0]} (workspace webapp) " in found.content[0].text
+        for ref in refs:  # cwd "/" is no workspace: each printed reference still loads
+            r = await client.call_tool("load_turn_context", {"references": [ref]})
+            assert not r.is_error and r.content[0].text.startswith(f"## {ref} ")
 
 
 async def test_memory_resources_and_decision_prompt(server, archive: Archive) -> None:  # noqa: ANN001
@@ -368,3 +374,63 @@ def test_fit_lists_the_same_items_in_the_text_and_the_structured_content() -> No
         and text.count("- ") == len(data["items"])
         and text.endswith("… more cut")
     )
+
+
+REF_LINE = re.compile(r"^- (\S+:\d+)(?: \[\w+\])?(?: \(workspace [\w-]+\))? ", re.M)
+
+
+async def test_every_turn_reference_the_text_prints_loads_back(server, archive: Archive) -> None:  # noqa: ANN001
+    archive.tag_theme("login", "webapp", references=[f"{LOGIN}:0", "session_2c7d1e94:1"])
+    async with Client(server) as client:
+        hits = await client.call_tool(
+            "search_context", {"query": "test", "all_workspaces": True, "limit": 20}
+        )
+        sessions = await client.call_tool("list_sessions", {"workspace": "ml-pipeline"})
+        trace = await client.call_tool("trace_theme", {"theme": "login"})
+        text = hits.content[0].text
+        assert f"- {LOGIN}:2 (workspace webapp) 2026-03-16T10:00 score=" in text
+        assert "- 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d:0 (workspace ml-pipeline) " in text
+        events = re.findall(r"^- [\d-]+ [\d:]+ (\S+:\d+) ", trace.content[0].text, re.M)
+        refs = REF_LINE.findall(text) + events
+        refs += [f"{s}:0" for s in re.findall(r"^- (\S+) \d{4}-", sessions.content[0].text, re.M)]
+        assert len(refs) == 9 + 2 + 2
+        for ref in refs:  # no workspace given: the session is found where it is unique
+            r = await client.call_tool("load_turn_context", {"references": [ref]})
+            assert not r.is_error, (ref, r.content[0].text)
+            got = r.structured_content["turns"][0]
+            assert f"{got['session_id']}:{got['turn']}" == ref
+        mixed = await client.call_tool(
+            "load_turn_context",
+            {
+                "references": [
+                    "0a1b2c3d:2",  # a unique prefix, in another workspace than the cwd's
+                    {"session_id": "session_2c7d", "turn": 1},
+                    "3f2c9a1e-…:0",  # as a narrow table clips an id
+                ]
+            },
+        )
+        assert [(t["session_id"], t["turn"]) for t in mixed.structured_content["turns"]] == [
+            ("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", 2),
+            ("session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13", 1),
+            ("3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17", 0),
+        ]
+        bad = await client.call_tool("load_turn_context", {"references": ["nope:0"]})
+        assert bad.content[0].text == (
+            "no session 'nope' in any workspace; search for its turns or list the sessions"
+        )
+        garbled = await client.call_tool("load_turn_context", {"references": ["no-turn"]})
+        assert garbled.is_error and "SESSION:TURN" in garbled.content[0].text
+        tagged = await client.call_tool(
+            "tag_theme", {"theme": "dates", "references": ["3f2c9a1e:0"]}
+        )
+        assert tagged.content[0].text.splitlines()[1] == (
+            "+ 3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:0 (reference)"
+        )
+        await client.call_tool(
+            "remember", {"key": "dates", "content": "pad months", "sources": ["3f2c9a1e:0"]}
+        )
+        linked = await client.call_tool("trace_theme", {"theme": "dates"})
+    assert archive.memory("webapp").recall("dates").sources == [
+        "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:0"
+    ]
+    assert linked.structured_content["memories"] == ["memory/knowledge/dates"]

@@ -11,6 +11,7 @@ from mcp.server.mcpserver import Context, Resolve
 from mcp_types import CallToolResult, CreateMessageResult
 from pydantic import Field
 
+from archive_mcp.errors import ArchiveError
 from archive_mcp.errors import NotFound as NotFoundError
 from archive_mcp.mcp.sampling import apply_sampled, sampling_request, session_rows
 from archive_mcp.mcp.toolkit import (
@@ -28,6 +29,7 @@ from archive_mcp.mcp.toolkit import (
 from archive_mcp.render import hit_text, turn_text
 from archive_mcp.search.context import NotFound, TurnDetail, TurnRef
 from archive_mcp.search.engine import Hit
+from archive_mcp.workspaces import Workspace
 
 Detail = Literal["compact", "normal", "full"]
 DetailParam = Annotated[
@@ -188,16 +190,20 @@ def search_context(
         source=source,
     )
     hits = [_shape_hit(h, detail) for h in found]
+    names = {w.id: w.name for w in archive.workspaces()} if target == "all" else {}
 
     def render(kept: list[Hit], cut: bool) -> str:
-        lines = [found.headline(len(kept)), *(f"- {hit_text(h, detail)}" for h in kept)]
+        lines = [
+            found.headline(len(kept)),
+            *(f"- {hit_text(h, detail, where=names.get(h.workspace_id, ''))}" for h in kept),
+        ]
         if cut:
             lines.append(
                 f"… {len(found) - len(kept)} more hits cut to fit max_output_chars; raise it or use detail=compact"
             )
         if kept:
             lines.append(
-                "Read a turn in full with load_turn_context(references=[{session_id, turn}])."
+                'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
             )
         return "\n".join(lines)
 
@@ -212,13 +218,12 @@ def search_context(
 def load_turn_context(
     ctx: Context,
     references: Annotated[
-        list[TurnRef],
+        list[TurnRef | Annotated[str, Field(max_length=TEXT)]],
         Field(
             min_length=1,
             max_length=20,
-            description=(
-                "Turns to read, as search_context cites them: [{session_id, turn, agent?}]."
-            ),
+            description='Turns as the tools print them: "SESSION:TURN" (a unique id prefix '
+            "will do) or {session_id, turn, agent?}.",
         ),
     ],
     workspace: WorkspaceParam = None,
@@ -247,10 +252,16 @@ def load_turn_context(
 ) -> Annotated[CallToolResult, TurnContextOutput]:
     """Read exact past turns (user text, answer, tool calls with arguments and results) from the archived
     raw log. Use it after search_context or trace_theme, with the references they cite."""
-    ws = workspace_of(ctx, workspace, roots)
+    try:  # without an explicit workspace, a session elsewhere is read where it is unique
+        ws: Workspace | None = workspace_of(ctx, workspace, roots)
+    except ArchiveError:
+        if workspace:
+            raise
+        ws = None
     found = state(ctx).archive.load_turn_context(
         references,
         workspace=ws,
+        anywhere=not workspace,
         before=before,
         after=after,
         include_tools=include_tools and detail != "compact",

@@ -105,11 +105,9 @@ def remember(
 ) -> Annotated[CallToolResult, MemoryEntry]:
     """Record a decision, rule, fact, lesson or reference for later sessions; an update keeps the previous
     version. Use save_lesson for a mistake not to repeat."""
-    ws = workspace_of(ctx, workspace, roots)
-    e = (
-        state(ctx)
-        .archive.memory(ws)
-        .remember(key, content, folder, tags, sources, title, supersedes)
+    archive, ws = state(ctx).archive, workspace_of(ctx, workspace, roots)
+    e = archive.memory(ws).remember(
+        key, content, folder, tags, archive.canonical_sources(ws, sources), title, supersedes
     )
     return fit_one(
         e, f"stored {e.ref} (version {e.versions})" + "".join(f"\nwarning: {w}" for w in e.warnings)

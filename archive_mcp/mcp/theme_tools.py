@@ -36,10 +36,9 @@ ThemeName = Annotated[
     ),
 ]
 Refs = Annotated[
-    list[TurnRef] | None,
+    list[TurnRef | Annotated[str, Field(max_length=TEXT)]] | None,
     Field(
-        max_length=200,
-        description="Turns {session_id, turn, agent?}, as search_context cites them.",
+        max_length=200, description='"SESSION:TURN" as the tools print them, or {session_id, turn}.'
     ),
 ]
 
@@ -110,7 +109,8 @@ def tag_theme(
         ),
     ] = None,
     remove: Annotated[
-        list[TurnRef] | None, Field(max_length=200, description="Turns to detach from the theme.")
+        list[TurnRef | Annotated[str, Field(max_length=TEXT)]] | None,
+        Field(max_length=200, description="Turns to detach, as `references`."),
     ] = None,
     description: Annotated[
         str | None, Field(max_length=TEXT, description="What the theme is about.")

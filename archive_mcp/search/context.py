@@ -166,8 +166,8 @@ def load_turn_context(
                     ref.session_id,
                     ref.turn,
                     ref.agent,
-                    f"no session {ref.session_id!r} in workspace {ws.name}; find one with "
-                    "search_context or list_sessions",
+                    f"no session {ref.session_id!r} in workspace {ws.name}; search for its turns "
+                    "or list the sessions",
                 )
             )
             continue
