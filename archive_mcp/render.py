@@ -81,6 +81,11 @@ def table(
     return "\n".join(lines)
 
 
+def more_line(shown: int, total: int, noun: str, how: str) -> str:
+    """The one line every face prints where a list or a timeline was cut: how many, how to get them."""
+    return f"… {total - shown} more {noun} not shown ({shown} of {total}); {how}"
+
+
 def turn_ref(session_id: str, turn: int, agent: str = "main") -> str:
     return f"{session_id}:{turn}{'' if agent == 'main' else f' [{agent}]'}"
 

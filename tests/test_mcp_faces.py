@@ -318,3 +318,46 @@ def test_the_server_answers_initialize_without_importing_torch(tmp_path: Path) -
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+async def test_a_cut_list_or_trace_says_how_many_and_holds_the_same_items(
+    archive: Archive,
+) -> None:
+    import re
+
+    for i in range(30):
+        archive.tag_theme(f"theme {i:02d}", "webapp", references=[f"3f2c9a1e:{i % 3}"])
+    refs = [
+        f"{s}:{t}"
+        for s, n in (
+            ("3f2c9a1e", 3),
+            ("b8e1d2c4", 2),
+            ("session_2c7d", 3),
+        )
+        for t in range(n)
+    ]
+    archive.tag_theme("everything", "webapp", references=refs)
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        listed = await client.call_tool("list_themes", {"max_output_chars": 900})
+        trace = await client.call_tool(
+            "trace_theme", {"theme": "everything", "max_output_chars": 2500}
+        )
+    shown = listed.structured_content["themes"]
+    assert listed.content[0].text.splitlines()[-1] == (
+        f"… {31 - len(shown)} more themes not shown ({len(shown)} of 31); raise max_output_chars"
+    )
+    assert (
+        listed.content[0].text.count("\n- ") + 1 == len(shown)
+        and listed.structured_content["truncated"]
+    )
+    text, data = trace.content[0].text, trace.structured_content
+    events = re.findall(r"^- [\d-]+ [\d:]+ (\S+:\d+) ", text, re.M)
+    assert events == [e["ref"] for e in data["events"]]  # the text tells what the structure holds
+    first, newest = (
+        "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:0",
+        ("session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13:2"),
+    )
+    assert events[0] == first and events[-1] == newest and 2 <= len(events) < 8
+    hidden = 8 - len(events)
+    assert data["not_shown"]["events"] == hidden
+    assert f"… {hidden} more turns not shown ({8 - hidden} of 8); raise max_output_chars" in text

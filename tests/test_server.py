@@ -115,7 +115,7 @@ async def test_search_context_text_stays_within_max_output_chars(server, budget:
         0
     ].text.startswith("- ")
     if r.structured_content["truncated"]:
-        assert "more hits cut to fit max_output_chars" in r.content[0].text
+        assert " more hits not shown (" in r.content[0].text
 
 
 async def test_compact_detail_drops_summaries(server) -> None:  # noqa: ANN001
@@ -354,17 +354,17 @@ def test_fit_lists_the_same_items_in_the_text_and_the_structured_content() -> No
     items = [{"id": i, "text": "word " * 200, "tags": list(range(30))} for i in range(30)]
     r = fit(
         items,
-        lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept) + ("\n… more cut" if cut else ""),
+        lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept),
         lambda kept, cut: {"items": kept, "truncated": cut},
         4000,
     )
     data, text = r.structured_content, r.content[0].text
     assert [x["id"] for x in data["items"]] == list(range(30)) and text.count("- ") == 30
-    assert "more cut" not in text and data["truncated"] is True and json_len(data) <= 4000
+    assert "not shown" not in text and data["truncated"] is True and json_len(data) <= 4000
     assert all(len(x["text"]) <= 60 and len(x["tags"]) == 5 for x in data["items"])
     r = fit(
         items,
-        lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept) + ("\n… more cut" if cut else ""),
+        lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept),
         lambda kept, cut: {"items": kept, "truncated": cut},
         1000,
     )
@@ -372,7 +372,10 @@ def test_fit_lists_the_same_items_in_the_text_and_the_structured_content() -> No
     assert (
         0 < len(data["items"]) < 30
         and text.count("- ") == len(data["items"])
-        and text.endswith("… more cut")
+        and text.endswith(
+            f"… {30 - len(data['items'])} more items not shown ({len(data['items'])} of 30); "
+            "raise max_output_chars"
+        )
     )
 
 

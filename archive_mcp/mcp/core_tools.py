@@ -197,10 +197,6 @@ def search_context(
             found.headline(len(kept)),
             *(f"- {hit_text(h, detail, where=names.get(h.workspace_id, ''))}" for h in kept),
         ]
-        if cut:
-            lines.append(
-                f"… {len(found) - len(kept)} more hits cut to fit max_output_chars; raise it or use detail=compact"
-            )
         if kept:
             lines.append(
                 'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
@@ -212,6 +208,8 @@ def search_context(
         render,
         lambda kept, cut: SearchOutput(kept, found.realized_mode, found.fallback_reason, cut),
         max_output_chars,
+        noun="hits",
+        how="raise max_output_chars or use detail=compact",
     )
 
 
@@ -273,8 +271,6 @@ def load_turn_context(
         parts = [turn_text(t) for t in kept] + [
             f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in found.not_found
         ]
-        if cut:
-            parts.append("… more turns cut to fit; ask for fewer references or raise max_chars")
         return "\n\n".join(parts)
 
     return fit(
@@ -282,6 +278,8 @@ def load_turn_context(
         render,
         lambda kept, cut: TurnContextOutput(kept, found.not_found, cut),
         max_chars,
+        noun="turns",
+        how="ask for fewer references or raise max_chars",
     )
 
 
@@ -307,12 +305,16 @@ def list_workspaces(
             + (f" — {w.sessions} sessions, {w.turns} turns" if w.sessions is not None else "")
             for w in kept
         ]
-        return (
-            "\n".join(lines + (["… more cut"] if cut else []))
-            or "The archive is empty: run `archive-mcp ingest`."
-        )
+        return "\n".join(lines) or "The archive is empty: run `archive-mcp ingest`."
 
-    return fit(infos, render, lambda kept, cut: WorkspacesOutput(kept, cut), max_output_chars)
+    return fit(
+        infos,
+        render,
+        lambda kept, cut: WorkspacesOutput(kept, cut),
+        max_output_chars,
+        2,
+        "workspaces",
+    )
 
 
 def list_sessions(
@@ -328,7 +330,8 @@ def list_sessions(
     """Sessions of a workspace, newest first, with title, span and turn counts; the ids are what
     search_context's `session` filter and refine_session_turns take."""
     ws = workspace_of(ctx, workspace, roots)
-    rows = state(ctx).archive.sessions(ws.id).head(limit).collect().to_dicts()
+    frame = state(ctx).archive.sessions(ws.id).collect()
+    rows = frame.head(limit).to_dicts()
     infos = [
         SessionInfo(
             r["session_id"],
@@ -349,11 +352,17 @@ def list_sessions(
             + ("" if detail == "compact" else f" — {s.title or ''}")
             for s in kept
         ]
-        return "\n".join(
-            [f"{ws.name}: {len(kept)} sessions", *lines] + (["… more cut"] if cut else [])
-        )
+        return "\n".join([f"{ws.name}: {frame.height} sessions", *lines])
 
-    return fit(infos, render, lambda kept, cut: SessionsOutput(ws.id, kept, cut), max_output_chars)
+    return fit(
+        infos,
+        render,
+        lambda kept, cut: SessionsOutput(ws.id, kept, cut),
+        max_output_chars,
+        noun="sessions",
+        how="raise limit" if frame.height > limit else "raise max_output_chars",
+        total=frame.height,
+    )
 
 
 def refine_session_turns(
@@ -412,14 +421,13 @@ def refine_session_turns(
     return fit(
         summaries,
         lambda kept, cut: "\n".join(
-            [head]
-            + [f"- {s['turn']}: {s['summary'] or s['refiner']}" for s in kept]
-            + (["… more cut"] if cut else [])
+            [head] + [f"- {s['turn']}: {s['summary'] or s['refiner']}" for s in kept]
         ),
         lambda kept, cut: RefineOutput(
             ws.id, session_id, report.turns, n_sampled, reason, kept, cut
         ),
         max_output_chars,
+        noun="turns",
     )
 
 

@@ -148,10 +148,10 @@ def search_memory(
         lambda kept, cut: "\n".join(
             [f"{len(kept)} memories for {query[:80]!r}"]
             + [f"- memory/{h.folder}/{h.key}: {h.title} — {h.snippet}" for h in kept]
-            + (["… more cut"] if cut else [])
         ),
         lambda kept, cut: MemoryHits(kept, cut),
         max_output_chars,
+        noun="memories",
     )
 
 
@@ -173,6 +173,7 @@ def recall_recent(
         ),
         lambda kept, cut: MemoryList(kept, cut),
         max_output_chars,
+        noun="memories",
     )
 
 
@@ -211,6 +212,8 @@ def list_memories(
         ),
         lambda kept, cut: MemoryList(kept, cut),
         max_output_chars,
+        noun="memories",
+        how="raise max_output_chars or give a folder",
     )
 
 
@@ -277,14 +280,10 @@ def organize_memories(
                     f"### {m['ref']} (cited {m['cited']}, {m['updated'][:10]})\n{m['content']}"
                     for m in kept
                 ]
-                + (
-                    [f"… {len(r.materials) - len(kept)} materials cut; raise max_output_chars"]
-                    if cut
-                    else []
-                )
             ),
             lambda kept, cut: Organized("prepare", prepare=_prepared(r, kept)),
             max_output_chars,
+            noun="materials",
         )
     text = f"stored {r.path} ({r.bytes:,} bytes)" + "".join(f"\nwarning: {w}" for w in r.warnings)
     if r.missing_sources:

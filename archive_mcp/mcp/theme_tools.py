@@ -3,7 +3,7 @@ delete_theme."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -77,6 +77,7 @@ class TraceOutput:
     files: list[dict[str, Any]]
     memories: list[str]
     truncated: bool = False
+    not_shown: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -174,11 +175,8 @@ def trace_theme(
     Use it to follow a topic over time; search_context finds single turns."""
     target: Any = workspaces if workspaces else workspace_of(ctx, workspace, roots)
     tl = state(ctx).archive.trace_theme(theme, target, granularity, include_turn_content)
-    return fit_one(
-        TraceOutput(**tl.budgeted(max_output_chars)),
-        tl.markdown(max_output_chars),
-        max_output_chars,
-    )
+    data = tl.budgeted(max_output_chars)  # the text tells the very items the structure holds
+    return fit_one(TraceOutput(**data), tl.markdown(max_output_chars, keep=data), max_output_chars)
 
 
 def list_themes(
@@ -188,7 +186,9 @@ def list_themes(
     roots: Roots = None,
 ) -> Annotated[CallToolResult, ThemeList]:
     """Themes of the workspace: tagged by you, or suggested by discover_themes; trace_theme follows one."""
-    items = [_info(t) for t in state(ctx).archive.list_themes(workspace_of(ctx, workspace, roots))]
+    themes = state(ctx).archive.list_themes(workspace_of(ctx, workspace, roots))
+    # the user's themes before the suggestions, so a cut drops suggestions first
+    items = [_info(t) for t in sorted(themes, key=lambda t: t.status == "suggested")]
     return fit(
         items,
         lambda kept, cut: (
@@ -199,6 +199,7 @@ def list_themes(
         ),
         lambda kept, cut: ThemeList(kept, cut),
         max_output_chars,
+        noun="themes",
     )
 
 
@@ -224,6 +225,7 @@ def discover_themes(
             d.method, d.turns, d.clustered, round(d.seconds, 3), kept, d.removed, cut
         ),
         max_output_chars,
+        noun="themes",
     )
 
 

@@ -14,7 +14,7 @@ from mcp_types import CallToolResult, ListRootsResult, TextContent, ToolAnnotati
 from pydantic import Field
 
 from archive_mcp.archive import Archive
-from archive_mcp.render import clip, to_jsonable
+from archive_mcp.render import clip, more_line, to_jsonable
 from archive_mcp.workspaces import Workspace
 
 READ = ToolAnnotations(
@@ -143,6 +143,9 @@ def fit(
     shape: Callable[[list[T], bool], Any],
     budget: int,
     whole: int = 2,
+    noun: str = "items",
+    how: str = "raise max_output_chars",
+    total: int | None = None,
 ) -> CallToolResult:
     """The result for the longest prefix of `items` whose text and structured content both fit `budget`.
 
@@ -150,14 +153,20 @@ def fit(
     left out (clipped strings in the structured content set its `truncated` instead). Long strings and
     nested lists in the structured content are clipped first (step by step), then items are
     dropped from the end; the text is cut at a word boundary as a last resort. `whole` is passed
-    to `shrink`: 2 keeps the list of items whole (`fit_one` passes 0: its object's lists may be clipped)."""
+    to `shrink`: 2 keeps the list of items whole (`fit_one` passes 0: its object's lists may be clipped).
+    Whenever fewer than `total` (default: all the items) are kept, the text ends with `more_line`:
+    how many `noun` are not shown and `how` to get them; the structured content says `truncated`."""
+    whole_count = len(items) if total is None else total
 
     def attempt(k: int, step: tuple[int | None, int | None]) -> tuple[str, Any]:
         kept, cut = list(items[:k]), k < len(items)
         data, clipped = shrink(to_jsonable(shape(kept, cut)), *step, whole)
-        if clipped and isinstance(data, dict) and "truncated" in data:
+        if (clipped or k < whole_count) and isinstance(data, dict) and "truncated" in data:
             data["truncated"] = True
-        return render(kept, cut), data  # the text says "cut" only when items were left out
+        text = render(kept, cut)
+        if k < whole_count:  # the text says so only when items were left out
+            text += ("\n" if text else "") + more_line(k, whole_count, noun, how)
+        return text, data
 
     def fits(text: str, data: Any) -> bool:
         return len(text) <= budget and json_len(data) <= budget
