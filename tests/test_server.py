@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from archive_mcp.refiners.refine import REFINER
@@ -437,3 +438,55 @@ async def test_every_turn_reference_the_text_prints_loads_back(server, archive: 
         "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:0"
     ]
     assert linked.structured_content["memories"] == ["memory/knowledge/dates"]
+
+
+def _claude_turn(home: Path, prompt: str, output: str, answer: str) -> Path:
+    """A Claude Code session of one turn: the request, a Bash call with a long output, the answer."""
+
+    def rec(kind: str, content: Any, sec: int, mid: str = "") -> dict[str, Any]:
+        message: dict[str, Any] = {"role": kind, "content": content}
+        if mid:
+            message["id"] = mid
+        return {
+            "type": kind,
+            "sessionId": "c0ffee00-1111-4222-8333-444455556666",
+            "cwd": "/home/alice/projects/cache",
+            "version": "2.1.9",
+            "timestamp": f"2026-03-20T10:00:{sec:02d}Z",
+            "uuid": f"u{sec}",
+            "message": message,
+        }
+
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make bench"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": output}
+    records = [
+        rec("user", prompt, 0),
+        rec("assistant", [call], 1, "m1"),
+        rec("user", [result], 2),
+        rec("assistant", [{"type": "text", "text": answer}], 3, "m2"),
+    ]
+    path = home / ".claude" / "projects" / "-home-alice-projects-cache" / "c0ffee00.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return home / ".claude"
+
+
+async def test_load_turn_context_fills_its_budget_request_and_conclusion_first(
+    tmp_path: Path, fake_embedder: Any
+) -> None:
+    prompt = ("Which cache should the feed use, option A (read-through) or option B? " * 8).strip()
+    answer = "I measured both under the bench load. " * 30 + "Decision: let's use Option B."
+    output = "\n".join(f"bench row {i:05d} p50=41.{i % 10}ms" for i in range(2000))
+    archive = Archive(embedder=fake_embedder)
+    archive.ingest(_claude_turn(tmp_path / "agent-home", prompt, output, answer))
+    async with Client(build_server(archive, cwd="/home/alice/projects/cache")) as client:
+        for budget in (4000, 9000):
+            r = await client.call_tool(
+                "load_turn_context", {"references": ["c0ffee00:0"], "max_chars": budget}
+            )
+            text, data = r.content[0].text, r.structured_content
+            turn = data["turns"][0]
+            assert turn["user_text"] == prompt and turn["assistant_text"] == answer
+            assert f"User: {prompt}\nAssistant: {answer}\nTool Bash [ok]" in text
+            assert turn["tool_calls"][0]["result"].startswith("bench row 00000 p50=41.0ms")
+            assert 0.8 * budget <= len(text) <= budget and json.dumps(data).__len__() <= budget

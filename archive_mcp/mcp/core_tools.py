@@ -3,6 +3,7 @@ list_sessions, refine_session_turns. Each parses, calls one `Archive` method and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -23,11 +24,12 @@ from archive_mcp.mcp.toolkit import (
     Spec,
     WorkspaceParam,
     fit,
+    json_len,
     state,
     workspace_of,
 )
-from archive_mcp.render import hit_text, turn_text
-from archive_mcp.search.context import NotFound, TurnDetail, TurnRef
+from archive_mcp.render import hit_text, to_jsonable, turn_text
+from archive_mcp.search.context import NotFound, TurnContext, TurnDetail, TurnRef
 from archive_mcp.search.engine import Hit
 from archive_mcp.workspaces import Workspace
 
@@ -256,26 +258,23 @@ def load_turn_context(
         if workspace:
             raise
         ws = None
-    found = state(ctx).archive.load_turn_context(
-        references,
-        workspace=ws,
-        anywhere=not workspace,
-        before=before,
-        after=after,
-        include_tools=include_tools and detail != "compact",
-        include_thinking=include_thinking,
-        max_chars=max_chars * 2 // 3,
-    )
 
-    def render(kept: list[TurnDetail], cut: bool) -> str:
-        parts = [turn_text(t) for t in kept] + [
-            f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in found.not_found
-        ]
-        return "\n\n".join(parts)
+    def load(budget: int) -> TurnContext:
+        return state(ctx).archive.load_turn_context(
+            references,
+            workspace=ws,
+            anywhere=not workspace,
+            before=before,
+            after=after,
+            include_tools=include_tools and detail != "compact",
+            include_thinking=include_thinking,
+            max_chars=budget,
+        )
 
+    found = _within(load, max_chars)
     return fit(
         found.turns,
-        render,
+        lambda kept, cut: _turns_text(kept, found.not_found),
         lambda kept, cut: TurnContextOutput(kept, found.not_found, cut),
         max_chars,
         noun="turns",
@@ -429,6 +428,27 @@ def refine_session_turns(
         max_output_chars,
         noun="turns",
     )
+
+
+def _turns_text(turns: list[TurnDetail], not_found: list[NotFound]) -> str:
+    return "\n\n".join(
+        [turn_text(t) for t in turns]
+        + [f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in not_found]
+    )
+
+
+def _within(load: Callable[[int], TurnContext], max_chars: int) -> TurnContext:
+    """The turns loaded with as much of `max_chars` as their text and structure leave: the
+    budget of their texts starts at the whole and shrinks by what overflowed (a few tries)."""
+    budget = max_chars - 120
+    for _ in range(5):
+        found = load(max(200, budget))
+        data = to_jsonable(TurnContextOutput(found.turns, found.not_found))
+        over = max(len(_turns_text(found.turns, found.not_found)), json_len(data)) - max_chars
+        if over <= 0:
+            return found
+        budget -= over + 20
+    return found
 
 
 def _iso(value: datetime | None) -> str | None:
