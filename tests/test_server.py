@@ -490,3 +490,40 @@ async def test_load_turn_context_fills_its_budget_request_and_conclusion_first(
             assert f"User: {prompt}\nAssistant: {answer}\nTool Bash [ok]" in text
             assert turn["tool_calls"][0]["result"].startswith("bench row 00000 p50=41.0ms")
             assert 0.8 * budget <= len(text) <= budget and json.dumps(data).__len__() <= budget
+
+
+async def test_tools_list_is_lean_and_keeps_every_tool(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        listed = await client.list_tools()
+    data = listed.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert len(json.dumps(data)) <= 20_000  # was 53,386 with 23 tools
+    tools = {t["name"]: t for t in data["tools"]}
+    assert set(tools) == TOOLS
+    for name, t in tools.items():
+        sentences = re.findall(r"[.!?](?:\s|$)", t["description"])
+        assert 1 <= len(sentences) <= 2, (name, t["description"])
+        assert "title" not in _keywords(t["inputSchema"]), name
+        assert all(v == {} for v in t["outputSchema"].get("properties", {}).values()), name
+        detail = t["inputSchema"]["properties"].get("detail", {}).get("description", "")
+        assert name == "search_context" or "scores" not in detail, name
+    assert tools["search_context"]["outputSchema"] == {
+        "type": "object",
+        "properties": {"hits": {}, "realized_mode": {}, "fallback_reason": {}, "truncated": {}},
+    }
+    assert tools["list_sessions"]["inputSchema"]["properties"]["workspace"] == {"type": "string"}
+
+
+def _keywords(node: object) -> set[str]:
+    """The JSON-schema keywords used anywhere in `node` (property names are not keywords)."""
+    out: set[str] = set()
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in ("properties", "$defs"):
+                for sub in v.values():
+                    out |= _keywords(sub)
+            else:
+                out |= {k} | _keywords(v)
+    elif isinstance(node, list):
+        for v in node:
+            out |= _keywords(v)
+    return out

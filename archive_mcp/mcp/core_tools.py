@@ -37,8 +37,7 @@ Detail = Literal["compact", "normal", "full"]
 DetailParam = Annotated[
     Detail,
     Field(
-        description="compact: ids and scores only (cheapest); normal: + summary "
-        "and snippet; full: + status, kinds and the raw byte range."
+        description="compact: refs and scores; normal: + summary, snippet; full: + status, kinds."
     ),
 ]
 
@@ -109,69 +108,55 @@ def search_context(
         str,
         Field(
             max_length=TEXT,
-            description="What happened in past sessions: keywords, an identifier "
-            "(typos are tolerated) or a question; Chinese works.",
+            description="Keywords, an identifier (typos tolerated) or a question.",
         ),
     ],
     workspace: WorkspaceParam = None,
-    limit: Annotated[int, Field(ge=1, le=100, description="Most hits to return, best first.")] = 10,
+    limit: Annotated[int, Field(ge=1, le=100)] = 10,
     mode: Annotated[
         Literal["hybrid", "lexical", "fuzzy", "semantic"],
         Field(
-            description="hybrid fuses the other three; lexical for exact identifiers; semantic for paraphrases."
+            description="lexical for exact identifiers, semantic for paraphrases; hybrid fuses all."
         ),
     ] = "hybrid",
     session: Annotated[
-        str | None, Field(max_length=TEXT, description="Only this session id (or id prefix).")
+        str | None, Field(max_length=TEXT, description="A session id or prefix.")
     ] = None,
     agent: Annotated[
-        str | None, Field(max_length=TEXT, description='Only this agent: "main" or a subagent id.')
+        str | None, Field(max_length=TEXT, description='"main" or a subagent id.')
     ] = None,
-    since: Annotated[
-        datetime | None, Field(description="Only turns started at or after this ISO date.")
-    ] = None,
-    until: Annotated[
-        datetime | None, Field(description="Only turns started at or before this ISO date.")
-    ] = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
     tool: Annotated[
         str | None,
-        Field(max_length=TEXT, description="Only turns that called this tool (e.g. Shell)."),
+        Field(max_length=TEXT, description="A tool the turn called, e.g. Shell."),
     ] = None,
     file: Annotated[
         str | None,
-        Field(max_length=TEXT, description="Only turns that touched a path containing this."),
+        Field(max_length=TEXT, description="Part of a path the turn touched."),
     ] = None,
-    theme: Annotated[
-        str | None,
-        Field(max_length=TEXT, description="Only turns tagged into this theme (list_themes)."),
-    ] = None,
+    theme: Annotated[str | None, Field(max_length=TEXT)] = None,
     kind: Annotated[
         str | None,
         Field(
             max_length=TEXT,
-            description="Only turns of this kind: decision, fix, question, "
-            "change, plan, reversal, test, …",
+            description="decision, fix, question, change, plan, reversal, test, ...",
         ),
     ] = None,
     source: Annotated[
         str | None,
         Field(
             max_length=TEXT,
-            description=(
-                "Only turns from this agent product: kimi, kimi-code, claude-code, codex or gemini."
-            ),
+            description="kimi, kimi-code, claude-code, codex or gemini.",
         ),
     ] = None,
-    all_workspaces: Annotated[
-        bool, Field(description="Search every workspace, not just this one.")
-    ] = False,
+    all_workspaces: bool = False,
     detail: DetailParam = "normal",
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, SearchOutput]:
-    """Find past turns (what was asked, done and said) by topic: lexical + typo-tolerant fuzzy + semantic,
-    fused; each hit cites session, turn and time. Use this for what happened in past sessions; use
-    search_memory for what was decided or learned, and trace_theme to follow one topic over time."""
+    """Find past turns by topic (lexical, fuzzy and semantic, fused), each cited as SESSION:TURN. Use it
+    for what happened in past sessions; search_memory for what was decided."""
     archive = state(ctx).archive
     target: str = (
         "all" if all_workspaces or workspace == "all" else workspace_of(ctx, workspace, roots).id
@@ -222,36 +207,22 @@ def load_turn_context(
         Field(
             min_length=1,
             max_length=20,
-            description='Turns as the tools print them: "SESSION:TURN" (a unique id prefix '
-            "will do) or {session_id, turn, agent?}.",
+            description='"SESSION:TURN" as the tools print them, or {session_id, turn}.',
         ),
     ],
     workspace: WorkspaceParam = None,
     before: Annotated[
-        int, Field(ge=0, le=10, description="Also read this many turns before each reference.")
+        int, Field(ge=0, le=10, description="Neighbour turns to add before each.")
     ] = 0,
-    after: Annotated[
-        int, Field(ge=0, le=10, description="Also read this many turns after each reference.")
-    ] = 0,
-    include_tools: Annotated[
-        bool, Field(description="Include tool calls with their arguments and results.")
-    ] = True,
-    include_thinking: Annotated[bool, Field(description="Include the model's thinking.")] = False,
-    max_chars: Annotated[
-        int,
-        Field(
-            ge=500,
-            le=200_000,
-            description=(
-                "Budget for the whole reply; long texts are cut at word boundaries, tool arguments kept before outputs."
-            ),
-        ),
-    ] = 6000,
-    detail: DetailParam = "normal",
+    after: Annotated[int, Field(ge=0, le=10)] = 0,
+    include_tools: bool = True,
+    include_thinking: bool = False,
+    max_chars: Annotated[int, Field(ge=500, le=200_000)] = 6000,
+    detail: Annotated[Detail, Field(description="compact leaves out tool calls.")] = "normal",
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TurnContextOutput]:
-    """Read exact past turns (user text, answer, tool calls with arguments and results) from the archived
-    raw log. Use it after search_context or trace_theme, with the references they cite."""
+    """Read past turns in full (request, answer, tool calls and results) from the raw log. Use it on the
+    SESSION:TURN references other tools print."""
     try:  # without an explicit workspace, a session elsewhere is read where it is unique
         ws: Workspace | None = workspace_of(ctx, workspace, roots)
     except ArchiveError:
@@ -284,11 +255,11 @@ def load_turn_context(
 
 def list_workspaces(
     ctx: Context,
-    detail: DetailParam = "normal",
+    detail: Annotated[Detail, Field(description="compact leaves out the counts.")] = "normal",
     max_output_chars: Budget = 6000,
 ) -> Annotated[CallToolResult, WorkspacesOutput]:
-    """The archived workspaces (id, name, paths; with counts unless compact). Use one as the `workspace`
-    argument of the other tools when the default (your roots) is not the one you mean."""
+    """The archived workspaces (id, name, paths, counts). Use it when the default workspace (your roots)
+    is not the one you mean."""
     archive = state(ctx).archive
     infos = []
     for w in archive.workspaces():
@@ -319,15 +290,13 @@ def list_workspaces(
 def list_sessions(
     ctx: Context,
     workspace: WorkspaceParam = None,
-    limit: Annotated[
-        int, Field(ge=1, le=500, description="Most sessions to list, newest first.")
-    ] = 20,
-    detail: DetailParam = "normal",
+    limit: Annotated[int, Field(ge=1, le=500)] = 20,
+    detail: Annotated[Detail, Field(description="compact leaves out the titles.")] = "normal",
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, SessionsOutput]:
-    """Sessions of a workspace, newest first, with title, span and turn counts; the ids are what
-    search_context's `session` filter and refine_session_turns take."""
+    """A workspace's sessions, newest first, with titles, times and turn counts. Use it to browse or
+    to pick a session for search_context's `session` filter."""
     ws = workspace_of(ctx, workspace, roots)
     frame = state(ctx).archive.sessions(ws.id).collect()
     rows = frame.head(limit).to_dicts()
@@ -366,26 +335,20 @@ def list_sessions(
 
 def refine_session_turns(
     ctx: Context,
-    session_id: Annotated[
-        str, Field(max_length=TEXT, description="The session to refine (list_sessions shows them).")
-    ],
+    session_id: Annotated[str, Field(max_length=TEXT)],
     workspace: WorkspaceParam = None,
-    turns: Annotated[
-        list[int] | None, Field(max_length=1000, description="Only these turns (default: all).")
-    ] = None,
+    turns: Annotated[list[int] | None, Field(max_length=1000, description="Default: all.")] = None,
     use_sampling: Annotated[
-        bool, Field(description="Ask your model (MCP sampling) for better summaries; opt-in.")
+        bool, Field(description="Ask your model (MCP sampling) for the summaries.")
     ] = False,
-    max_sampled_turns: Annotated[
-        int, Field(ge=1, le=20, description="Cap on turns sent to your model.")
-    ] = 5,
-    detail: DetailParam = "normal",
+    max_sampled_turns: Annotated[int, Field(ge=1, le=20)] = 5,
+    detail: Annotated[Detail, Field(description="compact leaves out the summaries.")] = "normal",
     max_output_chars: Budget = 8000,
     roots: Roots = None,
     sampled: Annotated[CreateMessageResult | None, Resolve(sampling_request)] = None,
 ) -> Annotated[CallToolResult, RefineOutput]:
-    """Refine a session's turns now from its raw log, when search summaries read poorly; optionally let
-    your model write the summaries."""
+    """Re-read a session from its raw log and rewrite its turn summaries (optionally by your model).
+    Use it when hits' summaries read poorly."""
     archive = state(ctx).archive
     ws = workspace_of(ctx, workspace, roots)
     if session_id not in archive.raw_files(ws):

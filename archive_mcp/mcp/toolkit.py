@@ -17,9 +17,7 @@ from archive_mcp.archive import Archive
 from archive_mcp.render import clip, more_line, to_jsonable
 from archive_mcp.workspaces import Workspace
 
-READ = ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)  # the rest mean nothing then
 UPDATE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -61,26 +59,10 @@ def roots_request(workspace: str | None, ctx: Context) -> ListRoots | None:
 
 
 WorkspaceParam = Annotated[
-    str | None,
-    Field(
-        max_length=TEXT,
-        description=(
-            "Workspace: a path, id, unique id prefix or name (list_workspaces shows them). "
-            "Default: the client's roots, then the server's cwd."
-        ),
-    ),
-]
+    str | None, Field(max_length=TEXT)
+]  # a path, id, unique id prefix or name; default: the client's roots, then the cwd (INSTRUCTIONS)
 Roots = Annotated[ListRootsResult | None, Resolve(roots_request)]
-Budget = Annotated[
-    int,
-    Field(
-        ge=500,
-        le=200_000,
-        description=(
-            "Upper bound, in characters, on the text and on the structured content of the reply."
-        ),
-    ),
-]
+Budget = Annotated[int, Field(ge=500, le=200_000)]  # on the text and on the structured content
 
 
 def state(ctx: Context) -> State:
