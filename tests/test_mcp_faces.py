@@ -386,3 +386,44 @@ async def test_a_cut_list_or_trace_says_how_many_and_holds_the_same_items(
     hidden = 8 - len(events)
     assert data["not_shown"]["events"] == hidden
     assert f"… {hidden} more turns not shown ({8 - hidden} of 8); raise max_output_chars" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "marked"),
+    [
+        ("use **git worktrees** here", "use **git worktrees** here"),  # the turn's own bold
+        ("use git **worktrees** here", "use **git worktrees** here"),
+        ("**git **worktrees****", "**git worktrees**"),
+        ("git, then worktrees", "**git**, then **worktrees**"),
+        ("the git/worktrees path", "the **git/worktrees** path"),
+        ("keep __init__ and a*b", "keep __init__ and a*b"),
+    ],
+)
+def test_snippet_marks_never_nest(text: str, marked: str) -> None:
+    from archive_mcp.search.highlight import mark
+
+    assert mark(text, {"git", "worktre", "worktree"}) == marked
+
+
+async def test_the_server_reports_its_version(archive: Archive) -> None:
+    from importlib.metadata import version
+
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        info = client.server_info
+    assert info is not None and info.name == "archive-mcp"
+    assert info.version == version("archive-mcp") and info.version
+
+
+def test_the_version_falls_back_to_the_package_without_a_distribution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.metadata
+
+    import archive_mcp
+    from archive_mcp.mcp.server import server_version
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert server_version() == archive_mcp.__version__ == "0.1.0"

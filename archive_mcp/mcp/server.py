@@ -136,12 +136,25 @@ def warm(st: State) -> None:
         pass
 
 
+def server_version() -> str:
+    """The installed distribution's version, else the package's own."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("archive-mcp")
+    except PackageNotFoundError:
+        from archive_mcp import __version__
+
+        return __version__
+
+
 def build_server(archive: Archive | None = None, cwd: str | None = None) -> ArchiveServer:
     """An MCP server over `archive` (default: the archive of $ARCHIVE_MCP_HOME)."""
     from archive_mcp.mcp import core_tools, memory_tools, resources, theme_tools
 
     server = ArchiveServer(
         "archive-mcp",
+        version=server_version(),
         log_level="WARNING",
         instructions=INSTRUCTIONS,
         lifespan=lifespan_for(archive, cwd),
