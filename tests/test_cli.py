@@ -241,3 +241,67 @@ def test_every_turn_reference_the_cli_prints_shows_back(
     assert code == 1 and err == (
         "Error: no session 'nope' in workspace webapp; search for its turns or list the sessions\n"
     )
+
+
+def _claude_log(path: Path, sid: str, records: list[tuple[str, object]]) -> None:
+    """A Claude Code log: (kind, content) pairs, one second apart; kind "summary" is a record."""
+    lines = []
+    for sec, (kind, content) in enumerate(records):
+        if kind == "summary":
+            lines.append({"type": "summary", "summary": content, "leafUuid": "x"})
+            continue
+        message: dict[str, object] = {"role": kind, "content": content}
+        if kind == "assistant":
+            message["id"] = f"m{sec}"
+        lines.append(
+            {
+                "type": kind,
+                "sessionId": sid,
+                "cwd": "/home/alice/projects/notes",
+                "version": "2.1.9",
+                "timestamp": f"2026-03-20T10:00:{sec:02d}Z",
+                "uuid": f"u{sec}",
+                "message": message,
+            }
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+
+
+def test_sessions_carry_true_titles_and_statuses(tmp_path: Path) -> None:
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-notes"
+    clear = "<command-name>/clear</command-name>\n<command-args></command-args>"
+    answer = [{"type": "text", "text": "Done."}]
+    _claude_log(
+        folder / "a1a1a1a1-0000-4000-8000-000000000001.jsonl",
+        "a1a1a1a1-0000-4000-8000-000000000001",
+        [
+            ("user", clear),
+            ("user", "<local-command-stdout></local-command-stdout>"),
+            ("user", "add a search box to the notes page"),
+            ("assistant", answer),
+            ("user", "now make it fuzzy"),
+            ("user", "[Request interrupted by user]"),
+            ("user", "ok, plain substring match then"),
+            ("assistant", answer),
+        ],
+    )
+    _claude_log(
+        folder / "b2b2b2b2-0000-4000-8000-000000000002.jsonl",
+        "b2b2b2b2-0000-4000-8000-000000000002",
+        [
+            ("summary", "Notes page search box"),
+            ("user", clear),
+            ("user", "hi"),
+            ("assistant", answer),
+        ],
+    )
+    code, _, _ = _run("ingest", "--no-embed", str(tmp_path / ".claude"))
+    assert code == 0
+    code, out, _ = _run("sessions", "list", "-w", "notes", "--json")
+    rows = {r["session_id"][:8]: r for r in json.loads(out)}
+    assert rows["a1a1a1a1"]["title"] == "add a search box to the notes page"  # not "/clear"
+    assert rows["b2b2b2b2"]["title"] == "Notes page search box"  # the agent's own summary
+    assert not rows["a1a1a1a1"]["live"]  # its last turn is open, but months old
+    code, out, _ = _run("stats", "-w", "notes", "--json")
+    assert json.loads(out)["by_status"] == {"completed": 5, "interrupted": 1, "open": 2}
