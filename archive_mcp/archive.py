@@ -110,6 +110,7 @@ class Archive(Corpus):
         rows = (
             self.turns(ws.id)
             .filter(pl.col("agent") == "main")
+            .filter(pl.col("origin") == "user")  # requests: no slash command, output or summary
             .sort("started_at", descending=True, nulls_last=True)
             .head(recent)
             .select("session_id", "turn", "started_at", "summary")

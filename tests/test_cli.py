@@ -305,3 +305,6 @@ def test_sessions_carry_true_titles_and_statuses(tmp_path: Path) -> None:
     assert not rows["a1a1a1a1"]["live"]  # its last turn is open, but months old
     code, out, _ = _run("stats", "-w", "notes", "--json")
     assert json.loads(out)["by_status"] == {"completed": 5, "interrupted": 1, "open": 2}
+    code, out, _ = _run("memory", "bootstrap", "-w", "notes", "--json")
+    recent = [r["summary"][:30] for r in json.loads(out)["recent_context"]]
+    assert code == 0 and len(recent) == 4 and not any("/clear" in r for r in recent)
