@@ -308,3 +308,31 @@ def test_sessions_carry_true_titles_and_statuses(tmp_path: Path) -> None:
     code, out, _ = _run("memory", "bootstrap", "-w", "notes", "--json")
     recent = [r["summary"][:30] for r in json.loads(out)["recent_context"]]
     assert code == 0 and len(recent) == 4 and not any("/clear" in r for r in recent)
+
+
+def test_a_session_is_live_only_while_it_is_being_written(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    def log(sid: str, at: datetime) -> None:
+        rec = {
+            "type": "user",
+            "sessionId": sid,
+            "cwd": "/home/alice/projects/notes",
+            "version": "2.1.9",
+            "timestamp": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "uuid": "u0",
+            "message": {"role": "user", "content": "index the notes"},
+        }
+        path = tmp_path / ".claude" / "projects" / "-home-alice-projects-notes" / f"{sid}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+
+    now = datetime.now(UTC)
+    log("c3c3c3c3-0000-4000-8000-000000000003", now - timedelta(minutes=5))
+    log("d4d4d4d4-0000-4000-8000-000000000004", now - timedelta(days=3))
+    _run("ingest", "--no-embed", str(tmp_path / ".claude"))
+    code, out, _ = _run("sessions", "list", "-w", "notes", "--json")
+    assert {r["session_id"][:8]: r["live"] for r in json.loads(out)} == {
+        "c3c3c3c3": True,  # an open turn written to minutes ago
+        "d4d4d4d4": False,  # an open turn, days old
+    }
