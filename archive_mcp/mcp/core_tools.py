@@ -258,8 +258,7 @@ def list_workspaces(
     detail: Annotated[Detail, Field(description="compact leaves out the counts.")] = "normal",
     max_output_chars: Budget = 6000,
 ) -> Annotated[CallToolResult, WorkspacesOutput]:
-    """The archived workspaces (id, name, paths, counts). Use it when the default workspace (your roots)
-    is not the one you mean."""
+    """The archived workspaces with paths and counts. Use it when your roots' workspace is not the one."""
     archive = state(ctx).archive
     infos = []
     for w in archive.workspaces():
@@ -295,8 +294,7 @@ def list_sessions(
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, SessionsOutput]:
-    """A workspace's sessions, newest first, with titles, times and turn counts. Use it to browse or
-    to pick a session for search_context's `session` filter."""
+    """A workspace's sessions, newest first, with titles and turn counts. Use it to browse them."""
     ws = workspace_of(ctx, workspace, roots)
     frame = state(ctx).archive.sessions(ws.id).collect()
     rows = frame.head(limit).to_dicts()
@@ -347,8 +345,8 @@ def refine_session_turns(
     roots: Roots = None,
     sampled: Annotated[CreateMessageResult | None, Resolve(sampling_request)] = None,
 ) -> Annotated[CallToolResult, RefineOutput]:
-    """Re-read a session from its raw log and rewrite its turn summaries (optionally by your model).
-    Use it when hits' summaries read poorly."""
+    """Rewrite a session's turn summaries from its raw log, optionally by your model. Use it when
+    summaries read poorly."""
     archive = state(ctx).archive
     ws = workspace_of(ctx, workspace, roots)
     if session_id not in archive.raw_files(ws):

@@ -246,8 +246,8 @@ def organize_memories(
     max_output_chars: Budget = 30_000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, Organized]:
-    """Rewrite the workspace's essence in two calls: without content, get the materials; with content,
-    store it. Use it when memories have piled up."""
+    """Rewrite the workspace's essence: call without content for the materials, then with it. Use it
+    when memories have piled up."""
     r = state(ctx).archive.organize_memories(content, sources, workspace_of(ctx, workspace, roots))
     if isinstance(r, OrganizePrepare):
         head = "\n".join(
@@ -364,8 +364,7 @@ def export_memory(
     workspace: WorkspaceParam = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, Exported]:
-    """Write the memories and essence to one JSON file under exports/. Use it to move them to
-    another workspace with import_memory."""
+    """Write the memories and essence to one JSON file. Use it to move them with import_memory."""
     archive, ws = state(ctx).archive, workspace_of(ctx, workspace, roots)
     rel = str(archive.export_memory(include_turns, filename, ws).relative_to(ws.root))
     n = len(archive.memory(ws).list())

@@ -17,16 +17,11 @@ from archive_mcp.archive import Archive
 from archive_mcp.render import clip, more_line, to_jsonable
 from archive_mcp.workspaces import Workspace
 
+# Hints at their MCP defaults (read_only false, idempotent false) are left out: tools/list is lean.
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)  # the rest mean nothing then
-UPDATE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-WRITE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-)
-DELETE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
-)
+UPDATE = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(destructive_hint=False, open_world_hint=False)
+DELETE = ToolAnnotations(destructive_hint=True, open_world_hint=False)
 
 DEFAULT_BUDGET = 20_000  # tools without a max_output_chars parameter
 TEXT = 2_000  # longest free-text argument (queries, names, seeds); memory content has its own cap
