@@ -427,3 +427,14 @@ def test_the_version_falls_back_to_the_package_without_a_distribution(
 
     monkeypatch.setattr(importlib.metadata, "version", missing)
     assert server_version() == archive_mcp.__version__ == "0.1.0"
+
+
+def test_a_text_cut_to_its_budget_says_how_much_is_left() -> None:
+    from archive_mcp.mcp.toolkit import fit_one
+
+    r = fit_one({"x": 1}, "word " * 400, budget=600)
+    text = r.content[0].text
+    assert len(text) <= 600 and text.endswith(
+        f"… {2000 - len(text.splitlines()[0])} more characters not shown "
+        f"({len(text.splitlines()[0])} of 2000); raise max_output_chars"
+    )

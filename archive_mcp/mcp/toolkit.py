@@ -157,12 +157,29 @@ def fit(
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(*attempt(mid, STEPS[-1])) else (lo, mid - 1)
     text, data = attempt(lo, STEPS[-1])
-    return result(clip(text, budget), data)
+    return result(cut_text(text, budget), data)
+
+
+def cut_text(text: str, budget: int) -> str:
+    """`text` within `budget`; when cut, its last line says how much is not shown, as `more_line`."""
+    if len(text) <= budget:
+        return text
+    note = more_line(0, len(text), "characters", "raise max_output_chars")
+    head = clip(text, max(0, budget - len(note) - 1 - len(str(len(text)))))  # room for its digits
+    return head + "\n" + more_line(len(head), len(text), "characters", "raise max_output_chars")
 
 
 def fit_one(obj: Any, text: str, budget: int = DEFAULT_BUDGET) -> CallToolResult:
-    """A single object's result within `budget` (its long strings and lists clipped when needed)."""
-    return fit([obj], lambda kept, cut: text, lambda kept, cut: obj, budget, whole=0)
+    """A single object's result within `budget`: its long strings and lists clipped step by step
+    until its JSON fits (`truncated` set), its text cut with the note of `cut_text`."""
+    data: Any = None
+    for step in STEPS:
+        data, clipped = shrink(to_jsonable(obj), *step, 0)
+        if clipped and isinstance(data, dict) and "truncated" in data:
+            data["truncated"] = True
+        if json_len(data) <= budget:
+            break
+    return result(cut_text(text, budget), data)
 
 
 def result(text: str, data: Any) -> CallToolResult:
