@@ -306,9 +306,9 @@ class Corpus(Frames):
     ) -> tuple[Workspace | None, str, str]:
         """The workspace and full id of the session `sid` names (an id or a unique prefix), else
         (None, sid, why): in `ws`, then (with `anywhere`) in every workspace."""
-        pools = [ws] if ws is not None else []
+        pools: list[Workspace | None] = [ws] if ws is not None else []
         if anywhere:
-            pools.append(None)
+            pools.append(None)  # None: every workspace
         for pool in pools:
             spaces = [pool] if pool is not None else self.workspaces()
             found = [(w, s) for w in spaces for s in resolve_session(self.raw_files(w), sid)]

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeAlias
 
 import polars as pl
 
@@ -14,7 +15,7 @@ from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empt
 from archive_mcp.themes.store import ThemeStore
 from archive_mcp.workspaces import Registry, Workspace, archive_home
 
-WorkspaceArg = str | Workspace | Sequence[str] | None
+WorkspaceArg: TypeAlias = str | Workspace | Sequence[str] | None
 LIVE = timedelta(hours=2)  # a session with an open turn is live while written to this recently
 
 
