@@ -110,6 +110,7 @@ class Archive(Corpus):
         rows = (
             self.turns(ws.id)
             .filter(pl.col("agent") == "main")
+            .filter(pl.col("origin") == "user")  # requests: no slash command, output or summary
             .sort("started_at", descending=True, nulls_last=True)
             .head(recent)
             .select("session_id", "turn", "started_at", "summary")
@@ -199,9 +200,9 @@ class Archive(Corpus):
         self,
         theme: str,
         workspace: str | Workspace | None = None,
-        references: Sequence[TurnRef | dict[str, Any]] | None = None,
+        references: Sequence[TurnRef | dict[str, Any] | str] | None = None,
         seeds: Sequence[str] | None = None,
-        remove: Sequence[TurnRef | dict[str, Any]] | None = None,
+        remove: Sequence[TurnRef | dict[str, Any] | str] | None = None,
         description: str | None = None,
         min_score: float = 0.5,
         who: str = "api",
@@ -219,10 +220,13 @@ class Archive(Corpus):
         if not references and not seeds and not remove and store.get(theme) is None:
             raise InvalidArgument(
                 f"no theme named {theme!r} yet, and nothing to put in it: give references "
-                "(turns from search_context) or 1-3 seeds"
+                "(turns found by a search, as session:turn) or 1-3 seeds"
             )
-        refs = [_ref(r) for r in references or []]
-        drop = {(r.session_id, r.agent, r.turn) for r in (_ref(x) for x in remove or [])}
+        refs = [self.canonical_ref(ws, r) for r in references or []]
+        drop = {
+            (r.session_id, r.agent, r.turn)
+            for r in (self.canonical_ref(ws, x) for x in remove or [])
+        }
         refined = self._ensure_refined(ws, {r.session_id for r in refs})
         known = self._turn_keys(ws, {r.session_id for r in refs})
         for r in refs:
@@ -231,7 +235,7 @@ class Archive(Corpus):
                 hint = (
                     f"valid turns: {valid[0]}..{valid[-1]}"
                     if valid
-                    else "unknown session; find turns with search_context"
+                    else "unknown session; search for its turns"
                 )
                 raise ThemeError(
                     f"no turn {r.session_id}:{r.turn} (agent {r.agent}) in workspace {ws.name}; {hint}"
@@ -475,12 +479,3 @@ def _vectors(idx: WorkspaceIndex, rows: np.ndarray) -> DiskRows | None:
             parts.append((s.vectors, mine))
         at = end
     return DiskRows(parts) if parts else None
-
-
-def _ref(r: TurnRef | dict[str, Any]) -> TurnRef:
-    if isinstance(r, TurnRef):
-        return r
-    try:
-        return TurnRef(str(r["session_id"]), int(r["turn"]), str(r.get("agent") or "main"))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ThemeError(f"a reference needs session_id and turn, got {r!r}") from exc

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from archive_mcp.errors import NotFound
+from archive_mcp.errors import ArchiveError, NotFound
 from archive_mcp.frames import Frames, WorkspaceArg
 from archive_mcp.ingest import store
 from archive_mcp.ingest.batch import RefineReport, make_engine, refine_batch
@@ -26,6 +26,8 @@ from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
 from archive_mcp.refiners.summary import SUMMARY_MAX
 from archive_mcp.refiners.text import shorten
+from archive_mcp.refs import REF, RefLike, parse_ref, resolve_session
+from archive_mcp.search.context import NotFound as NotFoundRef
 from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
 from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
 from archive_mcp.search.index import WorkspaceIndex
@@ -225,7 +227,7 @@ class Corpus(Frames):
 
     def load_turn_context(
         self,
-        references: Sequence[TurnRef | dict[str, Any]],
+        references: Sequence[RefLike],
         workspace: str | Workspace | None = None,
         before: int = 0,
         after: int = 0,
@@ -233,23 +235,95 @@ class Corpus(Frames):
         include_thinking: bool = False,
         max_chars: int = 6000,
         cwd: str | None = None,
+        anywhere: bool = False,
     ) -> TurnContext:
         """Full turns read from the archived raw log by byte range, their text within `max_chars`.
 
-        Unknown references are reported beside the turns found; when none is found, `NotFound`."""
-        ws = self._ws(workspace, cwd)
-        refs = [
-            r
-            if isinstance(r, TurnRef)
-            else TurnRef(str(r["session_id"]), int(r["turn"]), str(r.get("agent") or "main"))
-            for r in references
-        ]
-        found = load_turn_context(
-            ws, refs, before, after, include_tools, include_thinking, max_chars
+        A reference is `session:turn` (a unique session-id prefix will do), `{session_id, turn,
+        agent?}` or a TurnRef. With `anywhere`, a session not in the workspace (or when there is
+        no workspace) is looked up in every workspace and read where it is unique. Unknown
+        references are reported beside the turns found; when none is found, `NotFound`."""
+        try:
+            ws: Workspace | None = self._ws(workspace, cwd)
+        except ArchiveError:
+            if not anywhere or workspace is not None:
+                raise
+            ws = None
+        groups: dict[str, tuple[Workspace, list[TurnRef]]] = {}
+        missing: list[NotFoundRef] = []
+        order: dict[tuple[str, str, str], int] = {}  # the turns come back in the references' order
+        asked: dict[tuple[str, int, str], int] = {}  # and so do the references not found
+        for raw in references:
+            ref = parse_ref(raw)
+            where, sid, why = self._locate(ref.session_id, ws, anywhere)
+            asked.setdefault((sid, ref.turn, ref.agent), len(asked))
+            if where is None:
+                missing.append(NotFoundRef(ref.session_id, ref.turn, ref.agent, why))
+                continue
+            groups.setdefault(where.id, (where, []))[1].append(replace(ref, session_id=sid))
+            order.setdefault((where.id, sid, ref.agent), len(order))
+        turns, total = [], max(1, sum(len(r) for _, r in groups.values()))
+        for where, refs in groups.values():
+            part = load_turn_context(
+                where,
+                refs,
+                before,
+                after,
+                include_tools,
+                include_thinking,
+                max_chars * len(refs) // total,
+            )
+            turns += part.turns
+            missing += part.not_found
+        if missing and not turns:
+            raise NotFound("; ".join(dict.fromkeys(n.reason for n in missing)))
+        turns.sort(key=lambda t: order.get((t.workspace_id, t.session_id, t.agent), 0))
+        missing.sort(key=lambda n: asked.get((n.session_id, n.turn, n.agent), 0))
+        return TurnContext(turns, missing)
+
+    def canonical_ref(self, ws: Workspace, r: RefLike) -> TurnRef:
+        """`r` parsed, its session prefix expanded when it names one session of `ws`."""
+        ref = parse_ref(r)
+        found = resolve_session(self.raw_files(ws), ref.session_id)
+        return replace(ref, session_id=found[0]) if len(found) == 1 else ref
+
+    def canonical_sources(self, ws: Workspace, sources: Sequence[str] | None) -> list[str] | None:
+        """Memory sources with their turn references written in full (`session:turn`), so that a
+        memory citing `5dd5f56a:2` links to the theme and trace holding that turn."""
+        if sources is None:
+            return None
+        out = []
+        for s in sources:
+            if REF.match(s) and not s.startswith("memory/"):
+                ref = self.canonical_ref(ws, s)
+                s = f"{ref.session_id}:{ref.turn}" + (
+                    "" if ref.agent == "main" else f" [{ref.agent}]"
+                )
+            out.append(s)
+        return out
+
+    def _locate(
+        self, sid: str, ws: Workspace | None, anywhere: bool
+    ) -> tuple[Workspace | None, str, str]:
+        """The workspace and full id of the session `sid` names (an id or a unique prefix), else
+        (None, sid, why): in `ws`, then (with `anywhere`) in every workspace."""
+        pools: list[Workspace | None] = [ws] if ws is not None else []
+        if anywhere:
+            pools.append(None)  # None: every workspace
+        for pool in pools:
+            spaces = [pool] if pool is not None else self.workspaces()
+            found = [(w, s) for w in spaces for s in resolve_session(self.raw_files(w), sid)]
+            if len(found) == 1:
+                return found[0][0], found[0][1], ""
+            if len(found) > 1:
+                names = ", ".join(f"{s} ({w.name})" for w, s in found[:5])
+                return None, sid, f"session {sid!r} is ambiguous: {names}; give more of the id"
+        where = f"workspace {ws.name}" if ws is not None and not anywhere else "any workspace"
+        return (
+            None,
+            sid,
+            f"no session {sid!r} in {where}; search for its turns or list the sessions",
         )
-        if found.not_found and not found.turns:
-            raise NotFound("; ".join(dict.fromkeys(n.reason for n in found.not_found)))
-        return found
 
     def set_summaries(
         self, ws: Workspace, session_id: str, summaries: dict[tuple[str, int], str], refiner: str

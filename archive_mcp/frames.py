@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TypeAlias
 
 import polars as pl
 
@@ -13,7 +15,12 @@ from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empt
 from archive_mcp.themes.store import ThemeStore
 from archive_mcp.workspaces import Registry, Workspace, archive_home
 
-WorkspaceArg = str | Workspace | Sequence[str] | None
+WorkspaceArg: TypeAlias = str | Workspace | Sequence[str] | None
+LIVE = timedelta(hours=2)  # a session with an open turn is live while written to this recently
+
+
+def _live_since() -> datetime:
+    return datetime.now(UTC) - LIVE
 
 
 @dataclass
@@ -79,14 +86,17 @@ class Frames:
             self.turns(workspace)
             .group_by("workspace_id", "source", "session_id")
             .agg(
-                pl.col("title").first(),
+                pl.col("title").drop_nulls().first(),
                 pl.col("started_at").min().alias("first_at"),
                 pl.col("ended_at").max().alias("last_at"),
                 (pl.col("agent") == "main").sum().alias("turns"),
                 (pl.col("agent") != "main").sum().alias("subagent_turns"),
                 pl.col("usage").struct.field("input").sum().alias("input_tokens"),
                 pl.col("usage").struct.field("output").sum().alias("output_tokens"),
-                (pl.col("status") == "open").any().alias("live"),
+                (
+                    (pl.col("status") == "open").any()
+                    & (pl.col("ended_at").max().dt.replace_time_zone("UTC") >= _live_since())
+                ).alias("live"),
                 pl.col("status").unique().sort().alias("statuses"),
             )
             .sort("first_at", descending=True, nulls_last=True)

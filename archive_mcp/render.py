@@ -81,14 +81,21 @@ def table(
     return "\n".join(lines)
 
 
+def more_line(shown: int, total: int, noun: str, how: str) -> str:
+    """The one line every face prints where a list or a timeline was cut: how many, how to get them."""
+    return f"… {total - shown} more {noun} not shown ({shown} of {total}); {how}"
+
+
 def turn_ref(session_id: str, turn: int, agent: str = "main") -> str:
     return f"{session_id}:{turn}{'' if agent == 'main' else f' [{agent}]'}"
 
 
-def hit_text(h: Hit, detail: str = "normal", indent: str = "  ") -> str:
-    """One search hit: reference, time, score and signals; then summary and snippet; then status."""
+def hit_text(h: Hit, detail: str = "normal", indent: str = "  ", where: str = "") -> str:
+    """One search hit: reference (and `where`, its workspace, across workspaces), time, score and
+    signals; then summary and snippet; then status."""
     head = (
-        f"{turn_ref(h.session_id, h.turn, h.agent)} {(h.started_at or '')[:16]} score={h.score:.4f} "
+        f"{turn_ref(h.session_id, h.turn, h.agent)}{f' (workspace {where})' if where else ''} "
+        f"{(h.started_at or '')[:16]} score={h.score:.4f} "
         f"({'+'.join(h.matched)}){f' [{h.source}]' if h.source else ''}"
     )
     if detail == "compact":

@@ -296,6 +296,17 @@ def _first(records: list[dict[str, Any]], key: str) -> str | None:
     return next((r[key] for r in records if isinstance(r.get(key), str) and r[key]), None)
 
 
+def _own_title(records: list[dict[str, Any]]) -> str | None:
+    """The title Claude Code gave the session: a `custom-title` record's, else the last `summary`."""
+    custom = [r for r in records if r.get("type") == "custom-title"]
+    for r in reversed(custom):
+        value = r.get("customTitle") or r.get("title")
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    summaries = [r.get("summary") for r in records if r.get("type") == "summary"]
+    return next((s.strip() for s in reversed(summaries) if isinstance(s, str) and s.strip()), None)
+
+
 def _session_files(project: Path) -> list[Path]:
     try:
         return sorted(p for p in project.iterdir() if p.suffix == ".jsonl" and p.is_file())
@@ -324,7 +335,7 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
             sid,
             project.name,
             [cwd] if cwd else [],
-            None,
+            _own_title(head),
             project,
             [SourceFile("main", f.name, f)],
             branch=_first(head, "gitBranch"),

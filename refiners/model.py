@@ -190,8 +190,21 @@ class Turn:
             return "open"
         if any(s.interrupted for s in self.steps):
             return "error"
-        if self.end == "superseded":
-            return "completed" if self.legacy and self.final_text else "interrupted"
+        if self.end == "superseded":  # the next prompt came before this turn's end
+            if self.origin != "user":  # a slash command, its output, a summary, a marker
+                return "completed"
+            if not self.legacy:
+                return "interrupted"
+            # A legacy log has no turn-end record: interrupted when a marker said so (`reason`,
+            # above), or when the answer stopped short: no step at all, a call left unanswered
+            # or refused by the user.
+            calls = [c for s in self.steps for c in s.tool_calls]
+            unanswered = any(c.result is None or c.approval == "reject" for c in calls)
+            return (
+                "interrupted"
+                if not self.final_text and (unanswered or not self.steps)
+                else "completed"
+            )
         return "completed"
 
 

@@ -171,7 +171,7 @@ def test_real_resumed_file_with_two_session_ids_is_one_session_named_by_its_reco
     assert len(result.turns) == independent_count(session.files[0].path) == 6
     assert [(t.origin, t.status) for t in result.turns[:2]] == [
         ("user", "interrupted"),
-        ("interrupt", "interrupted"),
+        ("interrupt", "completed"),  # the marker itself is no interrupted turn
     ]
     assert result.turns[3].user_text == "/mcp"
 

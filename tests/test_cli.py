@@ -214,3 +214,131 @@ def test_search_rerank_takes_an_optional_model_name(kimi_root: Path, monkeypatch
     assert (code, err) == (1, "Error: asked rerank='e5'\n")
     code, _, err = _run("search", "x", "-w", "ml-pipeline", "--rerank", "bge")
     assert code == 2 and "'bge' is not one of 'minilm', 'e5'" in err
+
+
+def test_every_turn_reference_the_cli_prints_shows_back(
+    kimi_root: Path, kimi_code_root: Path
+) -> None:
+    import re
+
+    _run("ingest", "--no-embed", str(kimi_root), str(kimi_code_root))
+    _run("themes", "tag", "login", "-w", "webapp", "-r", "session_2c7d1e94:0", "-r", "b8e1d2c4:1")
+    code, out, _ = _run("--embedder", "none", "search", "test", "-w", "all", "--limit", "20")
+    assert code == 0
+    assert out.splitlines()[0].startswith(
+        "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b:1 (workspace webapp) 2026-03-14T10:01 score=1.9115 "
+    )
+    refs = re.findall(r"^(\S+:\d+) \(workspace [\w-]+\) ", out, re.M)
+    _, listed, _ = _run("sessions", "list", "--all")
+    refs += [f"{line.split()[0]}:0" for line in listed.splitlines()[1:]]
+    _, traced, _ = _run("trace", "login", "-w", "webapp", "--format", "table")
+    refs += re.findall(r" (\S{9,}:\d+) ", traced)
+    assert len(refs) == 8 + 5 + 2, refs
+    for ref in refs:  # no -w: the session is found in whichever workspace holds it
+        code, shown, err = _run("show", ref)
+        assert code == 0 and shown.startswith(f"## {ref} "), (ref, err)
+    code, shown, _ = _run("show", "0a1b2c3d:2")  # a unique prefix, from outside any workspace
+    assert code == 0 and shown.startswith("## 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d:2 ")
+    code, _, err = _run("show", "nope:0")
+    assert code == 1 and err == (
+        "Error: no session 'nope' in any workspace; search for its turns or list the sessions\n"
+    )
+    code, _, err = _run("show", "nope:0", "-w", "webapp")
+    assert code == 1 and err == (
+        "Error: no session 'nope' in workspace webapp; search for its turns or list the sessions\n"
+    )
+
+
+def _claude_log(path: Path, sid: str, records: list[tuple[str, object]]) -> None:
+    """A Claude Code log: (kind, content) pairs, one second apart; kind "summary" is a record."""
+    lines = []
+    for sec, (kind, content) in enumerate(records):
+        if kind == "summary":
+            lines.append({"type": "summary", "summary": content, "leafUuid": "x"})
+            continue
+        message: dict[str, object] = {"role": kind, "content": content}
+        if kind == "assistant":
+            message["id"] = f"m{sec}"
+        lines.append(
+            {
+                "type": kind,
+                "sessionId": sid,
+                "cwd": "/home/alice/projects/notes",
+                "version": "2.1.9",
+                "timestamp": f"2026-03-20T10:00:{sec:02d}Z",
+                "uuid": f"u{sec}",
+                "message": message,
+            }
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+
+
+def test_sessions_carry_true_titles_and_statuses(tmp_path: Path) -> None:
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-notes"
+    clear = "<command-name>/clear</command-name>\n<command-args></command-args>"
+    answer = [{"type": "text", "text": "Done."}]
+    _claude_log(
+        folder / "a1a1a1a1-0000-4000-8000-000000000001.jsonl",
+        "a1a1a1a1-0000-4000-8000-000000000001",
+        [
+            ("user", clear),
+            ("user", "<local-command-stdout></local-command-stdout>"),
+            ("user", "add a search box to the notes page"),
+            ("assistant", answer),
+            ("user", "now make it fuzzy"),
+            ("user", "[Request interrupted by user]"),
+            ("user", "ok, plain substring match then"),
+            ("assistant", answer),
+        ],
+    )
+    _claude_log(
+        folder / "b2b2b2b2-0000-4000-8000-000000000002.jsonl",
+        "b2b2b2b2-0000-4000-8000-000000000002",
+        [
+            ("summary", "Notes page search box"),
+            ("user", clear),
+            ("user", "hi"),
+            ("assistant", answer),
+        ],
+    )
+    code, _, _ = _run("ingest", "--no-embed", str(tmp_path / ".claude"))
+    assert code == 0
+    code, out, _ = _run("sessions", "list", "-w", "notes", "--json")
+    rows = {r["session_id"][:8]: r for r in json.loads(out)}
+    assert rows["a1a1a1a1"]["title"] == "add a search box to the notes page"  # not "/clear"
+    assert rows["b2b2b2b2"]["title"] == "Notes page search box"  # the agent's own summary
+    assert not rows["a1a1a1a1"]["live"]  # its last turn is open, but months old
+    code, out, _ = _run("stats", "-w", "notes", "--json")
+    assert json.loads(out)["by_status"] == {"completed": 5, "interrupted": 1, "open": 2}
+    code, out, _ = _run("memory", "bootstrap", "-w", "notes", "--json")
+    recent = [r["summary"][:30] for r in json.loads(out)["recent_context"]]
+    assert code == 0 and len(recent) == 4 and not any("/clear" in r for r in recent)
+
+
+def test_a_session_is_live_only_while_it_is_being_written(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    def log(sid: str, at: datetime) -> None:
+        rec = {
+            "type": "user",
+            "sessionId": sid,
+            "cwd": "/home/alice/projects/notes",
+            "version": "2.1.9",
+            "timestamp": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "uuid": "u0",
+            "message": {"role": "user", "content": "index the notes"},
+        }
+        path = tmp_path / ".claude" / "projects" / "-home-alice-projects-notes" / f"{sid}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+
+    now = datetime.now(UTC)
+    log("c3c3c3c3-0000-4000-8000-000000000003", now - timedelta(minutes=5))
+    log("d4d4d4d4-0000-4000-8000-000000000004", now - timedelta(days=3))
+    _run("ingest", "--no-embed", str(tmp_path / ".claude"))
+    code, out, _ = _run("sessions", "list", "-w", "notes", "--json")
+    assert {r["session_id"][:8]: r["live"] for r in json.loads(out)} == {
+        "c3c3c3c3": True,  # an open turn written to minutes ago
+        "d4d4d4d4": False,  # an open turn, days old
+    }

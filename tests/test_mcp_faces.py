@@ -174,10 +174,10 @@ async def test_a_validation_error_names_the_argument_and_what_to_do(archive: Arc
     assert r.is_error
     assert r.content[0].text == (
         "search_context: argument `limit` input should be greater than or equal to 1 (got 0). "
-        "`limit`: Most hits to return, best first. Fix the argument and call search_context again."
+        "Fix the argument and call search_context again."
     )
     assert missing.content[0].text.startswith(
-        "recall: argument `key` is required. `key`: The memory's key"
+        "recall: argument `key` is required. Fix the argument and call recall again."
     )
 
 
@@ -187,9 +187,9 @@ async def test_a_library_error_reaches_the_agent_as_its_own_message(archive: Arc
         unknown = await client.call_tool(
             "load_turn_context", {"references": [{"session_id": "nope", "turn": 0}]}
         )
-    assert r.is_error and r.content[0].text == "no memory 'nope'. List them with list_memories."
+    assert r.is_error and r.content[0].text == "no memory 'nope'. List the memories to see them."
     assert unknown.is_error and unknown.content[0].text == (
-        "no session 'nope' in workspace webapp; find one with search_context or list_sessions"
+        "no session 'nope' in any workspace; search for its turns or list the sessions"
     )
 
 
@@ -279,18 +279,43 @@ async def test_bootstrap_names_themes_and_flags_forgotten_sources(archive: Archi
     assert "cites memories that are gone: memory/decisions/date-lib" in r.content[0].text
 
 
-async def test_every_tool_has_a_title_and_every_parameter_a_description(archive: Archive) -> None:
+SELF_EVIDENT = {  # parameters whose name says what they take: listed without a description
+    "workspace",
+    "limit",
+    "max_output_chars",
+    "max_chars",
+    "since",
+    "until",
+    "theme",
+    "after",
+    "all_workspaces",
+    "include_tools",
+    "include_thinking",
+    "key",
+    "folder",
+    "query",
+    "tags",
+    "description",
+    "session_id",
+    "min_size",
+    "max_sampled_turns",
+    "mistake",
+    "correction",
+}
+
+
+async def test_every_tool_has_a_title_and_a_parameter_says_what_its_name_does_not(
+    archive: Archive,
+) -> None:
     async with Client(build_server(archive, cwd=CWD)) as client:
         tools = (await client.list_tools()).tools
     for t in tools:
         assert t.title and t.title != t.name, t.name
-        assert [
-            p for p, v in t.input_schema["properties"].items() if not v.get("description")
-        ] == [], t.name
+        bare = {p for p, v in t.input_schema["properties"].items() if not v.get("description")}
+        assert bare <= SELF_EVIDENT, (t.name, bare - SELF_EVIDENT)
     search = next(t for t in tools if t.name == "search_context").description or ""
-    assert (
-        "use search_memory for what was decided" in search
-        and "trace_theme to follow one topic" in search
+    assert "Use it for what happened in past sessions; search_memory for what was decided." in (
+        search
     )
 
 
@@ -318,3 +343,98 @@ def test_the_server_answers_initialize_without_importing_torch(tmp_path: Path) -
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+async def test_a_cut_list_or_trace_says_how_many_and_holds_the_same_items(
+    archive: Archive,
+) -> None:
+    import re
+
+    for i in range(30):
+        archive.tag_theme(f"theme {i:02d}", "webapp", references=[f"3f2c9a1e:{i % 3}"])
+    refs = [
+        f"{s}:{t}"
+        for s, n in (
+            ("3f2c9a1e", 3),
+            ("b8e1d2c4", 2),
+            ("session_2c7d", 3),
+        )
+        for t in range(n)
+    ]
+    archive.tag_theme("everything", "webapp", references=refs)
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        listed = await client.call_tool("list_themes", {"max_output_chars": 900})
+        trace = await client.call_tool(
+            "trace_theme", {"theme": "everything", "max_output_chars": 2500}
+        )
+    shown = listed.structured_content["themes"]
+    assert listed.content[0].text.splitlines()[-1] == (
+        f"… {31 - len(shown)} more themes not shown ({len(shown)} of 31); raise max_output_chars"
+    )
+    assert (
+        listed.content[0].text.count("\n- ") + 1 == len(shown)
+        and listed.structured_content["truncated"]
+    )
+    text, data = trace.content[0].text, trace.structured_content
+    events = re.findall(r"^- [\d-]+ [\d:]+ (\S+:\d+) ", text, re.M)
+    assert events == [e["ref"] for e in data["events"]]  # the text tells what the structure holds
+    first, newest = (
+        "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:0",
+        ("session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13:2"),
+    )
+    assert events[0] == first and events[-1] == newest and 2 <= len(events) < 8
+    hidden = 8 - len(events)
+    assert data["not_shown"]["events"] == hidden
+    assert f"… {hidden} more turns not shown ({8 - hidden} of 8); raise max_output_chars" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "marked"),
+    [
+        ("use **git worktrees** here", "use **git worktrees** here"),  # the turn's own bold
+        ("use git **worktrees** here", "use **git worktrees** here"),
+        ("**git **worktrees****", "**git worktrees**"),
+        ("git, then worktrees", "**git**, then **worktrees**"),
+        ("the git/worktrees path", "the **git/worktrees** path"),
+        ("keep __init__ and a*b", "keep __init__ and a*b"),
+    ],
+)
+def test_snippet_marks_never_nest(text: str, marked: str) -> None:
+    from archive_mcp.search.highlight import mark
+
+    assert mark(text, {"git", "worktre", "worktree"}) == marked
+
+
+async def test_the_server_reports_its_version(archive: Archive) -> None:
+    from importlib.metadata import version
+
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        info = client.server_info
+    assert info is not None and info.name == "archive-mcp"
+    assert info.version == version("archive-mcp") and info.version
+
+
+def test_the_version_falls_back_to_the_package_without_a_distribution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.metadata
+
+    import archive_mcp
+    from archive_mcp.mcp.server import server_version
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert server_version() == archive_mcp.__version__ == "0.1.0"
+
+
+def test_a_text_cut_to_its_budget_says_how_much_is_left() -> None:
+    from archive_mcp.mcp.toolkit import fit_one
+
+    r = fit_one({"x": 1}, "word " * 400, budget=600)
+    text = r.content[0].text
+    assert len(text) <= 600 and text.endswith(
+        f"… {2000 - len(text.splitlines()[0])} more characters not shown "
+        f"({len(text.splitlines()[0])} of 2000); raise max_output_chars"
+    )

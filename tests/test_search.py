@@ -225,7 +225,7 @@ def test_load_turn_context_reads_the_raw_log_and_reports_bad_references(archive:
     assert bench.name == "Shell" and bench.result.startswith("[bench] batch 00000")
     assert [n.reason for n in ctx.not_found] == [
         f"turn 5 is not in session {LOADER} (agent main); valid turns: 0..1",
-        "no session 'nope' in workspace ml-pipeline; find one with search_context or list_sessions",
+        "no session 'nope' in workspace ml-pipeline; search for its turns or list the sessions",
     ]
 
 

@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from archive_mcp.refiners.refine import REFINER
@@ -115,7 +116,7 @@ async def test_search_context_text_stays_within_max_output_chars(server, budget:
         0
     ].text.startswith("- ")
     if r.structured_content["truncated"]:
-        assert "more hits cut to fit max_output_chars" in r.content[0].text
+        assert " more hits not shown (" in r.content[0].text
 
 
 async def test_compact_detail_drops_summaries(server) -> None:  # noqa: ANN001
@@ -292,6 +293,12 @@ async def test_stdio_server_round_trip(archive: Archive, tmp_path: Path) -> None
             {"workspace": "webapp", "references": [{"session_id": LOGIN, "turn": 0}]},
         )
         assert json.dumps(r.structured_content).count("handleLogin") >= 1
+        found = await client.call_tool("search_context", {"query": "login", "workspace": "all"})
+        refs = REF_LINE.findall(found.content[0].text)
+        assert refs and f"- {refs[0]} (workspace webapp) " in found.content[0].text
+        for ref in refs:  # cwd "/" is no workspace: each printed reference still loads
+            r = await client.call_tool("load_turn_context", {"references": [ref]})
+            assert not r.is_error and r.content[0].text.startswith(f"## {ref} ")
 
 
 async def test_memory_resources_and_decision_prompt(server, archive: Archive) -> None:  # noqa: ANN001
@@ -348,17 +355,17 @@ def test_fit_lists_the_same_items_in_the_text_and_the_structured_content() -> No
     items = [{"id": i, "text": "word " * 200, "tags": list(range(30))} for i in range(30)]
     r = fit(
         items,
-        lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept) + ("\n… more cut" if cut else ""),
+        lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept),
         lambda kept, cut: {"items": kept, "truncated": cut},
         4000,
     )
     data, text = r.structured_content, r.content[0].text
     assert [x["id"] for x in data["items"]] == list(range(30)) and text.count("- ") == 30
-    assert "more cut" not in text and data["truncated"] is True and json_len(data) <= 4000
+    assert "not shown" not in text and data["truncated"] is True and json_len(data) <= 4000
     assert all(len(x["text"]) <= 60 and len(x["tags"]) == 5 for x in data["items"])
     r = fit(
         items,
-        lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept) + ("\n… more cut" if cut else ""),
+        lambda kept, cut: "\n".join(f"- {x['id']}" for x in kept),
         lambda kept, cut: {"items": kept, "truncated": cut},
         1000,
     )
@@ -366,5 +373,157 @@ def test_fit_lists_the_same_items_in_the_text_and_the_structured_content() -> No
     assert (
         0 < len(data["items"]) < 30
         and text.count("- ") == len(data["items"])
-        and text.endswith("… more cut")
+        and text.endswith(
+            f"… {30 - len(data['items'])} more items not shown ({len(data['items'])} of 30); "
+            "raise max_output_chars"
+        )
     )
+
+
+REF_LINE = re.compile(r"^- (\S+:\d+)(?: \[\w+\])?(?: \(workspace [\w-]+\))? ", re.M)
+
+
+async def test_every_turn_reference_the_text_prints_loads_back(server, archive: Archive) -> None:  # noqa: ANN001
+    archive.tag_theme("login", "webapp", references=[f"{LOGIN}:0", "session_2c7d1e94:1"])
+    async with Client(server) as client:
+        hits = await client.call_tool(
+            "search_context", {"query": "test", "all_workspaces": True, "limit": 20}
+        )
+        sessions = await client.call_tool("list_sessions", {"workspace": "ml-pipeline"})
+        trace = await client.call_tool("trace_theme", {"theme": "login"})
+        text = hits.content[0].text
+        assert f"- {LOGIN}:2 (workspace webapp) 2026-03-16T10:00 score=" in text
+        assert "- 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d:0 (workspace ml-pipeline) " in text
+        events = re.findall(r"^- [\d-]+ [\d:]+ (\S+:\d+) ", trace.content[0].text, re.M)
+        refs = REF_LINE.findall(text) + events
+        refs += [f"{s}:0" for s in re.findall(r"^- (\S+) \d{4}-", sessions.content[0].text, re.M)]
+        assert len(refs) == 9 + 2 + 2
+        for ref in refs:  # no workspace given: the session is found where it is unique
+            r = await client.call_tool("load_turn_context", {"references": [ref]})
+            assert not r.is_error, (ref, r.content[0].text)
+            got = r.structured_content["turns"][0]
+            assert f"{got['session_id']}:{got['turn']}" == ref
+        mixed = await client.call_tool(
+            "load_turn_context",
+            {
+                "references": [
+                    "0a1b2c3d:2",  # a unique prefix, in another workspace than the cwd's
+                    {"session_id": "session_2c7d", "turn": 1},
+                    "3f2c9a1e-…:0",  # as a narrow table clips an id
+                ]
+            },
+        )
+        assert [(t["session_id"], t["turn"]) for t in mixed.structured_content["turns"]] == [
+            ("0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", 2),
+            ("session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13", 1),
+            ("3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17", 0),
+        ]
+        bad = await client.call_tool("load_turn_context", {"references": ["nope:0"]})
+        assert bad.content[0].text == (
+            "no session 'nope' in any workspace; search for its turns or list the sessions"
+        )
+        garbled = await client.call_tool("load_turn_context", {"references": ["no-turn"]})
+        assert garbled.is_error and "SESSION:TURN" in garbled.content[0].text
+        tagged = await client.call_tool(
+            "tag_theme", {"theme": "dates", "references": ["3f2c9a1e:0"]}
+        )
+        assert tagged.content[0].text.splitlines()[1] == (
+            "+ 3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:0 (reference)"
+        )
+        await client.call_tool(
+            "remember", {"key": "dates", "content": "pad months", "sources": ["3f2c9a1e:0"]}
+        )
+        linked = await client.call_tool("trace_theme", {"theme": "dates"})
+    assert archive.memory("webapp").recall("dates").sources == [
+        "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:0"
+    ]
+    assert linked.structured_content["memories"] == ["memory/knowledge/dates"]
+
+
+def _claude_turn(home: Path, prompt: str, output: str, answer: str) -> Path:
+    """A Claude Code session of one turn: the request, a Bash call with a long output, the answer."""
+
+    def rec(kind: str, content: Any, sec: int, mid: str = "") -> dict[str, Any]:
+        message: dict[str, Any] = {"role": kind, "content": content}
+        if mid:
+            message["id"] = mid
+        return {
+            "type": kind,
+            "sessionId": "c0ffee00-1111-4222-8333-444455556666",
+            "cwd": "/home/alice/projects/cache",
+            "version": "2.1.9",
+            "timestamp": f"2026-03-20T10:00:{sec:02d}Z",
+            "uuid": f"u{sec}",
+            "message": message,
+        }
+
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make bench"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": output}
+    records = [
+        rec("user", prompt, 0),
+        rec("assistant", [call], 1, "m1"),
+        rec("user", [result], 2),
+        rec("assistant", [{"type": "text", "text": answer}], 3, "m2"),
+    ]
+    path = home / ".claude" / "projects" / "-home-alice-projects-cache" / "c0ffee00.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return home / ".claude"
+
+
+async def test_load_turn_context_fills_its_budget_request_and_conclusion_first(
+    tmp_path: Path, fake_embedder: Any
+) -> None:
+    prompt = ("Which cache should the feed use, option A (read-through) or option B? " * 8).strip()
+    answer = "I measured both under the bench load. " * 30 + "Decision: let's use Option B."
+    output = "\n".join(f"bench row {i:05d} p50=41.{i % 10}ms" for i in range(2000))
+    archive = Archive(embedder=fake_embedder)
+    archive.ingest(_claude_turn(tmp_path / "agent-home", prompt, output, answer))
+    async with Client(build_server(archive, cwd="/home/alice/projects/cache")) as client:
+        for budget in (4000, 9000):
+            r = await client.call_tool(
+                "load_turn_context", {"references": ["c0ffee00:0"], "max_chars": budget}
+            )
+            text, data = r.content[0].text, r.structured_content
+            turn = data["turns"][0]
+            assert turn["user_text"] == prompt and turn["assistant_text"] == answer
+            assert f"User: {prompt}\nAssistant: {answer}\nTool Bash [ok]" in text
+            assert turn["tool_calls"][0]["result"].startswith("bench row 00000 p50=41.0ms")
+            assert 0.8 * budget <= len(text) <= budget and json.dumps(data).__len__() <= budget
+
+
+async def test_tools_list_is_lean_and_keeps_every_tool(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        listed = await client.list_tools()
+    data = listed.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert len(json.dumps(data)) <= 20_000  # was 53,386 with 23 tools
+    tools = {t["name"]: t for t in data["tools"]}
+    assert set(tools) == TOOLS
+    for name, t in tools.items():
+        sentences = re.findall(r"[.!?](?:\s|$)", t["description"])
+        assert 1 <= len(sentences) <= 2, (name, t["description"])
+        assert "title" not in _keywords(t["inputSchema"]), name
+        assert all(v == {} for v in t["outputSchema"].get("properties", {}).values()), name
+        detail = t["inputSchema"]["properties"].get("detail", {}).get("description", "")
+        assert name == "search_context" or "scores" not in detail, name
+    assert tools["search_context"]["outputSchema"] == {
+        "type": "object",
+        "properties": {"hits": {}, "realized_mode": {}, "fallback_reason": {}, "truncated": {}},
+    }
+    assert tools["list_sessions"]["inputSchema"]["properties"]["workspace"] == {"type": "string"}
+
+
+def _keywords(node: object) -> set[str]:
+    """The JSON-schema keywords used anywhere in `node` (property names are not keywords)."""
+    out: set[str] = set()
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in ("properties", "$defs"):
+                for sub in v.values():
+                    out |= _keywords(sub)
+            else:
+                out |= {k} | _keywords(v)
+    elif isinstance(node, list):
+        for v in node:
+            out |= _keywords(v)
+    return out

@@ -182,10 +182,13 @@ def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budg
         assert (
             md.rstrip().endswith(("]", "2026-01-16")) or "s:62" in md
         )  # the newest event is shown
-        assert "earlier not shown" in md
+        assert md.count(" more turns not shown (") == 1  # between the first events and the newest
+        assert "\n- 2026-01-01 00:00 s:0 " in md  # the beginning survives the cut
         data = tl.budgeted(budget)
         assert len(json.dumps(data, ensure_ascii=False)) <= budget
         assert data["threads"] and data["events"][-1]["ref"] == "s:62" and data["truncated"]
+        assert budget < 3000 or data["events"][0]["ref"] == "s:0"  # room for two: both ends
+        assert data["not_shown"]["events"] == len(texts) - len(data["events"])
     assert tl.markdown(100_000).count("\n- 2026") == len(texts)
 
 

@@ -22,6 +22,7 @@ from archive_mcp.cli.common import (
     workspace_option,
 )
 from archive_mcp.cli.config import Configured
+from archive_mcp.errors import InvalidArgument
 from archive_mcp.refiners import SOURCES
 from archive_mcp.render import hit_text, turn_text
 
@@ -303,7 +304,7 @@ def sessions_list(
         table(
             rows,
             ["session_id", "source", "first_at", "turns", "title"],
-            {"session_id": 40, "title": 60},
+            {"title": 60},
         )
     )
 
@@ -441,8 +442,11 @@ def search(
         return
     if found.fallback_reason:
         warn(f"search fell back to {found.realized_mode}: {found.fallback_reason}")
+    names = (
+        {w.id: w.name for w in call(ctx, lambda a: a.workspaces())} if workspace == "all" else {}
+    )
     for h in found:
-        click.echo(hit_text(h, indent="    "))
+        click.echo(hit_text(h, indent="    ", where=names.get(h.workspace_id, "")))
     if not found:
         warn("no hits")
 
@@ -452,7 +456,7 @@ def search(
 @workspace_option
 @click.option("--before", default=0, show_default=True, help="Also show N turns before.")
 @click.option("--after", default=0, show_default=True, help="Also show N turns after.")
-@click.option("--agent", default="main", show_default=True, help='"main" or a subagent id.')
+@click.option("--agent", help='"main" or a subagent id (default: the reference\'s, else main).')
 @click.option("--thinking", is_flag=True, help="Include the model's thinking.")
 @click.option(
     "--max-chars", default=20000, show_default=True, help="Budget for all turns' text together."
@@ -465,29 +469,36 @@ def show(
     workspace: str | None,
     before: int,
     after: int,
-    agent: str,
+    agent: str | None,
     thinking: bool,
     max_chars: int,
     as_json: bool,
 ) -> None:
-    """Show a turn in full: SESSION:TURN (as printed by `search`).
+    """Show a turn in full: SESSION:TURN as `search`, `trace` and `sessions list` print it (a unique
+    session-id prefix will do). Without -w, the session is looked up in every workspace.
 
     \b
     Example:
-      archive-mcp show 3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:2 --before 1
+      archive-mcp show 3f2c9a1e:2 --before 1
     """
-    session, sep, turn = reference.rpartition(":")
-    if not sep or not session or not turn.isdigit():
-        raise click.UsageError("REFERENCE must look like SESSION:TURN, e.g. 3f2c9a1e-…:2")
+    from archive_mcp.refs import parse_ref
+
+    try:
+        ref = parse_ref(reference)
+    except InvalidArgument as exc:
+        raise click.UsageError(str(exc)) from exc
+    if agent:
+        ref.agent = agent
     result = call(
         ctx,
         lambda a: a.load_turn_context(
-            [{"session_id": session, "turn": int(turn), "agent": agent}],
+            [ref],
             workspace=workspace,
             before=before,
             after=after,
             include_thinking=thinking,
             max_chars=max_chars,
+            anywhere=workspace is None,
         ),
     )
     if as_json:

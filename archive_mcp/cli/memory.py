@@ -80,7 +80,12 @@ def memory_remember(
     e = call(
         ctx,
         lambda a: a.memory(workspace).remember(
-            key, text, folder, list(tags) or None, list(sources) or None, title
+            key,
+            text,
+            folder,
+            list(tags) or None,
+            a.canonical_sources(a.workspace(workspace), list(sources) or None),
+            title,
         ),
     )
     if as_json:

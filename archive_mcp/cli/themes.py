@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from archive_mcp.cli.common import call, echo_json, json_option, table, warn, workspace_option
+from archive_mcp.errors import InvalidArgument
+from archive_mcp.refs import parse_ref
+from archive_mcp.search.context import TurnRef
 
 
 @click.group()
@@ -89,14 +90,11 @@ def themes_show(ctx: click.Context, theme: str, workspace: str | None, as_json: 
         click.echo(f"  {m.session_id}:{m.turn} {m.agent} {m.provenance} {m.when}")
 
 
-def _refs(items: tuple[str, ...]) -> list[dict[str, Any]]:
-    out = []
-    for item in items:
-        sid, sep, turn = item.rpartition(":")
-        if not sep or not turn.isdigit():
-            raise click.UsageError(f"{item!r} must look like SESSION:TURN")
-        out.append({"session_id": sid, "turn": int(turn)})
-    return out
+def _refs(items: tuple[str, ...]) -> list[TurnRef]:
+    try:
+        return [parse_ref(item) for item in items]
+    except InvalidArgument as exc:
+        raise click.UsageError(str(exc)) from exc
 
 
 @themes.command("tag")
@@ -246,7 +244,7 @@ def trace(
                         for e in tl.events
                     ],
                     ["when", "source", "ref", "kinds", "summary"],
-                    {"ref": 48, "summary": 90},
+                    {"summary": 90},
                 )
             )
     if plot_path:

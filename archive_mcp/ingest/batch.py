@@ -22,6 +22,7 @@ from archive_mcp.ingest import workers as _workers
 from archive_mcp.ingest.engine import Engine, LocalEngine
 from archive_mcp.ingest.jobs import EmbedItem, Progress, embed_item, reason
 from archive_mcp.ingest.pipeline import Skip
+from archive_mcp.ingest.titles import NOT_A_REQUEST, request_title
 from archive_mcp.refiners import PARSERS
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.redact import redact
@@ -216,6 +217,8 @@ def refine_session(
         rows += _jobs.turn_rows(
             ws.id, entry["source"], sid, entry["agent"], raw_rel, result.turns, own, summarizer
         )
+        if entry["agent"] == "main" and (not title or title.lstrip().startswith(NOT_A_REQUEST)):
+            title = request_title(result.turns) or title  # an old "/clear" title heals here
     for r in rows:
         r["title"] = title
     return rows

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from archive_mcp.ingest import store
+from archive_mcp.ingest.titles import request_title
 from archive_mcp.refiners import PARSERS, RefineContext, Turn, refine_turn
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.redact import redact
@@ -98,9 +99,8 @@ def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> Se
             summarizer,
         )
         rows += new
-        first = result.turns[0] if result.turns else None
-        if title is None and first is not None and first.index == 0 and f.agent == "main":
-            title = shorten(first.user_text, 60)
+        if title is None and f.agent == "main":
+            title = request_title(result.turns)
         files.append(
             FileOutcome(
                 keys=[(r["agent"], r["turn"]) for r in new],

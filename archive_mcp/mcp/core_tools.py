@@ -3,6 +3,7 @@ list_sessions, refine_session_turns. Each parses, calls one `Archive` method and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -11,6 +12,7 @@ from mcp.server.mcpserver import Context, Resolve
 from mcp_types import CallToolResult, CreateMessageResult
 from pydantic import Field
 
+from archive_mcp.errors import ArchiveError
 from archive_mcp.errors import NotFound as NotFoundError
 from archive_mcp.mcp.sampling import apply_sampled, sampling_request, session_rows
 from archive_mcp.mcp.toolkit import (
@@ -22,19 +24,20 @@ from archive_mcp.mcp.toolkit import (
     Spec,
     WorkspaceParam,
     fit,
+    json_len,
     state,
     workspace_of,
 )
-from archive_mcp.render import hit_text, turn_text
-from archive_mcp.search.context import NotFound, TurnDetail, TurnRef
+from archive_mcp.render import hit_text, to_jsonable, turn_text
+from archive_mcp.search.context import NotFound, TurnContext, TurnDetail, TurnRef
 from archive_mcp.search.engine import Hit
+from archive_mcp.workspaces import Workspace
 
 Detail = Literal["compact", "normal", "full"]
 DetailParam = Annotated[
     Detail,
     Field(
-        description="compact: ids and scores only (cheapest); normal: + summary "
-        "and snippet; full: + status, kinds and the raw byte range."
+        description="compact: refs and scores; normal: + summary, snippet; full: + status, kinds."
     ),
 ]
 
@@ -106,69 +109,55 @@ def search_context(
         str,
         Field(
             max_length=TEXT,
-            description="What happened in past sessions: keywords, an identifier "
-            "(typos are tolerated) or a question; Chinese works.",
+            description="Keywords, an identifier (typos tolerated) or a question.",
         ),
     ],
     workspace: WorkspaceParam = None,
-    limit: Annotated[int, Field(ge=1, le=100, description="Most hits to return, best first.")] = 10,
+    limit: Annotated[int, Field(ge=1, le=100)] = 10,
     mode: Annotated[
         Literal["hybrid", "lexical", "fuzzy", "semantic"],
         Field(
-            description="hybrid fuses the other three; lexical for exact identifiers; semantic for paraphrases."
+            description="lexical for exact identifiers, semantic for paraphrases; hybrid fuses all."
         ),
     ] = "hybrid",
     session: Annotated[
-        str | None, Field(max_length=TEXT, description="Only this session id (or id prefix).")
+        str | None, Field(max_length=TEXT, description="A session id or prefix.")
     ] = None,
     agent: Annotated[
-        str | None, Field(max_length=TEXT, description='Only this agent: "main" or a subagent id.')
+        str | None, Field(max_length=TEXT, description='"main" or a subagent id.')
     ] = None,
-    since: Annotated[
-        datetime | None, Field(description="Only turns started at or after this ISO date.")
-    ] = None,
-    until: Annotated[
-        datetime | None, Field(description="Only turns started at or before this ISO date.")
-    ] = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
     tool: Annotated[
         str | None,
-        Field(max_length=TEXT, description="Only turns that called this tool (e.g. Shell)."),
+        Field(max_length=TEXT, description="A tool the turn called, e.g. Shell."),
     ] = None,
     file: Annotated[
         str | None,
-        Field(max_length=TEXT, description="Only turns that touched a path containing this."),
+        Field(max_length=TEXT, description="Part of a path the turn touched."),
     ] = None,
-    theme: Annotated[
-        str | None,
-        Field(max_length=TEXT, description="Only turns tagged into this theme (list_themes)."),
-    ] = None,
+    theme: Annotated[str | None, Field(max_length=TEXT)] = None,
     kind: Annotated[
         str | None,
         Field(
             max_length=TEXT,
-            description="Only turns of this kind: decision, fix, question, "
-            "change, plan, reversal, test, …",
+            description="decision, fix, question, change, plan, reversal, test, ...",
         ),
     ] = None,
     source: Annotated[
         str | None,
         Field(
             max_length=TEXT,
-            description=(
-                "Only turns from this agent product: kimi, kimi-code, claude-code, codex or gemini."
-            ),
+            description="kimi, kimi-code, claude-code, codex or gemini.",
         ),
     ] = None,
-    all_workspaces: Annotated[
-        bool, Field(description="Search every workspace, not just this one.")
-    ] = False,
+    all_workspaces: bool = False,
     detail: DetailParam = "normal",
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, SearchOutput]:
-    """Find past turns (what was asked, done and said) by topic: lexical + typo-tolerant fuzzy + semantic,
-    fused; each hit cites session, turn and time. Use this for what happened in past sessions; use
-    search_memory for what was decided or learned, and trace_theme to follow one topic over time."""
+    """Find past turns by topic (lexical, fuzzy and semantic, fused), each cited as SESSION:TURN. Use it
+    for what happened in past sessions; search_memory for what was decided."""
     archive = state(ctx).archive
     target: str = (
         "all" if all_workspaces or workspace == "all" else workspace_of(ctx, workspace, roots).id
@@ -189,20 +178,20 @@ def search_context(
         source=source,
     )
     hits = [_shape_hit(h, detail) for h in found]
+    names = {w.id: w.name for w in archive.workspaces()} if target == "all" else {}
     follower = state(ctx).follower
     behind = follower.catching_up() if follower else None
 
     def render(kept: list[Hit], cut: bool) -> str:
-        lines = [found.headline(len(kept)), *(f"- {hit_text(h, detail)}" for h in kept)]
+        lines = [
+            found.headline(len(kept)),
+            *(f"- {hit_text(h, detail, where=names.get(h.workspace_id, ''))}" for h in kept),
+        ]
         if behind:
             lines.insert(0, f"({behind}; these hits are from what is archived so far)")
-        if cut:
-            lines.append(
-                f"… {len(found) - len(kept)} more hits cut to fit max_output_chars; raise it or use detail=compact"
-            )
         if kept:
             lines.append(
-                "Read a turn in full with load_turn_context(references=[{session_id, turn}])."
+                'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
             )
         return "\n".join(lines)
 
@@ -213,81 +202,70 @@ def search_context(
             kept, found.realized_mode, found.fallback_reason, cut, behind
         ),
         max_output_chars,
+        noun="hits",
+        how="raise max_output_chars or use detail=compact",
     )
 
 
 def load_turn_context(
     ctx: Context,
     references: Annotated[
-        list[TurnRef],
+        list[TurnRef | Annotated[str, Field(max_length=TEXT)]],
         Field(
             min_length=1,
             max_length=20,
-            description=(
-                "Turns to read, as search_context cites them: [{session_id, turn, agent?}]."
-            ),
+            description='"SESSION:TURN" as the tools print them, or {session_id, turn}.',
         ),
     ],
     workspace: WorkspaceParam = None,
     before: Annotated[
-        int, Field(ge=0, le=10, description="Also read this many turns before each reference.")
+        int, Field(ge=0, le=10, description="Neighbour turns to add before each.")
     ] = 0,
-    after: Annotated[
-        int, Field(ge=0, le=10, description="Also read this many turns after each reference.")
-    ] = 0,
-    include_tools: Annotated[
-        bool, Field(description="Include tool calls with their arguments and results.")
-    ] = True,
-    include_thinking: Annotated[bool, Field(description="Include the model's thinking.")] = False,
-    max_chars: Annotated[
-        int,
-        Field(
-            ge=500,
-            le=200_000,
-            description=(
-                "Budget for the whole reply; long texts are cut at word boundaries, tool arguments kept before outputs."
-            ),
-        ),
-    ] = 6000,
-    detail: DetailParam = "normal",
+    after: Annotated[int, Field(ge=0, le=10)] = 0,
+    include_tools: bool = True,
+    include_thinking: bool = False,
+    max_chars: Annotated[int, Field(ge=500, le=200_000)] = 6000,
+    detail: Annotated[Detail, Field(description="compact leaves out tool calls.")] = "normal",
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TurnContextOutput]:
-    """Read exact past turns (user text, answer, tool calls with arguments and results) from the archived
-    raw log. Use it after search_context or trace_theme, with the references they cite."""
-    ws = workspace_of(ctx, workspace, roots)
-    found = state(ctx).archive.load_turn_context(
-        references,
-        workspace=ws,
-        before=before,
-        after=after,
-        include_tools=include_tools and detail != "compact",
-        include_thinking=include_thinking,
-        max_chars=max_chars * 2 // 3,
-    )
+    """Read past turns in full (request, answer, tool calls and results) from the raw log. Use it on the
+    SESSION:TURN references other tools print."""
+    try:  # without an explicit workspace, a session elsewhere is read where it is unique
+        ws: Workspace | None = workspace_of(ctx, workspace, roots)
+    except ArchiveError:
+        if workspace:
+            raise
+        ws = None
 
-    def render(kept: list[TurnDetail], cut: bool) -> str:
-        parts = [turn_text(t) for t in kept] + [
-            f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in found.not_found
-        ]
-        if cut:
-            parts.append("… more turns cut to fit; ask for fewer references or raise max_chars")
-        return "\n\n".join(parts)
+    def load(budget: int) -> TurnContext:
+        return state(ctx).archive.load_turn_context(
+            references,
+            workspace=ws,
+            anywhere=not workspace,
+            before=before,
+            after=after,
+            include_tools=include_tools and detail != "compact",
+            include_thinking=include_thinking,
+            max_chars=budget,
+        )
 
+    found = _within(load, max_chars)
     return fit(
         found.turns,
-        render,
+        lambda kept, cut: _turns_text(kept, found.not_found),
         lambda kept, cut: TurnContextOutput(kept, found.not_found, cut),
         max_chars,
+        noun="turns",
+        how="ask for fewer references or raise max_chars",
     )
 
 
 def list_workspaces(
     ctx: Context,
-    detail: DetailParam = "normal",
+    detail: Annotated[Detail, Field(description="compact leaves out the counts.")] = "normal",
     max_output_chars: Budget = 6000,
 ) -> Annotated[CallToolResult, WorkspacesOutput]:
-    """The archived workspaces (id, name, paths; with counts unless compact). Use one as the `workspace`
-    argument of the other tools when the default (your roots) is not the one you mean."""
+    """The archived workspaces with paths and counts. Use it when your roots' workspace is not the one."""
     archive = state(ctx).archive
     infos = []
     for w in archive.workspaces():
@@ -303,28 +281,30 @@ def list_workspaces(
             + (f" — {w.sessions} sessions, {w.turns} turns" if w.sessions is not None else "")
             for w in kept
         ]
-        return (
-            "\n".join(lines + (["… more cut"] if cut else []))
-            or "The archive is empty: run `archive-mcp ingest`."
-        )
+        return "\n".join(lines) or "The archive is empty: run `archive-mcp ingest`."
 
-    return fit(infos, render, lambda kept, cut: WorkspacesOutput(kept, cut), max_output_chars)
+    return fit(
+        infos,
+        render,
+        lambda kept, cut: WorkspacesOutput(kept, cut),
+        max_output_chars,
+        2,
+        "workspaces",
+    )
 
 
 def list_sessions(
     ctx: Context,
     workspace: WorkspaceParam = None,
-    limit: Annotated[
-        int, Field(ge=1, le=500, description="Most sessions to list, newest first.")
-    ] = 20,
-    detail: DetailParam = "normal",
+    limit: Annotated[int, Field(ge=1, le=500)] = 20,
+    detail: Annotated[Detail, Field(description="compact leaves out the titles.")] = "normal",
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, SessionsOutput]:
-    """Sessions of a workspace, newest first, with title, span and turn counts; the ids are what
-    search_context's `session` filter and refine_session_turns take."""
+    """A workspace's sessions, newest first, with titles and turn counts. Use it to browse them."""
     ws = workspace_of(ctx, workspace, roots)
-    rows = state(ctx).archive.sessions(ws.id).head(limit).collect().to_dicts()
+    frame = state(ctx).archive.sessions(ws.id).collect()
+    rows = frame.head(limit).to_dicts()
     infos = [
         SessionInfo(
             r["session_id"],
@@ -345,35 +325,35 @@ def list_sessions(
             + ("" if detail == "compact" else f" — {s.title or ''}")
             for s in kept
         ]
-        return "\n".join(
-            [f"{ws.name}: {len(kept)} sessions", *lines] + (["… more cut"] if cut else [])
-        )
+        return "\n".join([f"{ws.name}: {frame.height} sessions", *lines])
 
-    return fit(infos, render, lambda kept, cut: SessionsOutput(ws.id, kept, cut), max_output_chars)
+    return fit(
+        infos,
+        render,
+        lambda kept, cut: SessionsOutput(ws.id, kept, cut),
+        max_output_chars,
+        noun="sessions",
+        how="raise limit" if frame.height > limit else "raise max_output_chars",
+        total=frame.height,
+    )
 
 
 def refine_session_turns(
     ctx: Context,
-    session_id: Annotated[
-        str, Field(max_length=TEXT, description="The session to refine (list_sessions shows them).")
-    ],
+    session_id: Annotated[str, Field(max_length=TEXT)],
     workspace: WorkspaceParam = None,
-    turns: Annotated[
-        list[int] | None, Field(max_length=1000, description="Only these turns (default: all).")
-    ] = None,
+    turns: Annotated[list[int] | None, Field(max_length=1000, description="Default: all.")] = None,
     use_sampling: Annotated[
-        bool, Field(description="Ask your model (MCP sampling) for better summaries; opt-in.")
+        bool, Field(description="Ask your model (MCP sampling) for the summaries.")
     ] = False,
-    max_sampled_turns: Annotated[
-        int, Field(ge=1, le=20, description="Cap on turns sent to your model.")
-    ] = 5,
-    detail: DetailParam = "normal",
+    max_sampled_turns: Annotated[int, Field(ge=1, le=20)] = 5,
+    detail: Annotated[Detail, Field(description="compact leaves out the summaries.")] = "normal",
     max_output_chars: Budget = 8000,
     roots: Roots = None,
     sampled: Annotated[CreateMessageResult | None, Resolve(sampling_request)] = None,
 ) -> Annotated[CallToolResult, RefineOutput]:
-    """Refine a session's turns now from its raw log, when search summaries read poorly; optionally let
-    your model write the summaries."""
+    """Rewrite a session's turn summaries from its raw log, optionally by your model. Use it when
+    summaries read poorly."""
     archive = state(ctx).archive
     ws = workspace_of(ctx, workspace, roots)
     if session_id not in archive.raw_files(ws):
@@ -408,15 +388,35 @@ def refine_session_turns(
     return fit(
         summaries,
         lambda kept, cut: "\n".join(
-            [head]
-            + [f"- {s['turn']}: {s['summary'] or s['refiner']}" for s in kept]
-            + (["… more cut"] if cut else [])
+            [head] + [f"- {s['turn']}: {s['summary'] or s['refiner']}" for s in kept]
         ),
         lambda kept, cut: RefineOutput(
             ws.id, session_id, report.turns, n_sampled, reason, kept, cut
         ),
         max_output_chars,
+        noun="turns",
     )
+
+
+def _turns_text(turns: list[TurnDetail], not_found: list[NotFound]) -> str:
+    return "\n\n".join(
+        [turn_text(t) for t in turns]
+        + [f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in not_found]
+    )
+
+
+def _within(load: Callable[[int], TurnContext], max_chars: int) -> TurnContext:
+    """The turns loaded with as much of `max_chars` as their text and structure leave: the
+    budget of their texts starts at the whole and shrinks by what overflowed (a few tries)."""
+    budget = max_chars - 120
+    for _ in range(5):
+        found = load(max(200, budget))
+        data = to_jsonable(TurnContextOutput(found.turns, found.not_found))
+        over = max(len(_turns_text(found.turns, found.not_found)), json_len(data)) - max_chars
+        if over <= 0:
+            return found
+        budget -= over + 20
+    return found
 
 
 def _iso(value: datetime | None) -> str | None:

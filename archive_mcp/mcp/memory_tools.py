@@ -35,20 +35,14 @@ from archive_mcp.memory.store import MAX_CONTENT, ForgetReport, MemoryEntry, Mem
 from archive_mcp.render import entry_text
 
 Folder = Literal["decisions", "rules", "knowledge", "lessons", "reference"]
-FolderParam = Annotated[
-    Folder, Field(description="decisions, rules, knowledge (facts), lessons or reference.")
-]
-OptFolder = Annotated[Folder | None, Field(description="Only this folder (default: every folder).")]
-Key = Annotated[
-    str, Field(max_length=120, description="The memory's key: letters, digits, '.', '_', '-'.")
-]
+FolderParam = Folder
+OptFolder = Folder | None
+Key = Annotated[str, Field(max_length=120)]
 Refs = Annotated[
     list[Annotated[str, Field(max_length=TEXT)]] | None,
     Field(
         max_length=100,
-        description=(
-            "Turn references (session:turn), theme names or memory/<folder>/<key> this rests on; omit to keep the current ones."
-        ),
+        description="SESSION:TURN, theme names or memory/<folder>/<key> it rests on.",
     ),
 ]
 
@@ -80,36 +74,29 @@ class Exported:
 
 def remember(
     ctx: Context,
-    key: Key,
-    content: Annotated[
-        str, Field(max_length=MAX_CONTENT, description="The memory, in Markdown; at most 256 KB.")
-    ],
+    key: Annotated[str, Field(max_length=120, description="Letters, digits, '.', '_', '-'.")],
+    content: Annotated[str, Field(max_length=MAX_CONTENT, description="Markdown.")],
     folder: FolderParam = "knowledge",
     tags: Annotated[
         list[Annotated[str, Field(max_length=100)]] | None,
-        Field(
-            max_length=50,
-            description=("Labels for finding it again; omit to keep the current ones."),
-        ),
+        Field(max_length=50),
     ] = None,
     sources: Refs = None,
     title: Annotated[
-        str | None, Field(max_length=200, description="A one-line title (default: the first line).")
+        str | None, Field(max_length=200, description="Default: the first line.")
     ] = None,
     supersedes: Annotated[
         list[Annotated[str, Field(max_length=TEXT)]] | None,
-        Field(max_length=50, description=("memory/<folder>/<key> entries this one replaces.")),
+        Field(max_length=50, description="memory/<folder>/<key> it replaces."),
     ] = None,
     workspace: WorkspaceParam = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, MemoryEntry]:
-    """Record a decision, rule, fact, lesson or reference for later sessions; an update keeps the previous
-    version. Use save_lesson for a mistake not to repeat."""
-    ws = workspace_of(ctx, workspace, roots)
-    e = (
-        state(ctx)
-        .archive.memory(ws)
-        .remember(key, content, folder, tags, sources, title, supersedes)
+    """Record a decision, rule, fact or reference for later sessions (an update keeps the old version).
+    Use save_lesson for a mistake not to repeat."""
+    archive, ws = state(ctx).archive, workspace_of(ctx, workspace, roots)
+    e = archive.memory(ws).remember(
+        key, content, folder, tags, archive.canonical_sources(ws, sources), title, supersedes
     )
     return fit_one(
         e, f"stored {e.ref} (version {e.versions})" + "".join(f"\nwarning: {w}" for w in e.warnings)
@@ -124,24 +111,22 @@ def recall(
     max_output_chars: Budget = DEFAULT_BUDGET,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, MemoryEntry]:
-    """Read one memory in full by key (and folder when the key exists in several); search_memory finds keys."""
+    """Read one memory in full by key. Use search_memory or list_memories to find keys."""
     e = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).recall(key, folder)
     return fit_one(e, entry_text(e), max_output_chars)
 
 
 def search_memory(
     ctx: Context,
-    query: Annotated[
-        str, Field(max_length=TEXT, description="Words of the decision, rule or fact you look for.")
-    ],
+    query: Annotated[str, Field(max_length=TEXT)],
     folder: OptFolder = None,
-    limit: Annotated[int, Field(ge=1, le=50, description="Most memories to return.")] = 10,
+    limit: Annotated[int, Field(ge=1, le=50)] = 10,
     workspace: WorkspaceParam = None,
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, MemoryHits]:
-    """Search what was decided, ruled or learned (memories, not session turns; lexical + typo-tolerant,
-    Chinese works). Check it before deciding; use search_context for what happened in sessions."""
+    """Search the memories: what was decided, ruled or learned. Check it before deciding;
+    search_context searches the sessions."""
     hits: list[MemoryHit] = (
         state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).search(query, folder, limit)
     )
@@ -150,21 +135,21 @@ def search_memory(
         lambda kept, cut: "\n".join(
             [f"{len(kept)} memories for {query[:80]!r}"]
             + [f"- memory/{h.folder}/{h.key}: {h.title} — {h.snippet}" for h in kept]
-            + (["… more cut"] if cut else [])
         ),
         lambda kept, cut: MemoryHits(kept, cut),
         max_output_chars,
+        noun="memories",
     )
 
 
 def recall_recent(
     ctx: Context,
-    limit: Annotated[int, Field(ge=1, le=100, description="How many memories.")] = 10,
+    limit: Annotated[int, Field(ge=1, le=100)] = 10,
     workspace: WorkspaceParam = None,
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, MemoryList]:
-    """The most recently updated memories, newest first, with their content."""
+    """The most recently updated memories with their content. Use it to catch up on what changed."""
     items: list[MemoryEntry] = (
         state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).recall_recent(limit)
     )
@@ -175,6 +160,7 @@ def recall_recent(
         ),
         lambda kept, cut: MemoryList(kept, cut),
         max_output_chars,
+        noun="memories",
     )
 
 
@@ -185,7 +171,7 @@ def list_memories(
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, MemoryList]:
-    """Every memory (or one folder's) with titles and tags, without contents; recall reads one."""
+    """Every memory's ref, title and tags, without contents. Use it to browse; recall reads one."""
     items = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).list(folder)
     shown = [
         MemoryEntry(
@@ -213,6 +199,8 @@ def list_memories(
         ),
         lambda kept, cut: MemoryList(kept, cut),
         max_output_chars,
+        noun="memories",
+        how="raise max_output_chars or give a folder",
     )
 
 
@@ -223,7 +211,7 @@ def forget(
     workspace: WorkspaceParam = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, ForgetReport]:
-    """Move exactly one memory to the recoverable trash; an unknown key is an error, never a silent success."""
+    """Move one memory to the recoverable trash. Use it for a memory that is wrong or obsolete."""
     r = state(ctx).archive.memory(workspace_of(ctx, workspace, roots)).forget(key, folder)
     return fit_one(r, f"removed {r.removed} ({r.title}); recoverable at {r.trash_path}")
 
@@ -231,17 +219,13 @@ def forget(
 def save_lesson(
     ctx: Context,
     situation: Annotated[str, Field(max_length=TEXT, description="When this applies.")],
-    mistake: Annotated[str, Field(max_length=MAX_CONTENT // 4, description="What went wrong.")],
-    correction: Annotated[
-        str, Field(max_length=MAX_CONTENT // 4, description="What to do instead.")
-    ],
-    key: Annotated[
-        str | None, Field(max_length=120, description="Key (default: from the situation).")
-    ] = None,
+    mistake: Annotated[str, Field(max_length=MAX_CONTENT // 4)],
+    correction: Annotated[str, Field(max_length=MAX_CONTENT // 4)],
+    key: Annotated[str | None, Field(max_length=120)] = None,
     workspace: WorkspaceParam = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, MemoryEntry]:
-    """Record a correction that must not be repeated (memory/lessons/)."""
+    """Record a mistake and its correction (memory/lessons/). Use it when the user corrects you."""
     e = state(ctx).archive.save_lesson(
         situation, mistake, correction, workspace_of(ctx, workspace, roots), key
     )
@@ -254,9 +238,7 @@ def organize_memories(
         str | None,
         Field(
             max_length=MAX_CONTENT,
-            description=(
-                "Omit to get the materials and rules; give the new essence (Markdown) to store it."
-            ),
+            description="Omit for the materials; give the new essence to store it.",
         ),
     ] = None,
     sources: Refs = None,
@@ -264,8 +246,8 @@ def organize_memories(
     max_output_chars: Budget = 30_000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, Organized]:
-    """Rewrite the workspace's essence in two calls: without content, the current essence, materials and
-    rules; with content, store essence.md (cited sources are checked)."""
+    """Rewrite the workspace's essence: call without content for the materials, then with it. Use it
+    when memories have piled up."""
     r = state(ctx).archive.organize_memories(content, sources, workspace_of(ctx, workspace, roots))
     if isinstance(r, OrganizePrepare):
         head = "\n".join(
@@ -279,14 +261,10 @@ def organize_memories(
                     f"### {m['ref']} (cited {m['cited']}, {m['updated'][:10]})\n{m['content']}"
                     for m in kept
                 ]
-                + (
-                    [f"… {len(r.materials) - len(kept)} materials cut; raise max_output_chars"]
-                    if cut
-                    else []
-                )
             ),
             lambda kept, cut: Organized("prepare", prepare=_prepared(r, kept)),
             max_output_chars,
+            noun="materials",
         )
     text = f"stored {r.path} ({r.bytes:,} bytes)" + "".join(f"\nwarning: {w}" for w in r.warnings)
     if r.missing_sources:
@@ -312,8 +290,8 @@ def bootstrap_workspace(
     max_output_chars: Budget = 12_000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, Bootstrap]:
-    """What a new session should read first: essence, memory tree ([new] since last time), recent turns,
-    notes, themes. Call it once at the start of a session."""
+    """What a new session reads first: essence, memory tree, recent turns, themes. Call it once at the
+    start of a session."""
     b = state(ctx).archive.bootstrap_workspace(
         workspace_of(ctx, workspace, roots), budget=max_output_chars // 2
     )
@@ -349,12 +327,12 @@ def sync_workspace_index(
     ctx: Context,
     remarks: Annotated[
         dict[Folder, Annotated[str, Field(max_length=TEXT)]] | None,
-        Field(description='A remark per memory folder, e.g. {"rules": "house rules"}.'),
+        Field(description='A remark per folder, e.g. {"rules": "house rules"}.'),
     ] = None,
     workspace: WorkspaceParam = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, dict[str, Any]]:
-    """Rebuild index.json from the memory files (after editing them by hand) and set folder remarks."""
+    """Rebuild the memory index from the files. Use it after editing memory files by hand."""
     index = state(ctx).archive.sync_workspace_index(
         {str(k): v for k, v in (remarks or {}).items()}, workspace_of(ctx, workspace, roots)
     )
@@ -368,7 +346,7 @@ def sync_workspace_index(
 def memory_stats(
     ctx: Context, workspace: WorkspaceParam = None, roots: Roots = None
 ) -> Annotated[CallToolResult, MemoryStats]:
-    """Counts per memory folder, archive size, oldest and newest turn, themes."""
+    """Counts per memory folder, archive size, turn span, themes."""
     st = state(ctx).archive.memory_stats(workspace_of(ctx, workspace, roots))
     return fit_one(
         st,
@@ -379,19 +357,14 @@ def memory_stats(
 
 def export_memory(
     ctx: Context,
-    include_turns: Annotated[bool, Field(description="Also export every turn's summary.")] = False,
+    include_turns: Annotated[bool, Field(description="Add every turn's summary.")] = False,
     filename: Annotated[
-        str | None,
-        Field(
-            max_length=100,
-            description=("[A-Za-z0-9._-] only; written under the workspace's exports/."),
-        ),
+        str | None, Field(max_length=100, description="[A-Za-z0-9._-] only.")
     ] = None,
     workspace: WorkspaceParam = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, Exported]:
-    """Write the workspace's memories and essence (optionally turn summaries) to one JSON file; the path
-    it returns is what import_memory takes."""
+    """Write the memories and essence to one JSON file. Use it to move them with import_memory."""
     archive, ws = state(ctx).archive, workspace_of(ctx, workspace, roots)
     rel = str(archive.export_memory(include_turns, filename, ws).relative_to(ws.root))
     n = len(archive.memory(ws).list())
@@ -404,15 +377,13 @@ def import_memory(
         str,
         Field(
             max_length=TEXT,
-            description=(
-                "A file written by export_memory: the path it returned (exports/NAME) or its name in this workspace's exports/."
-            ),
+            description="The path export_memory returned, or a name in exports/.",
         ),
     ],
     workspace: WorkspaceParam = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, ImportReport]:
-    """Read an export into this workspace without duplicating what is already there."""
+    """Read an export_memory file into this workspace, skipping what is already there."""
     r = state(ctx).archive.import_memory(path, workspace_of(ctx, workspace, roots))
     return fit_one(
         r,

@@ -22,18 +22,24 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult
+from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
 from archive_mcp.archive import Archive
 from archive_mcp.errors import ArchiveError
 from archive_mcp.live import Follower
+from archive_mcp.mcp.schemas import lean_input, lean_output
 from archive_mcp.mcp.toolkit import Spec, State
 
 INSTRUCTIONS = (
     "Past coding-agent sessions and the memory of this workspace. To find what happened: "
     "search_context (compact detail is cheapest), then load_turn_context for the exact turns. To "
     "check what was decided or learned: search_memory, recall. To follow one topic over time: "
-    "list_themes, tag_theme, trace_theme. A new session starts with bootstrap_workspace."
+    "list_themes, tag_theme, trace_theme. A new session starts with bootstrap_workspace. "
+    "Turns are cited as SESSION:TURN (a unique session-id prefix will do); every tool that takes "
+    "turns accepts that, or {session_id, turn}. `workspace` takes a path, id, unique id prefix or "
+    "name (list_workspaces) and defaults to your roots, then the server's cwd. `max_output_chars` "
+    "bounds the text and the structured content; a reply cut to fit says how many items are left."
 )
 
 
@@ -54,6 +60,18 @@ class ArchiveServer(MCPServer[State]):
                     explain(name, cause, self._tool_input_schema(name) or {})
                 ) from cause
             raise
+
+    async def list_tools(self) -> list[MCPTool]:
+        """The tools with lean schemas (`schemas.py`): every tool, a fraction of the characters."""
+        return [
+            t.model_copy(
+                update={
+                    "input_schema": lean_input(t.input_schema),
+                    "output_schema": lean_output(t.output_schema),
+                }
+            )
+            for t in await super().list_tools()
+        ]
 
     async def read_resource(self, uri: Any, context: Context[State, Any] | None = None) -> Any:
         try:
@@ -124,6 +142,18 @@ def warm(st: State) -> None:
         pass
 
 
+def server_version() -> str:
+    """The installed distribution's version, else the package's own."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("archive-mcp")
+    except PackageNotFoundError:
+        from archive_mcp import __version__
+
+        return __version__
+
+
 def build_server(
     archive: Archive | None = None, cwd: str | None = None, follow: bool = False
 ) -> ArchiveServer:
@@ -133,6 +163,7 @@ def build_server(
 
     server = ArchiveServer(
         "archive-mcp",
+        version=server_version(),
         log_level="WARNING",
         instructions=INSTRUCTIONS,
         lifespan=lifespan_for(archive, cwd, follow),

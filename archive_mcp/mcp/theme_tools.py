@@ -3,7 +3,7 @@ delete_theme."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -28,18 +28,11 @@ from archive_mcp.render import to_jsonable
 from archive_mcp.search.context import TurnRef
 from archive_mcp.themes.store import TagResult, Theme
 
-ThemeName = Annotated[
-    str,
-    Field(
-        max_length=120,
-        description="The theme's name (list_themes shows them), e.g. 'payment retries'.",
-    ),
-]
+ThemeName = Annotated[str, Field(max_length=120)]
 Refs = Annotated[
-    list[TurnRef] | None,
+    list[TurnRef | Annotated[str, Field(max_length=TEXT)]] | None,
     Field(
-        max_length=200,
-        description="Turns {session_id, turn, agent?}, as search_context cites them.",
+        max_length=200, description='"SESSION:TURN" as the tools print them, or {session_id, turn}.'
     ),
 ]
 
@@ -78,6 +71,7 @@ class TraceOutput:
     files: list[dict[str, Any]]
     memories: list[str]
     truncated: bool = False
+    not_shown: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -97,40 +91,36 @@ def _info(t: Theme) -> ThemeInfo:
 
 def tag_theme(
     ctx: Context,
-    theme: ThemeName,
+    theme: Annotated[
+        str, Field(max_length=120, description="A short name, e.g. 'payment retries'.")
+    ],
     references: Refs = None,
     seeds: Annotated[
         list[Annotated[str, Field(max_length=TEXT)]] | None,
         Field(
             min_length=1,
             max_length=3,
-            description=(
-                "1-3 keywords or a question: search, attach the strong hits, return the near misses."
-            ),
+            description="Keywords or a question: its strong hits are attached.",
         ),
     ] = None,
     remove: Annotated[
-        list[TurnRef] | None, Field(max_length=200, description="Turns to detach from the theme.")
+        list[TurnRef | Annotated[str, Field(max_length=TEXT)]] | None,
+        Field(max_length=200, description="Turns to detach, as `references`."),
     ] = None,
-    description: Annotated[
-        str | None, Field(max_length=TEXT, description="What the theme is about.")
-    ] = None,
+    description: Annotated[str | None, Field(max_length=TEXT)] = None,
     min_score: Annotated[
         float,
         Field(
             ge=0,
             le=1,
-            description=(
-                "Strictness: scales the share of the best hit that makes a hit core (weaker hits join "
-                "only when close to the core). Lower attaches more."
-            ),
+            description="Strictness of seed hits; lower attaches more.",
         ),
     ] = 0.5,
     workspace: WorkspaceParam = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TagResult]:
-    """Attach turns to a theme by reference, or find candidates from seeds; returns the near misses to
-    confirm. Give references, seeds or remove (a theme is never created empty)."""
+    """Attach turns to a theme (creating it) by reference or from seed searches; returns near misses to
+    confirm. Use it to start following a topic."""
     ws = workspace_of(ctx, workspace, roots)
     r = state(ctx).archive.tag_theme(
         theme, ws, references, seeds, remove, description, min_score, who="mcp"
@@ -154,31 +144,25 @@ def trace_theme(
         list[Annotated[str, Field(max_length=TEXT)]] | None,
         Field(
             max_length=20,
-            description=(
-                "Trace across these workspaces (the theme is read from each); default: just `workspace`."
-            ),
+            description="Trace the theme across these workspaces.",
         ),
     ] = None,
     granularity: Annotated[
         Literal["auto", "day", "week", "session"],
-        Field(description="How events are bucketed; auto picks from the span."),
+        Field(description="How events are bucketed."),
     ] = "auto",
     include_turn_content: Annotated[
-        bool, Field(description="Add each turn's user text and answer to the events.")
+        bool, Field(description="Add each turn's request and answer.")
     ] = False,
     max_output_chars: Budget = 8000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TraceOutput]:
-    """How one theme evolved: ordered events, buckets, vocabulary drift, decisions and the reversals that
-    undo them (with the other courses a change may undo: check them by meaning), files, linked memories.
-    Use it to follow a topic over time; search_context finds single turns."""
+    """How one theme evolved: where it stands, its decisions and reversals, first and newest events,
+    files, linked memories. Use it for "how did X evolve"; search_context finds single turns."""
     target: Any = workspaces if workspaces else workspace_of(ctx, workspace, roots)
     tl = state(ctx).archive.trace_theme(theme, target, granularity, include_turn_content)
-    return fit_one(
-        TraceOutput(**tl.budgeted(max_output_chars)),
-        tl.markdown(max_output_chars),
-        max_output_chars,
-    )
+    data = tl.budgeted(max_output_chars)  # the text tells the very items the structure holds
+    return fit_one(TraceOutput(**data), tl.markdown(max_output_chars, keep=data), max_output_chars)
 
 
 def list_themes(
@@ -187,8 +171,10 @@ def list_themes(
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, ThemeList]:
-    """Themes of the workspace: tagged by you, or suggested by discover_themes; trace_theme follows one."""
-    items = [_info(t) for t in state(ctx).archive.list_themes(workspace_of(ctx, workspace, roots))]
+    """The workspace's themes (tagged, then suggested). Use it to find a theme to trace."""
+    themes = state(ctx).archive.list_themes(workspace_of(ctx, workspace, roots))
+    # the user's themes before the suggestions, so a cut drops suggestions first
+    items = [_info(t) for t in sorted(themes, key=lambda t: t.status == "suggested")]
     return fit(
         items,
         lambda kept, cut: (
@@ -199,19 +185,19 @@ def list_themes(
         ),
         lambda kept, cut: ThemeList(kept, cut),
         max_output_chars,
+        noun="themes",
     )
 
 
 def discover_themes(
     ctx: Context,
     workspace: WorkspaceParam = None,
-    min_size: Annotated[
-        int, Field(ge=2, le=1000, description="Fewest turns a suggested theme has.")
-    ] = 3,
+    min_size: Annotated[int, Field(ge=2, le=1000)] = 3,
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, DiscoverOutput]:
-    """Cluster the workspace's turns into suggested themes (ids stable across runs; tagged themes untouched)."""
+    """Cluster the workspace's turns into suggested themes (tagged ones untouched). Use it when no
+    theme fits yet."""
     d = state(ctx).archive.discover_themes(workspace_of(ctx, workspace, roots), min_size)
     themes = to_jsonable(d)["themes"]
     head = f"{len(d.themes)} suggested themes from {d.turns} turns ({d.method}, {d.seconds:.1f} s)"
@@ -224,6 +210,7 @@ def discover_themes(
             d.method, d.turns, d.clustered, round(d.seconds, 3), kept, d.removed, cut
         ),
         max_output_chars,
+        noun="themes",
     )
 
 

@@ -15,21 +15,14 @@ from pydantic import Field
 
 from archive_mcp.archive import Archive
 from archive_mcp.live import Follower
-from archive_mcp.render import clip, to_jsonable
+from archive_mcp.render import clip, more_line, to_jsonable
 from archive_mcp.workspaces import Workspace
 
-READ = ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-UPDATE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-WRITE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-)
-DELETE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
-)
+# Hints at their MCP defaults (read_only false, idempotent false) are left out: tools/list is lean.
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)  # the rest mean nothing then
+UPDATE = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(destructive_hint=False, open_world_hint=False)
+DELETE = ToolAnnotations(destructive_hint=True, open_world_hint=False)
 
 DEFAULT_BUDGET = 20_000  # tools without a max_output_chars parameter
 TEXT = 2_000  # longest free-text argument (queries, names, seeds); memory content has its own cap
@@ -63,26 +56,10 @@ def roots_request(workspace: str | None, ctx: Context) -> ListRoots | None:
 
 
 WorkspaceParam = Annotated[
-    str | None,
-    Field(
-        max_length=TEXT,
-        description=(
-            "Workspace: a path, id, unique id prefix or name (list_workspaces shows them). "
-            "Default: the client's roots, then the server's cwd."
-        ),
-    ),
-]
+    str | None, Field(max_length=TEXT)
+]  # a path, id, unique id prefix or name; default: the client's roots, then the cwd (INSTRUCTIONS)
 Roots = Annotated[ListRootsResult | None, Resolve(roots_request)]
-Budget = Annotated[
-    int,
-    Field(
-        ge=500,
-        le=200_000,
-        description=(
-            "Upper bound, in characters, on the text and on the structured content of the reply."
-        ),
-    ),
-]
+Budget = Annotated[int, Field(ge=500, le=200_000)]  # on the text and on the structured content
 
 
 def state(ctx: Context) -> State:
@@ -145,6 +122,9 @@ def fit(
     shape: Callable[[list[T], bool], Any],
     budget: int,
     whole: int = 2,
+    noun: str = "items",
+    how: str = "raise max_output_chars",
+    total: int | None = None,
 ) -> CallToolResult:
     """The result for the longest prefix of `items` whose text and structured content both fit `budget`.
 
@@ -152,14 +132,20 @@ def fit(
     left out (clipped strings in the structured content set its `truncated` instead). Long strings and
     nested lists in the structured content are clipped first (step by step), then items are
     dropped from the end; the text is cut at a word boundary as a last resort. `whole` is passed
-    to `shrink`: 2 keeps the list of items whole (`fit_one` passes 0: its object's lists may be clipped)."""
+    to `shrink`: 2 keeps the list of items whole (`fit_one` passes 0: its object's lists may be clipped).
+    Whenever fewer than `total` (default: all the items) are kept, the text ends with `more_line`:
+    how many `noun` are not shown and `how` to get them; the structured content says `truncated`."""
+    whole_count = len(items) if total is None else total
 
     def attempt(k: int, step: tuple[int | None, int | None]) -> tuple[str, Any]:
         kept, cut = list(items[:k]), k < len(items)
         data, clipped = shrink(to_jsonable(shape(kept, cut)), *step, whole)
-        if clipped and isinstance(data, dict) and "truncated" in data:
+        if (clipped or k < whole_count) and isinstance(data, dict) and "truncated" in data:
             data["truncated"] = True
-        return render(kept, cut), data  # the text says "cut" only when items were left out
+        text = render(kept, cut)
+        if k < whole_count:  # the text says so only when items were left out
+            text += ("\n" if text else "") + more_line(k, whole_count, noun, how)
+        return text, data
 
     def fits(text: str, data: Any) -> bool:
         return len(text) <= budget and json_len(data) <= budget
@@ -173,12 +159,29 @@ def fit(
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(*attempt(mid, STEPS[-1])) else (lo, mid - 1)
     text, data = attempt(lo, STEPS[-1])
-    return result(clip(text, budget), data)
+    return result(cut_text(text, budget), data)
+
+
+def cut_text(text: str, budget: int) -> str:
+    """`text` within `budget`; when cut, its last line says how much is not shown, as `more_line`."""
+    if len(text) <= budget:
+        return text
+    note = more_line(0, len(text), "characters", "raise max_output_chars")
+    head = clip(text, max(0, budget - len(note) - 1 - len(str(len(text)))))  # room for its digits
+    return head + "\n" + more_line(len(head), len(text), "characters", "raise max_output_chars")
 
 
 def fit_one(obj: Any, text: str, budget: int = DEFAULT_BUDGET) -> CallToolResult:
-    """A single object's result within `budget` (its long strings and lists clipped when needed)."""
-    return fit([obj], lambda kept, cut: text, lambda kept, cut: obj, budget, whole=0)
+    """A single object's result within `budget`: its long strings and lists clipped step by step
+    until its JSON fits (`truncated` set), its text cut with the note of `cut_text`."""
+    data: Any = None
+    for step in STEPS:
+        data, clipped = shrink(to_jsonable(obj), *step, 0)
+        if clipped and isinstance(data, dict) and "truncated" in data:
+            data["truncated"] = True
+        if json_len(data) <= budget:
+            break
+    return result(cut_text(text, budget), data)
 
 
 def result(text: str, data: Any) -> CallToolResult:

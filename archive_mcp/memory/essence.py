@@ -335,7 +335,7 @@ def read_export(path: Path) -> dict[str, Any]:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise MemoryStoreError(
-                f"{path.name} is not a regular file; pass a file written by export_memory"
+                f"{path.name} is not a regular file; pass a file written by an export"
             )
         if st.st_size > MAX_EXPORT:
             raise MemoryStoreError(
@@ -394,7 +394,7 @@ def import_memory(ws: Workspace, path: str | Path, allow_path: bool = False) -> 
     memories = payload.get("memories", [])
     if not isinstance(memories, list):
         raise MemoryStoreError(
-            "the export's `memories` is not a list; pass a file written by export_memory"
+            "the export's `memories` is not a list; pass a file written by an export"
         )
     store = MemoryStore(ws)
     report = ImportReport()

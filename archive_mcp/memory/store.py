@@ -275,7 +275,7 @@ class MemoryStore:
         if not found:
             near = [f"{e.folder}/{e.key}" for e in self.list() if key.lower() in e.key.lower()][:5]
             hint = (
-                f" Did you mean: {', '.join(near)}?" if near else " List them with list_memories."
+                f" Did you mean: {', '.join(near)}?" if near else " List the memories to see them."
             )
             raise MemoryStoreError(f"no memory {key!r}{f' in {folder}' if folder else ''}.{hint}")
         if len(found) > 1:

@@ -65,6 +65,30 @@ def _cut(text: str, budget: int) -> tuple[str, bool]:
     return out, out != text
 
 
+def _cut_keep_end(text: str, budget: int) -> tuple[str, bool]:
+    """`text` within `budget`, its end kept whole (an answer's conclusion): the head, `…`, the tail."""
+    if len(text) <= budget:
+        return text, False
+    if budget < 80:
+        return _cut(text, budget)
+    tail = text[-(budget * 2 // 3) :]
+    head = clip(text, budget - len(tail) - 2).rstrip("…")
+    return f"{head} …{tail}"[:budget], True
+
+
+def share(needs: list[int], budget: int) -> list[int]:
+    """Split `budget` so that every need that fits is met whole and the rest share what is left."""
+    out, left, open_ = (
+        [0] * len(needs),
+        max(0, budget),
+        sorted(range(len(needs)), key=needs.__getitem__),
+    )
+    for k, i in enumerate(open_):
+        out[i] = min(needs[i], left // (len(open_) - k))
+        left -= out[i]
+    return out
+
+
 def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
     ref = row["raw_ref"]
     state = read_json(ws.state_dir / "ingest.json", {}) or {}
@@ -109,23 +133,32 @@ def _detail(
     )
     user, _ = redact(user, known)
     assistant, _ = redact(assistant, known)
-    # Shares of the turn's budget; what a part leaves unused goes to the tool calls, whose
-    # arguments (what was done) are kept before their outputs (usually bulky).
-    user, c1 = _cut(user, budget // 4)
-    assistant, c2 = _cut(assistant, budget // 3)
+    thought = redact(turn.thinking, known)[0] if include_thinking and turn else None
+    args = [redact(c.arguments, known)[0] for c in calls] if include_tools else []
+    outs = [redact(o, known)[0] for o in outputs] if include_tools else []
+    # The request and the conclusion first (the conclusion whole when it fits), then what was
+    # done (tool arguments), then thinking, and tool outputs last, with what is left.
+    room = budget - 60 * len(args)  # each call's header line
+    u_max = max(room // 4, room - len(assistant))
+    user, c1 = _cut(user, min(len(user), u_max))
+    assistant, c2 = _cut_keep_end(assistant, max(0, room - len(user)))
+    room -= len(user) + len(assistant)
+    kept_args = [
+        _cut(a, n) for a, n in zip(args, share([len(a) for a in args], room // 2), strict=True)
+    ]
+    room -= sum(len(a) for a, _ in kept_args)
     thinking, c5 = (None, False)
-    if include_thinking and turn:
-        thinking, c5 = _cut(redact(turn.thinking, known)[0], budget // 6)
-    cut_any = c1 or c2 or c5
-    tools: list[ToolDetail] = []
-    if include_tools and calls:
-        left = max(0, budget - len(user) - len(assistant) - len(thinking or ""))
-        per = left // len(calls)
-        for c, output in zip(calls, outputs, strict=True):
-            args, c3 = _cut(redact(c.arguments, known)[0], per * 2 // 3)
-            result, c4 = _cut(redact(output, known)[0], per - len(args))
-            cut_any = cut_any or c3 or c4
-            tools.append(ToolDetail(c.name, args, c.status, result))
+    if thought is not None:
+        thinking, c5 = _cut(thought, room // 2 if outs else room)
+        room -= len(thinking)
+    kept_outs = [_cut(o, n) for o, n in zip(outs, share([len(o) for o in outs], room), strict=True)]
+    cut_any = c1 or c2 or c5 or any(c for _, c in kept_args + kept_outs)
+    tools = [
+        ToolDetail(c.name, a, c.status, o)
+        for c, (a, _), (o, _) in zip(
+            calls if include_tools else [], kept_args, kept_outs, strict=True
+        )
+    ]
     started = row["started_at"]
     return TurnDetail(
         ws.id,
@@ -142,6 +175,11 @@ def _detail(
         cut_any,
         dict(row["raw_ref"]),
     )
+
+
+def _size(d: TurnDetail) -> int:
+    parts = [d.user_text, d.assistant_text, d.thinking or ""]
+    return sum(map(len, parts)) + sum(len(c.arguments) + len(c.result) + 60 for c in d.tool_calls)
 
 
 def load_turn_context(
@@ -166,8 +204,8 @@ def load_turn_context(
                     ref.session_id,
                     ref.turn,
                     ref.agent,
-                    f"no session {ref.session_id!r} in workspace {ws.name}; find one with "
-                    "search_context or list_sessions",
+                    f"no session {ref.session_id!r} in workspace {ws.name}; search for its turns "
+                    "or list the sessions",
                 )
             )
             continue
@@ -190,8 +228,9 @@ def load_turn_context(
             if t in turns and key not in seen:
                 seen.add(key)
                 wanted.append((agent_rows.row(turns.index(t), named=True), t == ref.turn))
-    budget = max_chars // max(1, len(wanted))
-    details = [
-        _detail(ws, row, budget, include_tools, include_thinking, req) for row, req in wanted
-    ]
+    details, left = [], max_chars
+    for k, (row, req) in enumerate(wanted):  # what a short turn leaves goes to the next ones
+        d = _detail(ws, row, left // (len(wanted) - k), include_tools, include_thinking, req)
+        left -= _size(d)
+        details.append(d)
     return TurnContext(details, missing)

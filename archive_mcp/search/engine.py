@@ -122,7 +122,7 @@ class Filters:
             if not any(v.startswith(self.session) for v in sessions):
                 raise UnknownFilter(
                     f"no session starting with {self.session!r} in {where}; "
-                    f"sessions there: {_listing(sessions)} (list_sessions shows them all)"
+                    f"sessions there: {_listing(sessions)} (list the sessions to see them all)"
                 )
         for name, expr, wanted in (
             ("kind", pl.col("kinds").explode(), self.kind),
@@ -178,7 +178,7 @@ class Filters:
             members = {m.key for m in theme.members} if theme else None
             if members is None:
                 raise SearchError(
-                    f"no theme named {self.theme!r} in workspace {ws.name}; list them with list_themes"
+                    f"no theme named {self.theme!r} in workspace {ws.name}; list the themes to see them"
                 )
             keys = meta.select("session_id", "agent", "turn").rows()
             in_theme = np.fromiter(

@@ -64,13 +64,25 @@ def _spans(text: str, terms: set[str]) -> list[tuple[int, int]]:
     return out
 
 
+_EMPHASIS = re.compile(r"\*\*+")  # markdown bold in the turn itself
+
+
 def mark(text: str, terms: set[str]) -> str:
-    """`text` with every matching whole word wrapped in ** **."""
-    spans = _spans(text, terms)
-    if not spans:
+    """`text` with every matching whole word wrapped in ** **, marks never nested: the text's own
+    bold markers are dropped first, and neighbouring marked words share one mark."""
+    text = _EMPHASIS.sub("", text)
+    merged: list[list[int]] = []
+    for a, b in _spans(text, terms):
+        if merged and a < merged[-1][1]:
+            continue  # overlapping: already inside a mark
+        if merged and text[merged[-1][1] : a] == " ":
+            merged[-1][1] = b  # `**git worktrees**`, not `**git** **worktrees**`
+        else:
+            merged.append([a, b])
+    if not merged:
         return text
     out, pos = [], 0
-    for a, b in spans:
+    for a, b in merged:
         out += [text[pos:a], "**", text[a:b], "**"]
         pos = b
     out.append(text[pos:])

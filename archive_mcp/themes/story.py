@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from archive_mcp.render import clip
+from archive_mcp.render import clip, more_line
 
 if TYPE_CHECKING:
     from archive_mcp.themes.timeline import Timeline, TimelineEvent
@@ -80,7 +80,39 @@ class _Lines:
         return True
 
 
-def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
+def ends_first(n: int) -> list[int]:
+    """Event indices in the order a budget takes them: the newest, the first, then two newer for
+    each earlier one: a cut trace keeps its beginning and its end, the count between them."""
+    if n == 0:
+        return []
+    head, tail, order = 1, n - 2, [n - 1, 0] if n > 1 else [0]
+    while head <= tail:
+        for _ in range(2):
+            if head <= tail:
+                order.append(tail)
+                tail -= 1
+        if head <= tail:
+            order.append(head)
+            head += 1
+    return order
+
+
+def _gaps(chosen: list[int], n: int) -> list[tuple[int, int]]:
+    """(index after which, how many events are not shown) for each run left out between `chosen`."""
+    out, prev = [], -1
+    for i in sorted(chosen) + [n]:
+        if i - prev > 1:
+            out.append((prev, i - prev - 1))
+        prev = i
+    return out
+
+
+def _refs(items: list[Any]) -> set[str]:
+    return {x[-1]["ref"] if isinstance(x, list) else x["ref"] for x in items}
+
+
+def markdown(tl: Timeline, max_chars: int = 12_000, keep: dict[str, Any] | None = None) -> str:
+    """The trace as text; with `keep` (what `budgeted` chose), the same threads, decisions and events."""
     out = _Lines(max_chars)
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
     changes = sum(1 for d in tl.decisions if d["flag"] != "decision")
@@ -94,6 +126,11 @@ def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
     decision_budget = out.used + int(0.6 * max(0, max_chars - out.used))
     threads = sorted(tl.threads, key=lambda t: t[-1]["at"] or "", reverse=True)
     unpaired = sorted(_unpaired(tl), key=lambda d: d["at"] or "", reverse=True)
+    if keep is not None:
+        left["threads"] = len(threads) - len(keep["threads"])
+        left["decisions"] = len(unpaired) - len(keep["decisions"])
+        threads = [t for t in threads if t[-1]["ref"] in _refs(keep["threads"])]
+        unpaired = [d for d in unpaired if d["ref"] in _refs(keep["decisions"])]
     if threads or unpaired:
         out.add("\n## Decisions (newest first)")
     for n, t in enumerate(threads):
@@ -106,6 +143,12 @@ def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
         line = f"- {d['flag']}: {_step(d, gw)}"
         if out.used + len(line) > decision_budget or not out.add(line):
             left["decisions"] += 1
+    for k, noun, total in (
+        ("threads", "decision threads", len(tl.threads)),
+        ("decisions", "decisions", len(_unpaired(tl))),
+    ):
+        if left[k]:
+            out.add(more_line(total - left[k], total, noun, "raise max_output_chars"))
     if tl.dormant_gaps:
         out.add("\n## Dormant")
         for g in tl.dormant_gaps:
@@ -116,18 +159,19 @@ def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
     ]
     memories = [f"- {m}" for m in tl.memories]
     reserve = min(sum(len(x) + 1 for x in tail[:3] + memories[:3]) + 40, max_chars // 8)
-    # The newest events first: choose from the end, render in time order under bucket headers.
+    # The first events and the newest: chosen from both ends, rendered in time order under bucket
+    # headers, each run left out between them counted where it is.
     words = {b["bucket"]: b for b in tl.buckets}
+    kept_refs = _refs(keep["events"]) if keep is not None else None
+    n = len(tl.events)
+    gap = len(more_line(0, 10**4, "turns", "raise max_output_chars")) + 2
     chosen: list[int] = []
-    cost = (
-        len(
-            "\n## Timeline (newest 0000 of 0000 turns; 0000 earlier not shown, raise max_output_chars)"
-        )
-        + 1
-    )
+    cost = len("\n## Timeline") + 1 + 2 * gap
     heads: set[str] = set()
-    for i in range(len(tl.events) - 1, -1, -1):
+    for i in ends_first(n):
         e = tl.events[i]
+        if kept_refs is not None and e.ref not in kept_refs:
+            continue
         head = 0 if e.bucket in heads else len(_bucket_line(words.get(e.bucket), e.bucket)) + 2
         need = len(_event_line(e, sw)) + 1 + head
         if out.used + cost + need + reserve > max_chars:
@@ -135,33 +179,27 @@ def markdown(tl: Timeline, max_chars: int = 12_000) -> str:
         cost += need
         heads.add(e.bucket)
         chosen.append(i)
-    left["events"] = len(tl.events) - len(chosen)
+    left["events"] = n - len(chosen)
     if tl.events:
-        note = (
-            (
-                f"\n## Timeline (newest {len(chosen)} of {len(tl.events)} turns; {left['events']} earlier not shown, "
-                "raise max_output_chars)"
-            )
-            if left["events"]
-            else "\n## Timeline"
-        )
-        out.add(note)
+        out.add("\n## Timeline")
         current = None
+        skipped_after = dict(_gaps(chosen, n))
+        if -1 in skipped_after:
+            out.add(more_line(n - skipped_after[-1], n, "turns", "raise max_output_chars"))
         for i in sorted(chosen):
             e = tl.events[i]
             if e.bucket != current:
                 current = e.bucket
                 out.add("\n" + _bucket_line(words.get(e.bucket), e.bucket))
             out.add(_event_line(e, sw))
+            if i in skipped_after:
+                out.add(more_line(n - skipped_after[i], n, "turns", "raise max_output_chars"))
     if tail and out.add("\n## Files"):
         for line in tail:
             out.add(line)
     if memories and out.add("\n## Linked memories"):
         for line in memories:
             out.add(line)
-    skipped = [f"{n} {k}" for k, n in left.items() if n and k != "events"]
-    if skipped:
-        out.add(f"[not shown: {', '.join(skipped)}; raise max_output_chars]")
     return "\n".join(out.lines)
 
 
@@ -230,9 +268,11 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
         "files": [],
         "memories": tl.memories[:10],
         "truncated": False,
+        "not_shown": {"threads": 0, "decisions": 0, "events": 0},
     }
     used = _size(out) + 40
-    events = [_event_json(e, sw) for e in reversed(tl.events)]
+    order = ends_first(len(tl.events))  # the first event, the newest two, the next first, …
+    events = [_event_json(tl.events[i], sw) for i in order]
     newest = sum(_size(e) for e in events[:1])  # the newest event is part of the story too
     decision_cap = used + int(0.6 * max(0, max_chars - used - newest))
 
@@ -260,7 +300,13 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
     reserve = min(sum(_size(f) for f in files[:3]), max_chars // 10)
     take("events", events[:1], max_chars)
     take("events", events[1:], max_chars - reserve)
-    out["events"].reverse()
+    at = {e.ref: k for k, e in enumerate(tl.events)}
+    out["events"].sort(key=lambda e: at[e["ref"]])
+    out["not_shown"] = {
+        "threads": len(tl.threads) - len(out["threads"]),
+        "decisions": len(_unpaired(tl)) - len(out["decisions"]),
+        "events": len(tl.events) - len(out["events"]),
+    }
     take(
         "buckets",
         [

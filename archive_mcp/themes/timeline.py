@@ -74,11 +74,12 @@ class Timeline:
         d = {k: v for k, v in asdict(self).items() if k != "frame"}
         return d
 
-    def markdown(self, max_chars: int = 12_000) -> str:
-        """The story first (where it stands, decision threads), then the newest events, in budget."""
+    def markdown(self, max_chars: int = 12_000, keep: dict[str, Any] | None = None) -> str:
+        """The story first (where it stands, decision threads), then the first and the newest
+        events, in budget; with `keep` (from `budgeted`), the very items it holds."""
         from archive_mcp.themes.story import markdown
 
-        return markdown(self, max_chars)
+        return markdown(self, max_chars, keep)
 
     def budgeted(self, max_chars: int = 12_000) -> dict[str, Any]:
         """The structured form within `max_chars` of JSON: decisions and the newest events first."""

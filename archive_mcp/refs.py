@@ -1,0 +1,48 @@
+"""Turn references as the faces print them and as people and agents type them back.
+
+One citation form: `SESSION:TURN` (with ` [agent]` for a subagent's turn), where SESSION may be
+a unique prefix of the session id (also the `5dd5f56a-…` a narrow table prints), or an object
+`{session_id, turn, agent?}`. `parse_ref` reads any of them; `resolve_session` finds the one
+session a prefix names among those given."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from archive_mcp.errors import InvalidArgument
+from archive_mcp.search.context import TurnRef
+
+REF = re.compile(r"^\s*(?P<sid>\S.*?):(?P<turn>\d+)(?:\s*\[(?P<agent>[^\]]+)\])?\s*$")
+FORM = "SESSION:TURN (a unique session-id prefix will do, e.g. 3f2c9a1e:2) or {session_id, turn}"
+
+RefLike = TurnRef | dict[str, Any] | str
+
+
+def parse_ref(r: RefLike) -> TurnRef:
+    """A TurnRef from a `session:turn` string, a `{session_id, turn, agent?}` object or a TurnRef."""
+    if isinstance(r, TurnRef):
+        return r
+    if isinstance(r, str):
+        m = REF.match(r)
+        if not m:
+            raise InvalidArgument(f"a turn reference looks like {FORM}; got {r!r}")
+        sid = m["sid"]
+        if "…" in sid:  # a clipped id as a narrow table prints it: its head is a prefix
+            sid = sid.split("…")[0].rstrip("-")
+        return TurnRef(sid, int(m["turn"]), m["agent"] or "main")
+    if isinstance(r, dict):
+        try:
+            return TurnRef(str(r["session_id"]), int(r["turn"]), str(r.get("agent") or "main"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidArgument(f"a turn reference looks like {FORM}; got {r!r}") from exc
+    raise InvalidArgument(f"a turn reference looks like {FORM}; got {r!r}")
+
+
+def resolve_session(known: Iterable[str], sid: str) -> list[str]:
+    """The sessions `sid` names: itself when known, else every known id it is a prefix of."""
+    ids = list(known)
+    if sid in ids:
+        return [sid]
+    return sorted(k for k in ids if sid and k.startswith(sid))
