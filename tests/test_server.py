@@ -508,7 +508,13 @@ async def test_tools_list_is_lean_and_keeps_every_tool(server) -> None:  # noqa:
         assert name == "search_context" or "scores" not in detail, name
     assert tools["search_context"]["outputSchema"] == {
         "type": "object",
-        "properties": {"hits": {}, "realized_mode": {}, "fallback_reason": {}, "truncated": {}},
+        "properties": {
+            "hits": {},
+            "realized_mode": {},
+            "fallback_reason": {},
+            "truncated": {},
+            "catching_up": {},
+        },
     }
     assert tools["list_sessions"]["inputSchema"]["properties"]["workspace"] == {"type": "string"}
 
