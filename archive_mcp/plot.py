@@ -16,7 +16,7 @@ import polars as pl
 
 from archive_mcp.themes.timeline import Timeline
 
-INSTALL = "pip install 'archive-mcp[plot]'"
+INSTALL = "pip install 'agent-archive-mcp[plot]'"
 
 
 def _done(plt: Any, fig: Any, path: str | Path | None) -> Any:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-INSTALL_HINT = "pip install 'archive-mcp[embed]'"
+INSTALL_HINT = "pip install 'agent-archive-mcp[embed]'"
 
 
 class EmbedderUnavailable(RuntimeError):

