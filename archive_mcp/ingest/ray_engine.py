@@ -25,7 +25,7 @@ from archive_mcp.errors import InvalidArgument
 from archive_mcp.ingest.engine import J, Meter, R
 from archive_mcp.ingest.jobs import EMBED_BATCH, EmbedItem, Progress, embed_rows
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, MiniLMEmbedder, make_embedder
-from archive_mcp.workspaces import Workspace, model_dir
+from archive_mcp.workspaces import Workspace
 
 INSTALL_HINT = "pip install 'agent-archive-mcp[ray]'"
 TASK_RETRIES = 3  # a task whose worker process or node dies runs again, this many times at most
@@ -81,7 +81,7 @@ def worker_embedder(spec: Embedder | str) -> Embedder:
         import ray
 
         return MiniLMEmbedder(device="cuda" if ray.get_gpu_ids() else "cpu")
-    return make_embedder(spec, model_dir())
+    return make_embedder(spec)
 
 
 class RayEngine:
