@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from archive_mcp.errors import MissingDependency
+
 INSTALL_HINT = (
     "pip install 'agent-archive-mcp[minilm]' (without a GPU, first: pip install torch "
     "--index-url https://download.pytorch.org/whl/cpu)"
@@ -25,7 +27,7 @@ STATIC_MODEL = Path(__file__).parent / "models" / "minilm-static-256"
 STATIC_SHA256 = "434a61ccd969968fc321ef07dc6507c920fc494c709af74dbaa675f75397be0c"
 
 
-class EmbedderUnavailable(RuntimeError):
+class EmbedderUnavailable(MissingDependency, RuntimeError):
     """The embedding model or its packages are not installed; the message says how to fix it."""
 
 
@@ -100,7 +102,8 @@ class MiniLMEmbedder:
         with self._lock:
             if self._model is None:
                 path = _packaged_model_path()
-                try:
+                try:  # torch first: sentence-transformers without it warns before it fails
+                    import torch  # noqa: F401
                     from sentence_transformers import SentenceTransformer
                 except ImportError:
                     raise EmbedderUnavailable(

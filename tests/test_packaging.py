@@ -34,6 +34,9 @@ def test_the_sdist_runs_its_own_tests(tmp_path: Path) -> None:
         "refiners/refine.py",
         "workspaces/registry.py",
         "archive_mcp/sample/kimi/kimi.json",
+        "tools/build_static_model.py",
+        "refiners/models/minilm-static-256/model.safetensors",
+        "refiners/models/minilm-static-256/LICENSE",
     ):
         assert needed in members, needed
     assert not any(
@@ -53,6 +56,10 @@ def test_the_sdist_runs_its_own_tests(tmp_path: Path) -> None:
     assert install.returncode == 0, install.stderr[-3000:]
     assert (site / "archive_mcp" / "refiners" / "refine.py").is_file()
     assert (site / "archive_mcp" / "workspaces" / "registry.py").is_file()
+    # the wheel built from the sdist ships the static model and its licence (numpy runs it)
+    shipped = site / "archive_mcp" / "refiners" / "models" / "minilm-static-256"
+    for name in ("model.safetensors", "tokenizer.json", "config.json", "LICENSE", "NOTICE"):
+        assert (shipped / name).is_file(), name
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run(
         [
