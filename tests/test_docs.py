@@ -15,8 +15,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 def test_readme_opens_with_the_two_commands_ci_runs() -> None:
     block = re.search(r"```sh\n(.*?)```", README, re.S).group(1).strip().splitlines()
     assert len(block) == 2
-    assert block[0].endswith("archive-mcp demo") and "pip install -e '.[embed]'" in block[0]
-    assert block[1].endswith("python -m pytest")
+    # the light path: the default install (no torch) runs the demo; tests need no torch either
+    assert block[0].endswith("&& pip install . && archive-mcp demo")
+    assert block[1].endswith("&& pip install -e '.[test]' && python -m pytest")
+    assert "torch" not in "".join(block) and "index-url" not in "".join(block)
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "README.md" in ci and "bash -c" in ci
 
