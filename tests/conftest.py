@@ -23,7 +23,6 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("ARCHIVE_MCP_MODELS", str(tmp_path / "no-models"))
 
 
 class FakeEmbedder:

@@ -50,15 +50,3 @@ def gemini_dir() -> Path:
 def default_source_roots() -> list[Path]:
     """The roots `archive-mcp ingest` reads when no path is given: every agent's default home."""
     return [kimi_share_dir(), kimi_code_home(), claude_config_dir(), codex_home(), gemini_dir()]
-
-
-def model_dir() -> Path:
-    """Where models derived on this machine live (the static model distilled from MiniLM).
-
-    `$ARCHIVE_MCP_MODELS`, else the platform cache dir: shared by every archive home, so the
-    one-time distillation is not repeated per archive.
-    """
-    env = os.environ.get("ARCHIVE_MCP_MODELS")
-    if env:
-        return Path(env).expanduser()
-    return Path(platformdirs.user_cache_dir("archive-mcp", appauthor=False)) / "models"
