@@ -87,7 +87,11 @@ def test_the_sdist_runs_its_own_tests(tmp_path: Path) -> None:
 
 
 def test_the_mit_licence_ships() -> None:
+    """Our code is MIT; the shipped static model keeps all-MiniLM-L6-v2's Apache-2.0 licence."""
+    import tomllib
+
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
-    assert text.startswith("MIT License") and 'license = "MIT"' in (
-        ROOT / "pyproject.toml"
-    ).read_text(encoding="utf-8")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert text.startswith("MIT License") and project["license"] == "MIT AND Apache-2.0"
+    model = "refiners/models/minilm-static-256"
+    assert project["license-files"] == ["LICENSE", f"{model}/LICENSE", f"{model}/NOTICE"]
