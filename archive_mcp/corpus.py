@@ -32,7 +32,7 @@ from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
 from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
-from archive_mcp.workspaces import Workspace, default_source_roots, locked, model_dir, read_json
+from archive_mcp.workspaces import Workspace, default_source_roots, locked, read_json
 
 
 class Corpus(Frames):
@@ -57,7 +57,7 @@ class Corpus(Frames):
     @property
     def embedder(self) -> Embedder | None:
         if self._embedder is None and isinstance(self._embedder_spec, str):
-            self._embedder = make_embedder(self._embedder_spec, model_dir())
+            self._embedder = make_embedder(self._embedder_spec)
         return self._embedder
 
     # --- ingest and refine -----------------------------------------------------------------

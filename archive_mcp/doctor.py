@@ -3,6 +3,7 @@ archived and how stale, who holds a lock, and each problem with its fix."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from dataclasses import dataclass
@@ -11,8 +12,9 @@ from typing import Any
 
 from archive_mcp.install import AGENTS, config_file, registered
 from archive_mcp.live import LOCK_NAME, archived_snapshot, changed_files, follow_roots, scan
+from archive_mcp.refiners.embed import INSTALL_HINT, STATIC_MODEL
 from archive_mcp.settings import SETTINGS, config_path, resolved
-from archive_mcp.workspaces import lock_holder, model_dir
+from archive_mcp.workspaces import lock_holder
 
 
 @dataclass
@@ -103,12 +105,27 @@ def diagnose(archive: Any, flags: dict[str, tuple[Any, str]] | None = None) -> l
                     "wait for it; if that process is gone, the lock frees itself",
                 )
             )
-    models = model_dir()
+    model = STATIC_MODEL / "model.safetensors"
     checks.append(
         Check(
-            "models",
+            "model",
+            "ok" if model.is_file() else "problem",
+            f"the shipped static model {'is present' if model.is_file() else 'is missing'}"
+            f" ({STATIC_MODEL.name})",
+            ""
+            if model.is_file()
+            else "reinstall the package: pip install --force-reinstall agent-archive-mcp",
+        )
+    )
+    full = all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers"))
+    checks.append(
+        Check(
+            "full MiniLM",
             "info",
-            f"{models} ({'present' if models.exists() else 'empty: the first embed derives the static model'})",
+            "installed (--embedder minilm, --rerank minilm)"
+            if full
+            else "not installed (optional)",
+            "" if full else INSTALL_HINT,
         )
     )
     for agent in AGENTS:

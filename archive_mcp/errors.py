@@ -24,3 +24,7 @@ class InvalidArgument(ArchiveError):
 
 class Busy(ArchiveError):
     """A workspace lock is held by another process for longer than the caller may wait."""
+
+
+class MissingDependency(ArchiveError):
+    """An optional package is not installed; the message names the exact command that installs it."""

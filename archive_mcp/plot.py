@@ -14,9 +14,10 @@ from typing import Any
 
 import polars as pl
 
+from archive_mcp.errors import MissingDependency
 from archive_mcp.themes.timeline import Timeline
 
-INSTALL = "pip install 'archive-mcp[plot]'"
+INSTALL = "pip install 'agent-archive-mcp[plot]'"
 
 
 def _done(plt: Any, fig: Any, path: str | Path | None) -> Any:
@@ -28,11 +29,18 @@ def _done(plt: Any, fig: Any, path: str | Path | None) -> Any:
     return fig
 
 
-def _pyplot() -> Any:
+def require_matplotlib() -> None:
+    """Fail at once, before any work, when matplotlib is missing: one line naming the command."""
     try:
-        import matplotlib
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise RuntimeError(f"plotting needs matplotlib: {INSTALL}") from exc
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise MissingDependency(f"plotting needs matplotlib: {INSTALL}") from None
+
+
+def _pyplot() -> Any:
+    require_matplotlib()
+    import matplotlib
+
     if "ipykernel" not in sys.modules:  # a CLI, a server or CI: draw headless
         matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt

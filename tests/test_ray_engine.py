@@ -212,7 +212,7 @@ def test_without_ray_installed_the_error_names_the_extra(
     monkeypatch.setitem(sys.modules, "ray", None)
     archive = Archive(tmp_path / "home", embedder=None)
     archive.ingest(kimi_root)
-    with pytest.raises(InvalidArgument, match=r"archive-mcp\[ray\]"):
+    with pytest.raises(InvalidArgument, match=r"agent-archive-mcp\[ray\]"):
         archive.refine("all", engine="ray")
     res = CliRunner().invoke(
         main,
@@ -227,6 +227,6 @@ def test_without_ray_installed_the_error_names_the_extra(
             "ray",
         ],
     )
-    assert res.exit_code == 1 and "archive-mcp[ray]" in res.stderr
+    assert res.exit_code == 1 and "agent-archive-mcp[ray]" in res.stderr
     with pytest.raises(InvalidArgument, match="unknown engine"):
         archive.refine("all", engine="spark")

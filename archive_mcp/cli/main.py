@@ -71,7 +71,7 @@ def engine_options(f: Any) -> Any:
         default="local",
         show_default=True,
         help="local: processes on this machine; ray: a Ray cluster "
-        "(pip install 'archive-mcp[ray]').",
+        "(pip install 'agent-archive-mcp[ray]').",
     )(f)
 
 

@@ -203,6 +203,10 @@ def trace(
     Example:
       archive-mcp trace "payment retries" "session cache" -w shop --format json
     """
+    if plot_path:
+        from archive_mcp.plot import require_matplotlib
+
+        call(ctx, lambda _: require_matplotlib())
     timelines = call(
         ctx, lambda a: [a.trace_theme(t, a.workspace(workspace), granularity) for t in theme]
     )
@@ -250,5 +254,5 @@ def trace(
     if plot_path:
         from archive_mcp.plot import themes_over_time
 
-        themes_over_time(timelines, plot_path)
+        call(ctx, lambda _: themes_over_time(timelines, plot_path))
         warn(f"wrote {plot_path}")

@@ -25,9 +25,9 @@ from archive_mcp.errors import InvalidArgument
 from archive_mcp.ingest.engine import J, Meter, R
 from archive_mcp.ingest.jobs import EMBED_BATCH, EmbedItem, Progress, embed_rows
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, MiniLMEmbedder, make_embedder
-from archive_mcp.workspaces import Workspace, model_dir
+from archive_mcp.workspaces import Workspace
 
-INSTALL_HINT = "pip install 'archive-mcp[ray]'"
+INSTALL_HINT = "pip install 'agent-archive-mcp[ray]'"
 TASK_RETRIES = 3  # a task whose worker process or node dies runs again, this many times at most
 ACTOR_RESTARTS = 3  # an embedding actor that dies is restarted (and its call retried)
 STOP_GRACE = 120.0  # seconds to wait, after Ctrl-C or an error, for running work to stop
@@ -81,7 +81,7 @@ def worker_embedder(spec: Embedder | str) -> Embedder:
         import ray
 
         return MiniLMEmbedder(device="cuda" if ray.get_gpu_ids() else "cpu")
-    return make_embedder(spec, model_dir())
+    return make_embedder(spec)
 
 
 class RayEngine:

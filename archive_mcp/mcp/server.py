@@ -147,7 +147,7 @@ def server_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("archive-mcp")
+        return version("agent-archive-mcp")
     except PackageNotFoundError:
         from archive_mcp import __version__
 

