@@ -69,7 +69,8 @@ class Corpus(Frames):
         address: str | None = None,
     ) -> IngestReport:
         """Archive and refine sessions under `paths` (default: every agent's home that exists:
-        Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI; `report.roots` says which).
+        Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI, Qwen Code, OpenCode;
+        `report.roots` says which).
 
         Raw logs are copied here; parse, refine and embed run on `engine`: "local" (large
         batches in `workers` processes, default up to 4 cores) or "ray" (the cluster at

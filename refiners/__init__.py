@@ -12,7 +12,7 @@ if (
     )
 
 
-from . import claude_code, codex, gemini, kimi_cli, kimi_code
+from . import aider, claude_code, codex, gemini, kimi_cli, kimi_code, opencode, qwen_code
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .refine import ExtractiveSummarizer, RefineContext, Summarizer, refine_turn
 from .sources import READERS, Discovery, Reader, SessionSource, SourceFile, discover
@@ -37,11 +37,14 @@ __all__ = [
     "Summarizer",
     "ToolCall",
     "Turn",
+    "aider",
     "claude_code",
     "codex",
     "discover",
     "gemini",
     "kimi_cli",
     "kimi_code",
+    "opencode",
+    "qwen_code",
     "refine_turn",
 ]

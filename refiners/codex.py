@@ -4,6 +4,12 @@ FORMATS.md §5. A turn opens at `event_msg/user_message`; the same text also arr
 `response_item` user message, and the assistant's words and reasoning twice (`response_item`
 and `event_msg`): the `response_item`s are used, the events only when a turn has no item.
 `token_count` repeats itself: a count whose cumulative total did not move is not added again.
+
+Rollouts of 0.171 (docs/formats.md) write no `user_message` event: the turn opens at the
+`event_msg/item_completed` whose item is a `UserMessage`; records carry an `ordinal`, and
+`world_state` / `token_usage_record` lines are new (the usage still comes from `token_count`).
+A shell call's exit code is in its `CommandExecution` item and in the output's
+"Process exited with code N" line.
 """
 
 from __future__ import annotations
@@ -20,8 +26,17 @@ from .sources import Discovery, Reader, SessionSource, SourceFile, head_records,
 SOURCE = "codex"
 DEFAULT_PROTOCOL = "unknown"
 KNOWN_ITEMS = frozenset(
-    {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state"}
+    {
+        "session_meta",
+        "turn_context",
+        "response_item",
+        "event_msg",
+        "compacted",
+        "world_state",
+        "token_usage_record",
+    }
 )
+_EXIT_LINE = re.compile(r"^Process exited with code (-?\d+)$", re.M)
 _IDE_REQUEST = re.compile(r"^#+\s*My request for Codex:\s*$", re.M)
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
 
@@ -55,7 +70,8 @@ def _output(value: Any) -> tuple[Any, bool]:
             meta = field_dict(decoded, "metadata")
             code = meta.get("exit_code")
             return decoded["output"], isinstance(code, int) and code != 0
-        return value, False
+        code_line = _EXIT_LINE.search(value[:400])
+        return value, code_line is not None and code_line.group(1) != "0"
     if isinstance(value, dict):
         return value.get("content", value), value.get("success") is False
     return value, False
@@ -72,6 +88,8 @@ class CodexTurnBuilder:
         self.last_total: Any = None
         self.unknown: dict[str, int] = {}
         self.version: str | None = None
+        self.exit_codes: dict[str, int] = {}  # call id -> exit code from a CommandExecution item
+        self.by_event = False  # the current turn was opened by a `user_message` event
 
     def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
         kind = str(rec.get("type"))
@@ -83,9 +101,10 @@ class CodexTurnBuilder:
         if kind == "session_meta":
             self.version = str(payload.get("cli_version") or "") or self.version
             return False
-        opened = kind == "event_msg" and ptype == "user_message"
+        opened = kind == "event_msg" and self._opens(ptype, payload)
         if opened:
-            self._open(payload, ts, start)
+            self._open(_user_payload(payload), ts, start)
+            self.by_event = ptype == "user_message"
         cur = self.cur
         if cur is None:
             return opened
@@ -99,6 +118,18 @@ class CodexTurnBuilder:
         elif kind == "compacted":
             cur.compactions += 1
         return opened
+
+    def _opens(self, ptype: str, payload: dict[str, Any]) -> bool:
+        """A `user_message` event opens a turn; so does a completed `UserMessage` item (0.171),
+        unless a `user_message` event already opened this turn with the same words."""
+        if ptype == "user_message":
+            return True
+        item = field_dict(payload, "item")
+        if ptype != "item_completed" or item.get("type") != "UserMessage":
+            return False
+        cur = self.cur
+        text = user_request(_content_text(item.get("content")))
+        return not (cur is not None and self.by_event and not cur.steps and cur.user_text == text)
 
     def _open(self, payload: dict[str, Any], ts: float | None, start: int) -> None:
         self.close()
@@ -168,6 +199,8 @@ class CodexTurnBuilder:
             done = self.calls.get(str(p.get("call_id")))
             if done is not None:
                 output, failed = _output(p.get("output"))
+                code = self.exit_codes.get(done.id)
+                failed = failed or (code is not None and code != 0)
                 done.result = {"is_error": failed, "message": "", "output": output}
                 done.result_at = ts
 
@@ -194,6 +227,33 @@ class CodexTurnBuilder:
             cur.reason = "interrupted" if p.get("reason") == "interrupted" else "cancelled"
         elif ptype in ("error", "stream_error"):
             cur.api_errors += 1
+        elif ptype == "item_completed":
+            self._completed(field_dict(p, "item"))
+
+    def _completed(self, item: dict[str, Any]) -> None:
+        """A `CommandExecution` item's exit code marks its call failed (whichever comes first)."""
+        code = item.get("exit_code")
+        if item.get("type") != "CommandExecution" or not isinstance(code, int):
+            return
+        call_id = str(item.get("id") or "")
+        self.exit_codes[call_id] = code
+        done = self.calls.get(call_id)
+        if done is not None and done.result is not None and code != 0:
+            done.result["is_error"] = True
+
+
+def _user_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """A `user_message` payload, or one made from a `UserMessage` item's content (0.171)."""
+    item = field_dict(payload, "item")
+    if item.get("type") != "UserMessage":
+        return payload
+    content = item.get("content")
+    images = [
+        str(p.get("image_url") or p.get("url") or "")
+        for p in (content if isinstance(content, list) else [])
+        if isinstance(p, dict) and p.get("type") in ("image", "local_image", "input_image")
+    ]
+    return {"message": _content_text(content), "images": images}
 
 
 def _int(value: Any) -> int:

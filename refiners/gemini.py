@@ -5,13 +5,18 @@ FORMATS.md §6. Two formats: one `ConversationRecord` JSON document, rewritten o
 `{"$rewindTo": id}`). In JSONL a message `id` can be written again while it streams: the last
 copy wins, in the place of the first; `$rewindTo` drops that message and everything after it.
 Either way the whole file is read: a rewind can reach back to any turn. Turn k is the k-th user
-message of what remains.
+message of what remains. A user message made only of `functionResponse` parts (0.61 writes one
+after each tool call; docs/formats.md) carries the tool results back to the model: it is not a
+turn, and only fills a result its call does not hold. The project folder under `tmp/` is a
+hash in old builds and a short name in new ones (`projects.json` maps the cwd to it); the chat's
+`projectHash` is sha256 of the cwd either way.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +25,7 @@ from .model import ParseResult, Problem, Step, ToolCall, Turn
 from .sources import Discovery, Reader, SessionSource, SourceFile, load_json, register, subdirs
 
 SOURCE = "gemini"
+_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)  # a shell call's output says how it ended
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 
 
@@ -54,11 +60,31 @@ def _result(call: dict[str, Any]) -> dict[str, Any] | None:
         elif part is not None:
             texts.append(_text(part) or json.dumps(part, ensure_ascii=False))
     status = str(call.get("status") or "")
+    output = "\n".join(str(t) for t in texts)
+    code = _EXIT_CODE.search(output)
     return {
-        "is_error": status in ("error", "cancelled"),
+        "is_error": status in ("error", "cancelled") or (code is not None and code.group(1) != "0"),
         "message": status if status != "success" else "",
-        "output": "\n".join(str(t) for t in texts),
+        "output": output,
     }
+
+
+def _responses(content: Any) -> list[dict[str, Any]] | None:
+    """The `functionResponse`s of a user message made only of them, else None."""
+    parts = content if isinstance(content, list) else [content]
+    out = [p.get("functionResponse") for p in parts if isinstance(p, dict)]
+    if not parts or len(out) != len(parts) or not all(isinstance(r, dict) for r in out):
+        return None
+    return [r for r in out if isinstance(r, dict)]
+
+
+def _fill_results(turn: Turn, responses: list[dict[str, Any]], ts: float | None) -> None:
+    calls = {c.id: c for c in turn.tool_calls if c.result is None}
+    for resp in responses:
+        call = calls.get(str(resp.get("id") or ""))
+        if call is not None:
+            call.result = _result({"result": [{"functionResponse": resp}], "status": "success"})
+            call.result_at = ts
 
 
 def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
@@ -67,6 +93,13 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
     for msg, start, end in messages:
         mtype = msg.get("type")
         ts = parse_time(msg.get("timestamp"))
+        responses = _responses(msg.get("content")) if mtype == "user" else None
+        if responses is not None:
+            if turns:
+                turns[-1].byte_end = max(turns[-1].byte_end, end)
+                turns[-1].last_at = ts if ts is not None else turns[-1].last_at
+                _fill_results(turns[-1], responses, ts)
+            continue
         if mtype == "user":
             if turns and turns[-1].end == "open":
                 turns[-1].end = "superseded"
@@ -268,7 +301,9 @@ def discover(path: Path) -> Discovery | None:
     if path.is_file():
         if chat_meta(path) is None:
             return None
-        _sessions([path], None, None, found)
+        project = path.parent.parent if path.parent.name == "chats" else None
+        home = project.parent.parent if project and project.parent.name == "tmp" else None
+        _sessions([path], project if home else None, home, found)
         return found
     if (path / "tmp").is_dir():
         home, projects = path, subdirs(path / "tmp")

@@ -71,14 +71,6 @@ def _dumps(value: Any) -> str:
         return ""
 
 
-def _text_of(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return parts_text(value.get("content"))[0]
-    return ""
-
-
 class CodeTurnBuilder:
     def __init__(self, start_index: int = 0) -> None:
         self.turns: list[Turn] = []

@@ -156,8 +156,6 @@ STATE_CMD = _rx(
 
 NEW_FILE_TOOLS = {"Write", "WriteFile", "write_file"}  # a plan written anew commits to a course
 
-NOISE = ("command", "compaction", "continuation", "api_error", "interrupted")
-
 
 def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
     """The kinds that say a turn is not (only) work: commands, compaction, continuation, errors."""

@@ -30,7 +30,6 @@ THINKING_MAX = 4_000
 RESULT_MAX = 200
 ARGS_MAX = 160
 
-READ_TOOLS = {"ReadFile", "Glob", "Grep", "Read", "LS", "read_file", "glob", "grep", "list_dir"}
 _PATH_IN_TEXT = re.compile(
     r"(?<![\w/.])(/?(?:[\w.\-]+/)+[\w.\-]+\.[A-Za-z0-9]{1,8}|[\w\-]+\.(?:py|ts|tsx|js|jsx|rs|go|java|md|json|yaml|yml|toml|sql|sh|css|html|c|h|cpp|hpp))(?::\d+)?\b"
 )

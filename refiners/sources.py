@@ -1,6 +1,6 @@
 """Find sessions under a path, whichever agent wrote them; the reader registry.
 
-Each reader module (`kimi_cli`, `kimi_code`, `claude_code`, `codex`, `gemini`) registers a
+Each reader module (`kimi_cli`, `kimi_code`, `claude_code`, `codex`, `gemini`, `qwen_code`) registers a
 `Reader` here when it is imported. This module imports none of them, so a reader can import
 `SessionSource` and friends from here without a cycle; `refiners/__init__.py` imports them all.
 """
@@ -28,7 +28,7 @@ class SourceFile:
 
 @dataclass
 class SessionSource:
-    source: str  # "kimi" | "kimi-code" | "claude-code" | "codex" | "gemini"
+    source: str  # "kimi" | "kimi-code" | "claude-code" | "codex" | "gemini" | "qwen-code"
     session_id: str
     bucket: str  # the agent's per-project folder name (or hash), when it has one
     work_dirs: list[str]  # candidate work dirs; the archive keeps the one that matches the bucket

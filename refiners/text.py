@@ -118,13 +118,6 @@ def shorten(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def first_sentence(text: str, limit: int) -> str:
-    for s in sentences(text, 3):
-        if len(s) > 1:
-            return shorten(s, limit)
-    return ""
-
-
 _SELF_LEAD = re.compile(
     r"^(?:(?:i|we)(?:'ve| have)|i'm|we're|i am|we are)\s+(?:now\s+|also\s+|just\s+)?"
     r"(?=\w+ed\b|\w+en\b|made\b|built\b|done\b|found\b|set\b|put\b|got\b|run\b)",

@@ -20,10 +20,19 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KIMI_SHARE_DIR", str(tmp_path / "no-kimi"))
     monkeypatch.setenv("KIMI_CODE_HOME", str(tmp_path / "no-kimi-code"))
     monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
-    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+    for var in (
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "QWEN_HOME",
+        "QWEN_RUNTIME_DIR",
+        "XDG_DATA_HOME",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("ARCHIVE_MCP_MODELS", str(tmp_path / "no-models"))
+    monkeypatch.setenv("ARCHIVE_MCP_CONFIG_DIR", str(tmp_path / "config"))
+    for var in ("ARCHIVE_MCP_FOLLOW", "ARCHIVE_MCP_PORT", "ARCHIVE_MCP_EMBEDDER"):
+        monkeypatch.delenv(var, raising=False)
 
 
 class FakeEmbedder:
@@ -82,3 +91,10 @@ def archive(kimi_root: Path, kimi_code_root: Path, fake_embedder: FakeEmbedder) 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The notebooks (run by nbmake) are end-to-end runs: they belong to the slow set."""
+    for item in items:
+        if item.nodeid.endswith(".ipynb"):
+            item.add_marker(pytest.mark.slow)

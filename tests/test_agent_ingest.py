@@ -298,8 +298,9 @@ def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
     assert result.stdout.startswith("2 files (2 changed")
     looked = [line for line in result.stderr.splitlines() if line.startswith("looked in")]
     assert looked == [
-        f"looked in 5 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
-        f"{tmp_path / 'no-kimi'}, {tmp_path / 'no-kimi-code'}, {home / '.gemini'}"
+        f"looked in 7 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
+        f"{tmp_path / 'no-kimi'}, {tmp_path / 'no-kimi-code'}, {home / '.gemini'}, {home / '.qwen'}, "
+        f"{home / '.local' / 'share' / 'opencode'}"
     ]
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
     report = Archive(embedder=None).ingest()
@@ -309,9 +310,141 @@ def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
         (".claude", True),
         ("elsewhere", False),
         (".gemini", False),
+        (".qwen", False),
+        ("opencode", False),
     ]
     frame = Archive(embedder=None).sessions("all").collect()
     assert frame.select(pl.col("source").unique().sort()).to_series().to_list() == [
         "claude-code",
         "codex",
     ]
+
+
+QWEN_CHAT = next(
+    (Path(__file__).parent / "fixtures" / "real-cli" / "qwen-0.15.10").rglob("*.jsonl")
+)
+QWEN_CWD = "/tmp/ar-readers/s/work/qwen"  # where the genuine log was written
+
+
+def qwen_home(home: Path, cwd: str = PROJECT) -> Path:
+    """The genuine Qwen Code 0.15.10 chat, moved to `cwd` (its folder named as Qwen names it)."""
+    chats = home / ".qwen" / "projects" / cwd.replace("/", "-") / "chats"
+    chats.mkdir(parents=True)
+    path = chats / QWEN_CHAT.name
+    path.write_text(QWEN_CHAT.read_text(encoding="utf-8").replace(QWEN_CWD, cwd), encoding="utf-8")
+    return path
+
+
+def test_qwen_code_joins_the_projects_workspace_from_its_default_home_or_env(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    home = tmp_path / "user-home"  # $HOME in the tests
+    claude_home(home), qwen_home(home)
+    result = CliRunner().invoke(cli, ["--embedder", "none", "ingest"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("2 files (2 changed")
+    assert f"found: {home / '.claude'}, {home / '.qwen'};" in result.stderr
+    archive = Archive(embedder=None)
+    [ws] = archive.workspaces()
+    assert (ws.id, ws.paths, sorted(ws.sources)) == (
+        workspace_id(PROJECT),
+        [PROJECT],
+        ["claude-code", "qwen-code"],
+    )
+    sessions = archive.sessions(ws.id).collect()
+    assert sorted(zip(sessions["source"], sessions["session_id"], strict=True)) == [
+        ("claude-code", "c1"),
+        ("qwen-code", "ee3aaffc-d643-474f-a207-b6a01e2ae0d3"),
+    ]
+    turns = archive.turns(ws.id).filter(pl.col("source") == "qwen-code").sort("agent", "turn")
+    assert turns.select("agent", "turn").collect().rows()[0][0].startswith("agent-call_")
+    assert turns.collect().height == 4  # three prompts and the subagent's turn
+    calls = archive.tool_calls(ws.id).filter(pl.col("session_id") != "c1")
+    calls = calls.filter(pl.col("agent") == "main").sort("turn").collect()
+    assert calls["status"].to_list() == ["ok", "error", "ok"]
+    assert archive.ingest().files_changed == 0  # idempotent
+    monkeypatch.setenv("QWEN_RUNTIME_DIR", str(tmp_path / "qwen-runtime"))
+    roots = {Path(r["path"]).name: r["found"] for r in Archive(embedder=None).ingest().roots}
+    assert roots["qwen-runtime"] is False and ".qwen" not in roots
+
+
+AIDER_REPO = Path(__file__).parent / "fixtures" / "real-cli" / "aider-0.86.2" / "repo"
+
+
+def test_aider_histories_found_below_a_folder_join_their_repos_workspace(tmp_path: Path) -> None:
+    repo = tmp_path / "src" / "webapp"
+    shutil.copytree(AIDER_REPO, repo)
+    (tmp_path / "src" / "no-history").mkdir()
+    claude_home(tmp_path / "user", cwd=str(repo.resolve()))
+    archive = Archive(embedder=None)
+    report = archive.ingest(tmp_path / "src", tmp_path / "user" / ".claude")
+    assert (report.sessions, report.turns_added, report.skipped) == (2, 4, [])
+    [ws] = archive.workspaces()
+    assert (ws.id, sorted(ws.sources)) == (
+        workspace_id(str(repo.resolve())),
+        ["aider", "claude-code"],
+    )
+    turns = archive.turns(ws.id).filter(pl.col("source") == "aider").sort("turn").collect()
+    assert turns["user_text"].to_list()[0] == "Create hello.txt saying hi"
+    assert archive.ingest(repo).files_changed == 0  # the repo itself: nothing new
+    with open(repo / ".aider.chat.history.md", "a", encoding="utf-8") as fh:
+        fh.write("\n#### and one more  \n\nSure.\n")
+    again = archive.ingest(repo)
+    assert (again.files_changed, again.turns_added) == (1, 1)
+    assert archive.turns(ws.id).filter(pl.col("source") == "aider").collect().height == 4
+
+
+OPENCODE_SQL = Path(__file__).parent / "fixtures" / "real-cli" / "opencode-1.18.33" / "opencode.sql"
+
+
+def test_opencode_database_is_read_while_opencode_writes_and_changes_are_seen(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import sqlite3
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    data = tmp_path / "user-home" / ".local" / "share" / "opencode"
+    data.mkdir(parents=True)
+    sql = OPENCODE_SQL.read_text(encoding="utf-8").replace(
+        "/tmp/ar-readers/s/work/opencode", PROJECT
+    )
+    writer = sqlite3.connect(data / "opencode.db", isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.executescript(sql)
+    claude_home(tmp_path / "user-home")
+    writer.execute("BEGIN IMMEDIATE")  # OpenCode is writing during the ingest
+    writer.execute("UPDATE session SET title = 'in flight' WHERE parent_id IS NULL")
+    result = CliRunner().invoke(cli, ["--embedder", "none", "ingest"])
+    assert result.exit_code == 0, result.output
+    assert f"{data}" in result.stderr.split("not present")[0]  # found
+    writer.execute("COMMIT")  # the agent was not locked out
+    archive = Archive(embedder=None)
+    [ws] = archive.workspaces()
+    assert sorted(ws.sources) == ["claude-code", "opencode"]
+    turns = archive.turns(ws.id).filter(pl.col("source") == "opencode").sort("agent", "turn")
+    assert turns.select("agent", "user_text").collect().rows() == [
+        ("main", '"Run echo hi in the shell"'),
+        ("main", '"Now run a command that will fail"'),
+        ("main", '"Use a subagent to print hi"'),
+        ("ses_dca6c67baffe4N7pq0wb9had6C", "Run echo hi in the shell"),  # the subagent
+    ]
+    calls = archive.tool_calls(ws.id).filter(pl.col("session_id") != "c1")
+    calls = calls.sort("agent", "turn").select("agent", "name", "status").collect()
+    assert [r[1:] for r in calls.rows()] == [("bash", "ok"), ("bash", "error"), ("task", "ok")] + [
+        ("bash", "ok")
+    ]
+    assert archive.ingest(data).files_changed == 1  # the committed title is a change
+    assert archive.ingest(data).files_changed == 0  # the same rows: the same export
+    sid, when = "ses_dca6cf916ffeIbCrW56Nq31yNx", 1796195300000
+    user_msg = json.dumps({"role": "user", "time": {"created": when}})
+    writer.execute("INSERT INTO message VALUES ('msg_zz', ?, ?, ?, ?)", (sid, when, when, user_msg))
+    text = json.dumps({"type": "text", "text": "one more"})
+    writer.execute(
+        "INSERT INTO part VALUES ('prt_zz', 'msg_zz', ?, ?, ?, ?)", (sid, when, when, text)
+    )
+    assert archive.ingest(data).files_changed == 1  # re-parsed whole, like a Gemini JSON chat
+    rows = archive.turns(ws.id).filter(pl.col("agent") == "main").sort("turn").collect()
+    assert rows["user_text"].to_list()[-1] == "one more"
+    writer.close()

@@ -538,5 +538,25 @@ def test_the_reader_registry_imports_no_reader() -> None:
     )
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert imported.isdisjoint({"kimi_cli", "kimi_code", "claude_code", "codex", "gemini"})
-    assert sorted(READERS) == ["claude-code", "codex", "gemini", "kimi", "kimi-code"]
+    assert imported.isdisjoint(
+        {
+            "kimi_cli",
+            "kimi_code",
+            "claude_code",
+            "codex",
+            "gemini",
+            "qwen_code",
+            "aider",
+            "opencode",
+        }
+    )
+    assert sorted(READERS) == [
+        "aider",
+        "claude-code",
+        "codex",
+        "gemini",
+        "kimi",
+        "kimi-code",
+        "opencode",
+        "qwen-code",
+    ]

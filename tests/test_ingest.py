@@ -321,7 +321,7 @@ def test_a_directory_that_is_not_a_session_is_reported(tmp_path: Path) -> None:
         (
             "photos",
             "not a session log or log folder of any known agent "
-            "(Kimi Code, Kimi CLI, Claude Code, Codex CLI, Gemini CLI)",
+            "(Kimi Code, Kimi CLI, Qwen Code, Claude Code, OpenCode, Codex CLI, Gemini CLI, Aider)",
         ),
         ("missing", "does not exist"),
     ]

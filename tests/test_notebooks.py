@@ -14,6 +14,8 @@ from nbclient import NotebookClient
 
 from archive_mcp import Archive
 
+pytestmark = pytest.mark.slow
+
 NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
 
 

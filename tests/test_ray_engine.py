@@ -27,6 +27,8 @@ from archive_mcp.ingest.batch import RefineReport, refine_batch
 from archive_mcp.ingest.pipeline import Ingestor
 from archive_mcp.ingest.ray_engine import RayEngine
 
+pytestmark = pytest.mark.slow
+
 LIVE_SESSION = "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b"
 
 

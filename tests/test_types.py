@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parent.parent
 MYPY = shutil.which("mypy") or str(Path(sys.prefix) / "bin" / "mypy")
 

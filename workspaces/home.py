@@ -47,9 +47,42 @@ def gemini_dir() -> Path:
     return Path.home() / ".gemini"
 
 
+def qwen_home() -> Path:
+    """Where Qwen Code writes its chats (`projects/<cwd>/chats/`): `$QWEN_RUNTIME_DIR`, else
+    `$QWEN_HOME`, else `~/.qwen` (Qwen Code's own order for its runtime data)."""
+    for name in ("QWEN_RUNTIME_DIR", "QWEN_HOME"):
+        env = os.environ.get(name)
+        if env:
+            return Path(env).expanduser()
+    return Path.home() / ".qwen"
+
+
+def opencode_data_dir() -> Path:
+    """OpenCode's data folder (`opencode.db`): `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`."""
+    env = os.environ.get("XDG_DATA_HOME")
+    return (Path(env).expanduser() if env else Path.home() / ".local" / "share") / "opencode"
+
+
 def default_source_roots() -> list[Path]:
     """The roots `archive-mcp ingest` reads when no path is given: every agent's default home."""
-    return [kimi_share_dir(), kimi_code_home(), claude_config_dir(), codex_home(), gemini_dir()]
+    return [
+        kimi_share_dir(),
+        kimi_code_home(),
+        claude_config_dir(),
+        codex_home(),
+        gemini_dir(),
+        qwen_home(),
+        opencode_data_dir(),
+    ]
+
+
+def config_dir() -> Path:
+    """Where archive-mcp's own settings live: `$ARCHIVE_MCP_CONFIG_DIR`, else the platform
+    config dir (`~/.config/archive-mcp` on Linux)."""
+    env = os.environ.get("ARCHIVE_MCP_CONFIG_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_config_dir("archive-mcp", appauthor=False))
 
 
 def model_dir() -> Path:

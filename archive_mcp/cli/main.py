@@ -21,13 +21,14 @@ from archive_mcp.cli.common import (
     warn,
     workspace_option,
 )
+from archive_mcp.cli.config import Configured
 from archive_mcp.refiners import SOURCES
 from archive_mcp.render import hit_text, turn_text
 
 DATE = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"])
 
 
-@click.group()
+@click.group(cls=Configured)
 @click.version_option(package_name="archive-mcp")
 @click.option(
     "--home",
@@ -88,7 +89,8 @@ def ingest(
     as_json: bool,
 ) -> None:
     """Archive and refine sessions from PATHs (default: every agent's home that exists:
-    ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini).
+    ~/.kimi, ~/.kimi-code, ~/.claude, ~/.codex, ~/.gemini, ~/.qwen,
+    ~/.local/share/opencode; Aider's history is in each repo: give the repo or a folder).
 
     \b
     Example:
@@ -498,9 +500,22 @@ def show(
 
 @main.command()
 @click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
-@click.option("--port", default=8765, show_default=True, help="The HTTP port (with --http).")
+@click.option(
+    "--port",
+    default=8765,
+    envvar="ARCHIVE_MCP_PORT",
+    show_default=True,
+    help="The HTTP port (with --http).",
+)
+@click.option(
+    "--follow/--no-follow",
+    default=True,
+    show_default=True,
+    help="Keep the archive current: ingest the followed homes (the `follow` setting, else every "
+    "agent's home, as `ingest`) at start and whenever they change, in the background.",
+)
 @click.pass_context
-def serve(ctx: click.Context, http: bool, port: int) -> None:
+def serve(ctx: click.Context, http: bool, port: int, follow: bool) -> None:
     """Run the MCP server (stdio by default).
 
     \b
@@ -509,7 +524,7 @@ def serve(ctx: click.Context, http: bool, port: int) -> None:
     """
     from archive_mcp.mcp.server import serve as run_server
 
-    run_server(ctx.find_object(Archive), http=http, port=port)
+    run_server(ctx.find_object(Archive), http=http, port=port, follow=follow)
 
 
 @main.command()
@@ -530,12 +545,20 @@ def demo(keep: str | None, no_embed: bool) -> None:
 
 
 def _register() -> None:
+    from archive_mcp.cli.config import config, doctor
+    from archive_mcp.cli.install import install, uninstall
+    from archive_mcp.cli.live import watch
     from archive_mcp.cli.memory import memory
     from archive_mcp.cli.themes import themes, trace
 
     main.add_command(themes)
     main.add_command(trace)
     main.add_command(memory)
+    main.add_command(watch)
+    main.add_command(install)
+    main.add_command(uninstall)
+    main.add_command(config)
+    main.add_command(doctor)
 
 
 _register()

@@ -45,6 +45,7 @@ class SearchOutput:
     realized_mode: str
     fallback_reason: str | None
     truncated: bool = False
+    catching_up: str | None = None  # "archive catching up: N files pending" while following
 
 
 @dataclass
@@ -188,9 +189,13 @@ def search_context(
         source=source,
     )
     hits = [_shape_hit(h, detail) for h in found]
+    follower = state(ctx).follower
+    behind = follower.catching_up() if follower else None
 
     def render(kept: list[Hit], cut: bool) -> str:
         lines = [found.headline(len(kept)), *(f"- {hit_text(h, detail)}" for h in kept)]
+        if behind:
+            lines.insert(0, f"({behind}; these hits are from what is archived so far)")
         if cut:
             lines.append(
                 f"… {len(found) - len(kept)} more hits cut to fit max_output_chars; raise it or use detail=compact"
@@ -204,7 +209,9 @@ def search_context(
     return fit(
         hits,
         render,
-        lambda kept, cut: SearchOutput(kept, found.realized_mode, found.fallback_reason, cut),
+        lambda kept, cut: SearchOutput(
+            kept, found.realized_mode, found.fallback_reason, cut, behind
+        ),
         max_output_chars,
     )
 

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from archive_mcp.archive import Archive
 from archive_mcp.errors import ArchiveError
+from archive_mcp.live import Follower
 from archive_mcp.mcp.toolkit import Spec, State
 
 INSTRUCTIONS = (
@@ -91,19 +92,24 @@ WARM_JOIN_S = 30.0  # at most this long at shutdown for a warm-up still loading 
 
 
 def lifespan_for(
-    archive: Archive | None, cwd: str | None
+    archive: Archive | None, cwd: str | None, follow: bool = False
 ) -> Callable[[MCPServer[State]], AbstractAsyncContextManager[State]]:
-    """The server's lifespan: one Archive (made here unless given), warmed off the request path."""
+    """The server's lifespan: one Archive (made here unless given), warmed off the request path,
+    kept current by a follower thread when `follow` (see `archive_mcp.live`)."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[State]) -> AsyncIterator[State]:
         st = State(archive or Archive(), cwd or os.getcwd())
         warming = threading.Thread(target=warm, args=(st,), name="archive-mcp-warm", daemon=True)
         warming.start()
+        if follow:
+            st.follower = Follower(st.archive).start()
         try:
             yield st
         finally:  # the warm-up never outlives the server: a daemon thread still inside Polars or
             # torch while the interpreter shuts down (or the archive's folder is removed) can crash it
+            if st.follower is not None:  # a round in progress finishes and saves its state
+                await anyio.to_thread.run_sync(st.follower.stop, WARM_JOIN_S)
             await anyio.to_thread.run_sync(warming.join, WARM_JOIN_S)
 
     return lifespan
@@ -118,15 +124,18 @@ def warm(st: State) -> None:
         pass
 
 
-def build_server(archive: Archive | None = None, cwd: str | None = None) -> ArchiveServer:
-    """An MCP server over `archive` (default: the archive of $ARCHIVE_MCP_HOME)."""
+def build_server(
+    archive: Archive | None = None, cwd: str | None = None, follow: bool = False
+) -> ArchiveServer:
+    """An MCP server over `archive` (default: the archive of $ARCHIVE_MCP_HOME); with `follow`,
+    it ingests the agents' default homes in the background (at start and on every change)."""
     from archive_mcp.mcp import core_tools, memory_tools, resources, theme_tools
 
     server = ArchiveServer(
         "archive-mcp",
         log_level="WARNING",
         instructions=INSTRUCTIONS,
-        lifespan=lifespan_for(archive, cwd),
+        lifespan=lifespan_for(archive, cwd, follow),
     )
     table: list[Spec] = [*core_tools.TOOLS, *memory_tools.TOOLS, *theme_tools.TOOLS]
     for spec in table:
@@ -140,8 +149,10 @@ def build_server(archive: Archive | None = None, cwd: str | None = None) -> Arch
     return server
 
 
-def serve(archive: Archive | None = None, http: bool = False, port: int = 8765) -> None:
-    server = build_server(archive)
+def serve(
+    archive: Archive | None = None, http: bool = False, port: int = 8765, follow: bool = True
+) -> None:
+    server = build_server(archive, follow=follow)
     if http:
         server.run(transport="streamable-http", host="127.0.0.1", port=port)  # type: ignore[call-overload]
     else:

@@ -14,6 +14,7 @@ from mcp_types import CallToolResult, ListRootsResult, TextContent, ToolAnnotati
 from pydantic import Field
 
 from archive_mcp.archive import Archive
+from archive_mcp.live import Follower
 from archive_mcp.render import clip, to_jsonable
 from archive_mcp.workspaces import Workspace
 
@@ -41,6 +42,7 @@ class State:
 
     archive: Archive
     cwd: str
+    follower: Follower | None = None  # keeps the archive current (`serve --follow`)
 
 
 @dataclass

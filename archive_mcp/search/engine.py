@@ -161,20 +161,6 @@ def _utc(d: datetime) -> datetime:
     return d if d.tzinfo else d.replace(tzinfo=UTC)
 
 
-def combsum(
-    scores: dict[str, np.ndarray],
-    ok: np.ndarray,
-    depth: int = DEPTH,
-    weights: dict[str, float] | None = None,
-) -> list[tuple[int, float, list[str]]]:
-    """Sum of per-signal scores normalised to [0, 1] (CombSUM), best first."""
-    total = fuse(scores, ok, weights or {}, "combsum", depth)
-    return [
-        (d, float(total[d]), [n for n, v in scores.items() if v[d] > 0])
-        for d in top(total, ok, depth)
-    ]
-
-
 Ranked = list[tuple[int, float, list[str]]]
 
 
@@ -487,7 +473,6 @@ __all__ = [
     "MODES",
     "Filters",
     "rrf",
-    "combsum",
     "Hit",
     "SearchError",
     "SearchResults",

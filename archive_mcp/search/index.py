@@ -406,8 +406,8 @@ class WorkspaceIndex:
         removed = [s for s in base if s not in stats]
         base_turns = max(int(manifest.get("base_turns", 0)), 1)
         changed_turns = sum(int(manifest.get("turns", {}).get(s, 50)) for s in changed)
-        names = (
-            {p.stem: p for p in self.ws.refined_dir.glob("*.parquet")}
+        names = (  # only the files `stats` saw: one written since is indexed by the next refresh
+            {p.stem: p for p in self.ws.refined_dir.glob("*.parquet") if p.stem in stats}
             if self.ws.refined_dir.is_dir()
             else {}
         )

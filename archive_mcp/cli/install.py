@@ -1,0 +1,85 @@
+"""`archive-mcp install AGENT` and `archive-mcp uninstall AGENT` (see `archive_mcp.install`)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+
+import click
+
+from archive_mcp.cli.common import warn
+from archive_mcp.errors import ArchiveError
+from archive_mcp.install import AGENTS, HOOK, Change, apply, plan_install, plan_uninstall
+
+AGENT = click.Choice(list(AGENTS))
+YES = click.option("--yes", is_flag=True, help="Do not ask before changing the file.")
+
+
+def _diff(change: Change) -> str:
+    lines = difflib.unified_diff(
+        (change.before or "").splitlines(keepends=True),
+        (change.after or "").splitlines(keepends=True),
+        change.path if change.before is not None else "/dev/null",
+        change.path if change.after is not None else "/dev/null",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _run(plan: Callable[[str], Change], agent: str, yes: bool, verb: str) -> None:
+    try:
+        change = plan(agent)
+    except ArchiveError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if not change.changes:
+        warn(f"{agent}: {change.note} in {change.path}; nothing to do")
+        return
+    warn(_diff(change).rstrip("\n"))
+    if change.note:
+        warn(f"note: {change.note}")
+    if not yes:
+        click.confirm(f"{verb} {change.path}?", abort=True, err=True)
+    backup = apply(change)
+    warn(
+        f"{agent}: {'removed' if change.after is None else 'updated'} {change.path}"
+        + (f" (backup: {backup})" if backup else "")
+    )
+
+
+@click.command()
+@click.argument("agent", type=AGENT)
+@YES
+@click.option(
+    "--no-hook",
+    is_flag=True,
+    help="claude-code: register the server only, without the SessionEnd hook that ingests "
+    "the Claude Code home when a session ends.",
+)
+def install(agent: str, yes: bool, no_hook: bool) -> None:
+    """Register the MCP server (`archive-mcp serve`) in AGENT's user-scope configuration, and for
+    claude-code a SessionEnd hook (~/.claude/settings.json) that runs a quick incremental ingest:
+    shows each change, asks, backs the file up. Running it again changes nothing.
+
+    \b
+    Example:
+      archive-mcp install claude-code
+      archive-mcp install codex --yes
+    """
+    _run(plan_install, agent, yes, "Change")
+    if agent == "claude-code" and not no_hook:
+        _run(plan_install, HOOK, yes, "Change")
+
+
+@click.command()
+@click.argument("agent", type=AGENT)
+@YES
+def uninstall(agent: str, yes: bool) -> None:
+    """Take out exactly what `install` added to AGENT's configuration (for claude-code its hook
+    too; a file it created is removed).
+
+    \b
+    Example:
+      archive-mcp uninstall claude-code --yes
+    """
+    _run(plan_uninstall, agent, yes, "Change")
+    if agent == "claude-code":
+        _run(plan_uninstall, HOOK, yes, "Change")

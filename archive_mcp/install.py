@@ -1,0 +1,392 @@
+"""Registering the MCP server in each agent's own configuration, and taking it out again.
+
+`plan_install(agent)` says which file changes and how (`Change`: the text before and after);
+`apply(change)` backs the file up, writes it, and records exactly what was inserted (in the
+config dir's `installs.json`), so `plan_uninstall(agent)` removes those same bytes: a file left
+untouched in between is byte-identical to before `install` afterwards (a file `install` created
+is removed). The edit is textual (one member inserted into the JSON object, one table appended to
+the TOML file), checked by parsing the result; a file rewritten since (Claude Code rewrites its
+`~/.claude.json`) is edited structurally instead, and the change says so.
+
+Where each agent reads user-scope MCP servers:
+
+- claude-code: `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`), `mcpServers`
+- codex: `~/.codex/config.toml` (`$CODEX_HOME`), `[mcp_servers.<name>]`
+- gemini: `~/.gemini/settings.json`, `mcpServers`
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from archive_mcp.errors import InvalidArgument
+from archive_mcp.workspaces import (
+    atomic_write_json,
+    atomic_write_text,
+    claude_config_dir,
+    codex_home,
+    config_dir,
+    gemini_dir,
+    read_json,
+)
+
+NAME = "archive-mcp"
+AGENTS = ("claude-code", "codex", "gemini")
+HOOK = "claude-code-hook"  # Claude Code's SessionEnd hook, installed with its server
+MARK = "# archive-mcp session-end"  # ends the hook's command: how uninstall finds its own
+
+
+def config_file(agent: str) -> Path:
+    """The file `agent` reads its user-scope MCP servers from."""
+    if agent == "claude-code":
+        env = os.environ.get("CLAUDE_CONFIG_DIR")
+        return (Path(env).expanduser() if env else Path.home()) / ".claude.json"
+    if agent == HOOK:
+        return claude_config_dir() / "settings.json"
+    if agent == "codex":
+        return codex_home() / "config.toml"
+    if agent == "gemini":
+        return gemini_dir() / "settings.json"
+    raise InvalidArgument(f"unknown agent {agent!r}; one of: {', '.join(AGENTS)}")
+
+
+def server_command() -> list[str]:
+    """How an agent starts the server: this installation's `archive-mcp serve`."""
+    script = Path(sys.executable).parent / NAME
+    return (
+        [str(script), "serve"]
+        if script.exists()
+        else [sys.executable, "-m", "archive_mcp", "serve"]
+    )
+
+
+def hook_command() -> str:
+    """What the SessionEnd hook runs: a quick incremental ingest of the Claude Code home."""
+    cmd = [*server_command()[:-1], "ingest", "--no-embed", str(claude_config_dir())]
+    # in the background: Claude Code cancels a SessionEnd hook still running when it exits
+    return f"nohup {shlex.join(cmd)} >/dev/null 2>&1 & {MARK}"
+
+
+def entry_for(agent: str, command: list[str]) -> dict[str, Any]:
+    if agent == HOOK:
+        return {"hooks": [{"type": "command", "command": hook_command()}]}
+    if agent == "claude-code":
+        return {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
+    return {"command": command[0], "args": command[1:]}
+
+
+@dataclass
+class Change:
+    agent: str
+    path: str
+    before: str | None  # None: the file does not exist
+    after: str | None  # None: the file is removed
+    snippet: str = ""  # the text inserted (install) or removed (uninstall)
+    at: int = 0
+    note: str = ""  # e.g. "already installed", "edited structurally"
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changes(self) -> bool:
+        return self.before != self.after
+
+
+def registered(agent: str, path: Path | None = None) -> bool:
+    """Whether `agent`'s config file lists the server."""
+    text = _read(path or config_file(agent))
+    return text is not None and _registered(agent, text)
+
+
+def _what(agent: str) -> str:
+    return f"the {NAME} SessionEnd hook" if agent == HOOK else NAME
+
+
+def installs_path() -> Path:
+    return config_dir() / "installs.json"
+
+
+def plan_install(agent: str, command: list[str] | None = None) -> Change:
+    path = config_file(agent)
+    before = _read(path)
+    entry = entry_for(agent, command or server_command())
+    if before is not None and _registered(agent, before):
+        return Change(
+            agent, str(path), before, before, note=f"{_what(agent)} is already registered"
+        )
+    if agent == "codex":
+        after, snippet, at = _toml_insert(before or "", entry)
+    elif agent == HOOK:
+        after, snippet, at = _json_insert_at(before or "", ["hooks", "SessionEnd"], None, entry)
+    else:
+        after, snippet, at = _json_insert(before or "", entry)
+    _check(agent, path, after, present=True)
+    return Change(agent, str(path), before, after, snippet, at)
+
+
+def plan_uninstall(agent: str) -> Change:
+    path = config_file(agent)
+    before = _read(path)
+    if before is None or not _registered(agent, before):
+        return Change(agent, str(path), before, before, note=f"{_what(agent)} is not registered")
+    rec = (read_json(installs_path(), {}) or {}).get(agent) or {}
+    if rec.get("path") == str(path) and rec.get("created") and before == rec.get("snippet"):
+        return Change(agent, str(path), before, None, before, 0)
+    snippet, at = rec.get("snippet", ""), int(rec.get("at", 0))
+    if rec.get("path") == str(path) and snippet:
+        if before[at : at + len(snippet)] != snippet and before.count(snippet) == 1:
+            at = before.index(snippet)
+        if before[at : at + len(snippet)] == snippet:
+            after = before[:at] + before[at + len(snippet) :]
+            if _parses(agent, after) and not _registered(agent, after):
+                return Change(agent, str(path), before, after, snippet, at)
+    if agent == "codex":
+        after = _toml_remove(before)
+    else:
+        after = _hook_remove(before) if agent == HOOK else _json_remove(before)
+    _check(agent, path, after, present=False)
+    return Change(
+        agent, str(path), before, after, note="edited structurally: the file changed since install"
+    )
+
+
+def apply(change: Change) -> Path | None:
+    """Write `change` (backing up the file first); returns the backup's path, if any."""
+    if not change.changes:
+        return None
+    path = Path(change.path)
+    backup = None
+    if change.before is not None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        backup = config_dir() / "backups" / f"{change.agent}-{stamp}-{path.name}"
+        backup.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, backup)
+    if change.after is None:
+        path.unlink()
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, change.after)
+        if change.before is not None:
+            shutil.copymode(backup or path, path)
+    installs = read_json(installs_path(), {}) or {}
+    if change.after is not None and change.snippet and _registered(change.agent, change.after):
+        installs[change.agent] = {
+            "path": change.path,
+            "snippet": change.snippet,
+            "at": change.at,
+            "created": change.before is None,
+        }
+    else:
+        installs.pop(change.agent, None)
+    atomic_write_json(installs_path(), installs)
+    return backup
+
+
+# --- JSON: one member inserted into (or removed from) the top-level object, textually ---------
+def _json_insert(text: str, entry: dict[str, Any]) -> tuple[str, str, int]:
+    return _json_insert_at(text, ["mcpServers"], NAME, entry)
+
+
+def _nested(keys: list[str], leaf_key: str | None, leaf: Any) -> Any:
+    value: Any = [leaf] if leaf_key is None else {leaf_key: leaf}
+    for key in reversed(keys):
+        value = {key: value}
+    return value
+
+
+def _json_insert_at(
+    text: str, keys: list[str], leaf_key: str | None, leaf: Any
+) -> tuple[str, str, int]:
+    """Insert `leaf` below `keys`: as member `leaf_key` of that object, or (`leaf_key` None) as
+    the first element of that array; containers that are missing are inserted with it."""
+    if not text.strip():
+        body = json.dumps(_nested(keys, leaf_key, leaf), indent=2) + "\n"
+        return body, body, 0
+    top = _skip_ws(text, 0)
+    ind = _indent(text, top)
+    obj = top
+    for depth, key in enumerate(keys):
+        value = _member(text, obj, key)
+        want = "[" if depth == len(keys) - 1 and leaf_key is None else "{"
+        if value is None or text[value] != want:
+            rest = _nested(keys[depth + 1 :], leaf_key, leaf)
+            return _insert(text, obj, depth + 1, ind, json.dumps(key), rest)
+        obj = value
+    return _insert(
+        text, obj, len(keys) + 1, ind, None if leaf_key is None else json.dumps(leaf_key), leaf
+    )
+
+
+def _insert(
+    text: str, at: int, level: int, ind: str, key: str | None, value: Any
+) -> tuple[str, str, int]:
+    """One member (`key`: `value`) or element (`key` None) first in the container opening at `at`."""
+    body = json.dumps(value, indent=ind).replace("\n", "\n" + ind * level)
+    item = body if key is None else f"{key}: {body}"
+    at += 1
+    empty = text[_skip_ws(text, at)] in "}]"
+    snippet = f"\n{ind * level}{item}" + (f"\n{ind * (level - 1)}" if empty else ",")
+    return text[:at] + snippet + text[at:], snippet, at
+
+
+def _json_remove(text: str) -> str:
+    data = json.loads(text)
+    servers = data.get("mcpServers") or {}
+    servers.pop(NAME, None)
+    return json.dumps(data, indent=_indent_width(text), ensure_ascii=False) + "\n"
+
+
+def _hook_remove(text: str) -> str:
+    data = json.loads(text)
+    hooks = data.get("hooks") or {}
+    kept = [h for h in hooks.get("SessionEnd") or [] if not _is_ours(h)]
+    if kept:
+        hooks["SessionEnd"] = kept
+    else:
+        hooks.pop("SessionEnd", None)
+        if not hooks:
+            data.pop("hooks", None)
+    return json.dumps(data, indent=_indent_width(text), ensure_ascii=False) + "\n"
+
+
+def _is_ours(matcher: Any) -> bool:
+    inner = matcher.get("hooks") if isinstance(matcher, dict) else None
+    return isinstance(inner, list) and any(
+        isinstance(h, dict) and str(h.get("command", "")).endswith(MARK) for h in inner
+    )
+
+
+def _indent(text: str, top: int) -> str:
+    m = re.compile(r"[ \t]*\n([ \t]+)\S").match(text, top + 1)
+    return m.group(1) if m else "  "
+
+
+def _indent_width(text: str) -> int:
+    return len(_indent(text, _skip_ws(text, 0)).expandtabs(4))
+
+
+def _skip_ws(s: str, i: int) -> int:
+    while i < len(s) and s[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _string_end(s: str, i: int) -> int:
+    i += 1
+    while s[i] != '"':
+        i += 2 if s[i] == "\\" else 1
+    return i + 1
+
+
+def _value_end(s: str, i: int) -> int:
+    if s[i] == '"':
+        return _string_end(s, i)
+    if s[i] in "{[":
+        depth = 0
+        while True:
+            if s[i] == '"':
+                i = _string_end(s, i)
+                continue
+            depth += s[i] in "{["
+            depth -= s[i] in "}]"
+            i += 1
+            if depth == 0:
+                return i
+    while i < len(s) and s[i] not in ",}] \t\r\n":
+        i += 1
+    return i
+
+
+def _member(s: str, obj: int, key: str) -> int | None:
+    """Where the value of `key` starts in the (valid JSON) object opening at `obj`."""
+    i = _skip_ws(s, obj + 1)
+    while s[i] != "}":
+        j = _string_end(s, i)
+        name = json.loads(s[i:j])
+        i = _skip_ws(s, _skip_ws(s, j) + 1)
+        if name == key:
+            return i
+        i = _skip_ws(s, _value_end(s, i))
+        if s[i] == ",":
+            i = _skip_ws(s, i + 1)
+    return None
+
+
+# --- TOML (Codex): one table appended, or removed ---------------------------------------------
+def _toml_insert(text: str, entry: dict[str, Any]) -> tuple[str, str, int]:
+    lead = ("" if not text or text.endswith("\n") else "\n") + ("\n" if text.strip() else "")
+    args = ", ".join(json.dumps(a) for a in entry["args"])
+    snippet = (
+        f"{lead}[mcp_servers.{NAME}]\ncommand = {json.dumps(entry['command'])}\nargs = [{args}]\n"
+    )
+    return text + snippet, snippet, len(text)
+
+
+def _toml_remove(text: str) -> str:
+    header = re.compile(
+        rf'^\[mcp_servers\.(?:{re.escape(NAME)}|"{re.escape(NAME)}")\][ \t]*$', re.M
+    )
+    m = header.search(text)
+    if m is None:
+        return text
+    nxt = re.compile(r"^\[", re.M).search(text, m.end())
+    return text[: m.start()] + (text[nxt.start() :] if nxt else "")
+
+
+# --- checks -----------------------------------------------------------------------------------
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _load(agent: str, text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    data = tomllib.loads(text) if agent == "codex" else json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("the top level is not an object")
+    return data
+
+
+def _parses(agent: str, text: str) -> bool:
+    try:
+        _load(agent, text)
+    except ValueError:
+        return False
+    return True
+
+
+def _registered(agent: str, text: str) -> bool:
+    try:
+        data = _load(agent, text)
+    except ValueError:
+        return False
+    if agent == HOOK:
+        hooks = data.get("hooks")
+        ends = hooks.get("SessionEnd") if isinstance(hooks, dict) else None
+        return isinstance(ends, list) and any(_is_ours(h) for h in ends)
+    servers = data.get("mcp_servers" if agent == "codex" else "mcpServers")
+    return isinstance(servers, dict) and NAME in servers
+
+
+def _check(agent: str, path: Path, text: str, present: bool) -> None:
+    try:
+        _load(agent, text)
+    except ValueError as exc:
+        raise InvalidArgument(
+            f"{path} is not valid {'TOML' if agent == 'codex' else 'JSON'} ({exc}); fix it or "
+            f"register the server by hand: command {' '.join(server_command())}"
+        ) from None
+    if _registered(agent, text) != present:
+        raise InvalidArgument(f"could not edit {path} safely; register the server by hand")

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Drive a real agent CLI through a two-prompt scenario against scriptllm.py (offline):
+#   prompt 1 "Run echo hi in the shell"        -> one shell call (exit 0), an answer
+#   prompt 2 (the same session, resumed) "Now run a command that will fail"
+#                                              -> one shell call (exit != 0), an answer
+# Codex: a third run "Now sleep in the shell" (`sleep 30`) interrupted by SIGINT.
+# OpenCode and Qwen Code: a third prompt "Use a subagent to print hi" (a `task` / `agent` call; the
+# subagent runs the shell call).
+# Aider (no tool calls): "Create hello.txt saying hi" (a SEARCH/REPLACE edit, applied and
+# committed), then "/run ls /nonexistent-archive-mcp-dir" (a failing command, its output added
+# to the chat), then "What did the command print?" (an answer); three runs, one history file.
+#   run.sh INSTALL_ROOT SCRATCH codex|gemini|qwen|aider|opencode
+# INSTALL_ROOT holds npm/<cli>/node_modules (as the agents-real setup.sh installs them); SCRATCH
+# gets a fresh HOME (home/<cli>) and a fresh git repo (work/<cli>). Prints where the log lands.
+set -euo pipefail
+R=$1; S=$2; cli=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
+declare -A PORT=([codex]=8712 [gemini]=8713 [qwen]=8714 [aider]=8716 [opencode]=8715)
+port=${PORT[$cli]}; H=$S/home/$cli; W=$S/work/$cli
+rm -rf "$H" "$W"; mkdir -p "$H" "$W" "$S/logs"
+(cd "$W" && git init -q . && git config user.email dev@example.invalid && git config user.name dev)
+python3 "$HERE/scriptllm.py" --port "$port" --log "$S/logs/requests-$cli.jsonl" >"$S/logs/server-$cli.out" 2>&1 &
+srv=$!; trap 'kill $srv 2>/dev/null || true' EXIT; sleep 0.5
+cd "$W"
+P1="Run echo hi in the shell"; P2="Now run a command that will fail"
+case $cli in
+codex)
+  mkdir -p "$H/.codex"; cat >"$H/.codex/config.toml" <<TOML
+model = "fake-model"
+model_provider = "fake"
+[model_providers.fake]
+name = "Fake local"
+base_url = "http://127.0.0.1:$port/v1"
+env_key = "FAKE_API_KEY"
+wire_api = "responses"
+TOML
+  cx=(env HOME="$H" FAKE_API_KEY=dummy timeout 120 "$R/npm/codex/node_modules/.bin/codex" exec)
+  "${cx[@]}" --dangerously-bypass-approvals-and-sandbox "$P1" </dev/null || true
+  "${cx[@]}" resume --last --dangerously-bypass-approvals-and-sandbox "$P2" </dev/null || true
+  # an interruption: `sleep 30` in the shell, SIGINT after 10 s
+  env HOME="$H" FAKE_API_KEY=dummy timeout -s INT 10 "$R/npm/codex/node_modules/.bin/codex" exec \
+    resume --last --dangerously-bypass-approvals-and-sandbox "Now sleep in the shell" </dev/null || true
+  find "$H/.codex/sessions" -name 'rollout-*.jsonl' ;;
+gemini)
+  mkdir -p "$H/.gemini"; cat >"$H/.gemini/settings.json" <<'JSON'
+{"security": {"auth": {"selectedType": "gemini-api-key"}},
+ "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
+ "general": {"disableAutoUpdate": true, "disableUpdateNag": true, "enableAutoUpdate": false, "enableAutoUpdateNotification": false}}
+JSON
+  gm=(env HOME="$H" GEMINI_API_KEY=dummy GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:$port GEMINI_CLI_TRUST_WORKSPACE=true timeout 120 "$R/npm/gemini/node_modules/.bin/gemini")
+  "${gm[@]}" -p "$P1" --yolo --output-format json || true
+  "${gm[@]}" --resume latest -p "$P2" --yolo --output-format json || true
+  find "$H/.gemini" -path '*chats*' -type f; cat "$H/.gemini/projects.json" || true ;;
+qwen)
+  mkdir -p "$H/.qwen"; cat >"$H/.qwen/settings.json" <<'JSON'
+{"security": {"auth": {"selectedType": "openai"}},
+ "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
+ "general": {"disableAutoUpdate": true, "disableUpdateNag": true, "enableAutoUpdate": false}}
+JSON
+  qw=(env HOME="$H" OPENAI_API_KEY=dummy OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_MODEL=fake-model timeout 120 "$R/npm/qwen/node_modules/.bin/qwen")
+  "${qw[@]}" -p "$P1" --yolo --output-format json || true
+  "${qw[@]}" --continue -p "$P2" --yolo --output-format json || true
+  "${qw[@]}" --continue -p "Use a subagent to print hi" --yolo --output-format json || true
+  find "$H/.qwen/projects" -name '*.jsonl' ;;
+aider)
+  ad=(env HOME="$H" LITELLM_LOCAL_MODEL_COST_MAP=True OPENAI_API_KEY=dummy timeout 120 "$R/aider-venv/bin/aider"
+    --openai-api-base "http://127.0.0.1:$port/v1" --model openai/fake-model --edit-format diff
+    --yes-always --no-check-update --analytics-disable --no-show-model-warnings --no-pretty)
+  "${ad[@]}" --message "Create hello.txt saying hi" hello.txt || true
+  "${ad[@]}" --message "/run ls /nonexistent-archive-mcp-dir" || true
+  "${ad[@]}" --message "What did the command print?" || true
+  ls -la "$W/.aider.chat.history.md" "$W/.aider.input.history" ;;
+opencode)
+  mkdir -p "$H/.config/opencode"; cat >"$H/.config/opencode/opencode.json" <<JSON
+{"provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake local",
+   "options": {"baseURL": "http://127.0.0.1:$port/v1", "apiKey": "dummy"},
+   "models": {"fake-model": {"name": "Fake model", "tool_call": true}}}},
+ "model": "fake/fake-model", "small_model": "fake/fake-model",
+ "autoupdate": false, "share": "disabled", "permission": {"bash": "allow", "edit": "allow"}}
+JSON
+  # the npm registry is pointed at a closed port: OpenCode's start-up plugin install fails harmlessly
+  oc=(env HOME="$H" npm_config_registry=http://127.0.0.1:9/ OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 timeout 120 "$R/npm/opencode/node_modules/.bin/opencode")
+  "${oc[@]}" run --format json --auto -m fake/fake-model "$P1" || true
+  "${oc[@]}" run --format json --auto -m fake/fake-model --continue "$P2" || true
+  "${oc[@]}" run --format json --auto -m fake/fake-model --continue "Use a subagent to print hi" || true
+  ls -la "$H/.local/share/opencode/" ;;
+*) echo "unknown CLI: $cli" >&2; exit 2 ;;
+esac

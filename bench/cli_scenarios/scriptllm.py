@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""A scripted model on 127.0.0.1 for driving the real agent CLIs through multi-turn scenarios.
+
+Speaks OpenAI Responses (Codex), OpenAI Chat Completions (Qwen Code, OpenCode, Aider) and
+Gemini (`:generateContent`, `:streamGenerateContent`). Stdlib only; not needed by the tests.
+
+Script, per request: take the conversation's LAST user prompt. If a tool result follows it, or
+no shell-like tool is offered, answer with text naming the prompt. A prompt saying "subagent"
+calls the subagent tool (OpenCode `task`, Qwen `agent`) with the prompt "Run echo hi in the
+shell". Otherwise call the shell tool once: `ls /nonexistent-archive-mcp-dir` (fails) when the prompt says "fail", else
+`echo hi`. Requests asking for a JSON schema (Gemini's router) get a schema-shaped object.
+
+    python3 scriptllm.py --port 8712 --log requests.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SHELL_TOOLS = ("exec_command", "shell", "shell_command", "run_shell_command", "bash", "Bash")
+LOCK = threading.Lock()
+LOG = "requests.jsonl"
+
+
+def command_for(prompt: str) -> str:
+    if "sleep" in prompt.lower():
+        return "sleep 30"  # long enough to be interrupted
+    return "ls /nonexistent-archive-mcp-dir" if "fail" in prompt.lower() else "echo hi"
+
+
+def answer_for(prompt: str) -> str:
+    return f"Done with: {prompt[:60]} SCRIPTED-ANSWER"
+
+
+# Aider (no tools): a prompt naming hello.txt gets a SEARCH/REPLACE block creating it
+AIDER_EDIT = (
+    "I will create hello.txt.\n\nhello.txt\n```\n<<<<<<< SEARCH\n=======\nhi\n"
+    ">>>>>>> REPLACE\n```\n"
+)
+
+
+def shell_args(name: str, schema: dict[str, Any] | None, cmd: str) -> dict[str, Any]:
+    props = (schema or {}).get("properties") or {}
+    for key in ("command", "cmd"):
+        if key in props:
+            kind = (props[key] or {}).get("type")
+            args: dict[str, Any] = {key: ["bash", "-lc", cmd] if kind == "array" else cmd}
+            break
+    else:
+        args = {"command": cmd}
+    if "description" in props:
+        args["description"] = "Run a shell command"
+    return args
+
+
+SUBAGENT_TOOLS = ("task", "agent")  # OpenCode, Qwen Code
+
+
+def pick(tools: list[tuple[str, Any]], prompt: str, answered: bool) -> tuple[str, dict] | None:
+    if answered:
+        return None
+    by = dict(tools)
+    if "subagent" in prompt.lower():
+        for name in SUBAGENT_TOOLS:
+            if name in by:
+                enum = ((by[name] or {}).get("properties") or {}).get("subagent_type", {})
+                kinds = enum.get("enum") or ["general"]
+                return name, {
+                    "description": "Print hi",
+                    "prompt": "Run echo hi in the shell",
+                    "subagent_type": kinds[0],
+                }
+    for name in SHELL_TOOLS:
+        if name in by:
+            return name, shell_args(name, by[name], command_for(prompt))
+    return None
+
+
+def example(s: Any) -> Any:
+    if not isinstance(s, dict):
+        return "ok"
+    if "enum" in s:
+        return s["enum"][0]
+    t = s.get("type")
+    t = (t[0] if isinstance(t, list) else t or "object").lower()
+    if t == "object":
+        return {k: example(v) for k, v in (s.get("properties") or {}).items()}
+    if t == "array":
+        return [example(s.get("items") or {})]
+    return 1 if t in ("integer", "number") else False if t == "boolean" else "ok"
+
+
+def text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    out = []
+    for p in content if isinstance(content, list) else []:
+        if isinstance(p, dict) and isinstance(p.get("text"), str):
+            out.append(p["text"])
+    return "\n".join(out)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a: Any) -> None:
+        pass
+
+    def _body(self) -> dict[str, Any]:
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            raw = b""
+            while True:
+                size = int(self.rfile.readline().strip().split(b";")[0], 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                raw += self.rfile.read(size)
+                self.rfile.readline()
+        try:
+            return json.loads(raw) if raw else {}
+        except ValueError:
+            return {}
+
+    def _json(self, obj: Any, code: int = 200) -> None:
+        b = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+
+    def _sse(self, events: list[Any], named: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for ev in events:
+            if ev == "[DONE]":
+                chunk = "data: [DONE]\n\n"
+            elif named:
+                chunk = f"event: {ev['type']}\ndata: {json.dumps(ev)}\n\n"
+            else:
+                chunk = f"data: {json.dumps(ev)}\n\n"
+            self.wfile.write(chunk.encode())
+            self.wfile.flush()
+        self.close_connection = True
+
+    def do_GET(self) -> None:
+        if self.path.split("?")[0].endswith("/models"):
+            return self._json({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+        self._json({"error": "not found"}, 404)
+
+    def do_POST(self) -> None:
+        body = self._body()
+        with LOCK, open(LOG, "a") as fh:
+            fh.write(json.dumps({"t": time.time(), "path": self.path, "body": body}) + "\n")
+        p = self.path.split("?")[0]
+        try:
+            if p.endswith("/responses"):
+                return self.oai_responses(body)
+            if p.endswith("/chat/completions"):
+                return self.chat(body)
+            if ":countTokens" in p:
+                return self._json({"totalTokens": 100})
+            if ":generateContent" in p or ":streamGenerateContent" in p:
+                return self.gemini(body, ":streamGenerateContent" in p)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        self._json({"error": {"message": "not found"}}, 404)
+
+    def oai_responses(self, b: dict[str, Any]) -> None:
+        items = [i for i in (b.get("input") or []) if isinstance(i, dict)]
+        last = max(
+            (
+                k
+                for k, i in enumerate(items)
+                if i.get("type", "message") == "message" and i.get("role") == "user"
+            ),
+            default=-1,
+        )
+        prompt = text_of(items[last].get("content")) if last >= 0 else ""
+        answered = any(str(i.get("type", "")).endswith("_output") for i in items[last + 1 :])
+        tools = [(t.get("name"), t.get("parameters")) for t in b.get("tools") or []]
+        call = pick(tools, prompt, answered)
+        usage = {
+            "input_tokens": 120,
+            "input_tokens_details": {"cached_tokens": 20},
+            "output_tokens": 7,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 127,
+        }
+        if call:
+            item = {
+                "type": "function_call",
+                "id": "fc_" + uuid.uuid4().hex[:20],
+                "call_id": "call_" + uuid.uuid4().hex[:20],
+                "name": call[0],
+                "arguments": json.dumps(call[1]),
+                "status": "completed",
+            }
+        else:
+            item = {
+                "type": "message",
+                "id": "msg_" + uuid.uuid4().hex[:20],
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": answer_for(prompt), "annotations": []}],
+            }
+        resp = {
+            "id": "resp_" + uuid.uuid4().hex[:24],
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": b.get("model", "fake-model"),
+            "status": "completed",
+            "output": [item],
+            "usage": usage,
+        }
+        evs = [
+            {"type": "response.created", "response": dict(resp, status="in_progress", output=[])},
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+        ]
+        if not call:
+            evs.append(
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": answer_for(prompt),
+                }
+            )
+        evs += [
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": resp},
+        ]
+        self._sse(evs, named=True)
+
+    def chat(self, b: dict[str, Any]) -> None:
+        msgs = [m for m in (b.get("messages") or []) if isinstance(m, dict)]
+        last = max((k for k, m in enumerate(msgs) if m.get("role") == "user"), default=-1)
+        prompt = text_of(msgs[last].get("content")) if last >= 0 else ""
+        answered = any(m.get("role") == "tool" for m in msgs[last + 1 :])
+        tools = [
+            ((t.get("function") or {}).get("name"), (t.get("function") or {}).get("parameters"))
+            for t in b.get("tools") or []
+            if isinstance(t, dict)
+        ]
+        call = pick(tools, prompt, answered)
+        cid, now = "chatcmpl-" + uuid.uuid4().hex[:20], int(time.time())
+        usage = {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127}
+        if call:
+            tc = {
+                "id": "call_" + uuid.uuid4().hex[:20],
+                "type": "function",
+                "function": {"name": call[0], "arguments": json.dumps(call[1])},
+            }
+            msg: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [tc]}
+            delta: dict[str, Any] = {"tool_calls": [dict(tc, index=0)]}
+            finish = "tool_calls"
+        else:
+            text = answer_for(prompt)
+            if not tools and "hello.txt" in prompt and "SEARCH/REPLACE" in json.dumps(msgs[:1]):
+                text = AIDER_EDIT
+            msg = {"role": "assistant", "content": text}
+            delta, finish = {"content": text}, "stop"
+        base = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": now,
+            "model": b.get("model", "fake-model"),
+        }
+        if not b.get("stream"):
+            return self._json(
+                dict(
+                    base,
+                    object="chat.completion",
+                    usage=usage,
+                    choices=[{"index": 0, "message": msg, "finish_reason": finish}],
+                )
+            )
+        evs: list[Any] = [
+            dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "content": ""}}]),
+            dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}]),
+            dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}]),
+            dict(base, choices=[], usage=usage),
+            "[DONE]",
+        ]
+        self._sse(evs, named=False)
+
+    def gemini(self, b: dict[str, Any], stream: bool) -> None:
+        contents = [c for c in (b.get("contents") or []) if isinstance(c, dict)]
+
+        def is_prompt(c: dict[str, Any]) -> bool:
+            parts = c.get("parts") or []
+            return (
+                c.get("role") == "user"
+                and any(isinstance(p, dict) and "text" in p for p in parts)
+                and not any(isinstance(p, dict) and "functionResponse" in p for p in parts)
+            )
+
+        last = max((k for k, c in enumerate(contents) if is_prompt(c)), default=-1)
+        prompt = text_of(contents[last].get("parts")) if last >= 0 else ""
+        answered = any(
+            isinstance(p, dict) and "functionResponse" in p
+            for c in contents[last + 1 :]
+            for p in c.get("parts") or []
+        )
+        gc = b.get("generationConfig") or {}
+        schema = gc.get("responseJsonSchema") or gc.get("responseSchema")
+        tools = [
+            (fd.get("name"), fd.get("parametersJsonSchema") or fd.get("parameters"))
+            for t in b.get("tools") or []
+            for fd in t.get("functionDeclarations") or []
+        ]
+        call = None if schema else pick(tools, prompt, answered)
+        if schema:
+            parts: list[dict[str, Any]] = [{"text": json.dumps(example(schema))}]
+        elif call:
+            parts = [{"functionCall": {"name": call[0], "args": call[1]}}]
+        else:
+            parts = [{"text": answer_for(prompt)}]
+        resp = {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 120,
+                "candidatesTokenCount": 7,
+                "cachedContentTokenCount": 20,
+                "totalTokenCount": 127,
+            },
+            "modelVersion": "fake-model",
+        }
+        if stream and "alt=sse" in self.path:
+            return self._sse([resp], named=False)
+        self._json([resp] if stream else resp)
+
+
+def main() -> None:
+    global LOG
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=8712)
+    ap.add_argument("--log", default="requests.jsonl")
+    args = ap.parse_args()
+    LOG = args.log
+    print(f"[scriptllm] 127.0.0.1:{args.port}", file=sys.stderr, flush=True)
+    ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Parse speed of each reader per MB of log, on the genuine logs of tests/fixtures/real-cli and
+the Claude Code logs of tests/fixtures/real (and, given, a corpus such as agents-dev).
+
+    python bench/readers_speed.py [--seconds 1.0] [CLAUDE_ROOT ...]
+
+Each small genuine log is also repeated end to end to about `--mb` MB (the turns repeat; Aider's
+input history with it) so that per-file costs do not dominate. Each log is parsed again and
+again for at least `--seconds`; MB/s = bytes parsed / time. The OpenCode database is exported
+first (the export is what the archive parses); its SQLite read is timed separately. Prints
+numbers only, no log content.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from archive_mcp.refiners import READERS, discover
+
+ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+
+
+def rate(source: str, files: list[Path], seconds: float) -> tuple[float, int]:
+    parse = READERS[source].parse
+    size = sum(f.stat().st_size for f in files)
+    done, start = 0, time.perf_counter()
+    while True:
+        for f in files:
+            parse(f)
+        done += size
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return done / elapsed / 1e6, size
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("claude_roots", nargs="*", type=Path)
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--mb", type=float, default=1.0)
+    args = ap.parse_args(argv)
+    cli = ROOT / "real-cli"
+    tmp = Path(tempfile.mkdtemp())
+    tempfile.tempdir = str(tmp)  # the OpenCode export goes here
+    db = tmp / "oc" / "opencode.db"
+    db.parent.mkdir()
+    con = sqlite3.connect(db)
+    con.executescript((cli / "opencode-1.18.33" / "opencode.sql").read_text(encoding="utf-8"))
+    con.close()
+    t0 = time.perf_counter()
+    for _ in range(20):
+        [oc] = discover(db.parent).sessions
+    read_ms = (time.perf_counter() - t0) / 20 * 1000
+    cases = {
+        "claude-code (fixtures/real)": (
+            "claude-code",
+            [f.path for s in discover(ROOT / "real" / "claude").sessions for f in s.files],
+        ),
+        "codex 0.171": ("codex", sorted((cli / "codex-0.171.0").rglob("*.jsonl"))),
+        "gemini 0.61": ("gemini", sorted((cli / "gemini-0.61.0").rglob("session-*.jsonl"))),
+        "qwen-code 0.15": ("qwen-code", sorted((cli / "qwen-0.15.10").rglob("*.jsonl"))),
+        "aider 0.86": ("aider", [cli / "aider-0.86.2" / "repo" / ".aider.chat.history.md"]),
+        "opencode 1.18 (export)": ("opencode", [oc.files[0].path]),
+    }
+    for name, (source, files) in list(cases.items()):
+        if name.startswith("claude"):
+            continue
+        [one] = files
+        times = max(1, int(args.mb * 1e6 / one.stat().st_size))
+        big = tmp / "big" / source / one.name
+        big.parent.mkdir(parents=True)
+        big.write_bytes(one.read_bytes() * times)
+        if source == "aider":
+            history = one.parent / ".aider.input.history"
+            (big.parent / history.name).write_bytes(history.read_bytes() * times)
+        cases[f"{name} x{times}"] = (source, [big])
+    for root in args.claude_roots:
+        files = [f.path for s in discover(root).sessions for f in s.files]
+        cases[f"claude-code ({root.name})"] = ("claude-code", files)
+    for name, (source, files) in cases.items():
+        mbs, size = rate(source, files, args.seconds)
+        print(f"{name:32} {size / 1e3:10.1f} kB  {mbs:7.2f} MB/s")
+    print(f"opencode SQLite read + export of one session: {read_ms:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,300 @@
+"""Reader for OpenCode (`~/.local/share/opencode/opencode.db`, SQLite in WAL mode) into `Turn`s.
+
+OpenCode 1.18 (docs/formats.md) keeps its sessions in SQLite: `session` (id, directory, title,
+version, parent_id), `message` (one per user prompt or assistant reply, JSON in `data`) and
+`part` (text, reasoning, tool, step-start/step-finish; JSON in `data`). The database is live:
+it is opened read-only (`file:…?mode=ro`, `query_only`), read in one short transaction (a WAL
+reader never blocks OpenCode's writer), and never written.
+
+A subagent (the `task` tool) runs in a child session (`parent_id`); it is archived with its
+parent session as that agent's file (`subagents/<child id>.jsonl`), and the `task` call names
+it (`state.metadata.sessionId`).
+
+The archive copies files, so discovery exports each session to a JSONL file (a `session` line,
+then one line per message with its parts, in creation order; the same rows give the same
+bytes) in a private folder of the temp dir. The export is archived whole and re-parsed when it
+changed: idempotent, and a rewritten session (a revert, a compaction) is seen as a change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .lines import LineReader, field_dict, field_list
+from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
+from .sources import Discovery, Reader, SessionSource, SourceFile, register
+
+SOURCE = "opencode"
+DB = "opencode.db"
+
+
+def _ms(value: Any) -> float | None:
+    return (
+        value / 1000.0 if isinstance(value, int | float) and not isinstance(value, bool) else None
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _json(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def read_sessions(db: Path) -> list[dict[str, Any]]:
+    """Every session of `db` with its messages and parts, read-only in one transaction."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        con.execute("PRAGMA query_only = 1")
+        con.execute("BEGIN")
+        cols = [d[1] for d in con.execute("PRAGMA table_info(session)")]
+        sessions = [
+            dict(zip(cols, row, strict=True)) for row in con.execute("SELECT * FROM session")
+        ]
+        messages: dict[str, list[dict[str, Any]]] = {}
+        for mid, sid, created, updated, data in con.execute(
+            "SELECT id, session_id, time_created, time_updated, data FROM message"
+            " ORDER BY session_id, time_created, id"
+        ):
+            messages.setdefault(sid, []).append(
+                {
+                    "id": mid,
+                    "time_created": created,
+                    "time_updated": updated,
+                    "data": _json(data),
+                    "parts": [],
+                }
+            )
+        by_id = {m["id"]: m for ms in messages.values() for m in ms}
+        for mid, pid, data in con.execute(
+            "SELECT message_id, id, data FROM part ORDER BY message_id, time_created, id"
+        ):
+            if mid in by_id:
+                by_id[mid]["parts"].append({"id": pid, **_json(data)})
+        con.execute("COMMIT")
+    finally:
+        con.close()
+    for s in sessions:
+        s["messages"] = messages.get(s["id"], [])
+    return sessions
+
+
+def export_lines(session: dict[str, Any]) -> bytes:
+    head = {k: v for k, v in session.items() if k != "messages"}
+    lines = [json.dumps({"type": "session", "session": head}, sort_keys=True, ensure_ascii=False)]
+    lines += [
+        json.dumps({"type": "message", **m}, sort_keys=True, ensure_ascii=False)
+        for m in session["messages"]
+    ]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _export_dir(db: Path) -> Path:
+    """A private folder of the temp dir for this database's exports."""
+    key = hashlib.sha1(str(db.resolve()).encode()).hexdigest()[:16]
+    user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    private = Path(tempfile.gettempdir()) / f"archive-mcp-{user}"
+    private.mkdir(exist_ok=True, mode=0o700)  # only this user may read the exports
+    folder = private / "opencode" / key
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        if path.read_bytes() == data:
+            return  # unchanged: keep its mtime
+    except OSError:
+        pass
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+# --- parsing the export ------------------------------------------------------------------------
+
+
+class OpenCodeTurnBuilder:
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.version: str | None = None
+
+    def feed(self, rec: dict[str, Any], start: int, end: int) -> None:
+        if rec.get("type") == "session":
+            version = field_dict(rec, "session").get("version")
+            self.version = version if isinstance(version, str) else self.version
+            return
+        data = field_dict(rec, "data")
+        parts = [p for p in field_list(rec, "parts") if isinstance(p, dict)]
+        ts = _ms(rec.get("time_created"))
+        if data.get("role") == "user":
+            if self.turns and self.turns[-1].end == "open":
+                self.turns[-1].end = "superseded"
+            text = "\n".join(
+                str(p.get("text") or "")
+                for p in parts
+                if p.get("type") == "text" and not p.get("synthetic")
+            )
+            self.turns.append(
+                Turn(
+                    index=len(self.turns),
+                    started_at=ts,
+                    user_text=text,
+                    byte_start=start,
+                    byte_end=end,
+                    last_at=ts,
+                    legacy=True,
+                    origin="command" if text.startswith("/") else "user",
+                )
+            )
+            return
+        if not self.turns or data.get("role") != "assistant":
+            return
+        cur = self.turns[-1]
+        cur.byte_end = end
+        done = _ms(field_dict(data, "time").get("completed"))
+        cur.last_at = done or ts or cur.last_at
+        self._assistant(cur, data, parts)
+
+    def _assistant(self, cur: Turn, data: dict[str, Any], parts: list[dict[str, Any]]) -> None:
+        step = Step(n=len(cur.steps) + 1)
+        for p in parts:
+            kind = p.get("type")
+            if kind == "text":
+                step.text += str(p.get("text") or "")
+            elif kind == "reasoning":
+                step.think += str(p.get("text") or "")
+            elif kind == "tool":
+                call = _call(p)
+                step.tool_calls.append(call)
+                child = field_dict(field_dict(p, "state"), "metadata").get("sessionId")
+                if p.get("tool") == "task" and isinstance(child, str) and child:
+                    kind_of = field_dict(field_dict(p, "state"), "input").get("subagent_type")
+                    cur.subagents[child] = SubagentRun(
+                        child, kind_of if isinstance(kind_of, str) else None, call.id
+                    )
+            elif kind == "compaction":
+                cur.compactions += 1
+        cur.steps.append(step)
+        tokens = field_dict(data, "tokens")
+        cache = field_dict(tokens, "cache")
+        cur.usage["input_other"] += _int(tokens.get("input"))
+        cur.usage["output"] += _int(tokens.get("output")) + _int(tokens.get("reasoning"))
+        cur.usage["input_cache_read"] += _int(cache.get("read"))
+        cur.usage["input_cache_creation"] += _int(cache.get("write"))
+        if data.get("error"):
+            cur.api_errors += 1
+        if data.get("finish") == "stop":
+            cur.end, cur.ended_at, cur.reason = "ended", cur.last_at, "completed"
+
+
+def _call(part: dict[str, Any]) -> ToolCall:
+    state = field_dict(part, "state")
+    times = field_dict(state, "time")
+    status = str(state.get("status") or "")
+    exit_code = field_dict(state, "metadata").get("exit")
+    call = ToolCall(
+        id=str(part.get("callID") or part.get("id") or ""),
+        name=str(part.get("tool") or ""),
+        arguments=json.dumps(state.get("input", {}), ensure_ascii=False),
+        called_at=_ms(times.get("start")),
+        result_at=_ms(times.get("end")),
+    )
+    if status in ("completed", "error"):
+        failed = status == "error" or (isinstance(exit_code, int) and exit_code != 0)
+        call.result = {
+            "is_error": failed,
+            "message": str(state.get("error") or ""),
+            "output": state.get("output", state.get("error", "")),
+        }
+    return call
+
+
+def parse_wire(
+    path: Path,
+    start: int = 0,
+    first_line: int = 1,
+    start_index: int = 0,
+    protocol: str | None = None,
+    stop: int | None = None,
+) -> ParseResult:
+    """Parse a whole session export (the offsets are accepted for the common signature only)."""
+    reader = LineReader(path, stop=stop)
+    builder = OpenCodeTurnBuilder()
+    for rec in reader:
+        builder.feed(rec.data, rec.start, rec.end)
+    return ParseResult(
+        builder.version or protocol or "unknown",
+        builder.turns,
+        problems=reader.problems,
+        complete_offset=reader.complete_offset,
+    )
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+
+def discover(path: Path) -> Discovery | None:
+    """OpenCode's sessions in `path` (its data folder or `opencode.db`), or None."""
+    db = path if path.is_file() and path.name == DB else path / DB
+    if not db.is_file():
+        return None
+    found = Discovery()
+    try:
+        sessions = read_sessions(db)
+    except sqlite3.Error as exc:
+        found.skipped.append((str(db), f"could not read the OpenCode database: {exc}"))
+        return found
+    folder = _export_dir(db)
+    ids = {str(s.get("id")) for s in sessions if s.get("id")}
+    by_id: dict[str, SessionSource] = {}
+    children: list[tuple[str, str, Path]] = []
+    for s in sessions:
+        sid = str(s.get("id") or "")
+        if not sid:
+            continue
+        export = folder / f"{hashlib.sha1(sid.encode()).hexdigest()[:20]}.jsonl"
+        _write(export, export_lines(s))
+        parent = s.get("parent_id")
+        if isinstance(parent, str) and parent in ids:  # a subagent: archived with its parent
+            children.append((parent, sid, export))
+            continue
+        directory = s.get("directory")
+        by_id[sid] = SessionSource(
+            SOURCE,
+            sid,
+            "opencode",
+            [directory] if isinstance(directory, str) and directory else [],
+            s.get("title") if isinstance(s.get("title"), str) else None,
+            db.parent,
+            [SourceFile("main", "session.jsonl", export, whole=True)],
+        )
+        found.sessions.append(by_id[sid])
+    parents = parent_of(sessions)
+    for parent, sid, export in children:
+        root, hops = parent, 0
+        while root not in by_id and root in parents and hops < 64:  # a subagent's subagent
+            root, hops = parents[root], hops + 1
+        if root in by_id:
+            by_id[root].files.append(SourceFile(sid, f"subagents/{sid}.jsonl", export, whole=True))
+    return found
+
+
+def parent_of(sessions: list[dict[str, Any]]) -> dict[str, str]:
+    return {
+        str(s["id"]): str(s["parent_id"]) for s in sessions if s.get("id") and s.get("parent_id")
+    }
+
+
+register(Reader(SOURCE, parse_wire, discover, "OpenCode", order=35))

@@ -1,0 +1,298 @@
+"""Reader for Qwen Code (`~/.qwen/projects/<cwd, / as ->/chats/<session id>.jsonl`) into `Turn`s.
+
+Qwen Code is a Gemini CLI fork whose chat log is a JSONL of records (docs/formats.md, written
+by 0.15.10): each carries `uuid`, `parentUuid`, `sessionId`, `timestamp`, `type`, `cwd` and
+`version`. `user` records (`message.parts` of `{text}`) open turns; `assistant` records hold
+the model's `text`, `thought` and `functionCall` parts and the call's `usageMetadata`;
+`tool_result` records bring a `functionResponse` and `toolCallResult.status`; `system`
+records (`attribution_snapshot`, `ui_telemetry`, …) carry no conversation. The log is
+append-only: read from a turn boundary like the other JSONL readers. A shell call whose
+output says "Exit Code: N" with N != 0 failed.
+
+A subagent (the `agent` tool) leaves no log of its own in 0.15.10: only `ui_telemetry`
+events (`qwen-code.api_response`, `qwen-code.tool_call`) between the `agent` call and its
+result. The subagent's turn is rebuilt from them: its prompt, its tool calls (name, args,
+success, duration; no output) and usage, as agent `agent-<call id>`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .lines import LineReader, field_dict, field_list, finish, parse_time
+from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
+from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
+
+SOURCE = "qwen-code"
+DEFAULT_PROTOCOL = "unknown"
+KNOWN_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
+_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+
+
+def _parts(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in field_list(field_dict(rec, "message"), "parts") if isinstance(p, dict)]
+
+
+def _text(parts: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        str(p["text"]) for p in parts if isinstance(p.get("text"), str) and not p.get("thought")
+    )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+class QwenTurnBuilder:
+    def __init__(self, start_index: int = 0) -> None:
+        self.turns: list[Turn] = []
+        self.index = start_index
+        self.calls: dict[str, ToolCall] = {}
+        self.unknown: dict[str, int] = {}
+        self.version: str | None = None
+        self.agents: dict[str, Turn] = {}  # `agent` call id -> the subagent's turn, while it runs
+
+    @property
+    def cur(self) -> Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
+        kind = str(rec.get("type"))
+        ts = parse_time(rec.get("timestamp"))
+        if kind not in KNOWN_TYPES:
+            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+            return False
+        if isinstance(rec.get("version"), str):
+            self.version = rec["version"]
+        parts = _parts(rec)
+        if kind == "user" and not any("functionResponse" in p for p in parts):
+            self._open(_text(parts), ts, start, end)
+            return True
+        cur = self.cur
+        if cur is None:
+            return False
+        cur.byte_end = end
+        cur.last_at = ts if ts is not None else cur.last_at
+        if kind == "assistant":
+            self._assistant(cur, rec, parts, ts)
+        elif kind in ("tool_result", "user"):
+            self._results(rec, parts, ts)
+        elif kind == "system" and rec.get("subtype") == "chat_compression":
+            cur.compactions += 1
+        elif kind == "system" and rec.get("subtype") == "ui_telemetry" and self.agents:
+            self._telemetry(field_dict(field_dict(rec, "systemPayload"), "uiEvent"), ts)
+        return False
+
+    def _subagent(self, cur: Turn, call: ToolCall, args: dict[str, Any], ts: float | None) -> None:
+        kind = args.get("subagent_type")
+        prompt = str(args.get("prompt") or "")
+        turn = Turn(index=0, started_at=ts, user_text=prompt, last_at=ts, legacy=True)
+        run = SubagentRun(f"agent-{call.id}", kind if isinstance(kind, str) else None, call.id)
+        run.turns.append(turn)
+        cur.subagents[run.agent_id] = run
+        self.agents[call.id] = turn
+
+    def _telemetry(self, event: dict[str, Any], ts: float | None) -> None:
+        """A running subagent's model call or tool call (the latest subagent started)."""
+        turn = list(self.agents.values())[-1]
+        name = event.get("event.name")
+        if name == "qwen-code.api_response":
+            cached = _int(event.get("cached_content_token_count"))
+            turn.usage["input_other"] += max(0, _int(event.get("input_token_count")) - cached)
+            turn.usage["input_cache_read"] += cached
+            turn.usage["output"] += _int(event.get("output_token_count")) + _int(
+                event.get("thoughts_token_count")
+            )
+        elif name == "qwen-code.tool_call" and event.get("function_name") != "agent":
+            args = event.get("function_args")
+            took = _int(event.get("duration_ms")) / 1000.0
+            call = ToolCall(
+                id=f"{event.get('prompt_id') or ''}-{len(turn.tool_calls)}",
+                name=str(event.get("function_name") or ""),
+                arguments=json.dumps(args, ensure_ascii=False),
+                result={
+                    "is_error": event.get("success") is False,
+                    "message": str(event.get("status") or ""),
+                    "output": "",
+                },
+                called_at=None if ts is None else ts - took,
+                result_at=ts,
+            )
+            turn.steps.append(Step(n=len(turn.steps) + 1, tool_calls=[call]))
+            turn.last_at = ts
+
+    def _open(self, text: str, ts: float | None, start: int, end: int) -> None:
+        if self.cur is not None and self.cur.end == "open":
+            self.cur.end = "superseded"
+        self.turns.append(
+            Turn(
+                index=self.index,
+                started_at=ts,
+                user_text=text,
+                byte_start=start,
+                byte_end=end,
+                last_at=ts,
+                legacy=True,
+                origin="command" if text.startswith("/") else "user",
+            )
+        )
+        self.index += 1
+        self.calls = {}
+
+    def _assistant(
+        self, cur: Turn, rec: dict[str, Any], parts: list[dict[str, Any]], ts: float | None
+    ) -> None:
+        step = Step(n=len(cur.steps) + 1, text=_text(parts))
+        step.think = "\n".join(
+            str(p["text"]) for p in parts if p.get("thought") and isinstance(p.get("text"), str)
+        )
+        for p in parts:
+            fc = p.get("functionCall")
+            if not isinstance(fc, dict):
+                continue
+            args = fc.get("args")
+            call = ToolCall(
+                id=str(fc.get("id") or ""),
+                name=str(fc.get("name") or ""),
+                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                called_at=ts,
+            )
+            step.tool_calls.append(call)
+            self.calls[call.id] = call
+            if call.name == "agent" and isinstance(args, dict):
+                self._subagent(cur, call, args, ts)
+        cur.steps.append(step)
+        usage = field_dict(rec, "usageMetadata")
+        cached = _int(usage.get("cachedContentTokenCount"))
+        cur.usage["input_other"] += max(0, _int(usage.get("promptTokenCount")) - cached)
+        cur.usage["input_cache_read"] += cached
+        cur.usage["output"] += _int(usage.get("candidatesTokenCount")) + _int(
+            usage.get("thoughtsTokenCount")
+        )
+
+    def _results(self, rec: dict[str, Any], parts: list[dict[str, Any]], ts: float | None) -> None:
+        status = str(field_dict(rec, "toolCallResult").get("status") or "")
+        for p in parts:
+            resp = p.get("functionResponse")
+            if not isinstance(resp, dict):
+                continue
+            call = self.calls.get(str(resp.get("id") or ""))
+            if call is None:
+                continue
+            body = resp.get("response")
+            output = body.get("output", body) if isinstance(body, dict) else body
+            text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+            code = _EXIT_CODE.search(text)
+            failed = status in ("error", "cancelled") or (code is not None and code.group(1) != "0")
+            call.result = {
+                "is_error": failed,
+                "message": status if status not in ("", "success") else "",
+                "output": text,
+            }
+            call.result_at = ts
+            sub = self.agents.pop(call.id, None)
+            if sub is not None:  # the subagent's answer is the call's output
+                sub.steps.append(Step(n=len(sub.steps) + 1, text=text))
+                sub.end, sub.ended_at, sub.last_at = "ended", ts, ts
+                sub.reason = "failed" if failed else "completed"
+
+
+def parse_wire(
+    path: Path,
+    start: int = 0,
+    first_line: int = 1,
+    start_index: int = 0,
+    protocol: str | None = None,
+    stop: int | None = None,
+) -> ParseResult:
+    """Parse a Qwen Code chat from byte `start` (a turn boundary) to `stop`."""
+    reader = LineReader(path, start=start, first_line=first_line, stop=stop)
+    builder = QwenTurnBuilder(start_index)
+    line_of_turn: dict[int, int] = {}
+    for rec in reader:
+        if builder.feed(rec.data, rec.start, rec.end):
+            line_of_turn[builder.turns[-1].index] = rec.line
+    return finish(
+        builder.turns,
+        builder.version or protocol or DEFAULT_PROTOCOL,
+        reader,
+        builder.unknown,
+        line_of_turn,
+        start,
+        first_line,
+        start_index,
+    )
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+
+def _qwen_shaped(head: list[dict[str, Any]]) -> bool:
+    """Qwen's records: a `message` of Gemini-style `parts` (Claude Code's hold `content`)."""
+    return any(
+        r.get("type") in KNOWN_TYPES
+        and "sessionId" in r
+        and isinstance(field_dict(r, "message").get("parts"), list)
+        for r in head
+    )
+
+
+def _session(path: Path, head: list[dict[str, Any]]) -> SessionSource:
+    cwd = next((r["cwd"] for r in head if isinstance(r.get("cwd"), str) and r["cwd"]), None)
+    sid = next((str(r["sessionId"]) for r in head if r.get("sessionId")), path.stem)
+    chats = path.parent
+    bucket = chats.parent.name if chats.name == "chats" else "qwen-code"
+    return SessionSource(
+        SOURCE,
+        sid,
+        bucket,
+        [cwd] if cwd else [],
+        None,
+        chats,
+        [SourceFile("main", path.name, path)],
+    )
+
+
+def _chat_files(chats: Path, found: Discovery) -> None:
+    try:
+        files = sorted(p for p in chats.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    except OSError:
+        return
+    for f in files:
+        head = head_records(f, limit=20, max_bytes=1 << 16)
+        if _qwen_shaped(head):
+            found.sessions.append(_session(f, head))
+        elif head:
+            found.skipped.append((str(f), "not a Qwen Code chat"))
+
+
+def discover(path: Path) -> Discovery | None:
+    """Qwen Code chats under `path` (a Qwen home, its `projects/`, a project folder, its `chats/`
+    or one chat file), or None when `path` is not shaped like one."""
+    if path.is_file():
+        head = head_records(path, limit=20, max_bytes=1 << 16)
+        if path.suffix != ".jsonl" or not _qwen_shaped(head):
+            return None
+        return Discovery([_session(path, head)])
+    if (path / "projects").is_dir():
+        chat_dirs = [p / "chats" for p in sorted(subdirs(path / "projects"))]
+    elif path.name == "projects":
+        chat_dirs = [p / "chats" for p in sorted(subdirs(path))]
+    elif (path / "chats").is_dir():
+        chat_dirs = [path / "chats"]
+    elif path.name == "chats":
+        chat_dirs = [path]
+    else:
+        return None
+    found = Discovery()
+    for chats in chat_dirs:
+        if chats.is_dir():
+            _chat_files(chats, found)
+    return found if found.sessions else None
+
+
+# Before Claude Code (order 30): its project folders look alike, and its reader would take these.
+register(Reader(SOURCE, parse_wire, discover, "Qwen Code", order=25))

@@ -1,0 +1,212 @@
+"""`archive-mcp install/uninstall AGENT`: the server registered where each agent reads it, shown
+and asked first, backed up, idempotent, and taken out again leaving the file byte-identical."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from archive_mcp.workspaces import config_dir
+from click.testing import CliRunner
+
+from archive_mcp.cli.main import main as cli
+from archive_mcp.install import HOOK, MARK, config_file, hook_command, server_command
+
+HOME = lambda: Path(os.environ["HOME"])  # noqa: E731 - the tmp home conftest set
+
+CLAUDE = (
+    '{\n  "numStartups": 3,\n  "mcpServers": {\n    "other": {\n      "command": "x"\n    }\n'
+    '  },\n  "projects": {\n    "/p": {\n      "mcpServers": {}\n    }\n  }\n}\n'
+)
+BEFORE: dict[str, list[str | None]] = {
+    "claude-code": [
+        None,
+        CLAUDE,
+        '{"numStartups": 1}',
+        '{\n  "mcpServers": {}\n}\n',
+        "{}",
+        "",
+    ],
+    "gemini": [None, '{\n    "theme": "Dracula",\n    "mcpServers": {"a": {"command": "b"}}\n}'],
+    "codex": [
+        None,
+        'model = "o3"\n\n[mcp_servers.other]\ncommand = "x"\nargs = []\n',
+        'model = "o3"',
+        "",
+    ],
+}
+CASES = [(agent, text) for agent, texts in BEFORE.items() for text in texts]
+
+
+def run(*args: str, input: str | None = None) -> tuple[int, str]:
+    r = CliRunner().invoke(cli, list(args), input=input)
+    return r.exit_code, r.output
+
+
+def servers(agent: str) -> dict[str, Any]:
+    text = config_file(agent).read_text(encoding="utf-8")
+    if agent == "codex":
+        return tomllib.loads(text)["mcp_servers"]
+    return json.loads(text)["mcpServers"]
+
+
+def test_the_files_are_where_each_agent_reads_user_scope_servers() -> None:
+    assert config_file("claude-code") == HOME() / ".claude.json"
+    assert config_file("codex") == HOME() / ".codex" / "config.toml"
+    assert config_file("gemini") == HOME() / ".gemini" / "settings.json"
+
+
+@pytest.mark.parametrize(("agent", "before"), CASES)
+def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
+    agent: str, before: str | None
+) -> None:
+    path = config_file(agent)
+    if before is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(before, encoding="utf-8")
+        path.chmod(0o600)
+    hook = ["--no-hook"] if agent == "claude-code" else []
+    code, out = run("install", agent, "--yes", *hook)
+    assert code == 0, out
+    assert (
+        f"+++ {path}" in out and f'"{"archive-mcp"}"' in out or "[mcp_servers.archive-mcp]" in out
+    )
+    cmd = server_command()
+    want: dict[str, Any] = {"command": cmd[0], "args": cmd[1:]}
+    if agent == "claude-code":
+        want = {"type": "stdio", **want, "env": {}}
+    assert servers(agent)["archive-mcp"] == want
+    if before:  # every other server and setting is kept
+        old = tomllib.loads(before) if agent == "codex" else json.loads(before)
+        new = tomllib.loads(path.read_text()) if agent == "codex" else json.loads(path.read_text())
+        key = "mcp_servers" if agent == "codex" else "mcpServers"
+        new[key].pop("archive-mcp")
+        if not new[key] and key not in old:
+            del new[key]
+        assert new == old
+    if before is not None:
+        assert path.stat().st_mode & 0o777 == 0o600
+        backups = list((config_dir() / "backups").iterdir())
+        assert [b.read_text(encoding="utf-8") for b in backups] == [before]
+    installed = path.read_bytes()
+    code, out = run("install", agent, "--yes", *hook)
+    assert (code, path.read_bytes()) == (0, installed)
+    assert out == f"{agent}: archive-mcp is already registered in {path}; nothing to do\n"
+    code, out = run("uninstall", agent, "--yes")
+    assert code == 0, out
+    if before is None:
+        assert not path.exists()
+    else:
+        assert path.read_bytes() == before.encode()
+    code, out = run("uninstall", agent, "--yes")
+    assert out.splitlines()[0] == f"{agent}: archive-mcp is not registered in {path}; nothing to do"
+
+
+def test_install_shows_the_change_and_asks_first() -> None:
+    path = config_file("gemini")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"theme": "x"}', encoding="utf-8")
+    code, out = run("install", "gemini", input="n\n")
+    assert code == 1 and out.endswith(f"Change {path}? [y/N]: n\nAborted!\n")
+    assert f"--- {path}\n+++ {path}\n" in out and '+  "mcpServers": {' in out
+    assert path.read_text() == '{"theme": "x"}'
+    code, out = run("install", "gemini", input="y\n")
+    assert code == 0 and "archive-mcp" in servers("gemini")
+
+
+def test_a_file_the_agent_rewrote_since_install_is_edited_structurally() -> None:
+    path = config_file("claude-code")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(CLAUDE, encoding="utf-8")
+    run("install", "claude-code", "--yes")
+    data = json.loads(path.read_text())
+    data["numStartups"] = 4  # rewritten by someone else, in another layout
+    path.write_text(json.dumps(data, indent=4), encoding="utf-8")
+    code, out = run("uninstall", "claude-code", "--yes")
+    assert code == 0 and "note: edited structurally: the file changed since install" in out
+    assert json.loads(path.read_text()) == {**json.loads(CLAUDE), "numStartups": 4}
+
+
+def test_a_file_that_does_not_parse_is_left_alone_with_what_to_do() -> None:
+    path = config_file("codex")
+    path.parent.mkdir(parents=True)
+    path.write_text("model = \n", encoding="utf-8")
+    code, out = run("install", "codex", "--yes")
+    assert code == 1 and out.startswith(f"Error: {path} is not valid TOML (")
+    assert "register the server by hand: command " in out
+    assert path.read_text() == "model = \n"
+
+
+REAL = os.environ.get("AGENTS_REAL_ROOT", "")  # where the agents-real setup.sh installed the CLIs
+LISTED = {
+    "claude-code": ("claude", "archive-mcp: ", "✔ Connected"),
+    "codex": ("codex", "archive-mcp  ", "enabled"),
+    "gemini": ("gemini", "archive-mcp: ", "Connected"),
+}
+
+
+@pytest.mark.parametrize("agent", list(LISTED))
+def test_the_real_cli_lists_the_server_after_install_and_not_after_uninstall(agent: str) -> None:
+    import subprocess
+
+    cli_name, line_start, status = LISTED[agent]
+    binary = Path(REAL) / "npm" / cli_name / "node_modules" / ".bin" / cli_name
+    if not REAL or not binary.exists():
+        pytest.skip(
+            "set $AGENTS_REAL_ROOT to the real agent CLIs (opt-in: they may use the network)"
+        )
+    env = {**os.environ, "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+
+    def listed() -> list[str]:
+        done = subprocess.run(
+            [str(binary), "mcp", "list"], capture_output=True, text=True, env=env, timeout=120
+        )
+        out = done.stdout + done.stderr  # gemini prints its list on stderr
+        return [line for line in out.splitlines() if line.lstrip("✓○✗ ").startswith(line_start)]
+
+    assert (
+        run("install", agent, "--yes", *(["--no-hook"] if agent == "claude-code" else []))[0] == 0
+    )
+    lines = listed()
+    assert len(lines) == 1 and status in lines[0] and server_command()[0] in lines[0], lines
+    assert run("uninstall", agent, "--yes")[0] == 0
+    assert listed() == []
+
+
+HOOKED = '{\n  "model": "opus",\n  "hooks": {\n    "SessionEnd": [\n      {\n        "hooks": [\n          {\n            "type": "command",\n            "command": "notify-send bye"\n          }\n        ]\n      }\n    ]\n  }\n}\n'
+
+
+@pytest.mark.parametrize("before", [None, '{"model": "opus"}', HOOKED])
+def test_claude_code_gets_a_session_end_hook_that_uninstall_takes_out_byte_for_byte(
+    before: str | None,
+) -> None:
+    settings = config_file(HOOK)
+    assert settings == HOME() / ".claude" / "settings.json"
+    if before is not None:
+        settings.parent.mkdir(parents=True)
+        settings.write_text(before, encoding="utf-8")
+    code, out = run("install", "claude-code", "--yes")
+    assert code == 0, out
+    ends = json.loads(settings.read_text())["hooks"]["SessionEnd"]
+    assert ends[0] == {"hooks": [{"type": "command", "command": hook_command()}]}
+    assert hook_command().startswith("nohup ") and hook_command().endswith(
+        f" ingest --no-embed {HOME() / '.claude'} >/dev/null 2>&1 & {MARK}"
+    )
+    assert ends[1:] == (json.loads(HOOKED)["hooks"]["SessionEnd"] if before == HOOKED else [])
+    installed = settings.read_bytes()
+    code, out = run("install", "claude-code", "--yes")
+    assert settings.read_bytes() == installed
+    assert out.splitlines()[1] == (
+        f"{HOOK}: the archive-mcp SessionEnd hook is already registered in {settings}; "
+        "nothing to do"
+    )
+    assert run("uninstall", "claude-code", "--yes")[0] == 0
+    if before is None:
+        assert not settings.exists()
+    else:
+        assert settings.read_bytes() == before.encode()
+    assert not config_file("claude-code").exists()
