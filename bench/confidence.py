@@ -23,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from realdata import coding_queries, locomo_queries  # noqa: E402
-from textbook import project_of  # noqa: E402
+from textbook import label_files, project_of  # noqa: E402
 
 from archive_mcp import Archive  # noqa: E402
 from archive_mcp.search import confidence  # noqa: E402
@@ -67,7 +67,7 @@ def main() -> None:
     archive = Archive(args.out / "coding" / "home", embedder="static")
     rows: list[dict[str, Any]] = []
     cwd_ws: dict[str, str] = {}
-    for path in sorted(LABELS.glob("coding_queries*.jsonl")):
+    for path in label_files():
         recs = {
             r["qid"]: r for r in map(json.loads, filter(str.strip, path.read_text().splitlines()))
         }
@@ -81,7 +81,7 @@ def main() -> None:
                 {
                     "qid": q.qid,
                     "kind": "labelled",
-                    "project": project_of(rec.get("files") or []),
+                    "project": project_of(rec),
                     "found": found,
                     "hits": [h.evidence or {} for h in hits],
                 }

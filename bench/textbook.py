@@ -25,7 +25,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +148,7 @@ def dense_scores(
     and by whole cosine (all turns when `depth` is 0); the others keep their whole cosine."""
     if model not in ws.whole:
         ws.whole[model] = vectors([t[:2000] for t in ws.texts])
+        vectors.save()
     q = vectors([semantic_query(query, ws.share, 0.1)])[0]
     whole = ws.whole[model] @ q
     n = len(ws.keys)
@@ -165,10 +166,11 @@ def dense_scores(
     best = np.full(n, -1.0, np.float32)
     if matrix is not None:
         np.maximum.at(best, owner, matrix @ q)
-    else:
-        for d in cand:
-            if pieces[d]:
-                best[d] = float((vectors(pieces[d]) @ q).max())
+    else:  # the candidates' sentences, embedded in one batch
+        flat = [x for d in cand for x in pieces[d]]
+        if flat:
+            own = np.asarray([d for d in cand for _ in pieces[d]], np.int64)
+            np.maximum.at(best, own, vectors(flat) @ q)
     has = best > -1.0
     out[has] = (whole[has] + best[has]) / 2
     return out
@@ -307,11 +309,22 @@ def report(
 # --- the corpora -----------------------------------------------------------------------------
 
 
-def project_of(files: list[str]) -> str:
-    head = files[0].split("/")[1] if files else "other"
-    return {"procrypto__Personal_AI_Infrastructure": "PAI", "M-Thisness__M-Claude": "M-Claude"}.get(
-        head, "other"
-    )
+def project_of(rec: dict[str, Any]) -> str:
+    """The project a labelled query belongs to: BONKbot's repos, PAI itself (both in the PAI
+    folder of agents-dev), M-Thisness, or other."""
+    files = rec.get("files") or []
+    folder = files[0].split("/")[1] if files else ""
+    if folder == "procrypto__Personal_AI_Infrastructure":
+        return "BONKbot" if "BONKbot" in rec.get("cwd", "") else "PAI"
+    return "M-Thisness" if folder == "M-Thisness__M-Claude" else "other"
+
+
+LABEL_FILES = ("coding_queries*.jsonl", "queries_*.jsonl")
+
+
+def label_files() -> list[Path]:
+    here = Path(__file__).parent / "labels"
+    return sorted(p for pattern in LABEL_FILES for p in here.glob(pattern))
 
 
 def coding_corpus(root: Path, out: Path, labels: list[Path]) -> Corpus:
@@ -328,9 +341,9 @@ def coding_corpus(root: Path, out: Path, labels: list[Path]) -> Corpus:
             r["qid"]: r for r in map(json.loads, filter(str.strip, path.read_text().splitlines()))
         }
         for q in qs:
-            project[q.qid] = project_of(recs[q.qid].get("files") or [])
+            project[q.qid] = project_of(recs[q.qid])
         queries += qs
-    return Corpus("coding", archive, queries, lambda q: project[q.qid], depth=50)
+    return Corpus("coding", archive, queries, lambda q: project[q.qid], depth=20)
 
 
 def locomo_corpus(root: Path, out: Path) -> Corpus:
@@ -353,12 +366,28 @@ def models(archive: Archive, cache: Path, corpus: str, minilm: bool) -> dict[str
 ABLATIONS: dict[str, dict[str, Any]] = {}
 
 
-def default_runs(corpus: Corpus, ablate: bool) -> None:
-    from dataclasses import replace
+def variants() -> dict[str, Any]:
+    """Candidate defaults: the engine's static hybrid without the steps in question, with the
+    recipe's sentence scoring and context shares."""
+    from archive_mcp.search.ranking import Tuning
 
+    lean = Tuning(learned=False, prf_docs=0, sentence_depth=40)
+    return {
+        "e lean: - learned - feedback, sentences top 40": lean,
+        "e lean + context 0.5/0.5 summed": replace(lean, neighbour=0.5, session=0.5, context="sum"),
+        "e lean + context 0.5/0.5 summed - fuzzy": replace(
+            lean, neighbour=0.5, session=0.5, context="sum", fuzzy_weight=0.0
+        ),
+    }
+
+
+def default_runs(corpus: Corpus, ablate: bool, variant: bool) -> None:
     from archive_mcp.search.ranking import Tuning
 
     corpus.add("d archive-mcp default", archive_ranker(corpus.archive))
+    if variant:
+        for name, tuning in variants().items():
+            corpus.add(name, archive_ranker(corpus.archive, tuning=tuning))
     if not ablate:
         return
     base = Tuning()
@@ -382,6 +411,8 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, help="vector caches (default: OUT/vectors)")
     ap.add_argument("--no-minilm", action="store_true")
     ap.add_argument("--ablate", action="store_true", help="also the default without each step")
+    ap.add_argument("--variants", action="store_true", help="also candidate new defaults")
+    ap.add_argument("--skip-textbook", action="store_true", help="only the engine's runs")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     cache = args.cache or args.out / "vectors"
@@ -391,24 +422,24 @@ def main() -> None:
     if args.locomo:
         corpora.append((locomo_corpus(args.locomo, args.out), "recall@5", False))
     if args.agents_dev:
-        labels = args.labels or sorted(
-            (Path(__file__).parent / "labels").glob("coding_queries*.jsonl")
-        )
+        labels = args.labels or label_files()
         corpora.append((coding_corpus(args.agents_dev, args.out, labels), "recall@10", True))
     for corpus, metric, hit in corpora:
-        textbook_runs(
-            corpus, models(corpus.archive, cache, corpus.name, not args.no_minilm), weights
-        )
-        default_runs(corpus, args.ablate)
+        if not args.skip_textbook:
+            vecs = models(corpus.archive, cache, corpus.name, not args.no_minilm)
+            textbook_runs(corpus, vecs, weights)
+        default_runs(corpus, args.ablate, args.variants)
         static = [r for r in corpus.runs if r.startswith("c ")]
         selections = {
             "held out: static recipe, weight chosen in fold": static,
-            "held out: ship chosen in fold (a / c / d)": [
-                "a BM25 + context",
-                *static,
-                "d archive-mcp default",
+            "held out: ship chosen in fold (a / c / d / e)": [
+                r for r in corpus.runs if r[:2] in ("a ", "c ", "d ", "e ")
+            ],
+            "held out: engine variant chosen in fold (d / e)": [
+                r for r in corpus.runs if r[:2] in ("d ", "e ")
             ],
         }
+        selections = {k: v for k, v in selections.items() if v}
         result[corpus.name] = report(corpus, selections, metric, hit)
     if args.json:
         args.json.write_text(json.dumps(result, default=str))
