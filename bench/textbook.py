@@ -151,6 +151,8 @@ def dense_scores(
         vectors.save()
     q = vectors([semantic_query(query, ws.share, 0.1)])[0]
     whole = ws.whole[model] @ q
+    if depth < 0:  # whole-turn cosine only (MiniLM over long coding turns, on a loaded machine)
+        return whole
     n = len(ws.keys)
     if depth and depth < n:
         cand = np.union1d(np.argsort(-whole)[:depth], np.argsort(-bm)[:depth])
@@ -199,6 +201,7 @@ class Corpus:
     queries: list[LabelledQuery]
     fold: Callable[[LabelledQuery], str]  # the held-out unit of a query
     depth: int  # sentence candidates per query (0: every turn)
+    mini: int  # the same for MiniLM (-1: whole-turn cosine only)
     runs: dict[str, list[list[Key]]] = field(default_factory=dict)  # run -> per-query ranking
 
     def add(self, name: str, rank: Ranker) -> None:
@@ -213,11 +216,16 @@ def textbook_runs(corpus: Corpus, models: dict[str, Vectors], weights: list[floa
     spaces = load(corpus.archive, names)
     signals = []
     t = time.perf_counter()
+    for v in models.values():  # every query in one batch (one call per query is slow under load)
+        v([semantic_query(q.text, spaces[q.workspace].share, 0.1) for q in corpus.queries])
     for i, q in enumerate(corpus.queries):
         ws = spaces[q.workspace]
         terms = [(x, 1.0) for x in dict.fromkeys(TERMS(q.text))]
         bm = bm25([ws.postings], terms, [np.ones(len(ws.keys), bool)])[0]
-        dense = {m: dense_scores(ws, m, v, q.text, corpus.depth, bm) for m, v in models.items()}
+        dense = {
+            m: dense_scores(ws, m, v, q.text, corpus.depth if m == "static" else corpus.mini, bm)
+            for m, v in models.items()
+        }
         signals.append(Signals(bm, dense))
         if i % 100 == 99:
             print(
@@ -343,7 +351,7 @@ def coding_corpus(root: Path, out: Path, labels: list[Path]) -> Corpus:
         for q in qs:
             project[q.qid] = project_of(recs[q.qid])
         queries += qs
-    return Corpus("coding", archive, queries, lambda q: project[q.qid], depth=20)
+    return Corpus("coding", archive, queries, lambda q: project[q.qid], depth=20, mini=-1)
 
 
 def locomo_corpus(root: Path, out: Path) -> Corpus:
@@ -351,7 +359,9 @@ def locomo_corpus(root: Path, out: Path) -> Corpus:
     if not (out / "locomo" / "home").exists():
         archive.ingest(root / "kimi_share")
     queries = locomo_queries(root)
-    return Corpus("locomo", archive, queries, lambda q: q.workspace.rsplit("/", 1)[-1], depth=0)
+    return Corpus(
+        "locomo", archive, queries, lambda q: q.workspace.rsplit("/", 1)[-1], depth=0, mini=0
+    )
 
 
 def models(archive: Archive, cache: Path, corpus: str, minilm: bool) -> dict[str, Vectors]:
@@ -363,22 +373,11 @@ def models(archive: Archive, cache: Path, corpus: str, minilm: bool) -> dict[str
     return out
 
 
-ABLATIONS: dict[str, dict[str, Any]] = {}
-
-
 def variants() -> dict[str, Any]:
-    """Candidate defaults: the engine's static hybrid without the steps in question, with the
-    recipe's sentence scoring and context shares."""
+    """Candidate defaults beside the shipped one."""
     from archive_mcp.search.ranking import Tuning
 
-    lean = Tuning(learned=False, prf_docs=0, sentence_depth=40)
-    return {
-        "e lean: - learned - feedback, sentences top 40": lean,
-        "e lean + context 0.5/0.5 summed": replace(lean, neighbour=0.5, session=0.5, context="sum"),
-        "e lean + context 0.5/0.5 summed - fuzzy": replace(
-            lean, neighbour=0.5, session=0.5, context="sum", fuzzy_weight=0.0
-        ),
-    }
+    return {"e default - fuzzy": Tuning(fuzzy_weight=0.0)}
 
 
 def default_runs(corpus: Corpus, ablate: bool, variant: bool) -> None:
@@ -392,11 +391,10 @@ def default_runs(corpus: Corpus, ablate: bool, variant: bool) -> None:
         return
     base = Tuning()
     for name, tuning in {
-        "d - learned step": replace(base, learned=False),
-        "d - feedback terms": replace(base, prf_docs=0),
+        "d - best-sentence cosine": replace(base, sentence_depth=0),
         "d - fuzzy": replace(base, fuzzy_weight=0.0),
-        "d - learned - feedback - fuzzy": replace(
-            base, learned=False, prf_docs=0, fuzzy_weight=0.0
+        "d with the old context (0.2 / 0.1, lifted)": replace(
+            base, neighbour=0.2, session=0.1, context="lift"
         ),
     }.items():
         corpus.add(name, archive_ranker(corpus.archive, tuning=tuning))

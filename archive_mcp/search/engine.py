@@ -13,7 +13,6 @@ import polars as pl
 from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import store
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
-from archive_mcp.search import learned
 from archive_mcp.search.confidence import Evidence, evidence, term_weights
 from archive_mcp.search.highlight import highlight_terms
 from archive_mcp.search.hits import Hit, SearchResults, build_hits
@@ -25,7 +24,6 @@ from archive_mcp.search.ranking import (
     Neighbours,
     Tuning,
     best_sentence,
-    expansion_terms,
     fuse,
     latin_share,
     rrf,
@@ -173,9 +171,6 @@ class Searcher:
         self.index = index
         self.embedder = embedder
         self.tuning = tuning or Tuning()
-        self.candidates: tuple[list[int], np.ndarray] | None = (
-            None  # the learned step's input (bench/ltr.py)
-        )
         self._own = np.zeros(
             0, np.float32
         )  # the last fused score before the neighbour/session lift
@@ -223,36 +218,11 @@ class Searcher:
         if fusion not in FUSIONS:
             raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
         total = self._fused(scores, ok, weights, fusion, depth, hybrid)
-        lexical = scores.get("lexical")
-        if hybrid and tuning.prf_docs and tuning.prf_terms:
-            feedback = self._feedback(q_terms, top(total, ok, tuning.prf_docs), parts)
-            if feedback:
-                scores["lexical"] = np.concatenate(
-                    bm25(parts, [(t, 1.0) for t in q_terms] + feedback, alive_parts)
-                )
-                total = self._fused(scores, ok, weights, fusion, depth, hybrid)
         order = top(total, ok, depth)
-        if hybrid and learned.applies(tuning, fusion) and order and lexical is not None:
-            stage = learned.Stage(
-                query,
-                q_terms,
-                scores,
-                lexical,
-                self._own,
-                total,
-                ok,
-                self._neighbours(),
-                idx.meta,
-                parts,
-                [0, idx.segments[0].meta.height],
-            )
-            order, self.candidates = learned.apply(stage, order, learned.WEIGHTS)
         if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
             order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
         if tuning.rerank and order and mode == "hybrid":
             order = self._rerank(query, order, total)
-        if lexical is not None:  # a lexical match is the query's own words, not feedback terms
-            scores["lexical"] = lexical
         content = list(dict.fromkeys(analyse(query, drop_stopwords=True))) or q_terms
         self._background = (
             term_weights(content, parts, max(1, int(idx.alive.sum()))),
@@ -291,24 +261,6 @@ class Searcher:
             ok, with_context(total, self._neighbours(), t.neighbour, t.session, t.context), 0.0
         )
 
-    def _feedback(
-        self, q_terms: list[str], head: list[int], parts: list[Any]
-    ) -> list[tuple[str, float]]:
-        """Feedback terms from the top fused turns, weighted for the lexical query."""
-        if not head:
-            return []
-        t = self.tuning
-        texts = candidate_texts(self.index.ws, self.index.meta, head)
-        terms = expansion_terms(
-            texts,
-            q_terms,
-            lambda term: sum(p.df(term) for p in parts),
-            max(1, int(self.index.alive.sum())),
-            lambda text: analyse(text, drop_stopwords=True),
-            t.prf_terms,
-        )
-        return [(term, t.prf_weight * w) for term, w in terms]
-
     def _neighbours(self) -> Neighbours:
         idx = self.index
         cached = getattr(idx, "_neighbours", None)
@@ -346,14 +298,11 @@ class Searcher:
         spec = SPECS[name]
         if not spec.multilingual and latin_share(query) <= 0.5:  # MiniLM reads English only
             return order
-        fitted = self.candidates if name == "e5" and learned.E5_WEIGHTS is not None else None
-        head = (fitted[0] if fitted else order)[: self.tuning.rerank_depth or spec.depth]
+        head = order[: self.tuning.rerank_depth or spec.depth]
         texts = candidate_texts(self.index.ws, self.index.meta, head)
         try:
             model = reranker(name)
             q = model.query(semantic_query(query, self._doc_share, self.tuning.common_share))
-            if fitted:  # the learned step again, with e5's cosine of the first stage's top 20
-                return learned.with_e5(fitted, model.passages(texts) @ q, total, order)
             new = second_stage(
                 total[head], q, texts, model.passages, self.tuning.rerank_weight, spec.sentences
             )
