@@ -37,7 +37,7 @@ def test_lift_is_the_cosine_above_the_workspace_background() -> None:
 
 @pytest.mark.parametrize(
     "cover, lift, expected",
-    [(0.8, 0.0, "strong"), (0.5, 3.5, "strong"), (0.5, 1.0, "weak"), (0.1, 9.0, "weak")],
+    [(0.5, 0.0, "strong"), (0.3, 3.5, "strong"), (0.3, 1.0, "weak"), (0.1, 9.0, "weak")],
 )
 def test_strong_needs_most_of_the_query_or_part_of_it_well_above_background(
     cover: float, lift: float, expected: str

@@ -11,8 +11,8 @@ Two pieces of evidence, both relative to the workspace rather than raw scores (a
 
 A hit is strong when it holds most of the query (`cover >= COVER`), or holds part of it and
 stands well above the semantic background (`cover >= PART` and `lift >= LIFT`). The thresholds
-were chosen on one half of the labelled and nonsense/off-topic queries and scored on the other
-(bench/confidence.py, bench/results/s7-searchbase.md).
+were chosen on one project's labelled and nonsense/off-topic queries (PAI) and scored on the
+others (bench/confidence.py, bench/results/s7-searchbase.md).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-COVER = 0.75
-PART = 0.35
-LIFT = 3.0
+COVER = 0.5
+PART = 0.2
+LIFT = 3.5
 
 
 @dataclass(frozen=True)
