@@ -59,7 +59,7 @@ __all__ = ["Archive", "RefineReport", "Stats", "WorkspaceArg"]
 
 
 SEED_TUNING = Tuning(
-    neighbour=0.0, session=0.0, prf_docs=0
+    neighbour=0.0, session=0.0, sentence_depth=0
 )  # a theme takes the turns that match a seed themselves
 
 

@@ -68,27 +68,20 @@ ABLATE = True
 
 
 def ablations(default: Tuning) -> dict[str, dict[str, Any]]:
-    """Each ranking choice undone on its own, beside the default. The learned step runs only over
-    the first stage it was fitted on: rows without the context lift, the feedback terms or the
-    z-score fusion are without it too."""
+    """Each ranking choice undone on its own, beside the default."""
     if not ABLATE:
         return {"archive-mcp hybrid (default)": {}}
     runs: dict[str, dict[str, Any]] = {
         "archive-mcp lexical": {"mode": "lexical"},
         "archive-mcp semantic": {"mode": "semantic"},
         "archive-mcp hybrid (default)": {},
-        "- learned step (the first stage's order)": {"tuning": replace(default, learned=False)},
         "- neighbour/session share": {"tuning": replace(default, neighbour=0.0, session=0.0)},
         "- session share only": {"tuning": replace(default, session=0.0)},
         "- names kept in the semantic query": {"tuning": replace(default, common_share=1.0)},
-        "- feedback terms (PRF)": {"tuning": replace(default, prf_docs=0)},
-        "context shares summed, not lifted": {"tuning": replace(default, context="sum")},
-        "the old default (summed shares, no feedback)": {
-            "tuning": replace(default, context="sum", prf_docs=0)
-        },
+        "context shares lifted, not summed": {"tuning": replace(default, context="lift")},
         "z-scores -> CombSUM (max-scaled)": {"fusion": "combsum"},
         "z-scores -> RRF": {"fusion": "rrf"},
-        "+ best-sentence cosine (static, top 40)": {"tuning": replace(default, sentence_depth=40)},
+        "- best-sentence cosine (static, top 40)": {"tuning": replace(default, sentence_depth=0)},
         "+ stopwords out of the lexical query": {"tuning": replace(default, query_stopwords=False)},
     }
     return runs

@@ -361,63 +361,6 @@ def test_context_lift_keeps_the_order_of_turns_that_match_about_equally() -> Non
     assert np.allclose(lifted, total) and int(np.argmax(lifted)) == 3
 
 
-def test_feedback_terms_come_from_the_top_turns_and_are_rare_but_not_unique() -> None:
-    from archive_mcp.search.lexical import analyse
-    from archive_mcp.search.ranking import expansion_terms
-
-    df = {"pomodoro": 3, "timer": 2, "exam": 1, "study": 40, "minut": 5, "break": 4}.get
-    texts = ["I study with a pomodoro timer: 25 minutes on, then a break.", "Pomodoro again"]
-    terms = expansion_terms(
-        texts, ["study"], lambda t: df(t, 0), 100, lambda t: analyse(t, drop_stopwords=True), k=3
-    )
-    # "study" is asked already, "exam" occurs nowhere else, short words and digits are skipped
-    assert [t for t, _ in terms] == ["pomodoro", "timer", "break"]
-    assert terms[0][1] == 1.0 and 0 < terms[2][1] < terms[1][1] < 1.0
-    assert expansion_terms([], ["x"], lambda t: 1, 10, analyse, k=3) == []
-
-
-def test_feedback_terms_bring_in_a_turn_that_shares_the_answer_not_the_question(
-    tmp_path: Path, fake_embedder
-) -> None:  # noqa: ANN001
-    from dataclasses import replace
-
-    from test_ingest import HEADER, _session_dir, _turn
-
-    from archive_mcp.search.ranking import Tuning
-
-    share = tmp_path / "share"
-    _session_dir(
-        share,
-        HEADER
-        + _turn(
-            0,
-            "Why did the image loader get slow?",
-            "Decoding moved from turbojpeg to Pillow: the turbojpeg wheel is missing on arm64.",
-        ),
-        name="11111111-2222-4333-8444-000000000001",
-    )
-    filler = [
-        _turn(i, f"Note {i} about topic{i}", f"Entry{i} recorded for ledger{i}.") for i in range(20)
-    ]
-    filler[10] = _turn(
-        10, "What blocks the release?", "The arm64 wheel for turbojpeg never built in CI."
-    )
-    _session_dir(share, HEADER + b"".join(filler), name="11111111-2222-4333-8444-000000000002")
-    a = Archive(embedder=fake_embedder)
-    a.ingest(share)
-
-    def rank(tuning: Tuning) -> list[tuple[str, int]]:
-        return [
-            (h.session_id[-1:], h.turn)
-            for h in a.search("image loader slow", workspace="webapp", tuning=tuning)
-        ]
-
-    with_feedback, without = rank(Tuning()), rank(replace(Tuning(), prf_docs=0))
-    assert with_feedback[0] == without[0] == ("1", 0)
-    assert with_feedback[1] == ("2", 10)  # "arm64", "wheel", "turbojpeg" came from the first hit
-    assert ("2", 10) not in without[:2]
-
-
 def test_zscores_keep_every_match_and_a_weak_signal_cannot_outvote_a_confident_one() -> None:
     import numpy as np
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,8 +13,9 @@ import polars as pl
 from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import store
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
-from archive_mcp.search import learned
-from archive_mcp.search.highlight import highlight_terms, snippet
+from archive_mcp.search.confidence import Evidence, evidence, term_weights
+from archive_mcp.search.highlight import highlight_terms
+from archive_mcp.search.hits import Hit, SearchResults, build_hits
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.lexical import analyse, bm25
 from archive_mcp.search.ranking import (
@@ -23,7 +24,6 @@ from archive_mcp.search.ranking import (
     Neighbours,
     Tuning,
     best_sentence,
-    expansion_terms,
     fuse,
     latin_share,
     rrf,
@@ -45,55 +45,6 @@ class SearchError(InvalidArgument, ValueError):
 
 class UnknownFilter(SearchError, NotFound):
     """A filter names a session, kind, tool or agent that no searched workspace holds."""
-
-
-@dataclass
-class Hit:
-    workspace_id: str
-    session_id: str
-    agent: str
-    turn: int
-    started_at: str | None
-    score: float
-    summary: str
-    snippet: str
-    matched: list[str]
-    status: str
-    kinds: list[str]
-    raw_ref: dict[str, Any]
-    title: str | None = None
-    source: str | None = (
-        None  # the agent that wrote the session: kimi, kimi-code, claude-code, codex, gemini
-    )
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class SearchResults(list[Hit]):
-    """The hits, best first, plus how the query was actually answered."""
-
-    def __init__(
-        self, hits: list[Hit], realized_mode: str, fallback_reason: str | None, query: str = ""
-    ) -> None:
-        super().__init__(hits)
-        self.realized_mode = realized_mode
-        self.fallback_reason = fallback_reason
-        self.query = query
-
-    def headline(self, shown: int | None = None) -> str:
-        """ "3 hits for 'query' (mode hybrid)": the query echo capped, hits cut for size counted."""
-        shown = len(self) if shown is None else shown
-        count = f"{len(self)} hits" if shown >= len(self) else f"{len(self)} hits ({shown} shown)"
-        head = f"{count} for {echo(self.query)} (mode {self.realized_mode}"
-        return head + (f"; fell back: {self.fallback_reason})" if self.fallback_reason else ")")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "hits": [h.to_json() for h in self],
-            "realized_mode": self.realized_mode,
-            "fallback_reason": self.fallback_reason,
-        }
 
 
 @dataclass
@@ -188,17 +139,6 @@ class Filters:
         return out
 
 
-ECHO = 120
-
-
-def echo(query: str, cap: int = ECHO) -> str:
-    """The query quoted for a reply, cut to `cap` characters (a pasted log must not eat the budget)."""
-    flat = " ".join(query.split())
-    if len(flat) <= cap:
-        return repr(flat)
-    return repr(flat[:cap]) + f"… ({len(query):,} chars)"
-
-
 def _values(metas: list[pl.DataFrame], expr: pl.Expr) -> list[str]:
     """Distinct values of `expr` over the frames, most frequent first."""
     counts: dict[str, int] = {}
@@ -231,12 +171,10 @@ class Searcher:
         self.index = index
         self.embedder = embedder
         self.tuning = tuning or Tuning()
-        self.candidates: tuple[list[int], np.ndarray] | None = (
-            None  # the learned step's input (bench/ltr.py)
-        )
         self._own = np.zeros(
             0, np.float32
         )  # the last fused score before the neighbour/session lift
+        self._background: tuple[dict[str, float], np.ndarray | None, np.ndarray] | None = None
 
     def rank(
         self, query: str, mode: str, filters: Filters, depth: int = DEPTH, fusion: str | None = None
@@ -280,38 +218,31 @@ class Searcher:
         if fusion not in FUSIONS:
             raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
         total = self._fused(scores, ok, weights, fusion, depth, hybrid)
-        lexical = scores.get("lexical")
-        if hybrid and tuning.prf_docs and tuning.prf_terms:
-            feedback = self._feedback(q_terms, top(total, ok, tuning.prf_docs), parts)
-            if feedback:
-                scores["lexical"] = np.concatenate(
-                    bm25(parts, [(t, 1.0) for t in q_terms] + feedback, alive_parts)
-                )
-                total = self._fused(scores, ok, weights, fusion, depth, hybrid)
         order = top(total, ok, depth)
-        if hybrid and learned.applies(tuning, fusion) and order and lexical is not None:
-            stage = learned.Stage(
-                query,
-                q_terms,
-                scores,
-                lexical,
-                self._own,
-                total,
-                ok,
-                self._neighbours(),
-                idx.meta,
-                parts,
-                [0, idx.segments[0].meta.height],
-            )
-            order, self.candidates = learned.apply(stage, order, learned.WEIGHTS)
         if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
             order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
         if tuning.rerank and order and mode == "hybrid":
             order = self._rerank(query, order, total)
+        content = list(dict.fromkeys(analyse(query, drop_stopwords=True))) or q_terms
+        self._background = (
+            term_weights(content, parts, max(1, int(idx.alive.sum()))),
+            scores.get("semantic"),
+            ok,
+        )
         fused = [
             (d, float(total[d]), [n for n, v in scores.items() if _counts(n, v[d])]) for d in order
         ]
         return fused, set(scores), reason, {"highlight": highlight_terms(query, fuzzy_terms)}
+
+    def evidence(self, docs: list[int]) -> list[Evidence]:
+        """Each doc's evidence for the last query ranked (`rank` first)."""
+        assert self._background is not None
+        weights, semantic, ok = self._background
+        segments = self.index.segments
+        bounds = [0]
+        for seg in segments:
+            bounds.append(bounds[-1] + seg.meta.height)
+        return evidence(docs, weights, [s.postings for s in segments], bounds, semantic, ok)
 
     def _fused(
         self,
@@ -329,24 +260,6 @@ class Searcher:
         return np.where(
             ok, with_context(total, self._neighbours(), t.neighbour, t.session, t.context), 0.0
         )
-
-    def _feedback(
-        self, q_terms: list[str], head: list[int], parts: list[Any]
-    ) -> list[tuple[str, float]]:
-        """Feedback terms from the top fused turns, weighted for the lexical query."""
-        if not head:
-            return []
-        t = self.tuning
-        texts = candidate_texts(self.index.ws, self.index.meta, head)
-        terms = expansion_terms(
-            texts,
-            q_terms,
-            lambda term: sum(p.df(term) for p in parts),
-            max(1, int(self.index.alive.sum())),
-            lambda text: analyse(text, drop_stopwords=True),
-            t.prf_terms,
-        )
-        return [(term, t.prf_weight * w) for term, w in terms]
 
     def _neighbours(self) -> Neighbours:
         idx = self.index
@@ -385,14 +298,11 @@ class Searcher:
         spec = SPECS[name]
         if not spec.multilingual and latin_share(query) <= 0.5:  # MiniLM reads English only
             return order
-        fitted = self.candidates if name == "e5" and learned.E5_WEIGHTS is not None else None
-        head = (fitted[0] if fitted else order)[: self.tuning.rerank_depth or spec.depth]
+        head = order[: self.tuning.rerank_depth or spec.depth]
         texts = candidate_texts(self.index.ws, self.index.meta, head)
         try:
             model = reranker(name)
             q = model.query(semantic_query(query, self._doc_share, self.tuning.common_share))
-            if fitted:  # the learned step again, with e5's cosine of the first stage's top 20
-                return learned.with_e5(fitted, model.passages(texts) @ q, total, order)
             new = second_stage(
                 total[head], q, texts, model.passages, self.tuning.rerank_weight, spec.sentences
             )
@@ -467,62 +377,6 @@ def realized(mode: str, used: set[str], reason: str | None) -> str:
     return mode
 
 
-# --- hits ----------------------------------------------------------------------------------
-
-
-def build_hits(
-    ws: Workspace,
-    meta: pl.DataFrame,
-    fused: list[tuple[int, float, list[str]]],
-    highlight: set[str],
-) -> list[Hit]:
-    """Hits for fused docs, with texts read from the refined Parquet of their sessions only."""
-    if not fused:
-        return []
-    rows = meta[[d for d, _, _ in fused]]
-    files = [str(store.refined_path(ws, sid)) for sid in rows["session_id"].unique().to_list()]
-    wanted = rows.select("session_id", "agent", "turn").lazy()
-    df = (
-        pl.scan_parquet(files)  # one scan over the hit sessions' files only
-        .select(
-            "session_id",
-            "agent",
-            "turn",
-            "summary",
-            "user_text",
-            "assistant_text",
-            "tool_calls",
-            "title",
-        )
-        .join(wanted, on=["session_id", "agent", "turn"], how="semi")
-        .collect()
-    )
-    texts = {(r["session_id"], r["agent"], r["turn"]): r for r in df.iter_rows(named=True)}
-    hits = []
-    for (_doc, score, signals), r in zip(fused, rows.iter_rows(named=True), strict=True):
-        t = texts.get((r["session_id"], r["agent"], r["turn"]), {})
-        started = r["started_at"]
-        hits.append(
-            Hit(
-                workspace_id=ws.id,
-                session_id=r["session_id"],
-                agent=r["agent"],
-                turn=int(r["turn"]),
-                started_at=started.isoformat() if started else None,
-                score=round(score, 6),
-                summary=t.get("summary") or "",
-                snippet=snippet(t, highlight),
-                matched=signals,
-                status=r["status"],
-                kinds=list(r["kinds"] or []),
-                raw_ref=dict(r["raw_ref"] or {}),
-                title=t.get("title"),
-                source=r.get("source"),
-            )
-        )
-    return hits
-
-
 def search_workspaces(
     workspaces: list[Workspace],
     indexes: dict[str, WorkspaceIndex],
@@ -556,7 +410,9 @@ def search_workspaces(
         realized_modes.add(realized(mode, used, reason))
         if reason:
             reasons.append(reason if len(workspaces) == 1 else f"{ws.name}: {reason}")
-        all_hits += build_hits(ws, searcher.index.meta, fused[:limit], extra["highlight"])
+        head = fused[:limit]
+        evidences = searcher.evidence([d for d, _, _ in head]) if head else None
+        all_hits += build_hits(ws, searcher.index.meta, head, extra["highlight"], evidences)
     all_hits.sort(key=lambda h: (-h.score, h.started_at or ""))
     realized_mode = realized_modes.pop() if len(realized_modes) == 1 else "mixed"
     return SearchResults(all_hits[:limit], realized_mode, "; ".join(reasons) or None, query)

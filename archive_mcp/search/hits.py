@@ -1,0 +1,139 @@
+"""Search hits: what one found turn carries, and the list of them with how it was answered."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import polars as pl
+
+from archive_mcp.ingest import store
+from archive_mcp.search.confidence import Evidence, verdict
+from archive_mcp.search.highlight import snippet
+from archive_mcp.workspaces import Workspace
+
+
+@dataclass
+class Hit:
+    workspace_id: str
+    session_id: str
+    agent: str
+    turn: int
+    started_at: str | None
+    score: float
+    summary: str
+    snippet: str
+    matched: list[str]
+    status: str
+    kinds: list[str]
+    raw_ref: dict[str, Any]
+    title: str | None = None
+    source: str | None = (
+        None  # the agent that wrote the session: kimi, kimi-code, claude-code, codex, gemini
+    )
+    confidence: str = "weak"  # "strong" or "weak" (search/confidence.py)
+    evidence: dict[str, Any] | None = None  # cover, lift and the query words the turn holds
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class SearchResults(list[Hit]):
+    """The hits, best first, plus how the query was actually answered."""
+
+    def __init__(
+        self, hits: list[Hit], realized_mode: str, fallback_reason: str | None, query: str = ""
+    ) -> None:
+        super().__init__(hits)
+        self.realized_mode = realized_mode
+        self.fallback_reason = fallback_reason
+        self.query = query
+        self.note = verdict(echo(query), hits)  # "no strong match for ...; closest: ..." or None
+
+    def headline(self, shown: int | None = None) -> str:
+        """ "3 hits for 'query' (mode hybrid)": the query echo capped, hits cut for size counted."""
+        shown = len(self) if shown is None else shown
+        count = f"{len(self)} hits" if shown >= len(self) else f"{len(self)} hits ({shown} shown)"
+        head = f"{count} for {echo(self.query)} (mode {self.realized_mode}"
+        return head + (f"; fell back: {self.fallback_reason})" if self.fallback_reason else ")")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hits": [h.to_json() for h in self],
+            "realized_mode": self.realized_mode,
+            "fallback_reason": self.fallback_reason,
+            "strong": any(h.confidence == "strong" for h in self),
+            "note": self.note,
+        }
+
+
+ECHO = 120
+
+
+def echo(query: str, cap: int = ECHO) -> str:
+    """The query quoted for a reply, cut to `cap` characters (a pasted log must not eat the budget)."""
+    flat = " ".join(query.split())
+    if len(flat) <= cap:
+        return repr(flat)
+    return repr(flat[:cap]) + f"… ({len(query):,} chars)"
+
+
+def build_hits(
+    ws: Workspace,
+    meta: pl.DataFrame,
+    fused: list[tuple[int, float, list[str]]],
+    highlight: set[str],
+    evidences: list[Evidence] | None = None,
+) -> list[Hit]:
+    """Hits for fused docs, with texts read from the refined Parquet of their sessions only."""
+    if not fused:
+        return []
+    rows = meta[[d for d, _, _ in fused]]
+    files = [str(store.refined_path(ws, sid)) for sid in rows["session_id"].unique().to_list()]
+    wanted = rows.select("session_id", "agent", "turn").lazy()
+    df = (
+        pl.scan_parquet(files)  # one scan over the hit sessions' files only
+        .select(
+            "session_id",
+            "agent",
+            "turn",
+            "summary",
+            "user_text",
+            "assistant_text",
+            "tool_calls",
+            "title",
+        )
+        .join(wanted, on=["session_id", "agent", "turn"], how="semi")
+        .collect()
+    )
+    texts = {(r["session_id"], r["agent"], r["turn"]): r for r in df.iter_rows(named=True)}
+    hits = []
+    for i, ((_doc, score, signals), r) in enumerate(
+        zip(fused, rows.iter_rows(named=True), strict=True)
+    ):
+        t = texts.get((r["session_id"], r["agent"], r["turn"]), {})
+        ev = evidences[i] if evidences else None
+        if ev is not None and not ev.terms:  # only stopwords or feedback terms matched
+            signals = [n for n in signals if n != "lexical"]
+        started = r["started_at"]
+        hits.append(
+            Hit(
+                workspace_id=ws.id,
+                session_id=r["session_id"],
+                agent=r["agent"],
+                turn=int(r["turn"]),
+                started_at=started.isoformat() if started else None,
+                score=round(score, 6),
+                summary=t.get("summary") or "",
+                snippet=snippet(t, highlight),
+                matched=signals,
+                status=r["status"],
+                kinds=list(r["kinds"] or []),
+                raw_ref=dict(r["raw_ref"] or {}),
+                title=t.get("title"),
+                source=r.get("source"),
+                confidence=ev.confidence if ev else "weak",
+                evidence=({"cover": ev.cover, "lift": ev.lift, "terms": ev.terms} if ev else None),
+            )
+        )
+    return hits
