@@ -74,7 +74,12 @@ def plot_data(
     axis: pl.Series | None = None
     if xs.height and step != "session":
         lo, hi = xs["x"].min(), xs["x"].max()
-        axis = pl.datetime_range(lo, hi, step, eager=True).dt.truncate(step).unique().sort()
+        axis = (
+            pl.datetime_range(lo, hi, step, eager=True)  # type: ignore[arg-type]
+            .dt.truncate(step)
+            .unique()
+            .sort()
+        )
     points, markers = [], []
     for tl, frame in zip(timelines, frames, strict=True):
         if frame.height == 0:
@@ -100,7 +105,7 @@ def plot_data(
                 kind = "reversal" if undo else "decision"
                 markers.append({"theme": tl.theme, "x": x, "kind": kind, "ref": d["ref"]})
     dtype = xs.schema["x"] if xs.height else pl.Datetime("us", "UTC")
-    schema = {"theme": pl.String, "x": dtype, "turns": pl.UInt32}
+    schema: dict[str, Any] = {"theme": pl.String, "x": dtype, "turns": pl.UInt32}
     point_frame = pl.concat(points) if points else pl.DataFrame(schema=schema)
     marks = pl.DataFrame(
         markers, schema={"theme": pl.String, "x": dtype, "kind": pl.String, "ref": pl.String}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from pathlib import Path
 
 import numpy as np
@@ -194,7 +195,7 @@ def test_plot_is_a_valid_png(archive: Archive, tmp_path: Path) -> None:
 
 def _two_day_timeline(by: str):  # noqa: ANN202
     """A 3-turn theme on 2026-01-08 (09:00, 15:00) and 2026-01-09 (10:00): a course, then undone."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from archive_mcp.themes.store import Member, Theme
     from archive_mcp.themes.timeline import build_timeline
@@ -209,7 +210,7 @@ def _two_day_timeline(by: str):  # noqa: ANN202
             "session_id": [r[0] for r in rows],
             "agent": ["main"] * 3,
             "turn": [r[1] for r in rows],
-            "started_at": [datetime(2026, 1, r[2], r[3], tzinfo=timezone.utc) for r in rows],
+            "started_at": [datetime(2026, 1, r[2], r[3], tzinfo=UTC) for r in rows],
             "summary": [r[4] for r in rows],
             "kinds": [["decision"], ["decision"], ["reversal"]],
             "files": [[], [], []],
@@ -226,12 +227,12 @@ def _two_day_timeline(by: str):  # noqa: ANN202
 
 
 def test_plot_bins_by_the_trace_granularity_with_markers_on_their_bins() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from archive_mcp.plot import plot_data
 
     def day(d: int, h: int = 0) -> datetime:
-        return datetime(2026, 1, d, h, tzinfo=timezone.utc)
+        return datetime(2026, 1, d, h, tzinfo=UTC)
 
     tl = _two_day_timeline("day")
     points, markers = plot_data([tl])  # `trace --by day`: one bin a day, at 00:00
