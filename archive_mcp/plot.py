@@ -75,7 +75,7 @@ def plot_data(
     if xs.height and step != "session":
         lo, hi = xs["x"].min(), xs["x"].max()
         axis = (
-            pl.datetime_range(lo, hi, step, eager=True)  # type: ignore[arg-type]
+            pl.datetime_range(lo, hi, step, eager=True)  # type: ignore[arg-type,assignment]
             .dt.truncate(step)
             .unique()
             .sort()
