@@ -168,9 +168,7 @@ NOTEBOOKS = {
     "03_search_quality.ipynb": [
         new_markdown_cell(
             "# Search quality\n\nRun the labelled retrieval set (planted decisions; queries that name "
-            "identifiers, misspell them, paraphrase them or ask in Chinese) and compare modes."
-        ),
-        new_markdown_cell(
+            "identifiers, misspell them, paraphrase them or ask in Chinese) and compare modes.\n\n"
             "The labelled set needs its labels, so it runs on an evaluation archive built in a "
             "temporary directory. `ARCHIVE_HOME` (or `ARCHIVE_MCP_NOTEBOOK_HOME`) is honoured where "
             "no labels are needed: the last cell runs your own query on your archive (None: on the "
