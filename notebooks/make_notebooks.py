@@ -99,6 +99,23 @@ NOTEBOOKS = {
             "the decisions that were later reversed."
         ),
         new_code_cell(OPEN),
+        new_markdown_cell(
+            "**This notebook writes themes** (`discover_themes` stores its suggestions, `tag_theme` "
+            "the themes it tags). On your own archive it therefore works on a copy (the refined "
+            "turns, indexes and themes; not the raw logs) in a temporary directory, and your archive "
+            "is left as it was. Set `WRITE_THEMES = True` to tag into your archive itself."
+        ),
+        new_code_cell(
+            "import shutil\n\n"
+            "WRITE_THEMES = False  # True: the themes found and tagged below stay in your archive\n\n"
+            "if ARCHIVE_HOME is not None and not WRITE_THEMES:\n"
+            "    copy = Path(tempfile.mkdtemp(prefix='archive-mcp-themes-')) / 'home'\n"
+            "    shutil.copytree(archive.home, copy, ignore=shutil.ignore_patterns('raw', '.lock'))\n"
+            "    archive = Archive(copy)\n"
+            "    print(f'Working on a copy of {ARCHIVE_HOME}: themes go to {copy}, not to your archive.')\n"
+            "elif ARCHIVE_HOME is not None:\n"
+            "    print(f'WRITE_THEMES is on: themes are written into {ARCHIVE_HOME}.')"
+        ),
         new_markdown_cell("Pick the workspace worth showing: the busiest one (most turns)."),
         new_code_cell(
             "busiest = archive.turns().group_by('workspace_id').len().sort('len', 'workspace_id', descending=True).collect()\n"
@@ -151,22 +168,20 @@ NOTEBOOKS = {
     "03_search_quality.ipynb": [
         new_markdown_cell(
             "# Search quality\n\nRun the labelled retrieval set (planted decisions; queries that name "
-            "identifiers, misspell them, paraphrase them or ask in Chinese) and compare modes."
+            "identifiers, misspell them, paraphrase them or ask in Chinese) and compare modes.\n\n"
+            "The labelled set needs its labels, so it runs on an evaluation archive built in a "
+            "temporary directory. `ARCHIVE_HOME` (or `ARCHIVE_MCP_NOTEBOOK_HOME`) is honoured where "
+            "no labels are needed: the last cell runs your own query on your archive (None: on the "
+            "evaluation archive)."
         ),
         new_code_cell(
             OPEN.replace(
                 "archive = sample_archive() if ARCHIVE_HOME is None else Archive(Path(ARCHIVE_HOME).expanduser())\n",
-                "",
-            )
-            .replace(
+                "archive = None if ARCHIVE_HOME is None else Archive(Path(ARCHIVE_HOME).expanduser())\n",
+            ).replace(
                 "from archive_mcp import Archive, plot, sample_archive",
                 "from archive_mcp import Archive, plot",
             )
-            .replace(
-                'ARCHIVE_HOME = ARCHIVE_HOME or os.environ.get("ARCHIVE_MCP_NOTEBOOK_HOME")  # CI also runs these on a second archive\n',
-                "",
-            )
-            .replace("import os\n", "")
         ),
         new_code_cell(
             "from archive_mcp.synthetic import evaluation\n\n"
@@ -186,10 +201,22 @@ NOTEBOOKS = {
             "print(f'hybrid MRR {hybrid:.3f} vs best single signal {singles.max():.3f}')\n"
             "display(saved(plot.bar(table.filter(pl.col('kind') == 'all'), 'mode', 'recall@5', 'Recall@5 by mode'), 'recall.png'))"
         ),
-        new_markdown_cell("Try your own query on the evaluation archive:"),
+        new_markdown_cell(
+            "Try your own query: on your archive (all its workspaces) when `ARCHIVE_HOME` is set, "
+            "else on the evaluation archive."
+        ),
         new_code_cell(
-            "for h in eval_archive.search('why did we stop using Jest', workspace='retrieval-eval', limit=3):\n"
-            "    print(f'{h.score:.3f} {\"+\".join(h.matched):24s} {h.summary[:100]}')"
+            "QUERY = 'why did we stop using Jest'\n"
+            "if archive is not None:\n"
+            "    print(f'Searching {ARCHIVE_HOME} (all workspaces)')\n"
+            "    hits = archive.search(QUERY, workspace='all', limit=3)\n"
+            "else:\n"
+            "    print('Searching the evaluation archive')\n"
+            "    hits = eval_archive.search(QUERY, workspace='retrieval-eval', limit=3)\n"
+            "for h in hits:\n"
+            "    print(f'{h.score:.3f} {\"+\".join(h.matched):24s} {h.summary[:100]}')\n"
+            "if not hits:\n"
+            "    print('no hits')"
         ),
     ],
 }

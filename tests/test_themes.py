@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from pathlib import Path
 
 import numpy as np
@@ -190,6 +191,68 @@ def test_plot_is_a_valid_png(archive: Archive, tmp_path: Path) -> None:
     )
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def _two_day_timeline(by: str):  # noqa: ANN202
+    """A 3-turn theme on 2026-01-08 (09:00, 15:00) and 2026-01-09 (10:00): a course, then undone."""
+    from datetime import datetime
+
+    from archive_mcp.themes.store import Member, Theme
+    from archive_mcp.themes.timeline import build_timeline
+
+    rows = [
+        ("s1", 0, 8, 9, "Should we cache sessions in Redis or in process?", "Let's compare."),
+        ("s1", 1, 8, 15, "Let's go with Redis for the session cache.", "We use Redis."),
+        ("s2", 0, 9, 10, "Actually, go back to the in-process cache.", "Reverting to it."),
+    ]
+    turns = pl.DataFrame(
+        {
+            "session_id": [r[0] for r in rows],
+            "agent": ["main"] * 3,
+            "turn": [r[1] for r in rows],
+            "started_at": [datetime(2026, 1, r[2], r[3], tzinfo=UTC) for r in rows],
+            "summary": [r[4] for r in rows],
+            "kinds": [["decision"], ["decision"], ["reversal"]],
+            "files": [[], [], []],
+            "keywords": [["cache"], ["redis"], ["cache"]],
+            "status": ["ok"] * 3,
+            "user_text": [r[4] for r in rows],
+            "assistant_text": [r[5] for r in rows],
+            "source": ["kimi"] * 3,
+        },
+        schema_overrides={"files": pl.List(pl.String), "keywords": pl.List(pl.String)},
+    )
+    members = [Member(r[0], "main", r[1], "reference", "test", "") for r in rows]
+    return build_timeline(Theme("cache", "cache", members=members), "ws", turns.lazy(), by)
+
+
+def test_plot_bins_by_the_trace_granularity_with_markers_on_their_bins() -> None:
+    from datetime import datetime
+
+    from archive_mcp.plot import plot_data
+
+    def day(d: int, h: int = 0) -> datetime:
+        return datetime(2026, 1, d, h, tzinfo=UTC)
+
+    tl = _two_day_timeline("day")
+    points, markers = plot_data([tl])  # `trace --by day`: one bin a day, at 00:00
+    assert points.rows() == [("cache", day(8), 2), ("cache", day(9), 1)]
+    assert markers.select("x", "kind", "ref").rows() == [
+        (day(8), "decision", "s1:0"),
+        (day(8), "decision", "s1:1"),
+        (day(9), "reversal", "s2:0"),
+    ]
+    assert set(markers["x"]) <= set(points["x"])  # every marker sits on a plotted bin
+    points, markers = plot_data([_two_day_timeline("week")])  # Monday 2026-01-05
+    assert points.rows() == [("cache", day(5), 3)] and set(markers["x"]) == {day(5)}
+    points, markers = plot_data([_two_day_timeline("session")])  # each session at its first turn
+    assert points.rows() == [("cache", day(8, 9), 2), ("cache", day(9, 10), 1)]
+    assert markers["x"].to_list() == [day(8, 9), day(8, 9), day(9, 10)]
+    assert plot_data([tl], "1d")[0].equals(plot_data([tl])[0])  # a polars period works too
+    wide = tl.frame.with_columns(pl.col("started_at").dt.offset_by("3d").alias("started_at"))
+    tl.frame = pl.concat([tl.frame, wide.head(1)])  # a quiet day between is a zero, not a gap
+    points, _ = plot_data([tl])
+    assert points["turns"].to_list() == [2, 1, 0, 1]
 
 
 def test_themes_frame_has_one_row_per_member(archive: Archive) -> None:

@@ -186,7 +186,7 @@ def themes_delete(ctx: click.Context, theme: str, workspace: str | None, as_json
     "--plot",
     "plot_path",
     type=click.Path(dir_okay=False),
-    help="Write activity per period as a PNG.",
+    help="Write turns per --by period as a PNG, decisions on their period.",
 )
 @click.pass_context
 def trace(
