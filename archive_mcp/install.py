@@ -13,6 +13,12 @@ Where each agent reads user-scope MCP servers:
 - claude-code: `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`), `mcpServers`
 - codex: `~/.codex/config.toml` (`$CODEX_HOME`), `[mcp_servers.<name>]`
 - gemini: `~/.gemini/settings.json`, `mcpServers`
+- kimi (the Python Kimi CLI): `~/.kimi/mcp.json` (`$KIMI_SHARE_DIR`), `mcpServers`, what
+  `kimi mcp add` writes
+- kimi-code (the TypeScript Kimi Code CLI): `~/.kimi-code/mcp.json` (`$KIMI_CODE_HOME`), `mcpServers`
+- qwen (Qwen Code, a Gemini CLI fork): `~/.qwen/settings.json`, `mcpServers`
+- opencode: `~/.config/opencode/opencode.json` (`$XDG_CONFIG_HOME`), `mcp`, an entry
+  `{"type": "local", "command": [...]}`
 """
 
 from __future__ import annotations
@@ -37,11 +43,15 @@ from archive_mcp.workspaces import (
     codex_home,
     config_dir,
     gemini_dir,
+    kimi_code_home,
+    kimi_share_dir,
+    opencode_config_dir,
+    qwen_settings_dir,
     read_json,
 )
 
 NAME = "archive-mcp"
-AGENTS = ("claude-code", "codex", "gemini")
+AGENTS = ("claude-code", "codex", "gemini", "kimi", "kimi-code", "qwen", "opencode")
 HOOK = "claude-code-hook"  # Claude Code's SessionEnd hook, installed with its server
 MARK = "# archive-mcp session-end"  # ends the hook's command: how uninstall finds its own
 
@@ -57,6 +67,14 @@ def config_file(agent: str) -> Path:
         return codex_home() / "config.toml"
     if agent == "gemini":
         return gemini_dir() / "settings.json"
+    if agent == "kimi":
+        return kimi_share_dir() / "mcp.json"
+    if agent == "kimi-code":
+        return kimi_code_home() / "mcp.json"
+    if agent == "qwen":
+        return qwen_settings_dir() / "settings.json"
+    if agent == "opencode":
+        return opencode_config_dir() / "opencode.json"
     raise InvalidArgument(f"unknown agent {agent!r}; one of: {', '.join(AGENTS)}")
 
 
@@ -82,6 +100,8 @@ def entry_for(agent: str, command: list[str]) -> dict[str, Any]:
         return {"hooks": [{"type": "command", "command": hook_command()}]}
     if agent == "claude-code":
         return {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
+    if agent == "opencode":
+        return {"type": "local", "command": command}
     return {"command": command[0], "args": command[1:]}
 
 
@@ -107,6 +127,11 @@ def registered(agent: str, path: Path | None = None) -> bool:
     return text is not None and _registered(agent, text)
 
 
+def servers_key(agent: str) -> str:
+    """The member of `agent`'s config that holds its MCP servers."""
+    return {"codex": "mcp_servers", "opencode": "mcp"}.get(agent, "mcpServers")
+
+
 def _what(agent: str) -> str:
     return f"the {NAME} SessionEnd hook" if agent == HOOK else NAME
 
@@ -128,7 +153,7 @@ def plan_install(agent: str, command: list[str] | None = None) -> Change:
     elif agent == HOOK:
         after, snippet, at = _json_insert_at(before or "", ["hooks", "SessionEnd"], None, entry)
     else:
-        after, snippet, at = _json_insert(before or "", entry)
+        after, snippet, at = _json_insert_at(before or "", [servers_key(agent)], NAME, entry)
     _check(agent, path, after, present=True)
     return Change(agent, str(path), before, after, snippet, at)
 
@@ -152,7 +177,7 @@ def plan_uninstall(agent: str) -> Change:
     if agent == "codex":
         after = _toml_remove(before)
     else:
-        after = _hook_remove(before) if agent == HOOK else _json_remove(before)
+        after = _hook_remove(before) if agent == HOOK else _json_remove(before, servers_key(agent))
     _check(agent, path, after, present=False)
     return Change(
         agent, str(path), before, after, note="edited structurally: the file changed since install"
@@ -192,10 +217,6 @@ def apply(change: Change) -> Path | None:
 
 
 # --- JSON: one member inserted into (or removed from) the top-level object, textually ---------
-def _json_insert(text: str, entry: dict[str, Any]) -> tuple[str, str, int]:
-    return _json_insert_at(text, ["mcpServers"], NAME, entry)
-
-
 def _nested(keys: list[str], leaf_key: str | None, leaf: Any) -> Any:
     value: Any = [leaf] if leaf_key is None else {leaf_key: leaf}
     for key in reversed(keys):
@@ -235,12 +256,14 @@ def _insert(
     at += 1
     empty = text[_skip_ws(text, at)] in "}]"
     snippet = f"\n{ind * level}{item}" + (f"\n{ind * (level - 1)}" if empty else ",")
+    if "\r\n" in text:  # the file's own line ends
+        snippet = snippet.replace("\n", "\r\n")
     return text[:at] + snippet + text[at:], snippet, at
 
 
-def _json_remove(text: str) -> str:
+def _json_remove(text: str, key: str) -> str:
     data = json.loads(text)
-    servers = data.get("mcpServers") or {}
+    servers = data.get(key) or {}
     servers.pop(NAME, None)
     return json.dumps(data, indent=_indent_width(text), ensure_ascii=False) + "\n"
 
@@ -345,7 +368,7 @@ def _toml_remove(text: str) -> str:
 # --- checks -----------------------------------------------------------------------------------
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8")  # as is: CRLF files stay CRLF
     except FileNotFoundError:
         return None
 
@@ -376,7 +399,7 @@ def _registered(agent: str, text: str) -> bool:
         hooks = data.get("hooks")
         ends = hooks.get("SessionEnd") if isinstance(hooks, dict) else None
         return isinstance(ends, list) and any(_is_ours(h) for h in ends)
-    servers = data.get("mcp_servers" if agent == "codex" else "mcpServers")
+    servers = data.get(servers_key(agent))
     return isinstance(servers, dict) and NAME in servers
 
 

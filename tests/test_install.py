@@ -14,7 +14,15 @@ from archive_mcp.workspaces import config_dir
 from click.testing import CliRunner
 
 from archive_mcp.cli.main import main as cli
-from archive_mcp.install import HOOK, MARK, config_file, hook_command, server_command
+from archive_mcp.install import (
+    HOOK,
+    MARK,
+    config_file,
+    entry_for,
+    hook_command,
+    server_command,
+    servers_key,
+)
 
 HOME = lambda: Path(os.environ["HOME"])  # noqa: E731 - the tmp home conftest set
 
@@ -39,6 +47,27 @@ BEFORE: dict[str, list[str | None]] = {
         "",
     ],
 }
+OTHER = {"opencode": '{"type": "local", "command": ["x"]}'}
+
+
+def json_states(key: str, other: str) -> list[str | None]:
+    """Starting states of a JSON config whose MCP servers are under `key`."""
+    return [
+        None,
+        "",
+        "{}",
+        '{"theme": "x", "name": "é"}',  # one line, no final newline, non-ASCII
+        f'{{\n  "{key}": {{}}\n}}\n',
+        f'{{\n\t"a": [1, 2],\n\t"{key}": {{"other": {other}}}\n}}\n',  # tabs
+        '{\r\n  "$schema": "https://example.invalid/s.json",\r\n  "b": true\r\n}\r\n',
+        json.dumps({key: {"y": json.loads(other)}, "z": None}, indent=2),  # as `kimi mcp add`
+    ]
+
+
+for _agent in ("kimi", "kimi-code", "qwen", "opencode"):
+    BEFORE[_agent] = json_states(
+        servers_key(_agent), OTHER.get(_agent, '{"command": "x", "args": []}')
+    )
 CASES = [(agent, text) for agent, texts in BEFORE.items() for text in texts]
 
 
@@ -51,13 +80,37 @@ def servers(agent: str) -> dict[str, Any]:
     text = config_file(agent).read_text(encoding="utf-8")
     if agent == "codex":
         return tomllib.loads(text)["mcp_servers"]
-    return json.loads(text)["mcpServers"]
+    return json.loads(text)[servers_key(agent)]
 
 
-def test_the_files_are_where_each_agent_reads_user_scope_servers() -> None:
+def test_the_files_are_where_each_agent_reads_user_scope_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert config_file("claude-code") == HOME() / ".claude.json"
     assert config_file("codex") == HOME() / ".codex" / "config.toml"
     assert config_file("gemini") == HOME() / ".gemini" / "settings.json"
+    assert config_file("qwen") == HOME() / ".qwen" / "settings.json"
+    assert config_file("opencode") == HOME() / ".config" / "opencode" / "opencode.json"
+    monkeypatch.delenv("KIMI_SHARE_DIR")
+    monkeypatch.delenv("KIMI_CODE_HOME")
+    assert config_file("kimi") == HOME() / ".kimi" / "mcp.json"
+    assert config_file("kimi-code") == HOME() / ".kimi-code" / "mcp.json"
+    for var, agent, name in [
+        ("KIMI_SHARE_DIR", "kimi", "mcp.json"),
+        ("KIMI_CODE_HOME", "kimi-code", "mcp.json"),
+        ("QWEN_HOME", "qwen", "settings.json"),
+        ("XDG_CONFIG_HOME", "opencode", "opencode/opencode.json"),
+    ]:
+        monkeypatch.setenv(var, str(tmp_path / var))
+        assert config_file(agent) == tmp_path / var / name
+
+
+def test_each_agent_gets_the_entry_its_own_loader_reads() -> None:
+    cmd = ["/bin/archive-mcp", "serve"]
+    for agent in ("codex", "gemini", "kimi", "kimi-code", "qwen"):
+        assert entry_for(agent, cmd) == {"command": "/bin/archive-mcp", "args": ["serve"]}
+    assert entry_for("opencode", cmd) == {"type": "local", "command": cmd}
+    assert entry_for("claude-code", cmd)["type"] == "stdio"
 
 
 @pytest.mark.parametrize(("agent", "before"), CASES)
@@ -75,15 +128,11 @@ def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
     assert (
         f"+++ {path}" in out and f'"{"archive-mcp"}"' in out or "[mcp_servers.archive-mcp]" in out
     )
-    cmd = server_command()
-    want: dict[str, Any] = {"command": cmd[0], "args": cmd[1:]}
-    if agent == "claude-code":
-        want = {"type": "stdio", **want, "env": {}}
-    assert servers(agent)["archive-mcp"] == want
+    assert servers(agent)["archive-mcp"] == entry_for(agent, server_command())
     if before:  # every other server and setting is kept
         old = tomllib.loads(before) if agent == "codex" else json.loads(before)
         new = tomllib.loads(path.read_text()) if agent == "codex" else json.loads(path.read_text())
-        key = "mcp_servers" if agent == "codex" else "mcpServers"
+        key = servers_key(agent)
         new[key].pop("archive-mcp")
         if not new[key] and key not in old:
             del new[key]
@@ -91,8 +140,10 @@ def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
     if before is not None:
         assert path.stat().st_mode & 0o777 == 0o600
         backups = list((config_dir() / "backups").iterdir())
-        assert [b.read_text(encoding="utf-8") for b in backups] == [before]
+        assert [b.read_bytes() for b in backups] == [before.encode()]
     installed = path.read_bytes()
+    assert (b"\r\n" in installed) == ("\r\n" in (before or ""))  # the file's own line ends
+    assert b"\n" not in installed.replace(b"\r\n", b"") or "\r\n" not in (before or "")
     code, out = run("install", agent, "--yes", *hook)
     assert (code, path.read_bytes()) == (0, installed)
     assert out == f"{agent}: archive-mcp is already registered in {path}; nothing to do\n"

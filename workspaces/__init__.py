@@ -27,6 +27,8 @@ from .home import (
     kimi_code_home,
     kimi_share_dir,
     model_dir,
+    opencode_config_dir,
+    qwen_settings_dir,
 )
 from .ids import canonical_path, is_workspace_id, kimi_code_key, safe_id, workspace_id
 from .registry import Registry, Workspace, WorkspaceError
@@ -54,6 +56,8 @@ __all__ = [
     "lock_holder",
     "locked",
     "model_dir",
+    "opencode_config_dir",
+    "qwen_settings_dir",
     "read_json",
     "safe_id",
     "workspace_id",
