@@ -73,8 +73,9 @@ def config_file(agent: str) -> Path:
         return kimi_code_home() / "mcp.json"
     if agent == "qwen":
         return qwen_settings_dir() / "settings.json"
-    if agent == "opencode":
-        return opencode_config_dir() / "opencode.json"
+    if agent == "opencode":  # the file `opencode mcp add` edits: the one that exists, else .json
+        found = [opencode_config_dir() / n for n in ("opencode.json", "opencode.jsonc")]
+        return next((p for p in found if p.exists()), found[0])
     raise InvalidArgument(f"unknown agent {agent!r}; one of: {', '.join(AGENTS)}")
 
 

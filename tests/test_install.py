@@ -91,6 +91,12 @@ def test_the_files_are_where_each_agent_reads_user_scope_servers(
     assert config_file("gemini") == HOME() / ".gemini" / "settings.json"
     assert config_file("qwen") == HOME() / ".qwen" / "settings.json"
     assert config_file("opencode") == HOME() / ".config" / "opencode" / "opencode.json"
+    jsonc = HOME() / ".config" / "opencode" / "opencode.jsonc"  # `opencode mcp add` edits it
+    jsonc.parent.mkdir(parents=True)
+    jsonc.write_text("{}", encoding="utf-8")
+    assert config_file("opencode") == jsonc
+    jsonc.with_suffix(".json").write_text("{}", encoding="utf-8")
+    assert config_file("opencode") == jsonc.with_suffix(".json")
     monkeypatch.delenv("KIMI_SHARE_DIR")
     monkeypatch.delenv("KIMI_CODE_HOME")
     assert config_file("kimi") == HOME() / ".kimi" / "mcp.json"
@@ -261,3 +267,51 @@ def test_claude_code_gets_a_session_end_hook_that_uninstall_takes_out_byte_for_b
     else:
         assert settings.read_bytes() == before.encode()
     assert not config_file("claude-code").exists()
+
+
+KIMI_REAL = os.environ.get("KIMI_REAL_ROOT", "")  # where kimi-cli-real's setup.sh put kimi-orig
+MORE = {  # agent: (the CLI, relative to its root; how its `mcp list` shows our server)
+    "kimi": ("kimi-orig", r"^  archive-mcp \(stdio\): {cmd}$"),
+    # Qwen Code gives a server 5 s to answer: on a loaded machine it may say Disconnected
+    "qwen": ("npm/qwen/node_modules/.bin/qwen", r"^. archive-mcp: {cmd} \(stdio\) - \w+$"),
+    "opencode": (
+        "npm/opencode/node_modules/.bin/opencode",
+        r"^\W*archive-mcp\b.*\n\W*{cmd}$",
+    ),
+}
+
+
+@pytest.mark.parametrize("agent", list(MORE))
+def test_the_real_kimi_qwen_and_opencode_list_the_server_after_install(agent: str) -> None:
+    import re
+    import subprocess
+
+    root = KIMI_REAL if agent == "kimi" else REAL
+    binary = Path(root) / MORE[agent][0]
+    if not root or not binary.exists():
+        pytest.skip("set $AGENTS_REAL_ROOT / $KIMI_REAL_ROOT to the real CLIs (opt-in)")
+    env = {  # OpenCode: no plugin install, model list or update check over the network
+        **os.environ,
+        "npm_config_registry": "http://127.0.0.1:9/",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    }
+    pattern = re.compile(MORE[agent][1].format(cmd=re.escape(" ".join(server_command()))), re.M)
+
+    def listed() -> str:
+        done = subprocess.run(
+            [str(binary), "mcp", "list"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+            cwd=HOME(),
+        )
+        return re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
+
+    HOME().mkdir(parents=True, exist_ok=True)
+    assert run("install", agent, "--yes")[0] == 0
+    out = listed()
+    assert len(pattern.findall(out)) == 1, out
+    assert run("uninstall", agent, "--yes")[0] == 0
+    assert "archive-mcp" not in listed()

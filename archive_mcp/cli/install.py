@@ -60,6 +60,10 @@ def install(agent: str, yes: bool, no_hook: bool) -> None:
     shows each change, asks, backs the file up. Running it again changes nothing.
 
     \b
+    AGENT: claude-code, codex, gemini, kimi (the Python Kimi CLI), kimi-code (the TypeScript
+    Kimi Code CLI), qwen (Qwen Code), opencode.
+
+    \b
     Example:
       archive-mcp install claude-code
       archive-mcp install codex --yes
