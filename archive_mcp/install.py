@@ -52,7 +52,10 @@ from archive_mcp.workspaces import (
 
 NAME = "archive-mcp"
 AGENTS = ("claude-code", "codex", "gemini", "kimi", "kimi-code", "qwen", "opencode")
-HOOK = "claude-code-hook"  # Claude Code's SessionEnd hook, installed with its server
+# the session-end hook installed with an agent's server: Claude Code's and Gemini CLI's
+# `SessionEnd` hook (settings.json), Codex's `notify` program (config.toml, run after each turn)
+HOOKS = {"claude-code": "claude-code-hook", "gemini": "gemini-hook", "codex": "codex-notify"}
+HOOK = HOOKS["claude-code"]
 MARK = "# archive-mcp session-end"  # ends the hook's command: how uninstall finds its own
 
 
@@ -63,9 +66,9 @@ def config_file(agent: str) -> Path:
         return (Path(env).expanduser() if env else Path.home()) / ".claude.json"
     if agent == HOOK:
         return claude_config_dir() / "settings.json"
-    if agent == "codex":
+    if agent in ("codex", "codex-notify"):
         return codex_home() / "config.toml"
-    if agent == "gemini":
+    if agent in ("gemini", "gemini-hook"):
         return gemini_dir() / "settings.json"
     if agent == "kimi":
         return kimi_share_dir() / "mcp.json"
@@ -89,16 +92,19 @@ def server_command() -> list[str]:
     )
 
 
-def hook_command() -> str:
-    """What the SessionEnd hook runs: a quick incremental ingest of the Claude Code home."""
-    cmd = [*server_command()[:-1], "ingest", "--no-embed", str(claude_config_dir())]
+def hook_command(hook: str = HOOK) -> str:
+    """What a session-end hook runs: a quick incremental ingest of that agent's home."""
+    home = {"gemini-hook": gemini_dir, "codex-notify": codex_home}.get(hook, claude_config_dir)()
+    cmd = [*server_command()[:-1], "ingest", "--no-embed", str(home)]
     # in the background: Claude Code cancels a SessionEnd hook still running when it exits
     return f"nohup {shlex.join(cmd)} >/dev/null 2>&1 & {MARK}"
 
 
-def entry_for(agent: str, command: list[str]) -> dict[str, Any]:
-    if agent == HOOK:
-        return {"hooks": [{"type": "command", "command": hook_command()}]}
+def entry_for(agent: str, command: list[str]) -> Any:
+    if agent == "codex-notify":  # Codex appends a JSON argument: `sh -c` leaves it in $1, unused
+        return ["sh", "-c", hook_command(agent), NAME]
+    if agent in HOOKS.values():
+        return {"hooks": [{"type": "command", "command": hook_command(agent)}]}
     if agent == "claude-code":
         return {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
     if agent == "opencode":
@@ -134,7 +140,9 @@ def servers_key(agent: str) -> str:
 
 
 def _what(agent: str) -> str:
-    return f"the {NAME} SessionEnd hook" if agent == HOOK else NAME
+    if agent == "codex-notify":
+        return f"the {NAME} notify program"
+    return f"the {NAME} SessionEnd hook" if agent in HOOKS.values() else NAME
 
 
 def installs_path() -> Path:
@@ -149,9 +157,15 @@ def plan_install(agent: str, command: list[str] | None = None) -> Change:
         return Change(
             agent, str(path), before, before, note=f"{_what(agent)} is already registered"
         )
+    if agent == "codex-notify" and "notify" in _loads_or_empty(agent, before):
+        note = "Codex runs one notify program and one is set (kept; no session-end ingest added)"
+        return Change(agent, str(path), before, before, note=note)
     if agent == "codex":
         after, snippet, at = _toml_insert(before or "", entry)
-    elif agent == HOOK:
+    elif agent == "codex-notify":  # a top-level key: before the first table
+        snippet = f"notify = [{', '.join(json.dumps(a) for a in entry)}]\n"
+        after, at = snippet + (before or ""), 0
+    elif agent in HOOKS.values():
         after, snippet, at = _json_insert_at(before or "", ["hooks", "SessionEnd"], None, entry)
     else:
         after, snippet, at = _json_insert_at(before or "", [servers_key(agent)], NAME, entry)
@@ -177,8 +191,16 @@ def plan_uninstall(agent: str) -> Change:
                 return Change(agent, str(path), before, after, snippet, at)
     if agent == "codex":
         after = _toml_remove(before)
+    elif agent == "codex-notify":
+        after = "".join(
+            line
+            for line in before.splitlines(keepends=True)
+            if not (line.startswith("notify") and MARK in line)
+        )
+    elif agent in HOOKS.values():
+        after = _hook_remove(before)
     else:
-        after = _hook_remove(before) if agent == HOOK else _json_remove(before, servers_key(agent))
+        after = _json_remove(before, servers_key(agent))
     _check(agent, path, after, present=False)
     return Change(
         agent, str(path), before, after, note="edited structurally: the file changed since install"
@@ -377,10 +399,17 @@ def _read(path: Path) -> str | None:
 def _load(agent: str, text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
-    data = tomllib.loads(text) if agent == "codex" else json.loads(text)
+    data = tomllib.loads(text) if agent.startswith("codex") else json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("the top level is not an object")
     return data
+
+
+def _loads_or_empty(agent: str, text: str | None) -> dict[str, Any]:
+    try:
+        return _load(agent, text or "")
+    except ValueError:
+        return {}
 
 
 def _parses(agent: str, text: str) -> bool:
@@ -396,7 +425,10 @@ def _registered(agent: str, text: str) -> bool:
         data = _load(agent, text)
     except ValueError:
         return False
-    if agent == HOOK:
+    if agent == "codex-notify":
+        notify = data.get("notify")
+        return isinstance(notify, list) and any(str(a).endswith(MARK) for a in notify)
+    if agent in HOOKS.values():
         hooks = data.get("hooks")
         ends = hooks.get("SessionEnd") if isinstance(hooks, dict) else None
         return isinstance(ends, list) and any(_is_ours(h) for h in ends)
@@ -409,7 +441,7 @@ def _check(agent: str, path: Path, text: str, present: bool) -> None:
         _load(agent, text)
     except ValueError as exc:
         raise InvalidArgument(
-            f"{path} is not valid {'TOML' if agent == 'codex' else 'JSON'} ({exc}); fix it or "
+            f"{path} is not valid {'TOML' if agent.startswith('codex') else 'JSON'} ({exc}); fix it or "
             f"register the server by hand: command {' '.join(server_command())}"
         ) from None
     if _registered(agent, text) != present:

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from archive_mcp.cli.main import main as cli
 from archive_mcp.install import (
     HOOK,
+    HOOKS,
     MARK,
     config_file,
     entry_for,
@@ -128,7 +129,7 @@ def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(before, encoding="utf-8")
         path.chmod(0o600)
-    hook = ["--no-hook"] if agent == "claude-code" else []
+    hook = ["--no-hook"] if agent in HOOKS else []
     code, out = run("install", agent, "--yes", *hook)
     assert code == 0, out
     assert (
@@ -160,7 +161,7 @@ def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
     else:
         assert path.read_bytes() == before.encode()
     code, out = run("uninstall", agent, "--yes")
-    assert out.splitlines()[0] == f"{agent}: archive-mcp is not registered in {path}; nothing to do"
+    assert f"{agent}: archive-mcp is not registered in {path}; nothing to do" in out.splitlines()
 
 
 def test_install_shows_the_change_and_asks_first() -> None:
@@ -171,8 +172,9 @@ def test_install_shows_the_change_and_asks_first() -> None:
     assert code == 1 and out.endswith(f"Change {path}? [y/N]: n\nAborted!\n")
     assert f"--- {path}\n+++ {path}\n" in out and '+  "mcpServers": {' in out
     assert path.read_text() == '{"theme": "x"}'
-    code, out = run("install", "gemini", input="y\n")
+    code, out = run("install", "gemini", input="y\ny\n")  # the server, then its hook
     assert code == 0 and "archive-mcp" in servers("gemini")
+    assert out.count("[y/N]") == 2
 
 
 def test_a_file_the_agent_rewrote_since_install_is_edited_structurally() -> None:
@@ -226,7 +228,7 @@ def test_the_real_cli_lists_the_server_after_install_and_not_after_uninstall(age
         return [line for line in out.splitlines() if line.lstrip("✓○✗ ").startswith(line_start)]
 
     assert (
-        run("install", agent, "--yes", *(["--no-hook"] if agent == "claude-code" else []))[0] == 0
+        run("install", agent, "--yes")[0] == 0  # with its hook: the real loader must accept it
     )
     lines = listed()
     assert len(lines) == 1 and status in lines[0] and server_command()[0] in lines[0], lines
@@ -315,3 +317,66 @@ def test_the_real_kimi_qwen_and_opencode_list_the_server_after_install(agent: st
     assert len(pattern.findall(out)) == 1, out
     assert run("uninstall", agent, "--yes")[0] == 0
     assert "archive-mcp" not in listed()
+
+
+GEMINI_HOOKED = HOOKED.replace('"model": "opus"', '"theme": "Dracula"')
+HOOK_STATES: dict[str, list[str | None]] = {
+    "gemini": [None, "", "{}", '{"theme": "x"}', GEMINI_HOOKED, '{\r\n  "a": 1\r\n}\r\n'],
+    "codex": [
+        None,
+        "",
+        'model = "o3"',
+        '# mine\nmodel = "o3"\n\n[mcp_servers.other]\ncommand = "x"\n',
+        '[profiles.fast]\nmodel = "o4-mini"\n',
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("agent", "before"), [(a, b) for a, states in HOOK_STATES.items() for b in states]
+)
+def test_gemini_and_codex_get_a_session_end_ingest_that_uninstall_takes_out_byte_for_byte(
+    agent: str, before: str | None
+) -> None:
+    path, hook = config_file(agent), HOOKS[agent]
+    assert config_file(hook) == path  # the same file as the server
+    if before is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(before.encode())
+    code, out = run("install", agent, "--yes")
+    assert code == 0, out
+    home = HOME() / (".gemini" if agent == "gemini" else ".codex")
+    assert hook_command(hook).endswith(f" ingest --no-embed {home} >/dev/null 2>&1 & {MARK}")
+    text = path.read_text(encoding="utf-8")
+    if agent == "gemini":
+        ends = json.loads(text)["hooks"]["SessionEnd"]
+        assert ends[0] == {"hooks": [{"type": "command", "command": hook_command(hook)}]}
+        assert ends[1:] == (
+            json.loads(HOOKED)["hooks"]["SessionEnd"] if before == GEMINI_HOOKED else []
+        )
+    else:
+        data = tomllib.loads(text)
+        assert data["notify"] == ["sh", "-c", hook_command(hook), "archive-mcp"]
+        assert "archive-mcp" in data["mcp_servers"]  # the table is still where it was
+        assert text.startswith("notify = [")  # top-level: before every table
+    assert servers(agent)["archive-mcp"] == entry_for(agent, server_command())
+    installed = path.read_bytes()
+    code, out = run("install", agent, "--yes")
+    assert (code, path.read_bytes()) == (0, installed)
+    assert out.splitlines()[1].startswith(f"{hook}: the archive-mcp ") and "nothing to do" in out
+    assert run("uninstall", agent, "--yes")[0] == 0
+    if before is None:
+        assert not path.exists()
+    else:
+        assert path.read_bytes() == before.encode()
+
+
+def test_a_notify_program_of_the_users_own_is_kept() -> None:
+    path = config_file("codex")
+    path.parent.mkdir(parents=True)
+    path.write_text('notify = ["notify-send", "codex"]\n', encoding="utf-8")
+    code, out = run("install", "codex", "--yes")
+    assert code == 0 and "codex-notify: Codex runs one notify program and one is set" in out
+    assert tomllib.loads(path.read_text())["notify"] == ["notify-send", "codex"]
+    assert run("uninstall", "codex", "--yes")[0] == 0
+    assert path.read_text() == 'notify = ["notify-send", "codex"]\n'
