@@ -53,9 +53,17 @@ from archive_mcp.workspaces import (
 NAME = "archive-mcp"
 AGENTS = ("claude-code", "codex", "gemini", "kimi", "kimi-code", "qwen", "opencode")
 # the session-end hook installed with an agent's server: Claude Code's and Gemini CLI's
-# `SessionEnd` hook (settings.json), Codex's `notify` program (config.toml, run after each turn)
-HOOKS = {"claude-code": "claude-code-hook", "gemini": "gemini-hook", "codex": "codex-notify"}
+# `SessionEnd` hook (settings.json), Codex's `notify` program (config.toml, run after each turn),
+# both Kimi products' `[[hooks]]` table with `event = "SessionEnd"` (their config.toml)
+HOOKS = {
+    "claude-code": "claude-code-hook",
+    "gemini": "gemini-hook",
+    "codex": "codex-notify",
+    "kimi": "kimi-hook",
+    "kimi-code": "kimi-code-hook",
+}
 HOOK = HOOKS["claude-code"]
+TOML = ("codex", "codex-notify", "kimi-hook", "kimi-code-hook")  # the others are JSON
 MARK = "# archive-mcp session-end"  # ends the hook's command: how uninstall finds its own
 
 
@@ -70,10 +78,10 @@ def config_file(agent: str) -> Path:
         return codex_home() / "config.toml"
     if agent in ("gemini", "gemini-hook"):
         return gemini_dir() / "settings.json"
-    if agent == "kimi":
-        return kimi_share_dir() / "mcp.json"
-    if agent == "kimi-code":
-        return kimi_code_home() / "mcp.json"
+    if agent in ("kimi", "kimi-code"):
+        return (kimi_share_dir() if agent == "kimi" else kimi_code_home()) / "mcp.json"
+    if agent in ("kimi-hook", "kimi-code-hook"):
+        return (kimi_share_dir() if agent == "kimi-hook" else kimi_code_home()) / "config.toml"
     if agent == "qwen":
         return qwen_settings_dir() / "settings.json"
     if agent == "opencode":  # the file `opencode mcp add` edits: the one that exists, else .json
@@ -94,7 +102,13 @@ def server_command() -> list[str]:
 
 def hook_command(hook: str = HOOK) -> str:
     """What a session-end hook runs: a quick incremental ingest of that agent's home."""
-    home = {"gemini-hook": gemini_dir, "codex-notify": codex_home}.get(hook, claude_config_dir)()
+    homes = {
+        "gemini-hook": gemini_dir,
+        "codex-notify": codex_home,
+        "kimi-hook": kimi_share_dir,
+        "kimi-code-hook": kimi_code_home,
+    }
+    home = homes.get(hook, claude_config_dir)()
     cmd = [*server_command()[:-1], "ingest", "--no-embed", str(home)]
     # in the background: Claude Code cancels a SessionEnd hook still running when it exits
     return f"nohup {shlex.join(cmd)} >/dev/null 2>&1 & {MARK}"
@@ -103,6 +117,8 @@ def hook_command(hook: str = HOOK) -> str:
 def entry_for(agent: str, command: list[str]) -> Any:
     if agent == "codex-notify":  # Codex appends a JSON argument: `sh -c` leaves it in $1, unused
         return ["sh", "-c", hook_command(agent), NAME]
+    if agent in ("kimi-hook", "kimi-code-hook"):
+        return {"event": "SessionEnd", "command": hook_command(agent)}
     if agent in HOOKS.values():
         return {"hooks": [{"type": "command", "command": hook_command(agent)}]}
     if agent == "claude-code":
@@ -165,6 +181,8 @@ def plan_install(agent: str, command: list[str] | None = None) -> Change:
     elif agent == "codex-notify":  # a top-level key: before the first table
         snippet = f"notify = [{', '.join(json.dumps(a) for a in entry)}]\n"
         after, at = snippet + (before or ""), 0
+    elif agent in TOML:  # a `[[hooks]]` table, appended
+        after, snippet, at = _toml_append(before or "", "[[hooks]]", entry)
     elif agent in HOOKS.values():
         after, snippet, at = _json_insert_at(before or "", ["hooks", "SessionEnd"], None, entry)
     else:
@@ -197,6 +215,8 @@ def plan_uninstall(agent: str) -> Change:
             for line in before.splitlines(keepends=True)
             if not (line.startswith("notify") and MARK in line)
         )
+    elif agent in TOML:
+        after = _toml_remove(before, re.compile(r"^\[\[hooks\]\][ \t]*$", re.M), MARK)
     elif agent in HOOKS.values():
         after = _hook_remove(before)
     else:
@@ -369,23 +389,33 @@ def _member(s: str, obj: int, key: str) -> int | None:
 
 # --- TOML (Codex): one table appended, or removed ---------------------------------------------
 def _toml_insert(text: str, entry: dict[str, Any]) -> tuple[str, str, int]:
+    return _toml_append(text, f"[mcp_servers.{NAME}]", entry)
+
+
+def _toml_append(text: str, header: str, entry: dict[str, Any]) -> tuple[str, str, int]:
+    """`header` and `entry`'s keys (strings and lists of strings) appended as a table."""
     lead = ("" if not text or text.endswith("\n") else "\n") + ("\n" if text.strip() else "")
-    args = ", ".join(json.dumps(a) for a in entry["args"])
-    snippet = (
-        f"{lead}[mcp_servers.{NAME}]\ncommand = {json.dumps(entry['command'])}\nargs = [{args}]\n"
-    )
+    rows = [
+        f"{k} = [{', '.join(json.dumps(a) for a in v)}]"
+        if isinstance(v, list)
+        else f"{k} = {json.dumps(v)}"
+        for k, v in entry.items()
+    ]
+    snippet = lead + "\n".join([header, *rows]) + "\n"
     return text + snippet, snippet, len(text)
 
 
-def _toml_remove(text: str) -> str:
-    header = re.compile(
+def _toml_remove(text: str, header: re.Pattern[str] | None = None, mark: str = "") -> str:
+    """`text` without the first table under `header` (holding `mark`)."""
+    header = header or re.compile(
         rf'^\[mcp_servers\.(?:{re.escape(NAME)}|"{re.escape(NAME)}")\][ \t]*$', re.M
     )
-    m = header.search(text)
-    if m is None:
-        return text
-    nxt = re.compile(r"^\[", re.M).search(text, m.end())
-    return text[: m.start()] + (text[nxt.start() :] if nxt else "")
+    for m in header.finditer(text):
+        nxt = re.compile(r"^\[", re.M).search(text, m.end())
+        end = nxt.start() if nxt else len(text)
+        if mark in text[m.end() : end]:
+            return text[: m.start()] + text[end:]
+    return text
 
 
 # --- checks -----------------------------------------------------------------------------------
@@ -399,7 +429,7 @@ def _read(path: Path) -> str | None:
 def _load(agent: str, text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
-    data = tomllib.loads(text) if agent.startswith("codex") else json.loads(text)
+    data = tomllib.loads(text) if agent in TOML else json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("the top level is not an object")
     return data
@@ -428,6 +458,11 @@ def _registered(agent: str, text: str) -> bool:
     if agent == "codex-notify":
         notify = data.get("notify")
         return isinstance(notify, list) and any(str(a).endswith(MARK) for a in notify)
+    if agent in ("kimi-hook", "kimi-code-hook"):
+        tables = data.get("hooks")
+        return isinstance(tables, list) and any(
+            isinstance(t, dict) and str(t.get("command", "")).endswith(MARK) for t in tables
+        )
     if agent in HOOKS.values():
         hooks = data.get("hooks")
         ends = hooks.get("SessionEnd") if isinstance(hooks, dict) else None
@@ -441,7 +476,7 @@ def _check(agent: str, path: Path, text: str, present: bool) -> None:
         _load(agent, text)
     except ValueError as exc:
         raise InvalidArgument(
-            f"{path} is not valid {'TOML' if agent.startswith('codex') else 'JSON'} ({exc}); fix it or "
+            f"{path} is not valid {'TOML' if agent in TOML else 'JSON'} ({exc}); fix it or "
             f"register the server by hand: command {' '.join(server_command())}"
         ) from None
     if _registered(agent, text) != present:

@@ -330,22 +330,33 @@ HOOK_STATES: dict[str, list[str | None]] = {
         '[profiles.fast]\nmodel = "o4-mini"\n',
     ],
 }
+KIMI_TOML = [  # config.toml of either Kimi product: the hook goes there, the server to mcp.json
+    None,
+    "",
+    'default_model = "k2"',
+    '[[hooks]]\nevent = "Stop"\ncommand = "notify-send done"\n\n[models.k2]\nprovider = "x"\n',
+]
+HOOK_STATES["kimi"] = HOOK_STATES["kimi-code"] = KIMI_TOML
 
 
 @pytest.mark.parametrize(
     ("agent", "before"), [(a, b) for a, states in HOOK_STATES.items() for b in states]
 )
-def test_gemini_and_codex_get_a_session_end_ingest_that_uninstall_takes_out_byte_for_byte(
+def test_gemini_codex_and_kimi_get_a_session_end_ingest_uninstall_takes_out_byte_for_byte(
     agent: str, before: str | None
 ) -> None:
-    path, hook = config_file(agent), HOOKS[agent]
-    assert config_file(hook) == path  # the same file as the server
+    hook = HOOKS[agent]
+    path = config_file(hook)
+    if agent in ("gemini", "codex"):
+        assert path == config_file(agent)  # the same file as the server
+    else:
+        assert path == config_file(agent).with_name("config.toml")
     if before is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(before.encode())
     code, out = run("install", agent, "--yes")
     assert code == 0, out
-    home = HOME() / (".gemini" if agent == "gemini" else ".codex")
+    home = {"gemini": HOME() / ".gemini", "codex": HOME() / ".codex"}.get(agent, path.parent)
     assert hook_command(hook).endswith(f" ingest --no-embed {home} >/dev/null 2>&1 & {MARK}")
     text = path.read_text(encoding="utf-8")
     if agent == "gemini":
@@ -353,6 +364,15 @@ def test_gemini_and_codex_get_a_session_end_ingest_that_uninstall_takes_out_byte
         assert ends[0] == {"hooks": [{"type": "command", "command": hook_command(hook)}]}
         assert ends[1:] == (
             json.loads(HOOKED)["hooks"]["SessionEnd"] if before == GEMINI_HOOKED else []
+        )
+    elif agent != "codex":  # the Kimi products: one `[[hooks]]` table, appended
+        tables = tomllib.loads(text)["hooks"]
+        assert tables[-1] == {"event": "SessionEnd", "command": hook_command(hook)}
+        assert tables[:-1] == (
+            [{"event": "Stop", "command": "notify-send done"}] if before == KIMI_TOML[3] else []
+        )
+        assert text.endswith(
+            f'[[hooks]]\nevent = "SessionEnd"\ncommand = {json.dumps(hook_command(hook))}\n'
         )
     else:
         data = tomllib.loads(text)
@@ -369,6 +389,7 @@ def test_gemini_and_codex_get_a_session_end_ingest_that_uninstall_takes_out_byte
         assert not path.exists()
     else:
         assert path.read_bytes() == before.encode()
+    assert agent in ("gemini", "codex") or not config_file(agent).exists()  # nor its mcp.json
 
 
 def test_a_notify_program_of_the_users_own_is_kept() -> None:
@@ -380,3 +401,15 @@ def test_a_notify_program_of_the_users_own_is_kept() -> None:
     assert tomllib.loads(path.read_text())["notify"] == ["notify-send", "codex"]
     assert run("uninstall", "codex", "--yes")[0] == 0
     assert path.read_text() == 'notify = ["notify-send", "codex"]\n'
+
+
+def test_a_kimi_config_rewritten_since_install_loses_only_the_hook() -> None:
+    path = config_file("kimi-hook")
+    path.parent.mkdir(parents=True)
+    path.write_text('default_model = "k2"\n', encoding="utf-8")
+    run("install", "kimi", "--yes")
+    text = path.read_text().replace('"k2"', '"k3"')  # the CLI saved its config since
+    path.write_text(text.replace('"SessionEnd"', "'SessionEnd'"), encoding="utf-8")
+    code, out = run("uninstall", "kimi", "--yes")
+    assert code == 0 and "edited structurally" in out
+    assert tomllib.loads(path.read_text()) == {"default_model": "k3"}
