@@ -413,3 +413,62 @@ def test_a_kimi_config_rewritten_since_install_loses_only_the_hook() -> None:
     code, out = run("uninstall", "kimi", "--yes")
     assert code == 0 and "edited structurally" in out
     assert tomllib.loads(path.read_text()) == {"default_model": "k3"}
+
+
+KIMI_SCRIPTED = """\
+default_model = "scripted"
+telemetry = false
+
+[providers.scripted]
+type = "_scripted_echo"
+base_url = ""
+api_key = ""
+
+[models.scripted]
+provider = "scripted"
+model = "scripted_echo"
+max_context_size = 262144
+"""
+
+
+def test_the_real_kimi_cli_runs_the_session_end_hook_and_the_session_is_archived(
+    tmp_path: Path,
+) -> None:
+    """Opt-in: the real Kimi CLI (kimi-cli-real) with its scripted model, offline."""
+    import subprocess
+    import time
+
+    from archive_mcp import Archive
+
+    kimi = Path(KIMI_REAL) / "kimi-orig"
+    if not KIMI_REAL or not kimi.exists():
+        pytest.skip("set $KIMI_REAL_ROOT to the real Kimi CLI (opt-in)")
+    share = config_file("kimi-hook").parent
+    share.mkdir(parents=True)
+    (share / "config.toml").write_text(KIMI_SCRIPTED, encoding="utf-8")
+    assert run("install", "kimi", "--yes")[0] == 0
+    script = tmp_path / "script.json"
+    reply = 'text: hello from the scripted model\nusage: {"input_other": 10, "output": 5}'
+    script.write_text(json.dumps([reply]), encoding="utf-8")
+    (work := tmp_path / "wd").mkdir()
+    done = subprocess.run(
+        [str(kimi), "--work-dir", str(work), "--print", "--input-format", "stream-json"],
+        input=json.dumps({"role": "user", "content": "say hi zebrafish"}) + "\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KIMI_SCRIPTED_ECHO_SCRIPTS": str(script)},
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 120  # the hook's ingest runs in the background
+    found: list[Any] = []
+    while not found and time.monotonic() < deadline:
+        time.sleep(1)
+        try:
+            texts = Archive().turns().collect()["user_text"].to_list()
+        except Exception:  # noqa: BLE001 - nothing archived yet
+            texts = []
+        found = [t for t in texts if "zebrafish" in (t or "")]
+    assert found, "the SessionEnd hook did not archive the session"
+    assert run("uninstall", "kimi", "--yes")[0] == 0
+    assert (share / "config.toml").read_text(encoding="utf-8") == KIMI_SCRIPTED
