@@ -13,6 +13,12 @@ Where each agent reads user-scope MCP servers:
 - claude-code: `~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`), `mcpServers`
 - codex: `~/.codex/config.toml` (`$CODEX_HOME`), `[mcp_servers.<name>]`
 - gemini: `~/.gemini/settings.json`, `mcpServers`
+- kimi (the Python Kimi CLI): `~/.kimi/mcp.json` (`$KIMI_SHARE_DIR`), `mcpServers`, what
+  `kimi mcp add` writes
+- kimi-code (the TypeScript Kimi Code CLI): `~/.kimi-code/mcp.json` (`$KIMI_CODE_HOME`), `mcpServers`
+- qwen (Qwen Code, a Gemini CLI fork): `~/.qwen/settings.json`, `mcpServers`
+- opencode: `~/.config/opencode/opencode.json` (`$XDG_CONFIG_HOME`), `mcp`, an entry
+  `{"type": "local", "command": [...]}`
 """
 
 from __future__ import annotations
@@ -37,12 +43,27 @@ from archive_mcp.workspaces import (
     codex_home,
     config_dir,
     gemini_dir,
+    kimi_code_home,
+    kimi_share_dir,
+    opencode_config_dir,
+    qwen_settings_dir,
     read_json,
 )
 
 NAME = "archive-mcp"
-AGENTS = ("claude-code", "codex", "gemini")
-HOOK = "claude-code-hook"  # Claude Code's SessionEnd hook, installed with its server
+AGENTS = ("claude-code", "codex", "gemini", "kimi", "kimi-code", "qwen", "opencode")
+# the session-end hook installed with an agent's server: Claude Code's and Gemini CLI's
+# `SessionEnd` hook (settings.json), Codex's `notify` program (config.toml, run after each turn),
+# both Kimi products' `[[hooks]]` table with `event = "SessionEnd"` (their config.toml)
+HOOKS = {
+    "claude-code": "claude-code-hook",
+    "gemini": "gemini-hook",
+    "codex": "codex-notify",
+    "kimi": "kimi-hook",
+    "kimi-code": "kimi-code-hook",
+}
+HOOK = HOOKS["claude-code"]
+TOML = ("codex", "codex-notify", "kimi-hook", "kimi-code-hook")  # the others are JSON
 MARK = "# archive-mcp session-end"  # ends the hook's command: how uninstall finds its own
 
 
@@ -53,10 +74,19 @@ def config_file(agent: str) -> Path:
         return (Path(env).expanduser() if env else Path.home()) / ".claude.json"
     if agent == HOOK:
         return claude_config_dir() / "settings.json"
-    if agent == "codex":
+    if agent in ("codex", "codex-notify"):
         return codex_home() / "config.toml"
-    if agent == "gemini":
+    if agent in ("gemini", "gemini-hook"):
         return gemini_dir() / "settings.json"
+    if agent in ("kimi", "kimi-code"):
+        return (kimi_share_dir() if agent == "kimi" else kimi_code_home()) / "mcp.json"
+    if agent in ("kimi-hook", "kimi-code-hook"):
+        return (kimi_share_dir() if agent == "kimi-hook" else kimi_code_home()) / "config.toml"
+    if agent == "qwen":
+        return qwen_settings_dir() / "settings.json"
+    if agent == "opencode":  # the file `opencode mcp add` edits: the one that exists, else .json
+        found = [opencode_config_dir() / n for n in ("opencode.json", "opencode.jsonc")]
+        return next((p for p in found if p.exists()), found[0])
     raise InvalidArgument(f"unknown agent {agent!r}; one of: {', '.join(AGENTS)}")
 
 
@@ -70,18 +100,31 @@ def server_command() -> list[str]:
     )
 
 
-def hook_command() -> str:
-    """What the SessionEnd hook runs: a quick incremental ingest of the Claude Code home."""
-    cmd = [*server_command()[:-1], "ingest", "--no-embed", str(claude_config_dir())]
+def hook_command(hook: str = HOOK) -> str:
+    """What a session-end hook runs: a quick incremental ingest of that agent's home."""
+    homes = {
+        "gemini-hook": gemini_dir,
+        "codex-notify": codex_home,
+        "kimi-hook": kimi_share_dir,
+        "kimi-code-hook": kimi_code_home,
+    }
+    home = homes.get(hook, claude_config_dir)()
+    cmd = [*server_command()[:-1], "ingest", "--no-embed", str(home)]
     # in the background: Claude Code cancels a SessionEnd hook still running when it exits
     return f"nohup {shlex.join(cmd)} >/dev/null 2>&1 & {MARK}"
 
 
-def entry_for(agent: str, command: list[str]) -> dict[str, Any]:
-    if agent == HOOK:
-        return {"hooks": [{"type": "command", "command": hook_command()}]}
+def entry_for(agent: str, command: list[str]) -> Any:
+    if agent == "codex-notify":  # Codex appends a JSON argument: `sh -c` leaves it in $1, unused
+        return ["sh", "-c", hook_command(agent), NAME]
+    if agent in ("kimi-hook", "kimi-code-hook"):
+        return {"event": "SessionEnd", "command": hook_command(agent)}
+    if agent in HOOKS.values():
+        return {"hooks": [{"type": "command", "command": hook_command(agent)}]}
     if agent == "claude-code":
         return {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
+    if agent == "opencode":
+        return {"type": "local", "command": command}
     return {"command": command[0], "args": command[1:]}
 
 
@@ -107,8 +150,15 @@ def registered(agent: str, path: Path | None = None) -> bool:
     return text is not None and _registered(agent, text)
 
 
+def servers_key(agent: str) -> str:
+    """The member of `agent`'s config that holds its MCP servers."""
+    return {"codex": "mcp_servers", "opencode": "mcp"}.get(agent, "mcpServers")
+
+
 def _what(agent: str) -> str:
-    return f"the {NAME} SessionEnd hook" if agent == HOOK else NAME
+    if agent == "codex-notify":
+        return f"the {NAME} notify program"
+    return f"the {NAME} SessionEnd hook" if agent in HOOKS.values() else NAME
 
 
 def installs_path() -> Path:
@@ -123,12 +173,20 @@ def plan_install(agent: str, command: list[str] | None = None) -> Change:
         return Change(
             agent, str(path), before, before, note=f"{_what(agent)} is already registered"
         )
+    if agent == "codex-notify" and "notify" in _loads_or_empty(agent, before):
+        note = "Codex runs one notify program and one is set (kept; no session-end ingest added)"
+        return Change(agent, str(path), before, before, note=note)
     if agent == "codex":
         after, snippet, at = _toml_insert(before or "", entry)
-    elif agent == HOOK:
+    elif agent == "codex-notify":  # a top-level key: before the first table
+        snippet = f"notify = [{', '.join(json.dumps(a) for a in entry)}]\n"
+        after, at = snippet + (before or ""), 0
+    elif agent in TOML:  # a `[[hooks]]` table, appended
+        after, snippet, at = _toml_append(before or "", "[[hooks]]", entry)
+    elif agent in HOOKS.values():
         after, snippet, at = _json_insert_at(before or "", ["hooks", "SessionEnd"], None, entry)
     else:
-        after, snippet, at = _json_insert(before or "", entry)
+        after, snippet, at = _json_insert_at(before or "", [servers_key(agent)], NAME, entry)
     _check(agent, path, after, present=True)
     return Change(agent, str(path), before, after, snippet, at)
 
@@ -151,8 +209,18 @@ def plan_uninstall(agent: str) -> Change:
                 return Change(agent, str(path), before, after, snippet, at)
     if agent == "codex":
         after = _toml_remove(before)
+    elif agent == "codex-notify":
+        after = "".join(
+            line
+            for line in before.splitlines(keepends=True)
+            if not (line.startswith("notify") and MARK in line)
+        )
+    elif agent in TOML:
+        after = _toml_remove(before, re.compile(r"^\[\[hooks\]\][ \t]*$", re.M), MARK)
+    elif agent in HOOKS.values():
+        after = _hook_remove(before)
     else:
-        after = _hook_remove(before) if agent == HOOK else _json_remove(before)
+        after = _json_remove(before, servers_key(agent))
     _check(agent, path, after, present=False)
     return Change(
         agent, str(path), before, after, note="edited structurally: the file changed since install"
@@ -192,10 +260,6 @@ def apply(change: Change) -> Path | None:
 
 
 # --- JSON: one member inserted into (or removed from) the top-level object, textually ---------
-def _json_insert(text: str, entry: dict[str, Any]) -> tuple[str, str, int]:
-    return _json_insert_at(text, ["mcpServers"], NAME, entry)
-
-
 def _nested(keys: list[str], leaf_key: str | None, leaf: Any) -> Any:
     value: Any = [leaf] if leaf_key is None else {leaf_key: leaf}
     for key in reversed(keys):
@@ -235,12 +299,14 @@ def _insert(
     at += 1
     empty = text[_skip_ws(text, at)] in "}]"
     snippet = f"\n{ind * level}{item}" + (f"\n{ind * (level - 1)}" if empty else ",")
+    if "\r\n" in text:  # the file's own line ends
+        snippet = snippet.replace("\n", "\r\n")
     return text[:at] + snippet + text[at:], snippet, at
 
 
-def _json_remove(text: str) -> str:
+def _json_remove(text: str, key: str) -> str:
     data = json.loads(text)
-    servers = data.get("mcpServers") or {}
+    servers = data.get(key) or {}
     servers.pop(NAME, None)
     return json.dumps(data, indent=_indent_width(text), ensure_ascii=False) + "\n"
 
@@ -323,29 +389,39 @@ def _member(s: str, obj: int, key: str) -> int | None:
 
 # --- TOML (Codex): one table appended, or removed ---------------------------------------------
 def _toml_insert(text: str, entry: dict[str, Any]) -> tuple[str, str, int]:
+    return _toml_append(text, f"[mcp_servers.{NAME}]", entry)
+
+
+def _toml_append(text: str, header: str, entry: dict[str, Any]) -> tuple[str, str, int]:
+    """`header` and `entry`'s keys (strings and lists of strings) appended as a table."""
     lead = ("" if not text or text.endswith("\n") else "\n") + ("\n" if text.strip() else "")
-    args = ", ".join(json.dumps(a) for a in entry["args"])
-    snippet = (
-        f"{lead}[mcp_servers.{NAME}]\ncommand = {json.dumps(entry['command'])}\nargs = [{args}]\n"
-    )
+    rows = [
+        f"{k} = [{', '.join(json.dumps(a) for a in v)}]"
+        if isinstance(v, list)
+        else f"{k} = {json.dumps(v)}"
+        for k, v in entry.items()
+    ]
+    snippet = lead + "\n".join([header, *rows]) + "\n"
     return text + snippet, snippet, len(text)
 
 
-def _toml_remove(text: str) -> str:
-    header = re.compile(
+def _toml_remove(text: str, header: re.Pattern[str] | None = None, mark: str = "") -> str:
+    """`text` without the first table under `header` (holding `mark`)."""
+    header = header or re.compile(
         rf'^\[mcp_servers\.(?:{re.escape(NAME)}|"{re.escape(NAME)}")\][ \t]*$', re.M
     )
-    m = header.search(text)
-    if m is None:
-        return text
-    nxt = re.compile(r"^\[", re.M).search(text, m.end())
-    return text[: m.start()] + (text[nxt.start() :] if nxt else "")
+    for m in header.finditer(text):
+        nxt = re.compile(r"^\[", re.M).search(text, m.end())
+        end = nxt.start() if nxt else len(text)
+        if mark in text[m.end() : end]:
+            return text[: m.start()] + text[end:]
+    return text
 
 
 # --- checks -----------------------------------------------------------------------------------
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8")  # as is: CRLF files stay CRLF
     except FileNotFoundError:
         return None
 
@@ -353,10 +429,17 @@ def _read(path: Path) -> str | None:
 def _load(agent: str, text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
-    data = tomllib.loads(text) if agent == "codex" else json.loads(text)
+    data = tomllib.loads(text) if agent in TOML else json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("the top level is not an object")
     return data
+
+
+def _loads_or_empty(agent: str, text: str | None) -> dict[str, Any]:
+    try:
+        return _load(agent, text or "")
+    except ValueError:
+        return {}
 
 
 def _parses(agent: str, text: str) -> bool:
@@ -372,11 +455,19 @@ def _registered(agent: str, text: str) -> bool:
         data = _load(agent, text)
     except ValueError:
         return False
-    if agent == HOOK:
+    if agent == "codex-notify":
+        notify = data.get("notify")
+        return isinstance(notify, list) and any(str(a).endswith(MARK) for a in notify)
+    if agent in ("kimi-hook", "kimi-code-hook"):
+        tables = data.get("hooks")
+        return isinstance(tables, list) and any(
+            isinstance(t, dict) and str(t.get("command", "")).endswith(MARK) for t in tables
+        )
+    if agent in HOOKS.values():
         hooks = data.get("hooks")
         ends = hooks.get("SessionEnd") if isinstance(hooks, dict) else None
         return isinstance(ends, list) and any(_is_ours(h) for h in ends)
-    servers = data.get("mcp_servers" if agent == "codex" else "mcpServers")
+    servers = data.get(servers_key(agent))
     return isinstance(servers, dict) and NAME in servers
 
 
@@ -385,7 +476,7 @@ def _check(agent: str, path: Path, text: str, present: bool) -> None:
         _load(agent, text)
     except ValueError as exc:
         raise InvalidArgument(
-            f"{path} is not valid {'TOML' if agent == 'codex' else 'JSON'} ({exc}); fix it or "
+            f"{path} is not valid {'TOML' if agent in TOML else 'JSON'} ({exc}); fix it or "
             f"register the server by hand: command {' '.join(server_command())}"
         ) from None
     if _registered(agent, text) != present:

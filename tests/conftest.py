@@ -26,6 +26,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "QWEN_HOME",
         "QWEN_RUNTIME_DIR",
         "XDG_DATA_HOME",
+        "XDG_CONFIG_HOME",
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -14,7 +14,16 @@ from archive_mcp.workspaces import config_dir
 from click.testing import CliRunner
 
 from archive_mcp.cli.main import main as cli
-from archive_mcp.install import HOOK, MARK, config_file, hook_command, server_command
+from archive_mcp.install import (
+    HOOK,
+    HOOKS,
+    MARK,
+    config_file,
+    entry_for,
+    hook_command,
+    server_command,
+    servers_key,
+)
 
 HOME = lambda: Path(os.environ["HOME"])  # noqa: E731 - the tmp home conftest set
 
@@ -39,6 +48,27 @@ BEFORE: dict[str, list[str | None]] = {
         "",
     ],
 }
+OTHER = {"opencode": '{"type": "local", "command": ["x"]}'}
+
+
+def json_states(key: str, other: str) -> list[str | None]:
+    """Starting states of a JSON config whose MCP servers are under `key`."""
+    return [
+        None,
+        "",
+        "{}",
+        '{"theme": "x", "name": "é"}',  # one line, no final newline, non-ASCII
+        f'{{\n  "{key}": {{}}\n}}\n',
+        f'{{\n\t"a": [1, 2],\n\t"{key}": {{"other": {other}}}\n}}\n',  # tabs
+        '{\r\n  "$schema": "https://example.invalid/s.json",\r\n  "b": true\r\n}\r\n',
+        json.dumps({key: {"y": json.loads(other)}, "z": None}, indent=2),  # as `kimi mcp add`
+    ]
+
+
+for _agent in ("kimi", "kimi-code", "qwen", "opencode"):
+    BEFORE[_agent] = json_states(
+        servers_key(_agent), OTHER.get(_agent, '{"command": "x", "args": []}')
+    )
 CASES = [(agent, text) for agent, texts in BEFORE.items() for text in texts]
 
 
@@ -51,13 +81,43 @@ def servers(agent: str) -> dict[str, Any]:
     text = config_file(agent).read_text(encoding="utf-8")
     if agent == "codex":
         return tomllib.loads(text)["mcp_servers"]
-    return json.loads(text)["mcpServers"]
+    return json.loads(text)[servers_key(agent)]
 
 
-def test_the_files_are_where_each_agent_reads_user_scope_servers() -> None:
+def test_the_files_are_where_each_agent_reads_user_scope_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert config_file("claude-code") == HOME() / ".claude.json"
     assert config_file("codex") == HOME() / ".codex" / "config.toml"
     assert config_file("gemini") == HOME() / ".gemini" / "settings.json"
+    assert config_file("qwen") == HOME() / ".qwen" / "settings.json"
+    assert config_file("opencode") == HOME() / ".config" / "opencode" / "opencode.json"
+    jsonc = HOME() / ".config" / "opencode" / "opencode.jsonc"  # `opencode mcp add` edits it
+    jsonc.parent.mkdir(parents=True)
+    jsonc.write_text("{}", encoding="utf-8")
+    assert config_file("opencode") == jsonc
+    jsonc.with_suffix(".json").write_text("{}", encoding="utf-8")
+    assert config_file("opencode") == jsonc.with_suffix(".json")
+    monkeypatch.delenv("KIMI_SHARE_DIR")
+    monkeypatch.delenv("KIMI_CODE_HOME")
+    assert config_file("kimi") == HOME() / ".kimi" / "mcp.json"
+    assert config_file("kimi-code") == HOME() / ".kimi-code" / "mcp.json"
+    for var, agent, name in [
+        ("KIMI_SHARE_DIR", "kimi", "mcp.json"),
+        ("KIMI_CODE_HOME", "kimi-code", "mcp.json"),
+        ("QWEN_HOME", "qwen", "settings.json"),
+        ("XDG_CONFIG_HOME", "opencode", "opencode/opencode.json"),
+    ]:
+        monkeypatch.setenv(var, str(tmp_path / var))
+        assert config_file(agent) == tmp_path / var / name
+
+
+def test_each_agent_gets_the_entry_its_own_loader_reads() -> None:
+    cmd = ["/bin/archive-mcp", "serve"]
+    for agent in ("codex", "gemini", "kimi", "kimi-code", "qwen"):
+        assert entry_for(agent, cmd) == {"command": "/bin/archive-mcp", "args": ["serve"]}
+    assert entry_for("opencode", cmd) == {"type": "local", "command": cmd}
+    assert entry_for("claude-code", cmd)["type"] == "stdio"
 
 
 @pytest.mark.parametrize(("agent", "before"), CASES)
@@ -69,21 +129,17 @@ def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(before, encoding="utf-8")
         path.chmod(0o600)
-    hook = ["--no-hook"] if agent == "claude-code" else []
+    hook = ["--no-hook"] if agent in HOOKS else []
     code, out = run("install", agent, "--yes", *hook)
     assert code == 0, out
     assert (
         f"+++ {path}" in out and f'"{"archive-mcp"}"' in out or "[mcp_servers.archive-mcp]" in out
     )
-    cmd = server_command()
-    want: dict[str, Any] = {"command": cmd[0], "args": cmd[1:]}
-    if agent == "claude-code":
-        want = {"type": "stdio", **want, "env": {}}
-    assert servers(agent)["archive-mcp"] == want
+    assert servers(agent)["archive-mcp"] == entry_for(agent, server_command())
     if before:  # every other server and setting is kept
         old = tomllib.loads(before) if agent == "codex" else json.loads(before)
         new = tomllib.loads(path.read_text()) if agent == "codex" else json.loads(path.read_text())
-        key = "mcp_servers" if agent == "codex" else "mcpServers"
+        key = servers_key(agent)
         new[key].pop("archive-mcp")
         if not new[key] and key not in old:
             del new[key]
@@ -91,8 +147,10 @@ def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
     if before is not None:
         assert path.stat().st_mode & 0o777 == 0o600
         backups = list((config_dir() / "backups").iterdir())
-        assert [b.read_text(encoding="utf-8") for b in backups] == [before]
+        assert [b.read_bytes() for b in backups] == [before.encode()]
     installed = path.read_bytes()
+    assert (b"\r\n" in installed) == ("\r\n" in (before or ""))  # the file's own line ends
+    assert b"\n" not in installed.replace(b"\r\n", b"") or "\r\n" not in (before or "")
     code, out = run("install", agent, "--yes", *hook)
     assert (code, path.read_bytes()) == (0, installed)
     assert out == f"{agent}: archive-mcp is already registered in {path}; nothing to do\n"
@@ -103,7 +161,7 @@ def test_install_registers_once_and_uninstall_leaves_the_file_byte_identical(
     else:
         assert path.read_bytes() == before.encode()
     code, out = run("uninstall", agent, "--yes")
-    assert out.splitlines()[0] == f"{agent}: archive-mcp is not registered in {path}; nothing to do"
+    assert f"{agent}: archive-mcp is not registered in {path}; nothing to do" in out.splitlines()
 
 
 def test_install_shows_the_change_and_asks_first() -> None:
@@ -114,8 +172,9 @@ def test_install_shows_the_change_and_asks_first() -> None:
     assert code == 1 and out.endswith(f"Change {path}? [y/N]: n\nAborted!\n")
     assert f"--- {path}\n+++ {path}\n" in out and '+  "mcpServers": {' in out
     assert path.read_text() == '{"theme": "x"}'
-    code, out = run("install", "gemini", input="y\n")
+    code, out = run("install", "gemini", input="y\ny\n")  # the server, then its hook
     assert code == 0 and "archive-mcp" in servers("gemini")
+    assert out.count("[y/N]") == 2
 
 
 def test_a_file_the_agent_rewrote_since_install_is_edited_structurally() -> None:
@@ -169,7 +228,7 @@ def test_the_real_cli_lists_the_server_after_install_and_not_after_uninstall(age
         return [line for line in out.splitlines() if line.lstrip("✓○✗ ").startswith(line_start)]
 
     assert (
-        run("install", agent, "--yes", *(["--no-hook"] if agent == "claude-code" else []))[0] == 0
+        run("install", agent, "--yes")[0] == 0  # with its hook: the real loader must accept it
     )
     lines = listed()
     assert len(lines) == 1 and status in lines[0] and server_command()[0] in lines[0], lines
@@ -210,3 +269,206 @@ def test_claude_code_gets_a_session_end_hook_that_uninstall_takes_out_byte_for_b
     else:
         assert settings.read_bytes() == before.encode()
     assert not config_file("claude-code").exists()
+
+
+KIMI_REAL = os.environ.get("KIMI_REAL_ROOT", "")  # where kimi-cli-real's setup.sh put kimi-orig
+MORE = {  # agent: (the CLI, relative to its root; how its `mcp list` shows our server)
+    "kimi": ("kimi-orig", r"^  archive-mcp \(stdio\): {cmd}$"),
+    # Qwen Code gives a server 5 s to answer: on a loaded machine it may say Disconnected
+    "qwen": ("npm/qwen/node_modules/.bin/qwen", r"^. archive-mcp: {cmd} \(stdio\) - \w+$"),
+    "opencode": (
+        "npm/opencode/node_modules/.bin/opencode",
+        r"^\W*archive-mcp\b.*\n\W*{cmd}$",
+    ),
+}
+
+
+@pytest.mark.parametrize("agent", list(MORE))
+def test_the_real_kimi_qwen_and_opencode_list_the_server_after_install(agent: str) -> None:
+    import re
+    import subprocess
+
+    root = KIMI_REAL if agent == "kimi" else REAL
+    binary = Path(root) / MORE[agent][0]
+    if not root or not binary.exists():
+        pytest.skip("set $AGENTS_REAL_ROOT / $KIMI_REAL_ROOT to the real CLIs (opt-in)")
+    env = {  # OpenCode: no plugin install, model list or update check over the network
+        **os.environ,
+        "npm_config_registry": "http://127.0.0.1:9/",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    }
+    pattern = re.compile(MORE[agent][1].format(cmd=re.escape(" ".join(server_command()))), re.M)
+
+    def listed() -> str:
+        done = subprocess.run(
+            [str(binary), "mcp", "list"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+            cwd=HOME(),
+        )
+        return re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
+
+    HOME().mkdir(parents=True, exist_ok=True)
+    assert run("install", agent, "--yes")[0] == 0
+    out = listed()
+    assert len(pattern.findall(out)) == 1, out
+    assert run("uninstall", agent, "--yes")[0] == 0
+    assert "archive-mcp" not in listed()
+
+
+GEMINI_HOOKED = HOOKED.replace('"model": "opus"', '"theme": "Dracula"')
+HOOK_STATES: dict[str, list[str | None]] = {
+    "gemini": [None, "", "{}", '{"theme": "x"}', GEMINI_HOOKED, '{\r\n  "a": 1\r\n}\r\n'],
+    "codex": [
+        None,
+        "",
+        'model = "o3"',
+        '# mine\nmodel = "o3"\n\n[mcp_servers.other]\ncommand = "x"\n',
+        '[profiles.fast]\nmodel = "o4-mini"\n',
+    ],
+}
+KIMI_TOML = [  # config.toml of either Kimi product: the hook goes there, the server to mcp.json
+    None,
+    "",
+    'default_model = "k2"',
+    '[[hooks]]\nevent = "Stop"\ncommand = "notify-send done"\n\n[models.k2]\nprovider = "x"\n',
+]
+HOOK_STATES["kimi"] = HOOK_STATES["kimi-code"] = KIMI_TOML
+
+
+@pytest.mark.parametrize(
+    ("agent", "before"), [(a, b) for a, states in HOOK_STATES.items() for b in states]
+)
+def test_gemini_codex_and_kimi_get_a_session_end_ingest_uninstall_takes_out_byte_for_byte(
+    agent: str, before: str | None
+) -> None:
+    hook = HOOKS[agent]
+    path = config_file(hook)
+    if agent in ("gemini", "codex"):
+        assert path == config_file(agent)  # the same file as the server
+    else:
+        assert path == config_file(agent).with_name("config.toml")
+    if before is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(before.encode())
+    code, out = run("install", agent, "--yes")
+    assert code == 0, out
+    home = {"gemini": HOME() / ".gemini", "codex": HOME() / ".codex"}.get(agent, path.parent)
+    assert hook_command(hook).endswith(f" ingest --no-embed {home} >/dev/null 2>&1 & {MARK}")
+    text = path.read_text(encoding="utf-8")
+    if agent == "gemini":
+        ends = json.loads(text)["hooks"]["SessionEnd"]
+        assert ends[0] == {"hooks": [{"type": "command", "command": hook_command(hook)}]}
+        assert ends[1:] == (
+            json.loads(HOOKED)["hooks"]["SessionEnd"] if before == GEMINI_HOOKED else []
+        )
+    elif agent != "codex":  # the Kimi products: one `[[hooks]]` table, appended
+        tables = tomllib.loads(text)["hooks"]
+        assert tables[-1] == {"event": "SessionEnd", "command": hook_command(hook)}
+        assert tables[:-1] == (
+            [{"event": "Stop", "command": "notify-send done"}] if before == KIMI_TOML[3] else []
+        )
+        assert text.endswith(
+            f'[[hooks]]\nevent = "SessionEnd"\ncommand = {json.dumps(hook_command(hook))}\n'
+        )
+    else:
+        data = tomllib.loads(text)
+        assert data["notify"] == ["sh", "-c", hook_command(hook), "archive-mcp"]
+        assert "archive-mcp" in data["mcp_servers"]  # the table is still where it was
+        assert text.startswith("notify = [")  # top-level: before every table
+    assert servers(agent)["archive-mcp"] == entry_for(agent, server_command())
+    installed = path.read_bytes()
+    code, out = run("install", agent, "--yes")
+    assert (code, path.read_bytes()) == (0, installed)
+    assert out.splitlines()[1].startswith(f"{hook}: the archive-mcp ") and "nothing to do" in out
+    assert run("uninstall", agent, "--yes")[0] == 0
+    if before is None:
+        assert not path.exists()
+    else:
+        assert path.read_bytes() == before.encode()
+    assert agent in ("gemini", "codex") or not config_file(agent).exists()  # nor its mcp.json
+
+
+def test_a_notify_program_of_the_users_own_is_kept() -> None:
+    path = config_file("codex")
+    path.parent.mkdir(parents=True)
+    path.write_text('notify = ["notify-send", "codex"]\n', encoding="utf-8")
+    code, out = run("install", "codex", "--yes")
+    assert code == 0 and "codex-notify: Codex runs one notify program and one is set" in out
+    assert tomllib.loads(path.read_text())["notify"] == ["notify-send", "codex"]
+    assert run("uninstall", "codex", "--yes")[0] == 0
+    assert path.read_text() == 'notify = ["notify-send", "codex"]\n'
+
+
+def test_a_kimi_config_rewritten_since_install_loses_only_the_hook() -> None:
+    path = config_file("kimi-hook")
+    path.parent.mkdir(parents=True)
+    path.write_text('default_model = "k2"\n', encoding="utf-8")
+    run("install", "kimi", "--yes")
+    text = path.read_text().replace('"k2"', '"k3"')  # the CLI saved its config since
+    path.write_text(text.replace('"SessionEnd"', "'SessionEnd'"), encoding="utf-8")
+    code, out = run("uninstall", "kimi", "--yes")
+    assert code == 0 and "edited structurally" in out
+    assert tomllib.loads(path.read_text()) == {"default_model": "k3"}
+
+
+KIMI_SCRIPTED = """\
+default_model = "scripted"
+telemetry = false
+
+[providers.scripted]
+type = "_scripted_echo"
+base_url = ""
+api_key = ""
+
+[models.scripted]
+provider = "scripted"
+model = "scripted_echo"
+max_context_size = 262144
+"""
+
+
+def test_the_real_kimi_cli_runs_the_session_end_hook_and_the_session_is_archived(
+    tmp_path: Path,
+) -> None:
+    """Opt-in: the real Kimi CLI (kimi-cli-real) with its scripted model, offline."""
+    import subprocess
+    import time
+
+    from archive_mcp import Archive
+
+    kimi = Path(KIMI_REAL) / "kimi-orig"
+    if not KIMI_REAL or not kimi.exists():
+        pytest.skip("set $KIMI_REAL_ROOT to the real Kimi CLI (opt-in)")
+    share = config_file("kimi-hook").parent
+    share.mkdir(parents=True)
+    (share / "config.toml").write_text(KIMI_SCRIPTED, encoding="utf-8")
+    assert run("install", "kimi", "--yes")[0] == 0
+    script = tmp_path / "script.json"
+    reply = 'text: hello from the scripted model\nusage: {"input_other": 10, "output": 5}'
+    script.write_text(json.dumps([reply]), encoding="utf-8")
+    (work := tmp_path / "wd").mkdir()
+    done = subprocess.run(
+        [str(kimi), "--work-dir", str(work), "--print", "--input-format", "stream-json"],
+        input=json.dumps({"role": "user", "content": "say hi zebrafish"}) + "\n",
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KIMI_SCRIPTED_ECHO_SCRIPTS": str(script)},
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 120  # the hook's ingest runs in the background
+    found: list[Any] = []
+    while not found and time.monotonic() < deadline:
+        time.sleep(1)
+        try:
+            texts = Archive().turns().collect()["user_text"].to_list()
+        except Exception:  # noqa: BLE001 - nothing archived yet
+            texts = []
+        found = [t for t in texts if "zebrafish" in (t or "")]
+    assert found, "the SessionEnd hook did not archive the session"
+    assert run("uninstall", "kimi", "--yes")[0] == 0
+    assert (share / "config.toml").read_text(encoding="utf-8") == KIMI_SCRIPTED

@@ -26,6 +26,8 @@ from .home import (
     gemini_dir,
     kimi_code_home,
     kimi_share_dir,
+    opencode_config_dir,
+    qwen_settings_dir,
 )
 from .ids import canonical_path, is_workspace_id, kimi_code_key, safe_id, workspace_id
 from .registry import Registry, Workspace, WorkspaceError
@@ -52,6 +54,8 @@ __all__ = [
     "kimi_share_dir",
     "lock_holder",
     "locked",
+    "opencode_config_dir",
+    "qwen_settings_dir",
     "read_json",
     "safe_id",
     "workspace_id",

@@ -63,6 +63,19 @@ def opencode_data_dir() -> Path:
     return (Path(env).expanduser() if env else Path.home() / ".local" / "share") / "opencode"
 
 
+def qwen_settings_dir() -> Path:
+    """Where Qwen Code reads its user settings (`settings.json`): `$QWEN_HOME`, else `~/.qwen`."""
+    env = os.environ.get("QWEN_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".qwen"
+
+
+def opencode_config_dir() -> Path:
+    """OpenCode's global config folder (`opencode.json`): `$XDG_CONFIG_HOME/opencode` or
+    `~/.config/opencode`."""
+    env = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(env).expanduser() if env else Path.home() / ".config") / "opencode"
+
+
 def default_source_roots() -> list[Path]:
     """The roots `archive-mcp ingest` reads when no path is given: every agent's default home."""
     return [

@@ -9,7 +9,7 @@ import click
 
 from archive_mcp.cli.common import warn
 from archive_mcp.errors import ArchiveError
-from archive_mcp.install import AGENTS, HOOK, Change, apply, plan_install, plan_uninstall
+from archive_mcp.install import AGENTS, HOOKS, Change, apply, plan_install, plan_uninstall
 
 AGENT = click.Choice(list(AGENTS))
 YES = click.option("--yes", is_flag=True, help="Do not ask before changing the file.")
@@ -51,13 +51,18 @@ def _run(plan: Callable[[str], Change], agent: str, yes: bool, verb: str) -> Non
 @click.option(
     "--no-hook",
     is_flag=True,
-    help="claude-code: register the server only, without the SessionEnd hook that ingests "
-    "the Claude Code home when a session ends.",
+    help="claude-code, gemini, codex: register the server only, without the hook that ingests "
+    "the agent's home when a session ends (Codex: its `notify` program, after each turn).",
 )
 def install(agent: str, yes: bool, no_hook: bool) -> None:
     """Register the MCP server (`archive-mcp serve`) in AGENT's user-scope configuration, and for
-    claude-code a SessionEnd hook (~/.claude/settings.json) that runs a quick incremental ingest:
-    shows each change, asks, backs the file up. Running it again changes nothing.
+    claude-code and gemini a SessionEnd hook (their settings.json), for codex a `notify` program,
+    that runs a quick incremental ingest in the background: shows each change, asks, backs the
+    file up. Running it again changes nothing.
+
+    \b
+    AGENT: claude-code, codex, gemini, kimi (the Python Kimi CLI), kimi-code (the TypeScript
+    Kimi Code CLI), qwen (Qwen Code), opencode.
 
     \b
     Example:
@@ -65,21 +70,21 @@ def install(agent: str, yes: bool, no_hook: bool) -> None:
       archive-mcp install codex --yes
     """
     _run(plan_install, agent, yes, "Change")
-    if agent == "claude-code" and not no_hook:
-        _run(plan_install, HOOK, yes, "Change")
+    if agent in HOOKS and not no_hook:
+        _run(plan_install, HOOKS[agent], yes, "Change")
 
 
 @click.command()
 @click.argument("agent", type=AGENT)
 @YES
 def uninstall(agent: str, yes: bool) -> None:
-    """Take out exactly what `install` added to AGENT's configuration (for claude-code its hook
-    too; a file it created is removed).
+    """Take out exactly what `install` added to AGENT's configuration (its hook too; a file it
+    created is removed).
 
     \b
     Example:
       archive-mcp uninstall claude-code --yes
     """
+    if agent in HOOKS:  # last in, first out: a file install created is then removed whole
+        _run(plan_uninstall, HOOKS[agent], yes, "Change")
     _run(plan_uninstall, agent, yes, "Change")
-    if agent == "claude-code":
-        _run(plan_uninstall, HOOK, yes, "Change")
