@@ -298,7 +298,7 @@ def _first(records: list[dict[str, Any]], key: str) -> str | None:
 
 def _session_files(project: Path) -> list[Path]:
     try:
-        return sorted(p for p in project.iterdir() if p.suffix == ".jsonl" and p.is_file())
+        return sorted(p for p in project.iterdir() if p.suffix == ".jsonl" and not p.is_dir())
     except OSError:
         return []
 
@@ -335,7 +335,7 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
         for extra in sorted((folder / "subagents").glob("agent-*.meta.json")):
             source.snapshots.append(SourceFile(extra.stem, f"subagents/{extra.name}", extra))
         for out in sorted((folder / "tool-results").glob("*")):
-            if out.is_file():
+            if not out.is_dir():  # a FIFO or device too: screened out and reported
                 source.snapshots.append(SourceFile("main", f"tool-results/{out.name}", out))
         sessions[sid] = source
         found.sessions.append(source)

@@ -15,7 +15,15 @@ from typing import Any
 
 from .lines import LineReader, field_dict, field_list, finish, parse_time
 from .model import ParseResult, Step, ToolCall, Turn
-from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register
+from .sources import (
+    Discovery,
+    Reader,
+    SessionSource,
+    SourceFile,
+    head_records,
+    not_regular,
+    register,
+)
 
 SOURCE = "codex"
 DEFAULT_PROTOCOL = "unknown"
@@ -277,6 +285,10 @@ def discover(path: Path) -> Discovery | None:
     if not files:
         return None
     for f in files:
+        why = not_regular(f)
+        if why is not None:
+            found.skipped.append((str(f), why))
+            continue
         head = head_records(f, limit=3)
         if _is_rollout(head):
             found.sessions.append(_session(f, head))

@@ -315,7 +315,7 @@ def _session(session_dir: Path, work_dirs: list[str]) -> SessionSource:
         title if isinstance(title, str) else None,
         session_dir,
         files,
-        [s for s in snapshots if s.path.is_file()],
+        [s for s in snapshots if s.path.exists()],  # not a regular file: screened out, reported
     )
 
 

@@ -13,11 +13,13 @@ from typing import Any
 from .lines import LineReader, finish
 from .model import ParseResult, Problem, Step, ToolCall, Turn, count, epoch, parts_text
 from .sources import (
+    LINE_MAX,
     Discovery,
     Reader,
     SessionSource,
     SourceFile,
     load_json,
+    read_bounded,
     register,
     subdirs,
     unreadable,
@@ -271,7 +273,7 @@ def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:
         title if isinstance(title, str) else None,
         session_dir,
         files,
-        [s for s in snapshots if s.path.is_file()],
+        [s for s in snapshots if s.path.exists()],  # not a regular file: screened out, reported
     )
 
 
@@ -280,8 +282,8 @@ def _index(home: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     try:
         lines = (
-            (home / "session_index.jsonl")
-            .read_text(encoding="utf-8", errors="replace")
+            read_bounded(home / "session_index.jsonl", LINE_MAX)
+            .decode("utf-8", errors="replace")
             .splitlines()
         )
     except OSError:

@@ -13,6 +13,7 @@ from archive_mcp.refiners import PARSERS, RefineContext, Turn, refine_turn
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
+from archive_mcp.refiners.sources import Refused
 from archive_mcp.refiners.text import shorten
 from archive_mcp.workspaces import Workspace
 
@@ -148,6 +149,8 @@ def reason(exc: BaseException) -> str:
 
 
 def os_reason(exc: OSError) -> str:
+    if isinstance(exc, Refused):
+        return exc.why
     if isinstance(exc, FileNotFoundError):
         return "source disappeared before it could be read; nothing archived from it this time"
     if isinstance(exc, PermissionError):

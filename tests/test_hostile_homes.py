@@ -1,0 +1,179 @@
+"""Hostile agent homes: FIFOs and devices named like logs, links out of the home, huge files,
+sparse files, lines with no end, file names that are not UTF-8, folders nobody may read."""
+
+from __future__ import annotations
+
+import os
+import resource
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from archive_mcp.refiners.lines import LineReader
+from archive_mcp.refiners.sources import LINE_MAX, SNAPSHOT_MAX
+from test_agent_ingest import claude_home, codex_home, gemini_home
+
+from archive_mcp import Archive
+from archive_mcp.ingest.pipeline import IngestReport
+from archive_mcp.ingest.raw import INCOMPLETE
+
+WEBAPP = "131148b1f826743e761a0be6ad66cb94"
+CLAUDE = ".claude/projects/-home-alice-projects-webapp"
+FIFO = "a FIFO, not a regular file; not opened"
+
+
+def ingest_within(archive: Archive, *paths: Path, seconds: float = 30.0) -> IngestReport:
+    """The ingest's report; fails (instead of hanging the suite) when it takes too long."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["report"] = archive.ingest(*paths)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            out["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"ingest still running after {seconds} s"
+    if "error" in out:
+        raise out["error"]
+    return out["report"]
+
+
+def skips(report: IngestReport, root: Path) -> list[tuple[str, str]]:
+    return sorted((os.path.relpath(s.path, root), s.reason) for s in report.skipped)
+
+
+def test_fifos_named_like_logs_are_skipped_reported_and_never_opened(
+    tmp_path: Path, kimi_root: Path
+) -> None:
+    home = tmp_path / "user"
+    log = claude_home(home)
+    folder = log.parent / "c1"
+    (folder / "subagents").mkdir(parents=True)
+    os.mkfifo(folder / "subagents" / "agent-a1.jsonl")
+    os.mkfifo(folder / "subagents" / "agent-a1.meta.json")
+    os.mkfifo(log.parent / "c2.jsonl")  # a main log
+    rollout = codex_home(home)
+    os.mkfifo(rollout.parent / "rollout-2026-03-21T12-00-00-x2.jsonl")
+    chat = gemini_home(home)
+    (chat.parent / "g1").mkdir()
+    os.mkfifo(chat.parent / "g1" / "sub1.jsonl")  # a Gemini subagent
+    project_root = chat.parent.parent / ".project_root"
+    project_root.unlink()
+    os.mkfifo(project_root)
+    state = kimi_root / "sessions" / WEBAPP / "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b" / "state.json"
+    state.unlink()
+    os.mkfifo(state)
+    archive = Archive(embedder=None)
+    report = ingest_within(archive, home / ".claude", home / ".codex", home / ".gemini", kimi_root)
+    assert skips(report, tmp_path) == [
+        ("kimi/sessions/" + WEBAPP + "/b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b/state.json", FIFO),
+        (
+            "kimi/sessions/" + WEBAPP + "/b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b/wire.jsonl",
+            INCOMPLETE,
+        ),
+        (f"user/{CLAUDE}/c1/subagents/agent-a1.jsonl", FIFO),
+        (f"user/{CLAUDE}/c1/subagents/agent-a1.meta.json", FIFO),
+        (f"user/{CLAUDE}/c2.jsonl", FIFO),
+        ("user/.codex/sessions/2026/03/21/rollout-2026-03-21T12-00-00-x2.jsonl", FIFO),
+        ("user/.gemini/tmp/webapp/.project_root", FIFO),
+        ("user/.gemini/tmp/webapp/chats/g1/sub1.jsonl", FIFO),
+    ]
+    assert report.sessions == 3 + 4  # every healthy session: Claude, Codex, Gemini and Kimi's
+    assert sources(archive) == ["claude-code", "codex", "gemini"] + ["kimi"] * 4
+
+
+def test_device_links_and_links_out_of_the_home_are_not_followed(tmp_path: Path) -> None:
+    home = tmp_path / "user"
+    log = claude_home(home)
+    (log.parent / "c1" / "subagents").mkdir(parents=True)
+    (log.parent / "c1" / "subagents" / "agent-a1.meta.json").symlink_to("/dev/zero")
+    private = tmp_path / "private.txt"
+    private.write_text("my diary, not a log\n")
+    (log.parent / "c3.jsonl").symlink_to(private)
+    stashed = claude_home(home / ".claude" / "stash", sid="c5")
+    (log.parent / "c5.jsonl").symlink_to(stashed)  # a link that stays inside the home is followed
+    chat = gemini_home(home)
+    (chat.parent.parent.parent.parent / "projects.json").symlink_to("/dev/zero")
+    archive = Archive(embedder=None)
+    report = ingest_within(archive, home / ".claude", home / ".gemini")
+    out = "a symbolic link that leads out of the folder ingested; not followed"
+    assert skips(report, home) == [
+        (f"{CLAUDE}/c1/subagents/agent-a1.meta.json", out),
+        (f"{CLAUDE}/c3.jsonl", out),
+        (".gemini/projects.json", "a character device, not a regular file; not opened"),
+    ]
+    assert report.sessions == 3  # Claude's c1 and (linked) c5, and Gemini's g1
+    raw = [p.name for p in (archive.workspaces()[0].root / "raw").rglob("*") if p.is_file()]
+    assert "c3.jsonl" not in raw and "agent-a1.meta.json" not in raw
+
+
+def test_a_sparse_tool_output_is_copied_sparse_and_a_huge_one_is_refused(tmp_path: Path) -> None:
+    home = tmp_path / "user"
+    log = claude_home(home)
+    outputs = log.parent / "c1" / "tool-results"
+    outputs.mkdir(parents=True)
+    sparse = outputs / "big.txt"
+    with open(sparse, "wb") as fh:
+        fh.write(b"head")
+        fh.truncate(200 << 20)  # 200 MB, nearly all a hole
+    huge = outputs / "huge.txt"
+    with open(huge, "wb") as fh:
+        fh.truncate(SNAPSHOT_MAX + 1)
+    archive = Archive(embedder=None)
+    before = peak_rss()
+    report = ingest_within(archive, home / ".claude")
+    assert peak_rss() - before < 200 << 20
+    assert skips(report, home) == [
+        (f"{CLAUDE}/c1/tool-results/huge.txt", "larger than 512 MB; not copied")
+    ]
+    [copy] = (archive.workspaces()[0].root / "raw").rglob("big.txt")
+    st = copy.stat()
+    assert st.st_size == 200 << 20 and st.st_blocks * 512 <= 2 << 20  # the chunk with data, no more
+    assert copy.read_bytes()[:8] == b"head" + bytes(4)
+
+
+def test_a_tail_with_no_newline_past_the_line_bound_is_never_decoded(tmp_path: Path) -> None:
+    home = tmp_path / "user"
+    log = claude_home(home)
+    size = log.stat().st_size
+    with open(log, "ab") as fh:
+        fh.write(b'{"type": "user", "message": "')
+        fh.truncate(size + LINE_MAX + (8 << 20))  # 72 MB of a line still being written
+    archive = Archive(embedder=None)
+    before = peak_rss()
+    report = ingest_within(archive, home / ".claude")
+    assert peak_rss() - before < 200 << 20
+    assert report.turns_added == 1 and [s.reason for s in report.skipped] == [INCOMPLETE]
+    [copy] = (archive.workspaces()[0].root / "raw").rglob("c1.jsonl")
+    assert copy.stat().st_size == size
+
+
+def test_an_overlong_finished_line_is_skipped_and_the_lines_after_it_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("archive_mcp.refiners.lines.LINE_MAX", 1000)
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(
+        b'{"a": 1}\n' + b'{"b": "' + b"x" * 5000 + b'"}\n' + b'{"c": 3}\n' + b"y" * 3000
+    )
+    reader = LineReader(path)
+    assert [(r.line, r.data) for r in reader] == [(1, {"a": 1}), (3, {"c": 3})]
+    assert [(p.line, p.kind, p.error) for p in reader.problems] == [
+        (2, "malformed", "line over 1,000 bytes; not read"),
+        (4, "truncated_tail", "unfinished line over 1,000 bytes"),
+    ]
+    assert (reader.complete_offset, reader.next_line) == (path.stat().st_size - 3000, 4)
+
+
+def peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def sources(archive: Archive) -> list[str]:
+    return sorted(
+        s for ws in archive.workspaces() for s in archive.sessions(ws.id).collect()["source"]
+    )
