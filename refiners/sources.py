@@ -218,6 +218,18 @@ def discover(path: Path) -> Discovery:
     return found
 
 
+def printable(name: str) -> str:
+    """`name` as valid Unicode: a file name whose bytes are not UTF-8 (held by Python as surrogate
+    escapes) gets each such byte as `\\xNN` and each backslash doubled, so the original bytes can
+    be told back from it; a valid name is returned unchanged."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = name.replace("\\", "\\\\").encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace")
+    return name
+
+
 def screen(found: Discovery, root: Path) -> Discovery:
     """Drop (and report) every file of `found` that is not a regular file or that is a link
     leading out of `root` (the folder ingested, or the file's folder when one file was named)."""
@@ -225,6 +237,13 @@ def screen(found: Discovery, root: Path) -> Discovery:
     for session in found.sessions:
         session.files = _keep(session.files, base, found)
         session.snapshots = _keep(session.snapshots, base, found)
+        session.session_id, session.bucket = (
+            printable(session.session_id),
+            printable(session.bucket),
+        )
+        for f in (*session.files, *session.snapshots):
+            f.rel, f.agent = printable(f.rel), printable(f.agent)
+    found.skipped = [(printable(p), why) for p, why in found.skipped]
     return found
 
 

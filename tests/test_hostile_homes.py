@@ -3,6 +3,7 @@ sparse files, lines with no end, file names that are not UTF-8, folders nobody m
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import threading
@@ -177,3 +178,23 @@ def sources(archive: Archive) -> list[str]:
     return sorted(
         s for ws in archive.workspaces() for s in archive.sessions(ws.id).collect()["source"]
     )
+
+
+def test_a_file_name_that_is_not_utf8_is_archived_and_the_state_saved(tmp_path: Path) -> None:
+    home = tmp_path / "user"
+    log = claude_home(home)  # webapp: the first workspace in id order
+    bad = log.with_name(os.fsdecode(b"c\xff.jsonl"))
+    log.rename(bad)
+    claude_home(home, cwd="/home/alice/projects/zzz", sid="c9")  # a workspace after it
+    archive = Archive(embedder=None)
+    report = ingest_within(archive, home / ".claude")
+    assert (report.sessions, report.skipped) == (2, [])
+    assert sources(archive) == ["claude-code", "claude-code"]
+    webapp = archive.workspace("webapp")
+    state = json.loads((webapp.state_dir / "ingest.json").read_text(encoding="utf-8"))
+    [(raw_rel, entry)] = state["files"].items()
+    assert raw_rel == "raw/claude-code/c1/c\\xff.jsonl"  # printable, the bytes told back from it
+    assert os.fsencode(entry["source_path"]) == os.fsencode(bad)  # the name itself, lossless
+    assert (webapp.root / raw_rel).read_bytes() == bad.read_bytes()
+    again = ingest_within(Archive(embedder=None), home / ".claude")
+    assert (again.files_changed, again.skipped) == (0, [])
