@@ -37,10 +37,10 @@ from archive_mcp.ingest.jobs import os_reason as _os_reason
 from archive_mcp.ingest.jobs import reason as _reason
 from archive_mcp.ingest.raw import DIR_MODE, archive_file, snapshot_file
 from archive_mcp.refiners import SessionSource, discover
-from archive_mcp.refiners.sources import printable
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
+from archive_mcp.refiners.sources import printable
 from archive_mcp.workspaces import (
     Registry,
     Workspace,
