@@ -24,6 +24,8 @@ from .sources import (
     Refused,
     SessionSource,
     SourceFile,
+    is_dir,
+    is_file,
     load_json,
     not_regular,
     open_regular,
@@ -304,16 +306,16 @@ def discover(path: Path) -> Discovery | None:
     """Gemini chats under `path` (`~/.gemini`, its `tmp/`, a project folder, a `chats/` folder
     or one chat file), or None when `path` is not shaped like one."""
     found = Discovery()
-    if path.is_file():
+    if is_file(path):
         if chat_meta(path) is None:
             return None
         _sessions([path], None, None, found)
         return found
-    if (path / "tmp").is_dir():
+    if is_dir(path / "tmp"):
         home, projects = path, subdirs(path / "tmp")
-    elif path.name == "tmp" and any((d / "chats").is_dir() for d in subdirs(path)):
+    elif path.name == "tmp" and any(is_dir(d / "chats") for d in subdirs(path)):
         home, projects = path.parent, subdirs(path)
-    elif (path / "chats").is_dir():
+    elif is_dir(path / "chats"):
         home, projects = path.parent.parent, [path]
     elif path.name == "chats":
         home, projects = path.parent.parent.parent, [path.parent]
@@ -321,10 +323,10 @@ def discover(path: Path) -> Discovery | None:
         return None
     for project in sorted(projects):
         chats = project / "chats"
-        if chats.is_dir():
+        if is_dir(chats):
             _sessions(
                 sorted(
-                    p for p in chats.iterdir() if not p.is_dir() and p.name.startswith("session-")
+                    p for p in chats.iterdir() if not is_dir(p) and p.name.startswith("session-")
                 ),
                 project,
                 home,

@@ -151,10 +151,46 @@ def unreadable(exc: OSError) -> str:
     return f"could not read: {exc.strerror or exc}"
 
 
+def is_file(path: Path) -> bool:
+    """`path.is_file()`, False (not an error) when a folder above it cannot be read."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """`path.is_dir()`, False when a folder above it cannot be read."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def exists(path: Path) -> bool:
+    """`path.exists()`, False when a folder above it cannot be read."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
+def listing(folder: Path, found: Discovery) -> list[Path]:
+    """The entries of `folder`, sorted; none when it does not exist, and none (reported in
+    `found`) when it cannot be read."""
+    try:
+        return sorted(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        found.skipped.append((str(folder), unreadable(exc)))
+        return []
+
+
 def subdirs(path: Path) -> list[Path]:
     """The folders directly under `path`; none when it cannot be listed."""
     try:
-        return [d for d in path.iterdir() if d.is_dir()]
+        return [d for d in path.iterdir() if is_dir(d)]
     except OSError:
         return []
 
@@ -291,7 +327,7 @@ def _below(root: Path, readers: list[Reader]) -> Discovery:
             for entry in entries:
                 if entry.is_symlink():
                     continue  # a link may point back up the tree or out of it
-                if entry.is_dir():
+                if is_dir(entry):
                     opened += 1
                     if opened > BELOW_DIRS:
                         found.skipped.append(

@@ -198,3 +198,72 @@ def test_a_file_name_that_is_not_utf8_is_archived_and_the_state_saved(tmp_path: 
     assert (webapp.root / raw_rel).read_bytes() == bad.read_bytes()
     again = ingest_within(Archive(embedder=None), home / ".claude")
     assert (again.files_changed, again.skipped) == (0, [])
+
+
+DENIED = "permission denied; fix the folder's permissions and ingest again"
+
+
+def deny(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Make `folder` unreadable: by chmod 000 for a user; root reads anything, so for root the
+    calls that list it or reach inside it fail the way they do for a user."""
+    if os.geteuid() != 0:
+        folder.chmod(0)  # the test gives it back its mode
+        return
+    top = os.fspath(folder)
+
+    def path_of(p: Any) -> str:
+        try:
+            s = os.fspath(p)
+        except TypeError:
+            return ""
+        return os.fsdecode(s)
+
+    def wrap(fn: Any, test: Any) -> Any:
+        def guarded(p: Any, *args: Any, **kwargs: Any) -> Any:
+            if test(path_of(p)):
+                raise PermissionError(13, "Permission denied", path_of(p))
+            return fn(p, *args, **kwargs)
+
+        return guarded
+
+    def inside(s: str) -> bool:
+        return s.startswith(top + os.sep)
+
+    def itself(s: str) -> bool:
+        return s.rstrip(os.sep) == top
+
+    for name, test in (
+        ("stat", inside),
+        ("lstat", inside),
+        ("open", inside),
+        ("listdir", itself),
+        ("scandir", itself),
+    ):
+        monkeypatch.setattr(os, name, wrap(getattr(os, name), test))
+
+
+def test_an_unreadable_project_or_subagents_folder_is_skipped_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "user"
+    first = claude_home(home, cwd="/p/a", sid="c1")
+    claude_home(home, cwd="/p/b", sid="c2")
+    claude_home(home, cwd="/p/c", sid="c3")
+    subagents = first.parent / "c1" / "subagents"
+    subagents.mkdir(parents=True)
+    (subagents / "agent-x.jsonl").write_bytes(first.read_bytes())
+    bad = claude_home(home, cwd="/p/bad", sid="c4")
+    deny(monkeypatch, bad.parent)
+    deny(monkeypatch, subagents)
+    archive = Archive(embedder=None)
+    try:
+        report = ingest_within(archive, home / ".claude")
+    finally:
+        monkeypatch.undo()
+        for folder in (bad.parent, subagents):
+            folder.chmod(0o700)
+    assert skips(report, home) == [
+        (".claude/projects/-p-a/c1/subagents", DENIED),
+        (".claude/projects/-p-bad", DENIED),
+    ]
+    assert report.sessions == 3 and sources(archive) == ["claude-code"] * 3
