@@ -267,3 +267,16 @@ def test_an_unreadable_project_or_subagents_folder_is_skipped_and_reported(
         (".claude/projects/-p-bad", DENIED),
     ]
     assert report.sessions == 3 and sources(archive) == ["claude-code"] * 3
+
+
+def test_searches_and_contexts_never_fail_while_other_processes_ingest_and_purge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).parent.parent / "bench"))
+    import stress  # the bench's workload, run for a few seconds (worker processes import it)
+
+    monkeypatch.setenv("ARCHIVE_MCP_HOME", str(tmp_path / "unused"))
+    result = stress.run(4.0, seed=3, sessions=6, root=tmp_path)
+    counts = result["counts"]
+    assert (counts["failed"], result["errors"]) == (0, [])
+    assert counts["ingest"] > 0 and counts["purge"] > 0 and counts["search"] > 0

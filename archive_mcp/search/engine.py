@@ -462,12 +462,11 @@ def _counts(name: str, value: float) -> bool:
 def candidate_texts(ws: Workspace, meta: pl.DataFrame, docs: list[int]) -> list[str]:
     """The request and answer of each doc, read from its session's refined file."""
     rows = meta[docs].select("session_id", "agent", "turn")
-    files = [str(store.refined_path(ws, sid)) for sid in rows["session_id"].unique().to_list()]
-    df = (
-        pl.scan_parquet(files)
-        .select("session_id", "agent", "turn", "user_text", "assistant_text")
-        .join(rows.lazy(), on=["session_id", "agent", "turn"], how="semi")
-        .collect()
+    df = store.read_sessions(
+        ws,
+        rows["session_id"].unique().to_list(),
+        ["session_id", "agent", "turn", "user_text", "assistant_text"],
+        rows,
     )
     texts = {(r[0], r[1], r[2]): f"{r[3] or ''}\n{r[4] or ''}" for r in df.iter_rows()}
     return [texts.get(k, "") for k in rows.iter_rows()]
@@ -494,11 +493,10 @@ def build_hits(
     if not fused:
         return []
     rows = meta[[d for d, _, _ in fused]]
-    files = [str(store.refined_path(ws, sid)) for sid in rows["session_id"].unique().to_list()]
-    wanted = rows.select("session_id", "agent", "turn").lazy()
-    df = (
-        pl.scan_parquet(files)  # one scan over the hit sessions' files only
-        .select(
+    df = store.read_sessions(
+        ws,
+        rows["session_id"].unique().to_list(),
+        [
             "session_id",
             "agent",
             "turn",
@@ -507,9 +505,8 @@ def build_hits(
             "assistant_text",
             "tool_calls",
             "title",
-        )
-        .join(wanted, on=["session_id", "agent", "turn"], how="semi")
-        .collect()
+        ],
+        rows.select("session_id", "agent", "turn"),
     )
     texts = {(r["session_id"], r["agent"], r["turn"]): r for r in df.iter_rows(named=True)}
     hits = []
