@@ -3,6 +3,7 @@ sparse files, lines with no end, file names that are not UTF-8, folders nobody m
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import resource
@@ -13,9 +14,11 @@ from typing import Any
 import pytest
 from archive_mcp.refiners.lines import LineReader
 from archive_mcp.refiners.sources import LINE_MAX, SNAPSHOT_MAX
+from click.testing import CliRunner
 from test_agent_ingest import claude_home, codex_home, gemini_home
 
 from archive_mcp import Archive
+from archive_mcp.cli.main import main as cli
 from archive_mcp.ingest.pipeline import IngestReport
 from archive_mcp.ingest.raw import INCOMPLETE
 
@@ -280,3 +283,45 @@ def test_searches_and_contexts_never_fail_while_other_processes_ingest_and_purge
     counts = result["counts"]
     assert (counts["failed"], result["errors"]) == (0, [])
     assert counts["ingest"] > 0 and counts["purge"] > 0 and counts["search"] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "message"),
+    [
+        (["workspaces", "link", "", "--into", "webapp"], 2, "the path is empty; give a path"),
+        (["ingest", ""], 2, "the path is empty; give a path"),
+        (["ingest", "a\0b"], 2, "the path holds a NUL byte; no file can be named so"),
+        (["memory", "import", "", "-w", "webapp"], 2, "the path is empty; give a path"),
+        (["ingest", "/nonexistent"], 1, "/nonexistent: does not exist; nothing archived from it"),
+        (["serve", "--http", "--port", "70000"], 2, "70000 is not in the range 1<=x<=65535"),
+        (["themes", "discover", "--min-size", "-3"], 2, "-3 is not in the range x>=1"),
+        (["show", "s:0", "--before", "1000000000"], 2, "1000000000 is not in the range 0<=x<=1000"),
+        (["show", "s:0", "--before", "-2"], 2, "-2 is not in the range 0<=x<=1000"),
+    ],
+)
+def test_bad_arguments_are_one_clear_line(args: list[str], exit_code: int, message: str) -> None:
+    out = CliRunner().invoke(cli, ["--embedder", "none", *args])
+    assert out.exit_code == exit_code, out.output
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_full_disk_is_one_clear_line_in_ingest_memory_and_search(
+    kimi_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", "/archive/x.tmp")
+
+    assert CliRunner().invoke(cli, ["--embedder", "none", "ingest", str(kimi_root)]).exit_code == 0
+    runner = CliRunner()
+    monkeypatch.setattr("archive_mcp.workspaces.atomic.atomic_write_bytes", full)
+    monkeypatch.setattr("archive_mcp.memory.store.atomic_write_bytes", full, raising=False)
+    monkeypatch.setattr("archive_mcp.search.index.atomic_write_json", full)
+    line = "Error: the disk is full: /archive/x.tmp; free some space and run the command again\n"
+    remember = runner.invoke(
+        cli, ["--embedder", "none", "memory", "remember", "k", "v", "-w", "webapp"]
+    )
+    search = runner.invoke(
+        cli, ["--embedder", "none", "search", "date", "-w", "webapp", "--mode", "lexical"]
+    )
+    for out in (remember, search):
+        assert (out.exit_code, out.stderr) == (1, line)

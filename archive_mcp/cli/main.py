@@ -5,6 +5,7 @@ mistakes exit 2 (click)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
 from typing import Any
@@ -13,6 +14,7 @@ import click
 
 from archive_mcp.archive import Archive
 from archive_mcp.cli.common import (
+    PATH,
     call,
     echo_json,
     json_option,
@@ -25,6 +27,7 @@ from archive_mcp.refiners import SOURCES
 from archive_mcp.render import hit_text, turn_text
 
 DATE = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"])
+TURNS = click.IntRange(0, 1000)  # turns shown around one: a session's worth, bounded
 
 
 @click.group()
@@ -74,7 +77,7 @@ def engine_options(f: Any) -> Any:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=PATH)
 @click.option("--no-embed", is_flag=True, help="Skip embeddings (search falls back to lexical).")
 @engine_options
 @json_option
@@ -120,6 +123,11 @@ def ingest(
     _report_skips(report.skipped, report.embed_error)
     for hint in report.suggestions:
         warn(f"hint: {hint}")
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise click.ClickException(
+            f"{', '.join(missing)}: does not exist; nothing archived from it"
+        )
 
 
 def _report_skips(skipped: list[Any], embed_error: str | None) -> None:
@@ -242,7 +250,7 @@ def workspaces_show(ctx: click.Context, workspace: str, as_json: bool) -> None:
 
 
 @workspaces.command("link")
-@click.argument("path")
+@click.argument("path", type=PATH)
 @click.option("--into", required=True, metavar="WS", help="The workspace PATH belongs to.")
 @json_option
 @click.pass_context
@@ -448,8 +456,10 @@ def search(
 @main.command()
 @click.argument("reference")
 @workspace_option
-@click.option("--before", default=0, show_default=True, help="Also show N turns before.")
-@click.option("--after", default=0, show_default=True, help="Also show N turns after.")
+@click.option(
+    "--before", default=0, type=TURNS, show_default=True, help="Also show N turns before."
+)
+@click.option("--after", default=0, type=TURNS, show_default=True, help="Also show N turns after.")
 @click.option("--agent", default="main", show_default=True, help='"main" or a subagent id.')
 @click.option("--thinking", is_flag=True, help="Include the model's thinking.")
 @click.option(
@@ -498,7 +508,13 @@ def show(
 
 @main.command()
 @click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
-@click.option("--port", default=8765, show_default=True, help="The HTTP port (with --http).")
+@click.option(
+    "--port",
+    default=8765,
+    type=click.IntRange(1, 65535),
+    show_default=True,
+    help="The HTTP port (with --http).",
+)
 @click.pass_context
 def serve(ctx: click.Context, http: bool, port: int) -> None:
     """Run the MCP server (stdio by default).
