@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import resource
+import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -325,3 +326,40 @@ def test_a_full_disk_is_one_clear_line_in_ingest_memory_and_search(
     )
     for out in (remember, search):
         assert (out.exit_code, out.stderr) == (1, line)
+
+
+def test_everything_the_archive_writes_is_private(
+    kimi_root: Path, tmp_path: Path, fake_embedder: Any
+) -> None:
+    old = os.umask(0o022)  # a usual umask: the archive makes its own files private anyway
+    try:
+        archive = Archive(embedder=fake_embedder)
+        archive.ingest(kimi_root)
+        archive.search("date test", workspace="webapp")
+        archive.memory("webapp").remember("k", "v")
+        archive.tag_theme(
+            "dates",
+            "webapp",
+            references=[{"session_id": "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17", "turn": 0}],
+        )
+    finally:
+        os.umask(old)
+    home = tmp_path / "home"
+    modes = {
+        str(p.relative_to(home)): stat.S_IMODE(p.lstat().st_mode)
+        for p in home.rglob("*")
+        if not p.is_symlink()
+    }
+    assert any(k.startswith("workspaces/" + WEBAPP + "/cache/search/") for k in modes)
+    wrong = {k: oct(m) for k, m in modes.items() if m != (0o700 if (home / k).is_dir() else 0o600)}
+    assert wrong == {}
+
+
+def test_an_archive_written_before_is_made_private_when_opened(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "workspaces" / "w").mkdir(parents=True, mode=0o755)
+    (home / "workspaces" / "w" / "f.json").write_text("{}")
+    (home / "workspaces" / "w" / "f.json").chmod(0o644)
+    Archive(embedder=None)
+    assert stat.S_IMODE((home / "workspaces" / "w").stat().st_mode) == 0o700
+    assert stat.S_IMODE((home / "workspaces" / "w" / "f.json").stat().st_mode) == 0o600
