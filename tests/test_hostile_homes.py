@@ -363,3 +363,16 @@ def test_an_archive_written_before_is_made_private_when_opened(tmp_path: Path) -
     Archive(embedder=None)
     assert stat.S_IMODE((home / "workspaces" / "w").stat().st_mode) == 0o700
     assert stat.S_IMODE((home / "workspaces" / "w" / "f.json").stat().st_mode) == 0o600
+
+
+def test_refine_of_an_unknown_session_exits_nonzero(kimi_root: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--embedder", "none", "ingest", str(kimi_root)]).exit_code == 0
+    out = runner.invoke(
+        cli, ["--embedder", "none", "refine", "-w", "webapp", "--session", "nosuch"]
+    )
+    assert out.exit_code == 1
+    assert out.stderr.endswith("Error: no session 'nosuch' in the archive; is the id right?\n")
+    sid = "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17"  # known and up to date: nothing to do, exit 0
+    known = runner.invoke(cli, ["--embedder", "none", "refine", "-w", "webapp", "--session", sid])
+    assert known.exit_code == 0, known.output
