@@ -22,6 +22,7 @@ from archive_mcp import Archive
 from archive_mcp.cli.main import main as cli
 from archive_mcp.ingest.pipeline import IngestReport
 from archive_mcp.ingest.raw import INCOMPLETE
+from archive_mcp.memory.store import MemoryStoreError
 
 WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 CLAUDE = ".claude/projects/-home-alice-projects-webapp"
@@ -376,3 +377,11 @@ def test_refine_of_an_unknown_session_exits_nonzero(kimi_root: Path) -> None:
     sid = "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17"  # known and up to date: nothing to do, exit 0
     known = runner.invoke(cli, ["--embedder", "none", "refine", "-w", "webapp", "--session", sid])
     assert known.exit_code == 0, known.output
+
+
+def test_an_export_name_that_reads_as_an_option_is_refused(kimi_root: Path) -> None:
+    archive = Archive(embedder=None)
+    archive.ingest(kimi_root)
+    with pytest.raises(MemoryStoreError, match=r"invalid export filename '-rf': use letters"):
+        archive.export_memory(filename="-rf", workspace="webapp")
+    assert not (archive.workspace("webapp").root / "exports" / "-rf").exists()
