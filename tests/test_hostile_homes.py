@@ -385,3 +385,13 @@ def test_an_export_name_that_reads_as_an_option_is_refused(kimi_root: Path) -> N
     with pytest.raises(MemoryStoreError, match=r"invalid export filename '-rf': use letters"):
         archive.export_memory(filename="-rf", workspace="webapp")
     assert not (archive.workspace("webapp").root / "exports" / "-rf").exists()
+
+
+def test_serve_http_prints_its_url_on_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(
+        "archive_mcp.mcp.server.serve", lambda archive, http, port: seen.update(port=port)
+    )
+    out = CliRunner().invoke(cli, ["--embedder", "none", "serve", "--http", "--port", "8799"])
+    assert out.exit_code == 0 and seen == {"port": 8799}
+    assert out.stderr == "archive-mcp: serving MCP over HTTP at http://127.0.0.1:8799/mcp\n"

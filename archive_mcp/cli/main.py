@@ -535,6 +535,8 @@ def serve(ctx: click.Context, http: bool, port: int) -> None:
     """
     from archive_mcp.mcp.server import serve as run_server
 
+    if http:
+        warn(f"archive-mcp: serving MCP over HTTP at http://127.0.0.1:{port}/mcp")
     run_server(ctx.find_object(Archive), http=http, port=port)
 
 
