@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TypeAlias
 
 import polars as pl
@@ -35,12 +36,37 @@ class Stats:
     by_status: dict[str, int]
 
 
+PRIVATE_UMASK = 0o077
+
+
+def private_tree(home: Path) -> None:
+    """Folders 0700 and files 0600 under the archive home, once: an archive written before the
+    umask was set (0755/0644) is made private the first time it is opened. A marker file records
+    that it was done."""
+    marker = home / ".private"
+    if not home.is_dir() or marker.exists():
+        return
+    for path in [home, *home.rglob("*")]:
+        try:
+            if path.is_symlink():
+                continue
+            path.chmod(0o700 if path.is_dir() else 0o600)
+        except OSError:
+            continue
+    marker.touch(0o600)
+
+
 class Frames:
     """Workspaces of one archive home, and the frames an analyst reads."""
 
     def __init__(self, home: str | os.PathLike[str] | None = None) -> None:
+        # Everything the archive writes is private (files 0600, folders 0700): the logs and what
+        # is derived from them (the search cache's vocabulary included) hold secrets and paths.
+        # The umask is the process's: an archive in a process makes that process's files private.
+        os.umask(os.umask(PRIVATE_UMASK) | PRIVATE_UMASK)
         self.home = archive_home(home)
         self.registry = Registry(self.home)
+        private_tree(self.home)
 
     # --- workspaces ------------------------------------------------------------------------
     def workspaces(self) -> list[Workspace]:

@@ -10,13 +10,27 @@ sharing `message.id`: they form one step and their repeated usage is counted onc
 from __future__ import annotations
 
 import json
+import os
 import re
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
 from .lines import LineReader, field_dict, finish, parse_time
 from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
-from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
+from .sources import (
+    Discovery,
+    Reader,
+    SessionSource,
+    SourceFile,
+    head_records,
+    is_dir,
+    is_file,
+    listing,
+    register,
+    subdirs,
+    unreadable,
+)
 
 SOURCE = "claude-code"
 DEFAULT_PROTOCOL = "unknown"
@@ -309,7 +323,7 @@ def _own_title(records: list[dict[str, Any]]) -> str | None:
 
 def _session_files(project: Path) -> list[Path]:
     try:
-        return sorted(p for p in project.iterdir() if p.suffix == ".jsonl" and p.is_file())
+        return sorted(p for p in project.iterdir() if p.suffix == ".jsonl" and not is_dir(p))
     except OSError:
         return []
 
@@ -341,12 +355,13 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
             branch=_first(head, "gitBranch"),
         )
         folder = project / f.stem
-        for sub in sorted((folder / "subagents").glob("agent-*.jsonl")):
+        subagents = listing(folder / "subagents", found)
+        for sub in (p for p in subagents if fnmatch(p.name, "agent-*.jsonl")):
             source.files.append(SourceFile(sub.stem, f"subagents/{sub.name}", sub))
-        for extra in sorted((folder / "subagents").glob("agent-*.meta.json")):
+        for extra in (p for p in subagents if fnmatch(p.name, "agent-*.meta.json")):
             source.snapshots.append(SourceFile(extra.stem, f"subagents/{extra.name}", extra))
-        for out in sorted((folder / "tool-results").glob("*")):
-            if out.is_file():
+        for out in listing(folder / "tool-results", found):
+            if not is_dir(out):  # a FIFO or device too: screened out and reported
                 source.snapshots.append(SourceFile("main", f"tool-results/{out.name}", out))
         sessions[sid] = source
         found.sessions.append(source)
@@ -378,14 +393,16 @@ def discover(path: Path) -> Discovery | None:
     """Claude Code sessions under `path` (a config dir, its `projects/`, one project folder or
     one session file), or None when `path` is not shaped like one."""
     found = Discovery()
-    if path.is_file():
+    if is_file(path):
         if path.suffix != ".jsonl" or not _claude_shaped(head_records(path)):
             return None
         discover_project(path.parent, found, [path])
         return found
-    projects = path / "projects" if (path / "projects").is_dir() else path
-    folders = [d for d in sorted(subdirs(projects)) if _looks_like_project(d)]
+    projects = path / "projects" if is_dir(path / "projects") else path
+    denied: list[tuple[str, str]] = []  # folders nobody may list: reported once this is a home
+    folders = [d for d in sorted(subdirs(projects)) if _looks_like_project(d, denied)]
     if folders:
+        found.skipped += denied
         for d in folders:
             discover_project(d, found)
         return found
@@ -400,7 +417,13 @@ def _has_cwd(rec: dict[str, Any]) -> bool:
     return isinstance(rec.get("cwd"), str) and bool(rec.get("sessionId"))
 
 
-def _looks_like_project(folder: Path) -> bool:
+def _looks_like_project(folder: Path, denied: list[tuple[str, str]] | None = None) -> bool:
+    try:
+        os.listdir(folder)
+    except OSError as exc:
+        if denied is not None:
+            denied.append((str(folder), unreadable(exc)))
+        return False
     files = _session_files(folder)
     return any(
         _claude_shaped(head_records(f, limit=10, max_bytes=1 << 16, enough=_has_cwd))

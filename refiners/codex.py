@@ -21,7 +21,17 @@ from typing import Any
 
 from .lines import LineReader, field_dict, field_list, finish, parse_time
 from .model import ParseResult, Step, ToolCall, Turn
-from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register
+from .sources import (
+    Discovery,
+    Reader,
+    SessionSource,
+    SourceFile,
+    head_records,
+    is_dir,
+    is_file,
+    not_regular,
+    register,
+)
 
 SOURCE = "codex"
 DEFAULT_PROTOCOL = "unknown"
@@ -317,12 +327,12 @@ def _is_rollout(head: list[dict[str, Any]]) -> bool:
 def discover(path: Path) -> Discovery | None:
     """Codex rollouts under `path` (a Codex home, its `sessions/` or a date folder, or one
     rollout file), or None when `path` is not shaped like one."""
-    if path.is_file():
+    if is_file(path):
         head = head_records(path, limit=3)
         if path.suffix != ".jsonl" or not _is_rollout(head):
             return None
         return Discovery([_session(path, head)])
-    if (path / "sessions").is_dir() or (path / "archived_sessions").is_dir():
+    if is_dir(path / "sessions") or is_dir(path / "archived_sessions"):
         folders = [path / "sessions", path / "archived_sessions"]
     elif path.name in ("sessions", "archived_sessions") or (
         path.name.isdigit() and len(path.name) in (2, 4)
@@ -332,11 +342,15 @@ def discover(path: Path) -> Discovery | None:
         return None
     found = Discovery()
     files = sorted(
-        f for folder in folders if folder.is_dir() for f in folder.rglob("rollout-*.jsonl")
+        f for folder in folders if is_dir(folder) for f in folder.rglob("rollout-*.jsonl")
     )
     if not files:
         return None
     for f in files:
+        why = not_regular(f)
+        if why is not None:
+            found.skipped.append((str(f), why))
+            continue
         head = head_records(f, limit=3)
         if _is_rollout(head):
             found.sessions.append(_session(f, head))

@@ -22,7 +22,23 @@ from typing import Any
 
 from .lines import LineReader, field_dict, field_list, parse_time
 from .model import ParseResult, Problem, Step, ToolCall, Turn
-from .sources import Discovery, Reader, SessionSource, SourceFile, load_json, register, subdirs
+from .sources import (
+    LINE_MAX,
+    Discovery,
+    Reader,
+    Refused,
+    SessionSource,
+    SourceFile,
+    is_dir,
+    is_file,
+    load_json,
+    not_regular,
+    open_regular,
+    read_bounded,
+    register,
+    subdirs,
+)
+from .sources import SNAPSHOT_MAX as WHOLE_MAX
 
 SOURCE = "gemini"
 _EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)  # a shell call's output says how it ended
@@ -214,8 +230,8 @@ def parse_wire(
         )
         return result
     try:
-        data = json.loads(path.read_bytes()[:stop].decode("utf-8", errors="replace"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_bounded(path, WHOLE_MAX)[:stop].decode("utf-8", errors="replace"))
+    except (OSError, ValueError, RecursionError) as exc:
         return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
     raw = data.get("messages") if isinstance(data, dict) else None
     size = path.stat().st_size
@@ -232,14 +248,14 @@ def parse_wire(
 def chat_meta(path: Path) -> dict[str, Any] | None:
     """The session metadata of a chat file (sessionId, projectHash, …), None if it is not one."""
     if path.suffix == ".json":
-        data = load_json(path)
+        data = load_json(path, WHOLE_MAX)
         return (
             data if isinstance(data, dict) and "sessionId" in data and "messages" in data else None
         )
     if path.suffix == ".jsonl":
         try:
-            with open(path, "rb") as fh:
-                first = json.loads(fh.readline())
+            with open_regular(path) as fh:
+                first = json.loads(fh.readline(LINE_MAX))
         except (OSError, ValueError):
             return None
         return (
@@ -250,32 +266,57 @@ def chat_meta(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def _work_dirs(project: Path, gemini_home: Path) -> list[str]:
+def _work_dirs(project: Path, gemini_home: Path, found: Discovery) -> list[str]:
     marker = project / ".project_root"
     out = []
     try:
-        out.append(marker.read_text(encoding="utf-8").strip())
-    except OSError:
+        out.append(read_bounded(marker, 1 << 16).decode("utf-8").strip())
+    except FileNotFoundError:
         pass
-    registry = load_json(gemini_home / "projects.json")
-    mapping = registry.get("projects") if isinstance(registry, dict) else None
-    for root, slug in (mapping or {}).items():
+    except Refused as exc:
+        _once(found, str(marker), exc.why)
+    except (OSError, ValueError):
+        pass
+    registry = gemini_home / "projects.json"
+    try:
+        why = not_regular(registry)
+    except OSError:
+        why = None
+    if why is not None:
+        _once(found, str(registry), why)
+    mapping = load_json(registry) if why is None else None
+    mapping = mapping.get("projects") if isinstance(mapping, dict) else None
+    for root, slug in (mapping if isinstance(mapping, dict) else {}).items():
         if slug == project.name or hashlib.sha256(str(root).encode()).hexdigest() == project.name:
             out.append(str(root))
     return [p for p in dict.fromkeys(out) if p]
+
+
+def _once(found: Discovery, path: str, why: str) -> None:
+    if (path, why) not in found.skipped:
+        found.skipped.append((path, why))
 
 
 def _sessions(
     files: list[Path], project: Path | None, gemini_home: Path | None, found: Discovery
 ) -> None:
     for f in files:
+        try:
+            why = not_regular(f)
+        except OSError as exc:
+            why = str(exc)
+        if why is not None:
+            found.skipped.append((str(f), why))
+            continue
         meta = chat_meta(f)
         if meta is None:
             found.skipped.append((str(f), "not a Gemini CLI chat (no sessionId)"))
             continue
         sid = str(meta["sessionId"])
         bucket = project.name if project is not None else str(meta.get("projectHash") or "gemini")
-        work_dirs = _work_dirs(project, gemini_home) if project is not None and gemini_home else []
+        work_dirs = (
+            _work_dirs(project, gemini_home, found) if project is not None and gemini_home else []
+        )
         if project is not None and len(bucket) != 64 and meta.get("projectHash"):
             bucket = str(meta["projectHash"])  # the hash checks a candidate work dir
         source = SessionSource(
@@ -298,18 +339,18 @@ def discover(path: Path) -> Discovery | None:
     """Gemini chats under `path` (`~/.gemini`, its `tmp/`, a project folder, a `chats/` folder
     or one chat file), or None when `path` is not shaped like one."""
     found = Discovery()
-    if path.is_file():
+    if is_file(path):
         if chat_meta(path) is None:
             return None
         project = path.parent.parent if path.parent.name == "chats" else None
         home = project.parent.parent if project and project.parent.name == "tmp" else None
         _sessions([path], project if home else None, home, found)
         return found
-    if (path / "tmp").is_dir():
+    if is_dir(path / "tmp"):
         home, projects = path, subdirs(path / "tmp")
-    elif path.name == "tmp" and any((d / "chats").is_dir() for d in subdirs(path)):
+    elif path.name == "tmp" and any(is_dir(d / "chats") for d in subdirs(path)):
         home, projects = path.parent, subdirs(path)
-    elif (path / "chats").is_dir():
+    elif is_dir(path / "chats"):
         home, projects = path.parent.parent, [path]
     elif path.name == "chats":
         home, projects = path.parent.parent.parent, [path.parent]
@@ -317,9 +358,11 @@ def discover(path: Path) -> Discovery | None:
         return None
     for project in sorted(projects):
         chats = project / "chats"
-        if chats.is_dir():
+        if is_dir(chats):
             _sessions(
-                sorted(p for p in chats.iterdir() if p.is_file() and p.name.startswith("session-")),
+                sorted(
+                    p for p in chats.iterdir() if not is_dir(p) and p.name.startswith("session-")
+                ),
                 project,
                 home,
                 found,

@@ -16,6 +16,9 @@ from .sources import (
     Reader,
     SessionSource,
     SourceFile,
+    exists,
+    is_dir,
+    is_file,
     load_json,
     register,
     subdirs,
@@ -288,7 +291,7 @@ def parse_wire(
 
 
 def _is_session_dir(d: Path) -> bool:
-    return (d / "wire.jsonl").is_file()
+    return is_file(d / "wire.jsonl")
 
 
 def _session(session_dir: Path, work_dirs: list[str]) -> SessionSource:
@@ -296,13 +299,13 @@ def _session(session_dir: Path, work_dirs: list[str]) -> SessionSource:
     files = [SourceFile("main", "wire.jsonl", session_dir / "wire.jsonl")]
     snapshots = [SourceFile("main", "state.json", session_dir / "state.json")]
     sub_root = session_dir / "subagents"
-    if sub_root.is_dir():
+    if is_dir(sub_root):
         for sub in sorted(sub_root.iterdir()):
-            if (sub / "wire.jsonl").is_file():
+            if is_file(sub / "wire.jsonl"):
                 files.append(
                     SourceFile(sub.name, f"subagents/{sub.name}/wire.jsonl", sub / "wire.jsonl")
                 )
-            if (sub / "meta.json").is_file():
+            if is_file(sub / "meta.json"):
                 snapshots.append(
                     SourceFile(sub.name, f"subagents/{sub.name}/meta.json", sub / "meta.json")
                 )
@@ -315,7 +318,7 @@ def _session(session_dir: Path, work_dirs: list[str]) -> SessionSource:
         title if isinstance(title, str) else None,
         session_dir,
         files,
-        [s for s in snapshots if s.path.is_file()],
+        [s for s in snapshots if exists(s.path)],  # not a regular file: screened out, reported
     )
 
 
@@ -331,8 +334,8 @@ def discover(path: Path) -> Discovery | None:
     """Python-Kimi sessions under `path`, or None when `path` is not shaped like one."""
     if _is_session_dir(path):  # one session dir: <share>/sessions/<bucket>/<uuid>
         return Discovery([_session(path, _work_dirs(path.parent.parent.parent))])
-    if (path / "sessions").is_dir() and (
-        (path / "kimi.json").is_file() or _has_buckets(path / "sessions")
+    if is_dir(path / "sessions") and (
+        is_file(path / "kimi.json") or _has_buckets(path / "sessions")
     ):
         share, buckets = path, sorted((path / "sessions").iterdir())
     elif _has_buckets(path):
@@ -345,7 +348,7 @@ def discover(path: Path) -> Discovery | None:
     found = Discovery()
     for bucket in buckets:
         try:
-            if not bucket.is_dir():
+            if not is_dir(bucket):
                 continue
             entries = sorted(bucket.iterdir())
         except OSError as exc:
@@ -353,13 +356,13 @@ def discover(path: Path) -> Discovery | None:
             continue
         for d in entries:
             try:
-                if d.is_dir() and _is_session_dir(d):
+                if is_dir(d) and _is_session_dir(d):
                     found.sessions.append(_session(d, work_dirs))
                 elif d.suffix == ".jsonl":
                     found.skipped.append(
                         (str(d), "pre-0.59 context-only session (no wire.jsonl); not archived")
                     )
-                elif d.is_dir():
+                elif is_dir(d):
                     found.skipped.append((str(d), "no wire.jsonl: not a session"))
             except OSError as exc:
                 found.skipped.append((str(d), unreadable(exc)))
@@ -374,7 +377,7 @@ register(
     Reader(
         SOURCE,
         parse_wire,
-        lambda path: discover(path) if path.is_dir() else None,
+        lambda path: discover(path) if is_dir(path) else None,
         "Kimi CLI",
         order=20,
     )

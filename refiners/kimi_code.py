@@ -13,11 +13,16 @@ from typing import Any
 from .lines import LineReader, finish
 from .model import ParseResult, Problem, Step, ToolCall, Turn, count, epoch, parts_text
 from .sources import (
+    LINE_MAX,
     Discovery,
     Reader,
     SessionSource,
     SourceFile,
+    exists,
+    is_dir,
+    is_file,
     load_json,
+    read_bounded,
     register,
     subdirs,
     unreadable,
@@ -249,7 +254,7 @@ def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:
     files = []
     agents_dir = session_dir / "agents"
     for agent in sorted(subdirs(agents_dir), key=lambda d: (d.name != "main", d.name)):
-        if (agent / "wire.jsonl").is_file():
+        if is_file(agent / "wire.jsonl"):
             files.append(
                 SourceFile(agent.name, f"agents/{agent.name}/wire.jsonl", agent / "wire.jsonl")
             )
@@ -263,7 +268,7 @@ def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:
         title if isinstance(title, str) else None,
         session_dir,
         files,
-        [s for s in snapshots if s.path.is_file()],
+        [s for s in snapshots if exists(s.path)],  # not a regular file: screened out, reported
     )
 
 
@@ -272,8 +277,8 @@ def _index(home: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     try:
         lines = (
-            (home / "session_index.jsonl")
-            .read_text(encoding="utf-8", errors="replace")
+            read_bounded(home / "session_index.jsonl", LINE_MAX)
+            .decode("utf-8", errors="replace")
             .splitlines()
         )
     except OSError:
@@ -293,14 +298,14 @@ def _index(home: Path) -> dict[str, str]:
 
 
 def _is_session_dir(d: Path) -> bool:
-    return d.name.startswith("session_") and (d / "agents").is_dir()
+    return d.name.startswith("session_") and is_dir(d / "agents")
 
 
 def discover(path: Path) -> Discovery | None:
     """TypeScript-Kimi sessions under `path`, or None when `path` is not shaped like one."""
     if _is_session_dir(path):
         return Discovery([_session(path, _index(path.parent.parent.parent))])
-    if (path / "sessions").is_dir() and any(
+    if is_dir(path / "sessions") and any(
         b.name.startswith("wd_") for b in subdirs(path / "sessions")
     ):
         home, buckets = path, subdirs(path / "sessions")
@@ -314,7 +319,7 @@ def discover(path: Path) -> Discovery | None:
     found = Discovery()
     for bucket in sorted(buckets):
         try:
-            entries = sorted(d for d in bucket.iterdir() if d.is_dir())
+            entries = sorted(d for d in bucket.iterdir() if is_dir(d))
         except OSError as exc:
             found.skipped.append((str(bucket), unreadable(exc)))
             continue
@@ -333,7 +338,7 @@ register(
     Reader(
         SOURCE,
         parse_wire,
-        lambda path: discover(path) if path.is_dir() else None,
+        lambda path: discover(path) if is_dir(path) else None,
         "Kimi Code",
         order=10,
     )

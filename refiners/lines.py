@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from .model import ParseResult, Problem, Turn
+from .sources import LINE_MAX, open_regular
 
 
 @dataclass
@@ -41,13 +42,29 @@ class LineReader:
     def __iter__(self) -> Iterator[Record]:
         pos = self.complete_offset = self.start
         no = self.next_line = self.first_line
-        with open(self.path, "rb") as fh:
+        with open_regular(self.path) as fh:
             fh.seek(self.start)
-            for raw in fh:
+            while raw := fh.readline(LINE_MAX + 1):
                 if self.stop is not None and pos >= self.stop:
                     break
-                end = pos + len(raw)
                 complete = raw.endswith(b"\n")
+                if len(raw) > LINE_MAX and not complete:  # an overlong line: never held whole
+                    rest, ended = _skip_line(fh)
+                    if not ended:
+                        self.problems.append(
+                            Problem(
+                                no, "truncated_tail", f"unfinished line over {LINE_MAX:,} bytes"
+                            )
+                        )
+                        break
+                    self.problems.append(
+                        Problem(no, "malformed", f"line over {LINE_MAX:,} bytes; not read")
+                    )
+                    end = pos + len(raw) + rest
+                    self.complete_offset, self.next_line = end, no + 1
+                    pos, no = end, no + 1
+                    continue
+                end = pos + len(raw)
                 data = self._decode(raw, no, complete)
                 if data is _TAIL:
                     break
@@ -94,6 +111,17 @@ class LineReader:
 _TAIL = object()
 
 
+def _skip_line(fh: Any) -> tuple[int, bool]:
+    """Read past the rest of the current line in bounded chunks: the bytes skipped, and whether
+    the line ended with a newline (False: the file ended first)."""
+    n = 0
+    while chunk := fh.readline(1 << 20):
+        n += len(chunk)
+        if chunk.endswith(b"\n"):
+            return n, True
+    return n, False
+
+
 def complete_prefix(path: Path, start: int, size: int) -> int:
     """The largest offset <= `size` such that bytes [start, offset) are whole lines.
 
@@ -102,7 +130,7 @@ def complete_prefix(path: Path, start: int, size: int) -> int:
     """
     if size <= start:
         return start
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         # Scan back for the last newline in blocks; lines can be many MB.
         block = 1 << 16
         end = size
@@ -119,6 +147,8 @@ def complete_prefix(path: Path, start: int, size: int) -> int:
             last_nl = start
         if last_nl == size:
             return size
+        if size - last_nl > LINE_MAX:  # an unfinished tail this long is never decoded whole
+            return last_nl
         fh.seek(last_nl)
         tail = fh.read(size - last_nl)
     try:

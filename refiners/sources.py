@@ -8,6 +8,8 @@ Each reader module (`kimi_cli`, `kimi_code`, `claude_code`, `codex`, `gemini`, `
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,11 +69,78 @@ def register(reader: Reader) -> Reader:
     return reader
 
 
-def load_json(path: Path) -> Any:
-    """A small JSON file, or None when it is missing, unreadable or not JSON."""
+META_MAX = 8 << 20  # a metadata JSON file (state.json, meta.json, projects.json) read whole
+LINE_MAX = 64 << 20  # a log line decoded whole; a longer one is skipped (reported)
+SNAPSHOT_MAX = 512 << 20  # a whole-file copy (or a Gemini JSON chat parsed whole)
+
+
+class Refused(OSError):
+    """A file ingest will not read: `why` says so without the path (a report names it)."""
+
+    def __init__(self, path: Path | str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.why = why
+
+
+class NotRegular(Refused):
+    """A path named like a log that is a FIFO, a device, a socket or a folder: never opened."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def not_regular(path: Path | str) -> str | None:
+    """Why `path` is not a regular file (following links), None when it is one."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISREG(mode):
+        return None
+    return f"{_kind(mode)}, not a regular file; not opened"
+
+
+def open_regular(path: Path | str) -> Any:
+    """`path` opened for binary reading, only when it is a regular file: a FIFO, device or
+    socket raises NotRegular without being opened (checked before the open; the open itself is
+    non-blocking and checked again, in case the path was swapped in between)."""
+    why = not_regular(path)
+    if why is not None:
+        raise NotRegular(path, why)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        return json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegular(path, f"{_kind(mode)}, not a regular file; not opened")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bounded(path: Path | str, limit: int = META_MAX) -> bytes:
+    """A regular file's bytes, at most `limit` of them: a larger file raises OSError."""
+    with open_regular(path) as fh:
+        data: bytes = fh.read(limit + 1)
+    if len(data) > limit:
+        raise Refused(path, f"larger than {limit >> 20} MB; not read")
+    return data
+
+
+def load_json(path: Path, limit: int = META_MAX) -> Any:
+    """A small JSON file, or None when it is missing, unreadable, too large, not a regular file
+    or not JSON."""
+    try:
+        return json.loads(read_bounded(path, limit).decode("utf-8", errors="replace"))
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -82,10 +151,46 @@ def unreadable(exc: OSError) -> str:
     return f"could not read: {exc.strerror or exc}"
 
 
+def is_file(path: Path) -> bool:
+    """`path.is_file()`, False (not an error) when a folder above it cannot be read."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    """`path.is_dir()`, False when a folder above it cannot be read."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def exists(path: Path) -> bool:
+    """`path.exists()`, False when a folder above it cannot be read."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
+def listing(folder: Path, found: Discovery) -> list[Path]:
+    """The entries of `folder`, sorted; none when it does not exist, and none (reported in
+    `found`) when it cannot be read."""
+    try:
+        return sorted(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        found.skipped.append((str(folder), unreadable(exc)))
+        return []
+
+
 def subdirs(path: Path) -> list[Path]:
     """The folders directly under `path`; none when it cannot be listed."""
     try:
-        return [d for d in path.iterdir() if d.is_dir()]
+        return [d for d in path.iterdir() if is_dir(d)]
     except OSError:
         return []
 
@@ -102,9 +207,9 @@ def head_records(
     """
     out: list[dict[str, Any]] = []
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             seen = 0
-            for raw in fh:
+            while raw := fh.readline(max_bytes):
                 seen += len(raw)
                 try:
                     rec = json.loads(raw)
@@ -136,17 +241,66 @@ def discover(path: Path) -> Discovery:
     readers = sorted(READERS.values(), key=lambda r: r.order)
     result = _recognised(path, readers)
     if result is not None:
-        return result
+        return screen(result, path)
     if path.is_dir():
         below = _below(path, readers)
         if below.sessions:
-            return below
+            return screen(below, path)
         found.skipped += below.skipped
     kinds = ", ".join(r.label for r in readers)
     found.skipped.append(
         (str(path), f"not a session log or log folder of any known agent ({kinds})")
     )
     return found
+
+
+def printable(name: str) -> str:
+    """`name` as valid Unicode: a file name whose bytes are not UTF-8 (held by Python as surrogate
+    escapes) gets each such byte as `\\xNN` and each backslash doubled, so the original bytes can
+    be told back from it; a valid name is returned unchanged."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = name.replace("\\", "\\\\").encode("utf-8", "surrogateescape")
+        return raw.decode("utf-8", "backslashreplace")
+    return name
+
+
+def screen(found: Discovery, root: Path) -> Discovery:
+    """Drop (and report) every file of `found` that is not a regular file or that is a link
+    leading out of `root` (the folder ingested, or the file's folder when one file was named)."""
+    base = os.path.realpath(root if root.is_dir() else root.parent)
+    for session in found.sessions:
+        session.files = _keep(session.files, base, found)
+        session.snapshots = _keep(session.snapshots, base, found)
+        session.session_id, session.bucket = (
+            printable(session.session_id),
+            printable(session.bucket),
+        )
+        for f in (*session.files, *session.snapshots):
+            f.rel, f.agent = printable(f.rel), printable(f.agent)
+    found.skipped = [(printable(p), why) for p, why in found.skipped]
+    return found
+
+
+def _keep(files: list[SourceFile], base: str, found: Discovery) -> list[SourceFile]:
+    kept = []
+    for f in files:
+        try:
+            real = os.path.realpath(f.path)
+            if os.path.commonpath([base, real]) != base:
+                why: str | None = (
+                    "a symbolic link that leads out of the folder ingested; not followed"
+                )
+            else:
+                why = not_regular(f.path)
+        except (OSError, ValueError) as exc:
+            why = unreadable(exc) if isinstance(exc, OSError) else str(exc)
+        if why is None:
+            kept.append(f)
+        else:
+            found.skipped.append((str(f.path), why))
+    return kept
 
 
 def _recognised(path: Path, readers: list[Reader]) -> Discovery | None:
@@ -173,7 +327,7 @@ def _below(root: Path, readers: list[Reader]) -> Discovery:
             for entry in entries:
                 if entry.is_symlink():
                     continue  # a link may point back up the tree or out of it
-                if entry.is_dir():
+                if is_dir(entry):
                     opened += 1
                     if opened > BELOW_DIRS:
                         found.skipped.append(

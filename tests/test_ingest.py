@@ -340,7 +340,15 @@ def test_permission_denied_file_is_reported_and_others_are_kept(
                 raise PermissionError(13, "Permission denied", str(file))
             return real_open(file, *args, **kwargs)
 
+        real_os_open = os.open
+
+        def guarded_os(file, *args, **kwargs):  # noqa: ANN001, ANN202
+            if Path(str(file)) == denied:
+                raise PermissionError(13, "Permission denied", str(file))
+            return real_os_open(file, *args, **kwargs)
+
         monkeypatch.setattr("builtins.open", guarded)
+        monkeypatch.setattr("os.open", guarded_os)
     archive = Archive(embedder=None)
     report = archive.ingest(kimi_root)
     assert [(s.path, s.reason) for s in report.skipped if s.path == str(denied)] == [

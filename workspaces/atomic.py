@@ -46,7 +46,15 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+    """`obj` as JSON, UTF-8. A string that is not valid Unicode (a file name whose bytes are not
+    UTF-8, decoded by Python with surrogate escapes) is written as JSON escapes (`\\udcff`),
+    which read back to the same string: `os.fsencode` of it gives the original bytes."""
+    text = json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = (json.dumps(obj, ensure_ascii=True, indent=2, sort_keys=True) + "\n").encode()
+    atomic_write_bytes(path, data)
 
 
 def read_json(path: Path, default: Any = None) -> Any:

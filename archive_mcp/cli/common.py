@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from archive_mcp.errors import ArchiveError
 from archive_mcp.render import dumps, table
 
 __all__ = [
+    "PATH",
     "archive_of",
     "call",
     "echo_json",
@@ -32,12 +34,43 @@ def archive_of(ctx: click.Context) -> Archive:
     return ctx.find_object(Archive) or ctx.ensure_object(Archive)
 
 
+class _Path(click.ParamType):
+    """A path argument: an empty one or one with a NUL byte is a usage error (exit 2), never
+    read as the current directory or passed on to the system."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value)
+        if not text.strip():
+            self.fail("the path is empty; give a path", param, ctx)
+        if "\0" in text:
+            self.fail("the path holds a NUL byte; no file can be named so", param, ctx)
+        return text
+
+
+PATH = _Path()
+
+
 def call(ctx: click.Context, fn: Callable[[Archive], Any]) -> Any:
-    """Run `fn(archive)`; a mistake the user can fix becomes its message and exit code 1."""
+    """Run `fn(archive)`; a mistake the user can fix becomes its message and exit code 1, and so
+    does an OSError (disk full, permission denied): one line, no traceback."""
     try:
         return fn(archive_of(ctx))
     except ArchiveError as exc:
         raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(os_message(exc)) from exc
+
+
+def os_message(exc: OSError) -> str:
+    """One line for an OSError: what happened, to which file, what to do."""
+    where = f": {exc.filename}" if exc.filename else ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"the disk is full{where}; free some space and run the command again"
+    if isinstance(exc, PermissionError):
+        return f"permission denied{where}; fix the permissions and run the command again"
+    return f"{exc.strerror or exc}{where}"
 
 
 def warn(text: str) -> None:

@@ -5,6 +5,7 @@ mistakes exit 2 (click)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
 from typing import Any
@@ -13,6 +14,7 @@ import click
 
 from archive_mcp.archive import Archive
 from archive_mcp.cli.common import (
+    PATH,
     call,
     echo_json,
     json_option,
@@ -27,6 +29,7 @@ from archive_mcp.refiners import SOURCES
 from archive_mcp.render import hit_text, turn_text
 
 DATE = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"])
+TURNS = click.IntRange(0, 1000)  # turns shown around one: a session's worth, bounded
 
 
 @click.group(cls=Configured)
@@ -76,7 +79,7 @@ def engine_options(f: Any) -> Any:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=PATH)
 @click.option("--no-embed", is_flag=True, help="Skip embeddings (search falls back to lexical).")
 @engine_options
 @json_option
@@ -123,6 +126,11 @@ def ingest(
     _report_skips(report.skipped, report.embed_error)
     for hint in report.suggestions:
         warn(f"hint: {hint}")
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise click.ClickException(
+            f"{', '.join(missing)}: does not exist; nothing archived from it"
+        )
 
 
 def _report_skips(skipped: list[Any], embed_error: str | None) -> None:
@@ -187,6 +195,16 @@ def refine(
         f"{report.embedded} embedded"
     )
     _report_skips(report.skipped, report.embed_error)
+    if session and not report.sessions and not _known_session(ctx, session, workspace, all_):
+        raise click.ClickException(f"no session {session!r} in the archive; is the id right?")
+
+
+def _known_session(ctx: click.Context, session: str, workspace: str | None, all_: bool) -> bool:
+    def known(a: Archive) -> bool:
+        targets = a.workspaces() if all_ else [a.workspace(workspace)]
+        return any(session in a.sessions(ws.id).collect()["session_id"] for ws in targets)
+
+    return bool(call(ctx, known))
 
 
 @main.group()
@@ -245,7 +263,7 @@ def workspaces_show(ctx: click.Context, workspace: str, as_json: bool) -> None:
 
 
 @workspaces.command("link")
-@click.argument("path")
+@click.argument("path", type=PATH)
 @click.option("--into", required=True, metavar="WS", help="The workspace PATH belongs to.")
 @json_option
 @click.pass_context
@@ -454,8 +472,10 @@ def search(
 @main.command()
 @click.argument("reference")
 @workspace_option
-@click.option("--before", default=0, show_default=True, help="Also show N turns before.")
-@click.option("--after", default=0, show_default=True, help="Also show N turns after.")
+@click.option(
+    "--before", default=0, type=TURNS, show_default=True, help="Also show N turns before."
+)
+@click.option("--after", default=0, type=TURNS, show_default=True, help="Also show N turns after.")
 @click.option("--agent", help='"main" or a subagent id (default: the reference\'s, else main).')
 @click.option("--thinking", is_flag=True, help="Include the model's thinking.")
 @click.option(
@@ -515,6 +535,7 @@ def show(
     "--port",
     default=8765,
     envvar="ARCHIVE_MCP_PORT",
+    type=click.IntRange(1, 65535),
     show_default=True,
     help="The HTTP port (with --http).",
 )
@@ -535,6 +556,8 @@ def serve(ctx: click.Context, http: bool, port: int, follow: bool) -> None:
     """
     from archive_mcp.mcp.server import serve as run_server
 
+    if http:
+        warn(f"archive-mcp: serving MCP over HTTP at http://127.0.0.1:{port}/mcp")
     run_server(ctx.find_object(Archive), http=http, port=port, follow=follow)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from archive_mcp.cli.common import call, echo_json, json_option, table, warn, workspace_option
+from archive_mcp.cli.common import PATH, call, echo_json, json_option, table, warn, workspace_option
 from archive_mcp.render import entry_text, to_jsonable
 
 
@@ -326,7 +326,7 @@ def memory_export(
 
 
 @memory.command("import")
-@click.argument("path")
+@click.argument("path", type=PATH)
 @click.option(
     "--allow-path",
     is_flag=True,

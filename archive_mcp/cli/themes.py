@@ -23,7 +23,11 @@ def themes() -> None:
 @themes.command("discover")
 @workspace_option
 @click.option(
-    "--min-size", default=3, show_default=True, help="Fewest turns a suggested theme has."
+    "--min-size",
+    default=3,
+    type=click.IntRange(min=1),
+    show_default=True,
+    help="Fewest turns a suggested theme has.",
 )
 @json_option
 @click.pass_context

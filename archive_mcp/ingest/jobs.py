@@ -3,6 +3,7 @@ embedding of refined turns. Jobs are picklable: large batches run them in worker
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable, Set
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from archive_mcp.refiners import PARSERS, RefineContext, Turn, refine_turn
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
+from archive_mcp.refiners.sources import Refused
 from archive_mcp.refiners.text import shorten
 from archive_mcp.workspaces import Workspace
 
@@ -148,6 +150,10 @@ def reason(exc: BaseException) -> str:
 
 
 def os_reason(exc: OSError) -> str:
+    if isinstance(exc, Refused):
+        return exc.why
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full; nothing of it was saved: free some space and ingest again"
     if isinstance(exc, FileNotFoundError):
         return "source disappeared before it could be read; nothing archived from it this time"
     if isinstance(exc, PermissionError):

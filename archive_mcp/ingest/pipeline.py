@@ -40,6 +40,7 @@ from archive_mcp.refiners import SessionSource, discover
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
+from archive_mcp.refiners.sources import printable
 from archive_mcp.workspaces import (
     Registry,
     Workspace,
@@ -72,9 +73,12 @@ __all__ = [
 
 @dataclass
 class Skip:
-    path: str
+    path: str  # printable: bytes of a file name that are not UTF-8 as `\xNN`
     reason: str
     line: int | None = None
+
+    def __post_init__(self) -> None:
+        self.path = printable(self.path)
 
 
 @dataclass
@@ -156,12 +160,15 @@ class Ingestor:
                     ]
                     continue
                 report.workspaces.append(ws.id)
-                with locked(ws.root):  # released as soon as this workspace's state is saved
-                    try:
-                        self._ingest_workspace(ws, sessions, report)
-                    except BaseException:
-                        self.engine.close()  # remote work stops before the lock is released
-                        raise
+                try:
+                    with locked(ws.root):  # released as soon as this workspace's state is saved
+                        try:
+                            self._ingest_workspace(ws, sessions, report)
+                        except BaseException:
+                            self.engine.close()  # remote work stops before the lock is released
+                            raise
+                except OSError as exc:  # disk full, a folder gone: the next workspaces still run
+                    report.skipped.append(Skip(str(ws.root), f"workspace {ws_id}: {_reason(exc)}"))
         finally:
             self.engine.close()
         return report

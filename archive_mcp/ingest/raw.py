@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from archive_mcp.refiners.lines import complete_prefix
-from archive_mcp.workspaces import atomic_write_bytes
+from archive_mcp.refiners.sources import (
+    SNAPSHOT_MAX,
+    NotRegular,
+    Refused,
+    not_regular,
+    open_regular,
+)
 
 HEAD = 4096
 TAIL = 4096
@@ -96,13 +103,16 @@ def archive_file(src: Path, dst: Path, raw_root: Path, entry: dict[str, Any], sk
     `entry` (the file's ingest state) is updated: size and mtime seen, head and tail hashes, the
     new high-water mark `archived`. OSError propagates; the copy is then left as it was.
     """
+    why = not_regular(src)
+    if why is not None:
+        raise NotRegular(src, why)
     st = os.stat(src)
     if st.st_size == entry.get("size") and st.st_mtime_ns == entry.get("mtime_ns"):
         return 0
     archived = int(entry["archived"])
     if dst.exists() and dst.stat().st_size > archived:  # a crash after append, before state
         os.truncate(dst, archived)
-    with open(src, "rb") as fh:
+    with open_regular(src) as fh:
         if archived and not _unchanged(fh, entry, st.st_size, dst):
             skip(REWRITTEN)
             entry["size"], entry["mtime_ns"] = st.st_size, st.st_mtime_ns
@@ -146,11 +156,59 @@ def _append(fh: Any, src: Path, dst: Path, raw_root: Path, archived: int, end: i
 
 def snapshot_file(src: Path, dst: Path, raw_root: Path, durable: bool = True) -> bool:
     """Whole-file copies (state.json, meta.json, offloaded tool outputs, Gemini's rewritten JSON
-    chats), rewritten atomically when changed, 0600; True when the copy changed. `durable=False`
-    skips the fsync (the source is still there: a lost copy is made again on the next run)."""
-    data = src.read_bytes()
-    if dst.exists() and dst.read_bytes() == data:
-        return False
-    private_dirs(dst.parent, raw_root)
-    atomic_write_bytes(dst, data, durable=durable)  # a temp file made 0600, then renamed
+    chats), rewritten atomically when changed, 0600; True when the copy changed. The copy streams
+    in chunks (memory stays bounded), keeps holes as holes (a sparse source stays sparse), and a
+    source over SNAPSHOT_MAX is refused. `durable=False` skips the fsync (the source is still
+    there: a lost copy is made again on the next run)."""
+    with open_regular(src) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > SNAPSHOT_MAX:
+            raise Refused(src, f"larger than {SNAPSHOT_MAX >> 20} MB; not copied")
+        if _same_file(fh, dst, size):
+            return False
+        private_dirs(dst.parent, raw_root)
+        fh.seek(0)
+        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                os.fchmod(out.fileno(), FILE_MODE)
+                _copy_sparse(fh, out, size)
+                if durable:
+                    os.fsync(out.fileno())
+            os.replace(tmp, dst)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return True
+
+
+def _same_file(fh: Any, dst: Path, size: int) -> bool:
+    """Whether `dst` holds the same bytes as the open source, compared chunk by chunk."""
+    try:
+        other = open(dst, "rb")
+    except FileNotFoundError:
+        return False
+    with other:
+        if os.fstat(other.fileno()).st_size != size:
+            return False
+        fh.seek(0)
+        while chunk := fh.read(CHUNK):
+            if other.read(len(chunk)) != chunk:
+                return False
+    return True
+
+
+def _copy_sparse(fh: Any, out: Any, size: int) -> None:
+    """Copy `size` bytes; a chunk of zeros becomes a hole (seek) rather than written bytes."""
+    zero = bytes(CHUNK)
+    left = size
+    while left > 0:
+        chunk = fh.read(min(CHUNK, left))
+        if not chunk:
+            break  # the source shrank: the copy is what there was
+        if chunk == zero[: len(chunk)]:
+            out.seek(len(chunk), 1)
+        else:
+            out.write(chunk)
+        left -= len(chunk)
+    out.truncate(out.tell())  # a trailing hole still counts in the size

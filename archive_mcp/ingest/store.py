@@ -41,8 +41,33 @@ def _write_parquet(path: Path, df: pl.DataFrame) -> None:
 
 
 def read_refined(ws: Workspace, session_id: str) -> pl.DataFrame:
-    path = refined_path(ws, session_id)
-    return pl.read_parquet(path) if path.exists() else empty_refined()
+    try:  # no exists() first: a purge between the two would make the read fail
+        return pl.read_parquet(refined_path(ws, session_id))
+    except FileNotFoundError:
+        return empty_refined()
+
+
+def read_sessions(
+    ws: Workspace, session_ids: list[str], columns: list[str], wanted: pl.DataFrame
+) -> pl.DataFrame:
+    """`columns` of the rows in `wanted` (session_id, agent, turn), read from the sessions'
+    refined files. A file purged or replaced since the index was read is skipped, not an error:
+    a reader racing a purge sees the session gone (its hits then carry no text)."""
+    keys = wanted.select("session_id", "agent", "turn").lazy()
+    frames = []
+    for sid in session_ids:
+        try:
+            frames.append(
+                pl.scan_parquet(refined_path(ws, sid))
+                .select(columns)
+                .join(keys, on=["session_id", "agent", "turn"], how="semi")
+                .collect()
+            )
+        except (FileNotFoundError, pl.exceptions.ComputeError, OSError):
+            continue
+    if not frames:
+        return empty_refined().select(columns)
+    return pl.concat(frames, how="vertical_relaxed")
 
 
 def merge_refined(

@@ -288,9 +288,9 @@ def export_memory(
     turns: list[dict[str, Any]] | None = None,
 ) -> Path:
     name = filename or f"memory-{file_stamp('%Y%m%dT%H%M%SZ')}.json"
-    if not EXPORT_NAME.match(name) or name.startswith("."):
+    if not EXPORT_NAME.match(name) or name.startswith((".", "-")):
         raise MemoryStoreError(
-            f"invalid export filename {name!r}: use letters, digits, '.', '_' and '-' only"
+            f"invalid export filename {name!r}: use letters, digits, '.', '_' and '-' only, not first '.' or '-'"
         )
     store = MemoryStore(ws)
     essence_path = ws.root / "essence" / "essence.md"

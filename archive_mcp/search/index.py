@@ -325,6 +325,9 @@ class _VectorWriter:
             self.file.close()
 
 
+REBUILD_TRIES = 5  # builds that may meet a refined file purged or replaced while they read it
+
+
 class WorkspaceIndex:
     """Loaded lazily, refreshed when the workspace's refined files change."""
 
@@ -365,16 +368,25 @@ class WorkspaceIndex:
         holding the workspace; rebuilds are serialised by the cache's own lock (an ingest never
         takes it), and the folder is swapped in by rename.
         """
-        stamp = self._dir_stamp()
-        if stamp == self._stamp:
+        for attempt in range(REBUILD_TRIES):
+            stamp = self._dir_stamp()
+            if stamp == self._stamp:
+                return self
+            try:
+                if not self._load_unlocked(stamp):
+                    with locked(self.ws.cache_dir):
+                        manifest = read_json(self.folder / "manifest.json", {}) or {}
+                        if not self._fresh(manifest, stamp):
+                            manifest = self._rebuild(manifest, stamp)
+                        self._load(manifest)
+            except (FileNotFoundError, pl.exceptions.ComputeError):
+                # A refined file was purged or replaced while the build read it: the set it
+                # started from is gone, so build again from the new one.
+                if attempt == REBUILD_TRIES - 1:
+                    raise
+                continue
+            self._stamp = stamp
             return self
-        if not self._load_unlocked(stamp):
-            with locked(self.ws.cache_dir):
-                manifest = read_json(self.folder / "manifest.json", {}) or {}
-                if not self._fresh(manifest, stamp):
-                    manifest = self._rebuild(manifest, stamp)
-                self._load(manifest)
-        self._stamp = stamp
         return self
 
     def _fresh(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> bool:
