@@ -376,63 +376,6 @@ def realized(mode: str, used: set[str], reason: str | None) -> str:
     return mode
 
 
-<<<<<<< HEAD
-=======
-# --- hits ----------------------------------------------------------------------------------
-
-
-def build_hits(
-    ws: Workspace,
-    meta: pl.DataFrame,
-    fused: list[tuple[int, float, list[str]]],
-    highlight: set[str],
-) -> list[Hit]:
-    """Hits for fused docs, with texts read from the refined Parquet of their sessions only."""
-    if not fused:
-        return []
-    rows = meta[[d for d, _, _ in fused]]
-    df = store.read_sessions(
-        ws,
-        rows["session_id"].unique().to_list(),
-        [
-            "session_id",
-            "agent",
-            "turn",
-            "summary",
-            "user_text",
-            "assistant_text",
-            "tool_calls",
-            "title",
-        ],
-        rows.select("session_id", "agent", "turn"),
-    )
-    texts = {(r["session_id"], r["agent"], r["turn"]): r for r in df.iter_rows(named=True)}
-    hits = []
-    for (_doc, score, signals), r in zip(fused, rows.iter_rows(named=True), strict=True):
-        t = texts.get((r["session_id"], r["agent"], r["turn"]), {})
-        started = r["started_at"]
-        hits.append(
-            Hit(
-                workspace_id=ws.id,
-                session_id=r["session_id"],
-                agent=r["agent"],
-                turn=int(r["turn"]),
-                started_at=started.isoformat() if started else None,
-                score=round(score, 6),
-                summary=t.get("summary") or "",
-                snippet=snippet(t, highlight),
-                matched=signals,
-                status=r["status"],
-                kinds=list(r["kinds"] or []),
-                raw_ref=dict(r["raw_ref"] or {}),
-                title=t.get("title"),
-                source=r.get("source"),
-            )
-        )
-    return hits
-
-
->>>>>>> hostile
 def search_workspaces(
     workspaces: list[Workspace],
     indexes: dict[str, WorkspaceIndex],

@@ -89,11 +89,10 @@ def build_hits(
     if not fused:
         return []
     rows = meta[[d for d, _, _ in fused]]
-    files = [str(store.refined_path(ws, sid)) for sid in rows["session_id"].unique().to_list()]
-    wanted = rows.select("session_id", "agent", "turn").lazy()
-    df = (
-        pl.scan_parquet(files)  # one scan over the hit sessions' files only
-        .select(
+    df = store.read_sessions(  # the hit sessions' files only; one purged meanwhile is skipped
+        ws,
+        rows["session_id"].unique().to_list(),
+        [
             "session_id",
             "agent",
             "turn",
@@ -102,9 +101,8 @@ def build_hits(
             "assistant_text",
             "tool_calls",
             "title",
-        )
-        .join(wanted, on=["session_id", "agent", "turn"], how="semi")
-        .collect()
+        ],
+        rows.select("session_id", "agent", "turn"),
     )
     texts = {(r["session_id"], r["agent"], r["turn"]): r for r in df.iter_rows(named=True)}
     hits = []
