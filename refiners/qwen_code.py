@@ -24,7 +24,16 @@ from typing import Any
 
 from .lines import LineReader, field_dict, field_list, finish, parse_time
 from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
-from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
+from .sources import (
+    Discovery,
+    Reader,
+    SessionSource,
+    SourceFile,
+    head_records,
+    register,
+    subdirs,
+    unreadable,
+)
 
 SOURCE = "qwen-code"
 DEFAULT_PROTOCOL = "unknown"
@@ -289,8 +298,11 @@ def discover(path: Path) -> Discovery | None:
         return None
     found = Discovery()
     for chats in chat_dirs:
-        if chats.is_dir():
-            _chat_files(chats, found)
+        try:
+            if chats.is_dir():
+                _chat_files(chats, found)
+        except OSError as exc:  # one unreadable project folder: skip and report it, read the rest
+            found.skipped.append((str(chats.parent), unreadable(exc)))
     return found if found.sessions else None
 
 

@@ -288,7 +288,10 @@ def _keep(files: list[SourceFile], base: str, found: Discovery) -> list[SourceFi
     for f in files:
         try:
             real = os.path.realpath(f.path)
-            if os.path.commonpath([base, real]) != base:
+            # a link (anywhere on the path) that leads out; a reader's own export (OpenCode's,
+            # in a private temp folder) is a plain path and is kept
+            linked = os.path.abspath(f.path) != real
+            if linked and os.path.commonpath([base, real]) != base:
                 why: str | None = (
                     "a symbolic link that leads out of the folder ingested; not followed"
                 )

@@ -390,7 +390,7 @@ def test_an_export_name_that_reads_as_an_option_is_refused(kimi_root: Path) -> N
 def test_serve_http_prints_its_url_on_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
     monkeypatch.setattr(
-        "archive_mcp.mcp.server.serve", lambda archive, http, port: seen.update(port=port)
+        "archive_mcp.mcp.server.serve", lambda archive, http, port, **kw: seen.update(port=port)
     )
     out = CliRunner().invoke(cli, ["--embedder", "none", "serve", "--http", "--port", "8799"])
     assert out.exit_code == 0 and seen == {"port": 8799}
