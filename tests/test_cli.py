@@ -226,7 +226,7 @@ def test_every_turn_reference_the_cli_prints_shows_back(
     code, out, _ = _run("--embedder", "none", "search", "test", "-w", "all", "--limit", "20")
     assert code == 0
     assert out.splitlines()[0].startswith(
-        "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b:1 (workspace webapp) 2026-03-14T10:01 score=1.9115 "
+        "session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13:2 (workspace webapp) 2026-03-16T10:00 score=3.2973 "
     )
     refs = re.findall(r"^(\S+:\d+) \(workspace [\w-]+\) ", out, re.M)
     _, listed, _ = _run("sessions", "list", "--all")

@@ -133,3 +133,31 @@ def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
                 click.echo(f"{label}: {done:,}/{total:,}", err=True)
 
         yield update
+
+
+def engine_options(f: Any) -> Any:
+    """`--engine` and `--address`: where parse, refine and embed run (see README, "Team scale")."""
+    f = click.option(
+        "--address",
+        metavar="ADDR",
+        help=(
+            "Ray cluster address, with --engine ray (default: $RAY_ADDRESS, else a local Ray instance)."
+        ),
+    )(f)
+    return click.option(
+        "--engine",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="local: processes on this machine; ray: a Ray cluster "
+        "(pip install 'agent-archive-mcp[ray]').",
+    )(f)
+
+
+def report_skips(skipped: list[Any], embed_error: str | None) -> None:
+    for s in skipped[:20]:
+        warn(f"skipped {s.path}{f':{s.line}' if s.line else ''}: {s.reason}")
+    if len(skipped) > 20:
+        warn(f"… and {len(skipped) - 20} more (use --json for all)")
+    if embed_error:
+        warn(f"embeddings skipped: {embed_error}")

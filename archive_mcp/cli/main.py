@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 from datetime import datetime
-from typing import Any
 
 import click
 
@@ -17,8 +16,10 @@ from archive_mcp.cli.common import (
     PATH,
     call,
     echo_json,
+    engine_options,
     json_option,
     progress_bar,
+    report_skips,
     table,
     warn,
     workspace_option,
@@ -57,25 +58,6 @@ def main(ctx: click.Context, home: str | None, embedder: str) -> None:
       archive-mcp ingest && archive-mcp search "why did the date test fail"
     """
     ctx.obj = Archive(home, embedder=None if embedder == "none" else embedder)
-
-
-def engine_options(f: Any) -> Any:
-    """`--engine` and `--address`: where parse, refine and embed run (see README, "Team scale")."""
-    f = click.option(
-        "--address",
-        metavar="ADDR",
-        help=(
-            "Ray cluster address, with --engine ray (default: $RAY_ADDRESS, else a local Ray instance)."
-        ),
-    )(f)
-    return click.option(
-        "--engine",
-        type=click.Choice(["local", "ray"]),
-        default="local",
-        show_default=True,
-        help="local: processes on this machine; ray: a Ray cluster "
-        "(pip install 'agent-archive-mcp[ray]').",
-    )(f)
 
 
 @main.command()
@@ -123,7 +105,7 @@ def ingest(
         f"archived), {report.sessions} sessions, {report.turns_added} turns added, "
         f"{report.turns_updated} updated, {report.embedded} embedded"
     )
-    _report_skips(report.skipped, report.embed_error)
+    report_skips(report.skipped, report.embed_error)
     for hint in report.suggestions:
         warn(f"hint: {hint}")
     missing = [p for p in paths if not os.path.lexists(p)]
@@ -131,15 +113,6 @@ def ingest(
         raise click.ClickException(
             f"{', '.join(missing)}: does not exist; nothing archived from it"
         )
-
-
-def _report_skips(skipped: list[Any], embed_error: str | None) -> None:
-    for s in skipped[:20]:
-        warn(f"skipped {s.path}{f':{s.line}' if s.line else ''}: {s.reason}")
-    if len(skipped) > 20:
-        warn(f"… and {len(skipped) - 20} more (use --json for all)")
-    if embed_error:
-        warn(f"embeddings skipped: {embed_error}")
 
 
 @main.command()
@@ -194,7 +167,7 @@ def refine(
         f"{report.sessions} sessions refined ({report.turns} turns, {report.rows_changed} rows changed), "
         f"{report.embedded} embedded"
     )
-    _report_skips(report.skipped, report.embed_error)
+    report_skips(report.skipped, report.embed_error)
     if session and not report.sessions and not _known_session(ctx, session, workspace, all_):
         raise click.ClickException(f"no session {session!r} in the archive; is the id right?")
 
