@@ -397,7 +397,7 @@ async def test_every_turn_reference_the_text_prints_loads_back(server, archive: 
         events = re.findall(r"^- [\d-]+ [\d:]+ (\S+:\d+) ", trace.content[0].text, re.M)
         refs = REF_LINE.findall(text) + events
         refs += [f"{s}:0" for s in re.findall(r"^- (\S+) \d{4}-", sessions.content[0].text, re.M)]
-        assert len(refs) == 9 + 2 + 2
+        assert len(refs) == 8 + 2 + 2  # 8 hits shown within the default budget
         for ref in refs:  # no workspace given: the session is found where it is unique
             r = await client.call_tool("load_turn_context", {"references": [ref]})
             assert not r.is_error, (ref, r.content[0].text)
