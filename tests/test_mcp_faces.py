@@ -411,7 +411,7 @@ async def test_the_server_reports_its_version(archive: Archive) -> None:
     async with Client(build_server(archive, cwd=CWD)) as client:
         info = client.server_info
     assert info is not None and info.name == "archive-mcp"
-    assert info.version == version("archive-mcp") and info.version
+    assert info.version == version("agent-archive-mcp") and info.version
 
 
 def test_the_version_falls_back_to_the_package_without_a_distribution(

@@ -40,9 +40,16 @@ def _write_parquet(path: Path, df: pl.DataFrame) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def _read_parquet(path: Path, columns: list[str] | None = None) -> pl.DataFrame:
+    """One file read whole, then parsed: a writer replacing it meanwhile (an atomic rename)
+    leaves this read on the old bytes. Polars reading the path itself may take the footer
+    from one version and the pages from the next ("wrong page size")."""
+    return pl.read_parquet(io.BytesIO(path.read_bytes()), columns=columns)
+
+
 def read_refined(ws: Workspace, session_id: str) -> pl.DataFrame:
     try:  # no exists() first: a purge between the two would make the read fail
-        return pl.read_parquet(refined_path(ws, session_id))
+        return _read_parquet(refined_path(ws, session_id))
     except FileNotFoundError:
         return empty_refined()
 
@@ -58,8 +65,8 @@ def read_sessions(
     for sid in session_ids:
         try:
             frames.append(
-                pl.scan_parquet(refined_path(ws, sid))
-                .select(columns)
+                _read_parquet(refined_path(ws, sid), columns=columns)
+                .lazy()
                 .join(keys, on=["session_id", "agent", "turn"], how="semi")
                 .collect()
             )
@@ -84,8 +91,10 @@ def merge_refined(
 
 
 def read_embeddings(ws: Workspace, session_id: str) -> pl.DataFrame | None:
-    path = embeddings_path(ws, session_id)
-    return pl.read_parquet(path) if path.exists() else None
+    try:
+        return _read_parquet(embeddings_path(ws, session_id))
+    except FileNotFoundError:
+        return None
 
 
 def write_embeddings(
