@@ -14,7 +14,7 @@ import polars as pl
 
 from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empty_refined
 from archive_mcp.themes.store import ThemeStore
-from archive_mcp.workspaces import Registry, Workspace, archive_home
+from archive_mcp.workspaces import PRIVATE_MARKER, Registry, Workspace, archive_home
 
 WorkspaceArg: TypeAlias = str | Workspace | Sequence[str] | None
 LIVE = timedelta(hours=2)  # a session with an open turn is live while written to this recently
@@ -43,7 +43,7 @@ def private_tree(home: Path) -> None:
     """Folders 0700 and files 0600 under the archive home, once: an archive written before the
     umask was set (0755/0644) is made private the first time it is opened. A marker file records
     that it was done."""
-    marker = home / ".private"
+    marker = home / PRIVATE_MARKER
     if not home.is_dir() or marker.exists():
         return
     for path in [home, *home.rglob("*")]:

@@ -30,10 +30,11 @@ from .home import (
     qwen_settings_dir,
 )
 from .ids import canonical_path, is_workspace_id, kimi_code_key, safe_id, workspace_id
-from .registry import Registry, Workspace, WorkspaceError
+from .registry import PRIVATE_MARKER, Registry, Workspace, WorkspaceError
 from .worktrees import worktree_home
 
 __all__ = [
+    "PRIVATE_MARKER",
     "Registry",
     "Workspace",
     "WorkspaceError",

@@ -67,6 +67,11 @@ class Workspace:
         }
 
 
+# Under the home: the archive's files are private (0600/0700). The marker says that was checked
+# for files written before (frames.private_tree); a home this version creates is private from birth.
+PRIVATE_MARKER = ".private"
+
+
 class Registry:
     """The set of workspaces under one archive home."""
 
@@ -125,6 +130,8 @@ class Registry:
                     root=ws_dir,
                 )
                 changed = True
+                if not (self.home / PRIVATE_MARKER).exists():
+                    (self.home / PRIVATE_MARKER).touch(0o600)
             elif (
                 path
                 and not ws.paths
