@@ -25,6 +25,7 @@ class Setting:
     help: str
     kind: str = "str"  # str, int, paths (several paths, os.pathsep-separated in the env var)
     choices: tuple[str, ...] = ()
+    secret: bool = False  # shown as "(hidden)" by config show and doctor
 
 
 SETTINGS = {
@@ -45,6 +46,13 @@ SETTINGS = {
             "watch PATH...",
             "the agent homes serve and watch follow (default: every agent's home)",
             "paths",
+        ),
+        Setting(
+            "token",
+            "ARCHIVE_MCP_TOKEN",
+            "serve --token",
+            "the bearer token serve --http requires (made and stored here on first start)",
+            secret=True,
         ),
     )
 }
@@ -102,6 +110,7 @@ def set_value(name: str, value: str) -> dict[str, Any]:
     path = config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, "".join(line + "\n" for line in lines))
+    os.chmod(path, 0o600)  # it may hold the HTTP token
     return data
 
 
@@ -131,7 +140,12 @@ def default(name: str) -> Any:
         return str(Path(platformdirs.user_data_dir("archive-mcp", appauthor=False)))
     if name == "follow":
         return [str(p) for p in default_source_roots()]
-    return {"embedder": "static", "port": 8765}[name]
+    return {"embedder": "static", "port": 8765, "token": ""}[name]
+
+
+def shown(name: str, value: Any) -> Any:
+    """A setting's value as config show and doctor print it: a secret one is hidden."""
+    return "(hidden)" if SETTINGS[name].secret and value else value
 
 
 def follow_setting() -> list[Path] | None:

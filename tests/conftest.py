@@ -31,7 +31,12 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("ARCHIVE_MCP_CONFIG_DIR", str(tmp_path / "config"))
-    for var in ("ARCHIVE_MCP_FOLLOW", "ARCHIVE_MCP_PORT", "ARCHIVE_MCP_EMBEDDER"):
+    for var in (
+        "ARCHIVE_MCP_FOLLOW",
+        "ARCHIVE_MCP_PORT",
+        "ARCHIVE_MCP_EMBEDDER",
+        "ARCHIVE_MCP_TOKEN",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 

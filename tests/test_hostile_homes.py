@@ -392,6 +392,10 @@ def test_serve_http_prints_its_url_on_stderr(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(
         "archive_mcp.mcp.server.serve", lambda archive, http, port, **kw: seen.update(port=port)
     )
-    out = CliRunner().invoke(cli, ["--embedder", "none", "serve", "--http", "--port", "8799"])
+    args = ["--embedder", "none", "serve", "--http", "--port", "8799", "--token", "t"]
+    out = CliRunner().invoke(cli, args)
     assert out.exit_code == 0 and seen == {"port": 8799}
-    assert out.stderr == "archive-mcp: serving MCP over HTTP at http://127.0.0.1:8799/mcp\n"
+    assert out.stderr == (
+        "archive-mcp: serving MCP over HTTP at http://127.0.0.1:8799/mcp\n"
+        "archive-mcp: HTTP clients must send the bearer token given by --token\n"
+    )

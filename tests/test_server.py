@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from archive_mcp.refiners.refine import REFINER
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from archive_mcp import Archive
 from archive_mcp.mcp.server import build_server
@@ -324,7 +326,12 @@ async def test_http_server_on_localhost(archive: Archive) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {**os.environ, "ARCHIVE_MCP_HOME": str(archive.home), "ARCHIVE_MCP_EMBEDDER": "none"}
+    env = {
+        **os.environ,
+        "ARCHIVE_MCP_HOME": str(archive.home),
+        "ARCHIVE_MCP_EMBEDDER": "none",
+        "ARCHIVE_MCP_TOKEN": "test-token",
+    }
     proc = subprocess.Popen(
         [sys.executable, "-m", "archive_mcp", "serve", "--http", "--port", str(port)],
         env=env,
@@ -337,7 +344,10 @@ async def test_http_server_on_localhost(archive: Archive) -> None:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:
                     break
             await anyio.sleep(0.1)
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+        http = create_mcp_http_client(headers={"Authorization": "Bearer test-token"})
+        async with Client(
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
+        ) as client:
             r = await client.call_tool(
                 "search_context", {"query": "turbojpeg", "workspace": "ml-pipeline"}
             )

@@ -12,7 +12,14 @@ from click.core import ParameterSource
 
 from archive_mcp.cli.common import archive_of, call, echo_json, json_option, warn
 from archive_mcp.errors import ArchiveError
-from archive_mcp.settings import SETTINGS, config_path, read_config, resolved, set_value
+from archive_mcp.settings import (
+    SETTINGS,
+    config_path,
+    read_config,
+    resolved,
+    set_value,
+    shown,
+)
 
 SOURCES = {
     ParameterSource.COMMANDLINE: "flag",
@@ -92,6 +99,7 @@ def config_show(ctx: click.Context, as_json: bool) -> None:
             return flags.get(n) or resolved(n)
 
         value, source = call(ctx, value_of)
+        value = shown(name, value)
         rows.append({"name": name, "value": value, "source": source, "env": s.env, "flag": s.flag})
     if as_json:
         echo_json(rows)
@@ -113,7 +121,7 @@ def config_set(ctx: click.Context, name: str, value: str) -> None:
       archive-mcp config set port 9000
     """
     data = call(ctx, lambda _a: set_value(name, value))
-    warn(f"{config_path()}: {name} = {data.get(name, '(removed)')}")
+    warn(f"{config_path()}: {name} = {shown(name, data.get(name)) or '(removed)'}")
 
 
 @click.command()

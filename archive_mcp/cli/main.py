@@ -519,9 +519,19 @@ def show(
     help="Keep the archive current: ingest the followed homes (the `follow` setting, else every "
     "agent's home, as `ingest`) at start and whenever they change, in the background.",
 )
+@click.option(
+    "--token",
+    envvar="ARCHIVE_MCP_TOKEN",
+    help="The bearer token HTTP clients must send (default: the config file's `token`, made and "
+    "printed on the first start).",
+)
+@click.option("--no-auth", is_flag=True, help="Serve HTTP without requiring a token.")
 @click.pass_context
-def serve(ctx: click.Context, http: bool, port: int, follow: bool) -> None:
-    """Run the MCP server (stdio by default).
+def serve(
+    ctx: click.Context, http: bool, port: int, follow: bool, token: str | None, no_auth: bool
+) -> None:
+    """Run the MCP server (stdio by default). Over HTTP every request must carry
+    `Authorization: Bearer <token>`.
 
     \b
     Example:
@@ -529,9 +539,27 @@ def serve(ctx: click.Context, http: bool, port: int, follow: bool) -> None:
     """
     from archive_mcp.mcp.server import serve as run_server
 
+    auth = None
     if http:
         warn(f"archive-mcp: serving MCP over HTTP at http://127.0.0.1:{port}/mcp")
-    run_server(ctx.find_object(Archive), http=http, port=port, follow=follow)
+        auth = http_token_of(ctx, token, no_auth)
+    run_server(ctx.find_object(Archive), http=http, port=port, follow=follow, token=auth)
+
+
+def http_token_of(ctx: click.Context, token: str | None, no_auth: bool) -> str | None:
+    """The token `serve --http` requires (None with --no-auth); says on stderr where it is."""
+    from archive_mcp.mcp.http_auth import NO_AUTH_WARNING, http_token
+
+    given = ctx.get_parameter_source("token")
+    if no_auth:
+        if given == click.core.ParameterSource.COMMANDLINE:
+            raise click.UsageError("--token and --no-auth cannot go together")
+        warn(NO_AUTH_WARNING)
+        return None
+    where = "--token" if given == click.core.ParameterSource.COMMANDLINE else "$ARCHIVE_MCP_TOKEN"
+    token, line = call(ctx, lambda _a: http_token(token, where))
+    warn(line)
+    return token
 
 
 @main.command()

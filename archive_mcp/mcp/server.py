@@ -181,13 +181,26 @@ def build_server(
 
 
 def serve(
-    archive: Archive | None = None, http: bool = False, port: int = 8765, follow: bool = True
+    archive: Archive | None = None,
+    http: bool = False,
+    port: int = 8765,
+    follow: bool = True,
+    token: str | None = None,
 ) -> None:
+    """Serve over stdio, or streamable HTTP on 127.0.0.1 (requiring `token` unless it is None)."""
     server = build_server(archive, follow=follow)
-    if http:
-        server.run(transport="streamable-http", host="127.0.0.1", port=port)  # type: ignore[call-overload]
-    else:
+    if not http:
         server.run()
+        return
+    import uvicorn
+
+    from archive_mcp.mcp.http_auth import BearerAuth
+
+    app: Any = server.streamable_http_app(host="127.0.0.1")  # Host 421, Origin 403
+    if token is not None:
+        app = BearerAuth(app, token)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    anyio.run(uvicorn.Server(config).serve)
 
 
 __all__ = ["ArchiveServer", "CallToolResult", "build_server", "serve"]
