@@ -23,7 +23,9 @@ from typing import Any
 from .model import ToolCall, Turn
 from .text import STOPWORDS, dense, sentences, shorten, words
 
-SUMMARY_MAX = 400
+# a summary runs to this many characters when the turn carries more (key-fact coverage on the
+# labelled turns: 0.813 at 600 against 0.755 at 400); compact views clip or drop it for display
+SUMMARY_MAX = 600
 ASK_MAX = 80
 DID_MAX = 110
 HEAD = 6000

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from archive_mcp.cli.main import main
+from archive_mcp.ingest import pipeline
 
 WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 
@@ -20,13 +22,15 @@ def _run(*args: str) -> tuple[int, str, str]:
 
 
 def test_ingest_then_list_workspaces_sessions_and_stats(
-    kimi_root: Path, kimi_code_root: Path
+    kimi_root: Path, kimi_code_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(pipeline, "_clock", iter([100.0, 102.34]).__next__)
     code, out, err = _run("ingest", "--no-embed", str(kimi_root), str(kimi_code_root))
     assert code == 0
-    assert (
-        out
-        == "6 files (6 changed, 43,256 bytes archived), 5 sessions, 14 turns added, 0 updated, 0 embedded\n"
+    assert out == (
+        "6 files (6 changed, 43,256 bytes archived), 5 sessions, 14 turns added, 0 updated, "
+        "0 embedded in 2.3 s\n"
+        "new workspaces: ml-pipeline, webapp\n"
     )
     assert err.count("last line is incomplete") == 2
     code, out, _ = _run("workspaces", "list")
@@ -342,3 +346,17 @@ def test_a_session_is_live_only_while_it_is_being_written(tmp_path: Path) -> Non
         "c3c3c3c3": True,  # an open turn written to minutes ago
         "d4d4d4d4": False,  # an open turn, days old
     }
+
+
+def test_skipped_lines_are_grouped_by_file(capsys: pytest.CaptureFixture[str]) -> None:
+    from archive_mcp.cli.common import report_skips
+
+    skips = [pipeline.Skip("a.jsonl", "not JSON", line=n) for n in (3, 7, 9)]
+    skips += [pipeline.Skip("b.jsonl", "last line is incomplete", line=4)]
+    skips += [pipeline.Skip("c", "could not look for sessions: denied")]
+    report_skips(skips, None)
+    assert capsys.readouterr().err.splitlines() == [
+        "skipped 3 lines of a.jsonl (first at line 3: not JSON)",
+        "skipped b.jsonl:4: last line is incomplete",
+        "skipped c: could not look for sessions: denied",
+    ]

@@ -277,6 +277,7 @@ def test_summaries_stay_within_budget_and_cut_at_a_word() -> None:
     long = " ".join(f"word{i}" for i in range(200))
     s = compose(long, "Read×3", long)
     assert len(s) <= SUMMARY_MAX and s.endswith("…") and " word" in s and not s.endswith("wor…")
+    assert SUMMARY_MAX == 600 and 400 < len(s) <= 600
     assert shorten("alpha beta gamma", 12) == "alpha beta…"
 
 
@@ -513,3 +514,14 @@ def test_an_answers_acknowledgement_goes_whole_and_never_leaves_a_fragment() -> 
     answer = "Thanks for flagging that — sorry for the friction. Great catch! Let me look at the Qt plugin."
     assert outcome(turn("it crashes", answer), 200) == "Sorry for the friction."
     assert dense("Successfully removed all traces of OpenVPN") == "Removed all traces of OpenVPN"
+
+
+def test_a_long_summary_is_kept_whole_in_normal_detail_and_left_out_in_compact() -> None:
+    from archive_mcp.render import hit_text
+    from archive_mcp.search.hits import Hit
+
+    summary = compose(" ".join(f"word{i}" for i in range(200)), "Read", "done " * 200)
+    hit = Hit("w", "s1", "main", 2, "2026-01-08T10:00", 0.5, summary, "", ["bm25"], "ok", [], {})
+    assert 400 < len(summary) <= 600
+    assert hit_text(hit, "normal").splitlines()[1] == f"  {summary}"
+    assert hit_text(hit, "compact") == "s1:2 2026-01-08T10:00 score=0.5000 (bm25)"

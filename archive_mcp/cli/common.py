@@ -154,10 +154,29 @@ def engine_options(f: Any) -> Any:
     )(f)
 
 
+SKIPS_SHOWN = 20  # skip lines printed before the rest is only counted
+
+
 def report_skips(skipped: list[Any], embed_error: str | None) -> None:
-    for s in skipped[:20]:
-        warn(f"skipped {s.path}{f':{s.line}' if s.line else ''}: {s.reason}")
-    if len(skipped) > 20:
-        warn(f"… and {len(skipped) - 20} more (use --json for all)")
+    """Skipped lines grouped by file (one line per file: how many, the first reason), then
+    skipped files and folders; at most SKIPS_SHOWN lines, the rest counted."""
+    groups: dict[tuple[str, bool], list[Any]] = {}
+    for s in skipped:
+        groups.setdefault((s.path, bool(s.line)), []).append(s)
+    out = []
+    for (path, lines), items in groups.items():
+        if not lines:
+            out += [f"skipped {path}: {s.reason}" for s in items]
+        elif len(items) == 1:
+            out.append(f"skipped {path}:{items[0].line}: {items[0].reason}")
+        else:
+            out.append(
+                f"skipped {len(items)} lines of {path} (first at line {items[0].line}: "
+                f"{items[0].reason})"
+            )
+    for text in out[:SKIPS_SHOWN]:
+        warn(text)
+    if len(out) > SKIPS_SHOWN:
+        warn(f"… and {len(out) - SKIPS_SHOWN} more (use --json for all)")
     if embed_error:
         warn(f"embeddings skipped: {embed_error}")

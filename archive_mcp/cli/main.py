@@ -103,8 +103,10 @@ def ingest(
     click.echo(
         f"{report.files} files ({report.files_changed} changed, {report.bytes_archived:,} bytes "
         f"archived), {report.sessions} sessions, {report.turns_added} turns added, "
-        f"{report.turns_updated} updated, {report.embedded} embedded"
+        f"{report.turns_updated} updated, {report.embedded} embedded in {report.seconds:.1f} s"
     )
+    if report.created:
+        click.echo(f"new workspaces: {', '.join(sorted(report.created))}")
     report_skips(report.skipped, report.embed_error)
     for hint in report.suggestions:
         warn(f"hint: {hint}")

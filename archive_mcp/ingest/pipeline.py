@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -71,6 +72,9 @@ __all__ = [
 ]
 
 
+_clock = time.monotonic  # the run's wall time; tests pin it
+
+
 @dataclass
 class Skip:
     path: str  # printable: bytes of a file name that are not UTF-8 as `\xNN`
@@ -91,6 +95,8 @@ class IngestReport:
     turns_updated: int = 0
     embedded: int = 0
     workspaces: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)  # workspaces this run made, by name
+    seconds: float = 0.0  # wall time of the run
     skipped: list[Skip] = field(default_factory=list)
     unknown_types: dict[str, int] = field(default_factory=dict)
     embed_error: str | None = None
@@ -129,7 +135,7 @@ class Ingestor:
         refining) is reported and skips that session only, without advancing its state, so the
         rest is archived and a later run retries it. Each workspace is locked only while its own
         sessions are archived and its state saved."""
-        report = IngestReport()
+        report, start = IngestReport(), _clock()
         by_ws: dict[str, tuple[str | None, list[SessionSource]]] = {}
         self._linked = {p: ws.id for ws in self.registry.all() for p in ws.paths}
         for path in paths:
@@ -150,6 +156,7 @@ class Ingestor:
         try:
             for ws_id, (work_dir, sessions) in sorted(by_ws.items()):
                 try:
+                    new = self.registry.get(ws_id) is None
                     ws = self.registry.ensure(ws_id, path=work_dir, source=sessions[0].source)
                     for source in sorted({s.source for s in sessions} - set(ws.sources)):
                         ws = self.registry.ensure(ws_id, source=source)
@@ -160,6 +167,8 @@ class Ingestor:
                     ]
                     continue
                 report.workspaces.append(ws.id)
+                if new:
+                    report.created.append(ws.name)
                 try:
                     with locked(ws.root):  # released as soon as this workspace's state is saved
                         try:
@@ -171,6 +180,7 @@ class Ingestor:
                     report.skipped.append(Skip(str(ws.root), f"workspace {ws_id}: {_reason(exc)}"))
         finally:
             self.engine.close()
+            report.seconds = round(_clock() - start, 1)
         return report
 
     def _ingest_workspace(
