@@ -72,6 +72,8 @@ def refiner_at(rev: str, into: Path) -> Refine:
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(into, filter="data")
     (into / "refiners").rename(into / "refiners_before")
+    init = into / "refiners_before" / "__init__.py"  # its guard insists on the installed name
+    init.write_text(init.read_text().replace('__name__ != "archive_mcp.refiners"', "False"))
     sys.path.insert(0, str(into))
     module = importlib.import_module("refiners_before.refine")
     return module.refine_turn  # type: ignore[no-any-return]

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from .actions import EDIT_TOOLS, call_paths
 from .model import ToolCall, Turn
-from .summary import EDIT_TOOLS, call_paths, strip_ack, user_request
+from .summary import strip_ack, user_request
 from .text import STOPWORDS, is_cjk, words
 
 SCAN_MAX = 4_000  # kinds and keywords look at the head of long texts only

@@ -12,16 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .actions import call_paths, ordered
 from .kinds import SCAN_MAX, keywords_of, kinds_of
 from .model import ToolCall, Turn
 from .redact import MIN_KNOWN, may_hold_secret, redact, secret_values
-from .summary import (
-    SUMMARY_MAX,
-    ExtractiveSummarizer,
-    call_paths,
-    ordered,
-    user_request,
-)
+from .summary import SUMMARY_MAX, ExtractiveSummarizer, user_request
 from .text import shorten
 
 REFINER = "extractive@7"

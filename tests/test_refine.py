@@ -9,13 +9,13 @@ import os
 from pathlib import Path
 
 from archive_mcp.refiners import RefineContext, Step, ToolCall, Turn, refine_turn
+from archive_mcp.refiners.actions import describe_actions
 from archive_mcp.refiners.kinds import keywords_of
 from archive_mcp.refiners.refine import REFINER
 from archive_mcp.refiners.summary import (
     SUMMARY_MAX,
     ExtractiveSummarizer,
     compose,
-    describe_actions,
     outcome,
     pack,
     strip_reply_ack,
