@@ -173,7 +173,8 @@ def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budg
     files = ["src/feed.ts"] + ["src/table.tsx"] * 60 + ["src/feed.ts", "src/settings.tsx"]
     tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts, files))
     assert tl.threads and tl.threads[-1][0]["ref"] == "s:0" and tl.threads[-1][-1]["ref"] == "s:61"
-    assert tl.current_state.startswith("latest decision") and "s:62" in tl.current_state
+    assert tl.current_state == "decided 2026-01-16 (s:62): rename the settings panel heading"
+    assert [(s.ref, s.state) for s in tl.now] == [("s:62", "decided")]
     for budget in (1200, 3000, 8000):
         md = tl.markdown(budget)
         assert len(md) <= budget

@@ -62,6 +62,7 @@ class TraceOutput:
     first_seen: str | None
     last_seen: str | None
     current_state: str
+    now: list[dict[str, Any]]
     counts: dict[str, int]
     threads: list[list[dict[str, Any]]]
     decisions: list[dict[str, Any]]

@@ -13,6 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from archive_mcp.render import clip, more_line
+from archive_mcp.themes.standing import short_line
 
 if TYPE_CHECKING:
     from archive_mcp.themes.timeline import Timeline, TimelineEvent
@@ -252,7 +253,11 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
         "granularity": tl.granularity,
         "first_seen": tl.first_seen.isoformat() if tl.first_seen else None,
         "last_seen": tl.last_seen.isoformat() if tl.last_seen else None,
-        "current_state": clip(tl.current_state, max(80, max_chars // 8)),
+        # the Now line without its quotes (they are in `now`), or the whole line when there is none
+        "current_state": short_line(tl.now) if tl.now else tl.current_state,
+        "now": [  # where it stands: `ref` is the citation load_turn_context takes
+            {"ref": s.ref, "at": s.at, "state": s.state, "gist": clip(s.gist, gw)} for s in tl.now
+        ],
         "counts": {
             "events": len(tl.events),
             "decisions": len(tl.decisions),

@@ -15,8 +15,8 @@ from typing import Any
 import polars as pl
 
 from archive_mcp.errors import InvalidArgument
-from archive_mcp.render import clip
 from archive_mcp.themes.decisions import Flag, flag_turns, gist, pair_changes
+from archive_mcp.themes.standing import Standing, line, standing
 from archive_mcp.themes.store import Theme, class_tfidf_of
 
 
@@ -68,7 +68,8 @@ class Timeline:
     threads: list[list[dict[str, Any]]] = field(
         default_factory=list
     )  # decision -> change -> ..., oldest first
-    current_state: str = ""
+    current_state: str = ""  # the **Now:** line, made from `now`
+    now: list[Standing] = field(default_factory=list)  # where the theme stands (standing.py)
 
     def to_json(self) -> dict[str, Any]:
         d = {k: v for k, v in asdict(self).items() if k != "frame"}
@@ -86,14 +87,6 @@ class Timeline:
         from archive_mcp.themes.story import budgeted
 
         return budgeted(self, max_chars)
-
-
-def _d(x: Any, with_time: bool = False) -> str:
-    if x is None:
-        return "?"
-    if isinstance(x, str):
-        return x[:16] if with_time else x[:10]
-    return x.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
 
 
 def choose_granularity(first: datetime | None, last: datetime | None, sessions: int) -> str:
@@ -205,6 +198,7 @@ def build_timeline(
     ]
     gaps = _dormant(frame)
     decisions, reversals, threads = _decisions(frame, every)
+    now = standing(every, decisions, frame["assistant_text"].str.slice(0, 400).to_list())
     flagged = {(d["session_id"], d["turn"]): d["flag"] for d in decisions}
     for e in events:
         e.flag = flagged.get((e.session_id, e.turn), "")
@@ -225,7 +219,8 @@ def build_timeline(
         file_rows,
         memories or [],
         threads,
-        _current(events, decisions),
+        line(now),
+        now,
     )
 
 
@@ -384,19 +379,3 @@ def _decision(r: dict[str, Any], f: Flag) -> dict[str, Any]:
         "undoes": None,
         "alternatives": [],
     }
-
-
-def _current(events: list[TimelineEvent], decisions: list[dict[str, Any]]) -> str:
-    """One line: where the theme stands now (the newest course set or changed, the newest event)."""
-    if not events:
-        return "no turns in this theme"
-    last = events[-1]
-    flagged = [e for e in events if e.flag]
-    parts = []
-    if flagged:
-        newest = flagged[-1]
-        what = next(d["gist"] for d in decisions if d["ref"] == newest.ref)
-        parts.append(f"latest {newest.flag} {_d(newest.at)} ({newest.ref}): {what}")
-    if not flagged or flagged[-1] is not last:
-        parts.append(f"last activity {_d(last.at)} ({last.ref}): {clip(last.summary, 200)}")
-    return "; ".join(parts)

@@ -1,0 +1,150 @@
+"""Where a theme stands now: the turn(s) an agent should quote first.
+
+The theme stands at its latest course that no later change undid (a decision, or the change that
+replaced one). When substantive work on the theme carries on after that course (more than
+`OPEN_AFTER` turns that ask or do something), the theme ends open: it stands at its latest
+substantive turn ("open: last asked …"), with the standing course named after it. A follow-up
+("yes, proceed", "works great"), a status table, a question the assistant only answered with a
+table row, and noise (a slash command, a compaction summary) are never where a theme stands: they
+only confirm what came before.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from archive_mcp.render import clip
+from archive_mcp.themes.noise import noise_kind
+
+# Substantive turns after the standing course before the theme counts as open again. Chosen
+# leave-one-project-out on the labelled projects (bench/results/themes-heldout.md).
+OPEN_AFTER = 2
+
+_FOLLOW_UP = re.compile(
+    r"(?i)^\s*(?:(?:ok(?:ay)?|yes|yep|yeah|sure|great|perfect|thanks?(?: you)?|cool|nice|good|"
+    r"awesome|excellent|lgtm|approved?|go ahead|proceed|do it|continue|works?(?: great| now)?|"
+    r"that works|looks good|sounds good|please)\b[\s,.!]*)+"
+    r"(?:please\s+)?(?:proceed|continue|go ahead|do it|go|carry on)?\W{0,3}$"
+)
+_TABLE = re.compile(r"^\s*\|.*\|\s*$", re.M)
+_ASKED = re.compile(r"Asked:\s*(.*?)(?:\s+Did:|\s+Outcome:|$)", re.S)
+
+
+@dataclass
+class Standing:
+    """One turn where the theme stands: `state` is `decided` (a course no later turn changed) or
+    `open` (work went on past the last course; this is the latest substantive turn)."""
+
+    session_id: str
+    turn: int
+    at: str | None
+    gist: str
+    state: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.session_id}:{self.turn}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref,
+            "session_id": self.session_id,
+            "turn": self.turn,
+            "at": self.at,
+            "state": self.state,
+            "gist": self.gist,
+        }
+
+
+def substantive(row: dict[str, Any], answer: str = "") -> bool:
+    """Does this turn ask for or do something of its own (not a follow-up, table or noise)?
+    `answer`: the head of the assistant's answer (a command that only printed is noise)."""
+    user = (row.get("user_text") or "").strip()
+    if noise_kind(user, answer, row.get("kinds") or []) is not None:
+        return False
+    if _FOLLOW_UP.match(user[:200]):
+        return False
+    lines = [x for x in user.splitlines() if x.strip()]
+    return not (lines and sum(bool(_TABLE.match(x)) for x in lines) > len(lines) / 2)
+
+
+def standing(
+    rows: list[dict[str, Any]],
+    decisions: list[dict[str, Any]],
+    answers: list[str] | None = None,
+    open_after: int = OPEN_AFTER,
+) -> list[Standing]:
+    """Where the theme stands: the latest course no later change undid, or, when more than
+    `open_after` substantive turns follow it, the latest substantive turn (state `open`) and then
+    that course. `rows`: the theme's turns in time order; `decisions`: the flagged ones, as the
+    timeline lists them (with `undoes` set on the changes that were paired); `answers`: the head
+    of each turn's answer."""
+    if not rows:
+        return []
+    keys = [(r["session_id"], r["turn"]) for r in rows]
+    at = {k: i for i, k in enumerate(keys)}
+    real = [substantive(r, a) for r, a in zip(rows, answers or [""] * len(rows), strict=True)]
+    undone = {d["undoes"] for d in decisions if d.get("undoes")}
+    courses = [
+        d
+        for d in decisions
+        if d["ref"] not in undone
+        and d.get("cue") != "approval"
+        and real[at[(d["session_id"], d["turn"])]]
+    ]
+    decided = _decided(courses[-1]) if courses else None
+    if decided is not None:
+        after = sum(real[at[(decided.session_id, decided.turn)] + 1 :])
+        if after <= open_after:
+            return [decided]
+    latest = next((i for i in range(len(rows) - 1, -1, -1) if real[i]), len(rows) - 1)
+    last = rows[latest]
+    opened = Standing(
+        last["session_id"],
+        last["turn"],
+        _iso(last.get("started_at")),
+        _asked(last),
+        "open",
+    )
+    return [opened] + ([decided] if decided is not None else [])
+
+
+def _decided(d: dict[str, Any]) -> Standing:
+    return Standing(d["session_id"], d["turn"], d["at"], d["gist"], "decided")
+
+
+def _asked(row: dict[str, Any], width: int = 160) -> str:
+    """What an open turn asked: the refined summary's `Asked:` part, else the user's words."""
+    m = _ASKED.search(row.get("summary") or "")
+    text = (
+        m.group(1)
+        if m and m.group(1).strip()
+        else (row.get("user_text") or row.get("summary") or "")
+    )
+    return clip(" ".join(text.split()), width)
+
+
+def _iso(x: Any) -> str | None:
+    return x.isoformat() if hasattr(x, "isoformat") else (str(x) if x else None)
+
+
+def line(now: list[Standing]) -> str:
+    """The **Now:** line: where the theme stands, citing each turn as `load_turn_context` takes it."""
+    if not now:
+        return "no turns in this theme"
+    parts = []
+    for s in now:
+        day = (s.at or "?")[:10]
+        if s.state == "open":
+            parts.append(f"open: last asked {day} ({s.ref}): {s.gist}")
+        else:
+            lead = "standing course" if parts else "decided"
+            parts.append(f"{lead} {day} ({s.ref}): {s.gist}")
+    return "; ".join(parts)
+
+
+def short_line(now: list[Standing]) -> str:
+    """The **Now:** line without the quotes: what state, when, which turn."""
+    return "; ".join(f"{s.state} {(s.at or '?')[:10]} ({s.ref})" for s in now)
