@@ -243,7 +243,7 @@ def strip_reply_ack(unit: str) -> str:
     return unit[0].upper() + unit[1:] if unit[:1].islower() and original[:1].isupper() else unit
 
 
-def _announces(unit: str) -> bool:
+def announces(unit: str) -> bool:
     """Does the sentence only say what the agent will do or offers to do ("Let me check", "Want me to…")?"""
     return bool(_SELF.match(unit) or _OFFER.match(unit))
 
@@ -353,14 +353,14 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
         rank = 0
         for u, lead, after in units[:MAX_UNITS]:
             order += 1
-            if _announces(u) or _NEXT.match(u):
+            if announces(u) or _NEXT.match(u):
                 continue
             if lead:  # a lead-in that states something ("The bar now shows 5 columns:") is said without its ":"
                 if _ANNOUNCE.search(u) or len(u.split()) < LEAD_MIN_WORDS or not _CUE.search(u):
                     continue
                 u = _LEAD_TAIL.sub("", u)
             body = dense(_KEY_LABEL.sub("", strip_reply_ack(u), count=1))
-            if _announces(body):
+            if announces(body):
                 continue  # "Thanks! Let me look into it": what is left is the agent's next move
             if not body or (
                 len(body.split()) < 2 and len(_HAN.findall(body)) < 4 and body != dense(u)
@@ -373,7 +373,7 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
             )
             rank += 1
     if not candidates:
-        said = [b for b in (strip_reply_ack(u) for u in first) if b and not _announces(b)]
+        said = [b for b in (strip_reply_ack(u) for u in first) if b and not announces(b)]
         return shorten(" ".join(said or first), budget)
     return pack(candidates, budget, set(_content_words(known)))
 

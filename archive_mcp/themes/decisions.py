@@ -20,7 +20,8 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from archive_mcp.refiners.text import STOPWORDS
+from archive_mcp.refiners.summary import announces, strip_reply_ack
+from archive_mcp.refiners.text import STOPWORDS, sentences
 from archive_mcp.render import clip
 
 # Patterns run by Polars over all of a theme's turns at once (Rust regex syntax: no look-behind).
@@ -97,6 +98,19 @@ LAST_MIN = 0.05
 # scores cannot make (bench/RESULTS.md, "Pairing, session 6"), so the agent reading the trace is
 # shown the next candidates too and can settle it with load_turn_context.
 ALTERNATIVES = 2
+# A runner-up is named only when it scores at least this share of the pair's own score: a course
+# far behind the pair is no real alternative (chosen leave-one-project-out, bench/results/themes-heldout.md).
+CLOSE = 0.0
+# A change is claimed (a change of course, in a thread) only when its pair scores this much: the
+# similarity of the two turns plus the recency bonus. Below it the turn stays a flagged decision.
+CLAIM_MIN = 0.0
+# A user's follow-up ("yes, please proceed") decides what the answer then does: its gist is the answer's.
+FOLLOW_UP = re.compile(
+    r"(?i)^\s*(?:(?:ok(?:ay)?|yes|yep|yeah|sure|great|perfect|thanks?(?: you)?|cool|nice|good|"
+    r"awesome|excellent|lgtm|approved?|go ahead|proceed|do it|continue|works?(?: great| now)?|"
+    r"that works|looks good|sounds good|please)\b[\s,.!]*)+"
+    r"(?:please\s+)?(?:proceed|continue|go ahead|do it|go|carry on)?\W{0,3}$"
+)
 
 
 class Pair(NamedTuple):
@@ -435,18 +449,20 @@ def _pair(
 
 
 def _runners_up(score: np.ndarray, cand: np.ndarray, best: np.ndarray) -> np.ndarray:
-    """The `ALTERNATIVES` candidates scoring next after `best` in each row, best first (-1: none).
-    A course with no word in common and no recency (score 0) is no alternative: nothing points at it."""
+    """The `ALTERNATIVES` candidates scoring next after `best` in each row, best first (-1: none),
+    when they score at least `CLOSE` x the best: a course far behind is no real alternative, and
+    one with no word in common and no recency (score 0) never is."""
     rows_at = np.arange(len(score))
     rest = score.copy()
     out = np.full((len(score), ALTERNATIVES), -1, dtype=np.int64)
     taken = best
+    top = score[rows_at, best]
+    finite = np.isfinite(top)
+    floor = np.where(finite, np.maximum(CLOSE * np.where(finite, top, 0.0), 1e-9), np.inf)
     for k in range(ALTERNATIVES):  # a few argmax passes: cheaper than sorting 200 candidates a row
         rest[rows_at, taken] = -np.inf
         taken = rest.argmax(axis=1)
-        out[:, k] = np.where(
-            rest[rows_at, taken] > 0, cand[rows_at, taken], -1
-        )  # 0: no word, no recency
+        out[:, k] = np.where(rest[rows_at, taken] >= floor, cand[rows_at, taken], -1)
     return out
 
 
@@ -492,10 +508,14 @@ def _text(row: dict[str, Any]) -> str:
 
 
 def gist(row: dict[str, Any], by: str, width: int = 160) -> str:
-    """What a turn decided, in one line: the user's words when they drove it, else the outcome."""
+    """What a turn decided, in one line: the user's words when they drove it, else the outcome;
+    without a lead-in ("Good question. Let me …") and, for a follow-up ("yes, proceed"), the
+    answer's outcome, since that is what was decided."""
     text = (row.get("user_text") or "") if by == "user" else ""
-    if text.rstrip().endswith(("?", "？", "吗")):
-        text = ""  # a question sets nothing: what was decided is in the answer
+    if text.rstrip().endswith(("?", "？", "吗")) or FOLLOW_UP.match(text[:200]):
+        text = (
+            ""  # a question sets nothing, a follow-up only agrees: the answer says what was decided
+        )
     if not text.strip() or len(text.strip()) < 12:
         summary = row.get("summary") or ""
         m = re.search(r"Outcome:\s*(.*)", summary, re.S)
@@ -504,4 +524,15 @@ def gist(row: dict[str, Any], by: str, width: int = 160) -> str:
             if by != "user" or not text.strip()
             else f"{text.strip()}: {summary}"
         )
-    return clip(" ".join(text.split()), width)
+    return clip(substance(" ".join(text.split())), width)
+
+
+def substance(text: str) -> str:
+    """The text from its first sentence that states something: acknowledgements ("Good
+    question.", "Perfect!") and announcements ("Let me update the runsheet first") go."""
+    units = sentences(text)
+    for k, unit in enumerate(units):
+        said = strip_reply_ack(unit)
+        if said and not announces(said):
+            return " ".join([said, *units[k + 1 :]])
+    return text

@@ -16,18 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from archive_mcp.render import clip
+from archive_mcp.themes.decisions import FOLLOW_UP
 from archive_mcp.themes.noise import noise_kind
 
 # Substantive turns after the standing course before the theme counts as open again. Chosen
 # leave-one-project-out on the labelled projects (bench/results/themes-heldout.md).
 OPEN_AFTER = 2
 
-_FOLLOW_UP = re.compile(
-    r"(?i)^\s*(?:(?:ok(?:ay)?|yes|yep|yeah|sure|great|perfect|thanks?(?: you)?|cool|nice|good|"
-    r"awesome|excellent|lgtm|approved?|go ahead|proceed|do it|continue|works?(?: great| now)?|"
-    r"that works|looks good|sounds good|please)\b[\s,.!]*)+"
-    r"(?:please\s+)?(?:proceed|continue|go ahead|do it|go|carry on)?\W{0,3}$"
-)
 _TABLE = re.compile(r"^\s*\|.*\|\s*$", re.M)
 _ASKED = re.compile(r"Asked:\s*(.*?)(?:\s+Did:|\s+Outcome:|$)", re.S)
 
@@ -64,7 +59,7 @@ def substantive(row: dict[str, Any], answer: str = "") -> bool:
     user = (row.get("user_text") or "").strip()
     if noise_kind(user, answer, row.get("kinds") or []) is not None:
         return False
-    if _FOLLOW_UP.match(user[:200]):
+    if FOLLOW_UP.match(user[:200]):
         return False
     lines = [x for x in user.splitlines() if x.strip()]
     return not (lines and sum(bool(_TABLE.match(x)) for x in lines) > len(lines) / 2)

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from archive_mcp.errors import InvalidArgument
+from archive_mcp.themes import decisions as rules
 from archive_mcp.themes.decisions import Flag, flag_turns, gist, pair_changes
 from archive_mcp.themes.standing import Standing, line, standing
 from archive_mcp.themes.store import Theme, class_tfidf_of
@@ -322,17 +323,25 @@ def _decisions(
         return named[k]
 
     for i, j, sim, shared, others in pair_changes(every, flags):
+        if sim < rules.CLAIM_MIN:
+            continue  # too weak to claim that it changes that course
         if (
             j not in decisions
         ):  # the undone course was set in a turn without a cue: it is a decision too
             decisions[j] = _decision(every[j], UNDONE)
         decisions[i]["undoes"] = decisions[j]["ref"]
+        decisions[i]["confidence"] = round(sim, 2)
         alternatives = [alternative(k) for k in others]
         decisions[i]["alternatives"] = [a["ref"] for a in alternatives]
         if decisions[i]["flag"] == "decision":
             decisions[i]["flag"] = "change"
         parent[i] = j
         paired.append((i, j, shared, sim, alternatives))
+    # A change of course is claimed only with its evidence, the earlier course it alters: a
+    # correction or redirect that changes no course of the theme stays a flagged decision.
+    for d in decisions.values():
+        if d["flag"] != "decision" and d["undoes"] is None:
+            d["flag"] = "decision"
     # from the final decisions: a later pair may still turn an undone course into a change
     reversals = [
         Reversal(_brief(decisions[j]), _brief(decisions[i]), shared, sim, alternatives)
@@ -377,5 +386,6 @@ def _decision(r: dict[str, Any], f: Flag) -> dict[str, Any]:
         "summary": r["summary"],
         "kinds": list(r["kinds"]),
         "undoes": None,
+        "confidence": None,  # a change's pair score (similarity + recency), when it is claimed
         "alternatives": [],
     }
