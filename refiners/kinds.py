@@ -64,6 +64,8 @@ CONTINUE = _rx(
     r"^(?:system:\s*)?(?:please\s+|ok\s+|okay\s+)?(?:continue|resume|keep going|go on|carry on|"
     r"proceed|go ahead|继续|繼續)\b[\s\w,.!]{0,40}$"
 )
+COMPACT_REST_WORDS = 8  # this many words beside the ask for a compaction: the turn is work
+_CLAUSE = re.compile(r"[.;!?\n]+|\s[-—–]\s|,\s*(?:and\s+)?then\b")
 COMPACT_ASK = _rx(
     r"(?:^|\s)/compact\b|\bcompact(?:ion)?\b.{0,40}\b(?:message|summary|handoff|context)\b|"
     r"\b(?:let'?s|please|time to)\s+compact\b"
@@ -158,6 +160,17 @@ STATE_CMD = _rx(
 NEW_FILE_TOOLS = {"Write", "WriteFile", "write_file"}  # a plan written anew commits to a course
 
 
+def _only_asks_to_compact(request: str) -> bool:
+    """Does the request ask for a compaction (a /compact message, a hand-off summary) and little
+    else? "Option 2 please - build the full manifest …, then a /compact message" decides something:
+    it is work, not compaction."""
+    head = request[:600].lower()
+    if not COMPACT_ASK.search(head):
+        return False
+    rest = " ".join(c for c in _CLAUSE.split(head) if not COMPACT_ASK.search(c))
+    return len(rest.split()) < COMPACT_REST_WORDS
+
+
 def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
     """The kinds that say a turn is not (only) work: commands, compaction, continuation, errors."""
     head = raw_user[:SCAN_MAX].lower()
@@ -173,7 +186,7 @@ def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
     if (
         compact_summary
         or ("command" in kinds and "compacted" in head[:300])
-        or COMPACT_ASK.search(request[:600].lower())
+        or _only_asks_to_compact(request)
     ):
         kinds.append("compaction")
     if compact_summary or (len(request) <= 60 and CONTINUE.match(request.strip().lower())):

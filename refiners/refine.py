@@ -19,7 +19,7 @@ from .redact import MIN_KNOWN, may_hold_secret, redact, secret_values
 from .summary import SUMMARY_MAX, ExtractiveSummarizer, user_request
 from .text import shorten
 
-REFINER = "extractive@7"
+REFINER = "extractive@8"
 TEXT_MAX = 20_000  # stored user/assistant text; the raw log holds the rest
 THINKING_MAX = 4_000
 RESULT_MAX = 200

@@ -318,6 +318,12 @@ def test_noise_kinds() -> None:
         "Great!! can you compose a /compact message please?", "Handoff: phase 2 is done."
     )
     assert refine_turn(compact, CTX)["kinds"] == ["compaction"]
+    decides = turn(
+        "Option 2 please - build a full comprehensive manifest of every data file, "
+        "then give me a /compact message",
+        "Built the manifest.",
+    )
+    assert "compaction" not in refine_turn(decides, CTX)["kinds"]  # it decides: work, not noise
 
 
 def test_work_kinds_read_the_request_and_what_happened() -> None:
