@@ -69,11 +69,11 @@ def standing(
     rows: list[dict[str, Any]],
     decisions: list[dict[str, Any]],
     answers: list[str] | None = None,
-    open_after: int = OPEN_AFTER,
+    open_after: int | None = None,
 ) -> list[Standing]:
     """Where the theme stands: the latest course no later change undid, or, when more than
     `open_after` substantive turns follow it, the latest substantive turn (state `open`) and then
-    that course. `rows`: the theme's turns in time order; `decisions`: the flagged ones, as the
+    that course (`open_after` defaults to `OPEN_AFTER`, read at call time). `rows`: the theme's turns in time order; `decisions`: the flagged ones, as the
     timeline lists them (with `undoes` set on the changes that were paired); `answers`: the head
     of each turn's answer."""
     if not rows:
@@ -92,7 +92,7 @@ def standing(
     decided = _decided(courses[-1]) if courses else None
     if decided is not None:
         after = sum(real[at[(decided.session_id, decided.turn)] + 1 :])
-        if after <= open_after:
+        if after <= (OPEN_AFTER if open_after is None else open_after):
             return [decided]
     latest = next((i for i in range(len(rows) - 1, -1, -1) if real[i]), len(rows) - 1)
     last = rows[latest]
