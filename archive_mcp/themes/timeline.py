@@ -323,8 +323,8 @@ def _decisions(
         return named[k]
 
     for i, j, sim, shared, others in pair_changes(every, flags):
-        if sim < rules.CLAIM_MIN:
-            continue  # too weak to claim that it changes that course
+        if sim < rules.CLAIM_MIN or i not in decisions:
+            continue  # too weak to claim that it changes that course (or its own pair was)
         if (
             j not in decisions
         ):  # the undone course was set in a turn without a cue: it is a decision too

@@ -1,0 +1,187 @@
+"""The trace's story rules chosen held out by project: what **Now** names and which changes of
+course the trace claims (issue 28, items 2 and 3).
+
+    HF_HUB_OFFLINE=1 nice -n 10 python bench/themes_trace_grid.py AGENTS_DEV --out OUT [--reuse]
+        [--json PATH]
+
+Each labelled topic of the three projects of `themes_heldout.py` is tagged once from its seeds;
+then, for every setting of `GRID` (the standing rule's `OPEN_AFTER` and the claim threshold
+`CLAIM_MIN`), the topic is traced and scored: the Now line's first turn (a labelled `now` turn or a
+member at least as recent as them), claimed changes of course against the labelled changes
+(precision, recall and their F1), and labelled changes flagged. Per held-out project the setting
+with the best mean objective on the other two (mean of Now accuracy and claim F1) is chosen and its
+figures on the held-out project are reported, beside the code as it was before this round
+(`before`: Now = the newest flagged event, every change flag claimed), which the same run measures
+by patching those rules back in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from textbook import Vectors  # noqa: E402
+from themes_heldout import (  # noqa: E402
+    PROJECTS,
+    REPO,
+    ProjectData,
+    Topic,
+    applied,
+    load_project,
+    now_named,
+    now_right,
+    share,
+)
+
+from archive_mcp.themes import standing, timeline  # noqa: E402
+
+GRID: dict[str, dict[str, Any]] = {
+    f"open_after={o} claim_min={c}": {
+        "archive_mcp.themes.standing.OPEN_AFTER": o,
+        "archive_mcp.themes.decisions.CLAIM_MIN": c,
+    }
+    for o in (0, 1, 2, 4, 8, 10**6)
+    for c in (0.0, 0.2, 0.3, 0.4, 0.5, 0.7)
+}
+
+
+@contextlib.contextmanager
+def before() -> Iterator[None]:
+    """The rules as they were: Now is the newest flagged event, every change flag is claimed."""
+
+    def newest_flagged(rows: list[dict[str, Any]], decisions: list[dict[str, Any]], *_: Any):  # noqa: ANN202
+        last = decisions[-1] if decisions else None
+        row = rows[-1] if rows else None
+        out = []
+        if last is not None:
+            out.append(standing._decided(last))
+        if row is not None and (
+            last is None or last["ref"] != f"{row['session_id']}:{row['turn']}"
+        ):
+            out.append(standing.Standing(row["session_id"], row["turn"], None, "", "open"))
+        return out
+
+    saved = (timeline.standing, timeline._decisions)
+
+    def every_flag_claimed(frame, every):  # noqa: ANN001, ANN202
+        decisions, reversals, threads = saved[1](frame, every)
+        flags = timeline.flag_turns(
+            frame["user_text"].to_list(),
+            frame["assistant_text"].to_list(),
+            frame["kinds"].to_list(),
+        )
+        kind = {
+            f"{r['session_id']}:{r['turn']}": f.kind
+            for r, f in zip(every, flags, strict=True)
+            if f is not None
+        }
+        for d in decisions:
+            if d["flag"] == "decision" and kind.get(d["ref"], "decision") != "decision":
+                d["flag"] = kind[d["ref"]]
+        return decisions, reversals, threads
+
+    timeline.standing, timeline._decisions = newest_flagged, every_flag_claimed
+    try:
+        yield
+    finally:
+        timeline.standing, timeline._decisions = saved
+
+
+def trace_figures(p: ProjectData, topics: list[Topic]) -> dict[str, Any]:
+    now_ok = claimed = claimed_ok = changes = flagged = 0
+    for t in topics:
+        tl = p.archive.trace_theme(f"grid-{t.name}", p.ws)
+        flags = {(d["session_id"], d["agent"], d["turn"]): d["flag"] for d in tl.decisions}
+        claims = {k for k, f in flags.items() if f != "decision"}
+        labelled = {k for k, kind in t.decisions if kind in ("change", "reversal")}
+        named = now_named(tl)
+        now_ok += now_right(p, t, named[0] if named else None)
+        claimed += len(claims)
+        claimed_ok += len(claims & labelled)
+        changes += len(labelled)
+        flagged += len(labelled & set(flags))
+    precision, recall = share([claimed_ok, claimed]), share([claimed_ok, changes])
+    return {
+        "now_right": [now_ok, len(topics)],
+        "claimed_changes": [claimed_ok, claimed],
+        "claim_recall": [claimed_ok, changes],
+        "claim_f1": round(2 * precision * recall / (precision + recall), 3)
+        if precision + recall
+        else 0.0,
+        "changes_flagged": [flagged, changes],
+    }
+
+
+def objective(f: dict[str, Any]) -> float:
+    return mean([share(f["now_right"]), f["claim_f1"]])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("agents_dev", type=Path)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--reuse", action="store_true")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    out = args.out.resolve()
+    if out == REPO or REPO in out.parents:
+        ap.error("--out must be outside the repository")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from archive_mcp.refiners.embed import MiniLMEmbedder
+
+    minilm = MiniLMEmbedder()
+    figures: dict[str, dict[str, Any]] = {}
+    for name in PROJECTS:
+        vectors = Vectors(minilm.embed, out / "vectors" / f"{name}-minilm.npz")
+        p = load_project(name, args.agents_dev, out, args.reuse, vectors)
+        vectors.save()
+        for t in p.topics:
+            with contextlib.suppress(Exception):
+                p.archive.delete_theme(f"grid-{t.name}", p.ws)
+            p.archive.tag_theme(f"grid-{t.name}", p.ws, seeds=t.seeds)
+        with before():
+            figures.setdefault("before", {})[name] = trace_figures(p, p.topics)
+        for label, setting in GRID.items():
+            with applied(setting):
+                figures.setdefault(label, {})[name] = trace_figures(p, p.topics)
+        for t in p.topics:
+            p.archive.delete_theme(f"grid-{t.name}", p.ws)
+        print(f"[{name}] traced {len(GRID) + 1} settings", file=sys.stderr, flush=True)
+    projects = list(PROJECTS)
+    held: dict[str, Any] = {}
+    for h in projects:
+        others = [x for x in projects if x != h]
+        chosen = max(GRID, key=lambda s: (mean(objective(figures[s][o]) for o in others), s))
+        held[h] = {"chosen": chosen, "figures": figures[chosen][h], "before": figures["before"][h]}
+    rows = [
+        ("Now names an up-to-date turn", "now_right"),
+        ("claimed changes that are labelled changes", "claimed_changes"),
+        ("labelled changes claimed", "claim_recall"),
+        ("labelled changes flagged", "changes_flagged"),
+    ]
+    print(f"| measure | {' | '.join(projects)} | mean |\n|---{'|---' * (len(projects) + 1)}|")
+    for label, k in rows:
+        for which in ("before", "figures"):
+            cells = [held[h][which][k] for h in projects]
+            tag = "before" if which == "before" else "held out"
+            print(
+                f"| {label} ({tag}) | {' | '.join(f'{a}/{b}' for a, b in cells)} | "
+                f"{mean(share(c) for c in cells):.2f} |"
+            )
+    print("chosen:", {h: held[h]["chosen"] for h in projects})
+    if args.json:
+        args.json.write_text(json.dumps({"held_out": held, "grid": figures}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
