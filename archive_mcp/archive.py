@@ -18,6 +18,7 @@ from archive_mcp.corpus import Corpus, RefineReport
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.frames import Stats, WorkspaceArg
 from archive_mcp.ingest import store
+from archive_mcp.ingest.merge import MergeReport, merge_workspaces
 from archive_mcp.ingest.purge import PurgeReport, purge_session
 from archive_mcp.memory.essence import (
     Bootstrap,
@@ -185,6 +186,12 @@ class Archive(Corpus):
         """Delete a session's raw copies (which keep its secrets), refined rows, embeddings, state
         and theme memberships; a later ingest archives it afresh if its source still exists."""
         return purge_session(self._ws(workspace), session_id)
+
+    def merge_workspaces(self, src: str, into: str) -> MergeReport:
+        """Move workspace `src` (its paths, sessions, ingest state and themes) into `into`, and
+        remove `src`; a later ingest of its paths lands in `into`."""
+        self._indexes.clear()
+        return merge_workspaces(self.registry, src, into)
 
     # --- themes ----------------------------------------------------------------------------
     def themes_store(self, workspace: str | Workspace | None = None) -> ThemeStore:

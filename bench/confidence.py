@@ -2,6 +2,8 @@
 
     python bench/confidence.py --agents-dev DIR --out OUT [--locomo DIR]
 
+OUT is textbook.py's --out; the coding archive is built there when it is missing.
+
 Searches every labelled coding query (`bench/labels/coding_queries*.jsonl`) and every query of
 `bench/labels/offtopic_queries.jsonl` (random strings, and questions about what a project never
 did, each in a workspace that holds labelled queries) with the default search, and reports:
@@ -65,6 +67,10 @@ def main() -> None:
     ap.add_argument("--locomo", type=Path)
     args = ap.parse_args()
     archive = Archive(args.out / "coding" / "home", embedder="static")
+    if not archive.workspaces():  # textbook.py builds the same archive; else build it here
+        from agents_dev import ingest_agents_dev
+
+        ingest_agents_dev(archive, args.agents_dev)
     rows: list[dict[str, Any]] = []
     cwd_ws: dict[str, str] = {}
     for path in label_files():

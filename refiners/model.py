@@ -196,9 +196,11 @@ class Turn:
             if not self.legacy:
                 return "interrupted"
             # A legacy log has no turn-end record: interrupted when a marker said so (`reason`,
-            # above), or when the answer stopped short: no step at all, a call left unanswered
-            # or refused by the user.
-            calls = [c for s in self.steps for c in s.tool_calls]
+            # above), or when the answer stopped short: no step at all, or a call of the last
+            # step left unanswered or refused by the user. A call earlier in the turn whose
+            # result is missing (an unreadable log line) did not stop the work that followed,
+            # e.g. a long turn the agent's own compaction then continued.
+            calls = self.steps[-1].tool_calls if self.steps else []
             unanswered = any(c.result is None or c.approval == "reject" for c in calls)
             return (
                 "interrupted"

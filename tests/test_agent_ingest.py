@@ -276,7 +276,8 @@ def test_a_linked_worktree_lands_in_its_repo_workspace_and_ingest_suggests_unlin
     report = archive.ingest(home / ".claude")
     assert report.suggestions == [
         f"{feat} looks like a worktree or branch of {repo}: "
-        f"`archive-mcp workspaces link '{feat}' --into {workspace_id(repo)}` joins their sessions"
+        f"`archive-mcp workspaces merge {workspace_id(feat)} --into {workspace_id(repo)}` joins "
+        "their sessions"
     ]
     shutil.rmtree(archive.home)
     archive = Archive(embedder=None)

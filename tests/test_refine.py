@@ -531,3 +531,20 @@ def test_a_long_summary_is_kept_whole_in_normal_detail_and_left_out_in_compact()
     assert 400 < len(summary) <= 600
     assert hit_text(hit, "normal").splitlines()[1] == f"  {summary}"
     assert hit_text(hit, "compact") == "s1:2 2026-01-08T10:00 score=0.5000 (bm25)"
+
+
+def test_a_legacy_turn_is_interrupted_only_when_its_last_step_stopped_short() -> None:
+    """A call earlier in the turn without a result (its log line unreadable) does not make a turn
+    interrupted when the work went on (agents-dev: a long turn its compaction continued)."""
+
+    def turn(last_answered: bool) -> Turn:
+        ok = {"is_error": False, "message": "", "output": "done"}
+        steps = [
+            Step(1, tool_calls=[ToolCall("a", "Bash", result=None)]),
+            Step(2, tool_calls=[ToolCall("b", "Bash", result=ok if last_answered else None)]),
+        ]
+        return Turn(0, None, "run the tests", end="superseded", legacy=True, steps=steps)
+
+    assert turn(last_answered=True).status == "completed"
+    assert turn(last_answered=False).status == "interrupted"
+    assert Turn(0, None, "hi", end="superseded", legacy=True).status == "interrupted"

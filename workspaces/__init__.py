@@ -30,7 +30,7 @@ from .home import (
     qwen_settings_dir,
 )
 from .ids import canonical_path, is_workspace_id, kimi_code_key, safe_id, workspace_id
-from .registry import PRIVATE_MARKER, Registry, Workspace, WorkspaceError
+from .registry import PRIVATE_MARKER, Registry, Workspace, WorkspaceError, merge_command
 from .worktrees import worktree_home
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "kimi_share_dir",
     "lock_holder",
     "locked",
+    "merge_command",
     "opencode_config_dir",
     "qwen_settings_dir",
     "read_json",

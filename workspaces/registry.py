@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -97,6 +99,20 @@ class Registry:
         ws.updated = _now()
         atomic_write_json(ws.root / "workspace.json", ws.to_json())
 
+    def save(self, ws: Workspace) -> None:
+        """Write `ws`'s description (hold its lock)."""
+        self._save(ws)
+
+    def remove(self, ws_id: str) -> None:
+        """Delete workspace `ws_id` and all it holds (a merge moved it first): its description
+        goes first, so a removal cut short leaves a folder no listing shows, never half a
+        workspace."""
+        ws_dir = self.base / ws_id
+        if not _SAFE_ID.match(ws_id) or not ws_dir.is_dir():
+            return
+        (ws_dir / "workspace.json").unlink(missing_ok=True)
+        shutil.rmtree(ws_dir, ignore_errors=True)
+
     def all(self) -> list[Workspace]:
         if not self.base.is_dir():
             return []
@@ -162,7 +178,12 @@ class Registry:
         canon = canonical_path(path)
         owner = self._by_path(canon)
         if owner and owner.id != ws.id:
-            raise WorkspaceError(f"{canon} already belongs to workspace {owner.name} ({owner.id})")
+            message = f"{canon} already belongs to workspace {owner.name} ({owner.id})"
+            if canon in owner.paths:  # the path's own workspace: its sessions move with a merge
+                message += (
+                    f"; to join its sessions into {ws.name}, run `{merge_command(owner.id, ws.id)}`"
+                )
+            raise WorkspaceError(message)
         with locked(ws.root):
             ws = self._load(ws.root) or ws
             if canon not in ws.paths:
@@ -216,7 +237,7 @@ class Registry:
         by_id = {w.id: w for w in known}
         if ref in by_id:
             return by_id[ref]
-        if "/" in ref or ref.startswith(("~", ".")):
+        if "/" in ref or "\\" in ref or ref.startswith(("~", ".")):  # a path (also Windows')
             return self._match_path(os.path.expanduser(ref), known)
         prefixed = [w for w in known if w.id.startswith(ref.lower())] if len(ref) >= 4 else []
         if len(prefixed) == 1:
@@ -251,6 +272,12 @@ class Registry:
             f"{w.name} ({w.id[:8]}, {', '.join(w.paths) or 'path unknown'})" for w in known
         )
         return f"{message}. Known workspaces: {listing}"
+
+
+def merge_command(src: str, into: str) -> str:
+    """The `workspaces merge` command line that moves workspace `src` into `into`, quoted for a
+    POSIX shell so it works when pasted."""
+    return f"archive-mcp workspaces merge {shlex.quote(src)} --into {shlex.quote(into)}"
 
 
 def _basename(path: str) -> str:

@@ -3,8 +3,8 @@
 Agents record the folder they ran in, and a worktree (`<repo>/.worktrees/<name>`,
 `~/.claude-worktrees/<repo>/<name>`) or a branch checkout beside its siblings
 (`<product>/feat-x` next to `<product>/feat-y`) gets a workspace of its own. `ingest` suggests
-linking it into the repo's workspace (`archive-mcp workspaces link PATH --into WS`); it never
-links on its own, because only the user knows whether the two are one project.
+merging its workspace into the repo's (`archive-mcp workspaces merge SRC --into WS`); it never
+merges on its own, because only the user knows whether the two are one project.
 """
 
 from __future__ import annotations

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import click
 
-from archive_mcp.cli.common import PATH, call, echo_json, json_option, table, workspace_option
+from archive_mcp.cli.common import (
+    PATH,
+    call,
+    echo_json,
+    json_option,
+    table,
+    warn,
+    workspace_option,
+)
 
 
 @click.group()
 def workspaces() -> None:
-    """List, show and link workspaces.
+    """List, show, link and merge workspaces.
 
     \b
     Example:
@@ -79,6 +87,33 @@ def workspaces_link(ctx: click.Context, path: str, into: str, as_json: bool) -> 
         echo_json(ws)
     else:
         click.echo(f"{ws.name} ({ws.id}): {', '.join(ws.paths)}")
+
+
+@workspaces.command("merge")
+@click.argument("src")
+@click.option("--into", required=True, metavar="WS", help="The workspace SRC joins.")
+@json_option
+@click.pass_context
+def workspaces_merge(ctx: click.Context, src: str, into: str, as_json: bool) -> None:
+    """Move workspace SRC (a worktree's, a moved checkout's) into WS: its paths, sessions and
+    themes; SRC is removed and a later ingest of its paths lands in WS.
+
+    \b
+    Example:
+      archive-mcp workspaces merge ~/src/webapp/.worktrees/feat --into webapp
+    """
+    report = call(ctx, lambda a: a.merge_workspaces(src, into))
+    if as_json:
+        echo_json(report)
+        return
+    click.echo(
+        f"merged {report.source} into {report.into}: {len(report.sessions)} "
+        + ("session" if len(report.sessions) == 1 else "sessions")
+        + (f", themes {', '.join(report.themes)}" if report.themes else "")
+        + f"\npaths: {', '.join(report.paths)}"
+    )
+    for rel in report.renamed:
+        warn(f"kept {rel} under that name: {report.into} had a different file of the same name")
 
 
 @click.group()

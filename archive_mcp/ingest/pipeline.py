@@ -36,6 +36,7 @@ from archive_mcp.ingest.jobs import (
 )
 from archive_mcp.ingest.jobs import os_reason as _os_reason
 from archive_mcp.ingest.jobs import reason as _reason
+from archive_mcp.ingest.merge import finish_merges
 from archive_mcp.ingest.raw import DIR_MODE, archive_file, snapshot_file
 from archive_mcp.refiners import SessionSource, discover
 from archive_mcp.refiners.embed import Embedder
@@ -49,6 +50,7 @@ from archive_mcp.workspaces import (
     canonical_path,
     clean_orphans,
     locked,
+    merge_command,
     read_json,
     safe_id,
     workspace_id,
@@ -136,6 +138,7 @@ class Ingestor:
         rest is archived and a later run retries it. Each workspace is locked only while its own
         sessions are archived and its state saved."""
         report, start = IngestReport(), _clock()
+        finish_merges(self.registry)  # a merge cut short is finished before anything lands
         by_ws: dict[str, tuple[str | None, list[SessionSource]]] = {}
         self._linked = {p: ws.id for ws in self.registry.all() for p in ws.paths}
         for path in paths:
@@ -249,8 +252,8 @@ class Ingestor:
         if session.source == "gemini" and _is_sha256(session.bucket):
             for ws in self.registry.all():
                 for wd in ws.paths:
-                    if _sha256(wd) == session.bucket:
-                        return workspace_id(wd), wd
+                    if _sha256(wd) == session.bucket:  # a merged-in path goes where it went
+                        return ws.id, wd
         return safe_id(
             session.bucket
         ), None  # a bucket name outside the safe alphabet: a derived id
@@ -259,17 +262,20 @@ class Ingestor:
         """Work dirs that look like a worktree or branch checkout of another archived path."""
         known = {p: ws_id for p, ws_id in self._linked.items()}
         known.update({wd: ws_id for ws_id, (wd, _) in by_ws.items() if wd})
-        out = []
+        out: list[str] = []
+        paired: set[frozenset[str]] = set()
         for ws_id, (wd, _) in sorted(by_ws.items()):
             home = (
                 worktree_home(wd, known)
                 if wd and self._linked.get(canonical_path(wd)) is None
                 else None
             )
-            if home is not None and known[home] != ws_id:
+            pair = frozenset((ws_id, known[home])) if home is not None else None
+            if pair and known[home] != ws_id and pair not in paired:  # one hint per pair
+                paired.add(pair)
                 out.append(
                     f"{wd} looks like a worktree or branch of {home}: "
-                    f"`archive-mcp workspaces link '{wd}' --into {known[home]}` joins their sessions"
+                    f"`{merge_command(ws_id, known[home])}` joins their sessions"
                 )
         return out
 
