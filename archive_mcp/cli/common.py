@@ -20,6 +20,7 @@ __all__ = [
     "archive_of",
     "call",
     "echo_json",
+    "exclude_option",
     "json_option",
     "progress_bar",
     "table",
@@ -94,6 +95,18 @@ def workspace_option(f: F) -> F:
         help=(
             "Workspace: a path, id, unique id prefix or name (default: the current directory's)."
         ),
+    )(f)
+
+
+def exclude_option(f: F) -> F:
+    """`--exclude`, repeatable: ingest, serve and watch skip sessions under these paths."""
+    return click.option(
+        "--exclude",
+        multiple=True,
+        type=PATH,
+        metavar="PATH|GLOB",
+        help="Never archive sessions whose work dir is under PATH or a folder matching GLOB "
+        "(repeatable; default: the `exclude` setting, $ARCHIVE_MCP_EXCLUDE).",
     )(f)
 
 
