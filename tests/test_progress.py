@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 
-import click
 import pytest
 
 from archive_mcp.cli import common
@@ -19,7 +18,7 @@ class Tty(io.StringIO):
 
 def test_bars_are_drawn_in_place_one_per_label_and_erased(monkeypatch: pytest.MonkeyPatch) -> None:
     tty = Tty()
-    monkeypatch.setattr(click, "get_text_stream", lambda name: tty)
+    monkeypatch.setattr(common.sys, "stderr", tty)
     monkeypatch.setattr(common.shutil, "get_terminal_size", lambda: os.terminal_size((60, 20)))
     with common.progress_bar() as bar:
         bar("archive", 0, 4)
@@ -45,7 +44,6 @@ def test_without_a_terminal_a_plain_line_every_30_s(monkeypatch: pytest.MonkeyPa
             "C",
             (),
             {
-                "get_text_stream": staticmethod(lambda name: io.StringIO()),
                 "echo": staticmethod(lambda text, err: lines.append(text)),
             },
         ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -117,7 +118,7 @@ def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
     """Progress bars on stderr, one per label, redrawn in place and erased at the end; when stderr
     is not a terminal (a cluster job's log), a plain line every 30 s. A label's text after " · "
     (e.g. a rate) changes; its bar stays."""
-    stream = click.get_text_stream("stderr")
+    stream = sys.stderr
     bars = _Bars(stream) if stream.isatty() else None
     last = [time.monotonic()]
 
