@@ -32,6 +32,7 @@ from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
 from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
+from archive_mcp.settings import exclude_setting
 from archive_mcp.workspaces import Workspace, default_source_roots, locked, read_json
 
 
@@ -69,10 +70,12 @@ class Corpus(Frames):
         workers: int | None = None,
         engine: str = "local",
         address: str | None = None,
+        exclude: Sequence[str] | None = None,
     ) -> IngestReport:
         """Archive and refine sessions under `paths` (default: every agent's home that exists:
         Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI, Qwen Code, OpenCode;
-        `report.roots` says which).
+        `report.roots` says which). Sessions whose work dir is under an `exclude` path or glob
+        (default: the `exclude` setting) are skipped and counted (`report.excluded`).
 
         Raw logs are copied here; parse, refine and embed run on `engine`: "local" (large
         batches in `workers` processes, default up to 4 cores) or "ray" (the cluster at
@@ -86,7 +89,13 @@ class Corpus(Frames):
         )
         try:
             report = Ingestor(
-                self.registry, embedder, self.summarizer, progress, workers, runner
+                self.registry,
+                embedder,
+                self.summarizer,
+                progress,
+                workers,
+                runner,
+                exclude=exclude_setting()[0] if exclude is None else exclude,
             ).ingest(roots)
         finally:
             runner.close()

@@ -23,7 +23,7 @@ def sample_archive(home: str | Path | None = None, embed: bool = True) -> Archiv
     archive = Archive(home)
     sample = sample_root()
     archive.last_report = archive.ingest(
-        sample / "kimi", sample / "kimi-code", sample / "kimi-themes", embed=embed
+        sample / "kimi", sample / "kimi-code", sample / "kimi-themes", embed=embed, exclude=()
     )
     return archive
 

@@ -13,7 +13,7 @@ from typing import Any
 from archive_mcp.install import AGENTS, config_file, registered
 from archive_mcp.live import LOCK_NAME, archived_snapshot, changed_files, follow_roots, scan
 from archive_mcp.refiners.embed import INSTALL_HINT, STATIC_MODEL
-from archive_mcp.settings import SETTINGS, config_path, resolved, shown
+from archive_mcp.settings import SETTINGS, config_path, resolved, shown_text
 from archive_mcp.workspaces import lock_holder
 
 
@@ -37,10 +37,7 @@ def settings_in_force(flags: dict[str, tuple[Any, str]]) -> list[Check]:
     for name, s in SETTINGS.items():
         value, source = flags.get(name) or resolved(name)
         where = {"env": f"${s.env}", "file": "config file", "flag": s.flag}.get(source, "default")
-        text = shown(name, value)
-        if isinstance(text, list):
-            text = ", ".join(text)
-        out.append(Check(f"setting {name}", "info", f"{text} (from {where})"))
+        out.append(Check(f"setting {name}", "info", f"{shown_text(name, value)} (from {where})"))
     return out
 
 

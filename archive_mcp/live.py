@@ -11,6 +11,9 @@ One follower per archive home: a follower holds `follow.lock` in the archive hom
 follows. A second one (another server, a `watch`) stands by (`run` retries the lock) or, with
 `acquire(wait=False)`, learns who holds it (`holder_message`).
 
+Sessions whose work dir is under an excluded path (`exclude`, else the `exclude` setting) are
+never archived, as with `ingest`.
+
 Killing a follower at any moment loses nothing: ingest writes every file atomically and saves a
 workspace's state last, so the next round archives from the last saved state.
 """
@@ -137,9 +140,11 @@ class Follower:
         debounce: float = DEBOUNCE,
         embed: bool = True,
         status: Callable[[str], None] | None = None,
+        exclude: Sequence[str] | None = None,
     ) -> None:
         self.archive = archive
         self.paths = tuple(paths)
+        self.exclude = None if exclude is None else list(exclude)  # None: the setting, each round
         self.interval = interval
         self.debounce = debounce
         self.embed = embed
@@ -247,7 +252,7 @@ class Follower:
         started = time.monotonic()
         try:
             given = self.paths or follow_setting() or ()  # else ingest's own default homes
-            report = self.archive.ingest(*given, embed=self.embed)
+            report = self.archive.ingest(*given, embed=self.embed, exclude=self.exclude)
         except Exception as exc:  # noqa: BLE001 - a failed round is reported and retried
             self.last_error = f"{type(exc).__name__}: {exc}"
             self.status(f"follow: ingest failed, retrying: {self.last_error}")
@@ -272,6 +277,7 @@ class Follower:
     def _summary(self, report: Any, took: float, roots: list[Path]) -> str:
         found = sum(1 for r in roots if r.exists())
         skipped = f", {len(report.skipped)} skipped" if report.skipped else ""
+        skipped += f", {report.excluded} sessions excluded" if report.excluded else ""
         return (
             f"{datetime.now().strftime('%H:%M:%S')} following {found} of {len(roots)} homes: "
             f"{report.files_changed} files changed, {report.turns_added} turns added, "

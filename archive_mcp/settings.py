@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,15 @@ SETTINGS = {
         Setting(
             "follow",
             "ARCHIVE_MCP_FOLLOW",
-            "watch PATH...",
+            "serve/watch PATH...",
             "the agent homes serve and watch follow (default: every agent's home)",
+            "paths",
+        ),
+        Setting(
+            "exclude",
+            "ARCHIVE_MCP_EXCLUDE",
+            "ingest/serve/watch --exclude",
+            "project paths or globs whose sessions are never archived (e.g. a private repo)",
             "paths",
         ),
         Setting(
@@ -140,7 +148,7 @@ def default(name: str) -> Any:
         return str(Path(platformdirs.user_data_dir("archive-mcp", appauthor=False)))
     if name == "follow":
         return [str(p) for p in default_source_roots()]
-    return {"embedder": "static", "port": 8765, "token": ""}[name]
+    return {"embedder": "static", "port": 8765, "token": "", "exclude": []}[name]
 
 
 def shown(name: str, value: Any) -> Any:
@@ -148,7 +156,24 @@ def shown(name: str, value: Any) -> Any:
     return "(hidden)" if SETTINGS[name].secret and value else value
 
 
+def shown_text(name: str, value: Any) -> str:
+    """`shown` as one line of text: a list joined by ", ", an empty one "(none)"."""
+    value = shown(name, value)
+    if isinstance(value, list):
+        return ", ".join(value) or "(none)"
+    return str(value)
+
+
 def follow_setting() -> list[Path] | None:
     """The homes to follow when none are given: $ARCHIVE_MCP_FOLLOW, else the file, else None."""
     value, source = resolved("follow")
     return [Path(p).expanduser() for p in value] if value and source != "default" else None
+
+
+def exclude_setting(given: Sequence[str] = ()) -> tuple[list[str], str]:
+    """The excluded paths in force and where they came from: `given` (the --exclude flags),
+    else $ARCHIVE_MCP_EXCLUDE, else the file, else none."""
+    if given:
+        return [str(p) for p in given], "flag"
+    value, source = resolved("exclude")
+    return list(value), source

@@ -5,6 +5,7 @@ whether tool calls wait on a catch-up, and whether a killed watcher loses anythi
     python bench/live_follow.py idle [--sessions 1000] [--seconds 45]
     python bench/live_follow.py catchup [--turns 50000]
     python bench/live_follow.py kill [--runs 5]
+    python bench/live_follow.py kill-serve [--runs 5] [--seed 26]
     python bench/live_follow.py all
 
 Everything runs in a temporary folder (`--dir` to choose it): a throwaway user home whose
@@ -21,6 +22,10 @@ serve` started over stdio as a client would start it (`--embedder none` unless `
   `list_workspaces` is called every 100 ms until the catch-up is done: p95 of its latency.
 - kill: `archive-mcp watch` over a 2,000-turn Kimi home is SIGKILLed at a random moment of its
   catch-up, restarted, and the result compared with a fresh `ingest` (rows, raw copies, state).
+- kill-serve: the same with a following `archive-mcp serve` (stdio, as a client starts it, its
+  stdin held open): SIGKILLed (with its process group) at a random moment (`--seed`) after its
+  follower took the archive's lock, restarted, left until every log file a fresh ingest archives
+  is archived, stopped as a client stops it (stdin closed), then compared the same way.
 """
 
 from __future__ import annotations
@@ -320,9 +325,90 @@ def kill(root: Path, runs: int) -> dict[str, Any]:
     return {"fresh_rows": want["rows"], "runs": results}
 
 
+def serve_proc(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`archive-mcp serve` over stdio, following; its stdin stays open (a client that says nothing)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "archive_mcp", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd="/",
+        start_new_session=True,
+    )
+
+
+def wait_for(check: Any, limit: float, what: str) -> float:
+    t0 = time.monotonic()
+    while not check():
+        if time.monotonic() - t0 > limit:
+            raise TimeoutError(f"{what} not within {limit} s")
+        time.sleep(0.02)
+    return time.monotonic() - t0
+
+
+def kill_serve(root: Path, runs: int, seed: int) -> dict[str, Any]:
+    from archive_mcp.live import archived_snapshot, changed_files, scan
+    from archive_mcp.synthetic.sessions import generate_share_dir
+
+    share = root / "user" / ".kimi"
+    generate_share_dir(share, 2000, big_every=0, small=(200, 1500), turns_per_session=(5, 20))
+    fresh = root / "fresh"
+    t0 = time.monotonic()
+    Archive(fresh, embedder=None).ingest(share)
+    fresh_s = time.monotonic() - t0
+    want = digest(fresh)
+    leftover = changed_files(archived_snapshot(fresh), scan([share]))  # kimi.json: not a session
+    rng = random.Random(seed)
+    results = []
+    for run in range(runs):
+        env = env_for(root / f"run{run}", "none")
+        env["KIMI_SHARE_DIR"] = str(share)
+        home = Path(env["ARCHIVE_MCP_HOME"])
+        holder = home / "follow.lock.holder"
+        first = serve_proc(env)
+        started = wait_for(holder.exists, 120, "the follower's lock")
+        delay = rng.uniform(0.05, 3.0)
+        time.sleep(delay)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+        mid = Archive(home, embedder=None).turns().collect().height if home.exists() else 0
+        again = serve_proc(env)
+        caught = wait_for(
+            lambda h=home: changed_files(archived_snapshot(h), scan([share])) == leftover,
+            600,
+            "the catch-up after the restart",
+        )
+        assert again.stdin is not None
+        again.stdin.close()  # a client stopping its server
+        code = again.wait(120)
+        got = digest(home)
+        results.append(
+            {
+                "lock_after_start_s": round(started, 2),
+                "killed_after_lock_s": round(delay, 2),
+                "rows_at_kill": mid,
+                "caught_up_after_restart_s": round(caught, 1),
+                "rows_after_restart": got["rows"],
+                "rows_sha_equal": got["rows_sha"] == want["rows_sha"],
+                "raw_equal": got["raw"] == want["raw"],
+                "identical": got == want,
+                "exit": code,
+            }
+        )
+    return {
+        "seed": seed,
+        "fresh_rows": want["rows"],
+        "fresh_rows_sha": want["rows_sha"][:16],
+        "fresh_raw_files": len(want["raw"]),
+        "fresh_ingest_s": round(fresh_s, 1),
+        "runs": results,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("what", choices=["latency", "idle", "catchup", "kill", "all"])
+    ap.add_argument("what", choices=["latency", "idle", "catchup", "kill", "kill-serve", "all"])
     ap.add_argument("--dir", type=Path, help="Work folder (default: a temporary one).")
     ap.add_argument("--appends", type=int, default=50)
     ap.add_argument("--sessions", type=int, default=1000)
@@ -330,6 +416,7 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=15)
     ap.add_argument("--turns", type=int, default=50_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=26, help="kill-serve: the kill moments' seed")
     ap.add_argument("--embedder", default="none")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
@@ -338,7 +425,8 @@ def main() -> None:
             "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
             "embedder": args.embedder,
         }
-        todo = ["latency", "idle", "catchup", "kill"] if args.what == "all" else [args.what]
+        everything = ["latency", "idle", "catchup", "kill", "kill-serve"]
+        todo = everything if args.what == "all" else [args.what]
         for what in todo:
             sub = root / what
             sub.mkdir()
@@ -351,8 +439,10 @@ def main() -> None:
                 )
             elif what == "catchup":
                 out[what] = asyncio.run(catchup(sub, args.turns, args.embedder))
-            else:
+            elif what == "kill":
                 out[what] = kill(sub, args.runs)
+            else:
+                out[what] = kill_serve(sub, args.runs, args.seed)
             out[what]["wall_s"] = round(time.monotonic() - t0, 1)
             print(json.dumps({what: out[what]}), file=sys.stderr, flush=True)
         print(json.dumps(out, indent=2))

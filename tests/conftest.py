@@ -36,6 +36,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "ARCHIVE_MCP_PORT",
         "ARCHIVE_MCP_EMBEDDER",
         "ARCHIVE_MCP_TOKEN",
+        "ARCHIVE_MCP_EXCLUDE",
     ):
         monkeypatch.delenv(var, raising=False)
 

@@ -36,6 +36,7 @@ def test_config_path_set_and_show_with_each_value_s_source(monkeypatch: pytest.M
         "embedder": ("static", "default"),
         "port": (8765, "default"),
         "follow": ([str(p) for p in default_source_roots()], "default"),
+        "exclude": ([], "default"),
         "token": ("", "default"),
     }
     assert run("config", "set", "embedder", "minilm") == (0, f"{path}: embedder = minilm\n")

@@ -177,7 +177,8 @@ def test_token_flags_are_checked_before_serving(monkeypatch: pytest.MonkeyPatch)
         "archive_mcp.mcp.server.serve", lambda archive, http, port, **kw: seen.update(kw)
     )
     out = CliRunner().invoke(cli, ["serve", "--http", "--port", "8799", "--token", "t0k"])
-    assert out.exit_code == 0 and seen == {"follow": True, "token": "t0k"}
+    assert out.exit_code == 0
+    assert seen == {"follow": True, "token": "t0k", "paths": (), "exclude": None}
     assert out.stderr == url_line(8799) + (
         "archive-mcp: HTTP clients must send the bearer token given by --token\n"
     )

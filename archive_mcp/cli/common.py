@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import errno
+import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import click
@@ -20,6 +23,7 @@ __all__ = [
     "archive_of",
     "call",
     "echo_json",
+    "exclude_option",
     "json_option",
     "progress_bar",
     "table",
@@ -97,42 +101,77 @@ def workspace_option(f: F) -> F:
     )(f)
 
 
+def exclude_option(f: F) -> F:
+    """`--exclude`, repeatable: ingest, serve and watch skip sessions under these paths."""
+    return click.option(
+        "--exclude",
+        multiple=True,
+        type=PATH,
+        metavar="PATH|GLOB",
+        help="Never archive sessions whose work dir is under PATH or a folder matching GLOB "
+        "(repeatable; default: the `exclude` setting, $ARCHIVE_MCP_EXCLUDE).",
+    )(f)
+
+
 @contextmanager
 def progress_bar() -> Iterator[Callable[[str, int, int], None]]:
-    """A rich progress bar on stderr; when stderr is not a terminal (a cluster job's log), a
-    plain line every 30 s. A label's text after " · " (e.g. a rate) changes; its bar stays."""
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    """Progress bars on stderr, one per label, redrawn in place and erased at the end; when stderr
+    is not a terminal (a cluster job's log), a plain line every 30 s. A label's text after " · "
+    (e.g. a rate) changes; its bar stays."""
+    stream = sys.stderr
+    bars = _Bars(stream) if stream.isatty() else None
+    last = [time.monotonic()]
 
-    console = Console(stderr=True)
-    bars: dict[str, Any] = {}
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as prog:
-        last = [time.monotonic()]
+    def update(label: str, done: int, total: int) -> None:
+        if bars is not None:
+            bars.update(label.split(" · ")[0], label, done, total)
+        elif time.monotonic() - last[0] >= 30:
+            last[0] = time.monotonic()
+            click.echo(f"{label}: {done:,}/{total:,}", err=True)
 
-        def update(label: str, done: int, total: int) -> None:
-            key = label.split(" · ")[0]
-            if key not in bars:
-                bars[key] = prog.add_task(label, total=total)
-            prog.update(bars[key], completed=done, total=total, description=label)
-            if not console.is_terminal and time.monotonic() - last[0] >= 30:
-                last[0] = time.monotonic()
-                click.echo(f"{label}: {done:,}/{total:,}", err=True)
-
+    try:
         yield update
+    finally:
+        if bars is not None:
+            bars.clear()
+
+
+class _Bars:
+    """Bars on a terminal: label, bar, done/total and the time left, at most 10 redraws a second."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.rows: dict[str, list[Any]] = {}  # key -> [label, done, total, first seen]
+        self.drawn = 0  # lines on screen
+        self.last = 0.0
+
+    def update(self, key: str, label: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        self.rows.setdefault(key, [label, done, total, now])[:3] = label, done, total
+        if now - self.last >= 0.1 or done >= total:
+            width = shutil.get_terminal_size().columns
+            lines = "".join("\x1b[2K" + _bar_line(r, now, width) + "\n" for r in self.rows.values())
+            self.stream.write((f"\x1b[{self.drawn}F" if self.drawn else "") + lines)
+            self.stream.flush()
+            self.drawn, self.last = len(self.rows), now
+
+    def clear(self) -> None:
+        if self.drawn:
+            self.stream.write(f"\x1b[{self.drawn}F\x1b[J")
+            self.stream.flush()
+
+
+def _bar_line(row: list[Any], now: float, width: int) -> str:
+    label, done, total, start = row
+    left = "-:--:--"
+    if total and done >= total:
+        left = "0:00:00"
+    elif done > 0:
+        left = str(timedelta(seconds=int((now - start) * (total - done) / done)))
+    counts = f"{done}/{total}"
+    size = max(10, min(40, width - len(label) - len(counts) - len(left) - 4))
+    fill = int(size * min(1.0, done / total)) if total else 0
+    return f"{label} {'#' * fill}{'-' * (size - fill)} {counts} {left}"[: max(1, width - 1)]
 
 
 def engine_options(f: Any) -> Any:

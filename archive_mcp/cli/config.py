@@ -19,6 +19,7 @@ from archive_mcp.settings import (
     resolved,
     set_value,
     shown,
+    shown_text,
 )
 
 SOURCES = {
@@ -105,7 +106,7 @@ def config_show(ctx: click.Context, as_json: bool) -> None:
         echo_json(rows)
         return
     for r in rows:
-        value = ", ".join(r["value"]) if isinstance(r["value"], list) else r["value"]
+        value = shown_text(r["name"], r["value"])
         click.echo(f"{r['name']} = {value}  [{r['source']}; ${r['env']}, {r['flag']}]")
 
 
@@ -114,14 +115,16 @@ def config_show(ctx: click.Context, as_json: bool) -> None:
 @click.argument("value")
 @click.pass_context
 def config_set(ctx: click.Context, name: str, value: str) -> None:
-    """Write NAME = VALUE to the config file ("" removes it; follow takes PATHs joined by ':').
+    """Write NAME = VALUE to the config file ("" removes it; follow and exclude take PATHs
+    joined by ':').
 
     \b
     Example:
       archive-mcp config set port 9000
     """
     data = call(ctx, lambda _a: set_value(name, value))
-    warn(f"{config_path()}: {name} = {shown(name, data.get(name)) or '(removed)'}")
+    text = shown_text(name, data[name]) if name in data else "(removed)"
+    warn(f"{config_path()}: {name} = {text}")
 
 
 @click.command()

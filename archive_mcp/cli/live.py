@@ -7,7 +7,7 @@ from types import FrameType
 
 import click
 
-from archive_mcp.cli.common import archive_of, warn
+from archive_mcp.cli.common import archive_of, exclude_option, warn
 from archive_mcp.live import INTERVAL, Follower, follow_roots
 
 
@@ -19,12 +19,18 @@ from archive_mcp.live import INTERVAL, Follower, follow_roots
     help="When another follower holds this archive, wait for it to exit instead of exiting.",
 )
 @click.option("--no-embed", is_flag=True, help="Skip embeddings (search falls back to lexical).")
+@exclude_option
 @click.option(
     "--interval", type=float, default=INTERVAL, show_default=True, help="Seconds between polls."
 )
 @click.pass_context
 def watch(
-    ctx: click.Context, paths: tuple[str, ...], wait: bool, no_embed: bool, interval: float
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    wait: bool,
+    no_embed: bool,
+    exclude: tuple[str, ...],
+    interval: float,
 ) -> None:
     """Keep the archive current in the foreground: ingest PATHs (default: every agent's home, as
     `ingest`) at start and whenever they change, until SIGINT or SIGTERM. One line per round
@@ -33,10 +39,15 @@ def watch(
     \b
     Example:
       archive-mcp watch
-      archive-mcp watch ~/.claude --wait
+      archive-mcp watch ~/.claude --wait --exclude ~/work/private
     """
     follower = Follower(
-        archive_of(ctx), paths, interval=max(0.05, interval), embed=not no_embed, status=warn
+        archive_of(ctx),
+        paths,
+        interval=max(0.05, interval),
+        embed=not no_embed,
+        status=warn,
+        exclude=list(exclude) or None,
     )
 
     def stop(signum: int, _frame: FrameType | None) -> None:

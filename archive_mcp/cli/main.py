@@ -17,6 +17,7 @@ from archive_mcp.cli.common import (
     call,
     echo_json,
     engine_options,
+    exclude_option,
     json_option,
     progress_bar,
     report_skips,
@@ -27,6 +28,7 @@ from archive_mcp.cli.config import Configured
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.refiners import SOURCES
 from archive_mcp.render import hit_text, turn_text
+from archive_mcp.settings import exclude_setting
 
 DATE = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"])
 TURNS = click.IntRange(0, 1000)  # turns shown around one: a session's worth, bounded
@@ -62,6 +64,7 @@ def main(ctx: click.Context, home: str | None, embedder: str) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=PATH)
 @click.option("--no-embed", is_flag=True, help="Skip embeddings (search falls back to lexical).")
+@exclude_option
 @engine_options
 @json_option
 @click.pass_context
@@ -69,6 +72,7 @@ def ingest(
     ctx: click.Context,
     paths: tuple[str, ...],
     no_embed: bool,
+    exclude: tuple[str, ...],
     engine: str,
     address: str | None,
     as_json: bool,
@@ -80,13 +84,20 @@ def ingest(
     \b
     Example:
       archive-mcp ingest ~/.kimi --json
+      archive-mcp ingest ~/.claude --exclude ~/work/private
       archive-mcp ingest ~/.claude --engine ray --address ray://head:10001
     """
+    patterns = call(ctx, lambda _a: exclude_setting(exclude)[0])
     with progress_bar() as bar:
         report = call(
             ctx,
             lambda a: a.ingest(
-                *paths, embed=not no_embed, progress=bar, engine=engine, address=address
+                *paths,
+                embed=not no_embed,
+                progress=bar,
+                engine=engine,
+                address=address,
+                exclude=patterns,
             ),
         )
     if as_json:
@@ -106,6 +117,8 @@ def ingest(
     )
     if report.created:
         click.echo(f"new workspaces: {', '.join(sorted(report.created))}")
+    if report.excluded:
+        click.echo(f"excluded: {report.excluded} sessions under {', '.join(patterns)}")
     report_skips(report.skipped, report.embed_error)
     for hint in report.suggestions:
         warn(f"hint: {hint}")
@@ -354,6 +367,7 @@ def show(
 
 
 @main.command()
+@click.argument("paths", nargs=-1, type=PATH)
 @click.option("--http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")
 @click.option(
     "--port",
@@ -367,9 +381,10 @@ def show(
     "--follow/--no-follow",
     default=True,
     show_default=True,
-    help="Keep the archive current: ingest the followed homes (the `follow` setting, else every "
+    help="Keep the archive current: ingest PATHs (default: the `follow` setting, else every "
     "agent's home, as `ingest`) at start and whenever they change, in the background.",
 )
+@exclude_option
 @click.option(
     "--token",
     envvar="ARCHIVE_MCP_TOKEN",
@@ -379,13 +394,21 @@ def show(
 @click.option("--no-auth", is_flag=True, help="Serve HTTP without requiring a token.")
 @click.pass_context
 def serve(
-    ctx: click.Context, http: bool, port: int, follow: bool, token: str | None, no_auth: bool
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    http: bool,
+    port: int,
+    follow: bool,
+    exclude: tuple[str, ...],
+    token: str | None,
+    no_auth: bool,
 ) -> None:
-    """Run the MCP server (stdio by default). Over HTTP every request must carry
-    `Authorization: Bearer <token>`.
+    """Run the MCP server (stdio by default), following PATHs (default: the `follow` setting,
+    else every agent's home). Over HTTP every request must carry `Authorization: Bearer <token>`.
 
     \b
     Example:
+      archive-mcp serve ~/.claude ~/.codex --exclude ~/work/private
       archive-mcp serve --http --port 8765
     """
     from archive_mcp.mcp.server import serve as run_server
@@ -394,7 +417,17 @@ def serve(
     if http:
         warn(f"archive-mcp: serving MCP over HTTP at http://127.0.0.1:{port}/mcp")
         auth = http_token_of(ctx, token, no_auth)
-    run_server(ctx.find_object(Archive), http=http, port=port, follow=follow, token=auth)
+    if paths and not follow:
+        raise click.UsageError("PATHs are the homes to follow; they cannot go with --no-follow")
+    run_server(
+        ctx.find_object(Archive),
+        http=http,
+        port=port,
+        follow=follow,
+        token=auth,
+        paths=paths,
+        exclude=list(exclude) or None,
+    )
 
 
 def http_token_of(ctx: click.Context, token: str | None, no_auth: bool) -> str | None:

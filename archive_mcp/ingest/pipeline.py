@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from archive_mcp.ingest import store
 from archive_mcp.ingest import workers as _workers
 from archive_mcp.ingest.engine import Engine, LocalEngine
+from archive_mcp.ingest.exclude import Excluder
 from archive_mcp.ingest.jobs import (
     EMBED_BATCH,
     EmbedItem,
@@ -96,6 +97,7 @@ class IngestReport:
     turns_added: int = 0
     turns_updated: int = 0
     embedded: int = 0
+    excluded: int = 0  # sessions not archived: their work dir is under an excluded path
     workspaces: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)  # workspaces this run made, by name
     seconds: float = 0.0  # wall time of the run
@@ -122,8 +124,10 @@ class Ingestor:
         progress: Progress | None = None,
         workers: int | None = None,
         engine: Engine | None = None,
+        exclude: Sequence[str] = (),
     ) -> None:
         self.registry = registry
+        self.exclude = Excluder(exclude)
         self._total = self._done = 0
         self.embedder = embedder
         self.summarizer = summarizer
@@ -152,6 +156,9 @@ class Ingestor:
             report.skipped += [Skip(p, r) for p, r in found.skipped]
             for session in found.sessions:
                 ws_id, work_dir = self._identify(session)
+                if self.exclude.match(work_dir):
+                    report.excluded += 1  # never copied into raw/, no workspace made for it
+                    continue
                 by_ws.setdefault(ws_id, (work_dir, []))[1].append(session)
         report.suggestions = self._suggest_links(by_ws)
         self._total = sum(len(s.files) for _, ss in by_ws.values() for s in ss)

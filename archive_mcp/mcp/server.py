@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -110,10 +110,16 @@ WARM_JOIN_S = 30.0  # at most this long at shutdown for a warm-up still loading 
 
 
 def lifespan_for(
-    archive: Archive | None, cwd: str | None, follow: bool = False
+    archive: Archive | None,
+    cwd: str | None,
+    follow: bool = False,
+    paths: Sequence[str] = (),
+    exclude: Sequence[str] | None = None,
 ) -> Callable[[MCPServer[State]], AbstractAsyncContextManager[State]]:
     """The server's lifespan: one Archive (made here unless given), warmed off the request path,
-    kept current by a follower thread when `follow` (see `archive_mcp.live`)."""
+    kept current by a follower thread when `follow` (see `archive_mcp.live`): it follows `paths`
+    (default: the `follow` setting, else every agent's home) and skips `exclude` (default: the
+    `exclude` setting)."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[State]) -> AsyncIterator[State]:
@@ -121,7 +127,7 @@ def lifespan_for(
         warming = threading.Thread(target=warm, args=(st,), name="archive-mcp-warm", daemon=True)
         warming.start()
         if follow:
-            st.follower = Follower(st.archive).start()
+            st.follower = Follower(st.archive, paths, exclude=exclude).start()
         try:
             yield st
         finally:  # the warm-up never outlives the server: a daemon thread still inside Polars or
@@ -155,10 +161,15 @@ def server_version() -> str:
 
 
 def build_server(
-    archive: Archive | None = None, cwd: str | None = None, follow: bool = False
+    archive: Archive | None = None,
+    cwd: str | None = None,
+    follow: bool = False,
+    paths: Sequence[str] = (),
+    exclude: Sequence[str] | None = None,
 ) -> ArchiveServer:
     """An MCP server over `archive` (default: the archive of $ARCHIVE_MCP_HOME); with `follow`,
-    it ingests the agents' default homes in the background (at start and on every change)."""
+    it ingests `paths` (default: the followed homes) in the background (at start and on every
+    change), skipping sessions under an `exclude` path."""
     from archive_mcp.mcp import core_tools, memory_tools, resources, theme_tools
 
     server = ArchiveServer(
@@ -166,7 +177,7 @@ def build_server(
         version=server_version(),
         log_level="WARNING",
         instructions=INSTRUCTIONS,
-        lifespan=lifespan_for(archive, cwd, follow),
+        lifespan=lifespan_for(archive, cwd, follow, paths, exclude),
     )
     table: list[Spec] = [*core_tools.TOOLS, *memory_tools.TOOLS, *theme_tools.TOOLS]
     for spec in table:
@@ -186,9 +197,12 @@ def serve(
     port: int = 8765,
     follow: bool = True,
     token: str | None = None,
+    paths: Sequence[str] = (),
+    exclude: Sequence[str] | None = None,
 ) -> None:
-    """Serve over stdio, or streamable HTTP on 127.0.0.1 (requiring `token` unless it is None)."""
-    server = build_server(archive, follow=follow)
+    """Serve over stdio, or streamable HTTP on 127.0.0.1 (requiring `token` unless it is None);
+    `follow`, `paths` and `exclude` as `build_server`."""
+    server = build_server(archive, follow=follow, paths=paths, exclude=exclude)
     if not http:
         server.run()
         return
