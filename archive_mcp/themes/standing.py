@@ -12,6 +12,7 @@ only confirm what came before.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,18 +70,27 @@ def standing(
     rows: list[dict[str, Any]],
     decisions: list[dict[str, Any]],
     answers: list[str] | None = None,
+    topical: Sequence[bool] | None = None,
     open_after: int | None = None,
 ) -> list[Standing]:
     """Where the theme stands: the latest course no later change undid, or, when more than
     `open_after` substantive turns follow it, the latest substantive turn (state `open`) and then
     that course (`open_after` defaults to `OPEN_AFTER`, read at call time). `rows`: the theme's turns in time order; `decisions`: the flagged ones, as the
     timeline lists them (with `undoes` set on the changes that were paired); `answers`: the head
-    of each turn's answer."""
+    of each turn's answer; `topical`: which turns are on the theme's topic (others are never Now)."""
     if not rows:
         return []
     keys = [(r["session_id"], r["turn"]) for r in rows]
     at = {k: i for i, k in enumerate(keys)}
-    real = [substantive(r, a) for r, a in zip(rows, answers or [""] * len(rows), strict=True)]
+    real = [
+        substantive(r, a) and bool(on)
+        for r, a, on in zip(
+            rows,
+            answers if answers is not None else [""] * len(rows),
+            topical if topical is not None else [True] * len(rows),
+            strict=True,
+        )
+    ]
     undone = {d["undoes"] for d in decisions if d.get("undoes")}
     courses = [
         d

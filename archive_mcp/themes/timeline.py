@@ -199,7 +199,12 @@ def build_timeline(
     ]
     gaps = _dormant(frame)
     decisions, reversals, threads = _decisions(frame, every)
-    now = standing(every, decisions, frame["assistant_text"].str.slice(0, 400).to_list())
+    now = standing(
+        every,
+        decisions,
+        frame["assistant_text"].str.slice(0, 400).to_list(),
+        rules.on_topic(every),
+    )
     flagged = {(d["session_id"], d["turn"]): d["flag"] for d in decisions}
     for e in events:
         e.flag = flagged.get((e.session_id, e.turn), "")
@@ -310,6 +315,7 @@ def _decisions(
         for i, (r, f) in enumerate(zip(every, flags, strict=True))
         if f is not None
     }
+    topical = rules.on_topic(every)
     paired: list[tuple[int, int, list[str], float, list[dict[str, Any]]]] = []
     parent: dict[int, int] = {}
     named: dict[int, dict[str, Any]] = {}  # the courses named as alternatives, each described once
@@ -323,8 +329,13 @@ def _decisions(
         return named[k]
 
     for i, j, sim, shared, others in pair_changes(every, flags):
-        if sim < rules.CLAIM_MIN or i not in decisions:
-            continue  # too weak to claim that it changes that course (or its own pair was)
+        if (
+            sim < rules.CLAIM_MIN
+            or i not in decisions
+            or not topical[i]
+            or (rules.CLAIM_BY == "user" and decisions[i]["by"] != "user")
+        ):
+            continue  # too weak, off the topic, or not the user's: no claim (nor its chain)
         if (
             j not in decisions
         ):  # the undone course was set in a turn without a cue: it is a decision too
