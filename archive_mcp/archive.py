@@ -40,8 +40,8 @@ from archive_mcp.search.ranking import Tuning
 from archive_mcp.themes import graph
 from archive_mcp.themes.graph import DiskRows, sample_rows
 from archive_mcp.themes.noise import noise_mask
-from archive_mcp.themes.store import Discovery as ThemeDiscovery
 from archive_mcp.themes.store import (
+    DiscoveryResult,
     Member,
     TagResult,
     Theme,
@@ -318,7 +318,7 @@ class Archive(Corpus):
         workspace: str | Workspace | None = None,
         min_size: int = 3,
         threshold: float | None = None,
-    ) -> ThemeDiscovery:
+    ) -> DiscoveryResult:
         """Cluster the workspace's main-agent turns into suggested themes (k is not chosen)."""
         ws, frame, vectors = self.discovery_input(workspace)
         return discover(ws, frame, vectors, min_size, threshold, self._model_name())

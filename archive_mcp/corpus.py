@@ -27,8 +27,7 @@ from archive_mcp.refiners.refine import Summarizer
 from archive_mcp.refiners.summary import SUMMARY_MAX
 from archive_mcp.refiners.text import shorten
 from archive_mcp.refs import REF, RefLike, parse_ref, resolve_session
-from archive_mcp.search.context import NotFound as NotFoundRef
-from archive_mcp.search.context import TurnContext, TurnRef, load_turn_context
+from archive_mcp.search.context import MissingTurn, TurnContext, TurnRef, load_turn_context
 from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
@@ -250,7 +249,7 @@ class Corpus(Frames):
                 raise
             ws = None
         groups: dict[str, tuple[Workspace, list[TurnRef]]] = {}
-        missing: list[NotFoundRef] = []
+        missing: list[MissingTurn] = []
         order: dict[tuple[str, str, str], int] = {}  # the turns come back in the references' order
         asked: dict[tuple[str, int, str], int] = {}  # and so do the references not found
         for raw in references:
@@ -258,7 +257,7 @@ class Corpus(Frames):
             where, sid, why = self._locate(ref.session_id, ws, anywhere)
             asked.setdefault((sid, ref.turn, ref.agent), len(asked))
             if where is None:
-                missing.append(NotFoundRef(ref.session_id, ref.turn, ref.agent, why))
+                missing.append(MissingTurn(ref.session_id, ref.turn, ref.agent, why))
                 continue
             groups.setdefault(where.id, (where, []))[1].append(replace(ref, session_id=sid))
             order.setdefault((where.id, sid, ref.agent), len(order))

@@ -19,9 +19,9 @@ from archive_mcp.errors import InvalidArgument
 from archive_mcp.ingest import jobs as _jobs
 from archive_mcp.ingest import store
 from archive_mcp.ingest import workers as _workers
-from archive_mcp.ingest.engine import Engine, LocalEngine
 from archive_mcp.ingest.jobs import EmbedItem, Progress, embed_item, reason
 from archive_mcp.ingest.pipeline import Skip
+from archive_mcp.ingest.runners import Engine, LocalEngine
 from archive_mcp.ingest.titles import NOT_A_REQUEST, request_title
 from archive_mcp.refiners import PARSERS
 from archive_mcp.refiners.embed import Embedder

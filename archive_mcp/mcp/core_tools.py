@@ -29,7 +29,7 @@ from archive_mcp.mcp.toolkit import (
     workspace_of,
 )
 from archive_mcp.render import hit_text, to_jsonable, turn_text
-from archive_mcp.search.context import NotFound, TurnContext, TurnDetail, TurnRef
+from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail, TurnRef
 from archive_mcp.search.engine import Hit
 from archive_mcp.workspaces import Workspace
 
@@ -54,7 +54,7 @@ class SearchOutput:
 @dataclass
 class TurnContextOutput:
     turns: list[TurnDetail]
-    not_found: list[NotFound]
+    not_found: list[MissingTurn]
     truncated: bool = False
 
 
@@ -398,7 +398,7 @@ def refine_session_turns(
     )
 
 
-def _turns_text(turns: list[TurnDetail], not_found: list[NotFound]) -> str:
+def _turns_text(turns: list[TurnDetail], not_found: list[MissingTurn]) -> str:
     return "\n\n".join(
         [turn_text(t) for t in turns]
         + [f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in not_found]

@@ -47,7 +47,7 @@ class TurnDetail:
 
 
 @dataclass
-class NotFound:
+class MissingTurn:
     session_id: str
     turn: int
     agent: str
@@ -57,7 +57,7 @@ class NotFound:
 @dataclass
 class TurnContext:
     turns: list[TurnDetail]
-    not_found: list[NotFound]
+    not_found: list[MissingTurn]
 
 
 def _cut(text: str, budget: int) -> tuple[str, bool]:
@@ -194,13 +194,13 @@ def load_turn_context(
     """Full turns for the references (plus neighbours); their texts together hold `max_chars`,
     cut at word boundaries with `…`."""
     wanted: list[tuple[dict[str, Any], bool]] = []
-    missing: list[NotFound] = []
+    missing: list[MissingTurn] = []
     seen: set[tuple[str, str, int]] = set()
     for ref in references:
         df = store.read_refined(ws, ref.session_id)
         if df.height == 0:
             missing.append(
-                NotFound(
+                MissingTurn(
                     ref.session_id,
                     ref.turn,
                     ref.agent,
@@ -214,7 +214,7 @@ def load_turn_context(
         if ref.turn not in turns:
             valid = f"{turns[0]}..{turns[-1]}" if turns else "none"
             missing.append(
-                NotFound(
+                MissingTurn(
                     ref.session_id,
                     ref.turn,
                     ref.agent,

@@ -1,5 +1,6 @@
-"""Hybrid retrieval: BM25 + fuzzy (rapidfuzz term expansion) + semantic cosine, fused by CombSUM
-(normalised score sum; reciprocal-rank fusion stays available for comparison)."""
+"""Hybrid retrieval: BM25 + fuzzy (rapidfuzz term expansion) + semantic cosine, fused by the sum
+of each signal's z-scores (`zsum`, the default; CombSUM and reciprocal-rank fusion stay available
+for comparison)."""
 
 from __future__ import annotations
 

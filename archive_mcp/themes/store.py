@@ -439,7 +439,7 @@ def discovery_space(
 
 
 @dataclass
-class Discovery:
+class DiscoveryResult:
     themes: list[Theme]
     method: str  # embeddings | tfidf
     turns: int
@@ -470,7 +470,7 @@ def discover(
     min_size: int = 3,
     threshold: float | None = None,
     model: str | None = None,
-) -> Discovery:
+) -> DiscoveryResult:
     """Cluster a workspace's main-agent turns and save the clusters as suggested themes. Vectors
     on disk (`DiskRows`, past `graph.SAMPLE` turns) are clustered on a sample (`cluster_sampled`)
     and labelled from the sample's texts (the frame has no others); the frame is then emptied."""
@@ -587,6 +587,6 @@ def discover(
             if t.cluster_id not in kept_ids:
                 (store.folder / f"{t.slug}.json").unlink(missing_ok=True)
                 removed.append(t.slug)
-    return Discovery(
+    return DiscoveryResult(
         themes, method, n, sum(len(i) for i in keep.values()), time.perf_counter() - t0, removed
     )
