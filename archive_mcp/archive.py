@@ -35,19 +35,15 @@ from archive_mcp.memory.store import FOLDERS as MEMORY_FOLDERS
 from archive_mcp.memory.store import MemoryEntry, MemoryStore, slugify
 from archive_mcp.schema import REFINED, empty_refined
 from archive_mcp.search.context import TurnRef
-from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
-from archive_mcp.themes import graph
-from archive_mcp.themes.graph import DiskRows, sample_rows
-from archive_mcp.themes.noise import noise_mask
+from archive_mcp.themes.discovery import DiscoveryResult, discover, discovery_input
+from archive_mcp.themes.graph import DiskRows
 from archive_mcp.themes.store import (
-    DiscoveryResult,
     Member,
     TagResult,
     Theme,
     ThemeError,
     ThemeStore,
-    discover,
     slug_of,
 )
 from archive_mcp.themes.tagging import seed_candidates
@@ -184,7 +180,8 @@ class Archive(Corpus):
     ) -> PurgeReport:
         """Delete a session's raw copies (which keep its secrets), refined rows, embeddings, state
         and theme memberships; a later ingest archives it afresh if its source still exists."""
-        return purge_session(self._ws(workspace), session_id)
+        ws = self._ws(workspace)
+        return purge_session(ws, session_id, forget=ThemeStore(ws).drop_session)
 
     # --- themes ----------------------------------------------------------------------------
     def themes_store(self, workspace: str | Workspace | None = None) -> ThemeStore:
@@ -326,53 +323,9 @@ class Archive(Corpus):
     def discovery_input(
         self, workspace: str | Workspace | None = None
     ) -> tuple[Workspace, pl.DataFrame, np.ndarray | DiskRows | None]:
-        """What `discover_themes` clusters: the main agent's turns that are not noise, with their
-        keywords, files and texts cut to 600 characters, and their index vectors (None when any
-        has none: discovery then uses TF-IDF of the texts). The refined files are read
-        `READ_FILES` at a time. Past `graph.SAMPLE` main-agent turns (with vectors for all), the
-        vectors stay on disk (`DiskRows`), a bool column `sampled` marks the whole sessions
-        `sample_rows` picks, and only their rows carry keywords, files and the user's text."""
+        """What `discover_themes` clusters (see `themes.discovery.discovery_input`)."""
         ws = self._ws(workspace)
-        idx = self.index(ws).refresh()
-        meta = (
-            idx.meta.select("session_id", "agent", "turn")
-            .with_row_index("row")
-            .filter(pl.Series(idx.alive))
-            .filter(pl.col("agent") == "main")
-        )
-        on_disk = meta.height > graph.SAMPLE and _vectors(idx, meta["row"].to_numpy()) is not None
-        wanted = (
-            set(meta.filter(pl.Series(sample_rows(meta["session_id"])))["session_id"].to_list())
-            if on_disk
-            else None
-        )
-        files = sorted(ws.refined_dir.glob("*.parquet")) if ws.refined_dir.is_dir() else []
-        parts = [
-            _discovery_rows(files[i : i + READ_FILES], wanted)
-            for i in range(0, len(files), READ_FILES)
-        ]
-        noise, rows = (
-            pl.concat(p) for p in zip(*parts or [_discovery_rows([], wanted)], strict=True)
-        )
-        if wanted is None:
-            frame = meta.join(rows, on=_KEYS, how="inner").sort("row")
-        else:  # the keys of every turn are the index's, the rest only the sample's: joins whose
-            # hash side is small (1M rows joined on three strings held 270 MB more at 1M turns)
-            gone = meta.join(noise, on=_KEYS, how="inner")["row"].to_numpy()
-            frame = meta.filter(~pl.Series(np.isin(meta["row"].to_numpy(), gone)))
-            extra = meta.join(rows, on=_KEYS, how="inner").drop(_KEYS)
-            frame = frame.join(extra, on="row", how="left").with_columns(
-                sampled=pl.col("row").is_in(extra["row"].implode())
-            )
-            frame = frame if frame["row"].is_sorted() else frame.sort("row")
-        vectors = _vectors(idx, frame["row"].to_numpy())
-        if vectors is not None and wanted is None:
-            return (
-                ws,
-                frame.drop("row"),
-                vectors.take(np.arange(frame.height)),
-            )  # in memory, as always
-        return ws, frame.drop("row"), vectors
+        return ws, *discovery_input(ws, self.index(ws).refresh())
 
     def trace_theme(
         self,
@@ -428,54 +381,3 @@ class Archive(Corpus):
             include_turn_content,
             [p for ws in targets for p in ws.paths],
         )
-
-
-READ_FILES = 256  # refined session files read at once by discovery
-_KEYS = ["session_id", "agent", "turn"]
-
-
-def _discovery_rows(
-    files: list[Path], sessions: set[str] | None
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The keys of the noise among the main agent's turns in these refined files (the noise rules
-    read the whole texts), and the other turns' keywords, files and texts cut to 600 characters
-    (of `sessions` only, and only the user's text, when they are given)."""
-    cols = [*_KEYS, "user_text", "assistant_text", "keywords", "files", "kinds", "tool_calls"]
-    frame = (
-        pl.scan_parquet([str(f) for f in files])
-        .select(cols)
-        .filter(pl.col("agent") == "main")
-        .collect()
-        if files
-        else empty_refined().select(cols)
-    )
-    noise = pl.Series(noise_mask(frame), dtype=pl.Boolean)
-    kept = frame.filter(~noise)
-    if sessions is not None:
-        kept = kept.filter(
-            pl.col("session_id").is_in(list(sessions & set(kept["session_id"].unique().to_list())))
-        )
-    texts = ["user_text"] if sessions is not None else ["user_text", "assistant_text"]
-    return (
-        frame.filter(noise).select(_KEYS),
-        kept.select(*_KEYS, "keywords", "files", *(pl.col(c).str.slice(0, 600) for c in texts)),
-    )
-
-
-def _vectors(idx: WorkspaceIndex, rows: np.ndarray) -> DiskRows | None:
-    """The index vectors of these (increasing) rows, None when one has none."""
-    if not idx.has_vectors():
-        return None
-    at, parts = (
-        0,
-        list[tuple[np.ndarray, np.ndarray]](),
-    )  # (a segment's vectors, its rows among these)
-    for s in idx.segments:
-        end = at + s.has_vector.shape[0]
-        mine = rows[(rows >= at) & (rows < end)] - at
-        if s.vectors is None and len(mine) or not s.has_vector[mine].all():
-            return None
-        if s.vectors is not None and len(mine):
-            parts.append((s.vectors, mine))
-        at = end
-    return DiskRows(parts) if parts else None

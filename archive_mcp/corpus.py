@@ -31,6 +31,7 @@ from archive_mcp.search.context import MissingTurn, TurnContext, TurnRef, load_t
 from archive_mcp.search.engine import Filters, SearchError, SearchResults, search_workspaces
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
+from archive_mcp.themes.store import member_keys
 from archive_mcp.workspaces import Workspace, default_source_roots, locked, read_json
 
 
@@ -214,7 +215,9 @@ class Corpus(Frames):
                 embedder = self.embedder
             except EmbedderUnavailable:
                 embedder = None
-        filters = Filters(session, agent, since, until, tool, file, theme, kind, source)
+        filters = Filters(
+            session, agent, since, until, tool, file, theme, kind, source, member_keys
+        )
         if rerank is not None:
             tuning = replace(tuning or Tuning(), rerank=rerank)
         with self._index_lock:

@@ -10,7 +10,7 @@ import polars as pl
 from archive_mcp.ingest import store
 from archive_mcp.refiners import PARSERS, Turn
 from archive_mcp.refiners.redact import redact, secret_values
-from archive_mcp.render import clip
+from archive_mcp.refiners.text import clip
 from archive_mcp.workspaces import Workspace, read_json
 
 

@@ -20,8 +20,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from archive_mcp.refiners.text import STOPWORDS
-from archive_mcp.render import clip
+from archive_mcp.refiners.text import STOPWORDS, clip
 
 # Patterns run by Polars over all of a theme's turns at once (Rust regex syntax: no look-behind).
 _CHANGE_USER = (

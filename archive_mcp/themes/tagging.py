@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from archive_mcp.refiners.text import tokens
-from archive_mcp.render import clip
+from archive_mcp.refiners.text import clip, tokens
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.walk import local_turns, walk

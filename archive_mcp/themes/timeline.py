@@ -15,9 +15,10 @@ from typing import Any
 import polars as pl
 
 from archive_mcp.errors import InvalidArgument
-from archive_mcp.render import clip
+from archive_mcp.refiners.text import clip
 from archive_mcp.themes.decisions import Flag, flag_turns, gist, pair_changes
-from archive_mcp.themes.store import Theme, class_tfidf_of
+from archive_mcp.themes.labels import class_tfidf_of
+from archive_mcp.themes.store import Theme
 
 
 @dataclass
