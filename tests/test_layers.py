@@ -47,7 +47,6 @@ LAYERS: dict[str, int] = {
     "archive_mcp.render": 3,
     "archive_mcp.plot": 3,
     "archive_mcp.archive": 4,
-    "archive_mcp.corpus": 4,
     "archive_mcp.live": 4,
     "archive_mcp.doctor": 4,
     "archive_mcp.install": 4,

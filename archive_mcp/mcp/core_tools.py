@@ -28,8 +28,9 @@ from archive_mcp.mcp.toolkit import (
     state,
     workspace_of,
 )
+from archive_mcp.refs import TurnRef
 from archive_mcp.render import hit_text, to_jsonable, turn_text
-from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail, TurnRef
+from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.search.engine import Hit
 from archive_mcp.workspaces import Workspace
 
