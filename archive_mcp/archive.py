@@ -247,7 +247,7 @@ class Archive:
 
         Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
         answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` (`zsum`,
-        the default, `combsum` or `rrf`) and `tuning` (the ranking knobs) are for measuring.
+        the default, or `rrf`) and `tuning` (the ranking knobs) are for measuring.
         `rerank="minilm"` (opt-in) re-scores the top 30 with the full MiniLM, `rerank="e5"` the
         top 20 with multilingual-e5-small (the `e5` extra): better on conversational questions,
         but each embeds its candidates at query time (MiniLM loads torch once; e5 about 2 s of

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from archive_mcp.errors import InvalidArgument
+from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import jobs as _jobs
 from archive_mcp.ingest import store
 from archive_mcp.ingest import workers as _workers
@@ -264,8 +264,8 @@ def run_refine(
     address: str | None,
     workers: int | None,
 ) -> RefineReport:
-    """Refine the archived sessions of `selected` (only `session` when given; only those active
-    since `since`) on `engine`; embed them when an `embedder` is given and can be loaded (else
+    """Refine the archived sessions of `selected` (only `session` when given, `NotFound` when none
+    of them holds it; only those active since `since`) on `engine`; embed them when an `embedder` is given and can be loaded (else
     `report.embed_error` says why)."""
     report = RefineReport()
     plan = [
@@ -274,6 +274,9 @@ def run_refine(
         for sid, files in store.raw_files(ws).items()
         if session in (None, sid)
     ]
+    if session is not None and not plan:  # every face says so the same way
+        where = f"workspace {selected[0].name}" if len(selected) == 1 else "the archive"
+        raise NotFound(f"no session {session!r} in {where}; list the sessions")
     if since is not None:
         cutoff = since if since.tzinfo else since.replace(tzinfo=UTC)
         plan = [p for p in plan if _last_activity(p[0], p[1], p[2]) >= cutoff]

@@ -13,7 +13,6 @@ from mcp_types import CallToolResult, CreateMessageResult
 from pydantic import Field
 
 from archive_mcp.errors import ArchiveError
-from archive_mcp.errors import NotFound as NotFoundError
 from archive_mcp.mcp.sampling import apply_sampled, sampling_request, session_rows
 from archive_mcp.mcp.toolkit import (
     READ,
@@ -357,10 +356,6 @@ def refine_session_turns(
     summaries read poorly."""
     archive = state(ctx).archive
     ws = workspace_of(ctx, workspace, roots)
-    if session_id not in archive.raw_files(ws):
-        raise NotFoundError(
-            f"no session {session_id!r} in workspace {ws.name}; list them with list_sessions"
-        )
     report = archive.refine(ws.id, session=session_id, force=True)
     rows = session_rows(archive, ws, session_id, turns)
     n_sampled, reason = 0, None

@@ -1,6 +1,6 @@
 """Hybrid retrieval: BM25 + fuzzy (rapidfuzz term expansion) + semantic cosine, fused by the sum
-of each signal's z-scores (`zsum`, the default; CombSUM and reciprocal-rank fusion stay available
-for comparison)."""
+of each signal's z-scores (`zsum`, the default; reciprocal-rank fusion stays available for
+comparison)."""
 
 from __future__ import annotations
 
