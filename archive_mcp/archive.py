@@ -1,71 +1,321 @@
 """`Archive`: the Python API every CLI command and MCP tool calls.
 
-The class is layered by noun: `Frames` (workspaces and the Polars views), `Corpus` (ingest,
-refine, search, turns read back from raw logs), and here memory and themes on top."""
+A facade: each method resolves its workspaces and hands the call to the room of its noun —
+`frames` (the Polars views), `ingest` (archive and refine), `search` (find turns, read them back),
+`memory`, `themes` (store, tagging, discovery, trace). It holds no logic of its own."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import asdict
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
 
-from archive_mcp.corpus import Corpus, RefineReport
-from archive_mcp.errors import InvalidArgument
+from archive_mcp import frames
 from archive_mcp.frames import Stats, WorkspaceArg
 from archive_mcp.ingest import store
+from archive_mcp.ingest.batch import RefineReport, run_ingest, run_refine
 from archive_mcp.ingest.merge import MergeReport, merge_workspaces
+from archive_mcp.ingest.pipeline import IngestReport, Progress
 from archive_mcp.ingest.purge import PurgeReport, purge_session
+from archive_mcp.memory import essence
 from archive_mcp.memory.essence import (
     Bootstrap,
     ImportReport,
     MemoryStats,
     OrganizePrepare,
     OrganizeStored,
-    bootstrap_workspace,
-    export_memory,
-    import_memory,
-    organize_memories,
-    sync_workspace_index,
 )
-from archive_mcp.memory.store import FOLDERS as MEMORY_FOLDERS
-from archive_mcp.memory.store import MemoryEntry, MemoryStore, slugify
-from archive_mcp.schema import REFINED, empty_refined
-from archive_mcp.search.context import TurnRef
+from archive_mcp.memory.links import canonical_sources
+from archive_mcp.memory.store import MemoryEntry, MemoryStore
+from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
+from archive_mcp.refiners.refine import Summarizer
+from archive_mcp.refs import RefLike, TurnRef
+from archive_mcp.search.context import TurnContext, canonical_ref, load_references
+from archive_mcp.search.engine import Filters, SearchResults, run_search
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
-from archive_mcp.themes import graph
-from archive_mcp.themes.graph import DiskRows, sample_rows
-from archive_mcp.themes.noise import noise_mask
-from archive_mcp.themes.store import Discovery as ThemeDiscovery
-from archive_mcp.themes.store import (
-    Member,
-    TagResult,
-    Theme,
-    ThemeError,
-    ThemeStore,
-    discover,
-    slug_of,
-)
-from archive_mcp.themes.tagging import seed_candidates
-from archive_mcp.themes.timeline import Timeline, build_timeline
-from archive_mcp.workspaces import Workspace, locked
-from archive_mcp.workspaces.clock import now
+from archive_mcp.themes import tagging
+from archive_mcp.themes.discovery import DiscoveryResult, discover_workspace, discovery_input
+from archive_mcp.themes.graph import DiskRows
+from archive_mcp.themes.store import TagResult, Theme, ThemeStore, member_keys
+from archive_mcp.themes.timeline import Timeline
+from archive_mcp.themes.trace import trace_theme
+from archive_mcp.workspaces import Registry, Workspace, archive_home, private_tree, private_umask
 
 __all__ = ["Archive", "RefineReport", "Stats", "WorkspaceArg"]
 
 
-SEED_TUNING = Tuning(
-    neighbour=0.0, session=0.0, sentence_depth=0
-)  # a theme takes the turns that match a seed themselves
-
-
-class Archive(Corpus):
+class Archive:
     """A multi-workspace archive of agent sessions under one home directory."""
+
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        embedder: Embedder | str | None = "static",
+        summarizer: Summarizer | None = None,
+    ) -> None:
+        # Everything the archive writes is private (files 0600, folders 0700): the logs and what
+        # is derived from them (the search cache's vocabulary included) hold secrets and paths.
+        # The umask is the process's: an archive in a process makes that process's files private.
+        private_umask()
+        self.home = archive_home(home)
+        self.registry = Registry(self.home)
+        private_tree(self.home)
+        self._embedder_spec = embedder
+        self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) else None
+        self.summarizer = summarizer
+        self._indexes: dict[str, WorkspaceIndex] = {}
+        # The MCP server runs tools on worker threads: one index refresh or search at a time.
+        self._index_lock = threading.RLock()
+        self.last_report: IngestReport | None = None
+
+    # --- workspaces ------------------------------------------------------------------------
+    def workspaces(self) -> list[Workspace]:
+        return self.registry.all()
+
+    def workspace(
+        self, ref: str | None = None, cwd: str | None = None, roots: Iterable[str] = ()
+    ) -> Workspace:
+        """Resolve a workspace argument (path, id, id prefix or name), else the roots, else cwd."""
+        return self.registry.resolve(ref, cwd=cwd, roots=roots)
+
+    def link(self, path: str, into: str) -> Workspace:
+        return self.registry.link(path, into)
+
+    def _selected(self, workspace: WorkspaceArg) -> list[Workspace]:
+        """None or "all" -> every workspace; a string -> one; a list -> those listed."""
+        if workspace is None or workspace == "all":
+            return self.workspaces()
+        if isinstance(workspace, Workspace):
+            return [workspace]
+        if isinstance(workspace, str):
+            return [self.workspace(workspace)]
+        return [self.workspace(w) for w in workspace]
+
+    def _ws(self, workspace: str | Workspace | None, cwd: str | None = None) -> Workspace:
+        return workspace if isinstance(workspace, Workspace) else self.workspace(workspace, cwd=cwd)
+
+    # --- frames ----------------------------------------------------------------------------
+    def turns(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
+        """Refined turns (one row per turn) across workspaces unless one is given."""
+        return frames.turns(self._selected(workspace))
+
+    def sessions(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
+        """One row per session: title, span, turns, tokens, status counts."""
+        return frames.sessions(self.turns(workspace))
+
+    def tool_calls(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
+        """One row per tool call: name, status, duration, files, with its turn."""
+        return frames.tool_calls(self.turns(workspace))
+
+    def themes(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
+        """One row per theme member: theme, status, turn and provenance."""
+        return frames.themes(self._selected(workspace))
+
+    def stats(self, workspace: WorkspaceArg = None) -> Stats:
+        """How many workspaces, sessions, turns, raw bytes and embeddings; the span; turns per status."""
+        return frames.stats(self._selected(workspace))
+
+    # --- embedder (lazy: nothing heavy is imported until a vector is needed) ---------------
+    @property
+    def embedder(self) -> Embedder | None:
+        if self._embedder is None and isinstance(self._embedder_spec, str):
+            self._embedder = make_embedder(self._embedder_spec)
+        return self._embedder
+
+    def _model_name(self) -> str | None:
+        if isinstance(self._embedder_spec, str):
+            from archive_mcp.refiners.embed import EMBEDDERS
+
+            return str(cast(Any, EMBEDDERS[self._embedder_spec]).name)
+        return str(self._embedder_spec.name) if self._embedder_spec is not None else None
+
+    def _embedder_if_any(self) -> Embedder | None:
+        """The embedder, None when it cannot be loaded (search falls back to lexical+fuzzy)."""
+        try:
+            return self.embedder
+        except EmbedderUnavailable:
+            return None
+
+    # --- ingest and refine -----------------------------------------------------------------
+    def ingest(
+        self,
+        *paths: str | os.PathLike[str],
+        embed: bool = True,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        engine: str = "local",
+        address: str | None = None,
+        exclude: Sequence[str] | None = None,
+    ) -> IngestReport:
+        """Archive and refine sessions under `paths` (default: every agent's home that exists:
+        Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI, Qwen Code, OpenCode;
+        `report.roots` says which). Sessions whose work dir is under an `exclude` path or glob
+        (default: the `exclude` setting) are skipped and counted (`report.excluded`).
+
+        Raw logs are copied here; parse, refine and embed run on `engine`: "local" (large
+        batches in `workers` processes, default up to 4 cores) or "ray" (the cluster at
+        `address`, default: a local Ray instance or $RAY_ADDRESS).
+        """
+        return run_ingest(
+            self.registry,
+            paths,
+            lambda: self.embedder if embed else None,
+            self.summarizer,
+            self._embedder_spec,
+            progress,
+            workers,
+            engine,
+            address,
+            exclude,
+        )
+
+    def refine(
+        self,
+        workspace: WorkspaceArg = None,
+        session: str | None = None,
+        since: datetime | None = None,
+        force: bool = False,
+        embed: bool = True,
+        progress: Progress | None = None,
+        engine: str = "local",
+        address: str | None = None,
+        workers: int | None = None,
+    ) -> RefineReport:
+        """Batch-refine archived sessions from their raw logs, on `engine` ("local" or "ray").
+
+        A session is refined again when it has no refined file, an older refiner wrote it, or
+        `force`; turns are embedded when their content changed since the last embedding. A
+        summary the client's model wrote (refiner `…+sampling@1`) is kept while its turn's content
+        is unchanged. `rows_changed` counts rows whose summary, kinds, keywords or files changed.
+        """
+        return run_refine(
+            self._selected(workspace),
+            session,
+            since,
+            force,
+            (lambda: self.embedder) if embed else None,
+            self.summarizer,
+            self._embedder_spec,
+            progress,
+            engine,
+            address,
+            workers,
+        )
+
+    def raw_files(self, ws: Workspace) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """Archived raw logs per session: session id -> [(archive-relative path, ingest state)]."""
+        return store.raw_files(ws)
+
+    def set_summaries(
+        self, ws: Workspace, session_id: str, summaries: dict[tuple[str, int], str], refiner: str
+    ) -> int:
+        """Replace the summaries of some turns (e.g. written by the client's model)."""
+        return store.set_summaries(ws, session_id, summaries, refiner)
+
+    # --- search and read -------------------------------------------------------------------
+    def index(self, ws: Workspace) -> WorkspaceIndex:
+        """The (lazily loaded, automatically refreshed) search index of one workspace."""
+        with self._index_lock:
+            if ws.id not in self._indexes:
+                self._indexes[ws.id] = WorkspaceIndex(ws, self._model_name())
+            return self._indexes[ws.id]
+
+    def search(
+        self,
+        query: str,
+        workspace: WorkspaceArg = None,
+        limit: int = 10,
+        mode: str = "hybrid",
+        session: str | None = None,
+        agent: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        tool: str | None = None,
+        file: str | None = None,
+        theme: str | None = None,
+        kind: str | None = None,
+        cwd: str | None = None,
+        fusion: str | None = None,
+        tuning: Tuning | None = None,
+        rerank: str | None = None,
+        source: str | None = None,
+    ) -> SearchResults:
+        """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
+
+        Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
+        answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` (`zsum`,
+        the default, or `rrf`) and `tuning` (the ranking knobs) are for measuring.
+        `rerank="minilm"` (opt-in) re-scores the top 30 with the full MiniLM, `rerank="e5"` the
+        top 20 with multilingual-e5-small (the `e5` extra): better on conversational questions,
+        but each embeds its candidates at query time (MiniLM loads torch once; e5 about 2 s of
+        CPU a query on chat turns, more on long coding turns). See bench/RESULTS.md.
+        `source` keeps one agent's sessions: kimi, kimi-code, claude-code, codex or gemini.
+        """
+        filters = Filters(
+            session, agent, since, until, tool, file, theme, kind, source, member_keys
+        )
+        return run_search(
+            query,
+            lambda: (
+                self._selected(workspace) if workspace is not None else [self.workspace(cwd=cwd)]
+            ),
+            self._embedder_if_any,
+            self.index,
+            self._index_lock,
+            limit,
+            mode,
+            filters,
+            fusion,
+            tuning,
+            rerank,
+        )
+
+    def load_turn_context(
+        self,
+        references: Sequence[RefLike],
+        workspace: str | Workspace | None = None,
+        before: int = 0,
+        after: int = 0,
+        include_tools: bool = True,
+        include_thinking: bool = False,
+        max_chars: int = 6000,
+        cwd: str | None = None,
+        anywhere: bool = False,
+    ) -> TurnContext:
+        """Full turns read from the archived raw log by byte range, their text within `max_chars`.
+
+        A reference is `session:turn` (a unique session-id prefix will do), `{session_id, turn,
+        agent?}` or a TurnRef. With `anywhere`, a session not in the workspace (or when there is
+        no workspace) is looked up in every workspace and read where it is unique. Unknown
+        references are reported beside the turns found; when none is found, `NotFound`."""
+        return load_references(
+            references,
+            lambda: self._ws(workspace, cwd),
+            workspace is not None,
+            self.workspaces,
+            before,
+            after,
+            include_tools,
+            include_thinking,
+            max_chars,
+            anywhere,
+        )
+
+    def canonical_ref(self, ws: Workspace, r: RefLike) -> TurnRef:
+        """`r` parsed, its session prefix expanded when it names one session of `ws`."""
+        return canonical_ref(ws, r)
+
+    def canonical_sources(self, ws: Workspace, sources: Sequence[str] | None) -> list[str] | None:
+        """Memory sources with their turn references written in full (`session:turn`), so that a
+        memory citing `5dd5f56a:2` links to the theme and trace holding that turn."""
+        return canonical_sources(ws, sources)
 
     # --- memory ----------------------------------------------------------------------------
     def memory(
@@ -83,12 +333,7 @@ class Archive(Corpus):
         key: str | None = None,
     ) -> MemoryEntry:
         """A correction that must not be repeated, stored under memory/lessons/."""
-        content = (
-            f"## Situation\n{situation}\n\n## Mistake\n{mistake}\n\n## Correction\n{correction}\n"
-        )
-        return self.memory(workspace).remember(
-            key or slugify(situation), content, "lessons", tags=["lesson"], title=situation[:80]
-        )
+        return essence.save_lesson(self.memory(workspace), situation, mistake, correction, key)
 
     def organize_memories(
         self,
@@ -96,57 +341,26 @@ class Archive(Corpus):
         sources: list[str] | None = None,
         workspace: str | Workspace | None = None,
     ) -> OrganizePrepare | OrganizeStored:
-        return organize_memories(self._ws(workspace), content, sources)
+        return essence.organize_memories(self._ws(workspace), content, sources)
 
     def sync_workspace_index(
         self, remarks: dict[str, str] | None = None, workspace: str | Workspace | None = None
     ) -> dict[str, Any]:
-        return sync_workspace_index(self._ws(workspace), remarks)
+        return essence.sync_workspace_index(self._ws(workspace), remarks)
 
     def bootstrap_workspace(
         self, workspace: str | Workspace | None = None, recent: int = 8, budget: int = 12_000
     ) -> Bootstrap:
         """Essence, memory tree ([new] since the last bootstrap), recent turns, notes, themes."""
         ws = self._ws(workspace)
-        rows = (
-            self.turns(ws.id)
-            .filter(pl.col("agent") == "main")
-            .filter(pl.col("origin") == "user")  # requests: no slash command, output or summary
-            .sort("started_at", descending=True, nulls_last=True)
-            .head(recent)
-            .select("session_id", "turn", "started_at", "summary")
-            .collect()
-            .to_dicts()
-        )
-        recent_rows = [
-            {
-                "session_id": r["session_id"],
-                "turn": r["turn"],
-                "at": r["started_at"].isoformat() if r["started_at"] else None,
-                "summary": r["summary"],
-            }
-            for r in reversed(rows)
-        ]
-        return bootstrap_workspace(ws, recent_rows, self._theme_names(ws), budget)
-
-    def _theme_names(self, ws: Workspace) -> list[str]:
-        return sorted(t.name for t in ThemeStore(ws).list())
+        recent_rows = essence.recent_requests(self.turns(ws.id), recent)
+        return essence.bootstrap_workspace(ws, recent_rows, ThemeStore(ws).names(), budget)
 
     def memory_stats(self, workspace: str | Workspace | None = None) -> MemoryStats:
         ws = self._ws(workspace)
-        counts = {f: len(list((ws.root / "memory" / f).glob("*.md"))) for f in MEMORY_FOLDERS}
         st = self.stats(ws.id)
-        essence = ws.root / "essence" / "essence.md"
-        size = sum(p.stat().st_size for p in ws.root.rglob("*") if p.is_file())
-        return MemoryStats(
-            counts,
-            size,
-            st.turns,
-            st.oldest,
-            st.newest,
-            len(self._theme_names(ws)),
-            essence.stat().st_size if essence.exists() else 0,
-        )
+        themes = len(ThemeStore(ws).names())
+        return essence.memory_stats(ws, st.turns, st.oldest, st.newest, themes)
 
     def export_memory(
         self,
@@ -155,15 +369,8 @@ class Archive(Corpus):
         workspace: str | Workspace | None = None,
     ) -> Path:
         ws = self._ws(workspace)
-        turns = None
-        if include_turns:
-            turns = (
-                self.turns(ws.id)
-                .select("session_id", "agent", "turn", "started_at", "summary", "kinds")
-                .collect()
-                .to_dicts()
-            )
-        return export_memory(ws, include_turns, filename, turns)
+        turns = essence.export_turns(self.turns(ws.id)) if include_turns else None
+        return essence.export_memory(ws, include_turns, filename, turns)
 
     def import_memory(
         self,
@@ -174,18 +381,15 @@ class Archive(Corpus):
         """Import an export: a file name in the workspace's `exports/`, or the path export_memory
         returned (`exports/NAME`, relative to the workspace); any other path only with
         `allow_path` (the CLI user naming a file explicitly, never MCP)."""
-        ws = self._ws(workspace)
-        p = Path(path).expanduser()
-        if not p.is_absolute() and len(p.parts) > 1:
-            p = ws.root / p
-        return import_memory(ws, p, allow_path)
+        return essence.import_memory(self._ws(workspace), path, allow_path)
 
     def purge_session(
         self, session_id: str, workspace: str | Workspace | None = None
     ) -> PurgeReport:
         """Delete a session's raw copies (which keep its secrets), refined rows, embeddings, state
         and theme memberships; a later ingest archives it afresh if its source still exists."""
-        return purge_session(self._ws(workspace), session_id)
+        ws = self._ws(workspace)
+        return purge_session(ws, session_id, forget=ThemeStore(ws).drop_session)
 
     def merge_workspaces(self, src: str, into: str) -> MergeReport:
         """Move workspace `src` (its paths, sessions, ingest state and themes) into `into`, and
@@ -219,167 +423,41 @@ class Archive(Corpus):
         that join it when close to that core (see `themes/tagging.py`); returns what was attached
         and the near misses to confirm."""
         ws = self._ws(workspace)
-        store = ThemeStore(ws)
-        existing = store.get(theme)  # by slug, name, or a discovered theme's label
-        slug = existing.slug if existing is not None else slug_of(theme)
-        if seeds is not None and not 1 <= len(seeds) <= 3:
-            raise ThemeError("give 1 to 3 seeds (keywords or a question)")
-        if not references and not seeds and not remove and store.get(theme) is None:
-            raise InvalidArgument(
-                f"no theme named {theme!r} yet, and nothing to put in it: give references "
-                "(turns found by a search, as session:turn) or 1-3 seeds"
-            )
-        refs = [self.canonical_ref(ws, r) for r in references or []]
-        drop = {
-            (r.session_id, r.agent, r.turn)
-            for r in (self.canonical_ref(ws, x) for x in remove or [])
-        }
-        refined = self._ensure_refined(ws, {r.session_id for r in refs})
-        known = self._turn_keys(ws, {r.session_id for r in refs})
-        for r in refs:
-            if (r.session_id, r.agent, r.turn) not in known:
-                valid = sorted(t for s, a, t in known if s == r.session_id and a == r.agent)
-                hint = (
-                    f"valid turns: {valid[0]}..{valid[-1]}"
-                    if valid
-                    else "unknown session; search for its turns"
-                )
-                raise ThemeError(
-                    f"no turn {r.session_id}:{r.turn} (agent {r.agent}) in workspace {ws.name}; {hint}"
-                )
-        when = now()
-        candidates: list[Member] = [
-            Member(r.session_id, r.agent, r.turn, "reference", who, when, None) for r in refs
-        ]
-        near: list[dict[str, Any]] = []
-        if seeds:
-
-            def turns_of(sessions: set[str]) -> pl.DataFrame:
-                return (
-                    self.turns(ws.id)
-                    .filter(pl.col("session_id").is_in(list(sessions)))
-                    .select(
-                        "session_id",
-                        "agent",
-                        "turn",
-                        "user_text",
-                        "assistant_text",
-                        "kinds",
-                        "tool_calls",
-                    )
-                    .collect()
-                )
-
-            found, near = seed_candidates(
-                lambda q, n: self.search(q, workspace=ws.id, limit=n, tuning=SEED_TUNING),
-                self.index(ws).refresh(),
-                turns_of,
-                seeds,
-                min_score,
-            )
-            candidates += [Member(*c.key, c.provenance, who, when, c.score) for c in found]
-        with locked(ws.root):
-            current = store.get(theme) or Theme(theme, slug)
-            if current.status == "suggested":  # confirming a suggestion makes it the user's theme
-                current.status = "tagged"
-            have = {m.key for m in current.members}
-            attached = []
-            for m in candidates:
-                if m.key not in have and m.key not in drop:
-                    current.members.append(m)
-                    have.add(m.key)
-                    attached.append(m)
-            removed = [asdict(m) for m in current.members if m.key in drop]
-            current.members = [m for m in current.members if m.key not in drop]
-            current.seeds = list(dict.fromkeys([*current.seeds, *(seeds or [])]))
-            if description is not None:
-                current.description = description
-            store.save(current)
-        near = [n for n in near if (n["session_id"], n["agent"], n["turn"]) not in have]
-        return TagResult(
-            current.name, current.slug, attached, near, removed, len(current.members), refined
+        return tagging.tag_theme(
+            ws,
+            theme,
+            references,
+            seeds,
+            remove,
+            description,
+            min_score,
+            who,
+            turns=lambda: self.turns(ws.id),
+            refine=lambda s: self.refine(ws.id, session=s, embed=False),
+            search=lambda q, n: self.search(
+                q, workspace=ws.id, limit=n, tuning=tagging.SEED_TUNING
+            ),
+            index=lambda: self.index(ws).refresh(),
         )
-
-    def _turn_keys(self, ws: Workspace, sessions: set[str]) -> set[tuple[str, str, int]]:
-        if not sessions:
-            return set()
-        df = (
-            self.turns(ws.id)
-            .filter(pl.col("session_id").is_in(list(sessions)))
-            .select("session_id", "agent", "turn")
-            .collect()
-        )
-        return set(df.iter_rows())
-
-    def _ensure_refined(self, ws: Workspace, sessions: set[str]) -> int:
-        """Refine archived sessions that have no refined rows yet (on the way to tagging)."""
-        missing = [
-            s for s in sessions if store.read_refined(ws, s).height == 0 and s in self.raw_files(ws)
-        ]
-        for s in missing:
-            self.refine(ws.id, session=s, embed=False)
-        return len(missing)
 
     def discover_themes(
         self,
         workspace: str | Workspace | None = None,
         min_size: int = 3,
         threshold: float | None = None,
-    ) -> ThemeDiscovery:
+    ) -> DiscoveryResult:
         """Cluster the workspace's main-agent turns into suggested themes (k is not chosen)."""
-        ws, frame, vectors = self.discovery_input(workspace)
-        return discover(ws, frame, vectors, min_size, threshold, self._model_name())
+        ws = self._ws(workspace)
+        return discover_workspace(
+            ws, self.index(ws).refresh(), min_size, threshold, self._model_name()
+        )
 
     def discovery_input(
         self, workspace: str | Workspace | None = None
     ) -> tuple[Workspace, pl.DataFrame, np.ndarray | DiskRows | None]:
-        """What `discover_themes` clusters: the main agent's turns that are not noise, with their
-        keywords, files and texts cut to 600 characters, and their index vectors (None when any
-        has none: discovery then uses TF-IDF of the texts). The refined files are read
-        `READ_FILES` at a time. Past `graph.SAMPLE` main-agent turns (with vectors for all), the
-        vectors stay on disk (`DiskRows`), a bool column `sampled` marks the whole sessions
-        `sample_rows` picks, and only their rows carry keywords, files and the user's text."""
+        """What `discover_themes` clusters (see `themes.discovery.discovery_input`)."""
         ws = self._ws(workspace)
-        idx = self.index(ws).refresh()
-        meta = (
-            idx.meta.select("session_id", "agent", "turn")
-            .with_row_index("row")
-            .filter(pl.Series(idx.alive))
-            .filter(pl.col("agent") == "main")
-        )
-        on_disk = meta.height > graph.SAMPLE and _vectors(idx, meta["row"].to_numpy()) is not None
-        wanted = (
-            set(meta.filter(pl.Series(sample_rows(meta["session_id"])))["session_id"].to_list())
-            if on_disk
-            else None
-        )
-        files = sorted(ws.refined_dir.glob("*.parquet")) if ws.refined_dir.is_dir() else []
-        parts = [
-            _discovery_rows(files[i : i + READ_FILES], wanted)
-            for i in range(0, len(files), READ_FILES)
-        ]
-        noise, rows = (
-            pl.concat(p) for p in zip(*parts or [_discovery_rows([], wanted)], strict=True)
-        )
-        if wanted is None:
-            frame = meta.join(rows, on=_KEYS, how="inner").sort("row")
-        else:  # the keys of every turn are the index's, the rest only the sample's: joins whose
-            # hash side is small (1M rows joined on three strings held 270 MB more at 1M turns)
-            gone = meta.join(noise, on=_KEYS, how="inner")["row"].to_numpy()
-            frame = meta.filter(~pl.Series(np.isin(meta["row"].to_numpy(), gone)))
-            extra = meta.join(rows, on=_KEYS, how="inner").drop(_KEYS)
-            frame = frame.join(extra, on="row", how="left").with_columns(
-                sampled=pl.col("row").is_in(extra["row"].implode())
-            )
-            frame = frame if frame["row"].is_sorted() else frame.sort("row")
-        vectors = _vectors(idx, frame["row"].to_numpy())
-        if vectors is not None and wanted is None:
-            return (
-                ws,
-                frame.drop("row"),
-                vectors.take(np.arange(frame.height)),
-            )  # in memory, as always
-        return ws, frame.drop("row"), vectors
+        return ws, *discovery_input(ws, self.index(ws).refresh())
 
     def trace_theme(
         self,
@@ -394,95 +472,4 @@ class Archive(Corpus):
             targets = self._selected(workspace)
         else:
             targets = [self._ws(workspace)]  # type: ignore[arg-type]
-        members: list[Member] = []
-        found: Theme | None = None
-        for ws in targets:
-            t = ThemeStore(ws).get(theme)
-            if t is not None:
-                found = found or t
-                members += t.members
-        if found is None:
-            ThemeStore(targets[0]).require(theme)
-        assert found is not None
-        merged = Theme(
-            found.name, found.slug, found.description, found.seeds, found.status, members
-        )
-        refs = {f"{m.session_id}:{m.turn}" for m in members}
-        linked = []
-        for ws in targets:
-            for e in MemoryStore(ws).list():
-                if (
-                    found.name in e.sources
-                    or found.slug in e.sources
-                    or refs & set(e.sources)
-                    or found.name in e.tags
-                ):
-                    linked.append(e.ref)
-        # Read only the member sessions' files: cost follows the theme, not the workspace.
-        files = [
-            str(p)
-            for ws in targets
-            for sid in {m.session_id for m in members}
-            if (p := store.refined_path(ws, sid)).exists()
-        ]
-        frame = pl.scan_parquet(files).select(list(REFINED)) if files else empty_refined().lazy()
-        return build_timeline(
-            merged,
-            ",".join(w.id for w in targets),
-            frame,
-            granularity,
-            linked,
-            include_turn_content,
-            [p for ws in targets for p in ws.paths],
-        )
-
-
-READ_FILES = 256  # refined session files read at once by discovery
-_KEYS = ["session_id", "agent", "turn"]
-
-
-def _discovery_rows(
-    files: list[Path], sessions: set[str] | None
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The keys of the noise among the main agent's turns in these refined files (the noise rules
-    read the whole texts), and the other turns' keywords, files and texts cut to 600 characters
-    (of `sessions` only, and only the user's text, when they are given)."""
-    cols = [*_KEYS, "user_text", "assistant_text", "keywords", "files", "kinds", "tool_calls"]
-    frame = (
-        pl.scan_parquet([str(f) for f in files])
-        .select(cols)
-        .filter(pl.col("agent") == "main")
-        .collect()
-        if files
-        else empty_refined().select(cols)
-    )
-    noise = pl.Series(noise_mask(frame), dtype=pl.Boolean)
-    kept = frame.filter(~noise)
-    if sessions is not None:
-        kept = kept.filter(
-            pl.col("session_id").is_in(list(sessions & set(kept["session_id"].unique().to_list())))
-        )
-    texts = ["user_text"] if sessions is not None else ["user_text", "assistant_text"]
-    return (
-        frame.filter(noise).select(_KEYS),
-        kept.select(*_KEYS, "keywords", "files", *(pl.col(c).str.slice(0, 600) for c in texts)),
-    )
-
-
-def _vectors(idx: WorkspaceIndex, rows: np.ndarray) -> DiskRows | None:
-    """The index vectors of these (increasing) rows, None when one has none."""
-    if not idx.has_vectors():
-        return None
-    at, parts = (
-        0,
-        list[tuple[np.ndarray, np.ndarray]](),
-    )  # (a segment's vectors, its rows among these)
-    for s in idx.segments:
-        end = at + s.has_vector.shape[0]
-        mine = rows[(rows >= at) & (rows < end)] - at
-        if s.vectors is None and len(mine) or not s.has_vector[mine].all():
-            return None
-        if s.vectors is not None and len(mine):
-            parts.append((s.vectors, mine))
-        at = end
-    return DiskRows(parts) if parts else None
+        return trace_theme(theme, targets, granularity, include_turn_content)

@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from archive_mcp.errors import InvalidArgument
-from archive_mcp.search.context import TurnRef
+
+
+@dataclass
+class TurnRef:
+    session_id: str
+    turn: int
+    agent: str = "main"
+
 
 REF = re.compile(r"^\s*(?P<sid>\S.*?):(?P<turn>\d+)(?:\s*\[(?P<agent>[^\]]+)\])?\s*$")
 FORM = "SESSION:TURN (a unique session-id prefix will do, e.g. 3f2c9a1e:2) or {session_id, turn}"

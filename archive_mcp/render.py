@@ -11,12 +11,12 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archive_mcp.refiners.text import clip
+
 if TYPE_CHECKING:
     from archive_mcp.memory.store import MemoryEntry
     from archive_mcp.search.context import TurnDetail
     from archive_mcp.search.engine import Hit
-
-ELLIPSIS = "…"
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -40,21 +40,6 @@ def to_jsonable(obj: Any) -> Any:
 
 def dumps(obj: Any, indent: int | None = 2) -> str:
     return json.dumps(to_jsonable(obj), ensure_ascii=False, indent=indent)
-
-
-def clip(text: str, limit: int) -> str:
-    """`text` in at most `limit` characters, cut at a word boundary and ended by one `…`.
-
-    The marker is a single character, so it is never longer than what it hides."""
-    if len(text) <= limit:
-        return text
-    if limit <= 1:
-        return ELLIPSIS[: max(0, limit)]
-    head = text[: limit - 1]
-    space = max(head.rfind(" "), head.rfind("\n"))
-    if space >= (limit - 1) * 0.6:  # a word boundary not too far back; else a hard cut
-        head = head[:space]
-    return head.rstrip() + ELLIPSIS
 
 
 def table(

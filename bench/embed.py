@@ -13,7 +13,7 @@ import time
 
 from archive_mcp.refiners.embed import MiniLMEmbedder, StaticEmbedder
 
-from archive_mcp.ingest.pipeline import embed_text
+from archive_mcp.ingest.jobs import embed_text
 from archive_mcp.synthetic.sessions import random_turn
 
 

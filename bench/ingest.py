@@ -22,7 +22,7 @@ from archive_mcp.synthetic.sessions import generate_share_dir
 PARSE_REFINE = """
 import json, sys, time
 from pathlib import Path
-from archive_mcp.ingest.pipeline import turn_rows
+from archive_mcp.ingest.jobs import turn_rows
 from archive_mcp.refiners import kimi_cli
 files = sorted(Path(sys.argv[1]).glob("sessions/*/*/wire.jsonl"))
 t = time.perf_counter()

@@ -35,7 +35,7 @@ from typing import Any
 from archive_mcp.refiners import kimi_cli, redact, refine
 
 from archive_mcp import Archive
-from archive_mcp.ingest.pipeline import turn_rows
+from archive_mcp.ingest.jobs import turn_rows
 from archive_mcp.render import to_jsonable
 from archive_mcp.synthetic.sessions import generate_share_dir
 

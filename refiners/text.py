@@ -152,3 +152,21 @@ def dense(text: str) -> str:
 
 def _tail(m: re.Match[str]) -> str:
     return m.group(1).lstrip("\\/")
+
+
+ELLIPSIS = "…"
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, cut at a word boundary and ended by one `…`.
+
+    The marker is a single character, so it is never longer than what it hides."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ELLIPSIS[: max(0, limit)]
+    head = text[: limit - 1]
+    space = max(head.rfind(" "), head.rfind("\n"))
+    if space >= (limit - 1) * 0.6:  # a word boundary not too far back; else a hard cut
+        head = head[:space]
+    return head.rstrip() + ELLIPSIS

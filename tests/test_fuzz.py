@@ -17,7 +17,7 @@ import pytest
 from archive_mcp.refiners import PARSERS
 
 from archive_mcp import Archive
-from archive_mcp.ingest.pipeline import turn_rows
+from archive_mcp.ingest.jobs import turn_rows
 from archive_mcp.schema import refined_frame
 
 FIXTURES = Path(__file__).parent / "fixtures"

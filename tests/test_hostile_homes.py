@@ -373,7 +373,9 @@ def test_refine_of_an_unknown_session_exits_nonzero(kimi_root: Path) -> None:
         cli, ["--embedder", "none", "refine", "-w", "webapp", "--session", "nosuch"]
     )
     assert out.exit_code == 1
-    assert out.stderr.endswith("Error: no session 'nosuch' in the archive; is the id right?\n")
+    assert out.stderr.endswith(
+        "Error: no session 'nosuch' in workspace webapp; list the sessions\n"
+    )
     sid = "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17"  # known and up to date: nothing to do, exit 0
     known = runner.invoke(cli, ["--embedder", "none", "refine", "-w", "webapp", "--session", sid])
     assert known.exit_code == 0, known.output

@@ -213,7 +213,7 @@ async def test_refine_session_turns_falls_back_without_sampling(server) -> None:
         == "the client does not support sampling: kept the extractive summaries"
     )
     assert bad.is_error and "valid turns: 0..2" in bad.content[0].text
-    assert unknown.is_error and "list them with list_sessions" in unknown.content[0].text
+    assert unknown.is_error and "no session 'nope' in workspace" in unknown.content[0].text
 
 
 async def test_refine_session_turns_uses_client_sampling_when_offered(

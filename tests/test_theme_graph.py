@@ -12,15 +12,16 @@ import scipy.sparse as sp
 from archive_mcp.workspaces import Workspace
 
 from archive_mcp.themes import graph
-from archive_mcp.themes.graph import louvain, turn_graph
-from archive_mcp.themes.store import (
+from archive_mcp.themes.discovery import discover
+from archive_mcp.themes.graph import (
     TOPIC_IDS,
     cluster_turns,
     cluster_vectors,
-    discover,
+    louvain,
     new_topics,
-    unique_label,
+    turn_graph,
 )
+from archive_mcp.themes.labels import unique_label
 
 
 def _unit(m: np.ndarray) -> np.ndarray:

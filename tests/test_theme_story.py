@@ -12,8 +12,9 @@ import pytest
 
 from archive_mcp import Archive
 from archive_mcp.themes.decisions import clip, flag_turn, pair_changes
+from archive_mcp.themes.labels import class_tfidf, label_words
 from archive_mcp.themes.noise import noise_kind
-from archive_mcp.themes.store import Member, Theme, class_tfidf, label_words
+from archive_mcp.themes.store import Member, Theme
 from archive_mcp.themes.timeline import build_timeline
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"

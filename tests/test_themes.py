@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from archive_mcp import Archive
 from archive_mcp.cli.main import main
 from archive_mcp.synthetic import evaluation
-from archive_mcp.themes.store import ThemeError, match_clusters, slug_of
+from archive_mcp.themes.discovery import match_clusters
+from archive_mcp.themes.store import ThemeError, slug_of
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 LABELS = json.loads((SAMPLE / "LABELS.json").read_text(encoding="utf-8"))
@@ -394,7 +395,7 @@ def test_past_the_sample_size_discovery_reads_the_sample_texts_and_vectors_from_
 
 
 def test_stable_ids_by_rows_are_those_by_member_sets() -> None:
-    from archive_mcp.themes.store import match_rows
+    from archive_mcp.themes.graph import match_rows
 
     rng = np.random.default_rng(4)
     keys = [(f"s{i // 7}", "main", i % 7) for i in range(60)]

@@ -30,11 +30,21 @@ from .home import (
     qwen_settings_dir,
 )
 from .ids import canonical_path, is_workspace_id, kimi_code_key, safe_id, workspace_id
-from .registry import PRIVATE_MARKER, Registry, Workspace, WorkspaceError, merge_command
+from .registry import (
+    PRIVATE_MARKER,
+    PRIVATE_UMASK,
+    Registry,
+    Workspace,
+    WorkspaceError,
+    merge_command,
+    private_tree,
+    private_umask,
+)
 from .worktrees import worktree_home
 
 __all__ = [
     "PRIVATE_MARKER",
+    "PRIVATE_UMASK",
     "Registry",
     "Workspace",
     "WorkspaceError",
@@ -57,6 +67,8 @@ __all__ = [
     "locked",
     "merge_command",
     "opencode_config_dir",
+    "private_tree",
+    "private_umask",
     "qwen_settings_dir",
     "read_json",
     "safe_id",

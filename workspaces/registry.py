@@ -70,7 +70,7 @@ class Workspace:
 
 
 # Under the home: the archive's files are private (0600/0700). The marker says that was checked
-# for files written before (frames.private_tree); a home this version creates is private from birth.
+# for files written before (private_tree); a home this version creates is private from birth.
 PRIVATE_MARKER = ".private"
 
 
@@ -301,3 +301,30 @@ def _unnamed(ws_id: str, source: str | None) -> str:
     """The name of a workspace whose project path is unknown (a Gemini project hash, a Kimi bucket
     without its path): the agent and the id's head, not 32-64 hex digits."""
     return f"{source} project {ws_id[:8]}" if source else ws_id
+
+
+PRIVATE_UMASK = 0o077
+
+
+def private_umask() -> None:
+    """Everything the archive writes is private (files 0600, folders 0700): the logs and what is
+    derived from them hold secrets and paths. The umask is the process's: an archive in a process
+    makes that process's files private."""
+    os.umask(os.umask(PRIVATE_UMASK) | PRIVATE_UMASK)
+
+
+def private_tree(home: Path) -> None:
+    """Folders 0700 and files 0600 under the archive home, once: an archive written before the
+    umask was set (0755/0644) is made private the first time it is opened. A marker file records
+    that it was done."""
+    marker = home / PRIVATE_MARKER
+    if not home.is_dir() or marker.exists():
+        return
+    for path in [home, *home.rglob("*")]:
+        try:
+            if path.is_symlink():
+                continue
+            path.chmod(0o700 if path.is_dir() else 0o600)
+        except OSError:
+            continue
+    marker.touch(0o600)

@@ -182,16 +182,6 @@ def refine(
         f"{report.embedded} embedded"
     )
     report_skips(report.skipped, report.embed_error)
-    if session and not report.sessions and not _known_session(ctx, session, workspace, all_):
-        raise click.ClickException(f"no session {session!r} in the archive; is the id right?")
-
-
-def _known_session(ctx: click.Context, session: str, workspace: str | None, all_: bool) -> bool:
-    def known(a: Archive) -> bool:
-        targets = a.workspaces() if all_ else [a.workspace(workspace)]
-        return any(session in a.sessions(ws.id).collect()["session_id"] for ws in targets)
-
-    return bool(call(ctx, known))
 
 
 @main.command()

@@ -6,8 +6,7 @@ import click
 
 from archive_mcp.cli.common import call, echo_json, json_option, table, warn, workspace_option
 from archive_mcp.errors import InvalidArgument
-from archive_mcp.refs import parse_ref
-from archive_mcp.search.context import TurnRef
+from archive_mcp.refs import TurnRef, parse_ref
 
 
 @click.group()

@@ -9,25 +9,28 @@ atomically and returns what to embed; the engine embeds it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from archive_mcp.errors import InvalidArgument
+from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import jobs as _jobs
 from archive_mcp.ingest import store
 from archive_mcp.ingest import workers as _workers
-from archive_mcp.ingest.engine import Engine, LocalEngine
 from archive_mcp.ingest.jobs import EmbedItem, Progress, embed_item, reason
-from archive_mcp.ingest.pipeline import Skip
+from archive_mcp.ingest.pipeline import Ingestor, IngestReport, Skip
+from archive_mcp.ingest.runners import Engine, LocalEngine
 from archive_mcp.ingest.titles import NOT_A_REQUEST, request_title
 from archive_mcp.refiners import PARSERS
-from archive_mcp.refiners.embed import Embedder
+from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import REFINER, Summarizer
-from archive_mcp.workspaces import Workspace, locked, read_json
+from archive_mcp.settings import exclude_setting
+from archive_mcp.workspaces import Registry, Workspace, default_source_roots, locked, read_json
 
 ENGINES = ("local", "ray")
 
@@ -222,3 +225,93 @@ def refine_session(
     for r in rows:
         r["title"] = title
     return rows
+
+
+def run_ingest(
+    registry: Registry,
+    paths: Sequence[str | os.PathLike[str]],
+    embedder: Callable[[], Embedder | None],
+    summarizer: Summarizer | None,
+    embedder_spec: Embedder | str | None,
+    progress: Progress | None,
+    workers: int | None,
+    engine: str,
+    address: str | None,
+    exclude: Sequence[str] | None = None,
+) -> IngestReport:
+    """Archive and refine the sessions under `paths` (default: every agent's home that exists)
+    on the engine `engine` names; `report.roots` says which homes were looked at. Sessions whose
+    work dir is under an `exclude` path or glob (default: the `exclude` setting) are skipped and
+    counted (`report.excluded`)."""
+    looked = [] if paths else default_source_roots()
+    roots = [Path(p).expanduser() for p in paths] or [p for p in looked if p.exists()]
+    vectors = embedder()
+    runner = make_engine(engine, address, workers, vectors, progress, summarizer, embedder_spec)
+    try:
+        report = Ingestor(
+            registry,
+            vectors,
+            summarizer,
+            progress,
+            workers,
+            runner,
+            exclude=exclude_setting()[0] if exclude is None else exclude,
+        ).ingest(roots)
+    finally:
+        runner.close()
+    report.roots = [{"path": str(p), "found": p.exists()} for p in looked]
+    return report
+
+
+def run_refine(
+    selected: Sequence[Workspace],
+    session: str | None,
+    since: datetime | None,
+    force: bool,
+    embedder: Callable[[], Embedder | None] | None,
+    summarizer: Summarizer | None,
+    embedder_spec: Embedder | str | None,
+    progress: Progress | None,
+    engine: str,
+    address: str | None,
+    workers: int | None,
+) -> RefineReport:
+    """Refine the archived sessions of `selected` (only `session` when given, `NotFound` when none
+    of them holds it; only those active since `since`) on `engine`; embed them when an `embedder` is given and can be loaded (else
+    `report.embed_error` says why)."""
+    report = RefineReport()
+    plan = [
+        (ws, sid, files)
+        for ws in selected
+        for sid, files in store.raw_files(ws).items()
+        if session in (None, sid)
+    ]
+    if session is not None and not plan:  # every face says so the same way
+        where = f"workspace {selected[0].name}" if len(selected) == 1 else "the archive"
+        raise NotFound(f"no session {session!r} in {where}; list the sessions")
+    if since is not None:
+        cutoff = since if since.tzinfo else since.replace(tzinfo=UTC)
+        plan = [p for p in plan if _last_activity(p[0], p[1], p[2]) >= cutoff]
+    vectors = None
+    if embedder is not None:
+        try:
+            vectors = embedder()
+        except EmbedderUnavailable as exc:
+            report.embed_error = str(exc)
+    runner = make_engine(engine, address, workers, vectors, progress, summarizer, embedder_spec)
+    try:
+        refine_batch(
+            plan, runner, report, force=force, embed=vectors is not None, summarizer=summarizer
+        )
+    finally:
+        runner.close()
+    return report
+
+
+def _last_activity(ws: Workspace, sid: str, files: list[tuple[str, dict]]) -> datetime:
+    df = store.read_refined(ws, sid)
+    latest = df["started_at"].max() if df.height else None
+    if isinstance(latest, datetime):
+        return latest
+    mtimes = [(ws.root / rel).stat().st_mtime for rel, _ in files if (ws.root / rel).exists()]
+    return datetime.fromtimestamp(max(mtimes, default=0), UTC)

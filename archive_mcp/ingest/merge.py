@@ -22,7 +22,6 @@ from typing import Any
 import polars as pl
 
 from archive_mcp.errors import InvalidArgument
-from archive_mcp.themes.store import Theme, ThemeStore
 from archive_mcp.workspaces import (
     Registry,
     Workspace,
@@ -216,16 +215,30 @@ def _merge_state(staged: Path, dst: Workspace) -> None:
 
 
 def _merge_theme(staged: Path, dst: Workspace) -> str:
-    """A theme of SRC joins DST's theme of the same slug (members added), or comes as it is."""
-    theirs = Theme.from_json(read_json(staged))
-    store = ThemeStore(dst)
-    mine = store.get(theirs.slug)
-    if mine is None:
-        store.save(theirs)
+    """A theme of SRC joins DST's theme of the same slug (members and seeds added), or comes as
+    it is. Themes are merged as the files they are (`themes/<slug>.json`): ingest sits below the
+    themes layer and moves their data, not their rules."""
+    theirs = read_json(staged)
+    target = dst.root / "themes" / staged.name
+    mine = read_json(target) if target.exists() else None
+    if isinstance(theirs, dict) and isinstance(mine, dict):
+        keys = {_member_key(m) for m in mine.get("members", [])}
+        mine["members"] = list(mine.get("members", [])) + [
+            m for m in theirs.get("members", []) if _member_key(m) not in keys
+        ]
+        seeds = list(mine.get("seeds", []))
+        mine["seeds"] = seeds + [x for x in theirs.get("seeds", []) if x not in seeds]
+        theirs_name = str(theirs.get("name", staged.stem))
+        atomic_write_json(target, mine)
     else:
-        keys = {m.key for m in mine.members}
-        mine.members += [m for m in theirs.members if m.key not in keys]
-        mine.seeds += [s for s in theirs.seeds if s not in mine.seeds]
-        store.save(mine)
+        theirs_name = (
+            str(theirs.get("name", staged.stem)) if isinstance(theirs, dict) else staged.stem
+        )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(target, theirs)
     staged.unlink()
-    return theirs.name
+    return theirs_name
+
+
+def _member_key(m: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return (m.get("session_id"), m.get("agent"), m.get("turn"))

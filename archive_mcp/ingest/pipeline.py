@@ -19,7 +19,6 @@ from typing import Any
 
 from archive_mcp.ingest import store
 from archive_mcp.ingest import workers as _workers
-from archive_mcp.ingest.engine import Engine, LocalEngine
 from archive_mcp.ingest.exclude import Excluder
 from archive_mcp.ingest.jobs import (
     EMBED_BATCH,
@@ -28,17 +27,13 @@ from archive_mcp.ingest.jobs import (
     Progress,
     SessionJob,
     SessionOutcome,
-    embed_item,
-    embed_rows,
-    embed_text,
     guarded_session_job,
-    run_session_job,
-    turn_rows,
 )
 from archive_mcp.ingest.jobs import os_reason as _os_reason
 from archive_mcp.ingest.jobs import reason as _reason
 from archive_mcp.ingest.merge import finish_merges
 from archive_mcp.ingest.raw import DIR_MODE, archive_file, snapshot_file
+from archive_mcp.ingest.runners import Engine, LocalEngine
 from archive_mcp.refiners import SessionSource, discover
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.redact import redact
@@ -59,21 +54,6 @@ from archive_mcp.workspaces import (
 )
 
 EMBED_FLUSH = 8 * EMBED_BATCH  # embed and drop pending payloads once this many have arrived
-
-# Names other modules import from here; they live in `jobs`.
-__all__ = [
-    "IngestReport",
-    "Ingestor",
-    "Progress",
-    "Skip",
-    "embed_item",
-    "embed_rows",
-    "embed_text",
-    "guarded_session_job",
-    "run_session_job",
-    "turn_rows",
-]
-
 
 _clock = time.monotonic  # the run's wall time; tests pin it
 

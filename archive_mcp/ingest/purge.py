@@ -4,12 +4,12 @@ theme memberships. Raw copies keep every secret the agent logged; this is how th
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from archive_mcp.errors import NotFound
 from archive_mcp.ingest import store
-from archive_mcp.themes.store import ThemeStore
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
 
@@ -24,7 +24,9 @@ class PurgeReport:
         return asdict(self)
 
 
-def purge_session(ws: Workspace, session_id: str) -> PurgeReport:
+def purge_session(
+    ws: Workspace, session_id: str, forget: Callable[[str], list[str]] | None = None
+) -> PurgeReport:
     """Delete everything the archive holds for `session_id`. A later ingest of a source that still
     holds the session archives it afresh (e.g. after the secret was removed from it)."""
     report = PurgeReport(ws.id, session_id)
@@ -58,11 +60,6 @@ def purge_session(ws: Workspace, session_id: str) -> PurgeReport:
             del files[rel]
         sessions.pop(session_id, None)
         atomic_write_json(ws.state_dir / "ingest.json", state)
-        themes = ThemeStore(ws)
-        for theme in themes.list():
-            kept = [m for m in theme.members if m.session_id != session_id]
-            if len(kept) != len(theme.members):
-                theme.members = kept
-                themes.save(theme)
-                report.themes.append(theme.name)
+        if forget is not None:  # what the rooms above hold of it (the themes' members)
+            report.themes += forget(session_id)
     return report

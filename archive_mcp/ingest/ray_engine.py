@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from archive_mcp.errors import InvalidArgument
-from archive_mcp.ingest.engine import J, Meter, R
 from archive_mcp.ingest.jobs import EMBED_BATCH, EmbedItem, Progress, embed_rows
+from archive_mcp.ingest.runners import J, Meter, R
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, MiniLMEmbedder, make_embedder
 from archive_mcp.workspaces import Workspace
 

@@ -11,9 +11,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import REFINER
+from archive_mcp.refiners.summary import SUMMARY_MAX
+from archive_mcp.refiners.text import shorten
 from archive_mcp.schema import REFINED, empty_refined, refined_frame
-from archive_mcp.workspaces import Workspace, atomic_write_bytes
+from archive_mcp.workspaces import Workspace, atomic_write_bytes, locked, read_json
 
 _SAFE = re.compile(r"^[A-Za-z0-9_.\-]{1,160}$")
 KEY = ["agent", "turn"]
@@ -156,3 +159,35 @@ def carry_over(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> int:
         ):
             changed += 1
     return changed
+
+
+def raw_files(ws: Workspace) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """Archived raw logs per session: session id -> [(archive-relative path, ingest state)]."""
+    state = read_json(ws.state_dir / "ingest.json", {}) or {}
+    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for raw_rel, entry in sorted(state.get("files", {}).items()):
+        out.setdefault(entry["session"], []).append((raw_rel, entry))
+    return out
+
+
+def set_summaries(
+    ws: Workspace, session_id: str, summaries: dict[tuple[str, int], str], refiner: str
+) -> int:
+    """Replace the summaries of some turns (e.g. written by the client's model)."""
+    with locked(ws.root):
+        df = read_refined(ws, session_id)
+        rows = [
+            {
+                **r,
+                "summary": shorten(redact(summaries[(r["agent"], r["turn"])])[0], SUMMARY_MAX),
+                "refiner": refiner,
+            }
+            for r in df.iter_rows(named=True)
+            if (r["agent"], r["turn"]) in summaries
+        ]
+        for r in rows:
+            for col in ("started_at", "ended_at"):
+                r[col] = int(r[col].timestamp() * 1_000_000) if r[col] else None
+        if rows:
+            merge_refined(ws, session_id, rows)
+    return len(rows)

@@ -13,7 +13,6 @@ from mcp_types import CallToolResult, CreateMessageResult
 from pydantic import Field
 
 from archive_mcp.errors import ArchiveError
-from archive_mcp.errors import NotFound as NotFoundError
 from archive_mcp.mcp.sampling import apply_sampled, sampling_request, session_rows
 from archive_mcp.mcp.toolkit import (
     READ,
@@ -28,8 +27,9 @@ from archive_mcp.mcp.toolkit import (
     state,
     workspace_of,
 )
+from archive_mcp.refs import TurnRef
 from archive_mcp.render import hit_text, to_jsonable, turn_text
-from archive_mcp.search.context import NotFound, TurnContext, TurnDetail, TurnRef
+from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.search.engine import Hit
 from archive_mcp.workspaces import Workspace
 
@@ -54,7 +54,7 @@ class SearchOutput:
 @dataclass
 class TurnContextOutput:
     turns: list[TurnDetail]
-    not_found: list[NotFound]
+    not_found: list[MissingTurn]
     truncated: bool = False
 
 
@@ -356,10 +356,6 @@ def refine_session_turns(
     summaries read poorly."""
     archive = state(ctx).archive
     ws = workspace_of(ctx, workspace, roots)
-    if session_id not in archive.raw_files(ws):
-        raise NotFoundError(
-            f"no session {session_id!r} in workspace {ws.name}; list them with list_sessions"
-        )
     report = archive.refine(ws.id, session=session_id, force=True)
     rows = session_rows(archive, ws, session_id, turns)
     n_sampled, reason = 0, None
@@ -398,7 +394,7 @@ def refine_session_turns(
     )
 
 
-def _turns_text(turns: list[TurnDetail], not_found: list[NotFound]) -> str:
+def _turns_text(turns: list[TurnDetail], not_found: list[MissingTurn]) -> str:
     return "\n\n".join(
         [turn_text(t) for t in turns]
         + [f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in not_found]

@@ -1,9 +1,9 @@
 """refine_session_turns with MCP sampling: one request to the client's model for a few turns'
-summaries, asked by a resolver before the tool body runs, applied when the answer is usable."""
+summaries, asked by a resolver before the tool body runs, applied when the answer is usable (the
+prompt and the reading of the answer are the refiners': `refiners/sampling.py`)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import polars as pl
@@ -13,8 +13,12 @@ from mcp_types import CreateMessageResult, SamplingMessage, TextContent
 from archive_mcp.archive import Archive
 from archive_mcp.errors import ArchiveError, InvalidArgument
 from archive_mcp.mcp.toolkit import state
-from archive_mcp.refiners.refine import REFINER
-from archive_mcp.refiners.summary import compose
+from archive_mcp.refiners.sampling import (
+    SAMPLED_REFINER,
+    parse_sampled,
+    sampling_prompt,
+    sampling_tokens,
+)
 from archive_mcp.workspaces import Workspace
 
 
@@ -64,28 +68,7 @@ def sampling_request(
                 role="user", content=TextContent(type="text", text=sampling_prompt(rows))
             )
         ],
-        max_tokens=120 * len(rows) + 50,
-    )
-
-
-def sampling_prompt(rows: list[dict[str, Any]]) -> str:
-    turns = [
-        {
-            "turn": r["turn"],
-            "agent": r["agent"],
-            "user": r["user_text"][:1500],
-            "answer": r["assistant_text"][:1500],
-            "tools": [c["name"] for c in r["tool_calls"]][:10],
-            "files": r["files"][:10],
-        }
-        for r in rows
-    ]
-    return (
-        "Summarise each coding-agent turn below. Reply with a JSON array with one object per turn, in "
-        'order, and nothing else: {"asked": the request as a short clause, "did": tools, files and '
-        'commands, "outcome": one sentence stating the result, decision or finding (no filler such as '
-        '"Great!" or "Let me…")}. Keep each object under 300 characters.\n\n'
-        + json.dumps(turns, ensure_ascii=False)
+        max_tokens=sampling_tokens(rows),
     )
 
 
@@ -99,30 +82,10 @@ def apply_sampled(
     """Store the client's summaries; (how many, why none when none)."""
     if sampled is None:
         return 0, "the client does not support sampling: kept the extractive summaries"
-    text = getattr(sampled.content, "text", "") or ""
-    try:
-        summaries = json.loads(text[text.find("[") : text.rfind("]") + 1])
-    except ValueError:
-        summaries = None
-    if not isinstance(summaries, list) or len(summaries) != len(rows):
+    chosen = parse_sampled(getattr(sampled.content, "text", "") or "", rows)
+    if chosen is None:
         return (
             0,
             "the client's model did not answer with one summary per turn: kept the extractive summaries",
         )
-    chosen = {
-        (r["agent"], r["turn"]): text
-        for r, s in zip(rows, summaries, strict=True)
-        if (text := _sampled_summary(s))
-    }
-    return archive.set_summaries(ws, session_id, chosen, f"{REFINER}+sampling@1"), None
-
-
-def _sampled_summary(item: Any) -> str:
-    """The client's answer for one turn in the row's shape (`Asked: … Did: … Outcome: …`)."""
-    if isinstance(item, dict):
-        return compose(
-            str(item.get("asked") or "").strip(),
-            str(item.get("did") or "").strip(),
-            str(item.get("outcome") or "").strip(),
-        )
-    return str(item).strip()
+    return archive.set_summaries(ws, session_id, chosen, SAMPLED_REFINER), None

@@ -24,8 +24,8 @@ from archive_mcp.mcp.toolkit import (
     state,
     workspace_of,
 )
+from archive_mcp.refs import TurnRef
 from archive_mcp.render import to_jsonable
-from archive_mcp.search.context import TurnRef
 from archive_mcp.themes.store import TagResult, Theme
 
 ThemeName = Annotated[str, Field(max_length=120)]

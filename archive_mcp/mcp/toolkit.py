@@ -15,7 +15,8 @@ from pydantic import Field
 
 from archive_mcp.archive import Archive
 from archive_mcp.live import Follower
-from archive_mcp.render import clip, more_line, to_jsonable
+from archive_mcp.refiners.text import clip
+from archive_mcp.render import more_line, to_jsonable
 from archive_mcp.workspaces import Workspace
 
 # Hints at their MCP defaults (read_only false, idempotent false) are left out: tools/list is lean.

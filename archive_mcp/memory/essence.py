@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import polars as pl
+
 from archive_mcp.memory.store import (
     FOLDERS,
     MAX_CONTENT,
@@ -21,6 +23,7 @@ from archive_mcp.memory.store import (
     check_fields,
     check_folder,
     check_key,
+    slugify,
 )
 from archive_mcp.workspaces import (
     Workspace,
@@ -384,13 +387,20 @@ def _valid(m: Any) -> tuple[str, dict[str, Any]] | tuple[str, str]:
     }
 
 
-def import_memory(ws: Workspace, path: str | Path, allow_path: bool = False) -> ImportReport:
+def import_memory(
+    ws: Workspace, path: str | os.PathLike[str], allow_path: bool = False
+) -> ImportReport:
     """Read an export back; memories already present with the same content are left alone.
 
     The whole file is read and every entry checked before anything is written; entries that
     fail a check are listed in `skipped` (at most MAX_SKIPPED, then a count) and the rest land.
+    `path` is a file name in the workspace's `exports/`, or the path export_memory returned
+    (`exports/NAME`, relative to the workspace); any other path only with `allow_path`.
     """
-    payload = read_export(export_file(ws, path, allow_path))
+    p = Path(path).expanduser()
+    if not p.is_absolute() and len(p.parts) > 1:
+        p = ws.root / p
+    payload = read_export(export_file(ws, p, allow_path))
     memories = payload.get("memories", [])
     if not isinstance(memories, list):
         raise MemoryStoreError(
@@ -432,3 +442,63 @@ def import_memory(ws: Workspace, path: str | Path, allow_path: bool = False) -> 
 
 def _digest(text: str) -> str:
     return hashlib.sha1(text.strip().encode("utf-8", errors="replace")).hexdigest()
+
+
+def save_lesson(
+    memory: MemoryStore, situation: str, mistake: str, correction: str, key: str | None = None
+) -> MemoryEntry:
+    """A correction that must not be repeated, stored under memory/lessons/."""
+    content = f"## Situation\n{situation}\n\n## Mistake\n{mistake}\n\n## Correction\n{correction}\n"
+    return memory.remember(
+        key or slugify(situation), content, "lessons", tags=["lesson"], title=situation[:80]
+    )
+
+
+def recent_requests(turns: pl.LazyFrame, recent: int) -> list[dict[str, Any]]:
+    """The last `recent` requests of the main agent (no slash command, output or summary), oldest
+    first, as `bootstrap_workspace` lists them."""
+    rows = (
+        turns.filter(pl.col("agent") == "main")
+        .filter(pl.col("origin") == "user")
+        .sort("started_at", descending=True, nulls_last=True)
+        .head(recent)
+        .select("session_id", "turn", "started_at", "summary")
+        .collect()
+        .to_dicts()
+    )
+    return [
+        {
+            "session_id": r["session_id"],
+            "turn": r["turn"],
+            "at": r["started_at"].isoformat() if r["started_at"] else None,
+            "summary": r["summary"],
+        }
+        for r in reversed(rows)
+    ]
+
+
+def export_turns(turns: pl.LazyFrame) -> list[dict[str, Any]]:
+    """The turns an export with `include_turns` carries."""
+    return (
+        turns.select("session_id", "agent", "turn", "started_at", "summary", "kinds")
+        .collect()
+        .to_dicts()
+    )
+
+
+def memory_stats(
+    ws: Workspace, turns: int, oldest: str | None, newest: str | None, themes: int
+) -> MemoryStats:
+    """Memories per folder, the workspace's bytes on disk, its turns and span, themes, essence."""
+    counts = {f: len(list((ws.root / "memory" / f).glob("*.md"))) for f in FOLDERS}
+    essence = ws.root / "essence" / "essence.md"
+    size = sum(p.stat().st_size for p in ws.root.rglob("*") if p.is_file())
+    return MemoryStats(
+        counts,
+        size,
+        turns,
+        oldest,
+        newest,
+        themes,
+        essence.stat().st_size if essence.exists() else 0,
+    )

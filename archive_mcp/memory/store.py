@@ -318,7 +318,7 @@ class MemoryStore:
     ) -> builtins.list[MemoryHit]:
         """Lexical + fuzzy ranking (the search_context machinery), CJK-aware."""
         from archive_mcp.search.ranking import (
-            normalised as _normalised,  # as search_context's combsum
+            normalised as _normalised,  # each signal scaled to [0, 1]
         )
 
         if not query.strip():

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
+from archive_mcp.errors import ArchiveError, NotFound
 from archive_mcp.ingest import store
 from archive_mcp.refiners import PARSERS, Turn
 from archive_mcp.refiners.redact import redact, secret_values
-from archive_mcp.render import clip
+from archive_mcp.refiners.text import clip
+from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.workspaces import Workspace, read_json
-
-
-@dataclass
-class TurnRef:
-    session_id: str
-    turn: int
-    agent: str = "main"
 
 
 @dataclass
@@ -47,7 +43,7 @@ class TurnDetail:
 
 
 @dataclass
-class NotFound:
+class MissingTurn:
     session_id: str
     turn: int
     agent: str
@@ -57,7 +53,7 @@ class NotFound:
 @dataclass
 class TurnContext:
     turns: list[TurnDetail]
-    not_found: list[NotFound]
+    not_found: list[MissingTurn]
 
 
 def _cut(text: str, budget: int) -> tuple[str, bool]:
@@ -194,13 +190,13 @@ def load_turn_context(
     """Full turns for the references (plus neighbours); their texts together hold `max_chars`,
     cut at word boundaries with `…`."""
     wanted: list[tuple[dict[str, Any], bool]] = []
-    missing: list[NotFound] = []
+    missing: list[MissingTurn] = []
     seen: set[tuple[str, str, int]] = set()
     for ref in references:
         df = store.read_refined(ws, ref.session_id)
         if df.height == 0:
             missing.append(
-                NotFound(
+                MissingTurn(
                     ref.session_id,
                     ref.turn,
                     ref.agent,
@@ -214,7 +210,7 @@ def load_turn_context(
         if ref.turn not in turns:
             valid = f"{turns[0]}..{turns[-1]}" if turns else "none"
             missing.append(
-                NotFound(
+                MissingTurn(
                     ref.session_id,
                     ref.turn,
                     ref.agent,
@@ -234,3 +230,89 @@ def load_turn_context(
         left -= _size(d)
         details.append(d)
     return TurnContext(details, missing)
+
+
+def canonical_ref(ws: Workspace, r: RefLike) -> TurnRef:
+    """`r` parsed, its session prefix expanded when it names one session of `ws`."""
+    ref = parse_ref(r)
+    found = resolve_session(store.raw_files(ws), ref.session_id)
+    return replace(ref, session_id=found[0]) if len(found) == 1 else ref
+
+
+def locate(
+    sid: str, ws: Workspace | None, anywhere: bool, every: Callable[[], list[Workspace]]
+) -> tuple[Workspace | None, str, str]:
+    """The workspace and full id of the session `sid` names (an id or a unique prefix), else
+    (None, sid, why): in `ws`, then (with `anywhere`) in `every()` workspace."""
+    pools: list[Workspace | None] = [ws] if ws is not None else []
+    if anywhere:
+        pools.append(None)  # None: every workspace
+    for pool in pools:
+        spaces = [pool] if pool is not None else every()
+        found = [(w, s) for w in spaces for s in resolve_session(store.raw_files(w), sid)]
+        if len(found) == 1:
+            return found[0][0], found[0][1], ""
+        if len(found) > 1:
+            names = ", ".join(f"{s} ({w.name})" for w, s in found[:5])
+            return None, sid, f"session {sid!r} is ambiguous: {names}; give more of the id"
+    where = f"workspace {ws.name}" if ws is not None and not anywhere else "any workspace"
+    return (
+        None,
+        sid,
+        f"no session {sid!r} in {where}; search for its turns or list the sessions",
+    )
+
+
+def load_references(
+    references: Sequence[RefLike],
+    workspace: Callable[[], Workspace],
+    named: bool,
+    every: Callable[[], list[Workspace]],
+    before: int = 0,
+    after: int = 0,
+    include_tools: bool = True,
+    include_thinking: bool = False,
+    max_chars: int = 6000,
+    anywhere: bool = False,
+) -> TurnContext:
+    """`load_turn_context` of references in any workspace: each session is looked up in
+    `workspace()` (a `named` one, or the cwd's), then with `anywhere` in `every()` workspace; the
+    turns come back in the references' order, `max_chars` shared by the workspaces' turns. When
+    no reference is found, `NotFound` with the reasons."""
+    try:
+        ws: Workspace | None = workspace()
+    except ArchiveError:
+        if not anywhere or named:
+            raise
+        ws = None
+    groups: dict[str, tuple[Workspace, list[TurnRef]]] = {}
+    missing: list[MissingTurn] = []
+    order: dict[tuple[str, str, str], int] = {}  # the turns come back in the references' order
+    asked: dict[tuple[str, int, str], int] = {}  # and so do the references not found
+    for raw in references:
+        ref = parse_ref(raw)
+        where, sid, why = locate(ref.session_id, ws, anywhere, every)
+        asked.setdefault((sid, ref.turn, ref.agent), len(asked))
+        if where is None:
+            missing.append(MissingTurn(ref.session_id, ref.turn, ref.agent, why))
+            continue
+        groups.setdefault(where.id, (where, []))[1].append(replace(ref, session_id=sid))
+        order.setdefault((where.id, sid, ref.agent), len(order))
+    turns, total = [], max(1, sum(len(r) for _, r in groups.values()))
+    for where, refs in groups.values():
+        part = load_turn_context(
+            where,
+            refs,
+            before,
+            after,
+            include_tools,
+            include_thinking,
+            max_chars * len(refs) // total,
+        )
+        turns += part.turns
+        missing += part.not_found
+    if missing and not turns:
+        raise NotFound("; ".join(dict.fromkeys(n.reason for n in missing)))
+    turns.sort(key=lambda t: order.get((t.workspace_id, t.session_id, t.agent), 0))
+    missing.sort(key=lambda n: asked.get((n.session_id, n.turn, n.agent), 0))
+    return TurnContext(turns, missing)

@@ -1,9 +1,12 @@
-"""Hybrid retrieval: BM25 + fuzzy (rapidfuzz term expansion) + semantic cosine, fused by CombSUM
-(normalised score sum; reciprocal-rank fusion stays available for comparison)."""
+"""Hybrid retrieval: BM25 + fuzzy (rapidfuzz term expansion) + semantic cosine, fused by the sum
+of each signal's z-scores (`zsum`, the default; reciprocal-rank fusion stays available for
+comparison)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,6 +15,7 @@ import polars as pl
 
 from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.ingest import store
+from archive_mcp.refiners import SOURCES
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
 from archive_mcp.search.confidence import Evidence, evidence, term_weights
 from archive_mcp.search.highlight import highlight_terms
@@ -33,7 +37,6 @@ from archive_mcp.search.ranking import (
     with_context,
 )
 from archive_mcp.search.rerank import SPECS, RerankerUnavailable, reranker
-from archive_mcp.themes.store import ThemeError, ThemeStore
 from archive_mcp.workspaces import Workspace
 
 MODES = ("hybrid", "lexical", "fuzzy", "semantic")
@@ -58,6 +61,10 @@ class Filters:
     theme: str | None = None
     kind: str | None = None
     source: str | None = None
+    # a theme's member keys in a workspace (None: no such theme), from the theme store above
+    theme_members: Callable[[Workspace, str], set[tuple[str, str, int]] | None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def validate(self, indexes: list[WorkspaceIndex]) -> None:
         """Refuse filters that cannot match anything, saying what exists instead."""
@@ -122,11 +129,7 @@ class Filters:
         if conds and meta.height:
             out = meta.select(pl.all_horizontal(conds).fill_null(False)).to_series().to_numpy()
         if self.theme:
-            try:
-                theme = ThemeStore(ws).get(self.theme)
-            except ThemeError:
-                theme = None
-            members = {m.key for m in theme.members} if theme else None
+            members = self.theme_members(ws, self.theme) if self.theme_members else None
             if members is None:
                 raise SearchError(
                     f"no theme named {self.theme!r} in workspace {ws.name}; list the themes to see them"
@@ -415,6 +418,35 @@ def search_workspaces(
     all_hits.sort(key=lambda h: (-h.score, h.started_at or ""))
     realized_mode = realized_modes.pop() if len(realized_modes) == 1 else "mixed"
     return SearchResults(all_hits[:limit], realized_mode, "; ".join(reasons) or None, query)
+
+
+def run_search(
+    query: str,
+    workspaces: Callable[[], list[Workspace]],
+    embedder: Callable[[], Embedder | None],
+    index: Callable[[Workspace], WorkspaceIndex],
+    lock: AbstractContextManager[Any],
+    limit: int,
+    mode: str,
+    filters: Filters,
+    fusion: str | None = None,
+    tuning: Tuning | None = None,
+    rerank: str | None = None,
+) -> SearchResults:
+    """A search as the Archive runs it: the source checked, then the workspaces resolved, the
+    embedder loaded for the modes that use one (None when it cannot be), every index loaded
+    under `lock` (one index refresh or search at a time), then `search_workspaces`."""
+    if filters.source is not None and filters.source not in SOURCES:
+        raise SearchError(f"unknown source {filters.source!r}: use one of {', '.join(SOURCES)}")
+    targets = workspaces()
+    vectors = embedder() if mode in ("hybrid", "semantic") else None
+    if rerank is not None:
+        tuning = replace(tuning or Tuning(), rerank=rerank)
+    with lock:
+        indexes = {ws.id: index(ws) for ws in targets}
+        return search_workspaces(
+            targets, indexes, vectors, query, limit, mode, filters, fusion, tuning
+        )
 
 
 __all__ = [

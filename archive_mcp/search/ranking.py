@@ -1,7 +1,7 @@
 """Fusion and the second look: how per-signal scores become one ranking.
 
-- `fuse`: per-signal scores normalised (z-scores by default, CombSUM over max-scaled scores or
-  reciprocal ranks for comparison) and summed with weights.
+- `fuse`: per-signal scores normalised (z-scores by default, reciprocal ranks for comparison)
+  and summed with weights.
 - `common_terms`: query words so frequent in a workspace that they only blur its vector (the two
   speakers' names in a chat, the project's name in a coding log); they leave the semantic query.
 - `with_context`: a share of the neighbouring turns' and the session's best score lifts each
@@ -15,6 +15,7 @@ Every choice is measured in bench/RESULTS.md ("Retrieval on real conversations")
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,6 @@ from archive_mcp.refiners.text import is_cjk, sentences
 
 DEPTH = 100  # candidates each signal contributes to the fusion
 RRF_K = 60
-FUSIONS = ("zsum", "combsum", "rrf")
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,21 @@ def zscored(name: str, x: np.ndarray, ok: np.ndarray) -> np.ndarray:
     return np.where(keep, z + tie, 0.0).astype(np.float32)
 
 
+def _rrf(name: str, x: np.ndarray, ok: np.ndarray, depth: int) -> np.ndarray:
+    part = np.zeros(ok.shape, np.float32)
+    ranked = top(x + (1.0 if name == "semantic" else 0.0), ok, depth)
+    part[ranked] = 1.0 / (RRF_K + 1 + np.arange(len(ranked)))
+    return part
+
+
+# fusion name -> a signal's part of the fused score (name, scores, ok, depth); z-scores are the
+# default, reciprocal ranks the comparison (a benchmark may add its own, e.g. bench/retrieval.py)
+FUSIONS: dict[str, Callable[[str, np.ndarray, np.ndarray, int], np.ndarray]] = {
+    "zsum": lambda name, x, ok, depth: zscored(name, x, ok),
+    "rrf": _rrf,
+}
+
+
 def fuse(
     scores: dict[str, np.ndarray],
     ok: np.ndarray,
@@ -120,16 +135,9 @@ def fuse(
 ) -> np.ndarray:
     """One score per doc: the weighted sum of the normalised signals."""
     total = np.zeros(ok.shape, np.float32)
+    part_of = FUSIONS.get(fusion, FUSIONS["zsum"])
     for name, x in scores.items():
-        if fusion == "rrf":
-            part = np.zeros(ok.shape, np.float32)
-            ranked = top(x + (1.0 if name == "semantic" else 0.0), ok, depth)
-            part[ranked] = 1.0 / (RRF_K + 1 + np.arange(len(ranked)))
-        elif fusion == "combsum":
-            part = normalised(name, x, ok, depth)
-        else:
-            part = zscored(name, x, ok)
-        total += weights.get(name, 1.0) * part
+        total += weights.get(name, 1.0) * part_of(name, x, ok, depth)
     return np.where(ok, total, 0.0)
 
 

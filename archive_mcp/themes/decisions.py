@@ -21,8 +21,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from archive_mcp.refiners.summary import announces, strip_reply_ack
-from archive_mcp.refiners.text import STOPWORDS, sentences
-from archive_mcp.render import clip
+from archive_mcp.refiners.text import STOPWORDS, clip, sentences
 
 # Patterns run by Polars over all of a theme's turns at once (Rust regex syntax: no look-behind).
 _CHANGE_USER = (

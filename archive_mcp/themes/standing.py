@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from archive_mcp.render import clip
+from archive_mcp.refiners.text import clip
 from archive_mcp.themes.decisions import FOLLOW_UP
 from archive_mcp.themes.noise import noise_kind
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from archive_mcp.render import clip, more_line
+from archive_mcp.refiners.text import clip
+from archive_mcp.render import more_line
 from archive_mcp.themes.standing import short_line
 
 if TYPE_CHECKING:

@@ -20,17 +20,25 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from archive_mcp.refiners.text import tokens
-from archive_mcp.render import clip
+from archive_mcp.errors import InvalidArgument
+from archive_mcp.ingest import store as ingest_store
+from archive_mcp.refiners.text import clip, tokens
+from archive_mcp.refs import RefLike, TurnRef
+from archive_mcp.search.context import canonical_ref
+from archive_mcp.search.hits import SearchResults
 from archive_mcp.search.index import WorkspaceIndex
+from archive_mcp.search.ranking import Tuning
 from archive_mcp.themes.noise import noise_mask
+from archive_mcp.themes.store import Member, TagResult, Theme, ThemeError, ThemeStore, slug_of
 from archive_mcp.themes.walk import local_turns, walk
+from archive_mcp.workspaces import Workspace, locked
+from archive_mcp.workspaces.clock import now
 
 COMMON_SHARE = (
     0.3  # a word in more than this share of a workspace's turns says nothing about a topic
@@ -376,3 +384,115 @@ def _noise(frame: pl.DataFrame) -> set[Key]:
         return set()
     keys = frame.select("session_id", "agent", "turn").iter_rows()
     return {k for k, bad in zip(keys, noise_mask(frame), strict=True) if bad}
+
+
+SEED_TUNING = Tuning(
+    neighbour=0.0, session=0.0, sentence_depth=0
+)  # a theme takes the turns that match a seed themselves
+
+
+def tag_theme(
+    ws: Workspace,
+    theme: str,
+    references: Sequence[RefLike] | None,
+    seeds: Sequence[str] | None,
+    remove: Sequence[RefLike] | None,
+    description: str | None,
+    min_score: float,
+    who: str,
+    *,
+    turns: Callable[[], pl.LazyFrame],
+    refine: Callable[[str], object],
+    search: Callable[[str, int], SearchResults],
+    index: Callable[[], WorkspaceIndex],
+) -> TagResult:
+    """Attach confirmed turns, or search from 1-3 seeds (`search`, over `index()`) and attach the
+    topic's hits; sessions referenced but not refined yet are refined first (`refine`); `turns()`
+    reads the workspace's refined turns. Returns what was attached and the near misses."""
+    store = ThemeStore(ws)
+    existing = store.get(theme)  # by slug, name, or a discovered theme's label
+    slug = existing.slug if existing is not None else slug_of(theme)
+    if seeds is not None and not 1 <= len(seeds) <= 3:
+        raise ThemeError("give 1 to 3 seeds (keywords or a question)")
+    if not references and not seeds and not remove and store.get(theme) is None:
+        raise InvalidArgument(
+            f"no theme named {theme!r} yet, and nothing to put in it: give references "
+            "(turns found by a search, as session:turn) or 1-3 seeds"
+        )
+    refs = [canonical_ref(ws, r) for r in references or []]
+    drop = {(r.session_id, r.agent, r.turn) for r in (canonical_ref(ws, x) for x in remove or [])}
+    refined = _ensure_refined(ws, {r.session_id for r in refs}, refine)
+    _check_refs(ws, refs, _turn_keys(turns, {r.session_id for r in refs}))
+    when = now()
+    candidates = [Member(r.session_id, r.agent, r.turn, "reference", who, when, None) for r in refs]
+    near: list[dict[str, Any]] = []
+    if seeds:
+
+        def turns_of(sessions: set[str]) -> pl.DataFrame:
+            return (
+                turns()
+                .filter(pl.col("session_id").is_in(list(sessions)))
+                .select(*_KEY, "user_text", "assistant_text", "kinds", "tool_calls")
+                .collect()
+            )
+
+        found, near = seed_candidates(search, index(), turns_of, seeds, min_score)
+        candidates += [Member(*c.key, c.provenance, who, when, c.score) for c in found]
+    with locked(ws.root):
+        current = store.get(theme) or Theme(theme, slug)
+        if current.status == "suggested":  # confirming a suggestion makes it the user's theme
+            current.status = "tagged"
+        have = {m.key for m in current.members}
+        attached = []
+        for m in candidates:
+            if m.key not in have and m.key not in drop:
+                current.members.append(m)
+                have.add(m.key)
+                attached.append(m)
+        removed = [asdict(m) for m in current.members if m.key in drop]
+        current.members = [m for m in current.members if m.key not in drop]
+        current.seeds = list(dict.fromkeys([*current.seeds, *(seeds or [])]))
+        if description is not None:
+            current.description = description
+        store.save(current)
+    near = [n for n in near if (n["session_id"], n["agent"], n["turn"]) not in have]
+    return TagResult(
+        current.name, current.slug, attached, near, removed, len(current.members), refined
+    )
+
+
+_KEY = ("session_id", "agent", "turn")
+
+
+def _check_refs(ws: Workspace, refs: list[TurnRef], known: set[Key]) -> None:
+    """Refuse a reference to a turn the workspace does not hold, saying which turns it does."""
+    for r in refs:
+        if (r.session_id, r.agent, r.turn) not in known:
+            valid = sorted(t for s, a, t in known if s == r.session_id and a == r.agent)
+            hint = (
+                f"valid turns: {valid[0]}..{valid[-1]}"
+                if valid
+                else "unknown session; search for its turns"
+            )
+            raise ThemeError(
+                f"no turn {r.session_id}:{r.turn} (agent {r.agent}) in workspace {ws.name}; {hint}"
+            )
+
+
+def _turn_keys(turns: Callable[[], pl.LazyFrame], sessions: set[str]) -> set[Key]:
+    if not sessions:
+        return set()
+    df = turns().filter(pl.col("session_id").is_in(list(sessions))).select(*_KEY).collect()
+    return set(df.iter_rows())
+
+
+def _ensure_refined(ws: Workspace, sessions: set[str], refine: Callable[[str], object]) -> int:
+    """Refine archived sessions that have no refined rows yet (on the way to tagging)."""
+    missing = [
+        s
+        for s in sessions
+        if ingest_store.read_refined(ws, s).height == 0 and s in ingest_store.raw_files(ws)
+    ]
+    for s in missing:
+        refine(s)
+    return len(missing)

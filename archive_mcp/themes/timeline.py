@@ -17,8 +17,9 @@ import polars as pl
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.themes import decisions as rules
 from archive_mcp.themes.decisions import Flag, flag_turns, gist, pair_changes
+from archive_mcp.themes.labels import class_tfidf_of
 from archive_mcp.themes.standing import Standing, line, standing
-from archive_mcp.themes.store import Theme, class_tfidf_of
+from archive_mcp.themes.store import Theme
 
 
 @dataclass
