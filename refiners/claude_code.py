@@ -47,8 +47,11 @@ KNOWN_TYPES = frozenset(
         "attachment",
         "custom-title",
         "tag",
+        "last-prompt",  # 2.1: the session's last prompt, for /resume's list
+        "mode",  # 2.1: the permission mode in force
     }
 )
+_NO_RESPONSE = "No response requested."  # 2.1 writes it (model "<synthetic>") on a resume
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
 _ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -130,6 +133,9 @@ class ClaudeTurnBuilder:
         self.unknown: dict[str, int] = {}
         self.version: str | None = None
         self.side: ClaudeTurnBuilder | None = None
+        self.opened: Turn | None = None  # the turn the last record opened
+        self.prompt_id: str | None = None  # the `promptId` of the record that opened `cur`
+        self.moved = False  # that turn went in before the one it followed (see `_open`)
 
     def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
         """Fold one record; True when it opened a turn."""
@@ -152,7 +158,7 @@ class ClaudeTurnBuilder:
                 self.pending_compactions += 1
             return opened
         cur.byte_end = end
-        if ts is not None:
+        if ts is not None and (cur.last_at is None or ts > cur.last_at):
             cur.last_at = ts
         if kind == "assistant":
             self._assistant(cur, rec, ts)
@@ -165,6 +171,23 @@ class ClaudeTurnBuilder:
     def _open(self, rec: dict[str, Any], ts: float | None, start: int) -> None:
         text, media, origin = prompt_of(rec)
         prev = self.cur
+        prompt_id = rec.get("promptId") if isinstance(rec.get("promptId"), str) else None
+        # 2.1 writes a manual compaction's boundary and summary before the `/compact` command
+        # that asked for it (the same `promptId`, an earlier timestamp): the command's turn
+        # goes in before the summary's, as older versions wrote them, and starts at the
+        # summary's bytes so that a parse resumed there reads both again.
+        self.moved = bool(
+            prev is not None
+            and origin == "command"
+            and prev.origin == "compaction"
+            and not prev.steps
+            and prompt_id is not None
+            and prompt_id == self.prompt_id
+            and ts is not None
+            and prev.started_at is not None
+            and ts < prev.started_at
+        )
+        self.prompt_id = prompt_id
         if prev is not None and prev.end == "open":
             prev.end = "superseded"
             if origin == "interrupt" and prev.reason is None:
@@ -183,12 +206,24 @@ class ClaudeTurnBuilder:
             turn.compactions = 1
         self.pending_compactions = 0
         self.index += 1
-        self.turns.append(turn)
+        if self.moved and prev is not None:
+            turn.index, turn.byte_start = prev.index, prev.byte_start
+            prev.index += 1
+            self.turns.insert(len(self.turns) - 1, turn)
+        else:
+            self.turns.append(turn)
+        self.opened = turn
         self.cur, self.step, self.step_id, self.calls = turn, None, None, {}
 
     def _assistant(self, cur: Turn, rec: dict[str, Any], ts: float | None) -> None:
         msg = field_dict(rec, "message")
         mid = str(msg.get("id") or rec.get("uuid") or "")
+        if (
+            msg.get("model") == "<synthetic>"
+            and not rec.get("isApiErrorMessage")
+            and [b.get("text") for b in _blocks(msg.get("content"))] == [_NO_RESPONSE]
+        ):
+            return  # no model call: the CLI's filler after a resumed session's last prompt
         if self.step is None or mid != self.step_id:
             self.step = Step(n=len(cur.steps) + 1)
             self.step_id = mid
@@ -281,8 +316,12 @@ def parse_wire(
     builder = ClaudeTurnBuilder(start_index, in_subagent=path.name.startswith("agent-"))
     line_of_turn: dict[int, int] = {}
     for rec in reader:
-        if builder.feed(rec.data, rec.start, rec.end):
-            line_of_turn[builder.turns[-1].index] = rec.line
+        if builder.feed(rec.data, rec.start, rec.end) and builder.opened is not None:
+            index = builder.opened.index
+            if builder.moved:  # it starts where the summary it went before began
+                line_of_turn[index + 1] = line_of_turn.get(index, rec.line)
+            else:
+                line_of_turn[index] = rec.line
     return finish(
         builder.turns,
         builder.version or protocol or DEFAULT_PROTOCOL,

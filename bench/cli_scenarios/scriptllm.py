@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import threading
 import time
@@ -24,9 +25,30 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-SHELL_TOOLS = ("exec_command", "shell", "shell_command", "run_shell_command", "bash", "Bash")
+SHELL_TOOLS = (
+    "exec_command",
+    "shell",
+    "shell_command",
+    "run_shell_command",
+    "bash",
+    "Bash",
+    "Shell",
+)
 LOCK = threading.Lock()
 LOG = "requests.jsonl"
+
+
+CWD = ""  # the work dir of the CLI under test (--cwd): absolute paths for file tools
+EDIT_TOOLS = ("Write", "write_file", "write", "WriteFile")  # creates hello.txt
+SUMMARY = (
+    "<analysis>The user ran shell commands.</analysis>\n<summary>1. The user ran echo hi and a "
+    "failing ls. SCRIPTED-SUMMARY</summary>"
+)
+
+
+def is_summary_request(prompt: str) -> bool:
+    low = prompt.lower()
+    return "summary of the conversation" in low or "summarize the conversation" in low
 
 
 def command_for(prompt: str) -> str:
@@ -60,18 +82,33 @@ def shell_args(name: str, schema: dict[str, Any] | None, cmd: str) -> dict[str, 
     return args
 
 
-SUBAGENT_TOOLS = ("task", "agent")  # OpenCode, Qwen Code
+SUBAGENT_TOOLS = ("task", "agent", "Task", "Agent")  # OpenCode, Qwen Code, Claude Code
+
+
+def edit_args(name: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+    props = (schema or {}).get("properties") or {}
+    path = f"{CWD}/hello.txt" if CWD else "hello.txt"
+    key = next(
+        (k for k in ("file_path", "absolute_path", "filePath", "path") if k in props), "path"
+    )
+    return {key: path, "content": "hi\n"}
 
 
 def pick(tools: list[tuple[str, Any]], prompt: str, answered: bool) -> tuple[str, dict] | None:
     if answered:
         return None
     by = dict(tools)
+    if is_summary_request(prompt):
+        return None
+    if "hello.txt" in prompt:
+        for name in EDIT_TOOLS:
+            if name in by:
+                return name, edit_args(name, by[name])
     if "subagent" in prompt.lower():
         for name in SUBAGENT_TOOLS:
             if name in by:
                 enum = ((by[name] or {}).get("properties") or {}).get("subagent_type", {})
-                kinds = enum.get("enum") or ["general"]
+                kinds = enum.get("enum") or ["general-purpose" if name[0].isupper() else "general"]
                 return name, {
                     "description": "Print hi",
                     "prompt": "Run echo hi in the shell",
@@ -97,14 +134,18 @@ def example(s: Any) -> Any:
     return 1 if t in ("integer", "number") else False if t == "boolean" else "ok"
 
 
+REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.S)
+
+
 def text_of(content: Any) -> str:
+    """A message's text, less the <system-reminder> blocks a CLI injects (Kimi Code)."""
     if isinstance(content, str):
-        return content
+        return REMINDER.sub("", content).strip()
     out = []
     for p in content if isinstance(content, list) else []:
         if isinstance(p, dict) and isinstance(p.get("text"), str):
             out.append(p["text"])
-    return "\n".join(out)
+    return REMINDER.sub("", "\n".join(out)).strip()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -165,6 +206,10 @@ class Handler(BaseHTTPRequestHandler):
             fh.write(json.dumps({"t": time.time(), "path": self.path, "body": body}) + "\n")
         p = self.path.split("?")[0]
         try:
+            if p.endswith("/messages/count_tokens"):
+                return self._json({"input_tokens": 100})
+            if p.endswith("/v1/messages"):
+                return self.anthropic(body)
             if p.endswith("/responses"):
                 return self.oai_responses(body)
             if p.endswith("/chat/completions"):
@@ -244,9 +289,100 @@ class Handler(BaseHTTPRequestHandler):
         ]
         self._sse(evs, named=True)
 
+    def anthropic(self, b: dict[str, Any]) -> None:
+        msgs = [m for m in (b.get("messages") or []) if isinstance(m, dict)]
+
+        def blocks(m: dict[str, Any]) -> list[dict[str, Any]]:
+            c = m.get("content")
+            if isinstance(c, str):
+                return [{"type": "text", "text": c}]
+            return [x for x in c if isinstance(x, dict)] if isinstance(c, list) else []
+
+        def results(m: dict[str, Any]) -> bool:
+            return any(x.get("type") == "tool_result" for x in blocks(m))
+
+        last = max(
+            (k for k, m in enumerate(msgs) if m.get("role") == "user" and not results(m)),
+            default=-1,
+        )
+        prompt = "\n".join(
+            str(x.get("text") or "")
+            for x in (blocks(msgs[last]) if last >= 0 else [])
+            if x.get("type") == "text"
+            and not str(x.get("text") or "").lstrip().startswith("<system-reminder>")
+        )
+        answered = any(results(m) for m in msgs[last + 1 :])
+        tools = [(t.get("name"), t.get("input_schema")) for t in b.get("tools") or []]
+        call = pick([t for t in tools if t[0]], prompt, answered)
+        mid, model = "msg_" + uuid.uuid4().hex[:24], b.get("model", "fake-model")
+        usage = {
+            "input_tokens": 100,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 20,
+            "output_tokens": 7,
+        }
+        if call:
+            block: dict[str, Any] = {
+                "type": "tool_use",
+                "id": "toolu_" + uuid.uuid4().hex[:20],
+                "name": call[0],
+                "input": call[1],
+            }
+            stop, start = "tool_use", dict(block, input={})
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(call[1])}
+        else:
+            text = SUMMARY if is_summary_request(prompt) else answer_for(prompt)
+            block, stop = {"type": "text", "text": text}, "end_turn"
+            start, delta = dict(block, text=""), {"type": "text_delta", "text": text}
+        if not b.get("stream"):
+            return self._json(
+                {
+                    "id": mid,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [block],
+                    "stop_reason": stop,
+                    "stop_sequence": None,
+                    "usage": usage,
+                }
+            )
+        head = {
+            "id": mid,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": dict(usage, output_tokens=1),
+        }
+        self._sse(
+            [
+                {"type": "message_start", "message": head},
+                {"type": "content_block_start", "index": 0, "content_block": start},
+                {"type": "content_block_delta", "index": 0, "delta": delta},
+                {"type": "content_block_stop", "index": 0},
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 7},
+                },
+                {"type": "message_stop"},
+            ],
+            named=True,
+        )
+
     def chat(self, b: dict[str, Any]) -> None:
         msgs = [m for m in (b.get("messages") or []) if isinstance(m, dict)]
-        last = max((k for k, m in enumerate(msgs) if m.get("role") == "user"), default=-1)
+        last = max(  # a reminder-only user message (Kimi Code) is no prompt
+            (
+                k
+                for k, m in enumerate(msgs)
+                if m.get("role") == "user" and text_of(m.get("content"))
+            ),
+            default=-1,
+        )
         prompt = text_of(msgs[last].get("content")) if last >= 0 else ""
         answered = any(m.get("role") == "tool" for m in msgs[last + 1 :])
         tools = [
@@ -346,12 +482,13 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    global LOG
+    global LOG, CWD
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=8712)
     ap.add_argument("--log", default="requests.jsonl")
+    ap.add_argument("--cwd", default="", help="the CLI's work dir (absolute paths for file tools)")
     args = ap.parse_args()
-    LOG = args.log
+    LOG, CWD = args.log, args.cwd
     print(f"[scriptllm] 127.0.0.1:{args.port}", file=sys.stderr, flush=True)
     ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
 

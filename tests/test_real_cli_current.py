@@ -1,0 +1,215 @@
+"""The readers on genuine logs of Claude Code 2.1 and the Kimi products, driven by
+bench/cli_scenarios (tests/fixtures/real-cli, README there): several turns, a file edit, a
+failing command, a resumed session, a subagent, a compaction and an interruption where the CLI
+allows them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from archive_mcp.refiners import claude_code, discover, kimi_cli, kimi_code
+from archive_mcp.refiners.model import Turn
+from archive_mcp.refiners.refine import files_of
+
+REAL_CLI = Path(__file__).parent / "fixtures" / "real-cli"
+ECHO, FAIL = "echo hi", "ls /nonexistent-archive-mcp-dir"
+
+
+def calls(turn: Turn) -> list[tuple[str, str, str]]:
+    return [
+        (
+            c.name,
+            str(c.args.get("command") or c.args.get("file_path") or c.args.get("path")),
+            c.status,
+        )
+        for c in turn.tool_calls
+    ]
+
+
+def answer(prompt: str) -> str:
+    return f"Done with: {prompt} SCRIPTED-ANSWER"
+
+
+def in_time_order(turns: list[Turn]) -> bool:
+    stamps = [t.started_at for t in turns]
+    return all(
+        a is not None and b is not None and a < b for a, b in zip(stamps, stamps[1:], strict=False)
+    )
+
+
+def usage(calls: int, cached: int = 20, fresh: int = 100) -> dict[str, int]:
+    return {
+        "input_other": fresh * calls,
+        "input_cache_read": cached * calls,
+        "output": 7 * calls,
+        "input_cache_creation": 0,
+    }
+
+
+CLAUDE = REAL_CLI / "claude-2.1.197" / "dot-claude"
+CLAUDE_ID = "5e1f0c2a-7b3d-4c8e-9a61-2f4d8b0c6e13"
+CLAUDE_WD = "/home/dev/work/claude"
+
+
+def test_claude_code_2_1_scenario_turns_calls_files_usage_and_order() -> None:
+    for where in (CLAUDE, CLAUDE / "projects"):
+        [session] = discover(where).sessions
+        assert (session.source, session.session_id, session.work_dirs) == (
+            "claude-code",
+            CLAUDE_ID,
+            [CLAUDE_WD],
+        )
+    main, sub = session.files
+    assert (main.agent, sub.agent, sub.rel) == (
+        "main",
+        "agent-ad15e8f7408df0bd4",
+        "subagents/agent-ad15e8f7408df0bd4.jsonl",
+    )
+    assert [s.rel for s in session.snapshots] == ["subagents/agent-ad15e8f7408df0bd4.meta.json"]
+    result = claude_code.parse_wire(main.path)
+    # `last-prompt` and `mode` (new in 2.1) are known bookkeeping records
+    assert (result.protocol_version, result.unknown_types, result.problems) == ("2.1.197", {}, [])
+    turns = result.turns
+    assert [(t.index, t.user_text[:40], t.origin, t.status) for t in turns] == [
+        (0, "Run echo hi in the shell", "user", "completed"),
+        (1, "Create hello.txt saying hi", "user", "completed"),
+        (2, "Now run a command that will fail", "user", "completed"),
+        (3, "Use a subagent to print hi", "user", "completed"),
+        # 2.1 writes the summary before the command that asked for it: archived in time order
+        (4, "/compact", "command", "completed"),
+        (5, "This session is being continued from a p", "compaction", "completed"),
+        (6, "<local-command-stdout>Compacted (ctrl+o ", "command_output", "completed"),
+        (7, "Now sleep in the shell", "user", "interrupted"),
+        (8, "[Request interrupted by user for tool us", "interrupt", "completed"),
+        (9, "Run echo hi in the shell again", "user", "completed"),
+    ]
+    assert in_time_order(turns)
+    assert [calls(t) for t in turns] == [
+        [("Bash", ECHO, "ok")],
+        [("Write", f"{CLAUDE_WD}/hello.txt", "ok")],
+        [("Bash", FAIL, "error")],
+        [("Agent", "None", "ok")],
+        [],
+        [],
+        [],
+        [("Bash", "sleep 30", "error")],  # rejected when interrupted (SIGINT)
+        [],
+        [("Bash", ECHO, "ok")],
+    ]
+    assert files_of(turns[1], turns[1].final_text, turns[1].tool_calls) == [
+        f"{CLAUDE_WD}/hello.txt"
+    ]
+    finals = [t.final_text for t in turns]
+    assert finals[:4] == [answer(t.user_text) for t in turns[:4]]
+    assert finals[4:9] == ["", "", "", "", ""]  # the "No response requested." filler is no answer
+    assert finals[9] == answer("Run echo hi in the shell again")
+    two = usage(2)
+    # the compaction's model call is in no log record; the interrupted turn made one call
+    assert [t.usage for t in turns] == [two] * 4 + [usage(0)] * 3 + [usage(1), usage(0), two]
+    assert [t.compactions for t in turns] == [0, 0, 0, 0, 0, 1, 0, 0, 0, 0]
+    assert "hi" in str(turns[0].tool_calls[0].output_text)
+    # the subagent's own log: its turn runs between the Agent call and its result
+    [sub_turn] = claude_code.parse_wire(sub.path).turns
+    assert (sub_turn.user_text, calls(sub_turn), sub_turn.status, sub_turn.usage) == (
+        "Run echo hi in the shell",
+        [("Bash", ECHO, "ok")],
+        "completed",
+        two,
+    )
+    agent_call = turns[3].tool_calls[0]
+    assert agent_call.called_at < sub_turn.started_at < sub_turn.last_at < agent_call.result_at
+
+
+def test_claude_code_2_1_resumes_at_the_compact_command_and_reads_the_summary_again() -> None:
+    [session] = discover(CLAUDE).sessions
+    path = session.files[0].path
+    whole = claude_code.parse_wire(path)
+    command, summary = whole.turns[4], whole.turns[5]
+    assert command.byte_start == summary.byte_start  # the command's turn went in before it
+    again = claude_code.parse_wire(path, command.byte_start, 1, command.index)
+    assert [(t.index, t.origin) for t in again.turns[:3]] == [
+        (4, "command"),
+        (5, "compaction"),
+        (6, "command_output"),
+    ]
+    assert [calls(t) for t in again.turns] == [calls(t) for t in whole.turns[4:]]
+
+
+KIMI = REAL_CLI / "kimi-1.52.0" / "dot-kimi"
+
+
+def test_kimi_cli_1_52_scenario_through_an_openai_compatible_provider() -> None:
+    [session] = discover(KIMI).sessions
+    assert (session.source, session.session_id, session.work_dirs) == (
+        "kimi",
+        "9711b419-f6b6-4030-b5c8-ebe06cd2dbf4",
+        ["/home/dev/work/kimi"],
+    )
+    result = kimi_cli.parse_wire(session.files[0].path)
+    assert (result.protocol_version, result.unknown_types, result.problems) == ("1.10", {}, [])
+    turns = result.turns
+    prompts = [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "/compact",
+        "Run echo hi in the shell again",
+    ]
+    assert [t.user_text for t in turns] == prompts
+    assert in_time_order(turns)
+    assert [calls(t) for t in turns] == [
+        [("Shell", ECHO, "ok")],
+        [("WriteFile", "/home/dev/work/kimi/hello.txt", "ok")],
+        [("Shell", FAIL, "error")],
+        [],
+        [("Shell", ECHO, "ok")],
+    ]
+    assert [t.status for t in turns] == ["completed"] * 5
+    assert [t.compactions for t in turns] == [0, 0, 0, 1, 0]
+    # the second process (resumed with --continue) starts at the third prompt
+    assert turns[2].started_at - turns[1].last_at > 0
+    assert [t.final_text for t in turns] == [
+        answer(prompts[0]),
+        answer(prompts[1]),
+        answer(prompts[2]),
+        "",  # "The context has been compacted." is the CLI's, outside any step
+        answer(prompts[4]),
+    ]
+    no_cache = usage(2, cached=0, fresh=120)
+    assert [t.usage for t in turns] == [no_cache] * 3 + [usage(0)] + [no_cache]
+
+
+KIMI_CODE = REAL_CLI / "kimi-code-2.1.0" / "dot-kimi-code"
+
+
+def test_kimi_code_2_1_scenario_and_its_new_record_families() -> None:
+    [session] = discover(KIMI_CODE).sessions
+    assert (session.source, session.session_id, session.work_dirs) == (
+        "kimi-code",
+        "session_2ef9a476-d707-4fc8-8659-a2717eb92369",
+        ["/home/dev/work/kimi-code"],  # state.json's `cwd` (2.1), no session index needed
+    )
+    result = kimi_code.parse_wire(session.files[0].path)
+    # agent.*, plugin.* and file_history.* (new in 2.1) are known and repeat what is read
+    assert (result.protocol_version, result.unknown_types, result.problems) == ("1.5", {}, [])
+    turns = result.turns
+    prompts = [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        "/compact",  # prompt mode sends it to the model as text: no compaction
+    ]
+    assert [t.user_text for t in turns] == prompts
+    assert in_time_order(turns)
+    assert [calls(t) for t in turns] == [
+        [("Bash", ECHO, "ok")],
+        [("Write", "/home/dev/work/kimi-code/hello.txt", "ok")],
+        [("Bash", FAIL, "error")],
+        [("Agent", "None", "error")],  # the scripted subagent type is not one Kimi Code has
+        [("Bash", ECHO, "ok")],
+    ]
+    assert "subagent error" in str(turns[3].tool_calls[0].output_text)
+    assert [t.status for t in turns] == ["completed"] * 5
+    assert [t.final_text for t in turns] == [answer(p) for p in prompts]
+    assert [t.usage for t in turns] == [usage(2, cached=0, fresh=120)] * 5
