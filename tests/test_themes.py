@@ -285,7 +285,7 @@ def test_cli_themes_and_trace(archive: Archive, tmp_path: Path) -> None:
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     r = runner.invoke(main, ["trace", "payments", "-w", "shop", "--format", "json"])
     assert json.loads(r.stdout)["theme"] == "payments"
-    runner.invoke(main, ["themes", "tag", "tokens", "-w", "shop", "-s", "refresh token expiry"])
+    runner.invoke(main, ["themes", "tag", "tokens", "-w", "shop", "-s", "refresh token"])
     r = runner.invoke(main, ["trace", "payments", "tokens", "-w", "shop", "--format", "json"])
     assert [t["theme"] for t in json.loads(r.stdout)] == ["payments", "tokens"]
     r = runner.invoke(main, ["trace", "payments", "tokens", "-w", "shop", "--format", "csv"])
@@ -488,3 +488,17 @@ def test_a_theme_is_saved_as_atomic_write_json_would_write_it(tmp_path: Path, me
     ThemeStore(Workspace("w", "w", root=tmp_path)).save(theme)
     atomic_write_json(tmp_path / "want.json", theme.to_json())
     assert (tmp_path / "themes" / "a.json").read_bytes() == (tmp_path / "want.json").read_bytes()
+
+
+def test_a_seed_that_matches_nothing_strong_tags_nothing_and_says_so(archive: Archive) -> None:
+    ws = "/home/dev/projects/shop"
+    r = archive.tag_theme("migration", ws, seeds=["qwertyzzzplugh xylophonequartz"])
+    assert (r.attached, r.members) == ([], 0)
+    assert r.no_match.startswith("no strong match for qwertyzzzplugh xylophonequartz")
+    assert r.no_match.endswith("; nothing tagged")
+    assert archive.list_themes(ws) == []  # no theme was saved
+    runner = CliRunner()
+    out = runner.invoke(main, ["themes", "tag", "migration", "-w", "shop", "-s", "qwertyzzzplugh"])
+    assert out.exit_code == 0 and out.stdout == "migration: 0 turns (+0, -0)\n"
+    assert "no strong match for qwertyzzzplugh" in out.stderr
+

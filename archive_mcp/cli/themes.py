@@ -143,6 +143,8 @@ def themes_tag(
         echo_json(r)
         return
     click.echo(f"{r.theme}: {r.members} turns (+{len(r.attached)}, -{len(r.removed)})")
+    if r.no_match:
+        warn(r.no_match)
     for n in r.near_misses:
         click.echo(f"  near miss {n['ref']} {n['share']:.2f} {n['summary']}")
 

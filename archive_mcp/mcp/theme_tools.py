@@ -127,6 +127,8 @@ def tag_theme(
         theme, ws, references, seeds, remove, description, min_score, who="mcp"
     )
     lines = [f"theme {r.theme!r}: {r.members} members (+{len(r.attached)}, -{len(r.removed)})"]
+    if r.no_match:
+        lines.append(r.no_match)
     lines += [
         f"+ {m.session_id}:{m.turn} ({m.provenance}{f', {m.score:.2f}' if m.score else ''})"
         for m in r.attached

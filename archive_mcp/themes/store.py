@@ -97,6 +97,9 @@ class TagResult:
     removed: list[dict[str, Any]]
     members: int
     refined_sessions: int = 0
+    # set when the seeds matched nothing strong: nothing was attached from them, and a new
+    # theme was not saved ("no strong match for …; closest: …")
+    no_match: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

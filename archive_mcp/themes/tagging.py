@@ -426,6 +426,7 @@ def tag_theme(
     when = now()
     candidates = [Member(r.session_id, r.agent, r.turn, "reference", who, when, None) for r in refs]
     near: list[dict[str, Any]] = []
+    no_match, strong = "", [True]
     if seeds:
 
         def turns_of(sessions: set[str]) -> pl.DataFrame:
@@ -436,7 +437,29 @@ def tag_theme(
                 .collect()
             )
 
-        found, near = seed_candidates(search, index(), turns_of, seeds, min_score)
+        strong = []
+
+        def watched(query: str, limit: int) -> SearchResults:
+            hits = search(query, limit)
+            strong.append(any(h.confidence == "strong" for h in hits))
+            return hits
+
+        found, near = seed_candidates(watched, index(), turns_of, seeds, min_score)
+        if not any(strong):  # a seed about what the project never did: say so, tag nothing
+            closest = f"; closest: {near[0]['ref']}" if near else ""
+            no_match = f"no strong match for {' | '.join(seeds)}{closest}; nothing tagged"
+            if not refs and not drop:
+                return TagResult(
+                    existing.name if existing else theme,
+                    slug,
+                    [],
+                    near,
+                    [],
+                    len(existing.members) if existing else 0,
+                    refined,
+                    no_match,
+                )
+            found = []
         candidates += [Member(*c.key, c.provenance, who, when, c.score) for c in found]
     with locked(ws.root):
         current = store.get(theme) or Theme(theme, slug)
@@ -457,7 +480,14 @@ def tag_theme(
         store.save(current)
     near = [n for n in near if (n["session_id"], n["agent"], n["turn"]) not in have]
     return TagResult(
-        current.name, current.slug, attached, near, removed, len(current.members), refined
+        current.name,
+        current.slug,
+        attached,
+        near,
+        removed,
+        len(current.members),
+        refined,
+        no_match,
     )
 
 
