@@ -501,4 +501,3 @@ def test_a_seed_that_matches_nothing_strong_tags_nothing_and_says_so(archive: Ar
     out = runner.invoke(main, ["themes", "tag", "migration", "-w", "shop", "-s", "qwertyzzzplugh"])
     assert out.exit_code == 0 and out.stdout == "migration: 0 turns (+0, -0)\n"
     assert "no strong match for qwertyzzzplugh" in out.stderr
-
