@@ -5,8 +5,8 @@ course the trace claims (issue 28, items 2 and 3).
         [--json PATH]
 
 Each labelled topic of the three projects of `themes_heldout.py` is tagged once from its seeds;
-then, for every setting of `GRID` (the standing rule's `OPEN_AFTER`; the claim threshold
-`CLAIM_MIN`, who may claim a change `CLAIM_BY`, and the on-topic quantile `ON_TOPIC`), the topic is traced and scored: the Now line's first turn (a labelled `now` turn or a
+then, for every setting of `GRID` (the standing rule's `OPEN_AFTER` and who may claim a change of
+course, `CLAIM_BY`), the topic is traced and scored: the Now line's first turn (a labelled `now` turn or a
 member at least as recent as them), claimed changes of course against the labelled changes
 (precision, recall and their F1), and labelled changes flagged. Per held-out project the setting
 with the best mean objective on the other two (mean of Now accuracy and claim F1) is chosen and its
@@ -45,16 +45,12 @@ from themes_heldout import (  # noqa: E402
 from archive_mcp.themes import standing, timeline  # noqa: E402
 
 GRID: dict[str, dict[str, Any]] = {
-    f"open_after={o} claim_min={c} claim_by={b} on_topic={q}": {
+    f"open_after={o} claim_by={b}": {
         "archive_mcp.themes.standing.OPEN_AFTER": o,
-        "archive_mcp.themes.decisions.CLAIM_MIN": c,
         "archive_mcp.themes.decisions.CLAIM_BY": b,
-        "archive_mcp.themes.decisions.ON_TOPIC": q,
     }
     for o in (0, 1, 2, 10**6)
-    for c in (0.0, 0.4)
     for b in ("any", "user")
-    for q in (0.0, 0.25, 0.5)
 }
 
 

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from archive_mcp import Archive
+from archive_mcp.themes import decisions
 from archive_mcp.themes.decisions import clip, flag_turn, pair_changes
 from archive_mcp.themes.labels import class_tfidf, label_words
 from archive_mcp.themes.noise import noise_kind
@@ -227,7 +228,10 @@ def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_stru
         assert len(json.dumps(data, ensure_ascii=False)) <= budget
 
 
-def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_is_made() -> None:
+def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_is_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(decisions, "CLAIM_BY", "any")  # the assistant's chained change is claimed
     texts = [
         ("use redis for the session cache", "Redis holds the sessions."),
         ("add a sqlite store for trades", "Trades go to SQLite."),
@@ -248,6 +252,19 @@ def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_
                 final[side["ref"]]["flag"],
                 final[side["ref"]]["alternatives"],
             )
+
+
+def test_only_the_users_changes_are_claimed_as_changes_of_course() -> None:
+    texts = [
+        ("use redis for the session cache", "Redis holds the sessions."),
+        ("the session cache is slow", "Switched to a memcached session cache instead."),
+        ("wait, the memcached session cache is too slow, go back to redis", "Back to Redis."),
+    ]
+    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
+    flags = {d["ref"]: (d["flag"], d["by"]) for d in tl.decisions}
+    assert flags["s:1"] == ("decision", "assistant")  # the assistant's switch: flagged, not claimed
+    assert flags["s:2"] == ("reversal", "user")
+    assert [r.reversed_by["ref"] for r in tl.reversals] == ["s:2"]
 
 
 def test_clip_never_cuts_a_word() -> None:

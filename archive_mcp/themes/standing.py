@@ -12,17 +12,16 @@ only confirm what came before.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from archive_mcp.refiners.text import clip
-from archive_mcp.themes.decisions import FOLLOW_UP
+from archive_mcp.themes.decisions import APPROVAL, FOLLOW_UP
 from archive_mcp.themes.noise import noise_kind
 
-# Substantive turns after the standing course before the theme counts as open again. Chosen
-# leave-one-project-out on the labelled projects (bench/results/themes-heldout.md).
-OPEN_AFTER = 2
+# Substantive turns after the standing course before the theme counts as open again: 0, any
+# on-topic request after it (measured leave one project out, bench/results/themes-heldout.md).
+OPEN_AFTER = 0
 
 _TABLE = re.compile(r"^\s*\|.*\|\s*$", re.M)
 _ASKED = re.compile(r"Asked:\s*(.*?)(?:\s+Did:|\s+Outcome:|$)", re.S)
@@ -60,7 +59,7 @@ def substantive(row: dict[str, Any], answer: str = "") -> bool:
     user = (row.get("user_text") or "").strip()
     if noise_kind(user, answer, row.get("kinds") or []) is not None:
         return False
-    if FOLLOW_UP.match(user[:200]):
+    if FOLLOW_UP.match(user[:200]) or APPROVAL.match(user[:200]):
         return False
     lines = [x for x in user.splitlines() if x.strip()]
     return not (lines and sum(bool(_TABLE.match(x)) for x in lines) > len(lines) / 2)
@@ -70,27 +69,19 @@ def standing(
     rows: list[dict[str, Any]],
     decisions: list[dict[str, Any]],
     answers: list[str] | None = None,
-    topical: Sequence[bool] | None = None,
     open_after: int | None = None,
 ) -> list[Standing]:
     """Where the theme stands: the latest course no later change undid, or, when more than
     `open_after` substantive turns follow it, the latest substantive turn (state `open`) and then
     that course (`open_after` defaults to `OPEN_AFTER`, read at call time). `rows`: the theme's turns in time order; `decisions`: the flagged ones, as the
     timeline lists them (with `undoes` set on the changes that were paired); `answers`: the head
-    of each turn's answer; `topical`: which turns are on the theme's topic (others are never Now)."""
+    of each turn's answer."""
     if not rows:
         return []
     keys = [(r["session_id"], r["turn"]) for r in rows]
     at = {k: i for i, k in enumerate(keys)}
-    real = [
-        substantive(r, a) and bool(on)
-        for r, a, on in zip(
-            rows,
-            answers if answers is not None else [""] * len(rows),
-            topical if topical is not None else [True] * len(rows),
-            strict=True,
-        )
-    ]
+    answers = answers if answers is not None else [""] * len(rows)
+    real = [substantive(r, a) for r, a in zip(rows, answers, strict=True)]
     undone = {d["undoes"] for d in decisions if d.get("undoes")}
     courses = [
         d

@@ -204,7 +204,6 @@ def build_timeline(
         every,
         decisions,
         frame["assistant_text"].str.slice(0, 400).to_list(),
-        rules.on_topic(every),
     )
     flagged = {(d["session_id"], d["turn"]): d["flag"] for d in decisions}
     for e in events:
@@ -316,7 +315,6 @@ def _decisions(
         for i, (r, f) in enumerate(zip(every, flags, strict=True))
         if f is not None
     }
-    topical = rules.on_topic(every)
     paired: list[tuple[int, int, list[str], float, list[dict[str, Any]]]] = []
     parent: dict[int, int] = {}
     named: dict[int, dict[str, Any]] = {}  # the courses named as alternatives, each described once
@@ -330,13 +328,8 @@ def _decisions(
         return named[k]
 
     for i, j, sim, shared, others in pair_changes(every, flags):
-        if (
-            sim < rules.CLAIM_MIN
-            or i not in decisions
-            or not topical[i]
-            or (rules.CLAIM_BY == "user" and decisions[i]["by"] != "user")
-        ):
-            continue  # too weak, off the topic, or not the user's: no claim (nor its chain)
+        if i not in decisions or (rules.CLAIM_BY == "user" and decisions[i]["by"] != "user"):
+            continue  # not the user's (or its own pair was skipped): no claim, nor its chain
         if (
             j not in decisions
         ):  # the undone course was set in a turn without a cue: it is a decision too
