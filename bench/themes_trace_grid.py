@@ -42,7 +42,7 @@ from themes_heldout import (  # noqa: E402
     share,
 )
 
-from archive_mcp.themes import standing, timeline  # noqa: E402
+from archive_mcp.themes import decisions, standing, timeline  # noqa: E402
 
 GRID: dict[str, dict[str, Any]] = {
     f"open_after={o} claim_by={b}": {
@@ -89,11 +89,14 @@ def before() -> Iterator[None]:
                 d["flag"] = kind[d["ref"]]
         return decisions, reversals, threads
 
+    claim_by = decisions.CLAIM_BY
     timeline.standing, timeline._decisions = newest_flagged, every_flag_claimed
+    decisions.CLAIM_BY = "any"
     try:
         yield
     finally:
         timeline.standing, timeline._decisions = saved
+        decisions.CLAIM_BY = claim_by
 
 
 def trace_figures(p: ProjectData, topics: list[Topic]) -> dict[str, Any]:
