@@ -25,8 +25,6 @@ from archive_mcp.search.lexical import analyse, bm25
 from archive_mcp.search.ranking import (
     DEPTH,
     FUSIONS,
-    LOW_VALUE_ASK,
-    LOW_VALUE_KINDS,
     Neighbours,
     Tuning,
     best_sentence,
@@ -223,8 +221,6 @@ class Searcher:
         if fusion not in FUSIONS:
             raise SearchError(f"fusion must be one of {', '.join(FUSIONS)}, not {fusion!r}")
         total = self._fused(scores, ok, weights, fusion, depth, hybrid)
-        if hybrid and tuning.low_value != 1.0 and not LOW_VALUE_ASK.search(query):
-            total = np.where(self._low_value(), total * tuning.low_value, total)
         order = top(total, ok, depth)
         if q_vec is not None and tuning.sentence_depth and order and mode == "hybrid":
             order = self._by_sentence(q_vec, order, scores, ok, weights, fusion, depth, total)
@@ -267,19 +263,6 @@ class Searcher:
         return np.where(
             ok, with_context(total, self._neighbours(), t.neighbour, t.session, t.context), 0.0
         )
-
-    def _low_value(self) -> np.ndarray:
-        """Which turns only ran a command, summarised a compaction or continued one (by kind)."""
-        idx = self.index
-        cached = getattr(idx, "_low_value", None)
-        if cached is None or cached[0] is not idx.meta:
-            kinds = idx.meta["kinds"]
-            mask = np.zeros(idx.meta.height, dtype=bool)
-            for kind in LOW_VALUE_KINDS:
-                mask |= kinds.list.contains(kind).fill_null(False).to_numpy()
-            cached = (idx.meta, mask)
-            idx._low_value = cached  # type: ignore[attr-defined]
-        return cached[1]
 
     def _neighbours(self) -> Neighbours:
         idx = self.index

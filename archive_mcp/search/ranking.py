@@ -53,15 +53,6 @@ class Tuning:
         None  # candidates it re-scores (None: the model's own, 30 MiniLM / 20 e5)
     )
     rerank_weight: float = 1.0
-    # a turn that only ran a slash command, a compaction or hand-off summary, or a continuation
-    # stub scores this share of its score, unless the query asks for such turns (LOW_VALUE_ASK)
-    low_value: float = 1.0
-
-
-LOW_VALUE_KINDS = ("command", "compaction", "continuation")
-LOW_VALUE_ASK = re.compile(
-    r"(?i)\bcompact\w*|\bsummar\w*|\bhand-?off|\bslash\b|\bcommands?\b|(?:^|\s)/\w"
-)
 
 
 def top(scores: np.ndarray, ok: np.ndarray, depth: int = DEPTH) -> list[int]:
