@@ -448,9 +448,12 @@ def variants() -> dict[str, Any]:
 
     return {
         "e default - fuzzy": Tuning(fuzzy_weight=0.0),
-        "e default, semantic weight 0.5": Tuning(semantic_weight=0.5),
         "e default, semantic weight 2": Tuning(semantic_weight=2.0),
-        "e default, sentences of the top 100": Tuning(sentence_depth=100),
+        "e default, query without stopwords": Tuning(query_stopwords=False),
+        "e default, fuzzy only for unknown terms": Tuning(fuzzy_known=False),
+        "e default - fuzzy, query without stopwords": Tuning(
+            fuzzy_weight=0.0, query_stopwords=False
+        ),
     }
 
 
