@@ -1,7 +1,8 @@
 """The textbook hybrid as a baseline, in the same process as archive-mcp's default, held out.
 
     HF_HUB_OFFLINE=1 python bench/textbook.py --locomo DIR --agents-dev DIR --out OUT
-        [--cache DIR] [--no-minilm] [--labels FILE ...] [--ablate] [--json FILE]
+        [--cache DIR] [--no-minilm] [--minilm-depth N] [--labels FILE ...] [--ablate]
+        [--variants] [--static-model NAME=DIR ...] [--json FILE]
 
 Retrievers, every one scored over the same archive (the data is read at run time):
 
@@ -11,7 +12,12 @@ Retrievers, every one scored over the same archive (the data is read at run time
   without the words in more than 10% of the workspace's turns, each turn scored by the mean of
   its whole-text and its best sentence's cosine; then the context step.
 - `c` as `b` with the project's static model (model2vec, distilled from MiniLM) for MiniLM.
-- `d` archive-mcp's default (`Archive.search`).
+- `d` archive-mcp's default (`Archive.search`); `e` torch-free variants of it (`--variants`).
+- `d-minilm` archive-mcp's own pipeline with the full MiniLM as its embedder
+  (`Archive(embedder=...)`, a second archive of the same data): with `b`, it says whether a gap
+  to the textbook recipe is the model's or the pipeline's.
+- `f` (`--static-model NAME=DIR`, repeatable) the static recipe and the default with another
+  model2vec folder (e.g. one distilled with other settings by tools/build_static_model.py).
 
 Held out: LoCoMo leave-one-conversation-out and the coding queries leave-one-project-out; every
 choice (the fusion weight, which retriever ships) is made on the other folds only. Vectors are
@@ -84,6 +90,16 @@ class Vectors:
                 vectors=np.stack(list(self.known.values())),
             )
             self.dirty = False
+
+
+class CachedEmbedder:
+    """An engine embedder (`name`, `embed`) whose vectors go through a `Vectors` cache."""
+
+    def __init__(self, name: str, vectors: Vectors) -> None:
+        self.name, self.vectors = name, vectors
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.vectors(list(texts))
 
 
 @dataclass
@@ -223,7 +239,7 @@ def textbook_runs(corpus: Corpus, models: dict[str, Vectors], weights: list[floa
         terms = [(x, 1.0) for x in dict.fromkeys(TERMS(q.text))]
         bm = bm25([ws.postings], terms, [np.ones(len(ws.keys), bool)])[0]
         dense = {
-            m: dense_scores(ws, m, v, q.text, corpus.depth if m == "static" else corpus.mini, bm)
+            m: dense_scores(ws, m, v, q.text, corpus.mini if m == "minilm" else corpus.depth, bm)
             for m, v in models.items()
         }
         signals.append(Signals(bm, dense))
@@ -241,6 +257,7 @@ def textbook_runs(corpus: Corpus, models: dict[str, Vectors], weights: list[floa
     ]
     corpus.runs["BM25 alone"] = [ranked(spaces[q.workspace], s.bm25) for q, s in rows]
     label = {"minilm": "b BM25 z+ MiniLM + context", "static": "c BM25 z+ static + context"}
+    label |= {m: f"f BM25 z+ {m} + context" for m in models if m.startswith("static:")}
     for m in models:
         for w in weights:
             name = label[m] + ("" if w == 0.5 else f" (w {w})")
@@ -351,7 +368,14 @@ def coding_corpus(root: Path, out: Path, labels: list[Path]) -> Corpus:
         for q in qs:
             project[q.qid] = project_of(recs[q.qid])
         queries += qs
-    return Corpus("coding", archive, queries, lambda q: project[q.qid], depth=20, mini=-1)
+    return Corpus(
+        "coding",
+        archive,
+        queries,
+        lambda q: project[q.qid],
+        depth=20,
+        mini=-1,
+    )
 
 
 def locomo_corpus(root: Path, out: Path) -> Corpus:
@@ -360,30 +384,91 @@ def locomo_corpus(root: Path, out: Path) -> Corpus:
         archive.ingest(root / "kimi_share")
     queries = locomo_queries(root)
     return Corpus(
-        "locomo", archive, queries, lambda q: q.workspace.rsplit("/", 1)[-1], depth=0, mini=0
+        "locomo",
+        archive,
+        queries,
+        lambda q: q.workspace.rsplit("/", 1)[-1],
+        depth=0,
+        mini=0,
     )
 
 
-def models(archive: Archive, cache: Path, corpus: str, minilm: bool) -> dict[str, Vectors]:
+def other_archive(corpus: Corpus, out: Path, label: str, embedder: Any) -> Archive:
+    """The corpus in a second archive whose turns are embedded by `embedder`: a copy of the
+    first archive's refined turns (no index, no vectors), embedded as ingest embeds them."""
+    import shutil
+
+    from archive_mcp.ingest.jobs import embed_item, embed_rows
+
+    home = out / corpus.name / f"home-{label}"
+    done = out / corpus.name / f"home-{label}.done"
+    if not done.exists():
+        t = time.perf_counter()
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.copytree(
+            corpus.archive.home, home, ignore=shutil.ignore_patterns("cache", "embeddings")
+        )
+        archive = Archive(home, embedder=embedder)
+        for ws in archive.workspaces():
+            rows = archive.turns(ws).collect()
+            pending = [
+                (sid, [embed_item(r) for r in part.iter_rows(named=True)])
+                for (sid,), part in rows.group_by("session_id", maintain_order=True)
+            ]
+            embed_rows(ws, embedder, pending)
+        done.touch()
+        print(
+            f"  [{corpus.name}] archive {label}: {time.perf_counter() - t:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    return Archive(home, embedder=embedder)
+
+
+def models(
+    archive: Archive, cache: Path, corpus: str, minilm: bool, statics: dict[str, Path]
+) -> dict[str, Vectors]:
+    from archive_mcp.refiners.embed import StaticEmbedder
+
     out = {"static": Vectors(archive.embedder.embed, cache / f"{corpus}-static.npz")}  # type: ignore[union-attr]
     if minilm:
         from archive_mcp.refiners.embed import MiniLMEmbedder
 
         out["minilm"] = Vectors(MiniLMEmbedder().embed, cache / f"{corpus}-minilm.npz")
+    for name, path in statics.items():
+        out[f"static:{name}"] = Vectors(
+            StaticEmbedder(path).embed, cache / f"{corpus}-static-{name}.npz"
+        )
     return out
 
 
 def variants() -> dict[str, Any]:
-    """Candidate defaults beside the shipped one."""
+    """Candidate torch-free defaults beside the shipped one."""
     from archive_mcp.search.ranking import Tuning
 
-    return {"e default - fuzzy": Tuning(fuzzy_weight=0.0)}
+    return {
+        "e default - fuzzy": Tuning(fuzzy_weight=0.0),
+        "e default, semantic weight 2": Tuning(semantic_weight=2.0),
+        "e default, query without stopwords": Tuning(query_stopwords=False),
+        "e default, fuzzy only for unknown terms": Tuning(fuzzy_known=False),
+        "e default - fuzzy, query without stopwords": Tuning(
+            fuzzy_weight=0.0, query_stopwords=False
+        ),
+    }
 
 
-def default_runs(corpus: Corpus, ablate: bool, variant: bool) -> None:
+def default_runs(
+    corpus: Corpus,
+    ablate: bool,
+    variant: bool,
+    engines: dict[str, Any] | None = None,
+) -> None:
+    """`d`, its variants and ablations; `engines` maps a run's name to (archive, tuning)."""
     from archive_mcp.search.ranking import Tuning
 
     corpus.add("d archive-mcp default", archive_ranker(corpus.archive))
+    for name, (archive, tuning) in (engines or {}).items():
+        corpus.add(name, archive_ranker(archive, tuning=tuning))
     if variant:
         for name, tuning in variants().items():
             corpus.add(name, archive_ranker(corpus.archive, tuning=tuning))
@@ -400,6 +485,36 @@ def default_runs(corpus: Corpus, ablate: bool, variant: bool) -> None:
         corpus.add(name, archive_ranker(corpus.archive, tuning=tuning))
 
 
+def engine_runs(
+    corpus: Corpus, out: Path, vecs: dict[str, Vectors], statics: dict[str, Path]
+) -> dict[str, Any]:
+    """The engine over second archives: with the full MiniLM (`d-minilm`; its sentence step
+    only where the MiniLM recipe has one) and with each other static model (`f`)."""
+    from archive_mcp.refiners.embed import MiniLMEmbedder, StaticEmbedder
+
+    from archive_mcp.search.ranking import Tuning
+
+    runs: dict[str, Any] = {}
+    if "minilm" in vecs:
+        archive = other_archive(
+            corpus, out, "minilm", CachedEmbedder(MiniLMEmbedder.name, vecs["minilm"])
+        )
+        if corpus.mini < 0:
+            name, tuning = (
+                "d-minilm pipeline, full MiniLM (whole-turn cosine)",
+                Tuning(sentence_depth=0),
+            )
+        else:
+            name, tuning = "d-minilm pipeline, full MiniLM", Tuning()
+        runs[name] = (archive, tuning)
+    for label, path in statics.items():
+        model = StaticEmbedder(path)
+        model.name = f"static-{label}"
+        archive = other_archive(corpus, out, f"static-{label}", model)
+        runs[f"f archive-mcp default, static:{label}"] = (archive, Tuning())
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--locomo", type=Path)
@@ -408,6 +523,19 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="archives are built here once")
     ap.add_argument("--cache", type=Path, help="vector caches (default: OUT/vectors)")
     ap.add_argument("--no-minilm", action="store_true")
+    ap.add_argument(
+        "--minilm-depth",
+        type=int,
+        help="MiniLM sentence candidates per query (0 every turn, -1 whole-turn cosine only; "
+        "default: 0 on LoCoMo, -1 on the coding set); d-minilm's sentence step follows it",
+    )
+    ap.add_argument(
+        "--static-model",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="another model2vec folder to compare (runs f)",
+    )
     ap.add_argument("--ablate", action="store_true", help="also the default without each step")
     ap.add_argument("--variants", action="store_true", help="also candidate new defaults")
     ap.add_argument("--skip-textbook", action="store_true", help="only the engine's runs")
@@ -422,11 +550,17 @@ def main() -> None:
     if args.agents_dev:
         labels = args.labels or label_files()
         corpora.append((coding_corpus(args.agents_dev, args.out, labels), "recall@10", True))
+    statics = {k: Path(v) for k, v in (x.split("=", 1) for x in args.static_model)}
     for corpus, metric, hit in corpora:
+        if args.minilm_depth is not None:
+            corpus.mini = args.minilm_depth
+        vecs = models(corpus.archive, cache, corpus.name, not args.no_minilm, statics)
         if not args.skip_textbook:
-            vecs = models(corpus.archive, cache, corpus.name, not args.no_minilm)
             textbook_runs(corpus, vecs, weights)
-        default_runs(corpus, args.ablate, args.variants)
+        engines = engine_runs(corpus, args.out, vecs, statics)
+        default_runs(corpus, args.ablate, args.variants, engines)
+        for v in vecs.values():
+            v.save()
         static = [r for r in corpus.runs if r.startswith("c ")]
         selections = {
             "held out: static recipe, weight chosen in fold": static,
@@ -435,6 +569,9 @@ def main() -> None:
             ],
             "held out: engine variant chosen in fold (d / e)": [
                 r for r in corpus.runs if r[:2] in ("d ", "e ")
+            ],
+            "held out: static model chosen in fold (d / f default)": [
+                r for r in corpus.runs if r.startswith(("d archive", "f archive"))
             ],
         }
         selections = {k: v for k, v in selections.items() if v}
