@@ -92,11 +92,6 @@ MINILM_CHARS = 2000  # a turn's text as MiniLM sees it (it reads 256 word pieces
 
 Setting = Mapping[str, Any] | Callable[[], contextlib.AbstractContextManager[Any]] | None
 GRID: dict[str, Setting] = {"current": None}  # add candidate rule settings here
-# membership: does the walk attach what it reaches (all at one score) or only prune?
-MEMBERSHIP: dict[str, Setting] = {
-    "walk adds": None,
-    "walk prunes only": {"archive_mcp.themes.tagging.WALK_ADDS": False},
-}
 
 
 # --- projects and labels ---------------------------------------------------------------------

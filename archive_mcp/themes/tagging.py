@@ -66,10 +66,6 @@ GAP_MARGIN = (
     0.2  # a turn in a gap is at most this much further from the core's centroid than the core
 )
 
-# Does the walk attach the turns it reaches (all at one score, half the best hit's), or only
-# prune? Measured leave one project out (bench/themes_heldout.py --grid themes_heldout:MEMBERSHIP).
-WALK_ADDS = True
-
 Key = tuple[str, str, int]
 
 
@@ -267,7 +263,6 @@ def by_walk(
     turns = [k for k in frame_keys(frame) if k[1] == "main" and k not in noisy and k in pos]
     pool = local_turns(turns, hits, taken)
     drop, add = walk(pool, x[[pos[k] for k in pool]], core, taken)
-    add = add if WALK_ADDS else set()
     best = max((c.score for c in attach), default=0.0)
     return [c for c in attach if c.key not in drop] + [
         Candidate(k, best * 0.5, f"walk:{' | '.join(seeds)}") for k in sorted(add)
