@@ -194,10 +194,15 @@ def test_memory_export_and_themes_delete_print_json(kimi_root: Path) -> None:
     code, out, _ = _run("memory", "remember", "k", "v", "-w", "webapp")
     code, out, _ = _run("memory", "export", "--filename", "b.json", "-w", "webapp", "--json")
     assert code == 0 and json.loads(out)["path"].endswith("exports/b.json")
-    _run("--embedder", "none", "themes", "tag", "login", "-s", "handleLogin", "-w", "webapp")
-    code, out, _ = _run("themes", "delete", "login", "-w", "webapp", "--json")
-    assert code == 0 and json.loads(out)["deleted"] == "login"
-    code, _, err = _run("themes", "delete", "login", "-w", "webapp", "--json")
+    code, _, err = _run(
+        "--embedder", "none", "themes", "tag", "login", "-s", "handleLogin", "-w", "webapp"
+    )
+    assert code == 0 and "no strong match for handleLogin" in err  # nothing matched: no theme
+    assert _run("themes", "delete", "login", "-w", "webapp", "--json")[0] == 1
+    _run("--embedder", "none", "themes", "tag", "dates", "-s", "formatISODate", "-w", "webapp")
+    code, out, _ = _run("themes", "delete", "dates", "-w", "webapp", "--json")
+    assert code == 0 and json.loads(out)["deleted"] == "dates"
+    code, _, err = _run("themes", "delete", "dates", "-w", "webapp", "--json")
     assert code == 1 and err.startswith("Error: ")
 
 
