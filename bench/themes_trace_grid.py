@@ -50,7 +50,7 @@ GRID: dict[str, dict[str, Any]] = {
         "archive_mcp.themes.decisions.CLAIM_BY": b,
     }
     for o in (0, 1, 2, 10**6)
-    for b in ("any", "user")
+    for b in ("any", "user", "user+reversal")
 }
 
 

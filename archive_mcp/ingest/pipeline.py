@@ -257,8 +257,10 @@ class Ingestor:
                 if wd and self._linked.get(canonical_path(wd)) is None
                 else None
             )
-            pair = frozenset((ws_id, known[home])) if home is not None else None
-            if pair and known[home] != ws_id and pair not in paired:  # one hint per pair
+            if home is None:
+                continue
+            pair = frozenset((ws_id, known[home]))
+            if known[home] != ws_id and pair not in paired:  # one hint per pair
                 paired.add(pair)
                 out.append(
                     f"{wd} looks like a worktree or branch of {home}: "

@@ -100,12 +100,13 @@ ALTERNATIVES = 2
 # A runner-up is named only when it scores at least this share of the pair's own score. 0 names
 # every runner-up with some evidence: no labelled measure of runners-up says where to cut yet.
 CLOSE = 0.0
-# Who may claim a change of course: "user" (the user corrects, redirects or reverts) or "any"
-# (also the assistant switching on its own, a planning command, a course undone without a cue).
-# Measured leave one project out on the three labelled projects (bench/themes_trace_grid.py,
-# bench/results/themes-heldout.md): "user" was chosen in two of the three folds; a threshold on
-# the pair's score and an on-topic filter did not win held out and were removed.
-CLAIM_BY = "user"
+# Who may claim a change of course: "user" (the user corrects, redirects or reverts),
+# "user+reversal" (also a turn the refiner saw revert) or "any" (also the assistant switching on
+# its own, a planning command, a course undone without a cue). Measured leave one project out on
+# the three labelled projects (bench/themes_trace_grid.py, bench/results/themes-heldout.md):
+# "user+reversal" was chosen in every fold; a threshold on the pair's score and an on-topic
+# filter did not win held out and were removed.
+CLAIM_BY = "user+reversal"
 # An approval ("yes", "option 2", "b)") accepts what the assistant offered: no course of its own.
 APPROVAL = re.compile(_APPROVAL)
 # A user's follow-up ("yes, please proceed") decides what the answer then does: its gist is the answer's.

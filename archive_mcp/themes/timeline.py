@@ -328,7 +328,7 @@ def _decisions(
         return named[k]
 
     for i, j, sim, shared, others in pair_changes(every, flags):
-        if i not in decisions or (rules.CLAIM_BY == "user" and decisions[i]["by"] != "user"):
+        if i not in decisions or not _claims(decisions[i]):
             continue  # not the user's (or its own pair was skipped): no claim, nor its chain
         if (
             j not in decisions
@@ -361,6 +361,13 @@ def _decisions(
         chains.setdefault(root, [root]).append(i)
     threads = [[_brief(decisions[k]) for k in chain] for _, chain in sorted(chains.items())]
     return [decisions[i] for i in sorted(decisions)], reversals, threads
+
+
+def _claims(d: dict[str, Any]) -> bool:
+    """May this flagged turn claim a change of course (`decisions.CLAIM_BY`)? "user": the user's
+    turns; "user+reversal": also a turn the refiner saw revert; "any": every flagged turn."""
+    by = rules.CLAIM_BY
+    return by == "any" or d["by"] == "user" or (by == "user+reversal" and d["flag"] == "reversal")
 
 
 def _brief(d: dict[str, Any]) -> dict[str, Any]:
