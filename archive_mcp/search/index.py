@@ -389,6 +389,14 @@ class WorkspaceIndex:
             return self
         return self
 
+    def needs_build(self) -> bool:
+        """Would a refresh build (not only load)? The cache on disk is older than the refined
+        and embedding files. Two stats, and the manifest read when this process's copy is old."""
+        stamp = self._dir_stamp()
+        if stamp == self._stamp:
+            return False
+        return not self._fresh(read_json(self.folder / "manifest.json", {}) or {}, stamp)
+
     def _fresh(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> bool:
         return (
             manifest.get("version") == INDEX_VERSION
