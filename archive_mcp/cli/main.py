@@ -25,6 +25,7 @@ from archive_mcp.cli.common import (
 )
 from archive_mcp.cli.config import Configured
 from archive_mcp.errors import InvalidArgument
+from archive_mcp.ingest.pipeline import stop_on_sigterm
 from archive_mcp.refiners import SOURCES
 from archive_mcp.render import hit_text, turn_text
 
@@ -82,7 +83,7 @@ def ingest(
       archive-mcp ingest ~/.kimi --json
       archive-mcp ingest ~/.claude --engine ray --address ray://head:10001
     """
-    with progress_bar() as bar:
+    with progress_bar() as bar, stop_on_sigterm():  # SIGTERM: stop, state saved, resumable
         report = call(
             ctx,
             lambda a: a.ingest(
