@@ -56,6 +56,7 @@ def purge_session(ws: Workspace, session_id: str) -> PurgeReport:
                 report.removed.append(str(path.relative_to(ws.root)))
         for rel in mine:
             del files[rel]
+            state.get("unrefined", {}).pop(rel, None)  # copied by a stopped ingest, not refined
         sessions.pop(session_id, None)
         atomic_write_json(ws.state_dir / "ingest.json", state)
         themes = ThemeStore(ws)
