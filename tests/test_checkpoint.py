@@ -181,7 +181,7 @@ def test_a_long_ingest_saves_its_state_now_and_then_at_a_flat_share_of_its_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = {"t": 0.0}
-    monkeypatch.setattr(pipeline, "_clock", lambda: clock["t"])
+    monkeypatch.setattr(pipeline, "_tick", lambda: clock["t"])
     saves: list[float] = []
     real = pipeline.atomic_write_json
 

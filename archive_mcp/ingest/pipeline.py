@@ -77,6 +77,7 @@ __all__ = [
 
 
 _clock = time.monotonic  # the run's wall time; tests pin it
+_tick = time.monotonic  # when checkpoints are due; tests pin it
 STOP = threading.Event()  # set by SIGTERM during `stop_on_sigterm`: ingests stop at a session's end
 
 
@@ -487,11 +488,11 @@ class Checkpoint:
 
     def __init__(self, path: Path, state: dict[str, Any]) -> None:
         self.path, self.state = path, state
-        self.last = _clock()
+        self.last = _tick()
         self.gap = CHECKPOINT_S
 
     def due(self) -> bool:
-        return _clock() - self.last >= self.gap
+        return _tick() - self.last >= self.gap
 
     def now_and_then(self) -> None:
         if self.due():
@@ -504,9 +505,9 @@ class Checkpoint:
         )
 
     def save(self) -> None:
-        t = _clock()
+        t = _tick()
         atomic_write_json(self.path, self.state)
-        self.last = _clock()
+        self.last = _tick()
         self.gap = max(CHECKPOINT_S, (self.last - t) / CHECKPOINT_SHARE)
 
 
