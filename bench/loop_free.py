@@ -79,14 +79,27 @@ def quantiles(xs: list[float]) -> dict[str, float]:
     }
 
 
+def cpu_of(pid: int | None) -> float:
+    """CPU seconds the server process itself has used (its pool's processes not counted):
+    the work that competed with its event loop for the interpreter. 0 when unknown (stdio)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+SERVER_PID: int | None = None  # the HTTP server's pid while it is measured
+
+
 async def behind(heavy: Client, probe: Client, tool: str, args: dict) -> dict[str, Any]:
     lat: list[float] = []
     took: dict[str, Any] = {}
 
     async def run() -> None:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), cpu_of(SERVER_PID)
         r = await heavy.call_tool(tool, args)
         took["s"], took["error"] = time.perf_counter() - t, r.is_error
+        took["cpu"] = cpu_of(SERVER_PID) - cpu
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
@@ -96,7 +109,12 @@ async def behind(heavy: Client, probe: Client, tool: str, args: dict) -> dict[st
             await probe.call_tool("list_workspaces", {"detail": "compact"})
             lat.append(time.perf_counter() - t)
             await anyio.sleep(PROBE_EVERY)
-    return {"call_s": round(took["s"], 2), "call_error": took["error"], "lat": lat}
+    return {
+        "call_s": round(took["s"], 2),
+        "server_cpu_s": took["cpu"],
+        "call_error": took["error"],
+        "lat": lat,
+    }
 
 
 async def cases(heavy: Client, probe: Client, home: Path) -> dict[str, dict]:
@@ -129,6 +147,7 @@ def merged(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "runs": len(rows),
         "call_s": round(call, 2),
+        "server_cpu_s": round(statistics.median(r["server_cpu_s"] for r in rows), 2),
         "call_error": rows[0]["call_error"],
         **quantiles(lat),
     }
@@ -165,6 +184,8 @@ async def over_http(home: Path, offload: bool) -> dict[str, dict]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    global SERVER_PID
+    SERVER_PID = proc.pid
     try:
         for _ in range(1200):
             with socket.socket() as probe:
@@ -175,6 +196,7 @@ async def over_http(home: Path, offload: bool) -> dict[str, dict]:
         async with Client(url, read_timeout_seconds=600) as a, Client(url) as b:
             return await cases(a, b, home)
     finally:
+        SERVER_PID = None
         proc.terminate()
         proc.wait(30)
 
