@@ -90,7 +90,9 @@ def writer(home: str, claude: str, seconds: float, seed: int, sessions: int, out
                 counts["rebuild"] += 1
             archive.ingest(Path(claude))
             counts["ingest"] += 1
-        except Exception:  # noqa: BLE001 - counted and reported
+        except BaseException as exc:  # noqa: BLE001 - counted and reported (a panic too)
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
             counts["failed"] += 1
             errors.append(traceback.format_exc(limit=3))
     out.put(("writer", counts, errors[:3], {}))
@@ -126,7 +128,9 @@ def reader(home: str, seconds: float, seed: int, out: mp.Queue) -> None:
                     counts["load_turn_context"] += 1
                 except NotFound:  # purged since the search answered: a right answer
                     counts["gone"] += 1
-        except Exception:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - a Polars panic is a BaseException
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
             counts["failed"] += 1
             errors.append(traceback.format_exc(limit=4))
     out.put(("reader", counts, errors[:3], {"turns": seen["turns"], "refs": sorted(seen["refs"])}))
