@@ -1,3 +1,4 @@
 from archive_mcp.cli.main import run
 
-run()
+if __name__ == "__main__":  # spawned worker processes (refine, offload) must not run the CLI again
+    run()

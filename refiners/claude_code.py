@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -423,7 +424,8 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
     # A log with no cwd of its own (summary-only, empty, cut short) belongs to its folder's project.
     known = [s.work_dirs[0] for s in sessions.values() if s.work_dirs]
     if known:
-        common = max(known, key=known.count)  # ties: the first in file-name order
+        counts = Counter(known)  # keys in first-seen order, so ties go to the first file name
+        common = max(counts, key=counts.__getitem__)  # (`known.count` per item was O(n²))
         for s in sessions.values():
             s.work_dirs = s.work_dirs or [common]
 

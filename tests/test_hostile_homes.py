@@ -281,10 +281,10 @@ def test_searches_and_contexts_never_fail_while_other_processes_ingest_and_purge
     import stress  # the bench's workload, run for a few seconds (worker processes import it)
 
     monkeypatch.setenv("ARCHIVE_MCP_HOME", str(tmp_path / "unused"))
-    result = stress.run(4.0, seed=3, sessions=6, root=tmp_path)
+    result = stress.run(6.0, seed=3, sessions=6, root=tmp_path)
     counts = result["counts"]
-    assert (counts["failed"], result["errors"]) == (0, [])
-    assert counts["ingest"] > 0 and counts["purge"] > 0 and counts["search"] > 0
+    assert (counts["failed"], result["errors"], counts["wrong"]) == (0, [], 0), counts
+    assert counts["ingest"] > 0 and counts["purge"] > 0 and counts["search"] > 0, counts
 
 
 @pytest.mark.parametrize(

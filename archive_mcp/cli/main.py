@@ -26,6 +26,7 @@ from archive_mcp.cli.common import (
 )
 from archive_mcp.cli.config import Configured
 from archive_mcp.errors import InvalidArgument
+from archive_mcp.ingest.pipeline import stop_on_sigterm
 from archive_mcp.refiners import SOURCES
 from archive_mcp.render import hit_text, turn_text
 from archive_mcp.settings import exclude_setting
@@ -88,7 +89,7 @@ def ingest(
       archive-mcp ingest ~/.claude --engine ray --address ray://head:10001
     """
     patterns = call(ctx, lambda _a: exclude_setting(exclude)[0])
-    with progress_bar() as bar:
+    with progress_bar() as bar, stop_on_sigterm():  # SIGTERM: stop, state saved, resumable
         report = call(
             ctx,
             lambda a: a.ingest(

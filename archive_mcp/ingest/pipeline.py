@@ -11,12 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archive_mcp.errors import ArchiveError
 from archive_mcp.ingest import store
 from archive_mcp.ingest import workers as _workers
 from archive_mcp.ingest.exclude import Excluder
@@ -56,6 +60,36 @@ from archive_mcp.workspaces import (
 EMBED_FLUSH = 8 * EMBED_BATCH  # embed and drop pending payloads once this many have arrived
 
 _clock = time.monotonic  # the run's wall time; tests pin it
+_tick = time.monotonic  # when checkpoints are due; tests pin it
+STOP = threading.Event()  # set by SIGTERM during `stop_on_sigterm`: ingests stop at a session's end
+
+
+class Stopped(ArchiveError):
+    """An ingest stopped on request (SIGTERM) after saving its state."""
+
+
+@contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """While inside, SIGTERM asks a running ingest to stop: it saves its state at the end of the
+    session it is on and raises `Stopped` (a second SIGTERM ends the process at once). Only from
+    the main thread (elsewhere this does nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ask(signum: int, frame: object) -> None:
+        if STOP.is_set():
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+        STOP.set()
+
+    previous = signal.signal(signal.SIGTERM, ask)
+    STOP.clear()
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        STOP.clear()
 
 
 @dataclass
@@ -183,10 +217,14 @@ class Ingestor:
         state.setdefault("files", {})
         state.setdefault("sessions", {})
         saved = json.dumps(state, sort_keys=True)  # the state as read, to skip an unchanged write
+        # Files a stopped run copied but did not refine: raw path -> their entry before that copy.
+        unrefined: dict[str, Any] = state.setdefault("unrefined", {})
+        resumed = dict(unrefined)
+        mark = Checkpoint(ws.state_dir / "ingest.json", state)
         jobs: list[SessionJob] = []
         for session in sessions:
             try:
-                job = self._archive_session(ws, session, state, report)
+                job = self._archive_session(ws, session, state, report, resumed)
             except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
                 report.skipped.append(
                     Skip(str(session.session_dir), f"session skipped: {_reason(exc)}")
@@ -194,8 +232,12 @@ class Ingestor:
                 job = None
             if job is not None:
                 jobs.append(job)
+                unrefined.update((f.raw_rel, f.before) for f in job.files)
             self._done += len(session.files)
             self.progress("archive", self._done, self._total)
+            mark.now_and_then()
+            if STOP.is_set():
+                mark.stop()
         # Outcomes stream in job order; embedding payloads are flushed in batches, so memory
         # stays bounded however many turns arrive (a 1M-turn ingest held them all before).
         pending: list[tuple[str, list[EmbedItem]]] = []
@@ -203,20 +245,32 @@ class Ingestor:
         size = sum(f.entry["archived"] - f.entry["parse_offset"] for j in jobs for f in j.files)
         for job, res in zip(jobs, self._run_jobs(jobs, size), strict=True):
             self._apply(job, res, state, report)
+            for f in job.files:
+                unrefined.pop(f.raw_rel, None)
             if res.embed_items:
                 pending.append((job.session_id, res.embed_items))
             waiting += len(res.embed_items)
             if waiting >= EMBED_FLUSH:
                 self._embed(ws, pending, report)
                 pending, waiting = [], 0
+            if mark.due() or STOP.is_set():  # what the saved state says is refined is embedded
+                self._embed(ws, pending, report)
+                pending, waiting = [], 0
+                self._finish_embeddings(report)
+                mark.save()
+                if STOP.is_set():
+                    mark.stop()
         self._embed(ws, pending, report)
-        embedded, error = (
-            self.engine.finish()
-        )  # every embedding of this workspace, before unlocking
+        self._finish_embeddings(report)  # every embedding of this workspace, before unlocking
+        if not unrefined:
+            del state["unrefined"]
+        if json.dumps(state, sort_keys=True) != saved:  # a no-op run writes nothing
+            mark.save()
+
+    def _finish_embeddings(self, report: IngestReport) -> None:
+        embedded, error = self.engine.finish()
         report.embedded += embedded
         report.embed_error = report.embed_error or error
-        if json.dumps(state, sort_keys=True) != saved:  # a no-op run writes nothing
-            atomic_write_json(ws.state_dir / "ingest.json", state)
 
     def _identify(self, session: SessionSource) -> tuple[str, str | None]:
         """Workspace id and work dir: md5 of the canonical work dir.
@@ -270,8 +324,15 @@ class Ingestor:
 
     # --- one session: copy new bytes, then parse and refine what changed --------------------
     def _archive_session(
-        self, ws: Workspace, session: SessionSource, state: dict[str, Any], report: IngestReport
+        self,
+        ws: Workspace,
+        session: SessionSource,
+        state: dict[str, Any],
+        report: IngestReport,
+        resumed: dict[str, Any],
     ) -> SessionJob | None:
+        """Copy the session's new bytes; its job when there is something to refine: bytes copied
+        now, or by a stopped run whose checkpoint lists them in `resumed` (not copied again)."""
         prefix = f"raw/{session.source}/{store.session_file_stem(session.session_id)}"
         snaps = state.setdefault("snapshots", {})
         for snap in session.snapshots:
@@ -310,6 +371,8 @@ class Ingestor:
                     entry.update(archived=size, parse_offset=0, parse_line=1, next_index=0)
                     report.files_changed += 1
                     files.append(FileJob(f.agent, raw_rel, dict(entry), before))
+                elif dst.exists() and raw_rel in resumed:
+                    files.append(FileJob(f.agent, raw_rel, dict(entry), resumed[raw_rel]))
                 continue
             try:
                 added = archive_file(
@@ -321,7 +384,8 @@ class Ingestor:
             report.bytes_archived += added
             if added:
                 report.files_changed += 1
-                files.append(FileJob(f.agent, raw_rel, dict(entry), before))
+            if added or raw_rel in resumed:
+                files.append(FileJob(f.agent, raw_rel, dict(entry), resumed.get(raw_rel, before)))
         if not files:
             return None
         return SessionJob(
@@ -404,6 +468,42 @@ class Ingestor:
     ) -> None:
         if self.embedder is not None and pending:
             self.engine.embed(ws, pending)
+
+
+CHECKPOINT_S = 15.0  # a large workspace's state is saved at least this often while it ingests
+CHECKPOINT_SHARE = 0.1  # and saving takes at most this share of the time (the state grows)
+
+
+class Checkpoint:
+    """Saves a workspace's ingest state now and then while it ingests, so a stopped run (SIGKILL,
+    power loss) resumes where the last save left off: what was copied is not copied again, and
+    what was copied but not refined (`unrefined`) is refined. Each save rewrites the whole state
+    (atomically), so saves are spaced by `CHECKPOINT_S`, or by `1 / CHECKPOINT_SHARE` times the
+    last save's duration when that is longer: their cost stays a flat share of the run's."""
+
+    def __init__(self, path: Path, state: dict[str, Any]) -> None:
+        self.path, self.state = path, state
+        self.last = _tick()
+        self.gap = CHECKPOINT_S
+
+    def due(self) -> bool:
+        return _tick() - self.last >= self.gap
+
+    def now_and_then(self) -> None:
+        if self.due():
+            self.save()
+
+    def stop(self) -> None:
+        self.save()
+        raise Stopped(
+            "ingest stopped (SIGTERM) with its state saved; run it again to resume where it stopped"
+        )
+
+    def save(self) -> None:
+        t = _tick()
+        atomic_write_json(self.path, self.state)
+        self.last = _tick()
+        self.gap = max(CHECKPOINT_S, (self.last - t) / CHECKPOINT_SHARE)
 
 
 def _sha256(path: str) -> str:

@@ -58,6 +58,7 @@ def purge_session(
                 report.removed.append(str(path.relative_to(ws.root)))
         for rel in mine:
             del files[rel]
+            state.get("unrefined", {}).pop(rel, None)  # copied by a stopped ingest, not refined
         sessions.pop(session_id, None)
         atomic_write_json(ws.state_dir / "ingest.json", state)
         if forget is not None:  # what the rooms above hold of it (the themes' members)

@@ -162,6 +162,7 @@ def search_context(
     target: str = (
         "all" if all_workspaces or workspace == "all" else workspace_of(ctx, workspace, roots).id
     )
+    state(ctx).offload.fresh_indexes(archive, archive._selected(target))
     found = archive.search(
         query,
         workspace=target,

@@ -3,7 +3,8 @@
 The tools are module-level functions listed in tables (`core_tools`, `memory_tools`,
 `theme_tools`) and registered here. Long-lived state (one `Archive`, the fallback cwd) comes
 from the server's lifespan. Every tool is a plain `def`, so the SDK runs it on a worker thread
-and the event loop keeps answering other clients. Errors are mapped once, in `ArchiveServer`:
+and the event loop keeps answering other clients; CPU-bound work (theme discovery, large index
+builds) runs in a process of its own (`offload`), where it cannot hold the GIL against the loop. Errors are mapped once, in `ArchiveServer`:
 an `ArchiveError` becomes a tool error with the library's message (which says what to do
 next), an argument that fails validation becomes a tool error naming the argument and what it
 accepts; anything else is a bug and reaches the client as a bare "Error executing tool".
@@ -135,6 +136,7 @@ def lifespan_for(
             if st.follower is not None:  # a round in progress finishes and saves its state
                 await anyio.to_thread.run_sync(st.follower.stop, WARM_JOIN_S)
             await anyio.to_thread.run_sync(warming.join, WARM_JOIN_S)
+            st.offload.close()
 
     return lifespan
 
@@ -143,7 +145,9 @@ def warm(st: State) -> None:
     """Load the embedding model and the cwd workspace's index before the first search needs them."""
     try:
         st.archive.embedder  # noqa: B018
-        st.archive.search("warm up", workspace=st.archive.workspace(cwd=st.cwd).id, limit=1)
+        ws = st.archive.workspace(cwd=st.cwd)
+        st.offload.fresh_indexes(st.archive, [ws])  # a large build runs in the pool
+        st.archive.search("warm up", workspace=ws.id, limit=1)
     except Exception:  # noqa: BLE001 - warming is best effort; real calls report their errors
         pass
 

@@ -123,6 +123,8 @@ def tag_theme(
     """Attach turns to a theme (creating it) by reference or from seed searches; returns near misses to
     confirm. Use it to start following a topic."""
     ws = workspace_of(ctx, workspace, roots)
+    if seeds:  # seed searches refresh the index: a large build runs in the pool
+        state(ctx).offload.fresh_indexes(state(ctx).archive, [ws])
     r = state(ctx).archive.tag_theme(
         theme, ws, references, seeds, remove, description, min_score, who="mcp"
     )
@@ -201,7 +203,8 @@ def discover_themes(
 ) -> Annotated[CallToolResult, DiscoverOutput]:
     """Cluster the workspace's turns into suggested themes (tagged ones untouched). Use it when no
     theme fits yet."""
-    d = state(ctx).archive.discover_themes(workspace_of(ctx, workspace, roots), min_size)
+    st = state(ctx)
+    d = st.offload.discover(st.archive, workspace_of(ctx, workspace, roots), min_size)
     themes = to_jsonable(d)["themes"]
     head = f"{len(d.themes)} suggested themes from {d.turns} turns ({d.method}, {d.seconds:.1f} s)"
     return fit(

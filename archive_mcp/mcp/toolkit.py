@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, cast
 from urllib.parse import unquote, urlparse
 
@@ -15,6 +15,7 @@ from pydantic import Field
 
 from archive_mcp.archive import Archive
 from archive_mcp.live import Follower
+from archive_mcp.mcp.offload import Offload
 from archive_mcp.refiners.text import clip
 from archive_mcp.render import more_line, to_jsonable
 from archive_mcp.workspaces import Workspace
@@ -37,6 +38,7 @@ class State:
     archive: Archive
     cwd: str
     follower: Follower | None = None  # keeps the archive current (`serve --follow`)
+    offload: Offload = field(default_factory=Offload)  # heavy calls away from the event loop
 
 
 @dataclass

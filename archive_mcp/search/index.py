@@ -9,6 +9,7 @@ is an atomic rename, which changes its folder's mtime.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import time
@@ -181,7 +182,10 @@ class Segment:
             quantized = (np.memmap(q8, np.int8, "r", shape=vectors.shape), scales)
         return cls(
             Postings.load(folder / "postings"),
-            pl.read_parquet(folder / "meta.parquet"),
+            # read whole, then parsed: a rebuild swapping the folder meanwhile leaves this read on
+            # the old bytes (Polars reading the path may take the footer from one file and the
+            # pages from the next, and panic)
+            pl.read_parquet(io.BytesIO((folder / "meta.parquet").read_bytes())),
             vectors,
             has,
             quantized,
@@ -325,6 +329,8 @@ class _VectorWriter:
             self.file.close()
 
 
+# A Polars panic (a BaseException) on a file replaced while it was read is retried like an error.
+PANIC: type[BaseException] = getattr(pl.exceptions, "PanicException", Exception)
 REBUILD_TRIES = 5  # builds that may meet a refined file purged or replaced while they read it
 
 
@@ -379,7 +385,7 @@ class WorkspaceIndex:
                         if not self._fresh(manifest, stamp):
                             manifest = self._rebuild(manifest, stamp)
                         self._load(manifest)
-            except (FileNotFoundError, pl.exceptions.ComputeError):
+            except (FileNotFoundError, pl.exceptions.ComputeError, PANIC):
                 # A refined file was purged or replaced while the build read it: the set it
                 # started from is gone, so build again from the new one.
                 if attempt == REBUILD_TRIES - 1:
@@ -388,6 +394,14 @@ class WorkspaceIndex:
             self._stamp = stamp
             return self
         return self
+
+    def needs_build(self) -> bool:
+        """Would a refresh build (not only load)? The cache on disk is older than the refined
+        and embedding files. Two stats, and the manifest read when this process's copy is old."""
+        stamp = self._dir_stamp()
+        if stamp == self._stamp:
+            return False
+        return not self._fresh(read_json(self.folder / "manifest.json", {}) or {}, stamp)
 
     def _fresh(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> bool:
         return (
@@ -406,7 +420,7 @@ class WorkspaceIndex:
                 return False
             self._load(manifest)
             return path.read_text(encoding="utf-8") == text
-        except Exception:  # noqa: BLE001 - a half-swapped folder: take the lock and read again
+        except (Exception, PANIC):  # noqa: BLE001 - a half-swapped folder: lock, read again
             return False
 
     def _rebuild(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> dict[str, Any]:

@@ -39,13 +39,14 @@ def trace_theme(
     """The theme as a timeline over `targets` (the theme is read from each)."""
     merged = merged_theme(theme, targets)
     linked = linked_memories(targets, merged.name, merged.slug, merged.members)
-    files = [
-        str(p)
+    # Each file read whole (`read_refined`): a refine replacing one meanwhile cannot mix versions.
+    parts = [
+        df.select(list(REFINED))
         for ws in targets
         for sid in {m.session_id for m in merged.members}
-        if (p := store.refined_path(ws, sid)).exists()
+        if (df := store.read_refined(ws, sid)).height
     ]
-    frame = pl.scan_parquet(files).select(list(REFINED)) if files else empty_refined().lazy()
+    frame = pl.concat(parts, how="vertical_relaxed").lazy() if parts else empty_refined().lazy()
     return build_timeline(
         merged,
         ",".join(w.id for w in targets),
