@@ -36,10 +36,15 @@ def locomo(archive: Archive, data: Path) -> dict[str, Any]:
         if line
     ]
     multi = [q for q in rows if q["category"] == 1 and len(set(q["evidence_sessions"])) >= 2]
-    recalls, sizes, ordered = [], [], 0
+    recalls, sizes, ordered, refused = [], [], 0, 0
     for q in multi:
         name = f"locomo-{q['qid']}"
-        archive.tag_theme(name, q["work_dir"], seeds=[q["question"]])
+        if archive.tag_theme(name, q["work_dir"], seeds=[q["question"]]).no_match:
+            refused += 1  # no strong hit: nothing tagged, nothing traced (recall 0)
+            recalls.append(0.0)
+            sizes.append(0)
+            ordered += 1
+            continue
         tl = archive.trace_theme(name, q["work_dir"])
         traced = [f"{e.session_id}#{e.turn}" for e in tl.events]
         want = set(q["evidence_turns"])
@@ -53,6 +58,7 @@ def locomo(archive: Archive, data: Path) -> dict[str, Any]:
         "evidence_recall": round(mean(recalls), 3),
         "mean_traced": round(mean(sizes), 1),
         "in_time_order": ordered / len(multi),
+        "refused_no_strong_match": refused,
     }
 
 

@@ -39,7 +39,7 @@ def watch(
     \b
     Example:
       archive-mcp watch
-      archive-mcp watch ~/.claude --wait --exclude ~/work/private
+      archive-mcp watch ~/.claude --wait --exclude ~/code/client-secret
     """
     follower = Follower(
         archive_of(ctx),

@@ -85,7 +85,7 @@ def ingest(
     \b
     Example:
       archive-mcp ingest ~/.kimi --json
-      archive-mcp ingest ~/.claude --exclude ~/work/private
+      archive-mcp ingest ~/.claude --exclude ~/code/client-secret
       archive-mcp ingest ~/.claude --engine ray --address ray://head:10001
     """
     patterns = call(ctx, lambda _a: exclude_setting(exclude)[0])
@@ -399,7 +399,7 @@ def serve(
 
     \b
     Example:
-      archive-mcp serve ~/.claude ~/.codex --exclude ~/work/private
+      archive-mcp serve ~/.claude ~/.codex --exclude ~/code/client-secret
       archive-mcp serve --http --port 8765
     """
     from archive_mcp.mcp.server import serve as run_server

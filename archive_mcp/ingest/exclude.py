@@ -1,7 +1,7 @@
 """Excluded paths: sessions whose work dir is under one of them are never archived.
 
-A pattern is a project path (`~/work/private`: that folder and everything under it) or a glob
-(`~/work/private-*`, `*/secret/*`: `*`, `?` and `[...]` as in `fnmatch`, matched against the
+A pattern is a project path (`~/code/client-secret`: that folder and everything under it) or a glob
+(`~/code/client-secret-*`, `*/secret/*`: `*`, `?` and `[...]` as in `fnmatch`, matched against the
 session's canonical work dir and each folder above it). A session whose work dir is unknown is
 not excluded (there is nothing to match)."""
 

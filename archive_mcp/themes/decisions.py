@@ -13,6 +13,7 @@ revise the course set just before them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -97,9 +98,6 @@ LAST_MIN = 0.05
 # scores cannot make (bench/RESULTS.md, "Pairing, session 6"), so the agent reading the trace is
 # shown the next candidates too and can settle it with load_turn_context.
 ALTERNATIVES = 2
-# A runner-up is named only when it scores at least this share of the pair's own score. 0 names
-# every runner-up with some evidence: no labelled measure of runners-up says where to cut yet.
-CLOSE = 0.0
 # Who may claim a change of course: "user" (the user corrects, redirects or reverts),
 # "user+reversal" (also a turn the refiner saw revert) or "any" (also the assistant switching on
 # its own, a planning command, a course undone without a cue). Measured leave one project out on
@@ -131,6 +129,19 @@ class Flag:
     kind: str  # decision | change | reversal
     by: str  # user | assistant
     cue: str
+
+
+# a course set without a cue, known once a change undoes it (and then a change by the assistant)
+UNDONE = Flag("decision", "assistant", "undone later")
+
+
+def claim(flag: Flag) -> bool:
+    """May this flagged turn claim a change of course (`CLAIM_BY`, read at call time)?"""
+    return (
+        CLAIM_BY == "any"
+        or flag.by == "user"
+        or (CLAIM_BY == "user+reversal" and flag.kind == "reversal")
+    )
 
 
 def flag_turn(user: str, assistant: str, kinds: list[str]) -> Flag | None:
@@ -272,6 +283,7 @@ def pair_changes(
     flags: list[Flag | None],
     min_similarity: float = 0.08,
     change_similarity: float = 0.2,
+    claims: Callable[[Flag], bool] | None = None,
 ) -> list[Pair]:
     """A `Pair` (change, undone turn, score, shared terms, alternatives) for each change in `rows` (every
     event of the theme in time order, aligned with `flags`; None = not flagged). A change is
@@ -285,8 +297,13 @@ def pair_changes(
     A turn that was undone but carried no cue of its own is a step of the same thread: it is
     paired in turn with the course it changed, as a change by the assistant. Candidates are the
     `WINDOW` turns before a change, scored in blocks of changes so the cost grows with the theme,
-    not with its square. A pair's alternatives are the `ALTERNATIVES` courses that score next."""
-    changes = np.array([i for i, f in enumerate(flags) if f is not None and i > 0], dtype=np.int64)
+    not with its square. A pair's alternatives are the `ALTERNATIVES` courses that score next.
+    `claims` (default: every flag) says which flagged turns may claim a change at all: the others
+    still count as courses to undo, but are not paired themselves (`CLAIM_BY`: `claim`)."""
+    claims = claims or (lambda f: True)
+    changes = np.array(
+        [i for i, f in enumerate(flags) if f is not None and i > 0 and claims(f)], dtype=np.int64
+    )
     if not len(changes):
         return []
     m, terms, idf = term_matrix([_text(r) for r in rows])
@@ -312,7 +329,7 @@ def pair_changes(
         j_s[~flagged[j_s]]
     )  # undone, but no cue of its own: it changed the course before it
     later = later[later > 0]
-    if len(later):
+    if len(later) and claims(UNDONE):
         no = np.zeros(len(later), dtype=bool)
         i2, j2, s2, a2 = _pair(ctx, later, no, no, no)
         i_s, j_s, scores, alts = (
@@ -454,20 +471,18 @@ def _pair(
 
 
 def _runners_up(score: np.ndarray, cand: np.ndarray, best: np.ndarray) -> np.ndarray:
-    """The `ALTERNATIVES` candidates scoring next after `best` in each row, best first (-1: none),
-    when they score at least `CLOSE` x the best: a course far behind is no real alternative, and
-    one with no word in common and no recency (score 0) never is."""
+    """The `ALTERNATIVES` candidates scoring next after `best` in each row, best first (-1: none).
+    A course with no word in common and no recency (score 0) is no alternative: nothing points at it."""
     rows_at = np.arange(len(score))
     rest = score.copy()
     out = np.full((len(score), ALTERNATIVES), -1, dtype=np.int64)
     taken = best
-    top = score[rows_at, best]
-    finite = np.isfinite(top)
-    floor = np.where(finite, np.maximum(CLOSE * np.where(finite, top, 0.0), 1e-9), np.inf)
     for k in range(ALTERNATIVES):  # a few argmax passes: cheaper than sorting 200 candidates a row
         rest[rows_at, taken] = -np.inf
         taken = rest.argmax(axis=1)
-        out[:, k] = np.where(rest[rows_at, taken] >= floor, cand[rows_at, taken], -1)
+        out[:, k] = np.where(
+            rest[rows_at, taken] > 0, cand[rows_at, taken], -1
+        )  # 0: no word, no recency
     return out
 
 
@@ -517,10 +532,9 @@ def gist(row: dict[str, Any], by: str, width: int = 160) -> str:
     without a lead-in ("Good question. Let me …") and, for a follow-up ("yes, proceed"), the
     answer's outcome, since that is what was decided."""
     text = (row.get("user_text") or "") if by == "user" else ""
+    # a question sets nothing, a follow-up only agrees: the answer says what was decided
     if text.rstrip().endswith(("?", "？", "吗")) or FOLLOW_UP.match(text[:200]):
-        text = (
-            ""  # a question sets nothing, a follow-up only agrees: the answer says what was decided
-        )
+        text = ""
     if not text.strip() or len(text.strip()) < 12:
         summary = row.get("summary") or ""
         m = re.search(r"Outcome:\s*(.*)", summary, re.S)
@@ -534,8 +548,9 @@ def gist(row: dict[str, Any], by: str, width: int = 160) -> str:
 
 def substance(text: str) -> str:
     """The text from its first sentence that states something: acknowledgements ("Good
-    question.", "Perfect!") and announcements ("Let me update the runsheet first") go."""
-    units = sentences(text)
+    question.", "Perfect!") and announcements ("Let me update the runsheet first") go. Only the
+    head is split: a gist is one line."""
+    units = sentences(text[:1000])
     for k, unit in enumerate(units):
         said = strip_reply_ack(unit)
         if said and not announces(said):

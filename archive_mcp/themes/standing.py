@@ -4,9 +4,9 @@ The theme stands at its latest course that no later change undid (a decision, or
 replaced one). When substantive work on the theme carries on after that course (more than
 `OPEN_AFTER` turns that ask or do something), the theme ends open: it stands at its latest
 substantive turn ("open: last asked …"), with the standing course named after it. A follow-up
-("yes, proceed", "works great"), a status table, a question the assistant only answered with a
-table row, and noise (a slash command, a compaction summary) are never where a theme stands: they
-only confirm what came before.
+("yes, proceed", "works great"), an approval ("option 2"), a status table and noise (a slash
+command, a compaction summary) are never where a theme stands: they only confirm what came
+before.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from archive_mcp.themes.decisions import APPROVAL, FOLLOW_UP
 from archive_mcp.themes.noise import noise_kind
 
 # Substantive turns after the standing course before the theme counts as open again: 0, any
-# on-topic request after it (measured leave one project out, bench/results/themes-heldout.md).
+# request of its own after it (measured leave one project out, bench/results/themes-heldout.md).
 OPEN_AFTER = 0
 
 _TABLE = re.compile(r"^\s*\|.*\|\s*$", re.M)
@@ -42,16 +42,6 @@ class Standing:
     def ref(self) -> str:
         return f"{self.session_id}:{self.turn}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ref": self.ref,
-            "session_id": self.session_id,
-            "turn": self.turn,
-            "at": self.at,
-            "state": self.state,
-            "gist": self.gist,
-        }
-
 
 def substantive(row: dict[str, Any], answer: str = "") -> bool:
     """Does this turn ask for or do something of its own (not a follow-up, table or noise)?
@@ -72,10 +62,10 @@ def standing(
     open_after: int | None = None,
 ) -> list[Standing]:
     """Where the theme stands: the latest course no later change undid, or, when more than
-    `open_after` substantive turns follow it, the latest substantive turn (state `open`) and then
-    that course (`open_after` defaults to `OPEN_AFTER`, read at call time). `rows`: the theme's turns in time order; `decisions`: the flagged ones, as the
-    timeline lists them (with `undoes` set on the changes that were paired); `answers`: the head
-    of each turn's answer."""
+    `open_after` (default `OPEN_AFTER`, read at call time) substantive turns follow it, the latest
+    substantive turn (state `open`) and then that course. `rows`: the theme's turns in time order;
+    `decisions`: the flagged ones, as the timeline lists them (with `undoes` set on the changes
+    that were paired); `answers`: the head of each turn's answer."""
     if not rows:
         return []
     keys = [(r["session_id"], r["turn"]) for r in rows]

@@ -426,7 +426,7 @@ def tag_theme(
     when = now()
     candidates = [Member(r.session_id, r.agent, r.turn, "reference", who, when, None) for r in refs]
     near: list[dict[str, Any]] = []
-    no_match, strong = "", [True]
+    no_match = ""  # set when the seeds matched nothing strong
     if seeds:
 
         def turns_of(sessions: set[str]) -> pl.DataFrame:
@@ -437,7 +437,7 @@ def tag_theme(
                 .collect()
             )
 
-        strong = []
+        strong: list[bool] = []  # per seed search: did any hit come out strong?
 
         def watched(query: str, limit: int) -> SearchResults:
             hits = search(query, limit)
@@ -474,7 +474,8 @@ def tag_theme(
                 attached.append(m)
         removed = [asdict(m) for m in current.members if m.key in drop]
         current.members = [m for m in current.members if m.key not in drop]
-        current.seeds = list(dict.fromkeys([*current.seeds, *(seeds or [])]))
+        kept_seeds = [] if no_match else list(seeds or [])  # seeds that matched nothing stay out
+        current.seeds = list(dict.fromkeys([*current.seeds, *kept_seeds]))
         if description is not None:
             current.description = description
         store.save(current)

@@ -16,7 +16,7 @@ import polars as pl
 
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.themes import decisions as rules
-from archive_mcp.themes.decisions import Flag, flag_turns, gist, pair_changes
+from archive_mcp.themes.decisions import UNDONE, Flag, flag_turns, gist, pair_changes
 from archive_mcp.themes.labels import class_tfidf_of
 from archive_mcp.themes.standing import Standing, line, standing
 from archive_mcp.themes.store import Theme
@@ -327,9 +327,7 @@ def _decisions(
             named[k] = {key: d[key] for key in ("ref", "at", "gist")}
         return named[k]
 
-    for i, j, sim, shared, others in pair_changes(every, flags):
-        if i not in decisions or not _claims(decisions[i]):
-            continue  # not the user's (or its own pair was skipped): no claim, nor its chain
+    for i, j, sim, shared, others in pair_changes(every, flags, claims=rules.claim):
         if (
             j not in decisions
         ):  # the undone course was set in a turn without a cue: it is a decision too
@@ -363,23 +361,11 @@ def _decisions(
     return [decisions[i] for i in sorted(decisions)], reversals, threads
 
 
-def _claims(d: dict[str, Any]) -> bool:
-    """May this flagged turn claim a change of course (`decisions.CLAIM_BY`)? "user": the user's
-    turns; "user+reversal": also a turn the refiner saw revert; "any": every flagged turn."""
-    by = rules.CLAIM_BY
-    return by == "any" or d["by"] == "user" or (by == "user+reversal" and d["flag"] == "reversal")
-
-
 def _brief(d: dict[str, Any]) -> dict[str, Any]:
     out = {k: d[k] for k in ("session_id", "turn", "ref", "at", "flag", "by", "gist", "summary")}
     if d.get("alternatives"):
         out["alternatives"] = d["alternatives"]  # what a change may undo instead of its pair
     return out
-
-
-UNDONE = Flag(
-    "decision", "assistant", "undone later"
-)  # a course set without a cue, known once a change undoes it
 
 
 def _decision(r: dict[str, Any], f: Flag) -> dict[str, Any]:
