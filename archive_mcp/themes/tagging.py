@@ -445,7 +445,10 @@ def tag_theme(
             return hits
 
         found, near = seed_candidates(watched, index(), turns_of, seeds, min_score)
-        if not any(strong):  # a seed about what the project never did: say so, tag nothing
+        # Topic seeds about what the project never did: say so, tag nothing. A question seed
+        # takes its best hits whatever their strength (QUESTION_CORE): refusing questions too
+        # dropped 24 of 137 LoCoMo multi-hop questions (evidence recall 0.792 -> 0.688).
+        if not any(strong) and not any(is_question(seed) for seed in seeds):
             closest = f"; closest: {near[0]['ref']}" if near else ""
             no_match = f"no strong match for {' | '.join(seeds)}{closest}; nothing tagged"
             if not refs and not drop:
