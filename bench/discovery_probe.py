@@ -4,12 +4,12 @@ same vectors, with k set by a rule chosen on the other projects (issue 28, item 
     python bench/discovery_probe.py --out OUT [--json PATH]
 
 OUT is the folder `themes_heldout.py` / `themes_trace_grid.py` built (OUT/<project>/home, the
-archives of the labelled projects, and OUT/vectors, the MiniLM caches). Every variant clusters the
+archives of the labelled projects). Every variant clusters the
 rows `Archive.discovery_input` gives (main agent, noise left out) and is scored as
 `themes_heldout.py` scores discovery: labelled topics recovered at Jaccard >= 0.3 by their best
-cluster. Variants: `graph` (today's `discover_themes`), `kmeans` on the index's static vectors
-with k = round(n / m) for each m of `PER_CLUSTER`, the same on MiniLM vectors, and BERTopic's
-recipe without UMAP. For the k-means rules, m is chosen leave one project out.
+cluster. Variants: `graph` (today's `discover_themes`) and `kmeans` on the index's static
+vectors with k = round(n / m) for each m of `PER_CLUSTER` (mean of `SEEDS`); m is chosen leave one
+project out. BERTopic (MiniLM + UMAP + k-means) is in `themes_heldout.py`.
 """
 
 from __future__ import annotations
@@ -72,8 +72,6 @@ def main(argv: list[str] | None = None) -> int:
         ]
         x = np.asarray(vectors, dtype=np.float32)
         x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-9)
-        cache = np.load(args.out / "vectors" / f"{name}-minilm.npz", allow_pickle=True)
-        print(name, len(keys), list(cache.keys())[:4], file=sys.stderr)
         d = archive.discover_themes(ws)
         graph = {t.name: {m.key for m in t.members} for t in d.themes}
         for t in d.themes:
