@@ -4,18 +4,22 @@ Everything here only reads."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import stat
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TypeAlias
 
 import polars as pl
+from polars.io.plugins import register_io_source
 
 from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS, empty_refined
 from archive_mcp.themes.store import ThemeStore
 from archive_mcp.workspaces import Workspace
 
 WorkspaceArg: TypeAlias = str | Workspace | Sequence[str] | None
+RETRIES = 5  # reads of the whole set before falling back to one file at a time
 LIVE = timedelta(hours=2)  # a session with an open turn is live while written to this recently
 
 
@@ -36,11 +40,51 @@ class Stats:
 
 
 def turns(selected: Sequence[Workspace]) -> pl.LazyFrame:
-    """Refined turns (one row per turn) across workspaces unless one is given."""
-    files = [str(p) for ws in selected for p in sorted(ws.refined_dir.glob("*.parquet"))]
-    if not files:
-        return empty_refined().lazy()
-    return pl.scan_parquet(files).select(list(REFINED))
+    """Refined turns (one row per turn) across workspaces unless one is given.
+
+    Lazy, and safe against writers in other processes: the files are listed when the frame is
+    collected, and a session purged or re-refined while it is read is read again from the new
+    set (gone, or its new file), never half old and half new (`_read_refined`)."""
+    dirs = [ws.refined_dir for ws in selected]
+
+    def source(
+        columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None, _batch: int | None
+    ) -> Iterator[pl.DataFrame]:
+        df = _read_refined(dirs, columns or list(REFINED), predicate)
+        yield df if n_rows is None else df.head(n_rows)
+
+    return register_io_source(source, schema=REFINED, explain_name="refined turns")
+
+
+def _refined_files(dirs: Sequence[Path]) -> list[str]:
+    return [str(p) for d in dirs for p in sorted(d.glob("*.parquet"))]
+
+
+def _read_refined(
+    dirs: Sequence[Path], columns: list[str], predicate: pl.Expr | None
+) -> pl.DataFrame:
+    """Every refined file's rows (the columns asked, filtered). Files are replaced whole
+    (`os.replace`) or removed by a purge; one that changes between listing and reading fails the
+    read, which is then tried again on a fresh listing. After `RETRIES` such races in a row, each
+    file is read on its own, whole, and a file that has gone is left out."""
+    for _ in range(RETRIES):
+        files = _refined_files(dirs)
+        if not files:
+            return empty_refined().select(columns)
+        try:
+            lf = pl.scan_parquet(files).select(list(REFINED)).select(columns)
+            return (lf if predicate is None else lf.filter(predicate)).collect()
+        except (FileNotFoundError, pl.exceptions.ComputeError):
+            continue
+    parts = []
+    for path in _refined_files(dirs):
+        try:
+            data = Path(path).read_bytes()
+        except FileNotFoundError:
+            continue
+        part = pl.read_parquet(data).select(list(REFINED)).select(columns)
+        parts.append(part if predicate is None else part.filter(predicate))
+    return pl.concat(parts) if parts else empty_refined().select(columns)
 
 
 def sessions(turns: pl.LazyFrame) -> pl.LazyFrame:
@@ -108,12 +152,8 @@ def stats(selected: Sequence[Workspace]) -> Stats:
         if selected
         else empty_refined()
     )
-    raw = sum(p.stat().st_size for ws in selected for p in ws.raw_dir.rglob("*") if p.is_file())
-    embedded = sum(
-        pl.scan_parquet(str(p)).select(pl.len()).collect().item()
-        for ws in selected
-        for p in ws.embeddings_dir.glob("*.parquet")
-    )
+    raw = sum(_size(p) for ws in selected for p in ws.raw_dir.rglob("*"))
+    embedded = sum(_rows(p) for ws in selected for p in ws.embeddings_dir.glob("*.parquet"))
     times = df["started_at"].drop_nulls()
     return Stats(
         workspaces=len(selected),
@@ -125,3 +165,25 @@ def stats(selected: Sequence[Workspace]) -> Stats:
         newest=times.max().isoformat() if len(times) else None,  # type: ignore[union-attr]
         by_status=dict(df["status"].value_counts().iter_rows()) if df.height else {},
     )
+
+
+def _size(path: Path) -> int:
+    """A regular file's size; 0 for a folder or a file a purge removed since it was listed."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+def _rows(path: Path) -> int:
+    """Rows of one parquet file from its footer; 0 if a purge removed it since it was listed (a
+    file replaced mid-read is read again)."""
+    for _ in range(RETRIES):
+        try:
+            return int(pl.scan_parquet(path).select(pl.len()).collect().item())
+        except FileNotFoundError:
+            return 0
+        except pl.exceptions.ComputeError:
+            continue
+    return 0

@@ -104,14 +104,21 @@ def reader(home: str, seconds: float, seed: int, out: mp.Queue) -> None:
     from archive_mcp.errors import NotFound
 
     rng = random.Random(seed + 1)
-    counts = {"search": 0, "load_turn_context": 0, "trace_theme": 0, "gone": 0, "failed": 0}
+    counts = {"search": 0, "load_turn_context": 0, "trace_theme": 0, "frames": 0, "gone": 0}
+    counts["failed"] = 0
     errors: list[str] = []
     seen: dict[str, Any] = {"turns": {}, "refs": set()}  # what was answered, checked at the end
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         try:
             archive = Archive(embedder=None)  # a fresh process's view, as a CLI call has
-            if rng.random() < 0.2:
+            roll = rng.random()
+            if roll < 0.15:  # the analyst's frames: turns, sessions and stats in one snapshot each
+                archive.sessions("webapp").collect()
+                archive.stats("webapp")
+                counts["frames"] += 1
+                continue
+            if roll < 0.35:
                 tl = archive.trace_theme("dates", "webapp")
                 seen["refs"].update((e.session_id, e.turn) for e in tl.events)
                 counts["trace_theme"] += 1

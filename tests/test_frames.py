@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
-from archive_mcp import Archive
+from archive_mcp import Archive, frames
 from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS
 
 PINNED_TURNS = [
@@ -72,3 +73,58 @@ def test_empty_archive_frames_keep_their_schema() -> None:
     assert a.turns().collect().schema == pl.Schema(REFINED)
     assert a.tool_calls().collect().height == 0
     assert a.sessions().collect_schema() == pl.Schema(SESSIONS)
+
+
+def _two_session_archive(kimi_root: Path) -> tuple[Archive, Path, list[str]]:
+    a = Archive(embedder=None)
+    a.ingest(kimi_root)
+    ws = a.workspaces()[0]
+    files = sorted(str(p) for p in ws.refined_dir.glob("*.parquet"))
+    assert len(files) >= 2
+    return a, ws.refined_dir, files
+
+
+def test_turns_lists_the_files_when_collected_so_a_purge_in_between_is_no_error(
+    kimi_root: Path,
+) -> None:
+    a, refined, files = _two_session_archive(kimi_root)
+    ws_id = a.workspaces()[0].id
+    before = a.turns(ws_id).collect()
+    lazy = a.turns(ws_id)  # planned before the "purge" below
+    gone = Path(files[0])
+    gone_session = pl.read_parquet(gone)["session_id"][0]
+    gone.unlink()
+    after = lazy.collect()
+    assert gone_session not in set(after["session_id"])
+    assert after.height == before.filter(pl.col("session_id") != gone_session).height
+    # projection and predicate reach the reader and give what a plain frame gives
+    kept = before.filter(pl.col("session_id") != gone_session)
+    asked = kept["session_id"][0]
+    got = a.turns(ws_id).filter(pl.col("session_id") == asked).select("turn").collect()
+    assert got["turn"].to_list() == kept.filter(pl.col("session_id") == asked)["turn"].to_list()
+    assert a.stats(ws_id).turns == after.height
+
+
+def test_a_file_gone_between_listing_and_reading_is_read_again_from_a_fresh_listing(
+    kimi_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, refined, files = _two_session_archive(kimi_root)
+    ws_id = a.workspaces()[0].id
+    whole = a.turns(ws_id).collect()
+    stale = [*files, str(refined / "purged-meanwhile.parquet")]
+    listings = iter([stale, stale])
+    real = frames._refined_files
+    monkeypatch.setattr(frames, "_refined_files", lambda dirs: next(listings, None) or real(dirs))
+    assert a.turns(ws_id).collect().equals(whole)  # two failed reads, the third listing is right
+
+
+def test_after_repeated_races_each_file_is_read_alone_and_a_gone_one_left_out(
+    kimi_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, refined, files = _two_session_archive(kimi_root)
+    ws_id = a.workspaces()[0].id
+    whole = a.turns(ws_id).collect()
+    stale = [*files, str(refined / "purged-meanwhile.parquet")]
+    monkeypatch.setattr(frames, "_refined_files", lambda dirs: stale)
+    got = a.turns(ws_id).sort("session_id", "agent", "turn").collect()
+    assert got.equals(whole.sort("session_id", "agent", "turn"))
