@@ -4,6 +4,7 @@ Everything here only reads."""
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -152,7 +153,7 @@ def stats(selected: Sequence[Workspace]) -> Stats:
         if selected
         else empty_refined()
     )
-    raw = sum(_size(p) for ws in selected for p in ws.raw_dir.rglob("*"))
+    raw = sum(_tree_size(ws.raw_dir) for ws in selected)
     embedded = sum(_rows(p) for ws in selected for p in ws.embeddings_dir.glob("*.parquet"))
     times = df["started_at"].drop_nulls()
     return Stats(
@@ -167,13 +168,18 @@ def stats(selected: Sequence[Workspace]) -> Stats:
     )
 
 
-def _size(path: Path) -> int:
-    """A regular file's size; 0 for a folder or a file a purge removed since it was listed."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return 0
-    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+def _tree_size(root: Path) -> int:
+    """Bytes of the regular files under `root`; a folder or file a purge removes meanwhile counts
+    as gone (`os.walk` skips what it cannot list)."""
+    total = 0
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(folder, name))
+            except FileNotFoundError:
+                continue
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
 
 
 def _rows(path: Path) -> int:

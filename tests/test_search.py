@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -663,3 +664,66 @@ def test_quantized_rows_stay_within_int8_and_half_a_step_of_the_row() -> None:
     assert np.all(np.abs(q * scale[:, None] - rows) <= scale[:, None] / 2 + 1e-12)
     empty_q, empty_scale = quantize(np.zeros((0, 3), np.float32))
     assert empty_q.shape == (0, 3) and empty_scale.shape == (0,)
+
+
+def _hold(directory: Path) -> tuple[threading.Event, threading.Thread]:
+    """Hold `directory`'s lock in another thread (as a writer would) until the event is set."""
+    from archive_mcp.workspaces import locked
+
+    got, release = threading.Event(), threading.Event()
+
+    def run() -> None:
+        with locked(directory):
+            got.set()
+            release.wait(30)
+
+    t = threading.Thread(target=run)
+    t.start()
+    assert got.wait(10)
+    return release, t
+
+
+def test_held_elsewhere_is_another_thread_or_process_holding_the_lock(tmp_path: Path) -> None:
+    from archive_mcp.workspaces import held_elsewhere, locked
+
+    assert not held_elsewhere(tmp_path)  # no lock file yet
+    with locked(tmp_path):
+        assert not held_elsewhere(tmp_path)  # this thread is the holder
+    assert not held_elsewhere(tmp_path)
+    release, t = _hold(tmp_path)
+    try:
+        assert held_elsewhere(tmp_path)
+    finally:
+        release.set()
+        t.join()
+    assert not held_elsewhere(tmp_path)
+
+
+def test_a_search_while_a_writer_holds_the_workspace_answers_from_the_last_index(
+    archive: Archive, kimi_root: Path
+) -> None:
+    from test_ingest import HEADER, _turn
+
+    ws = archive.workspace("webapp")
+    assert archive.search("dark mode toggle", workspace="webapp")  # the index is built
+    sid = "aaaaaaaa-0000-4000-8000-000000000001"
+    (kimi_root / "sessions" / WEBAPP / sid).mkdir()
+    (kimi_root / "sessions" / WEBAPP / sid / "wire.jsonl").write_bytes(
+        HEADER + _turn(0, "switch the toggle to a zustand store", "Moved useTheme into zustand.")
+    )
+    archive.ingest(kimi_root)  # the refined files changed: the index is stale
+    for writer in (ws.root, ws.cache_dir):  # an ingest; another process building the index
+        release, t = _hold(writer)
+        try:
+            for searcher in (archive, Archive(embedder=archive._embedder)):  # loaded; a new one
+                found = searcher.search("zustand", workspace="webapp")
+                assert sid not in {h.session_id for h in found}  # the index from before
+                assert found.fallback_reason == (
+                    "the workspace is being written: answered from the index built before"
+                )
+        finally:
+            release.set()
+            t.join()
+    found = archive.search("zustand", workspace="webapp")  # the writer let go: rebuilt
+    assert found[0].session_id == sid
+    assert found.fallback_reason is None

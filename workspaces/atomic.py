@@ -96,6 +96,34 @@ def locked(directory: Path, timeout: float | None = None) -> Iterator[None]:
         lock.release()
 
 
+def held_elsewhere(directory: Path) -> bool:
+    """Does another process or thread hold `directory`'s lock right now (a writer at work)?
+
+    False when the calling thread holds it itself, when nobody does, and where `flock` is not
+    available. Probing takes the lock for a moment without waiting, so a writer that asks for
+    it in that instant waits one poll (50 ms) at most."""
+    lock = _locks.get(str(directory))
+    if lock is not None and lock.is_locked:  # thread-local: this thread is the holder
+        return False
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: never claim a writer
+        return False
+    try:
+        fd = os.open(directory / ".lock", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 def _write_holder(path: Path) -> None:
     info = {
         "pid": os.getpid(),

@@ -410,8 +410,9 @@ def search_workspaces(
         searcher = Searcher(indexes[ws.id], embedder, tuning)
         fused, used, reason, extra = searcher.rank(query, mode, filters, fusion=fusion)
         realized_modes.add(realized(mode, used, reason))
-        if reason:
-            reasons.append(reason if len(workspaces) == 1 else f"{ws.name}: {reason}")
+        for why in (reason, searcher.index.behind):
+            if why:
+                reasons.append(why if len(workspaces) == 1 else f"{ws.name}: {why}")
         head = fused[:limit]
         evidences = searcher.evidence([d for d, _, _ in head]) if head else None
         all_hits += build_hits(ws, searcher.index.meta, head, extra["highlight"], evidences)

@@ -25,7 +25,13 @@ import polars as pl
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.search.ondisk import read_rows
-from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
+from archive_mcp.workspaces import (
+    Workspace,
+    atomic_write_json,
+    held_elsewhere,
+    locked,
+    read_json,
+)
 
 INDEX_VERSION = 5  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
@@ -346,6 +352,7 @@ class WorkspaceIndex:
         self.meta = pl.DataFrame()
         self._stamp: tuple[int, int] | None = None
         self.build_seconds = 0.0
+        self.behind: str | None = None  # set while answering from an index older than the files
 
     # --- freshness -------------------------------------------------------------------------
     def _dir_stamp(self) -> tuple[int, int]:
@@ -377,6 +384,9 @@ class WorkspaceIndex:
         for attempt in range(REBUILD_TRIES):
             stamp = self._dir_stamp()
             if stamp == self._stamp:
+                self.behind = None
+                return self
+            if self._serve_behind():
                 return self
             try:
                 if not self._load_unlocked(stamp):
@@ -392,14 +402,38 @@ class WorkspaceIndex:
                     raise
                 continue
             self._stamp = stamp
+            self.behind = None
             return self
         return self
+
+    def _serve_behind(self) -> bool:
+        """While a writer (an ingest, a purge) holds the workspace, or another process builds
+        this index, answer from the last index built, whole as it was, instead of rebuilding (or
+        waiting) on every call as the files change under it: a search during a long ingest
+        stays fast and sees the sessions of one consistent set. The first call after the writer
+        lets go rebuilds as usual."""
+        if not (held_elsewhere(self.ws.root) or held_elsewhere(self.ws.cache_dir)):
+            return False
+        if not self.segments:  # a fresh process: the last index on disk, if it is usable
+            try:
+                manifest = json.loads((self.folder / "manifest.json").read_text(encoding="utf-8"))
+                if not isinstance(manifest, dict) or manifest.get("version") != INDEX_VERSION:
+                    return False
+                if manifest.get("model") != self.model or len(manifest.get("stamp", [])) != 2:
+                    return False
+                self._load(manifest)
+                self._stamp = (int(manifest["stamp"][0]), int(manifest["stamp"][1]))
+            except (Exception, PANIC):  # noqa: BLE001 - none or mid-swap: build as usual
+                self.segments = []
+                return False
+        self.behind = "the workspace is being written: answered from the index built before"
+        return True
 
     def needs_build(self) -> bool:
         """Would a refresh build (not only load)? The cache on disk is older than the refined
         and embedding files. Two stats, and the manifest read when this process's copy is old."""
         stamp = self._dir_stamp()
-        if stamp == self._stamp:
+        if stamp == self._stamp or self._serve_behind():
             return False
         return not self._fresh(read_json(self.folder / "manifest.json", {}) or {}, stamp)
 
