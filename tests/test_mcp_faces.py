@@ -148,6 +148,7 @@ def _check(name: str, args: dict[str, Any], r: Any, tool: Any) -> None:
         assert len(json.dumps(r.structured_content, ensure_ascii=False)) <= budget, (name, shown)
 
 
+@pytest.mark.slow  # CI runs it; the fast loop leaves it out
 async def test_every_tool_answers_hostile_arguments_with_a_tool_error_or_a_result_within_budget(
     archive: Archive,
 ) -> None:

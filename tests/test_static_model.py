@@ -77,6 +77,7 @@ def test_ingest_and_hybrid_search_with_the_shipped_model(kimi_root: Path) -> Non
     assert found.realized_mode == "hybrid" and found.fallback_reason is None
 
 
+@pytest.mark.slow  # CI runs it; the fast loop leaves it out
 def test_discovery_with_the_static_model_recovers_planted_themes() -> None:
     from test_themes import SAMPLE, purity_recall
 

@@ -429,9 +429,9 @@ def test_saved_suggestions_are_read_back_member_by_member(
     from archive_mcp.workspaces import Workspace
 
     store = ThemeStore(Workspace("w", "w", root=tmp_path))
+    n = 4_000 if read < 1024 else 70_000  # 7-byte reads cut every member, a few thousand suffice
     members = [
-        Member(f"s{i % 3}", "main", i, "cluster:4", "discover_themes", "now", 0.5)
-        for i in range(70_000)
+        Member(f"s{i % 3}", "main", i, "cluster:4", "discover_themes", "now", 0.5) for i in range(n)
     ]
     store.save(
         Theme('odd "members": [ name', "cluster-4", "d", [], "suggested", members, cluster_id=4)
@@ -459,10 +459,10 @@ def test_saved_suggestions_are_read_back_member_by_member(
     )
     got = suggested(store.folder, lambda s, a, t: np.array([x if x % 2 else -1 for x in t]))
     assert [(th.name, th.cluster_id, th.members, len(rows), n) for th, rows, n in got] == [
-        ('odd "members": [ name', 4, [], 35_000, 70_000),
+        ('odd "members": [ name', 4, [], n // 2, n),
         ("x", 9, [], 1, 1),
     ]
-    assert got[0][1].tolist() == list(range(1, 70_000, 2))
+    assert got[0][1].tolist() == list(range(1, n, 2))
     assert suggested(tmp_path / "none", lambda s, a, t: np.zeros(0)) == []
 
 
