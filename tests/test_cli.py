@@ -10,6 +10,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
+import archive_mcp.cli.main as cli_main
+from archive_mcp import Archive
 from archive_mcp.cli.main import main
 from archive_mcp.ingest import pipeline
 
@@ -21,17 +23,28 @@ def _run(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def test_ingest_no_index_leaves_the_index_to_the_first_search(kimi_root: Path) -> None:
+    code, out, _ = _run("ingest", "--no-embed", "--no-index", str(kimi_root))
+    assert code == 0 and "search index built" not in out
+    archive = Archive()
+    assert [archive.index(ws).needs_build() for ws in archive.workspaces()] == [True, True]
+
+
 def test_ingest_then_list_workspaces_sessions_and_stats(
     kimi_root: Path, kimi_code_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pipeline, "_clock", iter([100.0, 102.34]).__next__)
+    monkeypatch.setattr(cli_main, "_clock", iter([200.0, 200.46]).__next__)
     code, out, err = _run("ingest", "--no-embed", str(kimi_root), str(kimi_code_root))
     assert code == 0
     assert out == (
         "6 files (6 changed, 43,256 bytes archived), 5 sessions, 14 turns added, 0 updated, "
         "0 embedded in 2.3 s\n"
+        "search index built in 0.5 s\n"
         "new workspaces: ml-pipeline, webapp\n"
     )
+    built = Archive()  # the ingest built each changed workspace's search index
+    assert [built.index(ws).needs_build() for ws in built.workspaces()] == [False, False]
     assert err.count("last line is incomplete") == 2
     code, out, _ = _run("workspaces", "list")
     assert out.splitlines() == [

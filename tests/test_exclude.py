@@ -78,7 +78,8 @@ def test_ingest_exclude_skips_and_counts_the_sessions_and_copies_nothing_of_them
     code, out = run("ingest", "--no-embed", "--exclude", PRIVATE, str(user_home() / ".claude"))
     assert code == 0, out
     assert out.splitlines()[0].startswith("1 files (1 changed, ")
-    assert out.splitlines()[1:] == [
+    assert out.splitlines()[1].startswith("search index built in ")
+    assert out.splitlines()[2:] == [
         "new workspaces: webapp",
         f"excluded: 1 sessions under {PRIVATE}",
     ]
