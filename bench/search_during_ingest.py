@@ -5,15 +5,15 @@ during an ingest of 50k turns answers in < 1 s p95, in-process, and returns only
 
 The data: generated Kimi sessions (`generate_share_dir`, one workspace, 20-60 turns a session).
 `--preload N` first archives N turns of other sessions into the same workspace (and builds its
-index), as an archive in use has; then a child process runs `Archive.ingest` over the `--turns`
-new ones (refine and static embeddings included), as `archive-mcp ingest` would. This process searches the workspace the
-whole time (hybrid, the default mode; a query every `--every` seconds once the workspace exists)
-with one `Archive`, as the MCP server does, and times each call (a search the ingest's end
-overtakes is reported apart, `overtaken_ms`: the first search after an ingest rebuilds the
-index). After each search it reads the
-index the search used: every hit's session must have, in that index, exactly the turns it has
-once the ingest is over (a session half indexed would show fewer). The baseline, same run: the
-same queries on the finished archive, nothing running.
+index), as an archive in use has; then a child process runs `archive-mcp ingest` over the
+`--turns` new ones (refine, static embeddings, then the workspace's search index; `--no-index`
+leaves the index to the first search). This process searches the workspace the whole time
+(hybrid, the default mode; a query every `--every` seconds once the workspace exists) with one
+`Archive`, as the MCP server does, and times each call; a search the ingest's end overtakes is
+reported apart (`overtaken_ms`). After each search it reads the index the search used: every
+hit's session must have, in that index, exactly the turns it has once the ingest is over (a
+session half indexed would show fewer). The baseline, same run: the same queries on the
+finished archive, nothing running.
 
 Prints one JSON line: searches during the ingest (p50 / p95 / max ms), failed calls, hits
 checked and hits from sessions that were not whole, the baseline's p50 / p95, ingest wall time.
@@ -73,6 +73,7 @@ def main() -> None:
     ap.add_argument("--preload", type=int, default=0, help="turns archived before the ingest")
     ap.add_argument("--every", type=float, default=0.2, help="seconds between searches")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--no-index", action="store_true", help="the ingest leaves the index to search")
     ap.add_argument("--trail", type=Path, help="write one JSON line per search here")
     args = ap.parse_args()
     root: Path = args.dir
@@ -86,9 +87,11 @@ def main() -> None:
         before.ingest(old)
         before.search(QUERIES[0], workspace=before.workspaces()[0].id)  # its index built
     rng = random.Random(args.seed)
-    script = "import sys; from archive_mcp import Archive; Archive(sys.argv[1]).ingest(sys.argv[2])"
+    cli = [sys.executable, "-m", "archive_mcp", "--home", str(home), "ingest", str(share)]
     t0 = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", script, str(home), str(share)])
+    child = subprocess.Popen(
+        cli + (["--no-index"] if args.no_index else []), stdout=subprocess.DEVNULL
+    )
     archive = Archive(home)
     _ = archive.embedder  # loaded before the clock starts, as the server's warm-up does
     during: list[float] = []
