@@ -120,7 +120,7 @@ def main() -> None:
                 {
                     "at_s": round(t - t0, 2),
                     "ms": round(during[-1] * 1000, 1),
-                    "behind": idx.behind is not None,
+                    "behind": getattr(idx, "behind", None) is not None,  # (older code: never)
                     "docs": idx.n_docs,
                     "build_s": round(idx.build_seconds, 2),
                 }
