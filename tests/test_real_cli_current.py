@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archive_mcp.refiners import claude_code, discover, kimi_cli, kimi_code
+from archive_mcp.refiners import claude_code, codex, discover, kimi_cli, kimi_code
 from archive_mcp.refiners.model import Turn
 from archive_mcp.refiners.refine import files_of
 
@@ -213,3 +213,86 @@ def test_kimi_code_2_1_scenario_and_its_new_record_families() -> None:
     assert [t.status for t in turns] == ["completed"] * 5
     assert [t.final_text for t in turns] == [answer(p) for p in prompts]
     assert [t.usage for t in turns] == [usage(2, cached=0, fresh=120)] * 5
+
+
+CODEX = REAL_CLI / "codex-0.171.0-scenario" / "sessions"
+CODEX_ID, CODEX_SUB = "01a23ba0-9e15-77e3-84ea-dfc2224e5dcd", "01a23ba0-fc9d-7c13-b6af-198329bb489d"
+
+
+def shell(turn: Turn) -> list[tuple[str, str, str]]:
+    return [
+        (c.name, str(c.args.get("cmd") or c.args.get("message")), c.status) for c in turn.tool_calls
+    ]
+
+
+def test_codex_0_171_scenario_edit_subagent_compaction_interruption() -> None:
+    [session] = discover(CODEX).sessions
+    assert (session.source, session.session_id, session.work_dirs) == (
+        "codex",
+        CODEX_ID,
+        ["/home/dev/work/codex"],
+    )
+    # the subagent's own rollout (source.subagent.thread_spawn) is a file of its parent session
+    main, sub = session.files
+    assert (main.agent, sub.agent) == ("main", CODEX_SUB)
+    assert sub.rel.startswith("subagents/rollout-") and sub.rel.endswith(f"{CODEX_SUB}.jsonl")
+    result = codex.parse_wire(main.path)
+    assert (result.protocol_version, result.unknown_types, result.problems) == ("0.171.0", {}, [])
+    turns = result.turns
+    prompts = [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        "Run echo hi in the shell after the compaction",
+        "Now sleep in the shell",
+        "Run echo hi in the shell again",
+    ]
+    assert [t.user_text for t in turns] == prompts
+    assert in_time_order(turns)
+    assert [shell(t) for t in turns] == [
+        [("exec_command", ECHO, "ok")],
+        # no apply_patch is offered to an unknown model: the edit goes through the shell
+        [("exec_command", "printf 'hi\\n' > hello.txt", "ok")],
+        [("exec_command", FAIL, "error")],
+        [("spawn_agent", "Run echo hi in the shell", "ok"), ("wait_agent", "None", "ok")],
+        # after the compaction the scripted model reads the handoff (it names a failing ls)
+        [("exec_command", ECHO, "ok"), ("exec_command", FAIL, "error")],
+        [("exec_command", "sleep 60", "error")],  # SIGINT: aborted by user
+        [("exec_command", ECHO, "ok")],
+    ]
+    assert turns[5].tool_calls[0].output_text.endswith("aborted by user")
+    assert [t.status for t in turns] == ["completed"] * 5 + ["interrupted", "completed"]
+    assert [t.compactions for t in turns] == [0, 0, 0, 0, 1, 0, 0]
+    # the compaction's summary is the model's, not the turn's answer
+    assert turns[4].synthetic_text.startswith("<analysis>The user ran shell commands.")
+    assert "SCRIPTED-SUMMARY" not in turns[4].final_text
+    finals = [t.final_text for t in turns]
+    assert finals[:4] + finals[6:] == [answer(p) for p in prompts[:4]] + [answer(prompts[6])]
+    assert finals[5] == ""
+    # model calls a turn: 2 (a shell call, the answer), 3 with the subagent (spawn, wait); the
+    # compacted turn 4, one of them the compaction's and one reporting a full context (5000)
+    assert [t.usage for t in turns[:4] + turns[5:]] == [usage(n) for n in (2, 2, 2, 3, 1, 2)]
+    full = 5000 - 120
+    assert turns[4].usage == {
+        "input_other": 4 * 100 + full,
+        "input_cache_read": 4 * 20,
+        "output": 4 * 7,
+        "input_cache_creation": 0,
+    }
+    # the spawn_agent result names the subagent's thread: its rollout, run inside the call
+    spawn = turns[3].tool_calls[0]
+    [(agent, run)] = turns[3].subagents.items()
+    assert (agent, run.subagent_type, run.parent_tool_call_id) == (CODEX_SUB, None, spawn.id)
+    [sub_turn] = codex.parse_wire(sub.path).turns
+    assert (sub_turn.user_text, shell(sub_turn), sub_turn.status, sub_turn.usage) == (
+        "Run echo hi in the shell",
+        [("exec_command", ECHO, "ok")],
+        "completed",
+        usage(2),
+    )
+    wait = turns[3].tool_calls[1]
+    assert spawn.called_at < sub_turn.started_at < sub_turn.last_at < wait.result_at
+    # on its own (its parent not found), the subagent's rollout is a session of its own
+    [alone] = discover(sub.path).sessions
+    assert (alone.session_id, [f.agent for f in alone.files]) == (CODEX_SUB, ["main"])
