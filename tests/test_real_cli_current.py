@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archive_mcp.refiners import claude_code, codex, discover, kimi_cli, kimi_code
+from archive_mcp.refiners import claude_code, codex, discover, gemini, kimi_cli, kimi_code
 from archive_mcp.refiners.model import Turn
 from archive_mcp.refiners.refine import files_of
 
@@ -296,3 +296,75 @@ def test_codex_0_171_scenario_edit_subagent_compaction_interruption() -> None:
     # on its own (its parent not found), the subagent's rollout is a session of its own
     [alone] = discover(sub.path).sessions
     assert (alone.session_id, [f.agent for f in alone.files]) == (CODEX_SUB, ["main"])
+
+
+GEMINI = REAL_CLI / "gemini-0.61.0-scenario" / "dot-gemini"
+GEMINI_ID, GEMINI_SUB = (
+    "f4da05ef-2511-44aa-bc17-ce5b7a2a5ee0",
+    "f09c80a8-837c-46ac-b549-82df1508d192",
+)
+
+
+def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
+    found = discover(GEMINI)
+    # each resume in a later minute left a start-up stub with the chat's id and no message
+    assert [(Path(path).name, why) for path, why in found.skipped] == [
+        (
+            f"session-2026-12-03T11-{minute}-f4da05ef.jsonl",
+            f"a start-up stub of chat {GEMINI_ID}: no message",
+        )
+        for minute in (18, 19, 20, 21)
+    ]
+    [session] = found.sessions
+    assert (session.source, session.session_id, session.work_dirs) == (
+        "gemini",
+        GEMINI_ID,
+        ["/home/dev/work/gemini"],
+    )
+    main, sub = session.files
+    assert (main.rel, sub.agent, sub.rel) == (
+        "session-2026-12-03T11-17-f4da05ef.jsonl",
+        GEMINI_SUB,
+        f"{GEMINI_ID}/{GEMINI_SUB}.jsonl",
+    )
+    result = gemini.parse_wire(main.path)
+    assert (result.unknown_types, result.problems) == ({}, [])
+    turns = result.turns
+    prompts = [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        "Run echo hi in the shell after the compression",
+        "Now sleep in the shell",
+        "Run echo hi in the shell again",
+    ]
+    assert [t.user_text for t in turns] == prompts
+    assert in_time_order(turns)
+    assert [calls(t) for t in turns] == [
+        [("run_shell_command", ECHO, "ok")],
+        [("write_file", "/home/dev/work/gemini/hello.txt", "ok")],
+        [("run_shell_command", FAIL, "error")],
+        [("invoke_agent", "None", "ok")],
+        [("run_shell_command", ECHO, "ok")],
+        [],  # SIGINT during `sleep 60`: the call was never written
+        [("run_shell_command", ECHO, "ok")],
+    ]
+    assert turns[3].tool_calls[0].args["agent_name"] == "generalist"
+    # no end marker: a turn ends when the next starts; the SIGINT left a model call, no step
+    assert [t.status for t in turns] == ["completed"] * 5 + ["interrupted", "open"]
+    # the compression ran as the fifth prompt was sent: a `$set` of the rewritten history
+    assert [t.compactions for t in turns] == [0, 0, 0, 0, 1, 0, 0]
+    assert turns[4].synthetic_text.startswith("<analysis>The user ran shell commands.")
+    finals = [t.final_text for t in turns]
+    assert finals == [answer(p) for p in prompts[:5]] + ["", answer(prompts[6])]
+    # the compression's model calls are in no record; the interrupted turn made one call
+    assert [t.usage for t in turns] == [usage(2)] * 5 + [usage(1), usage(2)]
+    # the subagent's chat (kind "subagent"): it ends by complete_task, inside the turn
+    [sub_turn] = gemini.parse_wire(sub.path).turns
+    assert (sub_turn.user_text, calls(sub_turn), sub_turn.usage) == (
+        "Run echo hi in the shell",
+        [("run_shell_command", ECHO, "ok"), ("complete_task", "None", "ok")],
+        usage(2),
+    )
+    assert turns[3].started_at < sub_turn.started_at < sub_turn.last_at < turns[3].last_at
