@@ -5,9 +5,20 @@ allows them."""
 
 from __future__ import annotations
 
+import sqlite3
+import tempfile
 from pathlib import Path
+from typing import Any
 
-from archive_mcp.refiners import claude_code, codex, discover, gemini, kimi_cli, kimi_code
+from archive_mcp.refiners import (
+    claude_code,
+    codex,
+    discover,
+    gemini,
+    kimi_cli,
+    kimi_code,
+    opencode,
+)
 from archive_mcp.refiners.model import Turn
 from archive_mcp.refiners.refine import files_of
 
@@ -366,5 +377,88 @@ def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
         "Run echo hi in the shell",
         [("run_shell_command", ECHO, "ok"), ("complete_task", "None", "ok")],
         usage(2),
+    )
+    assert turns[3].started_at < sub_turn.started_at < sub_turn.last_at < turns[3].last_at
+
+
+OPENCODE = REAL_CLI / "opencode-1.18.33-scenario" / "opencode.sql"
+OPENCODE_SUB = "ses_dc455a3d8ffeWJGiPSAFG3X4n0"
+
+
+def test_opencode_1_18_scenario_compaction_subagent_interruption(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the exports go here
+    data = tmp_path / "opencode"
+    data.mkdir()
+    con = sqlite3.connect(data / "opencode.db")
+    con.execute("PRAGMA journal_mode=WAL")
+    con.executescript(OPENCODE.read_text(encoding="utf-8"))
+    con.close()
+    [session] = discover(data).sessions
+    assert (session.source, session.session_id, session.work_dirs) == (
+        "opencode",
+        "ses_dc45847a9ffexuUM2Q46rc27y0",
+        ["/home/dev/work/opencode"],
+    )
+    main, sub = session.files
+    assert (main.agent, sub.agent, sub.rel) == (
+        "main",
+        OPENCODE_SUB,
+        f"subagents/{OPENCODE_SUB}.jsonl",
+    )
+    result = opencode.parse_wire(main.path)
+    assert (result.protocol_version, result.problems) == ("1.18.33", [])
+    turns = result.turns
+    prompts = [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        "Run echo hi in the shell after the compaction",
+        "Now sleep in the shell",
+        "Run echo hi in the shell again",
+    ]
+    # the compaction's user messages (a `compaction` part, the synthetic "Continue …") are none
+    assert [t.user_text for t in turns] == [f'"{p}"' for p in prompts]  # quoted, as kept
+    assert in_time_order(turns)
+    assert [calls(t) for t in turns] == [
+        [("bash", ECHO, "ok")],
+        [("write", "None", "ok")],
+        [("bash", FAIL, "error")],
+        [("task", "None", "ok")],
+        [("bash", ECHO, "ok"), ("bash", ECHO, "ok")],  # the second after "Continue"
+        [("bash", "sleep 60", "no_result")],  # SIGINT: the part stays `running`
+        [("bash", ECHO, "ok")],
+    ]
+    assert turns[1].tool_calls[0].args["filePath"] == "/home/dev/work/opencode/hello.txt"
+    assert [t.status for t in turns] == ["completed"] * 5 + ["interrupted", "completed"]
+    assert [t.compactions for t in turns] == [0, 0, 0, 0, 1, 0, 0]
+    assert turns[4].synthetic_text.startswith("<analysis>The user ran shell commands.")
+    finals = [t.final_text for t in turns]
+    assert finals[:4] + finals[6:] == [f'Done with: "{p}" SCRIPTED-ANSWER' for p in prompts[:4]] + [
+        f'Done with: "{prompts[6]}" SCRIPTED-ANSWER'
+    ]
+    assert finals[4].startswith("Done with: Continue if you have next steps")
+    assert finals[5] == ""
+    two = usage(2, cached=0, fresh=120)
+    # the compacted turn: the call that filled the context (5000), the summary's, two more
+    compacted = {"input_other": 5000 + 3 * 120, "input_cache_read": 0, "output": 4 * 7}
+    assert [t.usage for t in turns] == [two] * 4 + [
+        {**compacted, "input_cache_creation": 0},
+        usage(0),  # the interrupted reply was never completed: no tokens
+        two,
+    ]
+    [(agent, run)] = turns[3].subagents.items()
+    assert (agent, run.subagent_type, run.parent_tool_call_id) == (
+        OPENCODE_SUB,
+        "general",
+        turns[3].tool_calls[0].id,
+    )
+    [sub_turn] = opencode.parse_wire(sub.path).turns
+    assert (sub_turn.user_text, calls(sub_turn), sub_turn.usage) == (
+        "Run echo hi in the shell",
+        [("bash", ECHO, "ok")],
+        two,
     )
     assert turns[3].started_at < sub_turn.started_at < sub_turn.last_at < turns[3].last_at
