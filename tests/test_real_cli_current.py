@@ -18,6 +18,7 @@ from archive_mcp.refiners import (
     kimi_cli,
     kimi_code,
     opencode,
+    qwen_code,
 )
 from archive_mcp.refiners.model import Turn
 from archive_mcp.refiners.refine import files_of
@@ -462,3 +463,65 @@ def test_opencode_1_18_scenario_compaction_subagent_interruption(
         two,
     )
     assert turns[3].started_at < sub_turn.started_at < sub_turn.last_at < turns[3].last_at
+
+
+QWEN = REAL_CLI / "qwen-0.15.10-scenario" / "dot-qwen"
+
+
+def test_qwen_code_0_15_scenario_compress_cancelled_call_subagent() -> None:
+    [session] = discover(QWEN).sessions
+    assert (session.source, session.session_id, session.bucket, session.work_dirs) == (
+        "qwen-code",
+        "765dcfef-1741-4bc0-aa1b-b5abbb32635a",
+        "-home-dev-work-qwen",
+        ["/home/dev/work/qwen"],
+    )
+    result = qwen_code.parse_wire(session.files[0].path)
+    assert (result.protocol_version, result.unknown_types, result.problems) == ("0.15.10", {}, [])
+    turns = result.turns
+    prompts = [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        # `qwen -p "/compress"` ran here: no prompt record, no turn
+        "Now wait a minute in the shell",  # Qwen Code refuses `sleep 60`: a Python wait
+        "Run echo hi in the shell again",
+    ]
+    assert [t.user_text for t in turns] == prompts
+    assert in_time_order(turns)
+    wait = "python3 -c 'import time; time.sleep(60)'"
+    assert [calls(t) for t in turns] == [
+        [("run_shell_command", ECHO, "ok")],
+        [("write_file", "/home/dev/work/qwen/hello.txt", "ok")],
+        [("run_shell_command", FAIL, "error")],
+        [("agent", "None", "ok")],
+        [("run_shell_command", wait, "error")],  # cancelled by SIGINT
+        [("run_shell_command", ECHO, "ok")],
+    ]
+    assert "User cancelled tool execution" in turns[4].tool_calls[0].output_text
+    assert [t.status for t in turns] == ["completed"] * 4 + ["interrupted", "open"]
+    # the compression's model call, known from its telemetry only, after the fourth turn
+    assert [t.compactions for t in turns] == [0, 0, 0, 1, 0, 0]
+    assert turns[3].synthetic_text.startswith("<analysis>The user ran shell commands.")
+    finals = [t.final_text for t in turns]
+    assert finals == [answer(p) for p in prompts[:4]] + ["", answer(prompts[5])]
+    call = usage(1, cached=0, fresh=120)
+    two, three = usage(2, cached=0, fresh=120), usage(3, cached=0, fresh=120)
+    assert [t.usage for t in turns] == [two, two, two, three, call, two]
+    # the subagent, rebuilt from the telemetry between the `agent` call and its result
+    [(agent, run)] = turns[3].subagents.items()
+    agent_call = turns[3].tool_calls[0]
+    assert (agent, run.subagent_type, run.parent_tool_call_id) == (
+        f"agent-{agent_call.id}",
+        "general-purpose",
+        agent_call.id,
+    )
+    [sub] = run.turns
+    assert (sub.user_text, calls(sub), sub.usage, sub.final_text) == (
+        "Run echo hi in the shell",
+        [("run_shell_command", ECHO, "ok")],
+        two,
+        answer("Run echo hi in the shell"),
+    )
+    assert turns[3].started_at < sub.started_at < sub.last_at < turns[3].last_at

@@ -44,11 +44,11 @@ below() {  # is process $1 a descendant of process $2?
   done
   return 1
 }
-WAITFOR="sleep 60"  # the command line of the shell call `interrupt` waits for
+WAITFOR="^sleep 60$"  # a pgrep -f pattern: the command line of the shell call `interrupt` waits for
 interrupt() {  # run "$@" in the background, SIGINT it 3 s after ITS $WAITFOR shell call starts
   "$@" & local pid=$! s started=""
   for _ in $(seq 1 150); do
-    for s in $(pgrep -fx "$WAITFOR"); do below "$s" "$pid" && started=1; done
+    for s in $(pgrep -f "$WAITFOR"); do below "$s" "$pid" && started=1; done
     [ -n "$started" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 1
   done
   sleep 3; kill -INT "$pid" 2>/dev/null || true; wait "$pid" || true
@@ -178,7 +178,7 @@ JSON
   # an interruption: SIGINT while its `sleep 60` runs
   # (Qwen Code blocks `sleep` in the shell: "Blocked: standalone sleep 60. Run blocking commands
   # in the background", and `sleep 60 && echo slept` too; the scripted model waits in Python)
-  WAITFOR="python3 -c import time; time.sleep(60)"
+  WAITFOR='time\.sleep\(60\)'  # python3 may be a pyenv shim: the pattern is not anchored
   interrupt timeout 120 "${qw[@]}" --continue -p "Now wait a minute in the shell" --yolo --output-format json
   timeout 120 "${qw[@]}" --continue -p "Run echo hi in the shell again" --yolo --output-format json || true
   find "$H/.qwen/projects" -name '*.jsonl' ;;
