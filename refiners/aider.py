@@ -60,20 +60,21 @@ def _tokens(number: str, k: str) -> int:
     return int(float(number) * (1000 if k else 1))
 
 
-def input_times(path: Path) -> list[tuple[float, str]]:
-    """(time, prompt) of `.aider.input.history` (each prompt may be written twice)."""
-    out: list[tuple[float, str]] = []
+def input_times(path: Path) -> list[tuple[str, str]]:
+    """(local time as written, prompt) of `.aider.input.history` (each prompt may be written
+    twice). The time is read (`_local`) only when a prompt matches: most are never used."""
+    out: list[tuple[str, str]] = []
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return out
-    ts: float | None = None
+    when: str | None = None
     text: list[str] = []
     for line in [*lines, "# end"]:
         if line.startswith("# "):
-            if ts is not None and text:
-                out.append((ts, "\n".join(text)))
-            ts, text = _local(line[2:].strip()), []
+            if when is not None and text:
+                out.append((when, "\n".join(text)))
+            when, text = line[2:].strip(), []
         elif line.startswith("+"):
             text.append(line[1:])
     return out
@@ -83,27 +84,31 @@ class AiderTurnBuilder:
     """Turns from the blocks of a history: `prompt` and `start_run` for those lines, `body` for
     the lines between them."""
 
-    def __init__(self, start_index: int, times: list[tuple[float, str]]) -> None:
+    def __init__(self, start_index: int, times: list[tuple[str, str]]) -> None:
         self.turns: list[Turn] = []
         self.index = start_index
         self.times = times
         self.used = 0
-        self.run_start: float | None = None
+        self.run_start: str | None = None  # the run's local start time, as written
         self.in_prompt = False  # the last line read was a prompt line
         self.in_info = False  # an Aider message goes on (no line ending in two spaces yet)
         self.header = False  # between a run's start line and its first prompt
 
     def _time_of(self, text: str) -> float | None:
+        """The time of the next input-history entry with this prompt and a readable time; else
+        the run's start."""
         for k in range(self.used, len(self.times)):
-            if self.times[k][1] == text:
+            when, prompt = self.times[k]
+            ts = _local(when) if prompt == text else None
+            if ts is not None:
                 self.used = k + 1
-                return self.times[k][0]
-        return self.run_start
+                return ts
+        return None if self.run_start is None else _local(self.run_start)
 
     def start_run(self, when: str) -> None:
         """A `# aider chat started at` line: the turn before it ends; a banner follows."""
         self._close()
-        self.run_start = _local(when)
+        self.run_start = when
         self.in_prompt = self.in_info = False
         self.header = True
 
