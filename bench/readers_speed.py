@@ -1,19 +1,23 @@
 """Parse speed of each reader per MB of log, on the genuine logs of tests/fixtures/real-cli and
 the Claude Code logs of tests/fixtures/real (and, given, a corpus such as agents-dev).
 
-    python bench/readers_speed.py [--seconds 1.0] [CLAUDE_ROOT ...]
+    python bench/readers_speed.py [--seconds 1.0] [--repeats 5] [CLAUDE_ROOT ...]
 
 Each small genuine log is also repeated end to end to about `--mb` MB (the turns repeat; Aider's
 input history with it) so that per-file costs do not dominate. Each log is parsed again and
-again for at least `--seconds`; MB/s = bytes parsed / time. The OpenCode database is exported
-first (the export is what the archive parses); its SQLite read is timed separately. Prints
-numbers only, no log content.
+again for at least `--seconds`; MB/s = bytes parsed / time, wall clock and CPU time of this
+process (the CPU figure moves less when other work shares the machine). With `--repeats`, every
+case is measured once per round, the rounds one after another (interleaved, so that a change in
+the machine's load hits every case alike), and the median of the rounds is printed with its
+range. The OpenCode database is exported first (the export is what the archive parses); its
+SQLite read is timed separately. Prints numbers only, no log content.
 """
 
 from __future__ import annotations
 
 import argparse
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -24,17 +28,23 @@ from archive_mcp.refiners import READERS, discover
 ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 
 
-def rate(source: str, files: list[Path], seconds: float) -> tuple[float, int]:
+def rate(source: str, files: list[Path], seconds: float) -> tuple[float, float, int]:
+    """MB/s of wall-clock time and of CPU time parsing `files` for at least `seconds`."""
     parse = READERS[source].parse
     size = sum(f.stat().st_size for f in files)
-    done, start = 0, time.perf_counter()
+    done, start, cpu = 0, time.perf_counter(), time.process_time()
     while True:
         for f in files:
             parse(f)
         done += size
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
-            return done / elapsed / 1e6, size
+            return done / elapsed / 1e6, done / (time.process_time() - cpu) / 1e6, size
+
+
+def _spread(values: list[float]) -> str:
+    """The median and the range of a case's rounds."""
+    return f"{statistics.median(values):7.2f} ({min(values):6.1f}-{max(values):6.1f})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("claude_roots", nargs="*", type=Path)
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--mb", type=float, default=1.0)
+    ap.add_argument("--repeats", type=int, default=1)
     args = ap.parse_args(argv)
     cli = ROOT / "real-cli"
     tmp = Path(tempfile.mkdtemp())
@@ -81,9 +92,19 @@ def main(argv: list[str] | None = None) -> int:
     for root in args.claude_roots:
         files = [f.path for s in discover(root).sessions for f in s.files]
         cases[f"claude-code ({root.name})"] = ("claude-code", files)
-    for name, (source, files) in cases.items():
-        mbs, size = rate(source, files, args.seconds)
-        print(f"{name:32} {size / 1e3:10.1f} kB  {mbs:7.2f} MB/s")
+    wall: dict[str, list[float]] = {name: [] for name in cases}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
+    sizes: dict[str, int] = {}
+    for _ in range(max(1, args.repeats)):
+        for name, (source, files) in cases.items():
+            w, c, sizes[name] = rate(source, files, args.seconds)
+            wall[name].append(w)
+            cpu[name].append(c)
+    print(f"{'':32} {'size':>10}     wall MB/s (range)           CPU MB/s (range)")
+    for name in cases:
+        print(
+            f"{name:32} {sizes[name] / 1e3:10.1f} kB  {_spread(wall[name])}  {_spread(cpu[name])}"
+        )
     print(f"opencode SQLite read + export of one session: {read_ms:.1f} ms")
     return 0
 

@@ -12,14 +12,19 @@ a `/run <cmd>` prompt is a shell call whose exit code the history does not recor
 prompts' times come from `.aider.input.history` (`# <local time>` then `+<line>`), matched
 in order by their text; else the run's start time. The whole history file is one session
 whose work dir is the repository.
+
+Parsing goes by blocks, not lines (a history is mostly short lines): regex searches find the
+prompt and run-start lines; between them, a run of answer lines is taken whole up to the next
+`> ` line, and Aider's messages whole up to the line that ends the last of them.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
+from collections.abc import Iterator
 from datetime import datetime
+from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 
 from .model import ParseResult, Step, ToolCall, Turn
@@ -32,7 +37,10 @@ _STARTED = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d
 _VERSION = re.compile(r"^> Aider v(\S+)")
 _TOKENS = re.compile(r"^> Tokens: ([\d.]+)(k?) sent, ([\d.]+)(k?) received")
 _APPLIED = re.compile(r"^> Applied edit to (.+?)\s*$")
-_SPECIAL = (b"#### ", b"# aider chat started at ", b"> ")  # lines that are not answer text
+# Lines found by what follows a newline (a `^` search under re.M is ~8x slower: it tries every
+# position), the file's first line checked on its own:
+_PROMPT_OR_START = (b"#### ", b"# aider chat started at ")
+_STRUCTURE = re.compile(rb"\n(?:#### |# aider chat started at )")
 _SHELL = re.compile(r"^/(run|test)\s+(.*)$", re.S)
 
 
@@ -43,71 +51,82 @@ def _local(text: str) -> float | None:
         return None
 
 
+def _one_key(key: str, value: str) -> str:
+    """`json.dumps({key: value})`, byte for byte, without the encoder's set-up (per turn)."""
+    return f'{{"{key}": {_quote(value)}}}'
+
+
 def _tokens(number: str, k: str) -> int:
     return int(float(number) * (1000 if k else 1))
 
 
-def input_times(path: Path) -> list[tuple[float, str]]:
-    """(time, prompt) of `.aider.input.history` (each prompt may be written twice)."""
-    out: list[tuple[float, str]] = []
+def input_times(path: Path) -> list[tuple[str, str]]:
+    """(local time as written, prompt) of `.aider.input.history` (each prompt may be written
+    twice). The time is read (`_local`) only when a prompt matches: most are never used."""
+    out: list[tuple[str, str]] = []
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return out
-    ts: float | None = None
+    when: str | None = None
     text: list[str] = []
     for line in [*lines, "# end"]:
         if line.startswith("# "):
-            if ts is not None and text:
-                out.append((ts, "\n".join(text)))
-            ts, text = _local(line[2:].strip()), []
+            if when is not None and text:
+                out.append((when, "\n".join(text)))
+            when, text = line[2:].strip(), []
         elif line.startswith("+"):
             text.append(line[1:])
     return out
 
 
 class AiderTurnBuilder:
-    def __init__(self, start_index: int, times: list[tuple[float, str]]) -> None:
+    """Turns from the blocks of a history: `prompt` and `start_run` for those lines, `body` for
+    the lines between them."""
+
+    def __init__(self, start_index: int, times: list[tuple[str, str]]) -> None:
         self.turns: list[Turn] = []
         self.index = start_index
         self.times = times
         self.used = 0
-        self.run_start: float | None = None
-        self.version: str | None = None
-        self.in_prompt = False
-        self.in_info = False
+        self.run_start: str | None = None  # the run's local start time, as written
+        self.in_prompt = False  # the last line read was a prompt line
+        self.in_info = False  # an Aider message goes on (no line ending in two spaces yet)
         self.header = False  # between a run's start line and its first prompt
-        self.fast = False  # the next plain line only extends the current answer's text
 
     def _time_of(self, text: str) -> float | None:
+        """The time of the next input-history entry with this prompt and a readable time; else
+        the run's start."""
         for k in range(self.used, len(self.times)):
-            if self.times[k][1] == text:
+            when, prompt = self.times[k]
+            ts = _local(when) if prompt == text else None
+            if ts is not None:
                 self.used = k + 1
-                return self.times[k][0]
-        return self.run_start
+                return ts
+        return None if self.run_start is None else _local(self.run_start)
 
-    def line(self, raw: str, start: int, end: int) -> None:
-        text = raw.rstrip("\n")
-        self.fast = False
-        started = _STARTED.match(text) if text.startswith("# aider") else None
-        if started:
-            self._close()
-            self.run_start = _local(started.group(1))
-            self.in_prompt = self.in_info = False
-            self.header = True
-            return
-        version = _VERSION.match(text) if text.startswith("> Aider v") else None
-        if version:
-            self.version = version.group(1)
-        if text.startswith("#### "):
-            prompt = text[5:].rstrip()
-            if self.in_prompt and self.turns:
-                self.turns[-1].user_text += "\n" + prompt
-            else:
-                self._open(prompt, start)
-            self.turns[-1].byte_end = end
-            self.header = False
-            self.in_prompt = True
+    def start_run(self, when: str) -> None:
+        """A `# aider chat started at` line: the turn before it ends; a banner follows."""
+        self._close()
+        self.run_start = when
+        self.in_prompt = self.in_info = False
+        self.header = True
+
+    def prompt(self, text: str, start: int, end: int) -> None:
+        """A `#### ` line: a turn opens, or the prompt of the turn just opened goes on."""
+        prompt = text[5:].rstrip()
+        if self.in_prompt and self.turns:
+            self.turns[-1].user_text += "\n" + prompt
+        else:
+            self._open(prompt, start)
+        self.turns[-1].byte_end = end
+        self.header = False
+        self.in_prompt = True
+
+    def body(self, data: bytes, pos: int, end: int, base: int) -> None:
+        """The lines `data[pos:end]` between two prompt or run-start lines (`base`: where `data`
+        starts in the file): answer text and Aider's messages of the current turn, or a banner."""
+        if pos >= end:
             return
         if self.in_prompt and self.turns:  # the prompt is complete: its time and shell call
             self._prompt_done(self.turns[-1])
@@ -115,23 +134,50 @@ class AiderTurnBuilder:
         if not self.turns or self.header:  # the run's banner belongs to no turn
             return
         cur = self.turns[-1]
-        cur.byte_end = end
-        if text.startswith("> ") or self.in_info:
-            self.in_info = not text.endswith("  ")  # the message goes on to its line break
-            self._info(cur, text)
-        else:
-            self.in_info = False
-            if cur.steps and not cur.steps[-1].tool_calls:
-                cur.steps[-1].text += raw
-            elif text.strip():
-                cur.steps.append(Step(n=len(cur.steps) + 1, text=raw))
-            self.fast = bool(cur.steps) and not cur.steps[-1].tool_calls
+        cur.byte_end = base + end
+        while pos < end:
+            if self.in_info or data.startswith(b"> ", pos):
+                pos = self._messages(cur, data, pos, end)
+            else:
+                pos = self._answer(cur, data, pos, end)
 
-    def extend(self, raw: bytes, end: int) -> None:
-        """The fast path of `line` for a plain answer line (most of a history's bytes)."""
-        cur = self.turns[-1]
-        cur.steps[-1].text += raw.decode("utf-8", errors="replace")
-        cur.byte_end = end
+    def _messages(self, cur: Turn, data: bytes, pos: int, end: int) -> int:
+        """Aider's messages from `pos`, back to back: each runs to its line that ends with two
+        spaces (a Markdown line break); the last may go on past `end`. Returns where they end."""
+        stop = pos
+        while True:
+            brk = data.find(b"  \n", stop, end)
+            if brk < 0:
+                stop, self.in_info = end, True
+                break
+            stop, self.in_info = brk + 3, False
+            if stop >= end or not data.startswith(b"> ", stop):
+                break
+        lines = data[pos:stop].decode("utf-8", errors="replace").split("\n")
+        lines.pop()  # after the last newline
+        cur.synthetic_text += "".join([text.removeprefix("> ").rstrip() + "\n" for text in lines])
+        for text in lines:
+            if text.startswith(("> Tokens:", "> Applied")):
+                self._marks(cur, text)
+        return stop
+
+    def _answer(self, cur: Turn, data: bytes, pos: int, end: int) -> int:
+        """Answer lines from `pos` to the next message: the text of the turn's last step, or of a
+        new one (blank lines before its first text dropped). Returns where they end."""
+        found = data.find(b"\n> ", pos, end)  # the line at `pos` is no message
+        stop = found + 1 if found >= 0 else end
+        if not cur.steps or cur.steps[-1].tool_calls:
+            while pos < stop:
+                nxt = data.index(b"\n", pos) + 1
+                line = data[pos:nxt]  # blank when ASCII white space only: no decoding
+                if line.strip() and line.decode("utf-8", errors="replace").strip():
+                    break
+                pos = nxt
+            if pos == stop:
+                return stop
+            cur.steps.append(Step(n=len(cur.steps) + 1))
+        cur.steps[-1].text += data[pos:stop].decode("utf-8", errors="replace")
+        return stop
 
     def _open(self, prompt: str, start: int) -> None:
         self._close()
@@ -148,13 +194,13 @@ class AiderTurnBuilder:
             call = ToolCall(
                 id=f"aider-{turn.index}-run",
                 name=shell.group(1),
-                arguments=json.dumps({"command": shell.group(2)}),
+                arguments=_one_key("command", shell.group(2)),
                 called_at=turn.started_at,
             )
             turn.steps.append(Step(n=len(turn.steps) + 1, tool_calls=[call]))
 
-    def _info(self, cur: Turn, text: str) -> None:
-        cur.synthetic_text += text.removeprefix("> ").rstrip() + "\n"
+    def _marks(self, cur: Turn, text: str) -> None:
+        """The usage and the edit an Aider message line records."""
         tokens = _TOKENS.match(text) if text.startswith("> Tokens:") else None
         if tokens:
             cur.usage["input_other"] += _tokens(tokens.group(1), tokens.group(2))
@@ -164,7 +210,7 @@ class AiderTurnBuilder:
             call = ToolCall(
                 id=f"aider-{cur.index}-edit-{len(cur.tool_calls)}",
                 name="edit",
-                arguments=json.dumps({"path": applied.group(1)}),
+                arguments=_one_key("path", applied.group(1)),
                 result={"is_error": False, "message": "", "output": text[2:].rstrip()},
                 called_at=cur.started_at,
                 result_at=cur.started_at,
@@ -181,6 +227,43 @@ class AiderTurnBuilder:
             self.turns[-1].end, self.turns[-1].reason = "superseded", "completed"
 
 
+def _whole_lines(data: bytes, stop: int | None) -> int:
+    """Where the lines to read end: the whole lines of `data` (a line still being written is read
+    next time) that start before `stop`."""
+    limit = data.rfind(b"\n") + 1
+    if stop is None:
+        return limit
+    if stop <= 0:
+        return 0
+    end = data.find(b"\n", stop - 1)
+    return limit if end < 0 else min(limit, end + 1)
+
+
+def _line_starts(
+    after_newline: re.Pattern[bytes], prefixes: tuple[bytes, ...], data: bytes, limit: int
+) -> Iterator[int]:
+    """The offsets of the lines of `data[:limit]` that start with one of `prefixes` (the pattern
+    is a newline followed by one of them)."""
+    if data.startswith(prefixes, 0, limit):
+        yield 0
+    for found in after_newline.finditer(data, 0, limit):
+        yield found.start() + 1
+
+
+def _version(data: bytes, limit: int) -> str | None:
+    """The version the last `> Aider v…` line before `limit` names (searched from the end)."""
+    end = limit
+    while end > 0:
+        at = data.rfind(b"\n> Aider v", 0, end) + 1  # 0: none after a newline
+        if at == 0 and not data.startswith(b"> Aider v"):
+            return None
+        named = _VERSION.match(data[at : data.index(b"\n", at)].decode("utf-8", errors="replace"))
+        if named:
+            return named.group(1)
+        end = at - 1
+    return None
+
+
 def parse_wire(
     path: Path,
     start: int = 0,
@@ -191,30 +274,37 @@ def parse_wire(
 ) -> ParseResult:
     """Parse an Aider chat history from byte `start` (a turn boundary) to `stop`."""
     builder = AiderTurnBuilder(start_index, input_times(path.parent / INPUT_HISTORY))
-    pos, line_no = start, first_line  # after the last whole line read
-    line_of_turn: dict[int, int] = {}
     with open(path, "rb") as fh:
         fh.seek(start)
-        for raw in fh:
-            if (stop is not None and pos >= stop) or not raw.endswith(b"\n"):
-                break  # a line still being written is read next time
-            end = pos + len(raw)
-            if builder.fast and not raw.startswith(_SPECIAL):
-                builder.extend(raw, end)
-            elif builder.header and raw[:1] != b"#" and not raw.startswith(b"> Aider v"):
-                pass  # a run's banner: no turn's
-            else:
-                before = len(builder.turns)
-                builder.line(raw.decode("utf-8", errors="replace"), pos, end)
-                if len(builder.turns) > before:
-                    line_of_turn[builder.turns[-1].index] = line_no
-            pos, line_no = end, line_no + 1
+        data = fh.read()
+    limit = _whole_lines(data, None if stop is None else stop - start)
+    pos, line_no, counted = 0, first_line, 0  # pos: after the last block read, in data
+    line_of_turn: dict[int, int] = {}
+    for at in _line_starts(_STRUCTURE, _PROMPT_OR_START, data, limit):
+        nl = data.index(b"\n", at) + 1
+        text = data[at:nl].decode("utf-8", errors="replace").rstrip("\n")
+        started = _STARTED.match(text) if text.startswith("# aider") else None
+        if not started and not text.startswith("#### "):
+            continue  # a line that only looks like a run's start: the body's
+        builder.body(data, pos, at, start)
+        pos = nl
+        if started:
+            builder.start_run(started.group(1))
+            continue
+        before = len(builder.turns)
+        builder.prompt(text, start + at, start + nl)
+        if len(builder.turns) > before:
+            line_no, counted = line_no + data.count(b"\n", counted, at), at
+            line_of_turn[builder.turns[-1].index] = line_no
+    builder.body(data, pos, limit, start)
+    pos, line_no = start + limit, line_no + data.count(b"\n", counted, limit)
     if builder.in_prompt and builder.turns:
         builder._prompt_done(builder.turns[-1])
     turns = builder.turns
     for prev, turn in zip(turns, turns[1:], strict=False):  # no time: the one before it
         turn.started_at = turn.started_at if turn.started_at is not None else prev.started_at
-    result = ParseResult(builder.version or protocol or "unknown", turns, complete_offset=pos)
+    version = _version(data, limit)
+    result = ParseResult(version or protocol or "unknown", turns, complete_offset=pos)
     last = turns[-1] if turns else None
     if last is not None and last.end == "open":
         result.resume_offset, result.resume_line = last.byte_start, line_of_turn[last.index]

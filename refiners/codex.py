@@ -10,6 +10,14 @@ Rollouts of 0.171 (docs/formats.md) write no `user_message` event: the turn open
 `world_state` / `token_usage_record` lines are new (the usage still comes from `token_count`).
 A shell call's exit code is in its `CommandExecution` item and in the output's
 "Process exited with code N" line.
+
+A compaction (`compacted`) can run before a turn's prompt is written (an automatic one, after
+`task_started`): what comes between the last turn's end and the next prompt (the compaction's
+model call, its usage, the `compacted` record) belongs to the turn that follows. The model's
+summary is the assistant message just before `compacted` (its text is in the record's
+`message`): no answer, it is kept as synthetic text. A subagent (`spawn_agent`, 0.171) runs in a
+rollout of its own whose `session_meta.source.subagent.thread_spawn.parent_thread_id` names the
+parent: archived with the parent as that agent's file, the call's output names its id.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .lines import LineReader, field_dict, field_list, finish, parse_time
-from .model import ParseResult, Step, ToolCall, Turn
+from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
 from .sources import (
     Discovery,
     Reader,
@@ -100,6 +108,7 @@ class CodexTurnBuilder:
         self.version: str | None = None
         self.exit_codes: dict[str, int] = {}  # call id -> exit code from a CommandExecution item
         self.by_event = False  # the current turn was opened by a `user_message` event
+        self.before: Turn | None = None  # after `task_started`, before the next prompt
 
     def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
         kind = str(rec.get("type"))
@@ -115,7 +124,9 @@ class CodexTurnBuilder:
         if opened:
             self._open(_user_payload(payload), ts, start)
             self.by_event = ptype == "user_message"
-        cur = self.cur
+        elif ptype == "task_started" and self.cur is not None and self.cur.end == "ended":
+            self.before = Turn(index=-1, started_at=ts)  # a new task: its records, not the last's
+        cur = self.before or self.cur
         if cur is None:
             return opened
         cur.byte_end = end
@@ -127,6 +138,7 @@ class CodexTurnBuilder:
             self._event(cur, ptype, payload, ts)
         elif kind == "compacted":
             cur.compactions += 1
+            _summary_out(cur, str(payload.get("message") or ""))
         return opened
 
     def _opens(self, ptype: str, payload: dict[str, Any]) -> bool:
@@ -145,6 +157,7 @@ class CodexTurnBuilder:
         self.close()
         if self.cur is not None and self.cur.end == "open":
             self.cur.end = "superseded"
+        before, self.before = self.before, None
         text = user_request(str(payload.get("message") or ""))
         media = [
             {"type": "image", "url_prefix": str(i)[:40], "bytes_b64": len(str(i))}
@@ -162,6 +175,15 @@ class CodexTurnBuilder:
         self.index += 1
         self.turns.append(turn)
         self.cur, self.calls = turn, {}
+        if before is not None:
+            _merge(turn, before)
+
+    def end(self) -> None:
+        """The file ends: what came after the last task started belongs to the last turn."""
+        self.close()
+        if self.before is not None and self.cur is not None:
+            _merge(self.cur, self.before, steps=True)
+            self.before = None
 
     def close(self) -> None:
         """Use the event copies of the assistant's words when no response item carried them."""
@@ -213,6 +235,8 @@ class CodexTurnBuilder:
                 failed = failed or (code is not None and code != 0)
                 done.result = {"is_error": failed, "message": "", "output": output}
                 done.result_at = ts
+                if done.name == "spawn_agent":
+                    _spawned(cur, done)
 
     def _event(self, cur: Turn, ptype: str, p: dict[str, Any], ts: float | None) -> None:
         if ptype == "agent_message":
@@ -252,6 +276,46 @@ class CodexTurnBuilder:
             done.result["is_error"] = True
 
 
+def _summary_out(cur: Turn, message: str) -> None:
+    """The assistant text just before a `compacted` record is the compaction's summary (the
+    record's `message` holds it): synthetic text, not the turn's answer."""
+    step = cur.steps[-1] if cur.steps else None
+    if step is None or step.tool_calls or not step.text or step.text not in message:
+        return
+    cur.synthetic_text += step.text
+    step.text = ""
+    if not step.think:
+        cur.steps.pop()
+
+
+def _merge(turn: Turn, before: Turn, steps: bool = False) -> None:
+    """What ran between two turns (a compaction) into `turn`: usage, compactions, errors and
+    summaries (and, at the end of a file, its steps)."""
+    for key, value in before.usage.items():
+        turn.usage[key] += value
+    turn.compactions += before.compactions
+    turn.api_errors += before.api_errors
+    turn.synthetic_text = before.synthetic_text + turn.synthetic_text
+    if steps:
+        for step in before.steps:
+            step.n = len(turn.steps) + 1
+            turn.steps.append(step)
+    elif before.assistant_text:  # a model call of the task before its prompt: no answer
+        turn.synthetic_text = before.assistant_text + turn.synthetic_text
+
+
+def _spawned(cur: Turn, call: ToolCall) -> None:
+    """A `spawn_agent` result names the subagent's thread (`agent_id`): its rollout."""
+    output = call.result.get("output") if call.result else None
+    try:
+        named = json.loads(output) if isinstance(output, str) else None
+    except ValueError:
+        return
+    agent = named.get("agent_id") if isinstance(named, dict) else None
+    if isinstance(agent, str) and agent:
+        cur.subagents[agent] = SubagentRun(agent, None, call.id)
+
+
 def _user_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """A `user_message` payload, or one made from a `UserMessage` item's content (0.171)."""
     item = field_dict(payload, "item")
@@ -285,7 +349,7 @@ def parse_wire(
     for rec in reader:
         if builder.feed(rec.data, rec.start, rec.end):
             line_of_turn[builder.turns[-1].index] = rec.line
-    builder.close()
+    builder.end()
     return finish(
         builder.turns,
         builder.version or protocol or DEFAULT_PROTOCOL,
@@ -346,17 +410,37 @@ def discover(path: Path) -> Discovery | None:
     )
     if not files:
         return None
+    children: list[tuple[str, SessionSource]] = []
     for f in files:
         why = not_regular(f)
         if why is not None:
             found.skipped.append((str(f), why))
             continue
         head = head_records(f, limit=3)
-        if _is_rollout(head):
-            found.sessions.append(_session(f, head))
-        else:
+        if not _is_rollout(head):
             found.skipped.append((str(f), "no session_meta first line: not a Codex rollout"))
+            continue
+        session = _session(f, head)
+        parent = _parent_thread(head)
+        (children.append((parent, session)) if parent else found.sessions.append(session))
+    by_id = {s.session_id: s for s in found.sessions}
+    for parent, child in children:  # a subagent's rollout: a file of its parent's session
+        if parent in by_id:
+            [main] = child.files
+            by_id[parent].files.append(
+                SourceFile(child.session_id, f"subagents/{main.rel}", main.path)
+            )
+        else:  # its parent is not here: a session of its own
+            found.sessions.append(child)
     return found
+
+
+def _parent_thread(head: list[dict[str, Any]]) -> str | None:
+    """The parent thread of a subagent's rollout (`source.subagent.thread_spawn`), else None."""
+    meta = field_dict(head[0], "payload")
+    spawn = field_dict(field_dict(field_dict(meta, "source"), "subagent"), "thread_spawn")
+    parent = spawn.get("parent_thread_id")
+    return parent if isinstance(parent, str) and parent else None
 
 
 register(Reader(SOURCE, parse_wire, discover, "Codex CLI", order=40))

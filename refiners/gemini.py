@@ -10,6 +10,17 @@ after each tool call; docs/formats.md) carries the tool results back to the mode
 turn, and only fills a result its call does not hold. The project folder under `tmp/` is a
 hash in old builds and a short name in new ones (`projects.json` maps the cwd to it); the chat's
 `projectHash` is sha256 of the cwd either way.
+
+0.61 (docs/formats.md) starts every process with a metadata line and a `$set` of `messages`
+(the fresh history; on a resume the whole resumed history follows in a second `$set`), then
+appends message records. A compression rewrites the history: a `$set` of `messages` that
+brings user messages never seen in the file (the summary, and the kept messages with new ids)
+after messages were written. It counts as a compaction of the turn whose prompt follows (the
+summary kept as synthetic text). A resume in another minute than the chat's start leaves a
+start-up stub (`session-<that minute>-<id8>.jsonl`: metadata and the fresh `$set` only, no
+message) beside the chat it resumed: a stub is skipped when a chat with messages has its id.
+A SIGINT during a tool call leaves the `gemini` record as first written (no content, no
+`toolCalls`): its usage is kept, no step is made (the turn reads as interrupted).
 """
 
 from __future__ import annotations
@@ -103,11 +114,21 @@ def _fill_results(turn: Turn, responses: list[dict[str, Any]], ts: float | None)
             call.result_at = ts
 
 
+COMPACTED = "$compacted"  # the marker `_read_jsonl` puts where a compression rewrote the history
+
+
 def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
     """Turns from (message, byte start, byte end) in conversation order."""
     turns: list[Turn] = []
+    compacted: list[str] = []  # summaries of compressions not yet given to a turn
     for msg, start, end in messages:
         mtype = msg.get("type")
+        if mtype == COMPACTED:
+            compacted.append(str(msg.get("summary") or ""))
+            continue
+        if compacted and mtype == "user" and _responses(msg.get("content")) is None:
+            msg = {**msg, COMPACTED: compacted}
+            compacted = []
         ts = parse_time(msg.get("timestamp"))
         responses = _responses(msg.get("content")) if mtype == "user" else None
         if responses is not None:
@@ -132,6 +153,7 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
                     origin="command" if text.startswith("/") else "user",
                 )
             )
+            _compactions(turns[-1], msg.get(COMPACTED))
             continue
         if not turns:
             continue
@@ -139,6 +161,9 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
         cur.byte_end = max(cur.byte_end, end)
         cur.last_at = ts if ts is not None else cur.last_at
         if mtype == "gemini":
+            _tokens(cur, msg)
+            if not (msg.get("content") or field_list(msg, "thoughts") or msg.get("toolCalls")):
+                continue  # written before its content and never again (SIGINT): no step
             step = Step(n=len(cur.steps) + 1, text=_text(msg.get("content")))
             step.think = "\n".join(
                 f"{t.get('subject') or ''}: {t.get('description') or ''}".strip(": ")
@@ -161,17 +186,47 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
                 call.result_at = call.called_at if call.result else None
                 step.tool_calls.append(call)
             cur.steps.append(step)
-            tokens = field_dict(msg, "tokens")
-            cached = _int(tokens.get("cached"))
-            cur.usage["input_other"] += max(0, _int(tokens.get("input")) - cached)
-            cur.usage["input_cache_read"] += cached
-            cur.usage["output"] += _int(tokens.get("output")) + _int(tokens.get("thoughts"))
         elif mtype == "error":
             cur.api_errors += 1
             cur.synthetic_text += _text(msg.get("content"))
         elif mtype in ("info", "warning"):
             cur.synthetic_text += _text(msg.get("content"))
+    if compacted and turns:  # a compression after the last prompt
+        _compactions(turns[-1], compacted)
     return turns
+
+
+def _tokens(cur: Turn, msg: dict[str, Any]) -> None:
+    tokens = field_dict(msg, "tokens")
+    cached = _int(tokens.get("cached"))
+    cur.usage["input_other"] += max(0, _int(tokens.get("input")) - cached)
+    cur.usage["input_cache_read"] += cached
+    cur.usage["output"] += _int(tokens.get("output")) + _int(tokens.get("thoughts"))
+
+
+def _compactions(turn: Turn, summaries: Any) -> None:
+    if isinstance(summaries, list):
+        turn.compactions += len(summaries)
+        turn.synthetic_text += "".join(summaries)
+
+
+def _compaction(
+    patch: dict[str, Any], seen: set[str], written: bool, line: int
+) -> dict[str, Any] | None:
+    """The marker of a compression when a `$set` of `messages` rewrites a history that has
+    messages: it brings user messages with text never seen in the file (the summary first)."""
+    listed = [m for m in field_list(patch, "messages") if isinstance(m, dict)]
+    fresh = [
+        m
+        for m in listed
+        if m.get("type") == "user"
+        and str(m.get("id")) not in seen
+        and _responses(m.get("content")) is None
+    ]
+    seen.update(str(m.get("id")) for m in listed)
+    if not written or not fresh:
+        return None
+    return {"type": COMPACTED, "id": f"compacted-{line}", "summary": _text(fresh[0].get("content"))}
 
 
 def _int(value: Any) -> int:
@@ -185,8 +240,15 @@ def _read_jsonl(
     order: list[str] = []
     latest: dict[str, tuple[dict[str, Any], int, int]] = {}
     unknown: dict[str, int] = {}
+    seen: set[str] = set()  # message ids written or listed so far
     for rec in reader:
         d = rec.data
+        patch = d.get("$set")
+        if isinstance(patch, dict) and "messages" in patch:
+            mark = _compaction(patch, seen, bool(order), rec.line)
+            if mark is not None:
+                order.append(mark["id"])
+                latest[mark["id"]] = (mark, rec.start, rec.end)
         if "$rewindTo" in d:
             target = str(d["$rewindTo"])
             if target in latest:
@@ -202,6 +264,7 @@ def _read_jsonl(
             unknown[kind] = unknown.get(kind, 0) + 1
             continue
         mid = str(d.get("id") or f"line-{rec.line}")
+        seen.add(mid)
         if mid not in latest:
             order.append(mid)
             latest[mid] = (d, rec.start, rec.end)
@@ -333,6 +396,32 @@ def _sessions(
         ):  # subagents: chats/<parent id>/<id>.jsonl
             source.files.append(SourceFile(sub.stem, f"{sid}/{sub.name}", sub))
         found.sessions.append(source)
+    _drop_stubs(found)
+
+
+def _drop_stubs(found: Discovery) -> None:
+    """Skip the start-up stubs (no message) of a chat whose id a chat with messages has."""
+    by_id: dict[tuple[str, str], list[SessionSource]] = {}
+    for s in found.sessions:
+        by_id.setdefault((str(s.session_dir), s.session_id), []).append(s)
+    for same in by_id.values():
+        if len(same) < 2:
+            continue
+        stubs = [s for s in same if not _has_messages(s.files[0].path)]
+        if len(stubs) == len(same):
+            continue
+        for stub in stubs:
+            found.sessions.remove(stub)
+            found.skipped.append(
+                (str(stub.files[0].path), f"a start-up stub of chat {stub.session_id}: no message")
+            )
+
+
+def _has_messages(path: Path) -> bool:
+    """Whether a chat file holds a message (JSON: a non-empty `messages` list)."""
+    if path.suffix != ".jsonl":
+        return True
+    return any(rec.data.get("type") in MESSAGE_TYPES for rec in LineReader(path))
 
 
 def discover(path: Path) -> Discovery | None:

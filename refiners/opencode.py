@@ -14,6 +14,12 @@ The archive copies files, so discovery exports each session to a JSONL file (a `
 then one line per message with its parts, in creation order; the same rows give the same
 bytes) in a private folder of the temp dir. The export is archived whole and re-parsed when it
 changed: idempotent, and a rewritten session (a revert, a compaction) is seen as a change.
+
+A compaction (1.18: when a call's tokens overflow the model's context) writes a user message
+with a `compaction` part, an assistant message with `summary: true` (the summary) and a user
+message of synthetic text ("Continue if you have next steps…", `metadata.compaction_continue`):
+none is a prompt. They stay in the turn that was running: a compaction, the summary as
+synthetic text, its usage, and the work after the "Continue" as that turn's next steps.
 """
 
 from __future__ import annotations
@@ -138,6 +144,10 @@ class OpenCodeTurnBuilder:
         data = field_dict(rec, "data")
         parts = [p for p in field_list(rec, "parts") if isinstance(p, dict)]
         ts = _ms(rec.get("time_created"))
+        if data.get("role") == "user" and self.turns and _within_turn(parts):
+            self.turns[-1].byte_end = end  # a compaction or its automatic "Continue": no prompt
+            self.turns[-1].compactions += any(p.get("type") == "compaction" for p in parts)
+            return
         if data.get("role") == "user":
             if self.turns and self.turns[-1].end == "open":
                 self.turns[-1].end = "superseded"
@@ -168,6 +178,12 @@ class OpenCodeTurnBuilder:
         self._assistant(cur, data, parts)
 
     def _assistant(self, cur: Turn, data: dict[str, Any], parts: list[dict[str, Any]]) -> None:
+        _usage(cur, data)
+        if data.get("summary") is True:  # a compaction's summary: no answer
+            cur.synthetic_text += "".join(
+                str(p.get("text") or "") for p in parts if p.get("type") == "text"
+            )
+            return
         step = Step(n=len(cur.steps) + 1)
         for p in parts:
             kind = p.get("type")
@@ -187,16 +203,28 @@ class OpenCodeTurnBuilder:
             elif kind == "compaction":
                 cur.compactions += 1
         cur.steps.append(step)
-        tokens = field_dict(data, "tokens")
-        cache = field_dict(tokens, "cache")
-        cur.usage["input_other"] += _int(tokens.get("input"))
-        cur.usage["output"] += _int(tokens.get("output")) + _int(tokens.get("reasoning"))
-        cur.usage["input_cache_read"] += _int(cache.get("read"))
-        cur.usage["input_cache_creation"] += _int(cache.get("write"))
         if data.get("error"):
             cur.api_errors += 1
         if data.get("finish") == "stop":
             cur.end, cur.ended_at, cur.reason = "ended", cur.last_at, "completed"
+
+
+def _usage(cur: Turn, data: dict[str, Any]) -> None:
+    tokens = field_dict(data, "tokens")
+    cache = field_dict(tokens, "cache")
+    cur.usage["input_other"] += _int(tokens.get("input"))
+    cur.usage["output"] += _int(tokens.get("output")) + _int(tokens.get("reasoning"))
+    cur.usage["input_cache_read"] += _int(cache.get("read"))
+    cur.usage["input_cache_creation"] += _int(cache.get("write"))
+
+
+def _within_turn(parts: list[dict[str, Any]]) -> bool:
+    """A user message OpenCode writes itself inside a turn: a `compaction` part (the session is
+    compacted), or only synthetic text (the "Continue if you have next steps" after it)."""
+    if any(p.get("type") == "compaction" for p in parts):
+        return True
+    texts = [p for p in parts if p.get("type") == "text"]
+    return bool(texts) and all(p.get("synthetic") for p in texts)
 
 
 def _call(part: dict[str, Any]) -> ToolCall:

@@ -13,6 +13,13 @@ A subagent (the `agent` tool) leaves no log of its own in 0.15.10: only `ui_tele
 events (`qwen-code.api_response`, `qwen-code.tool_call`) between the `agent` call and its
 result. The subagent's turn is rebuilt from them: its prompt, its tool calls (name, args,
 success, duration; no output) and usage, as agent `agent-<call id>`.
+
+`/compress` in prompt mode (`qwen -p /compress`) writes neither the command nor a
+`chat_compression` record: only the `ui_telemetry` of its model call (`prompt_id`
+`compress-<ms>`, the summary in `response_text`). It counts as a compaction of the last turn.
+A tool call the user cancelled (SIGINT: `toolCallResult.status: "cancelled"`, "[Operation
+Cancelled] Reason: User cancelled tool execution.") fails and interrupts its turn, unless the
+model is called again after it.
 """
 
 from __future__ import annotations
@@ -48,6 +55,29 @@ def _parts(rec: dict[str, Any]) -> list[dict[str, Any]]:
 def _text(parts: list[dict[str, Any]]) -> str:
     return "\n".join(
         str(p["text"]) for p in parts if isinstance(p.get("text"), str) and not p.get("thought")
+    )
+
+
+def _compression_call(event: dict[str, Any]) -> bool:
+    """The model call of a `/compress` (its `prompt_id` is `compress-<ms>`)."""
+    prompt_id = event.get("prompt_id")
+    return (
+        event.get("event.name") == "qwen-code.api_response"
+        and isinstance(prompt_id, str)
+        and prompt_id.startswith("compress-")
+    )
+
+
+def _compressed(cur: Turn, event: dict[str, Any]) -> None:
+    """A compression in prompt mode writes no `chat_compression` record, only the telemetry of
+    its model call: a compaction of the turn it follows, with the call's usage and summary."""
+    cur.compactions += 1
+    cur.synthetic_text += str(event.get("response_text") or "")
+    cached = _int(event.get("cached_content_token_count"))
+    cur.usage["input_other"] += max(0, _int(event.get("input_token_count")) - cached)
+    cur.usage["input_cache_read"] += cached
+    cur.usage["output"] += _int(event.get("output_token_count")) + _int(
+        event.get("thoughts_token_count")
     )
 
 
@@ -91,8 +121,12 @@ class QwenTurnBuilder:
             self._results(rec, parts, ts)
         elif kind == "system" and rec.get("subtype") == "chat_compression":
             cur.compactions += 1
-        elif kind == "system" and rec.get("subtype") == "ui_telemetry" and self.agents:
-            self._telemetry(field_dict(field_dict(rec, "systemPayload"), "uiEvent"), ts)
+        elif kind == "system" and rec.get("subtype") == "ui_telemetry":
+            event = field_dict(field_dict(rec, "systemPayload"), "uiEvent")
+            if _compression_call(event):
+                _compressed(cur, event)
+            elif self.agents:
+                self._telemetry(event, ts)
         return False
 
     def _subagent(self, cur: Turn, call: ToolCall, args: dict[str, Any], ts: float | None) -> None:
@@ -154,6 +188,7 @@ class QwenTurnBuilder:
     def _assistant(
         self, cur: Turn, rec: dict[str, Any], parts: list[dict[str, Any]], ts: float | None
     ) -> None:
+        cur.reason = None  # the work went on after a cancelled call
         step = Step(n=len(cur.steps) + 1, text=_text(parts))
         step.think = "\n".join(
             str(p["text"]) for p in parts if p.get("thought") and isinstance(p.get("text"), str)
@@ -202,6 +237,8 @@ class QwenTurnBuilder:
                 "output": text,
             }
             call.result_at = ts
+            if status == "cancelled" and self.cur is not None:  # cancelled by the user (SIGINT)
+                self.cur.reason = "interrupted"
             sub = self.agents.pop(call.id, None)
             if sub is not None:  # the subagent's answer is the call's output
                 sub.steps.append(Step(n=len(sub.steps) + 1, text=text))

@@ -5,9 +5,21 @@ allows them."""
 
 from __future__ import annotations
 
+import sqlite3
+import tempfile
 from pathlib import Path
+from typing import Any
 
-from archive_mcp.refiners import claude_code, discover, kimi_cli, kimi_code
+from archive_mcp.refiners import (
+    claude_code,
+    codex,
+    discover,
+    gemini,
+    kimi_cli,
+    kimi_code,
+    opencode,
+    qwen_code,
+)
 from archive_mcp.refiners.model import Turn
 from archive_mcp.refiners.refine import files_of
 
@@ -213,3 +225,303 @@ def test_kimi_code_2_1_scenario_and_its_new_record_families() -> None:
     assert [t.status for t in turns] == ["completed"] * 5
     assert [t.final_text for t in turns] == [answer(p) for p in prompts]
     assert [t.usage for t in turns] == [usage(2, cached=0, fresh=120)] * 5
+
+
+CODEX = REAL_CLI / "codex-0.171.0-scenario" / "sessions"
+CODEX_ID, CODEX_SUB = "01a23ba0-9e15-77e3-84ea-dfc2224e5dcd", "01a23ba0-fc9d-7c13-b6af-198329bb489d"
+
+
+def shell(turn: Turn) -> list[tuple[str, str, str]]:
+    return [
+        (c.name, str(c.args.get("cmd") or c.args.get("message")), c.status) for c in turn.tool_calls
+    ]
+
+
+def test_codex_0_171_scenario_edit_subagent_compaction_interruption() -> None:
+    [session] = discover(CODEX).sessions
+    assert (session.source, session.session_id, session.work_dirs) == (
+        "codex",
+        CODEX_ID,
+        ["/home/dev/work/codex"],
+    )
+    # the subagent's own rollout (source.subagent.thread_spawn) is a file of its parent session
+    main, sub = session.files
+    assert (main.agent, sub.agent) == ("main", CODEX_SUB)
+    assert sub.rel.startswith("subagents/rollout-") and sub.rel.endswith(f"{CODEX_SUB}.jsonl")
+    result = codex.parse_wire(main.path)
+    assert (result.protocol_version, result.unknown_types, result.problems) == ("0.171.0", {}, [])
+    turns = result.turns
+    prompts = [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        "Run echo hi in the shell after the compaction",
+        "Now sleep in the shell",
+        "Run echo hi in the shell again",
+    ]
+    assert [t.user_text for t in turns] == prompts
+    assert in_time_order(turns)
+    assert [shell(t) for t in turns] == [
+        [("exec_command", ECHO, "ok")],
+        # no apply_patch is offered to an unknown model: the edit goes through the shell
+        [("exec_command", "printf 'hi\\n' > hello.txt", "ok")],
+        [("exec_command", FAIL, "error")],
+        [("spawn_agent", "Run echo hi in the shell", "ok"), ("wait_agent", "None", "ok")],
+        # after the compaction the scripted model reads the handoff (it names a failing ls)
+        [("exec_command", ECHO, "ok"), ("exec_command", FAIL, "error")],
+        [("exec_command", "sleep 60", "error")],  # SIGINT: aborted by user
+        [("exec_command", ECHO, "ok")],
+    ]
+    assert turns[5].tool_calls[0].output_text.endswith("aborted by user")
+    assert [t.status for t in turns] == ["completed"] * 5 + ["interrupted", "completed"]
+    assert [t.compactions for t in turns] == [0, 0, 0, 0, 1, 0, 0]
+    # the compaction's summary is the model's, not the turn's answer
+    assert turns[4].synthetic_text.startswith("<analysis>The user ran shell commands.")
+    assert "SCRIPTED-SUMMARY" not in turns[4].final_text
+    finals = [t.final_text for t in turns]
+    assert finals[:4] + finals[6:] == [answer(p) for p in prompts[:4]] + [answer(prompts[6])]
+    assert finals[5] == ""
+    # model calls a turn: 2 (a shell call, the answer), 3 with the subagent (spawn, wait); the
+    # compacted turn 4, one of them the compaction's and one reporting a full context (5000)
+    assert [t.usage for t in turns[:4] + turns[5:]] == [usage(n) for n in (2, 2, 2, 3, 1, 2)]
+    full = 5000 - 120
+    assert turns[4].usage == {
+        "input_other": 4 * 100 + full,
+        "input_cache_read": 4 * 20,
+        "output": 4 * 7,
+        "input_cache_creation": 0,
+    }
+    # the spawn_agent result names the subagent's thread: its rollout, run inside the call
+    spawn = turns[3].tool_calls[0]
+    [(agent, run)] = turns[3].subagents.items()
+    assert (agent, run.subagent_type, run.parent_tool_call_id) == (CODEX_SUB, None, spawn.id)
+    [sub_turn] = codex.parse_wire(sub.path).turns
+    assert (sub_turn.user_text, shell(sub_turn), sub_turn.status, sub_turn.usage) == (
+        "Run echo hi in the shell",
+        [("exec_command", ECHO, "ok")],
+        "completed",
+        usage(2),
+    )
+    wait = turns[3].tool_calls[1]
+    assert spawn.called_at < sub_turn.started_at < sub_turn.last_at < wait.result_at
+    # on its own (its parent not found), the subagent's rollout is a session of its own
+    [alone] = discover(sub.path).sessions
+    assert (alone.session_id, [f.agent for f in alone.files]) == (CODEX_SUB, ["main"])
+
+
+GEMINI = REAL_CLI / "gemini-0.61.0-scenario" / "dot-gemini"
+GEMINI_ID, GEMINI_SUB = (
+    "f4da05ef-2511-44aa-bc17-ce5b7a2a5ee0",
+    "f09c80a8-837c-46ac-b549-82df1508d192",
+)
+
+
+def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
+    found = discover(GEMINI)
+    # each resume in a later minute left a start-up stub with the chat's id and no message
+    assert [(Path(path).name, why) for path, why in found.skipped] == [
+        (
+            f"session-2026-12-03T11-{minute}-f4da05ef.jsonl",
+            f"a start-up stub of chat {GEMINI_ID}: no message",
+        )
+        for minute in (18, 19, 20, 21)
+    ]
+    [session] = found.sessions
+    assert (session.source, session.session_id, session.work_dirs) == (
+        "gemini",
+        GEMINI_ID,
+        ["/home/dev/work/gemini"],
+    )
+    main, sub = session.files
+    assert (main.rel, sub.agent, sub.rel) == (
+        "session-2026-12-03T11-17-f4da05ef.jsonl",
+        GEMINI_SUB,
+        f"{GEMINI_ID}/{GEMINI_SUB}.jsonl",
+    )
+    result = gemini.parse_wire(main.path)
+    assert (result.unknown_types, result.problems) == ({}, [])
+    turns = result.turns
+    prompts = [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        "Run echo hi in the shell after the compression",
+        "Now sleep in the shell",
+        "Run echo hi in the shell again",
+    ]
+    assert [t.user_text for t in turns] == prompts
+    assert in_time_order(turns)
+    assert [calls(t) for t in turns] == [
+        [("run_shell_command", ECHO, "ok")],
+        [("write_file", "/home/dev/work/gemini/hello.txt", "ok")],
+        [("run_shell_command", FAIL, "error")],
+        [("invoke_agent", "None", "ok")],
+        [("run_shell_command", ECHO, "ok")],
+        [],  # SIGINT during `sleep 60`: the call was never written
+        [("run_shell_command", ECHO, "ok")],
+    ]
+    assert turns[3].tool_calls[0].args["agent_name"] == "generalist"
+    # no end marker: a turn ends when the next starts; the SIGINT left a model call, no step
+    assert [t.status for t in turns] == ["completed"] * 5 + ["interrupted", "open"]
+    # the compression ran as the fifth prompt was sent: a `$set` of the rewritten history
+    assert [t.compactions for t in turns] == [0, 0, 0, 0, 1, 0, 0]
+    assert turns[4].synthetic_text.startswith("<analysis>The user ran shell commands.")
+    finals = [t.final_text for t in turns]
+    assert finals == [answer(p) for p in prompts[:5]] + ["", answer(prompts[6])]
+    # the compression's model calls are in no record; the interrupted turn made one call
+    assert [t.usage for t in turns] == [usage(2)] * 5 + [usage(1), usage(2)]
+    # the subagent's chat (kind "subagent"): it ends by complete_task, inside the turn
+    [sub_turn] = gemini.parse_wire(sub.path).turns
+    assert (sub_turn.user_text, calls(sub_turn), sub_turn.usage) == (
+        "Run echo hi in the shell",
+        [("run_shell_command", ECHO, "ok"), ("complete_task", "None", "ok")],
+        usage(2),
+    )
+    assert turns[3].started_at < sub_turn.started_at < sub_turn.last_at < turns[3].last_at
+
+
+OPENCODE = REAL_CLI / "opencode-1.18.33-scenario" / "opencode.sql"
+OPENCODE_SUB = "ses_dc455a3d8ffeWJGiPSAFG3X4n0"
+
+
+def test_opencode_1_18_scenario_compaction_subagent_interruption(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the exports go here
+    data = tmp_path / "opencode"
+    data.mkdir()
+    con = sqlite3.connect(data / "opencode.db")
+    con.execute("PRAGMA journal_mode=WAL")
+    con.executescript(OPENCODE.read_text(encoding="utf-8"))
+    con.close()
+    [session] = discover(data).sessions
+    assert (session.source, session.session_id, session.work_dirs) == (
+        "opencode",
+        "ses_dc45847a9ffexuUM2Q46rc27y0",
+        ["/home/dev/work/opencode"],
+    )
+    main, sub = session.files
+    assert (main.agent, sub.agent, sub.rel) == (
+        "main",
+        OPENCODE_SUB,
+        f"subagents/{OPENCODE_SUB}.jsonl",
+    )
+    result = opencode.parse_wire(main.path)
+    assert (result.protocol_version, result.problems) == ("1.18.33", [])
+    turns = result.turns
+    prompts = [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        "Run echo hi in the shell after the compaction",
+        "Now sleep in the shell",
+        "Run echo hi in the shell again",
+    ]
+    # the compaction's user messages (a `compaction` part, the synthetic "Continue …") are none
+    assert [t.user_text for t in turns] == [f'"{p}"' for p in prompts]  # quoted, as kept
+    assert in_time_order(turns)
+    assert [calls(t) for t in turns] == [
+        [("bash", ECHO, "ok")],
+        [("write", "None", "ok")],
+        [("bash", FAIL, "error")],
+        [("task", "None", "ok")],
+        [("bash", ECHO, "ok"), ("bash", ECHO, "ok")],  # the second after "Continue"
+        [("bash", "sleep 60", "no_result")],  # SIGINT: the part stays `running`
+        [("bash", ECHO, "ok")],
+    ]
+    assert turns[1].tool_calls[0].args["filePath"] == "/home/dev/work/opencode/hello.txt"
+    assert [t.status for t in turns] == ["completed"] * 5 + ["interrupted", "completed"]
+    assert [t.compactions for t in turns] == [0, 0, 0, 0, 1, 0, 0]
+    assert turns[4].synthetic_text.startswith("<analysis>The user ran shell commands.")
+    finals = [t.final_text for t in turns]
+    assert finals[:4] + finals[6:] == [f'Done with: "{p}" SCRIPTED-ANSWER' for p in prompts[:4]] + [
+        f'Done with: "{prompts[6]}" SCRIPTED-ANSWER'
+    ]
+    assert finals[4].startswith("Done with: Continue if you have next steps")
+    assert finals[5] == ""
+    two = usage(2, cached=0, fresh=120)
+    # the compacted turn: the call that filled the context (5000), the summary's, two more
+    compacted = {"input_other": 5000 + 3 * 120, "input_cache_read": 0, "output": 4 * 7}
+    assert [t.usage for t in turns] == [two] * 4 + [
+        {**compacted, "input_cache_creation": 0},
+        usage(0),  # the interrupted reply was never completed: no tokens
+        two,
+    ]
+    [(agent, run)] = turns[3].subagents.items()
+    assert (agent, run.subagent_type, run.parent_tool_call_id) == (
+        OPENCODE_SUB,
+        "general",
+        turns[3].tool_calls[0].id,
+    )
+    [sub_turn] = opencode.parse_wire(sub.path).turns
+    assert (sub_turn.user_text, calls(sub_turn), sub_turn.usage) == (
+        "Run echo hi in the shell",
+        [("bash", ECHO, "ok")],
+        two,
+    )
+    assert turns[3].started_at < sub_turn.started_at < sub_turn.last_at < turns[3].last_at
+
+
+QWEN = REAL_CLI / "qwen-0.15.10-scenario" / "dot-qwen"
+
+
+def test_qwen_code_0_15_scenario_compress_cancelled_call_subagent() -> None:
+    [session] = discover(QWEN).sessions
+    assert (session.source, session.session_id, session.bucket, session.work_dirs) == (
+        "qwen-code",
+        "765dcfef-1741-4bc0-aa1b-b5abbb32635a",
+        "-home-dev-work-qwen",
+        ["/home/dev/work/qwen"],
+    )
+    result = qwen_code.parse_wire(session.files[0].path)
+    assert (result.protocol_version, result.unknown_types, result.problems) == ("0.15.10", {}, [])
+    turns = result.turns
+    prompts = [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        # `qwen -p "/compress"` ran here: no prompt record, no turn
+        "Now wait a minute in the shell",  # Qwen Code refuses `sleep 60`: a Python wait
+        "Run echo hi in the shell again",
+    ]
+    assert [t.user_text for t in turns] == prompts
+    assert in_time_order(turns)
+    wait = "python3 -c 'import time; time.sleep(60)'"
+    assert [calls(t) for t in turns] == [
+        [("run_shell_command", ECHO, "ok")],
+        [("write_file", "/home/dev/work/qwen/hello.txt", "ok")],
+        [("run_shell_command", FAIL, "error")],
+        [("agent", "None", "ok")],
+        [("run_shell_command", wait, "error")],  # cancelled by SIGINT
+        [("run_shell_command", ECHO, "ok")],
+    ]
+    assert "User cancelled tool execution" in turns[4].tool_calls[0].output_text
+    assert [t.status for t in turns] == ["completed"] * 4 + ["interrupted", "open"]
+    # the compression's model call, known from its telemetry only, after the fourth turn
+    assert [t.compactions for t in turns] == [0, 0, 0, 1, 0, 0]
+    assert turns[3].synthetic_text.startswith("<analysis>The user ran shell commands.")
+    finals = [t.final_text for t in turns]
+    assert finals == [answer(p) for p in prompts[:4]] + ["", answer(prompts[5])]
+    call = usage(1, cached=0, fresh=120)
+    two, three = usage(2, cached=0, fresh=120), usage(3, cached=0, fresh=120)
+    assert [t.usage for t in turns] == [two, two, two, three, call, two]
+    # the subagent, rebuilt from the telemetry between the `agent` call and its result
+    [(agent, run)] = turns[3].subagents.items()
+    agent_call = turns[3].tool_calls[0]
+    assert (agent, run.subagent_type, run.parent_tool_call_id) == (
+        f"agent-{agent_call.id}",
+        "general-purpose",
+        agent_call.id,
+    )
+    [sub] = run.turns
+    assert (sub.user_text, calls(sub), sub.usage, sub.final_text) == (
+        "Run echo hi in the shell",
+        [("run_shell_command", ECHO, "ok")],
+        two,
+        answer("Run echo hi in the shell"),
+    )
+    assert turns[3].started_at < sub.started_at < sub.last_at < turns[3].last_at

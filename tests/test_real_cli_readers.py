@@ -3,6 +3,7 @@ two-prompt session, a passing and a failing shell call, resumed once."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -241,6 +242,68 @@ def test_aider_0_86_history_turns_edits_runs_and_times() -> None:
     assert [(t.index, t.user_text) for t in again.turns] == [(2, "What did the command print?")]
 
 
+def test_aider_history_edge_cases_read_by_blocks(tmp_path: Path) -> None:
+    """Read by blocks, the history means what it meant line by line: a message that runs across
+    a prompt line, a CRLF answer line, a no-break-space blank line, invalid UTF-8, a line that
+    only looks like a run's start, an input-history time that cannot be read, an unfinished
+    last line."""
+    history = tmp_path / ".aider.chat.history.md"
+    history.write_bytes(
+        b"# aider chat started at 2026-12-02 06:46:53\n"
+        b"> Aider v0.86.2  \n> banner line  \n"
+        b"#### first line  \n#### second line\n"
+        b"\n"
+        b"answer one\r\n"
+        b"> Commit abc multi\n"
+        b"line two of the message\n"
+        b"#### /run ls /x\n"
+        b"still the message  \n"
+        b"\xc2\xa0\n"
+        b"text after \xff bytes\n"
+        b"> Tokens: 1.5k sent, 20 received.  \n"
+        b"> Applied edit to a b.py  \n"
+        b"# aider chat started at not a time\n"
+        b"> Aider v0.87.0\n"
+        b"#### last"
+    )
+    (tmp_path / ".aider.input.history").write_bytes(
+        b"# 2026-12-02 06:46:55.1\n+first line\n+second line\n# bad\n+/run ls /x\n"
+    )
+    result = aider.parse_wire(history)
+    assert (result.protocol_version, result.complete_offset) == ("0.87.0", 341)
+    assert (result.resume_offset, result.resume_line, result.resume_index) == (169, 10, 1)
+    first, run = result.turns
+    local = datetime.fromisoformat  # Aider writes local times
+    assert (first.user_text, first.started_at, first.end, first.byte_start, first.byte_end) == (
+        "first line\nsecond line",
+        local("2026-12-02 06:46:55.1").timestamp(),
+        "superseded",
+        78,
+        169,
+    )
+    assert [s.text for s in first.steps] == ["answer one\r\n"]
+    assert first.synthetic_text == "Commit abc multi\nline two of the message\n"
+    # the message went on past the prompt line; "# bad" is no time: the run's start instead
+    assert (run.user_text, run.origin, run.started_at) == (
+        "/run ls /x",
+        "command",
+        local("2026-12-02 06:46:53").timestamp(),
+    )
+    assert [
+        (s.text, [(c.name, c.arguments, c.status) for c in s.tool_calls]) for s in run.steps
+    ] == [
+        ("", [("run", '{"command": "ls /x"}', "no_result")]),
+        ("text after \ufffd bytes\n", []),
+        ("", [("edit", '{"path": "a b.py"}', "ok")]),
+        ("# aider chat started at not a time\n", []),
+    ]
+    assert run.synthetic_text == (
+        "still the message\nTokens: 1.5k sent, 20 received.\nApplied edit to a b.py\n"
+        "Aider v0.87.0\n"
+    )
+    assert (run.usage["input_other"], run.usage["output"]) == (1500, 20)
+
+
 def test_opencode_1_18_database_read_only_into_turns(tmp_path: Path, monkeypatch: Any) -> None:
     import sqlite3
     import tempfile
@@ -308,6 +371,6 @@ def test_the_genuine_logs_hold_no_credentials() -> None:
     from archive_mcp.refiners.redact import redact
 
     files = [p for p in REAL_CLI.rglob("*") if p.is_file() and p.name != "README.md"]
-    assert len(files) == 16
+    assert len(files) == 28
     for p in files:
         assert redact(p.read_text(encoding="utf-8"))[1] == 0, p.name

