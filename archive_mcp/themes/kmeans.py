@@ -24,8 +24,6 @@ import math
 import os
 
 import numpy as np
-from scipy.linalg import blas
-from threadpoolctl import threadpool_limits
 
 CHUNK = 256  # rows whose distances to every centre are one BLAS call (scikit-learn's CHUNK_SIZE)
 
@@ -41,6 +39,8 @@ def mini_batch_kmeans(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(each row's cell as int32, the `k` centres) of the rows of `x` (float32 stays float32,
     other types are computed in float64). Raises ValueError when `x` has fewer than `k` rows."""
+    from threadpoolctl import threadpool_limits  # here: the MCP server imports graph at start-up
+
     x = np.ascontiguousarray(x, x.dtype if x.dtype in (np.float32, np.float64) else np.float64)
     n = x.shape[0]
     if n < k:
@@ -91,6 +91,8 @@ def nearest(x: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """Each row's nearest centre (int32) by |c|^2 - 2 x.c, the first on a tie: `CHUNK` rows at a
     time, |c|^2 and the product in one gemm call of scipy's BLAS (C = -2 X C^T + C, with the
     operands laid out as scikit-learn passes them, which fixes the order of the sums)."""
+    from scipy.linalg import blas
+
     gemm = blas.sgemm if x.dtype == np.float32 else blas.dgemm
     centres = np.ascontiguousarray(centres, x.dtype)
     norms = np.einsum("ij,ij->i", centres, centres)

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 
 
@@ -120,6 +119,8 @@ def truncated_svd(
     `RandomState(seed)`, `n_iter` power iterations each normalised by an LU factorisation, a QR
     basis, the SVD of the small projected matrix. The wider side is worked on transposed. Each
     singular vector's sign makes its largest coordinate positive. Returns m @ V (not U x S)."""
+    import scipy.linalg  # here: the MCP server imports discovery at start-up
+
     if k > m.shape[1]:
         raise ValueError(f"{k} components of {m.shape[1]} features")
     rng = np.random.RandomState(seed)
