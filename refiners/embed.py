@@ -2,9 +2,10 @@
 
 `static` (default) is a model2vec static model distilled from the packaged all-MiniLM-L6-v2 and
 shipped inside this package (`refiners/models/minilm-static-256`, built by
-`tools/build_static_model.py`): numpy, `tokenizers` and `safetensors` run it, no torch and no
-first-run distillation. `minilm` is the full model through sentence-transformers (the `minilm`
-extra, which brings torch). Heavy imports happen inside the functions that need them.
+`tools/build_static_model.py`): numpy, `tokenizers` and `safetensors` run it (`static.py`, no
+model2vec at run time), no torch and no first-run distillation. `minilm` is the full model
+through sentence-transformers (the `minilm` extra, which brings torch). Heavy imports happen
+inside the functions that need them.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 class StaticEmbedder:
     """model2vec static embeddings distilled from the packaged MiniLM (~100x faster to encode),
-    loaded from the files shipped in the package (`path` reads another model2vec folder)."""
+    loaded from the files shipped in the package (`path` reads another model2vec folder without
+    vocabulary quantisation) and run by refiners/static.py (the vectors model2vec gives)."""
 
     name = "minilm-static-256"
 
@@ -66,7 +68,7 @@ class StaticEmbedder:
         self._model: Any = None
         self._lock = threading.Lock()
 
-    def _load(self) -> Any:  # noqa: ANN202 - model2vec type is imported lazily
+    def _load(self) -> Any:  # noqa: ANN202 - refiners/static.py is imported lazily
         with self._lock:
             if self._model is None:
                 if not (self.path / "model.safetensors").is_file():
@@ -74,18 +76,19 @@ class StaticEmbedder:
                         f"the static model is missing from {self.path}: reinstall agent-archive-mcp"
                     )
                 try:
-                    from model2vec import StaticModel
+                    from archive_mcp.refiners.static import StaticModel
+
+                    self._model = StaticModel(self.path)
                 except ImportError:
                     raise EmbedderUnavailable(
-                        "the static model needs model2vec (a dependency of agent-archive-mcp): "
-                        "pip install 'model2vec>=0.6'"
+                        "the static model needs tokenizers and safetensors (dependencies of "
+                        "agent-archive-mcp): pip install 'tokenizers>=0.20' 'safetensors>=0.4'"
                     ) from None
-                self._model = StaticModel.from_pretrained(str(self.path))
             return self._model
 
     def embed(self, texts: list[str]) -> np.ndarray:
         model = self._load()
-        return _normalise(model.encode(texts, batch_size=1024, show_progress_bar=False))
+        return _normalise(model.encode(texts, batch_size=1024))
 
 
 class MiniLMEmbedder:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -49,11 +51,52 @@ def test_the_static_model_loads_and_embeds_without_torch() -> None:
         "s = v @ v.T\n"
         "print(v.shape, bool(np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)),"
         " bool(s[0, 1] > s[0, 2] and s[0, 1] > s[1, 2]),"
-        " sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))"
+        " sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'model2vec')"
+        " if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "(3, 256) True True []"
+
+
+def _varied_texts() -> list[str]:
+    """Empty, blank, unknown-only, special-token, non-Latin, code, emoji, over-long and random texts."""
+    rnd = random.Random(0)
+    alphabet = string.printable + "éßж中文日本"
+    words = ["fix", "bug", "the", "npm", "pytest", "refactor", "über", "数据", "formatISODate"]
+    return [
+        *TEXTS,
+        "",
+        " ",
+        "\x00\x01",
+        "[UNK] [CLS] [SEP] [PAD]",
+        "日本語のテキスト と English",
+        "def f(x):\n    return x**2  # ☃",
+        "ẞtraße naïve café",
+        "a" * 5000,
+        " ".join(["token"] * 3000),
+        "🙂🙃" * 50,
+        *("".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 400))) for _ in range(1500)),
+        *(" ".join(rnd.choice(words) for _ in range(rnd.randint(1, 60))) for _ in range(1500)),
+    ]
+
+
+def test_the_static_model_gives_the_vectors_model2vec_gives() -> None:
+    """refiners/static.py runs the shipped model as model2vec does: the same float16 rows, and
+    the same unit float32 vectors out of the embedder."""
+    model2vec = pytest.importorskip("model2vec")
+    from archive_mcp.refiners.static import StaticModel
+
+    texts = _varied_texts()
+    reference = model2vec.StaticModel.from_pretrained(str(STATIC_MODEL))
+    want = reference.encode(texts, batch_size=1024, show_progress_bar=False)
+    got = StaticModel(STATIC_MODEL).encode(texts, batch_size=1024)
+    assert got.dtype == want.dtype == np.float16 and got.shape == (len(texts), 256)
+    assert np.array_equal(got, want)
+    assert not got[TEXTS.__len__()].any()  # the empty text is a zero vector
+    vectors = StaticEmbedder().embed(texts[:50])
+    norms = np.linalg.norm(want[:50].astype(np.float32), axis=1, keepdims=True)
+    assert np.array_equal(vectors, want[:50].astype(np.float32) / np.where(norms == 0, 1, norms))
 
 
 def test_the_default_embedder_is_the_shipped_static_model() -> None:

@@ -149,26 +149,11 @@ def test_discovered_labels_never_repeat_within_a_run() -> None:
     assert unique_label([], taken, 7) == "cluster 7"
 
 
-class _FixedCells:
-    """Stands in for MiniBatchKMeans: the cells and centres are given."""
-
-    cells: np.ndarray
-    centres: np.ndarray
-
-    def __init__(self, **_: object) -> None:
-        self.cluster_centers_ = self.centres
-
-    def fit_predict(self, _v: np.ndarray) -> np.ndarray:
-        return self.cells
-
-
 def test_approximate_neighbours_always_look_in_the_rows_own_cell(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Cell 0 is loose (its centre is short); by dot product cells 1, 2 and 4 all rank above it,
     # so its two rows, each the other's nearest, were looked for only in the other cells.
-    import sklearn.cluster
-
     x = _unit(
         np.array(
             [
@@ -186,11 +171,9 @@ def test_approximate_neighbours_always_look_in_the_rows_own_cell(
             dtype=np.float32,
         )
     )
-    _FixedCells.cells = np.repeat(np.arange(5), 2)
-    _FixedCells.centres = np.array(
-        [[0.3, 0, 0], [0.9, 0.3, 0], [0.9, -0.3, 0], [0, 0, 1], [0.9, 0, 0.3]]
-    )
-    monkeypatch.setattr(sklearn.cluster, "MiniBatchKMeans", _FixedCells)
+    cells = np.repeat(np.arange(5), 2)
+    centres = np.array([[0.3, 0, 0], [0.9, 0.3, 0], [0.9, -0.3, 0], [0, 0, 1], [0.9, 0, 0.3]])
+    monkeypatch.setattr(graph, "mini_batch_kmeans", lambda *_, **__: (cells, centres))
     monkeypatch.setattr(graph, "EXACT_UP_TO", 5)
     monkeypatch.setattr(graph, "CELL", 2)
     rows, cols, _ = graph._nearest(x, 1, seed=0)

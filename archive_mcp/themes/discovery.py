@@ -35,6 +35,7 @@ from archive_mcp.themes.graph import (
 from archive_mcp.themes.labels import class_tfidf, label_words, unique_label
 from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.store import Member, Theme, ThemeStore, suggested
+from archive_mcp.themes.vectors import tfidf, truncated_svd
 from archive_mcp.workspaces import Workspace, locked
 from archive_mcp.workspaces.clock import now
 
@@ -174,18 +175,12 @@ def _vectors(idx: WorkspaceIndex, rows: np.ndarray) -> DiskRows | None:
 def tfidf_vectors(texts: list[str], dims: int = 128) -> np.ndarray:
     """Dense unit vectors from TF-IDF (+ SVD) when a workspace has no embeddings; zero rows for
     turns without a term another turn shares (all of them when no term is shared)."""
-    from sklearn.decomposition import TruncatedSVD
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    vec = TfidfVectorizer(
-        tokenizer=tokens, lowercase=False, token_pattern=None, min_df=2, sublinear_tf=True
-    )
     try:
-        m = vec.fit_transform(texts)
+        m = tfidf((tokens(t) for t in texts), min_df=2, sublinear_tf=True)
     except ValueError:  # fewer than two turns, or no term in two of them
         return np.zeros((len(texts), 1), np.float32)
     if m.shape[1] > dims + 1:
-        m = TruncatedSVD(dims, random_state=0).fit_transform(m)
+        m = truncated_svd(m, dims, seed=0)
     else:
         m = m.toarray()
     norms = np.linalg.norm(m, axis=1, keepdims=True)

@@ -34,6 +34,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from archive_mcp.search.ondisk import read_rows
+from archive_mcp.themes.kmeans import mini_batch_kmeans
 from archive_mcp.themes.topics import with_topic_terms
 
 NEIGHBOURS = 5
@@ -83,12 +84,7 @@ def _nearest(v: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
     if n <= EXACT_UP_TO:
         groups = [(np.arange(n), np.arange(n))]
     else:
-        from sklearn.cluster import MiniBatchKMeans
-
-        km = MiniBatchKMeans(
-            n_clusters=max(2, n // CELL), random_state=seed, n_init=1, batch_size=4096
-        )
-        groups = _cells(km.fit_predict(v), km.cluster_centers_)
+        groups = _cells(*mini_batch_kmeans(v, max(2, n // CELL), seed=seed, batch_size=4096))
     out_r, out_c, out_s = [], [], []
     for who, pool in groups:
         if len(who) == 0:
@@ -220,7 +216,6 @@ def micro_clusters(
     and each micro-cluster's broad cluster."""
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import pdist
-    from sklearn.cluster import MiniBatchKMeans
 
     n = x.shape[0]
     if n < 3:
@@ -229,9 +224,7 @@ def micro_clusters(
     if k >= n:
         assign, centroids = np.arange(n), x
     else:
-        km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=1, batch_size=4096)
-        assign = km.fit_predict(x)
-        centroids = km.cluster_centers_
+        assign, centroids = mini_batch_kmeans(x, k, seed=seed, batch_size=4096)
     norms = np.linalg.norm(centroids, axis=1, keepdims=True)
     if centroids.shape[0] < 3:
         return assign, centroids, np.zeros(centroids.shape[0], int)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from archive_mcp.themes.vectors import tfidf, truncated_svd
+
 RARE = 0.02
 WEIGHT = 0.3
 DIMS = 64
@@ -19,29 +21,15 @@ def with_topic_terms(
     x: np.ndarray, keywords: list[list[str]], files: list[list[str]], weight: float = WEIGHT
 ) -> np.ndarray:
     """`x` (unit rows) joined with `weight` x the rows' rare keywords and files (unit), renormalised."""
-    from sklearn.decomposition import TruncatedSVD
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
     docs = [[w.lower() for w in k] + f for k, f in zip(keywords, files, strict=True)]
     if weight <= 0 or len(docs) < 3:
         return x
-    vec = TfidfVectorizer(
-        analyzer=_same, min_df=2, max_df=max(2, int(RARE * len(docs))), sublinear_tf=True
-    )
     try:
-        m = vec.fit_transform(docs)
+        m = tfidf(docs, min_df=2, max_df=max(2, int(RARE * len(docs))), sublinear_tf=True)
     except ValueError:  # no term is shared by two turns and rare enough
         return x
-    terms = (
-        TruncatedSVD(DIMS, random_state=0).fit_transform(m)
-        if m.shape[1] > DIMS + 1
-        else m.toarray()
-    )
+    terms = truncated_svd(m, DIMS, seed=0) if m.shape[1] > DIMS + 1 else m.toarray()
     norms = np.linalg.norm(terms, axis=1, keepdims=True)
     z = np.hstack([x, weight * terms / np.where(norms == 0, 1, norms)]).astype(np.float32)
     norms = np.linalg.norm(z, axis=1, keepdims=True)
     return z / np.where(norms == 0, 1, norms)
-
-
-def _same(doc: list[str]) -> list[str]:
-    return doc
