@@ -40,7 +40,7 @@ _TEMPLATE = {
     "created",
 }
 _STOP = pl.Series(sorted(STOPWORDS | _TEMPLATE), dtype=pl.String)
-KEPT = 50_000  # texts whose terms are kept at most (least recently used go first)
+KEPT = 20_000  # texts whose terms are kept at most (least recently used go first)
 
 
 def tokenize(texts: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
