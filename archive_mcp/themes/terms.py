@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from itertools import chain
 
 import numpy as np
 import polars as pl
@@ -68,41 +67,56 @@ def tokenize(texts: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 class TextTerms:
-    """Each text's terms (its words and its CJK bigrams), kept by the text (thread-safe, bounded)."""
+    """Each text's terms (its words and its CJK bigrams), kept by a 128-bit digest of the text
+    (thread-safe, least recently used first out beyond `most`). A text's words are kept as one
+    string joined by newlines (terms hold no whitespace): a few hundred bytes a text."""
 
     def __init__(self, most: int = KEPT) -> None:
         self.most = most
-        self.kept: OrderedDict[str, tuple[list[str], list[str]]] = OrderedDict()
+        self.kept: OrderedDict[tuple[int, int], tuple[str, str]] = OrderedDict()
         self.lock = threading.Lock()
 
     def terms(self, texts: list[str]) -> tuple[np.ndarray, pl.Series]:
         """(row, term) of every term of `texts`: every text's words in order, then every text's
         bigrams, as `tokenize` over all of them gives them."""
+        series = pl.Series(texts, dtype=pl.String)
+        keys = list(zip(series.hash(1).to_list(), series.hash(2).to_list(), strict=True))
         with self.lock:
-            got = [self.kept.get(t) for t in texts]
-        todo = sorted({t for t, g in zip(texts, got, strict=True) if g is None})
+            got = [self._get(k) for k in keys]
+        todo: dict[tuple[int, int], int] = {}  # each text not kept yet, once
+        for i, (k, g) in enumerate(zip(keys, got, strict=True)):
+            if g is None:
+                todo.setdefault(k, i)
         if todo:
-            fresh = dict(zip(todo, self._split(todo), strict=True))
-            got = [g if g is not None else fresh[t] for t, g in zip(texts, got, strict=True)]
+            fresh = dict(zip(todo, self._split([texts[i] for i in todo.values()]), strict=True))
+            got = [g if g is not None else fresh[k] for k, g in zip(keys, got, strict=True)]
             with self.lock:
-                for t, g in fresh.items():
-                    self.kept[t] = g
+                for k, g in fresh.items():
+                    self.kept[k] = g
                 while len(self.kept) > self.most:
                     self.kept.popitem(last=False)
         parts = [g[0] for g in got] + [g[1] for g in got]  # type: ignore[index]
-        rows = np.tile(np.arange(len(texts), dtype=np.int64), 2)
-        rows = np.repeat(rows, [len(p) for p in parts])
-        return rows, pl.Series("w", list(chain.from_iterable(parts)), dtype=pl.String)
+        counts = [p.count("\n") + 1 if p else 0 for p in parts]
+        rows = np.repeat(np.tile(np.arange(len(texts), dtype=np.int64), 2), counts)
+        joined = "\n".join(p for p in parts if p)
+        words = pl.Series("w", [joined] if joined else [], dtype=pl.String).str.split("\n")
+        return rows, words.explode() if joined else pl.Series("w", [], dtype=pl.String)
+
+    def _get(self, key: tuple[int, int]) -> tuple[str, str] | None:
+        got = self.kept.get(key)
+        if got is not None:
+            self.kept.move_to_end(key)
+        return got
 
     @staticmethod
-    def _split(texts: list[str]) -> list[tuple[list[str], list[str]]]:
-        """`tokenize` of `texts`, as each text's (words, bigrams)."""
-        out: list[tuple[list[str], list[str]]] = [([], []) for _ in texts]
+    def _split(texts: list[str]) -> list[tuple[str, str]]:
+        """`tokenize` of `texts`, as each text's (words, bigrams), each joined by newlines."""
+        out = [["", ""] for _ in texts]
         for side, frame in enumerate(tokenize(texts)):
-            each = frame.group_by("row", maintain_order=True).agg("w")
+            each = frame.group_by("row", maintain_order=True).agg(pl.col("w").str.join("\n"))
             for row, w in zip(each["row"].to_list(), each["w"].to_list(), strict=True):
-                out[row][side].extend(w)
-        return out
+                out[row][side] = w
+        return [(a, b) for a, b in out]
 
 
 TERMS = TextTerms()

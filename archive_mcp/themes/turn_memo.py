@@ -22,7 +22,7 @@ import polars as pl
 from archive_mcp.themes.decisions import Flag, flag_turns, gist
 
 FIELDS = ["user_text", "assistant_text", "summary", "kinds"]  # what flag_turns and gist read
-MOST = 20_000  # turns kept at most (least recently used go first): a few MB
+MOST = 20_000  # turns kept at most (least recently used go first)
 _NOT_KEPT = object()
 
 Key = tuple[int, int]
