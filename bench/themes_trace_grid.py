@@ -43,6 +43,7 @@ from themes_heldout import (  # noqa: E402
 )
 
 from archive_mcp.themes import decisions, standing, timeline  # noqa: E402
+from archive_mcp.themes.decisions import flag_turns  # noqa: E402
 
 GRID: dict[str, dict[str, Any]] = {
     f"open_after={o} claim_by={b}": {
@@ -74,7 +75,7 @@ def before() -> Iterator[None]:
 
     def every_flag_claimed(frame, every):  # noqa: ANN001, ANN202
         decisions, reversals, threads = saved[1](frame, every)
-        flags = timeline.flag_turns(
+        flags = flag_turns(
             frame["user_text"].to_list(),
             frame["assistant_text"].to_list(),
             frame["kinds"].to_list(),

@@ -22,7 +22,8 @@ import polars as pl
 import scipy.sparse as sp
 
 from archive_mcp.refiners.summary import announces, strip_reply_ack
-from archive_mcp.refiners.text import STOPWORDS, clip, sentences
+from archive_mcp.refiners.text import clip, sentences
+from archive_mcp.themes.terms import term_matrix
 
 # Patterns run by Polars over all of a theme's turns at once (Rust regex syntax: no look-behind).
 _CHANGE_USER = (
@@ -197,72 +198,6 @@ def flag_turns(
         else:
             out.append(None)
     return out
-
-
-_CJK = "\u3400-\u9fff"
-_WORD = "[^\\W\\d][\\w.-]*[^\\W_]|[" + _CJK + "]+"  # words (identifiers whole) or a CJK run
-# the refined summary's own words ("Asked: … Did: edited x.ts; committed … Outcome: …") say nothing of a topic
-_TEMPLATE = {
-    "asked",
-    "did",
-    "outcome",
-    "edited",
-    "committed",
-    "ran",
-    "read",
-    "grep",
-    "glob",
-    "installed",
-    "failed",
-    "task",
-    "bash",
-    "created",
-}
-_STOP = pl.Series(sorted(STOPWORDS | _TEMPLATE), dtype=pl.String)
-
-
-def term_matrix(texts: list[str]) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
-    """Unit rows of TF-IDF (1 + log tf, IDF over `texts`), the terms and their IDF: words of three
-    letters or more that are not stopwords, identifiers kept whole, CJK runs as bigrams. One
-    vectorised Polars pass over all the texts, not a regex loop per turn."""
-    n = len(texts)
-    words = (
-        pl.DataFrame({"w": texts}, schema={"w": pl.String})
-        .with_row_index("row")
-        .with_columns(pl.col("w").str.to_lowercase().str.extract_all(_WORD))
-        .explode("w")
-        .drop_nulls("w")
-    )
-    cjk = pl.col("w").str.contains(f"^[{_CJK}]")
-    latin = words.filter(
-        ~cjk & (pl.col("w").str.len_chars() > 2) & ~pl.col("w").is_in(_STOP.implode())
-    )
-    grams = (
-        words.filter(cjk)  # CJK has no spaces: the bigrams of each run
-        .with_columns(
-            pl.int_ranges(0, pl.max_horizontal(pl.col("w").str.len_chars() - 1, 1)).alias("at")
-        )
-        .explode("at")
-        .select("row", pl.col("w").str.slice(pl.col("at"), 2))
-    )
-    every = pl.concat([latin, grams])
-    # terms by their 64-bit hash: one numeric unique instead of a dictionary lookup per word
-    _, first, codes = np.unique(
-        every["w"].hash().to_numpy(), return_index=True, return_inverse=True
-    )
-    vocab = every["w"].gather(first).to_numpy()
-    rows = every["row"].to_numpy().astype(np.int64)
-    width = max(1, len(vocab))
-    key, tf = np.unique(rows * width + codes.astype(np.int64), return_counts=True)
-    rows, cols = key // width, key % width
-    idf = np.log1p(n / (1 + np.bincount(cols, minlength=len(vocab)))).astype(np.float32)
-    m = sp.csr_matrix(
-        ((1 + np.log(tf.astype(np.float32))) * idf[cols], (rows, cols)),
-        shape=(n, len(vocab)),
-        dtype=np.float32,
-    )
-    norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
-    return sp.csr_matrix(sp.diags(1 / np.where(norms == 0, 1, norms)) @ m), vocab, idf
 
 
 def courses_before(codes: np.ndarray, course: np.ndarray) -> np.ndarray:

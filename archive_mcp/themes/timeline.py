@@ -16,10 +16,11 @@ import polars as pl
 
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.themes import decisions as rules
-from archive_mcp.themes.decisions import UNDONE, Flag, flag_turns, gist, pair_changes
+from archive_mcp.themes.decisions import UNDONE, Flag, pair_changes
 from archive_mcp.themes.labels import class_tfidf_of
 from archive_mcp.themes.standing import Standing, line, standing
 from archive_mcp.themes.store import Theme
+from archive_mcp.themes.turn_memo import TURNS
 
 
 @dataclass
@@ -91,6 +92,23 @@ class Timeline:
         return budgeted(self, max_chars)
 
 
+# The refined columns a timeline reads (trace.py reads only these of each member session's file).
+COLUMNS = [
+    "session_id",
+    "agent",
+    "turn",
+    "started_at",
+    "summary",
+    "kinds",
+    "files",
+    "keywords",
+    "status",
+    "user_text",
+    "assistant_text",
+    "source",
+]
+
+
 def choose_granularity(first: datetime | None, last: datetime | None, sessions: int) -> str:
     if first is None or last is None:
         return "session"
@@ -124,22 +142,8 @@ def build_timeline(
             "provenance": pl.String,
         },
     )
-    cols = [
-        "session_id",
-        "agent",
-        "turn",
-        "started_at",
-        "summary",
-        "kinds",
-        "files",
-        "keywords",
-        "status",
-        "user_text",
-        "assistant_text",
-        "source",
-    ]
     frame = (
-        turns.select(cols)
+        turns.select(COLUMNS)
         .join(members.lazy(), on=["session_id", "agent", "turn"], how="inner")
         .sort("started_at", "session_id", "turn", nulls_last=True)
         .collect()
@@ -307,23 +311,20 @@ def _decisions(
 ) -> tuple[list[dict[str, Any]], list[Reversal], list[list[dict[str, Any]]]]:
     """Flag the turns that set or change a course, pair each change with the decision it undoes,
     and chain the pairs into threads (decision -> change -> change ...). `every`: the frame's rows."""
-    flags = flag_turns(
-        frame["user_text"].to_list(), frame["assistant_text"].to_list(), frame["kinds"].to_list()
-    )
-    decisions = {
-        i: _decision(r, f)
-        for i, (r, f) in enumerate(zip(every, flags, strict=True))
-        if f is not None
-    }
+    keys = TURNS.keys(frame)  # flags and gists are kept per turn for the next trace (turn_memo)
+    flags = TURNS.flags(frame, keys)
+
+    def described(k: int, f: Flag) -> dict[str, Any]:
+        return _decision(every[k], f, TURNS.gist(keys[k], every[k], f.by))
+
+    decisions = {i: described(i, f) for i, f in enumerate(flags) if f is not None}
     paired: list[tuple[int, int, list[str], float, list[dict[str, Any]]]] = []
     parent: dict[int, int] = {}
     named: dict[int, dict[str, Any]] = {}  # the courses named as alternatives, each described once
 
     def alternative(k: int) -> dict[str, Any]:
         if k not in named:
-            d = decisions.get(k) or _decision(
-                every[k], UNDONE
-            )  # described as it would be once undone
+            d = decisions.get(k) or described(k, UNDONE)  # described as it would be once undone
             named[k] = {key: d[key] for key in ("ref", "at", "gist")}
         return named[k]
 
@@ -331,7 +332,7 @@ def _decisions(
         if (
             j not in decisions
         ):  # the undone course was set in a turn without a cue: it is a decision too
-            decisions[j] = _decision(every[j], UNDONE)
+            decisions[j] = described(j, UNDONE)
         decisions[i]["undoes"] = decisions[j]["ref"]
         decisions[i]["confidence"] = round(sim, 2)
         alternatives = [alternative(k) for k in others]
@@ -346,8 +347,15 @@ def _decisions(
         if d["flag"] != "decision" and d["undoes"] is None:
             d["flag"] = "decision"
     # from the final decisions: a later pair may still turn an undone course into a change
+    briefs: dict[int, dict[str, Any]] = {}  # each decision described once, copied where it is named
+
+    def brief(k: int) -> dict[str, Any]:
+        if k not in briefs:
+            briefs[k] = _brief(decisions[k])
+        return dict(briefs[k])
+
     reversals = [
-        Reversal(_brief(decisions[j]), _brief(decisions[i]), shared, sim, alternatives)
+        Reversal(brief(j), brief(i), shared, sim, alternatives)
         for i, j, shared, sim, alternatives in paired
     ]
     # Threads: follow each change back to the decision that started it; newest step last.
@@ -357,7 +365,7 @@ def _decisions(
         while root in parent:
             root = parent[root]
         chains.setdefault(root, [root]).append(i)
-    threads = [[_brief(decisions[k]) for k in chain] for _, chain in sorted(chains.items())]
+    threads = [[brief(k) for k in chain] for _, chain in sorted(chains.items())]
     return [decisions[i] for i in sorted(decisions)], reversals, threads
 
 
@@ -368,8 +376,9 @@ def _brief(d: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _decision(r: dict[str, Any], f: Flag) -> dict[str, Any]:
-    """A flagged turn as the trace lists it (`undoes` and `alternatives` are filled by the pairing)."""
+def _decision(r: dict[str, Any], f: Flag, gist: str) -> dict[str, Any]:
+    """A flagged turn as the trace lists it (`undoes` and `alternatives` are filled by the pairing);
+    `gist`: `decisions.gist(r, f.by)`."""
     return {
         "session_id": r["session_id"],
         "agent": r["agent"],
@@ -380,7 +389,7 @@ def _decision(r: dict[str, Any], f: Flag) -> dict[str, Any]:
         "flag": f.kind,
         "by": f.by,
         "cue": f.cue,
-        "gist": gist(r, f.by),
+        "gist": gist,
         "summary": r["summary"],
         "kinds": list(r["kinds"]),
         "undoes": None,

@@ -1,18 +1,75 @@
 """A theme traced as a timeline: the theme read from each workspace it is traced in (members
 merged), the memories that cite it, and the member sessions' refined rows, handed to
 `timeline.build_timeline`. Cost follows the theme, not the workspace: only the member sessions'
-files are read."""
+files are read, and a file already parsed in this process is not parsed again."""
 
 from __future__ import annotations
+
+import gc
+import hashlib
+import io
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import polars as pl
 
 from archive_mcp.ingest import store
 from archive_mcp.memory.links import linked_memories
-from archive_mcp.schema import REFINED, empty_refined
+from archive_mcp.schema import empty_refined
 from archive_mcp.themes.store import Member, Theme, ThemeStore
-from archive_mcp.themes.timeline import Timeline, build_timeline
+from archive_mcp.themes.timeline import COLUMNS, Timeline, build_timeline
 from archive_mcp.workspaces import Workspace
+
+PARSED_MB = 64  # the parsed session frames kept for the next trace, at most (estimated size)
+
+
+class ParsedFiles:
+    """Refined session files parsed into the timeline's columns, kept by a digest of their bytes.
+
+    A trace reads each member session's file whole (a refine replacing it meanwhile cannot mix
+    versions), and parsing those bytes is most of the read. The same bytes parse to the same rows,
+    so the frame is kept under their digest: a new ingest, a refine or a merge writes new bytes
+    (a miss), a purge removes the file (nothing read). Nothing is invalidated by hand and no
+    stale frame can be returned. Least recently used frames go beyond `most_mb`."""
+
+    def __init__(self, most_mb: float = PARSED_MB) -> None:
+        self.most = int(most_mb * 2**20)
+        self.size = 0
+        self.frames: OrderedDict[bytes, pl.DataFrame] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def read(self, ws: Workspace, session_id: str) -> pl.DataFrame:
+        """The session's rows (the timeline's columns); empty when it has no refined file."""
+        try:
+            data = store.refined_path(ws, session_id).read_bytes()
+        except FileNotFoundError:  # no exists() first: a purge between the two would fail the read
+            return empty_refined().select(COLUMNS)
+        key = hashlib.blake2b(data, digest_size=20).digest()
+        with self.lock:
+            if key in self.frames:
+                self.frames.move_to_end(key)
+                return self.frames[key]
+        frame = pl.read_parquet(io.BytesIO(data), columns=COLUMNS)
+        self._keep(key, frame)
+        return frame
+
+    def _keep(self, key: bytes, frame: pl.DataFrame) -> None:
+        size = int(frame.estimated_size())
+        if size > self.most:
+            return
+        with self.lock:
+            if key in self.frames:
+                return
+            self.frames[key] = frame
+            self.size += size
+            while self.size > self.most:
+                _, old = self.frames.popitem(last=False)
+                self.size -= int(old.estimated_size())
+
+
+PARSED = ParsedFiles()
 
 
 def merged_theme(theme: str, targets: list[Workspace]) -> Theme:
@@ -30,6 +87,21 @@ def merged_theme(theme: str, targets: list[Workspace]) -> Theme:
     return Theme(found.name, found.slug, found.description, found.seeds, found.status, members)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector held off while a timeline is built. A trace makes tens of
+    thousands of short-lived objects (rows, flags, decisions) that reference counting frees when
+    it ends; collections started among them find no cycles, and a full one scans every object of
+    the process (tens of milliseconds). The collector runs again afterwards as before."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def trace_theme(
     theme: str,
     targets: list[Workspace],
@@ -37,16 +109,28 @@ def trace_theme(
     include_turn_content: bool = False,
 ) -> Timeline:
     """The theme as a timeline over `targets` (the theme is read from each)."""
+    with collector_paused():
+        return _trace(theme, targets, granularity, include_turn_content)
+
+
+def _trace(
+    theme: str, targets: list[Workspace], granularity: str, include_turn_content: bool
+) -> Timeline:
     merged = merged_theme(theme, targets)
     linked = linked_memories(targets, merged.name, merged.slug, merged.members)
-    # Each file read whole (`read_refined`): a refine replacing one meanwhile cannot mix versions.
+    # Each file read whole (`ParsedFiles`): a refine replacing one meanwhile cannot mix versions.
+    # Only the columns the timeline reads are parsed (not the thinking, tool calls, usage …).
     parts = [
-        df.select(list(REFINED))
+        df
         for ws in targets
         for sid in {m.session_id for m in merged.members}
-        if (df := store.read_refined(ws, sid)).height
+        if (df := PARSED.read(ws, sid)).height
     ]
-    frame = pl.concat(parts, how="vertical_relaxed").lazy() if parts else empty_refined().lazy()
+    frame = (
+        pl.concat(parts, how="vertical_relaxed").lazy()
+        if parts
+        else empty_refined().select(COLUMNS).lazy()
+    )
     return build_timeline(
         merged,
         ",".join(w.id for w in targets),
