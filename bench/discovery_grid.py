@@ -51,7 +51,12 @@ from themes_heldout import (  # noqa: E402
 )
 
 from archive_mcp.themes import graph, topics  # noqa: E402
-from archive_mcp.themes.discovery import CUTS, tfidf_vectors  # noqa: E402
+from archive_mcp.themes.discovery import (  # noqa: E402
+    CUTS,
+    MIXED_CUTS,
+    TFIDF_SHARE,
+    tfidf_vectors,
+)
 
 SEEDS = (0, 1, 2)
 BUDGET = 1.25  # a variant may have at most this many times today's clusters on a project
@@ -61,32 +66,27 @@ BUDGET = 1.25  # a variant may have at most this many times today's clusters on 
 class Variant:
     resolution: float = graph.RESOLUTION
     neighbours: int = graph.NEIGHBOURS
-    adjacent: float = graph.ADJACENT
+    adjacent: float = graph.TOPIC_ADJACENT
     term_weight: float = topics.WEIGHT
-    tfidf: float = 0.0
+    tfidf: float = TFIDF_SHARE
     merge: float = 0.0
     min_size: int = 3
     broad: bool = True
-    cut: float = CUTS["minilm-static-256"]  # where the broad level cuts (cosine distance)
+    cut: float = MIXED_CUTS["minilm-static-256"]  # where the broad level cuts (cosine distance)
 
 
 def grid() -> dict[str, Variant]:
-    base = Variant()
-    out = {"current": base}
-    for r in (1.0, 2.0, 3.0, 6.0):
-        out[f"resolution={r}"] = Variant(resolution=r)
-    for k in (10,):
-        out[f"neighbours={k}"] = Variant(neighbours=k)
-    for a in (1.0, 6.0):
-        out[f"adjacent={a}"] = Variant(adjacent=a)
-    for w in (0.0, 0.6):
-        out[f"term_weight={w}"] = Variant(term_weight=w)
-    for t in (0.5, 1.0):
-        out[f"tfidf={t}"] = Variant(tfidf=t)
-    for m in (0.8, 0.7, 0.6):
-        out[f"merge={m}"] = Variant(merge=m)
-    out["min_size=5"] = Variant(min_size=5)
-    out["no broad"] = Variant(broad=False)
+    """The second grid of results/themes-heldout.md, the values before this round first (on a
+    tie they stay). The first grid's one-factor variants: `Variant(resolution=...)`,
+    `Variant(merge=...)`, ... (pass them with `--grid`)."""
+    static = CUTS["minilm-static-256"]
+    out = {"before": Variant(tfidf=0.0, cut=static, adjacent=3.0)}
+    for r in (3.0, 4.0):
+        out[f"chain 1, resolution {r}"] = Variant(tfidf=0.0, cut=static, adjacent=1.0, resolution=r)
+    for c in (0.5, 0.6, 0.7):
+        out[f"tfidf 1, cut {c}, chain 1"] = Variant(tfidf=1.0, cut=c, adjacent=1.0)
+    out["tfidf 0.5, cut 0.5, chain 1"] = Variant(tfidf=0.5, cut=0.5, adjacent=1.0)
+    out["tfidf 1, cut 0.6, chain 3"] = Variant(tfidf=1.0, cut=0.6, adjacent=3.0)
     return out
 
 
