@@ -351,3 +351,52 @@ def test_a_clustered_sample_finds_what_clustering_everything_finds(
     xf = rows.take(np.arange(len(x)))
     for c, idx in keep.items():
         assert np.allclose(sims[c], xf[idx] @ xf[idx].mean(0), atol=1e-4)
+
+
+# --- the space discovery clusters: the static model's vectors joined with the texts' TF-IDF -----
+
+
+def test_the_static_models_vectors_are_joined_with_the_texts_tfidf_and_cut_there() -> None:
+    from archive_mcp.themes import discovery
+
+    users = ["deploy the api", "deploy the api again", "fix the chart", "fix the chart colours"]
+    frame = _frame(users, ["s0", "s1", "s0", "s1"])
+    x = _unit(np.eye(4, 3, dtype=np.float32) + 0.1)
+    z, cut = discovery.discovery_space(frame, x, "minilm-static-256")
+    assert z.shape[0] == 4 and z.shape[1] > 3 and cut == discovery.MIXED_CUTS["minilm-static-256"]
+    assert np.allclose(np.linalg.norm(z, axis=1), 1.0, atol=1e-5)
+    # the first columns are the vectors, scaled down by the joined TF-IDF part
+    assert np.allclose(z[:, :3] / np.linalg.norm(z[:, :3], axis=1, keepdims=True), x, atol=1e-5)
+    # the two deploy turns share words the two chart turns do not: closer in the joined space
+    assert z[0] @ z[1] - x[0] @ x[1] > z[0] @ z[2] - x[0] @ x[2]
+
+
+def test_other_models_and_a_zero_share_keep_the_vectors_and_their_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from archive_mcp.themes import discovery
+
+    frame = _frame(["a b", "a c", "b c"], ["s0", "s1", "s0"])
+    x = _unit(np.eye(3, dtype=np.float32) + 0.1)
+    z, cut = discovery.discovery_space(frame, x, "all-minilm-l6-v2")
+    assert z is x and cut == discovery.CUTS["all-minilm-l6-v2"]
+    monkeypatch.setattr(discovery, "TFIDF_SHARE", 0.0)
+    z, cut = discovery.discovery_space(frame, x, "minilm-static-256")
+    assert z is x and cut == discovery.CUTS["minilm-static-256"]
+
+
+def test_discoverys_topics_chain_a_sessions_turns_at_the_topic_weight(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[float] = []
+    real = graph.turn_graph
+
+    def spy(*a: object, **k: object) -> sp.csr_matrix:
+        seen.append(float(k["adjacent"]))  # type: ignore[arg-type]
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(graph, "turn_graph", spy)
+    x, _ = _blobs([6, 6])
+    frame = _frame([f"t{i}" for i in range(12)], [f"s{i % 3}" for i in range(12)])
+    cluster_turns(frame, x, 0.35)
+    assert seen == [graph.TOPIC_ADJACENT] and graph.TOPIC_ADJACENT != graph.ADJACENT

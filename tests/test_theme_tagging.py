@@ -217,3 +217,17 @@ def test_rare_keywords_and_files_are_appended_to_the_vectors() -> None:
     )  # the last row has no vector
     assert float(z[0] @ z[1]) > 0.05 and float(z[2] @ z[3]) == 0.0
     assert with_topic_terms(x, keywords, files, weight=0) is x
+
+
+def test_a_topic_seeds_best_hits_are_core_and_a_questions_more_but_none_without_vectors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import archive_mcp.themes.tagging as tagging
+
+    monkeypatch.setattr(tagging, "TOPIC_CORE", 5)
+    monkeypatch.setattr(tagging, "QUESTION_CORE", 20)
+    assert tagging.core_ranks("yubikey login sudo", vectors=True) == 5
+    assert tagging.core_ranks("What did we decide about sudo?", vectors=True) == 20
+    assert tagging.core_ranks("yubikey login sudo", vectors=False) == 0
+    monkeypatch.setattr(tagging, "TOPIC_CORE", 0)
+    assert tagging.core_ranks("yubikey login sudo", vectors=True) == 0

@@ -3,8 +3,9 @@
 Written as a sequence of stages, as BERTopic's `fit_transform` is, each a function `Stages` names
 so that one can be swapped to try another: `select` (the turns that are not noise, with their
 keywords, files and texts, and their index vectors) -> `space` (the vectors clustered: the
-index's, else TF-IDF of the texts, and where to cut) -> `cluster` (`graph.cluster_turns`, or
-`graph.cluster_sampled` past `graph.SAMPLE` turns) -> `label` (class-based TF-IDF of a sample of
+index's, joined with TF-IDF of the texts for the static model, else TF-IDF alone, and where to
+cut) -> `cluster` (`graph.cluster_turns`, or `graph.cluster_sampled` past `graph.SAMPLE` turns)
+-> `label` (class-based TF-IDF of a sample of
 each cluster's words) -> `save` (ids kept stable across runs by member overlap; the clusters
 written as `suggested` themes, the previous run's that are gone removed; `tagged` themes are never
 touched)."""
@@ -43,6 +44,13 @@ from archive_mcp.workspaces.clock import now
 # planted-theme corpus (bench/theme_corpus.py); data-driven cuts (silhouette, largest gap,
 # nearest-neighbour quantiles) did worse on every space we tried: see bench/RESULTS.md.
 CUTS = {"minilm-static-256": 0.35, "all-minilm-l6-v2": 0.6, "tfidf": 0.85}
+# The static model's vectors are joined with TF-IDF/SVD of the texts at weight TFIDF_SHARE (the
+# words a topic is named by, which the static vectors weigh little) and cut there at MIXED_CUTS:
+# more labelled topics recovered in every fold held out by project, at the same cluster counts
+# (bench/results/themes-heldout.md). Past `graph.SAMPLE` turns the vectors stay on disk and are
+# clustered alone.
+TFIDF_SHARE = 0.5
+MIXED_CUTS = {"minilm-static-256": 0.5}
 LABEL_SAMPLE = 300
 DEFAULT_CUT = 0.45
 READ_FILES = 256  # refined session files read at once by discovery
@@ -193,15 +201,21 @@ def discovery_space(
     model: str | None,
     threshold: float | None = None,
 ) -> tuple[np.ndarray | DiskRows, float]:
-    """The unit vectors discovery clusters (the index's, else TF-IDF of each turn's text) and
-    where to cut the broad themes in that space (`threshold` when given)."""
-    if vectors is not None:
+    """The unit vectors discovery clusters (the index's, joined with TF-IDF of each turn's text
+    for the models of `MIXED_CUTS`; without vectors TF-IDF alone) and where to cut the broad
+    themes in that space (`threshold` when given)."""
+    mixed = (model or "") in MIXED_CUTS and TFIDF_SHARE > 0 and isinstance(vectors, np.ndarray)
+    if vectors is not None and not mixed:
         return vectors, threshold if threshold is not None else CUTS.get(model or "", DEFAULT_CUT)
     texts = [
         f"{r['user_text'][:600]}\n{r['assistant_text'][:600]}\n{' '.join(r['keywords'])}"
         for r in frame.iter_rows(named=True)
     ]
-    return tfidf_vectors(texts), threshold if threshold is not None else CUTS["tfidf"]
+    if not mixed:
+        return tfidf_vectors(texts), threshold if threshold is not None else CUTS["tfidf"]
+    z = np.hstack([np.asarray(vectors, np.float32), TFIDF_SHARE * tfidf_vectors(texts)])
+    z /= np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-9)
+    return z, threshold if threshold is not None else MIXED_CUTS[model or ""]
 
 
 # --- cluster --------------------------------------------------------------------------------

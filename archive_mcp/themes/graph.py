@@ -39,6 +39,9 @@ from archive_mcp.themes.topics import with_topic_terms
 
 NEIGHBOURS = 5
 ADJACENT = 3.0
+# Discovery's topics link consecutive turns at this weight (the walk of tagging keeps ADJACENT):
+# chosen held out by project over 0.5, 1, 2 and 3 (bench/results/themes-heldout.md).
+TOPIC_ADJACENT = 1.0
 RESOLUTION = 4.0
 EXACT_UP_TO = 8_000  # exact nearest neighbours up to here; past it, within nearby k-means cells
 CELL = 400  # turns per cell for the approximate neighbours
@@ -273,7 +276,13 @@ def _topics(
         else [[]] * frame.height
     )
     terms = with_topic_terms(x, frame["keywords"].to_list(), files)
-    graph = turn_graph(terms, frame["session_id"].to_list(), frame["turn"].to_list(), seed=seed)
+    graph = turn_graph(
+        terms,
+        frame["session_id"].to_list(),
+        frame["turn"].to_list(),
+        adjacent=TOPIC_ADJACENT,
+        seed=seed,
+    )
     community = louvain(graph, seed=seed)
     fine: dict[int, list[int]] = {}
     for i, c in enumerate(community):

@@ -52,9 +52,11 @@ def personalized_pagerank(
 
 
 def local_turns(
-    turns: list[Key], hits: set[Key], attached: set[Key], window: int = WINDOW
+    turns: list[Key], hits: set[Key], attached: set[Key], window: int | None = None
 ) -> list[Key]:
-    """The `turns` within `window` turns of a hit in their session, and the attached ones."""
+    """The `turns` within `window` (default `WINDOW`) turns of a hit in their session, and the
+    attached ones."""
+    window = WINDOW if window is None else window
     near = {(k[0], k[2] + d) for k in hits for d in range(-window, window + 1)}
     return [k for k in turns if (k[0], k[2]) in near or k in attached]
 
