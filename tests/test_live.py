@@ -256,6 +256,7 @@ def digest(home: Path) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow  # end to end (processes, a server): CI runs it; the fast loop does not
 def test_a_watcher_killed_mid_catch_up_then_restarted_archives_what_a_fresh_ingest_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -243,6 +243,7 @@ def _writer(home: str, worker: int, n: int) -> None:
         m.remember("shared", f"worker {worker} update {i}", "decisions")
 
 
+@pytest.mark.slow  # end to end (processes, a server): CI runs it; the fast loop does not
 def test_parallel_writers_in_processes_lose_nothing(archive: Archive) -> None:
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(str(archive.home), w, 8)) for w in range(4)]

@@ -301,6 +301,7 @@ def test_cli_themes_and_trace(archive: Archive, tmp_path: Path) -> None:
     assert (r.exit_code, r.stdout) == (0, "deleted theme 'payments'\n")
 
 
+@pytest.mark.slow  # end to end (processes, a server): CI runs it; the fast loop does not
 @pytest.mark.anyio
 async def test_theme_tools_over_mcp(archive: Archive) -> None:
     from mcp import Client
