@@ -16,6 +16,7 @@ import polars as pl
 
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.themes import decisions as rules
+from archive_mcp.themes import story  # story reads a Timeline (a type only: no circle)
 from archive_mcp.themes.decisions import UNDONE, Flag, pair_changes
 from archive_mcp.themes.labels import class_tfidf_of
 from archive_mcp.themes.standing import Standing, line, standing
@@ -81,15 +82,11 @@ class Timeline:
     def markdown(self, max_chars: int = 12_000, keep: dict[str, Any] | None = None) -> str:
         """The story first (where it stands, decision threads), then the first and the newest
         events, in budget; with `keep` (from `budgeted`), the very items it holds."""
-        from archive_mcp.themes.story import markdown
-
-        return markdown(self, max_chars, keep)
+        return story.markdown(self, max_chars, keep)
 
     def budgeted(self, max_chars: int = 12_000) -> dict[str, Any]:
         """The structured form within `max_chars` of JSON: decisions and the newest events first."""
-        from archive_mcp.themes.story import budgeted
-
-        return budgeted(self, max_chars)
+        return story.budgeted(self, max_chars)
 
 
 # The refined columns a timeline reads (trace.py reads only these of each member session's file).
