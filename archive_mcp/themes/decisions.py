@@ -114,7 +114,7 @@ ALTERNATIVES = 2
 CLAIM_BY = "user+reversal"
 # An approval or follow-up ("yes", "option 2", "yes, proceed") accepts what the assistant offered;
 # on its own it is no evidence that a course changed: with CLAIM_ACCEPT False it claims no change
-# (it stays a course a later change can undo). Of 22 such claims on the three labelled projects,
+# (it stays a course a later change can undo). Of 23 such claims on the three labelled projects,
 # 1 was a labelled change; False was chosen in every fold (bench/results/themes-heldout.md).
 CLAIM_ACCEPT = False
 # Which members may claim a change, by how tagging attached them (`Member.provenance`): "any";
