@@ -64,6 +64,8 @@ STORY: dict[str, dict[str, Any]] = {
         "archive_mcp.themes.decisions.CLAIM_ACCEPT": a,
         "archive_mcp.themes.decisions.CLAIM_FROM": c,
         "archive_mcp.themes.decisions.LAST_MIN": m,
+        "archive_mcp.themes.decisions.CHANGE_NEAR": False,  # the rules as they were then
+        "archive_mcp.themes.decisions.CLAIM_QUESTION": True,
     }
     for a in (True, False)
     for c in ("any", "no-walk", "strong")
@@ -78,6 +80,7 @@ NEAR: dict[str, dict[str, Any]] = {
         "archive_mcp.themes.decisions.CLAIM_FROM": "any",
         "archive_mcp.themes.decisions.CHANGE_NEAR": False,
         "archive_mcp.themes.decisions.LAST_MIN": 0.05,
+        "archive_mcp.themes.decisions.CLAIM_QUESTION": True,
     },
     **{
         f"accept=False claim_from=no-walk change_near={c} last_min={m}": {
@@ -85,10 +88,17 @@ NEAR: dict[str, dict[str, Any]] = {
             "archive_mcp.themes.decisions.CLAIM_FROM": "no-walk",
             "archive_mcp.themes.decisions.CHANGE_NEAR": c,
             "archive_mcp.themes.decisions.LAST_MIN": m,
+            "archive_mcp.themes.decisions.CLAIM_QUESTION": True,
         }
         for c in (False, True)
         for m in (0.05, 0.15, 0.3)
     },
+}
+
+# Whether a user's turn that ends as a question may claim a change (`CLAIM_QUESTION`), beside the
+# rules chosen above; off first.
+QUESTION: dict[str, dict[str, Any]] = {
+    f"claim_question={q}": {"archive_mcp.themes.decisions.CLAIM_QUESTION": q} for q in (True, False)
 }
 
 

@@ -116,3 +116,20 @@ def test_a_correction_alters_the_last_course_only_when_it_is_about_it(
 ) -> None:
     monkeypatch.setattr(decisions, "CHANGE_NEAR", near)
     assert _trace([CACHE, ELSEWHERE], files) == {"s:0": ("decision", None), "s:1": want}
+
+
+ASKED = (
+    "so we don't restart the redis session cache after a deploy?",
+    "Right: it survives deploys.",
+    "seed:session cache",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "want"), [(True, ("change", "s:0")), (False, ("decision", None))]
+)
+def test_a_question_with_a_change_word_claims_no_change_of_course(
+    monkeypatch: pytest.MonkeyPatch, question: bool, want: tuple[str, str | None]
+) -> None:
+    monkeypatch.setattr(decisions, "CLAIM_QUESTION", question)
+    assert _trace([CACHE, ASKED]) == {"s:0": ("decision", None), "s:1": want}

@@ -96,10 +96,8 @@ RECENT = 0.4
 OPEN = 0.2
 LAST_MIN = 0.05
 # A correction or reversal of the last course of its conversation also needs what a new course
-# needs to change it (LAST_MIN of words, or a file, in common), else it claims no change: being the
-# last course is no evidence that the correction is about it. Chosen in every fold (off: the last
-# course is enough). Letting such a correction undo an older course it shares words with instead
-# claimed more and lost in every fold.
+# needs (LAST_MIN of words, or a file, in common), else it claims no change: being the last course
+# is no evidence that it is about it. Chosen in every fold; undoing an older alike course instead lost.
 CHANGE_NEAR = True
 # The runners-up a pair also names: what a change undoes is often a judgement of meaning these
 # scores cannot make (bench/RESULTS.md, "Pairing, session 6"), so the agent reading the trace is
@@ -123,6 +121,10 @@ CLAIM_ACCEPT = False
 # member). Walk-attached claims were 3 right of 48; "no-walk" was chosen in every fold ("strong"
 # cost labelled changes flagged).
 CLAIM_FROM = "no-walk"
+# A user's turn that ends as a question ("so i don't need tab 2 if i run tab 1?") asks about the
+# course: with CLAIM_QUESTION False its change words claim no change (11 such claims, 1 right;
+# chosen in every fold). A turn the refiner saw revert still may: the assistant reverted.
+CLAIM_QUESTION = False
 WEAK = {"any": (), "no-walk": ("walk:",), "strong": ("walk:", "neighbour:")}
 # An approval ("yes", "option 2", "b)") accepts what the assistant offered: no course of its own.
 APPROVAL = re.compile(_APPROVAL)
@@ -156,10 +158,12 @@ UNDONE = Flag("decision", "assistant", "undone later")
 
 def claim(flag: Flag, row: dict[str, Any] | None = None) -> bool:
     """May this flagged turn claim a change of course (`CLAIM_BY`, `CLAIM_ACCEPT`, `CLAIM_FROM`,
-    read at call time)? `row`: the turn (its `user_text` and `provenance`), when known."""
+    `CLAIM_QUESTION`, read at call time)? `row`: the turn (its `user_text` and `provenance`), when known."""
     if not CLAIM_ACCEPT and (flag.cue == "approval" or (row is not None and accepts(row))):
         return False
     if row is not None and str(row.get("provenance") or "").startswith(WEAK[CLAIM_FROM]):
+        return False
+    if not CLAIM_QUESTION and flag.by == "user" and row is not None and asks(row):
         return False
     return (
         CLAIM_BY == "any"
@@ -172,6 +176,10 @@ def accepts(row: dict[str, Any]) -> bool:
     """Does the user's turn only accept what was offered ("yes", "option 2", "ok, proceed")?"""
     user = (row.get("user_text") or "")[:200]
     return bool(APPROVAL.match(user) or FOLLOW_UP.match(user))
+
+
+def asks(row: dict[str, Any]) -> bool:
+    return (row.get("user_text") or "").rstrip().endswith(("?", "？"))  # the user's turn asks
 
 
 def flag_turn(user: str, assistant: str, kinds: list[str]) -> Flag | None:
