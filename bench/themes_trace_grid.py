@@ -101,6 +101,9 @@ QUESTION: dict[str, dict[str, Any]] = {
     f"claim_question={q}": {"archive_mcp.themes.decisions.CLAIM_QUESTION": q} for q in (True, False)
 }
 
+# main's claim rules beside this round's defaults, all at once (re-measured on a later main).
+SHIPPED: dict[str, dict[str, Any]] = {"main": NEAR["main"], "defaults": {}}
+
 
 @contextlib.contextmanager
 def before() -> Iterator[None]:
