@@ -9,7 +9,8 @@ then, for every setting of `GRID` (the standing rule's `OPEN_AFTER` and who may 
 course, `CLAIM_BY`), the topic is traced and scored: the Now line's first turn (a labelled `now` turn or a
 member at least as recent as them), claimed changes of course against the labelled changes
 (precision, recall and their F1), and labelled changes flagged. Per held-out project the setting
-with the best mean objective on the other two (mean of Now accuracy and claim F1) is chosen and its
+with the best mean objective on the other two (mean of Now accuracy and claim F1), among those that
+flag no fewer labelled changes there than the first setting (the off values), is chosen and its
 figures on the held-out project are reported, beside the code as it was before this round
 (`before`: Now = the newest flagged event, every change flag claimed), which the same run measures
 by patching those rules back in.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import sys
@@ -42,7 +44,7 @@ from themes_heldout import (  # noqa: E402
     share,
 )
 
-from archive_mcp.themes import decisions, standing, timeline  # noqa: E402
+from archive_mcp.themes import standing, timeline  # noqa: E402
 from archive_mcp.themes.decisions import flag_turns  # noqa: E402
 
 GRID: dict[str, dict[str, Any]] = {
@@ -53,6 +55,54 @@ GRID: dict[str, dict[str, Any]] = {
     for o in (0, 1, 2, 10**6)
     for b in ("any", "user", "user+reversal")
 }
+# Who may claim a change of course (issue 28, this round), each candidate with its off value
+# first: approvals and follow-ups claiming no change (`CLAIM_ACCEPT`), members the walk or the
+# neighbour rule attached claiming none (`CLAIM_FROM`), and how much a user's new course must
+# share with the last course of its conversation to be claimed as changing it (`LAST_MIN`).
+STORY: dict[str, dict[str, Any]] = {
+    f"accept={a} claim_from={c} last_min={m}": {
+        "archive_mcp.themes.decisions.CLAIM_ACCEPT": a,
+        "archive_mcp.themes.decisions.CLAIM_FROM": c,
+        "archive_mcp.themes.decisions.LAST_MIN": m,
+        "archive_mcp.themes.decisions.CHANGE_NEAR": False,  # the rules as they were then
+        "archive_mcp.themes.decisions.CLAIM_QUESTION": True,
+    }
+    for a in (True, False)
+    for c in ("any", "no-walk", "strong")
+    for m in (0.05, 0.15, 0.3, 1.0)
+}
+
+# Whether a correction or reversal of its conversation's last course also needs some words or a
+# file in common with it (`CHANGE_NEAR`), beside the claim rules chosen above; main's rules first.
+NEAR: dict[str, dict[str, Any]] = {
+    "main": {
+        "archive_mcp.themes.decisions.CLAIM_ACCEPT": True,
+        "archive_mcp.themes.decisions.CLAIM_FROM": "any",
+        "archive_mcp.themes.decisions.CHANGE_NEAR": False,
+        "archive_mcp.themes.decisions.LAST_MIN": 0.05,
+        "archive_mcp.themes.decisions.CLAIM_QUESTION": True,
+    },
+    **{
+        f"accept=False claim_from=no-walk change_near={c} last_min={m}": {
+            "archive_mcp.themes.decisions.CLAIM_ACCEPT": False,
+            "archive_mcp.themes.decisions.CLAIM_FROM": "no-walk",
+            "archive_mcp.themes.decisions.CHANGE_NEAR": c,
+            "archive_mcp.themes.decisions.LAST_MIN": m,
+            "archive_mcp.themes.decisions.CLAIM_QUESTION": True,
+        }
+        for c in (False, True)
+        for m in (0.05, 0.15, 0.3)
+    },
+}
+
+# Whether a user's turn that ends as a question may claim a change (`CLAIM_QUESTION`), beside the
+# rules chosen above; off first.
+QUESTION: dict[str, dict[str, Any]] = {
+    f"claim_question={q}": {"archive_mcp.themes.decisions.CLAIM_QUESTION": q} for q in (True, False)
+}
+
+# main's claim rules beside this round's defaults, all at once (re-measured on a later main).
+SHIPPED: dict[str, dict[str, Any]] = {"main": NEAR["main"], "defaults": {}}
 
 
 @contextlib.contextmanager
@@ -90,14 +140,12 @@ def before() -> Iterator[None]:
                 d["flag"] = kind[d["ref"]]
         return decisions, reversals, threads
 
-    claim_by = decisions.CLAIM_BY
     timeline.standing, timeline._decisions = newest_flagged, every_flag_claimed
-    decisions.CLAIM_BY = "any"
     try:
-        yield
+        with applied({**NEAR["main"], "archive_mcp.themes.decisions.CLAIM_BY": "any"}):
+            yield
     finally:
         timeline.standing, timeline._decisions = saved
-        decisions.CLAIM_BY = claim_by
 
 
 def trace_figures(p: ProjectData, topics: list[Topic]) -> dict[str, Any]:
@@ -129,13 +177,32 @@ def objective(f: dict[str, Any]) -> float:
     return mean([share(f["now_right"]), f["claim_f1"]])
 
 
+def choose(grid: dict[str, Any], figures: dict[str, dict[str, Any]], train: list[str]) -> str:
+    """The setting with the best mean `objective` on the `train` projects, among those that flag
+    no fewer labelled changes on any of them than the first setting (the off values: a claim rule
+    must not cost flagged changes); on a tie, the one listed first."""
+    names = list(grid)
+    base = figures[names[0]]
+    fair = [
+        s
+        for s in names
+        if all(figures[s][o]["changes_flagged"][0] >= base[o]["changes_flagged"][0] for o in train)
+    ]
+    return max(fair, key=lambda s: (mean(objective(figures[s][o]) for o in train), -names.index(s)))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("agents_dev", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--reuse", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--grid", help="module:NAME of a dict of settings (default: GRID)")
     args = ap.parse_args(argv)
+    grid = GRID
+    if args.grid:
+        module, _, name = args.grid.partition(":")
+        grid = getattr(importlib.import_module(module), name)
     out = args.out.resolve()
     if out == REPO or REPO in out.parents:
         ap.error("--out must be outside the repository")
@@ -154,17 +221,17 @@ def main(argv: list[str] | None = None) -> int:
             p.archive.tag_theme(f"grid-{t.name}", p.ws, seeds=t.seeds)
         with before():
             figures.setdefault("before", {})[name] = trace_figures(p, p.topics)
-        for label, setting in GRID.items():
+        for label, setting in grid.items():
             with applied(setting):
                 figures.setdefault(label, {})[name] = trace_figures(p, p.topics)
         for t in p.topics:
             p.archive.delete_theme(f"grid-{t.name}", p.ws)
-        print(f"[{name}] traced {len(GRID) + 1} settings", file=sys.stderr, flush=True)
+        print(f"[{name}] traced {len(grid) + 1} settings", file=sys.stderr, flush=True)
     projects = list(PROJECTS)
     held: dict[str, Any] = {}
     for h in projects:
         others = [x for x in projects if x != h]
-        chosen = max(GRID, key=lambda s: (mean(objective(figures[s][o]) for o in others), s))
+        chosen = choose(grid, figures, others)
         held[h] = {"chosen": chosen, "figures": figures[chosen][h], "before": figures["before"][h]}
     rows = [
         ("Now names an up-to-date turn", "now_right"),

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
+from archive_mcp.themes import decisions
 from archive_mcp.themes.decisions import Flag, courses_before, flag_turn, pair_changes
 
 
@@ -40,9 +42,12 @@ def _pairs(
     return [(i, j) for i, j, *_ in pair_changes(rows, flags)]
 
 
-def test_a_change_undoes_the_latest_course_of_its_conversation_over_an_older_slightly_more_alike_one() -> (
-    None
-):
+def test_a_change_undoes_the_latest_course_of_its_conversation_over_an_older_slightly_more_alike_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the recency rule on its own: a correction may undo the last course of its conversation
+    # with no word in common (CHANGE_NEAR off; tests/test_theme_claims.py has it on)
+    monkeypatch.setattr(decisions, "CHANGE_NEAR", False)
     rows = [
         _row(0, "use a green glow on the signal rows of the screener", "edited widget.tsx"),
         _row(
@@ -93,9 +98,12 @@ def test_questions_checks_and_bug_fixes_set_no_course() -> None:
     assert _pairs(rows) == [(4, 0)]
 
 
-def test_a_reversal_goes_back_on_a_course_someone_set_or_on_the_last_course_of_its_conversation() -> (
-    None
-):
+def test_a_reversal_goes_back_on_a_course_someone_set_or_on_the_last_course_of_its_conversation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the recency rule on its own: a correction may undo the last course of its conversation
+    # with no word in common (CHANGE_NEAR off; tests/test_theme_claims.py has it on)
+    monkeypatch.setattr(decisions, "CHANGE_NEAR", False)
     rows = [
         _row(0, "cache the sessions in process", kinds=["decision"]),
         _row(
@@ -193,7 +201,12 @@ def test_courses_before_counts_only_the_rows_own_conversation() -> None:
     assert courses_before(codes, course).tolist() == [0, 0, 1, 1, 2, 1]
 
 
-def test_a_change_by_the_assistant_never_undoes_a_question() -> None:
+def test_a_change_by_the_assistant_never_undoes_a_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the recency rule on its own: a correction may undo the last course of its conversation
+    # with no word in common (CHANGE_NEAR off; tests/test_theme_claims.py has it on)
+    monkeypatch.setattr(decisions, "CHANGE_NEAR", False)
     rows = [
         _row(0, "show the sol price next to the market conditions box", "edited widget.tsx"),
         _row(1, "what command can i use to monitor the logs of the backend"),
@@ -211,9 +224,12 @@ def test_a_question_sets_no_course_but_a_proposal_or_a_request_may() -> None:
     assert flag_turn("use redis for the sessions", "", []) is not None
 
 
-def test_a_pair_names_the_next_best_courses_as_alternatives_never_a_question_or_the_pair_itself() -> (
-    None
-):
+def test_a_pair_names_the_next_best_courses_as_alternatives_never_a_question_or_the_pair_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the recency rule on its own: a correction may undo the last course of its conversation
+    # with no word in common (CHANGE_NEAR off; tests/test_theme_claims.py has it on)
+    monkeypatch.setattr(decisions, "CHANGE_NEAR", False)
     rows = [
         _row(0, "add a flash when a new signal arrives on the screener rows", "edited widget.tsx"),
         _row(1, "use a green glow on the signal rows", "edited widget.tsx"),

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from archive_mcp.themes import decisions
 from archive_mcp.themes.decisions import flag_turn, flag_turns, pair_changes, term_matrix
 from archive_mcp.themes.tagging import close_to_core, fill_gaps, is_question, next_to, same_files
 from archive_mcp.themes.topics import with_topic_terms
@@ -93,9 +94,12 @@ def test_flag_turns_over_many_turns_is_flag_turn_on_each() -> None:
     ] == got
 
 
-def test_a_change_pairs_with_the_turn_just_before_it_when_nothing_earlier_is_clearly_more_alike() -> (
-    None
-):
+def test_a_change_pairs_with_the_turn_just_before_it_when_nothing_earlier_is_clearly_more_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the recency rule on its own: a correction may undo the last course of its conversation
+    # with no word in common (CHANGE_NEAR off; tests/test_theme_claims.py has it on)
+    monkeypatch.setattr(decisions, "CHANGE_NEAR", False)
     rows = [
         {
             "session_id": "s",

@@ -95,6 +95,10 @@ WINDOW = 200  # a change is paired within the 200 turns before it
 RECENT = 0.4
 OPEN = 0.2
 LAST_MIN = 0.05
+# A correction or reversal of the last course of its conversation also needs what a new course
+# needs (LAST_MIN of words, or a file, in common), else it claims no change: being the last course
+# is no evidence that it is about it. Chosen in every fold; undoing an older alike course instead lost.
+CHANGE_NEAR = True
 # The runners-up a pair also names: what a change undoes is often a judgement of meaning these
 # scores cannot make (bench/RESULTS.md, "Pairing, session 6"), so the agent reading the trace is
 # shown the next candidates too and can settle it with load_turn_context.
@@ -106,6 +110,22 @@ ALTERNATIVES = 2
 # "user+reversal" was chosen in every fold; a threshold on the pair's score and an on-topic
 # filter did not win held out and were removed.
 CLAIM_BY = "user+reversal"
+# An approval or follow-up ("yes", "option 2", "yes, proceed") accepts what the assistant offered;
+# on its own it is no evidence that a course changed: with CLAIM_ACCEPT False it claims no change
+# (it stays a course a later change can undo). Of 23 such claims on the three labelled projects,
+# 1 was a labelled change; False was chosen in every fold (bench/results/themes-heldout.md).
+CLAIM_ACCEPT = False
+# Which members may claim a change, by how tagging attached them (`Member.provenance`): "any";
+# "no-walk" (not a turn the walk attached, at the one score it gives every turn it reaches);
+# "strong" (neither walk nor neighbour: a turn a seed matched, one confirmed by hand, a discovered
+# member). Walk-attached claims were 3 right of 48; "no-walk" was chosen in every fold ("strong"
+# cost labelled changes flagged).
+CLAIM_FROM = "no-walk"
+# A user's turn that ends as a question ("so i don't need tab 2 if i run tab 1?") asks about the
+# course: with CLAIM_QUESTION False its change words claim no change (11 such claims, 1 right;
+# chosen in every fold). A turn the refiner saw revert still may: the assistant reverted.
+CLAIM_QUESTION = False
+WEAK = {"any": (), "no-walk": ("walk:",), "strong": ("walk:", "neighbour:")}
 # An approval ("yes", "option 2", "b)") accepts what the assistant offered: no course of its own.
 APPROVAL = re.compile(_APPROVAL)
 # A user's follow-up ("yes, please proceed") decides what the answer then does: its gist is the answer's.
@@ -136,13 +156,30 @@ class Flag:
 UNDONE = Flag("decision", "assistant", "undone later")
 
 
-def claim(flag: Flag) -> bool:
-    """May this flagged turn claim a change of course (`CLAIM_BY`, read at call time)?"""
+def claim(flag: Flag, row: dict[str, Any] | None = None) -> bool:
+    """May this flagged turn claim a change of course (`CLAIM_BY`, `CLAIM_ACCEPT`, `CLAIM_FROM`,
+    `CLAIM_QUESTION`, read at call time)? `row`: the turn (its `user_text` and `provenance`), when known."""
+    if not CLAIM_ACCEPT and (flag.cue == "approval" or (row is not None and accepts(row))):
+        return False
+    if row is not None and str(row.get("provenance") or "").startswith(WEAK[CLAIM_FROM]):
+        return False
+    if not CLAIM_QUESTION and flag.by == "user" and row is not None and asks(row):
+        return False
     return (
         CLAIM_BY == "any"
         or flag.by == "user"
         or (CLAIM_BY == "user+reversal" and flag.kind == "reversal")
     )
+
+
+def accepts(row: dict[str, Any]) -> bool:
+    """Does the user's turn only accept what was offered ("yes", "option 2", "ok, proceed")?"""
+    user = (row.get("user_text") or "")[:200]
+    return bool(APPROVAL.match(user) or FOLLOW_UP.match(user))
+
+
+def asks(row: dict[str, Any]) -> bool:
+    return (row.get("user_text") or "").rstrip().endswith(("?", "？"))  # the user's turn asks
 
 
 def flag_turn(user: str, assistant: str, kinds: list[str]) -> Flag | None:
@@ -218,7 +255,7 @@ def pair_changes(
     flags: list[Flag | None],
     min_similarity: float = 0.08,
     change_similarity: float = 0.2,
-    claims: Callable[[Flag], bool] | None = None,
+    claims: Callable[[Flag, dict[str, Any]], bool] | None = None,
 ) -> list[Pair]:
     """A `Pair` (change, undone turn, score, shared terms, alternatives) for each change in `rows` (every
     event of the theme in time order, aligned with `flags`; None = not flagged). A change is
@@ -233,11 +270,12 @@ def pair_changes(
     paired in turn with the course it changed, as a change by the assistant. Candidates are the
     `WINDOW` turns before a change, scored in blocks of changes so the cost grows with the theme,
     not with its square. A pair's alternatives are the `ALTERNATIVES` courses that score next.
-    `claims` (default: every flag) says which flagged turns may claim a change at all: the others
-    still count as courses to undo, but are not paired themselves (`CLAIM_BY`: `claim`)."""
-    claims = claims or (lambda f: True)
+    `claims(flag, row)` (default: every flag) says which flagged turns may claim a change at all:
+    the others still count as courses to undo, but are not paired themselves (`claim`)."""
+    claims = claims or (lambda f, r: True)
     changes = np.array(
-        [i for i, f in enumerate(flags) if f is not None and i > 0 and claims(f)], dtype=np.int64
+        [i for i, f in enumerate(flags) if f is not None and i > 0 and claims(f, rows[i])],
+        dtype=np.int64,
     )
     if not len(changes):
         return []
@@ -263,8 +301,10 @@ def pair_changes(
     later = np.unique(
         j_s[~flagged[j_s]]
     )  # undone, but no cue of its own: it changed the course before it
-    later = later[later > 0]
-    if len(later) and claims(UNDONE):
+    later = np.array(
+        [j for j in later.tolist() if j > 0 and claims(UNDONE, rows[j])], dtype=np.int64
+    )
+    if len(later):
         no = np.zeros(len(later), dtype=bool)
         i2, j2, s2, a2 = _pair(ctx, later, no, no, no)
         i_s, j_s, scores, alts = (
@@ -391,13 +431,14 @@ def _pair(
             ctx.total[idx[opens] - 1] == ctx.total[picked[opens]]
         )  # the theme's last course
         # the last course needs some words in common (or, in the conversation, a file)
+        asks_near = (user & ~yes) | (~user & CHANGE_NEAR)
         near = (sim >= LAST_MIN) | _share_file(
-            ctx.rows, idx, picked, ~opens & user & ~yes & at_last & (sim < LAST_MIN)
+            ctx.rows, idx, picked, ~opens & asks_near & at_last & (sim < LAST_MIN)
         )
         enough = np.where(
             user,
             (sim >= ctx.change_similarity) | (at_last & ~yes & near),
-            (sim >= ctx.min_similarity) | (at_last & (near | ~opens)),
+            (sim >= ctx.min_similarity) | (at_last & (near | (~opens & ~CHANGE_NEAR))),
         )
         keep = np.nonzero(enough & ok[rows_at, best])[0]
         found.append((idx[keep], picked[keep], score[rows_at[keep], best[keep]], alts[keep]))
