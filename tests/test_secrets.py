@@ -75,8 +75,8 @@ def test_a_value_seen_once_as_key_value_is_masked_where_it_recurs() -> None:
         ("mysql -uroot -pR00tpass db", "mysql -uroot -p[REDACTED] db"),
         ("STRIPE=sk_live_4eC39HqLyjWDarjtT1zdp7dc", "STRIPE=[REDACTED]"),
         (
-            "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789",
-            "//registry.npmjs.org/:_authToken=[REDACTED]",
+            "//npm.registry.example/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            "//npm.registry.example/:_authToken=[REDACTED]",
         ),
         (
             "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\nMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dV",

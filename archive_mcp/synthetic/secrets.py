@@ -118,7 +118,7 @@ def make_secrets(seed: int = 0) -> SecretSet:
                 CallSpec(
                     "Shell",
                     {"command": "npm publish"},
-                    f"//registry.npmjs.org/:_authToken={v['npm_token']}\n+ vault@1.2.0\n",
+                    f"//npm.registry.example/:_authToken={v['npm_token']}\n+ vault@1.2.0\n",
                 )
             ],
         ),
