@@ -107,11 +107,11 @@ def plot_data(
             for r in frame.select("session_id", "agent", "turn", "x").iter_rows(named=True)
         }
         for d in tl.decisions:
-            x = at.get((d["session_id"], d.get("agent", "main"), d["turn"]))
+            x = at.get((d.session_id, d.agent, d.turn))
             if x is not None:
-                undo = d.get("flag") == "reversal" or "reversal" in d.get("kinds", [])
+                undo = d.flag == "reversal" or "reversal" in d.kinds
                 kind = "reversal" if undo else "decision"
-                markers.append({"theme": tl.theme, "x": x, "kind": kind, "ref": d["ref"]})
+                markers.append({"theme": tl.theme, "x": x, "kind": kind, "ref": d.ref})
     dtype = xs.schema["x"] if xs.height else pl.Datetime("us", "UTC")
     schema: dict[str, Any] = {"theme": pl.String, "x": dtype, "turns": pl.UInt32}
     point_frame = pl.concat(points) if points else pl.DataFrame(schema=schema)

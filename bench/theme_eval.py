@@ -93,7 +93,7 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
         traced = {(e.session_id, e.agent, e.turn) for e in tl.events}
         members = {key[r] for r in t["members"] if r in key}
         hit = len(members & traced)
-        flags = {(d["session_id"], d["turn"]) for d in tl.decisions}
+        flags = {(d.session_id, d.turn) for d in tl.decisions}
         labelled = {
             (key[d["turn"]][0], key[d["turn"]][2]) for d in t["decisions"] if d["turn"] in key
         }
@@ -101,17 +101,14 @@ def coding(archive: Archive, labels_path: Path, discover: bool = True) -> dict[s
         pairs_made += len(tl.reversals)
         flags_labelled += len(flags & labelled)
         undone = {
-            (r.reversed_by["session_id"], r.reversed_by["turn"]): (
-                r.decision["session_id"],
-                r.decision["turn"],
-            )
+            (r.reversed_by.session_id, r.reversed_by.turn): (r.decision.session_id, r.decision.turn)
             for r in tl.reversals
         }
         offered = {
-            (r.reversed_by["session_id"], r.reversed_by["turn"]): {
-                (r.decision["session_id"], r.decision["turn"])
+            (r.reversed_by.session_id, r.reversed_by.turn): {
+                (r.decision.session_id, r.decision.turn)
             }
-            | {_key(a["ref"]) for a in r.alternatives}
+            | {_key(a.ref) for a in r.alternatives}
             for r in tl.reversals
         }
         for d in t["decisions"]:

@@ -326,7 +326,7 @@ def trace_topic(p: ProjectData, t: Topic) -> dict[str, Any]:
     tl = p.archive.trace_theme(name, p.ws)
     p.archive.delete_theme(name, p.ws)
     traced = {(e.session_id, e.agent, e.turn) for e in tl.events}
-    flags = {(d["session_id"], d["agent"], d["turn"]): d["flag"] for d in tl.decisions}
+    flags = {(d.session_id, d.agent, d.turn): d.flag for d in tl.decisions}
     claimed = {k for k, f in flags.items() if f != "decision"}
     changes = [k for k, kind in t.decisions if kind in ("change", "reversal")]
     named = now_named(tl)

@@ -83,9 +83,9 @@ def topic_counts(p: ProjectData, owner: dict[Key, set[str]]) -> tuple[Counter[st
         labelled = {k for k, kind in t.decisions if kind in ("change", "reversal")}
         decided = {k for k, _ in t.decisions}
         for d in tl.decisions:
-            if d["flag"] == "decision":
+            if d.flag == "decision":
                 continue
-            k = (d["session_id"], d["agent"], d["turn"])
+            k = (d.session_id, d.agent, d.turn)
             claims[_claim_category(k, labelled, decided, t.members, owner)] += 1
             right_claim = "right" if k in labelled else "wrong"
             claims[f"attached by {how.get(k, 'other')}: {right_claim}"] += 1

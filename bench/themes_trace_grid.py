@@ -136,8 +136,8 @@ def before() -> Iterator[None]:
             if f is not None
         }
         for d in decisions:
-            if d["flag"] == "decision" and kind.get(d["ref"], "decision") != "decision":
-                d["flag"] = kind[d["ref"]]
+            if d.flag == "decision" and kind.get(d.ref, "decision") != "decision":
+                d.flag = kind[d.ref]
         return decisions, reversals, threads
 
     timeline.standing, timeline._decisions = newest_flagged, every_flag_claimed
@@ -152,7 +152,7 @@ def trace_figures(p: ProjectData, topics: list[Topic]) -> dict[str, Any]:
     now_ok = claimed = claimed_ok = changes = flagged = 0
     for t in topics:
         tl = p.archive.trace_theme(f"grid-{t.name}", p.ws)
-        flags = {(d["session_id"], d["agent"], d["turn"]): d["flag"] for d in tl.decisions}
+        flags = {(d.session_id, d.agent, d.turn): d.flag for d in tl.decisions}
         claims = {k for k, f in flags.items() if f != "decision"}
         labelled = {k for k, kind in t.decisions if kind in ("change", "reversal")}
         named = now_named(tl)

@@ -154,8 +154,8 @@ NOTEBOOKS = {
         ),
         new_markdown_cell("## Reversals: later decisions that undo earlier ones"),
         new_code_cell(
-            "pl.DataFrame([{'theme': tl.theme, 'decided': r.decision['at'], 'reversed': r.reversed_by['at'],\n"
-            "               'shared_terms': ', '.join(r.shared_terms), 'reversal': r.reversed_by['summary'][:120]}\n"
+            "pl.DataFrame([{'theme': tl.theme, 'decided': r.decision.at, 'reversed': r.reversed_by.at,\n"
+            "               'shared_terms': ', '.join(r.shared_terms), 'reversal': r.reversed_by.summary[:120]}\n"
             "              for tl in timelines for r in tl.reversals],\n"
             "             schema={'theme': pl.String, 'decided': pl.String, 'reversed': pl.String,\n"
             "                     'shared_terms': pl.String, 'reversal': pl.String})"

@@ -42,7 +42,7 @@ def _trace(
         }
     ).lazy()
     tl = build_timeline(theme, "ws", frame)
-    return {d["ref"]: (d["flag"], d["undoes"]) for d in tl.decisions}
+    return {d.ref: (d.flag, d.undoes) for d in tl.decisions}
 
 
 AGREED = [

@@ -10,7 +10,7 @@ import polars as pl
 
 from archive_mcp.themes.standing import line, standing, substantive
 from archive_mcp.themes.store import Member, Theme
-from archive_mcp.themes.timeline import build_timeline
+from archive_mcp.themes.timeline import Decision, build_timeline
 
 
 def _rows(texts: list[str]) -> list[dict]:
@@ -28,16 +28,22 @@ def _rows(texts: list[str]) -> list[dict]:
     ]
 
 
-def _decision(turn: int, gist: str, undoes: str | None = None, cue: str = "let's use") -> dict:
-    return {
-        "session_id": "s",
-        "turn": turn,
-        "ref": f"s:{turn}",
-        "at": f"2026-03-01T{turn:02d}:00:00+00:00",
-        "gist": gist,
-        "cue": cue,
-        "undoes": undoes,
-    }
+def _decision(turn: int, gist: str, undoes: str | None = None, cue: str = "let's use") -> Decision:
+    return Decision(
+        session_id="s",
+        agent="main",
+        source="kimi",
+        turn=turn,
+        ref=f"s:{turn}",
+        at=f"2026-03-01T{turn:02d}:00:00+00:00",
+        flag="change" if undoes else "decision",
+        by="user",
+        cue=cue,
+        gist=gist,
+        summary=f"Asked: {gist}",
+        kinds=[],
+        undoes=undoes,
+    )
 
 
 def test_follow_ups_tables_and_commands_are_not_substantive() -> None:

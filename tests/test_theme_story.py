@@ -174,7 +174,7 @@ def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budg
     texts += [("rename the settings panel heading", "Renamed the heading.")]
     files = ["src/feed.ts"] + ["src/table.tsx"] * 60 + ["src/feed.ts", "src/settings.tsx"]
     tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts, files))
-    assert tl.threads and tl.threads[-1][0]["ref"] == "s:0" and tl.threads[-1][-1]["ref"] == "s:61"
+    assert tl.threads and tl.threads[-1][0].ref == "s:0" and tl.threads[-1][-1].ref == "s:61"
     assert tl.current_state == "decided 2026-01-16 (s:62): rename the settings panel heading"
     assert [(s.ref, s.state) for s in tl.now] == [("s:62", "decided")]
     for budget in (1200, 3000, 8000):
@@ -206,15 +206,12 @@ def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_stru
         ("wait, the flash is far too slow", "The flash now lasts 100 ms."),
     ]
     tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
-    change = next(r for r in tl.reversals if r.reversed_by["ref"] == "s:3")
-    assert change.decision["ref"] == "s:2" and [a["ref"] for a in change.alternatives] == [
-        "s:0",
-        "s:1",
-    ]
-    assert change.alternatives[0]["gist"].startswith("add a flash")
-    thread = next(t for t in tl.threads if t[-1]["ref"] == "s:3")
-    assert thread[-1]["alternatives"] == ["s:0", "s:1"]
-    assert {d["ref"]: d["alternatives"] for d in tl.decisions} == {
+    change = next(r for r in tl.reversals if r.reversed_by.ref == "s:3")
+    assert change.decision.ref == "s:2" and [a.ref for a in change.alternatives] == ["s:0", "s:1"]
+    assert change.alternatives[0].gist.startswith("add a flash")
+    thread = next(t for t in tl.threads if t[-1].ref == "s:3")
+    assert thread[-1].alternatives == ["s:0", "s:1"]
+    assert {d.ref: d.alternatives for d in tl.decisions} == {
         "s:0": [],
         "s:1": [],
         "s:2": ["s:0"],
@@ -242,15 +239,15 @@ def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_
         ("wait, the memcached session cache is too slow", "Back to a faster cache."),
     ]
     tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
-    final = {d["ref"]: d for d in tl.decisions}
-    undone = next(r.decision for r in tl.reversals if r.reversed_by["ref"] == "s:3")
+    final = {d.ref: d for d in tl.decisions}
+    undone = next(r.decision for r in tl.reversals if r.reversed_by.ref == "s:3")
     # s:2 was undone by s:3, and then paired itself (it changed s:0): the reversal says so too
-    assert (undone["ref"], undone["flag"], undone["alternatives"]) == ("s:2", "change", ["s:1"])
+    assert (undone.ref, undone.flag, undone.alternatives) == ("s:2", "change", ["s:1"])
     for r in tl.reversals:
         for side in (r.decision, r.reversed_by):
-            assert (side["flag"], side.get("alternatives") or []) == (
-                final[side["ref"]]["flag"],
-                final[side["ref"]]["alternatives"],
+            assert (side.flag, side.alternatives) == (
+                final[side.ref].flag,
+                final[side.ref].alternatives,
             )
 
 
@@ -261,10 +258,10 @@ def test_only_the_users_changes_are_claimed_as_changes_of_course() -> None:
         ("wait, the memcached session cache is too slow, go back to redis", "Back to Redis."),
     ]
     tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
-    flags = {d["ref"]: (d["flag"], d["by"]) for d in tl.decisions}
+    flags = {d.ref: (d.flag, d.by) for d in tl.decisions}
     assert flags["s:1"] == ("decision", "assistant")  # the assistant's switch: flagged, not claimed
     assert flags["s:2"] == ("reversal", "user")
-    assert [r.reversed_by["ref"] for r in tl.reversals] == ["s:2"]
+    assert [r.reversed_by.ref for r in tl.reversals] == ["s:2"]
 
 
 def test_clip_never_cuts_a_word() -> None:
@@ -342,7 +339,7 @@ def test_files_are_shown_relative_to_the_project_and_a_bare_name_joins_its_path(
         }
     )
     rows = _files(frame, [root + "/", "C:\\proj"])
-    assert [(r["file"], r["turns"], r["first"][:10], r["last"][:10]) for r in rows] == [
+    assert [(r.path, r.turns, r.first[:10], r.last[:10]) for r in rows] == [
         ("src/data.ts", 2, "2026-01-08", "2026-01-08"),  # the bare name in turn 1 counts once
         ("index.ts", 1, "2026-01-09", "2026-01-09"),  # two files end so: the bare name stays
         ("src/a/index.ts", 1, "2026-01-09", "2026-01-09"),

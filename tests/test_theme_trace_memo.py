@@ -66,7 +66,7 @@ def test_a_trace_after_a_rewrite_a_purge_or_a_retag_says_what_a_fresh_trace_says
     )
     store._write_parquet(store.refined_path(ws, sid), df)
     rewritten = archive.trace_theme("kept", "webapp")
-    assert any(d["cue"] == "go back" for d in rewritten.decisions if d["session_id"] == sid)
+    assert any(d.cue == "go back" for d in rewritten.decisions if d.session_id == sid)
     assert _said(rewritten) == _fresh(archive, "kept", monkeypatch)
     # a retag with more members, then a purge of a member session
     _tag(archive, "kept", 30)

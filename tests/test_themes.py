@@ -133,19 +133,19 @@ def test_trace_orders_events_buckets_and_flags_the_reversal(archive: Archive) ->
     undo = next(
         r
         for r in tl.reversals
-        if (r.reversed_by["session_id"], r.reversed_by["turn"]) == (rev["session_id"], rev["turn"])
+        if (r.reversed_by.session_id, r.reversed_by.turn) == (rev["session_id"], rev["turn"])
     )
-    assert undo.reversed_by["flag"] == "reversal" and "charge_card" in undo.shared_terms
-    assert undo.decision["summary"].startswith("Asked: Should charge_card retry failed PSP calls?")
-    assert [r.reversed_by["flag"] for r in tl.reversals].count("reversal") == 1
-    assert tl.files[0]["file"].startswith("app/payments/")
+    assert undo.reversed_by.flag == "reversal" and "charge_card" in undo.shared_terms
+    assert undo.decision.summary.startswith("Asked: Should charge_card retry failed PSP calls?")
+    assert [r.reversed_by.flag for r in tl.reversals].count("reversal") == 1
+    assert tl.files[0].path.startswith("app/payments/")
     assert tl.frame.columns[:4] == ["session_id", "agent", "turn", "started_at"]
-    assert tl.buckets[0]["bucket"].startswith("week of ") and tl.buckets[0]["keywords"]
+    assert tl.buckets[0].name.startswith("week of ") and tl.buckets[0].keywords
     md = tl.markdown()
     assert "## Decisions" in md and "**reversal**" in md
     assert md.index("**Now:**") < md.index("## Decisions") < md.index("## Timeline")
     by_day = archive.trace_theme("payment retries", "shop", granularity="day")
-    assert by_day.buckets[0]["bucket"] == "2026-01-01"
+    assert by_day.buckets[0].name == "2026-01-01"
 
 
 def test_trace_links_memories_and_handles_chinese_and_unknown_themes(archive: Archive) -> None:
@@ -159,9 +159,9 @@ def test_trace_links_memories_and_handles_chinese_and_unknown_themes(archive: Ar
     rollback = [
         r
         for r in tl.reversals
-        if r.reversed_by["summary"].startswith("Asked: 进程内缓存导致会话不一致")
+        if r.reversed_by.summary.startswith("Asked: 进程内缓存导致会话不一致")
     ]
-    assert len(rollback) == 1 and rollback[0].decision["summary"].startswith(
+    assert len(rollback) == 1 and rollback[0].decision.summary.startswith(
         "Asked: SessionCache 要不要改成进程内缓存"
     )
     assert (

@@ -12,12 +12,16 @@ before.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archive_mcp.refiners.text import clip
 from archive_mcp.themes.decisions import APPROVAL, FOLLOW_UP
 from archive_mcp.themes.noise import noise_kind
+
+if TYPE_CHECKING:
+    from archive_mcp.themes.timeline import Decision  # a type only: timeline imports this module
 
 # Substantive turns after the standing course before the theme counts as open again: 0, any
 # request of its own after it (measured leave one project out, bench/results/themes-heldout.md).
@@ -57,7 +61,7 @@ def substantive(row: dict[str, Any], answer: str = "") -> bool:
 
 def standing(
     rows: list[dict[str, Any]],
-    decisions: list[dict[str, Any]],
+    decisions: Sequence[Decision],
     answers: list[str] | None = None,
     open_after: int | None = None,
 ) -> list[Standing]:
@@ -72,13 +76,11 @@ def standing(
     at = {k: i for i, k in enumerate(keys)}
     answers = answers if answers is not None else [""] * len(rows)
     real = [substantive(r, a) for r, a in zip(rows, answers, strict=True)]
-    undone = {d["undoes"] for d in decisions if d.get("undoes")}
+    undone = {d.undoes for d in decisions if d.undoes}
     courses = [
         d
         for d in decisions
-        if d["ref"] not in undone
-        and d.get("cue") != "approval"
-        and real[at[(d["session_id"], d["turn"])]]
+        if d.ref not in undone and d.cue != "approval" and real[at[(d.session_id, d.turn)]]
     ]
     decided = _decided(courses[-1]) if courses else None
     if decided is not None:
@@ -97,8 +99,8 @@ def standing(
     return [opened] + ([decided] if decided is not None else [])
 
 
-def _decided(d: dict[str, Any]) -> Standing:
-    return Standing(d["session_id"], d["turn"], d["at"], d["gist"], "decided")
+def _decided(d: Decision) -> Standing:
+    return Standing(d.session_id, d.turn, d.at, d.gist, "decided")
 
 
 def _asked(row: dict[str, Any], width: int = 160) -> str:

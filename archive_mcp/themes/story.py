@@ -17,7 +17,13 @@ from archive_mcp.render import more_line
 from archive_mcp.themes.standing import short_line
 
 if TYPE_CHECKING:
-    from archive_mcp.themes.timeline import Timeline, TimelineEvent
+    from archive_mcp.themes.timeline import (
+        Bucket,
+        Decision,
+        DecisionBrief,
+        Timeline,
+        TimelineEvent,
+    )
 
 GIST = 140
 SUMMARY = 180
@@ -36,11 +42,11 @@ def _width(max_chars: int, most: int) -> int:
     return max(60, min(most, max_chars // 20))
 
 
-def _step(s: dict[str, Any], width: int = GIST) -> str:
-    return f'"{clip(s["gist"], width)}" ({_day(s["at"])}, {s["ref"]})'
+def _step(s: Decision | DecisionBrief, width: int = GIST) -> str:
+    return f'"{clip(s.gist, width)}" ({_day(s.at)}, {s.ref})'
 
 
-def thread_line(thread: list[dict[str, Any]], width: int = GIST) -> str:
+def thread_line(thread: list[DecisionBrief], width: int = GIST) -> str:
     """was A (when, ref) → B (…) → now C (…): the first and the newest step, the middle counted;
     then the courses the newest step may undo instead of the one before it, when there are any."""
     first, last = thread[0], thread[-1]
@@ -50,14 +56,16 @@ def thread_line(thread: list[dict[str, Any]], width: int = GIST) -> str:
         if len(middle) == 1
         else (f" → … {len(middle)} changes …" if middle else "")
     )
-    who = "the user" if last["by"] == "user" else "the assistant"
-    maybe = f"; or it undoes {', '.join(last['alternatives'])}" if last.get("alternatives") else ""
-    return f"- was {_step(first, width)}{via} → now {_step(last, width)} [{last['flag']} by {who}{maybe}]"
+    who = "the user" if last.by == "user" else "the assistant"
+    maybe = f"; or it undoes {', '.join(last.alternatives)}" if last.alternatives else ""
+    return (
+        f"- was {_step(first, width)}{via} → now {_step(last, width)} [{last.flag} by {who}{maybe}]"
+    )
 
 
-def _unpaired(tl: Timeline) -> list[dict[str, Any]]:
-    in_thread = {s["ref"] for t in tl.threads for s in t}
-    return [d for d in tl.decisions if d["ref"] not in in_thread]
+def _unpaired(tl: Timeline) -> list[Decision]:
+    in_thread = {s.ref for t in tl.threads for s in t}
+    return [d for d in tl.decisions if d.ref not in in_thread]
 
 
 def _event_line(e: TimelineEvent, width: int = SUMMARY) -> str:
@@ -117,7 +125,7 @@ def markdown(tl: Timeline, max_chars: int = 12_000, keep: dict[str, Any] | None 
     """The trace as text; with `keep` (what `budgeted` chose), the same threads, decisions and events."""
     out = _Lines(max_chars)
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
-    changes = sum(1 for d in tl.decisions if d["flag"] != "decision")
+    changes = sum(1 for d in tl.decisions if d.flag != "decision")
     out.add(f"# Theme: {tl.theme}")
     out.add(
         f"{len(tl.events)} turns, {_day(tl.first_seen)} → {_day(tl.last_seen)} (by {tl.granularity}); "
@@ -126,13 +134,13 @@ def markdown(tl: Timeline, max_chars: int = 12_000, keep: dict[str, Any] | None 
     out.add(clip(f"**Now:** {tl.current_state}", max(80, max_chars // 6)))
     left = {"threads": 0, "decisions": 0, "events": 0}
     decision_budget = out.used + int(0.6 * max(0, max_chars - out.used))
-    threads = sorted(tl.threads, key=lambda t: t[-1]["at"] or "", reverse=True)
-    unpaired = sorted(_unpaired(tl), key=lambda d: d["at"] or "", reverse=True)
+    threads = sorted(tl.threads, key=lambda t: t[-1].at or "", reverse=True)
+    unpaired = sorted(_unpaired(tl), key=lambda d: d.at or "", reverse=True)
     if keep is not None:
         left["threads"] = len(threads) - len(keep["threads"])
         left["decisions"] = len(unpaired) - len(keep["decisions"])
-        threads = [t for t in threads if t[-1]["ref"] in _refs(keep["threads"])]
-        unpaired = [d for d in unpaired if d["ref"] in _refs(keep["decisions"])]
+        threads = [t for t in threads if t[-1].ref in _refs(keep["threads"])]
+        unpaired = [d for d in unpaired if d.ref in _refs(keep["decisions"])]
     if threads or unpaired:
         out.add("\n## Decisions (newest first)")
     for n, t in enumerate(threads):
@@ -142,7 +150,7 @@ def markdown(tl: Timeline, max_chars: int = 12_000, keep: dict[str, Any] | None 
         ):
             left["threads"] += 1
     for d in unpaired:
-        line = f"- {d['flag']}: {_step(d, gw)}"
+        line = f"- {d.flag}: {_step(d, gw)}"
         if out.used + len(line) > decision_budget or not out.add(line):
             left["decisions"] += 1
     for k, noun, total in (
@@ -154,16 +162,16 @@ def markdown(tl: Timeline, max_chars: int = 12_000, keep: dict[str, Any] | None 
     if tl.dormant_gaps:
         out.add("\n## Dormant")
         for g in tl.dormant_gaps:
-            out.add(f"- {g['from'][:10]} → {g['to'][:10]} ({g['days']:.0f} days quiet)")
+            out.add(f"- {g.start[:10]} → {g.end[:10]} ({g.days:.0f} days quiet)")
     tail = [
-        f"- {f['file']}: {f['turns']} turn{'s' if f['turns'] != 1 else ''}, {f['first'][:10]} → {f['last'][:10]}"
+        f"- {f.path}: {f.turns} turn{'s' if f.turns != 1 else ''}, {f.first[:10]} → {f.last[:10]}"
         for f in tl.files[:5]
     ]
     memories = [f"- {m}" for m in tl.memories]
     reserve = min(sum(len(x) + 1 for x in tail[:3] + memories[:3]) + 40, max_chars // 8)
     # The first events and the newest: chosen from both ends, rendered in time order under bucket
     # headers, each run left out between them counted where it is.
-    words = {b["bucket"]: b for b in tl.buckets}
+    words = {b.name: b for b in tl.buckets}
     kept_refs = _refs(keep["events"]) if keep is not None else None
     n = len(tl.events)
     gap = len(more_line(0, 10**4, "turns", "raise max_output_chars")) + 2
@@ -205,10 +213,10 @@ def markdown(tl: Timeline, max_chars: int = 12_000, keep: dict[str, Any] | None 
     return "\n".join(out.lines)
 
 
-def _bucket_line(b: dict[str, Any] | None, name: str) -> str:
+def _bucket_line(b: Bucket | None, name: str) -> str:
     if b is None:
         return f"### {name}"
-    return f"### {name} — {b['turns']} turns; words: {', '.join(b['keywords'])}"
+    return f"### {name} — {b.turns} turns; words: {', '.join(b.keywords)}"
 
 
 def _size(x: Any) -> int:
@@ -235,18 +243,16 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
     """The structured trace within `max_chars` of JSON: story first, the newest events next."""
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
 
-    def brief(s: dict[str, Any]) -> dict[str, Any]:
-        out = {
-            "ref": s["ref"],
-            "at": s["at"],
-            "flag": s["flag"],
-            "by": s["by"],
-            "gist": clip(s["gist"], gw),
+    def brief(s: Decision | DecisionBrief) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "ref": s.ref,
+            "at": s.at,
+            "flag": s.flag,
+            "by": s.by,
+            "gist": clip(s.gist, gw),
         }
-        if s.get("alternatives"):
-            out["alternatives"] = s[
-                "alternatives"
-            ]  # other courses the change may undo: check them by meaning
+        if s.alternatives:  # other courses the change may undo: check them by meaning
+            out["alternatives"] = s.alternatives
         return out
 
     out: dict[str, Any] = {
@@ -270,7 +276,7 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
         "decisions": [],
         "events": [],
         "buckets": [],
-        "dormant_gaps": [{**g, "days": round(g["days"], 1)} for g in tl.dormant_gaps[-3:]],
+        "dormant_gaps": [{**g.to_json(), "days": round(g.days, 1)} for g in tl.dormant_gaps[-3:]],
         "files": [],
         "memories": tl.memories[:10],
         "truncated": False,
@@ -294,15 +300,15 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
 
     threads = [
         [brief(s) for s in t]
-        for t in sorted(tl.threads, key=lambda t: t[-1]["at"] or "", reverse=True)
+        for t in sorted(tl.threads, key=lambda t: t[-1].at or "", reverse=True)
     ]
     take(
         "threads", threads[:1], max_chars - newest
     )  # the newest thread is the story: it comes first
     take("threads", threads[1:], decision_cap)
-    unpaired = sorted(_unpaired(tl), key=lambda d: d["at"] or "", reverse=True)
-    take("decisions", [{**brief(d), "undoes": d["undoes"]} for d in unpaired], decision_cap)
-    files = [{k: f[k] for k in ("file", "turns", "first", "last")} for f in tl.files[:5]]
+    unpaired = sorted(_unpaired(tl), key=lambda d: d.at or "", reverse=True)
+    take("decisions", [{**brief(d), "undoes": d.undoes} for d in unpaired], decision_cap)
+    files = [f.to_json() for f in tl.files[:5]]
     reserve = min(sum(_size(f) for f in files[:3]), max_chars // 10)
     take("events", events[:1], max_chars)
     take("events", events[1:], max_chars - reserve)
@@ -316,12 +322,7 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
     take(
         "buckets",
         [
-            {
-                "bucket": b["bucket"],
-                "start": b["start"],
-                "turns": b["turns"],
-                "keywords": b["keywords"][:5],
-            }
+            {"bucket": b.name, "start": b.start, "turns": b.turns, "keywords": b.keywords[:5]}
             for b in reversed(tl.buckets)
         ],
         max_chars,

@@ -8,7 +8,7 @@ time, and memories that cite the theme or its turns. `story.py` renders it withi
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -43,15 +43,124 @@ class TimelineEvent:
         return f"{self.session_id}:{self.turn}"
 
 
+@dataclass(frozen=True)
+class Bucket:
+    """One period of the timeline (a day, a week or a session): its turns and distinctive words."""
+
+    name: str  # "2026-01-08", "week of 2026-01-05" or a session id
+    start: str | None  # the first turn's time, ISO
+    turns: int
+    keywords: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bucket": self.name,
+            "start": self.start,
+            "turns": self.turns,
+            "keywords": list(self.keywords),
+        }
+
+
+@dataclass(frozen=True)
+class DormantGap:
+    """A quiet spell between two consecutive turns (JSON: `from`, `to`, `days`)."""
+
+    start: str  # the turn before the gap, ISO
+    end: str  # the turn after it, ISO
+    days: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": self.start, "to": self.end, "days": self.days}
+
+
+@dataclass(frozen=True)
+class TouchedFile:
+    """A file the theme's turns touched: in how many turns, first and last (ISO, "" if unknown)."""
+
+    path: str  # relative to the workspace's project path when under it
+    turns: int
+    first: str
+    last: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.path, "turns": self.turns, "first": self.first, "last": self.last}
+
+
+@dataclass
+class Decision:
+    """A turn that sets or changes a course; the pairing fills `undoes`, `confidence`, `alternatives`."""
+
+    session_id: str
+    agent: str
+    source: str
+    turn: int
+    ref: str  # session_id:turn
+    at: str | None  # ISO
+    flag: str  # decision | change | reversal
+    by: str  # user | assistant
+    cue: str
+    gist: str
+    summary: str
+    kinds: list[str]
+    undoes: str | None = None  # the ref of the course a change undoes
+    confidence: float | None = None  # a change's pair score (similarity + recency), when claimed
+    alternatives: list[str] = field(default_factory=list)  # refs it may undo instead
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DecisionBrief:
+    """A decision as a reversal or a thread cites it (`alternatives` in JSON only when some)."""
+
+    session_id: str
+    turn: int
+    ref: str
+    at: str | None
+    flag: str
+    by: str
+    gist: str
+    summary: str
+    alternatives: list[str] = field(default_factory=list)  # what a change may undo instead
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        if not self.alternatives:
+            del out["alternatives"]
+        return out
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A course a change may undo instead of its pair."""
+
+    ref: str
+    at: str | None
+    gist: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass
 class Reversal:
-    decision: dict[str, Any]  # the earlier decision (session_id, turn, at, summary, gist)
-    reversed_by: dict[str, Any]  # the change that undoes it
+    """A change paired with the earlier decision it undoes."""
+
+    decision: DecisionBrief  # the earlier decision
+    reversed_by: DecisionBrief  # the change that undoes it
     shared_terms: list[str]
     similarity: float = 0.0
-    alternatives: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # other courses it may undo (ref, at, gist)
+    alternatives: list[Alternative] = field(default_factory=list)  # other courses it may undo
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "decision": self.decision.to_json(),
+            "reversed_by": self.reversed_by.to_json(),
+            "shared_terms": list(self.shared_terms),
+            "similarity": self.similarity,
+            "alternatives": [a.to_json() for a in self.alternatives],
+        }
 
 
 @dataclass
@@ -61,23 +170,23 @@ class Timeline:
     granularity: str
     events: list[TimelineEvent]
     frame: pl.DataFrame = field(repr=False)
-    buckets: list[dict[str, Any]] = field(default_factory=list)
+    buckets: list[Bucket] = field(default_factory=list)
     first_seen: datetime | None = None
     last_seen: datetime | None = None
-    dormant_gaps: list[dict[str, Any]] = field(default_factory=list)
-    decisions: list[dict[str, Any]] = field(default_factory=list)
+    dormant_gaps: list[DormantGap] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
     reversals: list[Reversal] = field(default_factory=list)
-    files: list[dict[str, Any]] = field(default_factory=list)
+    files: list[TouchedFile] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
-    threads: list[list[dict[str, Any]]] = field(
+    threads: list[list[DecisionBrief]] = field(
         default_factory=list
     )  # decision -> change -> ..., oldest first
     current_state: str = ""  # the **Now:** line, made from `now`
     now: list[Standing] = field(default_factory=list)  # where the theme stands (standing.py)
 
     def to_json(self) -> dict[str, Any]:
-        d = {k: v for k, v in asdict(self).items() if k != "frame"}
-        return d
+        """Every field but the frame, as the JSON faces print it (the parts by their `to_json`)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "frame"}
 
     def markdown(self, max_chars: int = 12_000, keep: dict[str, Any] | None = None) -> str:
         """The story first (where it stands, decision threads), then the first and the newest
@@ -87,6 +196,15 @@ class Timeline:
     def budgeted(self, max_chars: int = 12_000) -> dict[str, Any]:
         """The structured form within `max_chars` of JSON: decisions and the newest events first."""
         return story.budgeted(self, max_chars)
+
+
+def _plain(value: Any) -> Any:
+    """A field's value as plain data: a part by its `to_json`, another dataclass by `asdict`."""
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
 
 
 # The refined columns a timeline reads (trace.py reads only these of each member session's file).
@@ -170,12 +288,7 @@ def build_timeline(
     # The refined keywords are already each turn's distinctive words: no re-tokenising here.
     words = class_tfidf_of(frame, "bucket", "keywords", top=5)
     buckets = [
-        {
-            "bucket": b,
-            "start": t.isoformat() if t else None,
-            "turns": n,
-            "keywords": words.get(b, []),
-        }
+        Bucket(b, t.isoformat() if t else None, n, words.get(b, []))
         for b, t, n in order.iter_rows()
     ]
     # the rows as dicts, for the story; the answers (the longest texts) only when they are shown
@@ -206,7 +319,7 @@ def build_timeline(
         decisions,
         frame["assistant_text"].str.slice(0, 400).to_list(),
     )
-    flagged = {(d["session_id"], d["turn"]): d["flag"] for d in decisions}
+    flagged = {(d.session_id, d.turn): d.flag for d in decisions}
     for e in events:
         e.flag = flagged.get((e.session_id, e.turn), "")
     file_rows = _files(frame, roots or [])
@@ -231,7 +344,7 @@ def build_timeline(
     )
 
 
-def _files(frame: pl.DataFrame, roots: list[str]) -> list[dict[str, Any]]:
+def _files(frame: pl.DataFrame, roots: list[str]) -> list[TouchedFile]:
     """Files the theme's turns touched, most turns first. A path under the workspace's project path
     is shown relative to it, and a bare name ("useAutopilotData.ts", as a tool call may give it)
     joins the one path it is the last part of, so one file is one row, counted once per turn."""
@@ -272,17 +385,12 @@ def _files(frame: pl.DataFrame, roots: list[str]) -> list[dict[str, Any]]:
         .sort(["turns", "first", "file"], descending=[True, False, False])
     )
     return [
-        {
-            "file": f,
-            "turns": n,
-            "first": a.isoformat() if a else "",
-            "last": b.isoformat() if b else "",
-        }
+        TouchedFile(f, n, a.isoformat() if a else "", b.isoformat() if b else "")
         for f, n, a, b in files.iter_rows()
     ]
 
 
-def _dormant(frame: pl.DataFrame) -> list[dict[str, Any]]:
+def _dormant(frame: pl.DataFrame) -> list[DormantGap]:
     """Gaps between consecutive events longer than 3x the median gap and at least 3 days."""
     times = frame["started_at"].drop_nulls().sort()
     if len(times) < 3:
@@ -293,36 +401,30 @@ def _dormant(frame: pl.DataFrame) -> list[dict[str, Any]]:
     out = []
     for a, b in zip(times[:-1], times[1:], strict=True):
         if b - a > limit:
-            out.append(
-                {
-                    "from": a.isoformat(),
-                    "to": b.isoformat(),
-                    "days": (b - a).total_seconds() / 86400,
-                }
-            )
+            out.append(DormantGap(a.isoformat(), b.isoformat(), (b - a).total_seconds() / 86400))
     return out
 
 
 def _decisions(
     frame: pl.DataFrame, every: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], list[Reversal], list[list[dict[str, Any]]]]:
+) -> tuple[list[Decision], list[Reversal], list[list[DecisionBrief]]]:
     """Flag the turns that set or change a course, pair each change with the decision it undoes,
     and chain the pairs into threads (decision -> change -> change ...). `every`: the frame's rows."""
     keys = TURNS.keys(frame)  # flags and gists are kept per turn for the next trace (turn_memo)
     flags = TURNS.flags(frame, keys)
 
-    def described(k: int, f: Flag) -> dict[str, Any]:
+    def described(k: int, f: Flag) -> Decision:
         return _decision(every[k], f, TURNS.gist(keys[k], every[k], f.by))
 
     decisions = {i: described(i, f) for i, f in enumerate(flags) if f is not None}
-    paired: list[tuple[int, int, list[str], float, list[dict[str, Any]]]] = []
+    paired: list[tuple[int, int, list[str], float, list[Alternative]]] = []
     parent: dict[int, int] = {}
-    named: dict[int, dict[str, Any]] = {}  # the courses named as alternatives, each described once
+    named: dict[int, Alternative] = {}  # the courses named as alternatives, each described once
 
-    def alternative(k: int) -> dict[str, Any]:
+    def alternative(k: int) -> Alternative:
         if k not in named:
             d = decisions.get(k) or described(k, UNDONE)  # described as it would be once undone
-            named[k] = {key: d[key] for key in ("ref", "at", "gist")}
+            named[k] = Alternative(d.ref, d.at, d.gist)
         return named[k]
 
     for i, j, sim, shared, others in pair_changes(every, flags, claims=rules.claim):
@@ -330,26 +432,27 @@ def _decisions(
             j not in decisions
         ):  # the undone course was set in a turn without a cue: it is a decision too
             decisions[j] = described(j, UNDONE)
-        decisions[i]["undoes"] = decisions[j]["ref"]
-        decisions[i]["confidence"] = round(sim, 2)
+        change = decisions[i]
+        change.undoes = decisions[j].ref
+        change.confidence = round(sim, 2)
         alternatives = [alternative(k) for k in others]
-        decisions[i]["alternatives"] = [a["ref"] for a in alternatives]
-        if decisions[i]["flag"] == "decision":
-            decisions[i]["flag"] = "change"
+        change.alternatives = [a.ref for a in alternatives]
+        if change.flag == "decision":
+            change.flag = "change"
         parent[i] = j
         paired.append((i, j, shared, sim, alternatives))
     # A change of course is claimed only with its evidence, the earlier course it alters: a
     # correction or redirect that changes no course of the theme stays a flagged decision.
     for d in decisions.values():
-        if d["flag"] != "decision" and d["undoes"] is None:
-            d["flag"] = "decision"
+        if d.flag != "decision" and d.undoes is None:
+            d.flag = "decision"
     # from the final decisions: a later pair may still turn an undone course into a change
-    briefs: dict[int, dict[str, Any]] = {}  # each decision described once, copied where it is named
+    briefs: dict[int, DecisionBrief] = {}  # each decision described once, shared where it is named
 
-    def brief(k: int) -> dict[str, Any]:
+    def brief(k: int) -> DecisionBrief:
         if k not in briefs:
             briefs[k] = _brief(decisions[k])
-        return dict(briefs[k])
+        return briefs[k]
 
     reversals = [
         Reversal(brief(j), brief(i), shared, sim, alternatives)
@@ -366,30 +469,26 @@ def _decisions(
     return [decisions[i] for i in sorted(decisions)], reversals, threads
 
 
-def _brief(d: dict[str, Any]) -> dict[str, Any]:
-    out = {k: d[k] for k in ("session_id", "turn", "ref", "at", "flag", "by", "gist", "summary")}
-    if d.get("alternatives"):
-        out["alternatives"] = d["alternatives"]  # what a change may undo instead of its pair
-    return out
+def _brief(d: Decision) -> DecisionBrief:
+    return DecisionBrief(
+        d.session_id, d.turn, d.ref, d.at, d.flag, d.by, d.gist, d.summary, d.alternatives
+    )
 
 
-def _decision(r: dict[str, Any], f: Flag, gist: str) -> dict[str, Any]:
+def _decision(r: dict[str, Any], f: Flag, gist: str) -> Decision:
     """A flagged turn as the trace lists it (`undoes` and `alternatives` are filled by the pairing);
     `gist`: `decisions.gist(r, f.by)`."""
-    return {
-        "session_id": r["session_id"],
-        "agent": r["agent"],
-        "source": r["source"],
-        "turn": r["turn"],
-        "ref": f"{r['session_id']}:{r['turn']}",
-        "at": r["started_at"].isoformat() if r["started_at"] else None,
-        "flag": f.kind,
-        "by": f.by,
-        "cue": f.cue,
-        "gist": gist,
-        "summary": r["summary"],
-        "kinds": list(r["kinds"]),
-        "undoes": None,
-        "confidence": None,  # a change's pair score (similarity + recency), when it is claimed
-        "alternatives": [],
-    }
+    return Decision(
+        r["session_id"],
+        r["agent"],
+        r["source"],
+        r["turn"],
+        f"{r['session_id']}:{r['turn']}",
+        r["started_at"].isoformat() if r["started_at"] else None,
+        f.kind,
+        f.by,
+        f.cue,
+        gist,
+        r["summary"],
+        list(r["kinds"]),
+    )
