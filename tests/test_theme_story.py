@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from archive_mcp import Archive
+from archive_mcp.render import dumps
 from archive_mcp.themes import decisions
 from archive_mcp.themes.decisions import clip, flag_turn, pair_changes
 from archive_mcp.themes.labels import class_tfidf, label_words
@@ -348,3 +349,61 @@ def test_files_are_shown_relative_to_the_project_and_a_bare_name_joins_its_path(
         ("main.py", 1, "2026-01-10", "2026-01-10"),
     ]
     assert _files(frame.head(0), [root]) == []
+
+
+def test_the_json_keeps_its_keys_where_python_names_the_parts_otherwise() -> None:
+    """The parts are dataclasses in Python (a gap's `start`, a file's `path`, a bucket's `name`);
+    the JSON the CLI prints, and `budgeted`, keep the keys they always had (a gap's `from`), and a
+    thread step or a reversal's side names `alternatives` only when it has some."""
+    texts = [
+        ("add a flash when a new signal arrives on the screener rows", "Added a flash."),
+        ("use a green glow on the signal rows", "Rows glow green."),
+        ("sort the screener by signal count", "Sorted by count."),
+        ("wait, the flash is far too slow", "The flash now lasts 100 ms."),
+    ]
+    late = pl.when(pl.col("turn") == 3).then(pl.col("started_at") + timedelta(days=10))
+    frame = _frame(texts).with_columns(late.otherwise(pl.col("started_at")).alias("started_at"))
+    tl = build_timeline(_timeline(len(texts)), "ws", frame)
+    data = json.loads(dumps(tl))
+    gap = {"from": "2026-01-01T12:00:00+00:00", "to": "2026-01-11T18:00:00+00:00", "days": 10.25}
+    assert data["dormant_gaps"] == [gap]
+    assert (tl.dormant_gaps[0].start, tl.dormant_gaps[0].end) == (gap["from"], gap["to"])
+    assert data["files"] == [
+        {"file": "src/feed.ts", "turns": 4, "first": "2026-01-01T00:00:00+00:00", "last": gap["to"]}
+    ]
+    assert [(b["bucket"], b["turns"]) for b in data["buckets"]] == [
+        ("2026-01-01", 3),
+        ("2026-01-11", 1),
+    ]
+    assert list(data["buckets"][0]) == ["bucket", "start", "turns", "keywords"]
+    brief = ["session_id", "turn", "ref", "at", "flag", "by", "gist", "summary"]
+    (thread,) = data["threads"]
+    named = brief + ["alternatives"]  # s:2 and s:3 may each undo an earlier course instead
+    assert [list(s) for s in thread] == [brief, brief, named, named]
+    assert thread[-1]["alternatives"] == ["s:0", "s:1"]
+    last = data["reversals"][-1]
+    assert list(last) == ["decision", "reversed_by", "shared_terms", "similarity", "alternatives"]
+    assert last["alternatives"][1] == {
+        "ref": "s:1",
+        "at": "2026-01-01T06:00:00+00:00",
+        "gist": "use a green glow on the signal rows",
+    }
+    assert data["decisions"][-1] == {
+        "session_id": "s",
+        "agent": "main",
+        "source": "kimi",
+        "turn": 3,
+        "ref": "s:3",
+        "at": gap["to"],
+        "flag": "change",
+        "by": "user",
+        "cue": "wait",
+        "gist": "wait, the flash is far too slow",
+        "summary": "Asked: wait, the flash is far too slow Outcome: The flash now lasts 100 ms.",
+        "kinds": [],
+        "undoes": "s:2",
+        "confidence": 0.4,
+        "alternatives": ["s:0", "s:1"],
+    }
+    assert tl.budgeted()["dormant_gaps"] == [{**gap, "days": 10.2}]
+    assert "\n- 2026-01-01 → 2026-01-11 (10 days quiet)\n" in tl.markdown()
