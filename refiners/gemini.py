@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .lines import LineReader, field_dict, field_list, parse_time
-from .model import ParseResult, Problem, Step, ToolCall, Turn
+from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .sources import (
     LINE_MAX,
     Discovery,
@@ -185,6 +185,7 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
                 )
                 call.result_at = call.called_at if call.result else None
                 step.tool_calls.append(call)
+                _subagent(cur, c, call)
             cur.steps.append(step)
         elif mtype == "error":
             cur.api_errors += 1
@@ -194,6 +195,15 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
     if compacted and turns:  # a compression after the last prompt
         _compactions(turns[-1], compacted)
     return turns
+
+
+def _subagent(cur: Turn, record: dict[str, Any], call: ToolCall) -> None:
+    """A call that ran a subagent (`invoke_agent` in 0.61) names its chat by `agentId`: the
+    subagent's own file (`chats/<session id>/<agentId>.jsonl`), linked to the call."""
+    agent = record.get("agentId")
+    if isinstance(agent, str) and agent:
+        kind = field_dict(record, "args").get("agent_name")
+        cur.subagents[agent] = SubagentRun(agent, kind if isinstance(kind, str) else None, call.id)
 
 
 def _tokens(cur: Turn, msg: dict[str, Any]) -> None:

@@ -363,6 +363,17 @@ def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
         [("run_shell_command", ECHO, "ok")],
     ]
     assert turns[3].tool_calls[0].args["agent_name"] == "generalist"
+    # the invoke_agent record names the subagent's chat (`agentId`): linked to the call, as
+    # Codex's spawn_agent and Claude Code's Agent calls are; no other turn has a subagent
+    invoke = turns[3].tool_calls[0]
+    [(agent, run)] = turns[3].subagents.items()
+    assert (agent, run.subagent_type, run.parent_tool_call_id, run.turns) == (
+        GEMINI_SUB,
+        "generalist",
+        invoke.id,
+        [],  # its turns are in its own file, archived as that agent's
+    )
+    assert [bool(t.subagents) for t in turns] == [False, False, False, True, False, False, False]
     # no end marker: a turn ends when the next starts; the SIGINT left a model call, no step
     assert [t.status for t in turns] == ["completed"] * 5 + ["interrupted", "open"]
     # the compression ran as the fifth prompt was sent: a `$set` of the rewritten history
