@@ -390,14 +390,11 @@ GEMINI_ID, GEMINI_SUB = (
 
 def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
     found = discover(GEMINI)
-    # each resume in a later minute left a start-up stub with the chat's id and no message
-    assert [(Path(path).name, why) for path, why in found.skipped] == [
-        (
-            f"session-2026-12-03T11-{minute}-f4da05ef.jsonl",
-            f"a start-up stub of chat {GEMINI_ID}: no message",
-        )
-        for minute in (18, 19, 20, 21)
-    ]
+    # each resume in a later minute left a start-up stub with the chat's id and no message:
+    # passed over, and not reported (it holds nothing the chat lacks)
+    chats = sorted(p.name for p in (GEMINI / "tmp" / "gemini" / "chats").glob("session-*"))
+    assert chats == [f"session-2026-12-03T11-{minute}-f4da05ef.jsonl" for minute in range(17, 22)]
+    assert found.skipped == []
     [session] = found.sessions
     assert (session.source, session.session_id, session.work_dirs) == (
         "gemini",
@@ -462,6 +459,22 @@ def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
         usage(2),
     )
     assert turns[3].started_at < sub_turn.started_at < sub_turn.last_at < turns[3].last_at
+
+
+def test_gemini_start_up_stubs_are_not_reported_at_any_ingest(tmp_path: Path) -> None:
+    home = tmp_path / ".gemini"
+    shutil.copytree(GEMINI, home)
+    chats = home / "tmp" / "gemini" / "chats"
+    (chats / "session-2026-12-03T11-22-00000000.jsonl").write_text("not json\n", encoding="utf-8")
+    archive = Archive(tmp_path / "archive", embedder=None)
+    first, again = archive.ingest(home), archive.ingest(home)
+    # the four stubs lose nothing: never listed; a file that is no chat still is, every time
+    bad = (str(chats / "session-2026-12-03T11-22-00000000.jsonl"), "not a Gemini CLI chat")
+    for report in (first, again):
+        assert [(s.path, s.reason.split(" (")[0]) for s in report.skipped] == [bad]
+    assert (first.sessions, first.turns_added, again.turns_added) == (1, 8, 0)
+    turns = archive.turns().collect()
+    assert sorted(Counter(turns["agent"]).items()) == [(GEMINI_SUB, 1), ("main", 7)]
 
 
 OPENCODE = REAL_CLI / "opencode-1.18.33-scenario" / "opencode.sql"
