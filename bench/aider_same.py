@@ -13,9 +13,12 @@ both and compares the whole `ParseResult` (every turn, step, call, usage, offset
   unreadable and missing times), each parsed whole, from a random offset and to a random stop.
 
     python bench/aider_same.py [--old main] [--fuzz 9000] [--seed 1] [--times 406]
+    python bench/aider_same.py --old main --speed 7
 
 Prints counts only (and, on a difference, the case and the first differing field); exits 1 on
-any difference.
+any difference. `--speed N` instead times both readers on the replicated history beside the
+Claude Code reader on its fixtures (`readers_speed.py`'s case), CPU MB/s, N interleaved rounds of
+at least a second each, and prints the median and range of each.
 """
 
 from __future__ import annotations
@@ -24,14 +27,17 @@ import argparse
 import dataclasses
 import importlib.util
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from archive_mcp.refiners import READERS, aider
+from archive_mcp.refiners import READERS, aider, discover
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "real-cli" / "aider-0.86.2" / "repo"
@@ -205,13 +211,57 @@ def fuzzed(cmp: Compare, count: int, seed: int) -> None:
                 cmp(f"fuzz {seed}/{n} resumed", path, whole.resume_offset, whole.resume_line)
 
 
+def cpu_rate(parse: Callable[[Path], Any], files: list[Path], seconds: float = 1.0) -> float:
+    """MB/s of this process's CPU time parsing `files` again and again for `seconds`."""
+    size = sum(f.stat().st_size for f in files)
+    done, cpu = 0, time.process_time()
+    while True:
+        for f in files:
+            parse(f)
+        done += size
+        spent = time.process_time() - cpu
+        if spent >= seconds:
+            return done / spent / 1e6
+
+
+def speed(old: ModuleType, rounds: int, times: int) -> None:
+    """Old and new Aider reader and the Claude Code reader, interleaved rounds (CPU MB/s)."""
+    claude = [
+        f.path for s in discover(REPO / "tests/fixtures/real/claude").sessions for f in s.files
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in (aider.HISTORY, aider.INPUT_HISTORY):
+            (Path(tmp) / name).write_bytes((FIXTURE / name).read_bytes() * times)
+        big = [Path(tmp) / aider.HISTORY]
+        cases = {
+            "aider old": (old.parse_wire, big),
+            "aider new": (aider.parse_wire, big),
+            "claude-code (fixtures/real)": (READERS["claude-code"].parse, claude),
+        }
+        got: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(rounds):
+            for name, (parse, files) in cases.items():
+                got[name].append(cpu_rate(parse, files))
+    for name, values in got.items():
+        print(
+            f"{name:28} CPU MB/s median {statistics.median(values):6.1f}"
+            f" (range {min(values):6.1f}-{max(values):6.1f})"
+        )
+    ratio = statistics.median(got["aider new"]) / statistics.median(got[list(cases)[2]])
+    print(f"aider new / claude-code: {ratio:.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--old", default="main", help="the git revision of the reader to compare")
     ap.add_argument("--fuzz", type=int, default=9000, help="random histories (3-4 parses each)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--times", type=int, default=406, help="copies in the replicated history")
+    ap.add_argument("--speed", type=int, default=0, help="time, N rounds, instead of comparing")
     args = ap.parse_args(argv)
+    if args.speed:
+        speed(old_reader(args.old), args.speed, args.times)
+        return 0
     cmp = Compare(old_reader(args.old))
     genuine(cmp, FIXTURE, "fixture")
     with tempfile.TemporaryDirectory() as tmp:
