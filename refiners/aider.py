@@ -96,8 +96,9 @@ def input_times(path: Path) -> tuple[list[str], list[str]]:
 
 class AiderTurnBuilder:
     """Turns from the blocks of a history: `prompt` and `start_run` for those lines, `between`
-    for the lines between them. One method call per block, state in slots: a turn is ~820
-    bytes, so the cost per turn is the cost per byte (bench/results/readers.md)."""
+    for the lines between them. Its state is in slots and each block is searched in C where it
+    can be: a genuine turn is ~820 bytes, so the cost per turn is the cost per byte
+    (bench/results/readers.md)."""
 
     __slots__ = (
         "turns",
@@ -191,9 +192,9 @@ class AiderTurnBuilder:
         lines = data[pos:stop].decode("utf-8", errors="replace").split("\n")
         lines.pop()  # after the last newline
         cur.synthetic_text += "".join([text.removeprefix("> ").rstrip() + "\n" for text in lines])
-        # The usage and edit lines, found by a search (`pos - 1` is the newline before `pos`: a
-        # prompt line precedes every turn's text):
-        # usage only adds up and edits keep their own order, so each kind is read on its own.
+        # The usage and edit lines, found by a byte search from the newline before `pos` (a
+        # prompt line precedes every turn's text, so `pos >= 1`). Usage only adds up and edits
+        # keep their own order, so each kind is read on its own.
         for mark in (b"\n> Tokens:", b"\n> Applied"):
             at = data.find(mark, pos - 1, stop)
             while at >= 0:
