@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
@@ -42,6 +41,10 @@ _APPLIED = re.compile(r"^> Applied edit to (.+?)\s*$")
 _PROMPT_OR_START = (b"#### ", b"# aider chat started at ")
 _STRUCTURE = re.compile(rb"\n(?:#### |# aider chat started at )")
 _SHELL = re.compile(r"^/(run|test)\s+(.*)$", re.S)
+# The end of the last of back-to-back messages: a line break not followed by another message.
+_MESSAGES_END = re.compile(rb"  \n(?!> )")
+# Lines of ASCII white space only (what `bytes.strip()` removes): blank without decoding.
+_ASCII_BLANK = re.compile(rb"(?:[ \t\r\x0b\x0c]*\n)*")
 
 
 def _local(text: str) -> float | None:
@@ -60,34 +63,59 @@ def _tokens(number: str, k: str) -> int:
     return int(float(number) * (1000 if k else 1))
 
 
-def input_times(path: Path) -> list[tuple[str, str]]:
-    """(local time as written, prompt) of `.aider.input.history` (each prompt may be written
-    twice). The time is read (`_local`) only when a prompt matches: most are never used."""
-    out: list[tuple[str, str]] = []
+def _line(data: bytes, at: int) -> str:
+    """The line of `data` that starts at `at`, decoded, without its newline."""
+    return data[at : data.index(b"\n", at)].decode("utf-8", errors="replace")
+
+
+def input_times(path: Path) -> tuple[list[str], list[str]]:
+    """The local times as written and the prompts of `.aider.input.history` (`# <time>` then
+    `+<line>`s), side by side: no tuple per entry, fewer objects for the garbage collector. A
+    prompt may be written twice. A time is read (`_local`) only when a prompt matches."""
+    whens: list[str] = []
+    prompts: list[str] = []
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
-        return out
-    when: str | None = None
-    text: list[str] = []
-    for line in [*lines, "# end"]:
-        if line.startswith("# "):
-            if when is not None and text:
-                out.append((when, "\n".join(text)))
-            when, text = line[2:].strip(), []
-        elif line.startswith("+"):
-            text.append(line[1:])
-    return out
+        return whens, prompts
+    # Split at the lines that start with `# ` (the text rejoined by `\n`: the same lines); the
+    # first piece comes before any time and is no entry.
+    for entry in ("\n" + "\n".join(lines)).split("\n# ")[1:]:
+        head, _, rest = entry.partition("\n")
+        one = rest.rstrip("\n")
+        if "\n" not in one:  # one prompt line (or none): the common case, without a loop
+            text = one[1:] if one.startswith("+") else None
+        else:
+            kept = [line[1:] for line in rest.split("\n") if line.startswith("+")]
+            text = "\n".join(kept) if kept else None
+        if text is not None:
+            whens.append(head.strip())
+            prompts.append(text)
+    return whens, prompts
 
 
 class AiderTurnBuilder:
-    """Turns from the blocks of a history: `prompt` and `start_run` for those lines, `body` for
-    the lines between them."""
+    """Turns from the blocks of a history: `prompt` and `start_run` for those lines, `between`
+    for the lines between them. Its state is in slots and each block is searched in C where it
+    can be: a genuine turn is ~820 bytes, so the cost per turn is the cost per byte
+    (bench/results/readers.md)."""
 
-    def __init__(self, start_index: int, times: list[tuple[str, str]]) -> None:
+    __slots__ = (
+        "turns",
+        "index",
+        "whens",
+        "prompts",
+        "used",
+        "run_start",
+        "in_prompt",
+        "in_info",
+        "header",
+    )
+
+    def __init__(self, start_index: int, times: tuple[list[str], list[str]]) -> None:
         self.turns: list[Turn] = []
         self.index = start_index
-        self.times = times
+        self.whens, self.prompts = times
         self.used = 0
         self.run_start: str | None = None  # the run's local start time, as written
         self.in_prompt = False  # the last line read was a prompt line
@@ -97,11 +125,15 @@ class AiderTurnBuilder:
     def _time_of(self, text: str) -> float | None:
         """The time of the next input-history entry with this prompt and a readable time; else
         the run's start."""
-        for k in range(self.used, len(self.times)):
-            when, prompt = self.times[k]
-            ts = _local(when) if prompt == text else None
+        k = self.used
+        while True:
+            try:
+                k = self.prompts.index(text, k) + 1  # the list's own search, not a Python loop
+            except ValueError:
+                break
+            ts = _local(self.whens[k - 1])
             if ts is not None:
-                self.used = k + 1
+                self.used = k
                 return ts
         return None if self.run_start is None else _local(self.run_start)
 
@@ -109,31 +141,41 @@ class AiderTurnBuilder:
         """A `# aider chat started at` line: the turn before it ends; a banner follows."""
         self._close()
         self.run_start = when
-        self.in_prompt = self.in_info = False
+        self.in_info = False
         self.header = True
 
-    def prompt(self, text: str, start: int, end: int) -> None:
-        """A `#### ` line: a turn opens, or the prompt of the turn just opened goes on."""
-        prompt = text[5:].rstrip()
-        if self.in_prompt and self.turns:
-            self.turns[-1].user_text += "\n" + prompt
+    def prompt(self, prompt: str, start: int, end: int) -> bool:
+        """A `#### ` line (`prompt`: its text): a turn opens (True), or the prompt of the turn
+        just opened goes on (False)."""
+        opened = not (self.in_prompt and self.turns)
+        if opened:
+            self._close()
+            turn = Turn(
+                index=self.index, started_at=None, user_text=prompt, byte_start=start, legacy=True
+            )
+            self.turns.append(turn)
+            self.index += 1
         else:
-            self._open(prompt, start)
-        self.turns[-1].byte_end = end
+            turn = self.turns[-1]
+            turn.user_text += "\n" + prompt
+        turn.byte_end = end
         self.header = False
         self.in_prompt = True
+        return opened
 
-    def body(self, data: bytes, pos: int, end: int, base: int) -> None:
+    def between(self, data: bytes, pos: int, end: int, base: int) -> None:
         """The lines `data[pos:end]` between two prompt or run-start lines (`base`: where `data`
         starts in the file): answer text and Aider's messages of the current turn, or a banner."""
         if pos >= end:
             return
-        if self.in_prompt and self.turns:  # the prompt is complete: its time and shell call
-            self._prompt_done(self.turns[-1])
-        self.in_prompt = False
-        if not self.turns or self.header:  # the run's banner belongs to no turn
+        turns = self.turns
+        if self.in_prompt:  # the prompt is complete: its time and shell call
+            self.in_prompt = False
+            if turns:
+                self._prompt_done(turns[-1])
+        if not turns or self.header:  # the run's banner belongs to no turn
             return
-        cur = self.turns[-1]
+        cur = turns[-1]
         cur.byte_end = base + end
         while pos < end:
             if self.in_info or data.startswith(b"> ", pos):
@@ -144,21 +186,20 @@ class AiderTurnBuilder:
     def _messages(self, cur: Turn, data: bytes, pos: int, end: int) -> int:
         """Aider's messages from `pos`, back to back: each runs to its line that ends with two
         spaces (a Markdown line break); the last may go on past `end`. Returns where they end."""
-        stop = pos
-        while True:
-            brk = data.find(b"  \n", stop, end)
-            if brk < 0:
-                stop, self.in_info = end, True
-                break
-            stop, self.in_info = brk + 3, False
-            if stop >= end or not data.startswith(b"> ", stop):
-                break
+        last = _MESSAGES_END.search(data, pos, end)
+        stop = last.end() if last else end
+        self.in_info = last is None
         lines = data[pos:stop].decode("utf-8", errors="replace").split("\n")
         lines.pop()  # after the last newline
         cur.synthetic_text += "".join([text.removeprefix("> ").rstrip() + "\n" for text in lines])
-        for text in lines:
-            if text.startswith(("> Tokens:", "> Applied")):
-                self._marks(cur, text)
+        # The usage and edit lines, found by a byte search from the newline before `pos` (a
+        # prompt line precedes every turn's text, so `pos >= 1`). Usage only adds up and edits
+        # keep their own order, so each kind is read on its own.
+        for mark in (b"\n> Tokens:", b"\n> Applied"):
+            at = data.find(mark, pos - 1, stop)
+            while at >= 0:
+                self._marks(cur, _line(data, at + 1))
+                at = data.find(mark, at + 1, stop)
         return stop
 
     def _answer(self, cur: Turn, data: bytes, pos: int, end: int) -> int:
@@ -166,38 +207,33 @@ class AiderTurnBuilder:
         new one (blank lines before its first text dropped). Returns where they end."""
         found = data.find(b"\n> ", pos, end)  # the line at `pos` is no message
         stop = found + 1 if found >= 0 else end
-        if not cur.steps or cur.steps[-1].tool_calls:
-            while pos < stop:
-                nxt = data.index(b"\n", pos) + 1
-                line = data[pos:nxt]  # blank when ASCII white space only: no decoding
-                if line.strip() and line.decode("utf-8", errors="replace").strip():
+        steps = cur.steps
+        if not steps or steps[-1].tool_calls:
+            while True:
+                blank = _ASCII_BLANK.match(data, pos, stop)  # matches, if only 0 bytes
+                pos = blank.end() if blank else pos
+                if pos == stop:
+                    return stop
+                if _line(data, pos).strip():
                     break
-                pos = nxt
-            if pos == stop:
-                return stop
-            cur.steps.append(Step(n=len(cur.steps) + 1))
-        cur.steps[-1].text += data[pos:stop].decode("utf-8", errors="replace")
+                pos = data.index(b"\n", pos) + 1  # blank in Unicode only (NBSP, \x1c, …)
+            steps.append(Step(n=len(steps) + 1))
+        steps[-1].text += data[pos:stop].decode("utf-8", errors="replace")
         return stop
-
-    def _open(self, prompt: str, start: int) -> None:
-        self._close()
-        self.turns.append(
-            Turn(index=self.index, started_at=None, user_text=prompt, byte_start=start, legacy=True)
-        )
-        self.index += 1
 
     def _prompt_done(self, turn: Turn) -> None:
         turn.started_at = turn.last_at = self._time_of(turn.user_text)
-        turn.origin = "command" if turn.user_text.startswith("/") else "user"
-        shell = _SHELL.match(turn.user_text)
-        if shell:
-            call = ToolCall(
-                id=f"aider-{turn.index}-run",
-                name=shell.group(1),
-                arguments=_one_key("command", shell.group(2)),
-                called_at=turn.started_at,
-            )
-            turn.steps.append(Step(n=len(turn.steps) + 1, tool_calls=[call]))
+        if turn.user_text.startswith("/"):
+            turn.origin = "command"
+            shell = _SHELL.match(turn.user_text)
+            if shell:
+                call = ToolCall(
+                    id=f"aider-{turn.index}-run",
+                    name=shell.group(1),
+                    arguments=_one_key("command", shell.group(2)),
+                    called_at=turn.started_at,
+                )
+                turn.steps.append(Step(n=len(turn.steps) + 1, tool_calls=[call]))
 
     def _marks(self, cur: Turn, text: str) -> None:
         """The usage and the edit an Aider message line records."""
@@ -220,11 +256,16 @@ class AiderTurnBuilder:
             cur.steps[-1].tool_calls.append(call)
 
     def _close(self) -> None:
-        if self.in_prompt and self.turns:
-            self._prompt_done(self.turns[-1])
+        """The turn before a run's start or a new prompt ends (its prompt complete first)."""
+        turns = self.turns
+        if not turns:
+            return
+        last = turns[-1]
+        if self.in_prompt:
+            self._prompt_done(last)
             self.in_prompt = False
-        if self.turns and self.turns[-1].end == "open":
-            self.turns[-1].end, self.turns[-1].reason = "superseded", "completed"
+        if last.end == "open":
+            last.end, last.reason = "superseded", "completed"
 
 
 def _whole_lines(data: bytes, stop: int | None) -> int:
@@ -239,15 +280,11 @@ def _whole_lines(data: bytes, stop: int | None) -> int:
     return limit if end < 0 else min(limit, end + 1)
 
 
-def _line_starts(
-    after_newline: re.Pattern[bytes], prefixes: tuple[bytes, ...], data: bytes, limit: int
-) -> Iterator[int]:
-    """The offsets of the lines of `data[:limit]` that start with one of `prefixes` (the pattern
-    is a newline followed by one of them)."""
-    if data.startswith(prefixes, 0, limit):
-        yield 0
-    for found in after_newline.finditer(data, 0, limit):
-        yield found.start() + 1
+def _line_starts(data: bytes, limit: int) -> list[int]:
+    """The offsets of the prompt and run-start lines of `data[:limit]` (and of lines that only
+    look like run starts): a search for a newline followed by one of them."""
+    found = [m.start() + 1 for m in _STRUCTURE.finditer(data, 0, limit)]
+    return [0, *found] if data.startswith(_PROMPT_OR_START, 0, limit) else found
 
 
 def _version(data: bytes, limit: int) -> str | None:
@@ -280,23 +317,22 @@ def parse_wire(
     limit = _whole_lines(data, None if stop is None else stop - start)
     pos, line_no, counted = 0, first_line, 0  # pos: after the last block read, in data
     line_of_turn: dict[int, int] = {}
-    for at in _line_starts(_STRUCTURE, _PROMPT_OR_START, data, limit):
+    for at in _line_starts(data, limit):
         nl = data.index(b"\n", at) + 1
-        text = data[at:nl].decode("utf-8", errors="replace").rstrip("\n")
-        started = _STARTED.match(text) if text.startswith("# aider") else None
-        if not started and not text.startswith("#### "):
-            continue  # a line that only looks like a run's start: the body's
-        builder.body(data, pos, at, start)
-        pos = nl
-        if started:
-            builder.start_run(started.group(1))
+        if not data.startswith(b"#### ", at):  # a run's start, or a line that only looks so
+            started = _STARTED.match(data[at:nl].decode("utf-8", errors="replace"))
+            if started:
+                builder.between(data, pos, at, start)
+                pos = nl
+                builder.start_run(started.group(1))
             continue
-        before = len(builder.turns)
-        builder.prompt(text, start + at, start + nl)
-        if len(builder.turns) > before:
+        builder.between(data, pos, at, start)
+        pos = nl
+        prompt = data[at + 5 : nl].decode("utf-8", errors="replace").rstrip()
+        if builder.prompt(prompt, start + at, start + nl):
             line_no, counted = line_no + data.count(b"\n", counted, at), at
-            line_of_turn[builder.turns[-1].index] = line_no
-    builder.body(data, pos, limit, start)
+            line_of_turn[builder.index - 1] = line_no
+    builder.between(data, pos, limit, start)
     pos, line_no = start + limit, line_no + data.count(b"\n", counted, limit)
     if builder.in_prompt and builder.turns:
         builder._prompt_done(builder.turns[-1])

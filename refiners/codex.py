@@ -17,7 +17,9 @@ model call, its usage, the `compacted` record) belongs to the turn that follows.
 summary is the assistant message just before `compacted` (its text is in the record's
 `message`): no answer, it is kept as synthetic text. A subagent (`spawn_agent`, 0.171) runs in a
 rollout of its own whose `session_meta.source.subagent.thread_spawn.parent_thread_id` names the
-parent: archived with the parent as that agent's file, the call's output names its id.
+parent: archived with the parent as that agent's file, the call's output names its id. A
+subagent's subagent joins the same session; one whose parent's rollout is not there is kept
+under the parent thread's id all the same (a session with no main file until the parent comes).
 """
 
 from __future__ import annotations
@@ -395,7 +397,10 @@ def discover(path: Path) -> Discovery | None:
         head = head_records(path, limit=3)
         if path.suffix != ".jsonl" or not _is_rollout(head):
             return None
-        return Discovery([_session(path, head)])
+        session, parent = _session(path, head), _parent_thread(head)
+        found = Discovery([] if parent else [session])
+        _attach([(parent, session)] if parent else [], found)  # a subagent: under its parent
+        return found
     if is_dir(path / "sessions") or is_dir(path / "archived_sessions"):
         folders = [path / "sessions", path / "archived_sessions"]
     elif path.name in ("sessions", "archived_sessions") or (
@@ -423,16 +428,39 @@ def discover(path: Path) -> Discovery | None:
         session = _session(f, head)
         parent = _parent_thread(head)
         (children.append((parent, session)) if parent else found.sessions.append(session))
-    by_id = {s.session_id: s for s in found.sessions}
-    for parent, child in children:  # a subagent's rollout: a file of its parent's session
-        if parent in by_id:
-            [main] = child.files
-            by_id[parent].files.append(
-                SourceFile(child.session_id, f"subagents/{main.rel}", main.path)
-            )
-        else:  # its parent is not here: a session of its own
-            found.sessions.append(child)
+    _attach(children, found)
     return found
+
+
+def _attach(children: list[tuple[str, SessionSource]], found: Discovery) -> None:
+    """Each subagent's rollout as a file of its session (`subagents/<file>`, agent = its thread
+    id): the session of the parent thread it names, or of that parent's parent when the parent
+    is a subagent too. When no rollout of those threads is here (another day's folder, a file
+    given alone, a deleted parent), it is kept under the top thread's id all the same, in a
+    session with no main file, as Claude Code keeps an orphaned subagent log: the subagent is
+    never archived as a session of its own, so its parent found later joins it."""
+    by_id = {s.session_id: s for s in found.sessions}
+    parent_of = {child.session_id: parent for parent, child in children}
+    for parent, child in children:
+        top, seen = parent, {child.session_id}
+        while top not in by_id and top in parent_of and top not in seen:
+            seen.add(top)
+            top = parent_of[top]
+        if top not in by_id:
+            by_id[top] = SessionSource(
+                SOURCE,
+                top,
+                child.bucket,
+                child.work_dirs,
+                None,
+                child.session_dir,
+                [],
+                [],
+                child.branch,
+            )
+            found.sessions.append(by_id[top])
+        [main] = child.files
+        by_id[top].files.append(SourceFile(child.session_id, f"subagents/{main.rel}", main.path))
 
 
 def _parent_thread(head: list[dict[str, Any]]) -> str | None:

@@ -18,7 +18,8 @@ brings user messages never seen in the file (the summary, and the kept messages 
 after messages were written. It counts as a compaction of the turn whose prompt follows (the
 summary kept as synthetic text). A resume in another minute than the chat's start leaves a
 start-up stub (`session-<that minute>-<id8>.jsonl`: metadata and the fresh `$set` only, no
-message) beside the chat it resumed: a stub is skipped when a chat with messages has its id.
+message) beside the chat it resumed: a stub is passed over, not reported (nothing in it is
+lost), when a chat with messages has its id.
 A SIGINT during a tool call leaves the `gemini` record as first written (no content, no
 `toolCalls`): its usage is kept, no step is made (the turn reads as interrupted).
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .lines import LineReader, field_dict, field_list, parse_time
-from .model import ParseResult, Problem, Step, ToolCall, Turn
+from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .sources import (
     LINE_MAX,
     Discovery,
@@ -185,6 +186,7 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
                 )
                 call.result_at = call.called_at if call.result else None
                 step.tool_calls.append(call)
+                _subagent(cur, c, call)
             cur.steps.append(step)
         elif mtype == "error":
             cur.api_errors += 1
@@ -194,6 +196,15 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
     if compacted and turns:  # a compression after the last prompt
         _compactions(turns[-1], compacted)
     return turns
+
+
+def _subagent(cur: Turn, record: dict[str, Any], call: ToolCall) -> None:
+    """A call that ran a subagent (`invoke_agent` in 0.61) names its chat by `agentId`: the
+    subagent's own file (`chats/<session id>/<agentId>.jsonl`), linked to the call."""
+    agent = record.get("agentId")
+    if isinstance(agent, str) and agent:
+        kind = field_dict(record, "args").get("agent_name")
+        cur.subagents[agent] = SubagentRun(agent, kind if isinstance(kind, str) else None, call.id)
 
 
 def _tokens(cur: Turn, msg: dict[str, Any]) -> None:
@@ -400,7 +411,12 @@ def _sessions(
 
 
 def _drop_stubs(found: Discovery) -> None:
-    """Skip the start-up stubs (no message) of a chat whose id a chat with messages has."""
+    """Pass over the start-up stubs (no message) of a chat whose id a chat with messages has.
+
+    Not reported as skipped: a stub holds nothing the chat lacks (its metadata and the fresh
+    history's context message), and Gemini CLI leaves one at every resume in a later minute, so
+    a report would repeat the same lines at every ingest for files that lose nothing. A stub
+    that gets a message is a chat again and is read."""
     by_id: dict[tuple[str, str], list[SessionSource]] = {}
     for s in found.sessions:
         by_id.setdefault((str(s.session_dir), s.session_id), []).append(s)
@@ -412,9 +428,6 @@ def _drop_stubs(found: Discovery) -> None:
             continue
         for stub in stubs:
             found.sessions.remove(stub)
-            found.skipped.append(
-                (str(stub.files[0].path), f"a start-up stub of chat {stub.session_id}: no message")
-            )
 
 
 def _has_messages(path: Path) -> bool:

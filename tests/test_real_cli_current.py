@@ -5,8 +5,11 @@ allows them."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import sqlite3
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,8 @@ from archive_mcp.refiners import (
 )
 from archive_mcp.refiners.model import Turn
 from archive_mcp.refiners.refine import files_of
+
+from archive_mcp import Archive
 
 REAL_CLI = Path(__file__).parent / "fixtures" / "real-cli"
 ECHO, FAIL = "echo hi", "ls /nonexistent-archive-mcp-dir"
@@ -305,9 +310,75 @@ def test_codex_0_171_scenario_edit_subagent_compaction_interruption() -> None:
     )
     wait = turns[3].tool_calls[1]
     assert spawn.called_at < sub_turn.started_at < sub_turn.last_at < wait.result_at
-    # on its own (its parent not found), the subagent's rollout is a session of its own
+    # given alone (its parent's rollout not there), it is still its parent session's subagent
     [alone] = discover(sub.path).sessions
-    assert (alone.session_id, [f.agent for f in alone.files]) == (CODEX_SUB, ["main"])
+    assert (alone.session_id, [(f.agent, f.rel) for f in alone.files]) == (
+        CODEX_ID,
+        [(CODEX_SUB, sub.rel)],
+    )
+
+
+def _rollouts(folder: Path, *names: str) -> Path:
+    """A Codex home holding the scenario's rollouts whose names end with one of `names`."""
+    day = folder / ".codex" / "sessions" / "2026" / "12" / "03"
+    day.mkdir(parents=True)
+    for f in sorted((CODEX / "2026" / "12" / "03").glob("rollout-*.jsonl")):
+        if f.stem.endswith(names):
+            shutil.copy(f, day / f.name)
+    return folder / ".codex"
+
+
+def test_codex_subagent_without_its_parent_rollout_is_archived_under_the_parent_session(
+    tmp_path: Path,
+) -> None:
+    home = _rollouts(tmp_path, CODEX_SUB)  # the parent's rollout is elsewhere (not yet copied)
+    found = discover(home)
+    [session] = found.sessions
+    assert (session.session_id, session.work_dirs, found.skipped) == (
+        CODEX_ID,
+        ["/home/dev/work/codex"],
+        [],
+    )
+    [sub] = session.files
+    assert (sub.agent, sub.rel) == (CODEX_SUB, f"subagents/{sub.path.name}")
+    archive = Archive(tmp_path / "archive", embedder=None)
+    first = archive.ingest(home)
+    assert (first.sessions, first.turns_added) == (1, 1)
+    # the parent turns up later: one session, the subagent's turn under its own agent, once
+    for f in (CODEX / "2026" / "12" / "03").glob(f"*{CODEX_ID}.jsonl"):
+        shutil.copy(f, home / "sessions" / "2026" / "12" / "03" / f.name)
+    second = archive.ingest(home)
+    assert (second.sessions, second.turns_added) == (1, 7)
+    turns = archive.turns().collect()
+    assert sorted(set(turns["session_id"])) == [CODEX_ID]
+    assert sorted(Counter(turns["agent"]).items()) == [(CODEX_SUB, 1), ("main", 7)]
+
+
+def test_codex_subagent_of_a_subagent_joins_the_top_session(tmp_path: Path) -> None:
+    """A depth-2 subagent names a subagent as its parent thread: it joins that one's session."""
+    home = _rollouts(tmp_path, CODEX_ID, CODEX_SUB)
+    day = home / "sessions" / "2026" / "12" / "03"
+    [child] = day.glob(f"*{CODEX_SUB}.jsonl")
+    grand = "01a23ba0-ffff-7000-8000-000000000002"
+    lines = child.read_text(encoding="utf-8").splitlines(keepends=True)
+    meta = json.loads(lines[0])
+    meta["payload"]["id"] = grand
+    meta["payload"]["parent_thread_id"] = CODEX_SUB
+    meta["payload"]["source"]["subagent"]["thread_spawn"].update(
+        parent_thread_id=CODEX_SUB, depth=2
+    )
+    deeper = day / f"rollout-2026-12-03T11-19-10-{grand}.jsonl"
+    deeper.write_text(json.dumps(meta) + "\n" + "".join(lines[1:]), encoding="utf-8")
+    for where in (home, day, home / "sessions"):
+        [session] = discover(where).sessions
+        assert (session.session_id, [f.agent for f in session.files]) == (
+            CODEX_ID,
+            ["main", CODEX_SUB, grand],
+        )
+    # without the rollouts above it, it is kept under the top thread it can reach
+    child.unlink()
+    [session] = discover(deeper).sessions
+    assert (session.session_id, [f.agent for f in session.files]) == (CODEX_SUB, [grand])
 
 
 GEMINI = REAL_CLI / "gemini-0.61.0-scenario" / "dot-gemini"
@@ -319,14 +390,11 @@ GEMINI_ID, GEMINI_SUB = (
 
 def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
     found = discover(GEMINI)
-    # each resume in a later minute left a start-up stub with the chat's id and no message
-    assert [(Path(path).name, why) for path, why in found.skipped] == [
-        (
-            f"session-2026-12-03T11-{minute}-f4da05ef.jsonl",
-            f"a start-up stub of chat {GEMINI_ID}: no message",
-        )
-        for minute in (18, 19, 20, 21)
-    ]
+    # each resume in a later minute left a start-up stub with the chat's id and no message:
+    # passed over, and not reported (it holds nothing the chat lacks)
+    chats = sorted(p.name for p in (GEMINI / "tmp" / "gemini" / "chats").glob("session-*"))
+    assert chats == [f"session-2026-12-03T11-{minute}-f4da05ef.jsonl" for minute in range(17, 22)]
+    assert found.skipped == []
     [session] = found.sessions
     assert (session.source, session.session_id, session.work_dirs) == (
         "gemini",
@@ -363,6 +431,17 @@ def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
         [("run_shell_command", ECHO, "ok")],
     ]
     assert turns[3].tool_calls[0].args["agent_name"] == "generalist"
+    # the invoke_agent record names the subagent's chat (`agentId`): linked to the call, as
+    # Codex's spawn_agent and Claude Code's Agent calls are; no other turn has a subagent
+    invoke = turns[3].tool_calls[0]
+    [(agent, run)] = turns[3].subagents.items()
+    assert (agent, run.subagent_type, run.parent_tool_call_id, run.turns) == (
+        GEMINI_SUB,
+        "generalist",
+        invoke.id,
+        [],  # its turns are in its own file, archived as that agent's
+    )
+    assert [bool(t.subagents) for t in turns] == [False, False, False, True, False, False, False]
     # no end marker: a turn ends when the next starts; the SIGINT left a model call, no step
     assert [t.status for t in turns] == ["completed"] * 5 + ["interrupted", "open"]
     # the compression ran as the fifth prompt was sent: a `$set` of the rewritten history
@@ -380,6 +459,22 @@ def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
         usage(2),
     )
     assert turns[3].started_at < sub_turn.started_at < sub_turn.last_at < turns[3].last_at
+
+
+def test_gemini_start_up_stubs_are_not_reported_at_any_ingest(tmp_path: Path) -> None:
+    home = tmp_path / ".gemini"
+    shutil.copytree(GEMINI, home)
+    chats = home / "tmp" / "gemini" / "chats"
+    (chats / "session-2026-12-03T11-22-00000000.jsonl").write_text("not json\n", encoding="utf-8")
+    archive = Archive(tmp_path / "archive", embedder=None)
+    first, again = archive.ingest(home), archive.ingest(home)
+    # the four stubs lose nothing: never listed; a file that is no chat still is, every time
+    bad = (str(chats / "session-2026-12-03T11-22-00000000.jsonl"), "not a Gemini CLI chat")
+    for report in (first, again):
+        assert [(s.path, s.reason.split(" (")[0]) for s in report.skipped] == [bad]
+    assert (first.sessions, first.turns_added, again.turns_added) == (1, 8, 0)
+    turns = archive.turns().collect()
+    assert sorted(Counter(turns["agent"]).items()) == [(GEMINI_SUB, 1), ("main", 7)]
 
 
 OPENCODE = REAL_CLI / "opencode-1.18.33-scenario" / "opencode.sql"
