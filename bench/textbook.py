@@ -284,7 +284,7 @@ def held_out(
     per_query: dict[int, list[Key]] = {}
     for f in folds:
         train = {
-            c: scored(corpus, c, lambda q, f=f: corpus.fold(q) != f)["all"][metric]
+            c: scored(corpus, c, lambda q, f=f, c=corpus: c.fold(q) != f)["all"][metric]
             for c in candidates
         }
         best = max(candidates, key=lambda c: (train[c], -candidates.index(c)))
@@ -293,6 +293,39 @@ def held_out(
             if corpus.fold(q) == f:
                 per_query[i] = corpus.runs[best][i]
     return corpus.queries, [per_query[i] for i in range(len(corpus.queries))], chosen
+
+
+def joint_choice(corpora: list[tuple[Corpus, str]], prefixes: tuple[str, ...]) -> str:
+    """One default for both sets, held out: for each fold of each set, the candidate run with
+    the best mean of (its set's metric over the set's other folds, the other set's metric over
+    all its queries) ranks the fold. Returns the table and records the run in each corpus."""
+    runs = [
+        r
+        for r in corpora[0][0].runs
+        if r.startswith(prefixes) and all(r in c.runs for c, _ in corpora)
+    ]
+    whole = {c.name: {r: scored(c, r, lambda q: True)["all"][m] for r in runs} for c, m in corpora}
+    lines = []
+    for corpus, metric in corpora:
+        others = [c.name for c, _ in corpora if c is not corpus]
+        per_query: dict[int, list[Key]] = {}
+        chosen: dict[str, str] = {}
+        for f in sorted({corpus.fold(q) for q in corpus.queries}):
+            train = {
+                r: scored(corpus, r, lambda q, f=f, c=corpus: c.fold(q) != f)["all"][metric]
+                + sum(whole[o][r] for o in others)
+                for r in runs
+            }
+            best = max(runs, key=lambda r: (train[r], -runs.index(r)))
+            chosen[f] = best
+            for i, q in enumerate(corpus.queries):
+                if corpus.fold(q) == f:
+                    per_query[i] = corpus.runs[best][i]
+        corpus.runs["held out: one default for both sets"] = [
+            per_query[i] for i in range(len(corpus.queries))
+        ]
+        lines.append(f"{corpus.name}: chosen per fold {chosen}")
+    return "\n".join(lines)
 
 
 def report(
@@ -443,18 +476,44 @@ def models(
 
 
 def variants() -> dict[str, Any]:
-    """Candidate torch-free defaults beside the shipped one."""
+    """Candidate torch-free defaults beside the shipped one (engine `Tuning` knobs)."""
     from archive_mcp.search.ranking import Tuning
 
     return {
-        "e default - fuzzy": Tuning(fuzzy_weight=0.0),
-        "e default, semantic weight 2": Tuning(semantic_weight=2.0),
-        "e default, query without stopwords": Tuning(query_stopwords=False),
-        "e default, fuzzy only for unknown terms": Tuning(fuzzy_known=False),
-        "e default - fuzzy, query without stopwords": Tuning(
-            fuzzy_weight=0.0, query_stopwords=False
-        ),
+        "e query with stopwords": Tuning(query_stopwords=True),
+        "e query without stopwords": Tuning(query_stopwords=False),
+        "e query with stopwords - fuzzy": Tuning(query_stopwords=True, fuzzy_weight=0.0),
+        "e query without stopwords - fuzzy": Tuning(query_stopwords=False, fuzzy_weight=0.0),
     }
+
+
+def index_copy(corpus: Corpus, out: Path, label: str, fields: tuple[str, ...]) -> Archive:
+    """The corpus's archive copied without its search cache, its index built over `fields` of
+    each turn (`archive_mcp.search.index.INDEXED`) instead of the shipped ones."""
+    import shutil
+
+    from archive_mcp.search import index as index_module
+
+    home = out / corpus.name / f"home-index-{label}"
+    if not home.exists():
+        shutil.copytree(corpus.archive.home, home, ignore=shutil.ignore_patterns("cache"))
+    archive = Archive(home, embedder=corpus.archive.embedder)
+    shipped = index_module.INDEXED
+    index_module.INDEXED = fields
+    try:
+        for name in sorted({q.workspace for q in corpus.queries}):
+            archive.index(archive.workspace(name)).refresh()
+    finally:
+        index_module.INDEXED = shipped
+    return archive
+
+
+def index_runs(corpus: Corpus, out: Path, fieldsets: dict[str, tuple[str, ...]]) -> None:
+    """`g`: every engine variant over each other index text (`--index-fields`)."""
+    for label, fields in fieldsets.items():
+        archive = index_copy(corpus, out, label, fields)
+        for name, tuning in variants().items():
+            corpus.add(f"g index {label}, {name[2:]}", archive_ranker(archive, tuning=tuning))
 
 
 def default_runs(
@@ -540,7 +599,19 @@ def main() -> None:
     ap.add_argument("--variants", action="store_true", help="also candidate new defaults")
     ap.add_argument("--skip-textbook", action="store_true", help="only the engine's runs")
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--index-fields",
+        action="append",
+        default=[],
+        metavar="NAME=F1,F2,...",
+        help="also every engine variant over an index of these turn fields (runs g; the fields "
+        "of archive_mcp.search.index.INDEXED)",
+    )
+    ap.add_argument(
+        "--joint", action="store_true", help="choose one default for both sets, held out"
+    )
     args = ap.parse_args()
+    fieldsets = {k: tuple(v.split(",")) for k, v in (x.split("=", 1) for x in args.index_fields)}
     cache = args.cache or args.out / "vectors"
     result: dict[str, Any] = {}
     weights = [0.3, 0.5, 0.7]
@@ -551,7 +622,7 @@ def main() -> None:
         labels = args.labels or label_files()
         corpora.append((coding_corpus(args.agents_dev, args.out, labels), "recall@10", True))
     statics = {k: Path(v) for k, v in (x.split("=", 1) for x in args.static_model)}
-    for corpus, metric, hit in corpora:
+    for corpus, _, _ in corpora:
         if args.minilm_depth is not None:
             corpus.mini = args.minilm_depth
         vecs = models(corpus.archive, cache, corpus.name, not args.no_minilm, statics)
@@ -559,16 +630,20 @@ def main() -> None:
             textbook_runs(corpus, vecs, weights)
         engines = engine_runs(corpus, args.out, vecs, statics)
         default_runs(corpus, args.ablate, args.variants, engines)
+        index_runs(corpus, args.out, fieldsets)
         for v in vecs.values():
             v.save()
+    if args.joint and len(corpora) > 1:
+        print("\n" + joint_choice([(c, m) for c, m, _ in corpora], ("d archive", "e ", "g ")))
+    for corpus, metric, hit in corpora:
         static = [r for r in corpus.runs if r.startswith("c ")]
         selections = {
             "held out: static recipe, weight chosen in fold": static,
-            "held out: ship chosen in fold (a / c / d / e)": [
-                r for r in corpus.runs if r[:2] in ("a ", "c ", "d ", "e ")
+            "held out: ship chosen in fold (a / c / d / e / g)": [
+                r for r in corpus.runs if r[:2] in ("a ", "c ", "d ", "e ", "g ")
             ],
-            "held out: engine variant chosen in fold (d / e)": [
-                r for r in corpus.runs if r[:2] in ("d ", "e ")
+            "held out: engine variant chosen in fold (d / e / g)": [
+                r for r in corpus.runs if r[:2] in ("d ", "e ", "g ")
             ],
             "held out: static model chosen in fold (d / f default)": [
                 r for r in corpus.runs if r.startswith(("d archive", "f archive"))

@@ -60,23 +60,27 @@ def date_text(started: datetime | None) -> str:
     return f"{started.day} {started:%B %Y %A}" if started else ""
 
 
+# The fields of a turn its index text is made of, in this order (bench/textbook.py builds
+# indexes of other field sets to compare: `--index-fields`).
+INDEXED = ("date", "summary", "request", "answer", "tools", "files", "keywords", "title")
+
+
 def doc_text(row: dict[str, Any]) -> str:
     """What a turn is searchable as: the request, the answer, tools, files, summary, its date."""
     calls = " ".join(
         f"{c['name']} {c['args_summary']} {c['result_summary']}" for c in row["tool_calls"] or []
     )
-    return "\n".join(
-        (
-            date_text(row["started_at"]),
-            row["summary"] or "",
-            (row["user_text"] or "")[:TEXT_CAP],
-            (row["assistant_text"] or "")[:TEXT_CAP],
-            calls,
-            " ".join(row["files"] or []),
-            " ".join(row["keywords"] or []),
-            row["title"] or "",
-        )
-    )
+    parts = {
+        "date": date_text(row["started_at"]),
+        "summary": row["summary"] or "",
+        "request": (row["user_text"] or "")[:TEXT_CAP],
+        "answer": (row["assistant_text"] or "")[:TEXT_CAP],
+        "tools": calls,
+        "files": " ".join(row["files"] or []),
+        "keywords": " ".join(row["keywords"] or []),
+        "title": row["title"] or "",
+    }
+    return "\n".join(parts[k] for k in INDEXED)
 
 
 @dataclass
