@@ -109,15 +109,13 @@ SHIPPED: dict[str, dict[str, Any]] = {"main": NEAR["main"], "defaults": {}}
 def before() -> Iterator[None]:
     """The rules as they were: Now is the newest flagged event, every change flag is claimed."""
 
-    def newest_flagged(rows: list[dict[str, Any]], decisions: list[dict[str, Any]], *_: Any):  # noqa: ANN202
+    def newest_flagged(rows: list[dict[str, Any]], decisions: list[timeline.Decision], *_: Any):  # noqa: ANN202
         last = decisions[-1] if decisions else None
         row = rows[-1] if rows else None
         out = []
         if last is not None:
             out.append(standing._decided(last))
-        if row is not None and (
-            last is None or last["ref"] != f"{row['session_id']}:{row['turn']}"
-        ):
+        if row is not None and (last is None or last.ref != f"{row['session_id']}:{row['turn']}"):
             out.append(standing.Standing(row["session_id"], row["turn"], None, "", "open"))
         return out
 
