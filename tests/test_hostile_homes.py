@@ -283,7 +283,11 @@ def test_searches_and_contexts_never_fail_while_other_processes_ingest_and_purge
     monkeypatch.setenv("ARCHIVE_MCP_HOME", str(tmp_path / "unused"))
     result = stress.run(6.0, seed=3, sessions=6, root=tmp_path)
     counts = result["counts"]
-    assert (counts["failed"], result["errors"], counts["wrong"]) == (0, [], 0), counts
+    # the message carries the errors themselves: a failure under load is rare, keep what it says
+    assert (counts["failed"], result["errors"], counts["wrong"]) == (0, [], 0), (
+        counts,
+        result["errors"][:5],
+    )
     assert counts["ingest"] > 0 and counts["purge"] > 0 and counts["search"] > 0, counts
 
 
