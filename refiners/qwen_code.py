@@ -73,10 +73,15 @@ def _compressed(cur: Turn, event: dict[str, Any]) -> None:
     its model call: a compaction of the turn it follows, with the call's usage and summary."""
     cur.compactions += 1
     cur.synthetic_text += str(event.get("response_text") or "")
+    _event_usage(cur, event)
+
+
+def _event_usage(turn: Turn, event: dict[str, Any]) -> None:
+    """The usage an `api_response` telemetry event reports, added to `turn`."""
     cached = _int(event.get("cached_content_token_count"))
-    cur.usage["input_other"] += max(0, _int(event.get("input_token_count")) - cached)
-    cur.usage["input_cache_read"] += cached
-    cur.usage["output"] += _int(event.get("output_token_count")) + _int(
+    turn.usage["input_other"] += max(0, _int(event.get("input_token_count")) - cached)
+    turn.usage["input_cache_read"] += cached
+    turn.usage["output"] += _int(event.get("output_token_count")) + _int(
         event.get("thoughts_token_count")
     )
 
@@ -143,12 +148,7 @@ class QwenTurnBuilder:
         turn = list(self.agents.values())[-1]
         name = event.get("event.name")
         if name == "qwen-code.api_response":
-            cached = _int(event.get("cached_content_token_count"))
-            turn.usage["input_other"] += max(0, _int(event.get("input_token_count")) - cached)
-            turn.usage["input_cache_read"] += cached
-            turn.usage["output"] += _int(event.get("output_token_count")) + _int(
-                event.get("thoughts_token_count")
-            )
+            _event_usage(turn, event)
         elif name == "qwen-code.tool_call" and event.get("function_name") != "agent":
             args = event.get("function_args")
             took = _int(event.get("duration_ms")) / 1000.0

@@ -14,6 +14,7 @@ from archive_mcp import Archive
 from archive_mcp.ingest import store
 from archive_mcp.themes import terms, timeline, trace, turn_memo
 from archive_mcp.themes.decisions import flag_turns
+from archive_mcp.themes.recent import Recent
 from archive_mcp.themes.timeline import Timeline
 
 
@@ -123,3 +124,19 @@ def test_kept_flags_and_terms_are_those_of_a_run_over_every_turn() -> None:
     again = terms.term_matrix(texts)
     assert (whole[0] != again[0]).nnz == 0 and np.array_equal(whole[1], again[1])
     assert np.array_equal(whole[2], again[2]) and "cache.py" in whole[1].tolist()
+
+
+def test_recent_keeps_the_most_recently_used_within_its_size() -> None:
+    kept: Recent[str, str] = Recent(5, len)
+    assert kept.keep("a", "xx") == "xx" and kept.keep("b", "yy") == "yy"
+    assert kept.get("a") == "xx"  # "a" is now the most recently used
+    assert kept.keep("a", "other") == "xx"  # the kept value stays
+    assert kept.keep("c", "zz") == "zz"  # 6 > 5: "b", the least recently used, goes
+    assert (kept.get("b"), kept.get("a"), kept.get("c"), len(kept), kept.used) == (
+        None,
+        "xx",
+        "zz",
+        2,
+        4,
+    )
+    assert kept.keep("d", "too long") == "too long" and kept.get("d") is None and len(kept) == 2

@@ -422,9 +422,7 @@ class WorkspaceIndex:
         if not self.segments:  # a fresh process: the last index on disk, if it is usable
             try:
                 manifest = json.loads((self.folder / "manifest.json").read_text(encoding="utf-8"))
-                if not isinstance(manifest, dict) or manifest.get("version") != INDEX_VERSION:
-                    return False
-                if manifest.get("model") != self.model or len(manifest.get("stamp", [])) != 2:
+                if not self._usable(manifest) or len(manifest.get("stamp", [])) != 2:
                     return False
                 self._load(manifest)
                 self._stamp = (int(manifest["stamp"][0]), int(manifest["stamp"][1]))
@@ -442,12 +440,16 @@ class WorkspaceIndex:
             return False
         return not self._fresh(read_json(self.folder / "manifest.json", {}) or {}, stamp)
 
-    def _fresh(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> bool:
+    def _usable(self, manifest: Any) -> bool:
+        """An index this process can read: this format's version, built with this model."""
         return (
-            manifest.get("version") == INDEX_VERSION
+            isinstance(manifest, dict)
+            and manifest.get("version") == INDEX_VERSION
             and manifest.get("model") == self.model
-            and manifest.get("stamp") == list(stamp)
         )
+
+    def _fresh(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> bool:
+        return self._usable(manifest) and manifest.get("stamp") == list(stamp)
 
     def _load_unlocked(self, stamp: tuple[int, int]) -> bool:
         """Load a fresh index without a lock; False when it is stale or was swapped meanwhile."""
@@ -455,7 +457,7 @@ class WorkspaceIndex:
         try:
             text = path.read_text(encoding="utf-8")
             manifest = json.loads(text)
-            if not isinstance(manifest, dict) or not self._fresh(manifest, stamp):
+            if not self._fresh(manifest, stamp):
                 return False
             self._load(manifest)
             return path.read_text(encoding="utf-8") == text
@@ -465,7 +467,7 @@ class WorkspaceIndex:
     def _rebuild(self, manifest: dict[str, Any], stamp: tuple[int, int]) -> dict[str, Any]:
         t = time.perf_counter()
         stats = self._file_stats()
-        valid = manifest.get("version") == INDEX_VERSION and manifest.get("model") == self.model
+        valid = self._usable(manifest)
         base = manifest.get("base", {}) if valid else {}
         changed = sorted(s for s, st in stats.items() if base.get(s) != st)
         removed = [s for s in base if s not in stats]

@@ -321,10 +321,7 @@ def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
     }
     take(
         "buckets",
-        [
-            {"bucket": b.name, "start": b.start, "turns": b.turns, "keywords": b.keywords[:5]}
-            for b in reversed(tl.buckets)
-        ],
+        [{**b.to_json(), "keywords": b.keywords[:5]} for b in reversed(tl.buckets)],
         max_chars,
     )
     out["buckets"].reverse()

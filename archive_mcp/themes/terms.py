@@ -10,14 +10,12 @@ the texts gives them, so the matrix is the same whichever texts were kept.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
 from archive_mcp.refiners.text import STOPWORDS
+from archive_mcp.themes.recent import Recent
 
 _CJK = "\u3400-\u9fff"
 _WORD = "[^\\W\\d][\\w.-]*[^\\W_]|[" + _CJK + "]+"  # words (identifiers whole) or a CJK run
@@ -72,41 +70,29 @@ class TextTerms:
     string joined by newlines (terms hold no whitespace): a few hundred bytes a text."""
 
     def __init__(self, most: int = KEPT) -> None:
-        self.most = most
-        self.kept: OrderedDict[tuple[int, int], tuple[str, str]] = OrderedDict()
-        self.lock = threading.Lock()
+        self.kept: Recent[tuple[int, int], tuple[str, str]] = Recent(most)
 
     def terms(self, texts: list[str]) -> tuple[np.ndarray, pl.Series]:
         """(row, term) of every term of `texts`: every text's words in order, then every text's
         bigrams, as `tokenize` over all of them gives them."""
         series = pl.Series(texts, dtype=pl.String)
         keys = list(zip(series.hash(1).to_list(), series.hash(2).to_list(), strict=True))
-        with self.lock:
-            got = [self._get(k) for k in keys]
+        got = [self.kept.get(k) for k in keys]
         todo: dict[tuple[int, int], int] = {}  # each text not kept yet, once
         for i, (k, g) in enumerate(zip(keys, got, strict=True)):
             if g is None:
                 todo.setdefault(k, i)
         if todo:
             fresh = dict(zip(todo, self._split([texts[i] for i in todo.values()]), strict=True))
+            for k, g in fresh.items():
+                self.kept.keep(k, g)
             got = [g if g is not None else fresh[k] for k, g in zip(keys, got, strict=True)]
-            with self.lock:
-                for k, g in fresh.items():
-                    self.kept[k] = g
-                while len(self.kept) > self.most:
-                    self.kept.popitem(last=False)
         parts = [g[0] for g in got] + [g[1] for g in got]  # type: ignore[index]
         counts = [p.count("\n") + 1 if p else 0 for p in parts]
         rows = np.repeat(np.tile(np.arange(len(texts), dtype=np.int64), 2), counts)
         joined = "\n".join(p for p in parts if p)
         words = pl.Series("w", [joined] if joined else [], dtype=pl.String).str.split("\n")
         return rows, words.explode() if joined else pl.Series("w", [], dtype=pl.String)
-
-    def _get(self, key: tuple[int, int]) -> tuple[str, str] | None:
-        got = self.kept.get(key)
-        if got is not None:
-            self.kept.move_to_end(key)
-        return got
 
     @staticmethod
     def _split(texts: list[str]) -> list[tuple[str, str]]:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import gc
 import hashlib
 import io
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -18,6 +16,7 @@ import polars as pl
 from archive_mcp.ingest import store
 from archive_mcp.memory.links import linked_memories
 from archive_mcp.schema import empty_refined
+from archive_mcp.themes.recent import Recent
 from archive_mcp.themes.store import Member, Theme, ThemeStore
 from archive_mcp.themes.timeline import COLUMNS, Timeline, build_timeline
 from archive_mcp.workspaces import Workspace
@@ -35,10 +34,9 @@ class ParsedFiles:
     stale frame can be returned. Least recently used frames go beyond `most_mb`."""
 
     def __init__(self, most_mb: float = PARSED_MB) -> None:
-        self.most = int(most_mb * 2**20)
-        self.size = 0
-        self.frames: OrderedDict[bytes, pl.DataFrame] = OrderedDict()
-        self.lock = threading.Lock()
+        self.frames: Recent[bytes, pl.DataFrame] = Recent(
+            int(most_mb * 2**20), lambda f: int(f.estimated_size())
+        )
 
     def read(self, ws: Workspace, session_id: str) -> pl.DataFrame:
         """The session's rows (the timeline's columns); empty when it has no refined file."""
@@ -47,26 +45,10 @@ class ParsedFiles:
         except FileNotFoundError:  # no exists() first: a purge between the two would fail the read
             return empty_refined().select(COLUMNS)
         key = hashlib.blake2b(data, digest_size=20).digest()
-        with self.lock:
-            if key in self.frames:
-                self.frames.move_to_end(key)
-                return self.frames[key]
-        frame = pl.read_parquet(io.BytesIO(data), columns=COLUMNS)
-        self._keep(key, frame)
+        frame = self.frames.get(key)
+        if frame is None:
+            frame = self.frames.keep(key, pl.read_parquet(io.BytesIO(data), columns=COLUMNS))
         return frame
-
-    def _keep(self, key: bytes, frame: pl.DataFrame) -> None:
-        size = int(frame.estimated_size())
-        if size > self.most:
-            return
-        with self.lock:
-            if key in self.frames:
-                return
-            self.frames[key] = frame
-            self.size += size
-            while self.size > self.most:
-                _, old = self.frames.popitem(last=False)
-                self.size -= int(old.estimated_size())
 
 
 PARSED = ParsedFiles()

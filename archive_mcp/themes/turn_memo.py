@@ -13,13 +13,12 @@ Rules that read several turns at once (pairing, where the theme stands) are not 
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
 import polars as pl
 
 from archive_mcp.themes.decisions import Flag, flag_turns, gist
+from archive_mcp.themes.recent import Recent
 
 FIELDS = ["user_text", "assistant_text", "summary", "kinds"]  # what flag_turns and gist read
 MOST = 20_000  # turns kept at most (least recently used go first)
@@ -32,9 +31,7 @@ class TurnMemo:
     """Flags and gists of turns, by a digest of the turn's fields (thread-safe, bounded)."""
 
     def __init__(self, most: int = MOST) -> None:
-        self.most = most
-        self.turns: OrderedDict[Key, dict[str, Any]] = OrderedDict()
-        self.lock = threading.Lock()
+        self.turns: Recent[Key, dict[str, Any]] = Recent(most)
 
     @staticmethod
     def keys(frame: pl.DataFrame) -> list[Key]:
@@ -44,20 +41,12 @@ class TurnMemo:
         return list(zip(h["a"].to_list(), h["b"].to_list(), strict=True))
 
     def _entry(self, key: Key) -> dict[str, Any]:
-        """The kept results of one turn (a new entry when there are none; the lock is held)."""
-        entry = self.turns.get(key)
-        if entry is None:
-            entry = self.turns[key] = {}
-            if len(self.turns) > self.most:
-                self.turns.popitem(last=False)
-        else:
-            self.turns.move_to_end(key)
-        return entry
+        """The kept results of one turn (a new, empty entry when there are none)."""
+        return self.turns.get(key) or self.turns.keep(key, {})
 
     def flags(self, frame: pl.DataFrame, keys: list[Key]) -> list[Flag | None]:
         """`flag_turns` of the frame's rows: the kept ones read back, the others run and kept."""
-        with self.lock:
-            got = [self.turns.get(k, {}).get("flag", _NOT_KEPT) for k in keys]
+        got = [(self.turns.get(k) or {}).get("flag", _NOT_KEPT) for k in keys]
         todo = [i for i, f in enumerate(got) if f is _NOT_KEPT]
         if todo:
             rows = frame[todo] if len(todo) < frame.height else frame
@@ -66,19 +55,15 @@ class TurnMemo:
                 rows["assistant_text"].to_list(),
                 rows["kinds"].to_list(),
             )
-            with self.lock:
-                for i, f in zip(todo, new, strict=True):
-                    got[i] = self._entry(keys[i])["flag"] = f
+            for i, f in zip(todo, new, strict=True):
+                got[i] = self._entry(keys[i])["flag"] = f
         return got  # type: ignore[return-value]
 
     def gist(self, key: Key, row: dict[str, Any], by: str) -> str:
         """`gist(row, by)`, kept for the turn."""
-        with self.lock:
-            kept = self.turns.get(key, {}).get(by)
+        kept = (self.turns.get(key) or {}).get(by)
         if kept is None:
-            kept = gist(row, by)
-            with self.lock:
-                self._entry(key)[by] = kept
+            kept = self._entry(key)[by] = gist(row, by)
         return kept
 
 
