@@ -35,12 +35,16 @@ from archive_mcp.search.context import canonical_ref
 from archive_mcp.search.hits import SearchResults
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
+from archive_mcp.themes import membership
 from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.store import Member, TagResult, Theme, ThemeError, ThemeStore, slug_of
 from archive_mcp.themes.walk import local_turns, walk
 from archive_mcp.workspaces import Workspace, locked
 from archive_mcp.workspaces.clock import now
 
+# Topic seeds with vectors join by `membership.probability` (by_score); False: by the rules below,
+# as question seeds and workspaces without vectors always do (kept switchable for the benches).
+SCORED = True
 COMMON_SHARE = (
     0.3  # a word in more than this share of a workspace's turns says nothing about a topic
 )
@@ -161,6 +165,8 @@ def seed_candidates(
                         "summary": clip(" ".join((h.summary or "").split()), 160),
                     }
                 )
+    if x is not None and SCORED and not any(is_question(seed) for seed in seeds):
+        return by_score(runs, frame, noisy, x, pos, share, min_score)
     if x is None:  # no vectors to tell a topic from a word match: the hits from `min_score` on
         keep = {k for k, v in share.items() if v[0] >= min_score}
         attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
@@ -202,6 +208,23 @@ def seed_candidates(
             seen.add(k)
             near_out.append(n)
     return attach, near_out[:NEAR_MISSES]
+
+
+def by_score(
+    runs: list[tuple[str, list[Any]]],
+    frame: pl.DataFrame,
+    noisy: set[Key],
+    x: np.ndarray,
+    pos: dict[Key, int],
+    share: dict[Key, tuple[float, float, str]],
+    min_score: float,
+) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    """Topic seeds with vectors: the turns around the seeds' hits that `membership.probability`
+    gives at least `membership.cut(min_score)`, and the best hits under it as near misses."""
+    core = {k: v[0] for k, v in share.items() if v[0] >= CORE * min_score}
+    turns = [k for k in frame_keys(frame) if k[1] == "main" and k not in noisy and k in pos]
+    chosen, near = membership.choose(runs, turns, noisy, x, pos, core, min_score)
+    return [Candidate(*c) for c in chosen], near[:NEAR_MISSES]
 
 
 def core_ranks(seed: str, vectors: bool) -> int:

@@ -61,22 +61,33 @@ def local_turns(
     return [k for k in turns if (k[0], k[2]) in near or k in attached]
 
 
-def walk(
-    pool: list[Key], x: np.ndarray, core: Mapping[Key, float], attached: set[Key]
-) -> tuple[set[Key], set[Key]]:
-    """(attached turns to leave out, pool turns to add) by the walk from `core` (key -> weight)
-    over the graph of `pool` (`x`: the pool's unit vectors, one row each, in order)."""
+def walk_scores(pool: list[Key], x: np.ndarray, core: Mapping[Key, float]) -> np.ndarray | None:
+    """Each `pool` turn's walk score over the reference of the core's (`x`: the pool's unit
+    vectors, one row each, in order; `core`: key -> restart weight); None when the pool is under
+    3 turns or holds no core turn."""
     at = {k: i for i, k in enumerate(pool)}
     restart = np.zeros(len(pool))
     for k, weight in core.items():
         if k in at:
             restart[at[k]] = weight
     if len(pool) < 3 or restart.sum() <= 0:
-        return set(), set()
+        return None
     w = turn_graph(x, [k[0] for k in pool], [k[2] for k in pool])
     degree = np.asarray(w.sum(axis=1)).ravel()
     score = personalized_pagerank(w, restart) / np.where(degree > 0, degree, 1.0)
     ref = float(np.quantile(score[restart > 0], REF_QUANTILE))
-    drop = {k for k in attached if k in at and k not in core and score[at[k]] < DROP * ref}
-    add = {pool[i] for i in np.flatnonzero(score >= ADD * ref)} - attached - set(core)
+    return np.asarray(score / ref) if ref > 0 else np.asarray(score)
+
+
+def walk(
+    pool: list[Key], x: np.ndarray, core: Mapping[Key, float], attached: set[Key]
+) -> tuple[set[Key], set[Key]]:
+    """(attached turns to leave out, pool turns to add) by the walk from `core` (key -> weight)
+    over the graph of `pool` (`x`: the pool's unit vectors, one row each, in order)."""
+    score = walk_scores(pool, x, core)
+    if score is None:
+        return set(), set()
+    at = {k: i for i, k in enumerate(pool)}
+    drop = {k for k in attached if k in at and k not in core and score[at[k]] < DROP}
+    add = {pool[i] for i in np.flatnonzero(score >= ADD)} - attached - set(core)
     return drop, add

@@ -1,0 +1,165 @@
+"""Which turns join a theme tagged from topic seeds: one logistic score over four signals.
+
+The candidates are the turns around the seeds' hits (`around`: within `WINDOW` places of a hit
+in its session, noise and subagent turns left out). Each gets four signals that
+tagging already has, none of them from the labels:
+
+- `seeds`: the share of the seeds whose hits hold the turn (a turn two seeds find is on topic);
+- `rank`: log(1 + its best rank in a seed's hits), `DEPTH` for a turn no seed found;
+- `walk`: log of its score in the random walk from the core (`walk.walk_scores`), over the core's
+  reference: a topic of real work is a run of turns, and the walk follows the runs;
+- `session`: the share of its session's candidates that are core (a session mostly about the topic).
+
+`probability` weighs them with `WEIGHTS` (on features standardised by `MEAN` and `SCALE`); a turn
+joins at `CUT` or more (scaled by `min_score` / 0.5), the next best come back as near misses.
+
+Why a learned score and not hand-set rules: the rules before it (core by share, centroid test,
+gap filling, neighbours, walk drops and adds), each tuned on one labelled project, reached member
+recall 0.77 at precision 0.71 held out by project; this score, fitted on two labelled projects and
+scored on the third, 0.81 at 0.69, beside the BM25 z+ MiniLM cut at the same sizes at 0.77 / 0.65
+(bench/results/themes-heldout.md, `bench/members_learned.py`). The shipped constants are the fit
+on all three labelled projects, written by `bench/members_learned.py --fit`. Question seeds
+("What did X do?") keep the rules in tagging.py: their answers are spread over a conversation,
+and no labelled question topic was there to fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from archive_mcp.refiners.text import clip
+from archive_mcp.themes.walk import walk_scores
+
+Key = tuple[str, str, int]
+
+FEATURES = ("seeds", "rank", "walk", "session")
+DEPTH = 150  # the rank of a turn no seed found (tagging.DEPTH: the hits asked of each seed)
+WINDOW = 3  # candidates: the turns within this many places of a hit in their session
+WALK_FLOOR = 1e-3  # walk scores (over the core's reference) are clipped here before the log
+
+# Fitted by `bench/members_learned.py --fit` on bonkbot, pai and mthisness (all their topics).
+MEAN = np.array([0.3462, 4.1893, -1.8457, 0.0557])
+SCALE = np.array([0.3655, 1.0542, 0.7781, 0.1465])
+WEIGHTS = np.array([0.8005, -0.5098, 1.4106, 0.3536])
+BIAS = -4.7616
+CUT = 0.2
+
+
+def features(
+    candidates: Sequence[Key],
+    ranks: Mapping[Key, int],
+    seeds_of: Mapping[Key, int],
+    n_seeds: int,
+    walk: Mapping[Key, float],
+    core: set[Key],
+) -> np.ndarray:
+    """One row of `FEATURES` per candidate: `ranks` a turn's best rank in a seed's hits,
+    `seeds_of` how many seeds found it, `walk` its walk score over the core's reference,
+    `core` the core turns."""
+    by_session: dict[str, list[Key]] = {}
+    for k in candidates:
+        by_session.setdefault(k[0], []).append(k)
+    in_core = {s: sum(1 for k in ks if k in core) / len(ks) for s, ks in by_session.items()}
+    rows = np.zeros((len(candidates), len(FEATURES)))
+    for i, k in enumerate(candidates):
+        rows[i] = (
+            seeds_of.get(k, 0) / max(1, n_seeds),
+            math.log1p(ranks.get(k, DEPTH)),
+            math.log(max(walk.get(k, 0.0), WALK_FLOOR)),
+            in_core[k[0]],
+        )
+    return rows
+
+
+def probability(rows: np.ndarray) -> np.ndarray:
+    """The chance that each candidate (a row of `features`) is a member of the topic."""
+    if not len(rows):
+        return np.zeros(0)
+    z = ((rows - MEAN) / SCALE) @ WEIGHTS + BIAS
+    return np.asarray(1.0 / (1.0 + np.exp(-z)))
+
+
+def cut(min_score: float) -> float:
+    """The least probability that joins: `CUT` at the default `min_score` 0.5, scaled with it."""
+    return min(0.99, CUT * min_score / 0.5)
+
+
+def around(turns: list[Key], hits: set[Key], window: int | None = None) -> list[Key]:
+    """The `turns` (noise already left out) within `window` (default `WINDOW`) places of a hit in
+    their session's order, in that order: counted in places, not turn numbers, so that the noise
+    between two turns of a topic does not push one out of reach."""
+    window = WINDOW if window is None else window
+    by_session: dict[str, list[Key]] = {}
+    for k in sorted(turns):
+        by_session.setdefault(k[0], []).append(k)
+    out: list[Key] = []
+    for ks in by_session.values():
+        at = [i for i, k in enumerate(ks) if k in hits]
+        keep = {j for i in at for j in range(max(0, i - window), min(len(ks), i + window + 1))}
+        out += [ks[j] for j in sorted(keep)]
+    return out
+
+
+def choose(
+    runs: Sequence[tuple[str, Sequence[Any]]],
+    turns: list[Key],
+    noisy: set[Key],
+    x: np.ndarray,
+    pos: Mapping[Key, int],
+    core: Mapping[Key, float],
+    min_score: float,
+) -> tuple[list[tuple[Key, float, str]], list[dict[str, Any]]]:
+    """The members, as (key, score, provenance), among `turns` (main-agent turns of the hits'
+    sessions with a vector at `pos` in `x`, noise left out) around the hits of `runs` (each seed
+    with its search hits), and the hits under the cut as near misses, most likely first.
+    `core`: the core turns (key -> share of their seed's best hit)."""
+    ranks: dict[Key, int] = {}
+    seeds_of: Counter[Key] = Counter()
+    found: dict[Key, tuple[Any, str]] = {}  # key -> (its best-ranked hit, that hit's seed)
+    for seed, hits in runs:
+        for rank, h in enumerate(hits):
+            k = (h.session_id, h.agent, h.turn)
+            if k in noisy or h.agent != "main":
+                continue
+            seeds_of[k] += 1
+            if rank < ranks.get(k, DEPTH):
+                ranks[k] = rank
+                found[k] = (h, seed)
+    pool = around(turns, set(found) | set(core))
+    scores = walk_scores(pool, x[[pos[k] for k in pool]], core) if pool else None
+    walked = dict(zip(pool, scores.tolist(), strict=True)) if scores is not None else {}
+    rows = features(pool, ranks, seeds_of, len(runs), walked, set(core))
+    prob = dict(zip(pool, probability(rows).tolist(), strict=True))
+    least = cut(min_score)
+    best = max((h.score for h, _ in found.values()), default=0.0)
+    every = " | ".join(seed for seed, _ in runs)
+    chosen = [
+        (k, found[k][0].score, f"seed:{found[k][1]}")
+        if k in found
+        else (k, best * p, f"walk:{every}")
+        for k, p in prob.items()
+        if p >= least
+    ]
+    under = sorted((k for k in found if prob.get(k, 0.0) < least), key=lambda k: -prob.get(k, 0.0))
+    return chosen, [_near(*found[k], best, prob.get(k, 0.0)) for k in under]
+
+
+def _near(h: Any, seed: str, best: float, chance: float) -> dict[str, Any]:
+    """A hit that did not join, as a near miss to confirm (with its chance of being a member)."""
+    return {
+        "session_id": h.session_id,
+        "agent": h.agent,
+        "turn": h.turn,
+        "ref": f"{h.session_id}:{h.turn}",
+        "score": h.score,
+        "share": round(h.score / best, 3) if best > 0 else 0.0,
+        "probability": round(chance, 3),
+        "seed": seed,
+        "at": h.started_at,
+        "summary": clip(" ".join((h.summary or "").split()), 160),
+    }

@@ -1,0 +1,125 @@
+"""Topic-seed membership by one learned score (themes/membership.py): the candidates around the
+hits, their four signals, the score, the cut, and what `tag_theme` attaches with it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from archive_mcp.archive import Archive
+from archive_mcp.themes import membership, tagging
+
+SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
+
+
+def _k(session: str, turn: int) -> tuple[str, str, int]:
+    return (session, "main", turn)
+
+
+def _hit(session: str, turn: int, score: float) -> SimpleNamespace:
+    return SimpleNamespace(
+        session_id=session, agent="main", turn=turn, score=score, started_at=None, summary="s"
+    )
+
+
+def test_candidates_are_counted_in_places_so_noise_between_turns_keeps_them_in_reach() -> None:
+    turns = [_k("a", 0), _k("a", 1), _k("a", 5), _k("a", 9), _k("a", 10), _k("b", 0)]
+    # turns 2-4 and 6-8 of session a were noise (left out before): 1 and 9 are one place from 5
+    assert membership.around(turns, {_k("a", 5)}, window=1) == [_k("a", 1), _k("a", 5), _k("a", 9)]
+    assert membership.around(turns, {_k("a", 0), _k("b", 0)}, window=0) == [_k("a", 0), _k("b", 0)]
+    assert membership.around(turns, set(), window=3) == []
+
+
+def test_features_are_the_seed_share_rank_walk_and_session_of_each_candidate() -> None:
+    cands = [_k("a", 0), _k("a", 1), _k("b", 0)]
+    rows = membership.features(
+        cands,
+        ranks={_k("a", 0): 0, _k("b", 0): 9},
+        seeds_of={_k("a", 0): 2, _k("b", 0): 1},
+        n_seeds=2,
+        walk={_k("a", 0): 1.0, _k("a", 1): 0.5},  # b:0 never reached: clipped at WALK_FLOOR
+        core={_k("a", 0)},
+    )
+    assert membership.FEATURES == ("seeds", "rank", "walk", "session")
+    assert np.allclose(
+        rows,
+        [
+            [1.0, 0.0, 0.0, 0.5],
+            [0.0, np.log1p(membership.DEPTH), np.log(0.5), 0.5],
+            [0.5, np.log1p(9), np.log(membership.WALK_FLOOR), 0.0],
+        ],
+    )
+
+
+def test_a_turn_more_seeds_find_higher_in_their_hits_and_on_the_walk_is_more_likely() -> None:
+    weak = [0.0, np.log1p(100), np.log(0.05), 0.0]
+    assert membership.probability(np.zeros((0, 4))).shape == (0,)
+    base = membership.probability(np.array([weak]))[0]
+    for i, better in ((0, 1.0), (1, 0.0), (2, 0.0), (3, 1.0)):
+        row = list(weak)
+        row[i] = better
+        assert membership.probability(np.array([row]))[0] > base, membership.FEATURES[i]
+    assert membership.cut(0.5) == membership.CUT
+    assert membership.cut(1.0) == pytest.approx(min(0.99, 2 * membership.CUT))
+
+
+def test_choose_takes_the_strong_hits_and_leaves_a_weak_one_of_another_run_as_near_miss() -> None:
+    """Session a: six turns of one topic (their vectors alike); session b: six of another. The
+    seed hits a's turns 1, 3 and 4 and, far down, one turn of b: a's hits join; a's other turns,
+    which the walk reaches no more than the core itself, do not; b's hit is a near miss."""
+    keys = [_k("a", t) for t in range(6)] + [_k("b", t) for t in range(6)]
+    x = np.zeros((12, 20))
+    for i in range(12):
+        x[i, 0 if i < 6 else 1] = 1.0
+        x[i, 2 + i] = 0.1
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    pos = {k: i for i, k in enumerate(keys)}
+    hits = [_hit("a", 1, 10.0), _hit("a", 3, 9.0), _hit("a", 4, 8.0), _hit("b", 2, 2.0)]
+    core = {_k("a", 1): 1.0, _k("a", 3): 0.9}
+    chosen, near = membership.choose([("topic", hits)], keys, set(), x, pos, core, 0.5)
+    assert chosen == [
+        (_k("a", 1), 10.0, "seed:topic"),
+        (_k("a", 3), 9.0, "seed:topic"),
+        (_k("a", 4), 8.0, "seed:topic"),
+    ]
+    assert [n["ref"] for n in near] == ["b:2"]
+    assert near[0]["probability"] < 0.01 and near[0]["share"] == 0.2
+    # a noise hit is neither a candidate nor a near miss
+    chosen, near = membership.choose([("topic", hits)], keys, {_k("b", 2)}, x, pos, core, 0.5)
+    assert near == [] and [k for k, _, _ in chosen] == [_k("a", 1), _k("a", 3), _k("a", 4)]
+
+
+def test_tag_theme_with_vectors_scores_topic_seeds_and_keeps_the_rules_for_questions(
+    tmp_path: Path,
+) -> None:
+    """The planted sample, embedded with the packaged static model: a topic seed goes by the
+    score (every planted turn of the theme, few others), a question seed by the rules."""
+    labels = json.loads((SAMPLE / "LABELS.json").read_text(encoding="utf-8"))["themes"]
+    archive = Archive(tmp_path / "home")
+    archive.ingest(SAMPLE)
+    truth = {(s, "main", t) for s, t in labels["auth-tokens"]}
+    r = archive.tag_theme("auth tokens", "shop", seeds=["issue_access_token JWT"])
+    got = {m.key for m in r.attached}
+    assert len(got & truth) / len(truth) >= 0.9 and len(got & truth) / len(got) >= 0.55
+    assert {m.provenance.split(":")[0] for m in r.attached} <= {"seed", "walk"}
+    assert all(n["probability"] < membership.cut(0.5) for n in r.near_misses)
+    calls: list[int] = []
+    saved = membership.choose
+    membership.choose = lambda *a: calls.append(1) or saved(*a)  # type: ignore[assignment]
+    try:
+        archive.tag_theme("q", "shop", seeds=["How are access tokens issued?"])
+        assert calls == []
+        tagging.SCORED, was = False, tagging.SCORED
+        try:
+            archive.tag_theme("by rules", "shop", seeds=["issue_access_token JWT"])
+        finally:
+            tagging.SCORED = was
+        assert calls == []
+        archive.tag_theme("scored", "shop", seeds=["issue_access_token JWT"])
+        assert calls == [1]
+    finally:
+        membership.choose = saved  # type: ignore[assignment]
