@@ -280,6 +280,13 @@ def main(argv: list[str] | None = None) -> int:
             "shipped_in_sample": macro(h.shipped, h.members),
             "z_same_size": macro(z, h.members),
             "weights": {FEATURES[i]: round(float(v), 3) for i, v in zip(keep, w, strict=False)},
+            "constants": {  # membership.py's, as this fold fitted them (every feature kept)
+                "MEAN": mu.tolist(),
+                "SCALE": sd.tolist(),
+                "WEIGHTS": w[:-1].tolist(),
+                "BIAS": float(w[-1]),
+                "CUT": best,
+            },
         }
         result["held_out"][held] = row
         print(held, json.dumps({k: v for k, v in row.items() if k != "weights"}), file=sys.stderr)

@@ -13,7 +13,8 @@ may attach by 0.5 z(BM25) + 0.5 z(MiniLM cosine) and keeps as many as the settin
 Per held-out project, the setting with the best mean `objective` on the other two is chosen:
 recall, less twice what precision falls under 0.65 (the issue's target: recall at precision >= 0.65).
 
-`--why` explains the current code's misses and wrong attachments per project: a labelled member
+`--why` explains the rules' misses and wrong attachments per project (`tagging.SCORED` off: topic
+seeds join by `membership.py`'s score by default, which `members_learned.py` measures): a labelled member
 left out is noise, never among a seed's hits, a hit too weak to be a candidate, a candidate the
 core's centroid kept out, out of the walk's reach, or cut by the walk; an attached non-member is
 counted by provenance (seed, neighbour, walk).
@@ -127,11 +128,14 @@ def recorded(log: dict[str, Any]) -> Iterator[None]:
         log.update(drop=set(drop), add=set(add))
         return drop, add
 
+    scored = tagging.SCORED
     tagging.close_to_core, tagging.local_turns, tagging.walk = close_to_core, local_turns, walked
+    tagging.SCORED = False
     try:
         yield
     finally:
         tagging.close_to_core, tagging.local_turns, tagging.walk = saved
+        tagging.SCORED = scored
 
 
 def why(p: ProjectData) -> dict[str, Any]:

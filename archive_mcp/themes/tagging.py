@@ -1,5 +1,9 @@
 """Seed tagging: from 1-3 seed phrases to the turns of a theme, plus near misses to confirm.
 
+With vectors, topic seeds join by one learned score (`by_score`, themes/membership.py), which
+replaced the rules below for them held out by project; the rules stay for question seeds and for
+workspaces without vectors.
+
 Each seed is searched with the words that most of the workspace shares taken out (a project's
 name, the two speakers of a chat: they match everything and point the query vector nowhere).
 Hits that are noise (commands that did no work, compaction summaries, continuation stubs, API
