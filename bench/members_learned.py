@@ -243,12 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated features to use alone")
     ap.add_argument("--mode", choices=sorted(CUTS), default="cut")
     ap.add_argument("--fit", action="store_true", help="fit on every project; print the constants")
+    ap.add_argument(
+        "--window", type=int, help="membership.WINDOW for the candidates (default: its own)"
+    )
     args = ap.parse_args(argv)
     out = args.out.resolve()
     if out == REPO or REPO in out.parents:
         ap.error("--out must be outside the repository")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    cache = out / "members_learned.pickle"
+    if args.window is not None:
+        membership.WINDOW = args.window
+    cache = out / f"members_learned-w{membership.WINDOW}.pickle"
     if args.reuse and cache.exists():
         data = pickle.loads(cache.read_bytes())
     else:

@@ -92,6 +92,14 @@ MINILM_CHARS = 2000  # a turn's text as MiniLM sees it (it reads 256 word pieces
 
 Setting = Mapping[str, Any] | Callable[[], contextlib.AbstractContextManager[Any]] | None
 GRID: dict[str, Setting] = {"current": None}  # add candidate rule settings here
+# The figures the JSON keeps for every setting on every project (`every_setting`), not only the chosen.
+HEADLINE = (
+    "member_recall",
+    "member_precision",
+    "changes_flagged",
+    "claimed_changes",
+    "now_right",
+)
 
 
 # --- projects and labels ---------------------------------------------------------------------
@@ -641,12 +649,17 @@ def main(argv: list[str] | None = None) -> int:
         result["bertopic"][name] = {"by_k": by_k}
         print(f"[{name}] prepared: {p.seconds}", file=sys.stderr, flush=True)
 
+    every: dict[str, dict[str, Any]] = {}  # setting -> project -> its headline figures
+
     def run(name: str, setting: Setting) -> dict[str, Any]:
         figures = evaluate(data[name], setting)
+        label = next(n for n, s in grid.items() if s is setting)
+        every.setdefault(label, {})[name] = {k: v for k, v in figures.items() if k in HEADLINE}
         print(f"[{name}] archive-mcp: {figures['seconds']}", file=sys.stderr, flush=True)
         return figures
 
     result["held_out"] = leave_one_project_out(projects, grid, run)
+    result["every_setting"] = every
     bert = leave_one_project_out(
         projects,
         {str(k): k for k in K_RANGE},  # type: ignore[misc]
