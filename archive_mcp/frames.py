@@ -138,6 +138,7 @@ def themes(selected: Sequence[Workspace]) -> pl.LazyFrame:
             "who": m.who,
             "tagged_at": m.when,
             "score": m.score,
+            "probability": m.probability,
         }
         for ws in selected
         for t in ThemeStore(ws).list()

@@ -74,6 +74,7 @@ THEME_SCHEMA: dict[str, pl.DataType] = {
     "who": pl.String(),
     "tagged_at": pl.String(),
     "score": pl.Float64(),
+    "probability": pl.Float64(),  # the learned score's, for turns topic seeds attached
 }
 
 # One row per tool call (Archive.tool_calls).

@@ -81,16 +81,17 @@ def test_choose_takes_the_strong_hits_and_leaves_a_weak_one_of_another_run_as_ne
     hits = [_hit("a", 1, 10.0), _hit("a", 3, 9.0), _hit("a", 4, 8.0), _hit("b", 2, 2.0)]
     core = {_k("a", 1): 1.0, _k("a", 3): 0.9}
     chosen, near = membership.choose([("topic", hits)], keys, set(), x, pos, core, 0.5)
-    assert chosen == [
+    assert [c[:3] for c in chosen] == [
         (_k("a", 1), 10.0, "seed:topic"),
         (_k("a", 3), 9.0, "seed:topic"),
         (_k("a", 4), 8.0, "seed:topic"),
     ]
+    assert all(membership.cut(0.5) <= c[3] <= 1 for c in chosen)
     assert [n["ref"] for n in near] == ["b:2"]
     assert near[0]["probability"] < 0.01 and near[0]["share"] == 0.2
     # a noise hit is neither a candidate nor a near miss
     chosen, near = membership.choose([("topic", hits)], keys, {_k("b", 2)}, x, pos, core, 0.5)
-    assert near == [] and [k for k, _, _ in chosen] == [_k("a", 1), _k("a", 3), _k("a", 4)]
+    assert near == [] and [c[0] for c in chosen] == [_k("a", 1), _k("a", 3), _k("a", 4)]
 
 
 def test_tag_theme_with_vectors_scores_topic_seeds_and_keeps_the_rules_for_questions(
@@ -106,6 +107,11 @@ def test_tag_theme_with_vectors_scores_topic_seeds_and_keeps_the_rules_for_quest
     got = {m.key for m in r.attached}
     assert len(got & truth) / len(truth) >= 0.9 and len(got & truth) / len(got) >= 0.55
     assert {m.provenance.split(":")[0] for m in r.attached} <= {"seed", "walk"}
+    assert all(m.probability is not None and m.probability >= 0.2 for m in r.attached)
+    kept = archive.themes_store("shop").get("auth tokens")
+    assert {m.key: m.probability for m in kept.members} == {
+        m.key: m.probability for m in r.attached
+    }
     assert all(n["probability"] < membership.cut(0.5) for n in r.near_misses)
     calls: list[int] = []
     saved = membership.choose

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
+from archive_mcp.themes import standing as standing_module
 from archive_mcp.themes.standing import line, standing, substantive
 from archive_mcp.themes.store import Member, Theme
 from archive_mcp.themes.timeline import Decision, build_timeline
@@ -123,3 +124,20 @@ def test_the_timeline_carries_now_in_its_structure_and_its_now_line() -> None:
         {"ref": "s:1", "at": s.at, "state": "decided", "gist": s.gist} for s in tl.now
     ]
     assert "**Now:** decided 2026-01-01 (s:1)" in tl.markdown()
+
+
+def test_a_member_the_score_was_unsure_of_is_never_where_the_theme_stands() -> None:
+    """The last turn asks something of its own, but tagging's score gave it under NOW_MIN (a turn
+    of another topic at the theme's tail): Now is the course before it, as if it were not there."""
+    rows = _rows(["use redis for sessions", "rewrite the release notes for v2"])
+    rows[0]["probability"] = 0.9
+    rows[1]["probability"] = standing_module.NOW_MIN - 0.01
+    now = standing(rows, [_decision(0, "use redis")])
+    assert [(s.ref, s.state) for s in now] == [("s:0", "decided")]
+    rows[1]["probability"] = standing_module.NOW_MIN
+    assert [(s.ref, s.state) for s in standing(rows, [_decision(0, "use redis")])] == [
+        ("s:1", "open"),
+        ("s:0", "decided"),
+    ]
+    del rows[1]["probability"]  # tagged by hand or by the rules: no probability, no doubt
+    assert standing(rows, [_decision(0, "use redis")])[0].ref == "s:1"

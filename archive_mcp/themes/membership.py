@@ -113,8 +113,8 @@ def choose(
     pos: Mapping[Key, int],
     core: Mapping[Key, float],
     min_score: float,
-) -> tuple[list[tuple[Key, float, str]], list[dict[str, Any]]]:
-    """The members, as (key, score, provenance), among `turns` (main-agent turns of the hits'
+) -> tuple[list[tuple[Key, float, str, float]], list[dict[str, Any]]]:
+    """The members, as (key, score, provenance, probability), among `turns` (main-agent turns of the hits'
     sessions with a vector at `pos` in `x`, noise left out) around the hits of `runs` (each seed
     with its search hits), and the hits under the cut as near misses, most likely first.
     `core`: the core turns (key -> share of their seed's best hit)."""
@@ -139,14 +139,17 @@ def choose(
     best = max((h.score for h, _ in found.values()), default=0.0)
     every = " | ".join(seed for seed, _ in runs)
     chosen = [
-        (k, found[k][0].score, f"seed:{found[k][1]}")
-        if k in found
-        else (k, best * p, f"walk:{every}")
+        (k, found[k][0].score if k in found else best * p, _how(k, found, every), round(p, 3))
         for k, p in prob.items()
         if p >= least
     ]
     under = sorted((k for k in found if prob.get(k, 0.0) < least), key=lambda k: -prob.get(k, 0.0))
     return chosen, [_near(*found[k], best, prob.get(k, 0.0)) for k in under]
+
+
+def _how(k: Key, found: Mapping[Key, tuple[Any, str]], every: str) -> str:
+    """A member's provenance: the seed whose hits hold it best, else the walk from all seeds."""
+    return f"seed:{found[k][1]}" if k in found else f"walk:{every}"
 
 
 def _near(h: Any, seed: str, best: float, chance: float) -> dict[str, Any]:

@@ -49,6 +49,8 @@ class Member:
     who: str
     when: str
     score: float | None = None
+    # the chance that it belongs, when `membership.probability` attached it (topic seeds)
+    probability: float | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:

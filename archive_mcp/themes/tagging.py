@@ -90,6 +90,7 @@ class Candidate:
     key: Key
     score: float
     provenance: str
+    probability: float | None = None  # membership.probability's, for topic seeds
 
 
 def focus(seed: str, index: WorkspaceIndex) -> str:
@@ -509,7 +510,9 @@ def tag_theme(
                     no_match,
                 )
             found = []
-        candidates += [Member(*c.key, c.provenance, who, when, c.score) for c in found]
+        candidates += [
+            Member(*c.key, c.provenance, who, when, c.score, c.probability) for c in found
+        ]
     with locked(ws.root):
         current = store.get(theme) or Theme(theme, slug)
         if current.status == "suggested":  # confirming a suggestion makes it the user's theme

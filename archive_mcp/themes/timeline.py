@@ -249,12 +249,14 @@ def build_timeline(
             "agent": [m.agent for m in theme.members],
             "turn": [m.turn for m in theme.members],
             "provenance": [m.provenance for m in theme.members],
+            "probability": [m.probability for m in theme.members],
         },
         schema={
             "session_id": pl.String,
             "agent": pl.String,
             "turn": pl.Int64,
             "provenance": pl.String,
+            "probability": pl.Float64,
         },
     )
     frame = (
