@@ -194,7 +194,8 @@ class AiderTurnBuilder:
         self.in_info = last is None
         lines = data[pos:stop].decode("utf-8", errors="replace").split("\n")
         lines.pop()  # after the last newline
-        cur.synthetic_text += "".join([text.removeprefix("> ").rstrip() + "\n" for text in lines])
+        kept = [text.removeprefix("> ").rstrip() for text in lines]  # one line at least
+        cur.synthetic_text += "\n".join(kept) + "\n"
         # The usage and edit lines, found by one byte search from the newline before `pos` (a
         # prompt line precedes every turn's text, so `pos >= 1`).
         for mark in _MARKS.finditer(data, pos - 1, stop):
