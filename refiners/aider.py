@@ -77,12 +77,12 @@ def input_times(path: Path) -> tuple[list[str], list[str]]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return whens, prompts
-    text = "\n" + "\n".join(lines)  # the same lines, each after a `\n`
-    simple = _ONE_LINE_ENTRY.findall(text)
-    if len(simple) == text.count("\n# "):  # every entry one prompt line (as Aider writes): in C
+    joined = "\n" + "\n".join(lines)  # the same lines, each after a `\n`
+    simple = _ONE_LINE_ENTRY.findall(joined)
+    if len(simple) == joined.count("\n# "):  # every entry one prompt line (as Aider writes): in C
         return [when.strip() for when, _ in simple], [prompt for _, prompt in simple]
     # Split at the lines that start with `# `; the first piece comes before any time.
-    for entry in text.split("\n# ")[1:]:
+    for entry in joined.split("\n# ")[1:]:
         head, _, rest = entry.partition("\n")
         one = rest.rstrip("\n")
         if "\n" not in one:  # one prompt line (or none): the common case, without a loop
