@@ -62,6 +62,14 @@ def _one_key(key: str, value: str) -> str:
     return f'{{"{key}": {_quote(value)}}}'
 
 
+def _tokens(number: str, k: str) -> int | None:
+    """A token count as Aider rounds it (`2.4k`), or None for digits that are no number."""
+    try:
+        return int(float(number) * (1000 if k else 1))
+    except (ValueError, OverflowError):  # `1.2.3`, `.`; a float too large for an int
+        return None
+
+
 def _line(data: bytes, at: int) -> str:
     """The line of `data` that starts at `at`, decoded, without its newline."""
     return data[at : data.index(b"\n", at)].decode("utf-8", errors="replace")
@@ -238,13 +246,14 @@ class AiderTurnBuilder:
 
     @staticmethod
     def _usage(cur: Turn, text: str) -> None:
-        """The usage a `> Tokens:` line records, added to the turn's."""
+        """The usage a `> Tokens:` line records, added to the turn's; none when its digits make
+        no count (`1.2.3k`, 400 digits): one odd line must not lose the whole history."""
         tokens = _TOKENS.match(text)
-        if tokens:
-            sent, k_sent, received, k_received = tokens.groups()
-            usage = cur.usage
-            usage["input_other"] += int(float(sent) * (1000 if k_sent else 1))
-            usage["output"] += int(float(received) * (1000 if k_received else 1))
+        sent = _tokens(tokens.group(1), tokens.group(2)) if tokens else None
+        received = _tokens(tokens.group(3), tokens.group(4)) if tokens else None
+        if sent is not None and received is not None:
+            cur.usage["input_other"] += sent
+            cur.usage["output"] += received
 
     @staticmethod
     def _edit(cur: Turn, text: str) -> None:
