@@ -39,6 +39,8 @@ from typing import Any
 
 from archive_mcp.refiners import READERS, aider, discover
 
+from archive_mcp.ingest.workers import freeze_imports
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "real-cli" / "aider-0.86.2" / "repo"
 
@@ -225,7 +227,9 @@ def cpu_rate(parse: Callable[[Path], Any], files: list[Path], seconds: float = 1
 
 
 def speed(old: ModuleType, rounds: int, times: int) -> None:
-    """Old and new Aider reader and the Claude Code reader, interleaved rounds (CPU MB/s)."""
+    """Old and new Aider reader and the Claude Code reader, interleaved rounds (CPU MB/s), the
+    imports frozen first as an ingest does (`freeze_imports`)."""
+    freeze_imports()
     claude = [
         f.path for s in discover(REPO / "tests/fixtures/real/claude").sessions for f in s.files
     ]

@@ -43,8 +43,11 @@ _STRUCTURE = re.compile(rb"\n(?:#### |# aider chat started at )")
 _SHELL = re.compile(r"^/(run|test)\s+(.*)$", re.S)
 # The end of the last of back-to-back messages: a line break not followed by another message.
 _MESSAGES_END = re.compile(rb"  \n(?!> )")
-# Lines of ASCII white space only (what `bytes.strip()` removes): blank without decoding.
-_ASCII_BLANK = re.compile(rb"(?:[ \t\r\x0b\x0c]*\n)*")
+# An input-history entry of one prompt line: `# <time>`, `+<prompt>` and blank lines, up to the
+# next entry or the end (in the history's lines joined by `\n`).
+_ONE_LINE_ENTRY = re.compile(r"\n# ([^\n]*)\n\+([^\n]*)\n*(?=\n# |\Z)")
+# A usage or an edit line (read by `_TOKENS` and `_APPLIED`), found after its newline.
+_MARKS = re.compile(rb"\n> (Tokens:|Applied)")
 
 
 def _local(text: str) -> float | None:
@@ -59,8 +62,12 @@ def _one_key(key: str, value: str) -> str:
     return f'{{"{key}": {_quote(value)}}}'
 
 
-def _tokens(number: str, k: str) -> int:
-    return int(float(number) * (1000 if k else 1))
+def _tokens(number: str, k: str) -> int | None:
+    """A token count as Aider rounds it (`2.4k`), or None for digits that are no number."""
+    try:
+        return int(float(number) * (1000 if k else 1))
+    except (ValueError, OverflowError):  # `1.2.3`, `.`; a float too large for an int
+        return None
 
 
 def _line(data: bytes, at: int) -> str:
@@ -78,9 +85,12 @@ def input_times(path: Path) -> tuple[list[str], list[str]]:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return whens, prompts
-    # Split at the lines that start with `# ` (the text rejoined by `\n`: the same lines); the
-    # first piece comes before any time and is no entry.
-    for entry in ("\n" + "\n".join(lines)).split("\n# ")[1:]:
+    joined = "\n" + "\n".join(lines)  # the same lines, each after a `\n`
+    simple = _ONE_LINE_ENTRY.findall(joined)
+    if len(simple) == joined.count("\n# "):  # every entry one prompt line (as Aider writes): in C
+        return [when.strip() for when, _ in simple], [prompt for _, prompt in simple]
+    # Split at the lines that start with `# `; the first piece comes before any time.
+    for entry in joined.split("\n# ")[1:]:
         head, _, rest = entry.partition("\n")
         one = rest.rstrip("\n")
         if "\n" not in one:  # one prompt line (or none): the common case, without a loop
@@ -144,11 +154,10 @@ class AiderTurnBuilder:
         self.in_info = False
         self.header = True
 
-    def prompt(self, prompt: str, start: int, end: int) -> bool:
-        """A `#### ` line (`prompt`: its text): a turn opens (True), or the prompt of the turn
-        just opened goes on (False)."""
-        opened = not (self.in_prompt and self.turns)
-        if opened:
+    def prompt(self, prompt: str, start: int, end: int) -> None:
+        """A `#### ` line (`prompt`: its text): a turn opens, or the prompt of the turn just
+        opened goes on (a prompt of many lines)."""
+        if not (self.in_prompt and self.turns):
             self._close()
             turn = Turn(
                 index=self.index, started_at=None, user_text=prompt, byte_start=start, legacy=True
@@ -161,7 +170,6 @@ class AiderTurnBuilder:
         turn.byte_end = end
         self.header = False
         self.in_prompt = True
-        return opened
 
     def between(self, data: bytes, pos: int, end: int, base: int) -> None:
         """The lines `data[pos:end]` between two prompt or run-start lines (`base`: where `data`
@@ -177,11 +185,14 @@ class AiderTurnBuilder:
             return
         cur = turns[-1]
         cur.byte_end = base + end
+        # Messages and answer lines alternate: a run of answer lines ends at a message line, and
+        # a run of messages at a line that starts none.
+        if self.in_info or data.startswith(b"> ", pos):
+            pos = self._messages(cur, data, pos, end)
         while pos < end:
-            if self.in_info or data.startswith(b"> ", pos):
+            pos = self._answer(cur, data, pos, end)
+            if pos < end:
                 pos = self._messages(cur, data, pos, end)
-            else:
-                pos = self._answer(cur, data, pos, end)
 
     def _messages(self, cur: Turn, data: bytes, pos: int, end: int) -> int:
         """Aider's messages from `pos`, back to back: each runs to its line that ends with two
@@ -191,15 +202,15 @@ class AiderTurnBuilder:
         self.in_info = last is None
         lines = data[pos:stop].decode("utf-8", errors="replace").split("\n")
         lines.pop()  # after the last newline
-        cur.synthetic_text += "".join([text.removeprefix("> ").rstrip() + "\n" for text in lines])
-        # The usage and edit lines, found by a byte search from the newline before `pos` (a
-        # prompt line precedes every turn's text, so `pos >= 1`). Usage only adds up and edits
-        # keep their own order, so each kind is read on its own.
-        for mark in (b"\n> Tokens:", b"\n> Applied"):
-            at = data.find(mark, pos - 1, stop)
-            while at >= 0:
-                self._marks(cur, _line(data, at + 1))
-                at = data.find(mark, at + 1, stop)
+        kept = [text.removeprefix("> ").rstrip() for text in lines]  # one line at least
+        cur.synthetic_text += "\n".join(kept) + "\n"
+        # The usage and edit lines, found by one byte search from the newline before `pos` (a
+        # prompt line precedes every turn's text, so `pos >= 1`).
+        for mark in _MARKS.finditer(data, pos - 1, stop):
+            if mark.group(1) == b"Tokens:":
+                self._usage(cur, _line(data, mark.start() + 1))
+            else:
+                self._edit(cur, _line(data, mark.start() + 1))
         return stop
 
     def _answer(self, cur: Turn, data: bytes, pos: int, end: int) -> int:
@@ -207,18 +218,16 @@ class AiderTurnBuilder:
         new one (blank lines before its first text dropped). Returns where they end."""
         found = data.find(b"\n> ", pos, end)  # the line at `pos` is no message
         stop = found + 1 if found >= 0 else end
+        text = data[pos:stop].decode("utf-8", errors="replace")
         steps = cur.steps
         if not steps or steps[-1].tool_calls:
-            while True:
-                blank = _ASCII_BLANK.match(data, pos, stop)  # matches, if only 0 bytes
-                pos = blank.end() if blank else pos
-                if pos == stop:
-                    return stop
-                if _line(data, pos).strip():
-                    break
-                pos = data.index(b"\n", pos) + 1  # blank in Unicode only (NBSP, \x1c, …)
+            body = text.lstrip()  # white space in Unicode's sense, as `str.strip` sees a blank line
+            if not body:
+                return stop
+            if len(body) < len(text):  # from the start of the first line that is not blank
+                text = text[text.rfind("\n", 0, len(text) - len(body)) + 1 :]
             steps.append(Step(n=len(steps) + 1))
-        steps[-1].text += data[pos:stop].decode("utf-8", errors="replace")
+        steps[-1].text += text
         return stop
 
     def _prompt_done(self, turn: Turn) -> None:
@@ -235,13 +244,21 @@ class AiderTurnBuilder:
                 )
                 turn.steps.append(Step(n=len(turn.steps) + 1, tool_calls=[call]))
 
-    def _marks(self, cur: Turn, text: str) -> None:
-        """The usage and the edit an Aider message line records."""
-        tokens = _TOKENS.match(text) if text.startswith("> Tokens:") else None
-        if tokens:
-            cur.usage["input_other"] += _tokens(tokens.group(1), tokens.group(2))
-            cur.usage["output"] += _tokens(tokens.group(3), tokens.group(4))
-        applied = _APPLIED.match(text) if text.startswith("> Applied") else None
+    @staticmethod
+    def _usage(cur: Turn, text: str) -> None:
+        """The usage a `> Tokens:` line records, added to the turn's; none when its digits make
+        no count (`1.2.3k`, 400 digits): one odd line must not lose the whole history."""
+        tokens = _TOKENS.match(text)
+        sent = _tokens(tokens.group(1), tokens.group(2)) if tokens else None
+        received = _tokens(tokens.group(3), tokens.group(4)) if tokens else None
+        if sent is not None and received is not None:
+            cur.usage["input_other"] += sent
+            cur.usage["output"] += received
+
+    @staticmethod
+    def _edit(cur: Turn, text: str) -> None:
+        """The edit a `> Applied` line records: a call in the last step that has calls."""
+        applied = _APPLIED.match(text)
         if applied:
             call = ToolCall(
                 id=f"aider-{cur.index}-edit-{len(cur.tool_calls)}",
@@ -251,9 +268,10 @@ class AiderTurnBuilder:
                 called_at=cur.started_at,
                 result_at=cur.started_at,
             )
-            if not cur.steps or not cur.steps[-1].tool_calls:
-                cur.steps.append(Step(n=len(cur.steps) + 1))
-            cur.steps[-1].tool_calls.append(call)
+            steps = cur.steps
+            if not steps or not steps[-1].tool_calls:
+                steps.append(Step(n=len(steps) + 1))
+            steps[-1].tool_calls.append(call)
 
     def _close(self) -> None:
         """The turn before a run's start or a new prompt ends (its prompt complete first)."""
@@ -315,8 +333,7 @@ def parse_wire(
         fh.seek(start)
         data = fh.read()
     limit = _whole_lines(data, None if stop is None else stop - start)
-    pos, line_no, counted = 0, first_line, 0  # pos: after the last block read, in data
-    line_of_turn: dict[int, int] = {}
+    pos = 0  # after the last block read, in data
     for at in _line_starts(data, limit):
         nl = data.index(b"\n", at) + 1
         if not data.startswith(b"#### ", at):  # a run's start, or a line that only looks so
@@ -329,11 +346,9 @@ def parse_wire(
         builder.between(data, pos, at, start)
         pos = nl
         prompt = data[at + 5 : nl].decode("utf-8", errors="replace").rstrip()
-        if builder.prompt(prompt, start + at, start + nl):
-            line_no, counted = line_no + data.count(b"\n", counted, at), at
-            line_of_turn[builder.index - 1] = line_no
+        builder.prompt(prompt, start + at, start + nl)
     builder.between(data, pos, limit, start)
-    pos, line_no = start + limit, line_no + data.count(b"\n", counted, limit)
+    pos = start + limit
     if builder.in_prompt and builder.turns:
         builder._prompt_done(builder.turns[-1])
     turns = builder.turns
@@ -343,10 +358,13 @@ def parse_wire(
     result = ParseResult(version or protocol or "unknown", turns, complete_offset=pos)
     last = turns[-1] if turns else None
     if last is not None and last.end == "open":
-        result.resume_offset, result.resume_line = last.byte_start, line_of_turn[last.index]
+        result.resume_offset, result.resume_line = (
+            last.byte_start,
+            first_line + data.count(b"\n", 0, last.byte_start - start),
+        )
         result.resume_index = last.index
     else:
-        result.resume_offset, result.resume_line = pos, line_no
+        result.resume_offset, result.resume_line = pos, first_line + data.count(b"\n", 0, limit)
         result.resume_index = last.index + 1 if last else start_index
     return result
 

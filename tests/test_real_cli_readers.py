@@ -304,6 +304,24 @@ def test_aider_history_edge_cases_read_by_blocks(tmp_path: Path) -> None:
     assert (run.usage["input_other"], run.usage["output"]) == (1500, 20)
 
 
+def test_aider_usage_line_whose_digits_make_no_count_is_kept_as_text(tmp_path: Path) -> None:
+    """`1.2.3k` or 400 digits in a `> Tokens:` line: no usage, the turn and the line kept (the
+    whole parse raised ValueError/OverflowError before)."""
+    history = tmp_path / ".aider.chat.history.md"
+    huge = "9" * 400
+    history.write_text(
+        "#### hi\n\n> Tokens: 1.2.3k sent, 5 received.  \n"
+        f"> Tokens: {huge} sent, 7 received.  \n> Tokens: 2k sent, 3 received.  \n",
+        encoding="utf-8",
+    )
+    [turn] = aider.parse_wire(history).turns
+    assert (turn.usage["input_other"], turn.usage["output"]) == (2000, 3)
+    assert turn.synthetic_text == (
+        f"Tokens: 1.2.3k sent, 5 received.\nTokens: {huge} sent, 7 received.\n"
+        "Tokens: 2k sent, 3 received.\n"
+    )
+
+
 def test_opencode_1_18_database_read_only_into_turns(tmp_path: Path, monkeypatch: Any) -> None:
     import sqlite3
     import tempfile

@@ -243,6 +243,7 @@ def run_ingest(
     on the engine `engine` names; `report.roots` says which homes were looked at. Sessions whose
     work dir is under an `exclude` path or glob (default: the `exclude` setting) are skipped and
     counted (`report.excluded`)."""
+    _workers.freeze_imports()  # parsing makes many small objects: collections cost less
     looked = [] if paths else default_source_roots()
     roots = [Path(p).expanduser() for p in paths] or [p for p in looked if p.exists()]
     vectors = embedder()
@@ -279,6 +280,7 @@ def run_refine(
     """Refine the archived sessions of `selected` (only `session` when given, `NotFound` when none
     of them holds it; only those active since `since`) on `engine`; embed them when an `embedder` is given and can be loaded (else
     `report.embed_error` says why)."""
+    _workers.freeze_imports()  # parsing makes many small objects: collections cost less
     report = RefineReport()
     plan = [
         (ws, sid, files)

@@ -24,6 +24,7 @@ from typing import Any
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.ingest.jobs import EMBED_BATCH, EmbedItem, Progress, embed_rows
 from archive_mcp.ingest.runners import J, Meter, R
+from archive_mcp.ingest.workers import freeze_imports
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, MiniLMEmbedder, make_embedder
 from archive_mcp.workspaces import Workspace
 
@@ -48,7 +49,9 @@ def import_ray() -> Any:
 
 
 def run_job(fn: Callable[[J], R], job: J, hook: Hook | None) -> R:
-    """What a Ray task runs: one session's job (the same function the local engine runs)."""
+    """What a Ray task runs: one session's job (the same function the local engine runs), in a
+    worker whose imports are frozen first (`freeze_imports`: once a process)."""
+    freeze_imports()
     if hook is not None:
         hook("refine", str(getattr(job, "session_id", "")))
     return fn(job)

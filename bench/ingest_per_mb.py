@@ -1,0 +1,134 @@
+"""End-to-end ingest cost per MB: `archive-mcp ingest` of an Aider history and of Claude Code logs,
+each about 1 MB, beside a tiny ingest whose cost is the command's own (start-up, imports, store).
+
+    python bench/ingest_per_mb.py [--rounds 5] [--mb 1.0]
+
+What a user runs, not the reader alone (`readers_speed.py`): each case is one
+`archive-mcp ingest PATH --no-embed --no-index` in a fresh process with a fresh archive home (and
+a temporary HOME), its CPU time (user + system, from the OS) measured. The data comes from the
+repository's genuine fixtures: Aider's history of `tests/fixtures/real-cli/aider-0.86.2` repeated
+to ~`--mb` MB (its input history with it, as `readers_speed.py` builds it), the Claude Code logs
+of `tests/fixtures/real/claude` copied until ~`--mb` MB with each copy's session ids changed (so
+each copy is a session of its own), and the Aider fixture as written (2.5 kB) for the fixed cost.
+Cases run interleaved, `--rounds` times; the median and range of each is printed, and each big
+case's cost above the tiny one, per MB. Prints numbers only, no log content.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+AIDER = FIXTURES / "real-cli" / "aider-0.86.2" / "repo"
+CLAUDE = FIXTURES / "real" / "claude"
+UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def aider_history(dst: Path, mb: float) -> Path:
+    """The genuine Aider history and input history, each repeated to about `mb` MB."""
+    history = AIDER / ".aider.chat.history.md"
+    times = max(1, int(mb * 1e6 / history.stat().st_size))
+    dst.mkdir(parents=True)
+    for name in (".aider.chat.history.md", ".aider.input.history"):
+        (dst / name).write_bytes((AIDER / name).read_bytes() * times)
+    return dst
+
+
+def claude_logs(dst: Path, mb: float) -> Path:
+    """Copies of the Claude Code fixtures up to about `mb` MB, copy k's session ids starting
+    with the hex digit k (names and contents), so every copy holds sessions of its own."""
+    files = sorted(CLAUDE.rglob("*.jsonl"))
+    size = sum(f.stat().st_size for f in files)
+    for k in range(max(1, min(16, round(mb * 1e6 / size)))):
+
+        def renamed(m: re.Match[bytes], k: int = k) -> bytes:
+            return b"%x" % k + m.group()[1:]
+
+        for f in files:
+            rel = UUID.sub(renamed, str(f.relative_to(CLAUDE)).encode()).decode()
+            out = dst / f"copy{k}" / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(UUID.sub(renamed, f.read_bytes()))
+    return dst
+
+
+def ingest_cpu(path: Path, scratch: Path) -> tuple[float, int]:
+    """CPU seconds of one `archive-mcp ingest` of `path` into a fresh home, and its turns."""
+    home = Path(tempfile.mkdtemp(dir=scratch))
+    env = {"HOME": str(home / "user"), "ARCHIVE_MCP_HOME": str(home / "archive")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = subprocess.run(
+        [sys.executable, "-m", "archive_mcp", "ingest", str(path), "--no-embed", "--no-index"]
+        + ["--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**_base_env(), **env},
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    shutil.rmtree(home)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return cpu, int(json.loads(run.stdout)["turns_added"])
+
+
+def _base_env() -> dict[str, str]:
+    """The environment the command needs (PATH, the interpreter's), no agent homes."""
+    keep = ("PATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV", "PYTHONPATH")
+    return {k: v for k, v in os.environ.items() if k in keep}
+
+
+def _log_bytes(path: Path) -> int:
+    """The bytes the reader parses, as `readers_speed.py` counts them: Aider's chat history (not
+    its input history), every Claude Code log."""
+    logs = (
+        [path / ".aider.chat.history.md"]
+        if path.is_dir() and (path / ".aider.chat.history.md").exists()
+        else sorted(path.rglob("*.jsonl"))
+    )
+    return sum(f.stat().st_size for f in logs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--mb", type=float, default=1.0)
+    args = ap.parse_args(argv)
+    scratch = Path(tempfile.mkdtemp())
+    cases = {
+        "aider 0.86 (2.5 kB, fixed cost)": AIDER,
+        "aider 0.86 repeated": aider_history(scratch / "aider" / "repo", args.mb),
+        "claude-code fixtures copied": claude_logs(scratch / "claude", args.mb),
+    }
+    sizes = {name: _log_bytes(path) for name, path in cases.items()}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
+    turns: dict[str, int] = {}
+    for _ in range(max(1, args.rounds)):
+        for name, path in cases.items():
+            seconds, turns[name] = ingest_cpu(path, scratch)
+            cpu[name].append(seconds)
+    shutil.rmtree(scratch)
+    first = next(iter(cases))
+    fixed = statistics.median(cpu[first])
+    print(f"{'':34} {'size':>9} {'turns':>6}   CPU s median (range)   above fixed, s/MB")
+    for name in cases:
+        med = statistics.median(cpu[name])
+        above = f"{(med - fixed) / (sizes[name] / 1e6):6.2f}" if name != first else "     -"
+        print(
+            f"{name:34} {sizes[name] / 1e3:7.1f}kB {turns[name]:6}   {med:5.2f} "
+            f"({min(cpu[name]):.2f}-{max(cpu[name]):.2f})      {above}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
