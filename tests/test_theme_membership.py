@@ -4,6 +4,7 @@ hits, their four signals, the score, the cut, and what `tag_theme` attaches with
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -129,3 +130,29 @@ def test_tag_theme_with_vectors_scores_topic_seeds_and_keeps_the_rules_for_quest
         assert calls == [1]
     finally:
         membership.choose = saved  # type: ignore[assignment]
+
+
+@pytest.mark.anyio
+async def test_the_tag_theme_tool_shows_each_turns_probability_and_the_near_misses_odds(
+    tmp_path: Path,
+) -> None:
+    from mcp import Client
+
+    from archive_mcp.mcp.server import build_server
+
+    archive = Archive(tmp_path / "home")
+    archive.ingest(SAMPLE)
+    async with Client(build_server(archive, cwd="/")) as client:
+        r = await client.call_tool(
+            "tag_theme",
+            {"theme": "auth tokens", "seeds": ["issue_access_token JWT"], "workspace": "shop"},
+        )
+    lines = r.content[0].text.splitlines()
+    added = [x for x in lines if x.startswith("+ ")]
+    near = [x for x in lines if x.startswith("? ")]
+    assert added and all(
+        re.fullmatch(r"\+ \S+:\d+ \((seed|walk):.+, p 0\.\d\d\)", x) for x in added
+    )
+    assert near and all(re.fullmatch(r"\? \S+:\d+ p 0\.\d\d .*", x) for x in near)
+    members = r.structured_content["attached"]
+    assert all(0.2 <= m["probability"] <= 1 for m in members)

@@ -26,7 +26,7 @@ from archive_mcp.mcp.toolkit import (
 )
 from archive_mcp.refs import TurnRef
 from archive_mcp.render import to_jsonable
-from archive_mcp.themes.store import TagResult, Theme
+from archive_mcp.themes.store import Member, TagResult, Theme
 
 ThemeName = Annotated[str, Field(max_length=120)]
 Refs = Annotated[
@@ -131,14 +131,25 @@ def tag_theme(
     lines = [f"theme {r.theme!r}: {r.members} members (+{len(r.attached)}, -{len(r.removed)})"]
     if r.no_match:
         lines.append(r.no_match)
-    lines += [
-        f"+ {m.session_id}:{m.turn} ({m.provenance}{f', {m.score:.2f}' if m.score else ''})"
-        for m in r.attached
-    ]
+    lines += [f"+ {m.session_id}:{m.turn} ({_how(m)})" for m in r.attached]
     if r.near_misses:
         lines.append("near misses (confirm with references=[...]):")
-        lines += [f"? {n['ref']} {n['share']:.2f} {n['summary']}" for n in r.near_misses]
+        lines += [f"? {n['ref']} {_odds(n)} {n['summary']}" for n in r.near_misses]
     return fit_one(r, "\n".join(lines))
+
+
+def _how(m: Member) -> str:
+    """How a turn joined: its provenance, with the learned score's probability when it has one
+    (topic seeds), else its hit score."""
+    if m.probability is not None:
+        return f"{m.provenance}, p {m.probability:.2f}"
+    return f"{m.provenance}, {m.score:.2f}" if m.score else m.provenance
+
+
+def _odds(near: dict[str, Any]) -> str:
+    """A near miss's chance of belonging (topic seeds), else its share of the seed's best hit."""
+    chance = near.get("probability")
+    return f"p {chance:.2f}" if chance is not None else f"{near['share']:.2f}"
 
 
 def trace_theme(
