@@ -114,10 +114,10 @@ def choose(
     core: Mapping[Key, float],
     min_score: float,
 ) -> tuple[list[tuple[Key, float, str, float]], list[dict[str, Any]]]:
-    """The members, as (key, score, provenance, probability), among `turns` (main-agent turns of the hits'
-    sessions with a vector at `pos` in `x`, noise left out) around the hits of `runs` (each seed
-    with its search hits), and the hits under the cut as near misses, most likely first.
-    `core`: the core turns (key -> share of their seed's best hit)."""
+    """The members, as (key, score, provenance, probability), among `turns` (main-agent turns
+    of the hits' sessions with a vector at `pos` in `x`, noise left out) around the hits of
+    `runs` (each seed with its search hits), and the hits under the cut as near misses, most
+    likely first. `core`: the core turns (key -> share of their seed's best hit)."""
     ranks: dict[Key, int] = {}
     seeds_of: Counter[Key] = Counter()
     found: dict[Key, tuple[Any, str]] = {}  # key -> (its best-ranked hit, that hit's seed)
