@@ -38,7 +38,7 @@ from archive_mcp.themes.walk import walk_scores
 Key = tuple[str, str, int]
 
 FEATURES = ("seeds", "rank", "walk", "session")
-DEPTH = 150  # the rank of a turn no seed found (tagging.DEPTH: the hits asked of each seed)
+DEPTH = 150  # the hits tagging asks of each seed; the rank of a turn none of them found
 WINDOW = 3  # candidates: the turns within this many places of a hit in their session
 WALK_FLOOR = 1e-3  # walk scores (over the core's reference) are clipped here before the log
 

@@ -52,7 +52,7 @@ SCORED = True
 COMMON_SHARE = (
     0.3  # a word in more than this share of a workspace's turns says nothing about a topic
 )
-DEPTH = 150
+DEPTH = membership.DEPTH  # the hits asked of each seed (the score's rank signal counts in them)
 NEAR_MISSES = 10
 # Tuned on the labelled coding set (bench/RESULTS.md, Themes): with the default min_score 0.5 a
 # hit at 0.65 of a seed's best is core, one from 0.3 joins when as close to the core's centroid as
