@@ -59,7 +59,9 @@ from archive_mcp.themes.discovery import (  # noqa: E402
 )
 
 SEEDS = (0, 1, 2)
-BUDGET = 1.25  # a variant may have at most this many times today's clusters on a project
+# A variant may have at most this many times today's clusters on a project, or the labelled topics
+# when today's clusters are fewer (two-session rule on a project of two sessions: 5 for 13).
+BUDGET = 1.25
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class Variant:
     tfidf: float = TFIDF_SHARE
     merge: float = 0.0
     min_size: int = 3
+    one_session: int = graph.ONE_SESSION  # a one-session cluster is kept from this many turns
     broad: bool = True
     cut: float = MIXED_CUTS["minilm-static-256"]  # where the broad level cuts (cosine distance)
 
@@ -155,7 +158,10 @@ def clusters_of(
         c: idx
         for c, idx in clusters.items()
         if len(idx) >= v.min_size
-        and len({sessions[i] for i in idx}) >= 2
+        and (
+            len({sessions[i] for i in idx}) >= 2
+            or (v.one_session > 0 and len(idx) >= v.one_session)
+        )
         and len(idx) <= 0.5 * len(sessions)
     }
 
@@ -173,8 +179,9 @@ def figures(p: ProjectData, clusters: Mapping[str, set[Key]]) -> dict[str, Any]:
 
 def objective(f: Mapping[str, Any]) -> float:
     """Topics recovered (share, mean over the seeds), less 1 when a cluster is mostly noise or
-    the clusters outnumber `BUDGET` x today's on the project (finer is not what people label)."""
-    over = f["clusters"] > BUDGET * f.get("clusters_today", f["clusters"])
+    the clusters outnumber `BUDGET` x today's on the project, or x its labelled topics when
+    today's are fewer (finer is not what people label)."""
+    over = f["clusters"] > BUDGET * max(f.get("clusters_today", f["clusters"]), f["topics"])
     return f["found"] / max(1, f["topics"]) - (1.0 if f["mostly_noise"] or over else 0.0)
 
 

@@ -3,7 +3,7 @@ item 4): `themes/membership.py`'s logistic score beside the hand-set rules it re
 BM25 z+ MiniLM cut at the same member count.
 
     HF_HUB_OFFLINE=1 nice -n 10 python bench/members_learned.py AGENTS_DEV --out OUT --reuse
-        [--json PATH] [--only f1,f2] [--drop f1] [--l2 1.0] [--mode cut|count] [--fit]
+        [--json PATH] [--only f1,f2] [--add f1] [--drop f1] [--l2 1.0] [--mode cut|count] [--fit]
 
 OUT is the folder `themes_heldout.py` builds (archives and MiniLM cache). For every labelled
 topic the seeds are tagged as `tag_theme` does (`tagging.SCORED` on), recording the candidates
@@ -13,7 +13,9 @@ MiniLM), and each candidate's label: is it a labelled member of the topic. The s
 
 Leave one project out: a logistic model is fitted on the candidates of the two other projects
 (features standardised, L2 `--l2`), the probability cut chosen there by `members_probe.objective`
-(recall less twice what precision falls under 0.65, macro over topics), and model and cut are
+(recall less twice what precision falls under 0.65) of the two projects' mean recall and precision
+(each macro over topics: the target is stated on the mean; `--cut-rule each` takes the mean of
+each project's objective instead, the rule before session 12), and model and cut are
 scored on the held-out project, beside the rules and the z-cut at the learned model's sizes.
 `--fit` also fits on all three projects and prints the constants `membership.py` ships.
 """
@@ -26,7 +28,7 @@ import json
 import os
 import pickle
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
@@ -43,6 +45,7 @@ from themes_heldout import PROJECTS, REPO, ProjectData, Topic, load_project  # n
 
 from archive_mcp.themes import membership, tagging  # noqa: E402
 
+SIGNALS = membership.SIGNALS  # every signal is cached; a model uses FEATURES (or --only / --drop)
 FEATURES = membership.FEATURES
 
 
@@ -56,19 +59,19 @@ class Rows:
 
 @contextlib.contextmanager
 def recorded(log: dict[str, Any]) -> Iterator[None]:
-    """Record the candidates and rows `membership.features` computes during one tagging."""
-    saved = membership.features
+    """Record the candidates and every signal `membership.signals` computes during one tagging."""
+    saved = membership.signals
 
-    def features(candidates: Any, *a: Any) -> Any:
+    def signals(candidates: Any, *a: Any) -> Any:
         rows = saved(candidates, *a)
         log.update(keys=list(candidates), rows=rows)
         return rows
 
-    membership.features = features
+    membership.signals = signals
     try:
         yield
     finally:
-        membership.features = saved
+        membership.signals = saved
 
 
 def tagged(p: ProjectData, t: Topic, scored: bool) -> set[Key]:
@@ -93,7 +96,7 @@ def topic_rows(p: ProjectData, t: Topic) -> Rows:
     with recorded(log):
         tagged(p, t, True)
     keys = log.get("keys", [])
-    x = log.get("rows", np.zeros((0, len(FEATURES))))
+    x = log.get("rows", np.zeros((0, len(SIGNALS))))
     y = np.array([float(k in t.members) for k in keys])
     return Rows([t.name] * len(keys), keys, x, y)
 
@@ -199,7 +202,7 @@ def build(agents_dev: Path, out: Path, reuse: bool) -> dict[str, Project]:
 def shipped(d: Project) -> list[float]:
     """Recall / precision of what the shipped constants attach (in sample: fitted on every
     project), from the cached rows as `membership.choose` decides at the default `min_score`."""
-    f = score(d, membership.probability(d.rows.x), membership.cut(0.5))
+    f = score(d, membership.probability(membership.features(d.rows.x)), membership.cut(0.5))
     return [f["member_recall"], f["member_precision"]]
 
 
@@ -208,7 +211,25 @@ def macro(got: Mapping[str, set[Key]], members: Mapping[str, set[Key]]) -> list[
     return [round(mean(r for r, _ in rp), 3), round(mean(p for _, p in rp), 3)]
 
 
-def fit_all(data: Mapping[str, Project], keep: list[int], l2: float, mode: str) -> dict[str, Any]:
+def chosen_cut(
+    projects: list[Project], prob: Callable[[Project], np.ndarray], mode: str, rule: str
+) -> float:
+    """The cut with the best objective over `projects`: of their mean recall and precision
+    (`rule` "mean", how the target is stated) or the mean of each one's objective ("each": a
+    project under the precision floor weighs on the cut by itself)."""
+
+    def value(c: float) -> float:
+        fs = [score(d, prob(d), c, mode) for d in projects]
+        if rule == "each":
+            return mean(objective(f) for f in fs)
+        return objective({k: mean(f[k] for f in fs) for k in ("member_recall", "member_precision")})
+
+    return max(CUTS[mode], key=value)
+
+
+def fit_all(
+    data: Mapping[str, Project], keep: list[int], l2: float, mode: str, rule: str = "mean"
+) -> dict[str, Any]:
     """The model fitted on every project's candidates and the cut chosen on all of them: the
     constants `membership.py` ships (MEAN, SCALE, WEIGHTS, BIAS, CUT), in-sample figures."""
     x = np.vstack([d.rows.x[:, keep] for d in data.values()])
@@ -218,10 +239,7 @@ def fit_all(data: Mapping[str, Project], keep: list[int], l2: float, mode: str) 
     def prob(d: Project) -> Any:
         return predict(w, (d.rows.x[:, keep] - mu) / sd)
 
-    best = max(
-        CUTS[mode],
-        key=lambda c: mean(objective(score(d, prob(d), c, mode)) for d in data.values()),
-    )
+    best = chosen_cut(list(data.values()), prob, mode, rule)
     return {
         "MEAN": [round(float(v), 4) for v in mu],
         "SCALE": [round(float(v), 4) for v in sd],
@@ -244,7 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--drop", default="", help="comma-separated features to leave out")
     ap.add_argument("--only", default="", help="comma-separated features to use alone")
+    ap.add_argument("--add", default="", help="comma-separated signals to add to FEATURES")
     ap.add_argument("--mode", choices=sorted(CUTS), default="cut")
+    ap.add_argument(
+        "--cut-rule",
+        choices=("mean", "each"),
+        default="mean",
+        help="the cut's objective: of the training projects' mean figures, or each one's (old)",
+    )
     ap.add_argument("--fit", action="store_true", help="fit on every project; print the constants")
     ap.add_argument(
         "--window", type=int, help="membership.WINDOW for the candidates (default: its own)"
@@ -256,30 +281,27 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.window is not None:
         membership.WINDOW = args.window
-    cache = out / f"members_learned-w{membership.WINDOW}.pickle"
-    if args.reuse and cache.exists():
-        data = pickle.loads(cache.read_bytes())
-    else:
+    cache = out / f"members_learned-w{membership.WINDOW}-s{len(SIGNALS)}.pickle"
+    data = pickle.loads(cache.read_bytes()) if args.reuse and cache.exists() else {}
+    if list(data) != list(PROJECTS):  # no cache, or one of another set of labelled projects
         data = build(args.agents_dev, out, args.reuse)
         cache.write_bytes(pickle.dumps(data))
     only, dropped = set(filter(None, args.only.split(","))), set(args.drop.split(","))
-    keep = [i for i, f in enumerate(FEATURES) if (f in only if only else f not in dropped)]
-    result: dict[str, Any] = {"features": [FEATURES[i] for i in keep], "held_out": {}}
+    names = only or (set(FEATURES) | set(filter(None, args.add.split(",")))) - dropped
+    keep = [i for i, f in enumerate(SIGNALS) if f in names]
+    result: dict[str, Any] = {"features": [SIGNALS[i] for i in keep], "held_out": {}}
     for held in data:
         train = [n for n in data if n != held]
         x = np.vstack([data[n].rows.x[:, keep] for n in train])
         mu, sd = x.mean(0), x.std(0) + 1e-9
         w = fit((x - mu) / sd, np.concatenate([data[n].rows.y for n in train]), args.l2)
 
-        def prob(n: str, w: np.ndarray = w, mu: np.ndarray = mu, sd: np.ndarray = sd) -> Any:
-            return predict(w, (data[n].rows.x[:, keep] - mu) / sd)
+        def prob(d: Project, w: np.ndarray = w, mu: np.ndarray = mu, sd: np.ndarray = sd) -> Any:
+            return predict(w, (d.rows.x[:, keep] - mu) / sd)
 
-        def train_objective(c: float, train: list[str] = train, prob: Any = prob) -> float:
-            return mean(objective(score(data[n], prob(n), c, args.mode)) for n in train)
-
-        best = max(CUTS[args.mode], key=train_objective)
+        best = chosen_cut([data[n] for n in train], prob, args.mode, args.cut_rule)
         h = data[held]
-        f = score(h, prob(held), best, args.mode)
+        f = score(h, prob(h), best, args.mode)
         z = {t: set(h.fusion[t][: f["sizes"][t]]) for t in h.members}
         row = {
             "cut": best,
@@ -287,8 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             "rules": macro(h.rules, h.members),
             "shipped_in_sample": shipped(h),
             "z_same_size": macro(z, h.members),
-            "weights": {FEATURES[i]: round(float(v), 3) for i, v in zip(keep, w, strict=False)},
-            "constants": {  # membership.py's, as this fold fitted them (every feature kept)
+            "weights": {SIGNALS[i]: round(float(v), 3) for i, v in zip(keep, w, strict=False)},
+            "constants": {  # membership.py's, as this fold fitted them (for these features)
                 "MEAN": mu.tolist(),
                 "SCALE": sd.tolist(),
                 "WEIGHTS": w[:-1].tolist(),
@@ -304,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps(result["mean"]))
     if args.fit:
-        result["fit"] = fit_all(data, keep, args.l2, args.mode)
+        result["fit"] = fit_all(data, keep, args.l2, args.mode, args.cut_rule)
         print(json.dumps(result["fit"], indent=1))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")

@@ -1,11 +1,11 @@
 """Themes held out by project (issue 28, item 1): archive-mcp beside standard baselines.
 
     HF_HUB_OFFLINE=1 nice -n 10 python bench/themes_heldout.py AGENTS_DEV --out OUT \\
-        [--json PATH] [--projects bonkbot,pai,mthisness] [--reuse]
+        [--json PATH] [--projects bonkbot,pai,mthisness,openprintkit] [--reuse] [--folds M.json]
 
 For each labelled project (bonkbot: `labels/coding_themes.json` + `themes_bonkbot_now.json`;
-pai: `themes_pai.json`; mthisness: `themes_mthisness.json`; folders as `themes_heldout.md`
-says) the project's sessions are archived into a throwaway home, OUT/<project>/home (rebuilt
+pai: `themes_pai.json`; mthisness: `themes_mthisness.json`; openprintkit (Codex):
+`themes_openprintkit.json`; folders as `themes_heldout.md` says) the project's sessions are archived into a throwaway home, OUT/<project>/home (rebuilt
 unless `--reuse`; OUT must be outside the repository), and for every labelled topic:
 
 1. `tag_theme` from its seeds (at most 3), then `trace_theme`;
@@ -124,10 +124,16 @@ def _mthisness(root: Path) -> list[Path]:
     return [root / "claude-code" / "M-Thisness__M-Claude" / "Archives"]
 
 
+def _openprintkit(root: Path) -> list[Path]:
+    sessions = root / "codex" / "Monotoba__OpenPrintKit" / ".codex" / "sessions"
+    return sorted({p.parent for p in sessions.rglob("*.jsonl")})
+
+
 PROJECTS: dict[str, Spec] = {
     "bonkbot": Spec("coding_themes.json", "themes_bonkbot_now.json", _bonkbot),
     "pai": Spec("themes_pai.json", None, _pai),
     "mthisness": Spec("themes_mthisness.json", None, _mthisness),
+    "openprintkit": Spec("themes_openprintkit.json", None, _openprintkit),
 }
 
 
@@ -408,6 +414,23 @@ def applied(setting: Setting) -> Iterator[None]:
             setattr(module, attr, old)
 
 
+def fold_constants(path: Path) -> dict[str, dict[str, Any]]:
+    """Per project, the `themes/membership.py` constants its fold fitted without it (from a
+    `members_learned.py --json` file), as a setting for `applied`."""
+    held = json.loads(path.read_text(encoding="utf-8"))["held_out"]
+    m = "archive_mcp.themes.membership."
+    return {
+        name: {
+            m + "MEAN": np.array(row["constants"]["MEAN"]),
+            m + "SCALE": np.array(row["constants"]["SCALE"]),
+            m + "WEIGHTS": np.array(row["constants"]["WEIGHTS"]),
+            m + "BIAS": row["constants"]["BIAS"],
+            m + "CUT": row["constants"]["CUT"],
+        }
+        for name, row in held.items()
+    }
+
+
 def evaluate(p: ProjectData, setting: Setting) -> dict[str, Any]:
     """archive-mcp's figures on one project under one setting (baselines cut at its sizes)."""
     t0 = time.perf_counter()
@@ -623,6 +646,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--projects", default=",".join(PROJECTS))
     ap.add_argument("--reuse", action="store_true", help="keep archives built by an earlier run")
     ap.add_argument("--grid", help="module:NAME of a dict of settings (default: the current code)")
+    ap.add_argument(
+        "--folds",
+        type=Path,
+        help="a `members_learned.py --json` file: each project is tagged with the membership "
+        "constants fitted without it (fully held out) instead of the shipped ones",
+    )
     args = ap.parse_args(argv)
     out = args.out.resolve()
     if out == REPO or REPO in out.parents:
@@ -651,8 +680,11 @@ def main(argv: list[str] | None = None) -> int:
 
     every: dict[str, dict[str, Any]] = {}  # setting -> project -> its headline figures
 
+    folds = fold_constants(args.folds) if args.folds else {}
+
     def run(name: str, setting: Setting) -> dict[str, Any]:
-        figures = evaluate(data[name], setting)
+        with applied(folds.get(name)):
+            figures = evaluate(data[name], setting)
         label = next(n for n, s in grid.items() if s is setting)
         every.setdefault(label, {})[name] = {k: v for k, v in figures.items() if k in HEADLINE}
         print(f"[{name}] archive-mcp: {figures['seconds']}", file=sys.stderr, flush=True)

@@ -400,3 +400,24 @@ def test_discoverys_topics_chain_a_sessions_turns_at_the_topic_weight(
     frame = _frame([f"t{i}" for i in range(12)], [f"s{i % 3}" for i in range(12)])
     cluster_turns(frame, x, 0.35)
     assert seen == [graph.TOPIC_ADJACENT] and graph.TOPIC_ADJACENT != graph.ADJACENT
+
+
+def test_a_theme_recurs_over_two_sessions_or_holds_a_long_thread_of_one() -> None:
+    assert graph.recurs(3, 2) and graph.recurs(graph.ONE_SESSION, 1)
+    assert not graph.recurs(graph.ONE_SESSION - 1, 1)
+    # Three topics far apart: 12 turns of one long session, 4 of another, 12 over two sessions.
+    x, truth = _blobs([12, 4, 12])
+    sessions = ["long"] * 12 + ["short"] * 4 + [f"s{i % 2}" for i in range(12)]
+    frame = _frame([f"t{i}" for i in range(28)], sessions)
+    _, keep = cluster_turns(frame, x, cut=0.35)
+    kept = [set(idx) for idx in keep.values()]
+    assert any(got <= set(range(12)) and len(got) >= graph.ONE_SESSION for got in kept)
+    assert not any(got & set(range(12, 16)) for got in kept)  # 4 turns of one session: no theme
+    assert any(got <= set(range(16, 28)) for got in kept)
+    saved = graph.ONE_SESSION
+    graph.ONE_SESSION = 0  # the rule before: two sessions or nothing
+    try:
+        _, keep = cluster_turns(frame, x, cut=0.35)
+    finally:
+        graph.ONE_SESSION = saved
+    assert not any(set(idx) & set(range(16)) for idx in keep.values())

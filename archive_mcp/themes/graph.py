@@ -43,6 +43,11 @@ ADJACENT = 3.0
 # chosen held out by project over 0.5, 1, 2 and 3 (bench/results/themes-heldout.md).
 TOPIC_ADJACENT = 1.0
 RESOLUTION = 4.0
+# A cluster inside one session is a theme from this many turns (0: never; a theme had to span two
+# sessions before). Chosen leave one project out from 0, 4, 6, 8, 12 on four labelled projects:
+# on a project of two long Codex sessions the two-session rule kept 5 clusters for 13 labelled
+# topics (bench/results/themes-heldout.md).
+ONE_SESSION = 6
 EXACT_UP_TO = 8_000  # exact nearest neighbours up to here; past it, within nearby k-means cells
 CELL = 400  # turns per cell for the approximate neighbours
 BLOCK = 2_048  # rows whose similarities are held at once (BLOCK x pool floats)
@@ -250,15 +255,20 @@ def cluster_turns(
     for i, c in enumerate(coarse):
         clusters.setdefault(int(c), []).append(i)
     clusters.update(_topics(frame, x, coarse, seed)[1])
-    # A cluster is a theme when it is big enough and spans more than one session.
+    # A cluster is a theme when it is big enough and recurs: spans two sessions, or holds
+    # `ONE_SESSION` turns of one (a long session's thread).
     keep = {
         c: idx
         for c, idx in clusters.items()
-        if len(idx) >= min_size
-        and len({sessions[i] for i in idx}) >= 2
-        and len(idx) <= 0.5 * len(sessions)
+        if min_size <= len(idx) <= 0.5 * len(sessions)
+        and recurs(len(idx), len({sessions[i] for i in idx}))
     }
     return clusters, keep
+
+
+def recurs(turns: int, sessions: int) -> bool:
+    """Does a cluster of `turns` turns over `sessions` sessions recur enough to be a theme?"""
+    return sessions >= 2 or (ONE_SESSION > 0 and turns >= ONE_SESSION)
 
 
 def _topics(
@@ -450,7 +460,8 @@ def cluster_sampled(
     keep = {
         c: idx
         for c, idx in clusters.items()
-        if min_size <= len(idx) <= 0.5 * frame.height and len(np.unique(codes[idx])) >= 2
+        if min_size <= len(idx) <= 0.5 * frame.height
+        and recurs(len(idx), len(np.unique(codes[idx])))
     }
     return clusters, keep, {c: sim[int(c >= TOPIC_IDS), idx] for c, idx in keep.items()}, sample
 
