@@ -16,7 +16,7 @@ weight), a merge of topics whose centroids are closer than a cosine (`merge`, 0 
 minimum size. Scored as `themes_heldout.py` scores discovery: labelled topics recovered at
 Jaccard >= 0.3 by their best cluster, and clusters more than half noise (by `noise_mask` or the
 text rule `theme_baselines.noise_like`). Per held-out project the variant with the best mean
-recovery on the other two (a variant with a noise cluster there ranks below every one without)
+recovery on the other projects (a variant with a noise cluster there ranks below every one without)
 is chosen; BERTopic's k is chosen the same way.
 """
 
@@ -204,7 +204,7 @@ def seeded(
 
 
 def held_out(settings: Mapping[str, Any], run: Any) -> dict[str, Any]:
-    """Per held-out project: the setting chosen on the other two and its figures there."""
+    """Per held-out project: the setting chosen on the other projects and its figures there."""
     held = leave_one_project_out(list(PROJECTS), settings, run, objective)
     short = ("found", "found_seed0", "topics", "clusters", "mostly_noise")
     return {

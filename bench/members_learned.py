@@ -11,13 +11,13 @@ and the rows of `membership.features` the code computes for them (nothing from t
 MiniLM), and each candidate's label: is it a labelled member of the topic. The same call with
 `SCORED` off gives what the rules attach ("rules"). The rows are cached in OUT (`--reuse`).
 
-Leave one project out: a logistic model is fitted on the candidates of the two other projects
+Leave one project out: a logistic model is fitted on the candidates of the other projects
 (features standardised, L2 `--l2`), the probability cut chosen there by `members_probe.objective`
-(recall less twice what precision falls under 0.65) of the two projects' mean recall and precision
+(recall less twice what precision falls under 0.65) of the training projects' mean recall and precision
 (each macro over topics: the target is stated on the mean; `--cut-rule each` takes the mean of
 each project's objective instead, the rule before session 12), and model and cut are
 scored on the held-out project, beside the rules and the z-cut at the learned model's sizes.
-`--fit` also fits on all three projects and prints the constants `membership.py` ships.
+`--fit` also fits on every project and prints the constants `membership.py` ships.
 """
 
 from __future__ import annotations

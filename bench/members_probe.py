@@ -1,5 +1,5 @@
-"""Theme membership held out by project: `tag_theme`'s settings chosen on two projects, scored on
-the third, beside the BM25 z+ MiniLM cut at the same size (issue 28, item 4).
+"""Theme membership held out by project: `tag_theme`'s settings chosen on the other projects,
+scored on the one held out, beside the BM25 z+ MiniLM cut at the same size (issue 28, item 4).
 
     HF_HUB_OFFLINE=1 nice -n 10 python bench/members_probe.py AGENTS_DEV --out OUT [--reuse]
         [--json PATH] [--grid module:NAME] [--why]
@@ -10,7 +10,7 @@ cache OUT/vectors). For every setting of the grid (dotted module attributes, as 
 recall / precision against the labels (macro mean over topics), the members being the turns
 `tag_theme` attached (what `trace_theme` shows as events). The baseline ranks the turns tag_theme
 may attach by 0.5 z(BM25) + 0.5 z(MiniLM cosine) and keeps as many as the setting attached.
-Per held-out project, the setting with the best mean `objective` on the other two is chosen:
+Per held-out project, the setting with the best mean `objective` on the other projects is chosen:
 recall, less twice what precision falls under 0.65 (the issue's target: recall at precision >= 0.65).
 
 `--why` explains the rules' misses and wrong attachments per project (`tagging.SCORED` off: topic

@@ -604,7 +604,7 @@ def table(result: dict[str, Any]) -> str:
     chosen = [bert[p]["held_out"] for p in projects]
     rows.append(
         (
-            "… BERTopic, k chosen on the other two projects",
+            "… BERTopic, k chosen on the other projects",
             [f"{found(c['figures'])}, k={c['chosen']}" for c in chosen],
             f"{100 * mean(c['figures']['found'] / c['figures']['topics'] for c in chosen):.0f}%",
         )

@@ -2,14 +2,14 @@
 course the trace claims (issue 28, items 2 and 3).
 
     HF_HUB_OFFLINE=1 nice -n 10 python bench/themes_trace_grid.py AGENTS_DEV --out OUT [--reuse]
-        [--json PATH]
+        [--json PATH] [--grid module:NAME] [--folds M.json]
 
-Each labelled topic of the three projects of `themes_heldout.py` is tagged once from its seeds;
+Each labelled topic of the projects of `themes_heldout.py` is tagged once from its seeds;
 then, for every setting of `GRID` (the standing rule's `OPEN_AFTER` and who may claim a change of
 course, `CLAIM_BY`), the topic is traced and scored: the Now line's first turn (a labelled `now` turn or a
 member at least as recent as them), claimed changes of course against the labelled changes
 (precision, recall and their F1), and labelled changes flagged. Per held-out project the setting
-with the best mean objective on the other two (mean of Now accuracy and claim F1), among those that
+with the best mean objective on the other projects (mean of Now accuracy and claim F1), among those that
 flag no fewer labelled changes there than the first setting (the off values), is chosen and its
 figures on the held-out project are reported, beside the code as it was before this round
 (`before`: Now = the newest flagged event, every change flag claimed), which the same run measures
@@ -38,6 +38,7 @@ from themes_heldout import (  # noqa: E402
     ProjectData,
     Topic,
     applied,
+    fold_constants,
     load_project,
     now_named,
     now_right,
@@ -196,7 +197,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reuse", action="store_true")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--grid", help="module:NAME of a dict of settings (default: GRID)")
+    ap.add_argument(
+        "--folds",
+        type=Path,
+        help="a `members_learned.py --json` file: each project is tagged with the membership "
+        "constants fitted without it",
+    )
     args = ap.parse_args(argv)
+    folds = fold_constants(args.folds) if args.folds else {}
     grid = GRID
     if args.grid:
         module, _, name = args.grid.partition(":")
@@ -213,10 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         vectors = Vectors(minilm.embed, out / "vectors" / f"{name}-minilm.npz")
         p = load_project(name, args.agents_dev, out, args.reuse, vectors)
         vectors.save()
-        for t in p.topics:
-            with contextlib.suppress(Exception):
-                p.archive.delete_theme(f"grid-{t.name}", p.ws)
-            p.archive.tag_theme(f"grid-{t.name}", p.ws, seeds=t.seeds)
+        with applied(folds.get(name)):
+            for t in p.topics:
+                with contextlib.suppress(Exception):
+                    p.archive.delete_theme(f"grid-{t.name}", p.ws)
+                p.archive.tag_theme(f"grid-{t.name}", p.ws, seeds=t.seeds)
         with before():
             figures.setdefault("before", {})[name] = trace_figures(p, p.topics)
         for label, setting in grid.items():

@@ -18,21 +18,15 @@ from archive_mcp.themes.timeline import build_timeline
 def _trace(
     turns: list[tuple[str, str, str]],
     files: list[str] | None = None,
-    chances: list[float | None] | None = None,
 ) -> dict[str, tuple[str, str | None]]:
     """Trace one conversation of (user, answer, provenance) turns, each touching its file of
-    `files` (default: one file for all), with the learned score's `chances` (default: none);
-    ref -> (flag, what it undoes)."""
+    `files` (default: one file for all); ref -> (flag, what it undoes)."""
     start = datetime(2026, 1, 1, tzinfo=UTC)
     n = len(turns)
-    chances = chances or [None] * n
     theme = Theme(
         "t",
         "t",
-        members=[
-            Member("s", "main", i, p, "test", "", None, chances[i])
-            for i, (*_, p) in enumerate(turns)
-        ],
+        members=[Member("s", "main", i, p, "test", "", None) for i, (*_, p) in enumerate(turns)],
     )
     frame = pl.DataFrame(
         {
@@ -102,22 +96,6 @@ def test_a_turn_the_walk_attached_claims_no_change_of_course(
 ) -> None:
     monkeypatch.setattr(decisions, "CLAIM_FROM", claim_from)
     flags = _trace([CACHE, (*SWITCH, attached)])
-    assert flags == {"s:0": ("decision", None), "s:1": want}
-
-
-@pytest.mark.parametrize(
-    ("chance", "want"),
-    [
-        (None, ("change", "s:0")),  # tagged by hand or by the rules: nothing to doubt
-        (0.9, ("change", "s:0")),
-        (0.29, ("decision", None)),  # the score was unsure it is the theme's: flagged, no claim
-    ],
-)
-def test_a_turn_the_score_was_unsure_of_claims_no_change_of_course(
-    chance: float | None, want: tuple[str, str | None]
-) -> None:
-    assert decisions.CLAIM_MIN == 0.3
-    flags = _trace([CACHE, (*SWITCH, "seed:session cache")], chances=[0.9, chance])
     assert flags == {"s:0": ("decision", None), "s:1": want}
 
 

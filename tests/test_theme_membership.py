@@ -13,7 +13,6 @@ import pytest
 
 from archive_mcp.archive import Archive
 from archive_mcp.themes import membership, tagging
-from archive_mcp.themes.decisions import CLAIM_MIN
 from archive_mcp.themes.standing import NOW_MIN
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
@@ -77,8 +76,8 @@ def test_a_turn_higher_in_the_hits_on_the_walk_and_strong_for_more_seeds_is_more
 def test_choose_takes_the_strong_hits_and_leaves_a_weak_one_of_another_run_as_near_miss() -> None:
     """Session a: six turns of one topic (their vectors alike); session b: six of another. The
     seed hits a's turns 1, 3 and 4 and, far down, one turn of b: a's hits join, sure; a's other
-    turns join by the walk, unsure (too unsure to say where the theme stands or to claim a
-    change); b's hit is a near miss."""
+    turns join by the walk, unsure (too unsure to say where the theme stands); b's hit is a
+    near miss."""
     keys = [_k("a", t) for t in range(6)] + [_k("b", t) for t in range(6)]
     x = np.zeros((12, 20))
     for i in range(12):
@@ -96,7 +95,7 @@ def test_choose_takes_the_strong_hits_and_leaves_a_weak_one_of_another_run_as_ne
     ]
     unsure = [(c[0], c[2]) for c in chosen if c[3] < 0.8]
     assert unsure == [(_k("a", t), "walk:topic") for t in (0, 2, 5)]
-    assert all(membership.cut(0.5) <= c[3] < min(NOW_MIN, CLAIM_MIN) for c in chosen if c[3] < 0.8)
+    assert all(membership.cut(0.5) <= c[3] < NOW_MIN for c in chosen if c[3] < 0.8)
     assert [n["ref"] for n in near] == ["b:2"]
     assert near[0]["probability"] < 0.01 and near[0]["share"] == 0.2
     # a noise hit is neither a candidate nor a near miss

@@ -125,12 +125,6 @@ CLAIM_FROM = "no-walk"
 # course: with CLAIM_QUESTION False its change words claim no change (11 such claims, 1 right;
 # chosen in every fold). A turn the refiner saw revert still may: the assistant reverted.
 CLAIM_QUESTION = False
-# A member the learned score attached (topic seeds, themes/membership.py) with a probability under
-# CLAIM_MIN claims no change (it stays a flagged turn). Chosen in every fold from 0 (off), 0.3, 0.4,
-# 0.5, 0.6, 0.75, 0.9 by the grid's objective (Now and claim F1; a setting that loses a flagged
-# change is not chosen): held out 62 of 199 claims right against 62 of 222 off. Higher cuts raise
-# precision further (0.9: 28 of 61) but drop labelled changes from the claims and from the flags.
-CLAIM_MIN = 0.3
 WEAK = {"any": (), "no-walk": ("walk:",), "strong": ("walk:", "neighbour:")}
 # An approval ("yes", "option 2", "b)") accepts what the assistant offered: no course of its own.
 APPROVAL = re.compile(_APPROVAL)
@@ -170,9 +164,6 @@ def claim(flag: Flag, row: dict[str, Any] | None = None) -> bool:
     if row is not None and str(row.get("provenance") or "").startswith(WEAK[CLAIM_FROM]):
         return False
     if not CLAIM_QUESTION and flag.by == "user" and row is not None and asks(row):
-        return False
-    chance = row.get("probability") if row is not None else None
-    if chance is not None and chance < CLAIM_MIN:
         return False
     return (
         CLAIM_BY == "any"
