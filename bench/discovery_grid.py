@@ -1,5 +1,5 @@
-"""Discovery's granularity held out by project: settings of the cluster stage chosen on two
-projects, scored on the third, beside BERTopic from the same run (issue 28, item 5).
+"""Discovery's granularity held out by project: settings of the cluster stage chosen on the other
+projects, scored on the one held out, beside BERTopic from the same run (issue 28, item 5).
 
     HF_HUB_OFFLINE=1 nice -n 10 python bench/discovery_grid.py AGENTS_DEV --out OUT [--reuse]
         [--json PATH] [--no-bertopic]
@@ -8,8 +8,8 @@ OUT is the folder `themes_heldout.py` builds (archives OUT/<project>/home, MiniL
 OUT/vectors). Every variant clusters the rows `Archive.discovery_input` gives (main agent, noise
 left out) as `graph.cluster_turns` does: the broad themes (k-means micro-clusters merged by
 average linkage at the space's cut) and the topics (Louvain communities of the turn graph that
-do not repeat a broad theme), kept when they span two sessions, have `min_size` turns and at most
-half the turns. A variant sets the Louvain resolution, the graph's neighbours and session-chain
+do not repeat a broad theme), kept when they recur (`graph.recurs`: two sessions, or
+`one_session` turns of one), have `min_size` turns and at most half the turns. A variant sets the Louvain resolution, the graph's neighbours and session-chain
 weight, the weight of the rare keywords and files joined to the vectors (`topics.WEIGHT`), a
 TF-IDF/SVD share of the space (`tfidf`: the static vectors joined with the texts' TF-IDF at that
 weight), a merge of topics whose centroids are closer than a cosine (`merge`, 0 = off) and the
@@ -80,16 +80,20 @@ class Variant:
 
 def grid() -> dict[str, Variant]:
     """The second grid of results/themes-heldout.md, the values before this round first (on a
-    tie they stay). The first grid's one-factor variants: `Variant(resolution=...)`,
-    `Variant(merge=...)`, ... (pass them with `--grid`)."""
+    tie they stay), with the two-session rule it was run with (`one_session` 0). The first
+    grid's one-factor variants: `Variant(resolution=...)`, `Variant(merge=...)`, ... (pass them
+    with `--grid`)."""
     static = CUTS["minilm-static-256"]
-    out = {"before": Variant(tfidf=0.0, cut=static, adjacent=3.0)}
+    old = {"one_session": 0}
+    out = {"before": Variant(tfidf=0.0, cut=static, adjacent=3.0, **old)}
     for r in (3.0, 4.0):
-        out[f"chain 1, resolution {r}"] = Variant(tfidf=0.0, cut=static, adjacent=1.0, resolution=r)
+        out[f"chain 1, resolution {r}"] = Variant(
+            tfidf=0.0, cut=static, adjacent=1.0, resolution=r, **old
+        )
     for c in (0.5, 0.6, 0.7):
-        out[f"tfidf 1, cut {c}, chain 1"] = Variant(tfidf=1.0, cut=c, adjacent=1.0)
-    out["tfidf 0.5, cut 0.5, chain 1"] = Variant(tfidf=0.5, cut=0.5, adjacent=1.0)
-    out["tfidf 1, cut 0.6, chain 3"] = Variant(tfidf=1.0, cut=0.6, adjacent=3.0)
+        out[f"tfidf 1, cut {c}, chain 1"] = Variant(tfidf=1.0, cut=c, adjacent=1.0, **old)
+    out["tfidf 0.5, cut 0.5, chain 1"] = Variant(tfidf=0.5, cut=0.5, adjacent=1.0, **old)
+    out["tfidf 1, cut 0.6, chain 3"] = Variant(tfidf=1.0, cut=0.6, adjacent=3.0, **old)
     return out
 
 
@@ -158,10 +162,7 @@ def clusters_of(
         c: idx
         for c, idx in clusters.items()
         if len(idx) >= v.min_size
-        and (
-            len({sessions[i] for i in idx}) >= 2
-            or (v.one_session > 0 and len(idx) >= v.one_session)
-        )
+        and graph.recurs(len(idx), len({sessions[i] for i in idx}), v.one_session)
         and len(idx) <= 0.5 * len(sessions)
     }
 

@@ -7,7 +7,7 @@ BM25 z+ MiniLM cut at the same member count.
 
 OUT is the folder `themes_heldout.py` builds (archives and MiniLM cache). For every labelled
 topic the seeds are tagged as `tag_theme` does (`tagging.SCORED` on), recording the candidates
-and the rows of `membership.features` the code computes for them (nothing from the labels or from
+and every signal `membership.signals` computes for them (nothing from the labels or from
 MiniLM), and each candidate's label: is it a labelled member of the topic. The same call with
 `SCORED` off gives what the rules attach ("rules"). The rows are cached in OUT (`--reuse`).
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import pickle
@@ -45,7 +46,9 @@ from themes_heldout import PROJECTS, REPO, ProjectData, Topic, load_project  # n
 
 from archive_mcp.themes import membership, tagging  # noqa: E402
 
-SIGNALS = membership.SIGNALS  # every signal is cached; a model uses FEATURES (or --only / --drop)
+SIGNALS = (
+    membership.SIGNALS
+)  # every signal is cached; a model uses FEATURES (or --only / --add / --drop)
 FEATURES = membership.FEATURES
 
 
@@ -199,6 +202,20 @@ def build(agents_dev: Path, out: Path, reuse: bool) -> dict[str, Project]:
     return data
 
 
+def made_by() -> dict[str, Any]:
+    """What the cached rows depend on: the labelled projects, the signals, the candidates' window
+    and the code that tags and computes them (its source's digest)."""
+    code = hashlib.sha256()
+    for module in (membership, tagging):
+        code.update(Path(module.__file__ or "").read_bytes())
+    return {
+        "projects": list(PROJECTS),
+        "signals": SIGNALS,
+        "window": membership.WINDOW,
+        "code": code.hexdigest(),
+    }
+
+
 def shipped(d: Project) -> list[float]:
     """Recall / precision of what the shipped constants attach (in sample: fitted on every
     project), from the cached rows as `membership.choose` decides at the default `min_score`."""
@@ -281,15 +298,21 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.window is not None:
         membership.WINDOW = args.window
-    cache = out / f"members_learned-w{membership.WINDOW}-s{len(SIGNALS)}.pickle"
-    data = pickle.loads(cache.read_bytes()) if args.reuse and cache.exists() else {}
-    if list(data) != list(PROJECTS):  # no cache, or one of another set of labelled projects
+    cache = out / f"members_learned-w{membership.WINDOW}.pickle"
+    saved = pickle.loads(cache.read_bytes()) if args.reuse and cache.exists() else {}
+    if saved.get("made_by") == made_by():
+        data = saved["data"]
+    else:  # no cache, or rows of other projects, signals or tagging code
         data = build(args.agents_dev, out, args.reuse)
-        cache.write_bytes(pickle.dumps(data))
+        cache.write_bytes(pickle.dumps({"made_by": made_by(), "data": data}))
     only, dropped = set(filter(None, args.only.split(","))), set(args.drop.split(","))
     names = only or (set(FEATURES) | set(filter(None, args.add.split(",")))) - dropped
     keep = [i for i, f in enumerate(SIGNALS) if f in names]
-    result: dict[str, Any] = {"features": [SIGNALS[i] for i in keep], "held_out": {}}
+    result: dict[str, Any] = {
+        "features": [SIGNALS[i] for i in keep],
+        "mode": args.mode,
+        "held_out": {},
+    }
     for held in data:
         train = [n for n in data if n != held]
         x = np.vstack([data[n].rows.x[:, keep] for n in train])

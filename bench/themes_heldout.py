@@ -416,18 +416,24 @@ def applied(setting: Setting) -> Iterator[None]:
 
 def fold_constants(path: Path) -> dict[str, dict[str, Any]]:
     """Per project, the `themes/membership.py` constants its fold fitted without it (from a
-    `members_learned.py --json` file), as a setting for `applied`."""
-    held = json.loads(path.read_text(encoding="utf-8"))["held_out"]
+    `members_learned.py --json` file: its features and each fold's weights and cut), as a setting
+    for `applied`."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("mode", "cut") != "cut":
+        raise SystemExit(
+            f"{path}: fitted with --mode {data['mode']}; membership cuts probabilities"
+        )
     m = "archive_mcp.themes.membership."
     return {
         name: {
+            m + "FEATURES": tuple(data["features"]),
             m + "MEAN": np.array(row["constants"]["MEAN"]),
             m + "SCALE": np.array(row["constants"]["SCALE"]),
             m + "WEIGHTS": np.array(row["constants"]["WEIGHTS"]),
             m + "BIAS": row["constants"]["BIAS"],
             m + "CUT": row["constants"]["CUT"],
         }
-        for name, row in held.items()
+        for name, row in data["held_out"].items()
     }
 
 

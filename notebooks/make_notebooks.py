@@ -125,7 +125,7 @@ NOTEBOOKS = {
             "    print('This archive holds no refined turns yet: run `archive-mcp ingest` first.')\n"
             "elif not found.themes:\n"
             "    print(f'No themes in {archive.workspace(workspace).name}: {found.turns} turns form no cluster '\n"
-            "          'that spans two sessions. Tag one by hand with archive.tag_theme(name, workspace, seeds=[...]).')\n"
+            "          'that recurs (two sessions, or a long thread of one). Tag one by hand with archive.tag_theme(name, workspace, seeds=[...]).')\n"
             "else:\n"
             "    display(pl.DataFrame([{'slug': t.slug, 'turns': len(t.members), 'label': t.name} for t in found.themes]))"
         ),

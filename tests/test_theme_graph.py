@@ -402,22 +402,29 @@ def test_discoverys_topics_chain_a_sessions_turns_at_the_topic_weight(
     assert seen == [graph.TOPIC_ADJACENT] and graph.TOPIC_ADJACENT != graph.ADJACENT
 
 
-def test_a_theme_recurs_over_two_sessions_or_holds_a_long_thread_of_one() -> None:
+@pytest.mark.parametrize("sampled", [False, True])
+def test_a_theme_recurs_over_two_sessions_or_holds_a_long_thread_of_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sampled: bool
+) -> None:
     assert graph.recurs(3, 2) and graph.recurs(graph.ONE_SESSION, 1)
-    assert not graph.recurs(graph.ONE_SESSION - 1, 1)
+    assert not graph.recurs(graph.ONE_SESSION - 1, 1) and not graph.recurs(50, 1, one_session=0)
     # Three topics far apart: 12 turns of one long session, 4 of another, 12 over two sessions.
-    x, truth = _blobs([12, 4, 12])
+    x, _ = _blobs([12, 4, 12])
     sessions = ["long"] * 12 + ["short"] * 4 + [f"s{i % 2}" for i in range(12)]
     frame = _frame([f"t{i}" for i in range(28)], sessions)
-    _, keep = cluster_turns(frame, x, cut=0.35)
-    kept = [set(idx) for idx in keep.values()]
-    assert any(got <= set(range(12)) and len(got) >= graph.ONE_SESSION for got in kept)
-    assert not any(got & set(range(12, 16)) for got in kept)  # 4 turns of one session: no theme
-    assert any(got <= set(range(16, 28)) for got in kept)
-    saved = graph.ONE_SESSION
-    graph.ONE_SESSION = 0  # the rule before: two sessions or nothing
-    try:
-        _, keep = cluster_turns(frame, x, cut=0.35)
-    finally:
-        graph.ONE_SESSION = saved
-    assert not any(set(idx) & set(range(16)) for idx in keep.values())
+
+    def kept() -> list[set[int]]:
+        if not sampled:
+            return [set(idx) for idx in cluster_turns(frame, x, cut=0.35)[1].values()]
+        np.save(tmp_path / "v.npy", x.astype(np.float16))
+        rows = graph.DiskRows([(np.load(tmp_path / "v.npy", mmap_mode="r"), np.arange(len(x)))])
+        return [
+            set(idx.tolist()) for idx in graph.cluster_sampled(frame, rows, cut=0.35)[1].values()
+        ]
+
+    got = kept()
+    assert any(g <= set(range(12)) and len(g) >= graph.ONE_SESSION for g in got)
+    assert not any(g & set(range(12, 16)) for g in got)  # 4 turns of one session: no theme
+    assert any(g <= set(range(16, 28)) for g in got)
+    monkeypatch.setattr(graph, "ONE_SESSION", 0)  # the rule before: two sessions or nothing
+    assert not any(g & set(range(16)) for g in kept())

@@ -55,17 +55,22 @@ def test_signals_are_the_seed_shares_rank_walk_and_session_of_each_candidate() -
             [0.5, np.log1p(9), np.log(membership.WALK_FLOOR), 0.0, 0.3, 0.0],
         ],
     )
-    # the score weighs the shipped FEATURES, in SIGNALS order (the order of its constants)
-    assert membership.FEATURES == ("rank", "walk", "session", "strong")
-    assert np.allclose(membership.features(rows), rows[:, [1, 2, 3, 5]])
+    # the score weighs the shipped FEATURES, in SIGNALS order (the order of its constants: the
+    # benches fit them on the signals' columns in that order)
+    assert membership.FEATURES == ("rank", "walk", "session")
+    assert membership.FEATURES == tuple(s for s in membership.SIGNALS if s in membership.FEATURES)
+    assert len(membership.MEAN) == len(membership.SCALE) == len(membership.WEIGHTS) == 3
+    assert np.allclose(membership.features(rows), rows[:, [1, 2, 3]])
 
 
-def test_a_turn_higher_in_the_hits_on_the_walk_and_strong_for_more_seeds_is_more_likely() -> None:
-    # rank, walk, session, strong
-    weak = [np.log1p(100), np.log(0.05), 0.0, 0.0]
-    assert membership.probability(np.zeros((0, 4))).shape == (0,)
+def test_a_turn_higher_in_the_hits_on_the_walk_and_in_a_session_of_the_core_is_more_likely() -> (
+    None
+):
+    # rank, walk, session
+    weak = [np.log1p(100), np.log(0.05), 0.0]
+    assert membership.probability(np.zeros((0, 3))).shape == (0,)
     base = membership.probability(np.array([weak]))[0]
-    for i, better in ((0, 0.0), (1, 0.0), (2, 1.0), (3, 1.0)):
+    for i, better in ((0, 0.0), (1, 0.0), (2, 1.0)):
         row = list(weak)
         row[i] = better
         assert membership.probability(np.array([row]))[0] > base, membership.FEATURES[i]
@@ -105,6 +110,28 @@ def test_choose_takes_the_strong_hits_and_leaves_a_weak_one_of_another_run_as_ne
         _k("a", 3),
         _k("a", 4),
     ]
+
+
+def test_a_seeds_best_hit_is_its_best_main_agent_turn_that_is_not_noise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shares `strong` reads are over the seed's best hit that could join (as tagging's core
+    counts it): a subagent's or a noise turn's higher score does not shrink them."""
+    keys = [_k("a", t) for t in range(4)]
+    x = np.eye(4)
+    pos = {k: i for i, k in enumerate(keys)}
+    sub = SimpleNamespace(**{**vars(_hit("a", 9, 40.0)), "agent": "sub"})
+    hits = [sub, _hit("a", 3, 30.0), _hit("a", 1, 10.0), _hit("a", 2, 5.0)]
+    seen: dict[str, object] = {}
+    saved = membership.signals
+
+    def spy(candidates, ranks, shares, walk, core):  # type: ignore[no-untyped-def]
+        seen.update(shares=shares)
+        return saved(candidates, ranks, shares, walk, core)
+
+    monkeypatch.setattr(membership, "signals", spy)
+    membership.choose([("topic", hits)], keys, {_k("a", 3)}, x, pos, {_k("a", 1): 1.0}, 0.5)
+    assert seen["shares"] == {_k("a", 1): [1.0], _k("a", 2): [0.5]}
 
 
 def test_tag_theme_with_vectors_scores_topic_seeds_and_keeps_the_rules_for_questions(

@@ -1,20 +1,20 @@
-"""Which turns join a theme tagged from topic seeds: one logistic score over four signals.
+"""Which turns join a theme tagged from topic seeds: one logistic score over three signals.
 
 The candidates are the turns around the seeds' hits (`around`: within `WINDOW` places of a hit
 in its session, noise and subagent turns left out). Tagging computes `SIGNALS` for each, none of
-them from the labels, and the score weighs four (`FEATURES`):
+them from the labels, and the score weighs three (`FEATURES`):
 
 - `rank`: log(1 + its best rank in a seed's hits), `DEPTH` for a turn no seed found;
 - `walk`: log of its score in the random walk from the core (`walk.walk_scores`), over the core's
   reference: a topic of real work is a run of turns, and the walk follows the runs;
-- `session`: the share of its session's candidates that are core (a session mostly about the topic);
-- `strong`: the share of the seeds under which it scores at least `STRONG` of their best hit.
+- `session`: the share of its session's candidates that are core (a session mostly about the topic).
 
-The other two signals are kept for the benches: `seeds` (the share of the seeds whose hits hold
-the turn at all) was weighed until a fourth labelled project, a small one, was held out: there
-every seed's hits hold nearly every turn (mean 0.88), and the score took half the project into
-some themes (precision 0.49); `strong` asks the same scale-free. `share` (its best score over a
-seed's best) added nothing held out.
+The other three are computed for the benches, which cache every signal: `seeds` (the share of the
+seeds whose hits hold the turn) was weighed until a fourth labelled project, a small one, was held
+out: there every seed's hits hold nearly every turn (mean 0.88), and the score took half the
+project into some themes. Neither `strong` (the share of seeds under which the turn scores at
+least `STRONG` of their best hit: `seeds` without the workspace's size in it) nor `share` (its
+best score over a seed's best) won held out.
 
 `probability` weighs them with `WEIGHTS` (on features standardised by `MEAN` and `SCALE`); a turn
 joins at `CUT` or more (scaled by `min_score` / 0.5), the next best come back as near misses.
@@ -22,8 +22,8 @@ joins at `CUT` or more (scaled by `min_score` / 0.5), the next best come back as
 Why a learned score and not hand-set rules: the rules before it (core by share, centroid test,
 gap filling, neighbours, walk drops and adds), each tuned on one labelled project, reach member
 recall 0.77 at precision 0.72 held out over four labelled projects; this score, fitted on three
-and scored on the fourth, 0.84 at 0.66, beside the BM25 z+ MiniLM cut at the same sizes at
-0.80 / 0.62 (bench/results/themes-heldout.md, `bench/members_learned.py`). The shipped constants
+and scored on the fourth, 0.85 at 0.65, beside the BM25 z+ MiniLM cut at the same sizes at
+0.80 / 0.61 (bench/results/themes-heldout.md, `bench/members_learned.py`). The shipped constants
 are the fit on all four, written by `bench/members_learned.py --fit`; the cut is the one whose
 mean recall and precision over the projects do best (the target is stated on the mean). Question
 seeds ("What did X do?") keep the rules in tagging.py: their answers are spread over a
@@ -46,17 +46,17 @@ Key = tuple[str, str, int]
 # Every signal tagging computes for a candidate (`signals`; the benches cache them all) and the
 # ones the shipped score weighs (`features`).
 SIGNALS = ("seeds", "rank", "walk", "session", "share", "strong")
-FEATURES = ("rank", "walk", "session", "strong")
+FEATURES = ("rank", "walk", "session")
 STRONG = 0.5  # `strong`: the share of seeds under which the turn scores this much of their best hit
 DEPTH = 150  # the hits tagging asks of each seed; the rank of a turn none of them found
 WINDOW = 3  # candidates: the turns within this many places of a hit in their session
 WALK_FLOOR = 1e-3  # walk scores (over the core's reference) are clipped here before the log
 
 # Fitted by `bench/members_learned.py --fit` on bonkbot, pai, mthisness and openprintkit (all topics).
-MEAN = np.array([4.0806, -1.8322, 0.057, 0.0493])
-SCALE = np.array([1.0886, 0.7677, 0.138, 0.1684])
-WEIGHTS = np.array([-0.9268, 1.3433, 0.3103, 0.0802])
-BIAS = -4.3854
+MEAN = np.array([4.0806, -1.8322, 0.057])
+SCALE = np.array([1.0886, 0.7677, 0.138])
+WEIGHTS = np.array([-0.9918, 1.3919, 0.3134])
+BIAS = -4.4326
 CUT = 0.125
 
 
@@ -139,10 +139,11 @@ def choose(
     shares: dict[Key, list[float]] = {}  # key -> its score over each seed's best hit
     found: dict[Key, tuple[Any, str]] = {}  # key -> (its best-ranked hit, that hit's seed)
     for j, (seed, hits) in enumerate(runs):
-        top = max((h.score for h in hits), default=0.0)
+        # the seed's best hit as tagging's core counts it: a main-agent turn that is not noise
+        top = max((h.score for h in hits if usable(h, noisy)), default=0.0)
         for rank, h in enumerate(hits):
             k = (h.session_id, h.agent, h.turn)
-            if k in noisy or h.agent != "main":
+            if not usable(h, noisy):
                 continue
             mine = shares.setdefault(k, [0.0] * len(runs))
             mine[j] = max(mine[j], h.score / top if top > 0 else 0.0)
@@ -164,6 +165,11 @@ def choose(
     ]
     under = sorted((k for k in found if prob.get(k, 0.0) < least), key=lambda k: -prob.get(k, 0.0))
     return chosen, [_near(*found[k], best, prob.get(k, 0.0)) for k in under]
+
+
+def usable(h: Any, noisy: set[Key]) -> bool:
+    """Can this search hit join a theme: a main-agent turn that is not noise?"""
+    return h.agent == "main" and (h.session_id, h.agent, h.turn) not in noisy
 
 
 def _how(k: Key, found: Mapping[Key, tuple[Any, str]], every: str) -> str:
