@@ -140,9 +140,7 @@ def seed_candidates(
     near: list[dict[str, Any]] = []
     found: set[Key] = set()  # every seed's hits that may be attached, at any score
     for seed, hits in runs:
-        good = [
-            h for h in hits if (h.session_id, h.agent, h.turn) not in noisy and h.agent == "main"
-        ]
+        good = [h for h in hits if membership.usable(h, noisy)]
         found.update((h.session_id, h.agent, h.turn) for h in good)
         if not good or good[0].score <= 0:
             continue
