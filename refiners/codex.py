@@ -24,12 +24,11 @@ under the parent thread's id all the same (a session with no main file until the
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from .fields import arguments_text, as_int, field_dict, field_list, parse_time
+from .fields import arguments_text, as_int, field_dict, field_list, loads_valid, parse_time
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import (
@@ -82,7 +81,7 @@ def _output(value: Any) -> tuple[Any, bool]:
     """A tool output and whether it failed; old builds JSON-encode `{"output", "metadata"}`."""
     if isinstance(value, str):
         try:
-            decoded = json.loads(value)
+            decoded = loads_valid(value)
         except ValueError:
             return value, False
         if isinstance(decoded, dict) and "output" in decoded:
@@ -302,7 +301,7 @@ def _spawned(cur: Turn, call: ToolCall) -> None:
     """A `spawn_agent` result names the subagent's thread (`agent_id`): its rollout."""
     output = call.result.get("output") if call.result else None
     try:
-        named = json.loads(output) if isinstance(output, str) else None
+        named = loads_valid(output) if isinstance(output, str) else None
     except ValueError:
         return
     agent = named.get("agent_id") if isinstance(named, dict) else None

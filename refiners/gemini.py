@@ -31,7 +31,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .fields import EXIT_CODE, as_int, field_dict, field_list, parse_time
+from .fields import (
+    EXIT_CODE,
+    as_int,
+    field_dict,
+    field_list,
+    loads_valid,
+    parse_time,
+    valid_unicode,
+)
 from .lines import LineReader, LogReader, Record, TurnBuilder, prompt_turn, tool_call
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .sources import (
@@ -269,14 +277,24 @@ class GeminiTurnBuilder(TurnBuilder):
 
 def parse_chat(path: Path, stop: int | None = None) -> ParseResult:
     """Parse a whole `.json` Gemini chat (rewritten in place as the session goes on)."""
+    problems: list[Problem] = []
     try:
-        data = json.loads(read_bounded(path, WHOLE_MAX)[:stop].decode("utf-8", errors="replace"))
+        blob = read_bounded(path, WHOLE_MAX)[:stop]
+        try:
+            text = blob.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(1, "invalid_utf8", str(exc)))
+            text = blob.decode("utf-8", errors="replace")
+        data, bad = valid_unicode(json.loads(text))
     except (OSError, ValueError, RecursionError) as exc:
-        return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
+        return ParseResult("json", [], problems=[*problems, Problem(1, "malformed", str(exc))])
+    if bad:
+        why = f"{bad} string(s) with a lone surrogate: each replaced with U+FFFD"
+        problems.append(Problem(1, "invalid_unicode", why))
     raw = data.get("messages") if isinstance(data, dict) else None
     size = path.stat().st_size
     messages = [(m, 0, size) for m in (raw if isinstance(raw, list) else []) if isinstance(m, dict)]
-    result = ParseResult("json", build_turns(messages), complete_offset=size)
+    result = ParseResult("json", build_turns(messages), problems, complete_offset=size)
     if not isinstance(raw, list):
         result.problems.append(Problem(1, "malformed", "no `messages` list: not a Gemini chat"))
     return result
@@ -299,8 +317,8 @@ def chat_meta(path: Path) -> dict[str, Any] | None:
     if path.suffix == ".jsonl":
         try:
             with open_regular(path) as fh:
-                first = json.loads(fh.readline(LINE_MAX))
-        except (OSError, ValueError):
+                first = loads_valid(fh.readline(LINE_MAX).decode("utf-8", errors="replace"))
+        except (OSError, ValueError, RecursionError):
             return None
         return (
             first

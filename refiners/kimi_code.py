@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .fields import loads_valid
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, ToolCall, Turn, count, epoch, parts_text
 from .sources import (
@@ -248,8 +249,8 @@ def _index(home: Path) -> dict[str, str]:
         return out
     for line in lines:
         try:
-            rec = json.loads(line)
-        except ValueError:
+            rec = loads_valid(line)
+        except (ValueError, RecursionError):
             continue
         if (
             isinstance(rec, dict)

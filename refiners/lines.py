@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from .fields import arguments_text
+from .fields import arguments_text, valid_unicode
 from .model import ParseResult, Problem, ToolCall, Turn
 from .sources import LINE_MAX, Discovery, open_regular
 
@@ -95,7 +95,7 @@ class LineReader:
         if not text.strip():
             return None
         try:
-            data = json.loads(text, strict=False)
+            data, bad = valid_unicode(json.loads(text, strict=False))
         except RecursionError:
             self.problems.append(Problem(no, "malformed", "nested too deeply to read"))
             return None
@@ -110,10 +110,17 @@ class LineReader:
                 Problem(no, "malformed", f"expected a JSON object, got {type(data).__name__}")
             )
             return None
+        if bad:
+            self.problems.append(
+                Problem(
+                    no, "invalid_unicode", f"{bad} string(s) with a lone surrogate: {_SURROGATES}"
+                )
+            )
         return data
 
 
 _TAIL = object()
+_SURROGATES = "each replaced with U+FFFD (a CLI cut a string inside a character)"
 
 
 def _skip_line(fh: Any) -> tuple[int, bool]:

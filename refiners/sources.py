@@ -7,7 +7,6 @@ Each reader module (`aider`, `claude_code`, `codex`, `gemini`, `kimi_cli`, `kimi
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from .fields import loads_valid
 from .model import ParseResult
 
 
@@ -168,7 +168,7 @@ def load_json(path: Path, limit: int = META_MAX) -> Any:
     """A small JSON file, or None when it is missing, unreadable, too large, not a regular file
     or not JSON."""
     try:
-        return json.loads(read_bounded(path, limit).decode("utf-8", errors="replace"))
+        return loads_valid(read_bounded(path, limit).decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError):
         return None
 
@@ -241,8 +241,8 @@ def head_records(
             while raw := fh.readline(max_bytes):
                 seen += len(raw)
                 try:
-                    rec = json.loads(raw)
-                except ValueError:
+                    rec = loads_valid(raw.decode("utf-8", errors="replace"))
+                except (ValueError, RecursionError):
                     rec = None
                 if isinstance(rec, dict):
                     out.append(rec)
