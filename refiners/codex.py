@@ -24,6 +24,7 @@ under the parent thread's id all the same (a session with no main file until the
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,13 @@ from .sources import (
     Discovery,
     SessionSource,
     SourceFile,
+    cannot_read,
     head_records,
     is_dir,
     is_file,
     not_regular,
     register,
+    unreadable,
 )
 
 SOURCE = "codex"
@@ -376,8 +379,11 @@ def discover(path: Path) -> Discovery | None:
     files = sorted(
         f for folder in folders if is_dir(folder) for f in folder.rglob("rollout-*.jsonl")
     )
+    for folder in folders:  # rglob passes over a folder it may not list: say so
+        for _ in os.walk(folder, onerror=lambda exc: _denied(exc, found)):
+            pass
     if not files:
-        return None
+        return found if found.skipped else None
     children: list[tuple[str, SessionSource]] = []
     for f in files:
         why = not_regular(f)
@@ -386,13 +392,19 @@ def discover(path: Path) -> Discovery | None:
             continue
         head = head_records(f, limit=3)
         if not _is_rollout(head):
-            found.skipped.append((str(f), "no session_meta first line: not a Codex rollout"))
+            why = cannot_read(f) or "no session_meta first line: not a Codex rollout"
+            found.skipped.append((str(f), why))
             continue
         session = _session(f, head)
         parent = _parent_thread(head)
         (children.append((parent, session)) if parent else found.sessions.append(session))
     _attach(children, found)
     return found
+
+
+def _denied(exc: OSError, found: Discovery) -> None:
+    if not isinstance(exc, FileNotFoundError):
+        found.skipped.append((str(exc.filename), unreadable(exc)))
 
 
 def _attach(children: list[tuple[str, SessionSource]], found: Discovery) -> None:

@@ -48,8 +48,10 @@ from .sources import (
     Refused,
     SessionSource,
     SourceFile,
+    cannot_read,
     is_dir,
     is_file,
+    listing,
     load_json,
     not_regular,
     open_regular,
@@ -372,7 +374,7 @@ def _sessions(
             continue
         meta = chat_meta(f)
         if meta is None:
-            found.skipped.append((str(f), "not a Gemini CLI chat (no sessionId)"))
+            found.skipped.append((str(f), cannot_read(f) or "not a Gemini CLI chat (no sessionId)"))
             continue
         sid = str(meta["sessionId"])
         bucket = project.name if project is not None else str(meta.get("projectHash") or "gemini")
@@ -449,14 +451,11 @@ def discover(path: Path) -> Discovery | None:
     for project in sorted(projects):
         chats = project / "chats"
         if is_dir(chats):
-            _sessions(
-                sorted(
-                    p for p in chats.iterdir() if not is_dir(p) and p.name.startswith("session-")
-                ),
-                project,
-                home,
-                found,
-            )
+            names = listing(chats, found)
+            chat_files = [p for p in names if not is_dir(p) and p.name.startswith("session-")]
+            _sessions(chat_files, project, home, found)
+        elif (why := cannot_read(project)) is not None:
+            found.skipped.append((str(project), why))
     return found
 
 

@@ -18,6 +18,7 @@ from .sources import (
     Discovery,
     SessionSource,
     SourceFile,
+    cannot_read,
     exists,
     is_dir,
     is_file,
@@ -294,7 +295,8 @@ def discover(path: Path) -> Discovery | None:
                 if _is_session_dir(d):
                     found.sessions.append(_session(d, index))
                 else:
-                    found.skipped.append((str(d), "no agents/ folder: not a Kimi Code session"))
+                    why = cannot_read(d) or "no agents/ folder: not a Kimi Code session"
+                    found.skipped.append((str(d), why))
             except OSError as exc:
                 found.skipped.append((str(d), unreadable(exc)))
     return found

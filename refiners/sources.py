@@ -173,11 +173,28 @@ def load_json(path: Path, limit: int = META_MAX) -> Any:
         return None
 
 
-def unreadable(exc: OSError) -> str:
-    """Why a folder could not be read, and what to do about it."""
+def unreadable(exc: OSError, what: str = "folder") -> str:
+    """Why a folder (or a file) could not be read, and what to do about it."""
     if isinstance(exc, PermissionError):
-        return "permission denied; fix the folder's permissions and ingest again"
+        return f"permission denied; fix the {what}'s permissions and ingest again"
     return f"could not read: {exc.strerror or exc}"
+
+
+def cannot_read(path: Path) -> str | None:
+    """Why `path` (a file or a folder) cannot be read, None when it can or is gone: a reader
+    asks before it calls what gave it nothing "not a session"."""
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+            return None
+        open_regular(path).close()
+    except FileNotFoundError:
+        return None
+    except Refused as exc:
+        return exc.why
+    except OSError as exc:
+        return unreadable(exc, "folder" if os.path.isdir(path) else "file")
+    return None
 
 
 def is_file(path: Path) -> bool:
