@@ -28,21 +28,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, field_dict, field_list, parse_time
+from .fields import (
+    EXIT_CODE,
+    as_int,
+    field_dict,
+    field_list,
+    loads_valid,
+    parse_time,
+    valid_unicode,
+)
+from .lines import LineReader, LogReader, Record, TurnBuilder, prompt_turn, tool_call
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .sources import (
     LINE_MAX,
     Discovery,
-    Reader,
     Refused,
     SessionSource,
     SourceFile,
+    cannot_read,
     is_dir,
     is_file,
+    listing,
     load_json,
     not_regular,
     open_regular,
@@ -53,7 +62,6 @@ from .sources import (
 from .sources import SNAPSHOT_MAX as WHOLE_MAX
 
 SOURCE = "gemini"
-_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)  # a shell call's output says how it ended
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 
 
@@ -89,7 +97,7 @@ def _result(call: dict[str, Any]) -> dict[str, Any] | None:
             texts.append(_text(part) or json.dumps(part, ensure_ascii=False))
     status = str(call.get("status") or "")
     output = "\n".join(str(t) for t in texts)
-    code = _EXIT_CODE.search(output)
+    code = EXIT_CODE.search(output)
     return {
         "is_error": status in ("error", "cancelled") or (code is not None and code.group(1) != "0"),
         "message": status if status != "success" else "",
@@ -142,18 +150,7 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
             if turns and turns[-1].end == "open":
                 turns[-1].end = "superseded"
             text = _text(msg.get("content"))
-            turns.append(
-                Turn(
-                    index=len(turns),
-                    started_at=ts,
-                    user_text=text,
-                    byte_start=start,
-                    byte_end=end,
-                    last_at=ts,
-                    legacy=True,
-                    origin="command" if text.startswith("/") else "user",
-                )
-            )
+            turns.append(prompt_turn(len(turns), ts, text, start, end))
             _compactions(turns[-1], msg.get(COMPACTED))
             continue
         if not turns:
@@ -175,15 +172,8 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
                 if not isinstance(c, dict):
                     continue
                 args = c.get("args")
-                call = ToolCall(
-                    id=str(c.get("id") or ""),
-                    name=str(c.get("name") or ""),
-                    arguments=args
-                    if isinstance(args, str)
-                    else json.dumps(args, ensure_ascii=False),
-                    result=_result(c),
-                    called_at=parse_time(c.get("timestamp")),
-                )
+                call = tool_call(c, args, parse_time(c.get("timestamp")))
+                call.result = _result(c)
                 call.result_at = call.called_at if call.result else None
                 step.tool_calls.append(call)
                 _subagent(cur, c, call)
@@ -209,10 +199,10 @@ def _subagent(cur: Turn, record: dict[str, Any], call: ToolCall) -> None:
 
 def _tokens(cur: Turn, msg: dict[str, Any]) -> None:
     tokens = field_dict(msg, "tokens")
-    cached = _int(tokens.get("cached"))
-    cur.usage["input_other"] += max(0, _int(tokens.get("input")) - cached)
+    cached = as_int(tokens.get("cached"))
+    cur.usage["input_other"] += max(0, as_int(tokens.get("input")) - cached)
     cur.usage["input_cache_read"] += cached
-    cur.usage["output"] += _int(tokens.get("output")) + _int(tokens.get("thoughts"))
+    cur.usage["output"] += as_int(tokens.get("output")) + as_int(tokens.get("thoughts"))
 
 
 def _compactions(turn: Turn, summaries: Any) -> None:
@@ -240,26 +230,27 @@ def _compaction(
     return {"type": COMPACTED, "id": f"compacted-{line}", "summary": _text(fresh[0].get("content"))}
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
+class GeminiTurnBuilder(TurnBuilder):
+    """Holds a `.jsonl` chat's messages (the last copy of each, rewinds applied) until its end,
+    then builds its turns: a message may be re-emitted or rewound away after it was written."""
 
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.version = "jsonl"
+        self.unknown: dict[str, int] = {}
+        self.order: list[str] = []
+        self.latest: dict[str, tuple[dict[str, Any], int, int]] = {}
+        self.seen: set[str] = set()  # message ids written or listed so far
 
-def _read_jsonl(
-    path: Path, stop: int | None
-) -> tuple[list[tuple[dict[str, Any], int, int]], LineReader, dict[str, int]]:
-    reader = LineReader(path, stop=stop)
-    order: list[str] = []
-    latest: dict[str, tuple[dict[str, Any], int, int]] = {}
-    unknown: dict[str, int] = {}
-    seen: set[str] = set()  # message ids written or listed so far
-    for rec in reader:
-        d = rec.data
+    def feed(self, record: Record) -> None:
+        d, start, end = record.data, record.start, record.end
+        order, latest = self.order, self.latest
         patch = d.get("$set")
         if isinstance(patch, dict) and "messages" in patch:
-            mark = _compaction(patch, seen, bool(order), rec.line)
+            mark = _compaction(patch, self.seen, bool(order), record.line)
             if mark is not None:
                 order.append(mark["id"])
-                latest[mark["id"]] = (mark, rec.start, rec.end)
+                latest[mark["id"]] = (mark, start, end)
         if "$rewindTo" in d:
             target = str(d["$rewindTo"])
             if target in latest:
@@ -267,53 +258,52 @@ def _read_jsonl(
                 for mid in order[cut:]:
                     latest.pop(mid, None)
                 del order[cut:]
-            continue
+            return
         if "$set" in d or "sessionId" in d and "type" not in d:
-            continue  # metadata: the session id and project come from discovery
+            return  # metadata: the session id and project come from discovery
         if not isinstance(d.get("type"), str) or d["type"] not in MESSAGE_TYPES:
             kind = str(d.get("type"))
-            unknown[kind] = unknown.get(kind, 0) + 1
-            continue
-        mid = str(d.get("id") or f"line-{rec.line}")
-        seen.add(mid)
+            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+            return
+        mid = str(d.get("id") or f"line-{record.line}")
+        self.seen.add(mid)
         if mid not in latest:
             order.append(mid)
-            latest[mid] = (d, rec.start, rec.end)
+            latest[mid] = (d, start, end)
         else:  # re-emitted while streaming: the last copy, in the first one's place
-            latest[mid] = (d, latest[mid][1], rec.end)
-    return [latest[m] for m in order], reader, unknown
+            latest[mid] = (d, latest[mid][1], end)
+
+    def end(self) -> None:
+        self.turns = build_turns([self.latest[m] for m in self.order])
 
 
-def parse_wire(
-    path: Path,
-    start: int = 0,
-    first_line: int = 1,
-    start_index: int = 0,
-    protocol: str | None = None,
-    stop: int | None = None,
-) -> ParseResult:
-    """Parse a whole Gemini chat (the offsets are accepted for the common signature only)."""
-    if path.suffix == ".jsonl":
-        messages, reader, unknown = _read_jsonl(path, stop)
-        result = ParseResult(
-            "jsonl",
-            build_turns(messages),
-            problems=reader.problems,
-            unknown_types=unknown,
-            complete_offset=reader.complete_offset,
-        )
-        return result
+def parse_chat(path: Path, stop: int | None = None) -> ParseResult:
+    """Parse a whole `.json` Gemini chat (rewritten in place as the session goes on)."""
+    problems: list[Problem] = []
     try:
-        data = json.loads(read_bounded(path, WHOLE_MAX)[:stop].decode("utf-8", errors="replace"))
+        blob = read_bounded(path, WHOLE_MAX)[:stop]
+        try:
+            text = blob.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(1, "invalid_utf8", str(exc)))
+            text = blob.decode("utf-8", errors="replace")
+        data, bad = valid_unicode(json.loads(text))
     except (OSError, ValueError, RecursionError) as exc:
-        return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
+        return ParseResult("json", [], problems=[*problems, Problem(1, "malformed", str(exc))])
+    if bad:
+        why = f"{bad} string(s) with a lone surrogate: each replaced with U+FFFD"
+        problems.append(Problem(1, "invalid_unicode", why))
     raw = data.get("messages") if isinstance(data, dict) else None
     size = path.stat().st_size
     messages = [(m, 0, size) for m in (raw if isinstance(raw, list) else []) if isinstance(m, dict)]
-    result = ParseResult("json", build_turns(messages), complete_offset=size)
+    result = ParseResult("json", build_turns(messages), problems, complete_offset=size)
     if not isinstance(raw, list):
         result.problems.append(Problem(1, "malformed", "no `messages` list: not a Gemini chat"))
     return result
+
+
+def _builder(path: Path, start_index: int, protocol: str | None) -> GeminiTurnBuilder:
+    return GeminiTurnBuilder()  # a chat is parsed whole: a rewind may reach back anywhere
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -329,8 +319,8 @@ def chat_meta(path: Path) -> dict[str, Any] | None:
     if path.suffix == ".jsonl":
         try:
             with open_regular(path) as fh:
-                first = json.loads(fh.readline(LINE_MAX))
-        except (OSError, ValueError):
+                first = loads_valid(fh.readline(LINE_MAX).decode("utf-8", errors="replace"))
+        except (OSError, ValueError, RecursionError):
             return None
         return (
             first
@@ -384,7 +374,7 @@ def _sessions(
             continue
         meta = chat_meta(f)
         if meta is None:
-            found.skipped.append((str(f), "not a Gemini CLI chat (no sessionId)"))
+            found.skipped.append((str(f), cannot_read(f) or "not a Gemini CLI chat (no sessionId)"))
             continue
         sid = str(meta["sessionId"])
         bucket = project.name if project is not None else str(meta.get("projectHash") or "gemini")
@@ -461,15 +451,15 @@ def discover(path: Path) -> Discovery | None:
     for project in sorted(projects):
         chats = project / "chats"
         if is_dir(chats):
-            _sessions(
-                sorted(
-                    p for p in chats.iterdir() if not is_dir(p) and p.name.startswith("session-")
-                ),
-                project,
-                home,
-                found,
-            )
+            names = listing(chats, found)
+            chat_files = [p for p in names if not is_dir(p) and p.name.startswith("session-")]
+            _sessions(chat_files, project, home, found)
+        elif (why := cannot_read(project)) is not None:
+            found.skipped.append((str(project), why))
     return found
 
 
-register(Reader(SOURCE, parse_wire, discover, "Gemini CLI", order=50))
+READER = register(
+    LogReader(SOURCE, "Gemini CLI", _builder, discover, 50, whole=True, other=parse_chat)
+)
+parse_wire = READER.parse

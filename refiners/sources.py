@@ -1,20 +1,20 @@
 """Find sessions under a path, whichever agent wrote them; the reader registry.
 
-Each reader module (`kimi_cli`, `kimi_code`, `claude_code`, `codex`, `gemini`, `qwen_code`) registers a
-`Reader` here when it is imported. This module imports none of them, so a reader can import
+Each reader module (`aider`, `claude_code`, `codex`, `gemini`, `kimi_cli`, `kimi_code`, `opencode`,
+`qwen_code`) registers a `Reader` here when it is imported. This module imports none of them, so a reader can import
 `SessionSource` and friends from here without a cycle; `refiners/__init__.py` imports them all.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from .fields import loads_valid
 from .model import ParseResult
 
 
@@ -47,24 +47,53 @@ class Discovery:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
 
 
-Parser = Callable[..., ParseResult]
+class Reader(Protocol):
+    """One agent's format: how to find its sessions and how to parse one log file.
+
+    A JSONL format is a `lines.LogReader` (its turn builder and its `discover`); any other is a
+    `FileReader` of two functions.
+    """
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def label(self) -> str: ...  # for people: "Claude Code"
+    @property
+    def order(self) -> int: ...  # discovery tries readers by ascending order (most specific first)
+
+    def parse(
+        self,
+        path: Path,
+        start: int = 0,
+        first_line: int = 1,
+        start_index: int = 0,
+        protocol: str | None = None,
+        stop: int | None = None,
+    ) -> ParseResult:
+        """Parse one log file from byte `start` (a turn boundary) to `stop`."""
+        ...
+
+    def discover(self, path: Path) -> Discovery | None:
+        """The sessions under `path`, or None when `path` is not shaped like this agent's."""
+        ...
 
 
 @dataclass(frozen=True)
-class Reader:
-    """One agent's format: how to find its sessions and how to parse one log file."""
+class FileReader:
+    """A `Reader` of a format that is not JSONL lines (Aider's Markdown history): two functions."""
 
     source: str
-    parse: Parser  # (path, start=0, first_line=1, start_index=0, protocol=None, stop=None)
-    discover: Callable[[Path], Discovery | None]  # None when `path` is not shaped like this agent's
-    label: str  # for people: "Claude Code"
-    order: int = 50  # discovery tries readers by ascending order (the most specific shapes first)
+    parse: Callable[..., ParseResult]  # (path, start, first_line, start_index, protocol, stop)
+    discover: Callable[[Path], Discovery | None]
+    label: str
+    order: int = 50
 
 
 READERS: dict[str, Reader] = {}
+R = TypeVar("R", bound=Reader)
 
 
-def register(reader: Reader) -> Reader:
+def register(reader: R) -> R:
     READERS[reader.source] = reader
     return reader
 
@@ -139,16 +168,33 @@ def load_json(path: Path, limit: int = META_MAX) -> Any:
     """A small JSON file, or None when it is missing, unreadable, too large, not a regular file
     or not JSON."""
     try:
-        return json.loads(read_bounded(path, limit).decode("utf-8", errors="replace"))
+        return loads_valid(read_bounded(path, limit).decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError):
         return None
 
 
-def unreadable(exc: OSError) -> str:
-    """Why a folder could not be read, and what to do about it."""
+def unreadable(exc: OSError, what: str = "folder") -> str:
+    """Why a folder (or a file) could not be read, and what to do about it."""
     if isinstance(exc, PermissionError):
-        return "permission denied; fix the folder's permissions and ingest again"
+        return f"permission denied; fix the {what}'s permissions and ingest again"
     return f"could not read: {exc.strerror or exc}"
+
+
+def cannot_read(path: Path) -> str | None:
+    """Why `path` (a file or a folder) cannot be read, None when it can or is gone: a reader
+    asks before it calls what gave it nothing "not a session"."""
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+            return None
+        open_regular(path).close()
+    except FileNotFoundError:
+        return None
+    except Refused as exc:
+        return exc.why
+    except OSError as exc:
+        return unreadable(exc, "folder" if os.path.isdir(path) else "file")
+    return None
 
 
 def is_file(path: Path) -> bool:
@@ -212,8 +258,8 @@ def head_records(
             while raw := fh.readline(max_bytes):
                 seen += len(raw)
                 try:
-                    rec = json.loads(raw)
-                except ValueError:
+                    rec = loads_valid(raw.decode("utf-8", errors="replace"))
+                except (ValueError, RecursionError):
                     rec = None
                 if isinstance(rec, dict):
                     out.append(rec)
