@@ -50,8 +50,11 @@ from themes_heldout import (  # noqa: E402
     load_project,
 )
 
-from archive_mcp.themes import graph, topics  # noqa: E402
-from archive_mcp.themes.discovery import (  # noqa: E402
+from archive_mcp.themes.discover import (
+    graph,  # noqa: E402
+    topics,
+)
+from archive_mcp.themes.discover.discovery import (  # noqa: E402
     CUTS,
     MIXED_CUTS,
     TFIDF_SHARE,

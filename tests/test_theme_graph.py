@@ -11,13 +11,13 @@ import pytest
 import scipy.sparse as sp
 from archive_mcp.workspaces import Workspace
 
-from archive_mcp.themes import graph
-from archive_mcp.themes.discovery import discover
-from archive_mcp.themes.graph import (
+from archive_mcp.themes.discover import graph
+from archive_mcp.themes.discover.discovery import discover
+from archive_mcp.themes.discover.graph import (
     TOPIC_IDS,
     cluster_turns,
-    cluster_vectors,
     louvain,
+    micro_clusters,
     new_topics,
     turn_graph,
 )
@@ -252,7 +252,8 @@ def test_a_zero_vector_is_its_own_cluster() -> None:
     x = np.vstack(
         [np.zeros((1, 4)), _unit(np.array([[1, 0, 0, 0], [0.99, 0.1, 0, 0], [0, 0, 1, 0]]))]
     )
-    assert cluster_vectors(x, 0.5).tolist() == [2, 1, 1, 3]
+    assign, _, broad = micro_clusters(x, 0.5)
+    assert broad[assign].tolist() == [2, 1, 1, 3]
 
 
 # --- past graph.SAMPLE turns: a sample of whole sessions is clustered, the rest joins it ---------
@@ -357,7 +358,7 @@ def test_a_clustered_sample_finds_what_clustering_everything_finds(
 
 
 def test_the_static_models_vectors_are_joined_with_the_texts_tfidf_and_cut_there() -> None:
-    from archive_mcp.themes import discovery
+    from archive_mcp.themes.discover import discovery
 
     users = ["deploy the api", "deploy the api again", "fix the chart", "fix the chart colours"]
     frame = _frame(users, ["s0", "s1", "s0", "s1"])
@@ -374,7 +375,7 @@ def test_the_static_models_vectors_are_joined_with_the_texts_tfidf_and_cut_there
 def test_other_models_and_a_zero_share_keep_the_vectors_and_their_cut(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from archive_mcp.themes import discovery
+    from archive_mcp.themes.discover import discovery
 
     frame = _frame(["a b", "a c", "b c"], ["s0", "s1", "s0"])
     x = _unit(np.eye(3, dtype=np.float32) + 0.1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from archive_mcp.themes.vectors import tfidf, truncated_svd
+from archive_mcp.themes.discover.vectors import tfidf, truncated_svd
 
 RARE = 0.02
 WEIGHT = 0.3

@@ -15,7 +15,7 @@ becomes one node and the moves repeat on that smaller graph. A higher resolution
 communities. Unlike Leiden, nothing splits a community that lost its bridge, so a community can
 in principle be two runs that a moved turn used to join (none of 440 was, on 20k generated turns).
 
-The broad themes (`cluster_vectors`) and the topics (`cluster_turns`) of a workspace are found
+The broad themes (`micro_clusters`) and the topics (`cluster_turns`) of a workspace are found
 here. Past `SAMPLE` turns, the graph, Louvain and the k-means of the broad level would grow with
 the workspace (about 1.2 GB at 100k turns), so `cluster_sampled` clusters a sample of whole
 sessions and every other turn, read from the index's vector files a block at a time, joins the
@@ -34,8 +34,8 @@ import polars as pl
 import scipy.sparse as sp
 
 from archive_mcp.search.ondisk import read_rows
-from archive_mcp.themes.kmeans import mini_batch_kmeans
-from archive_mcp.themes.topics import with_topic_terms
+from archive_mcp.themes.discover.kmeans import mini_batch_kmeans
+from archive_mcp.themes.discover.topics import with_topic_terms
 
 NEIGHBOURS = 5
 ADJACENT = 3.0
@@ -208,21 +208,14 @@ def _local_moves(
 # --- discovery's clusters: broad themes (k-means micro-clusters merged) and topics (communities) --
 
 
-def cluster_vectors(
-    x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0
-) -> np.ndarray:
-    """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n)),
-    then average-linkage merging of their centroids up to cosine distance `threshold`. A zero vector (a turn without a shared term) is unlike every other:
-    cosine distance 1, not NaN."""
-    assign, _, broad = micro_clusters(x, threshold, micro, seed)
-    return broad[assign]
-
-
 def micro_clusters(
     x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`cluster_vectors` in parts: each row's micro-cluster, the micro-clusters' k-means centres
-    and each micro-cluster's broad cluster."""
+    """Broad clusters of unit vectors without choosing k: k-means micro-clusters (about 4
+    sqrt(n)), then average-linkage merging of their centroids up to cosine distance `threshold`.
+    Returns each row's micro-cluster, the micro-clusters' k-means centres and each micro-cluster's
+    broad cluster. A zero vector (a turn without a shared term) is unlike every other: cosine
+    distance 1, not NaN."""
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import pdist
 
@@ -488,7 +481,8 @@ def match_rows(
     n: int,
     min_overlap: float = 0.3,
 ) -> dict[int, int]:
-    """`match_clusters` of clusters as rows of a frame of `n` (the previous run's: its members'
+    """New cluster -> stable id, greedy by Jaccard overlap (at least `min_overlap`) with the
+    previous run's clusters; clusters as rows of a frame of `n` (the previous run's: its members'
     rows still in the frame, and how many it had), overlaps counted from each row's new clusters."""
     a_ids, b_ids = list(new), list(old)
     layers: list[

@@ -24,19 +24,18 @@ import polars as pl
 from archive_mcp.refiners.text import tokens
 from archive_mcp.schema import empty_refined
 from archive_mcp.search.index import WorkspaceIndex
-from archive_mcp.themes import graph
-from archive_mcp.themes.graph import (
+from archive_mcp.themes.discover import graph
+from archive_mcp.themes.discover.graph import (
     DiskRows,
     cluster_sampled,
     cluster_turns,
-    greedy_ids,
     match_rows,
     sample_rows,
 )
+from archive_mcp.themes.discover.vectors import tfidf, truncated_svd
 from archive_mcp.themes.labels import class_tfidf, label_words, unique_label
 from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.store import Member, Theme, ThemeStore, suggested
-from archive_mcp.themes.vectors import tfidf, truncated_svd
 from archive_mcp.workspaces import Workspace, locked
 from archive_mcp.workspaces.clock import now
 
@@ -307,19 +306,6 @@ class TurnKeys:
             if len(packed)
             else np.full(len(s), -1)
         )
-
-
-def match_clusters(
-    new: dict[int, set[Key]], old: dict[int, set[Key]], min_overlap: float = 0.3
-) -> dict[int, int]:
-    """New cluster -> stable id: greedy by Jaccard overlap with the previous run's clusters."""
-    pairs = [
-        (j, a, b)
-        for a, ma in new.items()
-        for b, mb in old.items()
-        if (j := len(ma & mb) / max(1, len(ma | mb))) >= min_overlap
-    ]
-    return greedy_ids(pairs, list(new), list(old))
 
 
 def save(
