@@ -46,6 +46,7 @@ from archive_mcp.themes.discover.discovery import (
     discovery_input,
 )
 from archive_mcp.themes.discover.graph import DiskRows
+from archive_mcp.themes.discover.rules import DISCOVERY_RULES, DiscoveryRules
 from archive_mcp.themes.store import TagResult, Theme, ThemeStore, member_keys
 from archive_mcp.themes.tag import tagging
 from archive_mcp.themes.tag.rules import TAG_RULES, TagRules
@@ -453,11 +454,13 @@ class Archive:
         workspace: str | Workspace | None = None,
         min_size: int = 3,
         threshold: float | None = None,
+        rules: DiscoveryRules = DISCOVERY_RULES,
     ) -> DiscoveryResult:
-        """Cluster the workspace's main-agent turns into suggested themes (k is not chosen)."""
+        """Cluster the workspace's main-agent turns into suggested themes (k is not chosen).
+        `rules` (discover/rules.py) are for measuring."""
         ws = self._ws(workspace)
         return discover_workspace(
-            ws, self.index(ws).refresh(), min_size, threshold, self._model_name()
+            ws, self.index(ws).refresh(), min_size, threshold, self._model_name(), rules=rules
         )
 
     def discovery_input(
