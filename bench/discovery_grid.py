@@ -35,27 +35,24 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from textbook import Vectors  # noqa: E402
-from theme_baselines import Key, bertopic_clusters, mostly, recovered, umap_reduce  # noqa: E402
-from themes_heldout import (  # noqa: E402
+from heldout.folds import leave_one_project_out
+from textbook import Vectors
+from theme_baselines import Key, bertopic_clusters, mostly, recovered, umap_reduce
+from themes_heldout import (
     JACCARD,
     K_RANGE,
     PROJECTS,
     REPO,
     ProjectData,
-    leave_one_project_out,
     load_project,
 )
 
 from archive_mcp.themes.discover import (
-    graph,  # noqa: E402
+    graph,
     topics,
 )
-from archive_mcp.themes.discover.discovery import tfidf_vectors  # noqa: E402
-from archive_mcp.themes.discover.rules import DISCOVERY_RULES as RULES  # noqa: E402
+from archive_mcp.themes.discover.discovery import tfidf_vectors
+from archive_mcp.themes.discover.rules import DISCOVERY_RULES as RULES
 
 SEEDS = (0, 1, 2)
 # A variant may have at most this many times today's clusters on a project, or the labelled topics

@@ -36,20 +36,17 @@ from statistics import mean
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from heldout.rules import members_objective as objective  # noqa: E402
-from textbook import Vectors  # noqa: E402
-from theme_baselines import Key, recall_precision  # noqa: E402
-from themes_heldout import PROJECTS, REPO, ProjectData, Topic, load_project  # noqa: E402
+from heldout.rules import members_objective as objective
+from textbook import Vectors
+from theme_baselines import Key, recall_precision
+from themes_heldout import PROJECTS, REPO, ProjectData, Topic, load_project
 
 from archive_mcp.themes.tag import (
-    membership,  # noqa: E402
+    membership,
     tagging,
 )
-from archive_mcp.themes.tag import rules as tag_rules  # noqa: E402
-from archive_mcp.themes.tag.rules import TAG_RULES, TagRules  # noqa: E402
+from archive_mcp.themes.tag import rules as tag_rules
+from archive_mcp.themes.tag.rules import TAG_RULES, TagRules
 
 SIGNALS = (
     membership.SIGNALS

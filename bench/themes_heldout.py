@@ -58,14 +58,13 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
-from agents_dev import corpus_paths, resolve_refs  # noqa: E402
-from heldout.rules import SHIPPED, Rules, fold_scores  # noqa: E402
-from textbook import TERMS, Vectors  # noqa: E402
-from theme_baselines import (  # noqa: E402
+import numpy as np
+import polars as pl
+from agents_dev import corpus_paths, resolve_refs
+from heldout.folds import leave_one_project_out, share
+from heldout.rules import SHIPPED, Rules, fold_scores
+from textbook import TERMS, Vectors
+from theme_baselines import (
     Key,
     SeedRanker,
     bertopic_clusters,
@@ -76,9 +75,9 @@ from theme_baselines import (  # noqa: E402
     umap_reduce,
 )
 
-from archive_mcp import Archive  # noqa: E402
-from archive_mcp.themes.noise import noise_mask  # noqa: E402
-from archive_mcp.themes.trace.timeline import Timeline  # noqa: E402
+from archive_mcp import Archive
+from archive_mcp.themes.noise import noise_mask
+from archive_mcp.themes.trace.timeline import Timeline
 
 REPO = Path(__file__).resolve().parent.parent
 LABELS = Path(__file__).parent / "labels"
@@ -417,53 +416,6 @@ def evaluate(p: ProjectData, setting: Setting) -> dict[str, Any]:
         "seconds": {"tag_and_trace": round(t1 - t0, 1), "discovery": round(t2 - t1, 1)},
         "per_topic": per,
     }
-
-
-def share(pair: Sequence[int]) -> float:
-    return pair[0] / pair[1] if pair[1] else 0.0
-
-
-def objective(f: Mapping[str, Any]) -> float:
-    """Default selection score: mean of member F1, changes flagged, claimed-change precision,
-    Now accuracy and discovery recovery (each in 0..1)."""
-    r, pr = f["member_recall"], f["member_precision"]
-    f1 = 2 * r * pr / (r + pr) if r + pr else 0.0
-    disc = f["discovery"]
-    return mean(
-        [
-            f1,
-            share(f["changes_flagged"]),
-            share(f["claimed_changes"]),
-            share(f["now_right"]),
-            disc["found"] / max(1, disc["topics"]),
-        ]
-    )
-
-
-def leave_one_project_out(
-    projects: Sequence[str],
-    grid: Mapping[str, Setting],
-    evaluate: Callable[[str, Setting], dict[str, Any]],
-    objective: Callable[[Mapping[str, Any]], float] = objective,
-) -> dict[str, Any]:
-    """Per held-out project: the setting with the best mean `objective` on the other projects
-    (the first listed on a tie), and its figures on the held-out project."""
-    grid = dict(grid) or {"current": SHIPPED}
-    names = list(grid)
-    figures = {n: {p: evaluate(p, grid[n]) for p in projects} for n in names}
-    out: dict[str, Any] = {}
-    for held in projects:
-        others = [p for p in projects if p != held]
-        train = {
-            n: mean(objective(figures[n][p]) for p in others) if others else 0.0 for n in names
-        }
-        chosen = max(names, key=lambda n: (train[n], -names.index(n)))
-        out[held] = {
-            "chosen": chosen,
-            "train_objective": {n: round(v, 4) for n, v in train.items()},
-            "figures": figures[chosen][held],
-        }
-    return out
 
 
 # --- BERTopic ---------------------------------------------------------------------------------

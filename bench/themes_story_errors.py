@@ -28,10 +28,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from textbook import Vectors  # noqa: E402
-from themes_heldout import (  # noqa: E402
+from textbook import Vectors
+from themes_heldout import (
     PROJECTS,
     REPO,
     ProjectData,
@@ -39,10 +37,10 @@ from themes_heldout import (  # noqa: E402
     now_named,
     now_right,
 )
-from themes_trace_grid import NEAR  # noqa: E402
+from themes_trace_grid import NEAR
 
-from archive_mcp.themes.trace.decisions import accepts  # noqa: E402
-from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules  # noqa: E402
+from archive_mcp.themes.trace.decisions import accepts
+from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
 
 Key = tuple[str, str, int]
 

@@ -28,12 +28,11 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from heldout.rules import SHIPPED as SHIPPED_RULES  # noqa: E402
-from heldout.rules import fold_scores  # noqa: E402
-from textbook import Vectors  # noqa: E402
-from themes_heldout import (  # noqa: E402
+from heldout.folds import share
+from heldout.rules import SHIPPED as SHIPPED_RULES
+from heldout.rules import fold_scores
+from textbook import Vectors
+from themes_heldout import (
     PROJECTS,
     REPO,
     ProjectData,
@@ -41,10 +40,9 @@ from themes_heldout import (  # noqa: E402
     load_project,
     now_named,
     now_right,
-    share,
 )
 
-from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules  # noqa: E402
+from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
 
 GRID: dict[str, TraceRules] = {
     f"open_after={o} claim_by={b}": replace(TRACE_RULES, open_after=o, claim_by=b)

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 
 import theme_baselines as tb  # noqa: E402
 import themes_heldout as th  # noqa: E402
-from heldout import rules  # noqa: E402
+from heldout import folds, rules  # noqa: E402
 
 from archive_mcp.themes.tag.rules import Score  # noqa: E402
 
@@ -52,7 +52,7 @@ def test_seed_ranker_puts_the_matching_turn_first_in_both_runs() -> None:
 
 def test_leave_one_project_out_chooses_on_the_other_projects_only() -> None:
     scores = {"a": {"p1": 0.9, "p2": 0.9, "p3": 0.1}, "b": {"p1": 0.5, "p2": 0.5, "p3": 0.9}}
-    got = th.leave_one_project_out(
+    got = folds.leave_one_project_out(
         ["p1", "p2", "p3"],
         {"a": {"x": "a"}, "b": {"x": "b"}},
         lambda p, s: {"score": scores[s["x"]][p], "project": p},  # type: ignore[index]
@@ -65,7 +65,7 @@ def test_leave_one_project_out_chooses_on_the_other_projects_only() -> None:
 
 
 def test_an_empty_grid_reports_the_shipped_rules() -> None:
-    got = th.leave_one_project_out(["p"], {}, lambda p, s: {"setting": s}, lambda f: 0.0)
+    got = folds.leave_one_project_out(["p"], {}, lambda p, s: {"setting": s}, lambda f: 0.0)
     assert got["p"]["chosen"] == "current" and got["p"]["figures"] == {"setting": rules.SHIPPED}
 
 
