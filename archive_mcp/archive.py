@@ -40,12 +40,19 @@ from archive_mcp.search.context import TurnContext, canonical_ref, load_referenc
 from archive_mcp.search.engine import Filters, SearchResults, run_search
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
-from archive_mcp.themes import tagging
-from archive_mcp.themes.discovery import DiscoveryResult, discover_workspace, discovery_input
-from archive_mcp.themes.graph import DiskRows
+from archive_mcp.themes.discover.discovery import (
+    DiscoveryResult,
+    discover_workspace,
+    discovery_input,
+)
+from archive_mcp.themes.discover.graph import DiskRows
+from archive_mcp.themes.discover.rules import DISCOVERY_RULES, DiscoveryRules
 from archive_mcp.themes.store import TagResult, Theme, ThemeStore, member_keys
-from archive_mcp.themes.timeline import Timeline
-from archive_mcp.themes.trace import trace_theme
+from archive_mcp.themes.tag import tagging
+from archive_mcp.themes.tag.rules import TAG_RULES, TagRules
+from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
+from archive_mcp.themes.trace.sessions import trace_theme
+from archive_mcp.themes.trace.timeline import Timeline
 from archive_mcp.workspaces import Registry, Workspace, archive_home, private_tree, private_umask
 
 __all__ = ["Archive", "RefineReport", "Stats", "WorkspaceArg"]
@@ -417,11 +424,12 @@ class Archive:
         description: str | None = None,
         min_score: float = 0.5,
         who: str = "api",
+        rules: TagRules = TAG_RULES,
     ) -> TagResult:
         """Attach confirmed turns, or search from 1-3 seeds and attach the topic's hits: `min_score`
         scales the shares of each seed's best hit that make the theme's core and the weaker hits
-        that join it when close to that core (see `themes/tagging.py`); returns what was attached
-        and the near misses to confirm."""
+        that join it when close to that core (see `themes/tag/tagging.py`); returns what was
+        attached and the near misses to confirm. `rules` (tag/rules.py) are for measuring."""
         ws = self._ws(workspace)
         return tagging.tag_theme(
             ws,
@@ -438,6 +446,7 @@ class Archive:
                 q, workspace=ws.id, limit=n, tuning=tagging.SEED_TUNING
             ),
             index=lambda: self.index(ws).refresh(),
+            rules=rules,
         )
 
     def discover_themes(
@@ -445,17 +454,19 @@ class Archive:
         workspace: str | Workspace | None = None,
         min_size: int = 3,
         threshold: float | None = None,
+        rules: DiscoveryRules = DISCOVERY_RULES,
     ) -> DiscoveryResult:
-        """Cluster the workspace's main-agent turns into suggested themes (k is not chosen)."""
+        """Cluster the workspace's main-agent turns into suggested themes (k is not chosen).
+        `rules` (discover/rules.py) are for measuring."""
         ws = self._ws(workspace)
         return discover_workspace(
-            ws, self.index(ws).refresh(), min_size, threshold, self._model_name()
+            ws, self.index(ws).refresh(), min_size, threshold, self._model_name(), rules=rules
         )
 
     def discovery_input(
         self, workspace: str | Workspace | None = None
     ) -> tuple[Workspace, pl.DataFrame, np.ndarray | DiskRows | None]:
-        """What `discover_themes` clusters (see `themes.discovery.discovery_input`)."""
+        """What `discover_themes` clusters (see `themes.discover.discovery.discovery_input`)."""
         ws = self._ws(workspace)
         return ws, *discovery_input(ws, self.index(ws).refresh())
 
@@ -465,11 +476,13 @@ class Archive:
         workspace: WorkspaceArg = None,
         granularity: str = "auto",
         include_turn_content: bool = False,
+        rules: TraceRules = TRACE_RULES,
     ) -> Timeline:
         """The theme as a timeline (Polars frame, events, buckets, reversals, files, memories).
-        Several workspaces only when listed explicitly (the theme is read from each)."""
+        Several workspaces only when listed explicitly (the theme is read from each). `rules`
+        (pairing, claims, where it stands) are for measuring."""
         if isinstance(workspace, list | tuple):
             targets = self._selected(workspace)
         else:
             targets = [self._ws(workspace)]  # type: ignore[arg-type]
-        return trace_theme(theme, targets, granularity, include_turn_content)
+        return trace_theme(theme, targets, granularity, include_turn_content, rules)

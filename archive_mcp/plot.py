@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from archive_mcp.errors import MissingDependency
-from archive_mcp.themes.timeline import Timeline
+from archive_mcp.themes.trace.timeline import Timeline
 
 INSTALL = "pip install 'agent-archive-mcp[plot]'"
 

@@ -10,7 +10,7 @@ left out) as `graph.cluster_turns` does: the broad themes (k-means micro-cluster
 average linkage at the space's cut) and the topics (Louvain communities of the turn graph that
 do not repeat a broad theme), kept when they recur (`graph.recurs`: two sessions, or
 `one_session` turns of one), have `min_size` turns and at most half the turns. A variant sets the Louvain resolution, the graph's neighbours and session-chain
-weight, the weight of the rare keywords and files joined to the vectors (`topics.WEIGHT`), a
+weight, the weight of the rare keywords and files joined to the vectors (`DiscoveryRules.term_weight`), a
 TF-IDF/SVD share of the space (`tfidf`: the static vectors joined with the texts' TF-IDF at that
 weight), a merge of topics whose centroids are closer than a cosine (`merge`, 0 = off) and the
 minimum size. Scored as `themes_heldout.py` scores discovery: labelled topics recovered at
@@ -35,28 +35,24 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from textbook import Vectors  # noqa: E402
-from theme_baselines import Key, bertopic_clusters, mostly, recovered, umap_reduce  # noqa: E402
-from themes_heldout import (  # noqa: E402
+from heldout.folds import leave_one_project_out
+from textbook import Vectors
+from theme_baselines import Key, bertopic_clusters, mostly, recovered, umap_reduce
+from themes_heldout import (
     JACCARD,
     K_RANGE,
     PROJECTS,
     REPO,
     ProjectData,
-    leave_one_project_out,
     load_project,
 )
 
-from archive_mcp.themes import graph, topics  # noqa: E402
-from archive_mcp.themes.discovery import (  # noqa: E402
-    CUTS,
-    MIXED_CUTS,
-    TFIDF_SHARE,
-    tfidf_vectors,
+from archive_mcp.themes.discover import (
+    graph,
+    topics,
 )
+from archive_mcp.themes.discover.discovery import tfidf_vectors
+from archive_mcp.themes.discover.rules import DISCOVERY_RULES as RULES
 
 SEEDS = (0, 1, 2)
 # A variant may have at most this many times today's clusters on a project, or the labelled topics
@@ -66,16 +62,18 @@ BUDGET = 1.25
 
 @dataclass(frozen=True)
 class Variant:
-    resolution: float = graph.RESOLUTION
-    neighbours: int = graph.NEIGHBOURS
-    adjacent: float = graph.TOPIC_ADJACENT
-    term_weight: float = topics.WEIGHT
-    tfidf: float = TFIDF_SHARE
+    resolution: float = RULES.resolution
+    neighbours: int = RULES.neighbours
+    adjacent: float = RULES.topic_adjacent
+    term_weight: float = RULES.term_weight
+    tfidf: float = RULES.tfidf_share
     merge: float = 0.0
     min_size: int = 3
-    one_session: int = graph.ONE_SESSION  # a one-session cluster is kept from this many turns
+    one_session: int = RULES.one_session  # a one-session cluster is kept from this many turns
     broad: bool = True
-    cut: float = MIXED_CUTS["minilm-static-256"]  # where the broad level cuts (cosine distance)
+    cut: float = RULES.mixed_cuts[
+        "minilm-static-256"
+    ]  # where the broad level cuts (cosine distance)
 
 
 def grid() -> dict[str, Variant]:
@@ -83,7 +81,7 @@ def grid() -> dict[str, Variant]:
     tie they stay), with the two-session rule it was run with (`one_session` 0). The first
     grid's one-factor variants: `Variant(resolution=...)`, `Variant(merge=...)`, ... (pass them
     with `--grid`)."""
-    static = CUTS["minilm-static-256"]
+    static = RULES.cuts["minilm-static-256"]
     old = {"one_session": 0}
     out = {"before": Variant(tfidf=0.0, cut=static, adjacent=3.0, **old)}
     for r in (3.0, 4.0):

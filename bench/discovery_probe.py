@@ -22,13 +22,10 @@ from statistics import mean
 from typing import Any
 
 import numpy as np
+from theme_baselines import recovered
+from themes_heldout import JACCARD, PROJECTS, label_topics, resolve_refs
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from theme_baselines import recovered  # noqa: E402
-from themes_heldout import JACCARD, PROJECTS, label_topics, resolve_refs  # noqa: E402
-
-from archive_mcp import Archive  # noqa: E402
+from archive_mcp import Archive
 
 PER_CLUSTER = (10, 15, 20, 30, 40, 60)
 SEEDS = (0, 1, 2)

@@ -1,23 +1,23 @@
 """Theme membership by a learned score over tagging's own signals, held out by project (issue 28,
-item 4): `themes/membership.py`'s logistic score beside the hand-set rules it replaced and the
+item 4): `themes/tag/membership.py`'s logistic score beside the hand-set rules it replaced and the
 BM25 z+ MiniLM cut at the same member count.
 
     HF_HUB_OFFLINE=1 nice -n 10 python bench/members_learned.py AGENTS_DEV --out OUT --reuse
         [--json PATH] [--only f1,f2] [--add f1] [--drop f1] [--l2 1.0] [--mode cut|count] [--fit]
 
 OUT is the folder `themes_heldout.py` builds (archives and MiniLM cache). For every labelled
-topic the seeds are tagged as `tag_theme` does (`tagging.SCORED` on), recording the candidates
+topic the seeds are tagged as `tag_theme` does (`TagRules.scored` on), recording the candidates
 and every signal `membership.signals` computes for them (nothing from the labels or from
 MiniLM), and each candidate's label: is it a labelled member of the topic. The same call with
 `SCORED` off gives what the rules attach ("rules"). The rows are cached in OUT (`--reuse`).
 
 Leave one project out: a logistic model is fitted on the candidates of the other projects
-(features standardised, L2 `--l2`), the probability cut chosen there by `members_probe.objective`
+(features standardised, L2 `--l2`), the probability cut chosen there by `heldout.rules.members_objective`
 (recall less twice what precision falls under 0.65) of the training projects' mean recall and precision
 (each macro over topics: the target is stated on the mean; `--cut-rule each` takes the mean of
 each project's objective instead, the rule before session 12), and model and cut are
 scored on the held-out project, beside the rules and the z-cut at the learned model's sizes.
-`--fit` also fits on every project and prints the constants `membership.py` ships.
+`--fit` also fits on every project and prints the constants `tag/rules.py` ships (`Score`).
 """
 
 from __future__ import annotations
@@ -30,26 +30,28 @@ import os
 import pickle
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
 import numpy as np
+from heldout.rules import members_objective as objective
+from textbook import Vectors
+from theme_baselines import Key, recall_precision
+from themes_heldout import PROJECTS, REPO, ProjectData, Topic, load_project
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from members_probe import objective  # noqa: E402
-from textbook import Vectors  # noqa: E402
-from theme_baselines import Key, recall_precision  # noqa: E402
-from themes_heldout import PROJECTS, REPO, ProjectData, Topic, load_project  # noqa: E402
-
-from archive_mcp.themes import membership, tagging  # noqa: E402
+from archive_mcp.themes.tag import (
+    membership,
+    tagging,
+)
+from archive_mcp.themes.tag import rules as tag_rules
+from archive_mcp.themes.tag.rules import TAG_RULES, TagRules
 
 SIGNALS = (
     membership.SIGNALS
 )  # every signal is cached; a model uses FEATURES (or --only / --add / --drop)
-FEATURES = membership.FEATURES
+FEATURES = TAG_RULES.score.features
 
 
 @dataclass
@@ -77,27 +79,22 @@ def recorded(log: dict[str, Any]) -> Iterator[None]:
         membership.signals = saved
 
 
-def tagged(p: ProjectData, t: Topic, scored: bool) -> set[Key]:
+def tagged(p: ProjectData, t: Topic, scored: bool, rules: TagRules = TAG_RULES) -> set[Key]:
     """The turns `tag_theme` attaches for a topic's seeds, by the score or by the rules."""
     probe = f"learned-{os.getpid()}-{t.name}"
-    saved = tagging.SCORED
-    tagging.SCORED = scored
-    try:
-        with contextlib.suppress(Exception):
-            p.archive.delete_theme(probe, p.ws)
-        result = p.archive.tag_theme(probe, p.ws, seeds=t.seeds)
-        with contextlib.suppress(Exception):
-            p.archive.delete_theme(probe, p.ws)
-    finally:
-        tagging.SCORED = saved
+    with contextlib.suppress(Exception):
+        p.archive.delete_theme(probe, p.ws)
+    result = p.archive.tag_theme(probe, p.ws, seeds=t.seeds, rules=replace(rules, scored=scored))
+    with contextlib.suppress(Exception):
+        p.archive.delete_theme(probe, p.ws)
     return {m.key for m in result.attached}
 
 
-def topic_rows(p: ProjectData, t: Topic) -> Rows:
+def topic_rows(p: ProjectData, t: Topic, rules: TagRules = TAG_RULES) -> Rows:
     """One topic's candidates with their rows (what `tag_theme` computed) and labels."""
     log: dict[str, Any] = {}
     with recorded(log):
-        tagged(p, t, True)
+        tagged(p, t, True, rules)
     keys = log.get("keys", [])
     x = log.get("rows", np.zeros((0, len(SIGNALS))))
     y = np.array([float(k in t.members) for k in keys])
@@ -169,7 +166,9 @@ class Project:
     fusion: dict[str, list[Key]]
 
 
-def build(agents_dev: Path, out: Path, reuse: bool) -> dict[str, Project]:
+def build(
+    agents_dev: Path, out: Path, reuse: bool, rules: TagRules = TAG_RULES
+) -> dict[str, Project]:
     from archive_mcp.refiners.embed import MiniLMEmbedder
 
     minilm = MiniLMEmbedder()
@@ -178,7 +177,7 @@ def build(agents_dev: Path, out: Path, reuse: bool) -> dict[str, Project]:
         vectors = Vectors(minilm.embed, out / "vectors" / f"{name}-minilm.npz")
         p = load_project(name, agents_dev, out, reuse, vectors)
         vectors.save()
-        parts = [topic_rows(p, t) for t in p.topics]
+        parts = [topic_rows(p, t, rules) for t in p.topics]
         rows = Rows(
             [t for r in parts for t in r.topic],
             [k for r in parts for k in r.key],
@@ -188,7 +187,7 @@ def build(agents_dev: Path, out: Path, reuse: bool) -> dict[str, Project]:
         data[name] = Project(
             rows,
             {t.name: t.members for t in p.topics},
-            {t.name: tagged(p, t, False) for t in p.topics},
+            {t.name: tagged(p, t, False, rules) for t in p.topics},
             {t.name: list(p.orders[t.name]["fusion"]) for t in p.topics},
         )
         pool = macro(
@@ -202,16 +201,16 @@ def build(agents_dev: Path, out: Path, reuse: bool) -> dict[str, Project]:
     return data
 
 
-def made_by() -> dict[str, Any]:
+def made_by(window: int) -> dict[str, Any]:
     """What the cached rows depend on: the labelled projects, the signals, the candidates' window
     and the code that tags and computes them (its source's digest)."""
     code = hashlib.sha256()
-    for module in (membership, tagging):
+    for module in (membership, tagging, tag_rules):
         code.update(Path(module.__file__ or "").read_bytes())
     return {
         "projects": list(PROJECTS),
         "signals": SIGNALS,
-        "window": membership.WINDOW,
+        "window": window,
         "code": code.hexdigest(),
     }
 
@@ -289,22 +288,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--fit", action="store_true", help="fit on every project; print the constants")
     ap.add_argument(
-        "--window", type=int, help="membership.WINDOW for the candidates (default: its own)"
+        "--window", type=int, help="the candidates' window (default: the shipped `Score.window`)"
     )
     args = ap.parse_args(argv)
     out = args.out.resolve()
     if out == REPO or REPO in out.parents:
         ap.error("--out must be outside the repository")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if args.window is not None:
-        membership.WINDOW = args.window
-    cache = out / f"members_learned-w{membership.WINDOW}.pickle"
+    window = TAG_RULES.score.window if args.window is None else args.window
+    rules = replace(TAG_RULES, score=replace(TAG_RULES.score, window=window))
+    cache = out / f"members_learned-w{window}.pickle"
     saved = pickle.loads(cache.read_bytes()) if args.reuse and cache.exists() else {}
-    if saved.get("made_by") == made_by():
+    if saved.get("made_by") == made_by(window):
         data = saved["data"]
     else:  # no cache, or rows of other projects, signals or tagging code
-        data = build(args.agents_dev, out, args.reuse)
-        cache.write_bytes(pickle.dumps({"made_by": made_by(), "data": data}))
+        data = build(args.agents_dev, out, args.reuse, rules)
+        cache.write_bytes(pickle.dumps({"made_by": made_by(window), "data": data}))
     only, dropped = set(filter(None, args.only.split(","))), set(args.drop.split(","))
     names = only or (set(FEATURES) | set(filter(None, args.add.split(",")))) - dropped
     keep = [i for i, f in enumerate(SIGNALS) if f in names]

@@ -242,8 +242,8 @@ def by_seed(
 ) -> dict[str, Any]:
     """Topics found (tuned / held out) when discovery's clustering runs with each seed: the same
     turns and vectors `discover_themes` clusters (main agent, noise left out), nothing saved."""
-    from archive_mcp.themes.discovery import discovery_space
-    from archive_mcp.themes.graph import cluster_turns
+    from archive_mcp.themes.discover.discovery import discovery_space
+    from archive_mcp.themes.discover.graph import cluster_turns
 
     _, frame, vectors = archive.discovery_input(ws)
     x, cut = discovery_space(frame, vectors, archive._model_name())

@@ -46,7 +46,7 @@ print(json.dumps({"turns": d.turns, "themes": len(d.themes), "clustered": d.clus
 """
 
 # The first trace of a fresh process parses every member file and runs every per-turn rule; the
-# next ones find the parsed files and the per-turn results kept (themes/trace.py, turn_memo.py,
+# next ones find the parsed files and the per-turn results kept (themes/trace/sessions.py, turn_memo.py,
 # terms.py): `first_ms` is that cold trace, `p50_ms` / `cpu_p50_ms` the median of the 7.
 TRACE = r"""
 import json, sys, time, statistics

@@ -32,16 +32,12 @@ Leave one project out: `leave_one_project_out(projects, grid, evaluate)` evaluat
 of `grid` on every project, then, per held-out project, picks the setting whose mean `objective`
 (default: the mean of member F1, changes flagged, claimed-change precision, Now accuracy and
 discovery recovery) is best on the other projects and reports that setting's figures on the
-held-out one. A setting is applied around the tagging, tracing and discovery of one project:
+held-out one. A setting is a `heldout.rules.Rules` value (tagging's and the trace's rules, made
+with `dataclasses.replace` from the shipped ones), passed to `tag_theme` and `trace_theme` of one
+project; nothing is patched on a module.
 
-* a mapping of dotted module attributes to values, patched and restored, e.g.
-  `{"archive_mcp.themes.tagging.CORE": 1.1, "archive_mcp.themes.decisions.WINDOW": 50}`
-  (patch the module that reads the name at call time);
-* or a callable returning a context manager (`contextlib.contextmanager`) that sets it up.
-
-Today's archive-mcp has no grid to pass, so `GRID` holds the current code only; whoever changes a
-rule adds its candidate values to `GRID` (or passes `--grid module:NAME`, a dict of that form) and
-reads the held-out column. The baselines do not depend on the setting and are computed once.
+`GRID` holds the shipped rules only; whoever changes a rule adds its candidate values to `GRID`
+(or passes `--grid module:NAME`, a dict of label -> `Rules`) and reads the held-out column. The baselines do not depend on the setting and are computed once.
 MiniLM vectors are cached in OUT/vectors (a second run embeds nothing).
 """
 
@@ -55,20 +51,20 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
-from agents_dev import corpus_paths, resolve_refs  # noqa: E402
-from textbook import TERMS, Vectors  # noqa: E402
-from theme_baselines import (  # noqa: E402
+import numpy as np
+import polars as pl
+from agents_dev import corpus_paths, resolve_refs
+from heldout.folds import leave_one_project_out, share
+from heldout.rules import SHIPPED, Rules, fold_scores
+from textbook import TERMS, Vectors
+from theme_baselines import (
     Key,
     SeedRanker,
     bertopic_clusters,
@@ -79,9 +75,9 @@ from theme_baselines import (  # noqa: E402
     umap_reduce,
 )
 
-from archive_mcp import Archive  # noqa: E402
-from archive_mcp.themes.noise import noise_mask  # noqa: E402
-from archive_mcp.themes.timeline import Timeline  # noqa: E402
+from archive_mcp import Archive
+from archive_mcp.themes.noise import noise_mask
+from archive_mcp.themes.trace.timeline import Timeline
 
 REPO = Path(__file__).resolve().parent.parent
 LABELS = Path(__file__).parent / "labels"
@@ -90,8 +86,8 @@ K_RANGE = range(10, 21)
 JACCARD = 0.3
 MINILM_CHARS = 2000  # a turn's text as MiniLM sees it (it reads 256 word pieces at most)
 
-Setting = Mapping[str, Any] | Callable[[], contextlib.AbstractContextManager[Any]] | None
-GRID: dict[str, Setting] = {"current": None}  # add candidate rule settings here
+Setting = Rules
+GRID: dict[str, Setting] = {"current": SHIPPED}  # add candidate rule settings here
 # The figures the JSON keeps for every setting on every project (`every_setting`), not only the chosen.
 HEADLINE = (
     "member_recall",
@@ -332,12 +328,12 @@ def now_right(p: ProjectData, t: Topic, named: Key | None) -> bool:
     return named in t.members and latest is not None and at is not None and at >= latest
 
 
-def trace_topic(p: ProjectData, t: Topic) -> dict[str, Any]:
+def trace_topic(p: ProjectData, t: Topic, rules: Rules = SHIPPED) -> dict[str, Any]:
     name = f"heldout-{t.name}"
     with contextlib.suppress(Exception):  # a theme left by an interrupted run of --reuse
         p.archive.delete_theme(name, p.ws)
-    p.archive.tag_theme(name, p.ws, seeds=t.seeds)
-    tl = p.archive.trace_theme(name, p.ws)
+    p.archive.tag_theme(name, p.ws, seeds=t.seeds, rules=rules.tag)
+    tl = p.archive.trace_theme(name, p.ws, rules=rules.trace)
     p.archive.delete_theme(name, p.ws)
     traced = {(e.session_id, e.agent, e.turn) for e in tl.events}
     flags = {(d.session_id, d.agent, d.turn): d.flag for d in tl.decisions}
@@ -391,59 +387,12 @@ def cluster_figures(p: ProjectData, clusters: Mapping[str, set[Key]]) -> dict[st
     }
 
 
-@contextlib.contextmanager
-def applied(setting: Setting) -> Iterator[None]:
-    """Apply a grid setting (see the module docstring) for the duration of the block."""
-    if setting is None:
-        yield
-        return
-    if callable(setting):
-        with setting():
-            yield
-        return
-    saved: list[tuple[Any, str, Any]] = []
-    try:
-        for target, value in setting.items():
-            module_name, _, attr = target.rpartition(".")
-            module = importlib.import_module(module_name)
-            saved.append((module, attr, getattr(module, attr)))
-            setattr(module, attr, value)
-        yield
-    finally:
-        for module, attr, old in reversed(saved):
-            setattr(module, attr, old)
-
-
-def fold_constants(path: Path) -> dict[str, dict[str, Any]]:
-    """Per project, the `themes/membership.py` constants its fold fitted without it (from a
-    `members_learned.py --json` file: its features and each fold's weights and cut), as a setting
-    for `applied`."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("mode", "cut") != "cut":
-        raise SystemExit(
-            f"{path}: fitted with --mode {data['mode']}; membership cuts probabilities"
-        )
-    m = "archive_mcp.themes.membership."
-    return {
-        name: {
-            m + "FEATURES": tuple(data["features"]),
-            m + "MEAN": np.array(row["constants"]["MEAN"]),
-            m + "SCALE": np.array(row["constants"]["SCALE"]),
-            m + "WEIGHTS": np.array(row["constants"]["WEIGHTS"]),
-            m + "BIAS": row["constants"]["BIAS"],
-            m + "CUT": row["constants"]["CUT"],
-        }
-        for name, row in data["held_out"].items()
-    }
-
-
 def evaluate(p: ProjectData, setting: Setting) -> dict[str, Any]:
     """archive-mcp's figures on one project under one setting (baselines cut at its sizes)."""
     t0 = time.perf_counter()
-    with applied(setting):
-        per = {t.name: trace_topic(p, t) for t in p.topics}
-        t1 = time.perf_counter()
-        disc = discovery(p)
+    per = {t.name: trace_topic(p, t, setting) for t in p.topics}
+    t1 = time.perf_counter()
+    disc = discovery(p)
     t2 = time.perf_counter()
     runs = next(iter(per.values()))["baselines"].keys()
     total = lambda k: sum(x[k] for x in per.values())  # noqa: E731
@@ -467,53 +416,6 @@ def evaluate(p: ProjectData, setting: Setting) -> dict[str, Any]:
         "seconds": {"tag_and_trace": round(t1 - t0, 1), "discovery": round(t2 - t1, 1)},
         "per_topic": per,
     }
-
-
-def share(pair: Sequence[int]) -> float:
-    return pair[0] / pair[1] if pair[1] else 0.0
-
-
-def objective(f: Mapping[str, Any]) -> float:
-    """Default selection score: mean of member F1, changes flagged, claimed-change precision,
-    Now accuracy and discovery recovery (each in 0..1)."""
-    r, pr = f["member_recall"], f["member_precision"]
-    f1 = 2 * r * pr / (r + pr) if r + pr else 0.0
-    disc = f["discovery"]
-    return mean(
-        [
-            f1,
-            share(f["changes_flagged"]),
-            share(f["claimed_changes"]),
-            share(f["now_right"]),
-            disc["found"] / max(1, disc["topics"]),
-        ]
-    )
-
-
-def leave_one_project_out(
-    projects: Sequence[str],
-    grid: Mapping[str, Setting],
-    evaluate: Callable[[str, Setting], dict[str, Any]],
-    objective: Callable[[Mapping[str, Any]], float] = objective,
-) -> dict[str, Any]:
-    """Per held-out project: the setting with the best mean `objective` on the other projects
-    (the first listed on a tie), and its figures on the held-out project."""
-    grid = dict(grid) or {"current": None}
-    names = list(grid)
-    figures = {n: {p: evaluate(p, grid[n]) for p in projects} for n in names}
-    out: dict[str, Any] = {}
-    for held in projects:
-        others = [p for p in projects if p != held]
-        train = {
-            n: mean(objective(figures[n][p]) for p in others) if others else 0.0 for n in names
-        }
-        chosen = max(names, key=lambda n: (train[n], -names.index(n)))
-        out[held] = {
-            "chosen": chosen,
-            "train_objective": {n: round(v, 4) for n, v in train.items()},
-            "figures": figures[chosen][held],
-        }
-    return out
 
 
 # --- BERTopic ---------------------------------------------------------------------------------
@@ -686,11 +588,10 @@ def main(argv: list[str] | None = None) -> int:
 
     every: dict[str, dict[str, Any]] = {}  # setting -> project -> its headline figures
 
-    folds = fold_constants(args.folds) if args.folds else {}
+    folds = fold_scores(args.folds) if args.folds else {}
 
     def run(name: str, setting: Setting) -> dict[str, Any]:
-        with applied(folds.get(name)):
-            figures = evaluate(data[name], setting)
+        figures = evaluate(data[name], setting.scored_by(folds.get(name)))
         label = next(n for n, s in grid.items() if s is setting)
         every.setdefault(label, {})[name] = {k: v for k, v in figures.items() if k in HEADLINE}
         print(f"[{name}] archive-mcp: {figures['seconds']}", file=sys.stderr, flush=True)

@@ -28,21 +28,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from textbook import Vectors  # noqa: E402
-from themes_heldout import (  # noqa: E402
+from textbook import Vectors
+from themes_heldout import (
     PROJECTS,
     REPO,
     ProjectData,
-    applied,
     load_project,
     now_named,
     now_right,
 )
-from themes_trace_grid import NEAR  # noqa: E402
+from themes_trace_grid import NEAR
 
-from archive_mcp.themes.decisions import accepts  # noqa: E402
+from archive_mcp.themes.trace.decisions import accepts
+from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
 
 Key = tuple[str, str, int]
 
@@ -53,7 +51,9 @@ def attached_by(provenance: str) -> str:
     return head if head in ("seed", "neighbour", "walk") else "other"
 
 
-def topic_counts(p: ProjectData, owner: dict[Key, set[str]]) -> tuple[Counter[str], Counter[str]]:
+def topic_counts(
+    p: ProjectData, owner: dict[Key, set[str]], rules: TraceRules = TRACE_RULES
+) -> tuple[Counter[str], Counter[str]]:
     """The Now category of each topic and the category of each claimed change, over `p.topics`."""
     now: Counter[str] = Counter()
     claims: Counter[str] = Counter()
@@ -62,7 +62,7 @@ def topic_counts(p: ProjectData, owner: dict[Key, set[str]]) -> tuple[Counter[st
         with contextlib.suppress(Exception):
             p.archive.delete_theme(name, p.ws)
         p.archive.tag_theme(name, p.ws, seeds=t.seeds)
-        tl = p.archive.trace_theme(name, p.ws, include_turn_content=True)
+        tl = p.archive.trace_theme(name, p.ws, include_turn_content=True, rules=rules)
         p.archive.delete_theme(name, p.ws)
         keys = [(e.session_id, e.agent, e.turn) for e in tl.events]
         how = {k: attached_by(e.provenance) for k, e in zip(keys, tl.events, strict=True)}
@@ -148,8 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         for t in p.topics:
             for k in t.members:
                 owner.setdefault(k, set()).add(t.name)
-        with applied(NEAR["main"] if args.main_rules else None):
-            now, claims = topic_counts(p, owner)
+        now, claims = topic_counts(p, owner, NEAR["main"] if args.main_rules else TRACE_RULES)
         result[name] = {"now": dict(now), "claims": dict(claims)}
         print(f"## {name}\nNow: {json.dumps(dict(now))}\nclaims: {json.dumps(dict(claims))}")
     if args.json:

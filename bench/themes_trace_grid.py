@@ -5,15 +5,14 @@ course the trace claims (issue 28, items 2 and 3).
         [--json PATH] [--grid module:NAME] [--folds M.json]
 
 Each labelled topic of the projects of `themes_heldout.py` is tagged once from its seeds;
-then, for every setting of `GRID` (the standing rule's `OPEN_AFTER` and who may claim a change of
-course, `CLAIM_BY`), the topic is traced and scored: the Now line's first turn (a labelled `now` turn or a
+then, for every setting of `GRID` (a `TraceRules` value: the standing rule's `open_after` and who
+may claim a change of course, `claim_by`), the topic is traced and scored: the Now line's first turn (a labelled `now` turn or a
 member at least as recent as them), claimed changes of course against the labelled changes
 (precision, recall and their F1), and labelled changes flagged. Per held-out project the setting
 with the best mean objective on the other projects (mean of Now accuracy and claim F1), among those that
 flag no fewer labelled changes there than the first setting (the off values), is chosen and its
-figures on the held-out project are reported, beside the code as it was before this round
-(`before`: Now = the newest flagged event, every change flag claimed), which the same run measures
-by patching those rules back in.
+figures on the held-out project are reported, beside the grid's first setting on that project
+(`before`: the rules a grid starts from, e.g. `SHIPPED`'s main's claim rules).
 """
 
 from __future__ import annotations
@@ -24,133 +23,90 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from textbook import Vectors  # noqa: E402
-from themes_heldout import (  # noqa: E402
+from heldout.folds import share
+from heldout.rules import SHIPPED as SHIPPED_RULES
+from heldout.rules import fold_scores
+from textbook import Vectors
+from themes_heldout import (
     PROJECTS,
     REPO,
     ProjectData,
     Topic,
-    applied,
-    fold_constants,
     load_project,
     now_named,
     now_right,
-    share,
 )
 
-from archive_mcp.themes import standing, timeline  # noqa: E402
-from archive_mcp.themes.decisions import flag_turns  # noqa: E402
+from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
 
-GRID: dict[str, dict[str, Any]] = {
-    f"open_after={o} claim_by={b}": {
-        "archive_mcp.themes.standing.OPEN_AFTER": o,
-        "archive_mcp.themes.decisions.CLAIM_BY": b,
-    }
+GRID: dict[str, TraceRules] = {
+    f"open_after={o} claim_by={b}": replace(TRACE_RULES, open_after=o, claim_by=b)
     for o in (0, 1, 2, 10**6)
     for b in ("any", "user", "user+reversal")
 }
-# Who may claim a change of course (issue 28, this round), each candidate with its off value
-# first: approvals and follow-ups claiming no change (`CLAIM_ACCEPT`), members the walk or the
-# neighbour rule attached claiming none (`CLAIM_FROM`), and how much a user's new course must
-# share with the last course of its conversation to be claimed as changing it (`LAST_MIN`).
-STORY: dict[str, dict[str, Any]] = {
-    f"accept={a} claim_from={c} last_min={m}": {
-        "archive_mcp.themes.decisions.CLAIM_ACCEPT": a,
-        "archive_mcp.themes.decisions.CLAIM_FROM": c,
-        "archive_mcp.themes.decisions.LAST_MIN": m,
-        "archive_mcp.themes.decisions.CHANGE_NEAR": False,  # the rules as they were then
-        "archive_mcp.themes.decisions.CLAIM_QUESTION": True,
-    }
+# Who may claim a change of course (issue 28), each candidate with its off value first: approvals
+# and follow-ups claiming no change (`claim_accept`), members the walk or the neighbour rule
+# attached claiming none (`claim_from`), and how much a user's new course must share with the last
+# course of its conversation to be claimed as changing it (`last_min`).
+STORY: dict[str, TraceRules] = {
+    f"accept={a} claim_from={c} last_min={m}": replace(
+        TRACE_RULES,
+        claim_accept=a,
+        claim_from=c,
+        last_min=m,
+        change_near=False,  # the rules as they were then
+        claim_question=True,
+    )
     for a in (True, False)
     for c in ("any", "no-walk", "strong")
     for m in (0.05, 0.15, 0.3, 1.0)
 }
 
 # Whether a correction or reversal of its conversation's last course also needs some words or a
-# file in common with it (`CHANGE_NEAR`), beside the claim rules chosen above; main's rules first.
-NEAR: dict[str, dict[str, Any]] = {
-    "main": {
-        "archive_mcp.themes.decisions.CLAIM_ACCEPT": True,
-        "archive_mcp.themes.decisions.CLAIM_FROM": "any",
-        "archive_mcp.themes.decisions.CHANGE_NEAR": False,
-        "archive_mcp.themes.decisions.LAST_MIN": 0.05,
-        "archive_mcp.themes.decisions.CLAIM_QUESTION": True,
-    },
+# file in common with it (`change_near`), beside the claim rules chosen above; main's rules first.
+MAIN = replace(
+    TRACE_RULES,
+    claim_accept=True,
+    claim_from="any",
+    change_near=False,
+    last_min=0.05,
+    claim_question=True,
+)
+NEAR: dict[str, TraceRules] = {
+    "main": MAIN,
     **{
-        f"accept=False claim_from=no-walk change_near={c} last_min={m}": {
-            "archive_mcp.themes.decisions.CLAIM_ACCEPT": False,
-            "archive_mcp.themes.decisions.CLAIM_FROM": "no-walk",
-            "archive_mcp.themes.decisions.CHANGE_NEAR": c,
-            "archive_mcp.themes.decisions.LAST_MIN": m,
-            "archive_mcp.themes.decisions.CLAIM_QUESTION": True,
-        }
+        f"accept=False claim_from=no-walk change_near={c} last_min={m}": replace(
+            TRACE_RULES,
+            claim_accept=False,
+            claim_from="no-walk",
+            change_near=c,
+            last_min=m,
+            claim_question=True,
+        )
         for c in (False, True)
         for m in (0.05, 0.15, 0.3)
     },
 }
 
-# Whether a user's turn that ends as a question may claim a change (`CLAIM_QUESTION`), beside the
+# Whether a user's turn that ends as a question may claim a change (`claim_question`), beside the
 # rules chosen above; off first.
-QUESTION: dict[str, dict[str, Any]] = {
-    f"claim_question={q}": {"archive_mcp.themes.decisions.CLAIM_QUESTION": q} for q in (True, False)
+QUESTION: dict[str, TraceRules] = {
+    f"claim_question={q}": replace(TRACE_RULES, claim_question=q) for q in (True, False)
 }
 
 # main's claim rules beside this round's defaults, all at once (re-measured on a later main).
-SHIPPED: dict[str, dict[str, Any]] = {"main": NEAR["main"], "defaults": {}}
+SHIPPED: dict[str, TraceRules] = {"main": MAIN, "defaults": TRACE_RULES}
 
 
-@contextlib.contextmanager
-def before() -> Iterator[None]:
-    """The rules as they were: Now is the newest flagged event, every change flag is claimed."""
-
-    def newest_flagged(rows: list[dict[str, Any]], decisions: list[timeline.Decision], *_: Any):  # noqa: ANN202
-        last = decisions[-1] if decisions else None
-        row = rows[-1] if rows else None
-        out = []
-        if last is not None:
-            out.append(standing._decided(last))
-        if row is not None and (last is None or last.ref != f"{row['session_id']}:{row['turn']}"):
-            out.append(standing.Standing(row["session_id"], row["turn"], None, "", "open"))
-        return out
-
-    saved = (timeline.standing, timeline._decisions)
-
-    def every_flag_claimed(frame, every):  # noqa: ANN001, ANN202
-        decisions, reversals, threads = saved[1](frame, every)
-        flags = flag_turns(
-            frame["user_text"].to_list(),
-            frame["assistant_text"].to_list(),
-            frame["kinds"].to_list(),
-        )
-        kind = {
-            f"{r['session_id']}:{r['turn']}": f.kind
-            for r, f in zip(every, flags, strict=True)
-            if f is not None
-        }
-        for d in decisions:
-            if d.flag == "decision" and kind.get(d.ref, "decision") != "decision":
-                d.flag = kind[d.ref]
-        return decisions, reversals, threads
-
-    timeline.standing, timeline._decisions = newest_flagged, every_flag_claimed
-    try:
-        with applied({**NEAR["main"], "archive_mcp.themes.decisions.CLAIM_BY": "any"}):
-            yield
-    finally:
-        timeline.standing, timeline._decisions = saved
-
-
-def trace_figures(p: ProjectData, topics: list[Topic]) -> dict[str, Any]:
+def trace_figures(p: ProjectData, topics: list[Topic], rules: TraceRules) -> dict[str, Any]:
     now_ok = claimed = claimed_ok = changes = flagged = 0
     for t in topics:
-        tl = p.archive.trace_theme(f"grid-{t.name}", p.ws)
+        tl = p.archive.trace_theme(f"grid-{t.name}", p.ws, rules=rules)
         flags = {(d.session_id, d.agent, d.turn): d.flag for d in tl.decisions}
         claims = {k for k, f in flags.items() if f != "decision"}
         labelled = {k for k, kind in t.decisions if kind in ("change", "reversal")}
@@ -204,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         "constants fitted without it",
     )
     args = ap.parse_args(argv)
-    folds = fold_constants(args.folds) if args.folds else {}
+    folds = fold_scores(args.folds) if args.folds else {}
     grid = GRID
     if args.grid:
         module, _, name = args.grid.partition(":")
@@ -221,25 +177,23 @@ def main(argv: list[str] | None = None) -> int:
         vectors = Vectors(minilm.embed, out / "vectors" / f"{name}-minilm.npz")
         p = load_project(name, args.agents_dev, out, args.reuse, vectors)
         vectors.save()
-        with applied(folds.get(name)):
-            for t in p.topics:
-                with contextlib.suppress(Exception):
-                    p.archive.delete_theme(f"grid-{t.name}", p.ws)
-                p.archive.tag_theme(f"grid-{t.name}", p.ws, seeds=t.seeds)
-        with before():
-            figures.setdefault("before", {})[name] = trace_figures(p, p.topics)
+        tagging = SHIPPED_RULES.scored_by(folds.get(name)).tag
+        for t in p.topics:
+            with contextlib.suppress(Exception):
+                p.archive.delete_theme(f"grid-{t.name}", p.ws)
+            p.archive.tag_theme(f"grid-{t.name}", p.ws, seeds=t.seeds, rules=tagging)
         for label, setting in grid.items():
-            with applied(setting):
-                figures.setdefault(label, {})[name] = trace_figures(p, p.topics)
+            figures.setdefault(label, {})[name] = trace_figures(p, p.topics, setting)
         for t in p.topics:
             p.archive.delete_theme(f"grid-{t.name}", p.ws)
-        print(f"[{name}] traced {len(grid) + 1} settings", file=sys.stderr, flush=True)
+        print(f"[{name}] traced {len(grid)} settings", file=sys.stderr, flush=True)
     projects = list(PROJECTS)
     held: dict[str, Any] = {}
     for h in projects:
         others = [x for x in projects if x != h]
         chosen = choose(grid, figures, others)
-        held[h] = {"chosen": chosen, "figures": figures[chosen][h], "before": figures["before"][h]}
+        first = next(iter(grid))
+        held[h] = {"chosen": chosen, "figures": figures[chosen][h], "before": figures[first][h]}
     rows = [
         ("Now names an up-to-date turn", "now_right"),
         ("claimed changes that are labelled changes", "claimed_changes"),

@@ -95,7 +95,7 @@ def pytest_configure(config: Any) -> None:
     """Wrap `trace_theme` where the archive calls it, and `build_timeline` where tests import it
     from: each result is digested under its test and call."""
     import archive_mcp.archive as facade
-    import archive_mcp.themes.timeline as timeline
+    import archive_mcp.themes.trace.timeline as timeline
 
     counts: dict[str, int] = {}
 

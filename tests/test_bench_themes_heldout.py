@@ -3,6 +3,7 @@ on small made-up inputs: no corpus, no model."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +16,9 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 
 import theme_baselines as tb  # noqa: E402
 import themes_heldout as th  # noqa: E402
+from heldout import folds, rules  # noqa: E402
+
+from archive_mcp.themes.tag.rules import Score  # noqa: E402
 
 
 def k(n: int) -> tuple[str, str, int]:
@@ -48,7 +52,7 @@ def test_seed_ranker_puts_the_matching_turn_first_in_both_runs() -> None:
 
 def test_leave_one_project_out_chooses_on_the_other_projects_only() -> None:
     scores = {"a": {"p1": 0.9, "p2": 0.9, "p3": 0.1}, "b": {"p1": 0.5, "p2": 0.5, "p3": 0.9}}
-    got = th.leave_one_project_out(
+    got = folds.leave_one_project_out(
         ["p1", "p2", "p3"],
         {"a": {"x": "a"}, "b": {"x": "b"}},
         lambda p, s: {"score": scores[s["x"]][p], "project": p},  # type: ignore[index]
@@ -60,20 +64,38 @@ def test_leave_one_project_out_chooses_on_the_other_projects_only() -> None:
     assert got["p1"]["figures"] == {"score": 0.5, "project": "p1"}
 
 
-def test_an_empty_grid_reports_the_current_code() -> None:
-    got = th.leave_one_project_out(["p"], {}, lambda p, s: {"setting": s}, lambda f: 0.0)
-    assert got["p"]["chosen"] == "current" and got["p"]["figures"] == {"setting": None}
+def test_an_empty_grid_reports_the_shipped_rules() -> None:
+    got = folds.leave_one_project_out(["p"], {}, lambda p, s: {"setting": s}, lambda f: 0.0)
+    assert got["p"]["chosen"] == "current" and got["p"]["figures"] == {"setting": rules.SHIPPED}
 
 
-def test_applied_patches_a_module_attribute_and_restores_it_even_on_error() -> None:
-    from archive_mcp.themes import tagging
+def test_a_setting_changes_its_own_rules_and_leaves_the_shipped_ones_alone() -> None:
+    near_off = rules.trace(change_near=False)
+    assert near_off.trace.change_near is False and near_off.tag == rules.SHIPPED.tag
+    assert rules.SHIPPED.trace.change_near is True
+    assert rules.tag(topic_core=5).tag.topic_core == 5 and rules.SHIPPED.tag.topic_core == 0
 
-    before = tagging.CORE
-    with th.applied({"archive_mcp.themes.tagging.CORE": before + 1}):
-        assert tagging.CORE == before + 1
-    with pytest.raises(RuntimeError), th.applied({"archive_mcp.themes.tagging.CORE": 0.0}):
-        raise RuntimeError
-    assert tagging.CORE == before
+
+def test_a_folds_file_gives_each_project_the_score_fitted_without_it(tmp_path: Path) -> None:
+    constants = {"MEAN": [1, 2], "SCALE": [3, 4], "WEIGHTS": [5, 6], "BIAS": -1, "CUT": 0.2}
+    path = tmp_path / "m.json"
+    path.write_text(
+        json.dumps(
+            {
+                "mode": "cut",
+                "features": ["rank", "walk"],
+                "held_out": {"p": {"constants": constants}},
+            }
+        ),
+        encoding="utf-8",
+    )
+    score = rules.fold_scores(path)["p"]
+    assert score == Score(("rank", "walk"), (1.0, 2.0), (3.0, 4.0), (5.0, 6.0), -1.0, 0.2)
+    assert rules.SHIPPED.scored_by(score).tag.score == score
+    assert rules.SHIPPED.scored_by(None) is rules.SHIPPED
+    path.write_text(json.dumps({"mode": "count"}), encoding="utf-8")
+    with pytest.raises(SystemExit, match="fitted with --mode count"):
+        rules.fold_scores(path)
 
 
 def _event(turn: int) -> Any:

@@ -220,3 +220,31 @@ def test_each_room_has_one_module_identity(room: str) -> None:
     )
     assert result.returncode == 1
     assert f"import archive_mcp.{room}, not {room}" in result.stderr
+
+
+# themes/ by stage: each stage imports its own modules and the shared ones beside the stages
+# (store, noise, labels); tagging's walk runs on discovery's turn graph, and nothing else crosses.
+THEME_STAGES = {"tag": {"tag", "discover"}, "discover": {"discover"}, "trace": {"trace"}}
+
+
+def test_each_theme_stage_imports_only_its_own_modules_and_the_shared_ones() -> None:
+    crossing = []
+    for name, path in _modules().items():
+        parts = name.split(".")
+        if parts[:2] != ["archive_mcp", "themes"] or len(parts) < 4:
+            continue
+        for dep in sorted(_imports(name, path)):
+            stage = dep.split(".")[2] if dep.startswith("archive_mcp.themes.") else None
+            if stage in THEME_STAGES and stage not in THEME_STAGES[parts[2]]:
+                crossing.append(f"{name} imports {dep}")
+    assert crossing == []
+
+
+def test_no_module_of_themes_imports_for_type_checking_only() -> None:
+    found = [
+        name
+        for name, path in _modules().items()
+        if name.startswith("archive_mcp.themes")
+        and "TYPE_CHECKING" in path.read_text(encoding="utf-8")
+    ]
+    assert found == []

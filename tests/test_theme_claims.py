@@ -1,26 +1,28 @@
 """Which flagged turns may claim a change of course: an approval or follow-up accepts what was
-offered and claims none (`CLAIM_ACCEPT`), a turn the walk attached claims none (`CLAIM_FROM`), and
+offered and claims none (`claim_accept`), a turn the walk attached claims none (`claim_from`), and
 a correction alters the last course of its conversation only when it shares words or a file with
-it (`CHANGE_NEAR`); a turn that claims none stays a flagged decision a later change can undo."""
+it (`change_near`); a turn that claims none stays a flagged decision a later change can undo."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
 import pytest
 
-from archive_mcp.themes import decisions
 from archive_mcp.themes.store import Member, Theme
-from archive_mcp.themes.timeline import build_timeline
+from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
+from archive_mcp.themes.trace.timeline import build_timeline
 
 
 def _trace(
     turns: list[tuple[str, str, str]],
     files: list[str] | None = None,
+    rules: TraceRules = TRACE_RULES,
 ) -> dict[str, tuple[str, str | None]]:
     """Trace one conversation of (user, answer, provenance) turns, each touching its file of
-    `files` (default: one file for all); ref -> (flag, what it undoes)."""
+    `files` (default: one file for all), by `rules`; ref -> (flag, what it undoes)."""
     start = datetime(2026, 1, 1, tzinfo=UTC)
     n = len(turns)
     theme = Theme(
@@ -44,7 +46,7 @@ def _trace(
             "source": ["kimi"] * n,
         }
     ).lazy()
-    tl = build_timeline(theme, "ws", frame)
+    tl = build_timeline(theme, "ws", frame, rules=rules)
     return {d.ref: (d.flag, d.undoes) for d in tl.decisions}
 
 
@@ -67,10 +69,9 @@ AGREED = [
     ],
 )
 def test_a_follow_up_that_only_agrees_claims_no_change_of_course(
-    monkeypatch: pytest.MonkeyPatch, accept: bool, want: dict[str, tuple[str, str | None]]
+    accept: bool, want: dict[str, tuple[str, str | None]]
 ) -> None:
-    monkeypatch.setattr(decisions, "CLAIM_ACCEPT", accept)
-    assert _trace(AGREED) == want
+    assert _trace(AGREED, rules=replace(TRACE_RULES, claim_accept=accept)) == want
 
 
 CACHE = ("use redis for the session cache", "Redis holds the sessions.", "seed:session cache")
@@ -92,10 +93,9 @@ SWITCH = (
     ],
 )
 def test_a_turn_the_walk_attached_claims_no_change_of_course(
-    monkeypatch: pytest.MonkeyPatch, claim_from: str, attached: str, want: tuple[str, str | None]
+    claim_from: str, attached: str, want: tuple[str, str | None]
 ) -> None:
-    monkeypatch.setattr(decisions, "CLAIM_FROM", claim_from)
-    flags = _trace([CACHE, (*SWITCH, attached)])
+    flags = _trace([CACHE, (*SWITCH, attached)], rules=replace(TRACE_RULES, claim_from=claim_from))
     assert flags == {"s:0": ("decision", None), "s:1": want}
 
 
@@ -115,10 +115,10 @@ ELSEWHERE = (
     ],
 )
 def test_a_correction_alters_the_last_course_only_when_it_is_about_it(
-    monkeypatch: pytest.MonkeyPatch, near: bool, files: list[str], want: tuple[str, str | None]
+    near: bool, files: list[str], want: tuple[str, str | None]
 ) -> None:
-    monkeypatch.setattr(decisions, "CHANGE_NEAR", near)
-    assert _trace([CACHE, ELSEWHERE], files) == {"s:0": ("decision", None), "s:1": want}
+    rules = replace(TRACE_RULES, change_near=near)
+    assert _trace([CACHE, ELSEWHERE], files, rules) == {"s:0": ("decision", None), "s:1": want}
 
 
 ASKED = (
@@ -132,7 +132,7 @@ ASKED = (
     ("question", "want"), [(True, ("change", "s:0")), (False, ("decision", None))]
 )
 def test_a_question_with_a_change_word_claims_no_change_of_course(
-    monkeypatch: pytest.MonkeyPatch, question: bool, want: tuple[str, str | None]
+    question: bool, want: tuple[str, str | None]
 ) -> None:
-    monkeypatch.setattr(decisions, "CLAIM_QUESTION", question)
-    assert _trace([CACHE, ASKED]) == {"s:0": ("decision", None), "s:1": want}
+    rules = replace(TRACE_RULES, claim_question=question)
+    assert _trace([CACHE, ASKED], rules=rules) == {"s:0": ("decision", None), "s:1": want}

@@ -3,6 +3,7 @@ communities of it, and the topics `cluster_turns` keeps."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,16 +12,17 @@ import pytest
 import scipy.sparse as sp
 from archive_mcp.workspaces import Workspace
 
-from archive_mcp.themes import graph
-from archive_mcp.themes.discovery import discover
-from archive_mcp.themes.graph import (
+from archive_mcp.themes.discover import graph
+from archive_mcp.themes.discover.discovery import discover
+from archive_mcp.themes.discover.graph import (
     TOPIC_IDS,
     cluster_turns,
-    cluster_vectors,
     louvain,
+    micro_clusters,
     new_topics,
     turn_graph,
 )
+from archive_mcp.themes.discover.rules import DISCOVERY_RULES, DiscoveryRules
 from archive_mcp.themes.labels import unique_label
 
 
@@ -252,7 +254,8 @@ def test_a_zero_vector_is_its_own_cluster() -> None:
     x = np.vstack(
         [np.zeros((1, 4)), _unit(np.array([[1, 0, 0, 0], [0.99, 0.1, 0, 0], [0, 0, 1, 0]]))]
     )
-    assert cluster_vectors(x, 0.5).tolist() == [2, 1, 1, 3]
+    assign, _, broad = micro_clusters(x, 0.5)
+    assert broad[assign].tolist() == [2, 1, 1, 3]
 
 
 # --- past graph.SAMPLE turns: a sample of whole sessions is clustered, the rest joins it ---------
@@ -357,13 +360,13 @@ def test_a_clustered_sample_finds_what_clustering_everything_finds(
 
 
 def test_the_static_models_vectors_are_joined_with_the_texts_tfidf_and_cut_there() -> None:
-    from archive_mcp.themes import discovery
+    from archive_mcp.themes.discover import discovery
 
     users = ["deploy the api", "deploy the api again", "fix the chart", "fix the chart colours"]
     frame = _frame(users, ["s0", "s1", "s0", "s1"])
     x = _unit(np.eye(4, 3, dtype=np.float32) + 0.1)
     z, cut = discovery.discovery_space(frame, x, "minilm-static-256")
-    assert z.shape[0] == 4 and z.shape[1] > 3 and cut == discovery.MIXED_CUTS["minilm-static-256"]
+    assert z.shape[0] == 4 and z.shape[1] > 3 and cut == 0.5  # DiscoveryRules.mixed_cuts
     assert np.allclose(np.linalg.norm(z, axis=1), 1.0, atol=1e-5)
     # the first columns are the vectors, scaled down by the joined TF-IDF part
     assert np.allclose(z[:, :3] / np.linalg.norm(z[:, :3], axis=1, keepdims=True), x, atol=1e-5)
@@ -371,18 +374,16 @@ def test_the_static_models_vectors_are_joined_with_the_texts_tfidf_and_cut_there
     assert z[0] @ z[1] - x[0] @ x[1] > z[0] @ z[2] - x[0] @ x[2]
 
 
-def test_other_models_and_a_zero_share_keep_the_vectors_and_their_cut(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from archive_mcp.themes import discovery
+def test_other_models_and_a_zero_share_keep_the_vectors_and_their_cut() -> None:
+    from archive_mcp.themes.discover import discovery
 
     frame = _frame(["a b", "a c", "b c"], ["s0", "s1", "s0"])
     x = _unit(np.eye(3, dtype=np.float32) + 0.1)
     z, cut = discovery.discovery_space(frame, x, "all-minilm-l6-v2")
-    assert z is x and cut == discovery.CUTS["all-minilm-l6-v2"]
-    monkeypatch.setattr(discovery, "TFIDF_SHARE", 0.0)
-    z, cut = discovery.discovery_space(frame, x, "minilm-static-256")
-    assert z is x and cut == discovery.CUTS["minilm-static-256"]
+    assert z is x and cut == 0.6  # DiscoveryRules.cuts
+    no_share = replace(DISCOVERY_RULES, tfidf_share=0.0)
+    z, cut = discovery.discovery_space(frame, x, "minilm-static-256", rules=no_share)
+    assert z is x and cut == 0.35
 
 
 def test_discoverys_topics_chain_a_sessions_turns_at_the_topic_weight(
@@ -399,32 +400,32 @@ def test_discoverys_topics_chain_a_sessions_turns_at_the_topic_weight(
     x, _ = _blobs([6, 6])
     frame = _frame([f"t{i}" for i in range(12)], [f"s{i % 3}" for i in range(12)])
     cluster_turns(frame, x, 0.35)
-    assert seen == [graph.TOPIC_ADJACENT] and graph.TOPIC_ADJACENT != graph.ADJACENT
+    assert seen == [DISCOVERY_RULES.topic_adjacent] == [1.0] and graph.ADJACENT == 3.0
 
 
 @pytest.mark.parametrize("sampled", [False, True])
 def test_a_theme_recurs_over_two_sessions_or_holds_a_long_thread_of_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sampled: bool
 ) -> None:
-    assert graph.recurs(3, 2) and graph.recurs(graph.ONE_SESSION, 1)
-    assert not graph.recurs(graph.ONE_SESSION - 1, 1) and not graph.recurs(50, 1, one_session=0)
+    one_session = DISCOVERY_RULES.one_session
+    assert graph.recurs(3, 2) and graph.recurs(one_session, 1)
+    assert not graph.recurs(one_session - 1, 1) and not graph.recurs(50, 1, one_session=0)
     # Three topics far apart: 12 turns of one long session, 4 of another, 12 over two sessions.
     x, _ = _blobs([12, 4, 12])
     sessions = ["long"] * 12 + ["short"] * 4 + [f"s{i % 2}" for i in range(12)]
     frame = _frame([f"t{i}" for i in range(28)], sessions)
 
-    def kept() -> list[set[int]]:
+    def kept(rules: DiscoveryRules = DISCOVERY_RULES) -> list[set[int]]:
         if not sampled:
-            return [set(idx) for idx in cluster_turns(frame, x, cut=0.35)[1].values()]
+            return [set(i) for i in cluster_turns(frame, x, cut=0.35, rules=rules)[1].values()]
         np.save(tmp_path / "v.npy", x.astype(np.float16))
         rows = graph.DiskRows([(np.load(tmp_path / "v.npy", mmap_mode="r"), np.arange(len(x)))])
-        return [
-            set(idx.tolist()) for idx in graph.cluster_sampled(frame, rows, cut=0.35)[1].values()
-        ]
+        found = graph.cluster_sampled(frame, rows, cut=0.35, rules=rules)[1]
+        return [set(idx.tolist()) for idx in found.values()]
 
     got = kept()
-    assert any(g <= set(range(12)) and len(g) >= graph.ONE_SESSION for g in got)
+    assert any(g <= set(range(12)) and len(g) >= one_session for g in got)
     assert not any(g & set(range(12, 16)) for g in got)  # 4 turns of one session: no theme
     assert any(g <= set(range(16, 28)) for g in got)
-    monkeypatch.setattr(graph, "ONE_SESSION", 0)  # the rule before: two sessions or nothing
-    assert not any(g & set(range(16)) for g in kept())
+    # the rule before: two sessions or nothing
+    assert not any(g & set(range(16)) for g in kept(replace(DISCOVERY_RULES, one_session=0)))

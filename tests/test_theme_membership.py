@@ -1,10 +1,11 @@
-"""Topic-seed membership by one learned score (themes/membership.py): the candidates around the
+"""Topic-seed membership by one learned score (themes/tag/membership.py): the candidates around the
 hits, their four signals, the score, the cut, and what `tag_theme` attaches with it."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,8 +13,9 @@ import numpy as np
 import pytest
 
 from archive_mcp.archive import Archive
-from archive_mcp.themes import membership, tagging
-from archive_mcp.themes.standing import NOW_MIN
+from archive_mcp.themes.tag import membership
+from archive_mcp.themes.tag.rules import TAG_RULES
+from archive_mcp.themes.trace.rules import TRACE_RULES
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 
@@ -55,11 +57,12 @@ def test_signals_are_the_seed_shares_rank_walk_and_session_of_each_candidate() -
             [0.5, np.log1p(9), np.log(membership.WALK_FLOOR), 0.0, 0.3, 0.0],
         ],
     )
-    # the score weighs the shipped FEATURES, in SIGNALS order (the order of its constants: the
+    # the score weighs the shipped features, in SIGNALS order (the order of its constants: the
     # benches fit them on the signals' columns in that order)
-    assert membership.FEATURES == ("rank", "walk", "session")
-    assert membership.FEATURES == tuple(s for s in membership.SIGNALS if s in membership.FEATURES)
-    assert len(membership.MEAN) == len(membership.SCALE) == len(membership.WEIGHTS) == 3
+    score = TAG_RULES.score
+    assert score.features == ("rank", "walk", "session")
+    assert score.features == tuple(s for s in membership.SIGNALS if s in score.features)
+    assert len(score.mean) == len(score.scale) == len(score.weights) == 3
     assert np.allclose(membership.features(rows), rows[:, [1, 2, 3]])
 
 
@@ -73,9 +76,9 @@ def test_a_turn_higher_in_the_hits_on_the_walk_and_in_a_session_of_the_core_is_m
     for i, better in ((0, 0.0), (1, 0.0), (2, 1.0)):
         row = list(weak)
         row[i] = better
-        assert membership.probability(np.array([row]))[0] > base, membership.FEATURES[i]
-    assert membership.cut(0.5) == membership.CUT
-    assert membership.cut(1.0) == pytest.approx(min(0.99, 2 * membership.CUT))
+        assert membership.probability(np.array([row]))[0] > base, TAG_RULES.score.features[i]
+    assert membership.cut(0.5) == TAG_RULES.score.cut
+    assert membership.cut(1.0) == pytest.approx(min(0.99, 2 * TAG_RULES.score.cut))
 
 
 def test_choose_takes_the_strong_hits_and_leaves_a_weak_one_of_another_run_as_near_miss() -> None:
@@ -100,7 +103,7 @@ def test_choose_takes_the_strong_hits_and_leaves_a_weak_one_of_another_run_as_ne
     ]
     unsure = [(c[0], c[2]) for c in chosen if c[3] < 0.8]
     assert unsure == [(_k("a", t), "walk:topic") for t in (0, 2, 5)]
-    assert all(membership.cut(0.5) <= c[3] < NOW_MIN for c in chosen if c[3] < 0.8)
+    assert all(membership.cut(0.5) <= c[3] < TRACE_RULES.now_min for c in chosen if c[3] < 0.8)
     assert [n["ref"] for n in near] == ["b:2"]
     assert near[0]["probability"] < 0.01 and near[0]["share"] == 0.2
     # a noise hit is neither a candidate nor a near miss
@@ -125,9 +128,9 @@ def test_a_seeds_best_hit_is_its_best_main_agent_turn_that_is_not_noise(
     seen: dict[str, object] = {}
     saved = membership.signals
 
-    def spy(candidates, ranks, shares, walk, core):  # type: ignore[no-untyped-def]
+    def spy(candidates, ranks, shares, walk, core, depth):  # type: ignore[no-untyped-def]
         seen.update(shares=shares)
-        return saved(candidates, ranks, shares, walk, core)
+        return saved(candidates, ranks, shares, walk, core, depth)
 
     monkeypatch.setattr(membership, "signals", spy)
     membership.choose([("topic", hits)], keys, {_k("a", 3)}, x, pos, {_k("a", 1): 1.0}, 0.5)
@@ -161,11 +164,8 @@ def test_tag_theme_with_vectors_scores_topic_seeds_and_keeps_the_rules_for_quest
     try:
         archive.tag_theme("q", "shop", seeds=["How are access tokens issued?"])
         assert calls == []
-        tagging.SCORED, was = False, tagging.SCORED
-        try:
-            archive.tag_theme("by rules", "shop", seeds=["issue_access_token JWT"])
-        finally:
-            tagging.SCORED = was
+        by_rules = replace(TAG_RULES, scored=False)
+        archive.tag_theme("by rules", "shop", seeds=["issue_access_token JWT"], rules=by_rules)
         assert calls == []
         archive.tag_theme("scored", "shop", seeds=["issue_access_token JWT"])
         assert calls == [1]

@@ -4,13 +4,13 @@ new course by the user revising the one just before it only when the two share a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import pytest
 
-from archive_mcp.themes import decisions
-from archive_mcp.themes.decisions import Flag, courses_before, flag_turn, pair_changes
+from archive_mcp.themes.trace.decisions import Flag, courses_before, flag_turn, pair_changes
+from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
 
 
 def _row(
@@ -33,21 +33,25 @@ def _row(
     }
 
 
+# the recency rule on its own: a correction may undo the last course of its conversation with no
+# word in common (tests/test_theme_claims.py has `change_near` on)
+NEAR_OFF = replace(TRACE_RULES, change_near=False)
+
+
 def _pairs(
-    rows: list[dict[str, Any]], flags: list[Flag | None] | None = None
+    rows: list[dict[str, Any]],
+    flags: list[Flag | None] | None = None,
+    rules: TraceRules = TRACE_RULES,
 ) -> list[tuple[int, int]]:
     flags = (
         flags if flags is not None else [flag_turn(r["user_text"], "", r["kinds"]) for r in rows]
     )
-    return [(i, j) for i, j, *_ in pair_changes(rows, flags)]
+    return [(i, j) for i, j, *_ in pair_changes(rows, flags, rules=rules)]
 
 
-def test_a_change_undoes_the_latest_course_of_its_conversation_over_an_older_slightly_more_alike_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # the recency rule on its own: a correction may undo the last course of its conversation
-    # with no word in common (CHANGE_NEAR off; tests/test_theme_claims.py has it on)
-    monkeypatch.setattr(decisions, "CHANGE_NEAR", False)
+def test_a_change_undoes_the_latest_course_of_its_conversation_over_an_older_slightly_more_alike_one() -> (
+    None
+):
     rows = [
         _row(0, "use a green glow on the signal rows of the screener", "edited widget.tsx"),
         _row(
@@ -57,7 +61,7 @@ def test_a_change_undoes_the_latest_course_of_its_conversation_over_an_older_sli
     ]
     # "all of the above" carried no cue, but a change undid it: it is a step of the same thread
     # and changed the course before it in turn
-    assert _pairs(rows) == [(2, 1), (1, 0)]
+    assert _pairs(rows, rules=NEAR_OFF) == [(2, 1), (1, 0)]
 
 
 def test_a_change_that_opens_its_conversation_undoes_the_latest_course_of_the_theme_it_shares_words_with() -> (
@@ -98,12 +102,9 @@ def test_questions_checks_and_bug_fixes_set_no_course() -> None:
     assert _pairs(rows) == [(4, 0)]
 
 
-def test_a_reversal_goes_back_on_a_course_someone_set_or_on_the_last_course_of_its_conversation(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # the recency rule on its own: a correction may undo the last course of its conversation
-    # with no word in common (CHANGE_NEAR off; tests/test_theme_claims.py has it on)
-    monkeypatch.setattr(decisions, "CHANGE_NEAR", False)
+def test_a_reversal_goes_back_on_a_course_someone_set_or_on_the_last_course_of_its_conversation() -> (
+    None
+):
     rows = [
         _row(0, "cache the sessions in process", kinds=["decision"]),
         _row(
@@ -116,7 +117,7 @@ def test_a_reversal_goes_back_on_a_course_someone_set_or_on_the_last_course_of_i
     ]
     flags = [flag_turn(r["user_text"], "", r["kinds"]) for r in rows]
     assert [f.kind if f else None for f in flags] == ["decision", None, "reversal"]
-    assert _pairs(rows, flags) == [(2, 0)]  # not the bug report and its fix
+    assert _pairs(rows, flags, NEAR_OFF) == [(2, 0)]  # not the bug report and its fix
     # "it was working a second ago": what broke it is the last course of the conversation, cue or not
     rows = [
         _row(0, "show the chat name in blue", "edited App.tsx"),
@@ -125,11 +126,11 @@ def test_a_reversal_goes_back_on_a_course_someone_set_or_on_the_last_course_of_i
     ]
     flags = [flag_turn(r["user_text"], "", r["kinds"]) for r in rows]
     assert [f.kind if f else None for f in flags] == ["decision", None, "reversal"]
-    assert _pairs(rows, flags) == [(2, 1), (1, 0)]
+    assert _pairs(rows, flags, NEAR_OFF) == [(2, 1), (1, 0)]
     # an older course without a cue is still no course to go back on
     rows.insert(2, _row(2, "show the author name in white", "edited App.tsx"))
     rows[3] = {**rows[3], "turn": 3}
-    assert (3, 1) not in _pairs(rows)
+    assert (3, 1) not in _pairs(rows, rules=NEAR_OFF)
 
 
 def test_a_new_course_revises_the_one_just_before_it_only_when_they_share_a_term() -> None:
@@ -201,19 +202,16 @@ def test_courses_before_counts_only_the_rows_own_conversation() -> None:
     assert courses_before(codes, course).tolist() == [0, 0, 1, 1, 2, 1]
 
 
-def test_a_change_by_the_assistant_never_undoes_a_question(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # the recency rule on its own: a correction may undo the last course of its conversation
-    # with no word in common (CHANGE_NEAR off; tests/test_theme_claims.py has it on)
-    monkeypatch.setattr(decisions, "CHANGE_NEAR", False)
+def test_a_change_by_the_assistant_never_undoes_a_question() -> None:
     rows = [
         _row(0, "show the sol price next to the market conditions box", "edited widget.tsx"),
         _row(1, "what command can i use to monitor the logs of the backend"),
         _row(2, ""),
     ]
     flags: list[Flag | None] = [None, None, Flag("change", "assistant", "instead")]
-    assert _pairs(rows, flags) == [(2, 0)]  # the course, not the question just before the change
+    assert _pairs(rows, flags, NEAR_OFF) == [
+        (2, 0)
+    ]  # the course, not the question just before the change
 
 
 def test_a_question_sets_no_course_but_a_proposal_or_a_request_may() -> None:
@@ -224,12 +222,9 @@ def test_a_question_sets_no_course_but_a_proposal_or_a_request_may() -> None:
     assert flag_turn("use redis for the sessions", "", []) is not None
 
 
-def test_a_pair_names_the_next_best_courses_as_alternatives_never_a_question_or_the_pair_itself(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # the recency rule on its own: a correction may undo the last course of its conversation
-    # with no word in common (CHANGE_NEAR off; tests/test_theme_claims.py has it on)
-    monkeypatch.setattr(decisions, "CHANGE_NEAR", False)
+def test_a_pair_names_the_next_best_courses_as_alternatives_never_a_question_or_the_pair_itself() -> (
+    None
+):
     rows = [
         _row(0, "add a flash when a new signal arrives on the screener rows", "edited widget.tsx"),
         _row(1, "use a green glow on the signal rows", "edited widget.tsx"),
@@ -239,7 +234,9 @@ def test_a_pair_names_the_next_best_courses_as_alternatives_never_a_question_or_
     ]
     pairs = {
         p.change: p
-        for p in pair_changes(rows, [flag_turn(r["user_text"], "", r["kinds"]) for r in rows])
+        for p in pair_changes(
+            rows, [flag_turn(r["user_text"], "", r["kinds"]) for r in rows], rules=NEAR_OFF
+        )
     }
     # the change revises the last course (3) on recency; the flash course (0), which an agent would
     # pick on meaning, and the glow (1) are named next, best first; the question (2) never is

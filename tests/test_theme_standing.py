@@ -4,14 +4,16 @@ ends open."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
-from archive_mcp.themes import standing as standing_module
-from archive_mcp.themes.standing import line, standing, substantive
 from archive_mcp.themes.store import Member, Theme
-from archive_mcp.themes.timeline import Decision, build_timeline
+from archive_mcp.themes.trace.model import Decision
+from archive_mcp.themes.trace.rules import TRACE_RULES
+from archive_mcp.themes.trace.standing import line, standing, substantive
+from archive_mcp.themes.trace.timeline import build_timeline
 
 
 def _rows(texts: list[str]) -> list[dict]:
@@ -80,13 +82,17 @@ def test_work_past_the_last_course_leaves_the_theme_open() -> None:
             "ok",
         ]
     )
-    now = standing(rows, [_decision(0, "use redis for sessions")], open_after=2)
+    now = standing(
+        rows, [_decision(0, "use redis for sessions")], rules=replace(TRACE_RULES, open_after=2)
+    )
     assert [(s.ref, s.state) for s in now] == [("s:3", "open"), ("s:0", "decided")]
     assert line(now) == (
         "open: last asked 2026-03-01 (s:3): sessions still drop after a deploy, look again; "
         "standing course 2026-03-01 (s:0): use redis for sessions"
     )
-    assert [s.ref for s in standing(rows, [_decision(0, "x")], open_after=3)] == ["s:0"]
+    assert [
+        s.ref for s in standing(rows, [_decision(0, "x")], rules=replace(TRACE_RULES, open_after=3))
+    ] == ["s:0"]
 
 
 def test_a_theme_with_no_course_is_open_at_its_latest_substantive_turn() -> None:
@@ -127,14 +133,14 @@ def test_the_timeline_carries_now_in_its_structure_and_its_now_line() -> None:
 
 
 def test_a_member_the_score_was_unsure_of_is_never_where_the_theme_stands() -> None:
-    """The last turn asks something of its own, but tagging's score gave it under NOW_MIN (a turn
+    """The last turn asks something of its own, but tagging's score gave it under `now_min` (a turn
     of another topic at the theme's tail): Now is the course before it, as if it were not there."""
     rows = _rows(["use redis for sessions", "rewrite the release notes for v2"])
     rows[0]["probability"] = 0.9
-    rows[1]["probability"] = standing_module.NOW_MIN - 0.01
+    rows[1]["probability"] = TRACE_RULES.now_min - 0.01
     now = standing(rows, [_decision(0, "use redis")])
     assert [(s.ref, s.state) for s in now] == [("s:0", "decided")]
-    rows[1]["probability"] = standing_module.NOW_MIN
+    rows[1]["probability"] = TRACE_RULES.now_min
     assert [(s.ref, s.state) for s in standing(rows, [_decision(0, "use redis")])] == [
         ("s:1", "open"),
         ("s:0", "decided"),

@@ -4,6 +4,7 @@ of tagging and discovery, discovered themes addressed by their label."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,12 +13,12 @@ import pytest
 
 from archive_mcp import Archive
 from archive_mcp.render import dumps
-from archive_mcp.themes import decisions
-from archive_mcp.themes.decisions import clip, flag_turn, pair_changes
 from archive_mcp.themes.labels import class_tfidf, label_words
 from archive_mcp.themes.noise import noise_kind
 from archive_mcp.themes.store import Member, Theme
-from archive_mcp.themes.timeline import build_timeline
+from archive_mcp.themes.trace.decisions import clip, flag_turn, pair_changes
+from archive_mcp.themes.trace.rules import TRACE_RULES
+from archive_mcp.themes.trace.timeline import build_timeline
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 
@@ -226,10 +227,8 @@ def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_stru
         assert len(json.dumps(data, ensure_ascii=False)) <= budget
 
 
-def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_is_made(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(decisions, "CLAIM_BY", "any")  # the assistant's chained change is claimed
+def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_is_made() -> None:
+    rules = replace(TRACE_RULES, claim_by="any")  # the assistant's chained change is claimed
     texts = [
         ("use redis for the session cache", "Redis holds the sessions."),
         ("add a sqlite store for trades", "Trades go to SQLite."),
@@ -239,7 +238,7 @@ def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_
         ),  # no cue: a course only once undone
         ("wait, the memcached session cache is too slow", "Back to a faster cache."),
     ]
-    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
+    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts), rules=rules)
     final = {d.ref: d for d in tl.decisions}
     undone = next(r.decision for r in tl.reversals if r.reversed_by.ref == "s:3")
     # s:2 was undone by s:3, and then paired itself (it changed s:0): the reversal says so too
@@ -322,7 +321,7 @@ def test_files_are_shown_relative_to_the_project_and_a_bare_name_joins_its_path(
 
     import polars as pl
 
-    from archive_mcp.themes.timeline import _files
+    from archive_mcp.themes.trace.timeline import _files
 
     root = "/Users/ann/web"
     day = [datetime(2026, 1, d) for d in (8, 8, 9, 10)]

@@ -4,16 +4,27 @@ terms that discovery's topic level adds to a turn's vector."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 import polars as pl
 import pytest
 
-from archive_mcp.themes import decisions
-from archive_mcp.themes.decisions import flag_turn, flag_turns, pair_changes, term_matrix
-from archive_mcp.themes.tagging import close_to_core, fill_gaps, is_question, next_to, same_files
-from archive_mcp.themes.topics import with_topic_terms
+from archive_mcp.themes.discover.topics import with_topic_terms
+from archive_mcp.themes.tag.rules import TAG_RULES
+from archive_mcp.themes.tag.tagging import (
+    close_to_core,
+    core_ranks,
+    fill_gaps,
+    is_question,
+    next_to,
+    same_files,
+)
+from archive_mcp.themes.trace.decisions import flag_turn, flag_turns, pair_changes, term_matrix
+from archive_mcp.themes.trace.rules import TRACE_RULES
+
+NEAR_OFF = replace(TRACE_RULES, change_near=False)
 
 
 def _key(turn: int, session: str = "s") -> tuple[str, str, int]:
@@ -94,12 +105,11 @@ def test_flag_turns_over_many_turns_is_flag_turn_on_each() -> None:
     ] == got
 
 
-def test_a_change_pairs_with_the_turn_just_before_it_when_nothing_earlier_is_clearly_more_alike(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_change_pairs_with_the_turn_just_before_it_when_nothing_earlier_is_clearly_more_alike() -> (
+    None
+):
     # the recency rule on its own: a correction may undo the last course of its conversation
-    # with no word in common (CHANGE_NEAR off; tests/test_theme_claims.py has it on)
-    monkeypatch.setattr(decisions, "CHANGE_NEAR", False)
+    # with no word in common (`change_near` off; tests/test_theme_claims.py has it on)
     rows = [
         {
             "session_id": "s",
@@ -122,12 +132,15 @@ def test_a_change_pairs_with_the_turn_just_before_it_when_nothing_earlier_is_cle
         },
     ]
     flags = [flag_turn(r["user_text"], "", []) for r in rows]
-    assert [(i, j) for i, j, *_ in pair_changes(rows, flags)] == [(2, 1)]
+    assert [(i, j) for i, j, *_ in pair_changes(rows, flags, rules=NEAR_OFF)] == [(2, 1)]
     apart = [
         {**rows[0], "session_id": "a"},
         {**rows[2], "session_id": "b"},
     ]  # nothing alike, nothing near
-    assert pair_changes(apart, [flag_turn(r["user_text"], "", []) for r in apart]) == []
+    assert (
+        pair_changes(apart, [flag_turn(r["user_text"], "", []) for r in apart], rules=NEAR_OFF)
+        == []
+    )
 
 
 def test_weak_hits_join_the_core_only_when_close_to_its_centroid() -> None:
@@ -185,14 +198,9 @@ def test_hits_on_the_files_the_core_keeps_touching_join() -> None:
         _key(4): (0.5, 1.0, "seed"),
         _key(5): (0.5, 1.0, "seed"),
     }
-    import archive_mcp.themes.tagging as tagging
-
-    old = tagging.FILE_SHARE
-    tagging.FILE_SHARE = 0.6  # eight turns: feed.ts (4 of 8) is rare enough, README.md (3) too but not in 3 core turns
-    try:
-        got = same_files(index, share, set(keys[:3]), floor=0.4)  # type: ignore[arg-type]
-    finally:
-        tagging.FILE_SHARE = old
+    # eight turns: feed.ts (4 of 8) is rare enough, README.md (3) too but not in 3 core turns
+    rules = replace(TAG_RULES, file_share=0.6)
+    got = same_files(index, share, set(keys[:3]), 0.4, rules)  # type: ignore[arg-type]
     assert got == {_key(0), _key(1), _key(2), _key(3)}
 
 
@@ -223,15 +231,9 @@ def test_rare_keywords_and_files_are_appended_to_the_vectors() -> None:
     assert with_topic_terms(x, keywords, files, weight=0) is x
 
 
-def test_a_topic_seeds_best_hits_are_core_and_a_questions_more_but_none_without_vectors(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import archive_mcp.themes.tagging as tagging
-
-    monkeypatch.setattr(tagging, "TOPIC_CORE", 5)
-    monkeypatch.setattr(tagging, "QUESTION_CORE", 20)
-    assert tagging.core_ranks("yubikey login sudo", vectors=True) == 5
-    assert tagging.core_ranks("What did we decide about sudo?", vectors=True) == 20
-    assert tagging.core_ranks("yubikey login sudo", vectors=False) == 0
-    monkeypatch.setattr(tagging, "TOPIC_CORE", 0)
-    assert tagging.core_ranks("yubikey login sudo", vectors=True) == 0
+def test_a_topic_seeds_best_hits_are_core_and_a_questions_more_but_none_without_vectors() -> None:
+    rules = replace(TAG_RULES, topic_core=5, question_core=20)
+    assert core_ranks("yubikey login sudo", vectors=True, rules=rules) == 5
+    assert core_ranks("What did we decide about sudo?", vectors=True, rules=rules) == 20
+    assert core_ranks("yubikey login sudo", vectors=False, rules=rules) == 0
+    assert core_ranks("yubikey login sudo", vectors=True) == 0  # the shipped topic_core

@@ -12,10 +12,11 @@ import pytest
 
 from archive_mcp import Archive
 from archive_mcp.ingest import store
-from archive_mcp.themes import terms, timeline, trace, turn_memo
-from archive_mcp.themes.decisions import flag_turns
-from archive_mcp.themes.recent import Recent
-from archive_mcp.themes.timeline import Timeline
+from archive_mcp.themes.trace import sessions as trace
+from archive_mcp.themes.trace import terms, timeline, turn_memo
+from archive_mcp.themes.trace.decisions import flag_turns
+from archive_mcp.themes.trace.recent import Recent
+from archive_mcp.themes.trace.timeline import Timeline
 
 
 def _said(tl: Timeline) -> str:

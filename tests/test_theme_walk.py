@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from archive_mcp.themes.tagging import Candidate, by_walk
-from archive_mcp.themes.walk import local_turns, personalized_pagerank, walk
+from archive_mcp.themes.tag.tagging import Candidate, by_walk
+from archive_mcp.themes.tag.walk import local_turns, personalized_pagerank, walk
 
 
 def _runs() -> tuple[list[tuple[str, str, int]], np.ndarray]:

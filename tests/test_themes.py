@@ -14,8 +14,9 @@ from click.testing import CliRunner
 from archive_mcp import Archive
 from archive_mcp.cli.main import main
 from archive_mcp.synthetic import evaluation
-from archive_mcp.themes.discovery import match_clusters
 from archive_mcp.themes.store import ThemeError, slug_of
+
+Key = tuple[str, str, int]
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 LABELS = json.loads((SAMPLE / "LABELS.json").read_text(encoding="utf-8"))
@@ -51,6 +52,21 @@ def test_discovery_without_embeddings_recovers_planted_themes_and_keeps_ids(
     assert [(t.cluster_id, sorted(m.key for m in t.members)) for t in again.themes] == [
         (t.cluster_id, sorted(m.key for m in t.members)) for t in first.themes
     ]
+
+
+def match_clusters(
+    new: dict[int, set[Key]], old: dict[int, set[Key]], min_overlap: float = 0.3
+) -> dict[int, int]:
+    """The reference for `graph.match_rows`: greedy by Jaccard overlap of member sets."""
+    from archive_mcp.themes.discover.graph import greedy_ids
+
+    pairs = [
+        (j, a, b)
+        for a, ma in new.items()
+        for b, mb in old.items()
+        if (j := len(ma & mb) / max(1, len(ma | mb))) >= min_overlap
+    ]
+    return greedy_ids(pairs, list(new), list(old))
 
 
 def test_stable_ids_follow_member_overlap() -> None:
@@ -199,7 +215,7 @@ def _two_day_timeline(by: str):  # noqa: ANN202
     from datetime import datetime
 
     from archive_mcp.themes.store import Member, Theme
-    from archive_mcp.themes.timeline import build_timeline
+    from archive_mcp.themes.trace.timeline import build_timeline
 
     rows = [
         ("s1", 0, 8, 9, "Should we cache sessions in Redis or in process?", "Let's compare."),
@@ -355,7 +371,7 @@ def test_search_filtered_by_a_theme_named_with_spaces(archive: Archive) -> None:
 def test_past_the_sample_size_discovery_reads_the_sample_texts_and_vectors_from_disk(
     monkeypatch: pytest.MonkeyPatch, fake_embedder
 ) -> None:  # noqa: ANN001
-    from archive_mcp.themes import graph
+    from archive_mcp.themes.discover import graph
 
     a = Archive(embedder=fake_embedder)
     a.ingest(SAMPLE)
@@ -396,7 +412,7 @@ def test_past_the_sample_size_discovery_reads_the_sample_texts_and_vectors_from_
 
 
 def test_stable_ids_by_rows_are_those_by_member_sets() -> None:
-    from archive_mcp.themes.graph import match_rows
+    from archive_mcp.themes.discover.graph import match_rows
 
     rng = np.random.default_rng(4)
     keys = [(f"s{i // 7}", "main", i % 7) for i in range(60)]

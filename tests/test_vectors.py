@@ -1,4 +1,4 @@
-"""TF-IDF, truncated SVD and mini-batch k-means (themes/vectors.py, themes/kmeans.py): what they
+"""TF-IDF, truncated SVD and mini-batch k-means (themes/discover/vectors.py, kmeans.py): what they
 compute, and, when scikit-learn 1.9 is installed (the `test` extra), that they compute exactly
 what it computes: the themes discovery found with scikit-learn stay the same to the bit."""
 
@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from archive_mcp.themes.kmeans import mini_batch_kmeans, nearest
-from archive_mcp.themes.vectors import tfidf, truncated_svd
+from archive_mcp.themes.discover.kmeans import mini_batch_kmeans, nearest
+from archive_mcp.themes.discover.vectors import tfidf, truncated_svd
 
 # --- what they compute -----------------------------------------------------------------------
 

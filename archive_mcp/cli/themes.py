@@ -7,6 +7,7 @@ import click
 from archive_mcp.cli.common import call, echo_json, json_option, table, warn, workspace_option
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.refs import TurnRef, parse_ref
+from archive_mcp.themes.trace.export import events_csv, events_table
 
 
 @click.group()
@@ -218,44 +219,10 @@ def trace(
     if fmt == "json":
         echo_json(timelines if len(timelines) > 1 else timelines[0])
     elif fmt == "csv":
-        import polars as pl
-
-        several = len(timelines) > 1  # one header for several themes, with a theme column
-        frames = [
-            tl.frame.select(
-                *([pl.lit(tl.theme).alias("theme")] if several else []),
-                "started_at",
-                "source",
-                "session_id",
-                "agent",
-                "turn",
-                "bucket",
-                "summary",
-                pl.col("kinds").list.join(","),
-            )
-            for tl in timelines
-        ]
-        click.echo(pl.concat(frames).write_csv(), nl=False)
+        click.echo(events_csv(timelines), nl=False)
     else:
         for tl in timelines:
-            click.echo(
-                tl.markdown(100_000)
-                if fmt == "md"
-                else table(
-                    [
-                        {
-                            "when": e.at,
-                            "source": e.source,
-                            "ref": f"{e.session_id}:{e.turn}",
-                            "kinds": ",".join(e.kinds),
-                            "summary": e.summary,
-                        }
-                        for e in tl.events
-                    ],
-                    ["when", "source", "ref", "kinds", "summary"],
-                    {"summary": 90},
-                )
-            )
+            click.echo(tl.markdown(100_000) if fmt == "md" else events_table(tl))
     if plot_path:
         from archive_mcp.plot import themes_over_time
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from archive_mcp.archive import Archive
 from archive_mcp.ingest.workers import exit_with_parent, main_is_spawn_safe
 from archive_mcp.refiners.embed import EmbedderUnavailable
-from archive_mcp.themes.discovery import DiscoveryResult
+from archive_mcp.themes.discover.discovery import DiscoveryResult
 from archive_mcp.workspaces import Workspace
 
 POOL_WORKERS = 1  # one heavy call at a time beside the server; the others queue

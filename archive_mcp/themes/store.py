@@ -1,5 +1,5 @@
 """The theme store: named sets of turns with provenance, tagged by hand, from seeds, or
-discovered (`themes/discovery.py`). A theme is `themes/<slug>.json` in its workspace; this module
+discovered (`themes/discover/discovery.py`). A theme is `themes/<slug>.json` in its workspace; this module
 saves, loads, lists and deletes them, and reads saved suggestions back member by member."""
 
 from __future__ import annotations

@@ -3,22 +3,25 @@ coming back to. Discovery's finer level clusters each turn's vector joined with 
 
 A file or keyword that few turns share (at most `RARE` of the workspace or two, in at least two) is a
 topic's own; TF-IDF over them, reduced to `DIMS` dimensions, is appended to the turn's vector
-at `WEIGHT`. Tuned on the labelled coding set (bench/RESULTS.md, Themes).
+at `DiscoveryRules.term_weight`. Tuned on the labelled coding set (bench/RESULTS.md, Themes).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from archive_mcp.themes.vectors import tfidf, truncated_svd
+from archive_mcp.themes.discover.rules import DISCOVERY_RULES
+from archive_mcp.themes.discover.vectors import tfidf, truncated_svd
 
 RARE = 0.02
-WEIGHT = 0.3
 DIMS = 64
 
 
 def with_topic_terms(
-    x: np.ndarray, keywords: list[list[str]], files: list[list[str]], weight: float = WEIGHT
+    x: np.ndarray,
+    keywords: list[list[str]],
+    files: list[list[str]],
+    weight: float = DISCOVERY_RULES.term_weight,
 ) -> np.ndarray:
     """`x` (unit rows) joined with `weight` x the rows' rare keywords and files (unit), renormalised."""
     docs = [[w.lower() for w in k] + f for k, f in zip(keywords, files, strict=True)]

@@ -1,6 +1,6 @@
 """Seed tagging: from 1-3 seed phrases to the turns of a theme, plus near misses to confirm.
 
-With vectors, topic seeds join by one learned score (`by_score`, themes/membership.py), which
+With vectors, topic seeds join by one learned score (`by_score`, membership.py), which
 replaced the rules below for them held out by project; the rules stay for question seeds and for
 workspaces without vectors.
 
@@ -9,11 +9,11 @@ name, the two speakers of a chat: they match everything and point the query vect
 Hits that are noise (commands that did no work, compaction summaries, continuation stubs, API
 errors, interruptions) are never attached, nor are subagent turns (their parent turn stands for
 them, as in discovery). With vectors, `min_score` scales shares of each seed's best hit: hits
-from `CORE` x it are the core of the theme; weaker hits join when they sit as close to the core's
+from `core` x it are the core of the theme; weaker hits join when they sit as close to the core's
 centroid as most of the core does, or touch the files the core keeps touching; the turns of a
 conversation between two attached turns join, and so do the turns next to them when close to the
-core. A question seed takes its best `QUESTION_CORE` hits as core, a topic seed its best
-`TOPIC_CORE`. Last, a random walk from the core over the graph of the turns around the seed hits
+core. A question seed takes its best `question_core` hits as core, a topic seed its best
+`topic_core` (tag/rules.py). Last, a random walk from the core over the graph of the turns around the seed hits
 (walk.py) leaves out the attached turns that sit in other runs of work and brings in the turns of
 the core's runs. Without vectors the hits from
 `min_score` x the best are attached. The next hits come back as near misses with a one-line
@@ -39,48 +39,13 @@ from archive_mcp.search.context import canonical_ref
 from archive_mcp.search.hits import SearchResults
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
-from archive_mcp.themes import membership
 from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.store import Member, TagResult, Theme, ThemeError, ThemeStore, slug_of
-from archive_mcp.themes.walk import local_turns, walk
+from archive_mcp.themes.tag import membership
+from archive_mcp.themes.tag.rules import TAG_RULES, TagRules
+from archive_mcp.themes.tag.walk import local_turns, walk
 from archive_mcp.workspaces import Workspace, locked
 from archive_mcp.workspaces.clock import now
-
-# Topic seeds with vectors join by `membership.probability` (by_score); False: by the rules below,
-# as question seeds and workspaces without vectors always do (kept switchable for the benches).
-SCORED = True
-COMMON_SHARE = (
-    0.3  # a word in more than this share of a workspace's turns says nothing about a topic
-)
-DEPTH = membership.DEPTH  # the hits asked of each seed (the score's rank signal counts in them)
-NEAR_MISSES = 10
-# Tuned on the labelled coding set (bench/RESULTS.md, Themes): with the default min_score 0.5 a
-# hit at 0.65 of a seed's best is core, one from 0.3 joins when as close to the core's centroid as
-# 70% of the core (0.6 fell under precision 0.6 with main's refiner and ranking at d5e5013), one from 0.4
-# when it touches the topic's files.
-CORE = 1.3
-LOW = 0.6
-FILE_LOW = 0.8
-FILE_MIN = 3
-FILE_SHARE = 0.02
-CORE_QUANTILE = 0.7
-# A topic seed's best TOPIC_CORE hits are core whatever their share (0: none): when one hit
-# outscores the rest (it names every seed word), the rest of a small topic still makes the core.
-# Held out by project (bench/results/themes-heldout.md): membership alone chooses 5 (recall
-# 0.77 -> 0.81 at precision 0.71 -> 0.66), but the harness's objective (members, changes, claims
-# and Now together) chooses 0 in two folds of three: at 5, Now falls from 40% to 33% (mthisness
-# 7 -> 4 of 14) as the core takes in late turns of other topics. So 0, until Now stops paying.
-TOPIC_CORE = 0
-GAP = 3
-# A question seed ("What activities does X do?") asks for everything that answers it, spread over
-# a conversation: its best QUESTION_CORE hits are core, and the turns next to the theme's turns
-# join when as close to the core's centroid as the furthest core turn (for other seeds: as the
-# NEIGHBOUR_QUANTILE of the core). Tuned on LoCoMo-dev and the coding set (bench/RESULTS.md).
-QUESTION_CORE = 20
-NEIGHBOUR_QUANTILE = 0.3
-GAP_MARGIN = (
-    0.2  # a turn in a gap is at most this much further from the core's centroid than the core
-)
 
 Key = tuple[str, str, int]
 
@@ -93,7 +58,7 @@ class Candidate:
     probability: float | None = None  # membership.probability's, for topic seeds
 
 
-def focus(seed: str, index: WorkspaceIndex) -> str:
+def focus(seed: str, index: WorkspaceIndex, common_share: float = TAG_RULES.common_share) -> str:
     """The seed without the words most of the workspace shares (kept whole if nothing is left)."""
     n = max(1, index.n_docs)
     if n < 20:
@@ -102,7 +67,7 @@ def focus(seed: str, index: WorkspaceIndex) -> str:
     def common(word: str) -> bool:
         toks = tokens(word)
         return bool(toks) and all(
-            sum(s.postings.df(t) for s in index.segments) / n > COMMON_SHARE for t in toks
+            sum(s.postings.df(t) for s in index.segments) / n > common_share for t in toks
         )
 
     kept = [w for w in seed.split() if not common(w)]
@@ -115,20 +80,21 @@ def seed_candidates(
     turns: Callable[[set[str]], pl.DataFrame],
     seeds: Sequence[str],
     min_score: float,
+    rules: TagRules = TAG_RULES,
 ) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """Candidates to attach and near misses, from each seed's hits (noise and subagents left out).
 
-    A hit scoring at least `CORE` x `min_score` x the seed's best is the core of the theme; a
-    weaker one (down to `LOW` x `min_score`) joins when its vector is as close to the core's
-    centroid as most of the core (`CORE_QUANTILE`): a generic turn that shares a seed's words but
-    not the topic stays out. A hit from `FILE_LOW` x `min_score` that touches the files the core
+    A hit scoring at least `rules.core` x `min_score` x the seed's best is the core of the theme; a
+    weaker one (down to `low` x `min_score`) joins when its vector is as close to the core's
+    centroid as most of the core (`core_quantile`): a generic turn that shares a seed's words but
+    not the topic stays out. A hit from `file_low` x `min_score` that touches the files the core
     keeps touching joins too, and so do the turns between two attached turns of a session at most
-    `GAP` apart (a conversation stays on its topic, and its short turns rarely match a seed) and the
+    `gap` apart (a conversation stays on its topic, and its short turns rarely match a seed) and the
     turns next to attached ones that are close to the core. Without vectors: the hits from
     `min_score` x the seed's best, as before."""
     runs = []
     for seed in seeds:
-        hits = list(search(focus(seed, index), DEPTH))
+        hits = list(search(focus(seed, index, rules.common_share), rules.depth))
         runs.append((seed, hits))
     sessions = {h.session_id for _, hits in runs for h in hits}
     frame = turns(sessions) if sessions else pl.DataFrame()
@@ -145,16 +111,16 @@ def seed_candidates(
         if not good or good[0].score <= 0:
             continue
         best = good[0].score
-        least = core_ranks(seed, x is not None)
+        least = core_ranks(seed, x is not None, rules)
         for rank, h in enumerate(good):
             key = (h.session_id, h.agent, h.turn)
             s = h.score / best
-            kept = max(s, CORE * min_score) if rank < least else s
-            if kept >= LOW * min_score and kept > share.get(key, (0.0, 0.0, ""))[0]:
+            kept = max(s, rules.core * min_score) if rank < least else s
+            if kept >= rules.low * min_score and kept > share.get(key, (0.0, 0.0, ""))[0]:
                 share[key] = (kept, h.score, seed)
-            if s < min_score * (CORE if x is not None else 1.0) and len(
+            if s < min_score * (rules.core if x is not None else 1.0) and len(
                 near
-            ) < 3 * NEAR_MISSES * len(seeds):
+            ) < 3 * rules.near_misses * len(seeds):
                 near.append(
                     {
                         "session_id": h.session_id,
@@ -168,25 +134,28 @@ def seed_candidates(
                         "summary": clip(" ".join((h.summary or "").split()), 160),
                     }
                 )
-    if x is not None and SCORED and not any(is_question(seed) for seed in seeds):
-        return by_score(runs, frame, noisy, x, pos, share, min_score)
+    if x is not None and rules.scored and not any(is_question(seed) for seed in seeds):
+        return by_score(runs, frame, noisy, x, pos, share, min_score, rules)
     if x is None:  # no vectors to tell a topic from a word match: the hits from `min_score` on
         keep = {k for k, v in share.items() if v[0] >= min_score}
         attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
     else:
-        keep, closeness, own = close_to_core(x, pos, share, CORE * min_score)
+        keep, closeness, own = close_to_core(
+            x, pos, share, rules.core * min_score, rules.core_quantile
+        )
         keep |= same_files(
             index,
             share,
-            {k for k, v in share.items() if v[0] >= CORE * min_score},
-            FILE_LOW * min_score,
+            {k for k, v in share.items() if v[0] >= rules.core * min_score},
+            rules.file_low * min_score,
+            rules,
         )
         attach = [Candidate(k, share[k][1], f"seed:{share[k][2]}") for k in keep]
-        away = {k for k in frame_keys(frame) if closeness(k) < float(own.min()) - GAP_MARGIN}
-        attach += fill_gaps(frame, keep, noisy | away, share)
+        away = {k for k in frame_keys(frame) if closeness(k) < float(own.min()) - rules.gap_margin}
+        attach += fill_gaps(frame, keep, noisy | away, share, rules.gap)
         floor = float(
             np.quantile(
-                own, 0.0 if any(is_question(seed) for seed in seeds) else NEIGHBOUR_QUANTILE
+                own, 0.0 if any(is_question(seed) for seed in seeds) else rules.neighbour_quantile
             )
         )
         attach += next_to(
@@ -199,7 +168,7 @@ def seed_candidates(
             x,
             pos,
             found,
-            {k: v[0] for k, v in share.items() if v[0] >= CORE * min_score},
+            {k: v[0] for k, v in share.items() if v[0] >= rules.core * min_score},
             seeds,
         )
     taken = {c.key for c in attach}
@@ -210,7 +179,7 @@ def seed_candidates(
         if k not in taken and k not in seen:
             seen.add(k)
             near_out.append(n)
-    return attach, near_out[:NEAR_MISSES]
+    return attach, near_out[: rules.near_misses]
 
 
 def by_score(
@@ -221,21 +190,24 @@ def by_score(
     pos: dict[Key, int],
     share: dict[Key, tuple[float, float, str]],
     min_score: float,
+    rules: TagRules = TAG_RULES,
 ) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """Topic seeds with vectors: the turns around the seeds' hits that `membership.probability`
     gives at least `membership.cut(min_score)`, and the best hits under it as near misses."""
-    core = {k: v[0] for k, v in share.items() if v[0] >= CORE * min_score}
+    core = {k: v[0] for k, v in share.items() if v[0] >= rules.core * min_score}
     turns = [k for k in frame_keys(frame) if k[1] == "main" and k not in noisy and k in pos]
-    chosen, near = membership.choose(runs, turns, noisy, x, pos, core, min_score)
-    return [Candidate(*c) for c in chosen], near[:NEAR_MISSES]
+    chosen, near = membership.choose(
+        runs, turns, noisy, x, pos, core, min_score, rules.score, rules.depth
+    )
+    return [Candidate(*c) for c in chosen], near[: rules.near_misses]
 
 
-def core_ranks(seed: str, vectors: bool) -> int:
-    """How many of a seed's best hits are core whatever their share: `QUESTION_CORE` for a
-    question, `TOPIC_CORE` for a topic; none without vectors (no centroid to check the rest by)."""
+def core_ranks(seed: str, vectors: bool, rules: TagRules = TAG_RULES) -> int:
+    """How many of a seed's best hits are core whatever their share: `rules.question_core` for a
+    question, `rules.topic_core` for a topic; none without vectors (no centroid to check the rest by)."""
     if not vectors:
         return 0
-    return QUESTION_CORE if is_question(seed) else TOPIC_CORE
+    return rules.question_core if is_question(seed) else rules.topic_core
 
 
 def close_to_core(
@@ -243,13 +215,12 @@ def close_to_core(
     pos: dict[Key, int],
     share: dict[Key, tuple[float, float, str]],
     core: float,
-    quantile: float | None = None,
+    quantile: float = TAG_RULES.core_quantile,
 ) -> tuple[set[Key], Callable[[Key], float], np.ndarray]:
     """The core hits (share >= `core`), and the weaker ones whose vector is as close to the core's
-    centroid (`x` rows, `pos` key -> row) as the `quantile` (default `CORE_QUANTILE`) of the
+    centroid (`x` rows, `pos` key -> row) as the `quantile` of the
     core's own closeness; a turn's closeness to that centroid (-1 without a vector), and the core
     turns' own."""
-    quantile = CORE_QUANTILE if quantile is None else quantile
     strong = {k for k, v in share.items() if v[0] >= core}
     rows = [pos[k] for k in strong if k in pos]
     if len(rows) < 2:
@@ -267,10 +238,14 @@ def close_to_core(
 
 
 def same_files(
-    index: WorkspaceIndex, share: dict[Key, tuple[float, float, str]], core: set[Key], floor: float
+    index: WorkspaceIndex,
+    share: dict[Key, tuple[float, float, str]],
+    core: set[Key],
+    floor: float,
+    rules: TagRules = TAG_RULES,
 ) -> set[Key]:
-    """Hits from `floor` that touch a file the core keeps touching (in `FILE_MIN` core turns) and
-    few turns of the workspace do (at most `FILE_SHARE` of them): the files of a topic."""
+    """Hits from `floor` that touch a file the core keeps touching (in `rules.file_min` core turns)
+    and few turns of the workspace do (at most `rules.file_share` of them): the files of a topic."""
     meta = index.meta
     keys = zip(
         meta["session_id"].to_list(), meta["agent"].to_list(), meta["turn"].to_list(), strict=True
@@ -281,9 +256,9 @@ def same_files(
         if alive and fs:
             files[k] = fs
             df.update(set(fs))
-    limit = FILE_SHARE * max(1, sum(1 for a in index.alive if a))
+    limit = rules.file_share * max(1, sum(1 for a in index.alive if a))
     counts = Counter(f for k in core for f in set(files.get(k, ())) if df[f] <= limit)
-    topic = {f for f, n in counts.items() if n >= FILE_MIN}
+    topic = {f for f, n in counts.items() if n >= rules.file_min}
     return (
         {k for k, v in share.items() if v[0] >= floor and topic.intersection(files.get(k, ()))}
         if topic
@@ -322,11 +297,10 @@ def fill_gaps(
     keep: set[Key],
     skip: set[Key],
     share: dict[Key, tuple[float, float, str]],
-    gap: int | None = None,
+    gap: int = TAG_RULES.gap,
 ) -> list[Candidate]:
-    """The turns of a session between two attached turns at most `gap` (default `GAP`, non-noise)
+    """The turns of a session between two attached turns at most `gap` (non-noise)
     turns apart; `skip` (noise, turns off the topic) neither counts nor joins."""
-    gap = GAP if gap is None else gap
     if not keep or not frame.height:
         return []
     order = (
@@ -450,10 +424,11 @@ def tag_theme(
     refine: Callable[[str], object],
     search: Callable[[str, int], SearchResults],
     index: Callable[[], WorkspaceIndex],
+    rules: TagRules = TAG_RULES,
 ) -> TagResult:
     """Attach confirmed turns, or search from 1-3 seeds (`search`, over `index()`) and attach the
-    topic's hits; sessions referenced but not refined yet are refined first (`refine`); `turns()`
-    reads the workspace's refined turns. Returns what was attached and the near misses."""
+    topic's hits by `rules`; sessions referenced but not refined yet are refined first (`refine`);
+    `turns()` reads the workspace's refined turns. Returns what was attached and the near misses."""
     store = ThemeStore(ws)
     existing = store.get(theme)  # by slug, name, or a discovered theme's label
     slug = existing.slug if existing is not None else slug_of(theme)
@@ -489,9 +464,9 @@ def tag_theme(
             strong.append(any(h.confidence == "strong" for h in hits))
             return hits
 
-        found, near = seed_candidates(watched, index(), turns_of, seeds, min_score)
+        found, near = seed_candidates(watched, index(), turns_of, seeds, min_score, rules)
         # Topic seeds about what the project never did: say so, tag nothing. A question seed
-        # takes its best hits whatever their strength (QUESTION_CORE): refusing questions too
+        # takes its best hits whatever their strength (`question_core`): refusing questions too
         # dropped 24 of 137 LoCoMo multi-hop questions (evidence recall 0.792 -> 0.688).
         if not any(strong) and not any(is_question(seed) for seed in seeds):
             closest = f"; closest: {near[0]['ref']}" if near else ""

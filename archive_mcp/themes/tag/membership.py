@@ -1,10 +1,10 @@
 """Which turns join a theme tagged from topic seeds: one logistic score over three signals.
 
-The candidates are the turns around the seeds' hits (`around`: within `WINDOW` places of a hit
+The candidates are the turns around the seeds' hits (`around`: within `Score.window` places of a hit
 in its session, noise and subagent turns left out). Tagging computes `SIGNALS` for each, none of
-them from the labels, and the score weighs three (`FEATURES`):
+them from the labels, and the score weighs three (`Score.features`, tag/rules.py):
 
-- `rank`: log(1 + its best rank in a seed's hits), `DEPTH` for a turn no seed found;
+- `rank`: log(1 + its best rank in a seed's hits), `TagRules.depth` for a turn no seed found;
 - `walk`: log of its score in the random walk from the core (`walk.walk_scores`), over the core's
   reference: a topic of real work is a run of turns, and the walk follows the runs;
 - `session`: the share of its session's candidates that are core (a session mostly about the topic).
@@ -16,8 +16,8 @@ project into some themes. Neither `strong` (the share of seeds under which the t
 least `STRONG` of their best hit: `seeds` without the workspace's size in it) nor `share` (its
 best score over a seed's best) won held out.
 
-`probability` weighs them with `WEIGHTS` (on features standardised by `MEAN` and `SCALE`); a turn
-joins at `CUT` or more (scaled by `min_score` / 0.5), the next best come back as near misses.
+`probability` weighs them with `Score.weights` (on features standardised by its `mean` and `scale`); a turn
+joins at its `cut` or more (scaled by `min_score` / 0.5), the next best come back as near misses.
 
 Why a learned score and not hand-set rules: the rules before it (core by share, centroid test,
 gap filling, neighbours, walk drops and adds), each tuned on one labelled project, reach member
@@ -39,25 +39,18 @@ from typing import Any
 import numpy as np
 
 from archive_mcp.refiners.text import clip
-from archive_mcp.themes.walk import walk_scores
+from archive_mcp.themes.tag.rules import TAG_RULES, Score
+from archive_mcp.themes.tag.walk import walk_scores
 
 Key = tuple[str, str, int]
 
-# Every signal tagging computes for a candidate (`signals`; the benches cache them all) and the
-# ones the shipped score weighs (`features`).
+# Every signal tagging computes for a candidate (`signals`; the benches cache them all); the ones
+# the score weighs are its `Score.features`.
 SIGNALS = ("seeds", "rank", "walk", "session", "share", "strong")
-FEATURES = ("rank", "walk", "session")
 STRONG = 0.5  # `strong`: the share of seeds under which the turn scores this much of their best hit
-DEPTH = 150  # the hits tagging asks of each seed; the rank of a turn none of them found
-WINDOW = 3  # candidates: the turns within this many places of a hit in their session
 WALK_FLOOR = 1e-3  # walk scores (over the core's reference) are clipped here before the log
-
-# Fitted by `bench/members_learned.py --fit` on bonkbot, pai, mthisness and openprintkit (all topics).
-MEAN = np.array([4.0806, -1.8322, 0.057])
-SCALE = np.array([1.0886, 0.7677, 0.138])
-WEIGHTS = np.array([-0.9918, 1.3919, 0.3134])
-BIAS = -4.4326
-CUT = 0.125
+# The rank of a turn no seed's hits hold: the hits tagging asks of each seed (`TagRules.depth`).
+DEPTH = TAG_RULES.depth
 
 
 def signals(
@@ -66,6 +59,7 @@ def signals(
     shares: Mapping[Key, Sequence[float]],
     walk: Mapping[Key, float],
     core: set[Key],
+    depth: int = DEPTH,
 ) -> np.ndarray:
     """One row of `SIGNALS` per candidate: `ranks` a turn's best rank in a seed's hits, `shares`
     its score over each seed's best hit (0 where that seed did not find it), `walk` its walk
@@ -79,7 +73,7 @@ def signals(
         mine = list(shares.get(k, ())) or [0.0]
         rows[i] = (
             sum(1 for x in mine if x > 0) / len(mine),
-            math.log1p(ranks.get(k, DEPTH)),
+            math.log1p(ranks.get(k, depth)),
             math.log(max(walk.get(k, 0.0), WALK_FLOOR)),
             in_core[k[0]],
             max(mine),
@@ -88,29 +82,29 @@ def signals(
     return rows
 
 
-def features(rows: np.ndarray) -> np.ndarray:
-    """The `FEATURES` columns of `signals` rows, in `SIGNALS` order (the constants' order)."""
-    return rows[:, [i for i, name in enumerate(SIGNALS) if name in FEATURES]]
+def features(rows: np.ndarray, score: Score = TAG_RULES.score) -> np.ndarray:
+    """The `score.features` columns of `signals` rows, in `SIGNALS` order (the constants' order)."""
+    return rows[:, [i for i, name in enumerate(SIGNALS) if name in score.features]]
 
 
-def probability(rows: np.ndarray) -> np.ndarray:
+def probability(rows: np.ndarray, score: Score = TAG_RULES.score) -> np.ndarray:
     """The chance that each candidate (a row of `features`) is a member of the topic."""
     if not len(rows):
         return np.zeros(0)
-    z = ((rows - MEAN) / SCALE) @ WEIGHTS + BIAS
+    z = ((rows - np.array(score.mean)) / np.array(score.scale)) @ np.array(score.weights)
+    z = z + score.bias
     return np.asarray(1.0 / (1.0 + np.exp(-z)))
 
 
-def cut(min_score: float) -> float:
-    """The least probability that joins: `CUT` at the default `min_score` 0.5, scaled with it."""
-    return min(0.99, CUT * min_score / 0.5)
+def cut(min_score: float, score: Score = TAG_RULES.score) -> float:
+    """The least probability that joins: `score.cut` at the default `min_score` 0.5, scaled with it."""
+    return min(0.99, score.cut * min_score / 0.5)
 
 
-def around(turns: list[Key], hits: set[Key], window: int | None = None) -> list[Key]:
-    """The `turns` (noise already left out) within `window` (default `WINDOW`) places of a hit in
+def around(turns: list[Key], hits: set[Key], window: int = TAG_RULES.score.window) -> list[Key]:
+    """The `turns` (noise already left out) within `window` places of a hit in
     their session's order, in that order: counted in places, not turn numbers, so that the noise
     between two turns of a topic does not push one out of reach."""
-    window = WINDOW if window is None else window
     by_session: dict[str, list[Key]] = {}
     for k in sorted(turns):
         by_session.setdefault(k[0], []).append(k)
@@ -130,6 +124,8 @@ def choose(
     pos: Mapping[Key, int],
     core: Mapping[Key, float],
     min_score: float,
+    score: Score = TAG_RULES.score,
+    depth: int = DEPTH,
 ) -> tuple[list[tuple[Key, float, str, float]], list[dict[str, Any]]]:
     """The members, as (key, score, provenance, probability), among `turns` (main-agent turns
     of the hits' sessions with a vector at `pos` in `x`, noise left out) around the hits of
@@ -147,15 +143,15 @@ def choose(
                 continue
             mine = shares.setdefault(k, [0.0] * len(runs))
             mine[j] = max(mine[j], h.score / top if top > 0 else 0.0)
-            if rank < ranks.get(k, DEPTH):
+            if rank < ranks.get(k, depth):
                 ranks[k] = rank
                 found[k] = (h, seed)
-    pool = around(turns, set(found) | set(core))
+    pool = around(turns, set(found) | set(core), score.window)
     scores = walk_scores(pool, x[[pos[k] for k in pool]], core) if pool else None
     walked = dict(zip(pool, scores.tolist(), strict=True)) if scores is not None else {}
-    rows = features(signals(pool, ranks, shares, walked, set(core)))
-    prob = dict(zip(pool, probability(rows).tolist(), strict=True))
-    least = cut(min_score)
+    rows = features(signals(pool, ranks, shares, walked, set(core), depth), score)
+    prob = dict(zip(pool, probability(rows, score).tolist(), strict=True))
+    least = cut(min_score, score)
     best = max((h.score for h, _ in found.values()), default=0.0)
     every = " | ".join(seed for seed, _ in runs)
     chosen = [

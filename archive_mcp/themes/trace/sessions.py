@@ -16,9 +16,10 @@ import polars as pl
 from archive_mcp.ingest import store
 from archive_mcp.memory.links import linked_memories
 from archive_mcp.schema import empty_refined
-from archive_mcp.themes.recent import Recent
 from archive_mcp.themes.store import Member, Theme, ThemeStore
-from archive_mcp.themes.timeline import COLUMNS, Timeline, build_timeline
+from archive_mcp.themes.trace.recent import Recent
+from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
+from archive_mcp.themes.trace.timeline import COLUMNS, Timeline, build_timeline
 from archive_mcp.workspaces import Workspace
 
 PARSED_MB = 64  # the parsed session frames kept for the next trace, at most (estimated size)
@@ -89,14 +90,19 @@ def trace_theme(
     targets: list[Workspace],
     granularity: str = "auto",
     include_turn_content: bool = False,
+    rules: TraceRules = TRACE_RULES,
 ) -> Timeline:
-    """The theme as a timeline over `targets` (the theme is read from each)."""
+    """The theme as a timeline over `targets` (the theme is read from each), by `rules`."""
     with collector_paused():
-        return _trace(theme, targets, granularity, include_turn_content)
+        return _trace(theme, targets, granularity, include_turn_content, rules)
 
 
 def _trace(
-    theme: str, targets: list[Workspace], granularity: str, include_turn_content: bool
+    theme: str,
+    targets: list[Workspace],
+    granularity: str,
+    include_turn_content: bool,
+    rules: TraceRules,
 ) -> Timeline:
     merged = merged_theme(theme, targets)
     linked = linked_memories(targets, merged.name, merged.slug, merged.members)
@@ -121,4 +127,5 @@ def _trace(
         linked,
         include_turn_content,
         [p for ws in targets for p in ws.paths],
+        rules,
     )

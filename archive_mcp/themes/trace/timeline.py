@@ -8,185 +8,35 @@ time, and memories that cite the theme or its turns. `story.py` renders it withi
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import polars as pl
 
 from archive_mcp.errors import InvalidArgument
-from archive_mcp.themes import decisions as rules
-from archive_mcp.themes import story  # story reads a Timeline (a type only: no circle)
-from archive_mcp.themes.decisions import UNDONE, Flag, pair_changes
 from archive_mcp.themes.labels import class_tfidf_of
-from archive_mcp.themes.standing import Standing, line, standing
 from archive_mcp.themes.store import Theme
-from archive_mcp.themes.turn_memo import TURNS
+from archive_mcp.themes.trace import story
+from archive_mcp.themes.trace.decisions import UNDONE, Flag, claim, pair_changes
+from archive_mcp.themes.trace.model import (
+    Alternative,
+    Bucket,
+    Decision,
+    DecisionBrief,
+    DormantGap,
+    Reversal,
+    TimelineData,
+    TimelineEvent,
+    TouchedFile,
+)
+from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
+from archive_mcp.themes.trace.standing import line, standing
+from archive_mcp.themes.trace.turn_memo import TURNS
 
 
-@dataclass
-class TimelineEvent:
-    session_id: str
-    agent: str
-    turn: int
-    at: datetime | None
-    summary: str
-    kinds: list[str]
-    bucket: str = ""
-    provenance: str = ""
-    content: dict[str, Any] | None = None
-    source: str = ""  # the agent the turn came from: kimi, kimi-code, claude-code, codex, gemini
-    flag: str = ""  # decision | change | reversal, when the turn sets or changes a course
-
-    @property
-    def ref(self) -> str:
-        return f"{self.session_id}:{self.turn}"
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """One period of the timeline (a day, a week or a session): its turns and distinctive words."""
-
-    name: str  # "2026-01-08", "week of 2026-01-05" or a session id
-    start: str | None  # the first turn's time, ISO
-    turns: int
-    keywords: list[str]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "bucket": self.name,
-            "start": self.start,
-            "turns": self.turns,
-            "keywords": list(self.keywords),
-        }
-
-
-@dataclass(frozen=True)
-class DormantGap:
-    """A quiet spell between two consecutive turns (JSON: `from`, `to`, `days`)."""
-
-    start: str  # the turn before the gap, ISO
-    end: str  # the turn after it, ISO
-    days: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"from": self.start, "to": self.end, "days": self.days}
-
-
-@dataclass(frozen=True)
-class TouchedFile:
-    """A file the theme's turns touched: in how many turns, first and last (ISO, "" if unknown)."""
-
-    path: str  # relative to the workspace's project path when under it
-    turns: int
-    first: str
-    last: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"file": self.path, "turns": self.turns, "first": self.first, "last": self.last}
-
-
-@dataclass
-class Decision:
-    """A turn that sets or changes a course; the pairing fills `undoes`, `confidence`, `alternatives`."""
-
-    session_id: str
-    agent: str
-    source: str
-    turn: int
-    ref: str  # session_id:turn
-    at: str | None  # ISO
-    flag: str  # decision | change | reversal
-    by: str  # user | assistant
-    cue: str
-    gist: str
-    summary: str
-    kinds: list[str]
-    undoes: str | None = None  # the ref of the course a change undoes
-    confidence: float | None = None  # a change's pair score (similarity + recency), when claimed
-    alternatives: list[str] = field(default_factory=list)  # refs it may undo instead
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class DecisionBrief:
-    """A decision as a reversal or a thread cites it (`alternatives` in JSON only when some)."""
-
-    session_id: str
-    turn: int
-    ref: str
-    at: str | None
-    flag: str
-    by: str
-    gist: str
-    summary: str
-    alternatives: list[str] = field(default_factory=list)  # what a change may undo instead
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        if not self.alternatives:
-            del out["alternatives"]
-        return out
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """A course a change may undo instead of its pair."""
-
-    ref: str
-    at: str | None
-    gist: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Reversal:
-    """A change paired with the earlier decision it undoes."""
-
-    decision: DecisionBrief  # the earlier decision
-    reversed_by: DecisionBrief  # the change that undoes it
-    shared_terms: list[str]
-    similarity: float = 0.0
-    alternatives: list[Alternative] = field(default_factory=list)  # other courses it may undo
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "decision": self.decision.to_json(),
-            "reversed_by": self.reversed_by.to_json(),
-            "shared_terms": list(self.shared_terms),
-            "similarity": self.similarity,
-            "alternatives": [a.to_json() for a in self.alternatives],
-        }
-
-
-@dataclass
-class Timeline:
-    theme: str
-    workspace_id: str
-    granularity: str
-    events: list[TimelineEvent]
-    frame: pl.DataFrame = field(repr=False)
-    buckets: list[Bucket] = field(default_factory=list)
-    first_seen: datetime | None = None
-    last_seen: datetime | None = None
-    dormant_gaps: list[DormantGap] = field(default_factory=list)
-    decisions: list[Decision] = field(default_factory=list)
-    reversals: list[Reversal] = field(default_factory=list)
-    files: list[TouchedFile] = field(default_factory=list)
-    memories: list[str] = field(default_factory=list)
-    threads: list[list[DecisionBrief]] = field(
-        default_factory=list
-    )  # decision -> change -> ..., oldest first
-    current_state: str = ""  # the **Now:** line, made from `now`
-    now: list[Standing] = field(default_factory=list)  # where the theme stands (standing.py)
-
-    def to_json(self) -> dict[str, Any]:
-        """Every field but the frame, as the JSON faces print it (the parts by their `to_json`)."""
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "frame"}
+class Timeline(TimelineData):
+    """A theme's timeline (`TimelineData`) with the story told from it, in budget."""
 
     def markdown(self, max_chars: int = 12_000, keep: dict[str, Any] | None = None) -> str:
         """The story first (where it stands, decision threads), then the first and the newest
@@ -198,16 +48,7 @@ class Timeline:
         return story.budgeted(self, max_chars)
 
 
-def _plain(value: Any) -> Any:
-    """A field's value as plain data: a part by its `to_json`, another dataclass by `asdict`."""
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if hasattr(value, "to_json"):
-        return value.to_json()
-    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
-
-
-# The refined columns a timeline reads (trace.py reads only these of each member session's file).
+# The refined columns a timeline reads (sessions.py reads only these of each member session's file).
 COLUMNS = [
     "session_id",
     "agent",
@@ -241,8 +82,10 @@ def build_timeline(
     memories: list[str] | None = None,
     include_turn_content: bool = False,
     roots: list[str] | None = None,
+    rules: TraceRules = TRACE_RULES,
 ) -> Timeline:
-    """The theme's timeline; `roots` are the workspace's project paths (files are shown relative to them)."""
+    """The theme's timeline; `roots` are the workspace's project paths (files are shown relative to
+    them); `rules` pair the changes, say which may claim one and where the theme stands."""
     members = pl.DataFrame(
         {
             "session_id": [m.session_id for m in theme.members],
@@ -315,11 +158,12 @@ def build_timeline(
         for r in every
     ]
     gaps = _dormant(frame)
-    decisions, reversals, threads = _decisions(frame, every)
+    decisions, reversals, threads = _decisions(frame, every, rules)
     now = standing(
         every,
         decisions,
         frame["assistant_text"].str.slice(0, 400).to_list(),
+        rules,
     )
     flagged = {(d.session_id, d.turn): d.flag for d in decisions}
     for e in events:
@@ -408,7 +252,7 @@ def _dormant(frame: pl.DataFrame) -> list[DormantGap]:
 
 
 def _decisions(
-    frame: pl.DataFrame, every: list[dict[str, Any]]
+    frame: pl.DataFrame, every: list[dict[str, Any]], rules: TraceRules
 ) -> tuple[list[Decision], list[Reversal], list[list[DecisionBrief]]]:
     """Flag the turns that set or change a course, pair each change with the decision it undoes,
     and chain the pairs into threads (decision -> change -> change ...). `every`: the frame's rows."""
@@ -429,7 +273,8 @@ def _decisions(
             named[k] = Alternative(d.ref, d.at, d.gist)
         return named[k]
 
-    for i, j, sim, shared, others in pair_changes(every, flags, claims=rules.claim):
+    claims = partial(claim, rules=rules)
+    for i, j, sim, shared, others in pair_changes(every, flags, claims=claims, rules=rules):
         if (
             j not in decisions
         ):  # the undone course was set in a turn without a cue: it is a decision too

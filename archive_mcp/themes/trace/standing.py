@@ -2,7 +2,7 @@
 
 The theme stands at its latest course that no later change undid (a decision, or the change that
 replaced one). When substantive work on the theme carries on after that course (more than
-`OPEN_AFTER` turns that ask or do something), the theme ends open: it stands at its latest
+`TraceRules.open_after` turns that ask or do something), the theme ends open: it stands at its latest
 substantive turn ("open: last asked …"), with the standing course named after it. A follow-up
 ("yes, proceed", "works great"), an approval ("option 2"), a status table and noise (a slash
 command, a compaction summary) are never where a theme stands: they only confirm what came
@@ -13,50 +13,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from archive_mcp.refiners.text import clip
-from archive_mcp.themes.decisions import APPROVAL, FOLLOW_UP
 from archive_mcp.themes.noise import noise_kind
-
-if TYPE_CHECKING:
-    from archive_mcp.themes.timeline import Decision  # a type only: timeline imports this module
-
-# Substantive turns after the standing course before the theme counts as open again: 0, any
-# request of its own after it (measured leave one project out, bench/results/themes-heldout.md).
-OPEN_AFTER = 0
-# A member the learned score attached (topic seeds, themes/membership.py) with a probability under
-# NOW_MIN is never where the theme stands: the wrong Now turns were the theme's tail, turns of other
-# topics that tagging attached last. Chosen leave one project out from 0 (off), 0.3, 0.45, 0.6,
-# 0.75 on four labelled projects (each tagged with the score fitted without it): 0.75 in three
-# folds, 0.6 in one; held out Now 23 of 54 themes against 16 off (bench/results/themes-heldout.md).
-NOW_MIN = 0.75
+from archive_mcp.themes.trace.decisions import APPROVAL, FOLLOW_UP
+from archive_mcp.themes.trace.model import Decision, Standing
+from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
 
 _TABLE = re.compile(r"^\s*\|.*\|\s*$", re.M)
 _ASKED = re.compile(r"Asked:\s*(.*?)(?:\s+Did:|\s+Outcome:|$)", re.S)
 
 
-@dataclass
-class Standing:
-    """One turn where the theme stands: `state` is `decided` (a course no later turn changed) or
-    `open` (work went on past the last course; this is the latest substantive turn)."""
-
-    session_id: str
-    turn: int
-    at: str | None
-    gist: str
-    state: str
-
-    @property
-    def ref(self) -> str:
-        return f"{self.session_id}:{self.turn}"
-
-
-def sure(row: dict[str, Any]) -> bool:
-    """Is the turn surely the theme's: not a member the learned score attached under `NOW_MIN`?"""
+def sure(row: dict[str, Any], now_min: float = TRACE_RULES.now_min) -> bool:
+    """Is the turn surely the theme's: not a member the learned score attached under `now_min`?"""
     chance = row.get("probability")
-    return chance is None or chance >= NOW_MIN
+    return chance is None or chance >= now_min
 
 
 def substantive(row: dict[str, Any], answer: str = "") -> bool:
@@ -75,10 +47,10 @@ def standing(
     rows: list[dict[str, Any]],
     decisions: Sequence[Decision],
     answers: list[str] | None = None,
-    open_after: int | None = None,
+    rules: TraceRules = TRACE_RULES,
 ) -> list[Standing]:
     """Where the theme stands: the latest course no later change undid, or, when more than
-    `open_after` (default `OPEN_AFTER`, read at call time) substantive turns follow it, the latest
+    `rules.open_after` substantive turns follow it (turns under `rules.now_min` are none), the latest
     substantive turn (state `open`) and then that course. `rows`: the theme's turns in time order;
     `decisions`: the flagged ones, as the timeline lists them (with `undoes` set on the changes
     that were paired); `answers`: the head of each turn's answer."""
@@ -87,7 +59,9 @@ def standing(
     keys = [(r["session_id"], r["turn"]) for r in rows]
     at = {k: i for i, k in enumerate(keys)}
     answers = answers if answers is not None else [""] * len(rows)
-    real = [substantive(r, a) and sure(r) for r, a in zip(rows, answers, strict=True)]
+    real = [
+        substantive(r, a) and sure(r, rules.now_min) for r, a in zip(rows, answers, strict=True)
+    ]
     undone = {d.undoes for d in decisions if d.undoes}
     courses = [
         d
@@ -97,7 +71,7 @@ def standing(
     decided = _decided(courses[-1]) if courses else None
     if decided is not None:
         after = sum(real[at[(decided.session_id, decided.turn)] + 1 :])
-        if after <= (OPEN_AFTER if open_after is None else open_after):
+        if after <= rules.open_after:
             return [decided]
     latest = next((i for i in range(len(rows) - 1, -1, -1) if real[i]), len(rows) - 1)
     last = rows[latest]

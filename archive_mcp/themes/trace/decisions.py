@@ -23,7 +23,8 @@ import scipy.sparse as sp
 
 from archive_mcp.refiners.summary import announces, strip_reply_ack
 from archive_mcp.refiners.text import clip, sentences
-from archive_mcp.themes.terms import term_matrix
+from archive_mcp.themes.trace.rules import TRACE_RULES, WEAK, TraceRules
+from archive_mcp.themes.trace.terms import term_matrix
 
 # Patterns run by Polars over all of a theme's turns at once (Rust regex syntax: no look-behind).
 _CHANGE_USER = (
@@ -79,53 +80,6 @@ _BOOKKEEPING = (
 # On a bug-fix turn the assistant's "instead" / "rather than" says how it fixed the bug, not that it changed course.
 _FIX_WORDING = {"instead", "rather than"}
 
-WINDOW = 200  # a change is paired within the 200 turns before it
-# What a change undoes is most often the course set just before it (45 of the 64 labelled pairs
-# whose both turns are traced undo one of the two turns before the change): the k-th most recent
-# course before a change in its conversation gets RECENT / k on top of its similarity. A course is
-# a flagged turn or one that changed something (the summary says it edited, committed, created),
-# unless it fixed a bug, only asked or inspected ("what ...?", "check if the CI passes"), only did
-# bookkeeping ("commit this", "/gsd:progress"), ran a command that changed nothing, or fixed a bug
-# the assistant described with "instead". A change that opens its conversation's part of the
-# theme (no course of its own conversation before it) gets OPEN / k for the k-th most recent
-# course of the theme instead. A new course the user sets revises the last course of its
-# conversation when the two share some words (LAST_MIN) or a file, and the theme's last course,
-# for an opening one, when they share some words. Tuned on 12 topics of the labelled coding set,
-# 4 held out (bench/RESULTS.md, Themes).
-RECENT = 0.4
-OPEN = 0.2
-LAST_MIN = 0.05
-# A correction or reversal of the last course of its conversation also needs what a new course
-# needs (LAST_MIN of words, or a file, in common), else it claims no change: being the last course
-# is no evidence that it is about it. Chosen in every fold; undoing an older alike course instead lost.
-CHANGE_NEAR = True
-# The runners-up a pair also names: what a change undoes is often a judgement of meaning these
-# scores cannot make (bench/RESULTS.md, "Pairing, session 6"), so the agent reading the trace is
-# shown the next candidates too and can settle it with load_turn_context.
-ALTERNATIVES = 2
-# Who may claim a change of course: "user" (the user corrects, redirects or reverts),
-# "user+reversal" (also a turn the refiner saw revert) or "any" (also the assistant switching on
-# its own, a planning command, a course undone without a cue). Measured leave one project out on
-# the three labelled projects (bench/themes_trace_grid.py, bench/results/themes-heldout.md):
-# "user+reversal" was chosen in every fold; a threshold on the pair's score and an on-topic
-# filter did not win held out and were removed.
-CLAIM_BY = "user+reversal"
-# An approval or follow-up ("yes", "option 2", "yes, proceed") accepts what the assistant offered;
-# on its own it is no evidence that a course changed: with CLAIM_ACCEPT False it claims no change
-# (it stays a course a later change can undo). Of 23 such claims on the three labelled projects,
-# 1 was a labelled change; False was chosen in every fold (bench/results/themes-heldout.md).
-CLAIM_ACCEPT = False
-# Which members may claim a change, by how tagging attached them (`Member.provenance`): "any";
-# "no-walk" (not a turn the walk attached, at the one score it gives every turn it reaches);
-# "strong" (neither walk nor neighbour: a turn a seed matched, one confirmed by hand, a discovered
-# member). Walk-attached claims were 3 right of 48; "no-walk" was chosen in every fold ("strong"
-# cost labelled changes flagged).
-CLAIM_FROM = "no-walk"
-# A user's turn that ends as a question ("so i don't need tab 2 if i run tab 1?") asks about the
-# course: with CLAIM_QUESTION False its change words claim no change (11 such claims, 1 right;
-# chosen in every fold). A turn the refiner saw revert still may: the assistant reverted.
-CLAIM_QUESTION = False
-WEAK = {"any": (), "no-walk": ("walk:",), "strong": ("walk:", "neighbour:")}
 # An approval ("yes", "option 2", "b)") accepts what the assistant offered: no course of its own.
 APPROVAL = re.compile(_APPROVAL)
 # A user's follow-up ("yes, please proceed") decides what the answer then does: its gist is the answer's.
@@ -156,19 +110,19 @@ class Flag:
 UNDONE = Flag("decision", "assistant", "undone later")
 
 
-def claim(flag: Flag, row: dict[str, Any] | None = None) -> bool:
-    """May this flagged turn claim a change of course (`CLAIM_BY`, `CLAIM_ACCEPT`, `CLAIM_FROM`,
-    `CLAIM_QUESTION`, read at call time)? `row`: the turn (its `user_text` and `provenance`), when known."""
-    if not CLAIM_ACCEPT and (flag.cue == "approval" or (row is not None and accepts(row))):
+def claim(flag: Flag, row: dict[str, Any] | None = None, rules: TraceRules = TRACE_RULES) -> bool:
+    """May this flagged turn claim a change of course (`rules.claim_by`, `claim_accept`,
+    `claim_from`, `claim_question`)? `row`: the turn (its `user_text` and `provenance`), when known."""
+    if not rules.claim_accept and (flag.cue == "approval" or (row is not None and accepts(row))):
         return False
-    if row is not None and str(row.get("provenance") or "").startswith(WEAK[CLAIM_FROM]):
+    if row is not None and str(row.get("provenance") or "").startswith(WEAK[rules.claim_from]):
         return False
-    if not CLAIM_QUESTION and flag.by == "user" and row is not None and asks(row):
+    if not rules.claim_question and flag.by == "user" and row is not None and asks(row):
         return False
     return (
-        CLAIM_BY == "any"
+        rules.claim_by == "any"
         or flag.by == "user"
-        or (CLAIM_BY == "user+reversal" and flag.kind == "reversal")
+        or (rules.claim_by == "user+reversal" and flag.kind == "reversal")
     )
 
 
@@ -256,20 +210,21 @@ def pair_changes(
     min_similarity: float = 0.08,
     change_similarity: float = 0.2,
     claims: Callable[[Flag, dict[str, Any]], bool] | None = None,
+    rules: TraceRules = TRACE_RULES,
 ) -> list[Pair]:
     """A `Pair` (change, undone turn, score, shared terms, alternatives) for each change in `rows` (every
     event of the theme in time order, aligned with `flags`; None = not flagged). A change is
     paired with the earlier course that scores best: TF-IDF cosine over the theme's own turns (the
     user's words, the refined summary and keywords; IDF from the theme, so words it shares weigh
-    little), plus `RECENT` / k for the k-th most recent course before it in its conversation (or
-    `OPEN` / k for the theme's, when its conversation set none before it). A course set by the
+    little), plus `rules.recent` / k for the k-th most recent course before it in its conversation (or
+    `rules.open` / k for the theme's, when its conversation set none before it). A course set by the
     user changes an earlier course that is this alike (`change_similarity`) or the last course; a
     reversal goes back on a flagged course or the last course of its conversation; any other change
     is paired with its best candidate when that is the last course or `min_similarity` alike.
     A turn that was undone but carried no cue of its own is a step of the same thread: it is
     paired in turn with the course it changed, as a change by the assistant. Candidates are the
-    `WINDOW` turns before a change, scored in blocks of changes so the cost grows with the theme,
-    not with its square. A pair's alternatives are the `ALTERNATIVES` courses that score next.
+    `rules.window` turns before a change, scored in blocks of changes so the cost grows with the theme,
+    not with its square. A pair's alternatives are the `rules.alternatives` courses that score next.
     `claims(flag, row)` (default: every flag) says which flagged turns may claim a change at all:
     the others still count as courses to undo, but are not paired themselves (`claim`)."""
     claims = claims or (lambda f, r: True)
@@ -294,6 +249,7 @@ def pair_changes(
         np.cumsum(course),
         min_similarity,
         change_similarity,
+        rules,
     )
     kind = np.array([flags[i].kind for i in changes])  # type: ignore[union-attr]
     yes = np.array([flags[i].cue == "approval" for i in changes])  # type: ignore[union-attr]
@@ -333,10 +289,15 @@ class _Context:
     total: np.ndarray  # courses of the theme up to and including the row
     min_similarity: float
     change_similarity: float
+    rules: TraceRules
 
 
 def _courses(rows: list[dict[str, Any]], flags: list[Flag | None]) -> tuple[np.ndarray, np.ndarray]:
-    """Which rows set a course that a later change can undo, and which are flagged."""
+    """Which rows set a course that a later change can undo, and which are flagged. A course is a
+    flagged turn or one that changed something (the summary says it edited, committed, created),
+    unless it fixed a bug, only asked or inspected ("what ...?", "check if the CI passes"), only
+    did bookkeeping ("commit this", "/gsd:progress"), ran a command that changed nothing, or fixed
+    a bug the assistant described with "instead"."""
     users = (
         pl.Series([r.get("user_text") or "" for r in rows], dtype=pl.String)
         .str.strip_chars()
@@ -379,9 +340,9 @@ def _pair(
     reverts: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pairs of `changes` (row indices, time order) as arrays: change, undone course, score,
-    and the alternatives (one row per pair, `ALTERNATIVES` wide, -1 where there is none)."""
-    course, codes, before = ctx.course, ctx.codes, ctx.before
-    back = np.arange(1, WINDOW + 1)
+    and the alternatives (one row per pair, `rules.alternatives` wide, -1 where there is none)."""
+    course, codes, before, rules = ctx.course, ctx.codes, ctx.before, ctx.rules
+    back = np.arange(1, rules.window + 1)
     found = []
     for start in range(0, len(changes), 256):
         block = slice(start, start + 256)
@@ -391,7 +352,7 @@ def _pair(
             approves[block],
             reverts[block],
         )
-        cand = idx[:, None] - back[None, :]  # the WINDOW turns before each change, nearest first
+        cand = idx[:, None] - back[None, :]  # the window's turns before each change, nearest first
         ok = cand >= 0
         cand = np.where(ok, cand, 0)
         lo = int(cand.min())
@@ -410,18 +371,18 @@ def _pair(
             back_to.any()
         ):  # going back returns to a course someone set, or to the last course of its conversation
             ok[back_to] &= ctx.flagged[cand[back_to]] | (here[back_to] & (nth[back_to] == 0))
-        bonus = np.where(here, RECENT / (1 + nth), 0.0)
+        bonus = np.where(here, rules.recent / (1 + nth), 0.0)
         opens = (
             before[idx] == 0
         )  # no course of its own conversation before it: the theme's courses count
         kth = (
             ctx.total[idx[opens] - 1][:, None] - ctx.total[cand[opens]]
         )  # courses of the theme in between
-        bonus[opens] = OPEN / (1 + kth)
+        bonus[opens] = rules.open / (1 + kth)
         score = np.where(ok, alike + bonus, -np.inf)
         best = score.argmax(axis=1)
         rows_at = np.arange(len(idx))
-        alts = _runners_up(score, cand, best)
+        alts = _runners_up(score, cand, best, rules.alternatives)
         # a new course by the user changes the last course (an approval accepts it instead), or
         # an earlier one that is alike
         picked = cand[rows_at, best]
@@ -431,14 +392,14 @@ def _pair(
             ctx.total[idx[opens] - 1] == ctx.total[picked[opens]]
         )  # the theme's last course
         # the last course needs some words in common (or, in the conversation, a file)
-        asks_near = (user & ~yes) | (~user & CHANGE_NEAR)
-        near = (sim >= LAST_MIN) | _share_file(
-            ctx.rows, idx, picked, ~opens & asks_near & at_last & (sim < LAST_MIN)
+        asks_near = (user & ~yes) | (~user & rules.change_near)
+        near = (sim >= rules.last_min) | _share_file(
+            ctx.rows, idx, picked, ~opens & asks_near & at_last & (sim < rules.last_min)
         )
         enough = np.where(
             user,
             (sim >= ctx.change_similarity) | (at_last & ~yes & near),
-            (sim >= ctx.min_similarity) | (at_last & (near | (~opens & ~CHANGE_NEAR))),
+            (sim >= ctx.min_similarity) | (at_last & (near | (~opens & ~rules.change_near))),
         )
         keep = np.nonzero(enough & ok[rows_at, best])[0]
         found.append((idx[keep], picked[keep], score[rows_at[keep], best[keep]], alts[keep]))
@@ -446,14 +407,14 @@ def _pair(
     return i_s, j_s, scores, alts
 
 
-def _runners_up(score: np.ndarray, cand: np.ndarray, best: np.ndarray) -> np.ndarray:
-    """The `ALTERNATIVES` candidates scoring next after `best` in each row, best first (-1: none).
+def _runners_up(score: np.ndarray, cand: np.ndarray, best: np.ndarray, most: int) -> np.ndarray:
+    """The `most` candidates scoring next after `best` in each row, best first (-1: none).
     A course with no word in common and no recency (score 0) is no alternative: nothing points at it."""
     rows_at = np.arange(len(score))
     rest = score.copy()
-    out = np.full((len(score), ALTERNATIVES), -1, dtype=np.int64)
+    out = np.full((len(score), most), -1, dtype=np.int64)
     taken = best
-    for k in range(ALTERNATIVES):  # a few argmax passes: cheaper than sorting 200 candidates a row
+    for k in range(most):  # a few argmax passes: cheaper than sorting 200 candidates a row
         rest[rows_at, taken] = -np.inf
         taken = rest.argmax(axis=1)
         out[:, k] = np.where(

@@ -24,35 +24,23 @@ import polars as pl
 from archive_mcp.refiners.text import tokens
 from archive_mcp.schema import empty_refined
 from archive_mcp.search.index import WorkspaceIndex
-from archive_mcp.themes import graph
-from archive_mcp.themes.graph import (
+from archive_mcp.themes.discover import graph
+from archive_mcp.themes.discover.graph import (
     DiskRows,
     cluster_sampled,
     cluster_turns,
-    greedy_ids,
     match_rows,
     sample_rows,
 )
+from archive_mcp.themes.discover.rules import DISCOVERY_RULES, DiscoveryRules
+from archive_mcp.themes.discover.vectors import tfidf, truncated_svd
 from archive_mcp.themes.labels import class_tfidf, label_words, unique_label
 from archive_mcp.themes.noise import noise_mask
 from archive_mcp.themes.store import Member, Theme, ThemeStore, suggested
-from archive_mcp.themes.vectors import tfidf, truncated_svd
 from archive_mcp.workspaces import Workspace, locked
 from archive_mcp.workspaces.clock import now
 
-# Where to cut the centroid dendrogram (cosine distance), per vector space. Calibrated on the
-# planted-theme corpus (bench/theme_corpus.py); data-driven cuts (silhouette, largest gap,
-# nearest-neighbour quantiles) did worse on every space we tried: see bench/RESULTS.md.
-CUTS = {"minilm-static-256": 0.35, "all-minilm-l6-v2": 0.6, "tfidf": 0.85}
-# The static model's vectors are joined with TF-IDF/SVD of the texts at weight TFIDF_SHARE (the
-# words a topic is named by, which the static vectors weigh little) and cut there at MIXED_CUTS:
-# more labelled topics recovered in every fold held out by project, at the same cluster counts
-# (bench/results/themes-heldout.md). Past `graph.SAMPLE` turns the vectors stay on disk and are
-# clustered alone.
-TFIDF_SHARE = 0.5
-MIXED_CUTS = {"minilm-static-256": 0.5}
 LABEL_SAMPLE = 300
-DEFAULT_CUT = 0.45
 READ_FILES = 256  # refined session files read at once by discovery
 _KEYS = ["session_id", "agent", "turn"]
 
@@ -200,22 +188,28 @@ def discovery_space(
     vectors: np.ndarray | DiskRows | None,
     model: str | None,
     threshold: float | None = None,
+    rules: DiscoveryRules = DISCOVERY_RULES,
 ) -> tuple[np.ndarray | DiskRows, float]:
     """The unit vectors discovery clusters (the index's, joined with TF-IDF of each turn's text
-    for the models of `MIXED_CUTS`; without vectors TF-IDF alone) and where to cut the broad
+    for the models of `rules.mixed_cuts`; without vectors TF-IDF alone) and where to cut the broad
     themes in that space (`threshold` when given)."""
-    mixed = (model or "") in MIXED_CUTS and TFIDF_SHARE > 0 and isinstance(vectors, np.ndarray)
+    mixed = (
+        (model or "") in rules.mixed_cuts
+        and rules.tfidf_share > 0
+        and isinstance(vectors, np.ndarray)
+    )
     if vectors is not None and not mixed:
-        return vectors, threshold if threshold is not None else CUTS.get(model or "", DEFAULT_CUT)
+        cut = rules.cuts.get(model or "", rules.default_cut)
+        return vectors, threshold if threshold is not None else cut
     texts = [
         f"{r['user_text'][:600]}\n{r['assistant_text'][:600]}\n{' '.join(r['keywords'])}"
         for r in frame.iter_rows(named=True)
     ]
     if not mixed:
-        return tfidf_vectors(texts), threshold if threshold is not None else CUTS["tfidf"]
-    z = np.hstack([np.asarray(vectors, np.float32), TFIDF_SHARE * tfidf_vectors(texts)])
+        return tfidf_vectors(texts), threshold if threshold is not None else rules.cuts["tfidf"]
+    z = np.hstack([np.asarray(vectors, np.float32), rules.tfidf_share * tfidf_vectors(texts)])
     z /= np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-9)
-    return z, threshold if threshold is not None else MIXED_CUTS[model or ""]
+    return z, threshold if threshold is not None else rules.mixed_cuts[model or ""]
 
 
 # --- cluster --------------------------------------------------------------------------------
@@ -232,12 +226,18 @@ class Clusters:
     sampled: np.ndarray
 
 
-def cluster(frame: pl.DataFrame, x: np.ndarray | DiskRows, cut: float, min_size: int) -> Clusters:
+def cluster(
+    frame: pl.DataFrame,
+    x: np.ndarray | DiskRows,
+    cut: float,
+    min_size: int,
+    rules: DiscoveryRules = DISCOVERY_RULES,
+) -> Clusters:
     """Vectors on disk (`DiskRows`, past `graph.SAMPLE` turns) are clustered on a sample
     (`cluster_sampled`) and labelled from the sample's texts (the frame has no others)."""
     if isinstance(x, DiskRows):
-        return Clusters(*cluster_sampled(frame, x, cut, min_size))
-    clusters, keep = cluster_turns(frame, x, cut, min_size)
+        return Clusters(*cluster_sampled(frame, x, cut, min_size, rules=rules))
+    clusters, keep = cluster_turns(frame, x, cut, min_size, rules=rules)
     sims = {c: x[idx] @ x[idx].mean(0) for c, idx in keep.items()}
     return Clusters(clusters, keep, sims, np.ones(frame.height, bool))  # type: ignore[arg-type]
 
@@ -309,19 +309,6 @@ class TurnKeys:
         )
 
 
-def match_clusters(
-    new: dict[int, set[Key]], old: dict[int, set[Key]], min_overlap: float = 0.3
-) -> dict[int, int]:
-    """New cluster -> stable id: greedy by Jaccard overlap with the previous run's clusters."""
-    pairs = [
-        (j, a, b)
-        for a, ma in new.items()
-        for b, mb in old.items()
-        if (j := len(ma & mb) / max(1, len(ma | mb))) >= min_overlap
-    ]
-    return greedy_ids(pairs, list(new), list(old))
-
-
 def save(
     ws: Workspace, keys: TurnKeys, found: Clusters, words: dict[int, list[str]], n: int
 ) -> tuple[list[Theme], list[str]]:
@@ -388,7 +375,7 @@ class Stages:
         [Workspace, WorkspaceIndex], tuple[pl.DataFrame, np.ndarray | DiskRows | None]
     ] = discovery_input
     space: Callable[..., tuple[np.ndarray | DiskRows, float]] = discovery_space
-    cluster: Callable[[pl.DataFrame, Any, float, int], Clusters] = cluster
+    cluster: Callable[..., Clusters] = cluster
     label: Callable[[pl.DataFrame, Clusters], dict[int, list[str]]] = label
     save: Callable[..., tuple[list[Theme], list[str]]] = save
 
@@ -403,10 +390,11 @@ def discover_workspace(
     threshold: float | None = None,
     model: str | None = None,
     stages: Stages = STAGES,
+    rules: DiscoveryRules = DISCOVERY_RULES,
 ) -> DiscoveryResult:
-    """Select a workspace's rows (`stages.select`), then `discover` them."""
+    """Select a workspace's rows (`stages.select`), then `discover` them by `rules`."""
     frame, vectors = stages.select(ws, idx)
-    return discover(ws, frame, vectors, min_size, threshold, model, stages)
+    return discover(ws, frame, vectors, min_size, threshold, model, stages, rules)
 
 
 def discover(
@@ -417,14 +405,15 @@ def discover(
     threshold: float | None = None,
     model: str | None = None,
     stages: Stages = STAGES,
+    rules: DiscoveryRules = DISCOVERY_RULES,
 ) -> DiscoveryResult:
     """Cluster a workspace's main-agent turns and save the clusters as suggested themes. With
     vectors on disk the frame is emptied once labelled (past the sample: a million rows' keys
     and their buffers, ~100 MB the caller has no more use for)."""
     t0 = time.perf_counter()
     method = "embeddings" if vectors is not None else "tfidf"
-    x, cut = stages.space(frame, vectors, model, threshold)
-    found = stages.cluster(frame, x, cut, min_size)
+    x, cut = stages.space(frame, vectors, model, threshold, rules)
+    found = stages.cluster(frame, x, cut, min_size, rules)
     keys = TurnKeys(frame)
     words, n = stages.label(frame, found), frame.height
     found.rows = {}  # the label sample's words and every cluster's rows: tens of MB

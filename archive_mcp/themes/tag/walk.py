@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 import scipy.sparse as sp
 
-from archive_mcp.themes.graph import turn_graph
+from archive_mcp.themes.discover.graph import turn_graph
 
 Key = tuple[str, str, int]
 

@@ -15,7 +15,7 @@ import polars as pl
 import scipy.sparse as sp
 
 from archive_mcp.refiners.text import STOPWORDS
-from archive_mcp.themes.recent import Recent
+from archive_mcp.themes.trace.recent import Recent
 
 _CJK = "\u3400-\u9fff"
 _WORD = "[^\\W\\d][\\w.-]*[^\\W_]|[" + _CJK + "]+"  # words (identifiers whole) or a CJK run

@@ -17,8 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from archive_mcp.themes.decisions import Flag, flag_turns, gist
-from archive_mcp.themes.recent import Recent
+from archive_mcp.themes.trace.decisions import Flag, flag_turns, gist
+from archive_mcp.themes.trace.recent import Recent
 
 FIELDS = ["user_text", "assistant_text", "summary", "kinds"]  # what flag_turns and gist read
 MOST = 20_000  # turns kept at most (least recently used go first)

@@ -3,19 +3,19 @@
 A topic of real work is a run of turns in one or more sessions that keep touching the same
 things. Each turn is linked to its `NEIGHBOURS` nearest turns (cosine of its vector joined with
 its rare keywords and files, topics.py) and to the turns just before and after it in its session
-(`ADJACENT`); Louvain modularity communities (`RESOLUTION`) of that graph are the topics. The
+(`ADJACENT`); Louvain modularity communities (`DiscoveryRules.resolution`) of that graph are the topics. The
 number of topics comes from the data (no k), and the communities hardly move with the seed,
 where k-means micro-clusters cut at one distance swung from 7 to 10 topics found by seed on the
 labelled coding set. Tuned on that set (bench/RESULTS.md, Themes, discovery session 3).
 
 Louvain, in short: start with every node alone; visit nodes and move each to the neighbouring
-community that raises modularity most (the edge weight it gains inside, minus `RESOLUTION` x
+community that raises modularity most (the edge weight it gains inside, minus the resolution x
 what a random graph with the same degrees would put there); when nothing moves, each community
 becomes one node and the moves repeat on that smaller graph. A higher resolution makes smaller
 communities. Unlike Leiden, nothing splits a community that lost its bridge, so a community can
 in principle be two runs that a moved turn used to join (none of 440 was, on 20k generated turns).
 
-The broad themes (`cluster_vectors`) and the topics (`cluster_turns`) of a workspace are found
+The broad themes (`micro_clusters`) and the topics (`cluster_turns`) of a workspace are found
 here. Past `SAMPLE` turns, the graph, Louvain and the k-means of the broad level would grow with
 the workspace (about 1.2 GB at 100k turns), so `cluster_sampled` clusters a sample of whole
 sessions and every other turn, read from the index's vector files a block at a time, joins the
@@ -34,21 +34,13 @@ import polars as pl
 import scipy.sparse as sp
 
 from archive_mcp.search.ondisk import read_rows
-from archive_mcp.themes.kmeans import mini_batch_kmeans
-from archive_mcp.themes.topics import with_topic_terms
+from archive_mcp.themes.discover.kmeans import mini_batch_kmeans
+from archive_mcp.themes.discover.rules import DISCOVERY_RULES, DiscoveryRules
+from archive_mcp.themes.discover.topics import with_topic_terms
 
-NEIGHBOURS = 5
+# The turn graph's defaults, as tagging's walk uses it (discovery's own are `DiscoveryRules`).
+NEIGHBOURS = DISCOVERY_RULES.neighbours
 ADJACENT = 3.0
-# Discovery's topics link consecutive turns at this weight (the walk of tagging keeps ADJACENT):
-# chosen held out by project over 0.5, 1, 2 and 3 (bench/results/themes-heldout.md).
-TOPIC_ADJACENT = 1.0
-RESOLUTION = 4.0
-# A cluster inside one session is a theme from this many turns (0: never; a theme had to span two
-# sessions before). Chosen leave one project out from 0, 4, 6, 8, 12 on four labelled projects:
-# on a project of two long Codex sessions the two-session rule kept 5 clusters for 13 labelled
-# topics. 6 in three folds: 4 recovers as many topics everywhere but makes 16.3 clusters there,
-# just over the grid's budget of 1.25 x 13 (bench/results/themes-heldout.md).
-ONE_SESSION = 6
 EXACT_UP_TO = 8_000  # exact nearest neighbours up to here; past it, within nearby k-means cells
 CELL = 400  # turns per cell for the approximate neighbours
 BLOCK = 2_048  # rows whose similarities are held at once (BLOCK x pool floats)
@@ -136,7 +128,10 @@ def _cells(
 
 
 def louvain(
-    w: sp.csr_matrix, resolution: float = RESOLUTION, seed: int = 0, levels: int = 20
+    w: sp.csr_matrix,
+    resolution: float = DISCOVERY_RULES.resolution,
+    seed: int = 0,
+    levels: int = 20,
 ) -> np.ndarray:
     """Community of each node of a symmetric weighted graph by Louvain modularity optimisation
     (local moves in a seeded random order, then the communities become nodes, until no move)."""
@@ -208,21 +203,14 @@ def _local_moves(
 # --- discovery's clusters: broad themes (k-means micro-clusters merged) and topics (communities) --
 
 
-def cluster_vectors(
-    x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0
-) -> np.ndarray:
-    """Labels for unit vectors without choosing k: k-means micro-clusters (about 4 sqrt(n)),
-    then average-linkage merging of their centroids up to cosine distance `threshold`. A zero vector (a turn without a shared term) is unlike every other:
-    cosine distance 1, not NaN."""
-    assign, _, broad = micro_clusters(x, threshold, micro, seed)
-    return broad[assign]
-
-
 def micro_clusters(
     x: np.ndarray, threshold: float, micro: int | None = None, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`cluster_vectors` in parts: each row's micro-cluster, the micro-clusters' k-means centres
-    and each micro-cluster's broad cluster."""
+    """Broad clusters of unit vectors without choosing k: k-means micro-clusters (about 4
+    sqrt(n)), then average-linkage merging of their centroids up to cosine distance `threshold`.
+    Returns each row's micro-cluster, the micro-clusters' k-means centres and each micro-cluster's
+    broad cluster. A zero vector (a turn without a shared term) is unlike every other: cosine
+    distance 1, not NaN."""
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import pdist
 
@@ -246,7 +234,12 @@ TOPIC_IDS = 1_000_000
 
 
 def cluster_turns(
-    frame: pl.DataFrame, x: np.ndarray, cut: float, min_size: int = 3, seed: int = 0
+    frame: pl.DataFrame,
+    x: np.ndarray,
+    cut: float,
+    min_size: int = 3,
+    seed: int = 0,
+    rules: DiscoveryRules = DISCOVERY_RULES,
 ) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """All clusters of the frame's rows (broad themes and topics), and those kept as themes."""
     sessions = frame["session_id"].to_list()
@@ -255,27 +248,26 @@ def cluster_turns(
     clusters: dict[int, list[int]] = {}
     for i, c in enumerate(coarse):
         clusters.setdefault(int(c), []).append(i)
-    clusters.update(_topics(frame, x, coarse, seed)[1])
+    clusters.update(_topics(frame, x, coarse, seed, rules)[1])
     # A cluster is a theme when it is big enough and recurs: spans two sessions, or holds
-    # `ONE_SESSION` turns of one (a long session's thread).
+    # `rules.one_session` turns of one (a long session's thread).
     keep = {
         c: idx
         for c, idx in clusters.items()
         if min_size <= len(idx) <= 0.5 * len(sessions)
-        and recurs(len(idx), len({sessions[i] for i in idx}))
+        and recurs(len(idx), len({sessions[i] for i in idx}), rules.one_session)
     }
     return clusters, keep
 
 
-def recurs(turns: int, sessions: int, one_session: int | None = None) -> bool:
+def recurs(turns: int, sessions: int, one_session: int = DISCOVERY_RULES.one_session) -> bool:
     """Does a cluster of `turns` turns over `sessions` sessions recur enough to be a theme: two
-    sessions, or `one_session` turns of one (default `ONE_SESSION`, read at call time; 0: never)?"""
-    least = ONE_SESSION if one_session is None else one_session
-    return sessions >= 2 or (least > 0 and turns >= least)
+    sessions, or `one_session` turns of one (0: never)?"""
+    return sessions >= 2 or (one_session > 0 and turns >= one_session)
 
 
 def _topics(
-    frame: pl.DataFrame, x: np.ndarray, coarse: np.ndarray, seed: int
+    frame: pl.DataFrame, x: np.ndarray, coarse: np.ndarray, seed: int, rules: DiscoveryRules
 ) -> tuple[np.ndarray, dict[int, list[int]]]:
     """Each row's community, and the topics: the communities that do not repeat a broad theme.
 
@@ -288,15 +280,16 @@ def _topics(
         if "files" in frame.columns
         else [[]] * frame.height
     )
-    terms = with_topic_terms(x, frame["keywords"].to_list(), files)
+    terms = with_topic_terms(x, frame["keywords"].to_list(), files, rules.term_weight)
     graph = turn_graph(
         terms,
         frame["session_id"].to_list(),
         frame["turn"].to_list(),
-        adjacent=TOPIC_ADJACENT,
+        k=rules.neighbours,
+        adjacent=rules.topic_adjacent,
         seed=seed,
     )
-    community = louvain(graph, seed=seed)
+    community = louvain(graph, rules.resolution, seed=seed)
     fine: dict[int, list[int]] = {}
     for i, c in enumerate(community):
         fine.setdefault(TOPIC_IDS + int(c), []).append(i)
@@ -401,7 +394,12 @@ def join_nearest(
 
 
 def cluster_sampled(
-    frame: pl.DataFrame, rows: DiskRows, cut: float, min_size: int = 3, seed: int = 0
+    frame: pl.DataFrame,
+    rows: DiskRows,
+    cut: float,
+    min_size: int = 3,
+    seed: int = 0,
+    rules: DiscoveryRules = DISCOVERY_RULES,
 ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray], dict[int, np.ndarray], np.ndarray]:
     """`cluster_turns` past `SAMPLE` rows: the broad themes and topics of a sample of whole
     sessions (`sample_rows`), then every other row, streamed from disk, joins the broad theme of
@@ -416,7 +414,7 @@ def cluster_sampled(
     at = np.flatnonzero(sample)
     xs = rows.take(at)
     assign, centres, broad = micro_clusters(xs, cut, seed=seed)
-    community, topics = _topics(frame.filter(pl.Series(sample)), xs, broad[assign], seed)
+    community, topics = _topics(frame.filter(pl.Series(sample)), xs, broad[assign], seed, rules)
     topic_of = np.full(int(community.max()) + 1, -1, np.int64)
     for c in topics:
         topic_of[c - TOPIC_IDS] = c
@@ -442,7 +440,7 @@ def cluster_sampled(
     add((coarse[at], fine[at]), xs)
     for start, v in rows.blocks():
         rest = np.flatnonzero(~sample[start : start + len(v)])
-        cell, joined = join_nearest(v[rest], xs, community, centres, pools)
+        cell, joined = join_nearest(v[rest], xs, community, centres, pools, k=rules.neighbours)
         coarse[start + rest], fine[start + rest] = broad[cell], topic_of[joined]
         add((coarse[start + rest], fine[start + rest]), v[rest])
     del xs
@@ -464,7 +462,7 @@ def cluster_sampled(
         c: idx
         for c, idx in clusters.items()
         if min_size <= len(idx) <= 0.5 * frame.height
-        and recurs(len(idx), len(np.unique(codes[idx])))
+        and recurs(len(idx), len(np.unique(codes[idx])), rules.one_session)
     }
     return clusters, keep, {c: sim[int(c >= TOPIC_IDS), idx] for c, idx in keep.items()}, sample
 
@@ -488,7 +486,8 @@ def match_rows(
     n: int,
     min_overlap: float = 0.3,
 ) -> dict[int, int]:
-    """`match_clusters` of clusters as rows of a frame of `n` (the previous run's: its members'
+    """New cluster -> stable id, greedy by Jaccard overlap (at least `min_overlap`) with the
+    previous run's clusters; clusters as rows of a frame of `n` (the previous run's: its members'
     rows still in the frame, and how many it had), overlaps counted from each row's new clusters."""
     a_ids, b_ids = list(new), list(old)
     layers: list[

@@ -10,20 +10,18 @@ JSON, so an agent gets the same story either way and can drill down with `load_t
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from archive_mcp.refiners.text import clip
 from archive_mcp.render import more_line
-from archive_mcp.themes.standing import short_line
-
-if TYPE_CHECKING:
-    from archive_mcp.themes.timeline import (
-        Bucket,
-        Decision,
-        DecisionBrief,
-        Timeline,
-        TimelineEvent,
-    )
+from archive_mcp.themes.trace.model import (
+    Bucket,
+    Decision,
+    DecisionBrief,
+    TimelineData,
+    TimelineEvent,
+)
+from archive_mcp.themes.trace.standing import short_line
 
 GIST = 140
 SUMMARY = 180
@@ -63,7 +61,7 @@ def thread_line(thread: list[DecisionBrief], width: int = GIST) -> str:
     )
 
 
-def _unpaired(tl: Timeline) -> list[Decision]:
+def _unpaired(tl: TimelineData) -> list[Decision]:
     in_thread = {s.ref for t in tl.threads for s in t}
     return [d for d in tl.decisions if d.ref not in in_thread]
 
@@ -121,7 +119,7 @@ def _refs(items: list[Any]) -> set[str]:
     return {x[-1]["ref"] if isinstance(x, list) else x["ref"] for x in items}
 
 
-def markdown(tl: Timeline, max_chars: int = 12_000, keep: dict[str, Any] | None = None) -> str:
+def markdown(tl: TimelineData, max_chars: int = 12_000, keep: dict[str, Any] | None = None) -> str:
     """The trace as text; with `keep` (what `budgeted` chose), the same threads, decisions and events."""
     out = _Lines(max_chars)
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
@@ -239,7 +237,7 @@ def _event_json(e: TimelineEvent, width: int = SUMMARY) -> dict[str, Any]:
     return d
 
 
-def budgeted(tl: Timeline, max_chars: int = 12_000) -> dict[str, Any]:
+def budgeted(tl: TimelineData, max_chars: int = 12_000) -> dict[str, Any]:
     """The structured trace within `max_chars` of JSON: story first, the newest events next."""
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
 

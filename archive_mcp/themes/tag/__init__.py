@@ -1,0 +1,2 @@
+"""Tagging a theme: seeds searched and their hits scored (`tagging.py`), the learned membership
+score (`membership.py`), the random walk over the turns around the hits (`walk.py`)."""
