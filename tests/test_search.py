@@ -786,3 +786,44 @@ def test_a_turn_text_record_round_trips_and_keeps_what_hits_and_sentences_read()
     assert text.sentences == split_sentences(f"{row['user_text']}\n{row['assistant_text']}")
     assert text.tool_calls == [{"name": "Bash", "args_summary": "ls", "result_summary": "ok"}]
     assert text.head == f"{row['user_text']}\n{row['assistant_text']}"[:2000]
+
+
+def test_best_sentence_embeds_each_distinct_sentence_once_and_scores_as_before() -> None:
+    import numpy as np
+
+    from archive_mcp.search.ranking import best_of_sentences
+
+    table = {"Done.": [1.0, 0.0], "It failed.": [0.0, 1.0], "Retry now.": [0.6, 0.8]}
+    asked: list[list[str]] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        asked.append(texts)
+        return np.asarray([table[t] for t in texts], np.float32)
+
+    split = [["Done.", "It failed."], [], ["Retry now.", "Done."], ["It failed."]]
+    best = best_of_sentences(np.asarray([0.0, 1.0], np.float32), split, embed)
+    assert asked == [["Done.", "It failed.", "Retry now."]]
+    assert best.tolist() == [1.0, -1.0, np.float32(0.8).item(), 1.0]
+
+
+def test_fusing_again_reuses_the_unchanged_signals_and_gives_the_same_scores() -> None:
+    import numpy as np
+
+    from archive_mcp.search.ranking import fuse
+
+    rng = np.random.default_rng(3)
+    scores = {
+        "lexical": rng.random(500).astype(np.float32),
+        "fuzzy": rng.random(500).astype(np.float32),
+        "semantic": rng.random(500).astype(np.float32) * 2 - 1,
+    }
+    ok = rng.random(500) > 0.1
+    weights = {"semantic": 0.7, "fuzzy": 0.3}
+    parts: dict = {}
+    fuse(scores, ok, weights, "zsum", 40, parts)
+    lexical_part = parts["lexical"][1]
+    changed = {**scores, "semantic": scores["semantic"].copy()}
+    changed["semantic"][:40] = 0.99
+    again = fuse(changed, ok, weights, "zsum", 40, parts)
+    assert parts["lexical"][1] is lexical_part and parts["semantic"][0] is changed["semantic"]
+    assert np.array_equal(again, fuse(changed, ok, weights, "zsum", 40))

@@ -177,11 +177,15 @@ class Searcher:
             0, np.float32
         )  # the last fused score before the neighbour/session lift
         self._background: tuple[dict[str, float], np.ndarray | None, np.ndarray] | None = None
+        # each signal's fused part, by its scores array (`fuse`): the sentence re-score fuses
+        # again with only the semantic scores changed
+        self._parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def rank(
         self, query: str, mode: str, filters: Filters, depth: int = DEPTH, fusion: str | None = None
     ) -> tuple[Ranked, set[str], str | None, dict[str, Any]]:
         tuning = self.tuning
+        self._parts = {}
         idx = self.index.refresh()
         ok = idx.alive.copy()
         mask = filters.mask(idx.ws, idx.meta)
@@ -256,7 +260,7 @@ class Searcher:
         depth: int,
         hybrid: bool,
     ) -> np.ndarray:
-        total = self._own = fuse(scores, ok, weights, fusion, depth)
+        total = self._own = fuse(scores, ok, weights, fusion, depth, self._parts)
         if not hybrid:
             return total
         t = self.tuning

@@ -132,12 +132,22 @@ def fuse(
     weights: dict[str, float],
     fusion: str,
     depth: int = DEPTH,
+    parts: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> np.ndarray:
-    """One score per doc: the weighted sum of the normalised signals."""
+    """One score per doc: the weighted sum of the normalised signals. `parts` keeps each
+    signal's normalised part by its scores array: fusing again after one signal changed
+    normalises only that one (the sum, in the same order, is the same to the bit)."""
     total = np.zeros(ok.shape, np.float32)
     part_of = FUSIONS.get(fusion, FUSIONS["zsum"])
     for name, x in scores.items():
-        total += weights.get(name, 1.0) * part_of(name, x, ok, depth)
+        kept = parts.get(name) if parts is not None else None
+        if kept is not None and kept[0] is x:
+            part = kept[1]
+        else:
+            part = part_of(name, x, ok, depth)
+            if parts is not None:
+                parts[name] = (x, part)
+        total += weights.get(name, 1.0) * part
     return np.where(ok, total, 0.0)
 
 
@@ -270,6 +280,10 @@ def best_of_sentences(q: np.ndarray, split: list[list[str]], embed: Any) -> np.n
             owner.append(i)
     out = np.full(len(split), -1.0, np.float32)
     if pieces:
-        sims = embed(pieces) @ q.astype(np.float32)
-        np.maximum.at(out, np.asarray(owner), sims.astype(np.float32))
+        # each distinct sentence embedded once (turns repeat lines: "Done.", a tool's output)
+        distinct = {s: None for s in pieces}
+        where = {s: i for i, s in enumerate(distinct)}
+        sims = embed(list(distinct)) @ q.astype(np.float32)
+        at = np.fromiter((where[s] for s in pieces), np.int64, len(pieces))
+        np.maximum.at(out, np.asarray(owner), sims.astype(np.float32)[at])
     return out
