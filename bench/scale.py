@@ -6,12 +6,13 @@ copy of each archive) is measured in the same rounds, interleaved with this one.
     python bench/scale.py --out OUT [--copies 1 4 20] [--spread 20] [--against CHECKOUT] [--rounds 2]
 
 The archives: one of `--turns` generated turns (one workspace, seed 7, ingested with the static
-embeddings), and archives made of copies of it: `one-N` holds its sessions `N / turns` times in
-one workspace (each copy under new session ids; its raw logs hard-linked beside), `spread-K`
-holds K copies of its workspace as K workspaces (a search names one). Copies keep the text
-statistics of the generated set: every posting list grows with the copies as it would with more
-generated turns (the generator draws its turns from one distribution). Made once, kept in OUT
-(delete OUT to make them again).
+embeddings), and archives made of copies of it: `one-K` holds its sessions K times in one
+workspace (each copy under new session ids; its raw logs hard-linked beside), `spread-K` holds
+K copies of its workspace as K workspaces (a search names one). Copies keep the text statistics
+of the generated set (every posting list grows with the copies about as it would with more
+generated turns: the generator draws its turns from one distribution), but a turn and its
+copies score alike: a speed figure, not a quality one. Made once, kept in OUT (delete OUT to
+make them again).
 
 Per archive and checkout, two fresh processes: the first builds the index (timed, its size
 counted), the second loads it and runs the queries (`QUERIES` from search.py, `--reps` times
@@ -26,14 +27,13 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
-from search import QUERIES
+from search import QUERIES, rg_times
 
 from archive_mcp.synthetic.sessions import generate_share_dir
 
@@ -199,20 +199,6 @@ def run(code: str, script: str, args: list[str], pythonpath: str | None) -> dict
     return {"checkout": code, **json.loads(out.stdout.strip().splitlines()[-1])}
 
 
-def rg(raw: Path, queries: list[str], reps: int) -> dict[str, float]:
-    times = []
-    for _ in range(reps):
-        for q in queries:
-            t = time.perf_counter()
-            subprocess.run(["rg", "-i", "-F", "-l", q, str(raw)], capture_output=True)
-            times.append(time.perf_counter() - t)
-    times.sort()
-    return {
-        "p50_ms": 1000 * statistics.median(times),
-        "p95_ms": 1000 * times[int(0.95 * len(times)) - 1],
-    }
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "out" / "scale")
@@ -281,7 +267,7 @@ def main() -> None:
                 )
                 row.setdefault(code, []).append(res)
                 print(name, code, f"round {r}", res, flush=True)
-            row.setdefault("rg", []).append(rg(root / "kimi", QUERIES, args.reps))
+            row.setdefault("rg", []).append(rg_times(root / "kimi", QUERIES * args.reps))
             print(name, "rg", row["rg"][-1], flush=True)
             if not args.no_fts:
                 res = run(
