@@ -727,3 +727,103 @@ def test_a_search_while_a_writer_holds_the_workspace_answers_from_the_last_index
     found = archive.search("zustand", workspace="webapp")  # the writer let go: rebuilt
     assert found[0].session_id == sid
     assert found.fallback_reason is None
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "why is the login form submitting twice",
+        "formatISODate padStart the the",
+        "回退到默认值 and parse_config",
+        "a an the",
+        "",
+    ],
+)
+def test_a_query_analysed_once_gives_what_analyse_gives_with_and_without_stopwords(
+    query: str,
+) -> None:
+    from archive_mcp.search.lexical import QueryTerms, analyse
+
+    analysed = QueryTerms.of(query)
+    assert analysed.terms == list(dict.fromkeys(analyse(query)))
+    assert analysed.content == list(dict.fromkeys(analyse(query, drop_stopwords=True)))
+
+
+def test_a_search_reads_no_refined_file_once_the_index_is_built(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import polars as pl
+
+    archive.search("handleLogin", workspace="webapp")  # builds and loads the index
+    expected = [h.to_json() for h in archive.search("handleLogin bound twice", workspace="webapp")]
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a search read a Parquet file")
+
+    monkeypatch.setattr(pl, "read_parquet", refused)
+    monkeypatch.setattr(pl, "scan_parquet", refused)
+    found = archive.search("handleLogin bound twice", workspace="webapp")
+    assert [h.to_json() for h in found] == expected
+    assert found[0].snippet and found[0].summary.startswith("Asked: Why is the login form")
+
+
+def test_a_turn_text_record_round_trips_and_keeps_what_hits_and_sentences_read() -> None:
+    from archive_mcp.search.ranking import split_sentences
+    from archive_mcp.search.texts import SNIPPET_CAP, TurnText
+
+    row = {
+        "summary": "Asked: why? Answered: because.",
+        "title": None,
+        "user_text": "Why does it fail?\n" + "x" * (SNIPPET_CAP + 50),
+        "assistant_text": "It fails. Because 回退到默认值.",
+        "tool_calls": [
+            {"name": "Bash", "args_summary": "ls", "result_summary": "ok", "status": "ok"}
+        ],
+    }
+    text = TurnText.of(row)
+    assert TurnText.decode(text.encode()) == text
+    assert len(text.user_text) == SNIPPET_CAP
+    assert text.sentences == split_sentences(f"{row['user_text']}\n{row['assistant_text']}")
+    assert text.tool_calls == [{"name": "Bash", "args_summary": "ls", "result_summary": "ok"}]
+    assert text.head == f"{row['user_text']}\n{row['assistant_text']}"[:2000]
+
+
+def test_best_sentence_embeds_each_distinct_sentence_once_and_scores_as_before() -> None:
+    import numpy as np
+
+    from archive_mcp.search.ranking import best_of_sentences
+
+    table = {"Done.": [1.0, 0.0], "It failed.": [0.0, 1.0], "Retry now.": [0.6, 0.8]}
+    asked: list[list[str]] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        asked.append(texts)
+        return np.asarray([table[t] for t in texts], np.float32)
+
+    split = [["Done.", "It failed."], [], ["Retry now.", "Done."], ["It failed."]]
+    best = best_of_sentences(np.asarray([0.0, 1.0], np.float32), split, embed)
+    assert asked == [["Done.", "It failed.", "Retry now."]]
+    assert best.tolist() == [1.0, -1.0, np.float32(0.8).item(), 1.0]
+
+
+def test_fusing_again_reuses_the_unchanged_signals_and_gives_the_same_scores() -> None:
+    import numpy as np
+
+    from archive_mcp.search.ranking import fuse
+
+    rng = np.random.default_rng(3)
+    scores = {
+        "lexical": rng.random(500).astype(np.float32),
+        "fuzzy": rng.random(500).astype(np.float32),
+        "semantic": rng.random(500).astype(np.float32) * 2 - 1,
+    }
+    ok = rng.random(500) > 0.1
+    weights = {"semantic": 0.7, "fuzzy": 0.3}
+    parts: dict = {}
+    fuse(scores, ok, weights, "zsum", 40, parts)
+    lexical_part = parts["lexical"][1]
+    changed = {**scores, "semantic": scores["semantic"].copy()}
+    changed["semantic"][:40] = 0.99
+    again = fuse(changed, ok, weights, "zsum", 40, parts)
+    assert parts["lexical"][1] is lexical_part and parts["semantic"][0] is changed["semantic"]
+    assert np.array_equal(again, fuse(changed, ok, weights, "zsum", 40))

@@ -69,7 +69,9 @@ def evidence(
                 continue
             inside = (wanted >= start) & (wanted < end)
             local = wanted - start
-            for d in wanted[inside & np.isin(local, np.asarray(ids, np.int64))]:
+            # a term's doc ids ascend: a binary search per wanted doc, not a set over the list
+            at = np.minimum(np.searchsorted(ids, local), ids.size - 1)
+            for d in wanted[inside & (ids[at] == local)]:
                 held[int(d)].append(term)
     mu = sd = 0.0
     if semantic is not None:

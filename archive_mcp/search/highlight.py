@@ -8,21 +8,20 @@ never marked. CJK runs are marked by the query's CJK bigrams and characters foun
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from archive_mcp.refiners.text import CJK
-from archive_mcp.search.lexical import ENGLISH_STOPWORDS, analyse
+from archive_mcp.search.lexical import ENGLISH_STOPWORDS, QueryTerms, analyse
+from archive_mcp.search.texts import SNIPPET_CAP, TurnText
 
 SNIPPET = 220
 _SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 _WORD = re.compile(rf"[{CJK}]+|[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]|[A-Za-z0-9_]")
 
 
-def highlight_terms(query: str, fuzzy_terms: list[tuple[str, float]]) -> set[str]:
-    """The analysed query terms plus the vocabulary terms fuzzy matching added."""
-    return set(analyse(query, drop_stopwords=True)) | {
-        t for t, _ in fuzzy_terms if t not in ENGLISH_STOPWORDS
-    }
+def highlight_terms(query: str | QueryTerms, fuzzy_terms: list[tuple[str, float]]) -> set[str]:
+    """The analysed query terms (no stopwords) plus the vocabulary terms fuzzy matching added."""
+    analysed = QueryTerms.of(query) if isinstance(query, str) else query
+    return set(analysed.content) | {t for t, _ in fuzzy_terms if t not in ENGLISH_STOPWORDS}
 
 
 def _matches(word: str, terms: set[str]) -> bool:
@@ -89,15 +88,13 @@ def mark(text: str, terms: set[str]) -> str:
     return "".join(out)
 
 
-def snippet(row: dict[str, Any], terms: set[str], width: int = SNIPPET) -> str:
+def snippet(text: TurnText, terms: set[str], width: int = SNIPPET) -> str:
     """The passage with the most query terms, cut to `width` around the first match, marked."""
     passages = []
-    for field_name in ("user_text", "assistant_text"):
-        text = (row.get(field_name) or "")[:20000]
-        passages += [p.strip() for p in _SPLIT.split(text) if p and p.strip()]
+    for field_text in (text.user_text, text.assistant_text):
+        passages += [p.strip() for p in _SPLIT.split(field_text[:SNIPPET_CAP]) if p and p.strip()]
     passages += [
-        f"{c['name']}: {c['args_summary']} → {c['result_summary']}"
-        for c in row.get("tool_calls") or []
+        f"{c['name']}: {c['args_summary']} → {c['result_summary']}" for c in text.tool_calls
     ]
     if not passages:
         return ""

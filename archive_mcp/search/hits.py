@@ -7,9 +7,9 @@ from typing import Any
 
 import polars as pl
 
-from archive_mcp.ingest import store
 from archive_mcp.search.confidence import Evidence, verdict
 from archive_mcp.search.highlight import snippet
+from archive_mcp.search.texts import TurnText
 from archive_mcp.workspaces import Workspace
 
 
@@ -83,33 +83,17 @@ def build_hits(
     meta: pl.DataFrame,
     fused: list[tuple[int, float, list[str]]],
     highlight: set[str],
-    evidences: list[Evidence] | None = None,
+    evidences: list[Evidence] | None,
+    texts: list[TurnText],
 ) -> list[Hit]:
-    """Hits for fused docs, with texts read from the refined Parquet of their sessions only."""
+    """Hits for fused docs, with their texts as the index keeps them (`texts`, one per doc)."""
     if not fused:
         return []
     rows = meta[[d for d, _, _ in fused]]
-    df = store.read_sessions(  # the hit sessions' files only; one purged meanwhile is skipped
-        ws,
-        rows["session_id"].unique().to_list(),
-        [
-            "session_id",
-            "agent",
-            "turn",
-            "summary",
-            "user_text",
-            "assistant_text",
-            "tool_calls",
-            "title",
-        ],
-        rows.select("session_id", "agent", "turn"),
-    )
-    texts = {(r["session_id"], r["agent"], r["turn"]): r for r in df.iter_rows(named=True)}
     hits = []
-    for i, ((_doc, score, signals), r) in enumerate(
-        zip(fused, rows.iter_rows(named=True), strict=True)
+    for i, ((_doc, score, signals), r, t) in enumerate(
+        zip(fused, rows.iter_rows(named=True), texts, strict=True)
     ):
-        t = texts.get((r["session_id"], r["agent"], r["turn"]), {})
         ev = evidences[i] if evidences else None
         if ev is not None and not ev.terms:  # only stopwords or feedback terms matched
             signals = [n for n in signals if n != "lexical"]
@@ -122,13 +106,13 @@ def build_hits(
                 turn=int(r["turn"]),
                 started_at=started.isoformat() if started else None,
                 score=round(score, 6),
-                summary=t.get("summary") or "",
+                summary=t.summary,
                 snippet=snippet(t, highlight),
                 matched=signals,
                 status=r["status"],
                 kinds=list(r["kinds"] or []),
                 raw_ref=dict(r["raw_ref"] or {}),
-                title=t.get("title"),
+                title=t.title,
                 source=r.get("source"),
                 confidence=ev.confidence if ev else "weak",
                 evidence=({"cover": ev.cover, "lift": ev.lift, "terms": ev.terms} if ev else None),

@@ -25,6 +25,7 @@ import polars as pl
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.search.ondisk import read_rows
+from archive_mcp.search.texts import Texts, TextWriter, TurnText
 from archive_mcp.workspaces import (
     Workspace,
     atomic_write_json,
@@ -33,7 +34,7 @@ from archive_mcp.workspaces import (
     read_json,
 )
 
-INDEX_VERSION = 5  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large
+INDEX_VERSION = 6  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = [
     "session_id",
@@ -93,6 +94,7 @@ class Segment:
     # Past DENSE_MAX_BYTES the vectors are also kept as int8 with a scale per row, which a
     # query scans four times faster than float16 (converting float16 is the cost).
     quantized: tuple[np.ndarray, np.ndarray] | None = None
+    texts: Texts | None = None  # what hits and re-scoring read of each row (search/texts.py)
 
     @staticmethod
     def write(ws: Workspace, files: list[Path], model: str | None, folder: Path) -> dict[str, int]:
@@ -100,8 +102,8 @@ class Segment:
 
         Memory stays bounded whatever the workspace's size: the files are read a few at a time
         (`_chunks`), their postings spill to sorted runs on disk (`Postings.write`), their vectors
-        are appended to `vectors.f16` and their metadata is written as one part per chunk and then
-        streamed into `meta.parquet`. Nothing of the segment stays in memory: `load` maps it.
+        are appended to `vectors.f16`, their texts to `texts.bin` and their metadata is written as
+        one part per chunk and then streamed into `meta.parquet`. Nothing of the segment stays in memory: `load` maps it.
         """
         folder.mkdir(parents=True, exist_ok=True)
         cols = [
@@ -127,9 +129,9 @@ class Segment:
         turns: dict[str, int] = {}
         written: list[Path] = []  # metadata parts, in row order
 
-        def docs(vectors: _VectorWriter) -> Iterator[list[str]]:
-            # While `Postings.write` pulls the documents, each chunk's metadata part and vectors are
-            # written too: one read of the refined files feeds all three.
+        def docs(vectors: _VectorWriter, texts: TextWriter) -> Iterator[list[str]]:
+            # While `Postings.write` pulls the documents, each chunk's metadata part, vectors and
+            # texts are written too: one read of the refined files feeds all four.
             for chunk in _chunks(files):
                 df = pl.read_parquet([str(f) for f in chunk], columns=cols)
                 meta = df.with_columns(
@@ -143,10 +145,14 @@ class Segment:
                     turns[session] = turns.get(session, 0) + n
                 vectors.add(df.select("session_id", "agent", "turn", "content_hash"))
                 for r in df.iter_rows(named=True):
+                    texts.add(r)
                     yield analyse(doc_text(r))
 
-        with _VectorWriter(ws, model, folder / "vectors.f16") as vectors:
-            Postings.write(docs(vectors), folder / "postings")
+        with (
+            _VectorWriter(ws, model, folder / "vectors.f16") as vectors,
+            TextWriter(folder) as texts,
+        ):
+            Postings.write(docs(vectors, texts), folder / "postings")
         if written:
             pl.scan_parquet(written).sink_parquet(folder / "meta.parquet")
         else:
@@ -200,6 +206,7 @@ class Segment:
             vectors,
             has,
             quantized,
+            Texts.load(folder, has.shape[0]),
         )
 
 
@@ -555,6 +562,15 @@ class WorkspaceIndex:
 
     def has_vectors(self) -> bool:
         return any(bool(s.has_vector.any()) for s in self.segments)
+
+    def texts(self, docs: list[int]) -> list[TurnText]:
+        """The text records of these docs (indices over the segments, as `meta` rows)."""
+        out = []
+        first = self.segments[0].meta.height if self.segments else 0
+        for d in docs:
+            seg, row = (self.segments[0], d) if d < first else (self.segments[1], d - first)
+            out.append(seg.texts.get(row) if seg.texts is not None else TurnText())
+        return out
 
     def cosine(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cosine of every doc with `query` (vectors are unit length) and which docs have one."""

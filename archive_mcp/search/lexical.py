@@ -12,6 +12,7 @@ import shutil
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, MutableSequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,26 @@ def analyse(text: str, drop_stopwords: bool = False) -> list[str]:
             continue
         out.append(stem(t) if t.isalpha() and t.isascii() else t)
     return out
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """A query analysed once: its terms (each once, in order) and those of its words that are
+    not stopwords (`analyse` with and without `drop_stopwords`, from one pass)."""
+
+    terms: list[str]
+    content: list[str]
+
+    @classmethod
+    def of(cls, query: str) -> QueryTerms:
+        terms: dict[str, None] = {}
+        content: dict[str, None] = {}
+        for t in tokens(query):
+            term = stem(t) if t.isalpha() and t.isascii() else t
+            terms[term] = None
+            if t not in ENGLISH_STOPWORDS:
+                content[term] = None
+        return cls(list(terms), list(content))
 
 
 class Postings:

@@ -132,12 +132,22 @@ def fuse(
     weights: dict[str, float],
     fusion: str,
     depth: int = DEPTH,
+    parts: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> np.ndarray:
-    """One score per doc: the weighted sum of the normalised signals."""
+    """One score per doc: the weighted sum of the normalised signals. `parts` keeps each
+    signal's normalised part by its scores array: fusing again after one signal changed
+    normalises only that one (the sum, in the same order, is the same to the bit)."""
     total = np.zeros(ok.shape, np.float32)
     part_of = FUSIONS.get(fusion, FUSIONS["zsum"])
     for name, x in scores.items():
-        total += weights.get(name, 1.0) * part_of(name, x, ok, depth)
+        kept = parts.get(name) if parts is not None else None
+        if kept is not None and kept[0] is x:
+            part = kept[1]
+        else:
+            part = part_of(name, x, ok, depth)
+            if parts is not None:
+                parts[name] = (x, part)
+        total += weights.get(name, 1.0) * part
     return np.where(ok, total, 0.0)
 
 
@@ -234,14 +244,18 @@ def second_stage(
     embed: Any,
     weight: float,
     sentences: bool = True,
+    split: list[list[str]] | None = None,
 ) -> np.ndarray:
     """Candidates' new scores: their first-stage score (scaled to [0, 1]) plus `weight` times
     the model's cosine (scaled to [0, 1] over them): of the whole text, or with `sentences` the
-    mean of whole-text and best-sentence cosine."""
+    mean of whole-text and best-sentence cosine. `split`: the texts' sentences when known
+    (`split_sentences` of each)."""
     whole = embed([t[:2000] for t in texts]) @ q.astype(np.float32)
     sem = whole
     if sentences:
-        best = best_sentence(q, texts, embed)
+        best = best_of_sentences(
+            q, split if split is not None else [split_sentences(t) for t in texts], embed
+        )
         sem = np.where(best > -1.0, (whole + best) / 2, whole)
 
     def scaled(x: np.ndarray) -> np.ndarray:
@@ -253,14 +267,23 @@ def second_stage(
 
 def best_sentence(q: np.ndarray, texts: list[str], embed: Any) -> np.ndarray:
     """For each text, the best cosine between `q` and one of its sentences (-1 if none)."""
+    return best_of_sentences(q, [split_sentences(t) for t in texts], embed)
+
+
+def best_of_sentences(q: np.ndarray, split: list[list[str]], embed: Any) -> np.ndarray:
+    """For each list of sentences, the best cosine between `q` and one of them (-1 if none)."""
     pieces: list[str] = []
     owner: list[int] = []
-    for i, text in enumerate(texts):
-        for s in split_sentences(text):
+    for i, sents in enumerate(split):
+        for s in sents:
             pieces.append(s)
             owner.append(i)
-    out = np.full(len(texts), -1.0, np.float32)
+    out = np.full(len(split), -1.0, np.float32)
     if pieces:
-        sims = embed(pieces) @ q.astype(np.float32)
-        np.maximum.at(out, np.asarray(owner), sims.astype(np.float32))
+        # each distinct sentence embedded once (turns repeat lines: "Done.", a tool's output)
+        distinct = {s: None for s in pieces}
+        where = {s: i for i, s in enumerate(distinct)}
+        sims = embed(list(distinct)) @ q.astype(np.float32)
+        at = np.fromiter((where[s] for s in pieces), np.int64, len(pieces))
+        np.maximum.at(out, np.asarray(owner), sims.astype(np.float32)[at])
     return out
