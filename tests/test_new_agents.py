@@ -276,3 +276,27 @@ def test_a_growing_pi_and_copilot_log_is_followed_and_a_bad_line_is_reported_and
     second = turns.filter(pl.col("turn") == 1).sort("source").collect()
     assert second["assistant_text"].to_list() == [answer("Create hello.txt saying hi")] * 2
     assert [(Path(s.path).name, s.line) for s in report.skipped] == [(pi_dest.name, 13)]
+
+
+def test_ingest_without_paths_reads_the_new_agents_default_homes_or_their_env(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    home = tmp_path / "user-home"  # $HOME in the tests
+    shutil.copytree(PI, home / ".pi")
+    shutil.copytree(COPILOT, home / ".copilot")
+    shutil.copytree(CONTINUE, tmp_path / "cn")
+    shutil.copytree(DROID, tmp_path / "factory-home" / ".factory")
+    monkeypatch.setenv("CONTINUE_GLOBAL_DIR", str(tmp_path / "cn"))
+    monkeypatch.setenv("FACTORY_HOME_OVERRIDE", str(tmp_path / "factory-home"))
+    report = Archive(embedder=None).ingest()
+    assert [Path(r["path"]) for r in report.roots if r["found"]] == [
+        home / ".pi" / "agent",
+        home / ".copilot",
+        tmp_path / "cn",
+        tmp_path / "factory-home" / ".factory",
+    ]
+    assert (report.sessions, report.skipped) == (4, [])
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "elsewhere"))
+    roots = {Path(r["path"]) for r in Archive(embedder=None).ingest().roots}
+    assert tmp_path / "elsewhere" in roots and home / ".copilot" not in roots
