@@ -27,7 +27,7 @@ from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 
 from .model import ParseResult, Step, ToolCall, Turn
-from .sources import Discovery, Reader, SessionSource, SourceFile, register
+from .sources import Discovery, FileReader, SessionSource, SourceFile, register
 
 SOURCE = "aider"
 HISTORY = ".aider.chat.history.md"
@@ -391,4 +391,4 @@ def discover(path: Path) -> Discovery | None:
     return Discovery([_session(history)]) if history.is_file() else None
 
 
-register(Reader(SOURCE, parse_wire, discover, "Aider", order=90))
+register(FileReader(SOURCE, parse_wire, discover, "Aider", order=90))

@@ -9,7 +9,6 @@ sharing `message.id`: they form one step and their repeated usage is counted onc
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
@@ -17,11 +16,11 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, field_dict, finish, parse_time
-from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
+from .fields import field_dict, parse_time
+from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
+from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import (
     Discovery,
-    Reader,
     SessionSource,
     SourceFile,
     head_records,
@@ -34,7 +33,6 @@ from .sources import (
 )
 
 SOURCE = "claude-code"
-DEFAULT_PROTOCOL = "unknown"
 
 KNOWN_TYPES = frozenset(
     {
@@ -118,7 +116,7 @@ def prompt_of(rec: dict[str, Any]) -> tuple[str, list[dict[str, Any]], str]:
     return text, media, "user"
 
 
-class ClaudeTurnBuilder:
+class ClaudeTurnBuilder(TurnBuilder):
     """Folds Claude Code records into turns; inline sidechain records nest as a subagent."""
 
     def __init__(self, start_index: int = 0, in_subagent: bool = False) -> None:
@@ -134,12 +132,12 @@ class ClaudeTurnBuilder:
         self.unknown: dict[str, int] = {}
         self.version: str | None = None
         self.side: ClaudeTurnBuilder | None = None
-        self.opened: Turn | None = None  # the turn the last record opened
         self.prompt_id: str | None = None  # the `promptId` of the record that opened `cur`
-        self.moved = False  # that turn went in before the one it followed (see `_open`)
+        self.moved = False  # the turn last opened went in before the one it followed (`_open`)
 
-    def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
+    def feed(self, record: Record) -> bool:
         """Fold one record; True when it opened a turn."""
+        rec, start, end = record.data, record.start, record.end
         kind = str(rec.get("type"))
         if kind not in KNOWN_TYPES:
             self.unknown[kind] = self.unknown.get(kind, 0) + 1
@@ -147,7 +145,7 @@ class ClaudeTurnBuilder:
             self.version = rec["version"]
         ts = parse_time(rec.get("timestamp"))
         if rec.get("isSidechain") and not self.in_subagent and kind in ("user", "assistant"):
-            self._sidechain(rec, start, end)
+            self._sidechain(record)
             return False
         opened = False
         if kind == "user" and opens_turn(rec, self.in_subagent):
@@ -193,16 +191,8 @@ class ClaudeTurnBuilder:
             prev.end = "superseded"
             if origin == "interrupt" and prev.reason is None:
                 prev.reason = "interrupted"
-        turn = Turn(
-            index=self.index,
-            started_at=ts,
-            user_text=text,
-            user_media=media,
-            origin=origin,
-            byte_start=start,
-            legacy=True,
-            compactions=self.pending_compactions,
-        )
+        turn = prompt_turn(self.index, ts, text, start, media=media, origin=origin)
+        turn.compactions = self.pending_compactions
         if origin == "compaction" and not turn.compactions:
             turn.compactions = 1
         self.pending_compactions = 0
@@ -213,7 +203,6 @@ class ClaudeTurnBuilder:
             self.turns.insert(len(self.turns) - 1, turn)
         else:
             self.turns.append(turn)
-        self.opened = turn
         self.cur, self.step, self.step_id, self.calls = turn, None, None, {}
 
     def _assistant(self, cur: Turn, rec: dict[str, Any], ts: float | None) -> None:
@@ -241,14 +230,7 @@ class ClaudeTurnBuilder:
                 step.think += str(b.get("thinking") or "")
             elif btype == "tool_use":
                 args = b.get("input")
-                call = ToolCall(
-                    id=str(b.get("id") or ""),
-                    name=str(b.get("name") or ""),
-                    arguments=args
-                    if isinstance(args, str)
-                    else json.dumps(args, ensure_ascii=False),
-                    called_at=ts,
-                )
+                call = tool_call(b, args, ts)
                 step.tool_calls.append(call)
                 self.calls[call.id] = call
                 cur.reason = None  # more work follows: not finished yet
@@ -292,47 +274,21 @@ class ClaudeTurnBuilder:
         elif sub == "local_command" and isinstance(rec.get("content"), str):
             cur.synthetic_text += rec["content"]
 
-    def _sidechain(self, rec: dict[str, Any], start: int, end: int) -> None:
+    def _sidechain(self, record: Record) -> None:
         """Older logs wrote a subagent's records inline; they nest under the current turn."""
         if self.cur is None:
             return
         if self.side is None:
             self.side = ClaudeTurnBuilder(in_subagent=True)
-        self.side.feed(rec, start, end)
+        self.side.feed(record)
+        rec = record.data
         agent_id = f"sidechain-{rec.get('agentId') or 'inline'}"
         run = self.cur.subagents.setdefault(agent_id, SubagentRun(agent_id, None, None))
         run.turns = [t for t in self.side.turns if t.byte_start >= self.cur.byte_start]
 
 
-def parse_wire(
-    path: Path,
-    start: int = 0,
-    first_line: int = 1,
-    start_index: int = 0,
-    protocol: str | None = None,
-    stop: int | None = None,
-) -> ParseResult:
-    """Parse a Claude Code session (or subagent) log from byte `start` (a turn boundary) to `stop`."""
-    reader = LineReader(path, start=start, first_line=first_line, stop=stop)
-    builder = ClaudeTurnBuilder(start_index, in_subagent=path.name.startswith("agent-"))
-    line_of_turn: dict[int, int] = {}
-    for rec in reader:
-        if builder.feed(rec.data, rec.start, rec.end) and builder.opened is not None:
-            index = builder.opened.index
-            if builder.moved:  # it starts where the summary it went before began
-                line_of_turn[index + 1] = line_of_turn.get(index, rec.line)
-            else:
-                line_of_turn[index] = rec.line
-    return finish(
-        builder.turns,
-        builder.version or protocol or DEFAULT_PROTOCOL,
-        reader,
-        builder.unknown,
-        line_of_turn,
-        start,
-        first_line,
-        start_index,
-    )
+def _builder(path: Path, start_index: int, protocol: str | None) -> ClaudeTurnBuilder:
+    return ClaudeTurnBuilder(start_index, in_subagent=path.name.startswith("agent-"))
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -472,4 +428,5 @@ def _looks_like_project(folder: Path, denied: list[tuple[str, str]] | None = Non
     )
 
 
-register(Reader(SOURCE, parse_wire, discover, "Claude Code", order=30))
+READER = register(LogReader(SOURCE, "Claude Code", _builder, discover, 30))
+parse_wire = READER.parse

@@ -29,11 +29,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, field_dict, field_list, finish, parse_time
-from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
+from .fields import arguments_text, as_int, field_dict, field_list, parse_time
+from .lines import LogReader, Record, TurnBuilder, prompt_turn
+from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import (
     Discovery,
-    Reader,
     SessionSource,
     SourceFile,
     head_records,
@@ -44,7 +44,6 @@ from .sources import (
 )
 
 SOURCE = "codex"
-DEFAULT_PROTOCOL = "unknown"
 KNOWN_ITEMS = frozenset(
     {
         "session_meta",
@@ -97,7 +96,7 @@ def _output(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-class CodexTurnBuilder:
+class CodexTurnBuilder(TurnBuilder):
     def __init__(self, start_index: int = 0) -> None:
         self.turns: list[Turn] = []
         self.index = start_index
@@ -112,7 +111,8 @@ class CodexTurnBuilder:
         self.by_event = False  # the current turn was opened by a `user_message` event
         self.before: Turn | None = None  # after `task_started`, before the next prompt
 
-    def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
+    def feed(self, record: Record) -> bool:
+        rec, start, end = record.data, record.start, record.end
         kind = str(rec.get("type"))
         payload = field_dict(rec, "payload")
         ptype = str(payload.get("type") or "")
@@ -165,15 +165,7 @@ class CodexTurnBuilder:
             {"type": "image", "url_prefix": str(i)[:40], "bytes_b64": len(str(i))}
             for i in field_list(payload, "images")
         ]
-        turn = Turn(
-            index=self.index,
-            started_at=ts,
-            user_text=text,
-            user_media=media,
-            byte_start=start,
-            legacy=True,
-            origin="command" if text.startswith("/") else "user",
-        )
+        turn = prompt_turn(self.index, ts, text, start, media=media)
         self.index += 1
         self.turns.append(turn)
         self.cur, self.calls = turn, {}
@@ -223,7 +215,7 @@ class CodexTurnBuilder:
             call = ToolCall(
                 id=str(p.get("call_id") or p.get("id") or ""),
                 name=str(p.get("name") or ("shell" if ptype == "local_shell_call" else "")),
-                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                arguments=arguments_text(args),
                 called_at=ts,
             )
             step = cur.steps[-1] if cur.steps else self._step(cur)
@@ -252,10 +244,10 @@ class CodexTurnBuilder:
                 return
             self.last_total = total
             usage = last if isinstance(last, dict) else {}
-            cached = _int(usage.get("cached_input_tokens"))
-            cur.usage["input_other"] += max(0, _int(usage.get("input_tokens")) - cached)
+            cached = as_int(usage.get("cached_input_tokens"))
+            cur.usage["input_other"] += max(0, as_int(usage.get("input_tokens")) - cached)
             cur.usage["input_cache_read"] += cached
-            cur.usage["output"] += _int(usage.get("output_tokens"))
+            cur.usage["output"] += as_int(usage.get("output_tokens"))
         elif ptype == "task_complete":
             cur.end, cur.ended_at, cur.reason = "ended", ts, "completed"
         elif ptype == "turn_aborted":
@@ -332,36 +324,8 @@ def _user_payload(payload: dict[str, Any]) -> dict[str, Any]:
     return {"message": _content_text(content), "images": images}
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-def parse_wire(
-    path: Path,
-    start: int = 0,
-    first_line: int = 1,
-    start_index: int = 0,
-    protocol: str | None = None,
-    stop: int | None = None,
-) -> ParseResult:
-    """Parse a Codex rollout from byte `start` (a turn boundary) to `stop`."""
-    reader = LineReader(path, start=start, first_line=first_line, stop=stop)
-    builder = CodexTurnBuilder(start_index)
-    line_of_turn: dict[int, int] = {}
-    for rec in reader:
-        if builder.feed(rec.data, rec.start, rec.end):
-            line_of_turn[builder.turns[-1].index] = rec.line
-    builder.end()
-    return finish(
-        builder.turns,
-        builder.version or protocol or DEFAULT_PROTOCOL,
-        reader,
-        builder.unknown,
-        line_of_turn,
-        start,
-        first_line,
-        start_index,
-    )
+def _builder(path: Path, start_index: int, protocol: str | None) -> CodexTurnBuilder:
+    return CodexTurnBuilder(start_index)
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -471,4 +435,5 @@ def _parent_thread(head: list[dict[str, Any]]) -> str | None:
     return parent if isinstance(parent, str) and parent else None
 
 
-register(Reader(SOURCE, parse_wire, discover, "Codex CLI", order=40))
+READER = register(LogReader(SOURCE, "Codex CLI", _builder, discover, 40))
+parse_wire = READER.parse

@@ -28,16 +28,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, field_dict, field_list, parse_time
+from .fields import EXIT_CODE, as_int, field_dict, field_list, parse_time
+from .lines import LineReader, LogReader, Record, TurnBuilder, prompt_turn, tool_call
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .sources import (
     LINE_MAX,
     Discovery,
-    Reader,
     Refused,
     SessionSource,
     SourceFile,
@@ -53,7 +52,6 @@ from .sources import (
 from .sources import SNAPSHOT_MAX as WHOLE_MAX
 
 SOURCE = "gemini"
-_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)  # a shell call's output says how it ended
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 
 
@@ -89,7 +87,7 @@ def _result(call: dict[str, Any]) -> dict[str, Any] | None:
             texts.append(_text(part) or json.dumps(part, ensure_ascii=False))
     status = str(call.get("status") or "")
     output = "\n".join(str(t) for t in texts)
-    code = _EXIT_CODE.search(output)
+    code = EXIT_CODE.search(output)
     return {
         "is_error": status in ("error", "cancelled") or (code is not None and code.group(1) != "0"),
         "message": status if status != "success" else "",
@@ -142,18 +140,7 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
             if turns and turns[-1].end == "open":
                 turns[-1].end = "superseded"
             text = _text(msg.get("content"))
-            turns.append(
-                Turn(
-                    index=len(turns),
-                    started_at=ts,
-                    user_text=text,
-                    byte_start=start,
-                    byte_end=end,
-                    last_at=ts,
-                    legacy=True,
-                    origin="command" if text.startswith("/") else "user",
-                )
-            )
+            turns.append(prompt_turn(len(turns), ts, text, start, end))
             _compactions(turns[-1], msg.get(COMPACTED))
             continue
         if not turns:
@@ -175,15 +162,8 @@ def build_turns(messages: list[tuple[dict[str, Any], int, int]]) -> list[Turn]:
                 if not isinstance(c, dict):
                     continue
                 args = c.get("args")
-                call = ToolCall(
-                    id=str(c.get("id") or ""),
-                    name=str(c.get("name") or ""),
-                    arguments=args
-                    if isinstance(args, str)
-                    else json.dumps(args, ensure_ascii=False),
-                    result=_result(c),
-                    called_at=parse_time(c.get("timestamp")),
-                )
+                call = tool_call(c, args, parse_time(c.get("timestamp")))
+                call.result = _result(c)
                 call.result_at = call.called_at if call.result else None
                 step.tool_calls.append(call)
                 _subagent(cur, c, call)
@@ -209,10 +189,10 @@ def _subagent(cur: Turn, record: dict[str, Any], call: ToolCall) -> None:
 
 def _tokens(cur: Turn, msg: dict[str, Any]) -> None:
     tokens = field_dict(msg, "tokens")
-    cached = _int(tokens.get("cached"))
-    cur.usage["input_other"] += max(0, _int(tokens.get("input")) - cached)
+    cached = as_int(tokens.get("cached"))
+    cur.usage["input_other"] += max(0, as_int(tokens.get("input")) - cached)
     cur.usage["input_cache_read"] += cached
-    cur.usage["output"] += _int(tokens.get("output")) + _int(tokens.get("thoughts"))
+    cur.usage["output"] += as_int(tokens.get("output")) + as_int(tokens.get("thoughts"))
 
 
 def _compactions(turn: Turn, summaries: Any) -> None:
@@ -240,26 +220,27 @@ def _compaction(
     return {"type": COMPACTED, "id": f"compacted-{line}", "summary": _text(fresh[0].get("content"))}
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
+class GeminiTurnBuilder(TurnBuilder):
+    """Holds a `.jsonl` chat's messages (the last copy of each, rewinds applied) until its end,
+    then builds its turns: a message may be re-emitted or rewound away after it was written."""
 
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.version = "jsonl"
+        self.unknown: dict[str, int] = {}
+        self.order: list[str] = []
+        self.latest: dict[str, tuple[dict[str, Any], int, int]] = {}
+        self.seen: set[str] = set()  # message ids written or listed so far
 
-def _read_jsonl(
-    path: Path, stop: int | None
-) -> tuple[list[tuple[dict[str, Any], int, int]], LineReader, dict[str, int]]:
-    reader = LineReader(path, stop=stop)
-    order: list[str] = []
-    latest: dict[str, tuple[dict[str, Any], int, int]] = {}
-    unknown: dict[str, int] = {}
-    seen: set[str] = set()  # message ids written or listed so far
-    for rec in reader:
-        d = rec.data
+    def feed(self, record: Record) -> None:
+        d, start, end = record.data, record.start, record.end
+        order, latest = self.order, self.latest
         patch = d.get("$set")
         if isinstance(patch, dict) and "messages" in patch:
-            mark = _compaction(patch, seen, bool(order), rec.line)
+            mark = _compaction(patch, self.seen, bool(order), record.line)
             if mark is not None:
                 order.append(mark["id"])
-                latest[mark["id"]] = (mark, rec.start, rec.end)
+                latest[mark["id"]] = (mark, start, end)
         if "$rewindTo" in d:
             target = str(d["$rewindTo"])
             if target in latest:
@@ -267,42 +248,27 @@ def _read_jsonl(
                 for mid in order[cut:]:
                     latest.pop(mid, None)
                 del order[cut:]
-            continue
+            return
         if "$set" in d or "sessionId" in d and "type" not in d:
-            continue  # metadata: the session id and project come from discovery
+            return  # metadata: the session id and project come from discovery
         if not isinstance(d.get("type"), str) or d["type"] not in MESSAGE_TYPES:
             kind = str(d.get("type"))
-            unknown[kind] = unknown.get(kind, 0) + 1
-            continue
-        mid = str(d.get("id") or f"line-{rec.line}")
-        seen.add(mid)
+            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+            return
+        mid = str(d.get("id") or f"line-{record.line}")
+        self.seen.add(mid)
         if mid not in latest:
             order.append(mid)
-            latest[mid] = (d, rec.start, rec.end)
+            latest[mid] = (d, start, end)
         else:  # re-emitted while streaming: the last copy, in the first one's place
-            latest[mid] = (d, latest[mid][1], rec.end)
-    return [latest[m] for m in order], reader, unknown
+            latest[mid] = (d, latest[mid][1], end)
+
+    def end(self) -> None:
+        self.turns = build_turns([self.latest[m] for m in self.order])
 
 
-def parse_wire(
-    path: Path,
-    start: int = 0,
-    first_line: int = 1,
-    start_index: int = 0,
-    protocol: str | None = None,
-    stop: int | None = None,
-) -> ParseResult:
-    """Parse a whole Gemini chat (the offsets are accepted for the common signature only)."""
-    if path.suffix == ".jsonl":
-        messages, reader, unknown = _read_jsonl(path, stop)
-        result = ParseResult(
-            "jsonl",
-            build_turns(messages),
-            problems=reader.problems,
-            unknown_types=unknown,
-            complete_offset=reader.complete_offset,
-        )
-        return result
+def parse_chat(path: Path, stop: int | None = None) -> ParseResult:
+    """Parse a whole `.json` Gemini chat (rewritten in place as the session goes on)."""
     try:
         data = json.loads(read_bounded(path, WHOLE_MAX)[:stop].decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError) as exc:
@@ -314,6 +280,10 @@ def parse_wire(
     if not isinstance(raw, list):
         result.problems.append(Problem(1, "malformed", "no `messages` list: not a Gemini chat"))
     return result
+
+
+def _builder(path: Path, start_index: int, protocol: str | None) -> GeminiTurnBuilder:
+    return GeminiTurnBuilder()  # a chat is parsed whole: a rewind may reach back anywhere
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -472,4 +442,7 @@ def discover(path: Path) -> Discovery | None:
     return found
 
 
-register(Reader(SOURCE, parse_wire, discover, "Gemini CLI", order=50))
+READER = register(
+    LogReader(SOURCE, "Gemini CLI", _builder, discover, 50, whole=True, other=parse_chat)
+)
+parse_wire = READER.parse

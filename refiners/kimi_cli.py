@@ -9,11 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, finish
-from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, count, epoch, parts_text
+from .lines import LogReader, Record, TurnBuilder, prompt_turn
+from .model import Step, SubagentRun, ToolCall, Turn, count, epoch, parts_text
 from .sources import (
     Discovery,
-    Reader,
     SessionSource,
     SourceFile,
     exists,
@@ -73,13 +72,21 @@ def version_tuple(version: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-class TurnBuilder:
-    """Folds wire messages (type, payload) into turns; one per agent (subagents nest)."""
+class KimiTurnBuilder(TurnBuilder):
+    """Folds wire messages (type, payload) into turns; one per agent (subagents nest).
 
-    def __init__(self, start_index: int = 0, legacy: bool = False) -> None:
+    Turns are `legacy` (protocol before 1.2) by the version the `metadata` record names, else the
+    `protocol` an earlier parse found, else LEGACY_PROTOCOL; a subagent's are as its parent's.
+    """
+
+    def __init__(
+        self, start_index: int = 0, legacy: bool | None = None, protocol: str | None = None
+    ) -> None:
         self.turns: list[Turn] = []
         self.index = start_index
-        self.legacy = legacy
+        self.legacy = legacy  # None: decided by the first record that is not metadata
+        self.protocol = protocol
+        self.version: str | None = None
         self.unknown: dict[str, int] = {}
         self._reset(None)
 
@@ -89,9 +96,32 @@ class TurnBuilder:
         self.calls: dict[str, ToolCall] = {}
         self.last_call: ToolCall | None = None
         self.approvals: dict[str, str] = {}
-        self.subs: dict[str, TurnBuilder] = {}
+        self.subs: dict[str, KimiTurnBuilder] = {}
 
-    def feed(self, kind: str, p: dict[str, Any], ts: float | None, start: int, end: int) -> None:
+    def feed(self, record: Record) -> None:
+        """Fold one wire.jsonl envelope: a `metadata` record or a timestamped message."""
+        d = record.data
+        if d.get("type") == "metadata" and "message" not in d:
+            found = d.get("protocol_version")
+            self.version = found if isinstance(found, str) and len(found) < 20 else LEGACY_PROTOCOL
+            return
+        if self.legacy is None:
+            self.legacy = version_tuple(self.version or self.protocol or LEGACY_PROTOCOL) < (1, 2)
+        msg = d.get("message")
+        if not isinstance(msg, dict):
+            self.unknown["<no message>"] = self.unknown.get("<no message>", 0) + 1
+            return
+        payload = msg.get("payload")
+        self.event(
+            str(msg.get("type")),
+            payload if isinstance(payload, dict) else {},
+            epoch(d.get("timestamp")),
+            record.start,
+            record.end,
+        )
+
+    def event(self, kind: str, p: dict[str, Any], ts: float | None, start: int, end: int) -> None:
+        """Fold one message of this agent's wire (a subagent's arrive wrapped in its parent's)."""
         kind = ALIASES.get(kind, kind)
         if kind not in KNOWN_TYPES:
             self.unknown[kind] = self.unknown.get(kind, 0) + 1
@@ -100,13 +130,8 @@ class TurnBuilder:
             if self.cur is not None and self.cur.end == "open":
                 self.cur.end = "superseded"
             text, media = parts_text(p.get("user_input"))
-            turn = Turn(
-                index=self.index,
-                started_at=ts,
-                user_text=text,
-                user_media=media,
-                byte_start=start,
-                legacy=self.legacy,
+            turn = prompt_turn(
+                self.index, ts, text, start, media=media, origin="user", legacy=bool(self.legacy)
             )
             self.index += 1
             self.turns.append(turn)
@@ -212,7 +237,7 @@ class TurnBuilder:
         event = p.get("event") or {}
         if not isinstance(event, dict):
             return
-        builder = self.subs.setdefault(agent_id, TurnBuilder(legacy=self.legacy))
+        builder = self.subs.setdefault(agent_id, KimiTurnBuilder(legacy=self.legacy))
         kind = p.get("subagent_type")
         run = cur.subagents.setdefault(
             agent_id,
@@ -221,73 +246,14 @@ class TurnBuilder:
             ),
         )
         payload = event.get("payload")
-        builder.feed(
+        builder.event(
             str(event.get("type")), payload if isinstance(payload, dict) else {}, ts, start, end
         )
         run.turns = builder.turns
 
 
-def parse_wire(
-    path: Path,
-    start: int = 0,
-    first_line: int = 1,
-    start_index: int = 0,
-    protocol: str | None = None,
-    stop: int | None = None,
-) -> ParseResult:
-    """Parse a Python-Kimi wire.jsonl from byte `start` (a turn boundary) to `stop`."""
-    reader = LineReader(path, start=start, first_line=first_line, stop=stop)
-    version = protocol
-    builder: TurnBuilder | None = None
-    line_of_turn: dict[int, int] = {}
-    for rec in reader:
-        d = rec.data
-        if d.get("type") == "metadata" and "message" not in d:
-            found = d.get("protocol_version")
-            version = found if isinstance(found, str) and len(found) < 20 else LEGACY_PROTOCOL
-            continue
-        if builder is None:
-            version = version or LEGACY_PROTOCOL
-            builder = TurnBuilder(start_index, legacy=version_tuple(version) < (1, 2))
-        msg = d.get("message")
-        if not isinstance(msg, dict):
-            builder.unknown["<no message>"] = builder.unknown.get("<no message>", 0) + 1
-            continue
-        ts = epoch(d.get("timestamp"))
-        payload = msg.get("payload")
-        n_before = len(builder.turns)
-        try:
-            builder.feed(
-                str(msg.get("type")),
-                payload if isinstance(payload, dict) else {},
-                ts,
-                rec.start,
-                rec.end,
-            )
-        except (
-            TypeError,
-            ValueError,
-            AttributeError,
-            KeyError,
-            OverflowError,
-            RecursionError,
-        ) as exc:
-            reader.problems.append(
-                Problem(rec.line, "bad_record", f"{type(exc).__name__}: {exc}"[:200])
-            )
-        if len(builder.turns) > n_before:
-            line_of_turn[builder.turns[-1].index] = rec.line
-    turns = builder.turns if builder else []
-    return finish(
-        turns,
-        version or LEGACY_PROTOCOL,
-        reader,
-        builder.unknown if builder else {},
-        line_of_turn,
-        start,
-        first_line,
-        start_index,
-    )
+def _builder(path: Path, start_index: int, protocol: str | None) -> KimiTurnBuilder:
+    return KimiTurnBuilder(start_index, protocol=protocol)
 
 
 def _is_session_dir(d: Path) -> bool:
@@ -332,6 +298,8 @@ def _work_dirs(share_dir: Path) -> list[str]:
 
 def discover(path: Path) -> Discovery | None:
     """Python-Kimi sessions under `path`, or None when `path` is not shaped like one."""
+    if not is_dir(path):  # a Kimi session is a folder, never one file
+        return None
     if _is_session_dir(path):  # one session dir: <share>/sessions/<bucket>/<uuid>
         return Discovery([_session(path, _work_dirs(path.parent.parent.parent))])
     if is_dir(path / "sessions") and (
@@ -373,12 +341,5 @@ def _has_buckets(path: Path) -> bool:
     return any(_is_session_dir(s) for b in subdirs(path) for s in subdirs(b))
 
 
-register(
-    Reader(
-        SOURCE,
-        parse_wire,
-        lambda path: discover(path) if is_dir(path) else None,
-        "Kimi CLI",
-        order=20,
-    )
-)
+READER = register(LogReader(SOURCE, "Kimi CLI", _builder, discover, 20, LEGACY_PROTOCOL))
+parse_wire = READER.parse

@@ -10,12 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, finish
-from .model import ParseResult, Problem, Step, ToolCall, Turn, count, epoch, parts_text
+from .lines import LogReader, Record, TurnBuilder, prompt_turn
+from .model import Step, ToolCall, Turn, count, epoch, parts_text
 from .sources import (
     LINE_MAX,
     Discovery,
-    Reader,
     SessionSource,
     SourceFile,
     exists,
@@ -81,9 +80,10 @@ def _dumps(value: Any) -> str:
         return ""
 
 
-class CodeTurnBuilder:
+class CodeTurnBuilder(TurnBuilder):
     def __init__(self, start_index: int = 0) -> None:
         self.turns: list[Turn] = []
+        self.version: str | None = None
         self.by_id: dict[int, Turn] = {}
         self.index = start_index
         self.cur: Turn | None = None
@@ -91,7 +91,12 @@ class CodeTurnBuilder:
         self.calls: dict[str, ToolCall] = {}
         self.unknown: dict[str, int] = {}
 
-    def feed(self, d: dict[str, Any], start: int, end: int) -> None:
+    def feed(self, record: Record) -> None:
+        d, start, end = record.data, record.start, record.end
+        if d.get("type") == "metadata":
+            found = d.get("protocol_version")
+            self.version = found if isinstance(found, str) and len(found) < 20 else DEFAULT_PROTOCOL
+            return
         kind = str(d.get("type"))
         ts = epoch(d.get("time"), 1000.0)
         if kind not in HANDLED:
@@ -106,13 +111,9 @@ class CodeTurnBuilder:
             text, media = parts_text(d.get("input"))
             origin = d.get("origin")
             origin = origin if isinstance(origin, dict) else {}
-            new = Turn(
-                index=self.index,
-                started_at=ts,
-                user_text=text,
-                user_media=media,
-                origin=str(origin.get("kind") or "user"),
-                byte_start=start,
+            kind_of = str(origin.get("kind") or "user")
+            new = prompt_turn(
+                self.index, ts, text, start, media=media, origin=kind_of, legacy=False
             )
             self.by_id[self.index] = new
             self.index += 1
@@ -205,51 +206,8 @@ class CodeTurnBuilder:
                     turn.usage[ours] = min(turn.usage[ours] + count(usage.get(theirs)), 1 << 62)
 
 
-def parse_wire(
-    path: Path,
-    start: int = 0,
-    first_line: int = 1,
-    start_index: int = 0,
-    protocol: str | None = None,
-    stop: int | None = None,
-) -> ParseResult:
-    """Parse a TypeScript-Kimi agent wire.jsonl from byte `start` (a turn boundary) to `stop`."""
-    reader = LineReader(path, start=start, first_line=first_line, stop=stop)
-    version = protocol
-    builder = CodeTurnBuilder(start_index)
-    line_of_turn: dict[int, int] = {}
-    for rec in reader:
-        d = rec.data
-        if d.get("type") == "metadata":
-            found = d.get("protocol_version")
-            version = found if isinstance(found, str) and len(found) < 20 else DEFAULT_PROTOCOL
-            continue
-        n_before = len(builder.turns)
-        try:
-            builder.feed(d, rec.start, rec.end)
-        except (
-            TypeError,
-            ValueError,
-            AttributeError,
-            KeyError,
-            OverflowError,
-            RecursionError,
-        ) as exc:
-            reader.problems.append(
-                Problem(rec.line, "bad_record", f"{type(exc).__name__}: {exc}"[:200])
-            )
-        if len(builder.turns) > n_before:
-            line_of_turn[builder.turns[-1].index] = rec.line
-    return finish(
-        builder.turns,
-        version or DEFAULT_PROTOCOL,
-        reader,
-        builder.unknown,
-        line_of_turn,
-        start,
-        first_line,
-        start_index,
-    )
+def _builder(path: Path, start_index: int, protocol: str | None) -> CodeTurnBuilder:
+    return CodeTurnBuilder(start_index)
 
 
 def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:
@@ -308,6 +266,8 @@ def _is_session_dir(d: Path) -> bool:
 
 def discover(path: Path) -> Discovery | None:
     """TypeScript-Kimi sessions under `path`, or None when `path` is not shaped like one."""
+    if not is_dir(path):  # a Kimi Code session is a folder, never one file
+        return None
     if _is_session_dir(path):
         return Discovery([_session(path, _index(path.parent.parent.parent))])
     if is_dir(path / "sessions") and any(
@@ -339,12 +299,5 @@ def discover(path: Path) -> Discovery | None:
     return found
 
 
-register(
-    Reader(
-        SOURCE,
-        parse_wire,
-        lambda path: discover(path) if is_dir(path) else None,
-        "Kimi Code",
-        order=10,
-    )
-)
+READER = register(LogReader(SOURCE, "Kimi Code", _builder, discover, 10, DEFAULT_PROTOCOL))
+parse_wire = READER.parse

@@ -1,18 +1,23 @@
-"""Read a JSONL log from a byte offset: records with their byte ranges, problems reported."""
+"""Read a JSONL log from a byte offset: records with their byte ranges, problems reported; the
+one loop every JSONL reader runs, folding the records into turns with the reader's `TurnBuilder`.
+
+A JSONL reader is its `TurnBuilder` and its `discover`, registered as a `LogReader`: the loop here
+reads the lines, reports bad ones, resumes from an offset and says where the next read resumes.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-from .model import ParseResult, Problem, Turn
-from .sources import LINE_MAX, open_regular
+from .fields import arguments_text
+from .model import ParseResult, Problem, ToolCall, Turn
+from .sources import LINE_MAX, Discovery, open_regular
 
 
 @dataclass
@@ -160,54 +165,139 @@ def complete_prefix(path: Path, start: int, size: int) -> int:
     return size
 
 
-def field_dict(record: dict[str, Any], key: str) -> dict[str, Any]:
-    """`record[key]` when it is an object, else an empty one: logs are not trusted to be well formed."""
-    value = record.get(key)
-    return value if isinstance(value, dict) else {}
+class TurnBuilder(Protocol):
+    """Folds one agent's records into turns: what a JSONL reader is, beside its `discover`.
+
+    A builder may subclass this protocol for its do-nothing `end`.
+    """
+
+    turns: list[Turn]  # a record that opens a turn appends it (or inserts it) here
+    unknown: dict[str, int]  # record types this reader does not know: how many of each
+    version: str | None  # the format or CLI version the records name, when they do
+
+    def feed(self, record: Record) -> object:
+        """Fold one record; what it returns is not used."""
+        ...
+
+    def end(self) -> None:
+        """The part of the file read ends: fold what was held back for it (nothing, by default)."""
+        return None
 
 
-def field_list(record: dict[str, Any], key: str) -> list[Any]:
-    """`record[key]` when it is a list, else an empty one."""
-    value = record.get(key)
-    return value if isinstance(value, list) else []
+def prompt_turn(
+    index: int,
+    at: float | None,
+    text: str,
+    start: int,
+    end: int | None = None,
+    *,
+    media: list[dict[str, Any]] | None = None,
+    origin: str | None = None,
+    legacy: bool = True,
+) -> Turn:
+    """The turn a prompt opens at byte `start` (its bytes and time so far end at `end`, when
+    given); its origin is "command" for a slash command unless `origin` is given."""
+    turn = Turn(
+        index=index,
+        started_at=at,
+        user_text=text,
+        user_media=[] if media is None else media,
+        origin=origin or ("command" if text.startswith("/") else "user"),
+        byte_start=start,
+        legacy=legacy,
+    )
+    if end is not None:
+        turn.byte_end, turn.last_at = end, at
+    return turn
 
 
-def parse_time(value: Any) -> float | None:
-    """An ISO-8601 timestamp ("…Z") or epoch milliseconds as epoch seconds."""
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    if isinstance(value, (int, float)):
-        return float(value) / 1000.0
-    return None
+def tool_call(part: dict[str, Any], args: Any, at: float | None) -> ToolCall:
+    """A call from the part of a message that names its `id` and `name`, with its arguments."""
+    return ToolCall(
+        id=str(part.get("id") or ""),
+        name=str(part.get("name") or ""),
+        arguments=arguments_text(args),
+        called_at=at,
+    )
 
 
-def finish(
-    turns: list[Turn],
-    version: str,
+# What a builder may raise on a record of an unexpected shape: the record is reported, the rest read.
+RECORD_ERRORS = (TypeError, ValueError, AttributeError, KeyError, OverflowError, RecursionError)
+
+Builder = Callable[[Path, int, str | None], TurnBuilder]  # (path, start_index, protocol)
+
+
+@dataclass(frozen=True)
+class LogReader:
+    """A JSONL agent format (a `Reader`): a builder for each file and how to find its sessions."""
+
+    source: str
+    label: str  # for people: "Claude Code"
+    builder: Builder
+    discover: Callable[[Path], Discovery | None]  # None when `path` is not shaped like this agent's
+    order: int = 50  # discovery tries readers by ascending order (the most specific shapes first)
+    default_protocol: str = (
+        "unknown"  # the version when neither the records nor the caller name one
+    )
+    whole: bool = False  # read from the start every time (offsets ignored, no resume point)
+    # a parser for this agent's files that are not JSONL (not named `.jsonl`): (path, stop)
+    other: Callable[[Path, int | None], ParseResult] | None = None
+
+    def parse(
+        self,
+        path: Path,
+        start: int = 0,
+        first_line: int = 1,
+        start_index: int = 0,
+        protocol: str | None = None,
+        stop: int | None = None,
+    ) -> ParseResult:
+        """Parse one log from byte `start` (a turn boundary, line `first_line`, the turn numbered
+        `start_index`) to `stop`; `protocol` is the version an earlier parse of it found."""
+        if self.other is not None and path.suffix != ".jsonl":
+            return self.other(path, stop)
+        if self.whole:
+            start, first_line, start_index = 0, 1, 0
+        reader = LineReader(path, start=start, first_line=first_line, stop=stop)
+        builder = self.builder(path, start_index, protocol)
+        line_at: dict[int, int] = {}  # the byte offset of each record that opened a turn: its line
+        for rec in reader:
+            opened = len(builder.turns)
+            try:
+                builder.feed(rec)
+            except RECORD_ERRORS as exc:
+                reader.problems.append(
+                    Problem(rec.line, "bad_record", f"{type(exc).__name__}: {exc}"[:200])
+                )
+            if len(builder.turns) > opened:
+                line_at[rec.start] = rec.line
+        builder.end()
+        result = ParseResult(
+            protocol_version=builder.version or protocol or self.default_protocol,
+            turns=builder.turns,
+            problems=reader.problems,
+            unknown_types=builder.unknown,
+            complete_offset=reader.complete_offset,
+        )
+        if not self.whole:
+            _resume(result, reader, line_at, start, first_line, start_index)
+        return result
+
+
+def _resume(
+    result: ParseResult,
     reader: LineReader,
-    unknown: dict[str, int],
-    line_of_turn: dict[int, int],
+    line_at: dict[int, int],
     start: int,
     first_line: int,
     start_index: int,
-) -> ParseResult:
-    """The ParseResult of a JSONL reader whose last turn may still grow: resume at its start."""
-    result = ParseResult(
-        protocol_version=version,
-        turns=turns,
-        problems=reader.problems,
-        unknown_types=unknown,
-        complete_offset=reader.complete_offset,
-    )
+) -> None:
+    """Where the next read of a growing log starts: its open last turn, else past what was read."""
+    turns = result.turns
     open_turn = next((t for t in turns if t.end == "open"), None)
     if open_turn is not None:
-        result.resume_offset, result.resume_line = (
-            open_turn.byte_start,
-            line_of_turn[open_turn.index],
-        )
+        result.resume_offset = open_turn.byte_start
+        result.resume_line = line_at[open_turn.byte_start]
         result.resume_index = open_turn.index
     elif turns:
         result.resume_offset, result.resume_line = reader.complete_offset, reader.next_line
@@ -218,4 +308,3 @@ def finish(
             first_line,
             start_index,
         )
-    return result

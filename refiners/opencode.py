@@ -32,9 +32,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, field_dict, field_list
-from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
-from .sources import Discovery, Reader, SessionSource, SourceFile, register
+from .fields import as_int, field_dict, field_list
+from .lines import LogReader, Record, TurnBuilder, prompt_turn
+from .model import Step, SubagentRun, ToolCall, Turn
+from .sources import Discovery, SessionSource, SourceFile, register
 
 SOURCE = "opencode"
 DB = "opencode.db"
@@ -44,10 +45,6 @@ def _ms(value: Any) -> float | None:
     return (
         value / 1000.0 if isinstance(value, int | float) and not isinstance(value, bool) else None
     )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
 
 
 def _json(text: Any) -> dict[str, Any]:
@@ -131,12 +128,14 @@ def _write(path: Path, data: bytes) -> None:
 # --- parsing the export ------------------------------------------------------------------------
 
 
-class OpenCodeTurnBuilder:
+class OpenCodeTurnBuilder(TurnBuilder):
     def __init__(self) -> None:
         self.turns: list[Turn] = []
         self.version: str | None = None
+        self.unknown: dict[str, int] = {}
 
-    def feed(self, rec: dict[str, Any], start: int, end: int) -> None:
+    def feed(self, record: Record) -> None:
+        rec, start, end = record.data, record.start, record.end
         if rec.get("type") == "session":
             version = field_dict(rec, "session").get("version")
             self.version = version if isinstance(version, str) else self.version
@@ -156,18 +155,7 @@ class OpenCodeTurnBuilder:
                 for p in parts
                 if p.get("type") == "text" and not p.get("synthetic")
             )
-            self.turns.append(
-                Turn(
-                    index=len(self.turns),
-                    started_at=ts,
-                    user_text=text,
-                    byte_start=start,
-                    byte_end=end,
-                    last_at=ts,
-                    legacy=True,
-                    origin="command" if text.startswith("/") else "user",
-                )
-            )
+            self.turns.append(prompt_turn(len(self.turns), ts, text, start, end))
             return
         if not self.turns or data.get("role") != "assistant":
             return
@@ -212,10 +200,10 @@ class OpenCodeTurnBuilder:
 def _usage(cur: Turn, data: dict[str, Any]) -> None:
     tokens = field_dict(data, "tokens")
     cache = field_dict(tokens, "cache")
-    cur.usage["input_other"] += _int(tokens.get("input"))
-    cur.usage["output"] += _int(tokens.get("output")) + _int(tokens.get("reasoning"))
-    cur.usage["input_cache_read"] += _int(cache.get("read"))
-    cur.usage["input_cache_creation"] += _int(cache.get("write"))
+    cur.usage["input_other"] += as_int(tokens.get("input"))
+    cur.usage["output"] += as_int(tokens.get("output")) + as_int(tokens.get("reasoning"))
+    cur.usage["input_cache_read"] += as_int(cache.get("read"))
+    cur.usage["input_cache_creation"] += as_int(cache.get("write"))
 
 
 def _within_turn(parts: list[dict[str, Any]]) -> bool:
@@ -249,25 +237,8 @@ def _call(part: dict[str, Any]) -> ToolCall:
     return call
 
 
-def parse_wire(
-    path: Path,
-    start: int = 0,
-    first_line: int = 1,
-    start_index: int = 0,
-    protocol: str | None = None,
-    stop: int | None = None,
-) -> ParseResult:
-    """Parse a whole session export (the offsets are accepted for the common signature only)."""
-    reader = LineReader(path, stop=stop)
-    builder = OpenCodeTurnBuilder()
-    for rec in reader:
-        builder.feed(rec.data, rec.start, rec.end)
-    return ParseResult(
-        builder.version or protocol or "unknown",
-        builder.turns,
-        problems=reader.problems,
-        complete_offset=reader.complete_offset,
-    )
+def _builder(path: Path, start_index: int, protocol: str | None) -> OpenCodeTurnBuilder:
+    return OpenCodeTurnBuilder()  # an export is rewritten whole: always read from its start
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -325,4 +296,5 @@ def parent_of(sessions: list[dict[str, Any]]) -> dict[str, str]:
     }
 
 
-register(Reader(SOURCE, parse_wire, discover, "OpenCode", order=35))
+READER = register(LogReader(SOURCE, "OpenCode", _builder, discover, 35, whole=True))
+parse_wire = READER.parse

@@ -25,15 +25,14 @@ model is called again after it.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-from .lines import LineReader, field_dict, field_list, finish, parse_time
-from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
+from .fields import EXIT_CODE, as_int, field_dict, field_list, parse_time
+from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
+from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import (
     Discovery,
-    Reader,
     SessionSource,
     SourceFile,
     head_records,
@@ -43,9 +42,7 @@ from .sources import (
 )
 
 SOURCE = "qwen-code"
-DEFAULT_PROTOCOL = "unknown"
 KNOWN_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
-_EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
 
 
 def _parts(rec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,19 +75,15 @@ def _compressed(cur: Turn, event: dict[str, Any]) -> None:
 
 def _event_usage(turn: Turn, event: dict[str, Any]) -> None:
     """The usage an `api_response` telemetry event reports, added to `turn`."""
-    cached = _int(event.get("cached_content_token_count"))
-    turn.usage["input_other"] += max(0, _int(event.get("input_token_count")) - cached)
+    cached = as_int(event.get("cached_content_token_count"))
+    turn.usage["input_other"] += max(0, as_int(event.get("input_token_count")) - cached)
     turn.usage["input_cache_read"] += cached
-    turn.usage["output"] += _int(event.get("output_token_count")) + _int(
+    turn.usage["output"] += as_int(event.get("output_token_count")) + as_int(
         event.get("thoughts_token_count")
     )
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) else 0
-
-
-class QwenTurnBuilder:
+class QwenTurnBuilder(TurnBuilder):
     def __init__(self, start_index: int = 0) -> None:
         self.turns: list[Turn] = []
         self.index = start_index
@@ -103,7 +96,8 @@ class QwenTurnBuilder:
     def cur(self) -> Turn | None:
         return self.turns[-1] if self.turns else None
 
-    def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
+    def feed(self, record: Record) -> bool:
+        rec, start, end = record.data, record.start, record.end
         kind = str(rec.get("type"))
         ts = parse_time(rec.get("timestamp"))
         if kind not in KNOWN_TYPES:
@@ -151,7 +145,7 @@ class QwenTurnBuilder:
             _event_usage(turn, event)
         elif name == "qwen-code.tool_call" and event.get("function_name") != "agent":
             args = event.get("function_args")
-            took = _int(event.get("duration_ms")) / 1000.0
+            took = as_int(event.get("duration_ms")) / 1000.0
             call = ToolCall(
                 id=f"{event.get('prompt_id') or ''}-{len(turn.tool_calls)}",
                 name=str(event.get("function_name") or ""),
@@ -170,18 +164,7 @@ class QwenTurnBuilder:
     def _open(self, text: str, ts: float | None, start: int, end: int) -> None:
         if self.cur is not None and self.cur.end == "open":
             self.cur.end = "superseded"
-        self.turns.append(
-            Turn(
-                index=self.index,
-                started_at=ts,
-                user_text=text,
-                byte_start=start,
-                byte_end=end,
-                last_at=ts,
-                legacy=True,
-                origin="command" if text.startswith("/") else "user",
-            )
-        )
+        self.turns.append(prompt_turn(self.index, ts, text, start, end))
         self.index += 1
         self.calls = {}
 
@@ -198,22 +181,17 @@ class QwenTurnBuilder:
             if not isinstance(fc, dict):
                 continue
             args = fc.get("args")
-            call = ToolCall(
-                id=str(fc.get("id") or ""),
-                name=str(fc.get("name") or ""),
-                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-                called_at=ts,
-            )
+            call = tool_call(fc, args, ts)
             step.tool_calls.append(call)
             self.calls[call.id] = call
             if call.name == "agent" and isinstance(args, dict):
                 self._subagent(cur, call, args, ts)
         cur.steps.append(step)
         usage = field_dict(rec, "usageMetadata")
-        cached = _int(usage.get("cachedContentTokenCount"))
-        cur.usage["input_other"] += max(0, _int(usage.get("promptTokenCount")) - cached)
+        cached = as_int(usage.get("cachedContentTokenCount"))
+        cur.usage["input_other"] += max(0, as_int(usage.get("promptTokenCount")) - cached)
         cur.usage["input_cache_read"] += cached
-        cur.usage["output"] += _int(usage.get("candidatesTokenCount")) + _int(
+        cur.usage["output"] += as_int(usage.get("candidatesTokenCount")) + as_int(
             usage.get("thoughtsTokenCount")
         )
 
@@ -229,7 +207,7 @@ class QwenTurnBuilder:
             body = resp.get("response")
             output = body.get("output", body) if isinstance(body, dict) else body
             text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-            code = _EXIT_CODE.search(text)
+            code = EXIT_CODE.search(text)
             failed = status in ("error", "cancelled") or (code is not None and code.group(1) != "0")
             call.result = {
                 "is_error": failed,
@@ -246,31 +224,8 @@ class QwenTurnBuilder:
                 sub.reason = "failed" if failed else "completed"
 
 
-def parse_wire(
-    path: Path,
-    start: int = 0,
-    first_line: int = 1,
-    start_index: int = 0,
-    protocol: str | None = None,
-    stop: int | None = None,
-) -> ParseResult:
-    """Parse a Qwen Code chat from byte `start` (a turn boundary) to `stop`."""
-    reader = LineReader(path, start=start, first_line=first_line, stop=stop)
-    builder = QwenTurnBuilder(start_index)
-    line_of_turn: dict[int, int] = {}
-    for rec in reader:
-        if builder.feed(rec.data, rec.start, rec.end):
-            line_of_turn[builder.turns[-1].index] = rec.line
-    return finish(
-        builder.turns,
-        builder.version or protocol or DEFAULT_PROTOCOL,
-        reader,
-        builder.unknown,
-        line_of_turn,
-        start,
-        first_line,
-        start_index,
-    )
+def _builder(path: Path, start_index: int, protocol: str | None) -> QwenTurnBuilder:
+    return QwenTurnBuilder(start_index)
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -344,4 +299,5 @@ def discover(path: Path) -> Discovery | None:
 
 
 # Before Claude Code (order 30): its project folders look alike, and its reader would take these.
-register(Reader(SOURCE, parse_wire, discover, "Qwen Code", order=25))
+READER = register(LogReader(SOURCE, "Qwen Code", _builder, discover, 25))
+parse_wire = READER.parse

@@ -1,7 +1,7 @@
 """Find sessions under a path, whichever agent wrote them; the reader registry.
 
-Each reader module (`kimi_cli`, `kimi_code`, `claude_code`, `codex`, `gemini`, `qwen_code`) registers a
-`Reader` here when it is imported. This module imports none of them, so a reader can import
+Each reader module (`aider`, `claude_code`, `codex`, `gemini`, `kimi_cli`, `kimi_code`, `opencode`,
+`qwen_code`) registers a `Reader` here when it is imported. This module imports none of them, so a reader can import
 `SessionSource` and friends from here without a cycle; `refiners/__init__.py` imports them all.
 """
 
@@ -13,7 +13,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from .model import ParseResult
 
@@ -47,24 +47,53 @@ class Discovery:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
 
 
-Parser = Callable[..., ParseResult]
+class Reader(Protocol):
+    """One agent's format: how to find its sessions and how to parse one log file.
+
+    A JSONL format is a `lines.LogReader` (its turn builder and its `discover`); any other is a
+    `FileReader` of two functions.
+    """
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def label(self) -> str: ...  # for people: "Claude Code"
+    @property
+    def order(self) -> int: ...  # discovery tries readers by ascending order (most specific first)
+
+    def parse(
+        self,
+        path: Path,
+        start: int = 0,
+        first_line: int = 1,
+        start_index: int = 0,
+        protocol: str | None = None,
+        stop: int | None = None,
+    ) -> ParseResult:
+        """Parse one log file from byte `start` (a turn boundary) to `stop`."""
+        ...
+
+    def discover(self, path: Path) -> Discovery | None:
+        """The sessions under `path`, or None when `path` is not shaped like this agent's."""
+        ...
 
 
 @dataclass(frozen=True)
-class Reader:
-    """One agent's format: how to find its sessions and how to parse one log file."""
+class FileReader:
+    """A `Reader` of a format that is not JSONL lines (Aider's Markdown history): two functions."""
 
     source: str
-    parse: Parser  # (path, start=0, first_line=1, start_index=0, protocol=None, stop=None)
-    discover: Callable[[Path], Discovery | None]  # None when `path` is not shaped like this agent's
-    label: str  # for people: "Claude Code"
-    order: int = 50  # discovery tries readers by ascending order (the most specific shapes first)
+    parse: Callable[..., ParseResult]  # (path, start, first_line, start_index, protocol, stop)
+    discover: Callable[[Path], Discovery | None]
+    label: str
+    order: int = 50
 
 
 READERS: dict[str, Reader] = {}
+R = TypeVar("R", bound=Reader)
 
 
-def register(reader: Reader) -> Reader:
+def register(reader: R) -> R:
     READERS[reader.source] = reader
     return reader
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from archive_mcp.refiners import READERS, aider, codex, discover, gemini, opencode, qwen_code
+from archive_mcp.refiners.lines import Record
 from archive_mcp.refiners.model import Turn
 
 REAL_CLI = Path(__file__).parent / "fixtures" / "real-cli"
@@ -87,7 +88,7 @@ def test_codex_exit_code_of_a_command_item_marks_its_call_failed() -> None:
         {"type": "event_msg", "payload": {"type": "item_completed", "item": item}},
     ]
     for n, rec in enumerate(records):
-        builder.feed(rec, n, n + 1)
+        builder.feed(Record(n + 1, n, n + 1, rec))
     [turn] = builder.turns
     assert (turn.user_text, calls(turn)) == ("go", [("exec_command", "None", "error")])
 
@@ -107,7 +108,7 @@ def test_codex_user_message_event_and_item_open_one_turn() -> None:
             },
         ]
     ):
-        builder.feed(rec, n, n + 1)
+        builder.feed(Record(n + 1, n, n + 1, rec))
     assert [t.user_text for t in builder.turns] == ["go"]
 
 

@@ -1,0 +1,49 @@
+"""Small parsers for the fields of log records, which are not trusted to be well formed.
+
+Every reader reads its records' fields through these, so a field of the wrong type is read the
+same way in every format: an object that is not one is empty, a count that is not an integer is 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+# A shell call's output that says how it ended (Gemini CLI and Qwen Code write "Exit Code: 1").
+EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
+
+
+def field_dict(record: dict[str, Any], key: str) -> dict[str, Any]:
+    """`record[key]` when it is an object, else an empty one: logs are not trusted to be well formed."""
+    value = record.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def field_list(record: dict[str, Any], key: str) -> list[Any]:
+    """`record[key]` when it is a list, else an empty one."""
+    value = record.get(key)
+    return value if isinstance(value, list) else []
+
+
+def as_int(value: Any) -> int:
+    """A token count: `value` when it is an integer, else 0."""
+    return value if isinstance(value, int) else 0
+
+
+def arguments_text(args: Any) -> str:
+    """A tool call's arguments as the text the archive keeps: a string as written, else its JSON."""
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
+def parse_time(value: Any) -> float | None:
+    """An ISO-8601 timestamp ("…Z") or epoch milliseconds as epoch seconds."""
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    if isinstance(value, (int, float)):
+        return float(value) / 1000.0
+    return None

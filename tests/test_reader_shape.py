@@ -1,0 +1,94 @@
+"""Every JSONL reader is its turn builder and its `discover` run by one loop (`lines.LogReader`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from archive_mcp.refiners import READERS, discover
+from archive_mcp.refiners.fields import field_dict, parse_time
+from archive_mcp.refiners.lines import LogReader, Record, TurnBuilder, prompt_turn
+from archive_mcp.refiners.sources import Discovery, FileReader, SessionSource, SourceFile, is_file
+
+
+class ToyBuilder(TurnBuilder):
+    """A format of `prompt` and `answer` records; an `answer` with a list for text raises."""
+
+    def __init__(self, start_index: int = 0) -> None:
+        self.turns: list[Any] = []
+        self.unknown: dict[str, int] = {}
+        self.version: str | None = None
+        self.index = start_index
+
+    def feed(self, record: Record) -> None:
+        rec = record.data
+        ts = parse_time(rec.get("timestamp"))
+        if rec.get("type") == "prompt":
+            text = str(field_dict(rec, "message").get("text") or "")
+            self.turns.append(prompt_turn(self.index, ts, text, record.start, record.end))
+            self.index += 1
+        elif self.turns and rec.get("type") == "answer":
+            self.turns[-1].synthetic_text += "".join(rec["text"].split())  # raises on a list
+            if rec.get("done"):
+                self.turns[-1].end = "ended"
+        else:
+            kind = str(rec.get("type"))
+            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+
+
+def toy_discover(path: Path) -> Discovery | None:
+    if not (is_file(path) and path.name.endswith(".toy.jsonl")):
+        return None
+    files = [SourceFile("main", path.name, path)]
+    return Discovery([SessionSource("toy", path.stem, "", [], None, path.parent, files)])
+
+
+TOY = LogReader("toy", "Toy", lambda path, index, protocol: ToyBuilder(index), toy_discover)
+LINES = [
+    b'{"type": "prompt", "message": {"text": "one"}, "timestamp": 1000}\n',
+    b'{"type": "answer", "text": "a b", "done": true}\n',
+    b"not json\n",
+    b'{"type": "mystery"}\n',
+    b'{"type": "prompt", "message": {"text": "/two"}}\n',
+    b'{"type": "answer", "text": ["a list"]}\n',
+    b'{"type": "answer", "text": "c"}\n',
+]
+
+
+def test_a_new_reader_is_its_builder_and_discover_and_the_loop_reads_resumes_and_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "s1.toy.jsonl"
+    log.write_bytes(b"".join(LINES))
+    monkeypatch.setitem(READERS, "toy", TOY)
+    [session] = discover(log).sessions
+    result = TOY.parse(log)
+    assert (session.source, session.session_id) == ("toy", "s1.toy")
+    assert [(t.index, t.user_text, t.origin, t.end, t.synthetic_text) for t in result.turns] == [
+        (0, "one", "user", "ended", "ab"),
+        (1, "/two", "command", "open", "c"),
+    ]
+    assert [(p.line, p.kind) for p in result.problems] == [(3, "malformed"), (6, "bad_record")]
+    assert result.problems[1].error == "AttributeError: 'list' object has no attribute 'split'"
+    assert result.unknown_types == {"mystery": 1}
+    second = sum(map(len, LINES[:4]))
+    assert (result.resume_offset, result.resume_line, result.resume_index) == (second, 5, 1)
+    assert result.protocol_version == "unknown"
+    resumed = TOY.parse(log, second, 5, 1, protocol="9")
+    assert [(t.index, t.user_text) for t in resumed.turns] == [(1, "/two")]
+    assert resumed.protocol_version == "9"
+
+
+def test_every_reader_but_aider_is_a_log_reader_of_the_shared_loop() -> None:
+    kinds = {name: type(reader).__name__ for name, reader in READERS.items()}
+    assert kinds == {
+        "aider": FileReader.__name__,
+        "claude-code": "LogReader",
+        "codex": "LogReader",
+        "gemini": "LogReader",
+        "kimi": "LogReader",
+        "kimi-code": "LogReader",
+        "opencode": "LogReader",
+        "qwen-code": "LogReader",
+    }
