@@ -17,12 +17,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .lines import field_dict, field_list
-from .model import ParseResult, Problem, Step, ToolCall, Turn, count
+from .fields import as_int, field_dict, field_list
+from .lines import prompt_turn, tool_call
+from .model import ParseResult, Problem, Step, ToolCall, Turn
 from .sources import (
     SNAPSHOT_MAX,
     Discovery,
-    Reader,
+    FileReader,
     SessionSource,
     SourceFile,
     load_json,
@@ -52,12 +53,7 @@ def _calls(item: dict[str, Any], msg: dict[str, Any]) -> list[ToolCall]:
         if not isinstance(tc, dict):
             continue
         fn = field_dict(tc, "function")
-        args = fn.get("arguments")
-        call = ToolCall(
-            id=str(tc.get("id") or ""),
-            name=str(fn.get("name") or ""),
-            arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-        )
+        call = tool_call({"id": tc.get("id"), "name": fn.get("name")}, fn.get("arguments"), None)
         state = states.get(call.id)
         if state is not None and state.get("status") in FAILED | {"done"}:
             outputs = [o for o in field_list(state, "output") if isinstance(o, dict)]
@@ -78,11 +74,7 @@ def build_turns(history: list[Any]) -> list[Turn]:
         if role == "user":
             if turns and turns[-1].end == "open":
                 turns[-1].end = "superseded"
-            text = _text(msg.get("content"))
-            origin = "command" if text.startswith("/") else "user"
-            turns.append(
-                Turn(index=len(turns), started_at=None, user_text=text, legacy=True, origin=origin)
-            )
+            turns.append(prompt_turn(len(turns), None, _text(msg.get("content")), 0))
         elif role == "assistant" and turns:
             cur = turns[-1]
             step = Step(
@@ -90,8 +82,8 @@ def build_turns(history: list[Any]) -> list[Turn]:
             )
             cur.steps.append(step)
             usage = field_dict(msg, "usage")
-            cur.usage["input_other"] += count(usage.get("prompt_tokens"))
-            cur.usage["output"] += count(usage.get("completion_tokens"))
+            cur.usage["input_other"] += as_int(usage.get("prompt_tokens"))
+            cur.usage["output"] += as_int(usage.get("completion_tokens"))
             if not step.tool_calls:
                 cur.end, cur.reason = "ended", "completed"
     return turns
@@ -154,4 +146,4 @@ def discover(path: Path) -> Discovery | None:
     return found if found.sessions else None
 
 
-register(Reader(SOURCE, parse_wire, discover, "Continue", order=29))
+register(FileReader(SOURCE, parse_wire, discover, "Continue", order=29))

@@ -13,14 +13,13 @@ the same file with its `agentId`: `subagent.started` names the call it runs for,
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from .lines import field_dict, field_list, parse_time
-from .model import ParseResult, Step, SubagentRun, ToolCall, Turn, count
-from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
-from .turnloop import end_turn, open_turn, parse_jsonl
+from .fields import as_int, field_dict, field_list, parse_time
+from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
+from .model import Step, SubagentRun, ToolCall, Turn
+from .sources import Discovery, SessionSource, SourceFile, head_records, register, subdirs
 
 SOURCE = "copilot"
 QUIET = frozenset(
@@ -47,7 +46,7 @@ KNOWN = QUIET | {
 }
 
 
-class CopilotTurnBuilder:
+class CopilotTurnBuilder(TurnBuilder):
     def __init__(self, start_index: int = 0) -> None:
         self.turns: list[Turn] = []
         self.index = start_index
@@ -57,23 +56,27 @@ class CopilotTurnBuilder:
         self.agents: dict[str, Turn] = {}  # a running subagent's id -> its turn
         self.ran_by: dict[str, str] = {}  # a `task` call's id -> the subagent it runs
 
-    def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
+    def feed(self, record: Record) -> None:
+        rec, end = record.data, record.end
         kind, data = str(rec.get("type")), field_dict(rec, "data")
         ts = parse_time(rec.get("timestamp"))
         agent = rec.get("agentId")
         if kind not in KNOWN:
             self.unknown[kind] = self.unknown.get(kind, 0) + 1
-            return False
+            return
         if kind == "session.start" and isinstance(data.get("copilotVersion"), str):
             self.version = data["copilotVersion"]
         if kind == "user.message" and agent is None:
-            open_turn(self.turns, self.index, str(data.get("content") or ""), ts, start, end)
+            if self.turns and self.turns[-1].end == "open":
+                self.turns[-1].end = "superseded"
+            text = str(data.get("content") or "")
+            self.turns.append(prompt_turn(self.index, ts, text, record.start, end))
             self.index += 1
             self.calls = {}
-            return True
+            return
         main = self.turns[-1] if self.turns else None
         if main is None or kind in QUIET:
-            return False
+            return
         main.byte_end, main.last_at = end, ts if ts is not None else main.last_at
         turn = self.agents.get(str(agent), main) if agent is not None else main
         if kind == "subagent.started":
@@ -82,15 +85,14 @@ class CopilotTurnBuilder:
             self._reply(turn, data, ts, is_main=agent is None)
         elif kind == "session.usage_record":
             usage = field_dict(data, "usage")
-            turn.usage["input_other"] += count(usage.get("inputTokens"))
-            turn.usage["output"] += count(usage.get("outputTokens"))
-            turn.usage["input_cache_read"] += count(usage.get("cacheReadTokens"))
-            turn.usage["input_cache_creation"] += count(usage.get("cacheWriteTokens"))
+            turn.usage["input_other"] += as_int(usage.get("inputTokens"))
+            turn.usage["output"] += as_int(usage.get("outputTokens"))
+            turn.usage["input_cache_read"] += as_int(usage.get("cacheReadTokens"))
+            turn.usage["input_cache_creation"] += as_int(usage.get("cacheWriteTokens"))
         elif kind == "tool.execution_complete":
             self._result(data, ts)
         elif kind == "abort":
-            end_turn(main, "interrupted", ts)
-        return False
+            main.end, main.reason, main.ended_at = "ended", "interrupted", ts
 
     def _subagent(self, main: Turn, agent: str, data: dict[str, Any], ts: float | None) -> None:
         call_id = str(data.get("toolCallId") or "")
@@ -110,18 +112,13 @@ class CopilotTurnBuilder:
         for req in field_list(data, "toolRequests"):
             if not isinstance(req, dict):
                 continue
-            args = req.get("arguments")
-            call = ToolCall(
-                id=str(req.get("toolCallId") or ""),
-                name=str(req.get("name") or ""),
-                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-                called_at=ts,
-            )
+            part = {"id": req.get("toolCallId"), "name": req.get("name")}
+            call = tool_call(part, req.get("arguments"), ts)
             step.tool_calls.append(call)
             self.calls[call.id] = call
         turn.steps.append(step)
         if is_main and not step.tool_calls:
-            end_turn(turn, "completed", ts)
+            turn.end, turn.reason, turn.ended_at = "ended", "completed", ts
 
     def _result(self, data: dict[str, Any], ts: float | None) -> None:
         call = self.calls.get(str(data.get("toolCallId") or ""))
@@ -138,14 +135,7 @@ class CopilotTurnBuilder:
         call.result_at = ts
         sub = self.agents.pop(self.ran_by.pop(call.id, ""), None)  # the subagent it ran, done
         if sub is not None:
-            end_turn(sub, "failed" if failed else "completed", ts)
-
-
-def parse_wire(
-    path: Path, start: int = 0, first_line: int = 1, start_index: int = 0, **kw: Any
-) -> ParseResult:
-    """Parse a Copilot CLI `events.jsonl` from byte `start` (a turn boundary) to `stop`."""
-    return parse_jsonl(CopilotTurnBuilder(start_index), path, start, first_line, start_index, **kw)
+            sub.end, sub.reason, sub.ended_at = "ended", "failed" if failed else "completed", ts
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -196,4 +186,13 @@ def discover(path: Path) -> Discovery | None:
     return found if found.sessions else None
 
 
-register(Reader(SOURCE, parse_wire, discover, "GitHub Copilot CLI", order=27))
+READER = register(
+    LogReader(
+        SOURCE,
+        "GitHub Copilot CLI",
+        lambda path, index, protocol: CopilotTurnBuilder(index),
+        discover,
+        27,
+    )
+)
+parse_wire = READER.parse

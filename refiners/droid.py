@@ -11,14 +11,13 @@ are in `<id>.settings.json` beside it (`tokenUsage`), archived as a snapshot.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from .lines import field_dict, parse_time
-from .model import ParseResult, Step, ToolCall, Turn
-from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
-from .turnloop import end_turn, open_turn, parse_jsonl
+from .fields import field_dict, parse_time
+from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
+from .model import Step, ToolCall, Turn
+from .sources import Discovery, SessionSource, SourceFile, head_records, register, subdirs
 
 SOURCE = "droid"
 OUTCOMES = {"completed": "completed", "error": "failed", "cancelled": "cancelled"}
@@ -35,7 +34,7 @@ def _joined(blocks: list[dict[str, Any]], kind: str, key: str) -> str:
     return "\n".join(str(b.get(key) or "") for b in blocks if b.get("type") == kind)
 
 
-class DroidTurnBuilder:
+class DroidTurnBuilder(TurnBuilder):
     def __init__(self, start_index: int = 0) -> None:
         self.turns: list[Turn] = []
         self.index = start_index
@@ -43,42 +42,42 @@ class DroidTurnBuilder:
         self.version: str | None = None
         self.calls: dict[str, ToolCall] = {}
 
-    def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
+    def feed(self, record: Record) -> None:
+        rec, end = record.data, record.end
         kind = str(rec.get("type"))
         ts = parse_time(rec.get("timestamp"))
         if kind == "session_start":
             self.version = f"session-v{rec.get('version')}"
-            return False
+            return
         if kind not in ("message", "agent_turn_outcome"):
             self.unknown[kind] = self.unknown.get(kind, 0) + 1
-            return False
+            return
         msg = field_dict(rec, "message")
         blocks = _blocks(msg)
         prompt = msg.get("role") == "user" and not any(
             b.get("type") == "tool_result" for b in blocks
         )
         if prompt and not str(rec.get("id") or "").startswith("context-"):
-            open_turn(self.turns, self.index, _joined(blocks, "text", "text"), ts, start, end)
+            if self.turns and self.turns[-1].end == "open":
+                self.turns[-1].end = "superseded"
+            text = _joined(blocks, "text", "text")
+            self.turns.append(prompt_turn(self.index, ts, text, record.start, end))
             self.index += 1
             self.calls = {}
-            return True
+            return
         cur = self.turns[-1] if self.turns else None
         if cur is None or prompt:
-            return False
+            return
         cur.byte_end, cur.last_at = end, ts if ts is not None else cur.last_at
         if kind == "agent_turn_outcome":
-            end_turn(cur, OUTCOMES.get(str(rec.get("reason")), "completed"), cur.last_at)
+            reason = OUTCOMES.get(str(rec.get("reason")), "completed")
+            cur.end, cur.reason, cur.ended_at = "ended", reason, cur.last_at
         elif msg.get("role") == "assistant":
             step = Step(n=len(cur.steps) + 1, text=_joined(blocks, "text", "text"))
             step.think = _joined(blocks, "thinking", "thinking")
             for b in blocks:
                 if b.get("type") == "tool_use":
-                    call = ToolCall(
-                        id=str(b.get("id") or ""),
-                        name=str(b.get("name") or ""),
-                        arguments=json.dumps(b.get("input"), ensure_ascii=False),
-                        called_at=ts,
-                    )
+                    call = tool_call(b, b.get("input"), ts)
                     step.tool_calls.append(call)
                     self.calls[call.id] = call
             cur.steps.append(step)
@@ -94,14 +93,6 @@ class DroidTurnBuilder:
                         "output": text,
                     }
                     done.result_at = ts
-        return False
-
-
-def parse_wire(
-    path: Path, start: int = 0, first_line: int = 1, start_index: int = 0, **kw: Any
-) -> ParseResult:
-    """Parse a Droid session from byte `start` (a turn boundary) to `stop`."""
-    return parse_jsonl(DroidTurnBuilder(start_index), path, start, first_line, start_index, **kw)
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -156,4 +147,9 @@ def discover(path: Path) -> Discovery | None:
     return found if found.sessions else None
 
 
-register(Reader(SOURCE, parse_wire, discover, "Factory Droid", order=28))
+READER = register(
+    LogReader(
+        SOURCE, "Factory Droid", lambda path, index, protocol: DroidTurnBuilder(index), discover, 28
+    )
+)
+parse_wire = READER.parse

@@ -16,10 +16,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .lines import field_dict, parse_time
-from .model import ParseResult, Step, ToolCall, Turn, count
-from .sources import Discovery, Reader, SessionSource, SourceFile, head_records, register, subdirs
-from .turnloop import end_turn, open_turn, parse_jsonl
+from .fields import as_int, field_dict, parse_time
+from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
+from .model import Step, ToolCall, Turn
+from .sources import Discovery, SessionSource, SourceFile, head_records, register, subdirs
 
 SOURCE = "pi"
 QUIET = frozenset(
@@ -37,7 +37,7 @@ def _text(content: Any, kind: str = "text") -> str:
     )
 
 
-class PiTurnBuilder:
+class PiTurnBuilder(TurnBuilder):
     def __init__(self, start_index: int = 0) -> None:
         self.turns: list[Turn] = []
         self.index = start_index
@@ -45,32 +45,36 @@ class PiTurnBuilder:
         self.version: str | None = None
         self.calls: dict[str, ToolCall] = {}
 
-    def feed(self, rec: dict[str, Any], start: int, end: int) -> bool:
+    def feed(self, record: Record) -> None:
+        rec, start, end = record.data, record.start, record.end
         kind = str(rec.get("type"))
         ts = parse_time(rec.get("timestamp"))
         if kind == "session" and rec.get("version") is not None:
             self.version = f"session-v{rec['version']}"
         if kind in QUIET:
-            return False
+            return
         msg = field_dict(rec, "message")
         role = msg.get("role")
         if kind == "message" and role in ("user", "bashExecution"):
             text = _text(msg.get("content"))
             if role == "bashExecution":
                 text = f"!{msg.get('command') or ''}"
-            turn = open_turn(self.turns, self.index, text, ts, start, end)
+            if self.turns and self.turns[-1].end == "open":
+                self.turns[-1].end = "superseded"
+            origin = "command" if role == "bashExecution" else None
+            turn = prompt_turn(self.index, ts, text, start, end, origin=origin)
+            self.turns.append(turn)
             self.index += 1
             self.calls = {}
             if role == "bashExecution":
-                turn.origin = "command"
                 self._bash(turn, msg, ts)
-            return True
+            return
         cur = self.turns[-1] if self.turns else None
         if kind not in ("message", "compaction", "branch_summary"):
             self.unknown[kind] = self.unknown.get(kind, 0) + 1
-            return False
+            return
         if cur is None:
-            return False
+            return
         cur.byte_end, cur.last_at = end, ts if ts is not None else cur.last_at
         if kind in ("compaction", "branch_summary"):
             cur.compactions += kind == "compaction"
@@ -87,33 +91,24 @@ class PiTurnBuilder:
                     "output": output,
                 }
                 call.result_at = ts
-        return False
 
     def _assistant(self, cur: Turn, msg: dict[str, Any], ts: float | None) -> None:
         content = msg.get("content")
         step = Step(n=len(cur.steps) + 1, text=_text(content), think=_text(content, "thinking"))
         for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "toolCall":
-                args = block.get("arguments")
-                call = ToolCall(
-                    id=str(block.get("id") or ""),
-                    name=str(block.get("name") or ""),
-                    arguments=args
-                    if isinstance(args, str)
-                    else json.dumps(args, ensure_ascii=False),
-                    called_at=ts,
-                )
+                call = tool_call(block, block.get("arguments"), ts)
                 step.tool_calls.append(call)
                 self.calls[call.id] = call
         cur.steps.append(step)
         usage = field_dict(msg, "usage")
-        cur.usage["input_other"] += count(usage.get("input"))
-        cur.usage["output"] += count(usage.get("output"))
-        cur.usage["input_cache_read"] += count(usage.get("cacheRead"))
-        cur.usage["input_cache_creation"] += count(usage.get("cacheWrite"))
+        cur.usage["input_other"] += as_int(usage.get("input"))
+        cur.usage["output"] += as_int(usage.get("output"))
+        cur.usage["input_cache_read"] += as_int(usage.get("cacheRead"))
+        cur.usage["input_cache_creation"] += as_int(usage.get("cacheWrite"))
         reason = STOPS.get(str(msg.get("stopReason")))
         if reason is not None:
-            end_turn(cur, reason, ts)
+            cur.end, cur.reason, cur.ended_at = "ended", reason, ts
             if reason == "failed":
                 cur.api_errors += 1
                 step.text = step.text or str(msg.get("errorMessage") or "")
@@ -133,14 +128,7 @@ class PiTurnBuilder:
             result_at=ts,
         )
         turn.steps.append(Step(n=1, tool_calls=[call]))
-        end_turn(turn, "completed", ts)
-
-
-def parse_wire(
-    path: Path, start: int = 0, first_line: int = 1, start_index: int = 0, **kw: Any
-) -> ParseResult:
-    """Parse a Pi session from byte `start` (a turn boundary) to `stop`."""
-    return parse_jsonl(PiTurnBuilder(start_index), path, start, first_line, start_index, **kw)
+        turn.end, turn.reason, turn.ended_at = "ended", "completed", ts
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -200,4 +188,7 @@ def discover(path: Path) -> Discovery | None:
     return found if found.sessions else None
 
 
-register(Reader(SOURCE, parse_wire, discover, "Pi", order=26))
+READER = register(
+    LogReader(SOURCE, "Pi", lambda path, index, protocol: PiTurnBuilder(index), discover, 26)
+)
+parse_wire = READER.parse

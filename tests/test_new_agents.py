@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from archive_mcp.refiners import continue_cli, copilot, discover, droid, pi
+from archive_mcp.refiners.model import Turn
 from archive_mcp.workspaces import workspace_id
 
 from archive_mcp import Archive
-from archive_mcp.refiners import continue_cli, copilot, discover, droid, pi
-from archive_mcp.refiners.model import Turn
 
 REAL_CLI = Path(__file__).parent / "fixtures" / "real-cli"
 PI = REAL_CLI / "pi-0.73.1" / "dot-pi"
