@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .fields import as_int, field_dict, field_list, parse_time
-from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
-from .model import Step, SubagentRun, ToolCall, Turn
+from .lines import CallsBuilder, LogReader, Record, tool_call
+from .model import Step, SubagentRun, Turn
 from .sources import Discovery, SessionSource, SourceFile, head_records, register, subdirs
 
 SOURCE = "copilot"
@@ -46,13 +46,9 @@ KNOWN = QUIET | {
 }
 
 
-class CopilotTurnBuilder(TurnBuilder):
+class CopilotTurnBuilder(CallsBuilder):
     def __init__(self, start_index: int = 0) -> None:
-        self.turns: list[Turn] = []
-        self.index = start_index
-        self.unknown: dict[str, int] = {}
-        self.version: str | None = None
-        self.calls: dict[str, ToolCall] = {}
+        super().__init__(start_index)
         self.agents: dict[str, Turn] = {}  # a running subagent's id -> its turn
         self.ran_by: dict[str, str] = {}  # a `task` call's id -> the subagent it runs
 
@@ -62,17 +58,12 @@ class CopilotTurnBuilder(TurnBuilder):
         ts = parse_time(rec.get("timestamp"))
         agent = rec.get("agentId")
         if kind not in KNOWN:
-            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+            self.unknown_type(kind)
             return
         if kind == "session.start" and isinstance(data.get("copilotVersion"), str):
             self.version = data["copilotVersion"]
         if kind == "user.message" and agent is None:
-            if self.turns and self.turns[-1].end == "open":
-                self.turns[-1].end = "superseded"
-            text = str(data.get("content") or "")
-            self.turns.append(prompt_turn(self.index, ts, text, record.start, end))
-            self.index += 1
-            self.calls = {}
+            self.open(str(data.get("content") or ""), ts, record)
             return
         main = self.turns[-1] if self.turns else None
         if main is None or kind in QUIET:

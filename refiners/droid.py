@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from .fields import field_dict, parse_time
-from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
-from .model import Step, ToolCall, Turn
+from .lines import CallsBuilder, LogReader, Record, tool_call
+from .model import Step
 from .sources import Discovery, SessionSource, SourceFile, head_records, register, subdirs
 
 SOURCE = "droid"
@@ -34,14 +34,7 @@ def _joined(blocks: list[dict[str, Any]], kind: str, key: str) -> str:
     return "\n".join(str(b.get(key) or "") for b in blocks if b.get("type") == kind)
 
 
-class DroidTurnBuilder(TurnBuilder):
-    def __init__(self, start_index: int = 0) -> None:
-        self.turns: list[Turn] = []
-        self.index = start_index
-        self.unknown: dict[str, int] = {}
-        self.version: str | None = None
-        self.calls: dict[str, ToolCall] = {}
-
+class DroidTurnBuilder(CallsBuilder):
     def feed(self, record: Record) -> None:
         rec, end = record.data, record.end
         kind = str(rec.get("type"))
@@ -50,7 +43,7 @@ class DroidTurnBuilder(TurnBuilder):
             self.version = f"session-v{rec.get('version')}"
             return
         if kind not in ("message", "agent_turn_outcome"):
-            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+            self.unknown_type(kind)
             return
         msg = field_dict(rec, "message")
         blocks = _blocks(msg)
@@ -58,12 +51,7 @@ class DroidTurnBuilder(TurnBuilder):
             b.get("type") == "tool_result" for b in blocks
         )
         if prompt and not str(rec.get("id") or "").startswith("context-"):
-            if self.turns and self.turns[-1].end == "open":
-                self.turns[-1].end = "superseded"
-            text = _joined(blocks, "text", "text")
-            self.turns.append(prompt_turn(self.index, ts, text, record.start, end))
-            self.index += 1
-            self.calls = {}
+            self.open(_joined(blocks, "text", "text"), ts, record)
             return
         cur = self.turns[-1] if self.turns else None
         if cur is None or prompt:

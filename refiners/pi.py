@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .fields import as_int, field_dict, parse_time
-from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
+from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, ToolCall, Turn
 from .sources import Discovery, SessionSource, SourceFile, head_records, register, subdirs
 
@@ -37,16 +37,9 @@ def _text(content: Any, kind: str = "text") -> str:
     )
 
 
-class PiTurnBuilder(TurnBuilder):
-    def __init__(self, start_index: int = 0) -> None:
-        self.turns: list[Turn] = []
-        self.index = start_index
-        self.unknown: dict[str, int] = {}
-        self.version: str | None = None
-        self.calls: dict[str, ToolCall] = {}
-
+class PiTurnBuilder(CallsBuilder):
     def feed(self, record: Record) -> None:
-        rec, start, end = record.data, record.start, record.end
+        rec, end = record.data, record.end
         kind = str(rec.get("type"))
         ts = parse_time(rec.get("timestamp"))
         if kind == "session" and rec.get("version") is not None:
@@ -59,19 +52,14 @@ class PiTurnBuilder(TurnBuilder):
             text = _text(msg.get("content"))
             if role == "bashExecution":
                 text = f"!{msg.get('command') or ''}"
-            if self.turns and self.turns[-1].end == "open":
-                self.turns[-1].end = "superseded"
             origin = "command" if role == "bashExecution" else None
-            turn = prompt_turn(self.index, ts, text, start, end, origin=origin)
-            self.turns.append(turn)
-            self.index += 1
-            self.calls = {}
+            turn = self.open(text, ts, record, origin)
             if role == "bashExecution":
                 self._bash(turn, msg, ts)
             return
         cur = self.turns[-1] if self.turns else None
         if kind not in ("message", "compaction", "branch_summary"):
-            self.unknown[kind] = self.unknown.get(kind, 0) + 1
+            self.unknown_type(kind)
             return
         if cur is None:
             return

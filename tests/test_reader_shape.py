@@ -90,6 +90,7 @@ def test_every_reader_but_aider_is_a_log_reader_of_the_shared_loop() -> None:
         "copilot": "LogReader",
         "droid": "LogReader",
         "gemini": "LogReader",
+        "kilo": "LogReader",
         "kimi": "LogReader",
         "kimi-code": "LogReader",
         "opencode": "LogReader",

@@ -68,6 +68,11 @@ def _env_or(name: str, default: Path) -> Path:
     return Path(env).expanduser() if env else default
 
 
+def kilo_data_dir() -> Path:
+    """Kilo Code's data folder (`kilo.db`): `$XDG_DATA_HOME/kilo` or `~/.local/share/kilo`."""
+    return _env_or("XDG_DATA_HOME", Path.home() / ".local" / "share") / "kilo"
+
+
 def pi_agent_dir() -> Path:
     """Pi's agent folder (sessions under `sessions/`): `$PI_CODING_AGENT_DIR` or `~/.pi/agent`."""
     return _env_or("PI_CODING_AGENT_DIR", Path.home() / ".pi" / "agent")
@@ -115,6 +120,7 @@ def default_source_roots() -> list[Path]:
         copilot_home(),
         continue_home(),
         factory_dir(),
+        kilo_data_dir(),
     ]
 
 

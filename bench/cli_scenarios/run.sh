@@ -283,5 +283,25 @@ JSON
     printf '{"role":"user","content":"%s"}\n' "$p"
   done | "${dr[@]}" >/dev/null || true
   find "$H/.factory/sessions" -type f ;;
+kilo)
+  # @kilocode/cli 7.7.7, an OpenCode fork: the same config shape under kilo's names
+  mkdir -p "$H/.config/kilo"; cat >"$H/.config/kilo/kilo.json" <<JSON
+{"provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake local",
+   "options": {"baseURL": "http://127.0.0.1:$port/v1", "apiKey": "dummy"},
+   "models": {"fake-model": {"name": "Fake model", "tool_call": true}}}},
+ "model": "fake/fake-model", "small_model": "fake/fake-model",
+ "autoupdate": false, "share": "disabled", "permission": {"bash": "allow", "edit": "allow"}}
+JSON
+  ki=(env HOME="$H" npm_config_registry=http://127.0.0.1:9/ KILO_DISABLE_MODELS_FETCH=1 KILO_DISABLE_AUTOUPDATE=1
+      KILO_DISABLE_SHARE=1 KILO_DISABLE_SESSION_INGEST=1 KILO_DISABLE_LSP_DOWNLOAD=1 KILO_DISABLE_PRESENCE=1
+      "$R/npm/kilo/node_modules/.bin/kilo")
+  kr=(run --format json --auto -m fake/fake-model)
+  timeout 400 "${ki[@]}" "${kr[@]}" "$P1" || true
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi"; do
+    timeout 400 "${ki[@]}" "${kr[@]}" --continue "$p" || true
+  done
+  interrupt timeout 400 "${ki[@]}" "${kr[@]}" --continue "Now sleep in the shell"
+  timeout 400 "${ki[@]}" "${kr[@]}" --continue "Run echo hi in the shell again" || true
+  ls -la "$H/.local/share/kilo/" ;;
 *) echo "unknown CLI: $cli" >&2; exit 2 ;;
 esac

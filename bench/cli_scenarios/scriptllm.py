@@ -193,8 +193,10 @@ def example(s: Any) -> Any:
 
 
 REMINDER = re.compile(
-    r"<system-reminder>.*?</system-reminder>\s*|<current_datetime>.*?</current_datetime>\s*", re.S
-)  # what Kimi Code and Copilot add to a prompt
+    r"<system-reminder>.*?</system-reminder>\s*|<current_datetime>.*?</current_datetime>\s*"
+    r"|<environment_details>.*?</environment_details>\s*",
+    re.S,
+)  # what Kimi Code, Copilot and Kilo add to a prompt
 
 
 def text_of(content: Any) -> str:
