@@ -19,6 +19,10 @@ Where each agent reads user-scope MCP servers:
 - qwen (Qwen Code, a Gemini CLI fork): `~/.qwen/settings.json`, `mcpServers`
 - opencode: `~/.config/opencode/opencode.json` (`$XDG_CONFIG_HOME`), `mcp`, an entry
   `{"type": "local", "command": [...]}`
+- copilot (GitHub Copilot CLI): `~/.copilot/mcp-config.json` (`$COPILOT_HOME`), `mcpServers`,
+  an entry as `copilot mcp add` writes it (`"type": "local"`, `"tools": ["*"]`)
+- droid (Factory Droid): `~/.factory/mcp.json`, `mcpServers`, an entry as `droid mcp add` writes
+  it (`"type": "stdio"`)
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from archive_mcp.workspaces import (
     claude_config_dir,
     codex_home,
     config_dir,
+    copilot_home,
+    factory_dir,
     gemini_dir,
     kimi_code_home,
     kimi_share_dir,
@@ -51,7 +57,17 @@ from archive_mcp.workspaces import (
 )
 
 NAME = "archive-mcp"
-AGENTS = ("claude-code", "codex", "gemini", "kimi", "kimi-code", "qwen", "opencode")
+AGENTS = (
+    "claude-code",
+    "codex",
+    "gemini",
+    "kimi",
+    "kimi-code",
+    "qwen",
+    "opencode",
+    "copilot",
+    "droid",
+)
 # the session-end hook installed with an agent's server: Claude Code's and Gemini CLI's
 # `SessionEnd` hook (settings.json), Codex's `notify` program (config.toml, run after each turn),
 # both Kimi products' `[[hooks]]` table with `event = "SessionEnd"` (their config.toml)
@@ -87,6 +103,10 @@ def config_file(agent: str) -> Path:
     if agent == "opencode":  # the file `opencode mcp add` edits: the one that exists, else .json
         found = [opencode_config_dir() / n for n in ("opencode.json", "opencode.jsonc")]
         return next((p for p in found if p.exists()), found[0])
+    if agent == "copilot":
+        return copilot_home() / "mcp-config.json"
+    if agent == "droid":
+        return factory_dir() / "mcp.json"
     raise InvalidArgument(f"unknown agent {agent!r}; one of: {', '.join(AGENTS)}")
 
 
@@ -125,6 +145,10 @@ def entry_for(agent: str, command: list[str]) -> Any:
         return {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
     if agent == "opencode":
         return {"type": "local", "command": command}
+    if agent == "copilot":
+        return {"type": "local", "command": command[0], "args": command[1:], "tools": ["*"]}
+    if agent == "droid":
+        return {"type": "stdio", "command": command[0], "args": command[1:]}
     return {"command": command[0], "args": command[1:]}
 
 

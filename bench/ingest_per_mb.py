@@ -1,5 +1,6 @@
-"""End-to-end ingest cost per MB: `archive-mcp ingest` of an Aider history and of Claude Code logs,
-each about 1 MB, beside a tiny ingest whose cost is the command's own (start-up, imports, store).
+"""End-to-end ingest cost per MB: `archive-mcp ingest` of an Aider history, of Claude Code logs and
+of one session each of Pi, the Copilot CLI, Continue and Droid, each about 1 MB, beside a tiny
+ingest whose cost is the command's own (start-up, imports, store).
 
     python bench/ingest_per_mb.py [--rounds 5] [--mb 1.0]
 
@@ -10,6 +11,9 @@ repository's genuine fixtures: Aider's history of `tests/fixtures/real-cli/aider
 to ~`--mb` MB (its input history with it, as `readers_speed.py` builds it), the Claude Code logs
 of `tests/fixtures/real/claude` copied until ~`--mb` MB with each copy's session ids changed (so
 each copy is a session of its own), and the Aider fixture as written (2.5 kB) for the fixed cost.
+Pi, Copilot CLI, Continue and Droid: the genuine session of each in `tests/fixtures/real-cli`,
+its records after the first (the header) repeated to ~`--mb` MB in one session (Continue: its
+`history` items), so the turns are the genuine ones, many times over.
 Cases run interleaved, `--rounds` times; the median and range of each is printed, and each big
 case's cost above the tiny one, per MB. Prints numbers only, no log content.
 """
@@ -62,6 +66,31 @@ def claude_logs(dst: Path, mb: float) -> Path:
     return dst
 
 
+NEW_AGENTS = {  # fixture home -> its session log, under tests/fixtures/real-cli
+    "pi 0.73": ("pi-0.73.1/dot-pi", "*.jsonl"),
+    "copilot 1.0": ("copilot-1.0.102/dot-copilot", "events.jsonl"),
+    "continue 1.5": ("continue-1.5.47/dot-continue", "????????-*.json"),
+    "droid 0.225": ("droid-0.225.2/dot-factory", "*.jsonl"),
+}
+
+
+def one_long_session(name: str, dst: Path, mb: float) -> tuple[Path, Path]:
+    """A copy of agent `name`'s fixture home whose one session is repeated to about `mb` MB:
+    the home and the log in it."""
+    home, pattern = NEW_AGENTS[name]
+    shutil.copytree(FIXTURES / "real-cli" / home, dst)
+    [log] = sorted(dst.rglob(pattern))
+    times = max(1, int(mb * 1e6 / log.stat().st_size))
+    if log.suffix == ".json":
+        doc = json.loads(log.read_bytes())
+        doc["history"] = doc["history"] * times
+        log.write_text(json.dumps(doc), encoding="utf-8")
+    else:
+        head, *body = log.read_bytes().splitlines(keepends=True)
+        log.write_bytes(head + b"".join(body) * times)
+    return dst, log
+
+
 def ingest_cpu(path: Path, scratch: Path) -> tuple[float, int]:
     """CPU seconds of one `archive-mcp ingest` of `path` into a fresh home, and its turns."""
     home = Path(tempfile.mkdtemp(dir=scratch))
@@ -110,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         "claude-code fixtures copied": claude_logs(scratch / "claude", args.mb),
     }
     sizes = {name: _log_bytes(path) for name, path in cases.items()}
+    for agent in NEW_AGENTS:
+        home, log = one_long_session(agent, scratch / agent.split()[0], args.mb)
+        cases[f"{agent} one session repeated"], sizes[f"{agent} one session repeated"] = (
+            home,
+            log.stat().st_size,
+        )
     cpu: dict[str, list[float]] = {name: [] for name in cases}
     turns: dict[str, int] = {}
     for _ in range(max(1, args.rounds)):
@@ -119,12 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(scratch)
     first = next(iter(cases))
     fixed = statistics.median(cpu[first])
-    print(f"{'':34} {'size':>9} {'turns':>6}   CPU s median (range)   above fixed, s/MB")
+    print(f"{'':38} {'size':>9} {'turns':>6}   CPU s median (range)   above fixed, s/MB")
     for name in cases:
         med = statistics.median(cpu[name])
         above = f"{(med - fixed) / (sizes[name] / 1e6):6.2f}" if name != first else "     -"
         print(
-            f"{name:34} {sizes[name] / 1e3:7.1f}kB {turns[name]:6}   {med:5.2f} "
+            f"{name:38} {sizes[name] / 1e3:7.1f}kB {turns[name]:6}   {med:5.2f} "
             f"({min(cpu[name]):.2f}-{max(cpu[name]):.2f})      {above}"
         )
     return 0

@@ -18,6 +18,7 @@ SQLite read is timed separately. Prints numbers only, no log content.
 from __future__ import annotations
 
 import argparse
+import json
 import sqlite3
 import statistics
 import sys
@@ -83,9 +84,21 @@ def main(argv: list[str] | None = None) -> int:
         "qwen-code 0.15": ("qwen-code", sorted((cli / "qwen-0.15.10").rglob("*.jsonl"))),
         "aider 0.86": ("aider", [cli / "aider-0.86.2" / "repo" / ".aider.chat.history.md"]),
         "opencode 1.18 (export)": ("opencode", [oc.files[0].path]),
+        "pi 0.73": ("pi", sorted((cli / "pi-0.73.1").rglob("*.jsonl"))),
+        "copilot 1.0": ("copilot", sorted((cli / "copilot-1.0.102").rglob("events.jsonl"))),
+        "droid 0.225": ("droid", sorted((cli / "droid-0.225.2").rglob("*.jsonl"))),
     }
+    [cn] = sorted((cli / "continue-1.5.47").rglob("????????-*.json"))
+    doc = json.loads(cn.read_bytes())
+    doc["history"] *= max(1, int(args.mb * 1e6 / cn.stat().st_size))
+    (tmp / "cn").mkdir()
+    (tmp / "cn" / cn.name).write_text(json.dumps(doc), encoding="utf-8")
+    cases[f"continue 1.5 (history x{len(doc['history']) // 15})"] = (
+        "continue",
+        [tmp / "cn" / cn.name],
+    )
     for name, (source, files) in list(cases.items()):
-        if name.startswith("claude"):
+        if name.startswith(("claude", "continue")):
             continue
         [one] = files
         times = max(1, int(args.mb * 1e6 / one.stat().st_size))

@@ -12,7 +12,21 @@ if (
     )
 
 
-from . import aider, claude_code, codex, gemini, kimi_cli, kimi_code, opencode, qwen_code
+from . import (
+    aider,
+    claude_code,
+    codex,
+    continue_cli,
+    copilot,
+    droid,
+    gemini,
+    kilo,
+    kimi_cli,
+    kimi_code,
+    opencode,
+    pi,
+    qwen_code,
+)
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .refine import ExtractiveSummarizer, RefineContext, Summarizer, refine_turn
 from .sources import READERS, Discovery, Reader, SessionSource, SourceFile, discover
@@ -40,11 +54,16 @@ __all__ = [
     "aider",
     "claude_code",
     "codex",
+    "continue_cli",
+    "copilot",
     "discover",
+    "droid",
     "gemini",
+    "kilo",
     "kimi_cli",
     "kimi_code",
     "opencode",
+    "pi",
     "qwen_code",
     "refine_turn",
 ]

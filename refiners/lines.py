@@ -191,6 +191,31 @@ class TurnBuilder(Protocol):
         return None
 
 
+class CallsBuilder(TurnBuilder):
+    """A builder's usual state: the turns, the next turn's index, unknown record types, the
+    version, and the calls of the current turn by id (Pi, Copilot CLI, Droid)."""
+
+    def __init__(self, start_index: int = 0) -> None:
+        self.turns: list[Turn] = []
+        self.index = start_index
+        self.unknown: dict[str, int] = {}
+        self.version: str | None = None
+        self.calls: dict[str, ToolCall] = {}
+
+    def open(self, text: str, at: float | None, record: Record, origin: str | None = None) -> Turn:
+        """The turn a prompt opens; a turn still open before it was superseded."""
+        if self.turns and self.turns[-1].end == "open":
+            self.turns[-1].end = "superseded"
+        turn = prompt_turn(self.index, at, text, record.start, record.end, origin=origin)
+        self.turns.append(turn)
+        self.index += 1
+        self.calls = {}
+        return turn
+
+    def unknown_type(self, kind: str) -> None:
+        self.unknown[kind] = self.unknown.get(kind, 0) + 1
+
+
 def prompt_turn(
     index: int,
     at: float | None,

@@ -251,14 +251,20 @@ def _builder(path: Path, start_index: int, protocol: str | None) -> OpenCodeTurn
 
 def discover(path: Path) -> Discovery | None:
     """OpenCode's sessions in `path` (its data folder or `opencode.db`), or None."""
-    db = path if path.is_file() and path.name == DB else path / DB
+    return discover_db(path, DB, SOURCE, "OpenCode")
+
+
+def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | None:
+    """The sessions of the database `name` (`path` itself, or in the folder `path`) of OpenCode
+    or a fork that keeps its tables (Kilo Code), archived as `source`; None when there is none."""
+    db = path if path.is_file() and path.name == name else path / name
     if not db.is_file():
         return None
     found = Discovery()
     try:
         sessions = read_sessions(db)
     except sqlite3.Error as exc:
-        found.skipped.append((str(db), f"could not read the OpenCode database: {exc}"))
+        found.skipped.append((str(db), f"could not read the {label} database: {exc}"))
         return found
     folder = _export_dir(db)
     ids = {str(s.get("id")) for s in sessions if s.get("id")}
@@ -276,9 +282,9 @@ def discover(path: Path) -> Discovery | None:
             continue
         directory = s.get("directory")
         by_id[sid] = SessionSource(
-            SOURCE,
+            source,
             sid,
-            "opencode",
+            source,
             [directory] if isinstance(directory, str) and directory else [],
             s.get("title") if isinstance(s.get("title"), str) else None,
             db.parent,

@@ -27,6 +27,10 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "QWEN_RUNTIME_DIR",
         "XDG_DATA_HOME",
         "XDG_CONFIG_HOME",
+        "PI_CODING_AGENT_DIR",
+        "COPILOT_HOME",
+        "CONTINUE_GLOBAL_DIR",
+        "FACTORY_HOME_OVERRIDE",
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -548,15 +548,25 @@ def test_the_reader_registry_imports_no_reader() -> None:
             "qwen_code",
             "aider",
             "opencode",
+            "pi",
+            "copilot",
+            "continue_cli",
+            "droid",
+            "kilo",
         }
     )
     assert sorted(READERS) == [
         "aider",
         "claude-code",
         "codex",
+        "continue",
+        "copilot",
+        "droid",
         "gemini",
+        "kilo",
         "kimi",
         "kimi-code",
         "opencode",
+        "pi",
         "qwen-code",
     ]

@@ -322,8 +322,9 @@ def test_a_directory_that_is_not_a_session_is_reported(tmp_path: Path) -> None:
     assert [(Path(s.path).name, s.reason) for s in report.skipped] == [
         (
             "photos",
-            "not a session log or log folder of any known agent "
-            "(Kimi Code, Kimi CLI, Qwen Code, Claude Code, OpenCode, Codex CLI, Gemini CLI, Aider)",
+            "not a session log or log folder of any known agent (Kimi Code, Kimi CLI, Qwen Code, "
+            "Pi, GitHub Copilot CLI, Factory Droid, Continue, Claude Code, OpenCode, Kilo Code, "
+            "Codex CLI, Gemini CLI, Aider)",
         ),
         ("missing", "does not exist"),
     ]

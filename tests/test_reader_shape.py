@@ -86,9 +86,14 @@ def test_every_reader_but_aider_is_a_log_reader_of_the_shared_loop() -> None:
         "aider": FileReader.__name__,
         "claude-code": "LogReader",
         "codex": "LogReader",
+        "continue": FileReader.__name__,  # one JSON document a session
+        "copilot": "LogReader",
+        "droid": "LogReader",
         "gemini": "LogReader",
+        "kilo": "LogReader",
         "kimi": "LogReader",
         "kimi-code": "LogReader",
         "opencode": "LogReader",
+        "pi": "LogReader",
         "qwen-code": "LogReader",
     }

@@ -383,13 +383,23 @@ def test_opencode_1_18_database_read_only_into_turns(tmp_path: Path, monkeypatch
 
 
 def test_every_reader_is_registered() -> None:
-    assert {"aider", "codex", "gemini", "opencode", "qwen-code"} <= set(READERS)
+    assert {
+        "aider",
+        "codex",
+        "gemini",
+        "opencode",
+        "qwen-code",
+        "pi",
+        "copilot",
+        "continue",
+        "droid",
+    } <= set(READERS)
 
 
 def test_the_genuine_logs_hold_no_credentials() -> None:
     from archive_mcp.refiners.redact import redact
 
     files = [p for p in REAL_CLI.rglob("*") if p.is_file() and p.name != "README.md"]
-    assert len(files) == 28
+    assert len(files) == 35
     for p in files:
         assert redact(p.read_text(encoding="utf-8"))[1] == 0, p.name

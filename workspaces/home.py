@@ -63,6 +63,36 @@ def opencode_data_dir() -> Path:
     return (Path(env).expanduser() if env else Path.home() / ".local" / "share") / "opencode"
 
 
+def _env_or(name: str, default: Path) -> Path:
+    env = os.environ.get(name)
+    return Path(env).expanduser() if env else default
+
+
+def kilo_data_dir() -> Path:
+    """Kilo Code's data folder (`kilo.db`): `$XDG_DATA_HOME/kilo` or `~/.local/share/kilo`."""
+    return _env_or("XDG_DATA_HOME", Path.home() / ".local" / "share") / "kilo"
+
+
+def pi_agent_dir() -> Path:
+    """Pi's agent folder (sessions under `sessions/`): `$PI_CODING_AGENT_DIR` or `~/.pi/agent`."""
+    return _env_or("PI_CODING_AGENT_DIR", Path.home() / ".pi" / "agent")
+
+
+def copilot_home() -> Path:
+    """The GitHub Copilot CLI's folder (`session-state/`): `$COPILOT_HOME` or `~/.copilot`."""
+    return _env_or("COPILOT_HOME", Path.home() / ".copilot")
+
+
+def continue_home() -> Path:
+    """Continue's folder (`sessions/`): `$CONTINUE_GLOBAL_DIR` or `~/.continue`."""
+    return _env_or("CONTINUE_GLOBAL_DIR", Path.home() / ".continue")
+
+
+def factory_dir() -> Path:
+    """Factory Droid's folder (`sessions/`): `.factory` under `$FACTORY_HOME_OVERRIDE` or home."""
+    return _env_or("FACTORY_HOME_OVERRIDE", Path.home()) / ".factory"
+
+
 def qwen_settings_dir() -> Path:
     """Where Qwen Code reads its user settings (`settings.json`): `$QWEN_HOME`, else `~/.qwen`."""
     env = os.environ.get("QWEN_HOME")
@@ -86,6 +116,11 @@ def default_source_roots() -> list[Path]:
         gemini_dir(),
         qwen_home(),
         opencode_data_dir(),
+        pi_agent_dir(),
+        copilot_home(),
+        continue_home(),
+        factory_dir(),
+        kilo_data_dir(),
     ]
 
 

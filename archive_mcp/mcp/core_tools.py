@@ -27,6 +27,7 @@ from archive_mcp.mcp.toolkit import (
     state,
     workspace_of,
 )
+from archive_mcp.refiners import SOURCES
 from archive_mcp.refs import TurnRef
 from archive_mcp.render import hit_text, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
@@ -148,7 +149,7 @@ def search_context(
         str | None,
         Field(
             max_length=TEXT,
-            description="kimi, kimi-code, claude-code, codex or gemini.",
+            description=f"The agent that wrote the session: {', '.join(SOURCES)}.",
         ),
     ] = None,
     all_workspaces: bool = False,

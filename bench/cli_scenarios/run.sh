@@ -29,7 +29,8 @@
 set -euo pipefail
 R=$1; S=$2; cli=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
-declare -A PORT=([claude]=8711 [kimi]=8718 [kimi-code]=8717 [codex]=8712 [gemini]=8713 [qwen]=8714 [aider]=8716 [opencode]=8715)
+declare -A PORT=([claude]=8711 [kimi]=8718 [kimi-code]=8717 [codex]=8712 [gemini]=8713 [qwen]=8714 [aider]=8716 [opencode]=8715
+  [pi]=8721 [copilot]=8722 [continue]=8723 [droid]=8724 [cline]=8725 [kilo]=8726)
 port=${PORT[$cli]}; H=$S/home/$cli; W=$S/work/$cli
 rm -rf "$H" "$W"; mkdir -p "$H" "$W" "$S/logs"
 (cd "$W" && git init -q . && git config user.email dev@example.invalid && git config user.name dev)
@@ -212,5 +213,95 @@ JSON
   interrupt timeout 120 "${oc[@]}" "${ocr[@]}" --continue "Now sleep in the shell"
   timeout 120 "${oc[@]}" "${ocr[@]}" --continue "Run echo hi in the shell again" || true
   ls -la "$H/.local/share/opencode/" ;;
+pi)
+  # @mariozechner/pi-coding-agent (no subagent tool): resumed by session id (`--session`)
+  mkdir -p "$H/.pi/agent"; cat >"$H/.pi/agent/models.json" <<JSON
+{"providers": {"fake": {"baseUrl": "http://127.0.0.1:$port/v1", "api": "openai-completions", "apiKey": "dummy",
+  "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+  "models": [{"id": "fake-model", "name": "Fake model", "reasoning": false, "input": ["text"], "contextWindow": 128000, "maxTokens": 8192}]}}}
+JSON
+  pi=(env HOME="$H" PI_OFFLINE=1 PI_SKIP_VERSION_CHECK=1 timeout 120 "$R/npm/pi/node_modules/.bin/pi" -p --offline --provider fake --model fake-model)
+  "${pi[@]}" "$P1" </dev/null || true
+  f=$(ls "$H"/.pi/agent/sessions/*/*.jsonl | head -1)
+  sid=$(head -1 "$f" | python3 -c 'import json,sys;print(json.load(sys.stdin)["id"])')
+  for p in "Create hello.txt saying hi" "$P2"; do "${pi[@]}" --session "$sid" "$p" </dev/null || true; done
+  # a compaction: the scripted model reports 5000 input tokens for the prompt naming it, past
+  # the 4000-token budget this run leaves (contextWindow 128000 - reserveTokens 124000)
+  echo '{"compaction": {"reserveTokens": 124000, "keepRecentTokens": 200}}' >"$H/.pi/agent/settings.json"
+  "${pi[@]}" --session "$sid" "Run echo hi in the shell after the compaction" </dev/null || true
+  rm "$H/.pi/agent/settings.json"
+  interrupt "${pi[@]}" --session "$sid" "Now sleep in the shell" </dev/null
+  "${pi[@]}" --session "$sid" "Run echo hi in the shell again" </dev/null || true
+  find "$H/.pi/agent/sessions" -type f ;;
+copilot)
+  # @github/copilot with its own provider (BYOK) in offline mode: no GitHub login
+  cp=(env HOME="$H" COPILOT_OFFLINE=true COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$port/v1"
+    COPILOT_PROVIDER_TYPE=openai COPILOT_PROVIDER_API_KEY=dummy COPILOT_MODEL=fake-model
+    COPILOT_AUTO_UPDATE=false timeout 120 "$R/npm/copilot/node_modules/.bin/copilot"
+    --allow-all-tools --disable-client-telemetry)
+  "${cp[@]}" -p "$P1" </dev/null || true
+  sid=$(ls "$H/.copilot/session-state" | grep -v '^\.' | head -1)
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi"; do
+    "${cp[@]}" -p "$p" --resume="$sid" </dev/null || true
+  done
+  interrupt "${cp[@]}" -p "Now sleep in the shell" --resume="$sid" </dev/null
+  "${cp[@]}" -p "Run echo hi in the shell again" --resume="$sid" </dev/null || true
+  find "$H/.copilot/session-state" -type f ;;
+continue)
+  # @continuedev/cli (cn) with an OpenAI-compatible model; `--resume` takes the latest session
+  mkdir -p "$H/.continue"; cat >"$H/.continue/config.yaml" <<YAML
+name: Local fake
+version: 1.0.0
+schema: v1
+models:
+  - name: Fake model
+    provider: openai
+    model: fake-model
+    apiBase: http://127.0.0.1:$port/v1
+    apiKey: dummy
+    roles: [chat, edit, apply]
+    capabilities: [tool_use]
+YAML
+  cn=(env HOME="$H" timeout 120 "$R/npm/continue/node_modules/.bin/cn" -p --config "$H/.continue/config.yaml" --auto)
+  "${cn[@]}" "$P1" </dev/null || true
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi"; do
+    "${cn[@]}" --resume "$p" </dev/null || true
+  done
+  interrupt "${cn[@]}" --resume "Now sleep in the shell" </dev/null
+  "${cn[@]}" --resume "Run echo hi in the shell again" </dev/null || true
+  find "$H/.continue/sessions" -type f ;;
+droid)
+  # @factory/cli (droid exec) with a custom model; its resume needs Factory's API, so the
+  # prompts go to one process as stream-json user messages (one session)
+  mkdir -p "$H/.factory"; cat >"$H/.factory/settings.json" <<JSON
+{"customModels": [{"model": "fake-model", "displayName": "Fake-Model", "provider": "generic-chat-completion-api",
+  "baseUrl": "http://127.0.0.1:$port/v1", "apiKey": "dummy", "maxOutputTokens": 8192}]}
+JSON
+  dr=(env HOME="$H" FACTORY_DROID_AUTO_UPDATE_ENABLED=false timeout 180 "$R/npm/droid/node_modules/.bin/droid"
+    exec --auto high -m custom:Fake-Model-0 --input-format stream-json --output-format stream-json)
+  for p in "$P1" "Create hello.txt saying hi" "$P2" "Use a subagent to print hi"; do
+    printf '{"role":"user","content":"%s"}\n' "$p"
+  done | "${dr[@]}" >/dev/null || true
+  find "$H/.factory/sessions" -type f ;;
+kilo)
+  # @kilocode/cli 7.7.7, an OpenCode fork: the same config shape under kilo's names
+  mkdir -p "$H/.config/kilo"; cat >"$H/.config/kilo/kilo.json" <<JSON
+{"provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake local",
+   "options": {"baseURL": "http://127.0.0.1:$port/v1", "apiKey": "dummy"},
+   "models": {"fake-model": {"name": "Fake model", "tool_call": true}}}},
+ "model": "fake/fake-model", "small_model": "fake/fake-model",
+ "autoupdate": false, "share": "disabled", "permission": {"bash": "allow", "edit": "allow"}}
+JSON
+  ki=(env HOME="$H" npm_config_registry=http://127.0.0.1:9/ KILO_DISABLE_MODELS_FETCH=1 KILO_DISABLE_AUTOUPDATE=1
+      KILO_DISABLE_SHARE=1 KILO_DISABLE_SESSION_INGEST=1 KILO_DISABLE_LSP_DOWNLOAD=1 KILO_DISABLE_PRESENCE=1
+      "$R/npm/kilo/node_modules/.bin/kilo")
+  kr=(run --format json --auto -m fake/fake-model)
+  timeout 400 "${ki[@]}" "${kr[@]}" "$P1" || true
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi"; do
+    timeout 400 "${ki[@]}" "${kr[@]}" --continue "$p" || true
+  done
+  interrupt timeout 400 "${ki[@]}" "${kr[@]}" --continue "Now sleep in the shell"
+  timeout 400 "${ki[@]}" "${kr[@]}" --continue "Run echo hi in the shell again" || true
+  ls -la "$H/.local/share/kilo/" ;;
 *) echo "unknown CLI: $cli" >&2; exit 2 ;;
 esac

@@ -36,13 +36,20 @@ SHELL_TOOLS = (
     "bash",
     "Bash",
     "Shell",
+    "Execute",  # Factory Droid
 )
 LOCK = threading.Lock()
 LOG = "requests.jsonl"
 
 
 CWD = ""  # the work dir of the CLI under test (--cwd): absolute paths for file tools
-EDIT_TOOLS = ("Write", "write_file", "write", "WriteFile", "apply_patch")  # creates hello.txt
+EDIT_TOOLS = ("Write", "write_file", "write", "WriteFile", "apply_patch", "create", "Create")
+# creates hello.txt (Copilot `create`, Droid `Create`)
+SHELL_EXTRA = {  # required fields some shell tools add (Factory Droid's Execute)
+    "summary": "Run a shell command",
+    "riskLevelReason": "It only runs one command in the project.",
+    "riskLevel": "low",
+}
 PATCH = "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"  # Codex apply_patch
 SUMMARY = (
     "<analysis>The user ran shell commands.</analysis>\n<summary>1. The user ran echo hi and a "
@@ -56,6 +63,7 @@ SUMMARY_ASKS = (
     "context checkpoint compaction",  # Codex
     "<state_snapshot>",  # Gemini CLI, Qwen Code
     "here is the conversation so far",  # OpenCode
+    "conversation to summarize",  # Pi
 )
 
 
@@ -96,6 +104,9 @@ def shell_args(name: str, schema: dict[str, Any] | None, cmd: str) -> dict[str, 
         args = {"command": cmd}
     if "description" in props:
         args["description"] = "Run a shell command"
+    for key in (schema or {}).get("required") or []:
+        if key not in args and key in props:
+            args[key] = SHELL_EXTRA.get(key, example(props[key]))
     return args
 
 
@@ -109,9 +120,11 @@ def edit_args(name: str, schema: dict[str, Any] | None) -> dict[str, Any]:
     props = (schema or {}).get("properties") or {}
     path = f"{CWD}/hello.txt" if CWD else "hello.txt"
     key = next(
-        (k for k in ("file_path", "absolute_path", "filePath", "path") if k in props), "path"
+        (k for k in ("file_path", "absolute_path", "filePath", "filepath", "path") if k in props),
+        "path",
     )
-    return {key: path, "content": "hi\n"}
+    body = next((k for k in ("content", "file_text") if k in props), "content")
+    return {key: path, body: "hi\n"}
 
 
 def pick(tools: list[tuple[str, Any]], prompt: str, answered: bool) -> tuple[str, dict] | None:
@@ -131,13 +144,18 @@ def pick(tools: list[tuple[str, Any]], prompt: str, answered: bool) -> tuple[str
             if name == "invoke_agent" and name in by:
                 return name, {"agent_name": "generalist", "prompt": "Run echo hi in the shell"}
             if name in by:
-                enum = ((by[name] or {}).get("properties") or {}).get("subagent_type", {})
-                kinds = enum.get("enum") or ["general-purpose" if name[0].isupper() else "general"]
-                return name, {
-                    "description": "Print hi",
-                    "prompt": "Run echo hi in the shell",
-                    "subagent_type": kinds[0],
-                }
+                props = (by[name] or {}).get("properties") or {}
+                key = "agent_type" if "agent_type" in props else "subagent_type"  # Copilot's
+                kinds = (props.get(key) or {}).get("enum") or [
+                    "general-purpose" if name[0].isupper() else "general"
+                ]
+                kind = "general-purpose" if "general-purpose" in kinds else kinds[0]
+                if "catalog" in str((props.get(key) or {}).get("description")):
+                    kind = "worker"  # Factory Droid's catalog (no enum)
+                args = {"description": "Print hi", "prompt": "Run echo hi in the shell", key: kind}
+                if "name" in props:
+                    args["name"] = "printer"
+                return name, args
     for name in SHELL_TOOLS:
         if name in by:
             return name, shell_args(name, by[name], command_for(prompt))
@@ -174,7 +192,11 @@ def example(s: Any) -> Any:
     return 1 if t in ("integer", "number") else False if t == "boolean" else "ok"
 
 
-REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.S)
+REMINDER = re.compile(
+    r"<system-reminder>.*?</system-reminder>\s*|<current_datetime>.*?</current_datetime>\s*"
+    r"|<environment_details>.*?</environment_details>\s*",
+    re.S,
+)  # what Kimi Code, Copilot and Kilo add to a prompt
 
 
 def text_of(content: Any) -> str:
