@@ -17,6 +17,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from .answers import claude_result
 from .lines import LineReader, field_dict, finish, parse_time
 from .model import ParseResult, Step, SubagentRun, ToolCall, Turn
 from .sources import (
@@ -280,6 +281,8 @@ class ClaudeTurnBuilder:
                     "output": b.get("content"),
                 }
                 call.result_at = ts
+                if self.cur is not None:
+                    self.cur.answers += claude_result(call, b, rec)
 
     def _system(self, cur: Turn, rec: dict[str, Any], ts: float | None) -> None:
         sub = rec.get("subtype")
