@@ -299,13 +299,13 @@ def load_turn_context(
         asked = [t for t in turns if ref.turn <= t <= last]
         if not asked:
             valid = f"{turns[0]}..{turns[-1]}" if turns else "none"
-            span = f"turn {ref.turn}" if last == ref.turn else f"no turn of {ref.turn}-{last}"
+            span = f"turn {ref.turn} is" if last == ref.turn else f"turns {ref.turn}-{last} are"
             missing.append(
                 MissingTurn(
                     ref.session_id,
                     ref.turn,
                     ref.agent,
-                    f"{span} is not in session {ref.session_id} (agent {ref.agent}); "
+                    f"{span} not in session {ref.session_id} (agent {ref.agent}); "
                     f"valid turns: {valid}",
                 )
             )
