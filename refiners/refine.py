@@ -21,6 +21,7 @@ from .summary import (
     SUMMARY_MAX,
     ExtractiveSummarizer,
     mark_rejected,
+    recap,
     rejected_by_user,
     user_request,
 )
@@ -142,6 +143,9 @@ def refine_turn(
     summary = clean(summarizer.summarize(turn), SUMMARY_MAX, count=False)[:SUMMARY_MAX]
     if rejected_by_user(turn, next_turn):
         summary = mark_rejected(summary)
+    kinds = kinds_of(turn, raw_final or raw_assistant, tool_calls)
+    if "compaction" in kinds and turn.is_compaction:
+        summary = recap(summary, turn.index, ctx.session_id)
     final = clean(raw_final, TEXT_MAX, count=False) if raw_final else assistant
     started = turn.started_at
     ended = turn.ended_at if turn.ended_at is not None else turn.last_at
@@ -171,7 +175,7 @@ def refine_turn(
         "steps": len(turn.steps),
         "summary": summary,
         "keywords": keywords_of(f"{user_request(user)[:SCAN_MAX]}\n{final[:SCAN_MAX]}"),
-        "kinds": kinds_of(turn, raw_final or raw_assistant, tool_calls),
+        "kinds": kinds,
         "redactions": redactions,
         "refiner": REFINER,
         "content_hash": content_hash(turn, raw_assistant, tool_calls),

@@ -465,6 +465,21 @@ def rejected_by_user(turn: Turn, next_turn: Turn | None) -> bool:
     return bool(_REJECTS.match(strip_ack(user_request(next_turn.user_text))[:200]))
 
 
+RECAP_SPAN = 50  # turns a recap's reference names (the latest it restates; a range reads 50)
+
+
+def recap(summary: str, index: int, session_id: str) -> str:
+    """A compaction recap's summary, marked as one and pointing at the turns it restates: the
+    session's earlier turns (as a `SESSION:FIRST-LAST` range), or an earlier session."""
+    if summary.startswith("Recap"):
+        return summary
+    if index <= 0:
+        return shorten(f"Recap of an earlier session. {summary}", SUMMARY_MAX)
+    first = max(0, index - RECAP_SPAN)
+    where = f"{session_id}:{first}-{index - 1}"
+    return shorten(f"Recap of turns 0-{index - 1} ({where}). {summary}", SUMMARY_MAX)
+
+
 def mark_rejected(summary: str) -> str:
     """The summary with its outcome stated as a proposal the user rejected."""
     if PROPOSED in summary:

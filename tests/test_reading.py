@@ -177,3 +177,23 @@ def test_tag_themes_seed_maximum_is_listed_and_a_fresh_archive_lists_suggestions
     assert text != "no themes yet: tag_theme or discover_themes"
     first = text.splitlines()[0]
     assert first.startswith("- ") and "[suggested, " in first
+
+
+def test_a_compaction_recap_is_marked_and_points_at_the_turns_it_restates() -> None:
+    from archive_mcp.refiners import PARSERS
+    from archive_mcp.refiners.refine import RefineContext, refine_turn
+
+    sid = "5e1f0c2a-7b3d-4c8e-9a61-2f4d8b0c6e13"
+    path = (
+        Path(__file__).parent
+        / "fixtures/real-cli/claude-2.1.197/dot-claude/projects/-home-dev-work-claude"
+        / f"{sid}.jsonl"
+    )
+    turns = PARSERS["claude-code"](path).turns
+    recaps = [t for t in turns if t.is_compaction]
+    assert [t.index for t in recaps] == [5]
+    row = refine_turn(recaps[0], RefineContext("w", "claude-code", sid, "main", "f"))
+    assert row["summary"].startswith(
+        f"Recap of turns 0-4 ({sid}:0-4). Asked: (continued session: summary of the earlier "
+        "conversation) Outcome: Done with: Use a subagent to print hi SCRIPTED-ANSWER;"
+    )

@@ -290,8 +290,8 @@ def test_a_compaction_summary_is_summarised_from_its_own_content() -> None:
     row = refine_turn(turn(user, origin="compaction", reason=None), CTX)
     assert row["kinds"] == ["compaction", "continuation"]
     assert row["summary"] == (
-        "Asked: (continued session: summary of the earlier conversation) Outcome: The QA "
-        "Coordination Hub roadmap has 8 phases; phase 1 adds types.ts."
+        "Recap of an earlier session. Asked: (continued session: summary of the earlier "
+        "conversation) Outcome: The QA Coordination Hub roadmap has 8 phases; phase 1 adds types.ts."
     )
 
 
