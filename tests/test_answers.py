@@ -210,3 +210,9 @@ def test_a_turn_ending_in_a_refused_call_is_rejected_without_a_next_turn() -> No
         "Asked: clean up the build dir Did: Shell; 1 failed Outcome: proposed, rejected by the "
         "user: I will delete build/."
     )
+
+
+def test_a_file_of_no_turns_refines_to_no_rows() -> None:
+    from archive_mcp.ingest.jobs import turn_rows
+
+    assert turn_rows("w", "claude-code", "s", "main", "f", [], frozenset(), None) == []
