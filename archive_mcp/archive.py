@@ -295,13 +295,18 @@ class Archive:
         max_chars: int = 6000,
         cwd: str | None = None,
         anywhere: bool = False,
+        full_tools: bool = False,
+        matching: Sequence[str] = (),
     ) -> TurnContext:
-        """Full turns read from the archived raw log by byte range, their text within `max_chars`.
+        """Turns read from the archived raw log by byte range, their text within `max_chars`:
+        the user's and the assistant's words first, each tool call as a one-line digest (whole
+        with `full_tools`); with `matching`, only the passages holding one of those words.
 
-        A reference is `session:turn` (a unique session-id prefix will do), `{session_id, turn,
-        agent?}` or a TurnRef. With `anywhere`, a session not in the workspace (or when there is
-        no workspace) is looked up in every workspace and read where it is unique. Unknown
-        references are reported beside the turns found; when none is found, `NotFound`."""
+        A reference is `session:turn` (a unique session-id prefix will do), `session:first-last`
+        (a range), `{session_id, turn, agent?, last?}` or a TurnRef. With `anywhere`, a session
+        not in the workspace (or when there is no workspace) is looked up in every workspace and
+        read where it is unique. Unknown references are reported beside the turns found; when
+        none is found, `NotFound`."""
         return load_references(
             references,
             lambda: self._ws(workspace, cwd),
@@ -313,6 +318,8 @@ class Archive:
             include_thinking,
             max_chars,
             anywhere,
+            full_tools,
+            matching,
         )
 
     def canonical_ref(self, ws: Workspace, r: RefLike) -> TurnRef:

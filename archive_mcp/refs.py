@@ -20,10 +20,16 @@ class TurnRef:
     session_id: str
     turn: int
     agent: str = "main"
+    last: int | None = None  # a range: turns `turn` to `last` (`SESSION:11-31`)
 
 
-REF = re.compile(r"^\s*(?P<sid>\S.*?):(?P<turn>\d+)(?:\s*\[(?P<agent>[^\]]+)\])?\s*$")
-FORM = "SESSION:TURN (a unique session-id prefix will do, e.g. 3f2c9a1e:2) or {session_id, turn}"
+REF = re.compile(
+    r"^\s*(?P<sid>\S.*?):(?P<turn>\d+)(?:\s*-\s*(?P<last>\d+))?(?:\s*\[(?P<agent>[^\]]+)\])?\s*$"
+)
+FORM = (
+    "SESSION:TURN (a unique session-id prefix will do, e.g. 3f2c9a1e:2), SESSION:FIRST-LAST "
+    "for a range (3f2c9a1e:11-31) or {session_id, turn}"
+)
 
 RefLike = TurnRef | dict[str, Any] | str
 
@@ -39,10 +45,19 @@ def parse_ref(r: RefLike) -> TurnRef:
         sid = m["sid"]
         if "…" in sid:  # a clipped id as a narrow table prints it: its head is a prefix
             sid = sid.split("…")[0].rstrip("-")
-        return TurnRef(sid, int(m["turn"]), m["agent"] or "main")
+        turn, last = int(m["turn"]), int(m["last"]) if m["last"] else None
+        if last is not None and last < turn:
+            raise InvalidArgument(f"a range of turns runs from the first to the last; got {r!r}")
+        return TurnRef(sid, turn, m["agent"] or "main", last)
     if isinstance(r, dict):
         try:
-            return TurnRef(str(r["session_id"]), int(r["turn"]), str(r.get("agent") or "main"))
+            last = r.get("last")
+            return TurnRef(
+                str(r["session_id"]),
+                int(r["turn"]),
+                str(r.get("agent") or "main"),
+                int(last) if last is not None else None,
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidArgument(f"a turn reference looks like {FORM}; got {r!r}") from exc
     raise InvalidArgument(f"a turn reference looks like {FORM}; got {r!r}")

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from archive_mcp.search.engine import Hit
 
 
+COMPACT_SUMMARY = 100  # a compact hit's line of summary
+
+
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses (through their `to_json` when they have one), containers, dates and paths as JSON values."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -83,27 +86,35 @@ def hit_text(h: Hit, detail: str = "normal", indent: str = "  ", where: str = ""
         f"{(h.started_at or '')[:16]} score={h.score:.4f} "
         f"({'+'.join(h.matched)}){f' [{h.source}]' if h.source else ''}"
     )
-    if detail == "compact":
-        return head
+    if detail == "compact":  # the head of the summary: what lets an agent choose a hit
+        return f"{head} — {clip(h.summary, COMPACT_SUMMARY)}" if h.summary else head
     out = f"{head}\n{indent}{h.summary}"
     if h.snippet:
         out += f"\n{indent}> {h.snippet}"
     if detail == "full":
-        out += f"\n{indent}status={h.status} kinds={','.join(h.kinds)} raw={h.raw_ref}"
+        out += f"\n{indent}status={h.status} kinds={','.join(h.kinds)}"
     return out
 
 
 def turn_text(t: TurnDetail) -> str:
-    """A turn read back from the raw log: header, user, assistant, tool calls, thinking."""
+    """A turn read back from the raw log: header, user, assistant, tool calls (one line each as
+    digests), thinking, and what was left out."""
     mark = "" if t.requested else " (neighbour)"
     block = [
         f"## {turn_ref(t.session_id, t.turn, t.agent)}{mark} {t.started_at or ''} {t.status}",
         f"User: {t.user_text}",
         f"Assistant: {t.assistant_text}",
     ]
-    block += [f"Tool {c.name} [{c.status}] {c.arguments}\n  → {c.result}" for c in t.tool_calls]
+    block += [
+        f"Tool {c.name} {c.arguments} [{c.status}]" + (f" → {c.result}" if c.result else "")
+        if c.digest
+        else f"Tool {c.name} [{c.status}] {c.arguments}\n  → {c.result}"
+        for c in t.tool_calls
+    ]
     if t.thinking:
         block.append(f"Thinking: {t.thinking}")
+    if t.left_out:
+        block.append(f"({t.left_out})")
     return "\n".join(block)
 
 

@@ -16,6 +16,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from .answers import claude_result
 from .fields import field_dict, parse_time
 from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
 from .model import Step, SubagentRun, ToolCall, Turn
@@ -263,6 +264,8 @@ class ClaudeTurnBuilder(TurnBuilder):
                     "output": b.get("content"),
                 }
                 call.result_at = ts
+                if self.cur is not None:
+                    self.cur.answers += claude_result(call, b, rec)
 
     def _system(self, cur: Turn, rec: dict[str, Any], ts: float | None) -> None:
         sub = rec.get("subtype")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .answers import approval_response
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn, count, epoch, parts_text
 from .sources import (
@@ -225,6 +226,7 @@ class KimiTurnBuilder(TurnBuilder):
         if call is not None:
             response = p.get("response")
             call.approval = response if isinstance(response, str) else None
+        cur.answers += approval_response(call, p)
 
     def _on_StatusUpdate(self, cur: Turn, p: dict, *_: Any) -> None:
         usage = p.get("token_usage")

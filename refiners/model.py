@@ -134,6 +134,8 @@ class Turn:
     end: str = "open"  # ended | open | superseded
     reason: str | None = None  # the end reason a source states (completed, cancelled, failed, …)
     steer_inputs: list[str] = field(default_factory=list)
+    # the user's words that came as tool results, marked (answers.py)
+    answers: list[str] = field(default_factory=list)
     compactions: int = 0
     synthetic_text: str = ""
     steps: list[Step] = field(default_factory=list)

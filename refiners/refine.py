@@ -13,13 +13,21 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .actions import call_paths, ordered
+from .answers import joined
 from .kinds import SCAN_MAX, keywords_of, kinds_of
 from .model import ToolCall, Turn
 from .redact import MIN_KNOWN, may_hold_secret, redact, secret_values
-from .summary import SUMMARY_MAX, ExtractiveSummarizer, user_request
+from .summary import (
+    SUMMARY_MAX,
+    ExtractiveSummarizer,
+    mark_rejected,
+    recap,
+    rejected_by_user,
+    user_request,
+)
 from .text import shorten
 
-REFINER = "extractive@8"
+REFINER = "extractive@9"
 TEXT_MAX = 20_000  # stored user/assistant text; the raw log holds the rest
 THINKING_MAX = 4_000
 RESULT_MAX = 200
@@ -58,7 +66,7 @@ def files_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
 def content_hash(turn: Turn, assistant: str, calls: list[ToolCall]) -> str:
     h = hashlib.sha1()
     for piece in (
-        turn.user_text,
+        joined(turn.user_text, turn.answers),
         assistant,
         turn.synthetic_text,
         turn.status,
@@ -79,9 +87,13 @@ class RefineContext:
 
 
 def refine_turn(
-    turn: Turn, ctx: RefineContext, summarizer: Summarizer | None = None
+    turn: Turn,
+    ctx: RefineContext,
+    summarizer: Summarizer | None = None,
+    next_turn: Turn | None = None,
 ) -> dict[str, Any]:
-    """One refined row (DESIGN.md schema) for `turn`. Every text field is redacted."""
+    """One refined row (DESIGN.md schema) for `turn`. Every text field is redacted. `next_turn`
+    (the session's next turn, when known) tells whether the user rejected what this one proposed."""
     summarizer = summarizer or ExtractiveSummarizer()
     redactions = 0
 
@@ -90,6 +102,7 @@ def refine_turn(
     texts = [
         turn.user_text,
         *turn.steer_inputs,
+        *turn.answers,
         turn.assistant_text,
         turn.synthetic_text,
         turn.thinking,
@@ -113,7 +126,8 @@ def refine_turn(
 
     tool_calls = turn.tool_calls
     raw_assistant, raw_final = turn.assistant_text, turn.final_text
-    user = clean(turn.user_text + "".join(f"\n[steer] {s}" for s in turn.steer_inputs), TEXT_MAX)
+    steered = turn.user_text + "".join(f"\n[steer] {s}" for s in turn.steer_inputs)
+    user = clean(joined(steered, turn.answers), TEXT_MAX)
     assistant = clean(raw_assistant or turn.synthetic_text, TEXT_MAX)
     calls = [
         {
@@ -127,6 +141,11 @@ def refine_turn(
         for c in tool_calls
     ]
     summary = clean(summarizer.summarize(turn), SUMMARY_MAX, count=False)[:SUMMARY_MAX]
+    if rejected_by_user(turn, next_turn):
+        summary = mark_rejected(summary)
+    kinds = kinds_of(turn, raw_final or raw_assistant, tool_calls)
+    if "compaction" in kinds and turn.is_compaction:
+        summary = recap(summary, turn.index, ctx.session_id)
     final = clean(raw_final, TEXT_MAX, count=False) if raw_final else assistant
     started = turn.started_at
     ended = turn.ended_at if turn.ended_at is not None else turn.last_at
@@ -156,7 +175,7 @@ def refine_turn(
         "steps": len(turn.steps),
         "summary": summary,
         "keywords": keywords_of(f"{user_request(user)[:SCAN_MAX]}\n{final[:SCAN_MAX]}"),
-        "kinds": kinds_of(turn, raw_final or raw_assistant, tool_calls),
+        "kinds": kinds,
         "redactions": redactions,
         "refiner": REFINER,
         "content_hash": content_hash(turn, raw_assistant, tool_calls),

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from .actions import DID_MAX, describe_actions
+from .answers import said
 from .model import Turn
 from .text import STOPWORDS, dense, sentences, shorten, words
 
@@ -27,6 +28,7 @@ from .text import STOPWORDS, dense, sentences, shorten, words
 # labelled turns: 0.813 at 600 against 0.755 at 400); compact views clip or drop it for display
 SUMMARY_MAX = 600
 ASK_MAX = 80
+USER_MAX = 200  # the user's answers and feedback given as tool results (refiners/answers.py)
 HEAD = 6000
 MAX_UNITS = 60  # units looked at per text
 EARLIER_HEAD = 1500  # earlier step texts: only their head is looked at
@@ -438,6 +440,58 @@ def _last_text(turn: Turn) -> str:
     return ""
 
 
+# A next request that opens by turning the answer down ("No, …", "Actually, let's keep …").
+_REJECTS = re.compile(
+    r"^\W*(?:no\b(?=\s*(?:$|[,.!;:—-]|(?:no|not|that|there|it|i|we|let'?s|stop|don'?t|this|you)\b))|"
+    r"nope\b|nah\b|stop\W*$|that'?s (?:not|wrong|incorrect)\b|that is (?:not|wrong)\b|wrong\b|"
+    r"not (?:quite|that|what)\b|actually,? (?:no\b|don'?t|do not|let'?s (?:not|keep|leave)|keep|leave)|"
+    r"revert\b|undo\b)",
+    re.IGNORECASE,
+)
+PROPOSED = "proposed, rejected by the user"
+
+
+def rejected_by_user(turn: Turn, next_turn: Turn | None) -> bool:
+    """The user turned down what this turn proposed: its last tool call was refused (with or
+    without a reason), or the next request opens by rejecting it ("No, …", "Actually, keep …")."""
+    calls = turn.tool_calls
+    if calls and (
+        calls[-1].approval == "reject"
+        or any(a.startswith(("[feedback on", "[rejected")) for a in turn.answers[-1:])
+    ):
+        return True
+    if next_turn is None or next_turn.origin not in ("user", "interrupt"):
+        return False
+    return bool(_REJECTS.match(strip_ack(user_request(next_turn.user_text))[:200]))
+
+
+RECAP_SPAN = 50  # turns a recap's reference names (the latest it restates; a range reads 50)
+
+
+def recap(summary: str, index: int, session_id: str) -> str:
+    """A compaction recap's summary, marked as one and pointing at the turns it restates: the
+    session's earlier turns (as a `SESSION:FIRST-LAST` range), or an earlier session."""
+    if summary.startswith("Recap"):
+        return summary
+    if index <= 0:
+        return shorten(f"Recap of an earlier session. {summary}", SUMMARY_MAX)
+    first = max(0, index - RECAP_SPAN)
+    where = f"{session_id}:{first}-{index - 1}"
+    return shorten(f"Recap of turns 0-{index - 1} ({where}). {summary}", SUMMARY_MAX)
+
+
+def mark_rejected(summary: str) -> str:
+    """The summary with its outcome stated as a proposal the user rejected."""
+    if PROPOSED in summary:
+        return summary
+    head, sep, out = summary.partition(" Outcome: ")
+    if not sep:
+        head, sep, out = summary.partition("Outcome: ")
+    if not sep:
+        return shorten(f"{summary} Outcome: {PROPOSED}".strip(), SUMMARY_MAX)
+    return shorten(f"{head}{sep}{PROPOSED}: {out}", SUMMARY_MAX)
+
+
 class ExtractiveSummarizer:
     """`Asked: … Did: … Outcome: …` from the turn's own sentences; no model, no network."""
 
@@ -446,17 +500,31 @@ class ExtractiveSummarizer:
         did = describe_actions(turn.tool_calls)
         state = "interrupted" if cut_short(turn) and turn.status != "cancelled" else turn.status
         status = f" [{state}]" if state in ("interrupted", "cancelled", "error") else ""
-        return compose(ask, did, lambda budget: outcome(turn, budget, did), status)
+        user = said(turn.answers)
+        return compose(
+            ask, did, lambda budget: outcome(turn, budget, f"{did} {user}"), status, user
+        )
 
 
-def compose(ask: str, did: str, result: str | Callable[[int], str], status: str = "") -> str:
-    """`Asked: … Did: … Outcome: …` within SUMMARY_MAX; the outcome gets what the others leave.
+def compose(
+    ask: str, did: str, result: str | Callable[[int], str], status: str = "", user: str = ""
+) -> str:
+    """`Asked: … Did: … User: … Outcome: …` within SUMMARY_MAX; the outcome gets what the others
+    leave. `User:` holds the user's words that came as tool results (answers, feedback).
 
     `result` is the outcome text, or a function of its budget that picks one. Every summarizer
     (extractive, or the client's model through MCP sampling) writes this shape.
     """
-    ask, did = shorten(ask, ASK_MAX), shorten(did, DID_MAX)
-    head = " ".join(p for p in (f"Asked: {ask}" if ask else "", f"Did: {did}" if did else "") if p)
+    ask, did, user = shorten(ask, ASK_MAX), shorten(did, DID_MAX), shorten(user, USER_MAX)
+    head = " ".join(
+        p
+        for p in (
+            f"Asked: {ask}" if ask else "",
+            f"Did: {did}" if did else "",
+            f"User: {user}" if user else "",
+        )
+        if p
+    )
     budget = SUMMARY_MAX - len(head) - len(" Outcome: ") - len(status)
     out = result(budget) if callable(result) else shorten(result, max(budget, 40))
     tail = f"Outcome: {out}{status}" if out else status.strip()

@@ -290,8 +290,8 @@ def test_a_compaction_summary_is_summarised_from_its_own_content() -> None:
     row = refine_turn(turn(user, origin="compaction", reason=None), CTX)
     assert row["kinds"] == ["compaction", "continuation"]
     assert row["summary"] == (
-        "Asked: (continued session: summary of the earlier conversation) Outcome: The QA "
-        "Coordination Hub roadmap has 8 phases; phase 1 adds types.ts."
+        "Recap of an earlier session. Asked: (continued session: summary of the earlier "
+        "conversation) Outcome: The QA Coordination Hub roadmap has 8 phases; phase 1 adds types.ts."
     )
 
 
@@ -522,7 +522,7 @@ def test_an_answers_acknowledgement_goes_whole_and_never_leaves_a_fragment() -> 
     assert dense("Successfully removed all traces of OpenVPN") == "Removed all traces of OpenVPN"
 
 
-def test_a_long_summary_is_kept_whole_in_normal_detail_and_left_out_in_compact() -> None:
+def test_a_long_summary_is_kept_whole_in_normal_detail_and_clipped_to_a_line_in_compact() -> None:
     from archive_mcp.render import hit_text
     from archive_mcp.search.hits import Hit
 
@@ -530,7 +530,10 @@ def test_a_long_summary_is_kept_whole_in_normal_detail_and_left_out_in_compact()
     hit = Hit("w", "s1", "main", 2, "2026-01-08T10:00", 0.5, summary, "", ["bm25"], "ok", [], {})
     assert 400 < len(summary) <= 600
     assert hit_text(hit, "normal").splitlines()[1] == f"  {summary}"
-    assert hit_text(hit, "compact") == "s1:2 2026-01-08T10:00 score=0.5000 (bm25)"
+    assert hit_text(hit, "compact") == (
+        "s1:2 2026-01-08T10:00 score=0.5000 (bm25) — Asked: word0 word1 word2 word3 word4 word5 "
+        "word6 word7 word8 word9 word10 word11… Did: Read…"
+    )
 
 
 def test_a_legacy_turn_is_interrupted_only_when_its_last_step_stopped_short() -> None:

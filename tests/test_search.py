@@ -232,7 +232,7 @@ def test_load_turn_context_reads_the_raw_log_and_reports_bad_references(archive:
 
 def test_load_turn_context_holds_max_chars_and_cuts_at_words(archive: Archive) -> None:
     ctx = archive.load_turn_context(
-        [{"session_id": LOADER, "turn": 1}], workspace="ml-pipeline", max_chars=500
+        [{"session_id": LOADER, "turn": 1}], workspace="ml-pipeline", max_chars=500, full_tools=True
     )
     t = ctx.turns[0]
     assert t.truncated

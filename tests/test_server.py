@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from archive_mcp.refiners.refine import REFINER
+from archive_mcp.refiners.text import clip
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -121,10 +122,22 @@ async def test_search_context_text_stays_within_max_output_chars(server, budget:
         assert " more hits not shown (" in r.content[0].text
 
 
-async def test_compact_detail_drops_summaries(server) -> None:  # noqa: ANN001
+async def test_compact_detail_keeps_one_line_of_summary_and_drops_snippets(server) -> None:  # noqa: ANN001
     async with Client(server) as client:
-        r = await client.call_tool("search_context", {"query": "login", "detail": "compact"})
-    assert all(h["summary"] == "" and h["snippet"] == "" for h in r.structured_content["hits"])
+        r = await client.call_tool(
+            "search_context", {"query": "login", "detail": "compact", "max_output_chars": 50_000}
+        )
+        normal = await client.call_tool(
+            "search_context", {"query": "login", "max_output_chars": 50_000}
+        )
+    hits = r.structured_content["hits"]
+    full = {(h["session_id"], h["turn"]): h["summary"] for h in normal.structured_content["hits"]}
+    assert hits and all(h["snippet"] == "" for h in hits)
+    assert [h["summary"] for h in hits] == [
+        clip(full[h["session_id"], h["turn"]], 100) for h in hits
+    ]
+    lines = r.content[0].text.splitlines()[1:-1]
+    assert [ln.split(" — ", 1)[1] for ln in lines] == [h["summary"] for h in hits]
 
 
 @pytest.mark.parametrize(
@@ -172,7 +185,7 @@ async def test_load_turn_context_returns_turns_and_reports_bad_references(server
             "reason": f"turn 9 is not in session {LOADER} (agent main); valid turns: 0..1",
         }
     ]
-    assert "Tool Shell [ok]" in r.content[0].text
+    assert re.search(r"^Tool Shell command=\S.* \[ok\] → \S", r.content[0].text, re.M)
 
 
 async def test_load_turn_context_rejects_bad_shapes(server) -> None:  # noqa: ANN001
@@ -397,7 +410,8 @@ async def test_every_turn_reference_the_text_prints_loads_back(server, archive: 
     archive.tag_theme("login", "webapp", references=[f"{LOGIN}:0", "session_2c7d1e94:1"])
     async with Client(server) as client:
         hits = await client.call_tool(
-            "search_context", {"query": "test", "all_workspaces": True, "limit": 20}
+            "search_context",
+            {"query": "test", "all_workspaces": True, "limit": 20, "max_output_chars": 6000},
         )
         sessions = await client.call_tool("list_sessions", {"workspace": "ml-pipeline"})
         trace = await client.call_tool("trace_theme", {"theme": "login"})
@@ -407,7 +421,7 @@ async def test_every_turn_reference_the_text_prints_loads_back(server, archive: 
         events = re.findall(r"^- [\d-]+ [\d:]+ (\S+:\d+) ", trace.content[0].text, re.M)
         refs = REF_LINE.findall(text) + events
         refs += [f"{s}:0" for s in re.findall(r"^- (\S+) \d{4}-", sessions.content[0].text, re.M)]
-        assert len(refs) == 8 + 2 + 2  # 8 hits shown within the default budget
+        assert len(refs) == 8 + 2 + 2  # 8 hits shown within 6,000 characters
         for ref in refs:  # no workspace given: the session is found where it is unique
             r = await client.call_tool("load_turn_context", {"references": [ref]})
             assert not r.is_error, (ref, r.content[0].text)
@@ -481,7 +495,7 @@ def _claude_turn(home: Path, prompt: str, output: str, answer: str) -> Path:
     return home / ".claude"
 
 
-async def test_load_turn_context_fills_its_budget_request_and_conclusion_first(
+async def test_load_turn_context_gives_the_words_whole_and_each_call_one_line(
     tmp_path: Path, fake_embedder: Any
 ) -> None:
     prompt = ("Which cache should the feed use, option A (read-through) or option B? " * 8).strip()
@@ -497,8 +511,27 @@ async def test_load_turn_context_fills_its_budget_request_and_conclusion_first(
             text, data = r.content[0].text, r.structured_content
             turn = data["turns"][0]
             assert turn["user_text"] == prompt and turn["assistant_text"] == answer
+            assert text.endswith(
+                f"User: {prompt}\nAssistant: {answer}\n"
+                "Tool Bash command=make bench [ok] → bench row 00000 p50=41.0ms"
+            )
+            assert turn["tool_calls"] == [
+                {
+                    "name": "Bash",
+                    "arguments": "command=make bench",
+                    "status": "ok",
+                    "result": "bench row 00000 p50=41.0ms",
+                    "digest": True,
+                }
+            ]
+        for budget in (4000, 9000):  # full: the output fills what the words leave
+            r = await client.call_tool(
+                "load_turn_context",
+                {"references": ["c0ffee00:0"], "max_chars": budget, "detail": "full"},
+            )
+            text, data = r.content[0].text, r.structured_content
             assert f"User: {prompt}\nAssistant: {answer}\nTool Bash [ok]" in text
-            assert turn["tool_calls"][0]["result"].startswith("bench row 00000 p50=41.0ms")
+            assert data["turns"][0]["tool_calls"][0]["result"].startswith("bench row 00000")
             assert 0.8 * budget <= len(text) <= budget and json.dumps(data).__len__() <= budget
 
 

@@ -375,6 +375,7 @@ def show(
             include_thinking=thinking,
             max_chars=max_chars,
             anywhere=workspace is None,
+            full_tools=True,
         ),
     )
     if as_json:

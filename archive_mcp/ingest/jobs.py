@@ -177,13 +177,18 @@ def turn_rows(
 ) -> list[dict[str, Any]]:
     """Refined rows for parsed turns, plus subagent turns seen only inside the parent's log."""
     ctx = RefineContext(ws_id, source, session_id, agent, raw_rel)
-    rows = [refine_turn(t, ctx, summarizer) for t in turns]
+    after = [*turns[1:], None][: len(turns)]  # each turn's next, None for the last
+    rows = [refine_turn(t, ctx, summarizer, n) for t, n in zip(turns, after, strict=True)]
     for t in turns:
         for agent_id, run in t.subagents.items():
             if agent_id in own_agents:
                 continue  # its own wire.jsonl is archived: never count it twice
             sub_ctx = RefineContext(ws_id, source, session_id, agent_id, raw_rel)
-            rows += [refine_turn(st, sub_ctx, summarizer) for st in run.turns]
+            nexts = [*run.turns[1:], None][: len(run.turns)]
+            rows += [
+                refine_turn(st, sub_ctx, summarizer, n)
+                for st, n in zip(run.turns, nexts, strict=True)
+            ]
     return rows
 
 

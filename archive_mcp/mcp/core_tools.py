@@ -28,8 +28,9 @@ from archive_mcp.mcp.toolkit import (
     workspace_of,
 )
 from archive_mcp.refiners import SOURCES
+from archive_mcp.refiners.text import clip
 from archive_mcp.refs import TurnRef
-from archive_mcp.render import hit_text, to_jsonable, turn_text
+from archive_mcp.render import COMPACT_SUMMARY, hit_text, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.search.engine import Hit
 from archive_mcp.workspaces import Workspace
@@ -38,7 +39,8 @@ Detail = Literal["compact", "normal", "full"]
 DetailParam = Annotated[
     Detail,
     Field(
-        description="compact: refs and scores; normal: + summary, snippet; full: + status, kinds."
+        description="compact: refs, scores, a line of summary; normal: + whole summary, snippet; "
+        "full: + status, kinds."
     ),
 ]
 
@@ -154,7 +156,7 @@ def search_context(
     ] = None,
     all_workspaces: bool = False,
     detail: DetailParam = "normal",
-    max_output_chars: Budget = 6000,
+    max_output_chars: Budget = 4000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, SearchOutput]:
     """Find past turns by topic (lexical, fuzzy and semantic, fused), each cited as SESSION:TURN. Use it
@@ -216,7 +218,8 @@ def load_turn_context(
         Field(
             min_length=1,
             max_length=20,
-            description='"SESSION:TURN" as the tools print them, or {session_id, turn}.',
+            description='"SESSION:TURN" as the tools print them, "SESSION:11-31" for a range, '
+            "or {session_id, turn}.",
         ),
     ],
     workspace: WorkspaceParam = None,
@@ -226,12 +229,25 @@ def load_turn_context(
     after: Annotated[int, Field(ge=0, le=10)] = 0,
     include_tools: bool = True,
     include_thinking: bool = False,
-    max_chars: Annotated[int, Field(ge=500, le=200_000)] = 6000,
-    detail: Annotated[Detail, Field(description="compact leaves out tool calls.")] = "normal",
+    max_chars: Annotated[int, Field(ge=500, le=200_000)] = 4000,
+    detail: Annotated[
+        Detail,
+        Field(
+            description="compact: the words only; normal: + one line per tool call; "
+            "full: + tool input and output."
+        ),
+    ] = "normal",
+    matching: Annotated[
+        str | None,
+        Field(
+            max_length=TEXT,
+            description="Words: only the passages (and turns) that hold one of them.",
+        ),
+    ] = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TurnContextOutput]:
-    """Read past turns in full (request, answer, tool calls and results) from the raw log. Use it on the
-    SESSION:TURN references other tools print."""
+    """Read past turns from the raw log: the user's and the assistant's words, each tool call in
+    one line. Use it on the SESSION:TURN references other tools print."""
     try:  # without an explicit workspace, a session elsewhere is read where it is unique
         ws: Workspace | None = workspace_of(ctx, workspace, roots)
     except ArchiveError:
@@ -249,6 +265,8 @@ def load_turn_context(
             include_tools=include_tools and detail != "compact",
             include_thinking=include_thinking,
             max_chars=budget,
+            full_tools=detail == "full",
+            matching=(matching or "").split(),
         )
 
     found = _within(load, max_chars)
@@ -430,7 +448,7 @@ def _shape_hit(h: Hit, detail: Detail) -> Hit:
             h.turn,
             h.started_at,
             h.score,
-            "",
+            clip(h.summary, COMPACT_SUMMARY),
             "",
             h.matched,
             h.status,
@@ -443,7 +461,7 @@ def _shape_hit(h: Hit, detail: Detail) -> Hit:
 
 TOOLS = [
     Spec(search_context, "Search past sessions", READ),
-    Spec(load_turn_context, "Read past turns in full", READ),
+    Spec(load_turn_context, "Read past turns", READ),
     Spec(list_workspaces, "List archived workspaces", READ),
     Spec(list_sessions, "List sessions", READ),
     Spec(refine_session_turns, "Refine a session's summaries", UPDATE),

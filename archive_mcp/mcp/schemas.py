@@ -9,11 +9,13 @@ from typing import Any
 DROP = {"title"}
 BUDGET_MAX = 200_000  # the budgets' bound: no agent asks for more
 BOUNDS = {"maxLength", "maxItems", "minItems"}  # checked by the server, which explains a breach
+# ... except a list bound an agent meets in ordinary use (tag_theme's 3 seeds): it stays listed
+SMALL_ITEMS = 5
 
 
 def lean_input(schema: dict[str, Any]) -> dict[str, Any]:
     """An input schema without generated titles, `null` alternatives, null defaults or length
-    bounds (numbers keep their ranges)."""
+    bounds (numbers keep their ranges; a list keeps a maximum of SMALL_ITEMS or fewer)."""
     return _lean(schema)
 
 
@@ -26,7 +28,8 @@ def _lean(node: Any) -> Any:
     for k, v in node.items():
         if k in DROP and not isinstance(v, dict):
             continue
-        if k in BOUNDS and isinstance(v, int) or k == "maximum" and v == BUDGET_MAX:
+        small = k == "maxItems" and isinstance(v, int) and v <= SMALL_ITEMS
+        if k in BOUNDS and isinstance(v, int) and not small or k == "maximum" and v == BUDGET_MAX:
             continue
         if k == "default" and v is None:
             continue

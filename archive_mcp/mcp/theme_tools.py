@@ -188,7 +188,11 @@ def list_themes(
     roots: Roots = None,
 ) -> Annotated[CallToolResult, ThemeList]:
     """The workspace's themes (tagged, then suggested). Use it to find a theme to trace."""
-    themes = state(ctx).archive.list_themes(workspace_of(ctx, workspace, roots))
+    st, ws = state(ctx), workspace_of(ctx, workspace, roots)
+    themes = st.archive.list_themes(ws)
+    if not themes:  # a fresh archive: suggest some, as the tool promises
+        st.offload.discover(st.archive, ws, 3)
+        themes = st.archive.list_themes(ws)
     # the user's themes before the suggestions, so a cut drops suggestions first
     items = [_info(t) for t in sorted(themes, key=lambda t: t.status == "suggested")]
     return fit(

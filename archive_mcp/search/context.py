@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -11,7 +12,10 @@ import polars as pl
 from archive_mcp.errors import ArchiveError, NotFound
 from archive_mcp.ingest import store
 from archive_mcp.refiners import PARSERS, Turn
+from archive_mcp.refiners.answers import joined
+from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact, secret_values
+from archive_mcp.refiners.refine import args_summary
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.workspaces import Workspace, read_json
@@ -23,6 +27,7 @@ class ToolDetail:
     arguments: str
     status: str
     result: str
+    digest: bool = False  # one line: the call's target and its result's first words
 
 
 @dataclass
@@ -40,6 +45,7 @@ class TurnDetail:
     requested: bool = True  # False for neighbours loaded by before/after
     truncated: bool = False
     raw_ref: dict[str, Any] = field(default_factory=dict)
+    left_out: str | None = None  # what the budget or `matching` left out, and how to get it
 
 
 @dataclass
@@ -111,6 +117,46 @@ def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
     return turn
 
 
+TOOL_FLOOR = 200  # a call shown in full gets at least this much of its input and output
+TARGET_MAX = 100  # a digest's target (the call's path, command or query)
+FIRST_WORDS = 80  # a digest's first words of the result
+DIGEST_SHARE = 0.2  # of a turn's budget, kept for its tool digests when its words would take it all
+
+
+def passages(text: str, words: Sequence[str]) -> str:
+    """The paragraphs of `text` that hold any of `words` (case-insensitive), `…` between them."""
+    if not words:
+        return text
+    low = [w.lower() for w in words]
+    kept = [p for p in re.split(r"\n\s*\n", text) if any(w in p.lower() for w in low)]
+    return "\n…\n".join(p.strip("\n") for p in kept)
+
+
+def digest(call: ToolCall, output: str, known: frozenset[str]) -> ToolDetail:
+    """A call as one line: tool, target, status and the result's first words."""
+    target = redact(clip(args_summary(call), TARGET_MAX), known)[0]
+    first = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")
+    return ToolDetail(call.name, target, call.status, clip(first, FIRST_WORDS), True)
+
+
+def _full_calls(
+    calls: list[ToolCall], args: list[str], outs: list[str], room: int
+) -> tuple[list[ToolDetail], int]:
+    """The first calls whose input and output fit `room` with TOOL_FLOOR each at least (the rest
+    are left out, never shown as empty stubs), and how many were left out."""
+    needs = [len(a) + len(o) for a, o in zip(args, outs, strict=True)]
+    k = len(calls)
+    while k and any(
+        n < min(need, TOOL_FLOOR) for n, need in zip(share(needs[:k], room), needs[:k], strict=True)
+    ):
+        k -= 1
+    kept = []
+    for c, a, o, n in zip(calls[:k], args, outs, share(needs[:k], room), strict=False):
+        a_cut = _cut(a, max(n // 2, n - len(o)))[0]
+        kept.append(ToolDetail(c.name, a_cut, c.status, _cut(o, n - len(a_cut))[0]))
+    return kept, len(calls) - k
+
+
 def _detail(
     ws: Workspace,
     row: dict[str, Any],
@@ -118,43 +164,73 @@ def _detail(
     include_tools: bool,
     include_thinking: bool,
     requested: bool,
-) -> TurnDetail:
+    full_tools: bool = False,
+    matching: Sequence[str] = (),
+) -> TurnDetail | None:
+    """One turn within `budget`: the user's and the assistant's words first (the answers the user
+    gave as tool results with them), then thinking, then each tool call as a one-line digest (or
+    whole with `full_tools`) while they fit; what is left out is said in `left_out`. With
+    `matching`, only the passages that hold one of the words (None when no passage does)."""
     turn = _parse_turn(ws, row)
-    user = turn.user_text if turn else row["user_text"]
+    user = joined(turn.user_text, turn.answers) if turn else row["user_text"]
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
     calls = turn.tool_calls if turn else []
     outputs = [c.output_text or str((c.result or {}).get("message", "")) for c in calls]
     known = secret_values(
         [user, assistant, turn.thinking if turn else "", *(c.arguments for c in calls), *outputs]
     )
-    user, _ = redact(user, known)
-    assistant, _ = redact(assistant, known)
+    user = passages(redact(user, known)[0], matching)
+    assistant = passages(redact(assistant, known)[0], matching)
     thought = redact(turn.thinking, known)[0] if include_thinking and turn else None
-    args = [redact(c.arguments, known)[0] for c in calls] if include_tools else []
-    outs = [redact(o, known)[0] for o in outputs] if include_tools else []
-    # The request and the conclusion first (the conclusion whole when it fits), then what was
-    # done (tool arguments), then thinking, and tool outputs last, with what is left.
-    room = budget - 60 * len(args)  # each call's header line
-    u_max = max(room // 4, room - len(assistant))
+    if thought is not None:
+        thought = passages(thought, matching)
+    if matching and include_tools:
+        low = [w.lower() for w in matching]
+        pairs = [
+            (c, o)
+            for c, o in zip(calls, outputs, strict=True)
+            if any(w in f"{c.name} {c.arguments} {o}".lower() for w in low)
+        ]
+        calls, outputs = [c for c, _ in pairs], [o for _, o in pairs]
+    if matching and not (user or assistant or thought or (include_tools and calls)):
+        return None
+    digests = (
+        [digest(c, redact(o[:2000], known)[0], known) for c, o in zip(calls, outputs, strict=True)]
+        if include_tools and not full_tools
+        else []
+    )
+    # the words come first, but a share of the budget (DIGEST_SHARE) is kept for what was done
+    room = budget - min(sum(map(_tool_size, digests)), int(budget * DIGEST_SHARE))
+    u_max = max(room // 3, room - len(assistant))
     user, c1 = _cut(user, min(len(user), u_max))
     assistant, c2 = _cut_keep_end(assistant, max(0, room - len(user)))
-    room -= len(user) + len(assistant)
-    kept_args = [
-        _cut(a, n) for a, n in zip(args, share([len(a) for a in args], room // 2), strict=True)
-    ]
-    room -= sum(len(a) for a, _ in kept_args)
+    room = budget - len(user) - len(assistant)
     thinking, c5 = (None, False)
     if thought is not None:
-        thinking, c5 = _cut(thought, room // 2 if outs else room)
+        thinking, c5 = _cut(thought, room // 2 if calls and include_tools else room)
         room -= len(thinking)
-    kept_outs = [_cut(o, n) for o, n in zip(outs, share([len(o) for o in outs], room), strict=True)]
-    cut_any = c1 or c2 or c5 or any(c for _, c in kept_args + kept_outs)
-    tools = [
-        ToolDetail(c.name, a, c.status, o)
-        for c, (a, _), (o, _) in zip(
-            calls if include_tools else [], kept_args, kept_outs, strict=True
+    tools: list[ToolDetail] = []
+    left, cut_tools = 0, False
+    if include_tools and full_tools:
+        args = [redact(c.arguments, known)[0] for c in calls]
+        outs = [redact(o, known)[0] for o in outputs]
+        tools, left = _full_calls(calls, args, outs, room)
+        cut_tools = any(
+            len(t.arguments) < len(a) or len(t.result) < len(o)
+            for t, a, o in zip(tools, args, outs, strict=False)
         )
-    ]
+    elif include_tools:
+        for d in digests:
+            size = _tool_size(d)
+            if size > room:
+                break
+            tools.append(d)
+            room -= size
+        left = len(calls) - len(tools)
+    note = None
+    if left:
+        how = "raise max_chars" if full_tools else "raise max_chars or use detail=full"
+        note = f"{left} of {len(calls)} tool calls left out for the budget; {how}"
     started = row["started_at"]
     return TurnDetail(
         ws.id,
@@ -168,14 +244,22 @@ def _detail(
         tools,
         thinking,
         requested,
-        cut_any,
+        c1 or c2 or c5 or cut_tools or bool(left),
         dict(row["raw_ref"]),
+        note,
     )
 
 
+def _tool_size(c: ToolDetail) -> int:
+    return len(c.name) + len(c.arguments) + len(c.status) + len(c.result) + 14
+
+
 def _size(d: TurnDetail) -> int:
-    parts = [d.user_text, d.assistant_text, d.thinking or ""]
-    return sum(map(len, parts)) + sum(len(c.arguments) + len(c.result) + 60 for c in d.tool_calls)
+    parts = [d.user_text, d.assistant_text, d.thinking or "", d.left_out or ""]
+    return sum(map(len, parts)) + sum(_tool_size(c) for c in d.tool_calls) + 60
+
+
+RANGE_MAX = 50  # turns one `SESSION:A-B` reference reads
 
 
 def load_turn_context(
@@ -186,9 +270,13 @@ def load_turn_context(
     include_tools: bool = True,
     include_thinking: bool = False,
     max_chars: int = 6000,
+    full_tools: bool = False,
+    matching: Sequence[str] = (),
 ) -> TurnContext:
-    """Full turns for the references (plus neighbours); their texts together hold `max_chars`,
-    cut at word boundaries with `…`."""
+    """Turns for the references (a reference with `last` is the range turn..last), plus
+    neighbours; their texts together hold `max_chars`, cut at word boundaries with `…`. Tool
+    calls are one-line digests unless `full_tools`; with `matching`, only the passages holding
+    one of those words, and only the turns that have one."""
     wanted: list[tuple[dict[str, Any], bool]] = []
     missing: list[MissingTurn] = []
     seen: set[tuple[str, str, int]] = set()
@@ -207,26 +295,34 @@ def load_turn_context(
             continue
         agent_rows = df.filter(pl.col("agent") == ref.agent).sort("turn")
         turns = agent_rows["turn"].to_list()
-        if ref.turn not in turns:
+        last = min(ref.last, ref.turn + RANGE_MAX - 1) if ref.last is not None else ref.turn
+        asked = [t for t in turns if ref.turn <= t <= last]
+        if not asked:
             valid = f"{turns[0]}..{turns[-1]}" if turns else "none"
+            span = f"turn {ref.turn} is" if last == ref.turn else f"turns {ref.turn}-{last} are"
             missing.append(
                 MissingTurn(
                     ref.session_id,
                     ref.turn,
                     ref.agent,
-                    f"turn {ref.turn} is not in session {ref.session_id} (agent {ref.agent}); "
+                    f"{span} not in session {ref.session_id} (agent {ref.agent}); "
                     f"valid turns: {valid}",
                 )
             )
             continue
-        for t in range(ref.turn - before, ref.turn + after + 1):
+        for t in range(ref.turn - before, last + after + 1):
             key = (ref.session_id, ref.agent, t)
             if t in turns and key not in seen:
                 seen.add(key)
-                wanted.append((agent_rows.row(turns.index(t), named=True), t == ref.turn))
+                wanted.append((agent_rows.row(turns.index(t), named=True), t in asked))
     details, left = [], max_chars
     for k, (row, req) in enumerate(wanted):  # what a short turn leaves goes to the next ones
-        d = _detail(ws, row, left // (len(wanted) - k), include_tools, include_thinking, req)
+        share_ = left // (len(wanted) - k)
+        d = _detail(
+            ws, row, share_, include_tools, include_thinking, req, full_tools, list(matching)
+        )
+        if d is None:
+            continue
         left -= _size(d)
         details.append(d)
     return TurnContext(details, missing)
@@ -274,6 +370,8 @@ def load_references(
     include_thinking: bool = False,
     max_chars: int = 6000,
     anywhere: bool = False,
+    full_tools: bool = False,
+    matching: Sequence[str] = (),
 ) -> TurnContext:
     """`load_turn_context` of references in any workspace: each session is looked up in
     `workspace()` (a `named` one, or the cwd's), then with `anywhere` in `every()` workspace; the
@@ -308,6 +406,8 @@ def load_references(
             include_tools,
             include_thinking,
             max_chars * len(refs) // total,
+            full_tools,
+            matching,
         )
         turns += part.turns
         missing += part.not_found

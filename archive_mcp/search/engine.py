@@ -29,6 +29,7 @@ from archive_mcp.search.ranking import (
     best_of_sentences,
     fuse,
     latin_share,
+    noise_weights,
     rrf,
     second_stage,
     semantic_query,
@@ -263,12 +264,12 @@ class Searcher:
         hybrid: bool,
     ) -> np.ndarray:
         total = self._own = fuse(scores, ok, weights, fusion, depth, self._parts)
-        if not hybrid:
-            return total
-        t = self.tuning
-        return np.where(
-            ok, with_context(total, self._neighbours(), t.neighbour, t.session, t.context), 0.0
-        )
+        if hybrid:
+            t = self.tuning
+            total = np.where(
+                ok, with_context(total, self._neighbours(), t.neighbour, t.session, t.context), 0.0
+            )
+        return total * self._noise()
 
     def _neighbours(self) -> Neighbours:
         idx = self.index
@@ -276,6 +277,14 @@ class Searcher:
         if cached is None or cached[0] is not idx.meta:
             cached = (idx.meta, Neighbours.of(idx.meta))
             idx._neighbours = cached  # type: ignore[attr-defined]
+        return cached[1]
+
+    def _noise(self) -> np.ndarray:
+        idx = self.index
+        cached = getattr(idx, "_noise", None)
+        if cached is None or cached[0] is not idx.meta:
+            cached = (idx.meta, noise_weights(idx.meta))
+            idx._noise = cached  # type: ignore[attr-defined]
         return cached[1]
 
     def _by_sentence(

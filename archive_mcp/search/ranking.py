@@ -25,6 +25,12 @@ import polars as pl
 from archive_mcp.refiners.text import is_cjk, sentences
 
 DEPTH = 100  # candidates each signal contributes to the fusion
+# Noise (refiners/kinds.py): a turn only of these kinds carries no topic of its own (a slash
+# command or its output, a mode toggle, an interruption marker, an API error); a compaction
+# recap restates older turns. Their score is scaled by NOISE_SHARE so that a substantive turn
+# with the same evidence ranks above them (chosen on bonkbot and pai, bench/agent_proxy.py).
+NOISE_KINDS = frozenset({"command", "compaction", "continuation", "api_error", "interrupted"})
+NOISE_SHARE = 0.5
 RRF_K = 60
 
 
@@ -223,6 +229,22 @@ def with_context(
     if how == "lift":
         return total + np.maximum(shares - (neighbour + session) * total, 0.0)
     return np.maximum(total, shares) if how == "max" else total + shares
+
+
+def noise_weights(meta: pl.DataFrame) -> np.ndarray:
+    """Per doc, the share of its score it keeps: NOISE_SHARE for a compaction recap and for a turn
+    whose kinds are all noise kinds, 1.0 for any other."""
+    if meta.height == 0 or "kinds" not in meta.columns:
+        return np.ones(meta.height, np.float32)
+    kinds = pl.col("kinds").fill_null([])
+    noise = meta.select(
+        kinds.list.contains("compaction")
+        | (
+            (kinds.list.len() > 0)
+            & kinds.list.eval(pl.element().is_in(list(NOISE_KINDS))).list.all()
+        )
+    ).to_series()
+    return np.where(noise.fill_null(False).to_numpy(), NOISE_SHARE, 1.0).astype(np.float32)
 
 
 def split_sentences(text: str, cap: int = 24) -> list[str]:

@@ -1,0 +1,108 @@
+"""The user's words that arrive as a tool's result: answers to the agent's questions, feedback on a
+rejected call, an approved plan. They are the user's decisions, so they join the turn's user text.
+
+Each reader's builder calls one function where it stores a tool result and appends what it
+returns to `Turn.answers`; each entry is marked with what it is:
+
+* `[answer] <question> → <choice>`: Claude Code's `AskUserQuestion` (its `toolUseResult.answers`,
+  else the result text "User has answered your questions: "q"="a", …");
+* `[feedback on <tool>] <words>`: a rejected call with the user's reason (Claude Code: "… To tell
+  you how to proceed, the user said: …"; Kimi: an `ApprovalResponse` `reject` with `feedback`);
+* `[rejected <tool>]`: a call the user refused without saying why;
+* `[approved plan] <title>` (`[approved plan, edited by the user]` when the plan approved is not
+  the plan proposed): Claude Code's `ExitPlanMode`.
+
+Codex, Gemini, Qwen and OpenCode logs hold no such record with the user's words: Codex writes no
+approval events into its rollout, Qwen records only `decision: auto_accept|…` on a call, Gemini
+and OpenCode record the call's status alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .model import ToolCall, output_to_text
+
+MARKS = ("[answer]", "[feedback on ", "[rejected ", "[approved plan")
+ANSWER_MAX = 2000  # one answer's words kept (a pasted plan edit can be long; the raw log has all)
+
+_SAID = "to tell you how to proceed, the user said:"
+_ASKED = "user has answered your questions:"
+_PAIR = re.compile(r'"((?:[^"\\]|\\.)*)"="((?:[^"\\]|\\.)*)"')
+_REFUSED = (
+    "the user doesn't want to proceed with this tool use",
+    "user rejected tool use",
+    "the user doesn't want to take this action right now",
+)
+_APPROVED = "user has approved your plan"
+
+
+def _clip(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= ANSWER_MAX else text[:ANSWER_MAX].rstrip() + " …"
+
+
+def claude_result(call: ToolCall, block: dict[str, Any], record: dict[str, Any]) -> list[str]:
+    """The user's words in one Claude Code `tool_result` block (and its record's
+    `toolUseResult`), marked; [] when the result is the tool's own."""
+    text = output_to_text(block.get("content"))
+    low = text[:600].lower()
+    extra = record.get("toolUseResult")
+    if call.name == "AskUserQuestion" or _ASKED in low:
+        answers = extra.get("answers") if isinstance(extra, dict) else None
+        if isinstance(answers, dict) and answers:
+            return [f"[answer] {_clip(f'{q} → {a}')}" for q, a in answers.items()]
+        if _ASKED in low:
+            pairs = _PAIR.findall(text[low.find(_ASKED) :])
+            return [f"[answer] {_clip(f'{q} → {a}')}" for q, a in pairs]
+    if _SAID in low or _SAID in text.lower():
+        words = text[text.lower().find(_SAID) + len(_SAID) :]
+        return (
+            [f"[feedback on {call.name or 'a tool call'}] {_clip(words)}"] if words.strip() else []
+        )
+    if any(r in low for r in _REFUSED):
+        return [f"[rejected {call.name or 'a tool call'}]"]
+    if _APPROVED in low:
+        plan = extra.get("plan") if isinstance(extra, dict) else None
+        proposed = call.args.get("plan")
+        edited = isinstance(plan, str) and isinstance(proposed, str) and plan != proposed
+        title = plan if isinstance(plan, str) else proposed if isinstance(proposed, str) else ""
+        first = next((ln.strip("# ").strip() for ln in title.splitlines() if ln.strip()), "")
+        mark = "[approved plan, edited by the user]" if edited else "[approved plan]"
+        return [f"{mark} {_clip(first)}".rstrip()]
+    return []
+
+
+def approval_response(call: ToolCall | None, payload: dict[str, Any]) -> list[str]:
+    """The user's words in a Kimi `ApprovalResponse` (`response`, `feedback`), marked; [] for an
+    approval without words."""
+    response = str(payload.get("response") or "")
+    feedback = payload.get("feedback")
+    words = feedback.strip() if isinstance(feedback, str) else ""
+    name = call.name if call is not None and call.name else "a tool call"
+    if response == "reject":
+        return [f"[feedback on {name}] {_clip(words)}" if words else f"[rejected {name}]"]
+    return [f"[feedback on {name}] {_clip(words)}"] if words else []
+
+
+def joined(user_text: str, answers: list[str]) -> str:
+    """The turn's user text with its answers after it, one a line."""
+    return user_text + "".join(f"\n{a}" for a in answers)
+
+
+def said(answers: list[str]) -> str:
+    """The answers as one clause for a summary, in the user's words: "rejected Edit: keep it",
+    "Push the tag? → Yes", "approved plan Phase 5"."""
+    out = []
+    first = sorted(answers, key=lambda a: 0 if a.startswith(("[feedback", "[rejected")) else 1)
+    for a in first:
+        mark, _, words = a.partition("] ")
+        mark = mark.lstrip("[")
+        if mark.startswith("feedback on "):
+            out.append(f"rejected {mark[12:]}: {words}")
+        elif mark == "answer":
+            out.append(words)
+        else:
+            out.append(f"{mark.rstrip(']')} {words}".strip())
+    return "; ".join(out)

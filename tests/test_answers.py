@@ -1,0 +1,218 @@
+"""The user's words that arrive as tool results (refiners/answers.py): parsed by the readers,
+joined to the turn's user text, said in its summary, found by search and shown by
+load_turn_context at every detail level; and a proposal the user rejects is said as one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+from archive_mcp.refiners import PARSERS
+from archive_mcp.refiners.answers import approval_response, claude_result, said
+from archive_mcp.refiners.model import Step, ToolCall, Turn
+from archive_mcp.refiners.refine import RefineContext, refine_turn
+from mcp import Client
+
+from archive_mcp import Archive
+from archive_mcp.mcp.server import build_server
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SID = "a11ce000-1111-4222-8333-444455556666"
+CWD = "/home/alice/projects/sync"
+FEEDBACK = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it "
+    "was a file edit, the new_string was NOT written to the file). To tell you how to proceed, "
+    "the user said:\nActually, let's keep the sync behavior as-is and fix the retry instead"
+)
+ASKED = (
+    'User has answered your questions: "Which branch is clean?"="main was clean; fix the '
+    "issues\". You can now continue with the user's answers in mind."
+)
+
+
+def _call(name: str, args: dict[str, Any] | None = None) -> ToolCall:
+    return ToolCall(id="t1", name=name, arguments=json.dumps(args or {}))
+
+
+def test_rejection_feedback_is_the_users_words_marked_as_feedback() -> None:
+    block = {"type": "tool_result", "content": FEEDBACK, "is_error": True}
+    assert claude_result(_call("Edit"), block, {"toolUseResult": "Error: " + FEEDBACK}) == [
+        "[feedback on Edit] Actually, let's keep the sync behavior as-is and fix the retry instead"
+    ]
+
+
+def test_an_ask_user_question_answer_comes_from_tool_use_result_else_from_the_text() -> None:
+    block = {"type": "tool_result", "content": ASKED}
+    record = {"toolUseResult": {"answers": {"Push tag v1.1?": "Yes, push tag"}}}
+    assert claude_result(_call("AskUserQuestion"), block, record) == [
+        "[answer] Push tag v1.1? → Yes, push tag"
+    ]
+    assert claude_result(_call("AskUserQuestion"), block, {}) == [
+        "[answer] Which branch is clean? → main was clean; fix the issues"
+    ]
+
+
+def test_a_plan_approved_with_edits_says_so_and_names_the_plan() -> None:
+    text = "User has approved your plan. You can now start coding.\n\n## Approved Plan:\n# Sync v2"
+    block = {"type": "tool_result", "content": text}
+    proposed = _call("ExitPlanMode", {"plan": "# Sync v2\n\nretry 3 times"})
+    same = {"toolUseResult": {"plan": "# Sync v2\n\nretry 3 times"}}
+    edited = {"toolUseResult": {"plan": "# Sync v2\n\nretry 5 times"}}
+    assert claude_result(proposed, block, same) == ["[approved plan] Sync v2"]
+    assert claude_result(proposed, block, edited) == ["[approved plan, edited by the user] Sync v2"]
+
+
+def test_a_tools_own_result_holds_no_user_words() -> None:
+    block = {"type": "tool_result", "content": "3 files changed"}
+    assert claude_result(_call("Bash"), block, {"toolUseResult": {"stdout": "x"}}) == []
+
+
+def test_kimi_approval_responses_give_feedback_or_a_rejection_and_approvals_give_nothing() -> None:
+    shell = _call("Shell")
+    assert approval_response(shell, {"response": "reject", "feedback": "use pytest -x"}) == [
+        "[feedback on Shell] use pytest -x"
+    ]
+    assert approval_response(shell, {"response": "reject"}) == ["[rejected Shell]"]
+    assert approval_response(shell, {"response": "approve", "feedback": ""}) == []
+
+
+def test_the_readers_find_the_rejections_in_the_real_fixtures() -> None:
+    claude = PARSERS["claude-code"](
+        FIXTURES / "real-cli/claude-2.1.197/dot-claude/projects/-home-dev-work-claude"
+        "/5e1f0c2a-7b3d-4c8e-9a61-2f4d8b0c6e13.jsonl"
+    )
+    kimi = PARSERS["kimi"](
+        FIXTURES / "kimi/sessions/dc8fa21d3e61040ad8305bf8ed3081c5"
+        "/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d/wire.jsonl"
+    )
+    assert [(t.index, t.answers) for t in claude.turns if t.answers] == [(7, ["[rejected Bash]"])]
+    assert [(t.index, t.answers) for t in kimi.turns if t.answers] == [(1, ["[rejected Shell]"])]
+
+
+def test_the_summary_says_feedback_before_answers() -> None:
+    assert said(["[answer] Which DB? → Postgres", "[feedback on Edit] keep sync"]) == (
+        "rejected Edit: keep sync; Which DB? → Postgres"
+    )
+
+
+def _rec(kind: str, content: Any, sec: int, mid: str = "", extra: Any = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if mid:
+        message["id"] = mid
+    out = {
+        "type": kind,
+        "sessionId": SID,
+        "cwd": CWD,
+        "version": "2.1.9",
+        "timestamp": f"2026-03-20T10:00:{sec:02d}Z",
+        "uuid": f"u{sec}",
+        "message": message,
+    }
+    if extra is not None:
+        out["toolUseResult"] = extra
+    return out
+
+
+def _session(home: Path) -> Path:
+    """Turn 0: an Edit the user rejects with feedback, then an AskUserQuestion answered; turn 1:
+    the agent proposes a fix the user turns down in turn 2."""
+    edit = {"type": "tool_use", "id": "t1", "name": "Edit", "input": {"file_path": "sync.py"}}
+    ask = {
+        "type": "tool_use",
+        "id": "t2",
+        "name": "AskUserQuestion",
+        "input": {"questions": [{"question": "Which branch is clean?"}]},
+    }
+    records = [
+        _rec("user", "Make the sync asynchronous", 0),
+        _rec("assistant", [edit], 1, "m1"),
+        _rec(
+            "user",
+            [{"type": "tool_result", "tool_use_id": "t1", "content": FEEDBACK, "is_error": True}],
+            2,
+            extra="Error: " + FEEDBACK,
+        ),
+        _rec("assistant", [ask], 3, "m2"),
+        _rec("user", [{"type": "tool_result", "tool_use_id": "t2", "content": ASKED}], 4),
+        _rec(
+            "assistant", [{"type": "text", "text": "Got it, sync mode stays untouched."}], 5, "m3"
+        ),
+        _rec("user", "Why do the retries fail?", 6),
+        _rec(
+            "assistant",
+            [{"type": "text", "text": "The fix is in ExtractAgentEvents: map the tool types."}],
+            7,
+            "m4",
+        ),
+        _rec("user", "No, that's not it - the backoff resets too early", 8),
+        _rec(
+            "assistant", [{"type": "text", "text": "You are right: the backoff resets."}], 9, "m5"
+        ),
+    ]
+    path = home / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return home / ".claude"
+
+
+def test_user_decisions_in_tool_results_join_the_user_text_summary_search_and_reading(
+    tmp_path: Path,
+) -> None:
+    archive = Archive(embedder=None)
+    archive.ingest(_session(tmp_path))
+    rows = archive.turns(archive.workspace(cwd=CWD).id).collect().sort("turn").to_dicts()
+    assert rows[0]["user_text"] == (
+        "Make the sync asynchronous\n"
+        "[feedback on Edit] Actually, let's keep the sync behavior as-is and fix the retry instead\n"
+        "[answer] Which branch is clean? → main was clean; fix the issues"
+    )
+    assert rows[0]["summary"] == (
+        "Asked: Make the sync asynchronous Did: edited sync.py; 1 failed User: rejected Edit: "
+        "Actually, let's keep the sync behavior as-is and fix the retry instead; Which branch is "
+        "clean? → main was clean; fix the issues Outcome: Sync mode stays untouched."
+    )
+    hits = archive.search("keep the sync behavior", workspace=CWD, mode="lexical")
+    assert [(h.session_id, h.turn) for h in hits][:1] == [(SID, 0)]
+
+    async def read(detail: str) -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool(
+                "load_turn_context", {"references": [f"{SID}:0"], "detail": detail}
+            )
+            return r.content[0].text
+
+    for detail in ("compact", "normal", "full"):
+        text = anyio.run(read, detail)
+        assert "[feedback on Edit] Actually, let's keep the sync behavior as-is" in text, detail
+        assert "[answer] Which branch is clean? → main was clean; fix the issues" in text, detail
+
+
+def test_a_proposal_the_user_rejects_next_is_said_as_proposed_and_rejected(tmp_path: Path) -> None:
+    archive = Archive(embedder=None)
+    archive.ingest(_session(tmp_path))
+    rows = archive.turns(archive.workspace(cwd=CWD).id).collect().sort("turn").to_dicts()
+    assert rows[1]["summary"] == (
+        "Asked: Why do the retries fail? Outcome: proposed, rejected by the user: The fix is in "
+        "ExtractAgentEvents: map the tool types."
+    )
+    assert "rejected" not in rows[2]["summary"]
+
+
+def test_a_turn_ending_in_a_refused_call_is_rejected_without_a_next_turn() -> None:
+    call = ToolCall(id="t1", name="Shell", arguments="{}", approval="reject")
+    call.result = {"is_error": True, "message": "", "output": ""}
+    turn = Turn(index=0, started_at=None, user_text="clean up the build dir")
+    turn.steps = [Step(n=1, text="I will delete build/.", tool_calls=[call])]
+    row = refine_turn(turn, RefineContext("w", "kimi", "s", "main", "f"))
+    assert row["summary"] == (
+        "Asked: clean up the build dir Did: Shell; 1 failed Outcome: proposed, rejected by the "
+        "user: I will delete build/."
+    )
+
+
+def test_a_file_of_no_turns_refines_to_no_rows() -> None:
+    from archive_mcp.ingest.jobs import turn_rows
+
+    assert turn_rows("w", "claude-code", "s", "main", "f", [], frozenset(), None) == []

@@ -1,0 +1,199 @@
+"""Reading that costs little (issue 41): ranges of turns, only the passages holding given words,
+noise ranked below substance, and the small faces' fixes (seed maximum listed, suggestions on a
+fresh archive, no byte offsets in full detail)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import polars as pl
+import pytest
+from mcp import Client
+
+from archive_mcp import Archive
+from archive_mcp.demo import sample_root
+from archive_mcp.errors import InvalidArgument, NotFound
+from archive_mcp.mcp.server import build_server
+from archive_mcp.refs import TurnRef, parse_ref
+from archive_mcp.render import hit_text
+from archive_mcp.search.hits import Hit
+from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
+
+LOADER = "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f"
+
+
+def test_a_range_reference_parses_and_a_backwards_one_is_refused() -> None:
+    assert parse_ref("3f2c9a1e:11-31") == TurnRef("3f2c9a1e", 11, "main", 31)
+    assert parse_ref({"session_id": "s", "turn": 2, "last": 4}) == TurnRef("s", 2, "main", 4)
+    with pytest.raises(InvalidArgument, match="runs from the first to the last"):
+        parse_ref("3f2c9a1e:9-3")
+
+
+def test_a_range_loads_each_of_its_turns_as_requested(archive: Archive) -> None:
+    ctx = archive.load_turn_context([f"{LOADER}:0-1"], workspace="ml-pipeline")
+    assert [(t.turn, t.requested) for t in ctx.turns] == [(0, True), (1, True)]
+    with pytest.raises(NotFound) as err:
+        archive.load_turn_context([f"{LOADER}:5-9"], workspace="ml-pipeline")
+    assert str(err.value) == (
+        f"turns 5-9 are not in session {LOADER} (agent main); valid turns: 0..1"
+    )
+
+
+def test_matching_keeps_only_the_passages_and_turns_that_hold_the_words(archive: Archive) -> None:
+    whole = archive.load_turn_context([f"{LOADER}:0-1"], workspace="ml-pipeline")
+    word = next(w for w in whole.turns[0].user_text.split() if len(w) > 5 and w.isalpha())
+    ctx = archive.load_turn_context([f"{LOADER}:0-1"], workspace="ml-pipeline", matching=[word])
+    assert [t.turn for t in ctx.turns] == sorted(
+        t.turn for t in whole.turns if word.lower() in _all_text(t).lower()
+    )
+    for t in ctx.turns:
+        for part in (t.user_text, t.assistant_text):
+            assert all(word.lower() in p.lower() for p in part.split("\n…\n") if p)
+
+
+def _all_text(t: Any) -> str:
+    return " ".join(
+        [
+            t.user_text,
+            t.assistant_text,
+            *(f"{c.name} {c.arguments} {c.result}" for c in t.tool_calls),
+        ]
+    )
+
+
+def test_a_digest_budget_leaves_no_empty_stub_and_says_what_it_left_out(archive: Archive) -> None:
+    ctx = archive.load_turn_context([f"{LOADER}:1"], workspace="ml-pipeline", max_chars=500)
+    t = ctx.turns[0]
+    assert all(c.digest and c.result for c in t.tool_calls)
+    calls = len(t.tool_calls) + int((t.left_out or "0").split()[0])
+    if t.left_out:
+        assert t.left_out == (
+            f"{calls - len(t.tool_calls)} of {calls} tool calls left out for the budget; "
+            "raise max_chars or use detail=full"
+        )
+
+
+def test_noise_kinds_keep_a_share_of_their_score_and_recaps_too() -> None:
+    meta = pl.DataFrame(
+        {
+            "kinds": [
+                ["command"],
+                ["interrupted"],
+                ["interrupted", "fix"],
+                ["compaction", "continuation", "change"],
+                [],
+                ["decision"],
+            ]
+        }
+    )
+    assert noise_weights(meta).tolist() == [NOISE_SHARE, NOISE_SHARE, 1.0, NOISE_SHARE, 1.0, 1.0]
+    assert noise_weights(pl.DataFrame({"turn": [1]})).tolist() == [1.0]
+    assert isinstance(noise_weights(meta), np.ndarray)
+
+
+def _claude(home: Path, sid: str, prompts: list[str]) -> None:
+    records = []
+    for i, p in enumerate(prompts):
+        ts = f"2026-03-20T10:{i:02d}:00Z"
+        base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9", "timestamp": ts}
+        records.append(
+            {**base, "type": "user", "uuid": f"u{i}", "message": {"role": "user", "content": p}}
+        )
+        answer = "" if p.startswith("<command") else f"Looked at {p.split()[-1]}."
+        if answer:
+            records.append(
+                {
+                    **base,
+                    "type": "assistant",
+                    "uuid": f"a{i}",
+                    "message": {
+                        "role": "assistant",
+                        "id": f"m{i}",
+                        "content": [{"type": "text", "text": answer}],
+                    },
+                }
+            )
+    path = home / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def test_a_slash_command_ranks_below_a_substantive_turn_with_the_same_words(
+    tmp_path: Path,
+) -> None:
+    _claude(
+        tmp_path,
+        "b0b00000-1111-4222-8333-444455556666",
+        [
+            "<command-name>/zorbic</command-name><command-args>payment retries</command-args>",
+            "why do the zorbic payment retries fail",
+            *(f"tidy the {w} module" for w in ("readme", "ledger", "invoice", "report", "export")),
+        ],
+    )
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    rows = archive.turns(archive.workspace(cwd="/home/alice/pay").id).collect().sort("turn")
+    assert rows["kinds"].to_list()[0] == ["command"]
+    hits = archive.search("zorbic payment retries", workspace="/home/alice/pay", mode="lexical")
+    assert [h.turn for h in hits][:2] == [1, 0]  # 1.82 against 1.31 without the demotion
+
+
+def test_full_hit_detail_prints_no_byte_offsets() -> None:
+    hit = Hit(
+        "w",
+        "s1",
+        "main",
+        2,
+        "2026-01-08T10:00",
+        0.5,
+        "Asked: x",
+        "",
+        ["bm25"],
+        "ok",
+        ["fix"],
+        {"file": "raw/a.jsonl", "byte_start": 10, "byte_end": 99},
+    )
+    assert hit_text(hit, "full").splitlines()[-1] == "  status=ok kinds=fix"
+
+
+async def _seeds_schema_and_fresh_list(archive: Archive) -> tuple[Any, str]:
+    async with Client(build_server(archive, cwd="/home/alice/projects/webapp")) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        listed = await client.call_tool("list_themes", {"workspace": "/home/dev/projects/shop"})
+    return tools["tag_theme"].input_schema["properties"]["seeds"], listed.content[0].text
+
+
+def test_tag_themes_seed_maximum_is_listed_and_a_fresh_archive_lists_suggestions(
+    fake_embedder: Any,
+) -> None:
+    archive = Archive(embedder=fake_embedder)
+    archive.ingest(sample_root() / "kimi-themes", exclude=())
+    seeds, text = anyio.run(_seeds_schema_and_fresh_list, archive)
+    assert seeds["maxItems"] == 3
+    assert text != "no themes yet: tag_theme or discover_themes"
+    first = text.splitlines()[0]
+    assert first.startswith("- ") and "[suggested, " in first
+
+
+def test_a_compaction_recap_is_marked_and_points_at_the_turns_it_restates() -> None:
+    from archive_mcp.refiners import PARSERS
+    from archive_mcp.refiners.refine import RefineContext, refine_turn
+
+    sid = "5e1f0c2a-7b3d-4c8e-9a61-2f4d8b0c6e13"
+    path = (
+        Path(__file__).parent
+        / "fixtures/real-cli/claude-2.1.197/dot-claude/projects/-home-dev-work-claude"
+        / f"{sid}.jsonl"
+    )
+    turns = PARSERS["claude-code"](path).turns
+    recaps = [t for t in turns if t.is_compaction]
+    assert [t.index for t in recaps] == [5]
+    row = refine_turn(recaps[0], RefineContext("w", "claude-code", sid, "main", "f"))
+    assert row["summary"].startswith(
+        f"Recap of turns 0-4 ({sid}:0-4). Asked: (continued session: summary of the earlier "
+        "conversation) Outcome: Done with: Use a subagent to print hi SCRIPTED-ANSWER;"
+    )
