@@ -49,7 +49,10 @@ def _write(root: Path) -> None:
                 [
                     CallSpec(
                         "StrReplaceFile",
-                        {"path": "src/loader.py", "edit": {"old": "workers = 2", "new": "workers = 8"}},
+                        {
+                            "path": "src/loader.py",
+                            "edit": {"old": "workers = 2", "new": "workers = 8"},
+                        },
                         "ok",
                     )
                 ],
@@ -261,7 +264,7 @@ def test_search_answers_with_the_mcp_filters(client: TestClient, ui_archive: Arc
     html = client.get(f"/search?q=question+number+42&fragment=1&w={ws}&limit=5").text
     assert html.startswith('<p class="count">')
     assert f'href="/turn/{LONG_SID}:42"' in html
-    none = client.get(f"/search?q=question+number&fragment=1&source=codex").text
+    none = client.get("/search?q=question+number&fragment=1&source=codex").text
     assert "no session from codex" in none or "0 hits" in none
     bad = client.get("/search?q=x&since=2026-02-01&until=2026-01-01&fragment=1").text
     assert "since (2026-02-01T00:00:00) is after until" in bad
@@ -301,7 +304,7 @@ def test_usage_counts_tokens_and_names_models_without_a_price(
 ) -> None:
     html = client.get("/usage").text
     assert "Per model" in html and "Per workspace" in html and "Per agent" in html
-    assert 'No price for: <code>unknown</code>' in html  # Kimi's wire logs name no model
+    assert "No price for: <code>unknown</code>" in html  # Kimi's wire logs name no model
     assert "2026-01" in html
 
 
@@ -349,9 +352,13 @@ def test_diffs_come_from_each_agents_edit_arguments() -> None:
     claude = diffs_of("Edit", '{"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}')
     assert claude[0].path == "a.py"
     assert claude[0].lines == [("hunk", "@@ -1 +1 @@"), ("del", "-x = 1"), ("add", "+x = 2")]
-    multi = diffs_of("MultiEdit", '{"file_path": "b", "edits": [{"old_string": "a", "new_string": "b"}]}')
+    multi = diffs_of(
+        "MultiEdit", '{"file_path": "b", "edits": [{"old_string": "a", "new_string": "b"}]}'
+    )
     assert [k for k, _ in multi[0].lines] == ["hunk", "del", "add"]
-    patch = '{"input": "*** Begin Patch\\n*** Update File: c.py\\n@@\\n-old\\n+new\\n*** End Patch"}'
+    patch = (
+        '{"input": "*** Begin Patch\\n*** Update File: c.py\\n@@\\n-old\\n+new\\n*** End Patch"}'
+    )
     codex = diffs_of("apply_patch", patch)
     assert codex[0].path == "c.py"
     assert codex[0].lines == [("hunk", "@@"), ("del", "-old"), ("add", "+new")]
