@@ -381,3 +381,8 @@ def test_the_ui_command_refuses_a_token_with_no_auth() -> None:
     r = CliRunner().invoke(main, ["ui", "--no-auth", "--token", "x"])
     assert r.exit_code == 2
     assert "--token and --no-auth cannot go together" in r.output
+
+
+def test_a_bad_number_in_the_address_is_a_clear_error(client: TestClient) -> None:
+    r = client.get("/usage?days=many")
+    assert r.status_code == 400 and "days: a whole number; got &#39;many&#39;" in r.text

@@ -76,6 +76,15 @@ def _ui(request: Request) -> UI:
     return ui
 
 
+def _int(value: str | None, default: int, name: str) -> int:
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise InvalidArgument(f"{name}: a whole number; got {value!r}") from exc
+
+
 def _date(value: str | None, name: str) -> date | None:
     if not value:
         return None
@@ -99,13 +108,14 @@ def workspace(request: Request) -> Response:
         _date(q.get("until"), "until"),
         q.get("status", ""),
     )
-    data = views.workspace(ui.archive, ui.overview, request.path_params["ws"], f)
+    page = _int(q.get("page"), 1, "page")
+    data = views.workspace(ui.archive, ui.overview, request.path_params["ws"], f, page)
     return ui.page(request, "workspace.html", p=data, f=f, chart=charts.turns_per_day(data.per_day))
 
 
 def session(request: Request) -> Response:
     ui = _ui(request)
-    page = int(request.query_params.get("page", "1") or 1)
+    page = _int(request.query_params.get("page"), 1, "page")
     data = views.session(ui.archive, request.path_params["ws"], request.path_params["sid"], page)
     rows = [
         {
@@ -147,7 +157,7 @@ def tool_fragment(request: Request) -> Response:
     ui, q = _ui(request), request.query_params
     ctx = ui.archive.load_turn_context([q.get("ref", "")], max_chars=400_000, anywhere=True)
     calls = ctx.turns[0].tool_calls
-    i = int(q.get("i", "0") or 0)
+    i = _int(q.get("i"), 0, "i")
     if not 0 <= i < len(calls):
         raise NotFound(f"turn {q.get('ref')} has {len(calls)} tool calls; no call {i}")
     c = calls[i]
@@ -168,7 +178,7 @@ def search(request: Request) -> Response:
             hits = ui.archive.search(
                 text,
                 workspace=ws or "all",
-                limit=min(int(q.get("limit", "20") or 20), 100),
+                limit=min(_int(q.get("limit"), 20, "limit"), 100),
                 mode=q.get("mode", "hybrid") or "hybrid",
                 session=q.get("session") or None,
                 agent=q.get("agent") or None,
@@ -268,7 +278,7 @@ def theme(request: Request) -> Response:
 
 def usage(request: Request) -> Response:
     ui = _ui(request)
-    days = int(request.query_params.get("days", "90") or 90)
+    days = _int(request.query_params.get("days"), 90, "days")
     data = views.usage(ui.archive, ui.overview, days)
     return ui.page(request, "usage.html", u=data, chart=charts.usage_per_day(data.by_day))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 MODEL = re.compile(rb'"model"\s*:\s*"([A-Za-z0-9][A-Za-z0-9._:/@-]{1,79})"')
 NOT_A_MODEL = {b"<synthetic>"}
+KEY = b'"model"'
 
 
 def log_model(path: Path) -> str | None:
@@ -24,7 +25,13 @@ def log_model(path: Path) -> str | None:
         data = path.read_bytes()
     except OSError:
         return None
-    counts = Counter(m for m in MODEL.findall(data) if m not in NOT_A_MODEL)
+    counts: Counter[bytes] = Counter()
+    at = data.find(KEY)
+    while at >= 0:  # `find` runs at memory speed; the pattern is tried only where the key is
+        m = MODEL.match(data, at)
+        if m and m[1] not in NOT_A_MODEL:
+            counts[m[1]] += 1
+        at = data.find(KEY, at + len(KEY))
     return counts.most_common(1)[0][0].decode("ascii") if counts else None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -164,11 +164,14 @@ class WorkspacePage:
     statuses: list[str]
     per_day: list[dict[str, Any]]
     themes: list[Any]
-    costs: dict[str, float | None] = field(default_factory=dict)
+    page: int = 1
+    pages: int = 1
 
 
-def workspace(archive: Archive, ov: Overview, ws_ref: str, f: SessionFilter) -> WorkspacePage:
-    """A workspace's sessions (filtered), turns per day and themes."""
+def workspace(
+    archive: Archive, ov: Overview, ws_ref: str, f: SessionFilter, page: int = 1
+) -> WorkspacePage:
+    """A workspace's sessions (filtered; `PAGE` a page), turns per day and themes."""
     ws = archive.workspace(ws_ref)
     df = ov.of(ws.id)
     sessions = (
@@ -202,7 +205,9 @@ def workspace(archive: Archive, ov: Overview, ws_ref: str, f: SessionFilter) -> 
         .agg(pl.len().alias("turns"))
         .sort("day")
     )
-    rows = sessions.head(500).to_dicts()
+    pages = max(1, -(-sessions.height // PAGE))
+    page = min(max(page, 1), pages)
+    rows = sessions.slice((page - 1) * PAGE, PAGE).to_dicts()
     priced = session_costs(ov, ws, rows)
     for r in rows:
         r["cost"] = priced.get(r["session_id"])
@@ -217,6 +222,8 @@ def workspace(archive: Archive, ov: Overview, ws_ref: str, f: SessionFilter) -> 
             for r in per_day.iter_rows(named=True)
         ],
         archive.list_themes(ws),
+        page,
+        pages,
     )
 
 
@@ -337,16 +344,6 @@ def _usage(archive: Archive, ov: Overview, days: int) -> Usage:
     table = price_table()
     model_of = {k: known.get(str(p)) or "unknown" for k, p in paths.items()}
     models = sorted(set(model_of.values()))
-    rates = pl.DataFrame(
-        {
-            "model": models,
-            **{
-                f"p_{k}": [_rate(table, m, k) for m in models]
-                for k in ("input", "output", "cache_read", "cache_write")
-            },
-        },
-        schema={"model": pl.String, **{f"p_{k}": pl.Float64 for k in TOKENS}},
-    )
     sessions = pl.DataFrame(
         {
             "workspace_id": [k[0] for k in model_of],
@@ -355,23 +352,10 @@ def _usage(archive: Archive, ov: Overview, days: int) -> Usage:
         },
         schema={"workspace_id": pl.String, "session_id": pl.String, "model": pl.String},
     )
-    priced = (
-        base.join(sessions, on=["workspace_id", "session_id"], how="left")
-        .with_columns(pl.col("model").fill_null("unknown"))
-        .join(rates, on="model", how="left")
-        .with_columns(
-            (pl.sum_horizontal(*(pl.col(k) * pl.col(f"p_{k}") for k in TOKENS)) / 1e6)
-            .alias("cost")
-            .fill_null(strategy="zero")
-            .cast(pl.Float64),
-            pl.col("p_input").is_null().alias("unpriced"),
-            pl.col("workspace_id")
-            .replace_strict({k: v.name for k, v in names.items()}, default=pl.col("workspace_id"))
-            .alias("workspace"),
-            pl.col("source").fill_null("unknown").alias("agent"),
-        )
-    )
-    since = str((datetime.now(UTC) - timedelta(days=days)).date())
+    priced = _priced(base, sessions, _rates(table, models), names)
+    # the last `days` days of the archive (ending at its newest turn: an old archive still shows)
+    newest = base["day"].drop_nulls().max()
+    since = str(date.fromisoformat(str(newest)) - timedelta(days=days - 1)) if newest else ""
     return Usage(
         _totals(priced.filter(pl.col("day") >= since), "day", sort_by_key=True),
         _totals(priced, "model"),
@@ -387,6 +371,39 @@ def _usage(archive: Archive, ov: Overview, days: int) -> Usage:
 TOKENS = ("input", "output", "cache_read", "cache_write")
 
 
+def _rates(table: Prices, models: list[str]) -> pl.DataFrame:
+    """$ per 1M tokens of each kind for each model (null: the model has no price)."""
+    return pl.DataFrame(
+        {"model": models, **{f"p_{k}": [_rate(table, m, k) for m in models] for k in TOKENS}},
+        schema={"model": pl.String, **{f"p_{k}": pl.Float64 for k in TOKENS}},
+    )
+
+
+def _priced(
+    base: pl.DataFrame,
+    sessions: pl.DataFrame,
+    rates: pl.DataFrame,
+    names: dict[str, Workspace],
+) -> pl.DataFrame:
+    """Each session-day's tokens with its cost (0 and `unpriced` where the model has no price)."""
+    return (
+        base.join(sessions, on=["workspace_id", "session_id"], how="left")
+        .with_columns(pl.col("model").fill_null("unknown"))
+        .join(rates, on="model", how="left")
+        .with_columns(
+            (pl.sum_horizontal(*(pl.col(k) * pl.col(f"p_{k}") for k in TOKENS)) / 1e6)
+            .alias("cost")
+            .fill_null(strategy="zero")
+            .cast(pl.Float64),
+            pl.col("p_input").is_null().alias("unpriced"),
+            pl.col("workspace_id")
+            .replace_strict({k: v.name for k, v in names.items()}, default=pl.col("workspace_id"))
+            .alias("workspace"),
+            pl.col("source").fill_null("unknown").alias("agent"),
+        )
+    )
+
+
 def _rate(table: Prices, model: str, which: str) -> float | None:
     p = table.of(model)
     return None if p is None else float(getattr(p, which))
@@ -395,7 +412,8 @@ def _rate(table: Prices, model: str, which: str) -> float | None:
 def _totals(df: pl.DataFrame, key: str, sort_by_key: bool = False) -> list[dict[str, Any]]:
     out = df.group_by(key).agg(
         pl.col(*TOKENS).sum(),
-        pl.col("cost").sum(),  # of the priced turns; `unpriced_turns` counts the others
+        # the priced turns' cost (none when no turn has a price); `unpriced_turns` the others
+        pl.when(pl.col("unpriced").all()).then(None).otherwise(pl.col("cost").sum()).alias("cost"),
         pl.col("turns").filter(pl.col("unpriced")).sum().alias("unpriced_turns"),
         pl.col("turns").sum(),
     )
