@@ -110,7 +110,6 @@ def main() -> None:
 
         return fetch
 
-    ui = srv.app.app.state.ui
     import polars as pl
 
     pages: list[tuple[str, str, Callable[[], Any] | None]] = [
@@ -141,12 +140,16 @@ def main() -> None:
         ),
         ("export session .md", f"/export/session/{big.id}/{sess}.md", None),
     ]
+
+    def searching(q: str) -> Callable[[], Any]:
+        return lambda: a.search(q, workspace=big.id, limit=20)
+
     for q in TYPED:
         pages.append(
             (
                 f"search as typed '{q}' (one workspace)",
                 f"/search?q={quote(q)}&w={big.id}&fragment=1",
-                lambda q=q: a.search(q, workspace=big.id, limit=20),
+                searching(q),
             )
         )
     pages.append(
@@ -157,7 +160,7 @@ def main() -> None:
         )
     )
     get("/usage")()  # queues every log's model read
-    ui.overview.scan.wait(600)
+    srv.overview.scan.wait(600)
     pages.append(("usage (models read)", "/usage", None))
     rows = []
     for name, path, lib in pages:
@@ -179,8 +182,8 @@ def main() -> None:
     print("| page | cold ms | p50 ms | max ms | library call p50 ms |")
     print("|---|---|---|---|---|")
     for r in rows:
-        lib = "" if r["library_p50_ms"] is None else r["library_p50_ms"]
-        print(f"| {r['page']} | {r['cold_ms']} | {r['p50_ms']} | {r['max_ms']} | {lib} |")
+        cell = "" if r["library_p50_ms"] is None else r["library_p50_ms"]
+        print(f"| {r['page']} | {r['cold_ms']} | {r['p50_ms']} | {r['max_ms']} | {cell} |")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "load": load}, indent=1), encoding="utf-8")
 

@@ -189,16 +189,17 @@ def test_a_five_megabyte_prompt_renders_cut_and_fast(
     client: TestClient, ui_archive: Archive
 ) -> None:
     ws = _ws(ui_archive, "hostile")
-    started = time.perf_counter()
+    # CPU seconds of this process (the app runs on its threads): a loaded machine's wait is not
+    # counted, work that grows with the prompt is
+    started = time.process_time()
     r = client.get(f"/w/{ws}/s/{HOSTILE_SID}")
-    took = time.perf_counter() - started
+    assert time.process_time() - started < 1.0
     assert r.status_code == 200
     assert len(r.text) < 100_000
     assert "[… more in the raw log]" in r.text  # the refined row keeps its head
-    assert took < 3.0
-    started = time.perf_counter()
+    started = time.process_time()
     turn = client.get(permalink(HOSTILE_SID, 3))  # read back from the raw log, cut to a page
-    assert time.perf_counter() - started < 3.0
+    assert time.process_time() - started < 1.0
     assert turn.status_code == 200 and len(turn.text) < 300_000
     assert re.search(r"… [\d,]+ more characters", turn.text)
 
@@ -265,7 +266,7 @@ def test_search_answers_with_the_mcp_filters(client: TestClient, ui_archive: Arc
     assert html.startswith('<p class="count">')
     assert f'href="/turn/{LONG_SID}:42"' in html
     none = client.get("/search?q=question+number&fragment=1&source=codex").text
-    assert "no session from codex" in none or "0 hits" in none
+    assert none.startswith('<p class="count">0 hits for &#39;question number&#39; (mode ')
     bad = client.get("/search?q=x&since=2026-02-01&until=2026-01-01&fragment=1").text
     assert "since (2026-02-01T00:00:00) is after until" in bad
 
@@ -386,3 +387,60 @@ def test_the_ui_command_refuses_a_token_with_no_auth() -> None:
 def test_a_bad_number_in_the_address_is_a_clear_error(client: TestClient) -> None:
     r = client.get("/usage?days=many")
     assert r.status_code == 400 and "days: a whole number; got &#39;many&#39;" in r.text
+
+
+def test_the_users_words_given_through_a_tool_are_the_users() -> None:
+    from archive_mcp.ui.conversation import refined_tool
+
+    asked = refined_tool({"name": "AskUserQuestion", "result_summary": "Use Redis", "status": "ok"})
+    assert asked.answer == "Use Redis"
+    refused = refined_tool(
+        {
+            "name": "Bash",
+            "status": "error",
+            "result_summary": "The user doesn't want to proceed with this tool use. "
+            "The tool use was rejected. To tell you how to proceed, the user said: run it in CI",
+        }
+    )
+    assert refused.answer == "run it in CI"
+    assert refined_tool({"name": "Bash", "result_summary": "ok"}).answer == ""
+
+
+def test_turns_the_follower_archives_appear_without_a_restart(
+    tmp_path: Path, fake_embedder: object
+) -> None:
+    import json
+    import urllib.request
+
+    from archive_mcp.ui import UIServer
+
+    share = tmp_path / "share"
+    _write(share)
+    a = Archive(embedder=fake_embedder)  # type: ignore[arg-type]
+    srv = UIServer(a, port=0, token=TOKEN, follow=True, paths=[str(share)]).start()
+
+    def live() -> int:
+        req = urllib.request.Request(
+            srv.base + "/live", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return int(json.loads(r.read())["turns"])
+
+    def wait_for(turns: int) -> None:
+        deadline = time.monotonic() + 60
+        while live() != turns:
+            assert time.monotonic() < deadline, f"still {live()} turns, not {turns}"
+            time.sleep(0.2)
+
+    try:
+        wait_for(154)  # the follower's first round archives both sessions
+        write_session(
+            share,
+            "/rec/user/projects/long",
+            [TurnSpec("one more about redis", "ok")],
+            1767400000.0,
+            session_id="00000000-0000-4000-8000-000000000151",
+        )
+        wait_for(155)
+    finally:
+        srv.stop()

@@ -139,12 +139,12 @@ def test_a_themes_chart_renders_under_the_csp_and_a_point_opens_its_turn(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    ws = server.app.app.state.ui.archive.workspace("long").id
+    ws = server.archive.workspace("long").id
     browser.get(server.url(f"/w/{ws}/themes/pools"))
     chart = browser.find_element(By.ID, "theme-chart")
     _wait(lambda: chart.get_attribute("data-rendered") == "1")
     points = browser.find_elements(By.CSS_SELECTOR, "#theme-chart g.mark-symbol path")
-    members = len(server.app.app.state.ui.archive.list_themes(ws)[0].members)
+    members = len(server.archive.list_themes(ws)[0].members)
     assert len(points) == members
     assert _csp_errors(browser) == []
     last = points[-1]  # drawn last: on top of any point it overlaps
@@ -158,7 +158,7 @@ def test_hostile_prompts_stay_text_in_the_browser(server: UIServer, browser: Any
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
 
-    ws = server.app.app.state.ui.archive.workspace("hostile").id
+    ws = server.archive.workspace("hostile").id
     browser.get(server.url(f"/w/{ws}/s/{quote(HOSTILE_SID)}"))
     texts = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".msg .text")]
     assert texts[0] == HOSTILE[0]

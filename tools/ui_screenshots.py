@@ -47,7 +47,7 @@ def main(out: Path) -> None:
             "usage": "/usage",
         }
         d.get(srv.base + "/usage")  # queues the logs' model reads
-        srv.app.app.state.ui.overview.scan.wait(60)
+        srv.overview.scan.wait(60)
         for name, path in pages.items():
             d.get(srv.base + path)
             if name == "session":

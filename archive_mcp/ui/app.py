@@ -342,4 +342,6 @@ def build_app(archive: Archive, token: str | None, follower: Any = None) -> Guar
     ]
     app = Starlette(routes=routes, exception_handlers={ArchiveError: on_error})
     app.state.ui = UI(archive, follower)
-    return Guard(app, token)
+    guard = Guard(app, token)
+    guard.overview = app.state.ui.overview
+    return guard

@@ -14,6 +14,7 @@ from typing import Any
 
 # tools through which the agent asks the user and the result is the user's answer
 ASKS = re.compile(r"(?i)^(askuserquestion|ask_?user|request_user_input|askfollowupquestion)$")
+FEEDBACK = re.compile(r"(?i)\bthe user (?:said|provided the following (?:reason|feedback)[^:]*):")
 # (old, new) argument pairs the agents' edit tools use
 EDIT_PAIRS = (("old_string", "new_string"), ("old_str", "new_str"), ("old", "new"))
 DIFF_LIMIT = 400  # lines of one diff shown; the rest is counted
@@ -133,15 +134,26 @@ def tool_view(name: str, status: str, arguments: str, result: str) -> ToolView:
         shown_args,
         shown_result,
         diffs_of(name, arguments),
-        shown_result if ASKS.match(name or "") else "",
+        user_words(name, shown_result),
     )
 
 
+def user_words(name: str, result: str) -> str:
+    """What the user said through a tool: the answer to a question the agent asked, or the
+    feedback given when refusing a call (Claude Code: "... the user said: ...")."""
+    if ASKS.match(name or ""):
+        return result
+    m = FEEDBACK.search(result or "")
+    return result[m.end() :].strip() if m else ""
+
+
 def refined_tool(call: dict[str, Any]) -> ToolView:
-    """A tool call from the refined row (its summaries): the line shown before it is opened."""
+    """A tool call from the refined row (its summaries): the line shown before it is opened, and
+    the user's words it carries."""
     name = call.get("name") or "tool"
     line = f"{name} {' '.join((call.get('args_summary') or '').split())}"[:160]
-    return ToolView(name, call.get("status") or "", line)
+    answer = user_words(name, call.get("result_summary") or "")
+    return ToolView(name, call.get("status") or "", line, answer=answer)
 
 
 def marks(row: dict[str, Any]) -> list[str]:

@@ -75,6 +75,7 @@ class Guard:
         # the cookie's value: derived from the token, so a restart with the same token keeps it
         self._cookie = _digest(token, "cookie") if token else ""
         self.csrf = _digest(token or secrets.token_urlsafe(32), "csrf")
+        self.overview: Any = None  # the app's `views.Overview`, for the bench and tests
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":

@@ -37,9 +37,11 @@ class UIServer:
 
         from archive_mcp.ui.app import build_app
 
+        self.archive = archive
         self.token = secrets.token_urlsafe(24) if token == "" else token
         self.follower = Follower(archive, paths, exclude=exclude) if follow else None
         self.app = build_app(archive, self.token, self.follower)
+        self.overview = self.app.overview
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((HOST, port))
