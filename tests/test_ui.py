@@ -298,6 +298,9 @@ def test_a_theme_is_tagged_from_seeds_confirmed_and_traced(
     assert f'"url": "/turn/{LONG_SID}:149"' in spec[1]
     assert '"mark": {"type": "point"' in spec[1]
     assert "# Theme: pools" in trace
+    r = client.post(f"/w/{ws}/themes/tag", data={"csrf": csrf[1], "theme": "pools", "drop": extra})
+    assert r.status_code == 200
+    assert not any(m.turn == 149 for m in ui_archive.list_themes(ws)[0].members)
 
 
 def test_usage_counts_tokens_and_names_models_without_a_price(

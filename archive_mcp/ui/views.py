@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import polars as pl
 
+from archive_mcp import frames
 from archive_mcp.archive import Archive
 from archive_mcp.errors import NotFound
 from archive_mcp.settings import read_config
@@ -79,7 +80,7 @@ class Overview:
                     .fill_null(0)
                     .alias("cache_write"),
                     pl.col("raw_ref").struct.field("file").alias("raw_file"),
-                ).drop("usage", "raw_ref")
+                ).drop("raw_ref")
                 self._parts = {}
                 self._key = key
             return self._frame
@@ -174,19 +175,21 @@ def workspace(
     """A workspace's sessions (filtered; `PAGE` a page), turns per day and themes."""
     ws = archive.workspace(ws_ref)
     df = ov.of(ws.id)
+    # the library's sessions frame over the cached turns, with what a cost needs beside it
+    extra = df.group_by("session_id").agg(
+        pl.col("input", "output", "cache_read", "cache_write").sum(), pl.col("raw_file").first()
+    )
     sessions = (
-        df.group_by("source", "session_id")
-        .agg(
-            pl.col("title").drop_nulls().first(),
-            pl.col("started_at").min().alias("first_at"),
-            pl.col("ended_at").max().alias("last_at"),
-            (pl.col("agent") == "main").sum().alias("turns"),
-            (pl.col("agent") != "main").sum().alias("subagent_turns"),
-            pl.col("input", "output", "cache_read", "cache_write").sum(),
-            pl.col("status").unique().sort().alias("statuses"),
-            pl.col("raw_file").first(),
+        frames.sessions(df.lazy())
+        .collect()
+        .drop("input_tokens", "output_tokens")
+        .join(extra, on="session_id", how="left")
+        .with_columns(
+            pl.when(pl.col("live"))
+            .then(pl.col("statuses").list.concat(pl.lit(["live"])))
+            .otherwise(pl.col("statuses"))
+            .alias("statuses")
         )
-        .sort("first_at", descending=True, nulls_last=True)
     )
     agents = sorted(x for x in sessions["source"].unique().to_list() if x)
     statuses = sorted({s for ss in sessions["statuses"].to_list() for s in ss if s})
