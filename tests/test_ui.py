@@ -447,3 +447,21 @@ def test_turns_the_follower_archives_appear_without_a_restart(
         wait_for(155)
     finally:
         srv.stop()
+
+
+def test_a_discovered_theme_whose_name_holds_slashes_opens_and_exports(tmp_path: Path) -> None:
+    from urllib.parse import quote
+
+    from archive_mcp.demo import sample_archive
+
+    a = sample_archive(tmp_path / "sample", embed=False)
+    shop = a.workspace("shop")
+    a.discover_themes(shop)
+    name = next(t.name for t in a.list_themes(shop) if "/" in t.name)
+    c = TestClient(build_app(a, None), base_url=BASE)
+    page = c.get(f"/w/{shop.id}/themes/{quote(name)}")
+    assert page.status_code == 200
+    md = c.get(f"/export/theme/{shop.id}/{quote(name)}.md")
+    assert md.status_code == 200
+    assert md.text.startswith(f"# Theme: {name}\n")
+    assert c.get(f"/export/theme/{shop.id}/{quote(name)}.pdf").status_code == 404

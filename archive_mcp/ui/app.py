@@ -285,7 +285,7 @@ def usage(request: Request) -> Response:
 
 def export(request: Request) -> Response:
     ui, p = _ui(request), request.path_params
-    what, name, fmt = p["what"], p["name"], p["fmt"]
+    what, (name, _, fmt) = p["what"], p["name"].rpartition(".")  # a theme's name may hold "/"
     if what == "session":
         ex = export_session(ui.archive, p["ws"], name)
     elif what == "theme":
@@ -337,7 +337,7 @@ def build_app(archive: Archive, token: str | None, follower: Any = None) -> Guar
         Route("/w/{ws}/themes/discover", discover, methods=["POST"]),
         Route("/w/{ws}/themes/tag", tag, methods=["POST"]),
         Route("/w/{ws}/themes/{name:path}", theme),
-        Route("/export/{what}/{ws}/{name}.{fmt}", export),
+        Route("/export/{what}/{ws}/{name:path}", export),
         Mount("/static", StaticFiles(directory=static), name="static"),
     ]
     app = Starlette(routes=routes, exception_handlers={ArchiveError: on_error})
