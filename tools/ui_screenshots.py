@@ -43,7 +43,9 @@ def main(out: Path) -> None:
             "workspace": f"/w/{shop.id}",
             "session": f"/w/{webapp.id}/s/{quote(sess)}",
             "search": "/search?q=" + quote("login form submitting twice"),
+            "themes": f"/w/{shop.id}/themes",
             "theme": f"/w/{shop.id}/themes/" + quote("session cache"),
+            "turn": f"/turn/{quote(sess)}:0",
             "usage": "/usage",
         }
         d.get(srv.base + "/usage")  # queues the logs' model reads
