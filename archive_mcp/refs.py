@@ -2,7 +2,7 @@
 
 One citation form: `SESSION:TURN` (with ` [agent]` for a subagent's turn), where SESSION may be
 a unique prefix of the session id (also the `5dd5f56a-…` a narrow table prints), or an object
-`{session_id, turn, agent?}`. `parse_ref` reads any of them; `resolve_session` finds the one
+`{session_id, turn, agent?}`, or the web UI's permalink of a turn (`http://…/turn/SESSION:TURN`). `parse_ref` reads any of them; `resolve_session` finds the one
 session a prefix names among those given."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from archive_mcp.errors import InvalidArgument
 
@@ -23,6 +24,8 @@ class TurnRef:
     last: int | None = None  # a range: turns `turn` to `last` (`SESSION:11-31`)
 
 
+# the web UI's permalink: its path after /turn/ is the reference, percent-encoded
+PERMALINK = re.compile(r"^\s*https?://[^/\s]+/turn/(?P<ref>[^?#\s]+)(?:[?#]\S*)?\s*$")
 REF = re.compile(
     r"^\s*(?P<sid>\S.*?):(?P<turn>\d+)(?:\s*-\s*(?P<last>\d+))?(?:\s*\[(?P<agent>[^\]]+)\])?\s*$"
 )
@@ -39,6 +42,9 @@ def parse_ref(r: RefLike) -> TurnRef:
     if isinstance(r, TurnRef):
         return r
     if isinstance(r, str):
+        link = PERMALINK.match(r)
+        if link:
+            r = unquote(link["ref"])
         m = REF.match(r)
         if not m:
             raise InvalidArgument(f"a turn reference looks like {FORM}; got {r!r}")

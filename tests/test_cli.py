@@ -171,6 +171,7 @@ def test_every_command_shows_an_example_and_every_option_has_help() -> None:
 def test_every_command_that_prints_data_takes_json() -> None:
     quiet = {
         "serve",
+        "ui",
         "watch",
         "install",
         "uninstall",

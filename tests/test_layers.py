@@ -6,7 +6,7 @@
     3  themes, memory, frames, render, plot (what is made of the turns)
     4  archive (the facade) and the library's entry points: live, doctor, install, demo,
        synthetic, sample, the package itself
-    5  the faces: mcp, cli, __main__
+    5  the faces: mcp, cli, ui, __main__
 
 No import runs back up a layer (not even inside a function); every module has a layer; no module
 imports another that imports it back (at module level); no module grows past 600 formatted lines
@@ -56,9 +56,10 @@ LAYERS: dict[str, int] = {
     "archive_mcp": 4,  # the package's __init__: the public names
     "archive_mcp.mcp": 5,
     "archive_mcp.cli": 5,
+    "archive_mcp.ui": 5,
     "archive_mcp.__main__": 5,
 }
-FACES = ("archive_mcp.mcp", "archive_mcp.cli", "archive_mcp.__main__")
+FACES = ("archive_mcp.mcp", "archive_mcp.cli", "archive_mcp.ui", "archive_mcp.__main__")
 
 
 def _modules() -> dict[str, Path]:

@@ -489,6 +489,7 @@ def _register() -> None:
     from archive_mcp.cli.live import watch
     from archive_mcp.cli.memory import memory
     from archive_mcp.cli.themes import themes, trace
+    from archive_mcp.cli.ui import ui
     from archive_mcp.cli.workspaces import sessions, workspaces
 
     main.add_command(workspaces)
@@ -501,6 +502,7 @@ def _register() -> None:
     main.add_command(uninstall)
     main.add_command(config)
     main.add_command(doctor)
+    main.add_command(ui)
 
 
 _register()
