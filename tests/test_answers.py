@@ -157,12 +157,16 @@ def _session(home: Path) -> Path:
     return home / ".claude"
 
 
+def _archived(tmp_path: Path) -> tuple[Archive, list[dict[str, Any]]]:
+    archive = Archive(embedder=None)
+    archive.ingest(_session(tmp_path))
+    return archive, archive.turns(archive.workspace(cwd=CWD).id).collect().sort("turn").to_dicts()
+
+
 def test_user_decisions_in_tool_results_join_the_user_text_summary_search_and_reading(
     tmp_path: Path,
 ) -> None:
-    archive = Archive(embedder=None)
-    archive.ingest(_session(tmp_path))
-    rows = archive.turns(archive.workspace(cwd=CWD).id).collect().sort("turn").to_dicts()
+    archive, rows = _archived(tmp_path)
     assert rows[0]["user_text"] == (
         "Make the sync asynchronous\n"
         "[feedback on Edit] Actually, let's keep the sync behavior as-is and fix the retry instead\n"
@@ -190,9 +194,7 @@ def test_user_decisions_in_tool_results_join_the_user_text_summary_search_and_re
 
 
 def test_a_proposal_the_user_rejects_next_is_said_as_proposed_and_rejected(tmp_path: Path) -> None:
-    archive = Archive(embedder=None)
-    archive.ingest(_session(tmp_path))
-    rows = archive.turns(archive.workspace(cwd=CWD).id).collect().sort("turn").to_dicts()
+    _, rows = _archived(tmp_path)
     assert rows[1]["summary"] == (
         "Asked: Why do the retries fail? Outcome: proposed, rejected by the user: The fix is in "
         "ExtractAgentEvents: map the tool types."

@@ -134,7 +134,7 @@ def turn(request: Request) -> Response:
     ui = _ui(request)
     ref = request.path_params["ref"]
     ctx = ui.archive.load_turn_context(
-        [ref], include_thinking=True, max_chars=400_000, anywhere=True
+        [ref], include_thinking=True, max_chars=400_000, anywhere=True, full_tools=True
     )
     t = ctx.turns[0]
     tools = [tool_view(c.name, c.status, c.arguments, c.result) for c in t.tool_calls]
@@ -155,7 +155,9 @@ def turn(request: Request) -> Response:
 def tool_fragment(request: Request) -> Response:
     """One tool call in full (arguments, result, diff), loaded when its line is opened."""
     ui, q = _ui(request), request.query_params
-    ctx = ui.archive.load_turn_context([q.get("ref", "")], max_chars=400_000, anywhere=True)
+    ctx = ui.archive.load_turn_context(
+        [q.get("ref", "")], max_chars=400_000, anywhere=True, full_tools=True
+    )
     calls = ctx.turns[0].tool_calls
     i = _int(q.get("i"), 0, "i")
     if not 0 <= i < len(calls):
