@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,15 @@ from .fields import (
     parse_time,
     valid_unicode,
 )
-from .lines import LineReader, LogReader, Record, TurnBuilder, prompt_turn, tool_call
+from .lines import (
+    LineReader,
+    LogReader,
+    Record,
+    TurnBuilder,
+    prompt_turn,
+    too_many_items,
+    tool_call,
+)
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .sources import (
     LINE_MAX,
@@ -59,7 +68,6 @@ from .sources import (
     register,
     subdirs,
 )
-from .sources import SNAPSHOT_MAX as WHOLE_MAX
 
 SOURCE = "gemini"
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -281,7 +289,9 @@ def parse_chat(path: Path, stop: int | None = None) -> ParseResult:
     """Parse a whole `.json` Gemini chat (rewritten in place as the session goes on)."""
     problems: list[Problem] = []
     try:
-        blob = read_bounded(path, WHOLE_MAX)[:stop]
+        blob = read_bounded(path, LINE_MAX)[:stop]  # parsed whole: bounded as one line is
+        if (why := too_many_items(blob)) is not None:
+            return ParseResult("json", [], problems=[Problem(1, "malformed", why)])
         try:
             text = blob.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -309,10 +319,33 @@ def _builder(path: Path, start_index: int, protocol: str | None) -> GeminiTurnBu
 # --- discovery ---------------------------------------------------------------------------------
 
 
+_HEAD_ID = re.compile(rb'"(sessionId|projectHash)"\s*:\s*"([^"\\]*)"')
+
+
 def chat_meta(path: Path) -> dict[str, Any] | None:
     """The session metadata of a chat file (sessionId, projectHash, …), None if it is not one."""
     if path.suffix == ".json":
-        data = load_json(path, WHOLE_MAX)
+        try:
+            blob = read_bounded(path, LINE_MAX)
+        except Refused:  # larger than a line: archived (and reported when parsed), not parsed
+            blob = b""
+        except OSError:
+            return None
+        if not blob or too_many_items(blob) is not None:  # its ids from its head, not parsed
+            try:
+                with open_regular(path) as fh:
+                    blob = fh.read(1 << 16)
+            except OSError:
+                return None
+            ids = {
+                k.decode(): v.decode("utf-8", "replace")
+                for k, v in _HEAD_ID.findall(blob[: 1 << 16])
+            }
+            return {**ids, "messages": []} if "sessionId" in ids else None
+        try:
+            data = loads_valid(blob.decode("utf-8", errors="replace"))
+        except (ValueError, RecursionError):
+            return None
         return (
             data if isinstance(data, dict) and "sessionId" in data and "messages" in data else None
         )

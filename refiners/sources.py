@@ -100,7 +100,7 @@ def register(reader: R) -> R:
 
 META_MAX = 8 << 20  # a metadata JSON file (state.json, meta.json, projects.json) read whole
 LINE_MAX = 64 << 20  # a log line decoded whole; a longer one is skipped (reported)
-SNAPSHOT_MAX = 512 << 20  # a whole-file copy (or a Gemini JSON chat parsed whole)
+SNAPSHOT_MAX = 512 << 20  # a whole-file copy (a Gemini JSON chat is parsed only up to LINE_MAX)
 
 
 class Refused(OSError):
