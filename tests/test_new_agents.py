@@ -4,6 +4,7 @@ them archived as one workspace."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -300,3 +301,30 @@ def test_ingest_without_paths_reads_the_new_agents_default_homes_or_their_env(
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "elsewhere"))
     roots = {Path(r["path"]) for r in Archive(embedder=None).ingest().roots}
     assert tmp_path / "elsewhere" in roots and home / ".copilot" not in roots
+
+
+def test_a_rewritten_continue_session_replaces_its_turns_and_a_broken_one_is_reported(
+    tmp_path: Path,
+) -> None:
+    home = copy_as(CONTINUE, tmp_path / "cn", "/rec/user/work/continue", PROJECT)
+    [doc_path] = sorted(home.rglob("????????-*.json"))
+    whole = json.loads(doc_path.read_text(encoding="utf-8"))
+    first = dict(whole, history=whole["history"][:6])  # two turns written so far
+    doc_path.write_text(json.dumps(first), encoding="utf-8")
+    archive = Archive(embedder=None)
+    assert archive.ingest(home).turns_added == 2
+    doc_path.write_text(json.dumps(whole), encoding="utf-8")  # cn rewrites the whole document
+    assert archive.ingest(home).files_changed == 1  # parsed whole again: replaces its turns
+    texts = archive.turns("all").sort("turn").collect()["user_text"].to_list()
+    assert texts == [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        "Run echo hi in the shell again",
+    ]
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"sessionId": "x", "history": [', encoding="utf-8")
+    result = continue_cli.parse_wire(broken)
+    assert (result.turns, [p.kind for p in result.problems]) == ([], ["malformed"])
+    assert discover(broken).sessions == []  # not a session: not taken for one
