@@ -328,3 +328,61 @@ def test_a_rewritten_continue_session_replaces_its_turns_and_a_broken_one_is_rep
     result = continue_cli.parse_wire(broken)
     assert (result.turns, [p.kind for p in result.problems]) == ([], ["malformed"])
     assert discover(broken).sessions == []  # not a session: not taken for one
+
+
+def test_a_pi_bang_command_is_a_command_turn_and_an_aborted_reply_interrupts(
+    tmp_path: Path,
+) -> None:
+    # shapes from Pi 0.73's docs/session-format.md (BashExecutionMessage, stopReason "aborted")
+    def line(rec: dict[str, Any]) -> str:
+        return json.dumps(rec) + "\n"
+
+    log = tmp_path / "s.jsonl"
+    log.write_text(
+        line({"type": "session", "version": 3, "id": "s1", "cwd": PROJECT})
+        + line(
+            {
+                "type": "message",
+                "timestamp": "2026-12-05T00:00:01Z",
+                "message": {
+                    "role": "bashExecution",
+                    "command": "ls nope",
+                    "output": "ls: nope: No such file",
+                    "exitCode": 2,
+                    "cancelled": False,
+                    "truncated": False,
+                },
+            }
+        )
+        + line({"type": "message", "message": {"role": "user", "content": "go on"}})
+        + line(
+            {
+                "type": "message",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "Star"}],
+                    "usage": {"input": 3, "output": 1, "cacheRead": 2, "cacheWrite": 4},
+                    "stopReason": "aborted",
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
+    bang, prompt = pi.parse_wire(log).turns
+    assert (bang.user_text, bang.origin, bang.status, calls(bang)) == (
+        "!ls nope",
+        "command",
+        "completed",
+        [("bash", "ls nope", "error")],
+    )
+    assert (prompt.user_text, prompt.status, prompt.assistant_text) == (
+        "go on",
+        "interrupted",
+        "Star",
+    )
+    assert prompt.usage == {
+        "input_other": 3,
+        "output": 1,
+        "input_cache_read": 2,
+        "input_cache_creation": 4,
+    }
