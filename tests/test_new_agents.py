@@ -26,6 +26,11 @@ KILO_SQL = REAL_CLI / "kilo-7.7.7" / "kilo.sql"
 ECHO, FAIL = "echo hi", "ls /nonexistent-archive-mcp-dir"
 ONE_CALL = {"input_other": 120, "output": 7, "input_cache_read": 0, "input_cache_creation": 0}
 TWO_CALLS = {"input_other": 240, "output": 14, "input_cache_read": 0, "input_cache_creation": 0}
+FIRST = [
+    "Run echo hi in the shell",
+    "Create hello.txt saying hi",
+    "Now run a command that will fail",
+]
 NONE = {"input_other": 0, "output": 0, "input_cache_read": 0, "input_cache_creation": 0}
 
 
@@ -57,9 +62,7 @@ def test_pi_0_73_session_turns_calls_usage_compaction_and_interruption() -> None
         [],
     )
     prompts = [
-        "Run echo hi in the shell",
-        "Create hello.txt saying hi",
-        "Now run a command that will fail",
+        *FIRST,
         "Run echo hi in the shell after the compaction",
         "Now sleep in the shell",
         "Run echo hi in the shell again",
@@ -98,9 +101,7 @@ def test_copilot_1_0_events_turns_calls_usage_subagent_and_abort() -> None:
     result = copilot.parse_wire(session.files[0].path)
     assert (result.protocol_version, result.unknown_types, result.problems) == ("1.0.102", {}, [])
     prompts = [
-        "Run echo hi in the shell",
-        "Create hello.txt saying hi",
-        "Now run a command that will fail",
+        *FIRST,
         "Use a subagent to print hi",
         "Now sleep in the shell",
         "Run echo hi in the shell again",
@@ -147,9 +148,7 @@ def test_continue_1_5_session_document_turns_calls_and_usage() -> None:
     result = continue_cli.parse_wire(session.files[0].path)
     assert (result.protocol_version, result.problems) == ("json", [])
     prompts = [
-        "Run echo hi in the shell",
-        "Create hello.txt saying hi",
-        "Now run a command that will fail",
+        *FIRST,
         "Use a subagent to print hi",  # cn has no subagent tool: the model used the shell
         "Run echo hi in the shell again",  # the SIGINT'd run before it was never saved
     ]
@@ -183,9 +182,7 @@ def test_droid_0_225_session_turns_calls_and_the_failed_subagent() -> None:
         [],
     )
     prompts = [
-        "Run echo hi in the shell",
-        "Create hello.txt saying hi",
-        "Now run a command that will fail",
+        *FIRST,
         "Use a subagent to print hi",
     ]
     assert [t.user_text for t in result.turns] == prompts  # the `context-` reminders are no turn
@@ -231,9 +228,7 @@ def test_kilo_7_7_database_read_by_the_opencode_reader(tmp_path: Path, monkeypat
     result = kilo.parse_wire(session.files[0].path)
     assert (result.protocol_version, result.unknown_types, result.problems) == ("7.7.7", {}, [])
     prompts = [
-        "Run echo hi in the shell",
-        "Create hello.txt saying hi",
-        "Now run a command that will fail",
+        *FIRST,
         "Use a subagent to print hi",
         "Now sleep in the shell",
         "Run echo hi in the shell again",
