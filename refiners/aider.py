@@ -26,7 +26,7 @@ from datetime import datetime
 from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 
-from .model import ParseResult, Step, ToolCall, Turn
+from .model import ParseResult, Problem, Step, ToolCall, Turn
 from .sources import Discovery, FileReader, SessionSource, SourceFile, register
 
 SOURCE = "aider"
@@ -356,6 +356,11 @@ def parse_wire(
         turn.started_at = turn.started_at if turn.started_at is not None else prev.started_at
     version = _version(data, limit)
     result = ParseResult(version or protocol or "unknown", turns, complete_offset=pos)
+    try:  # the text was read with each bad byte replaced: say where the first one is
+        data[:limit].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + data.count(b"\n", 0, exc.start)
+        result.problems.append(Problem(line, "invalid_utf8", f"{exc.reason}; replaced with U+FFFD"))
     last = turns[-1] if turns else None
     if last is not None and last.end == "open":
         result.resume_offset, result.resume_line = (

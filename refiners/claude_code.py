@@ -23,6 +23,7 @@ from .sources import (
     Discovery,
     SessionSource,
     SourceFile,
+    cannot_read,
     head_records,
     is_dir,
     is_file,
@@ -331,6 +332,9 @@ def discover_project(project: Path, found: Discovery, files: list[Path] | None =
     agents: list[tuple[Path, list[dict[str, Any]]]] = []
     for f in files if files is not None else _session_files(project):
         head = head_records(f, enough=_has_cwd)
+        if not head and (why := cannot_read(f)) is not None:
+            found.skipped.append((str(f), why))
+            continue
         if f.name.startswith("agent-"):
             agents.append((f, head))
             continue
@@ -424,6 +428,7 @@ def _looks_like_project(folder: Path, denied: list[tuple[str, str]] | None = Non
     files = _session_files(folder)
     return any(
         _claude_shaped(head_records(f, limit=10, max_bytes=1 << 16, enough=_has_cwd))
+        or cannot_read(f) is not None  # a log nobody may read: its project, reported as such
         for f in files[:5]
     )
 

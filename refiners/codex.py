@@ -24,23 +24,25 @@ under the parent thread's id all the same (a session with no main file until the
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
-from .fields import arguments_text, as_int, field_dict, field_list, parse_time
+from .fields import arguments_text, as_int, field_dict, field_list, loads_valid, parse_time
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import (
     Discovery,
     SessionSource,
     SourceFile,
+    cannot_read,
     head_records,
     is_dir,
     is_file,
     not_regular,
     register,
+    unreadable,
 )
 
 SOURCE = "codex"
@@ -82,7 +84,7 @@ def _output(value: Any) -> tuple[Any, bool]:
     """A tool output and whether it failed; old builds JSON-encode `{"output", "metadata"}`."""
     if isinstance(value, str):
         try:
-            decoded = json.loads(value)
+            decoded = loads_valid(value)
         except ValueError:
             return value, False
         if isinstance(decoded, dict) and "output" in decoded:
@@ -302,7 +304,7 @@ def _spawned(cur: Turn, call: ToolCall) -> None:
     """A `spawn_agent` result names the subagent's thread (`agent_id`): its rollout."""
     output = call.result.get("output") if call.result else None
     try:
-        named = json.loads(output) if isinstance(output, str) else None
+        named = loads_valid(output) if isinstance(output, str) else None
     except ValueError:
         return
     agent = named.get("agent_id") if isinstance(named, dict) else None
@@ -377,8 +379,11 @@ def discover(path: Path) -> Discovery | None:
     files = sorted(
         f for folder in folders if is_dir(folder) for f in folder.rglob("rollout-*.jsonl")
     )
+    for folder in folders:  # rglob passes over a folder it may not list: say so
+        for _ in os.walk(folder, onerror=lambda exc: _denied(exc, found)):
+            pass
     if not files:
-        return None
+        return found if found.skipped else None
     children: list[tuple[str, SessionSource]] = []
     for f in files:
         why = not_regular(f)
@@ -387,13 +392,19 @@ def discover(path: Path) -> Discovery | None:
             continue
         head = head_records(f, limit=3)
         if not _is_rollout(head):
-            found.skipped.append((str(f), "no session_meta first line: not a Codex rollout"))
+            why = cannot_read(f) or "no session_meta first line: not a Codex rollout"
+            found.skipped.append((str(f), why))
             continue
         session = _session(f, head)
         parent = _parent_thread(head)
         (children.append((parent, session)) if parent else found.sessions.append(session))
     _attach(children, found)
     return found
+
+
+def _denied(exc: OSError, found: Discovery) -> None:
+    if not isinstance(exc, FileNotFoundError):
+        found.skipped.append((str(exc.filename), unreadable(exc)))
 
 
 def _attach(children: list[tuple[str, SessionSource]], found: Discovery) -> None:

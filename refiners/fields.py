@@ -11,6 +11,11 @@ import re
 from datetime import datetime
 from typing import Any
 
+# A lone surrogate: JavaScript CLIs write one (`\udXXX` in JSON) when they cut a string inside an
+# emoji. Python's JSON reader keeps it, and no such string can be encoded (hashed, written, indexed).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
 # A shell call's output that says how it ended (Gemini CLI and Qwen Code write "Exit Code: 1").
 EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.M)
 
@@ -47,3 +52,31 @@ def parse_time(value: Any) -> float | None:
     if isinstance(value, (int, float)):
         return float(value) / 1000.0
     return None
+
+
+def valid_unicode(value: Any) -> tuple[Any, int]:
+    """A parsed JSON value with each lone surrogate in its strings (keys too) replaced by U+FFFD,
+    and how many strings had one: the one rule every string read from a log passes, so that ids,
+    paths and text can always be encoded. Raises RecursionError on a value nested too deeply."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value) is None:
+            return value, 0
+        return _SURROGATE.sub(REPLACEMENT, value), 1
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        bad = 0
+        for key, item in value.items():
+            key, k = valid_unicode(key)
+            out[key], v = valid_unicode(item)
+            bad += k + v
+        return (out, bad) if bad else (value, 0)
+    if isinstance(value, list):
+        items = [valid_unicode(item) for item in value]
+        bad = sum(n for _, n in items)
+        return ([item for item, _ in items], bad) if bad else (value, 0)
+    return value, 0
+
+
+def loads_valid(text: str | bytes) -> Any:
+    """`json.loads` whose strings pass `valid_unicode` (for the small JSON a discovery reads)."""
+    return valid_unicode(json.loads(text))[0]

@@ -28,11 +28,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from .fields import EXIT_CODE, as_int, field_dict, field_list, parse_time
-from .lines import LineReader, LogReader, Record, TurnBuilder, prompt_turn, tool_call
+from .fields import (
+    EXIT_CODE,
+    as_int,
+    field_dict,
+    field_list,
+    loads_valid,
+    parse_time,
+    valid_unicode,
+)
+from .lines import (
+    LineReader,
+    LogReader,
+    Record,
+    TurnBuilder,
+    prompt_turn,
+    too_many_items,
+    tool_call,
+)
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .sources import (
     LINE_MAX,
@@ -40,8 +57,10 @@ from .sources import (
     Refused,
     SessionSource,
     SourceFile,
+    cannot_read,
     is_dir,
     is_file,
+    listing,
     load_json,
     not_regular,
     open_regular,
@@ -49,7 +68,6 @@ from .sources import (
     register,
     subdirs,
 )
-from .sources import SNAPSHOT_MAX as WHOLE_MAX
 
 SOURCE = "gemini"
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
@@ -269,14 +287,26 @@ class GeminiTurnBuilder(TurnBuilder):
 
 def parse_chat(path: Path, stop: int | None = None) -> ParseResult:
     """Parse a whole `.json` Gemini chat (rewritten in place as the session goes on)."""
+    problems: list[Problem] = []
     try:
-        data = json.loads(read_bounded(path, WHOLE_MAX)[:stop].decode("utf-8", errors="replace"))
+        blob = read_bounded(path, LINE_MAX)[:stop]  # parsed whole: bounded as one line is
+        if (why := too_many_items(blob)) is not None:
+            return ParseResult("json", [], problems=[Problem(1, "malformed", why)])
+        try:
+            text = blob.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(1, "invalid_utf8", str(exc)))
+            text = blob.decode("utf-8", errors="replace")
+        data, bad = valid_unicode(json.loads(text))
     except (OSError, ValueError, RecursionError) as exc:
-        return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
+        return ParseResult("json", [], problems=[*problems, Problem(1, "malformed", str(exc))])
+    if bad:
+        why = f"{bad} string(s) with a lone surrogate: each replaced with U+FFFD"
+        problems.append(Problem(1, "invalid_unicode", why))
     raw = data.get("messages") if isinstance(data, dict) else None
     size = path.stat().st_size
     messages = [(m, 0, size) for m in (raw if isinstance(raw, list) else []) if isinstance(m, dict)]
-    result = ParseResult("json", build_turns(messages), complete_offset=size)
+    result = ParseResult("json", build_turns(messages), problems, complete_offset=size)
     if not isinstance(raw, list):
         result.problems.append(Problem(1, "malformed", "no `messages` list: not a Gemini chat"))
     return result
@@ -289,18 +319,41 @@ def _builder(path: Path, start_index: int, protocol: str | None) -> GeminiTurnBu
 # --- discovery ---------------------------------------------------------------------------------
 
 
+_HEAD_ID = re.compile(rb'"(sessionId|projectHash)"\s*:\s*"([^"\\]*)"')
+
+
 def chat_meta(path: Path) -> dict[str, Any] | None:
     """The session metadata of a chat file (sessionId, projectHash, …), None if it is not one."""
     if path.suffix == ".json":
-        data = load_json(path, WHOLE_MAX)
+        try:
+            blob = read_bounded(path, LINE_MAX)
+        except Refused:  # larger than a line: archived (and reported when parsed), not parsed
+            blob = b""
+        except OSError:
+            return None
+        if not blob or too_many_items(blob) is not None:  # its ids from its head, not parsed
+            try:
+                with open_regular(path) as fh:
+                    blob = fh.read(1 << 16)
+            except OSError:
+                return None
+            ids = {
+                k.decode(): v.decode("utf-8", "replace")
+                for k, v in _HEAD_ID.findall(blob[: 1 << 16])
+            }
+            return {**ids, "messages": []} if "sessionId" in ids else None
+        try:
+            data = loads_valid(blob.decode("utf-8", errors="replace"))
+        except (ValueError, RecursionError):
+            return None
         return (
             data if isinstance(data, dict) and "sessionId" in data and "messages" in data else None
         )
     if path.suffix == ".jsonl":
         try:
             with open_regular(path) as fh:
-                first = json.loads(fh.readline(LINE_MAX))
-        except (OSError, ValueError):
+                first = loads_valid(fh.readline(LINE_MAX).decode("utf-8", errors="replace"))
+        except (OSError, ValueError, RecursionError):
             return None
         return (
             first
@@ -354,7 +407,7 @@ def _sessions(
             continue
         meta = chat_meta(f)
         if meta is None:
-            found.skipped.append((str(f), "not a Gemini CLI chat (no sessionId)"))
+            found.skipped.append((str(f), cannot_read(f) or "not a Gemini CLI chat (no sessionId)"))
             continue
         sid = str(meta["sessionId"])
         bucket = project.name if project is not None else str(meta.get("projectHash") or "gemini")
@@ -431,14 +484,11 @@ def discover(path: Path) -> Discovery | None:
     for project in sorted(projects):
         chats = project / "chats"
         if is_dir(chats):
-            _sessions(
-                sorted(
-                    p for p in chats.iterdir() if not is_dir(p) and p.name.startswith("session-")
-                ),
-                project,
-                home,
-                found,
-            )
+            names = listing(chats, found)
+            chat_files = [p for p in names if not is_dir(p) and p.name.startswith("session-")]
+            _sessions(chat_files, project, home, found)
+        elif (why := cannot_read(project)) is not None:
+            found.skipped.append((str(project), why))
     return found
 
 

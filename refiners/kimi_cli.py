@@ -15,6 +15,7 @@ from .sources import (
     Discovery,
     SessionSource,
     SourceFile,
+    cannot_read,
     exists,
     is_dir,
     is_file,
@@ -331,7 +332,7 @@ def discover(path: Path) -> Discovery | None:
                         (str(d), "pre-0.59 context-only session (no wire.jsonl); not archived")
                     )
                 elif is_dir(d):
-                    found.skipped.append((str(d), "no wire.jsonl: not a session"))
+                    found.skipped.append((str(d), cannot_read(d) or "no wire.jsonl: not a session"))
             except OSError as exc:
                 found.skipped.append((str(d), unreadable(exc)))
     return found

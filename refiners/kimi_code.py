@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .fields import loads_valid
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, ToolCall, Turn, count, epoch, parts_text
 from .sources import (
@@ -17,6 +18,7 @@ from .sources import (
     Discovery,
     SessionSource,
     SourceFile,
+    cannot_read,
     exists,
     is_dir,
     is_file,
@@ -248,8 +250,8 @@ def _index(home: Path) -> dict[str, str]:
         return out
     for line in lines:
         try:
-            rec = json.loads(line)
-        except ValueError:
+            rec = loads_valid(line)
+        except (ValueError, RecursionError):
             continue
         if (
             isinstance(rec, dict)
@@ -293,7 +295,8 @@ def discover(path: Path) -> Discovery | None:
                 if _is_session_dir(d):
                     found.sessions.append(_session(d, index))
                 else:
-                    found.skipped.append((str(d), "no agents/ folder: not a Kimi Code session"))
+                    why = cannot_read(d) or "no agents/ folder: not a Kimi Code session"
+                    found.skipped.append((str(d), why))
             except OSError as exc:
                 found.skipped.append((str(d), unreadable(exc)))
     return found

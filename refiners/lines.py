@@ -8,6 +8,7 @@ reads the lines, reports bad ones, resumes from an offset and says where the nex
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from .fields import arguments_text
+from .fields import arguments_text, valid_unicode
 from .model import ParseResult, Problem, ToolCall, Turn
 from .sources import LINE_MAX, Discovery, open_regular
 
@@ -80,6 +81,9 @@ class LineReader:
                 no += 1
 
     def _decode(self, raw: bytes, no: int, complete: bool) -> Any:
+        if len(raw) > 2 * ITEMS_MAX and (why := too_many_items(raw)) is not None:
+            self.problems.append(Problem(no, "malformed" if complete else "truncated_tail", why))
+            return None if complete else _TAIL
         try:  # fast path: valid UTF-8 and strict JSON, parsed straight from bytes
             data = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -95,7 +99,7 @@ class LineReader:
         if not text.strip():
             return None
         try:
-            data = json.loads(text, strict=False)
+            data, bad = valid_unicode(json.loads(text, strict=False))
         except RecursionError:
             self.problems.append(Problem(no, "malformed", "nested too deeply to read"))
             return None
@@ -110,10 +114,40 @@ class LineReader:
                 Problem(no, "malformed", f"expected a JSON object, got {type(data).__name__}")
             )
             return None
+        if bad:
+            self.problems.append(
+                Problem(
+                    no, "invalid_unicode", f"{bad} string(s) with a lone surrogate: {_SURROGATES}"
+                )
+            )
         return data
 
 
 _TAIL = object()
+
+# Values one parsed record may hold: parsed, each takes 50-150 bytes (a 60 MB line of `{},` would
+# take 2 GB), so a record past this is reported and not parsed. A value takes 2 bytes at least
+# (`1,`), so a line under 2 * ITEMS_MAX bytes is never counted.
+ITEMS_MAX = 1_000_000
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, unrolled: fast in `re`
+
+
+def too_many_items(raw: bytes) -> str | None:
+    """Why the JSON text `raw` is not parsed (over ITEMS_MAX values, counted by the commas
+    outside its strings), None when it may be."""
+    commas = raw.count(b",")
+    if commas < ITEMS_MAX:
+        return None
+    strings = (raw.count(b'"') - raw.count(b'\\"')) // 2  # each a value too
+    if strings < ITEMS_MAX:  # else too many already; else the commas outside the strings
+        commas = _STRING.sub(b"", raw).count(b",")
+        if commas < ITEMS_MAX:
+            return None
+    values = max(commas + 1, strings)
+    return f"{values:,} values, over the {ITEMS_MAX:,} a record may hold; not read"
+
+
+_SURROGATES = "each replaced with U+FFFD (a CLI cut a string inside a character)"
 
 
 def _skip_line(fh: Any) -> tuple[int, bool]:

@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from .fields import valid_unicode
+
 USAGE_KEYS = ("input_other", "output", "input_cache_read", "input_cache_creation")
 
 
@@ -73,7 +75,7 @@ class ToolCall:
             value = orjson.loads(self.arguments) if self.arguments else {}
         except orjson.JSONDecodeError:
             try:
-                value = json.loads(self.arguments, strict=False)
+                value = valid_unicode(json.loads(self.arguments, strict=False))[0]
             except (ValueError, RecursionError):
                 return {}
         return value if isinstance(value, dict) else {}

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .fields import as_int, field_dict, field_list
+from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, SessionSource, SourceFile, register
@@ -49,15 +49,20 @@ def _ms(value: Any) -> float | None:
 
 def _json(text: Any) -> dict[str, Any]:
     try:
-        value = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
+        value = loads_valid(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
 
 
 def read_sessions(db: Path) -> list[dict[str, Any]]:
     """Every session of `db` with its messages and parts, read-only in one transaction."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    con.text_factory = _text  # text that is not UTF-8 must not stop the read
     try:
         con.execute("PRAGMA query_only = 1")
         con.execute("BEGIN")

@@ -35,7 +35,10 @@ from .sources import (
     Discovery,
     SessionSource,
     SourceFile,
+    cannot_read,
     head_records,
+    is_file,
+    listing,
     register,
     subdirs,
     unreadable,
@@ -258,16 +261,15 @@ def _session(path: Path, head: list[dict[str, Any]]) -> SessionSource:
 
 
 def _chat_files(chats: Path, found: Discovery) -> None:
-    try:
-        files = sorted(p for p in chats.iterdir() if p.suffix == ".jsonl" and p.is_file())
-    except OSError:
-        return
+    files = [p for p in listing(chats, found) if p.suffix == ".jsonl" and is_file(p)]
     for f in files:
         head = head_records(f, limit=20, max_bytes=1 << 16)
         if _qwen_shaped(head):
             found.sessions.append(_session(f, head))
         elif head:
             found.skipped.append((str(f), "not a Qwen Code chat"))
+        elif (why := cannot_read(f)) is not None:
+            found.skipped.append((str(f), why))
 
 
 def discover(path: Path) -> Discovery | None:

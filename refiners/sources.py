@@ -7,7 +7,6 @@ Each reader module (`aider`, `claude_code`, `codex`, `gemini`, `kimi_cli`, `kimi
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from .fields import loads_valid
 from .model import ParseResult
 
 
@@ -100,7 +100,7 @@ def register(reader: R) -> R:
 
 META_MAX = 8 << 20  # a metadata JSON file (state.json, meta.json, projects.json) read whole
 LINE_MAX = 64 << 20  # a log line decoded whole; a longer one is skipped (reported)
-SNAPSHOT_MAX = 512 << 20  # a whole-file copy (or a Gemini JSON chat parsed whole)
+SNAPSHOT_MAX = 512 << 20  # a whole-file copy (a Gemini JSON chat is parsed only up to LINE_MAX)
 
 
 class Refused(OSError):
@@ -168,16 +168,33 @@ def load_json(path: Path, limit: int = META_MAX) -> Any:
     """A small JSON file, or None when it is missing, unreadable, too large, not a regular file
     or not JSON."""
     try:
-        return json.loads(read_bounded(path, limit).decode("utf-8", errors="replace"))
+        return loads_valid(read_bounded(path, limit).decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError):
         return None
 
 
-def unreadable(exc: OSError) -> str:
-    """Why a folder could not be read, and what to do about it."""
+def unreadable(exc: OSError, what: str = "folder") -> str:
+    """Why a folder (or a file) could not be read, and what to do about it."""
     if isinstance(exc, PermissionError):
-        return "permission denied; fix the folder's permissions and ingest again"
+        return f"permission denied; fix the {what}'s permissions and ingest again"
     return f"could not read: {exc.strerror or exc}"
+
+
+def cannot_read(path: Path) -> str | None:
+    """Why `path` (a file or a folder) cannot be read, None when it can or is gone: a reader
+    asks before it calls what gave it nothing "not a session"."""
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+            return None
+        open_regular(path).close()
+    except FileNotFoundError:
+        return None
+    except Refused as exc:
+        return exc.why
+    except OSError as exc:
+        return unreadable(exc, "folder" if os.path.isdir(path) else "file")
+    return None
 
 
 def is_file(path: Path) -> bool:
@@ -241,8 +258,8 @@ def head_records(
             while raw := fh.readline(max_bytes):
                 seen += len(raw)
                 try:
-                    rec = json.loads(raw)
-                except ValueError:
+                    rec = loads_valid(raw.decode("utf-8", errors="replace"))
+                except (ValueError, RecursionError):
                     rec = None
                 if isinstance(rec, dict):
                     out.append(rec)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from archive_mcp.refiners.lines import LineReader
+from archive_mcp.refiners import claude_code, gemini
+from archive_mcp.refiners.lines import ITEMS_MAX, LineReader
 from archive_mcp.refiners.sources import LINE_MAX, SNAPSHOT_MAX
 from click.testing import CliRunner
 from test_agent_ingest import claude_home, codex_home, gemini_home
@@ -406,3 +407,35 @@ def test_serve_http_prints_its_url_on_stderr(monkeypatch: pytest.MonkeyPatch) ->
         "archive-mcp: serving MCP over HTTP at http://127.0.0.1:8799/mcp\n"
         "archive-mcp: HTTP clients must send the bearer token given by --token\n"
     )
+
+
+def test_a_record_of_more_values_than_a_record_may_hold_is_reported_and_the_rest_read(
+    tmp_path: Path,
+) -> None:
+    log = claude_home(tmp_path / "user")
+    lines = log.read_bytes().splitlines(keepends=True)
+    hostile = b'{"type": "user", "message": {"content": [' + b"{}," * ITEMS_MAX + b"{}]}}\n"
+    log.write_bytes(lines[0] + hostile + lines[1])
+    result = claude_code.parse_wire(log)
+    assert [(p.line, p.kind, p.error) for p in result.problems] == [
+        (
+            2,
+            "malformed",
+            f"{ITEMS_MAX + 2:,} values, over the {ITEMS_MAX:,} a record may hold; not read",
+        )
+    ]
+    assert [t.user_text for t in result.turns] == ["fix the date parser"]
+    assert result.turns[0].assistant_text == "Parsed dates with dateutil now."
+    chat = gemini_home(tmp_path / "user")
+    chat.write_bytes(
+        chat.read_bytes().replace(b'"messages": [', b'"messages": [' + b"{}," * ITEMS_MAX)
+    )
+    parsed = gemini.parse_wire(chat)
+    assert [(p.kind, p.error) for p in parsed.problems] == [
+        (
+            "malformed",
+            f"{ITEMS_MAX + 12:,} values, over the {ITEMS_MAX:,} a record may hold; not read",
+        )
+    ]
+    meta = gemini.chat_meta(chat)  # its ids read from its head, without parsing it whole
+    assert meta is not None and (meta["sessionId"], meta["messages"]) == ("g1", [])
