@@ -21,6 +21,8 @@ Where each agent reads user-scope MCP servers:
   `{"type": "local", "command": [...]}`
 - copilot (GitHub Copilot CLI): `~/.copilot/mcp-config.json` (`$COPILOT_HOME`), `mcpServers`,
   an entry as `copilot mcp add` writes it (`"type": "local"`, `"tools": ["*"]`)
+- kilo (Kilo Code, an OpenCode fork): `~/.config/kilo/kilo.json` (`$XDG_CONFIG_HOME`), `mcp`,
+  OpenCode's entry (`kilo mcp list` lists it)
 - droid (Factory Droid): `~/.factory/mcp.json`, `mcpServers`, an entry as `droid mcp add` writes
   it (`"type": "stdio"`)
 """
@@ -49,6 +51,7 @@ from archive_mcp.workspaces import (
     copilot_home,
     factory_dir,
     gemini_dir,
+    kilo_config_dir,
     kimi_code_home,
     kimi_share_dir,
     opencode_config_dir,
@@ -67,6 +70,7 @@ AGENTS = (
     "opencode",
     "copilot",
     "droid",
+    "kilo",
 )
 # the session-end hook installed with an agent's server: Claude Code's and Gemini CLI's
 # `SessionEnd` hook (settings.json), Codex's `notify` program (config.toml, run after each turn),
@@ -107,6 +111,8 @@ def config_file(agent: str) -> Path:
         return copilot_home() / "mcp-config.json"
     if agent == "droid":
         return factory_dir() / "mcp.json"
+    if agent == "kilo":
+        return kilo_config_dir() / "kilo.json"
     raise InvalidArgument(f"unknown agent {agent!r}; one of: {', '.join(AGENTS)}")
 
 
@@ -143,7 +149,7 @@ def entry_for(agent: str, command: list[str]) -> Any:
         return {"hooks": [{"type": "command", "command": hook_command(agent)}]}
     if agent == "claude-code":
         return {"type": "stdio", "command": command[0], "args": command[1:], "env": {}}
-    if agent == "opencode":
+    if agent in ("opencode", "kilo"):
         return {"type": "local", "command": command}
     if agent == "copilot":
         return {"type": "local", "command": command[0], "args": command[1:], "tools": ["*"]}
@@ -176,7 +182,7 @@ def registered(agent: str, path: Path | None = None) -> bool:
 
 def servers_key(agent: str) -> str:
     """The member of `agent`'s config that holds its MCP servers."""
-    return {"codex": "mcp_servers", "opencode": "mcp"}.get(agent, "mcpServers")
+    return {"codex": "mcp_servers", "opencode": "mcp", "kilo": "mcp"}.get(agent, "mcpServers")
 
 
 def _what(agent: str) -> str:

@@ -137,8 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         ]
         cmp = Compare(old)
         discoveries = discover_differ = files = 0
+        new: set[str] = set()  # agents the old revision has no reader for: nothing to compare
         for root in roots:
             found = discover(root)
+            added = {s.source for s in found.sessions} - set(old)
+            if added:
+                new |= added
+                continue
             discoveries += 1
             where = first_difference(dump(old_discover(root)), dump(found))
             if where is not None:
@@ -150,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
                     label = f"{root.name} {session.source} {session.session_id} {f.rel}"
                     cmp.file(session.source, f.path, label, args.turns, args.cuts)
     print(f"{discoveries} discoveries compared, {discover_differ} differ")
+    if new:
+        print(f"  not compared (no reader in {args.old}): {', '.join(sorted(new))}")
     print(
         f"{cmp.cases} parses of {files} files compared, {len(cmp.differ) - discover_differ} differ"
     )

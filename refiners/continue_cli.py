@@ -13,11 +13,10 @@ follows it (the document is written after each reply).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from .fields import as_int, field_dict, field_list
+from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import prompt_turn, tool_call
 from .model import ParseResult, Problem, Step, ToolCall, Turn
 from .sources import (
@@ -94,7 +93,7 @@ def parse_wire(
 ) -> ParseResult:
     """Parse a whole Continue session (the offsets are accepted for the common signature only)."""
     try:
-        data = json.loads(read_bounded(path, SNAPSHOT_MAX).decode("utf-8", errors="replace"))
+        data = loads_valid(read_bounded(path, SNAPSHOT_MAX).decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError) as exc:
         return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
     history = data.get("history") if isinstance(data, dict) else None

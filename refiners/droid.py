@@ -17,7 +17,15 @@ from typing import Any
 from .fields import field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step
-from .sources import Discovery, SessionSource, SourceFile, head_records, register, subdirs
+from .sources import (
+    Discovery,
+    SessionSource,
+    SourceFile,
+    head_records,
+    jsonl_sessions,
+    register,
+    subdirs,
+)
 
 SOURCE = "droid"
 OUTCOMES = {"completed": "completed", "error": "failed", "cancelled": "cancelled"}
@@ -106,17 +114,6 @@ def _session(path: Path, header: dict[str, Any]) -> SessionSource:
     )
 
 
-def _folder(folder: Path, found: Discovery) -> None:
-    try:
-        files = sorted(p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file())
-    except OSError:
-        return
-    for f in files:
-        header = _header(f)
-        if header is not None:
-            found.sessions.append(_session(f, header))
-
-
 def discover(path: Path) -> Discovery | None:
     """Droid sessions under `path` (a `~/.factory`, its `sessions/`, one project folder or one
     session file), or None when `path` is not shaped like one."""
@@ -131,7 +128,7 @@ def discover(path: Path) -> Discovery | None:
         folders = [path]
     found = Discovery()
     for folder in folders:
-        _folder(folder, found)
+        jsonl_sessions(folder, found, _header, _session)
     return found if found.sessions else None
 
 

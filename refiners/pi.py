@@ -19,7 +19,15 @@ from typing import Any
 from .fields import as_int, field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, ToolCall, Turn
-from .sources import Discovery, SessionSource, SourceFile, head_records, register, subdirs
+from .sources import (
+    Discovery,
+    SessionSource,
+    SourceFile,
+    head_records,
+    jsonl_sessions,
+    register,
+    subdirs,
+)
 
 SOURCE = "pi"
 QUIET = frozenset(
@@ -141,19 +149,6 @@ def _session(path: Path, header: dict[str, Any]) -> SessionSource:
     )
 
 
-def _folder(folder: Path, found: Discovery) -> None:
-    try:
-        files = sorted(p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file())
-    except OSError:
-        return
-    for f in files:
-        header = _header(f)
-        if header is not None:
-            found.sessions.append(_session(f, header))
-        else:
-            found.skipped.append((str(f), "not a Pi session (no session header)"))
-
-
 def _is_cwd_folder(path: Path) -> bool:
     return path.name.startswith("--") and path.name.endswith("--") and len(path.name) > 3
 
@@ -172,7 +167,7 @@ def discover(path: Path) -> Discovery | None:
         folders = [path] if _is_cwd_folder(path) else []
     found = Discovery()
     for folder in folders:
-        _folder(folder, found)
+        jsonl_sessions(folder, found, _header, _session, "not a Pi session (no session header)")
     return found if found.sessions else None
 
 

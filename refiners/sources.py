@@ -272,6 +272,27 @@ def head_records(
     return out
 
 
+def jsonl_sessions(
+    folder: Path,
+    found: Discovery,
+    header: Callable[[Path], dict[str, Any] | None],
+    session: Callable[[Path, dict[str, Any]], SessionSource],
+    why: str | None = None,
+) -> None:
+    """The sessions of the `.jsonl` files in `folder` whose `header` is found (a file without
+    one is reported with `why`, when given, else passed over), added to `found`."""
+    try:
+        files = sorted(p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    except OSError:
+        return
+    for f in files:
+        head = header(f)
+        if head is not None:
+            found.sessions.append(session(f, head))
+        elif why is not None:
+            found.skipped.append((str(f), why))
+
+
 BELOW_DEPTH = 8  # how deep `discover` looks below a folder no reader recognises
 BELOW_DIRS = 20_000  # and how many folders it opens at most
 LOG_SUFFIXES = (".jsonl", ".json")

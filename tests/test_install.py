@@ -65,7 +65,7 @@ def json_states(key: str, other: str) -> list[str | None]:
     ]
 
 
-for _agent in ("kimi", "kimi-code", "qwen", "opencode", "copilot", "droid"):
+for _agent in ("kimi", "kimi-code", "qwen", "opencode", "copilot", "droid", "kilo"):
     BEFORE[_agent] = json_states(
         servers_key(_agent), OTHER.get(_agent, '{"command": "x", "args": []}')
     )
@@ -94,6 +94,7 @@ def test_the_files_are_where_each_agent_reads_user_scope_servers(
     assert config_file("opencode") == HOME() / ".config" / "opencode" / "opencode.json"
     assert config_file("copilot") == HOME() / ".copilot" / "mcp-config.json"
     assert config_file("droid") == HOME() / ".factory" / "mcp.json"
+    assert config_file("kilo") == HOME() / ".config" / "kilo" / "kilo.json"
     jsonc = HOME() / ".config" / "opencode" / "opencode.jsonc"  # `opencode mcp add` edits it
     jsonc.parent.mkdir(parents=True)
     jsonc.write_text("{}", encoding="utf-8")
@@ -121,6 +122,7 @@ def test_each_agent_gets_the_entry_its_own_loader_reads() -> None:
     for agent in ("codex", "gemini", "kimi", "kimi-code", "qwen"):
         assert entry_for(agent, cmd) == {"command": "/bin/archive-mcp", "args": ["serve"]}
     assert entry_for("opencode", cmd) == {"type": "local", "command": cmd}
+    assert entry_for("kilo", cmd) == {"type": "local", "command": cmd}  # `kilo mcp list` reads it
     # as `copilot mcp add` and `droid mcp add` write them (1.0.102, 0.225.2)
     assert entry_for("copilot", cmd) == {
         "type": "local",

@@ -4,12 +4,14 @@ them archived as one workspace."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-from archive_mcp.refiners import continue_cli, copilot, discover, droid, pi
+from archive_mcp.refiners import continue_cli, copilot, discover, droid, kilo, pi
 from archive_mcp.refiners.model import Turn
 from archive_mcp.workspaces import workspace_id
 
@@ -20,9 +22,15 @@ PI = REAL_CLI / "pi-0.73.1" / "dot-pi"
 COPILOT = REAL_CLI / "copilot-1.0.102" / "dot-copilot"
 CONTINUE = REAL_CLI / "continue-1.5.47" / "dot-continue"
 DROID = REAL_CLI / "droid-0.225.2" / "dot-factory"
+KILO_SQL = REAL_CLI / "kilo-7.7.7" / "kilo.sql"
 ECHO, FAIL = "echo hi", "ls /nonexistent-archive-mcp-dir"
 ONE_CALL = {"input_other": 120, "output": 7, "input_cache_read": 0, "input_cache_creation": 0}
 TWO_CALLS = {"input_other": 240, "output": 14, "input_cache_read": 0, "input_cache_creation": 0}
+FIRST = [
+    "Run echo hi in the shell",
+    "Create hello.txt saying hi",
+    "Now run a command that will fail",
+]
 NONE = {"input_other": 0, "output": 0, "input_cache_read": 0, "input_cache_creation": 0}
 
 
@@ -34,6 +42,7 @@ def calls(turn: Turn) -> list[tuple[str, str, str]]:
     out = []
     for c in turn.tool_calls:
         arg = c.args.get("command") or c.args.get("path") or c.args.get("filepath")
+        arg = arg or c.args.get("filePath")
         out.append((c.name, str(arg or c.args.get("file_path") or c.args.get("prompt")), c.status))
     return out
 
@@ -53,9 +62,7 @@ def test_pi_0_73_session_turns_calls_usage_compaction_and_interruption() -> None
         [],
     )
     prompts = [
-        "Run echo hi in the shell",
-        "Create hello.txt saying hi",
-        "Now run a command that will fail",
+        *FIRST,
         "Run echo hi in the shell after the compaction",
         "Now sleep in the shell",
         "Run echo hi in the shell again",
@@ -94,9 +101,7 @@ def test_copilot_1_0_events_turns_calls_usage_subagent_and_abort() -> None:
     result = copilot.parse_wire(session.files[0].path)
     assert (result.protocol_version, result.unknown_types, result.problems) == ("1.0.102", {}, [])
     prompts = [
-        "Run echo hi in the shell",
-        "Create hello.txt saying hi",
-        "Now run a command that will fail",
+        *FIRST,
         "Use a subagent to print hi",
         "Now sleep in the shell",
         "Run echo hi in the shell again",
@@ -143,9 +148,7 @@ def test_continue_1_5_session_document_turns_calls_and_usage() -> None:
     result = continue_cli.parse_wire(session.files[0].path)
     assert (result.protocol_version, result.problems) == ("json", [])
     prompts = [
-        "Run echo hi in the shell",
-        "Create hello.txt saying hi",
-        "Now run a command that will fail",
+        *FIRST,
         "Use a subagent to print hi",  # cn has no subagent tool: the model used the shell
         "Run echo hi in the shell again",  # the SIGINT'd run before it was never saved
     ]
@@ -179,9 +182,7 @@ def test_droid_0_225_session_turns_calls_and_the_failed_subagent() -> None:
         [],
     )
     prompts = [
-        "Run echo hi in the shell",
-        "Create hello.txt saying hi",
-        "Now run a command that will fail",
+        *FIRST,
         "Use a subagent to print hi",
     ]
     assert [t.user_text for t in result.turns] == prompts  # the `context-` reminders are no turn
@@ -197,6 +198,59 @@ def test_droid_0_225_session_turns_calls_and_the_failed_subagent() -> None:
     assert [t.usage for t in result.turns] == [NONE] * 4  # the log holds no per-call usage
 
 
+def kilo_home(dest: Path, cwd: str = "/rec/user/work/kilo") -> Path:
+    """Kilo's data folder with the genuine kilo.db rebuilt from its dump (in WAL mode, as Kilo
+    keeps it), its work dir `cwd`."""
+    dest.mkdir(parents=True)
+    con = sqlite3.connect(dest / "kilo.db")
+    con.execute("PRAGMA journal_mode=WAL")
+    sql = KILO_SQL.read_text(encoding="utf-8").replace("/rec/user/work/kilo", cwd)
+    con.executescript(sql)
+    con.close()
+    return dest
+
+
+def test_kilo_7_7_database_read_by_the_opencode_reader(tmp_path: Path, monkeypatch: Any) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the exports go here
+    [session] = discover(kilo_home(tmp_path / "kilo")).sessions
+    child = "ses_dbc340315ffeifyRuZeeRa293q"  # the `task` subagent's session
+    assert (session.source, session.session_id, session.work_dirs) == (
+        "kilo",
+        "ses_dbc3b26f1ffelcvpKE0a6u6pC5",
+        ["/rec/user/work/kilo"],
+    )
+    assert [(f.agent, f.rel, f.whole) for f in session.files] == [
+        ("main", "session.jsonl", True),
+        (child, f"subagents/{child}.jsonl", True),
+    ]
+    result = kilo.parse_wire(session.files[0].path)
+    assert (result.protocol_version, result.unknown_types, result.problems) == ("7.7.7", {}, [])
+    prompts = [
+        *FIRST,
+        "Use a subagent to print hi",
+        "Now sleep in the shell",
+        "Run echo hi in the shell again",
+    ]
+    assert [t.user_text for t in result.turns] == [f'"{p}"' for p in prompts]  # Kilo quotes them
+    assert [calls(t) for t in result.turns] == [
+        [("bash", ECHO, "ok")],
+        [("write", "/rec/user/work/kilo/hello.txt", "ok")],
+        [("bash", FAIL, "error")],
+        [("task", "Run echo hi in the shell", "ok")],
+        [("bash", "sleep 60", "no_result")],  # SIGINT: the call never finished
+        [("bash", ECHO, "ok")],
+    ]
+    assert [t.status for t in result.turns] == ["completed"] * 4 + ["interrupted", "completed"]
+    assert [t.final_text for t in result.turns] == [
+        answer(f'"{p}"') if p != "Now sleep in the shell" else "" for p in prompts
+    ]
+    assert [t.usage for t in result.turns] == [TWO_CALLS] * 4 + [NONE, TWO_CALLS]
+    [sub] = kilo.parse_wire(session.files[1].path).turns
+    assert (calls(sub), sub.status) == ([("bash", ECHO, "ok")], "completed")
+
+
 def copy_as(src: Path, dest: Path, old: str, new: str) -> Path:
     """A copy of an agent home with its recorded work dir `old` replaced by `new`."""
     shutil.copytree(src, dest)
@@ -209,7 +263,7 @@ def copy_as(src: Path, dest: Path, old: str, new: str) -> Path:
 PROJECT = "/home/alice/projects/webapp"
 
 
-def test_one_project_worked_on_by_four_new_agents_is_one_workspace_with_all_their_turns(
+def test_one_project_worked_on_by_five_new_agents_is_one_workspace_with_all_their_turns(
     tmp_path: Path,
 ) -> None:
     homes = [
@@ -217,15 +271,16 @@ def test_one_project_worked_on_by_four_new_agents_is_one_workspace_with_all_thei
         copy_as(COPILOT, tmp_path / "copilot", "/rec/user/work/copilot", PROJECT),
         copy_as(CONTINUE, tmp_path / "continue", "/rec/user/work/continue", PROJECT),
         copy_as(DROID, tmp_path / "droid", "/rec/user/work/droid", PROJECT),
+        kilo_home(tmp_path / "kilo", PROJECT),
     ]
     archive = Archive(embedder=None)
     report = archive.ingest(*homes)
-    assert (report.sessions, report.skipped) == (4, [])
+    assert (report.sessions, report.skipped) == (5, [])
     [ws] = archive.workspaces()
     assert (ws.id, ws.paths, sorted(ws.sources)) == (
         workspace_id(PROJECT),
         [PROJECT],
-        ["continue", "copilot", "droid", "pi"],
+        ["continue", "copilot", "droid", "kilo", "pi"],
     )
     turns = archive.turns(ws.id).collect()
     per_source = turns.group_by("source", "agent").len().sort("source", "agent")
@@ -234,15 +289,24 @@ def test_one_project_worked_on_by_four_new_agents_is_one_workspace_with_all_thei
         ("copilot", "1c9ecf52-bab6-4853-8acd-e5f9b367d4c5", 1),
         ("copilot", "main", 6),
         ("droid", "main", 4),
+        ("kilo", "main", 6),
+        ("kilo", "ses_dbc340315ffeifyRuZeeRa293q", 1),
         ("pi", "main", 6),
     ]
     hits = archive.search("nonexistent", workspace=ws.id, mode="lexical")
-    assert sorted({h.source for h in hits}) == ["continue", "copilot", "droid", "pi"]
+    assert sorted({h.source for h in hits}) == ["continue", "copilot", "droid", "kilo", "pi"]
     status = archive.tool_calls(ws.id).filter(pl.col("agent") == "main")
     failed = status.filter(pl.col("status") == "error").collect()["session_id"].to_list()
     sessions = archive.sessions(ws.id).collect()
     source = dict(zip(sessions["session_id"], sessions["source"], strict=True))
-    assert sorted(source[s] for s in failed) == ["continue", "copilot", "droid", "droid", "pi"]
+    assert sorted(source[s] for s in failed) == [
+        "continue",
+        "copilot",
+        "droid",
+        "droid",
+        "kilo",
+        "pi",
+    ]
     assert archive.ingest(*homes).files_changed == 0  # idempotent
 
 
@@ -300,3 +364,88 @@ def test_ingest_without_paths_reads_the_new_agents_default_homes_or_their_env(
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "elsewhere"))
     roots = {Path(r["path"]) for r in Archive(embedder=None).ingest().roots}
     assert tmp_path / "elsewhere" in roots and home / ".copilot" not in roots
+
+
+def test_a_rewritten_continue_session_replaces_its_turns_and_a_broken_one_is_reported(
+    tmp_path: Path,
+) -> None:
+    home = copy_as(CONTINUE, tmp_path / "cn", "/rec/user/work/continue", PROJECT)
+    [doc_path] = sorted(home.rglob("????????-*.json"))
+    whole = json.loads(doc_path.read_text(encoding="utf-8"))
+    first = dict(whole, history=whole["history"][:6])  # two turns written so far
+    doc_path.write_text(json.dumps(first), encoding="utf-8")
+    archive = Archive(embedder=None)
+    assert archive.ingest(home).turns_added == 2
+    doc_path.write_text(json.dumps(whole), encoding="utf-8")  # cn rewrites the whole document
+    assert archive.ingest(home).files_changed == 1  # parsed whole again: replaces its turns
+    texts = archive.turns("all").sort("turn").collect()["user_text"].to_list()
+    assert texts == [
+        "Run echo hi in the shell",
+        "Create hello.txt saying hi",
+        "Now run a command that will fail",
+        "Use a subagent to print hi",
+        "Run echo hi in the shell again",
+    ]
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"sessionId": "x", "history": [', encoding="utf-8")
+    result = continue_cli.parse_wire(broken)
+    assert (result.turns, [p.kind for p in result.problems]) == ([], ["malformed"])
+    assert discover(broken).sessions == []  # not a session: not taken for one
+
+
+def test_a_pi_bang_command_is_a_command_turn_and_an_aborted_reply_interrupts(
+    tmp_path: Path,
+) -> None:
+    # shapes from Pi 0.73's docs/session-format.md (BashExecutionMessage, stopReason "aborted")
+    def line(rec: dict[str, Any]) -> str:
+        return json.dumps(rec) + "\n"
+
+    log = tmp_path / "s.jsonl"
+    log.write_text(
+        line({"type": "session", "version": 3, "id": "s1", "cwd": PROJECT})
+        + line(
+            {
+                "type": "message",
+                "timestamp": "2026-12-05T00:00:01Z",
+                "message": {
+                    "role": "bashExecution",
+                    "command": "ls nope",
+                    "output": "ls: nope: No such file",
+                    "exitCode": 2,
+                    "cancelled": False,
+                    "truncated": False,
+                },
+            }
+        )
+        + line({"type": "message", "message": {"role": "user", "content": "go on"}})
+        + line(
+            {
+                "type": "message",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "Star"}],
+                    "usage": {"input": 3, "output": 1, "cacheRead": 2, "cacheWrite": 4},
+                    "stopReason": "aborted",
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
+    bang, prompt = pi.parse_wire(log).turns
+    assert (bang.user_text, bang.origin, bang.status, calls(bang)) == (
+        "!ls nope",
+        "command",
+        "completed",
+        [("bash", "ls nope", "error")],
+    )
+    assert (prompt.user_text, prompt.status, prompt.assistant_text) == (
+        "go on",
+        "interrupted",
+        "Star",
+    )
+    assert prompt.usage == {
+        "input_other": 3,
+        "output": 1,
+        "input_cache_read": 2,
+        "input_cache_creation": 4,
+    }

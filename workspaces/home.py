@@ -99,6 +99,11 @@ def qwen_settings_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".qwen"
 
 
+def kilo_config_dir() -> Path:
+    """Kilo Code's config folder (`kilo.json`): `$XDG_CONFIG_HOME/kilo` or `~/.config/kilo`."""
+    return _env_or("XDG_CONFIG_HOME", Path.home() / ".config") / "kilo"
+
+
 def opencode_config_dir() -> Path:
     """OpenCode's global config folder (`opencode.json`): `$XDG_CONFIG_HOME/opencode` or
     `~/.config/opencode`."""
