@@ -9,6 +9,8 @@ every layer (`workspaces`, `refiners`, the core, the faces) may raise these.
 
 from __future__ import annotations
 
+import errno
+
 
 class ArchiveError(Exception):
     """A problem the caller can fix; `str(exc)` says what happened and what to do next."""
@@ -28,3 +30,22 @@ class Busy(ArchiveError):
 
 class MissingDependency(ArchiveError):
     """An optional package is not installed; the message names the exact command that installs it."""
+
+
+def os_message(exc: OSError) -> str:
+    """One line for an OSError on any face: what happened, to which file, what to do."""
+    where = f": {exc.filename}" if exc.filename else ""
+    if exc.errno == errno.ENOSPC:
+        return f"the disk is full{where}; free some space and run the command again"
+    if exc.errno == errno.EDQUOT:
+        return f"the disk quota is used up{where}; free some space and run the command again"
+    if exc.errno == errno.EROFS:
+        return (
+            f"the file system is read-only{where}; point ARCHIVE_MCP_HOME at a writable folder "
+            "or remount it read-write, then run the command again"
+        )
+    if exc.errno == errno.EIO:
+        return f"the disk failed to read or write{where} (I/O error); check the disk and run again"
+    if isinstance(exc, PermissionError):
+        return f"permission denied{where}; fix the permissions and run the command again"
+    return f"{exc.strerror or exc}{where}"

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import errno
 import shutil
 import sys
 import time
@@ -15,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from archive_mcp.archive import Archive
-from archive_mcp.errors import ArchiveError
+from archive_mcp.errors import ArchiveError, os_message
 from archive_mcp.render import dumps, table
 
 __all__ = [
@@ -65,16 +64,6 @@ def call(ctx: click.Context, fn: Callable[[Archive], Any]) -> Any:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
         raise click.ClickException(os_message(exc)) from exc
-
-
-def os_message(exc: OSError) -> str:
-    """One line for an OSError: what happened, to which file, what to do."""
-    where = f": {exc.filename}" if exc.filename else ""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"the disk is full{where}; free some space and run the command again"
-    if isinstance(exc, PermissionError):
-        return f"permission denied{where}; fix the permissions and run the command again"
-    return f"{exc.strerror or exc}{where}"
 
 
 def warn(text: str) -> None:
