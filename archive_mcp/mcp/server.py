@@ -235,11 +235,12 @@ def serve(
         return
     import uvicorn
 
-    from archive_mcp.mcp.http_auth import BearerAuth
+    from archive_mcp.mcp.http_auth import BearerAuth, LocalHost
 
     app: Any = server.streamable_http_app(host="127.0.0.1")  # Host 421, Origin 403
     if token is not None:
         app = BearerAuth(app, token)
+    app = LocalHost(app, port)  # the whole Host, first: the SDK's check matches a prefix
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     anyio.run(uvicorn.Server(config).serve)
 
