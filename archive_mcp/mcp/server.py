@@ -75,6 +75,12 @@ class ArchiveServer(MCPServer[State]):
                 raise ToolError(crash_message(name, cause)) from cause
             raise
 
+    async def run_stdio_async(self) -> None:
+        """Over stdio, a line that is not a message gets a JSON-RPC error reply (`stdio.py`)."""
+        from archive_mcp.mcp.stdio import run_stdio
+
+        await run_stdio(self._lowlevel_server)
+
     async def list_tools(self) -> list[MCPTool]:
         """The tools with lean schemas (`schemas.py`): every tool, a fraction of the characters."""
         return [
