@@ -10,6 +10,7 @@ every layer (`workspaces`, `refiners`, the core, the faces) may raise these.
 from __future__ import annotations
 
 import errno
+import re
 
 
 class ArchiveError(Exception):
@@ -49,3 +50,27 @@ def os_message(exc: OSError) -> str:
     if isinstance(exc, PermissionError):
         return f"permission denied{where}; fix the permissions and run the command again"
     return f"{exc.strerror or exc}{where}"
+
+
+# How libraries word the OSError they wrap (Polars: "No space left on device (os error 28)").
+_WORDED = {
+    "No space left on device": errno.ENOSPC,
+    "Disk quota exceeded": errno.EDQUOT,
+    "Read-only file system": errno.EROFS,
+    "Input/output error": errno.EIO,
+}
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")  # numpy's tofile on a full disk
+
+
+def as_os_error(exc: BaseException) -> OSError | None:
+    """The OSError `exc` stands for: itself, or the disk error a library wrapped in its own
+    exception (Polars) or worded without an errno (numpy's short write); None for any other."""
+    text = str(exc)
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return exc
+    for words, code in _WORDED.items():
+        if words in text:
+            return OSError(code, words)
+    if _SHORT_WRITE.search(text):  # fewer bytes written than asked: the disk filled up
+        return OSError(errno.ENOSPC, "No space left on device")
+    return exc if isinstance(exc, OSError) else None

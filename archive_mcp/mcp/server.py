@@ -30,7 +30,7 @@ from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
 from archive_mcp.archive import Archive
-from archive_mcp.errors import ArchiveError, os_message
+from archive_mcp.errors import ArchiveError, as_os_error, os_message
 from archive_mcp.live import Follower
 from archive_mcp.mcp.schemas import lean_input, lean_output
 from archive_mcp.mcp.toolkit import Spec, State
@@ -66,8 +66,9 @@ class ArchiveServer(MCPServer[State]):
                 raise ToolError(
                     explain(name, cause, self._tool_input_schema(name) or {})
                 ) from cause
-            if isinstance(cause, OSError):  # disk full, read-only, permissions: one line
-                raise ToolError(f"{name}: {os_message(cause)}") from cause
+            disk = as_os_error(cause) if cause is not None else None
+            if disk is not None:  # disk full, read-only, failing, permissions: one line
+                raise ToolError(f"{name}: {os_message(disk)}") from cause
             if isinstance(exc, UnexpectedToolError) and cause is not None:
                 # A fault of ours: the client still learns what happened (the log has the
                 # traceback), never a bare "Error executing tool".

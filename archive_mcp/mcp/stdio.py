@@ -44,7 +44,7 @@ async def run_stdio(lowlevel: Any) -> None:
 def refusal(exc: Exception) -> JSONRPCError:
     """The error reply to a line the transport could not read as a message."""
     errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else []
-    first = errors[0] if errors else {}
+    first: dict[str, Any] = dict(errors[0]) if errors else {}
     line = first.get("input") if first.get("type") == "json_invalid" else None
     if isinstance(line, str):
         reason = str(first.get("msg") or "invalid JSON").removeprefix("Invalid JSON: ")
