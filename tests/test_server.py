@@ -359,7 +359,7 @@ def test_a_line_nested_100k_deep_or_not_json_gets_an_error_reply_over_stdio(
             "id": 'a"b',
             "error": {
                 "code": -32700,
-                "message": "Parse error: EOF while parsing a value at line 1 column 44",
+                "message": "Parse error: EOF while parsing a value at line 2 column 0",
             },
         },
         {
