@@ -3,10 +3,12 @@
 from archive_mcp.archive import Archive, RefineReport, Stats
 from archive_mcp.demo import sample_archive
 from archive_mcp.ingest.pipeline import IngestReport, Skip
+from archive_mcp.search.engine import Filters
 from archive_mcp.workspaces import Workspace, WorkspaceError
 
 __all__ = [
     "Archive",
+    "Filters",
     "IngestReport",
     "RefineReport",
     "Skip",

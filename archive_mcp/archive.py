@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
@@ -23,6 +24,7 @@ from archive_mcp.ingest.batch import RefineReport, run_ingest, run_refine
 from archive_mcp.ingest.merge import MergeReport, merge_workspaces
 from archive_mcp.ingest.pipeline import IngestReport, Progress
 from archive_mcp.ingest.purge import PurgeReport, purge_session
+from archive_mcp.ingest.purged import PurgedSession, PurgedSessions
 from archive_mcp.memory import essence
 from archive_mcp.memory.essence import (
     Bootstrap,
@@ -59,7 +61,11 @@ __all__ = ["Archive", "RefineReport", "Stats", "WorkspaceArg"]
 
 
 class Archive:
-    """A multi-workspace archive of agent sessions under one home directory."""
+    """A multi-workspace archive of agent sessions under one home directory.
+
+    Every method's `workspace` reads the same way: a path, id, unique id prefix or name; a
+    `Workspace`; a list of them, or `"all"` where a method spans several; None (the default) is
+    the current directory's workspace, never every workspace."""
 
     def __init__(
         self,
@@ -95,9 +101,13 @@ class Archive:
     def link(self, path: str, into: str) -> Workspace:
         return self.registry.link(path, into)
 
-    def _selected(self, workspace: WorkspaceArg) -> list[Workspace]:
-        """None or "all" -> every workspace; a string -> one; a list -> those listed."""
-        if workspace is None or workspace == "all":
+    def _selected(self, workspace: WorkspaceArg, cwd: str | None = None) -> list[Workspace]:
+        """`workspace` as every method reads it: None -> the current directory's (`cwd`, default
+        the process's); "all" -> every workspace; a string or Workspace -> that one; a list ->
+        those listed."""
+        if workspace is None:
+            return [self.workspace(cwd=cwd)]
+        if workspace == "all":
             return self.workspaces()
         if isinstance(workspace, Workspace):
             return [workspace]
@@ -110,7 +120,7 @@ class Archive:
 
     # --- frames ----------------------------------------------------------------------------
     def turns(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
-        """Refined turns (one row per turn) across workspaces unless one is given."""
+        """Refined turns (one row per turn) of the workspace(s); `"all"` for every workspace."""
         return frames.turns(self._selected(workspace))
 
     def sessions(self, workspace: WorkspaceArg = None) -> pl.LazyFrame:
@@ -160,11 +170,13 @@ class Archive:
         engine: str = "local",
         address: str | None = None,
         exclude: Sequence[str] | None = None,
+        include_purged: bool = False,
     ) -> IngestReport:
         """Archive and refine sessions under `paths` (default: every agent's home that exists:
         Kimi CLI, Kimi Code, Claude Code, Codex CLI, Gemini CLI, Qwen Code, OpenCode;
         `report.roots` says which). Sessions whose work dir is under an `exclude` path or glob
-        (default: the `exclude` setting) are skipped and counted (`report.excluded`).
+        (default: the `exclude` setting) are skipped and counted (`report.excluded`); so are
+        sessions purged before (`report.purged`) unless `include_purged` re-admits them.
 
         Raw logs are copied here; parse, refine and embed run on `engine`: "local" (large
         batches in `workers` processes, default up to 4 cores) or "ray" (the cluster at
@@ -173,19 +185,21 @@ class Archive:
         return run_ingest(
             self.registry,
             paths,
-            lambda: self.embedder if embed else None,
-            self.summarizer,
-            self._embedder_spec,
-            progress,
-            workers,
-            engine,
-            address,
-            exclude,
+            embedder=lambda: self.embedder if embed else None,
+            summarizer=self.summarizer,
+            embedder_spec=self._embedder_spec,
+            progress=progress,
+            workers=workers,
+            engine=engine,
+            address=address,
+            exclude=exclude,
+            include_purged=include_purged,
         )
 
     def refine(
         self,
         workspace: WorkspaceArg = None,
+        *,
         session: str | None = None,
         since: datetime | None = None,
         force: bool = False,
@@ -204,16 +218,16 @@ class Archive:
         """
         return run_refine(
             self._selected(workspace),
-            session,
-            since,
-            force,
-            (lambda: self.embedder) if embed else None,
-            self.summarizer,
-            self._embedder_spec,
-            progress,
-            engine,
-            address,
-            workers,
+            session=session,
+            since=since,
+            force=force,
+            embedder=(lambda: self.embedder) if embed else None,
+            summarizer=self.summarizer,
+            embedder_spec=self._embedder_spec,
+            progress=progress,
+            engine=engine,
+            address=address,
+            workers=workers,
         )
 
     def raw_files(self, ws: Workspace) -> dict[str, list[tuple[str, dict[str, Any]]]]:
@@ -221,7 +235,7 @@ class Archive:
         return store.raw_files(ws)
 
     def set_summaries(
-        self, ws: Workspace, session_id: str, summaries: dict[tuple[str, int], str], refiner: str
+        self, ws: Workspace, session_id: str, summaries: dict[tuple[str, int], str], *, refiner: str
     ) -> int:
         """Replace the summaries of some turns (e.g. written by the client's model)."""
         return store.set_summaries(ws, session_id, summaries, refiner)
@@ -238,23 +252,18 @@ class Archive:
         self,
         query: str,
         workspace: WorkspaceArg = None,
+        *,
+        filters: Filters | None = None,
         limit: int = 10,
         mode: str = "hybrid",
-        session: str | None = None,
-        agent: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        tool: str | None = None,
-        file: str | None = None,
-        theme: str | None = None,
-        kind: str | None = None,
+        rerank: str | None = None,
         cwd: str | None = None,
         fusion: str | None = None,
         tuning: Tuning | None = None,
-        rerank: str | None = None,
-        source: str | None = None,
     ) -> SearchResults:
-        """Hybrid search over one workspace (default: the cwd's), or several listed, or "all".
+        """Hybrid search over one workspace (default: the current directory's), or several
+        listed, or "all", keeping the turns `filters` keeps (`Filters(session=…, since=…,
+        source=…)`; every face passes the same one).
 
         Returns the hits best first; `.realized_mode` and `.fallback_reason` say which signals
         answered (e.g. `lexical+fuzzy` when no embedding model is available). `fusion` (`zsum`,
@@ -263,31 +272,26 @@ class Archive:
         top 20 with multilingual-e5-small (the `e5` extra): better on conversational questions,
         but each embeds its candidates at query time (MiniLM loads torch once; e5 about 2 s of
         CPU a query on chat turns, more on long coding turns). See bench/RESULTS.md.
-        `source` keeps one agent's sessions: kimi, kimi-code, claude-code, codex or gemini.
         """
-        filters = Filters(
-            session, agent, since, until, tool, file, theme, kind, source, member_keys
-        )
         return run_search(
             query,
-            lambda: (
-                self._selected(workspace) if workspace is not None else [self.workspace(cwd=cwd)]
-            ),
-            self._embedder_if_any,
-            self.index,
-            self._index_lock,
-            limit,
-            mode,
-            filters,
-            fusion,
-            tuning,
-            rerank,
+            lambda: self._selected(workspace, cwd),
+            embedder=self._embedder_if_any,
+            index=self.index,
+            lock=self._index_lock,
+            limit=limit,
+            mode=mode,
+            filters=replace(filters or Filters(), theme_members=member_keys),
+            fusion=fusion,
+            tuning=tuning,
+            rerank=rerank,
         )
 
     def load_turn_context(
         self,
         references: Sequence[RefLike],
         workspace: str | Workspace | None = None,
+        *,
         before: int = 0,
         after: int = 0,
         include_tools: bool = True,
@@ -343,6 +347,7 @@ class Archive:
         situation: str,
         mistake: str,
         correction: str,
+        *,
         workspace: str | Workspace | None = None,
         key: str | None = None,
     ) -> MemoryEntry:
@@ -401,9 +406,31 @@ class Archive:
         self, session_id: str, workspace: str | Workspace | None = None
     ) -> PurgeReport:
         """Delete a session's raw copies (which keep its secrets), refined rows, embeddings, state
-        and theme memberships; a later ingest archives it afresh if its source still exists."""
+        and theme memberships, and remember it: no later ingest, follower or session-end hook
+        archives it again until `unpurge_session` (or `ingest(include_purged=True)`)."""
         ws = self._ws(workspace)
-        return purge_session(ws, session_id, forget=ThemeStore(ws).drop_session)
+        # A copy purged from one workspace while another still holds the session (before a
+        # merge) is not gone: it is not remembered, so the other copy keeps following its log.
+        elsewhere = any(
+            session_id in store.raw_files(w) or store.refined_path(w, session_id).exists()
+            for w in self.workspaces()
+            if w.id != ws.id
+        )
+        return purge_session(
+            ws,
+            session_id,
+            forget=ThemeStore(ws).drop_session,
+            purged=None if elsewhere else PurgedSessions(self.home),
+        )
+
+    def purged_sessions(self) -> list[PurgedSession]:
+        """The sessions purged and kept out of every ingest, oldest purge first."""
+        return PurgedSessions(self.home).all()
+
+    def unpurge_session(self, session_id: str) -> list[PurgedSession]:
+        """Re-admit a purged session (its id or a unique prefix): the next ingest archives it
+        again from the agent's log if that still holds it."""
+        return PurgedSessions(self.home).forget(session_id)
 
     def merge_workspaces(self, src: str, into: str) -> MergeReport:
         """Move workspace `src` (its paths, sessions, ingest state and themes) into `into`, and
@@ -425,6 +452,7 @@ class Archive:
         self,
         theme: str,
         workspace: str | Workspace | None = None,
+        *,
         references: Sequence[TurnRef | dict[str, Any] | str] | None = None,
         seeds: Sequence[str] | None = None,
         remove: Sequence[TurnRef | dict[str, Any] | str] | None = None,
@@ -449,9 +477,7 @@ class Archive:
             who,
             turns=lambda: self.turns(ws.id),
             refine=lambda s: self.refine(ws.id, session=s, embed=False),
-            search=lambda q, n: self.search(
-                q, workspace=ws.id, limit=n, tuning=tagging.SEED_TUNING
-            ),
+            search=lambda q, n: self.search(q, ws.id, limit=n, tuning=tagging.SEED_TUNING),
             index=lambda: self.index(ws).refresh(),
             rules=rules,
         )
@@ -481,6 +507,7 @@ class Archive:
         self,
         theme: str,
         workspace: WorkspaceArg = None,
+        *,
         granularity: str = "auto",
         include_turn_content: bool = False,
         rules: TraceRules = TRACE_RULES,

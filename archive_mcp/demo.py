@@ -60,7 +60,7 @@ def run_demo(keep: str | None = None, embed: bool = True) -> Archive:
         )
     )
     click.echo("\n## Refined turns (summary, kinds)")
-    rows = archive.turns().sort("started_at").collect().to_dicts()
+    rows = archive.turns("all").sort("started_at").collect().to_dicts()
     click.echo(
         table(
             [{**r, "kinds": ",".join(r["kinds"]), "when": r["started_at"]} for r in rows],
@@ -91,7 +91,7 @@ def run_demo(keep: str | None = None, embed: bool = True) -> Archive:
         f"{len(tagged.near_misses)} near misses to confirm"
     )
     click.echo("\n" + archive.trace_theme("payment retries", "shop").markdown(4000))
-    stats = archive.stats()
+    stats = archive.stats("all")
     click.echo(
         f"\n{stats.turns} turns in {stats.sessions} sessions across {stats.workspaces} "
         f"workspaces, {stats.raw_bytes:,} raw bytes archived."

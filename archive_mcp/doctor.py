@@ -65,7 +65,7 @@ def diagnose(archive: Any, flags: dict[str, tuple[Any, str]] | None = None) -> l
         checks.append(
             Check("archive home", "problem", f"{home} is not writable", f"chmod u+w '{home}'")
         )
-    stats = archive.stats()
+    stats = archive.stats("all")
     checks.append(
         Check(
             "archive",

@@ -9,6 +9,9 @@ every layer (`workspaces`, `refiners`, the core, the faces) may raise these.
 
 from __future__ import annotations
 
+import errno
+import re
+
 
 class ArchiveError(Exception):
     """A problem the caller can fix; `str(exc)` says what happened and what to do next."""
@@ -28,3 +31,46 @@ class Busy(ArchiveError):
 
 class MissingDependency(ArchiveError):
     """An optional package is not installed; the message names the exact command that installs it."""
+
+
+def os_message(exc: OSError) -> str:
+    """One line for an OSError on any face: what happened, to which file, what to do."""
+    where = f": {exc.filename}" if exc.filename else ""
+    if exc.errno == errno.ENOSPC:
+        return f"the disk is full{where}; free some space and run the command again"
+    if exc.errno == errno.EDQUOT:
+        return f"the disk quota is used up{where}; free some space and run the command again"
+    if exc.errno == errno.EROFS:
+        return (
+            f"the file system is read-only{where}; point ARCHIVE_MCP_HOME at a writable folder "
+            "or remount it read-write, then run the command again"
+        )
+    if exc.errno == errno.EIO:
+        return f"the disk failed to read or write{where} (I/O error); check the disk and run again"
+    if isinstance(exc, PermissionError):
+        return f"permission denied{where}; fix the permissions and run the command again"
+    return f"{exc.strerror or exc}{where}"
+
+
+# How libraries word the OSError they wrap (Polars: "No space left on device (os error 28)").
+_WORDED = {
+    "No space left on device": errno.ENOSPC,
+    "Disk quota exceeded": errno.EDQUOT,
+    "Read-only file system": errno.EROFS,
+    "Input/output error": errno.EIO,
+}
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")  # numpy's tofile on a full disk
+
+
+def as_os_error(exc: BaseException) -> OSError | None:
+    """The OSError `exc` stands for: itself, or the disk error a library wrapped in its own
+    exception (Polars) or worded without an errno (numpy's short write); None for any other."""
+    text = str(exc)
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return exc
+    for words, code in _WORDED.items():
+        if words in text:
+            return OSError(code, words)
+    if _SHORT_WRITE.search(text):  # fewer bytes written than asked: the disk filled up
+        return OSError(errno.ENOSPC, "No space left on device")
+    return exc if isinstance(exc, OSError) else None

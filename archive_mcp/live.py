@@ -22,19 +22,17 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
-from archive_mcp.errors import ArchiveError
 from archive_mcp.settings import follow_setting
-from archive_mcp.workspaces import default_source_roots, read_json
+from archive_mcp.workspaces import default_source_roots, read_json, write_holder
 
 INTERVAL = 1.0  # seconds between polls
 DEBOUNCE = 0.3  # a change must stay still this long before it is ingested ...
@@ -48,10 +46,6 @@ LOCK_NAME = "follow.lock"
 
 # path -> (size, mtime_ns); a folder's key ends with the separator and its size is 0
 Snapshot = dict[str, tuple[int, int]]
-
-
-class FollowerBusy(ArchiveError):
-    """Another follower holds this archive home."""
 
 
 def follow_roots(paths: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
@@ -177,7 +171,7 @@ class Follower:
                     return False
                 continue
             if self._lock.lock_counter == 1:
-                _write_holder(Path(self.archive.home) / (LOCK_NAME + ".holder"))
+                write_holder(Path(self.archive.home) / (LOCK_NAME + ".holder"))
             return True
 
     def release(self) -> None:
@@ -283,15 +277,3 @@ class Follower:
             f"{report.files_changed} files changed, {report.turns_added} turns added, "
             f"{report.turns_updated} updated{skipped} ({took:.1f} s)"
         )
-
-
-def _write_holder(path: Path) -> None:
-    info = {
-        "pid": os.getpid(),
-        "command": " ".join(sys.argv)[:300] or sys.executable,
-        "since": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    try:
-        path.write_text(json.dumps(info) + "\n", encoding="utf-8")
-    except OSError:
-        pass  # advisory, like the workspace locks' holder notes

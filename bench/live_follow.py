@@ -242,7 +242,7 @@ async def catchup(root: Path, turns: int, embedder: str) -> dict[str, Any]:
             await asyncio.sleep(0.1)
         took = time.monotonic() - t_start
     turns_archived = (
-        Archive(root / "archive", embedder=None).turns().select("turn").collect().height
+        Archive(root / "archive", embedder=None).turns("all").select("turn").collect().height
     )
     return {
         "turns": made["turns"],
@@ -258,7 +258,7 @@ async def catchup(root: Path, turns: int, embedder: str) -> dict[str, Any]:
 
 def digest(home: Path) -> dict[str, Any]:
     archive = Archive(home, embedder=None)
-    rows = archive.turns().collect().sort("workspace_id", "session_id", "agent", "turn")
+    rows = archive.turns("all").collect().sort("workspace_id", "session_id", "agent", "turn")
     raw, states = {}, {}
     for ws in archive.workspaces():
         for p in sorted(ws.raw_dir.rglob("*")):
@@ -305,7 +305,7 @@ def kill(root: Path, runs: int) -> dict[str, Any]:
         time.sleep(delay)
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
-        mid = Archive(Path(env["ARCHIVE_MCP_HOME"]), embedder=None).turns().collect().height
+        mid = Archive(Path(env["ARCHIVE_MCP_HOME"]), embedder=None).turns("all").collect().height
         again = watch(env)
         assert again.stderr is not None
         again.stderr.readline()
@@ -372,7 +372,7 @@ def kill_serve(root: Path, runs: int, seed: int) -> dict[str, Any]:
         time.sleep(delay)
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
-        mid = Archive(home, embedder=None).turns().collect().height if home.exists() else 0
+        mid = Archive(home, embedder=None).turns("all").collect().height if home.exists() else 0
         again = serve_proc(env)
         caught = wait_for(
             lambda h=home: changed_files(archived_snapshot(h), scan([share])) == leftover,

@@ -17,8 +17,8 @@ from archive_mcp import Archive
 
 def main() -> None:
     a = Archive(embedder=None)
-    turns = a.turns().collect()
-    sessions = a.sessions().collect()
+    turns = a.turns("all").collect()
+    sessions = a.sessions("all").collect()
     title = pl.col("title").fill_null("")
     slash = sessions.filter(title.str.strip_chars_start().str.starts_with("/")).height
     tagged = sessions.filter(title.str.contains("<command-|<local-command-|Caveat:")).height

@@ -88,7 +88,7 @@ def writer(home: str, claude: str, seconds: float, seed: int, sessions: int, out
             elif roll < 0.5:
                 rebuild(archive)
                 counts["rebuild"] += 1
-            archive.ingest(Path(claude))
+            archive.ingest(Path(claude), include_purged=True)  # purged ones come back: churn
             counts["ingest"] += 1
         except BaseException as exc:  # noqa: BLE001 - counted and reported (a panic too)
             if isinstance(exc, KeyboardInterrupt | SystemExit):
@@ -148,7 +148,7 @@ def check(claude: Path, seen: dict[str, Any]) -> dict[str, int]:
     from archive_mcp import Archive
 
     archive = Archive(embedder=None)
-    archive.ingest(claude)
+    archive.ingest(claude, include_purged=True)
     have = {
         (s, t)
         for s, t in archive.turns("webapp").select("session_id", "turn").collect().iter_rows()

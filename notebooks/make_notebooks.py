@@ -52,7 +52,7 @@ NOTEBOOKS = {
         ),
         new_markdown_cell("## Activity over time"),
         new_code_cell(
-            "turns = archive.turns().collect()\n"
+            "turns = archive.turns('all').collect()\n"
             "if turns.height == 0:\n"
             "    print('This archive holds no refined turns yet: run `archive-mcp ingest` first.')\n"
             "else:\n"
@@ -60,13 +60,13 @@ NOTEBOOKS = {
         ),
         new_markdown_cell("## Busiest sessions"),
         new_code_cell(
-            "sessions = archive.sessions().collect()\n"
+            "sessions = archive.sessions('all').collect()\n"
             "busiest = sessions.sort('turns', descending=True).head(10)\n"
             "busiest.select('title', 'turns', 'input_tokens', 'output_tokens', 'first_at')"
         ),
         new_markdown_cell("## Tool usage and failure rates"),
         new_code_cell(
-            "calls = archive.tool_calls().collect()\n"
+            "calls = archive.tool_calls('all').collect()\n"
             "usage = (calls.group_by('name')\n"
             "         .agg(pl.len().alias('calls'),\n"
             "              (pl.col('status') != 'ok').mean().round(3).alias('failure_rate'),\n"
@@ -118,7 +118,7 @@ NOTEBOOKS = {
         ),
         new_markdown_cell("Pick the workspace worth showing: the busiest one (most turns)."),
         new_code_cell(
-            "busiest = archive.turns().group_by('workspace_id').len().sort('len', 'workspace_id', descending=True).collect()\n"
+            "busiest = archive.turns('all').group_by('workspace_id').len().sort('len', 'workspace_id', descending=True).collect()\n"
             "workspace = busiest['workspace_id'][0] if busiest.height else None\n"
             "found = archive.discover_themes(workspace) if workspace else None\n"
             "if found is None:\n"

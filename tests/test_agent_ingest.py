@@ -13,7 +13,7 @@ import polars as pl
 from archive_mcp.workspaces import workspace_id
 from click.testing import CliRunner
 
-from archive_mcp import Archive
+from archive_mcp import Archive, Filters
 from archive_mcp.cli.main import main as cli
 
 REAL = Path(__file__).parent / "fixtures" / "real"
@@ -139,7 +139,7 @@ def test_three_agents_of_one_project_share_its_workspace_and_filter_by_source(
     ]
     hits = archive.search("date parser", workspace=ws.id, mode="lexical")
     assert sorted(h.source for h in hits) == ["claude-code", "codex", "gemini"]
-    only = archive.search("date parser", workspace=ws.id, mode="lexical", source="codex")
+    only = archive.search("date parser", ws.id, mode="lexical", filters=Filters(source="codex"))
     assert [(h.source, h.session_id) for h in only] == [("codex", "x1")]
     archive.tag_theme(
         "dates", ws.id, references=[{"session_id": s, "turn": 0} for s in ("c1", "x1", "g1")]
@@ -204,7 +204,7 @@ def test_second_run_does_no_work_and_a_growing_claude_log_is_read_from_its_open_
         fh.write(json.dumps(line)[40:] + "\n")
     done = archive.ingest(home / ".claude")
     assert (done.turns_added, done.turns_updated) == (1, 1)
-    rows = archive.turns().collect().sort("turn")
+    rows = archive.turns("all").collect().sort("turn")
     assert rows["user_text"].to_list() == ["fix the date parser", "now the time parser"]
     ref = rows["raw_ref"][1]
     raw = (archive.workspaces()[0].root / ref["file"]).read_bytes()
@@ -223,7 +223,7 @@ def test_a_rewritten_gemini_chat_is_archived_as_a_snapshot_and_replaces_its_turn
     gemini_home(home, answer="Actually it keeps the local timezone.")
     second = archive.ingest(home / ".gemini")
     assert second.files_changed == 1 and second.skipped == []
-    rows = archive.turns().collect()
+    rows = archive.turns("all").collect()
     assert rows["assistant_text"].to_list() == ["Actually it keeps the local timezone."]
     ws = archive.workspaces()[0]
     assert (ws.root / rows["raw_ref"][0]["file"]).read_bytes() == chat.read_bytes()

@@ -224,7 +224,7 @@ def test_search_rerank_takes_an_optional_model_name(kimi_root: Path, monkeypatch
     from archive_mcp import Archive
     from archive_mcp.search.engine import SearchError
 
-    def search(self, query, **kw):  # noqa: ANN001, ANN202
+    def search(self, query, workspace, **kw):  # noqa: ANN001, ANN202
         raise SearchError(f"asked rerank={kw['rerank']!r}")
 
     _run("ingest", "--no-embed", str(kimi_root))

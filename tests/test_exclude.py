@@ -37,7 +37,7 @@ def run(*args: str) -> tuple[int, str]:
 def archived() -> tuple[list[str], list[str]]:
     """The archive's session ids, and every file under the workspaces' raw/ folders."""
     archive = Archive(embedder=None)
-    sessions = sorted(archive.turns().collect()["session_id"].unique().to_list())
+    sessions = sorted(archive.turns("all").collect()["session_id"].unique().to_list())
     raw = sorted(str(p) for ws in archive.workspaces() for p in ws.raw_dir.rglob("*.jsonl"))
     return sessions, raw
 

@@ -52,11 +52,11 @@ def _names_types(schema: pl.Schema | dict) -> list[tuple[str, str]]:
 def test_frames_have_the_pinned_columns_and_dtypes(kimi_root: Path, kimi_code_root: Path) -> None:
     a = Archive(embedder=None)
     a.ingest(kimi_root, kimi_code_root)
-    assert _names_types(a.turns().collect_schema()) == PINNED_TURNS == _names_types(REFINED)
-    assert a.tool_calls().collect_schema() == pl.Schema(TOOL_CALLS)
-    assert a.sessions().collect_schema() == pl.Schema(SESSIONS)
-    assert a.themes().collect_schema() == pl.Schema(THEME_SCHEMA)
-    calls = a.tool_calls().collect()
+    assert _names_types(a.turns("all").collect_schema()) == PINNED_TURNS == _names_types(REFINED)
+    assert a.tool_calls("all").collect_schema() == pl.Schema(TOOL_CALLS)
+    assert a.sessions("all").collect_schema() == pl.Schema(SESSIONS)
+    assert a.themes("all").collect_schema() == pl.Schema(THEME_SCHEMA)
+    calls = a.tool_calls("all").collect()
     assert calls.height == 15
     shell = calls.filter(
         pl.col("name") == "Shell", pl.col("session_id").str.starts_with("3f2c")
@@ -70,9 +70,9 @@ def test_frames_have_the_pinned_columns_and_dtypes(kimi_root: Path, kimi_code_ro
 
 def test_empty_archive_frames_keep_their_schema() -> None:
     a = Archive(embedder=None)
-    assert a.turns().collect().schema == pl.Schema(REFINED)
-    assert a.tool_calls().collect().height == 0
-    assert a.sessions().collect_schema() == pl.Schema(SESSIONS)
+    assert a.turns("all").collect().schema == pl.Schema(REFINED)
+    assert a.tool_calls("all").collect().height == 0
+    assert a.sessions("all").collect_schema() == pl.Schema(SESSIONS)
 
 
 def _two_session_archive(kimi_root: Path) -> tuple[Archive, Path, list[str]]:

@@ -221,7 +221,7 @@ def test_raw_copies_are_private(archive: Archive) -> None:
     assert (modes, files) == ({0o700}, {0o600})
 
 
-def test_purge_removes_raw_refined_embeddings_and_state_and_a_later_ingest_restores(
+def test_purge_removes_raw_refined_embeddings_and_state_and_only_a_readmitting_ingest_restores(
     kimi_root: Path, fake_embedder
 ) -> None:  # noqa: ANN001
     archive = Archive(embedder=fake_embedder)
@@ -242,11 +242,16 @@ def test_purge_removes_raw_refined_embeddings_and_state_and_a_later_ingest_resto
     )
     with pytest.raises(NotFound, match=f"no session '{sid}' in workspace webapp"):
         archive.purge_session(sid, "webapp")
-    assert archive.ingest(kimi_root).turns_added == 3
+    assert archive.ingest(kimi_root).turns_added == 0
+    assert archive.ingest(kimi_root, include_purged=True).turns_added == 3
     result = CliRunner().invoke(
         main, ["--embedder", "none", "sessions", "purge", sid, "-w", "webapp", "--yes"]
     )
-    assert (result.exit_code, result.output) == (0, f"purged {sid} from webapp: 3 paths removed\n")
+    assert (result.exit_code, result.output) == (
+        0,
+        f"purged {sid} from webapp: 3 paths removed; it stays out of every later ingest "
+        "(`sessions unpurge` re-admits it)\n",
+    )
 
 
 def test_orphaned_temp_files_are_cleaned_at_the_next_ingest(

@@ -134,6 +134,18 @@ async def test_the_first_start_makes_a_token_stores_it_privately_and_shows_it_on
         assert post(port, {"Authorization": f"Basic {token}"}) == (401, WRONG)
         assert post(port, {"Authorization": f"Bearer {token}"})[0] == 200
         assert post(port, {"Authorization": f"Bearer {token}", "Host": "evil.example"})[0] == 421
+        for host in (f"127.0.0.1:{port}.evil.com", f"localhost:{port}@evil.com", "127.0.0.1:1"):
+            assert post(port, {"Authorization": f"Bearer {token}", "Host": host}) == (
+                421,
+                {
+                    "error": "misdirected_request",
+                    "error_description": f"Host {host!r} is not this server; send Host: "
+                    f"127.0.0.1:{port} (connect to http://127.0.0.1:{port}/mcp)",
+                },
+            )
+        assert (
+            post(port, {"Authorization": f"Bearer {token}", "Host": f"localhost:{port}"})[0] == 200
+        )
         async with client(port, token) as c:
             tools = await c.list_tools()
             r = await c.call_tool(

@@ -73,7 +73,7 @@ def test_ingest_archives_every_fixture_turn_into_hash_scoped_workspaces(
         (WEBAPP, "webapp", ("/home/alice/projects/webapp",)),
         (ML, "ml-pipeline", ("/home/alice/projects/ml-pipeline",)),
     }
-    df = archive.turns().collect()
+    df = archive.turns("all").collect()
     assert df.schema == pl.Schema(REFINED)
     counts = dict(df.group_by("session_id").len().iter_rows())
     assert counts == {
@@ -182,12 +182,12 @@ def test_archive_survives_the_agent_deleting_its_sessions(kimi_root: Path) -> No
     report = archive.ingest(kimi_root)
     assert report.turns_added == 0
     assert _snapshot(archive.home) == snapshot
-    assert archive.turns().collect().height == 11
+    assert archive.turns("all").collect().height == 11
 
 
 REWRITTEN = (
     "source was rewritten or truncated since it was archived; the archived copy is kept unchanged "
-    "(purge the session with `archive-mcp sessions purge` to archive it afresh)"
+    "(to archive it afresh: `archive-mcp sessions purge` it, then `ingest --include-purged`)"
 )
 
 
@@ -277,7 +277,7 @@ def test_bad_input_is_reported_and_good_turns_are_kept(
     report = archive.ingest(tmp_path / "share")
     assert report.turns_added == turns
     assert [s.reason for s in report.skipped] == reasons
-    assert archive.turns().collect().height == turns
+    assert archive.turns("all").collect().height == turns
 
 
 def test_a_50mb_single_line_is_archived_and_refined_within_bounds(tmp_path: Path) -> None:
@@ -311,7 +311,7 @@ def test_a_50mb_single_line_is_archived_and_refined_within_bounds(tmp_path: Path
     archive = Archive(embedder=None)
     report = archive.ingest(tmp_path / "share")
     assert report.turns_added == 1 and report.skipped == []
-    row = archive.turns().collect().row(0, named=True)
+    row = archive.turns("all").collect().row(0, named=True)
     assert len(row["tool_calls"][0]["result_summary"]) <= 200
     assert row["tool_calls"][0]["args_summary"] == "command=cat big.log"
 
@@ -392,7 +392,7 @@ def test_embeddings_are_computed_in_batches_and_never_twice_for_unchanged_turns(
     assert refine.embedded == 0 and refine.turns == 0
     forced = archive.refine(WEBAPP, force=True)
     assert (forced.sessions, forced.turns, forced.embedded) == (2, 5, 5)
-    assert archive.stats().embedded == 11
+    assert archive.stats("all").embedded == 11
 
 
 def test_refine_no_embed_then_embed_later(kimi_root: Path, fake_embedder) -> None:  # noqa: ANN001
@@ -432,7 +432,7 @@ def test_secrets_are_redacted_from_refined_text_and_counted(tmp_path: Path) -> N
     )
     archive = Archive(embedder=None)
     archive.ingest(tmp_path / "share")
-    row = archive.turns().collect().row(0, named=True)
+    row = archive.turns("all").collect().row(0, named=True)
     text = json.dumps(row, default=str)
     assert secret not in text and "hunter22" not in text
     assert row["redactions"] == 3
@@ -447,7 +447,7 @@ def test_chinese_turns_get_sentences_keywords_and_kinds(tmp_path: Path) -> None:
     )
     archive = Archive(embedder=None)
     archive.ingest(tmp_path / "share")
-    row = archive.turns().collect().row(0, named=True)
+    row = archive.turns("all").collect().row(0, named=True)
     assert (
         row["summary"]
         == "Asked: 为什么数据加载器变慢了？ Outcome: 我们决定改用 turbojpeg 解码。 这样速度恢复了！"

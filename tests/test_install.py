@@ -486,7 +486,7 @@ def test_the_real_kimi_cli_runs_the_session_end_hook_and_the_session_is_archived
     while not found and time.monotonic() < deadline:
         time.sleep(1)
         try:
-            texts = Archive().turns().collect()["user_text"].to_list()
+            texts = Archive().turns("all").collect()["user_text"].to_list()
         except Exception:  # noqa: BLE001 - nothing archived yet
             texts = []
         found = [t for t in texts if "zebrafish" in (t or "")]

@@ -201,7 +201,7 @@ def test_watch_follows_in_the_foreground_and_stops_cleanly_on_sigterm_and_sigint
         f"stopped after {len(re.findall(ROUND, chr(10).join(w.lines)))} rounds; "
         "the archive state is saved",
     ]
-    turns = Archive(embedder=None).turns().collect().sort("turn")
+    turns = Archive(embedder=None).turns("all").collect().sort("turn")
     assert turns["user_text"].to_list() == ["fix the date parser", "now the quuxfrobnicator parser"]
     again = Watcher()
     again.saw(r"0 files changed, 0 turns added")
@@ -238,7 +238,7 @@ def test_a_second_watch_exits_with_who_follows_or_waits_for_it_with_wait() -> No
 def digest(home: Path) -> dict[str, Any]:
     """Everything an ingest leaves: the refined rows, each raw copy's hash, each file's state."""
     archive = Archive(home, embedder=None)
-    rows = archive.turns().collect().sort("workspace_id", "session_id", "agent", "turn")
+    rows = archive.turns("all").collect().sort("workspace_id", "session_id", "agent", "turn")
     raw, states = {}, {}
     for ws in archive.workspaces():
         for p in sorted(ws.raw_dir.rglob("*")):

@@ -3,6 +3,7 @@ answers hostile arguments with a tool error that says what to do, or a result wi
 
 from __future__ import annotations
 
+import errno
 import json
 import socket
 import threading
@@ -115,13 +116,32 @@ async def test_list_workspaces_answers_within_200_ms_while_another_client_runs_a
 
 
 def _hostile_values(prop: dict[str, Any]) -> list[Any]:
-    """A wrong type, an empty value, a huge one; for numbers, out of range both ways."""
-    kinds = {t.get("type") for t in prop.get("anyOf", [prop])}
+    """A wrong type, an empty value, a huge one, then the pointed ones (`_pointed_values`)."""
+    kinds = _kinds(prop)
     wrong = "not-a-list" if kinds & {"array", "object"} else {"unexpected": ["object"]}
     empty = [] if "array" in kinds else {} if "object" in kinds else ""
     huge = [HUGE] if "array" in kinds else HUGE
-    numbers = [-1, 10**12] if kinds & {"integer", "number"} else []
-    return [wrong, empty, huge, *numbers]
+    return [wrong, empty, huge, *_pointed_values(prop)]
+
+
+def _kinds(prop: dict[str, Any]) -> set[Any]:
+    return {t.get("type") for t in prop.get("anyOf", [prop])}
+
+
+def _pointed_values(prop: dict[str, Any]) -> list[Any]:
+    """NUL bytes and traversal in strings (and in list items and keys); NaN, infinities and out
+    of range numbers both ways."""
+    kinds = _kinds(prop)
+    out: list[Any] = []
+    if "string" in kinds:
+        out += ["a\0b", "../../../../etc/passwd"]
+    if "array" in kinds:
+        out += [["a\0b"], [{"session_id": "a\0b", "turn": 0}], ["../../../../etc/passwd"]]
+    if "object" in kinds:
+        out += [{"a\0b": "c\0d"}]
+    if kinds & {"integer", "number"}:
+        out += [-1, 10**12, float("nan"), float("inf"), float("-inf")]
+    return out
 
 
 def _budget(args: dict[str, Any]) -> int:
@@ -166,6 +186,70 @@ async def test_every_tool_answers_hostile_arguments_with_a_tool_error_or_a_resul
             for args in cases:
                 r = await client.call_tool(tool.name, args)
                 _check(tool.name, args, r, tool)
+
+
+async def test_every_tool_says_why_it_refuses_nul_bytes_nan_and_traversal(
+    archive: Archive,
+) -> None:
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        tools = (await client.list_tools()).tools
+        assert len(tools) == 23
+        calls = 0
+        for tool in tools:
+            base = REQUIRED.get(tool.name, {})
+            for p, prop in tool.input_schema["properties"].items():
+                for value in _pointed_values(prop):
+                    args = {**base, p: value}
+                    r = await client.call_tool(tool.name, args)
+                    _check(tool.name, args, r, tool)
+                    text = r.content[0].text if r.content else ""
+                    assert not (r.is_error and text.startswith("Error executing tool")), (
+                        tool.name,
+                        p,
+                        text,
+                    )
+                    calls += 1
+    assert calls > 200
+
+
+async def test_a_nul_byte_in_import_memorys_path_says_so(archive: Archive) -> None:
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        r = await client.call_tool("import_memory", {"path": "exports/a\0b.json"})
+    assert r.is_error and r.content[0].text == (
+        "the path holds a NUL byte; no file can be named so: pass the name"
+    )
+
+
+@pytest.mark.parametrize(
+    ("raised", "message"),
+    [
+        (
+            OSError(errno.ENOSPC, "No space left on device", "/h/x"),
+            "search_context: the disk is full: /h/x; free some space and run the command again",
+        ),
+        (
+            OSError(errno.EROFS, "Read-only file system", "/h/x"),
+            "search_context: the file system is read-only: /h/x; point ARCHIVE_MCP_HOME at a "
+            "writable folder or remount it read-write, then run the command again",
+        ),
+        (
+            ValueError("embedded null byte"),
+            "search_context failed: ValueError: embedded null byte. This is a fault in "
+            "archive-mcp, not a mistake of yours as far as it can tell: try other arguments, and "
+            "report it if it persists (the server log holds the traceback).",
+        ),
+    ],
+)
+async def test_an_unexpected_failure_reaches_the_client_with_its_reason(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch, raised: Exception, message: str
+) -> None:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise raised
+
+    monkeypatch.setattr(archive, "search", fail)
+    async with Client(build_server(archive, cwd=CWD)) as client:
+        r = await client.call_tool("search_context", {"query": "login"})
+    assert r.is_error and r.content[0].text == message
 
 
 async def test_a_validation_error_names_the_argument_and_what_to_do(archive: Archive) -> None:

@@ -349,7 +349,7 @@ def test_codex_subagent_without_its_parent_rollout_is_archived_under_the_parent_
         shutil.copy(f, home / "sessions" / "2026" / "12" / "03" / f.name)
     second = archive.ingest(home)
     assert (second.sessions, second.turns_added) == (1, 7)
-    turns = archive.turns().collect()
+    turns = archive.turns("all").collect()
     assert sorted(set(turns["session_id"])) == [CODEX_ID]
     assert sorted(Counter(turns["agent"]).items()) == [(CODEX_SUB, 1), ("main", 7)]
 
@@ -473,7 +473,7 @@ def test_gemini_start_up_stubs_are_not_reported_at_any_ingest(tmp_path: Path) ->
     for report in (first, again):
         assert [(s.path, s.reason.split(" (")[0]) for s in report.skipped] == [bad]
     assert (first.sessions, first.turns_added, again.turns_added) == (1, 8, 0)
-    turns = archive.turns().collect()
+    turns = archive.turns("all").collect()
     assert sorted(Counter(turns["agent"]).items()) == [(GEMINI_SUB, 1), ("main", 7)]
 
 

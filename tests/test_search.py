@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from archive_mcp import Archive
-from archive_mcp.search.engine import SearchError, rrf
+from archive_mcp.search.engine import Filters, SearchError, rrf
 
 WEBAPP = "131148b1f826743e761a0be6ad66cb94"
 ML = "dc8fa21d3e61040ad8305bf8ed3081c5"
@@ -118,7 +118,7 @@ def test_filters_restrict_hits(archive: Archive, filters: dict, expected: set) -
         workspace="ml-pipeline",
         mode="lexical",
         limit=50,
-        **filters,
+        filters=Filters(**filters),
     )
     assert {(h.session_id, h.turn) for h in found} == expected
 
@@ -153,7 +153,7 @@ def test_turns_without_embeddings_fall_back_with_a_hint(kimi_root: Path, fake_em
             "mode must be one of hybrid, lexical, fuzzy, semantic, not 'magic'",
         ),
         ({"query": "  "}, "the query is empty"),
-        ({"query": "x", "theme": "../../etc"}, "no theme named '../../etc'"),
+        ({"query": "x", "filters": Filters(theme="../../etc")}, "no theme named '../../etc'"),
     ],
 )
 def test_bad_search_arguments_say_what_to_do(archive: Archive, kwargs: dict, message: str) -> None:
@@ -274,7 +274,7 @@ def test_filters_that_cannot_match_are_errors_that_say_what_exists(
     from archive_mcp.search.engine import UnknownFilter
 
     with pytest.raises(ArchiveError) as err:
-        archive.search("login", workspace="webapp", **kwargs)
+        archive.search("login", workspace="webapp", filters=Filters(**kwargs))
     assert message in str(err.value)
     assert isinstance(err.value, UnknownFilter) == ("since" not in kwargs)
     if "session" in kwargs:
@@ -282,7 +282,7 @@ def test_filters_that_cannot_match_are_errors_that_say_what_exists(
 
 
 def test_a_filter_that_matches_in_one_of_several_workspaces_is_fine(archive: Archive) -> None:
-    found = archive.search("num_workers", workspace="all", session=LOADER[:8])
+    found = archive.search("num_workers", "all", filters=Filters(session=LOADER[:8]))
     assert _top(found) == (LOADER, 0)
 
 

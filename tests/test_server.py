@@ -316,6 +316,85 @@ async def test_stdio_server_round_trip(archive: Archive, tmp_path: Path) -> None
             assert not r.is_error and r.content[0].text.startswith(f"## {ref} ")
 
 
+def _stdio_replies(archive: Archive, lines: list[bytes]) -> list[dict[str, Any]]:
+    """Each raw line sent to `archive-mcp serve` over stdio after initialize, and the replies."""
+    import subprocess
+
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    env = {**os.environ, "ARCHIVE_MCP_HOME": str(archive.home), "ARCHIVE_MCP_EMBEDDER": "none"}
+    body = b"".join(json.dumps(m).encode() + b"\n" for m in (hello, done)) + b"".join(
+        line + b"\n" for line in lines
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "archive_mcp", "serve", "--no-follow"],
+        input=body,
+        capture_output=True,
+        env=env,
+        cwd="/",
+        timeout=120,
+    )
+    return [json.loads(line) for line in out.stdout.splitlines()[1:]]
+
+
+def test_a_line_nested_100k_deep_or_not_json_gets_an_error_reply_over_stdio(
+    archive: Archive,
+) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    lines = [
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_context",'
+        b'"arguments":{"query":' + deep.encode() + b"}}}",
+        b'{"jsonrpc": "2.0", "id": "a\\"b", "method": ',
+        b'{"jsonrpc":"2.0","id":8,"method":3}',
+        b'{"jsonrpc":"2.0","id":9,"method":"tools/list"}',
+    ]
+    replies = _stdio_replies(archive, lines)
+    assert replies[:3] == [
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {
+                "code": -32700,
+                "message": "Parse error: recursion limit exceeded at line 1 column 300",
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 'a"b',
+            "error": {
+                "code": -32700,
+                "message": "Parse error: EOF while parsing a value at line 2 column 0",
+            },
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": "Invalid request: not a JSON-RPC 2.0 request, notification or response",
+            },
+        },
+    ]
+    assert replies[3]["id"] == 9 and len(replies[3]["result"]["tools"]) == 23  # still serving
+
+
+def test_request_id_is_read_at_the_top_level_only() -> None:
+    from archive_mcp.mcp.stdio import request_id
+
+    assert request_id('{"method":"id","params":{"id":9},"id":"abc"}') == "abc"
+    assert request_id('{"params":' + "[" * 50_000 + "]" * 50_000 + ',"id":-3}') == -3
+    assert [request_id(t) for t in ('{"id":null}', "[1]", '{"id":1.5}', '{"a":"')] == [None] * 4
+
+
 async def test_memory_resources_and_decision_prompt(server, archive: Archive) -> None:  # noqa: ANN001
     archive.memory("webapp").remember("jpeg", "Use turbojpeg.", "decisions")
     archive.organize_memories("# Essence\n- turbojpeg\n", workspace="webapp")

@@ -58,7 +58,9 @@ def test_a_trace_after_a_rewrite_a_purge_or_a_retag_says_what_a_fresh_trace_says
     sid = refs[0]["session_id"]
     agent = store.read_refined(ws, sid)["agent"][0]
     # the summary a trace quotes is rewritten: the next trace quotes the new one
-    archive.set_summaries(ws, sid, {(agent, refs[0]["turn"]): "Outcome: went with SQLite."}, "t")
+    archive.set_summaries(
+        ws, sid, {(agent, refs[0]["turn"]): "Outcome: went with SQLite."}, refiner="t"
+    )
     after = _said(archive.trace_theme("kept", "webapp"))
     assert after != first and "went with SQLite" in after
     assert after == _fresh(archive, "kept", monkeypatch)

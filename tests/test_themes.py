@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from archive_mcp import Archive
+from archive_mcp import Archive, Filters
 from archive_mcp.cli.main import main
 from archive_mcp.synthetic import evaluation
 from archive_mcp.themes.store import ThemeError, slug_of
@@ -362,7 +362,7 @@ async def test_theme_tools_over_mcp(archive: Archive) -> None:
 def test_search_filtered_by_a_theme_named_with_spaces(archive: Archive) -> None:
     refs = [{"session_id": s, "turn": t} for s, t in LABELS["themes"]["payment-retries"]]
     archive.tag_theme("payment retries", "shop", references=refs)
-    hits = archive.search("charge_card", workspace="shop", theme="payment retries", limit=50)
+    hits = archive.search("charge_card", "shop", filters=Filters(theme="payment retries"), limit=50)
     assert hits and {(h.session_id, h.turn) for h in hits} <= {
         (r["session_id"], r["turn"]) for r in refs
     }

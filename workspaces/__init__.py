@@ -17,6 +17,7 @@ from .atomic import (
     lock_holder,
     locked,
     read_json,
+    write_holder,
 )
 from .home import (
     archive_home,
@@ -56,6 +57,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "write_holder",
     "canonical_path",
     "claude_config_dir",
     "clean_orphans",

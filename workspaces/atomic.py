@@ -88,7 +88,7 @@ def locked(directory: Path, timeout: float | None = None) -> Iterator[None]:
     holder = directory / ".lock.holder"
     try:
         if lock.lock_counter == 1:
-            _write_holder(holder)
+            write_holder(holder)
         yield
     finally:
         if lock.lock_counter == 1:
@@ -124,7 +124,8 @@ def held_elsewhere(directory: Path) -> bool:
         os.close(fd)
 
 
-def _write_holder(path: Path) -> None:
+def write_holder(path: Path) -> None:
+    """Leave a note of who holds a lock beside it (pid, command, since); advisory."""
     info = {
         "pid": os.getpid(),
         "command": " ".join(sys.argv)[:300] or sys.executable,

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import errno
 import shutil
 import sys
 import time
@@ -15,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from archive_mcp.archive import Archive
-from archive_mcp.errors import ArchiveError
+from archive_mcp.errors import ArchiveError, as_os_error, os_message
 from archive_mcp.render import dumps, table
 
 __all__ = [
@@ -58,23 +57,19 @@ PATH = _Path()
 
 def call(ctx: click.Context, fn: Callable[[Archive], Any]) -> Any:
     """Run `fn(archive)`; a mistake the user can fix becomes its message and exit code 1, and so
-    does an OSError (disk full, permission denied): one line, no traceback."""
+    does a disk error (full, read-only, failing, permission denied), also one a library wrapped:
+    one line naming the cause and the fix, no traceback."""
     try:
         return fn(archive_of(ctx))
     except ArchiveError as exc:
         raise click.ClickException(str(exc)) from exc
-    except OSError as exc:
-        raise click.ClickException(os_message(exc)) from exc
-
-
-def os_message(exc: OSError) -> str:
-    """One line for an OSError: what happened, to which file, what to do."""
-    where = f": {exc.filename}" if exc.filename else ""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"the disk is full{where}; free some space and run the command again"
-    if isinstance(exc, PermissionError):
-        return f"permission denied{where}; fix the permissions and run the command again"
-    return f"{exc.strerror or exc}{where}"
+    except (click.ClickException, click.exceptions.Exit, click.Abort):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a disk error, however a library wraps it
+        disk = as_os_error(exc)
+        if disk is None:
+            raise
+        raise click.ClickException(os_message(disk)) from exc
 
 
 def warn(text: str) -> None:

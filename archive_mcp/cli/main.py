@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any, TypeVar
 
 import click
 
@@ -30,10 +32,12 @@ from archive_mcp.errors import InvalidArgument
 from archive_mcp.ingest.pipeline import IngestReport, stop_on_sigterm
 from archive_mcp.refiners import SOURCES
 from archive_mcp.render import hit_text, turn_text
+from archive_mcp.search.engine import FILTER_HELP, Filters
 from archive_mcp.settings import exclude_setting
 
 DATE = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"])
 TURNS = click.IntRange(0, 1000)  # turns shown around one: a session's worth, bounded
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group(cls=Configured)
@@ -95,6 +99,11 @@ def index_changed(archive: Archive, report: IngestReport) -> float | None:
 @click.option(
     "--no-index", is_flag=True, help="Leave the search index to the first search (it builds it)."
 )
+@click.option(
+    "--include-purged",
+    is_flag=True,
+    help="Archive purged sessions again too, and forget that they were purged.",
+)
 @exclude_option
 @engine_options
 @json_option
@@ -104,6 +113,7 @@ def ingest(
     paths: tuple[str, ...],
     no_embed: bool,
     no_index: bool,
+    include_purged: bool,
     exclude: tuple[str, ...],
     engine: str,
     address: str | None,
@@ -130,6 +140,7 @@ def ingest(
                 engine=engine,
                 address=address,
                 exclude=patterns,
+                include_purged=include_purged,
             ),
         )
         built = None if no_index else call(ctx, lambda a: index_changed(a, report))
@@ -148,6 +159,11 @@ def ingest(
         click.echo(f"new workspaces: {', '.join(sorted(report.created))}")
     if report.excluded:
         click.echo(f"excluded: {report.excluded} sessions under {', '.join(patterns)}")
+    if report.purged:
+        click.echo(
+            f"purged: {report.purged} sessions not archived again "
+            "(`archive-mcp sessions unpurge SESSION` or --include-purged re-admits them)"
+        )
     report_skips(report.skipped, report.embed_error)
     for hint in report.suggestions:
         warn(f"hint: {hint}")
@@ -229,7 +245,7 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
     Example:
       archive-mcp stats -w webapp
     """
-    result = call(ctx, lambda a: a.stats(workspace))
+    result = call(ctx, lambda a: a.stats(workspace or "all"))
     if as_json:
         echo_json(result)
         return
@@ -239,6 +255,18 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
         f"span: {result.oldest} .. {result.newest}\n"
         f"status: {', '.join(f'{k} {v}' for k, v in sorted(result.by_status.items()))}"
     )
+
+
+def filter_options(f: F) -> F:
+    """One option per search filter (`Filters`), its help the filter's own."""
+    types: dict[str, click.ParamType] = {
+        "since": DATE,
+        "until": DATE,
+        "source": click.Choice(list(SOURCES)),
+    }
+    for name in reversed(FILTER_HELP):
+        f = click.option(f"--{name}", type=types.get(name), help=FILTER_HELP[name])(f)
+    return f
 
 
 @main.command()
@@ -252,15 +280,7 @@ def stats(ctx: click.Context, workspace: str | None, as_json: bool) -> None:
     help="hybrid fuses lexical, fuzzy and semantic.",
 )
 @click.option("--limit", default=10, show_default=True, help="Most hits, best first.")
-@click.option("--since", type=DATE, help="Only turns started since DATE.")
-@click.option("--until", type=DATE, help="Only turns started until DATE.")
-@click.option("--session", help="Only this session (id or prefix).")
-@click.option("--tool", help="Only turns that called this tool.")
-@click.option("--file", "file_", help="Only turns that touched a path containing this.")
-@click.option("--kind", help="Only turns of this kind (decision, fix, question, …).")
-@click.option(
-    "--source", type=click.Choice(list(SOURCES)), help="Only sessions of this agent product."
-)
+@filter_options
 @click.option(
     "--rerank",
     type=click.Choice(["minilm", "e5"]),
@@ -278,15 +298,9 @@ def search(
     workspace: str | None,
     mode: str,
     limit: int,
-    since: datetime | None,
-    until: datetime | None,
-    session: str | None,
-    tool: str | None,
-    file_: str | None,
-    kind: str | None,
-    source: str | None,
     rerank: str | None,
     as_json: bool,
+    **filters: Any,
 ) -> None:
     """Search past turns: lexical + fuzzy + semantic, fused. `-w all` searches every workspace.
 
@@ -298,16 +312,10 @@ def search(
         ctx,
         lambda a: a.search(
             query,
-            workspace=workspace if workspace == "all" else a.workspace(workspace).id,
+            workspace if workspace == "all" else a.workspace(workspace).id,
+            filters=Filters(**filters),
             mode=mode,
             limit=limit,
-            since=since,
-            until=until,
-            session=session,
-            tool=tool,
-            file=file_,
-            kind=kind,
-            source=source,
             rerank=rerank,
         ),
     )

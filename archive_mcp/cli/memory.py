@@ -219,7 +219,7 @@ def memory_lesson(
     Example:
       archive-mcp memory lesson --situation "date tests" --mistake "local time" --correction "use UTC"
     """
-    e = call(ctx, lambda a: a.save_lesson(situation, mistake, correction, workspace))
+    e = call(ctx, lambda a: a.save_lesson(situation, mistake, correction, workspace=workspace))
     echo_json(e) if as_json else click.echo(f"stored {e.ref}")
 
 

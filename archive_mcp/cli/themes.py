@@ -137,7 +137,13 @@ def themes_tag(
     r = call(
         ctx,
         lambda a: a.tag_theme(
-            theme, workspace, attach, list(seeds) or None, detach, None, min_score, who="cli"
+            theme,
+            workspace,
+            references=attach,
+            seeds=list(seeds) or None,
+            remove=detach,
+            min_score=min_score,
+            who="cli",
         ),
     )
     if as_json:
@@ -214,7 +220,10 @@ def trace(
 
         call(ctx, lambda _: require_matplotlib())
     timelines = call(
-        ctx, lambda a: [a.trace_theme(t, a.workspace(workspace), granularity) for t in theme]
+        ctx,
+        lambda a: [
+            a.trace_theme(t, a.workspace(workspace), granularity=granularity) for t in theme
+        ],
     )
     if fmt == "json":
         echo_json(timelines if len(timelines) > 1 else timelines[0])

@@ -189,4 +189,34 @@ def sessions_purge(
     click.echo(
         f"purged {session} from {ws.name}: {len(report.removed)} paths removed"
         + (f", dropped from themes {', '.join(report.themes)}" if report.themes else "")
+        + "; it stays out of every later ingest (`sessions unpurge` re-admits it)"
     )
+
+
+@sessions.command("unpurge")
+@click.argument("session", required=False)
+@json_option
+@click.pass_context
+def sessions_unpurge(ctx: click.Context, session: str | None, as_json: bool) -> None:
+    """Re-admit purged SESSION (an id or unique prefix): the next ingest archives it again if the
+    agent's log still holds it. Without SESSION, list the purged sessions.
+
+    \b
+    Example:
+      archive-mcp sessions unpurge 4f1c2a9e
+    """
+    if session is None:
+        rows = call(ctx, lambda a: a.purged_sessions())
+        if as_json:
+            echo_json(rows)
+            return
+        for p in rows:
+            click.echo(f"{p.session_id} {p.source or '?'} purged {p.purged_at} from {p.workspace}")
+        if not rows:
+            warn("no purged sessions")
+        return
+    back = call(ctx, lambda a: a.unpurge_session(session))
+    if as_json:
+        echo_json(back)
+        return
+    click.echo(f"re-admitted {back[0].session_id}: the next ingest archives it again")

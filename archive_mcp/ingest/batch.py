@@ -54,6 +54,7 @@ def make_engine(
     kind: str,
     address: str | None,
     workers: int | None,
+    *,
     embedder: Embedder | None,
     progress: Progress | None,
     summarizer: Summarizer | None,
@@ -87,6 +88,7 @@ def refine_batch(
     plan: Sequence[tuple[Workspace, str, list[tuple[str, dict[str, Any]]]]],
     engine: Engine,
     report: RefineReport,
+    *,
     force: bool = False,
     embed: bool = True,
     summarizer: Summarizer | None = None,
@@ -189,7 +191,9 @@ def run_refine_job(job: RefineJob, summarizer: Summarizer | None = None) -> Refi
     skipped: list[Skip] = []
     changed = 0
     if stale:
-        rows = refine_session(ws, job.session_id, job.files, job.title, skipped, summarizer)
+        rows = refine_session(
+            ws, job.session_id, job.files, title=job.title, skipped=skipped, summarizer=summarizer
+        )
         if rows:
             changed = store.carry_over(current.to_dicts(), rows)
             store.merge_refined(ws, job.session_id, rows, replace_all=True)
@@ -203,6 +207,7 @@ def refine_session(
     ws: Workspace,
     sid: str,
     files: list[tuple[str, dict[str, Any]]],
+    *,
     title: str | None,
     skipped: list[Skip],
     summarizer: Summarizer | None = None,
@@ -230,6 +235,7 @@ def refine_session(
 def run_ingest(
     registry: Registry,
     paths: Sequence[str | os.PathLike[str]],
+    *,
     embedder: Callable[[], Embedder | None],
     summarizer: Summarizer | None,
     embedder_spec: Embedder | str | None,
@@ -238,16 +244,26 @@ def run_ingest(
     engine: str,
     address: str | None,
     exclude: Sequence[str] | None = None,
+    include_purged: bool = False,
 ) -> IngestReport:
     """Archive and refine the sessions under `paths` (default: every agent's home that exists)
     on the engine `engine` names; `report.roots` says which homes were looked at. Sessions whose
     work dir is under an `exclude` path or glob (default: the `exclude` setting) are skipped and
-    counted (`report.excluded`)."""
+    counted (`report.excluded`); so are purged sessions (`report.purged`) unless
+    `include_purged`, which archives them again and forgets that they were purged."""
     _workers.freeze_imports()  # parsing makes many small objects: collections cost less
     looked = [] if paths else default_source_roots()
     roots = [Path(p).expanduser() for p in paths] or [p for p in looked if p.exists()]
     vectors = embedder()
-    runner = make_engine(engine, address, workers, vectors, progress, summarizer, embedder_spec)
+    runner = make_engine(
+        engine,
+        address,
+        workers,
+        embedder=vectors,
+        progress=progress,
+        summarizer=summarizer,
+        embedder_spec=embedder_spec,
+    )
     try:
         report = Ingestor(
             registry,
@@ -257,6 +273,7 @@ def run_ingest(
             workers,
             runner,
             exclude=exclude_setting()[0] if exclude is None else exclude,
+            include_purged=include_purged,
         ).ingest(roots)
     finally:
         runner.close()
@@ -266,6 +283,7 @@ def run_ingest(
 
 def run_refine(
     selected: Sequence[Workspace],
+    *,
     session: str | None,
     since: datetime | None,
     force: bool,
@@ -300,7 +318,15 @@ def run_refine(
             vectors = embedder()
         except EmbedderUnavailable as exc:
             report.embed_error = str(exc)
-    runner = make_engine(engine, address, workers, vectors, progress, summarizer, embedder_spec)
+    runner = make_engine(
+        engine,
+        address,
+        workers,
+        embedder=vectors,
+        progress=progress,
+        summarizer=summarizer,
+        embedder_spec=embedder_spec,
+    )
     try:
         refine_batch(
             plan, runner, report, force=force, embed=vectors is not None, summarizer=summarizer

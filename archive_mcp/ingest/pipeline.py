@@ -36,6 +36,7 @@ from archive_mcp.ingest.jobs import (
 from archive_mcp.ingest.jobs import os_reason as _os_reason
 from archive_mcp.ingest.jobs import reason as _reason
 from archive_mcp.ingest.merge import finish_merges
+from archive_mcp.ingest.purged import PurgedSessions
 from archive_mcp.ingest.raw import DIR_MODE, archive_file, snapshot_file
 from archive_mcp.ingest.runners import Engine, LocalEngine
 from archive_mcp.refiners import SessionSource, discover
@@ -112,6 +113,7 @@ class IngestReport:
     turns_updated: int = 0
     embedded: int = 0
     excluded: int = 0  # sessions not archived: their work dir is under an excluded path
+    purged: int = 0  # sessions not archived again: the user purged them (`sessions unpurge`)
     workspaces: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)  # workspaces this run made, by name
     seconds: float = 0.0  # wall time of the run
@@ -139,9 +141,12 @@ class Ingestor:
         workers: int | None = None,
         engine: Engine | None = None,
         exclude: Sequence[str] = (),
+        include_purged: bool = False,
     ) -> None:
         self.registry = registry
         self.exclude = Excluder(exclude)
+        self.purged = PurgedSessions(registry.home)
+        self.include_purged = include_purged  # archive purged sessions and re-admit them
         self._total = self._done = 0
         self.embedder = embedder
         self.summarizer = summarizer
@@ -158,6 +163,7 @@ class Ingestor:
         report, start = IngestReport(), _clock()
         finish_merges(self.registry)  # a merge cut short is finished before anything lands
         by_ws: dict[str, tuple[str | None, list[SessionSource]]] = {}
+        purged = self.purged.matcher()
         self._linked = {p: ws.id for ws in self.registry.all() for p in ws.paths}
         for path in paths:
             try:
@@ -172,6 +178,9 @@ class Ingestor:
                 ws_id, work_dir = self._identify(session)
                 if self.exclude.match(work_dir):
                     report.excluded += 1  # never copied into raw/, no workspace made for it
+                    continue
+                if purged.holds(session) and not self._readmit(session):
+                    report.purged += 1
                     continue
                 by_ws.setdefault(ws_id, (work_dir, []))[1].append(session)
         report.suggestions = self._suggest_links(by_ws)
@@ -222,7 +231,11 @@ class Ingestor:
         resumed = dict(unrefined)
         mark = Checkpoint(ws.state_dir / "ingest.json", state)
         jobs: list[SessionJob] = []
+        purged = self.purged.matcher()  # again under the lock: a purge may have landed since
         for session in sessions:
+            if purged.holds(session) and not self._readmit(session):
+                report.purged += 1
+                continue
             try:
                 job = self._archive_session(ws, session, state, report, resumed)
             except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
@@ -266,6 +279,12 @@ class Ingestor:
             del state["unrefined"]
         if json.dumps(state, sort_keys=True) != saved:  # a no-op run writes nothing
             mark.save()
+
+    def _readmit(self, session: SessionSource) -> bool:
+        """With `include_purged`, forget that `session` was purged (True): it is archived again."""
+        if self.include_purged:
+            self.purged.forget(session.session_id, exact=True)
+        return self.include_purged
 
     def _finish_embeddings(self, report: IngestReport) -> None:
         embedded, error = self.engine.finish()

@@ -10,6 +10,7 @@ from typing import Any
 
 from archive_mcp.errors import NotFound
 from archive_mcp.ingest import store
+from archive_mcp.ingest.purged import PurgedSession, PurgedSessions
 from archive_mcp.workspaces import Workspace, atomic_write_json, locked, read_json
 
 
@@ -25,10 +26,15 @@ class PurgeReport:
 
 
 def purge_session(
-    ws: Workspace, session_id: str, forget: Callable[[str], list[str]] | None = None
+    ws: Workspace,
+    session_id: str,
+    *,
+    forget: Callable[[str], list[str]] | None = None,
+    purged: PurgedSessions | None = None,
 ) -> PurgeReport:
-    """Delete everything the archive holds for `session_id`. A later ingest of a source that still
-    holds the session archives it afresh (e.g. after the secret was removed from it)."""
+    """Delete everything the archive holds for `session_id`, and remember in `purged` that it was
+    purged (by source and id, and the source paths it came from), all under the workspace's lock:
+    no later ingest archives it again until it is re-admitted (`PurgedSessions.forget`)."""
     report = PurgeReport(ws.id, session_id)
     with locked(ws.root):
         state = read_json(ws.state_dir / "ingest.json", {}) or {}
@@ -44,6 +50,12 @@ def purge_session(
                 f"no session {session_id!r} in workspace {ws.name}; list them with "
                 "`archive-mcp sessions list`"
             )
+        if purged is not None:  # first: a purge cut short leaves the session out, never back
+            paths = sorted({str(files[rel].get("source_path")) for rel in mine} - {"None"})
+            source = (sessions.get(session_id) or {}).get("source") or next(
+                (files[rel].get("source") for rel in mine), None
+            )
+            purged.remember(PurgedSession(session_id, source, ws.id, paths))
         stem = store.session_file_stem(session_id)
         targets = {f"raw/{files[rel].get('source') or ''}/{stem}" for rel in mine}
         targets |= {f"raw/{src}/{stem}" for src in ("kimi", "kimi-code")}
@@ -56,10 +68,10 @@ def purge_session(
             if path.exists():
                 path.unlink()
                 report.removed.append(str(path.relative_to(ws.root)))
+        sessions.pop(session_id, None)
         for rel in mine:
             del files[rel]
             state.get("unrefined", {}).pop(rel, None)  # copied by a stopped ingest, not refined
-        sessions.pop(session_id, None)
         atomic_write_json(ws.state_dir / "ingest.json", state)
         if forget is not None:  # what the rooms above hold of it (the themes' members)
             report.themes += forget(session_id)

@@ -32,7 +32,8 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 REWRITTEN = (
     "source was rewritten or truncated since it was archived; the archived copy is kept "
-    "unchanged (purge the session with `archive-mcp sessions purge` to archive it afresh)"
+    "unchanged (to archive it afresh: `archive-mcp sessions purge` it, then `ingest "
+    "--include-purged`)"
 )
 INCOMPLETE = (
     "last line is incomplete (the session is still being written); it is archived once it "

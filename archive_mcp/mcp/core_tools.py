@@ -27,12 +27,11 @@ from archive_mcp.mcp.toolkit import (
     state,
     workspace_of,
 )
-from archive_mcp.refiners import SOURCES
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import TurnRef
 from archive_mcp.render import COMPACT_SUMMARY, hit_text, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
-from archive_mcp.search.engine import Hit
+from archive_mcp.search.engine import FILTER_HELP, Filters, Hit
 from archive_mcp.workspaces import Workspace
 
 Detail = Literal["compact", "normal", "full"]
@@ -124,35 +123,19 @@ def search_context(
         ),
     ] = "hybrid",
     session: Annotated[
-        str | None, Field(max_length=TEXT, description="A session id or prefix.")
+        str | None, Field(max_length=TEXT, description=FILTER_HELP["session"])
     ] = None,
-    agent: Annotated[
-        str | None, Field(max_length=TEXT, description='"main" or a subagent id.')
-    ] = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    tool: Annotated[
-        str | None,
-        Field(max_length=TEXT, description="A tool the turn called, e.g. Shell."),
-    ] = None,
-    file: Annotated[
-        str | None,
-        Field(max_length=TEXT, description="Part of a path the turn touched."),
-    ] = None,
-    theme: Annotated[str | None, Field(max_length=TEXT)] = None,
-    kind: Annotated[
-        str | None,
-        Field(
-            max_length=TEXT,
-            description="decision, fix, question, change, plan, reversal, test, ...",
-        ),
-    ] = None,
-    source: Annotated[
-        str | None,
-        Field(
-            max_length=TEXT,
-            description=f"The agent that wrote the session: {', '.join(SOURCES)}.",
-        ),
+    agent: Annotated[str | None, Field(max_length=TEXT, description=FILTER_HELP["agent"])] = None,
+    since: Annotated[datetime | None, Field(description=FILTER_HELP["since"])] = None,
+    until: Annotated[datetime | None, Field(description=FILTER_HELP["until"])] = None,
+    tool: Annotated[str | None, Field(max_length=TEXT, description=FILTER_HELP["tool"])] = None,
+    file: Annotated[str | None, Field(max_length=TEXT, description=FILTER_HELP["file"])] = None,
+    theme: Annotated[str | None, Field(max_length=TEXT, description=FILTER_HELP["theme"])] = None,
+    kind: Annotated[str | None, Field(max_length=TEXT, description=FILTER_HELP["kind"])] = None,
+    source: Annotated[str | None, Field(max_length=TEXT, description=FILTER_HELP["source"])] = None,
+    rerank: Annotated[
+        Literal["minilm", "e5"] | None,
+        Field(description="Opt-in second stage (slower: it embeds the top hits at query time)."),
     ] = None,
     all_workspaces: bool = False,
     detail: DetailParam = "normal",
@@ -166,11 +149,7 @@ def search_context(
         "all" if all_workspaces or workspace == "all" else workspace_of(ctx, workspace, roots).id
     )
     state(ctx).offload.fresh_indexes(archive, archive._selected(target))
-    found = archive.search(
-        query,
-        workspace=target,
-        limit=limit,
-        mode=mode,
+    filters = Filters(
         session=session,
         agent=agent,
         since=since,
@@ -181,6 +160,7 @@ def search_context(
         kind=kind,
         source=source,
     )
+    found = archive.search(query, target, filters=filters, limit=limit, mode=mode, rerank=rerank)
     hits = [_shape_hit(h, detail) for h in found]
     names = {w.id: w.name for w in archive.workspaces()} if target == "all" else {}
     follower = state(ctx).follower

@@ -1,7 +1,10 @@
-"""The bearer token `archive-mcp serve --http` requires.
+"""What `archive-mcp serve --http` requires of a request: this machine in its Host, whole, and the
+bearer token.
 
-`BearerAuth` wraps the SDK's streamable-HTTP app (which already answers a foreign Host with 421
-and a foreign Origin with 403): a request without `Authorization: Bearer <token>` gets 401 and
+`LocalHost` answers a Host that is not 127.0.0.1, localhost or [::1] with the server's port,
+whole, with 421 (the SDK's own check, kept behind it, matches a prefix: it let
+`127.0.0.1:PORT.evil.com` through). `BearerAuth` wraps the SDK's streamable-HTTP app (which also
+answers a foreign Origin with 403): a request without `Authorization: Bearer <token>` gets 401 and
 a JSON error body; the token is compared in constant time. `http_token` picks the token: the
 one given (`--token`, `$ARCHIVE_MCP_TOKEN`), else the config file's, else a new one, stored
 there (the file is kept private, 0600) and shown once.
@@ -26,6 +29,57 @@ NO_AUTH_WARNING = (
 )
 
 
+LOCAL_HOST = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})")
+
+
+async def _refuse(
+    send: Any, status: int, body: dict[str, str], *extra: tuple[bytes, bytes]
+) -> None:
+    data = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+                *extra,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+class LocalHost:
+    """ASGI middleware: the one Host header must name this machine and `port`, whole."""
+
+    def __init__(self, app: Any, port: int) -> None:
+        self.app = app
+        self.port = port
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        hosts = [v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"]
+        match = LOCAL_HOST.fullmatch(hosts[0]) if len(hosts) == 1 else None
+        if match is not None and int(match.group(1)) == self.port:
+            await self.app(scope, receive, send)
+        elif scope["type"] == "http":
+            got = ", ".join(repr(h[:100]) for h in hosts) or "none"
+            await _refuse(
+                send,
+                421,
+                {
+                    "error": "misdirected_request",
+                    "error_description": f"Host {got} is not this server; send Host: "
+                    f"127.0.0.1:{self.port} (connect to http://127.0.0.1:{self.port}/mcp)",
+                },
+            )
+        else:  # a websocket: refused before it is accepted
+            await send({"type": "websocket.close", "code": 1008})
+
+
 class BearerAuth:
     """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`."""
 
@@ -41,19 +95,12 @@ class BearerAuth:
         if problem is None:
             await self.app(scope, receive, send)
         elif scope["type"] == "http":
-            body = json.dumps({"error": "invalid_token", "error_description": problem}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                        (b"www-authenticate", b'Bearer realm="archive-mcp"'),
-                    ],
-                }
+            await _refuse(
+                send,
+                401,
+                {"error": "invalid_token", "error_description": problem},
+                (b"www-authenticate", b'Bearer realm="archive-mcp"'),
             )
-            await send({"type": "http.response.body", "body": body})
         else:  # a websocket: refused before it is accepted
             await send({"type": "websocket.close", "code": 1008})
 

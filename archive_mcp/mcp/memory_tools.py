@@ -227,7 +227,7 @@ def save_lesson(
 ) -> Annotated[CallToolResult, MemoryEntry]:
     """Record a mistake and its correction (memory/lessons/). Use it when the user corrects you."""
     e = state(ctx).archive.save_lesson(
-        situation, mistake, correction, workspace_of(ctx, workspace, roots), key
+        situation, mistake, correction, workspace=workspace_of(ctx, workspace, roots), key=key
     )
     return fit_one(e, f"stored lesson {e.ref}")
 

@@ -88,4 +88,4 @@ def apply_sampled(
             0,
             "the client's model did not answer with one summary per turn: kept the extractive summaries",
         )
-    return archive.set_summaries(ws, session_id, chosen, SAMPLED_REFINER), None
+    return archive.set_summaries(ws, session_id, chosen, refiner=SAMPLED_REFINER), None

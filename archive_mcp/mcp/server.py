@@ -7,12 +7,15 @@ and the event loop keeps answering other clients; CPU-bound work (theme discover
 builds) runs in a process of its own (`offload`), where it cannot hold the GIL against the loop. Errors are mapped once, in `ArchiveServer`:
 an `ArchiveError` becomes a tool error with the library's message (which says what to do
 next), an argument that fails validation becomes a tool error naming the argument and what it
-accepts; anything else is a bug and reaches the client as a bare "Error executing tool".
+accepts, an OSError one line naming the cause and the fix; anything else is a bug, logged with
+its traceback and reported to the client with its type and message (never a bare "Error
+executing tool").
 Nothing heavy is imported before the first call that needs it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -21,16 +24,19 @@ from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult
 from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
 from archive_mcp.archive import Archive
-from archive_mcp.errors import ArchiveError
+from archive_mcp.errors import ArchiveError, as_os_error, os_message
 from archive_mcp.live import Follower
 from archive_mcp.mcp.schemas import lean_input, lean_output
 from archive_mcp.mcp.toolkit import Spec, State
+from archive_mcp.refiners.text import clip
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "Past coding-agent sessions and the memory of this workspace. To find what happened: "
@@ -60,7 +66,21 @@ class ArchiveServer(MCPServer[State]):
                 raise ToolError(
                     explain(name, cause, self._tool_input_schema(name) or {})
                 ) from cause
+            disk = as_os_error(cause) if cause is not None else None
+            if disk is not None:  # disk full, read-only, failing, permissions: one line
+                raise ToolError(f"{name}: {os_message(disk)}") from cause
+            if isinstance(exc, UnexpectedToolError) and cause is not None:
+                # A fault of ours: the client still learns what happened (the log has the
+                # traceback), never a bare "Error executing tool".
+                log.error("tool %s failed", name, exc_info=cause)
+                raise ToolError(crash_message(name, cause)) from cause
             raise
+
+    async def run_stdio_async(self) -> None:
+        """Over stdio, a line that is not a message gets a JSON-RPC error reply (`stdio.py`)."""
+        from archive_mcp.mcp.stdio import run_stdio
+
+        await run_stdio(self._lowlevel_server)
 
     async def list_tools(self) -> list[MCPTool]:
         """The tools with lean schemas (`schemas.py`): every tool, a fraction of the characters."""
@@ -81,6 +101,16 @@ class ArchiveServer(MCPServer[State]):
             if isinstance(exc.__cause__, ArchiveError):
                 raise ResourceError(str(exc.__cause__)) from exc.__cause__
             raise
+
+
+def crash_message(tool: str, cause: BaseException) -> str:
+    """What a tool that failed unexpectedly tells its client: the error and what to do."""
+    what = clip(f"{type(cause).__name__}: {cause}", 300)
+    return (
+        f"{tool} failed: {what}. This is a fault in archive-mcp, not a mistake of yours as far "
+        "as it can tell: try other arguments, and report it if it persists (the server log holds "
+        "the traceback)."
+    )
 
 
 def explain(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
@@ -212,11 +242,12 @@ def serve(
         return
     import uvicorn
 
-    from archive_mcp.mcp.http_auth import BearerAuth
+    from archive_mcp.mcp.http_auth import BearerAuth, LocalHost
 
     app: Any = server.streamable_http_app(host="127.0.0.1")  # Host 421, Origin 403
     if token is not None:
         app = BearerAuth(app, token)
+    app = LocalHost(app, port)  # the whole Host, first: the SDK's check matches a prefix
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     anyio.run(uvicorn.Server(config).serve)
 

@@ -126,7 +126,14 @@ def tag_theme(
     if seeds:  # seed searches refresh the index: a large build runs in the pool
         state(ctx).offload.fresh_indexes(state(ctx).archive, [ws])
     r = state(ctx).archive.tag_theme(
-        theme, ws, references, seeds, remove, description, min_score, who="mcp"
+        theme,
+        ws,
+        references=references,
+        seeds=seeds,
+        remove=remove,
+        description=description,
+        min_score=min_score,
+        who="mcp",
     )
     lines = [f"theme {r.theme!r}: {r.members} members (+{len(r.attached)}, -{len(r.removed)})"]
     if r.no_match:
@@ -176,7 +183,9 @@ def trace_theme(
     """How one theme evolved: where it stands, its decisions and reversals, first and newest events,
     files, linked memories. Use it for "how did X evolve"; search_context finds single turns."""
     target: Any = workspaces if workspaces else workspace_of(ctx, workspace, roots)
-    tl = state(ctx).archive.trace_theme(theme, target, granularity, include_turn_content)
+    tl = state(ctx).archive.trace_theme(
+        theme, target, granularity=granularity, include_turn_content=include_turn_content
+    )
     data = tl.budgeted(max_output_chars)  # the text tells the very items the structure holds
     return fit_one(TraceOutput(**data), tl.markdown(max_output_chars, keep=data), max_output_chars)
 

@@ -316,6 +316,8 @@ def export_memory(
 def export_file(ws: Workspace, path: str | Path, allow_path: bool = False) -> Path:
     """The export file to read: a name in the workspace's `exports/` or a path inside it; any
     other path only with `allow_path` (the CLI user naming a file explicitly), never from MCP."""
+    if "\0" in str(path):
+        raise MemoryStoreError("the path holds a NUL byte; no file can be named so: pass the name")
     exports = (ws.root / "exports").resolve()
     given = Path(path)
     candidate = (exports / given) if not given.is_absolute() and len(given.parts) == 1 else given

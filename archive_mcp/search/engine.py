@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from archive_mcp.errors import InvalidArgument, NotFound
-from archive_mcp.refiners import SOURCES
+from archive_mcp.refiners import READERS, SOURCES
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable
 from archive_mcp.search.confidence import Evidence, evidence, term_weights
 from archive_mcp.search.highlight import highlight_terms
@@ -50,18 +50,29 @@ class UnknownFilter(SearchError, NotFound):
     """A filter names a session, kind, tool or agent that no searched workspace holds."""
 
 
-@dataclass
+def _filter(text: str) -> Any:
+    """A filter field: None (no filter) unless given; `text` is its help on every face."""
+    return field(default=None, metadata={"help": text})
+
+
+@dataclass(kw_only=True)
 class Filters:
-    session: str | None = None
-    agent: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    tool: str | None = None
-    file: str | None = None
-    theme: str | None = None
-    kind: str | None = None
-    source: str | None = None
-    # a theme's member keys in a workspace (None: no such theme), from the theme store above
+    """Which turns a search keeps: the one filter contract every face (Python, CLI, MCP) passes
+    whole. Each field's `help` is the text the CLI and the MCP tool show for it."""
+
+    session: str | None = _filter("A session id or a prefix of one.")
+    agent: str | None = _filter('"main" or a subagent id.')
+    since: datetime | None = _filter("Only turns started at or after this time.")
+    until: datetime | None = _filter("Only turns started at or before this time.")
+    tool: str | None = _filter("A tool the turn called, e.g. Shell (any case).")
+    file: str | None = _filter("Part of a path the turn touched.")
+    theme: str | None = _filter("A theme's name: only turns tagged with it.")
+    kind: str | None = _filter("decision, fix, question, change, plan, reversal, test, ...")
+    source: str | None = _filter(
+        "One agent product: " + ", ".join(READERS) + "."  # the registered readers
+    )
+    # a theme's member keys in a workspace (None: no such theme); the Archive sets it from the
+    # theme store above, no face does
     theme_members: Callable[[Workspace, str], set[tuple[str, str, int]] | None] | None = field(
         default=None, repr=False, compare=False
     )
@@ -391,6 +402,7 @@ def search_workspaces(
     workspaces: list[Workspace],
     indexes: dict[str, WorkspaceIndex],
     embedder: Embedder | None,
+    *,
     query: str,
     limit: int,
     mode: str,
@@ -439,6 +451,7 @@ def search_workspaces(
 def run_search(
     query: str,
     workspaces: Callable[[], list[Workspace]],
+    *,
     embedder: Callable[[], Embedder | None],
     index: Callable[[Workspace], WorkspaceIndex],
     lock: AbstractContextManager[Any],
@@ -461,11 +474,23 @@ def run_search(
     with lock:
         indexes = {ws.id: index(ws) for ws in targets}
         return search_workspaces(
-            targets, indexes, vectors, query, limit, mode, filters, fusion, tuning
+            targets,
+            indexes,
+            vectors,
+            query=query,
+            limit=limit,
+            mode=mode,
+            filters=filters,
+            fusion=fusion,
+            tuning=tuning,
         )
 
 
+# Each filter every face exposes, with its help (the CLI option's and the MCP parameter's).
+FILTER_HELP = {f.name: str(f.metadata["help"]) for f in fields(Filters) if "help" in f.metadata}
+
 __all__ = [
+    "FILTER_HELP",
     "MODES",
     "Filters",
     "rrf",

@@ -10,9 +10,10 @@ the least recently used go first.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
+
+from cachetools import LRUCache
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -23,40 +24,35 @@ def _one(_: object) -> int:
 
 
 class Recent(Generic[K, V]):
-    """At most `most` (summed `size` of the values) of the most recently used values."""
+    """At most `most` (summed `size` of the values) of the most recently used values: a
+    `cachetools.LRUCache` behind a lock, which keeps the first value kept under a key."""
 
     def __init__(self, most: int, size: Callable[[V], int] = _one) -> None:
         self.most = most
         self.size = size
-        self.used = 0
-        self.items: OrderedDict[K, V] = OrderedDict()
+        self.items: LRUCache[K, V] = LRUCache(most, getsizeof=size)
         self.lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.items)
 
+    @property
+    def used(self) -> int:
+        """The summed size of the values kept."""
+        return int(self.items.currsize)
+
     def get(self, key: K) -> V | None:
         """The value kept under `key` (now the most recently used), else None."""
         with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
+            return self.items.get(key)
 
     def keep(self, key: K, value: V) -> V:
         """Keep `value` under `key` unless a value is kept there already (returned then) or it
         alone is larger than the bound (returned, not kept); the least recently used go first."""
-        size = self.size(value)
         with self.lock:
             kept = self.items.get(key)
             if kept is not None:
-                self.items.move_to_end(key)
                 return kept
-            if size > self.most:
-                return value
-            self.items[key] = value
-            self.used += size
-            while self.used > self.most:
-                _, old = self.items.popitem(last=False)
-                self.used -= self.size(old)
+            if self.size(value) <= self.most:
+                self.items[key] = value
             return value
