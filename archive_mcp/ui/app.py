@@ -23,6 +23,7 @@ from starlette.staticfiles import StaticFiles
 from archive_mcp.archive import Archive
 from archive_mcp.errors import ArchiveError, InvalidArgument, NotFound
 from archive_mcp.render import turn_ref
+from archive_mcp.search.engine import Filters
 from archive_mcp.ui import charts, views
 from archive_mcp.ui.conversation import clip, marks, refined_tool, tool_view
 from archive_mcp.ui.export import export_session, export_theme
@@ -182,15 +183,17 @@ def search(request: Request) -> Response:
                 workspace=ws or "all",
                 limit=min(_int(q.get("limit"), 20, "limit"), 100),
                 mode=q.get("mode", "hybrid") or "hybrid",
-                session=q.get("session") or None,
-                agent=q.get("agent") or None,
-                since=_datetime(q.get("since")),
-                until=_datetime(q.get("until")),
-                tool=q.get("tool") or None,
-                file=q.get("file") or None,
-                theme=q.get("theme") or None,
-                kind=q.get("kind") or None,
-                source=q.get("source") or None,
+                filters=Filters(
+                    session=q.get("session") or None,
+                    agent=q.get("agent") or None,
+                    since=_datetime(q.get("since")),
+                    until=_datetime(q.get("until")),
+                    tool=q.get("tool") or None,
+                    file=q.get("file") or None,
+                    theme=q.get("theme") or None,
+                    kind=q.get("kind") or None,
+                    source=q.get("source") or None,
+                ),
             )
         except ArchiveError as exc:
             error = str(exc)
