@@ -486,6 +486,7 @@ class Archive:
         self,
         workspace: str | Workspace | None = None,
         min_size: int = 3,
+        *,
         threshold: float | None = None,
         rules: DiscoveryRules = DISCOVERY_RULES,
     ) -> DiscoveryResult:

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -335,15 +336,29 @@ def _stdio_replies(archive: Archive, lines: list[bytes]) -> list[dict[str, Any]]
     body = b"".join(json.dumps(m).encode() + b"\n" for m in (hello, done)) + b"".join(
         line + b"\n" for line in lines
     )
-    out = subprocess.run(
+    # stdin stays open until every line is answered: at EOF the server may stop before it
+    # replies to the last request
+    proc = subprocess.Popen(
         [sys.executable, "-m", "archive_mcp", "serve", "--no-follow"],
-        input=body,
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         env=env,
         cwd="/",
-        timeout=120,
     )
-    return [json.loads(line) for line in out.stdout.splitlines()[1:]]
+    timer = threading.Timer(120, proc.kill)
+    timer.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(body)
+        proc.stdin.flush()
+        replies = [proc.stdout.readline() for _ in range(len(lines) + 1)]
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    finally:
+        timer.cancel()
+        proc.kill()
+    return [json.loads(line) for line in replies[1:] if line]
 
 
 def test_a_line_nested_100k_deep_or_not_json_gets_an_error_reply_over_stdio(

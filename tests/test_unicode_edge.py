@@ -48,7 +48,7 @@ def test_a_lone_surrogate_becomes_the_replacement_character_in_keys_and_values()
 
 
 def sessions(archive: Archive) -> set[tuple[str, str]]:
-    frame = archive.sessions().select("source", "session_id").collect()
+    frame = archive.sessions("all").select("source", "session_id").collect()
     return set(frame.iter_rows())
 
 
