@@ -99,13 +99,16 @@ def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
     if not path.exists():
         return None
     parser = PARSERS[row["source"]]
-    result = parser(
-        path,
-        start=ref["byte_start"],
-        stop=ref["byte_end"],
-        start_index=row["turn"],
-        protocol=entry.get("protocol"),
-    )
+    try:
+        result = parser(
+            path,
+            start=ref["byte_start"],
+            stop=ref["byte_end"],
+            start_index=row["turn"],
+            protocol=entry.get("protocol"),
+        )
+    except FileNotFoundError:  # purged between the check above and the read: as if gone
+        return None
     if not result.turns:
         return None
     # Readers that always read a whole file (Gemini chats) return every turn: pick this one.
