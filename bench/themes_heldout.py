@@ -13,10 +13,11 @@ unless `--reuse`; OUT must be outside the repository), and for every labelled to
    **claimed-change precision**: of the turns the trace presents as changes of course (its
    `decisions` whose flag is not `decision`: the "N changes of course" of the story's header, the
    later steps of its threads and its unpaired "- change:" lines; see `timeline._decisions`),
-   the share that are labelled change/reversal turns of the topic; **Now**: the turn the **Now:**
-   line names first (`Timeline.now` when it exists, else the first turn cited in
-   `Timeline.current_state`, which `timeline._current` builds and `story.markdown` prints) is a
-   labelled `now` turn or a labelled member at least as recent as the latest `now` turn;
+   the share that are labelled change/reversal turns of the topic (the shipped rules claim none,
+   `TraceRules.claim_changes`; `--grid themes_heldout:CLAIMS` measures them on); **Now**: the
+   first turn Now lists (`Timeline.now`, newest first, else the first turn cited in
+   `Timeline.current_state`), and any of them, is a labelled `now` turn or a labelled member at
+   least as recent as the latest `now` turn;
 3. baselines cut at the member count `tag_theme` returned: BM25 of the joined seeds (Snowball
    stems, English stopwords) and its 0.5 / 0.5 z-fusion with the MiniLM cosine to the mean seed
    vector (`theme_baselines.SeedRanker`), over the turns tag_theme may attach (main agent,
@@ -62,7 +63,7 @@ import numpy as np
 import polars as pl
 from agents_dev import corpus_paths, resolve_refs
 from heldout.folds import leave_one_project_out, share
-from heldout.rules import SHIPPED, Rules, fold_scores
+from heldout.rules import SHIPPED, Rules, fold_scores, trace
 from textbook import TERMS, Vectors
 from theme_baselines import (
     Key,
@@ -88,6 +89,9 @@ MINILM_CHARS = 2000  # a turn's text as MiniLM sees it (it reads 256 word pieces
 
 Setting = Rules
 GRID: dict[str, Setting] = {"current": SHIPPED}  # add candidate rule settings here
+# The shipped rules beside the same rules claiming changes of course (off by default, issue 41):
+# `--grid themes_heldout:CLAIMS` measures the claim rules' precision in the same run.
+CLAIMS: dict[str, Setting] = {"current": SHIPPED, "claim_changes": trace(claim_changes=True)}
 # The figures the JSON keeps for every setting on every project (`every_setting`), not only the chosen.
 HEADLINE = (
     "member_recall",
@@ -479,10 +483,15 @@ def table(result: dict[str, Any]) -> str:
     for label, k in (
         ("labelled changes flagged", "changes_flagged"),
         ("labelled decisions + changes flagged", "decisions_flagged"),
-        ("**claimed changes of course that are labelled changes**", "claimed_changes"),
+        (
+            "**claimed changes of course that are labelled changes** (claims are off by default, "
+            "`TraceRules.claim_changes`: a setting with it off claims none; measured with it on "
+            "by `themes_trace_grid.py`)",
+            "claimed_changes",
+        ),
         ("claimed changes that are any labelled decision turn", "claimed_any_decision"),
-        ("**Now names an up-to-date turn** (first turn the line cites)", "now_right"),
-        ("Now: any turn the line cites is up to date", "now_any_right"),
+        ("**Now names an up-to-date turn** (the first turn Now lists: its newest)", "now_right"),
+        ("Now: any turn Now lists (up to 3) is up to date", "now_any_right"),
     ):
         pairs = [held[p][k] for p in projects]
         rows.append((label, [pct(x) for x in pairs], f"{100 * mean(share(x) for x in pairs):.0f}%"))

@@ -37,7 +37,7 @@ from themes_heldout import (
     now_named,
     now_right,
 )
-from themes_trace_grid import NEAR
+from themes_trace_grid import CLAIMING, NEAR
 
 from archive_mcp.themes.trace.decisions import accepts
 from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         for t in p.topics:
             for k in t.members:
                 owner.setdefault(k, set()).add(t.name)
-        now, claims = topic_counts(p, owner, NEAR["main"] if args.main_rules else TRACE_RULES)
+        now, claims = topic_counts(p, owner, NEAR["main"] if args.main_rules else CLAIMING)
         result[name] = {"now": dict(now), "claims": dict(claims)}
         print(f"## {name}\nNow: {json.dumps(dict(now))}\nclaims: {json.dumps(dict(claims))}")
     if args.json:

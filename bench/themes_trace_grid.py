@@ -5,8 +5,8 @@ course the trace claims (issue 28, items 2 and 3).
         [--json PATH] [--grid module:NAME] [--folds M.json]
 
 Each labelled topic of the projects of `themes_heldout.py` is tagged once from its seeds;
-then, for every setting of `GRID` (a `TraceRules` value: the standing rule's `open_after` and who
-may claim a change of course, `claim_by`), the topic is traced and scored: the Now line's first turn (a labelled `now` turn or a
+then, for every setting of `GRID` (a `TraceRules` value: who may claim a change of course,
+`claim_by`; every setting claims changes, `claim_changes`, which the shipped rules leave off), the topic is traced and scored: the Now line's first turn (a labelled `now` turn or a
 member at least as recent as them), claimed changes of course against the labelled changes
 (precision, recall and their F1), and labelled changes flagged. Per held-out project the setting
 with the best mean objective on the other projects (mean of Now accuracy and claim F1), among those that
@@ -44,10 +44,11 @@ from themes_heldout import (
 
 from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
 
+# The shipped rules claim no change of course (`claim_changes`, issue 41): the grids measure the
+# claim rules with it on.
+CLAIMING = replace(TRACE_RULES, claim_changes=True)
 GRID: dict[str, TraceRules] = {
-    f"open_after={o} claim_by={b}": replace(TRACE_RULES, open_after=o, claim_by=b)
-    for o in (0, 1, 2, 10**6)
-    for b in ("any", "user", "user+reversal")
+    f"claim_by={b}": replace(CLAIMING, claim_by=b) for b in ("any", "user", "user+reversal")
 }
 # Who may claim a change of course (issue 28), each candidate with its off value first: approvals
 # and follow-ups claiming no change (`claim_accept`), members the walk or the neighbour rule
@@ -55,7 +56,7 @@ GRID: dict[str, TraceRules] = {
 # course of its conversation to be claimed as changing it (`last_min`).
 STORY: dict[str, TraceRules] = {
     f"accept={a} claim_from={c} last_min={m}": replace(
-        TRACE_RULES,
+        CLAIMING,
         claim_accept=a,
         claim_from=c,
         last_min=m,
@@ -70,7 +71,7 @@ STORY: dict[str, TraceRules] = {
 # Whether a correction or reversal of its conversation's last course also needs some words or a
 # file in common with it (`change_near`), beside the claim rules chosen above; main's rules first.
 MAIN = replace(
-    TRACE_RULES,
+    CLAIMING,
     claim_accept=True,
     claim_from="any",
     change_near=False,
@@ -81,7 +82,7 @@ NEAR: dict[str, TraceRules] = {
     "main": MAIN,
     **{
         f"accept=False claim_from=no-walk change_near={c} last_min={m}": replace(
-            TRACE_RULES,
+            CLAIMING,
             claim_accept=False,
             claim_from="no-walk",
             change_near=c,
@@ -96,11 +97,11 @@ NEAR: dict[str, TraceRules] = {
 # Whether a user's turn that ends as a question may claim a change (`claim_question`), beside the
 # rules chosen above; off first.
 QUESTION: dict[str, TraceRules] = {
-    f"claim_question={q}": replace(TRACE_RULES, claim_question=q) for q in (True, False)
+    f"claim_question={q}": replace(CLAIMING, claim_question=q) for q in (True, False)
 }
 
 # main's claim rules beside this round's defaults, all at once (re-measured on a later main).
-SHIPPED: dict[str, TraceRules] = {"main": MAIN, "defaults": TRACE_RULES}
+SHIPPED: dict[str, TraceRules] = {"main": MAIN, "defaults": CLAIMING}
 
 
 def trace_figures(p: ProjectData, topics: list[Topic], rules: TraceRules) -> dict[str, Any]:

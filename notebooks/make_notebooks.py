@@ -152,11 +152,20 @@ NOTEBOOKS = {
             "if timelines:\n"
             "    display(saved(plot.themes_over_time(timelines), 'themes_over_time.png'))"
         ),
-        new_markdown_cell("## Reversals: later decisions that undo earlier ones"),
+        new_markdown_cell(
+            "## Reversals: later decisions that may undo earlier ones\n\n"
+            "A trace claims no change of course by default: held out, 8-31% of the claims were "
+            "labelled changes (`bench/results/themes-heldout.md`). `claim_changes=True` turns the "
+            "claims on; read them as candidates to check with `load_turn_context`."
+        ),
         new_code_cell(
+            "from dataclasses import replace\n\n"
+            "from archive_mcp.themes.trace.rules import TRACE_RULES\n\n"
+            "claiming = replace(TRACE_RULES, claim_changes=True)\n"
+            "claimed = [archive.trace_theme(tl.theme, workspace, rules=claiming) for tl in timelines]\n"
             "pl.DataFrame([{'theme': tl.theme, 'decided': r.decision.at, 'reversed': r.reversed_by.at,\n"
             "               'shared_terms': ', '.join(r.shared_terms), 'reversal': r.reversed_by.summary[:120]}\n"
-            "              for tl in timelines for r in tl.reversals],\n"
+            "              for tl in claimed for r in tl.reversals],\n"
             "             schema={'theme': pl.String, 'decided': pl.String, 'reversed': pl.String,\n"
             "                     'shared_terms': pl.String, 'reversal': pl.String})"
         ),

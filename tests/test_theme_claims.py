@@ -15,11 +15,14 @@ from archive_mcp.themes.store import Member, Theme
 from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
 from archive_mcp.themes.trace.timeline import build_timeline
 
+# The claims are off by default (`TraceRules.claim_changes`); these tests measure their rules.
+CLAIMING = replace(TRACE_RULES, claim_changes=True)
+
 
 def _trace(
     turns: list[tuple[str, str, str]],
     files: list[str] | None = None,
-    rules: TraceRules = TRACE_RULES,
+    rules: TraceRules = CLAIMING,
 ) -> dict[str, tuple[str, str | None]]:
     """Trace one conversation of (user, answer, provenance) turns, each touching its file of
     `files` (default: one file for all), by `rules`; ref -> (flag, what it undoes)."""
@@ -71,7 +74,7 @@ AGREED = [
 def test_a_follow_up_that_only_agrees_claims_no_change_of_course(
     accept: bool, want: dict[str, tuple[str, str | None]]
 ) -> None:
-    assert _trace(AGREED, rules=replace(TRACE_RULES, claim_accept=accept)) == want
+    assert _trace(AGREED, rules=replace(CLAIMING, claim_accept=accept)) == want
 
 
 CACHE = ("use redis for the session cache", "Redis holds the sessions.", "seed:session cache")
@@ -95,7 +98,7 @@ SWITCH = (
 def test_a_turn_the_walk_attached_claims_no_change_of_course(
     claim_from: str, attached: str, want: tuple[str, str | None]
 ) -> None:
-    flags = _trace([CACHE, (*SWITCH, attached)], rules=replace(TRACE_RULES, claim_from=claim_from))
+    flags = _trace([CACHE, (*SWITCH, attached)], rules=replace(CLAIMING, claim_from=claim_from))
     assert flags == {"s:0": ("decision", None), "s:1": want}
 
 
@@ -117,7 +120,7 @@ ELSEWHERE = (
 def test_a_correction_alters_the_last_course_only_when_it_is_about_it(
     near: bool, files: list[str], want: tuple[str, str | None]
 ) -> None:
-    rules = replace(TRACE_RULES, change_near=near)
+    rules = replace(CLAIMING, change_near=near)
     assert _trace([CACHE, ELSEWHERE], files, rules) == {"s:0": ("decision", None), "s:1": want}
 
 
@@ -134,5 +137,5 @@ ASKED = (
 def test_a_question_with_a_change_word_claims_no_change_of_course(
     question: bool, want: tuple[str, str | None]
 ) -> None:
-    rules = replace(TRACE_RULES, claim_question=question)
+    rules = replace(CLAIMING, claim_question=question)
     assert _trace([CACHE, ASKED], rules=rules) == {"s:0": ("decision", None), "s:1": want}

@@ -20,6 +20,9 @@ from archive_mcp.themes.trace.decisions import clip, flag_turn, pair_changes
 from archive_mcp.themes.trace.rules import TRACE_RULES
 from archive_mcp.themes.trace.timeline import build_timeline
 
+# Changes of course are claimed only with `claim_changes` (off by default): these tests measure it.
+CLAIMING = replace(TRACE_RULES, claim_changes=True)
+
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 
 
@@ -175,14 +178,18 @@ def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budg
     ]
     texts += [("rename the settings panel heading", "Renamed the heading.")]
     files = ["src/feed.ts"] + ["src/table.tsx"] * 60 + ["src/feed.ts", "src/settings.tsx"]
-    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts, files))
+    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts, files), rules=CLAIMING)
     assert tl.threads and tl.threads[-1][0].ref == "s:0" and tl.threads[-1][-1].ref == "s:61"
-    assert tl.current_state == "decided 2026-01-16 (s:62): rename the settings panel heading"
-    assert [(s.ref, s.state) for s in tl.now] == [("s:62", "decided")]
-    for budget in (1200, 3000, 8000):
+    assert [s.ref for s in tl.now] == ["s:62", "s:61", "s:60"]
+    assert tl.current_state.startswith(
+        "latest substantive turns, newest first: "
+        "2026-01-16 (s:62): rename the settings panel heading → Renamed the heading.; "
+        "2026-01-16 (s:61): actually stop polling the price feed"
+    )
+    for budget in (1500, 3000, 8000):  # at 1200, Now's three turns leave room for the newest only
         md = tl.markdown(budget)
         assert len(md) <= budget
-        assert md.index("**Now:**") < md.index("## Decisions") < md.index("## Timeline")
+        assert md.index("**Now**") < md.index("## Decisions") < md.index("## Timeline")
         assert "- was \"let's poll the price feed" in md and "s:61" in md
         assert (
             md.rstrip().endswith(("]", "2026-01-16")) or "s:62" in md
@@ -207,7 +214,7 @@ def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_stru
         ("sort the screener by signal count", "Sorted by count."),
         ("wait, the flash is far too slow", "The flash now lasts 100 ms."),
     ]
-    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
+    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts), rules=CLAIMING)
     change = next(r for r in tl.reversals if r.reversed_by.ref == "s:3")
     assert change.decision.ref == "s:2" and [a.ref for a in change.alternatives] == ["s:0", "s:1"]
     assert change.alternatives[0].gist.startswith("add a flash")
@@ -219,7 +226,7 @@ def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_stru
         "s:2": ["s:0"],
         "s:3": ["s:0", "s:1"],
     }
-    for budget in (1500, 8000):
+    for budget in (2000, 8000):
         md = tl.markdown(budget)
         assert "[change by the user; or it undoes s:0, s:1]" in md and len(md) <= budget
         data = tl.budgeted(budget)
@@ -228,7 +235,7 @@ def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_stru
 
 
 def test_a_reversal_shows_its_turns_as_the_decisions_list_does_after_every_pair_is_made() -> None:
-    rules = replace(TRACE_RULES, claim_by="any")  # the assistant's chained change is claimed
+    rules = replace(CLAIMING, claim_by="any")  # the assistant's chained change is claimed
     texts = [
         ("use redis for the session cache", "Redis holds the sessions."),
         ("add a sqlite store for trades", "Trades go to SQLite."),
@@ -257,7 +264,7 @@ def test_only_the_users_changes_are_claimed_as_changes_of_course() -> None:
         ("the session cache is slow", "Switched to a memcached session cache instead."),
         ("wait, the memcached session cache is too slow, go back to redis", "Back to Redis."),
     ]
-    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts))
+    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts), rules=CLAIMING)
     flags = {d.ref: (d.flag, d.by) for d in tl.decisions}
     assert flags["s:1"] == ("decision", "assistant")  # the assistant's switch: flagged, not claimed
     assert flags["s:2"] == ("reversal", "user")
@@ -362,7 +369,7 @@ def test_the_json_keeps_its_keys_where_python_names_the_parts_otherwise() -> Non
     ]
     late = pl.when(pl.col("turn") == 3).then(pl.col("started_at") + timedelta(days=10))
     frame = _frame(texts).with_columns(late.otherwise(pl.col("started_at")).alias("started_at"))
-    tl = build_timeline(_timeline(len(texts)), "ws", frame)
+    tl = build_timeline(_timeline(len(texts)), "ws", frame, rules=CLAIMING)
     data = json.loads(dumps(tl))
     gap = {"from": "2026-01-01T12:00:00+00:00", "to": "2026-01-11T18:00:00+00:00", "days": 10.25}
     assert data["dormant_gaps"] == [gap]
@@ -406,3 +413,57 @@ def test_the_json_keeps_its_keys_where_python_names_the_parts_otherwise() -> Non
     }
     assert tl.budgeted()["dormant_gaps"] == [{**gap, "days": 10.2}]
     assert "\n- 2026-01-01 → 2026-01-11 (10 days quiet)\n" in tl.markdown()
+
+
+REVERTED = [
+    ("use redis for the session cache", "Redis holds the sessions."),
+    ("the session cache is slow", "Switched to a memcached session cache instead."),
+    ("wait, the memcached session cache is too slow, go back to redis", "Back to Redis."),
+]
+
+
+def test_by_default_no_change_of_course_is_claimed_only_decision_candidates() -> None:
+    tl = build_timeline(_timeline(len(REVERTED)), "ws", _frame(REVERTED))
+    assert not tl.claims_changes and tl.reversals == [] and tl.threads == []
+    assert [(d.ref, d.flag, d.undoes) for d in tl.decisions] == [
+        ("s:0", "decision", None),
+        ("s:1", "decision", None),
+        ("s:2", "decision", None),
+    ]
+    md = tl.markdown()
+    assert "3 turns, 2026-01-01 → 2026-01-01 (by session); 3 decision candidates (changes of " in md
+    assert (
+        "## Decision candidates (newest first)\n"
+        '- "wait, the memcached session cache is too slow, go back to redis" (2026-01-01, s:2)\n'
+        '- "Switched to a memcached session cache instead." (2026-01-01, s:1)\n'
+        '- "use redis for the session cache" (2026-01-01, s:0)\n'
+    ) in md
+    data = tl.budgeted()
+    text = md + json.dumps(data)
+    for claim in ("undoes", "reversal by", "change by", 'was "', "→ now", "alternatives"):
+        assert claim not in text, claim
+    assert data["claims_changes"] is False and data["threads"] == []
+    assert data["decisions"][0] == {
+        "ref": "s:2",
+        "at": "2026-01-01T12:00:00+00:00",
+        "by": "user",
+        "gist": "wait, the memcached session cache is too slow, go back to redis",
+    }
+
+
+def test_with_claim_changes_the_was_now_links_come_back() -> None:
+    tl = build_timeline(_timeline(len(REVERTED)), "ws", _frame(REVERTED), rules=CLAIMING)
+    assert tl.claims_changes and [(r.decision.ref, r.reversed_by.ref) for r in tl.reversals] == [
+        ("s:1", "s:2")
+    ]
+    md = tl.markdown()
+    assert "3 turns, 2026-01-01 → 2026-01-01 (by session); 2 decisions, 1 changes of course" in md
+    assert (
+        '- was "Switched to a memcached session cache instead." (2026-01-01, s:1) → now "wait, the '
+        'memcached session cache is too slow, go back to redis" (2026-01-01, s:2) [reversal by the '
+        "user; or it undoes s:0]\n"
+        '- decision: "use redis for the session cache" (2026-01-01, s:0)\n'
+    ) in md
+    data = tl.budgeted()
+    assert data["claims_changes"] is True and data["decisions"][0]["undoes"] is None
+    assert [s["ref"] for s in data["threads"][0]] == ["s:1", "s:2"]

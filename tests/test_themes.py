@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
 
@@ -15,11 +16,14 @@ from archive_mcp import Archive, Filters
 from archive_mcp.cli.main import main
 from archive_mcp.synthetic import evaluation
 from archive_mcp.themes.store import ThemeError, slug_of
+from archive_mcp.themes.trace.rules import TRACE_RULES
 
 Key = tuple[str, str, int]
 
 SAMPLE = Path(__file__).parent.parent / "archive_mcp" / "sample" / "kimi-themes"
 LABELS = json.loads((SAMPLE / "LABELS.json").read_text(encoding="utf-8"))
+# Changes of course are claimed only with `claim_changes` (off by default): these tests measure it.
+CLAIMING = replace(TRACE_RULES, claim_changes=True)
 
 
 def _truth(name: str) -> set[tuple[str, str, int]]:
@@ -141,7 +145,7 @@ def test_unicode_theme_names_are_kept() -> None:
 def test_trace_orders_events_buckets_and_flags_the_reversal(archive: Archive) -> None:
     refs = [{"session_id": s, "turn": t} for s, t in LABELS["themes"]["payment-retries"]]
     archive.tag_theme("payment retries", "shop", references=refs)
-    tl = archive.trace_theme("payment retries", "shop")
+    tl = archive.trace_theme("payment retries", "shop", rules=CLAIMING)
     times = [e.at for e in tl.events]
     assert times == sorted(times) and len(times) == len(refs)
     assert tl.granularity == "week" and tl.first_seen == times[0] and tl.last_seen == times[-1]
@@ -159,7 +163,7 @@ def test_trace_orders_events_buckets_and_flags_the_reversal(archive: Archive) ->
     assert tl.buckets[0].name.startswith("week of ") and tl.buckets[0].keywords
     md = tl.markdown()
     assert "## Decisions" in md and "**reversal**" in md
-    assert md.index("**Now:**") < md.index("## Decisions") < md.index("## Timeline")
+    assert md.index("**Now**") < md.index("## Decisions") < md.index("## Timeline")
     by_day = archive.trace_theme("payment retries", "shop", granularity="day")
     assert by_day.buckets[0].name == "2026-01-01"
 
@@ -170,7 +174,7 @@ def test_trace_links_memories_and_handles_chinese_and_unknown_themes(archive: Ar
     archive.memory("shop").remember(
         "cache-choice", "Back to Redis.", "decisions", sources=["缓存方案"]
     )
-    tl = archive.trace_theme("缓存方案", "shop")
+    tl = archive.trace_theme("缓存方案", "shop", rules=CLAIMING)
     assert tl.memories == ["memory/decisions/cache-choice"]
     rollback = [
         r
@@ -337,9 +341,11 @@ async def test_theme_tools_over_mcp(archive: Archive) -> None:
             and len(r.content[0].text) <= 1700
             and len(json.dumps(sc, ensure_ascii=False)) <= 1700
         )
-        assert (
-            sc["threads"][0][-1]["flag"] == "reversal" and sc["threads"][0][0]["flag"] == "decision"
-        )
+        # no change of course is claimed by default: decision candidates, the latest turns as Now
+        assert sc["claims_changes"] is False and sc["threads"] == [] and sc["decisions"]
+        assert "undoes" not in r.content[0].text and "reversal by" not in r.content[0].text
+        assert [list(n) for n in sc["now"]] == [["ref", "at", "quote"]] * len(sc["now"])
+        assert 1 <= len(sc["now"]) <= 3 and sc["now"][0]["at"] <= sc["last_seen"]
         assert (
             sc["events"][-1]["at"] == sc["last_seen"] and sc["truncated"]
         )  # the newest events survive the cut

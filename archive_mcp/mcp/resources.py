@@ -80,8 +80,8 @@ def memory_theme_trace(topic: str) -> str:
         "4. Confirm: load_turn_context on near misses; tag_theme(references=[...]) the relevant ones, "
         "remove=[...] the wrong ones.\n"
         "5. Refine: refine_session_turns for sessions whose summaries are poor.\n"
-        "6. Trace: trace_theme(theme) — read the decisions and reversals; where a change says "
-        "'or it undoes …', load_turn_context those turns and judge which course it really undid; cite "
+        "6. Trace: trace_theme(theme) — read Now (the latest substantive turns) and the decision "
+        "candidates; load_turn_context the turns to judge which course changed and why; cite "
         "them (session:turn) when you act, and remember(folder='decisions') what you decide."
     )
 

@@ -63,6 +63,7 @@ class TraceOutput:
     last_seen: str | None
     current_state: str
     now: list[dict[str, Any]]
+    claims_changes: bool
     counts: dict[str, int]
     threads: list[list[dict[str, Any]]]
     decisions: list[dict[str, Any]]
@@ -180,8 +181,8 @@ def trace_theme(
     max_output_chars: Budget = 8000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TraceOutput]:
-    """How one theme evolved: where it stands, its decisions and reversals, first and newest events,
-    files, linked memories. Use it for "how did X evolve"; search_context finds single turns."""
+    """How one theme evolved: its latest substantive turns (Now), its decision candidates, first
+    and newest events, files, linked memories. Use it for "how did X evolve"; search_context finds single turns."""
     target: Any = workspaces if workspaces else workspace_of(ctx, workspace, roots)
     tl = state(ctx).archive.trace_theme(
         theme, target, granularity=granularity, include_turn_content=include_turn_content

@@ -156,14 +156,14 @@ class Reversal:
 
 @dataclass
 class Standing:
-    """One turn where the theme stands: `state` is `decided` (a course no later turn changed) or
-    `open` (work went on past the last course; this is the latest substantive turn)."""
+    """One of the theme's latest substantive turns, as Now names it: when, what it asked and what
+    came of it (`standing.quote` joins the two in a width)."""
 
     session_id: str
     turn: int
     at: str | None
-    gist: str
-    state: str
+    asked: str
+    done: str  # the refined summary's outcome, "" when it has none
 
     @property
     def ref(self) -> str:
@@ -191,7 +191,10 @@ class TimelineData:
         default_factory=list
     )  # decision -> change -> ..., oldest first
     current_state: str = ""  # the **Now:** line, made from `now`
-    now: list[Standing] = field(default_factory=list)  # where the theme stands (standing.py)
+    now: list[Standing] = field(default_factory=list)  # the latest substantive turns (standing.py)
+    # Were changes of course claimed (`TraceRules.claim_changes`)? Off, `decisions` are candidates
+    # with no was/now link and `threads` / `reversals` stay empty.
+    claims_changes: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Every field but the frame, as the JSON faces print it (the parts by their `to_json`)."""

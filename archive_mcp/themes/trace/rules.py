@@ -1,8 +1,8 @@
 """The trace's rules, one frozen value passed in (`TRACE_RULES` the shipped one).
 
-How a change of course is paired with the course it undoes (`decisions.pair_changes`), which
-flagged turns may claim a change at all (`decisions.claim`) and where a theme stands
-(`standing.standing`). Each value was chosen held out (bench/results/themes-heldout.md); a bench
+Whether changes of course are claimed at all (`claim_changes`), how a change is paired with the course it undoes (`decisions.pair_changes`), which
+flagged turns may claim a change at all (`decisions.claim`) and which turns may be named where a
+theme stands (`standing.standing`). Each value was chosen held out (bench/results/themes-heldout.md); a bench
 tries another with `dataclasses.replace(TRACE_RULES, ...)`.
 """
 
@@ -13,6 +13,13 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class TraceRules:
+    # Claim changes of course at all (a was/now link: "undoes", "change by", "reversal by")? A claim
+    # is shipped only where its rule's held-out precision is >= 60% (issue 41). None reaches it:
+    # claimed changes that are labelled changes were 49 of 152, 4 of 51, 10 of 36 and 4 of 48 on
+    # the four labelled projects (bench/results/themes-heldout.md). Off, every flagged turn is a
+    # decision candidate (its turn, date and gist) with no link; the benches turn it on to
+    # measure the rules below.
+    claim_changes: bool = False
     # A change is paired within the `window` turns before it.
     window: int = 200
     # What a change undoes is most often the course set just before it (45 of the 64 labelled
@@ -58,11 +65,8 @@ class TraceRules:
     # the course: with `claim_question` False its change words claim no change (11 such claims, 1
     # right; chosen in every fold). A turn the refiner saw revert still may: the assistant reverted.
     claim_question: bool = False
-    # Substantive turns after the standing course before the theme counts as open again: 0, any
-    # request of its own after it (measured leave one project out).
-    open_after: int = 0
     # A member the learned score attached (topic seeds, tag/membership.py) with a probability under
-    # `now_min` is never where the theme stands: the wrong Now turns were the theme's tail, turns
+    # `now_min` is never named where the theme stands: the wrong Now turns were the theme's tail, turns
     # of other topics that tagging attached last. Chosen leave one project out from 0 (off), 0.3,
     # 0.45, 0.6, 0.75 on four labelled projects (each tagged with the score fitted without it):
     # 0.75 in three folds, 0.6 in one; held out Now 23 of 54 themes against 16 off.

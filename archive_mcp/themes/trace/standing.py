@@ -1,28 +1,29 @@
-"""Where a theme stands now: the turn(s) an agent should quote first.
+"""Where a theme stands now: its latest substantive turns, newest first, the ones an agent should
+read first.
 
-The theme stands at its latest course that no later change undid (a decision, or the change that
-replaced one). When substantive work on the theme carries on after that course (more than
-`TraceRules.open_after` turns that ask or do something), the theme ends open: it stands at its latest
-substantive turn ("open: last asked …"), with the standing course named after it. A follow-up
-("yes, proceed", "works great"), an approval ("option 2"), a status table and noise (a slash
-command, a compaction summary) are never where a theme stands: they only confirm what came
-before.
+No single state is asserted (issue 41: a Now that named one course was right for 24 of 54
+held-out themes): the trace names up to `MOST` of the theme's latest turns that ask or do
+something of their own, each with its date, its `session:turn` and a short quote of what was asked
+and what came of it. A follow-up ("yes, proceed", "works great"), an approval ("option 2"), a
+status table, noise (an interruption, a slash command, an API error, a compaction recap) and a
+member tagging attached with little confidence (`TraceRules.now_min`) are never among them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from archive_mcp.refiners.text import clip
 from archive_mcp.themes.noise import noise_kind
 from archive_mcp.themes.trace.decisions import APPROVAL, FOLLOW_UP
-from archive_mcp.themes.trace.model import Decision, Standing
+from archive_mcp.themes.trace.model import Standing
 from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
 
 _TABLE = re.compile(r"^\s*\|.*\|\s*$", re.M)
 _ASKED = re.compile(r"Asked:\s*(.*?)(?:\s+Did:|\s+Outcome:|$)", re.S)
+_DID = re.compile(r"Did:\s*(.*?)(?:\s+Outcome:|$)", re.S)
+_OUTCOME = re.compile(r"Outcome:\s*(.*)", re.S)
 
 
 def sure(row: dict[str, Any], now_min: float = TRACE_RULES.now_min) -> bool:
@@ -43,50 +44,46 @@ def substantive(row: dict[str, Any], answer: str = "") -> bool:
     return not (lines and sum(bool(_TABLE.match(x)) for x in lines) > len(lines) / 2)
 
 
+MOST = 3  # the latest substantive turns Now names
+BOTH = 100  # a quote narrower than this gives what came of the turn only
+
+
 def standing(
     rows: list[dict[str, Any]],
-    decisions: Sequence[Decision],
     answers: list[str] | None = None,
     rules: TraceRules = TRACE_RULES,
+    most: int = MOST,
 ) -> list[Standing]:
-    """Where the theme stands: the latest course no later change undid, or, when more than
-    `rules.open_after` substantive turns follow it (turns under `rules.now_min` are none), the latest
-    substantive turn (state `open`) and then that course. `rows`: the theme's turns in time order;
-    `decisions`: the flagged ones, as the timeline lists them (with `undoes` set on the changes
-    that were paired); `answers`: the head of each turn's answer."""
-    if not rows:
-        return []
-    keys = [(r["session_id"], r["turn"]) for r in rows]
-    at = {k: i for i, k in enumerate(keys)}
+    """The theme's latest `most` substantive turns, newest first (turns under `rules.now_min` are
+    none). `rows`: the theme's turns in time order; `answers`: the head of each turn's answer."""
     answers = answers if answers is not None else [""] * len(rows)
-    real = [
-        substantive(r, a) and sure(r, rules.now_min) for r, a in zip(rows, answers, strict=True)
-    ]
-    undone = {d.undoes for d in decisions if d.undoes}
-    courses = [
-        d
-        for d in decisions
-        if d.ref not in undone and d.cue != "approval" and real[at[(d.session_id, d.turn)]]
-    ]
-    decided = _decided(courses[-1]) if courses else None
-    if decided is not None:
-        after = sum(real[at[(decided.session_id, decided.turn)] + 1 :])
-        if after <= rules.open_after:
-            return [decided]
-    latest = next((i for i in range(len(rows) - 1, -1, -1) if real[i]), len(rows) - 1)
-    last = rows[latest]
-    opened = Standing(
-        last["session_id"],
-        last["turn"],
-        _iso(last.get("started_at")),
-        _asked(last),
-        "open",
-    )
-    return [opened] + ([decided] if decided is not None else [])
+    out: list[Standing] = []
+    for row, answer in zip(reversed(rows), reversed(answers), strict=True):
+        if len(out) == most:
+            break
+        if substantive(row, answer) and sure(row, rules.now_min):
+            at = _iso(row.get("started_at"))
+            out.append(Standing(row["session_id"], row["turn"], at, _asked(row), _done(row)))
+    return out
 
 
-def _decided(d: Decision) -> Standing:
-    return Standing(d.session_id, d.turn, d.at, d.gist, "decided")
+def _done(row: dict[str, Any], width: int = 160) -> str:
+    """What came of the turn: the refined summary's `Outcome:` part, else its `Did:` part."""
+    summary = row.get("summary") or ""
+    for m in (_OUTCOME.search(summary), _DID.search(summary)):
+        if m and m.group(1).strip():
+            return clip(" ".join(m.group(1).split()), width)
+    return ""
+
+
+def quote(s: Standing, width: int = 160) -> str:
+    """The turn in `width` characters: what it asked → what came of it (the asking gets at most
+    half when both are there); under `BOTH` characters only what came of it (else what it asked)."""
+    if not s.done or s.done == s.asked:
+        return clip(s.asked, width)
+    if width < BOTH:
+        return clip(s.done, width)
+    return clip(f"{clip(s.asked, width // 2)} → {s.done}", width)
 
 
 def _asked(row: dict[str, Any], width: int = 160) -> str:
@@ -104,21 +101,16 @@ def _iso(x: Any) -> str | None:
     return x.isoformat() if hasattr(x, "isoformat") else (str(x) if x else None)
 
 
+LEAD = "latest substantive turns, newest first"
+
+
 def line(now: list[Standing]) -> str:
-    """The **Now:** line: where the theme stands, citing each turn as `load_turn_context` takes it."""
+    """The **Now:** line: the latest substantive turns, each cited as `load_turn_context` takes it."""
     if not now:
-        return "no turns in this theme"
-    parts = []
-    for s in now:
-        day = (s.at or "?")[:10]
-        if s.state == "open":
-            parts.append(f"open: last asked {day} ({s.ref}): {s.gist}")
-        else:
-            lead = "standing course" if parts else "decided"
-            parts.append(f"{lead} {day} ({s.ref}): {s.gist}")
-    return "; ".join(parts)
+        return "no substantive turn in this theme (only follow-ups, approvals or noise)"
+    return f"{LEAD}: " + "; ".join(f"{(s.at or '?')[:10]} ({s.ref}): {quote(s)}" for s in now)
 
 
 def short_line(now: list[Standing]) -> str:
-    """The **Now:** line without the quotes: what state, when, which turn."""
-    return "; ".join(f"{s.state} {(s.at or '?')[:10]} ({s.ref})" for s in now)
+    """The **Now:** line without its turns (the structured form lists them in `now`)."""
+    return f"{LEAD} (in `now`)" if now else line(now)

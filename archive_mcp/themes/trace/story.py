@@ -1,7 +1,8 @@
 """A timeline told story-first, within a character budget.
 
-Where the theme stands now, then each decision thread ("was X → now Y", with when and
-session:turn), then the newest events, then files and memories. The budget goes to decisions,
+Now (the theme's latest substantive turns, newest first, each quoted with when and session:turn),
+then the decision candidates (or, when changes of course are claimed, each decision thread: "was X
+→ now Y"), then the newest events, then files and memories. The budget goes to decisions,
 changes and the newest events first; a line is kept whole or left out (never cut mid-word), and
 what was left out is counted. The structured form follows the same rules against the size of its
 JSON, so an agent gets the same story either way and can drill down with `load_turn_context`.
@@ -21,7 +22,7 @@ from archive_mcp.themes.trace.model import (
     TimelineData,
     TimelineEvent,
 )
-from archive_mcp.themes.trace.standing import short_line
+from archive_mcp.themes.trace.standing import LEAD, quote, short_line
 
 GIST = 140
 SUMMARY = 180
@@ -38,6 +39,11 @@ def _day(x: Any, with_time: bool = False) -> str:
 def _width(max_chars: int, most: int) -> int:
     """How long a gist or summary may be: small budgets get shorter lines, not fewer decisions."""
     return max(60, min(most, max_chars // 20))
+
+
+def _now_width(max_chars: int, n: int) -> int:
+    """How long each Now quote may be: the Now block takes about a sixth of the budget."""
+    return max(40, min(_width(max_chars, GIST), max(200, max_chars // 6) // max(1, n) - 30))
 
 
 def _step(s: Decision | DecisionBrief, width: int = GIST) -> str:
@@ -125,11 +131,22 @@ def markdown(tl: TimelineData, max_chars: int = 12_000, keep: dict[str, Any] | N
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
     changes = sum(1 for d in tl.decisions if d.flag != "decision")
     out.add(f"# Theme: {tl.theme}")
+    span = f"{len(tl.events)} turns, {_day(tl.first_seen)} → {_day(tl.last_seen)} (by {tl.granularity}); "
     out.add(
-        f"{len(tl.events)} turns, {_day(tl.first_seen)} → {_day(tl.last_seen)} (by {tl.granularity}); "
-        f"{len(tl.decisions) - changes} decisions, {changes} changes of course"
+        span
+        + (
+            f"{len(tl.decisions) - changes} decisions, {changes} changes of course"
+            if tl.claims_changes
+            else f"{len(tl.decisions)} decision candidates (changes of course are not claimed)"
+        )
     )
-    out.add(clip(f"**Now:** {tl.current_state}", max(80, max_chars // 6)))
+    if tl.now:
+        nw = _now_width(max_chars, len(tl.now))
+        out.add(f"**Now** ({LEAD}):")
+        for turn in tl.now:
+            out.add(f'- {turn.ref} ({_day(turn.at)}): "{quote(turn, nw)}"')
+    else:
+        out.add(f"**Now:** {tl.current_state}")
     left = {"threads": 0, "decisions": 0, "events": 0}
     decision_budget = out.used + int(0.6 * max(0, max_chars - out.used))
     threads = sorted(tl.threads, key=lambda t: t[-1].at or "", reverse=True)
@@ -140,7 +157,9 @@ def markdown(tl: TimelineData, max_chars: int = 12_000, keep: dict[str, Any] | N
         threads = [t for t in threads if t[-1].ref in _refs(keep["threads"])]
         unpaired = [d for d in unpaired if d.ref in _refs(keep["decisions"])]
     if threads or unpaired:
-        out.add("\n## Decisions (newest first)")
+        out.add(
+            f"\n## {'Decisions' if tl.claims_changes else 'Decision candidates'} (newest first)"
+        )
     for n, t in enumerate(threads):
         line = thread_line(t, gw)
         if (n and out.used + len(line) > decision_budget) or not out.add(
@@ -148,12 +167,16 @@ def markdown(tl: TimelineData, max_chars: int = 12_000, keep: dict[str, Any] | N
         ):
             left["threads"] += 1
     for d in unpaired:
-        line = f"- {d.flag}: {_step(d, gw)}"
+        line = f"- {d.flag}: {_step(d, gw)}" if tl.claims_changes else f"- {_step(d, gw)}"
         if out.used + len(line) > decision_budget or not out.add(line):
             left["decisions"] += 1
     for k, noun, total in (
         ("threads", "decision threads", len(tl.threads)),
-        ("decisions", "decisions", len(_unpaired(tl))),
+        (
+            "decisions",
+            "decisions" if tl.claims_changes else "decision candidates",
+            len(_unpaired(tl)),
+        ),
     ):
         if left[k]:
             out.add(more_line(total - left[k], total, noun, "raise max_output_chars"))
@@ -258,11 +281,13 @@ def budgeted(tl: TimelineData, max_chars: int = 12_000) -> dict[str, Any]:
         "granularity": tl.granularity,
         "first_seen": tl.first_seen.isoformat() if tl.first_seen else None,
         "last_seen": tl.last_seen.isoformat() if tl.last_seen else None,
-        # the Now line without its quotes (they are in `now`), or the whole line when there is none
-        "current_state": short_line(tl.now) if tl.now else tl.current_state,
-        "now": [  # where it stands: `ref` is the citation load_turn_context takes
-            {"ref": s.ref, "at": s.at, "state": s.state, "gist": clip(s.gist, gw)} for s in tl.now
+        # what Now lists (the turns are in `now`), or the whole line when there is none
+        "current_state": short_line(tl.now),
+        "now": [  # the latest substantive turns: `ref` is the citation load_turn_context takes
+            {"ref": s.ref, "at": s.at, "quote": quote(s, _now_width(max_chars, len(tl.now)))}
+            for s in tl.now
         ],
+        "claims_changes": tl.claims_changes,
         "counts": {
             "events": len(tl.events),
             "decisions": len(tl.decisions),
@@ -305,7 +330,15 @@ def budgeted(tl: TimelineData, max_chars: int = 12_000) -> dict[str, Any]:
     )  # the newest thread is the story: it comes first
     take("threads", threads[1:], decision_cap)
     unpaired = sorted(_unpaired(tl), key=lambda d: d.at or "", reverse=True)
-    take("decisions", [{**brief(d), "undoes": d.undoes} for d in unpaired], decision_cap)
+    candidates = [
+        {**brief(d), "undoes": d.undoes}
+        if tl.claims_changes
+        else {"ref": d.ref, "at": d.at, "by": d.by, "gist": clip(d.gist, gw)}
+        for d in unpaired
+    ]
+    first = 0 if out["threads"] else 1  # with no thread, the newest decision is the story
+    take("decisions", candidates[:first], max_chars - newest)
+    take("decisions", candidates[first:], decision_cap)
     files = [f.to_json() for f in tl.files[:5]]
     reserve = min(sum(_size(f) for f in files[:3]), max_chars // 10)
     take("events", events[:1], max_chars)

@@ -159,12 +159,7 @@ def build_timeline(
     ]
     gaps = _dormant(frame)
     decisions, reversals, threads = _decisions(frame, every, rules)
-    now = standing(
-        every,
-        decisions,
-        frame["assistant_text"].str.slice(0, 400).to_list(),
-        rules,
-    )
+    now = standing(every, frame["assistant_text"].str.slice(0, 400).to_list(), rules)
     flagged = {(d.session_id, d.turn): d.flag for d in decisions}
     for e in events:
         e.flag = flagged.get((e.session_id, e.turn), "")
@@ -187,6 +182,7 @@ def build_timeline(
         threads,
         line(now),
         now,
+        claims_changes=rules.claim_changes,
     )
 
 
@@ -254,8 +250,9 @@ def _dormant(frame: pl.DataFrame) -> list[DormantGap]:
 def _decisions(
     frame: pl.DataFrame, every: list[dict[str, Any]], rules: TraceRules
 ) -> tuple[list[Decision], list[Reversal], list[list[DecisionBrief]]]:
-    """Flag the turns that set or change a course, pair each change with the decision it undoes,
-    and chain the pairs into threads (decision -> change -> change ...). `every`: the frame's rows."""
+    """Flag the turns that set or change a course and, when `rules.claim_changes`, pair each change
+    with the decision it undoes and chain the pairs into threads (decision -> change -> change ...).
+    `every`: the frame's rows."""
     keys = TURNS.keys(frame)  # flags and gists are kept per turn for the next trace (turn_memo)
     flags = TURNS.flags(frame, keys)
 
@@ -274,7 +271,8 @@ def _decisions(
         return named[k]
 
     claims = partial(claim, rules=rules)
-    for i, j, sim, shared, others in pair_changes(every, flags, claims=claims, rules=rules):
+    pairs = pair_changes(every, flags, claims=claims, rules=rules) if rules.claim_changes else []
+    for i, j, sim, shared, others in pairs:
         if (
             j not in decisions
         ):  # the undone course was set in a turn without a cue: it is a decision too
@@ -289,7 +287,8 @@ def _decisions(
         parent[i] = j
         paired.append((i, j, shared, sim, alternatives))
     # A change of course is claimed only with its evidence, the earlier course it alters: a
-    # correction or redirect that changes no course of the theme stays a flagged decision.
+    # correction or redirect that changes no course of the theme stays a flagged decision (with
+    # `rules.claim_changes` off, every flagged turn: a decision candidate, no was/now link).
     for d in decisions.values():
         if d.flag != "decision" and d.undoes is None:
             d.flag = "decision"
