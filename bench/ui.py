@@ -113,7 +113,7 @@ def main() -> None:
     import polars as pl
 
     pages: list[tuple[str, str, Callable[[], Any] | None]] = [
-        ("home", "/", lambda: a.sessions().collect()),
+        ("home", "/", lambda: a.sessions("all").collect()),
         ("workspace (largest)", f"/w/{big.id}", lambda: a.sessions(big.id).collect()),
         (
             f"session ({sizes[big.id] // 1000}k-turn workspace, largest)",
