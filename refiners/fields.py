@@ -11,7 +11,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-# A lone surrogate: JavaScript CLIs write one (`\udXXX` in JSON) when they cut a string inside an
+# A lone surrogate: JavaScript CLIs write one (`\ud800`-`\udfff` in JSON) when they cut a string inside an
 # emoji. Python's JSON reader keeps it, and no such string can be encoded (hashed, written, indexed).
 _SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"

@@ -283,19 +283,18 @@ class Searcher:
         return total * self._noise()
 
     def _neighbours(self) -> Neighbours:
-        idx = self.index
-        cached = getattr(idx, "_neighbours", None)
-        if cached is None or cached[0] is not idx.meta:
-            cached = (idx.meta, Neighbours.of(idx.meta))
-            idx._neighbours = cached  # type: ignore[attr-defined]
-        return cached[1]
+        return self._of_meta("_neighbours", Neighbours.of)
 
     def _noise(self) -> np.ndarray:
+        return self._of_meta("_noise", noise_weights)
+
+    def _of_meta(self, name: str, make: Callable[[pl.DataFrame], Any]) -> Any:
+        """`make(meta)`, kept on the index until its meta is swapped (built once per index)."""
         idx = self.index
-        cached = getattr(idx, "_noise", None)
+        cached = getattr(idx, name, None)
         if cached is None or cached[0] is not idx.meta:
-            cached = (idx.meta, noise_weights(idx.meta))
-            idx._noise = cached  # type: ignore[attr-defined]
+            cached = (idx.meta, make(idx.meta))
+            setattr(idx, name, cached)
         return cached[1]
 
     def _by_sentence(
