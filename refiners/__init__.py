@@ -14,6 +14,7 @@ if (
 
 from . import (
     aider,
+    cline,
     claude_code,
     codex,
     continue_cli,
@@ -52,6 +53,7 @@ __all__ = [
     "ToolCall",
     "Turn",
     "aider",
+    "cline",
     "claude_code",
     "codex",
     "continue_cli",

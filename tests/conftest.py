@@ -31,6 +31,10 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "COPILOT_HOME",
         "CONTINUE_GLOBAL_DIR",
         "FACTORY_HOME_OVERRIDE",
+        "CLINE_DIR",
+        "GOOSE_PATH_ROOT",
+        "WSL_DISTRO_NAME",
+        "WSL_INTEROP",
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

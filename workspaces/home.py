@@ -31,9 +31,19 @@ def kimi_code_home() -> Path:
 
 
 def claude_config_dir() -> Path:
-    """Root of Claude Code: `$CLAUDE_CONFIG_DIR` or `~/.claude` (sessions under `projects/`)."""
+    """Claude Code's main root (where `install` writes its settings): the first of
+    `claude_config_dirs()`."""
+    return claude_config_dirs()[0]
+
+
+def claude_config_dirs() -> list[Path]:
+    """Every root of Claude Code (sessions under `projects/`): the comma-separated paths of
+    `$CLAUDE_CONFIG_DIR`, else `~/.claude` and the XDG `$XDG_CONFIG_HOME/claude` (or
+    `~/.config/claude`), which Claude Code uses since 1.0.30 and which tools read beside it."""
     env = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".claude"
+    if env and env.strip(" ,"):
+        return [Path(p.strip()).expanduser() for p in env.split(",") if p.strip()]
+    return [Path.home() / ".claude", _env_or("XDG_CONFIG_HOME", Path.home() / ".config") / "claude"]
 
 
 def codex_home() -> Path:
@@ -93,6 +103,84 @@ def factory_dir() -> Path:
     return _env_or("FACTORY_HOME_OVERRIDE", Path.home()) / ".factory"
 
 
+def cline_dir() -> Path:
+    """Cline's folder (CLI 3 sessions under `data/sessions/`, older tasks under `data/tasks/`):
+    `$CLINE_DIR` or `~/.cline`."""
+    return _env_or("CLINE_DIR", Path.home() / ".cline")
+
+
+# The VS Code family's user folders and the extensions that keep Cline's task format there
+EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
+CLINE_EXTENSIONS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline", "kilocode.kilo-code")
+
+
+def editor_extension_dirs(config: Path | None = None) -> list[Path]:
+    """The globalStorage folders of Cline, Roo Code and Kilo Code under every VS Code–family
+    editor's user folder in `config` (default: the platform's config folder: `~/.config`,
+    `~/Library/Application Support`, `%APPDATA%`) that exist."""
+    base = config if config is not None else Path(platformdirs.user_config_dir(roaming=True))
+    return [
+        d
+        for editor in EDITORS
+        for ext in CLINE_EXTENSIONS
+        if (d := base / editor / "User" / "globalStorage" / ext).is_dir()
+    ]
+
+
+def goose_dir() -> Path:
+    """Goose's data folder (`sessions/`): `$GOOSE_PATH_ROOT/data`, else the XDG data folder's
+    `goose` (`~/.local/share/goose`)."""
+    root = os.environ.get("GOOSE_PATH_ROOT")
+    if root:
+        return Path(root).expanduser() / "data"
+    return _env_or("XDG_DATA_HOME", Path.home() / ".local" / "share") / "goose"
+
+
+WINDOWS_MOUNTS = Path("/mnt")  # where WSL mounts the Windows drives (`/mnt/c`)
+_NOT_USERS = frozenset({"all users", "default", "default user", "defaultuser0", "public"})
+
+
+def in_wsl() -> bool:
+    """Running under the Windows Subsystem for Linux (WSL sets `$WSL_DISTRO_NAME`)."""
+    return bool(os.environ.get("WSL_DISTRO_NAME") or os.environ.get("WSL_INTEROP"))
+
+
+def windows_homes() -> list[Path]:
+    """The Windows users' folders seen from WSL (`/mnt/<drive>/Users/<name>`); none elsewhere."""
+    if not in_wsl():
+        return []
+    try:
+        drives = sorted(d for d in WINDOWS_MOUNTS.iterdir() if len(d.name) == 1)
+    except OSError:
+        return []
+    homes = []
+    for drive in drives:
+        try:
+            users = sorted((drive / "Users").iterdir())
+        except OSError:
+            continue
+        homes += [u for u in users if u.name.lower() not in _NOT_USERS and u.is_dir()]
+    return homes
+
+
+def also_in_windows_homes(roots: list[Path]) -> list[Path]:
+    """`roots`, then each root kept under the home folder also under every Windows user's
+    folder seen from WSL (`~/.claude` -> `/mnt/c/Users/<name>/.claude`), and the Windows
+    editors' extension folders; a root reached twice (a link) is listed once."""
+    home, out = Path.home(), list(roots)
+    for win in windows_homes():
+        out += [win / r.relative_to(home) for r in roots if r.is_relative_to(home)]
+        out += editor_extension_dirs(win / "AppData" / "Roaming")
+    seen: set[str] = set()
+    unique = []
+    for root in out:
+        key = os.path.realpath(root)
+        if key not in seen:
+            seen.add(key)
+            unique.append(root)
+    return unique
+
+
 def qwen_settings_dir() -> Path:
     """Where Qwen Code reads its user settings (`settings.json`): `$QWEN_HOME`, else `~/.qwen`."""
     env = os.environ.get("QWEN_HOME")
@@ -113,20 +201,25 @@ def opencode_config_dir() -> Path:
 
 def default_source_roots() -> list[Path]:
     """The roots `archive-mcp ingest` reads when no path is given: every agent's default home."""
-    return [
-        kimi_share_dir(),
-        kimi_code_home(),
-        claude_config_dir(),
-        codex_home(),
-        gemini_dir(),
-        qwen_home(),
-        opencode_data_dir(),
-        pi_agent_dir(),
-        copilot_home(),
-        continue_home(),
-        factory_dir(),
-        kilo_data_dir(),
-    ]
+    return also_in_windows_homes(
+        [
+            kimi_share_dir(),
+            kimi_code_home(),
+            *claude_config_dirs(),
+            codex_home(),
+            gemini_dir(),
+            qwen_home(),
+            opencode_data_dir(),
+            pi_agent_dir(),
+            copilot_home(),
+            continue_home(),
+            factory_dir(),
+            kilo_data_dir(),
+            cline_dir(),
+            *editor_extension_dirs(),
+            goose_dir(),
+        ]
+    )
 
 
 def config_dir() -> Path:

@@ -165,6 +165,7 @@ class Ingestor:
         by_ws: dict[str, tuple[str | None, list[SessionSource]]] = {}
         purged = self.purged.matcher()
         self._linked = {p: ws.id for ws in self.registry.all() for p in ws.paths}
+        seen: set[tuple[str, str]] = set()  # a session reached through two homes (a link): once
         for path in paths:
             try:
                 found = discover(Path(path))
@@ -175,6 +176,9 @@ class Ingestor:
                 continue
             report.skipped += [Skip(p, r) for p, r in found.skipped]
             for session in found.sessions:
+                if (key := _seen_as(session)) in seen:
+                    continue
+                seen.add(key)
                 ws_id, work_dir = self._identify(session)
                 if self.exclude.match(work_dir):
                     report.excluded += 1  # never copied into raw/, no workspace made for it
@@ -544,3 +548,10 @@ def _rows(res: SessionOutcome) -> int:
 
 def _failed(job: SessionJob, exc: BaseException) -> SessionOutcome:
     return SessionOutcome([], None, 0, [], _reason(exc))
+
+
+def _seen_as(session: SessionSource) -> tuple[str, str]:
+    """A session's identity across homes: its source and the real path of its first file (the
+    same log seen through `~/.claude` and a `~/.config/claude` linked to it is one session)."""
+    first = session.files[0].path if session.files else session.session_dir
+    return session.source, os.path.realpath(first)

