@@ -1,0 +1,281 @@
+"""Reader for Goose (`~/.local/share/goose/sessions/`: JSONL logs, newer builds `sessions.db`).
+
+No Goose build runs here (its CLI is a GitHub-release binary, on neither PyPI nor npm): this
+reader follows block/goose's own session code (`crates/goose/src/session/legacy.rs`,
+`session_manager.rs`, `conversation/message.rs`) and docs/formats.md says so.
+
+* A JSONL log, `<name>.jsonl`: the first line is the session's metadata (`working_dir`,
+  `description`, `message_count`, `total_tokens`, `input_tokens`, `output_tokens` and their
+  `accumulated_*`), then one message a line: `{id, role, created (epoch s), content,
+  metadata {userVisible, agentVisible}}`. `content` items are tagged by `type`: `text`, `image`,
+  `thinking`, `redactedThinking`, `toolRequest {id, toolCall: {status: "success", value: {name,
+  arguments}} | {status: "error", error}}`, `toolResponse {id, toolResult: {status: "success",
+  value: {content, isError} | [content]} | {status: "error", error}}`, `actionRequired`,
+  `toolConfirmationRequest`, `frontendToolRequest`, `systemNotification`, and before Goose 1.14
+  `summarizationRequested` / `contextLengthExceeded` / `conversationCompacted`.
+* `sessions.db` (SQLite, WAL): `sessions (id, name, description, working_dir, session_type,
+  created_at, … token totals)` and `messages (session_id, role, content_json, created_timestamp,
+  metadata_json, …)`. Read read-only in one short transaction, each session exported to a JSONL
+  of the shape above in a private temp folder, which is what is archived (as OpenCode's).
+
+A turn is a user message with text the user sees (an agent-only one is the summary a compaction
+leaves: a compaction of the running turn, its text kept as synthetic); a user message of `toolResponse`s carries results; an assistant message without tool
+requests ends the turn. The log holds no usage per call: each turn's usage is 0, the session's
+totals are in the metadata line. A call the user declined ("The user has declined to run this
+tool…") is a rejected call, as the other readers' (answers.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from .answers import _clip
+from .fields import field_dict, field_list, loads_valid
+from .lines import CallsBuilder, LogReader, Record
+from .model import Step, ToolCall, output_to_text
+from .opencode import _export_dir, _text, _write
+from .sources import (
+    Discovery,
+    SessionSource,
+    SourceFile,
+    head_records,
+    is_dir,
+    is_file,
+    jsonl_sessions,
+    register,
+)
+
+SOURCE = "goose"
+DB = "sessions.db"
+COMPACTION = frozenset({"summarizationRequested", "contextLengthExceeded", "conversationCompacted"})
+QUIET = frozenset(
+    {"image", "redactedThinking", "toolConfirmationRequest", "systemNotification", "actionRequired"}
+)
+_DECLINED = "declined to run this tool"
+
+
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _result(item: dict[str, Any]) -> tuple[str, bool]:
+    """A `toolResponse`'s text and whether it failed."""
+    result = field_dict(item, "toolResult")
+    if result.get("status") != "success":
+        return str(result.get("error") or ""), True
+    value = result.get("value")
+    if isinstance(value, dict):
+        content, failed = value.get("content"), value.get("isError") is True
+    else:
+        content, failed = value, False
+    parts = [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+    # Goose sends a result twice, for the model and for the user (`annotations.audience`)
+    for_model = [
+        p for p in parts if "user" not in (field_dict(p, "annotations").get("audience") or [])
+    ]
+    return output_to_text(for_model or parts), failed
+
+
+class GooseTurnBuilder(CallsBuilder):
+    def feed(self, record: Record) -> None:
+        rec = record.data
+        if "role" not in rec:  # the metadata line
+            if "working_dir" in rec:
+                self.version = "jsonl"
+                return
+            self.unknown_type("no role")
+            return
+        items = [c for c in field_list(rec, "content") if isinstance(c, dict)]
+        ts = _seconds(rec.get("created"))
+        seen = field_dict(rec, "metadata").get("userVisible") is not False
+        if rec.get("role") == "user":
+            self._user(items, ts, seen, record)
+        elif rec.get("role") == "assistant" and self.turns:
+            self._assistant(items, ts)
+        else:
+            self.unknown_type(f"role {rec.get('role')}")
+
+    def _user(
+        self, items: list[dict[str, Any]], ts: float | None, seen: bool, record: Record
+    ) -> None:
+        text = "\n".join(str(c.get("text") or "") for c in items if c.get("type") == "text")
+        for item in items:
+            if item.get("type") == "toolResponse" and (call := self.calls.get(str(item.get("id")))):
+                output, failed = _result(item)
+                call.result = {"is_error": failed, "message": "", "output": output}
+                call.result_at = ts
+                if _DECLINED in output.lower():
+                    call.approval = "reject"
+                    self.turns[-1].answers.append(f"[rejected {call.name}]")
+            elif item.get("type") == "actionRequired" and self.turns:
+                data = field_dict(item, "data")
+                if data.get("actionType") == "elicitationResponse":
+                    reply = json.dumps(data.get("user_data"), ensure_ascii=False)
+                    self.turns[-1].answers.append(f"[answer] {_clip(reply)}")
+        if text.strip() and seen:
+            self.open(text, ts, record)
+        elif text.strip() and self.turns:  # agent-only: the summary a compaction leaves
+            self.turns[-1].synthetic_text = text
+            self.turns[-1].compactions += 1
+
+    def _assistant(self, items: list[dict[str, Any]], ts: float | None) -> None:
+        cur = self.turns[-1]
+        step = Step(n=len(cur.steps) + 1)
+        texts, thoughts = [], []
+        for item in items:
+            kind = str(item.get("type"))
+            if kind == "text":
+                texts.append(str(item.get("text") or ""))
+            elif kind == "thinking":
+                thoughts.append(str(item.get("thinking") or ""))
+            elif kind in ("toolRequest", "frontendToolRequest"):
+                step.tool_calls.append(self._call(item, ts))
+            elif kind in COMPACTION:
+                cur.compactions += 1
+            elif kind not in QUIET:
+                self.unknown_type(kind)
+        step.text, step.think = "\n".join(texts), "\n".join(thoughts)
+        cur.steps.append(step)
+        cur.last_at = ts if ts is not None else cur.last_at
+        if not step.tool_calls and step.text:
+            cur.end, cur.reason = "ended", "completed"
+
+    def _call(self, item: dict[str, Any], ts: float | None) -> ToolCall:
+        request = field_dict(item, "toolCall")
+        value = field_dict(request, "value")
+        call = ToolCall(
+            id=str(item.get("id") or ""),
+            name=str(value.get("name") or ""),
+            arguments=json.dumps(value.get("arguments") or {}, ensure_ascii=False),
+            called_at=ts,
+        )
+        if request.get("status") == "error":  # the model's call could not be read
+            call.result = {"is_error": True, "message": "", "output": str(request.get("error"))}
+        self.calls[call.id] = call
+        return call
+
+
+# --- discovery ----------------------------------------------------------------------------------
+
+
+def _header(path: Path) -> dict[str, Any] | None:
+    head = head_records(path, limit=1, max_bytes=1 << 16)
+    ok = head and "working_dir" in head[0] and "role" not in head[0]
+    return head[0] if ok else None
+
+
+def _session(path: Path, header: dict[str, Any]) -> SessionSource:
+    cwd, title = header.get("working_dir"), header.get("description") or header.get("name")
+    return SessionSource(
+        SOURCE,
+        str(header.get("id") or path.stem),
+        SOURCE,
+        [cwd] if isinstance(cwd, str) and cwd else [],
+        title if isinstance(title, str) and title else None,
+        path.parent,
+        [SourceFile("main", path.name, path)],
+    )
+
+
+def read_db(db: Path) -> list[dict[str, Any]] | None:
+    """Every session of a Goose `sessions.db` with its messages, read-only in one transaction;
+    None when the database is not Goose's (another agent's `sessions.db`: Cline's)."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    con.text_factory = _text  # text that is not UTF-8 must not stop the read
+    try:
+        con.execute("PRAGMA query_only = 1")
+        con.execute("BEGIN")
+        if "content_json" not in {d[1] for d in con.execute("PRAGMA table_info(messages)")}:
+            return None
+        cols = [d[1] for d in con.execute("PRAGMA table_info(sessions)")]
+        sessions = [
+            dict(zip(cols, row, strict=True)) for row in con.execute("SELECT * FROM sessions")
+        ]
+        messages: dict[str, list[dict[str, Any]]] = {}
+        for sid, role, content, created, meta in con.execute(
+            "SELECT session_id, role, content_json, created_timestamp, metadata_json"
+            " FROM messages ORDER BY session_id, id"
+        ):
+            messages.setdefault(sid, []).append(
+                {
+                    "role": role,
+                    "created": created,
+                    "content": _loads(content, []),
+                    "metadata": _loads(meta, {}),
+                }
+            )
+        con.execute("COMMIT")
+    finally:
+        con.close()
+    for s in sessions:
+        s["messages"] = messages.get(str(s.get("id")), [])
+    return sessions
+
+
+def _loads(text: Any, default: Any) -> Any:
+    try:
+        return loads_valid(text) if isinstance(text, str) else default
+    except (ValueError, RecursionError):
+        return default
+
+
+def export_lines(session: dict[str, Any]) -> bytes:
+    """A database session as the JSONL Goose wrote before its database: metadata, messages."""
+    head = {k: v for k, v in session.items() if k != "messages"}
+    lines = [json.dumps(head, sort_keys=True, ensure_ascii=False, default=str)]
+    lines += [json.dumps(m, sort_keys=True, ensure_ascii=False) for m in session["messages"]]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _db_sessions(db: Path, found: Discovery) -> set[str]:
+    """The sessions of `db`, exported; their ids (a JSONL log with one of them was imported)."""
+    try:
+        sessions = read_db(db)
+    except sqlite3.Error as exc:
+        found.skipped.append((str(db), f"could not read the Goose database: {exc}"))
+        return set()
+    if sessions is None:
+        return set()
+    folder = _export_dir(db)
+    ids = set()
+    for s in sessions:
+        sid = str(s.get("id") or "")
+        if not sid:
+            continue
+        export = folder / f"{hashlib.sha1(sid.encode()).hexdigest()[:20]}.jsonl"
+        _write(export, export_lines(s))
+        session = _session(export, s)
+        session.session_id, session.session_dir = sid, db.parent
+        session.files = [SourceFile("main", "session.jsonl", export, whole=True)]
+        found.sessions.append(session)
+        ids.add(sid)
+    return ids
+
+
+def discover(path: Path) -> Discovery | None:
+    """Goose sessions under `path` (its data folder, `sessions/`, `sessions.db` or one JSONL
+    log), or None when `path` is not shaped like one."""
+    if is_file(path):
+        if path.name == DB:
+            found = Discovery()
+            _db_sessions(path, found)
+            return found if found.sessions or found.skipped else None
+        header = _header(path) if path.suffix == ".jsonl" else None
+        return Discovery([_session(path, header)]) if header is not None else None
+    folder = path / "sessions" if is_dir(path / "sessions") else path
+    found = Discovery()
+    ids = _db_sessions(folder / DB, found) if is_file(folder / DB) else set()
+    logs = Discovery()
+    jsonl_sessions(folder, logs, _header, _session)
+    found.sessions += [s for s in logs.sessions if s.session_id not in ids]
+    return found if found.sessions or found.skipped else None
+
+
+READER = register(
+    LogReader(SOURCE, "Goose", lambda path, index, protocol: GooseTurnBuilder(index), discover, 30)
+)
+parse_wire = READER.parse
