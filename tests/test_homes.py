@@ -1,0 +1,104 @@
+"""Claude Code's other homes (`~/.config/claude`, several `CLAUDE_CONFIG_DIR` paths) and the
+agents' homes in the Windows users' folders seen from WSL, all under fake homes in tmp_path; one
+session seen through two homes is archived once."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from archive_mcp.workspaces import home as homes
+
+from archive_mcp import Archive
+
+CLAUDE = Path(__file__).parent / "fixtures" / "real-cli" / "claude-2.1.197" / "dot-claude"
+CLINE = Path(__file__).parent / "fixtures" / "real-cli" / "cline-3.0.65" / "dot-cline"
+SESSION = "5e1f0c2a-7b3d-4c8e-9a61-2f4d8b0c6e13"
+
+
+@pytest.fixture
+def user_home(tmp_path: Path) -> Path:
+    return tmp_path / "user-home"  # $HOME in the tests (conftest)
+
+
+def sessions(report: Any) -> list[tuple[str, str]]:
+    frame = Archive(embedder=None).sessions("all").collect()
+    return sorted(zip(frame["source"], frame["session_id"], strict=True))
+
+
+def test_the_xdg_claude_home_is_read_beside_the_dot_claude_one(user_home: Path) -> None:
+    shutil.copytree(CLAUDE, user_home / ".config" / "claude")
+    assert homes.claude_config_dirs() == [user_home / ".claude", user_home / ".config" / "claude"]
+    report = Archive(embedder=None).ingest()
+    assert [Path(r["path"]) for r in report.roots if r["found"]] == [
+        user_home / ".config" / "claude"
+    ]
+    assert (report.sessions, report.skipped) == (1, [])
+    assert sessions(report) == [("claude-code", SESSION)]
+
+
+def test_claude_config_dir_may_name_several_homes(tmp_path: Path, monkeypatch: Any) -> None:
+    shutil.copytree(CLAUDE, tmp_path / "work-claude")
+    (tmp_path / "empty-claude").mkdir()
+    monkeypatch.setenv(
+        "CLAUDE_CONFIG_DIR", f"{tmp_path / 'empty-claude'}, {tmp_path / 'work-claude'},"
+    )
+    assert homes.claude_config_dirs() == [tmp_path / "empty-claude", tmp_path / "work-claude"]
+    assert homes.claude_config_dir() == tmp_path / "empty-claude"  # where `install` writes
+    report = Archive(embedder=None).ingest()
+    found = [Path(r["path"]) for r in report.roots if r["found"]]
+    assert found == [tmp_path / "empty-claude", tmp_path / "work-claude"]
+    assert report.sessions == 1
+
+
+def test_a_home_linked_under_another_name_is_archived_once(user_home: Path) -> None:
+    shutil.copytree(CLAUDE, user_home / ".claude")
+    (user_home / ".config").mkdir()
+    (user_home / ".config" / "claude").symlink_to(user_home / ".claude")
+    assert homes.default_source_roots().count(user_home / ".config" / "claude") == 0
+    report = Archive(embedder=None).ingest(user_home / ".claude", user_home / ".config" / "claude")
+    assert (report.sessions, report.files, report.skipped) == (1, 2, [])  # a log and its subagent
+    assert sessions(report) == [("claude-code", SESSION)]
+    again = Archive(embedder=None).ingest(user_home / ".config" / "claude")
+    assert again.files_changed == 0  # the same files, already archived
+
+
+def test_windows_homes_seen_from_wsl_are_read_for_every_agent(
+    tmp_path: Path, user_home: Path, monkeypatch: Any
+) -> None:
+    mounts = tmp_path / "mnt"
+    alice = mounts / "c" / "Users" / "Alice"
+    shutil.copytree(CLAUDE, alice / ".claude")
+    shutil.copytree(CLINE, alice / ".cline")
+    (mounts / "c" / "Users" / "Public" / ".claude").mkdir(parents=True)  # not a user's
+    (mounts / "wsl").mkdir()  # not a drive
+    monkeypatch.setattr(homes, "WINDOWS_MOUNTS", mounts)
+    assert homes.windows_homes() == []  # not under WSL: nothing looked for
+    monkeypatch.setenv("WSL_DISTRO_NAME", "Ubuntu")
+    assert homes.windows_homes() == [alice]
+    roots = homes.default_source_roots()
+    native = [r for r in roots if not r.is_relative_to(mounts)]
+    assert roots[: len(native)] == native  # this home's first, then the Windows users' ones
+    assert alice / ".claude" in roots and alice / ".config" / "claude" in roots
+    assert alice / ".cline" in roots and alice / ".copilot" in roots
+    report = Archive(embedder=None).ingest()
+    assert [Path(r["path"]) for r in report.roots if r["found"]] == [
+        alice / ".claude",
+        alice / ".cline",
+    ]
+    assert (report.sessions, report.skipped) == (2, [])
+    assert sessions(report) == [("claude-code", SESSION), ("cline", "1796439758053_671bh")]
+
+
+def test_the_windows_editors_extension_folders_are_read_from_wsl(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    mounts = tmp_path / "mnt"
+    roaming = mounts / "c" / "Users" / "Bob" / "AppData" / "Roaming"
+    ext = roaming / "Code" / "User" / "globalStorage" / "saoudrizwan.claude-dev"
+    ext.mkdir(parents=True)
+    monkeypatch.setattr(homes, "WINDOWS_MOUNTS", mounts)
+    monkeypatch.setenv("WSL_DISTRO_NAME", "Ubuntu")
+    assert ext in homes.default_source_roots()
