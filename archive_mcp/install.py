@@ -25,6 +25,9 @@ Where each agent reads user-scope MCP servers:
   OpenCode's entry (`kilo mcp list` lists it)
 - droid (Factory Droid): `~/.factory/mcp.json`, `mcpServers`, an entry as `droid mcp add` writes
   it (`"type": "stdio"`)
+- cline (Cline CLI 3 and its VS Code extension): `~/.cline/data/settings/cline_mcp_settings.json`
+  (`$CLINE_DIR`), `mcpServers`, an entry as `cline mcp add --yes` writes it (3.0.65: `{"transport":
+  {"type": "stdio", "command", "args"}}`)
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from archive_mcp.workspaces import (
     atomic_write_json,
     atomic_write_text,
     claude_config_dir,
+    cline_dir,
     codex_home,
     config_dir,
     copilot_home,
@@ -71,6 +75,7 @@ AGENTS = (
     "copilot",
     "droid",
     "kilo",
+    "cline",
 )
 # the session-end hook installed with an agent's server: Claude Code's and Gemini CLI's
 # `SessionEnd` hook (settings.json), Codex's `notify` program (config.toml, run after each turn),
@@ -113,6 +118,8 @@ def config_file(agent: str) -> Path:
         return factory_dir() / "mcp.json"
     if agent == "kilo":
         return kilo_config_dir() / "kilo.json"
+    if agent == "cline":
+        return cline_dir() / "data" / "settings" / "cline_mcp_settings.json"
     raise InvalidArgument(f"unknown agent {agent!r}; one of: {', '.join(AGENTS)}")
 
 
@@ -155,6 +162,8 @@ def entry_for(agent: str, command: list[str]) -> Any:
         return {"type": "local", "command": command[0], "args": command[1:], "tools": ["*"]}
     if agent == "droid":
         return {"type": "stdio", "command": command[0], "args": command[1:]}
+    if agent == "cline":
+        return {"transport": {"type": "stdio", "command": command[0], "args": command[1:]}}
     return {"command": command[0], "args": command[1:]}
 
 

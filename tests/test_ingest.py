@@ -323,8 +323,8 @@ def test_a_directory_that_is_not_a_session_is_reported(tmp_path: Path) -> None:
         (
             "photos",
             "not a session log or log folder of any known agent (Kimi Code, Kimi CLI, Qwen Code, "
-            "Pi, GitHub Copilot CLI, Factory Droid, Continue, Claude Code, OpenCode, Kilo Code, "
-            "Codex CLI, Gemini CLI, Aider)",
+            "Pi, GitHub Copilot CLI, Cline, Roo Code, Kilo Code (VS Code), Factory Droid, "
+            "Continue, Claude Code, Goose, OpenCode, Kilo Code, Codex CLI, Gemini CLI, Aider)",
         ),
         ("missing", "does not exist"),
     ]

@@ -65,7 +65,7 @@ def json_states(key: str, other: str) -> list[str | None]:
     ]
 
 
-for _agent in ("kimi", "kimi-code", "qwen", "opencode", "copilot", "droid", "kilo"):
+for _agent in ("kimi", "kimi-code", "qwen", "opencode", "copilot", "droid", "kilo", "cline"):
     BEFORE[_agent] = json_states(
         servers_key(_agent), OTHER.get(_agent, '{"command": "x", "args": []}')
     )
@@ -95,6 +95,9 @@ def test_the_files_are_where_each_agent_reads_user_scope_servers(
     assert config_file("copilot") == HOME() / ".copilot" / "mcp-config.json"
     assert config_file("droid") == HOME() / ".factory" / "mcp.json"
     assert config_file("kilo") == HOME() / ".config" / "kilo" / "kilo.json"
+    assert (
+        config_file("cline") == HOME() / ".cline" / "data" / "settings" / "cline_mcp_settings.json"
+    )
     jsonc = HOME() / ".config" / "opencode" / "opencode.jsonc"  # `opencode mcp add` edits it
     jsonc.parent.mkdir(parents=True)
     jsonc.write_text("{}", encoding="utf-8")
@@ -112,6 +115,7 @@ def test_the_files_are_where_each_agent_reads_user_scope_servers(
         ("XDG_CONFIG_HOME", "opencode", "opencode/opencode.json"),
         ("COPILOT_HOME", "copilot", "mcp-config.json"),
         ("FACTORY_HOME_OVERRIDE", "droid", ".factory/mcp.json"),
+        ("CLINE_DIR", "cline", "data/settings/cline_mcp_settings.json"),
     ]:
         monkeypatch.setenv(var, str(tmp_path / var))
         assert config_file(agent) == tmp_path / var / name
@@ -136,6 +140,10 @@ def test_each_agent_gets_the_entry_its_own_loader_reads() -> None:
         "args": ["serve"],
     }
     assert entry_for("claude-code", cmd)["type"] == "stdio"
+    # as `cline mcp add NAME --yes -- CMD ARGS` writes it (3.0.65)
+    assert entry_for("cline", cmd) == {
+        "transport": {"type": "stdio", "command": "/bin/archive-mcp", "args": ["serve"]}
+    }
 
 
 @pytest.mark.parametrize(("agent", "before"), CASES)

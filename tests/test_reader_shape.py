@@ -85,15 +85,19 @@ def test_every_reader_but_aider_is_a_log_reader_of_the_shared_loop() -> None:
     assert kinds == {
         "aider": FileReader.__name__,
         "claude-code": "LogReader",
+        "cline": FileReader.__name__,  # JSON documents rewritten whole (Roo Code's, Kilo Code's)
         "codex": "LogReader",
         "continue": FileReader.__name__,  # one JSON document a session
         "copilot": "LogReader",
         "droid": "LogReader",
         "gemini": "LogReader",
+        "goose": "LogReader",
         "kilo": "LogReader",
+        "kilo-code": FileReader.__name__,
         "kimi": "LogReader",
         "kimi-code": "LogReader",
         "opencode": "LogReader",
         "pi": "LogReader",
         "qwen-code": "LogReader",
+        "roo-code": FileReader.__name__,
     }
