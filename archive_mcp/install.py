@@ -28,6 +28,9 @@ Where each agent reads user-scope MCP servers:
 - cline (Cline CLI 3 and its VS Code extension): `~/.cline/data/settings/cline_mcp_settings.json`
   (`$CLINE_DIR`), `mcpServers`, an entry as `cline mcp add --yes` writes it (3.0.65: `{"transport":
   {"type": "stdio", "command", "args"}}`)
+- goose: `~/.config/goose/config.yaml` (`$GOOSE_PATH_ROOT/config`, `$XDG_CONFIG_HOME`),
+  `extensions`, a stdio extension as Goose's docs show it (`name`, `cmd`, `args`, `enabled`,
+  `envs`, `type`, `timeout`); the block is inserted under `extensions:` as text
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.workspaces import (
     atomic_write_json,
@@ -55,6 +60,7 @@ from archive_mcp.workspaces import (
     copilot_home,
     factory_dir,
     gemini_dir,
+    goose_config_dir,
     kilo_config_dir,
     kimi_code_home,
     kimi_share_dir,
@@ -76,6 +82,7 @@ AGENTS = (
     "droid",
     "kilo",
     "cline",
+    "goose",
 )
 # the session-end hook installed with an agent's server: Claude Code's and Gemini CLI's
 # `SessionEnd` hook (settings.json), Codex's `notify` program (config.toml, run after each turn),
@@ -88,7 +95,8 @@ HOOKS = {
     "kimi-code": "kimi-code-hook",
 }
 HOOK = HOOKS["claude-code"]
-TOML = ("codex", "codex-notify", "kimi-hook", "kimi-code-hook")  # the others are JSON
+TOML = ("codex", "codex-notify", "kimi-hook", "kimi-code-hook")
+YAML = ("goose",)  # the others are JSON
 MARK = "# archive-mcp session-end"  # ends the hook's command: how uninstall finds its own
 
 
@@ -120,6 +128,8 @@ def config_file(agent: str) -> Path:
         return kilo_config_dir() / "kilo.json"
     if agent == "cline":
         return cline_dir() / "data" / "settings" / "cline_mcp_settings.json"
+    if agent == "goose":
+        return goose_config_dir() / "config.yaml"
     raise InvalidArgument(f"unknown agent {agent!r}; one of: {', '.join(AGENTS)}")
 
 
@@ -164,6 +174,16 @@ def entry_for(agent: str, command: list[str]) -> Any:
         return {"type": "stdio", "command": command[0], "args": command[1:]}
     if agent == "cline":
         return {"transport": {"type": "stdio", "command": command[0], "args": command[1:]}}
+    if agent == "goose":
+        return {
+            "name": NAME,
+            "cmd": command[0],
+            "args": command[1:],
+            "enabled": True,
+            "envs": {},
+            "type": "stdio",
+            "timeout": 300,
+        }
     return {"command": command[0], "args": command[1:]}
 
 
@@ -191,7 +211,8 @@ def registered(agent: str, path: Path | None = None) -> bool:
 
 def servers_key(agent: str) -> str:
     """The member of `agent`'s config that holds its MCP servers."""
-    return {"codex": "mcp_servers", "opencode": "mcp", "kilo": "mcp"}.get(agent, "mcpServers")
+    keys = {"codex": "mcp_servers", "opencode": "mcp", "kilo": "mcp", "goose": "extensions"}
+    return keys.get(agent, "mcpServers")
 
 
 def _what(agent: str) -> str:
@@ -224,6 +245,8 @@ def plan_install(agent: str, command: list[str] | None = None) -> Change:
         after, snippet, at = _toml_append(before or "", "[[hooks]]", entry)
     elif agent in HOOKS.values():
         after, snippet, at = _json_insert_at(before or "", ["hooks", "SessionEnd"], None, entry)
+    elif agent in YAML:
+        after, snippet, at = _yaml_insert(before or "", servers_key(agent), entry)
     else:
         after, snippet, at = _json_insert_at(before or "", [servers_key(agent)], NAME, entry)
     _check(agent, path, after, present=True)
@@ -258,6 +281,10 @@ def plan_uninstall(agent: str) -> Change:
         after = _toml_remove(before, re.compile(r"^\[\[hooks\]\][ \t]*$", re.M), MARK)
     elif agent in HOOKS.values():
         after = _hook_remove(before)
+    elif agent in YAML:
+        data = _load(agent, before)
+        data[servers_key(agent)].pop(NAME)
+        after = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     else:
         after = _json_remove(before, servers_key(agent))
     _check(agent, path, after, present=False)
@@ -457,6 +484,40 @@ def _toml_remove(text: str, header: re.Pattern[str] | None = None, mark: str = "
     return text
 
 
+# --- YAML (Goose): one block inserted under the top-level mapping `key`, textually -------------
+_YAML_KEY = r"^{}:[ \t]*(#.*)?$"
+
+
+def _yaml_insert(text: str, key: str, entry: dict[str, Any]) -> tuple[str, str, int]:
+    """`NAME: entry` as the first member of the block mapping `key` (appended with `key` when the
+    file has none); the indent is the mapping's own, else two spaces. A `key` written another
+    way (`extensions: {}`) gets the whole file dumped again (no snippet: uninstall edits it
+    structurally too)."""
+    found = re.search(_YAML_KEY.format(re.escape(key)), text, re.M)
+    if not found and re.search(rf"^{re.escape(key)}[ \t]*:", text, re.M):
+        data = _load("goose", text)
+        servers = data.get(key) if isinstance(data.get(key), dict) else {}
+        data[key] = {NAME: entry, **servers}
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True), "", 0
+    after_key = found.end() + 1 if found else len(text)
+    nxt = re.search(r"^([ \t]+)\S", text[after_key:], re.M) if found else None
+    ind = nxt.group(1) if nxt and not text[after_key : after_key + nxt.start()].strip() else "  "
+    body = yaml.safe_dump({NAME: entry}, sort_keys=False, default_flow_style=False)
+    block = "".join(ind + line for line in body.splitlines(keepends=True))
+    if found:
+        at = min(after_key, len(text))
+        prefix = "" if text[:at].endswith("\n") else "\n"
+        snippet = prefix + block
+        return text[:at] + snippet + text[at:], snippet, at
+    sep = "" if not text or text.endswith("\n") else "\n"
+    snippet = f"{sep}{key}:\n{block}"
+    return text + snippet, snippet, len(text)
+
+
+def _kind(agent: str) -> str:
+    return "TOML" if agent in TOML else "YAML" if agent in YAML else "JSON"
+
+
 # --- checks -----------------------------------------------------------------------------------
 def _read(path: Path) -> str | None:
     try:
@@ -468,7 +529,14 @@ def _read(path: Path) -> str | None:
 def _load(agent: str, text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
-    data = tomllib.loads(text) if agent in TOML else json.loads(text)
+    if agent in YAML:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(str(exc)) from None
+        data = {} if data is None else data
+    else:
+        data = tomllib.loads(text) if agent in TOML else json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("the top level is not an object")
     return data
@@ -515,7 +583,7 @@ def _check(agent: str, path: Path, text: str, present: bool) -> None:
         _load(agent, text)
     except ValueError as exc:
         raise InvalidArgument(
-            f"{path} is not valid {'TOML' if agent in TOML else 'JSON'} ({exc}); fix it or "
+            f"{path} is not valid {_kind(agent)} ({exc}); fix it or "
             f"register the server by hand: command {' '.join(server_command())}"
         ) from None
     if _registered(agent, text) != present:

@@ -11,7 +11,7 @@ reader follows block/goose's own session code (`crates/goose/src/session/legacy.
   `thinking`, `redactedThinking`, `toolRequest {id, toolCall: {status: "success", value: {name,
   arguments}} | {status: "error", error}}`, `toolResponse {id, toolResult: {status: "success",
   value: {content, isError} | [content]} | {status: "error", error}}`, `actionRequired`,
-  `toolConfirmationRequest`, `frontendToolRequest`, `systemNotification`, and before Goose 1.14
+  `toolConfirmationRequest`, `frontendToolRequest`, `systemNotification`, and in older builds
   `summarizationRequested` / `contextLengthExceeded` / `conversationCompacted`.
 * `sessions.db` (SQLite, WAL): `sessions (id, name, description, working_dir, session_type,
   created_at, … token totals)` and `messages (session_id, role, content_json, created_timestamp,

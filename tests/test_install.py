@@ -140,6 +140,15 @@ def test_each_agent_gets_the_entry_its_own_loader_reads() -> None:
         "args": ["serve"],
     }
     assert entry_for("claude-code", cmd)["type"] == "stdio"
+    assert entry_for("goose", cmd) == {  # a stdio extension as Goose's config docs show one
+        "name": "archive-mcp",
+        "cmd": "/bin/archive-mcp",
+        "args": ["serve"],
+        "enabled": True,
+        "envs": {},
+        "type": "stdio",
+        "timeout": 300,
+    }
     # as `cline mcp add NAME --yes -- CMD ARGS` writes it (3.0.65)
     assert entry_for("cline", cmd) == {
         "transport": {"type": "stdio", "command": "/bin/archive-mcp", "args": ["serve"]}
@@ -501,3 +510,54 @@ def test_the_real_kimi_cli_runs_the_session_end_hook_and_the_session_is_archived
     assert found, "the SessionEnd hook did not archive the session"
     assert run("uninstall", "kimi", "--yes")[0] == 0
     assert (share / "config.toml").read_text(encoding="utf-8") == KIMI_SCRIPTED
+
+
+GOOSE = [
+    None,
+    "",
+    "GOOSE_MODEL: x",  # no final newline
+    "GOOSE_PROVIDER: openai\nextensions:\n  developer:\n    enabled: true\n    type: builtin\n",
+    "extensions:  # mine\n    developer:\n        type: builtin\nGOOSE_MODEL: x\n",  # 4 spaces
+]
+
+
+@pytest.mark.parametrize("before", GOOSE)
+def test_goose_gets_an_extension_under_extensions_and_uninstall_restores_the_yaml(
+    before: str | None,
+) -> None:
+    import yaml
+
+    path = config_file("goose")
+    assert path == HOME() / ".config" / "goose" / "config.yaml"
+    if before is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(before, encoding="utf-8")
+    code, out = run("install", "goose", "--yes")
+    assert code == 0, out
+    new = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert new["extensions"].pop("archive-mcp") == entry_for("goose", server_command())
+    old = yaml.safe_load(before or "") or {}
+    assert {k: v for k, v in new.items() if v or k in old} == old  # the rest kept
+    code, out = run("install", "goose", "--yes")
+    assert out == f"goose: archive-mcp is already registered in {path}; nothing to do\n"
+    code, out = run("uninstall", "goose", "--yes")
+    assert code == 0, out
+    assert (path.read_bytes() if path.exists() else None) == (
+        None if before is None else before.encode()
+    )
+
+
+def test_a_goose_extensions_mapping_written_inline_is_edited_structurally() -> None:
+    import yaml
+
+    path = config_file("goose")
+    path.parent.mkdir(parents=True)
+    path.write_text("extensions: {developer: {type: builtin}}\nX: 1\n", encoding="utf-8")
+    assert run("install", "goose", "--yes")[0] == 0
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert list(data["extensions"]) == ["archive-mcp", "developer"] and data["X"] == 1
+    assert run("uninstall", "goose", "--yes")[0] == 0
+    assert yaml.safe_load(path.read_text(encoding="utf-8")) == {
+        "extensions": {"developer": {"type": "builtin"}},
+        "X": 1,
+    }

@@ -39,7 +39,7 @@ def claude_config_dir() -> Path:
 def claude_config_dirs() -> list[Path]:
     """Every root of Claude Code (sessions under `projects/`): the comma-separated paths of
     `$CLAUDE_CONFIG_DIR`, else `~/.claude` and the XDG `$XDG_CONFIG_HOME/claude` (or
-    `~/.config/claude`), which Claude Code uses since 1.0.30 and which tools read beside it."""
+    `~/.config/claude`), where newer Claude Code builds may keep them (ccusage reads both)."""
     env = os.environ.get("CLAUDE_CONFIG_DIR")
     if env and env.strip(" ,"):
         return [Path(p.strip()).expanduser() for p in env.split(",") if p.strip()]
@@ -134,6 +134,15 @@ def goose_dir() -> Path:
     if root:
         return Path(root).expanduser() / "data"
     return _env_or("XDG_DATA_HOME", Path.home() / ".local" / "share") / "goose"
+
+
+def goose_config_dir() -> Path:
+    """Goose's config folder (`config.yaml`): `$GOOSE_PATH_ROOT/config`, else the XDG config
+    folder's `goose` (`~/.config/goose`)."""
+    root = os.environ.get("GOOSE_PATH_ROOT")
+    if root:
+        return Path(root).expanduser() / "config"
+    return _env_or("XDG_CONFIG_HOME", Path.home() / ".config") / "goose"
 
 
 WINDOWS_MOUNTS = Path("/mnt")  # where WSL mounts the Windows drives (`/mnt/c`)
