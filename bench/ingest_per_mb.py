@@ -1,5 +1,5 @@
 """End-to-end ingest cost per MB: `archive-mcp ingest` of an Aider history, of Claude Code logs and
-of one session each of Pi, the Copilot CLI, Continue and Droid, each about 1 MB, beside a tiny
+of one session each of Pi, the Copilot CLI, Continue, Droid, Cline and Goose, each about 1 MB, beside a tiny
 ingest whose cost is the command's own (start-up, imports, store).
 
     python bench/ingest_per_mb.py [--rounds 5] [--mb 1.0]
@@ -11,9 +11,10 @@ repository's genuine fixtures: Aider's history of `tests/fixtures/real-cli/aider
 to ~`--mb` MB (its input history with it, as `readers_speed.py` builds it), the Claude Code logs
 of `tests/fixtures/real/claude` copied until ~`--mb` MB with each copy's session ids changed (so
 each copy is a session of its own), and the Aider fixture as written (2.5 kB) for the fixed cost.
-Pi, Copilot CLI, Continue and Droid: the genuine session of each in `tests/fixtures/real-cli`,
-its records after the first (the header) repeated to ~`--mb` MB in one session (Continue: its
-`history` items), so the turns are the genuine ones, many times over.
+Pi, Copilot CLI, Continue, Droid and Cline: the genuine session of each in
+`tests/fixtures/real-cli`, its records after the first (the header) repeated to ~`--mb` MB in one
+session (Continue: its `history` items; Cline: its `messages`), so the turns are the genuine ones,
+many times over; Goose likewise from its fixture built from the documented format.
 Cases run interleaved, `--rounds` times; the median and range of each is printed, and each big
 case's cost above the tiny one, per MB. Prints numbers only, no log content.
 """
@@ -71,6 +72,8 @@ NEW_AGENTS = {  # fixture home -> its session log, under tests/fixtures/real-cli
     "copilot 1.0": ("copilot-1.0.102/dot-copilot", "events.jsonl"),
     "continue 1.5": ("continue-1.5.47/dot-continue", "????????-*.json"),
     "droid 0.225": ("droid-0.225.2/dot-factory", "*.jsonl"),
+    "cline 3.0": ("cline-3.0.65/dot-cline", "1*.messages.json"),
+    "goose (built fixture)": ("../goose", "*.jsonl"),  # no Goose build runs here
 }
 
 
@@ -83,7 +86,8 @@ def one_long_session(name: str, dst: Path, mb: float) -> tuple[Path, Path]:
     times = max(1, int(mb * 1e6 / log.stat().st_size))
     if log.suffix == ".json":
         doc = json.loads(log.read_bytes())
-        doc["history"] = doc["history"] * times
+        key = "history" if "history" in doc else "messages"  # Continue's, Cline's
+        doc[key] = doc[key] * times
         log.write_text(json.dumps(doc), encoding="utf-8")
     else:
         head, *body = log.read_bytes().splitlines(keepends=True)

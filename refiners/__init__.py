@@ -14,8 +14,8 @@ if (
 
 from . import (
     aider,
-    cline,
     claude_code,
+    cline,
     codex,
     continue_cli,
     copilot,

@@ -215,15 +215,33 @@ def _sdk_output(content: Any) -> tuple[str, bool]:
     return "\n".join(texts), failed
 
 
+def _unpacked(msg: dict[str, Any]) -> tuple[float | None, list[Any]]:
+    """A message's time (`ts`, epoch ms) in seconds and its content as blocks."""
+    at = msg.get("ts")
+    ts = at / 1000.0 if isinstance(at, (int, float)) and not isinstance(at, bool) else None
+    content = msg.get("content")
+    return ts, content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
+
+
+def _tool_uses(blocks: list[Any], ts: float | None) -> list[ToolCall]:
+    return [
+        ToolCall(
+            id=str(b.get("id") or ""),
+            name=str(b.get("name") or ""),
+            arguments=json.dumps(b.get("input"), ensure_ascii=False),
+            called_at=ts,
+        )
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+
+
 def _sdk_turns(messages: list[Any]) -> _Turns:
     built = _Turns()
     for msg in messages:
         if not isinstance(msg, dict):
             continue
-        at = msg.get("ts")
-        ts = at / 1000.0 if isinstance(at, (int, float)) and not isinstance(at, bool) else None
-        blocks = msg.get("content")
-        blocks = blocks if isinstance(blocks, list) else [{"type": "text", "text": str(blocks)}]
+        ts, blocks = _unpacked(msg)
         if msg.get("role") == "user":
             results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
             for b in results:
@@ -244,16 +262,9 @@ def _sdk_turns(messages: list[Any]) -> _Turns:
             )
             step = built.step(text, think)
             assert step is not None
-            for b in blocks:
-                if isinstance(b, dict) and b.get("type") == "tool_use":
-                    call = ToolCall(
-                        id=str(b.get("id") or ""),
-                        name=str(b.get("name") or ""),
-                        arguments=json.dumps(b.get("input"), ensure_ascii=False),
-                        called_at=ts,
-                    )
-                    step.tool_calls.append(call)
-                    built.calls[call.id] = call
+            for call in _tool_uses(blocks, ts):
+                step.tool_calls.append(call)
+                built.calls[call.id] = call
             cur = built.turns[-1]
             _usage(cur, field_dict(msg, "metrics"))
             cur.last_at = ts if ts is not None else cur.last_at
@@ -326,10 +337,7 @@ def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> _Turns:
     for n, msg in enumerate(messages):
         if not isinstance(msg, dict):
             continue
-        at = msg.get("ts")
-        ts = at / 1000.0 if isinstance(at, (int, float)) and not isinstance(at, bool) else None
-        content = msg.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
+        ts, blocks = _unpacked(msg)
         texts = _text_parts(blocks)
         if msg.get("role") == "user":
             for b in blocks:
@@ -350,16 +358,7 @@ def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> _Turns:
             think = "\n".join(t.group(1) for t in _THINKING.finditer(text))
             step = built.step(_THINKING.sub("", text).strip(), think)
             assert step is not None
-            for b in blocks:
-                if isinstance(b, dict) and b.get("type") == "tool_use":
-                    calls.append(
-                        ToolCall(
-                            id=str(b.get("id") or ""),
-                            name=str(b.get("name") or ""),
-                            arguments=json.dumps(b.get("input"), ensure_ascii=False),
-                            called_at=ts,
-                        )
-                    )
+            calls += _tool_uses(blocks, ts)
             answer = next((c for c in calls if c.name in ANSWER_TOOLS), None)
             for call in calls:
                 if call is answer:

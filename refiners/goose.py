@@ -37,7 +37,7 @@ from .answers import _clip
 from .fields import field_dict, field_list, loads_valid
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall, output_to_text
-from .opencode import _export_dir, _text, _write
+from .opencode import _export_dir, _write
 from .sources import (
     Discovery,
     SessionSource,
@@ -46,7 +46,9 @@ from .sources import (
     is_dir,
     is_file,
     jsonl_sessions,
+    read_only,
     register,
+    table_rows,
 )
 
 SOURCE = "goose"
@@ -184,17 +186,10 @@ def _session(path: Path, header: dict[str, Any]) -> SessionSource:
 def read_db(db: Path) -> list[dict[str, Any]] | None:
     """Every session of a Goose `sessions.db` with its messages, read-only in one transaction;
     None when the database is not Goose's (another agent's `sessions.db`: Cline's)."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    con.text_factory = _text  # text that is not UTF-8 must not stop the read
-    try:
-        con.execute("PRAGMA query_only = 1")
-        con.execute("BEGIN")
+    with read_only(db) as con:
         if "content_json" not in {d[1] for d in con.execute("PRAGMA table_info(messages)")}:
             return None
-        cols = [d[1] for d in con.execute("PRAGMA table_info(sessions)")]
-        sessions = [
-            dict(zip(cols, row, strict=True)) for row in con.execute("SELECT * FROM sessions")
-        ]
+        sessions = table_rows(con, "sessions")
         messages: dict[str, list[dict[str, Any]]] = {}
         for sid, role, content, created, meta in con.execute(
             "SELECT session_id, role, content_json, created_timestamp, metadata_json"
@@ -208,9 +203,6 @@ def read_db(db: Path) -> list[dict[str, Any]] | None:
                     "metadata": _loads(meta, {}),
                 }
             )
-        con.execute("COMMIT")
-    finally:
-        con.close()
     for s in sessions:
         s["messages"] = messages.get(str(s.get("id")), [])
     return sessions

@@ -35,7 +35,7 @@ from typing import Any
 from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn
-from .sources import Discovery, SessionSource, SourceFile, register
+from .sources import Discovery, SessionSource, SourceFile, read_only, register, table_rows
 
 SOURCE = "opencode"
 DB = "opencode.db"
@@ -55,21 +55,10 @@ def _json(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace")
-
-
 def read_sessions(db: Path) -> list[dict[str, Any]]:
     """Every session of `db` with its messages and parts, read-only in one transaction."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    con.text_factory = _text  # text that is not UTF-8 must not stop the read
-    try:
-        con.execute("PRAGMA query_only = 1")
-        con.execute("BEGIN")
-        cols = [d[1] for d in con.execute("PRAGMA table_info(session)")]
-        sessions = [
-            dict(zip(cols, row, strict=True)) for row in con.execute("SELECT * FROM session")
-        ]
+    with read_only(db) as con:
+        sessions = table_rows(con, "session")
         messages: dict[str, list[dict[str, Any]]] = {}
         for mid, sid, created, updated, data in con.execute(
             "SELECT id, session_id, time_created, time_updated, data FROM message"
@@ -90,9 +79,6 @@ def read_sessions(db: Path) -> list[dict[str, Any]]:
         ):
             if mid in by_id:
                 by_id[mid]["parts"].append({"id": pid, **_json(data)})
-        con.execute("COMMIT")
-    finally:
-        con.close()
     for s in sessions:
         s["messages"] = messages.get(s["id"], [])
     return sessions

@@ -8,8 +8,10 @@ Each reader module (`aider`, `claude_code`, `codex`, `gemini`, `kimi_cli`, `kimi
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -171,6 +173,28 @@ def load_json(path: Path, limit: int = META_MAX) -> Any:
         return loads_valid(read_bounded(path, limit).decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError):
         return None
+
+
+@contextmanager
+def read_only(db: Path) -> Iterator[sqlite3.Connection]:
+    """An agent's live SQLite database opened read-only (`mode=ro`, `query_only`) in one short
+    transaction: in WAL mode the reader does not block the agent's writer, nor it the reader;
+    text that is not UTF-8 is read with replacements instead of stopping the read."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    con.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
+    try:
+        con.execute("PRAGMA query_only = 1")
+        con.execute("BEGIN")
+        yield con
+        con.execute("COMMIT")
+    finally:
+        con.close()
+
+
+def table_rows(con: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
+    """Every row of `table` as a dict of its columns."""
+    cols = [d[1] for d in con.execute(f"PRAGMA table_info({table})")]
+    return [dict(zip(cols, row, strict=True)) for row in con.execute(f"SELECT * FROM {table}")]
 
 
 def unreadable(exc: OSError, what: str = "folder") -> str:

@@ -15,6 +15,7 @@ import pytest
 from archive_mcp.refiners import cline, discover
 from archive_mcp.refiners.model import Turn
 from archive_mcp.workspaces import workspace_id
+from test_new_agents import copy_as
 
 from archive_mcp import Archive
 from archive_mcp.live import changed_files, scan
@@ -174,14 +175,6 @@ def test_the_tasks_of_the_three_extensions_are_told_apart_by_their_folder() -> N
         ("roo-code", "0f5e6a3c-roo-task"),
     ]
     assert cline.discover_as("roo-code", TASKS / "saoudrizwan.claude-dev") is None
-
-
-def copy_as(src: Path, dest: Path, old: str, new: str) -> Path:
-    shutil.copytree(src, dest)
-    for f in dest.rglob("*"):
-        if f.is_file():
-            f.write_bytes(f.read_bytes().replace(old.encode(), new.encode()))
-    return dest
 
 
 def test_one_project_worked_on_by_cline_roo_code_and_pi_is_one_workspace(tmp_path: Path) -> None:
