@@ -40,7 +40,7 @@ MAX_DEBOUNCE = 3.0  # ... unless it keeps changing for this long (a busy agent)
 LOCK_RETRY = 5.0  # a standing-by follower tries the lock this often
 ERROR_BACKOFF = 10.0  # after a failed round, wait this long before the next try
 SESSION_DIRS = ("projects", "sessions", "archived_sessions", "tmp", "tasks", "data")  # agents' logs
-LOG_SUFFIXES = (".jsonl", ".json")
+LOG_SUFFIXES = (".jsonl", ".json", ".db", ".db-wal")  # logs; SQLite stores (OpenCode, Goose)
 MAX_DEPTH = 8
 LOCK_NAME = "follow.lock"
 

@@ -145,3 +145,23 @@ def test_a_growing_goose_log_is_followed_and_a_bad_line_is_reported_and_skipped(
         "hello.txt now says hi."
     ]
     assert [(Path(s.path).name, s.line) for s in report.skipped] == [(log.name, 10)]
+
+
+def test_the_follower_sees_goose_write_its_database(tmp_path: Path) -> None:
+    from archive_mcp.live import changed_files, scan
+
+    home = goose_home(tmp_path / "goose")
+    db = home / "sessions" / "sessions.db"
+    before = scan([home])
+    con = sqlite3.connect(db)
+    con.execute(
+        "INSERT INTO messages (session_id, role, content_json, created_timestamp) "
+        'VALUES (\'20261205_2\', \'user\', \'[{"type": "text", "text": "One more"}]\', 0)'
+    )
+    con.commit()
+    changed = changed_files(before, scan([home]))
+    con.close()
+    assert str(db) + "-wal" in changed  # WAL mode: the write lands in the -wal file
+    [session] = [s for s in discover(home).sessions if s.session_id == "20261205_2"]
+    turns = goose.parse_wire(session.files[0].path).turns
+    assert [t.user_text for t in turns] == ["Run echo hi in the shell again", "One more"]
