@@ -496,8 +496,8 @@ def _yaml_insert(text: str, key: str, entry: dict[str, Any]) -> tuple[str, str, 
     found = re.search(_YAML_KEY.format(re.escape(key)), text, re.M)
     if not found and re.search(rf"^{re.escape(key)}[ \t]*:", text, re.M):
         data = _load("goose", text)
-        servers = data.get(key) if isinstance(data.get(key), dict) else {}
-        data[key] = {NAME: entry, **servers}
+        servers = data.get(key)
+        data[key] = {NAME: entry, **(servers if isinstance(servers, dict) else {})}
         return yaml.safe_dump(data, sort_keys=False, allow_unicode=True), "", 0
     after_key = found.end() + 1 if found else len(text)
     nxt = re.search(r"^([ \t]+)\S", text[after_key:], re.M) if found else None

@@ -553,20 +553,26 @@ def test_the_reader_registry_imports_no_reader() -> None:
             "continue_cli",
             "droid",
             "kilo",
+            "cline",
+            "goose",
         }
     )
     assert sorted(READERS) == [
         "aider",
         "claude-code",
+        "cline",
         "codex",
         "continue",
         "copilot",
         "droid",
         "gemini",
+        "goose",
         "kilo",
+        "kilo-code",
         "kimi",
         "kimi-code",
         "opencode",
         "pi",
         "qwen-code",
+        "roo-code",
     ]

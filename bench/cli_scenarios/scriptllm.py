@@ -151,7 +151,10 @@ def pick(tools: list[tuple[str, Any]], prompt: str, answered: bool) -> tuple[str
     if "subagent" in prompt.lower():
         for name in SUBAGENT_TOOLS:
             if name == "spawn_agent" and "task" in ((by.get(name) or {}).get("properties") or {}):
-                return name, {"systemPrompt": "You run shell commands.", "task": "Run echo hi in the shell"}  # Cline
+                return name, {
+                    "systemPrompt": "You run shell commands.",
+                    "task": "Run echo hi in the shell",
+                }  # Cline
             if name == "spawn_agent" and name in by:
                 return name, {"message": "Run echo hi in the shell"}
             if name == "invoke_agent" and name in by:
