@@ -15,7 +15,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from ..errors import Busy
+from ..errors import Busy, written
 
 LOCK_TIMEOUT = 60.0  # seconds; `$ARCHIVE_MCP_LOCK_TIMEOUT` overrides it
 ORPHAN_AGE = 600.0  # a temp file this old belongs to a write that was killed
@@ -30,7 +30,7 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with written(path), os.fdopen(fd, "wb") as fh:  # a failed write() names `path`
             fh.write(data)
             fh.flush()
             if durable:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from archive_mcp.errors import written
 from archive_mcp.refiners.lines import complete_prefix
 from archive_mcp.refiners.sources import (
     SNAPSHOT_MAX,
@@ -138,7 +139,7 @@ def _append(fh: Any, src: Path, dst: Path, raw_root: Path, archived: int, end: i
     fh.seek(archived)
     try:
         fd = os.open(dst, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-        with os.fdopen(fd, "ab") as out:
+        with written(dst), os.fdopen(fd, "ab") as out:  # a failed write() names the copy
             os.fchmod(out.fileno(), FILE_MODE)
             left = end - archived
             while left:
@@ -171,7 +172,7 @@ def snapshot_file(src: Path, dst: Path, raw_root: Path, durable: bool = True) ->
         fh.seek(0)
         fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as out:
+            with written(dst), os.fdopen(fd, "wb") as out:
                 os.fchmod(out.fileno(), FILE_MODE)
                 _copy_sparse(fh, out, size)
                 if durable:
