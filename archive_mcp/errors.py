@@ -31,6 +31,10 @@ class Busy(ArchiveError):
     """A workspace lock is held by another process for longer than the caller may wait."""
 
 
+class NotAFile(ArchiveError):
+    """A folder, FIFO, socket or device where a file is to be read or written: never opened."""
+
+
 class MissingDependency(ArchiveError):
     """An optional package is not installed; the message names the exact command that installs it."""
 
@@ -65,14 +69,18 @@ def disk_full(exc: BaseException) -> DiskFull | None:
 
 
 @contextmanager
-def written(path: object) -> Iterator[None]:
+def written(path: object, temp: str | None = None) -> Iterator[None]:
     """Inside, a disk error that names no file (a failed `write()`, one a library wrapped or
-    numpy's short write) is re-raised as an OSError naming `path`, so its one line says where."""
+    numpy's short write), or names a temporary file whose name starts with `temp`, is re-raised
+    as an OSError naming `path`: its one line says which file could not be written."""
     try:
         yield
     except Exception as exc:
         disk = as_os_error(exc)
-        if disk is None or disk.errno is None or disk.filename:
+        if disk is None or disk.errno is None:
+            raise
+        named = str(disk.filename or "")
+        if named and not (temp and named.rsplit("/", 1)[-1].startswith(temp)):
             raise
         raise OSError(disk.errno, disk.strerror, str(path)) from exc
 

@@ -16,6 +16,7 @@ from .atomic import (
     held_elsewhere,
     lock_holder,
     locked,
+    need_file,
     read_json,
     write_holder,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "held_elsewhere",
     "locked",
     "merge_command",
+    "need_file",
     "opencode_config_dir",
     "private_tree",
     "private_umask",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -15,7 +16,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from ..errors import Busy, written
+from ..errors import Busy, NotAFile, written
 
 LOCK_TIMEOUT = 60.0  # seconds; `$ARCHIVE_MCP_LOCK_TIMEOUT` overrides it
 ORPHAN_AGE = 600.0  # a temp file this old belongs to a write that was killed
@@ -27,18 +28,37 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     `durable=False` skips the fsync: for copies that can be made again from their source
     (hundreds of small offloaded tool outputs would otherwise cost one disk flush each).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    need_file(path)
+    with written(path, temp=f".{path.name}."):  # a failed write() names `path`, not the temp
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                if durable:
+                    os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def need_file(path: Path) -> None:
+    """Raise `NotAFile` when `path` (followed if a link) is a folder, FIFO, socket or device
+    ("a device" names the last two):
+    such a path is never opened (a FIFO would block) nor replaced. Nothing there is fine."""
     try:
-        with written(path), os.fdopen(fd, "wb") as fh:  # a failed write() names `path`
-            fh.write(data)
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device"
+    raise NotAFile(
+        f"{path} is {what}, not a regular file; move it away or choose another name, then run "
+        "the command again"
+    )
 
 
 def atomic_write_text(path: Path, text: str) -> None:
