@@ -180,15 +180,23 @@ def _busy_message(directory: Path) -> str:
 
 
 def clean_orphans(directory: Path, age: float = ORPHAN_AGE) -> int:
-    """Delete temp files (`.<name>.<random>.tmp`) left under `directory` by a killed write."""
+    """Delete temp files (`.<name>.<random>.tmp`) left under `directory` by a killed write.
+
+    `os.walk` passes over a folder removed while it walks (another process swapping its search
+    index removes the old folder); `Path.rglob` raised FileNotFoundError there, and the ingest
+    that called this skipped its whole workspace, its state unsaved (the stress flake)."""
     cutoff, n = time.time() - age, 0
-    for tmp in directory.rglob(".*.tmp"):
-        try:
-            if tmp.is_file() and tmp.stat().st_mtime < cutoff:
-                tmp.unlink()
-                n += 1
-        except OSError:
-            continue
+    for folder, _, names in os.walk(directory):
+        for name in names:
+            if not (name.startswith(".") and name.endswith(".tmp")):
+                continue
+            tmp = Path(folder) / name
+            try:
+                if tmp.is_file() and tmp.stat().st_mtime < cutoff:
+                    tmp.unlink()
+                    n += 1
+            except OSError:
+                continue
     return n
 
 
