@@ -172,7 +172,7 @@ def snapshot_file(src: Path, dst: Path, raw_root: Path, durable: bool = True) ->
         fh.seek(0)
         fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
         try:
-            with written(dst), os.fdopen(fd, "wb") as out:
+            with written(dst, temp=f".{dst.name}."), os.fdopen(fd, "wb") as out:
                 os.fchmod(out.fileno(), FILE_MODE)
                 _copy_sparse(fh, out, size)
                 if durable:
