@@ -9,6 +9,7 @@ if (
 
 
 from .atomic import (
+    atomic_file,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
@@ -55,6 +56,7 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "archive_home",
+    "atomic_file",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",

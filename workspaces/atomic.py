@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from filelock import FileLock, Timeout
 
@@ -28,13 +28,24 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     `durable=False` skips the fsync: for copies that can be made again from their source
     (hundreds of small offloaded tool outputs would otherwise cost one disk flush each).
     """
+    with atomic_file(path, durable) as fh:
+        fh.write(data)
+
+
+@contextmanager
+def atomic_file(path: Path, durable: bool = True, mode: int | None = None) -> Iterator[BinaryIO]:
+    """A temp file beside `path` to write, renamed over `path` when the block ends (removed when
+    it raises): readers see the old file or the new one. `mode` is set on it before any byte is
+    written. A folder or FIFO at `path` is refused (`need_file`); a failed write names `path`."""
     need_file(path)
-    with written(path, temp=f".{path.name}."):  # a failed write() names `path`, not the temp
+    with written(path, temp=f".{path.name}."):  # not the temp file's random name
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                if mode is not None:
+                    os.fchmod(fh.fileno(), mode)
+                yield fh
                 fh.flush()
                 if durable:
                     os.fsync(fh.fileno())

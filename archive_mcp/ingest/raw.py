@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from archive_mcp.refiners.sources import (
     not_regular,
     open_regular,
 )
+from archive_mcp.workspaces import atomic_file
 
 HEAD = 4096
 TAIL = 4096
@@ -170,17 +170,8 @@ def snapshot_file(src: Path, dst: Path, raw_root: Path, durable: bool = True) ->
             return False
         private_dirs(dst.parent, raw_root)
         fh.seek(0)
-        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
-        try:
-            with written(dst, temp=f".{dst.name}."), os.fdopen(fd, "wb") as out:
-                os.fchmod(out.fileno(), FILE_MODE)
-                _copy_sparse(fh, out, size)
-                if durable:
-                    os.fsync(out.fileno())
-            os.replace(tmp, dst)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_file(dst, durable, FILE_MODE) as out:
+            _copy_sparse(fh, out, size)
     return True
 
 
