@@ -1,5 +1,5 @@
 """A full disk under any of the ingest's writes (the raw copy, the refined Parquet, the
-embeddings) stops the ingest with one line naming the file and the fix (exit 1), not a skipped
+embeddings, the saved state) stops the ingest with one line naming the file and the fix (exit 1), not a skipped
 session per write; a run after space is freed ends equal to a clean ingest. The follower (`watch`,
 `serve --follow`) says so and waits longer before each next try, and a search over MCP carries
 the same reason. Faults are injected at the write call: no disk is filled."""
@@ -7,10 +7,13 @@ the same reason. Faults are injected at the write call: no disk is filled."""
 from __future__ import annotations
 
 import errno
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import archive_mcp.workspaces.atomic as atomic
 import polars as pl
 import pytest
 from click.testing import CliRunner
@@ -94,6 +97,24 @@ def fill_store(monkeypatch: pytest.MonkeyPatch, fault: BaseException, folder: st
     return tried
 
 
+def fill_state(monkeypatch: pytest.MonkeyPatch, fault: BaseException) -> list[Path]:
+    """Every save of a workspace's ingest state (`state/ingest.json`) fails with `fault`, raised
+    inside the atomic writer where its write() would fail."""
+    tried: list[Path] = []
+    real = atomic.atomic_file
+
+    @contextmanager
+    def failing(path: Path, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        with real(path, *args, **kwargs) as fh:
+            if path.name == "ingest.json":
+                tried.append(path)
+                raise fault
+            yield fh
+
+    monkeypatch.setattr(atomic, "atomic_file", failing)
+    return tried
+
+
 @pytest.fixture
 def fake_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CLI's archive embeds with the fake embedder (no model)."""
@@ -114,7 +135,7 @@ def _ingest(home: Path, claude: Path) -> Any:
     )
 
 
-@pytest.mark.parametrize("path", ["raw", "refined", "embeddings"])
+@pytest.mark.parametrize("path", ["raw", "refined", "embeddings", "state"])
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_a_full_disk_under_an_ingest_write_stops_it_with_one_line_and_a_rerun_equals_a_clean_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_cli: None, path: str, fault: str
@@ -127,10 +148,12 @@ def test_a_full_disk_under_an_ingest_write_stops_it_with_one_line_and_a_rerun_eq
     with monkeypatch.context() as patch:
         if path == "raw":
             tried = fill_raw_copy(patch, FAULTS[fault])
+        elif path == "state":
+            tried = fill_state(patch, FAULTS[fault])
         else:
             tried = fill_store(patch, FAULTS[fault], path)
         result = _ingest(home, claude)
-    assert len(tried) == AFTER + 1  # it stopped at the first failed write
+    assert len(tried) == (1 if path == "state" else AFTER + 1)  # it stopped at the first fault
     assert (result.exit_code, result.stdout, result.stderr) == (
         1,
         "",

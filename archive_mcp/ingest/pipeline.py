@@ -211,8 +211,10 @@ class Ingestor:
                         except BaseException:
                             self.engine.close()  # remote work stops before the lock is released
                             raise
-                except OSError as exc:  # a folder gone: the next workspaces still run
+                except Exception as exc:  # noqa: BLE001 - a folder gone: the next still run
                     _stop_if_full(exc)  # but none of them could be written on a full disk
+                    if not isinstance(exc, OSError):
+                        raise
                     report.skipped.append(Skip(str(ws.root), f"workspace {ws_id}: {_reason(exc)}"))
         finally:
             self.engine.close()
