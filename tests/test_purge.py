@@ -141,6 +141,20 @@ def test_a_copy_purged_while_another_workspace_holds_the_session_is_not_remember
     assert archive.purged_sessions() == []
 
 
+def _swapped_meanwhile(monkeypatch: pytest.MonkeyPatch, old: Path) -> None:
+    """`old` (an index folder another process swaps out) is removed after a walk listed it and
+    before it scans it."""
+    (old / "vectors").mkdir(parents=True)
+    real = os.scandir
+
+    def swapped(path: Any = ".") -> Any:
+        if isinstance(path, str | Path) and Path(path) == old / "vectors":
+            shutil.rmtree(old)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", swapped)
+
+
 def test_a_purged_session_comes_back_with_include_purged_while_another_process_swaps_an_index(
     kimi_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -152,17 +166,19 @@ def test_a_purged_session_comes_back_with_include_purged_while_another_process_s
     archive.ingest(kimi_root)
     archive.purge_session(SID, "webapp")
     old = archive.workspace("webapp").cache_dir / "index-old"
-    (old / "vectors").mkdir(parents=True)
-    real = os.scandir
-
-    def swapped(path: Any = ".") -> Any:
-        if isinstance(path, str | Path) and Path(path) == old / "vectors":  # listed, then gone
-            shutil.rmtree(old)
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", swapped)
-    report = archive.ingest(kimi_root, include_purged=True)
-    monkeypatch.setattr(os, "scandir", real)
+    with monkeypatch.context() as patch:
+        _swapped_meanwhile(patch, old)
+        report = archive.ingest(kimi_root, include_purged=True)
     assert (report.skipped, report.turns_added) == ([], 3)
     assert not old.exists() and SID in _sessions(archive)
     assert archive.purge_session(SID, "webapp").session_id == SID  # no NotFound
+
+
+def test_memory_stats_count_a_folder_swapped_out_meanwhile_as_gone(
+    kimi_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = Archive(embedder=None)
+    archive.ingest(kimi_root)
+    before = archive.memory_stats("webapp").archive_bytes
+    _swapped_meanwhile(monkeypatch, archive.workspace("webapp").cache_dir / "index-old")
+    assert archive.memory_stats("webapp").archive_bytes == before
