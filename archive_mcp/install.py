@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from archive_mcp.errors import InvalidArgument
+from archive_mcp.errors import InvalidArgument, written
 from archive_mcp.workspaces import (
     atomic_write_json,
     atomic_write_text,
@@ -54,6 +54,7 @@ from archive_mcp.workspaces import (
     kilo_config_dir,
     kimi_code_home,
     kimi_share_dir,
+    need_file,
     opencode_config_dir,
     qwen_settings_dir,
     read_json,
@@ -267,7 +268,12 @@ def apply(change: Change) -> Path | None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
         backup = config_dir() / "backups" / f"{change.agent}-{stamp}-{path.name}"
         backup.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, backup)
+        try:
+            with written(backup):
+                shutil.copy2(path, backup)
+        except BaseException:
+            backup.unlink(missing_ok=True)  # no half-written backup left behind
+            raise
     if change.after is None:
         path.unlink()
     else:
@@ -450,6 +456,7 @@ def _toml_remove(text: str, header: re.Pattern[str] | None = None, mark: str = "
 
 # --- checks -----------------------------------------------------------------------------------
 def _read(path: Path) -> str | None:
+    need_file(path)  # a FIFO there would block the read; a folder is no config
     try:
         return path.read_bytes().decode("utf-8")  # as is: CRLF files stay CRLF
     except FileNotFoundError:

@@ -350,20 +350,21 @@ def screen(found: Discovery, root: Path) -> Discovery:
     return found
 
 
+LEADS_OUT = "a symbolic link that leads out of the folder ingested; not followed"
+
+
+def leads_out(path: Path | str, base: str) -> bool:
+    """Whether a link anywhere on `path` leads out of `base` (a real path). A plain path is never
+    said to: a reader's own export (OpenCode's, in a private temp folder) is kept."""
+    real = os.path.realpath(path)
+    return os.path.abspath(path) != real and os.path.commonpath([base, real]) != base
+
+
 def _keep(files: list[SourceFile], base: str, found: Discovery) -> list[SourceFile]:
     kept = []
     for f in files:
         try:
-            real = os.path.realpath(f.path)
-            # a link (anywhere on the path) that leads out; a reader's own export (OpenCode's,
-            # in a private temp folder) is a plain path and is kept
-            linked = os.path.abspath(f.path) != real
-            if linked and os.path.commonpath([base, real]) != base:
-                why: str | None = (
-                    "a symbolic link that leads out of the folder ingested; not followed"
-                )
-            else:
-                why = not_regular(f.path)
+            why = LEADS_OUT if leads_out(f.path, base) else not_regular(f.path)
         except (OSError, ValueError) as exc:
             why = unreadable(exc) if isinstance(exc, OSError) else str(exc)
         if why is None:

@@ -9,6 +9,7 @@ if (
 
 
 from .atomic import (
+    atomic_file,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
@@ -16,6 +17,7 @@ from .atomic import (
     held_elsewhere,
     lock_holder,
     locked,
+    need_file,
     read_json,
     write_holder,
 )
@@ -54,6 +56,7 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "archive_home",
+    "atomic_file",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
@@ -76,6 +79,7 @@ __all__ = [
     "held_elsewhere",
     "locked",
     "merge_command",
+    "need_file",
     "opencode_config_dir",
     "private_tree",
     "private_umask",

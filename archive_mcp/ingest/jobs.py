@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archive_mcp.errors import disk_full
 from archive_mcp.ingest import store
 from archive_mcp.ingest.titles import request_title
 from archive_mcp.refiners import PARSERS, RefineContext, Turn, refine_turn
@@ -70,6 +71,7 @@ class SessionOutcome:
     rows: int
     embed_items: list[EmbedItem]
     error: str | None = None  # the session failed: nothing of it was written
+    full: str | None = None  # it failed for want of disk space: the ingest stops (`DiskFull`)
 
 
 EmbedItem = tuple[str, int, str, str]  # agent, turn, content hash, text to embed
@@ -138,7 +140,8 @@ def guarded_session_job(job: SessionJob, summarizer: Summarizer | None = None) -
     try:
         return run_session_job(job, summarizer)
     except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
-        return SessionOutcome([], None, 0, [], reason(exc))
+        full = disk_full(exc)
+        return SessionOutcome([], None, 0, [], reason(exc), str(full) if full else None)
 
 
 def reason(exc: BaseException) -> str:
