@@ -239,6 +239,6 @@ def discover(path: Path) -> Discovery | None:
 
 
 READER = register(
-    LogReader(SOURCE, "Cursor", lambda p, i, v: CursorTurnBuilder(), discover, 26, whole=True)
+    LogReader(SOURCE, "Cursor", lambda p, i, v: CursorTurnBuilder(), discover, 28, whole=True)
 )
 parse_wire = READER.parse

@@ -234,7 +234,7 @@ def discover(path: Path) -> Discovery | None:
 
 READER = register(
     LogReader(
-        SOURCE, "Cursor CLI", lambda p, i, v: CursorCliTurnBuilder(), discover, 27, whole=True
+        SOURCE, "Cursor CLI", lambda p, i, v: CursorCliTurnBuilder(), discover, 28, whole=True
     )
 )
 parse_wire = READER.parse

@@ -282,4 +282,4 @@ def discover(path: Path) -> Discovery | None:
     return found if found.sessions else None
 
 
-register(FileReader(SOURCE, parse_wire, discover, "VS Code Copilot Chat", order=28))
+register(FileReader(SOURCE, parse_wire, discover, "VS Code Copilot Chat", order=29))

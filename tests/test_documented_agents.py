@@ -74,7 +74,13 @@ def _exports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_cursor_composer_turns_calls_status_usage_and_its_workspace_folder(tmp_path: Path) -> None:
     user = home(tmp_path, "cursor") / "User"
-    [session] = discover(user).sessions  # the composer without a message is no session
+    vscode = home(tmp_path, "vscode") / "User" / "workspaceStorage"
+    chats = user / "workspaceStorage" / "5f1d3c0e9a7b4c2d8e6f1a3b5c7d9e0f" / "chatSessions"
+    shutil.copytree(next(vscode.iterdir()) / "chatSessions", chats)  # Cursor keeps VS Code's too
+    [session, *chat] = discover(user).sessions  # the composer without a message is no session
+    assert [(s.source, s.work_dirs) for s in chat] == [
+        ("copilot-chat", ["/rec/user/work/cursor"])
+    ] * 2
     assert (session.source, session.session_id, session.bucket, session.work_dirs) == (
         "cursor",
         "3d0f7a52-6c1e-4b8e-9f2a-7e4c1b9d0a11",
