@@ -30,7 +30,14 @@ from .fields import as_int, field_dict, loads_valid, parse_time
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall
 from .sources import Discovery, SessionSource, SourceFile, listing, register
-from .stores import export_dir, export_path, has_table, read_only, write_export
+from .stores import (
+    export_dir,
+    export_path,
+    has_table,
+    read_only,
+    read_reported,
+    write_export,
+)
 
 SOURCE = "cursor"
 DB = "state.vscdb"
@@ -164,6 +171,14 @@ class CursorTurnBuilder(CallsBuilder):
 # --- discovery ---------------------------------------------------------------------------------
 
 
+def _listed(db: Path) -> Any:
+    """The value of a workspace store's `composer.composerData` (None when it has none)."""
+    with read_only(db) as con:
+        row = con.execute("SELECT value FROM ItemTable WHERE key = 'composer.composerData'")
+        found = row.fetchone()
+    return found[0] if found else None
+
+
 def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]:
     """composer id -> (workspace hash, folder) from every `workspaceStorage/<hash>`."""
     out: dict[str, tuple[str, str]] = {}
@@ -171,15 +186,8 @@ def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]
         folder = vscode_chat.workspace_folder(ws)
         if folder is None or not (ws / DB).is_file():
             continue
-        try:
-            with read_only(ws / DB) as con:
-                row = con.execute(
-                    "SELECT value FROM ItemTable WHERE key = 'composer.composerData'"
-                ).fetchone()
-        except sqlite3.Error as exc:
-            found.skipped.append((str(ws / DB), f"could not read Cursor's workspace store: {exc}"))
-            continue
-        data = _json(row[0]) if row else None
+        value = read_reported(_listed, ws / DB, "Cursor's workspace store", found)
+        data = _json(value) if value is not None else None
         for c in field_dict({"d": data}, "d").get("allComposers") or []:
             if isinstance(c, dict) and isinstance(c.get("composerId"), str):
                 out[c["composerId"]] = (ws.name, folder)
@@ -204,13 +212,9 @@ def discover(path: Path) -> Discovery | None:
         return None
     db = user / "globalStorage" / DB
     found = Discovery()
-    try:
-        composers = read_composers(db)
-    except sqlite3.Error as exc:
-        found.skipped.append((str(db), f"could not read Cursor's store: {exc}; ingest again"))
-        return found
+    composers = read_reported(read_composers, db, "Cursor's store", found)
     if composers is None:
-        return None
+        return found if found.skipped else None
     folders = composer_folders(user, found)
     out = export_dir(db, SOURCE)
     for c in composers:

@@ -32,7 +32,7 @@ from .fields import field_dict, field_list, loads_valid
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, ToolCall, epoch
 from .sources import Discovery, SessionSource, SourceFile, listing, register
-from .stores import export_dir, export_path, read_only, write_export
+from .stores import export_dir, export_path, read_only, read_reported, write_export
 
 SOURCE = "cursor-cli"
 DB = "store.db"
@@ -186,10 +186,8 @@ def _work_dir(session: dict[str, Any], bucket: str) -> list[str]:
 
 
 def _store(db: Path, found: Discovery) -> None:
-    try:
-        session = read_store(db)
-    except sqlite3.Error as exc:
-        found.skipped.append((str(db), f"could not read the Cursor CLI store: {exc}"))
+    session = read_reported(read_store, db, "the Cursor CLI store", found)
+    if session is None:
         return
     sid = str(session["meta"].get("agentId") or db.parent.name)
     export = export_path(export_dir(db, SOURCE), sid)

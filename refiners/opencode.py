@@ -25,7 +25,6 @@ synthetic text, its usage, and the work after the "Continue" as that turn's next
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, SessionSource, SourceFile, register
-from .stores import export_dir, export_path, read_only, write_export
+from .stores import export_dir, export_path, read_only, read_reported, write_export
 
 SOURCE = "opencode"
 DB = "opencode.db"
@@ -226,10 +225,8 @@ def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | N
     if not db.is_file():
         return None
     found = Discovery()
-    try:
-        sessions = read_sessions(db)
-    except sqlite3.Error as exc:
-        found.skipped.append((str(db), f"could not read the {label} database: {exc}"))
+    sessions = read_reported(read_sessions, db, f"the {label} database", found)
+    if sessions is None:
         return found
     folder = export_dir(db, "opencode")
     ids = {str(s.get("id")) for s in sessions if s.get("id")}

@@ -16,9 +16,14 @@ import hashlib
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
+
+from .sources import Discovery
+
+T = TypeVar("T")
 
 
 def _text(raw: bytes) -> str:
@@ -38,6 +43,16 @@ def read_only(db: Path) -> Iterator[sqlite3.Connection]:
         con.execute("COMMIT")
     finally:
         con.close()
+
+
+def read_reported(read: Callable[[Path], T], db: Path, what: str, found: Discovery) -> T | None:
+    """`read(db)`; None when the store cannot be read (locked, corrupt, not SQLite), the reason
+    reported in `found` (the next ingest tries it again)."""
+    try:
+        return read(db)
+    except sqlite3.Error as exc:
+        found.skipped.append((str(db), f"could not read {what}: {exc}"))
+        return None
 
 
 def has_table(con: sqlite3.Connection, name: str) -> bool:
