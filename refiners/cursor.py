@@ -26,14 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from . import vscode_chat
-from .fields import as_int, field_dict, loads_valid, parse_time
+from .fields import as_int, field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall
 from .sources import Discovery, SessionSource, SourceFile, listing, register
 from .stores import (
+    export_bytes,
     export_dir,
     export_path,
     has_table,
+    json_value,
     read_only,
     read_reported,
     write_export,
@@ -45,11 +47,7 @@ FAILED = {"error": "error", "cancelled": "cancelled", "aborted": "cancelled"}
 
 
 def _json(value: Any) -> Any:
-    try:
-        text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
-        return loads_valid(text) if isinstance(text, str) else None
-    except (ValueError, RecursionError):
-        return None
+    return json_value(value) if isinstance(value, bytes | str) else None
 
 
 def _range(con: sqlite3.Connection, prefix: str) -> list[tuple[str, Any]]:
@@ -90,7 +88,7 @@ def read_composers(db: Path) -> list[dict[str, Any]] | None:
 def export_lines(composer: dict[str, Any]) -> bytes:
     lines = [{"type": "composer", "composer": composer["head"]}]
     lines += [{"type": "bubble", "bubbleId": b, "bubble": v} for b, v in composer["bubbles"]]
-    return "".join(json.dumps(x, sort_keys=True, ensure_ascii=False) + "\n" for x in lines).encode()
+    return export_bytes(lines)
 
 
 # --- turns -------------------------------------------------------------------------------------

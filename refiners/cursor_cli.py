@@ -20,7 +20,6 @@ workspace id, so a session lands in its project's workspace even when no message
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from pathlib import Path
@@ -28,24 +27,25 @@ from typing import Any
 
 from archive_mcp.workspaces.ids import is_workspace_id, workspace_id
 
-from .fields import field_dict, field_list, loads_valid
+from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, ToolCall, epoch
 from .sources import Discovery, SessionSource, SourceFile, listing, register
-from .stores import export_dir, export_path, read_only, read_reported, write_export
+from .stores import (
+    export_bytes,
+    export_dir,
+    export_path,
+    json_value,
+    read_only,
+    read_reported,
+    write_export,
+)
 
 SOURCE = "cursor-cli"
 DB = "store.db"
 QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.S)
 WORKSPACE = re.compile(r"^Workspace Path: (.+?)\s*$", re.M)
 LINK = b"\x0a\x20"
-
-
-def _json(raw: bytes) -> Any:
-    try:
-        return loads_valid(raw.decode("utf-8", errors="replace"))
-    except (ValueError, RecursionError):
-        return None
 
 
 def messages(blobs: dict[str, bytes], root: str) -> list[tuple[str, Any]]:
@@ -60,7 +60,7 @@ def messages(blobs: dict[str, bytes], root: str) -> list[tuple[str, Any]]:
         seen.add(bid)
         data = blobs.get(bid)
         if data is None or data[:1] == b"{":
-            out.append((bid, None if data is None else _json(data)))
+            out.append((bid, None if data is None else json_value(data)))
             continue
         at, children = 0, []
         while data[at : at + 2] == LINK and at + 34 <= len(data):
@@ -80,7 +80,7 @@ def read_store(db: Path) -> dict[str, Any]:
         blobs = {str(i): bytes(d) for i, d in con.execute("SELECT id, data FROM blobs")}
     value = row[0] if row else ""
     try:
-        meta = _json(bytes.fromhex(value)) if isinstance(value, str) else _json(value)
+        meta = json_value(bytes.fromhex(value)) if isinstance(value, str) else json_value(value)
     except ValueError:
         meta = None
     if not isinstance(meta, dict):
@@ -92,7 +92,7 @@ def read_store(db: Path) -> dict[str, Any]:
 def export_lines(session: dict[str, Any]) -> bytes:
     lines: list[dict[str, Any]] = [{"type": "meta", "meta": session["meta"]}]
     lines += [{"type": "message", "blob": b, "message": m} for b, m in session["messages"]]
-    return "".join(json.dumps(x, sort_keys=True, ensure_ascii=False) + "\n" for x in lines).encode()
+    return export_bytes(lines)
 
 
 # --- turns -------------------------------------------------------------------------------------

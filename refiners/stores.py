@@ -13,14 +13,18 @@ is not re-read); the export is what is archived, whole.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import orjson
+
+from .fields import loads_valid
 from .sources import Discovery
 
 T = TypeVar("T")
@@ -58,6 +62,32 @@ def read_reported(read: Callable[[Path], T], db: Path, what: str, found: Discove
 def has_table(con: sqlite3.Connection, name: str) -> bool:
     row = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
     return row.fetchone() is not None
+
+
+def json_value(raw: bytes | str) -> Any:
+    """A stored JSON value (text or bytes), its strings valid Unicode; None when it is not JSON.
+    orjson first (it takes only valid UTF-8 without lone surrogates), else the careful path."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        return loads_valid(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def export_bytes(records: list[dict[str, Any]]) -> bytes:
+    """`records` as JSONL, keys sorted: the same rows give the same bytes."""
+    return b"".join(_line(r) + b"\n" for r in records)
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer past 64 bits (read by the careful path)
+        return json.dumps(record, sort_keys=True, ensure_ascii=False).encode()
 
 
 def export_dir(db: Path, kind: str) -> Path:

@@ -18,6 +18,7 @@ from archive_mcp.refiners.model import Turn
 from archive_mcp.workspaces import workspace_id
 
 from archive_mcp import Archive
+from archive_mcp.live import changed_files, scan
 
 DOCUMENTED = Path(__file__).parent / "fixtures" / "documented"
 ECHO, FAIL = "echo hi", "ls /nonexistent-archive-mcp-dir"
@@ -335,3 +336,23 @@ def test_one_project_worked_on_by_cursor_its_cli_and_copilot_chat_is_one_workspa
     errors = archive.tool_calls(ws.id).filter(pl.col("status") == "error").collect()
     assert errors["name"].sort().to_list() == ["Shell", "run_in_terminal", "run_terminal_cmd"]
     assert archive.ingest(*homes).files_changed == 0  # idempotent: the exports are unchanged
+
+
+def test_a_new_cursor_bubble_or_cli_message_is_seen_by_the_follower_s_scan(tmp_path: Path) -> None:
+    user = home(tmp_path, "cursor") / "User"
+    dot = home(tmp_path, "cursor-cli") / "dot-cursor"
+    before = scan([user, dot])
+    con = sqlite3.connect(user / "globalStorage" / "state.vscdb")
+    con.execute("INSERT INTO cursorDiskKV VALUES ('bubbleId:x:y', '{}')")  # Cursor writes on
+    con.commit()
+    [store] = dot.rglob("store.db")
+    cli = sqlite3.connect(store)
+    cli.execute("INSERT INTO blobs VALUES ('00', X'7b7d')")
+    cli.commit()
+    changed = {Path(p).name for p in changed_files(before, scan([user, dot]))}
+    cli.close()
+    con.close()
+    assert changed == {
+        "state.vscdb-wal",
+        "store.db-wal",
+    }  # WAL: the main files wait for a checkpoint
