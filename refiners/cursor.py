@@ -29,7 +29,7 @@ from . import vscode_chat
 from .fields import as_int, field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall
-from .sources import Discovery, SessionSource, SourceFile, listing, register
+from .sources import Discovery, SessionSource, SourceFile, is_dir, is_file, listing, register
 from .stores import (
     export_bytes,
     export_dir,
@@ -182,7 +182,7 @@ def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]
     out: dict[str, tuple[str, str]] = {}
     for ws in listing(user / "workspaceStorage", found):
         folder = vscode_chat.workspace_folder(ws)
-        if folder is None or not (ws / DB).is_file():
+        if folder is None or not is_file(ws / DB):
             continue
         value = read_reported(_listed, ws / DB, "Cursor's workspace store", found)
         data = _json(value) if value is not None else None
@@ -194,8 +194,8 @@ def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]
 
 def _user_dir(path: Path) -> Path | None:
     for user in (path, path.parent, path.parent.parent):
-        if (user / "globalStorage" / DB).is_file() and (
-            path.is_dir() or path == user / "globalStorage" / DB
+        if is_file(user / "globalStorage" / DB) and (
+            is_dir(path) or path == user / "globalStorage" / DB
         ):
             return user
     return None
@@ -233,7 +233,7 @@ def discover(path: Path) -> Discovery | None:
                 [SourceFile("main", "composer.jsonl", export, whole=True)],
             )
         )
-    chats = vscode_chat.discover(user) if path.is_dir() else None
+    chats = vscode_chat.discover(user) if is_dir(path) else None
     if chats is not None:
         found.sessions += chats.sessions
         found.skipped += chats.skipped

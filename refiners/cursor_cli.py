@@ -30,7 +30,7 @@ from archive_mcp.workspaces.ids import is_workspace_id, workspace_id
 from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, ToolCall, epoch
-from .sources import Discovery, SessionSource, SourceFile, listing, register
+from .sources import Discovery, SessionSource, SourceFile, is_dir, is_file, listing, register
 from .stores import (
     export_bytes,
     export_dir,
@@ -73,15 +73,18 @@ def messages(blobs: dict[str, bytes], root: str) -> list[tuple[str, Any]]:
     return out
 
 
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
 def read_store(db: Path) -> dict[str, Any]:
     """The session of one `store.db`: its meta and its messages, read-only in one transaction."""
     with read_only(db) as con:
         row = con.execute("SELECT value FROM meta WHERE key = '0'").fetchone()
-        blobs = {str(i): bytes(d) for i, d in con.execute("SELECT id, data FROM blobs")}
-    value = row[0] if row else ""
+        blobs = {str(i): _bytes(d) for i, d in con.execute("SELECT id, data FROM blobs")}
     try:
-        meta = json_value(bytes.fromhex(value)) if isinstance(value, str) else json_value(value)
-    except ValueError:
+        meta = json_value(bytes.fromhex(_bytes(row[0] if row else b"").decode("ascii")))
+    except ValueError:  # not hex (UnicodeDecodeError is one)
         meta = None
     if not isinstance(meta, dict):
         raise sqlite3.DatabaseError("no session metadata (meta key 0)")
@@ -211,21 +214,21 @@ def discover(path: Path) -> Discovery | None:
     """Cursor CLI sessions under `path` (`~/.cursor`, its `chats/`, one `chats/<hash>`, one
     session folder or its `store.db`), or None when `path` is not one."""
     found = Discovery()
-    if path.name == DB and path.is_file():
+    if path.name == DB and is_file(path):
         _store(path, found)
-    elif (path / DB).is_file():
+    elif is_file(path / DB):
         _store(path / DB, found)
     elif is_workspace_id(path.name) and path.parent.name == "chats":
         for s in listing(path, found):
-            if (s / DB).is_file():
+            if is_file(s / DB):
                 _store(s / DB, found)
     else:
-        chats = path / "chats" if (path / "chats").is_dir() else path
+        chats = path / "chats" if is_dir(path / "chats") else path
         if chats.name != "chats":
             return None
         for ws in listing(chats, found):
             for s in listing(ws, found) if is_workspace_id(ws.name) else []:
-                if (s / DB).is_file():
+                if is_file(s / DB):
                     _store(s / DB, found)
     return found if found.sessions or found.skipped else None
 

@@ -32,6 +32,8 @@ from .sources import (
     FileReader,
     SessionSource,
     SourceFile,
+    is_dir,
+    is_file,
     listing,
     load_json,
     read_bounded,
@@ -236,12 +238,12 @@ def parse_wire(
 
 
 def _chat_files(folder: Path, found: Discovery) -> list[Path]:
-    return [p for p in listing(folder, found) if p.suffix in (".json", ".jsonl") and p.is_file()]
+    return [p for p in listing(folder, found) if p.suffix in (".json", ".jsonl") and is_file(p)]
 
 
 def _sessions(storage: Path, found: Discovery) -> None:
     """The chat sessions of one `workspaceStorage/<hash>` folder (or `emptyWindowChatSessions`)."""
-    chats = storage / CHATS if (storage / CHATS).is_dir() else storage
+    chats = storage / CHATS if is_dir(storage / CHATS) else storage
     folder = workspace_folder(storage)
     for f in _chat_files(chats, found):
         found.sessions.append(
@@ -261,7 +263,7 @@ def discover(path: Path) -> Discovery | None:
     """Chat sessions under `path`: an editor's `User` folder, its `workspaceStorage`, one
     `workspaceStorage/<hash>`, a `chatSessions` folder or one session file; None otherwise."""
     found = Discovery()
-    if path.is_file():
+    if is_file(path):
         if path.parent.name != CHATS or path.suffix not in (".json", ".jsonl"):
             return None
         _sessions(path.parent.parent, found)
@@ -269,15 +271,15 @@ def discover(path: Path) -> Discovery | None:
         return found
     if path.name == CHATS:
         _sessions(path.parent, found)
-    elif (path / CHATS).is_dir():
+    elif is_dir(path / CHATS):
         _sessions(path, found)
     else:
-        storage = path / "workspaceStorage" if (path / "workspaceStorage").is_dir() else path
+        storage = path / "workspaceStorage" if is_dir(path / "workspaceStorage") else path
         for ws in listing(storage, found):
-            if (ws / CHATS).is_dir():
+            if is_dir(ws / CHATS):
                 _sessions(ws, found)
         empty = path / "globalStorage" / "emptyWindowChatSessions"
-        if empty.is_dir():
+        if is_dir(empty):
             _sessions(empty, found)
     return found if found.sessions else None
 
