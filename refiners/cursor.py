@@ -72,12 +72,10 @@ def read_composers(db: Path) -> list[dict[str, Any]] | None:
             cid = str(head.get("composerId") or key.split(":", 1)[1])
             stored = {k.rsplit(":", 1)[1]: _json(v) for k, v in _range(con, f"bubbleId:{cid}:")}
             inline = [b for b in head.pop("conversation", None) or [] if isinstance(b, dict)]
+            stored.update((str(b.get("bubbleId")), b) for b in inline)  # an older build's
             order = head.pop("fullConversationHeadersOnly", None) or inline
             bubbles = [
-                (
-                    str(h.get("bubbleId")),
-                    stored.get(str(h.get("bubbleId"))) or (h if inline else None),
-                )
+                (str(h.get("bubbleId")), stored.get(str(h.get("bubbleId"))))
                 for h in order
                 if isinstance(h, dict)
             ]

@@ -356,3 +356,21 @@ def test_a_new_cursor_bubble_or_cli_message_is_seen_by_the_follower_s_scan(tmp_p
         "state.vscdb-wal",
         "store.db-wal",
     }  # WAL: the main files wait for a checkpoint
+
+
+def test_an_older_cursor_composer_with_its_bubbles_inline_is_read(tmp_path: Path) -> None:
+    tool = {"name": "run_terminal_cmd", "status": "completed", "params": '{"command": "ls"}'}
+    conversation = [
+        {"type": 1, "bubbleId": "b1", "text": "list the files"},
+        {"type": 2, "bubbleId": "b2", "text": "", "toolFormerData": tool},
+        {"type": 2, "bubbleId": "b3", "text": "Two files."},
+    ]
+    user = cursor_db(
+        tmp_path, {"composerData:old": {"composerId": "old", "conversation": conversation}}
+    )
+    [session] = discover(user).sessions
+    result = cursor.parse_wire(session.files[0].path)
+    assert (result.protocol_version, result.problems) == ("unknown", [])
+    assert [(t.user_text, calls(t), t.final_text, t.status) for t in result.turns] == [
+        ("list the files", [("run_terminal_cmd", "ls", "ok")], "Two files.", "completed")
+    ]
