@@ -25,6 +25,11 @@ Where each agent reads user-scope MCP servers:
   OpenCode's entry (`kilo mcp list` lists it)
 - droid (Factory Droid): `~/.factory/mcp.json`, `mcpServers`, an entry as `droid mcp add` writes
   it (`"type": "stdio"`)
+- cursor (Cursor's editor and its CLI, `cursor-agent`): `~/.cursor/mcp.json`, `mcpServers`
+- vscode (VS Code's chat, GitHub Copilot's agent): `mcp.json` in VS Code's user folder
+  (`~/.config/Code/User`, `~/Library/Application Support/Code/User`, `%APPDATA%\\Code\\User`),
+  `servers`, an entry `{"type": "stdio", "command", "args"}` (a workspace's `.vscode/mcp.json`
+  has the same shape; `install` edits the user's)
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ from archive_mcp.workspaces import (
     codex_home,
     config_dir,
     copilot_home,
+    cursor_home,
+    editor_user_dir,
     factory_dir,
     gemini_dir,
     kilo_config_dir,
@@ -72,6 +79,8 @@ AGENTS = (
     "copilot",
     "droid",
     "kilo",
+    "cursor",
+    "vscode",
 )
 # the session-end hook installed with an agent's server: Claude Code's and Gemini CLI's
 # `SessionEnd` hook (settings.json), Codex's `notify` program (config.toml, run after each turn),
@@ -114,6 +123,10 @@ def config_file(agent: str) -> Path:
         return factory_dir() / "mcp.json"
     if agent == "kilo":
         return kilo_config_dir() / "kilo.json"
+    if agent == "cursor":
+        return cursor_home() / "mcp.json"
+    if agent == "vscode":
+        return editor_user_dir("Code") / "mcp.json"
     raise InvalidArgument(f"unknown agent {agent!r}; one of: {', '.join(AGENTS)}")
 
 
@@ -154,7 +167,7 @@ def entry_for(agent: str, command: list[str]) -> Any:
         return {"type": "local", "command": command}
     if agent == "copilot":
         return {"type": "local", "command": command[0], "args": command[1:], "tools": ["*"]}
-    if agent == "droid":
+    if agent in ("droid", "vscode"):
         return {"type": "stdio", "command": command[0], "args": command[1:]}
     return {"command": command[0], "args": command[1:]}
 
@@ -183,7 +196,8 @@ def registered(agent: str, path: Path | None = None) -> bool:
 
 def servers_key(agent: str) -> str:
     """The member of `agent`'s config that holds its MCP servers."""
-    return {"codex": "mcp_servers", "opencode": "mcp", "kilo": "mcp"}.get(agent, "mcpServers")
+    keys = {"codex": "mcp_servers", "opencode": "mcp", "kilo": "mcp", "vscode": "servers"}
+    return keys.get(agent, "mcpServers")
 
 
 def _what(agent: str) -> str:

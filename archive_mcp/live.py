@@ -46,8 +46,11 @@ MAX_DEBOUNCE = 3.0  # ... unless it keeps changing for this long (a busy agent)
 LOCK_RETRY = 5.0  # a standing-by follower tries the lock this often
 ERROR_BACKOFF = 10.0  # after a failed round, wait this long before the next try
 FULL_BACKOFF_MAX = 300.0  # on a full disk the wait doubles after each failed try, up to this
-SESSION_DIRS = ("projects", "sessions", "archived_sessions", "tmp")  # where the agents keep logs
-LOG_SUFFIXES = (".jsonl", ".json")
+# where the agents keep logs (`chats`: the Cursor CLI's stores)
+SESSION_DIRS = ("projects", "sessions", "archived_sessions", "tmp", "chats")
+# logs, and the SQLite stores some agents keep instead (OpenCode, Kilo, Cursor, the Cursor CLI),
+# with their write-ahead logs: a WAL store's main file changes only at a checkpoint
+LOG_SUFFIXES = (".jsonl", ".json", ".db", ".vscdb", ".db-wal", ".vscdb-wal")
 MAX_DEPTH = 8
 LOCK_NAME = "follow.lock"
 

@@ -18,6 +18,8 @@ from . import (
     codex,
     continue_cli,
     copilot,
+    cursor,
+    cursor_cli,
     droid,
     gemini,
     kilo,
@@ -26,6 +28,7 @@ from . import (
     opencode,
     pi,
     qwen_code,
+    vscode_chat,
 )
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .refine import ExtractiveSummarizer, RefineContext, Summarizer, refine_turn
@@ -56,6 +59,8 @@ __all__ = [
     "codex",
     "continue_cli",
     "copilot",
+    "cursor",
+    "cursor_cli",
     "discover",
     "droid",
     "gemini",
@@ -66,4 +71,5 @@ __all__ = [
     "pi",
     "qwen_code",
     "refine_turn",
+    "vscode_chat",
 ]

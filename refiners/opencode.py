@@ -24,11 +24,7 @@ synthetic text, its usage, and the work after the "Continue" as that turn's next
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +32,7 @@ from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, SessionSource, SourceFile, register
+from .stores import export_dir, export_path, read_only, read_reported, write_export
 
 SOURCE = "opencode"
 DB = "opencode.db"
@@ -55,17 +52,9 @@ def _json(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace")
-
-
 def read_sessions(db: Path) -> list[dict[str, Any]]:
     """Every session of `db` with its messages and parts, read-only in one transaction."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    con.text_factory = _text  # text that is not UTF-8 must not stop the read
-    try:
-        con.execute("PRAGMA query_only = 1")
-        con.execute("BEGIN")
+    with read_only(db) as con:
         cols = [d[1] for d in con.execute("PRAGMA table_info(session)")]
         sessions = [
             dict(zip(cols, row, strict=True)) for row in con.execute("SELECT * FROM session")
@@ -90,9 +79,6 @@ def read_sessions(db: Path) -> list[dict[str, Any]]:
         ):
             if mid in by_id:
                 by_id[mid]["parts"].append({"id": pid, **_json(data)})
-        con.execute("COMMIT")
-    finally:
-        con.close()
     for s in sessions:
         s["messages"] = messages.get(s["id"], [])
     return sessions
@@ -106,28 +92,6 @@ def export_lines(session: dict[str, Any]) -> bytes:
         for m in session["messages"]
     ]
     return ("\n".join(lines) + "\n").encode("utf-8")
-
-
-def _export_dir(db: Path) -> Path:
-    """A private folder of the temp dir for this database's exports."""
-    key = hashlib.sha1(str(db.resolve()).encode()).hexdigest()[:16]
-    user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
-    private = Path(tempfile.gettempdir()) / f"archive-mcp-{user}"
-    private.mkdir(exist_ok=True, mode=0o700)  # only this user may read the exports
-    folder = private / "opencode" / key
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _write(path: Path, data: bytes) -> None:
-    try:
-        if path.read_bytes() == data:
-            return  # unchanged: keep its mtime
-    except OSError:
-        pass
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 # --- parsing the export ------------------------------------------------------------------------
@@ -261,12 +225,10 @@ def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | N
     if not db.is_file():
         return None
     found = Discovery()
-    try:
-        sessions = read_sessions(db)
-    except sqlite3.Error as exc:
-        found.skipped.append((str(db), f"could not read the {label} database: {exc}"))
+    sessions = read_reported(read_sessions, db, f"the {label} database", found)
+    if sessions is None:
         return found
-    folder = _export_dir(db)
+    folder = export_dir(db, "opencode")
     ids = {str(s.get("id")) for s in sessions if s.get("id")}
     by_id: dict[str, SessionSource] = {}
     children: list[tuple[str, str, Path]] = []
@@ -274,8 +236,8 @@ def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | N
         sid = str(s.get("id") or "")
         if not sid:
             continue
-        export = folder / f"{hashlib.sha1(sid.encode()).hexdigest()[:20]}.jsonl"
-        _write(export, export_lines(s))
+        export = export_path(folder, sid)
+        write_export(export, export_lines(s))
         parent = s.get("parent_id")
         if isinstance(parent, str) and parent in ids:  # a subagent: archived with its parent
             children.append((parent, sid, export))

@@ -553,6 +553,9 @@ def test_the_reader_registry_imports_no_reader() -> None:
             "continue_cli",
             "droid",
             "kilo",
+            "cursor",
+            "cursor_cli",
+            "vscode_chat",
         }
     )
     assert sorted(READERS) == [
@@ -561,6 +564,9 @@ def test_the_reader_registry_imports_no_reader() -> None:
         "codex",
         "continue",
         "copilot",
+        "copilot-chat",
+        "cursor",
+        "cursor-cli",
         "droid",
         "gemini",
         "kilo",

@@ -323,7 +323,7 @@ def test_a_directory_that_is_not_a_session_is_reported(tmp_path: Path) -> None:
         (
             "photos",
             "not a session log or log folder of any known agent (Kimi Code, Kimi CLI, Qwen Code, "
-            "Pi, GitHub Copilot CLI, Factory Droid, Continue, Claude Code, OpenCode, Kilo Code, "
+            "Pi, GitHub Copilot CLI, Cursor, Cursor CLI, Factory Droid, Continue, VS Code Copilot Chat, Claude Code, OpenCode, Kilo Code, "
             "Codex CLI, Gemini CLI, Aider)",
         ),
         ("missing", "does not exist"),

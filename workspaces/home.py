@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import platform
+import sys
 from pathlib import Path
 
 import platformdirs
@@ -93,6 +95,37 @@ def factory_dir() -> Path:
     return _env_or("FACTORY_HOME_OVERRIDE", Path.home()) / ".factory"
 
 
+EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor")  # VS Code's layout: `User/` folders
+
+
+def editor_user_dir(app: str) -> Path:
+    """The `User` folder of the VS Code-shaped editor `app` (its chats and `mcp.json`):
+    `~/Library/Application Support/<app>/User` on macOS, `%APPDATA%\\<app>\\User` on Windows,
+    `$XDG_CONFIG_HOME/<app>/User` (`~/.config`) elsewhere, as Electron places them."""
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    elif os.name == "nt":
+        base = _env_or("APPDATA", Path.home() / "AppData" / "Roaming")
+    else:
+        base = _env_or("XDG_CONFIG_HOME", Path.home() / ".config")
+    return base / app / "User"
+
+
+def windows_editor_dirs() -> list[Path]:
+    """Under WSL, the editors' `User` folders of the Windows homes
+    (`/mnt/c/Users/*/AppData/Roaming/<app>/User`) that exist; none elsewhere."""
+    if "microsoft" not in platform.release().lower():
+        return []
+    users = Path("/mnt/c/Users")
+    found = sorted(users.glob("*/AppData/Roaming/*/User")) if users.is_dir() else []
+    return [p for p in found if p.parent.name in EDITORS]
+
+
+def cursor_home() -> Path:
+    """The Cursor CLI's folder (`chats/`) and Cursor's `mcp.json`: `~/.cursor`."""
+    return Path.home() / ".cursor"
+
+
 def qwen_settings_dir() -> Path:
     """Where Qwen Code reads its user settings (`settings.json`): `$QWEN_HOME`, else `~/.qwen`."""
     env = os.environ.get("QWEN_HOME")
@@ -126,6 +159,9 @@ def default_source_roots() -> list[Path]:
         continue_home(),
         factory_dir(),
         kilo_data_dir(),
+        *(editor_user_dir(app) for app in EDITORS),
+        cursor_home(),
+        *windows_editor_dirs(),
     ]
 
 
