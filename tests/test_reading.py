@@ -199,11 +199,14 @@ def test_a_compaction_recap_is_marked_and_points_at_the_turns_it_restates() -> N
     )
 
 
-def test_a_scan_shows_a_long_answers_first_and_last_paragraph_within_its_width() -> None:
+def test_a_scan_shows_a_long_answers_opening_and_last_paragraph_within_its_width() -> None:
     from archive_mcp.search.context import answer_digest
 
     text = "Plan: keep sync.\n\n" + "middle words " * 100 + "\n\nFinal: retry with backoff."
-    assert answer_digest(text, 100) == "Plan: keep sync.\n…\nFinal: retry with backoff."
+    assert answer_digest(text, 100) == (
+        "Plan: keep sync.\nmiddle words middle words middle words middle words…\n…\n"
+        "Final: retry with backoff."
+    )
     assert answer_digest("short answer", 100) == "short answer"
     assert answer_digest("Start here. " + "and more " * 40 + "End here.", 90) == (
         "Start here. and more and … more and more and more and more and more and more End here."

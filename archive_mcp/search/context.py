@@ -140,15 +140,16 @@ SCAN = 600  # characters of an answer a scan (a range, several references, a nei
 
 
 def answer_digest(text: str, width: int = SCAN) -> str:
-    """An answer within `width` for a scan: whole when it fits; else its first and last paragraph
-    (the head and end of one long paragraph), `…` between."""
+    """An answer within `width` for a scan: whole when it fits; else its opening paragraphs and its
+    last one (the head and end of one long paragraph), `…` between."""
     if len(text) <= width:
         return text
     paras = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if p.strip()]
     if len(paras) < 2:
         return _cut_keep_end(text, width)[0]
     last = _cut_keep_end(paras[-1], width // 2)[0]
-    return f"{clip(paras[0], width - len(last) - 3)}\n…\n{last}"
+    head = clip("\n".join(paras[:-1]), width - len(last) - 3)  # a heading takes what follows it
+    return f"{head}\n…\n{last}"
 
 
 def digest(call: ToolCall, output: str, known: frozenset[str]) -> ToolDetail:
