@@ -257,6 +257,22 @@ def _detail(
     if left:
         how = "raise max_chars" if full_tools else "raise max_chars or use detail=full"
         note = f"{left} of {len(calls)} tool calls left out for the budget; {how}"
+    cut = c1 or c2 or c5 or cut_tools or bool(left)
+    return _of_row(ws, row, user, assistant, tools, thinking, requested, cut, note)
+
+
+def _of_row(
+    ws: Workspace,
+    row: dict[str, Any],
+    user: str,
+    assistant: str,
+    tools: list[ToolDetail],
+    thinking: str | None,
+    requested: bool,
+    truncated: bool,
+    note: str | None,
+) -> TurnDetail:
+    """The detail of a refined `row` with the words and calls shown."""
     started = row["started_at"]
     return TurnDetail(
         ws.id,
@@ -270,7 +286,7 @@ def _detail(
         tools,
         thinking,
         requested,
-        c1 or c2 or c5 or cut_tools or bool(left),
+        truncated,
         dict(row["raw_ref"]),
         note,
     )
@@ -300,23 +316,7 @@ def _scanned(
         else None
     )
     user, cut = _cut(user, max(0, budget - len(shown) - len(note or "")))
-    started = row["started_at"]
-    return TurnDetail(
-        ws.id,
-        row["session_id"],
-        row["agent"],
-        row["turn"],
-        started.isoformat() if started else None,
-        row["status"],
-        user,
-        shown,
-        [],
-        None,
-        requested,
-        cut or bool(left),
-        dict(row["raw_ref"]),
-        note,
-    )
+    return _of_row(ws, row, user, shown, [], None, requested, cut or bool(left), note)
 
 
 def _tool_size(c: ToolDetail) -> int:
