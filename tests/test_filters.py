@@ -150,7 +150,7 @@ async def test_the_mcp_tool_passes_one_filters_object_and_rerank(
             ws,
             {
                 "filters": Filters(agent="main", kind="fix"),
-                "limit": 10,
+                "limit": 6,
                 "mode": "hybrid",
                 "rerank": "e5",
             },

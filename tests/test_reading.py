@@ -197,3 +197,36 @@ def test_a_compaction_recap_is_marked_and_points_at_the_turns_it_restates() -> N
         f"Recap of turns 0-4 ({sid}:0-4). Asked: (continued session: summary of the earlier "
         "conversation) Outcome: Done with: Use a subagent to print hi SCRIPTED-ANSWER;"
     )
+
+
+def test_a_scan_shows_a_long_answers_opening_and_last_paragraph_within_its_width() -> None:
+    from archive_mcp.search.context import answer_digest
+
+    text = "Plan: keep sync.\n\n" + "middle words " * 100 + "\n\nFinal: retry with backoff."
+    assert answer_digest(text, 100) == (
+        "Plan: keep sync.\nmiddle words middle words middle words middle words…\n…\n"
+        "Final: retry with backoff."
+    )
+    assert answer_digest("short answer", 100) == "short answer"
+    assert answer_digest("Start here. " + "and more " * 40 + "End here.", 90) == (
+        "Start here. and more and … more and more and more and more and more and more End here."
+    )
+
+
+def test_a_hits_user_words_are_whole_when_short_else_the_sentences_with_the_query_terms() -> None:
+    from archive_mcp.search.highlight import answer_words, asked_words, split_answers
+    from archive_mcp.search.texts import TurnText
+
+    assert asked_words("Keep the  sync\nmode.", {"sync"}) == "Keep the **sync** mode."
+    long = "Hello there. " * 10 + "Please make the retry use backoff. " + "More filler here. " * 20
+    assert asked_words(long, {"retri", "backoff"}) == (
+        "… Please make the **retry** use **backoff**. …"
+    )
+    assert split_answers("do it\n[answer] Which? → main\n[rejected Edit]") == (
+        "do it",
+        ["[answer] Which? → main", "[rejected Edit]"],
+    )
+    text = TurnText(assistant_text="Done.\nThe retry now waits 2.5 s with backoff. Tests pass.")
+    assert (
+        answer_words(text, {"backoff"}) == "The retry now waits 2.5 s with **backoff**. Tests pass."
+    )
