@@ -137,6 +137,9 @@ def passages(text: str, words: Sequence[str]) -> str:
 
 
 SCAN = 600  # characters of an answer a scan (a range, several references, a neighbour) shows
+SCAN_USER = 300  # characters of the user's words a scan always shows, whatever its budget
+SCAN_MIN = 200  # ... and of the answer's digest
+NOTE = 160  # about what a scan's "left out: …" line takes
 
 
 def answer_digest(text: str, width: int = SCAN) -> str:
@@ -302,8 +305,11 @@ def _scanned(
     requested: bool,
 ) -> TurnDetail:
     """A turn as a scan shows it: the user's words whole (within `budget`, whatever `matching`
-    kept), the answer's digest, and one line saying what was left out and how to read it whole."""
-    shown = answer_digest(assistant)
+    kept), the answer's digest, and one line saying what was left out and how to read it whole.
+    The user's words come first (who asked for what is the point of a scan): up to `SCAN_USER` of
+    them whatever the budget, and the digest takes what is left, at least `SCAN_MIN`."""
+    user, cut = _cut(user, max(SCAN_USER, budget // 2))
+    shown = answer_digest(assistant, min(SCAN, max(SCAN_MIN, budget - len(user) - NOTE)))
     left = []
     if len(shown) < len(assistant):
         left.append(f"{len(assistant) - len(shown):,} of {len(assistant):,} chars of the answer")
@@ -315,7 +321,6 @@ def _scanned(
         if left
         else None
     )
-    user, cut = _cut(user, max(0, budget - len(shown) - len(note or "")))
     return _of_row(ws, row, user, shown, [], None, requested, cut or bool(left), note)
 
 
