@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.mcp.server import build_server
 from archive_mcp.refs import TurnRef, parse_ref
 from archive_mcp.render import hit_text
+from archive_mcp.search.context import _scanned
 from archive_mcp.search.hits import Hit
 from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
 
@@ -229,4 +231,19 @@ def test_a_hits_user_words_are_whole_when_short_else_the_sentences_with_the_quer
     text = TurnText(assistant_text="Done.\nThe retry now waits 2.5 s with backoff. Tests pass.")
     assert (
         answer_words(text, {"backoff"}) == "The retry now waits 2.5 s with **backoff**. Tests pass."
+    )
+
+
+
+def test_a_scan_shows_the_users_words_before_the_answers_digest_on_a_small_share() -> None:
+    ws = SimpleNamespace(id="w1")
+    row = {"session_id": "s1", "agent": "main", "turn": 48, "started_at": None, "status": "done", "raw_ref": {}}
+    asked = "Yes please go deeper. Also we need a settings menu item to store the configuration."
+    answer = "\n\n".join(f"Paragraph {i}: " + "details of the change. " * 8 for i in range(6))
+    d = _scanned(row, ws, asked, answer, 5, 250, True)  # type: ignore[arg-type]
+    assert d.user_text == asked
+    assert 150 <= len(d.assistant_text) < len(answer)
+    assert d.left_out == (
+        f"left out: {len(answer) - len(d.assistant_text):,} of {len(answer):,} chars of the answer "
+        'and 5 tool calls; read it whole: load_turn_context(["s1:48"])'
     )
