@@ -11,10 +11,12 @@ name some things otherwise (a bucket's `name` is `bucket` here, a file's `path` 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from typing_extensions import TypedDict  # pydantic reads it on Python < 3.12 (the MCP schema)
+
+from archive_mcp.themes.trace.model import json_without
 
 # A quiet spell as the JSON names it (`from` is a Python keyword: no dataclass field can be it).
 Quiet = TypedDict("Quiet", {"from": str, "to": str, "days": float})
@@ -62,10 +64,7 @@ class Step:
     alternatives: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        if not self.alternatives:
-            del out["alternatives"]
-        return out
+        return json_without(self, "alternatives")
 
 
 @dataclass(frozen=True)
@@ -112,11 +111,7 @@ class EventLine:
     content: TurnText | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        for key in ("agent", "content"):
-            if out[key] is None:
-                del out[key]
-        return out
+        return json_without(self, "agent", "content")
 
 
 @dataclass(frozen=True)
