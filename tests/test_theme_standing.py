@@ -142,7 +142,9 @@ def test_the_timeline_carries_now_in_its_structure_and_its_now_block() -> None:
     data = tl.budgeted()
     assert data.current_state == "latest substantive turns, newest first (in `now`)"
     assert data.now == [
-        NowTurn("s:1", "2026-01-01T01:00:00+00:00", "stop polling, switch to the websocket → done."),
+        NowTurn(
+            "s:1", "2026-01-01T01:00:00+00:00", "stop polling, switch to the websocket → done."
+        ),
         NowTurn("s:0", "2026-01-01T00:00:00+00:00", "let's poll the price feed every 5 s → done."),
     ]
     md = tl.markdown()
