@@ -2,9 +2,9 @@
 
 One value serves every face: the MCP tool's structured output is it (its JSON by `to_jsonable`),
 and `story.markdown(..., keep=it)` tells the very threads, decisions and events it holds
-(`story.told` makes both at once: `Told`). Field
-names are the JSON keys (the MCP output schema is made from these classes); a part that leaves
-out an empty or absent key has a `to_json` that does so. The timeline's own parts (`model.py`)
+(`story.told` makes both at once: `Told`). Field names are the JSON keys (the MCP output schema
+is made from these classes); a part that leaves out an empty or absent key has a `to_json` that
+does so. The timeline's own parts (`model.py`)
 name some things otherwise (a bucket's `name` is `bucket` here, a file's `path` is `file`, a gap's
 `start` is `from`), so the told parts are their own small classes.
 """
@@ -52,7 +52,7 @@ class NotShown:
 
 
 @dataclass(frozen=True)
-class Step:
+class ThreadStep:
     """A decision as a thread shows it, its gist clipped to the budget's width; `alternatives`
     (in JSON only when some) are the courses a change may undo instead."""
 
@@ -68,7 +68,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Claimed(Step):
+class Claimed(ThreadStep):
     """A decision outside any thread when changes of course are claimed: `undoes` always says
     (None: it undoes nothing claimed)."""
 
@@ -147,7 +147,7 @@ class TraceOutput:
     now: list[NowTurn]
     claims_changes: bool
     counts: Counts
-    threads: list[list[Step]] = field(default_factory=list)
+    threads: list[list[ThreadStep]] = field(default_factory=list)
     decisions: list[Claimed | Candidate] = field(default_factory=list)
     events: list[EventLine] = field(default_factory=list)
     buckets: list[BucketLine] = field(default_factory=list)

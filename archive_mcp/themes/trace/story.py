@@ -4,8 +4,9 @@ Now (the theme's latest substantive turns, newest first, each quoted with when a
 then the decision candidates (or, when changes of course are claimed, each decision thread: "was X
 → now Y"), then the newest events, then files and memories. The budget goes to decisions,
 changes and the newest events first; a line is kept whole or left out (never cut mid-word), and
-what was left out is counted. The structured form follows the same rules against the size of its
-JSON, so an agent gets the same story either way and can drill down with `load_turn_context`.
+what was left out is counted. The structured form (`output.TraceOutput`, typed) follows the same
+rules against the size of its JSON, and `told` tells the text from the very items it keeps, so an
+agent gets the same story either way and can drill down with `load_turn_context`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from archive_mcp.themes.trace.output import (
     NotShown,
     NowTurn,
     Quiet,
-    Step,
+    ThreadStep,
     Told,
     TraceOutput,
     TurnText,
@@ -280,9 +281,9 @@ def budgeted(tl: TimelineData, max_chars: int = 12_000) -> TraceOutput:
     """The structured trace within `max_chars` of JSON: story first, the newest events next."""
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
 
-    def step(s: Decision | DecisionBrief) -> Step:
+    def step(s: Decision | DecisionBrief) -> ThreadStep:
         # other courses the change may undo (`alternatives`): check them by meaning
-        return Step(s.ref, s.at, s.flag, s.by, clip(s.gist, gw), s.alternatives)
+        return ThreadStep(s.ref, s.at, s.flag, s.by, clip(s.gist, gw), s.alternatives)
 
     out = TraceOutput(
         theme=tl.theme,
