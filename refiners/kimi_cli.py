@@ -215,12 +215,7 @@ class KimiTurnBuilder(TurnBuilder):
         call = self.calls.get(str(p.get("tool_call_id")))
         rv = p.get("return_value") or {}
         if call is not None and isinstance(rv, dict):
-            call.result = {
-                "is_error": bool(rv.get("is_error")),
-                "message": rv.get("message") or "",
-                "output": rv.get("output"),
-            }
-            call.result_at = ts
+            call.finish(bool(rv.get("is_error")), rv.get("message") or "", rv.get("output"), ts)
 
     def _on_ApprovalRequest(self, cur: Turn, p: dict, *_: Any) -> None:
         self.approvals[str(p.get("id"))] = str(p.get("tool_call_id"))

@@ -14,6 +14,7 @@ from archive_mcp.ingest import store
 from archive_mcp.ingest.titles import request_title
 from archive_mcp.refiners import PARSERS, RefineContext, Turn, refine_turn
 from archive_mcp.refiners.embed import Embedder
+from archive_mcp.refiners.model import ParseResult
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
 from archive_mcp.refiners.sources import Refused
@@ -113,7 +114,7 @@ def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> Se
                     "parse_line": result.resume_line,
                     "next_index": result.resume_index,
                     "protocol": result.protocol_version,
-                    "open_turn": next((t.index for t in result.turns if t.end == "open"), None),
+                    "open_turn": again(result),
                 },
                 problems=[(p.line, p.kind, p.error) for p in result.problems],
                 unknown_types=result.unknown_types,
@@ -132,6 +133,15 @@ def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> Se
         store.merge_refined(ws, job.session_id, rows, replace_all=whole)
     items = [embed_item(r) for r in rows] if job.embed else []
     return SessionOutcome(files, title, len(rows), items)
+
+
+def again(result: ParseResult) -> int | None:
+    """The turn the next read of the file starts with, when this read had it: its open turn, or a
+    complete last turn read again with the next one (`lines._resume`). That turn is then updated,
+    not added."""
+    read = {t.index: t for t in result.turns}
+    turn = read.get(result.resume_index)
+    return turn.index if turn is not None and turn.byte_start == result.resume_offset else None
 
 
 def guarded_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> SessionOutcome:
