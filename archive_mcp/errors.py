@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import errno
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class ArchiveError(Exception):
@@ -29,8 +31,58 @@ class Busy(ArchiveError):
     """A workspace lock is held by another process for longer than the caller may wait."""
 
 
+class NotAFile(ArchiveError):
+    """A folder, FIFO, socket or device where a file is to be read or written: never opened."""
+
+
 class MissingDependency(ArchiveError):
     """An optional package is not installed; the message names the exact command that installs it."""
+
+
+class DiskFull(ArchiveError):
+    """The archive's disk is full, over its quota or read-only. An ingest stops at once (no later
+    session could be written either, and skipping them would look like bad sessions); what it
+    archived before stays, and a run after the fix resumes as if it had never stopped."""
+
+
+FULL_DISK = {
+    errno.ENOSPC: ("the disk is full", "free some space"),
+    errno.EDQUOT: ("the disk quota is used up", "free some space"),
+    errno.EROFS: (
+        "the file system is read-only",
+        "remount it read-write or point ARCHIVE_MCP_HOME at a writable folder",
+    ),
+}
+
+
+def disk_full(exc: BaseException) -> DiskFull | None:
+    """The `DiskFull` an ingest stops with for `exc` (a write that failed for want of space or on
+    a read-only disk, also as a library wraps or words it); None for any other error."""
+    if isinstance(exc, DiskFull):
+        return exc
+    disk = as_os_error(exc)
+    if disk is None or disk.errno not in FULL_DISK:
+        return None
+    cause, fix = FULL_DISK[disk.errno]
+    where = f" writing {disk.filename}" if disk.filename else ""
+    return DiskFull(f"{cause}{where}: {fix} and ingest again; nothing archived so far is lost")
+
+
+@contextmanager
+def written(path: object, temp: str | None = None) -> Iterator[None]:
+    """Inside, a disk error that names no file (a failed `write()`, one a library wrapped or
+    numpy's short write), or names a temporary file whose name starts with `temp`, is re-raised
+    as an OSError naming `path`: its one line says which file could not be written."""
+    try:
+        yield
+    except Exception as exc:
+        disk = as_os_error(exc)
+        if disk is None or disk.errno is None:
+            raise
+        named = str(disk.filename or "")
+        if named and not (temp and named.rsplit("/", 1)[-1].startswith(temp)):
+            raise
+        raise OSError(disk.errno, disk.strerror, str(path)) from exc
 
 
 def os_message(exc: OSError) -> str:

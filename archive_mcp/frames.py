@@ -154,7 +154,7 @@ def stats(selected: Sequence[Workspace]) -> Stats:
         if selected
         else empty_refined()
     )
-    raw = sum(_tree_size(ws.raw_dir) for ws in selected)
+    raw = sum(tree_size(ws.raw_dir) for ws in selected)
     embedded = sum(_rows(p) for ws in selected for p in ws.embeddings_dir.glob("*.parquet"))
     times = df["started_at"].drop_nulls()
     return Stats(
@@ -169,7 +169,7 @@ def stats(selected: Sequence[Workspace]) -> Stats:
     )
 
 
-def _tree_size(root: Path) -> int:
+def tree_size(root: Path) -> int:
     """Bytes of the regular files under `root`; a folder or file a purge removes meanwhile counts
     as gone (`os.walk` skips what it cannot list)."""
     total = 0

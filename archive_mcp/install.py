@@ -25,6 +25,11 @@ Where each agent reads user-scope MCP servers:
   OpenCode's entry (`kilo mcp list` lists it)
 - droid (Factory Droid): `~/.factory/mcp.json`, `mcpServers`, an entry as `droid mcp add` writes
   it (`"type": "stdio"`)
+- cursor (Cursor's editor and its CLI, `cursor-agent`): `~/.cursor/mcp.json`, `mcpServers`
+- vscode (VS Code's chat, GitHub Copilot's agent): `mcp.json` in VS Code's user folder
+  (`~/.config/Code/User`, `~/Library/Application Support/Code/User`, `%APPDATA%\\Code\\User`),
+  `servers`, an entry `{"type": "stdio", "command", "args"}` (a workspace's `.vscode/mcp.json`
+  has the same shape; `install` edits the user's)
 - cline (Cline CLI 3 and its VS Code extension): `~/.cline/data/settings/cline_mcp_settings.json`
   (`$CLINE_DIR`), `mcpServers`, an entry as `cline mcp add --yes` writes it (3.0.65: `{"transport":
   {"type": "stdio", "command", "args"}}`)
@@ -49,7 +54,8 @@ from typing import Any
 
 import yaml
 
-from archive_mcp.errors import InvalidArgument
+from archive_mcp.errors import InvalidArgument, written
+from archive_mcp.install_yaml import yaml_insert
 from archive_mcp.workspaces import (
     atomic_write_json,
     atomic_write_text,
@@ -58,12 +64,15 @@ from archive_mcp.workspaces import (
     codex_home,
     config_dir,
     copilot_home,
+    cursor_home,
+    editor_user_dir,
     factory_dir,
     gemini_dir,
     goose_config_dir,
     kilo_config_dir,
     kimi_code_home,
     kimi_share_dir,
+    need_file,
     opencode_config_dir,
     qwen_settings_dir,
     read_json,
@@ -81,6 +90,8 @@ AGENTS = (
     "copilot",
     "droid",
     "kilo",
+    "cursor",
+    "vscode",
     "cline",
     "goose",
 )
@@ -126,6 +137,10 @@ def config_file(agent: str) -> Path:
         return factory_dir() / "mcp.json"
     if agent == "kilo":
         return kilo_config_dir() / "kilo.json"
+    if agent == "cursor":
+        return cursor_home() / "mcp.json"
+    if agent == "vscode":
+        return editor_user_dir("Code") / "mcp.json"
     if agent == "cline":
         return cline_dir() / "data" / "settings" / "cline_mcp_settings.json"
     if agent == "goose":
@@ -170,7 +185,7 @@ def entry_for(agent: str, command: list[str]) -> Any:
         return {"type": "local", "command": command}
     if agent == "copilot":
         return {"type": "local", "command": command[0], "args": command[1:], "tools": ["*"]}
-    if agent == "droid":
+    if agent in ("droid", "vscode"):
         return {"type": "stdio", "command": command[0], "args": command[1:]}
     if agent == "cline":
         return {"transport": {"type": "stdio", "command": command[0], "args": command[1:]}}
@@ -211,7 +226,13 @@ def registered(agent: str, path: Path | None = None) -> bool:
 
 def servers_key(agent: str) -> str:
     """The member of `agent`'s config that holds its MCP servers."""
-    keys = {"codex": "mcp_servers", "opencode": "mcp", "kilo": "mcp", "goose": "extensions"}
+    keys = {
+        "codex": "mcp_servers",
+        "opencode": "mcp",
+        "kilo": "mcp",
+        "vscode": "servers",
+        "goose": "extensions",
+    }
     return keys.get(agent, "mcpServers")
 
 
@@ -246,7 +267,9 @@ def plan_install(agent: str, command: list[str] | None = None) -> Change:
     elif agent in HOOKS.values():
         after, snippet, at = _json_insert_at(before or "", ["hooks", "SessionEnd"], None, entry)
     elif agent in YAML:
-        after, snippet, at = _yaml_insert(before or "", servers_key(agent), entry)
+        after, snippet, at = yaml_insert(
+            before or "", servers_key(agent), {NAME: entry}, lambda t: _load(agent, t)
+        )
     else:
         after, snippet, at = _json_insert_at(before or "", [servers_key(agent)], NAME, entry)
     _check(agent, path, after, present=True)
@@ -303,7 +326,12 @@ def apply(change: Change) -> Path | None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
         backup = config_dir() / "backups" / f"{change.agent}-{stamp}-{path.name}"
         backup.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, backup)
+        try:
+            with written(backup):
+                shutil.copy2(path, backup)
+        except BaseException:
+            backup.unlink(missing_ok=True)  # no half-written backup left behind
+            raise
     if change.after is None:
         path.unlink()
     else:
@@ -484,42 +512,13 @@ def _toml_remove(text: str, header: re.Pattern[str] | None = None, mark: str = "
     return text
 
 
-# --- YAML (Goose): one block inserted under the top-level mapping `key`, textually -------------
-_YAML_KEY = r"^{}:[ \t]*(#.*)?$"
-
-
-def _yaml_insert(text: str, key: str, entry: dict[str, Any]) -> tuple[str, str, int]:
-    """`NAME: entry` as the first member of the block mapping `key` (appended with `key` when the
-    file has none); the indent is the mapping's own, else two spaces. A `key` written another
-    way (`extensions: {}`) gets the whole file dumped again (no snippet: uninstall edits it
-    structurally too)."""
-    found = re.search(_YAML_KEY.format(re.escape(key)), text, re.M)
-    if not found and re.search(rf"^{re.escape(key)}[ \t]*:", text, re.M):
-        data = _load("goose", text)
-        servers = data.get(key)
-        data[key] = {NAME: entry, **(servers if isinstance(servers, dict) else {})}
-        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True), "", 0
-    after_key = found.end() + 1 if found else len(text)
-    nxt = re.search(r"^([ \t]+)\S", text[after_key:], re.M) if found else None
-    ind = nxt.group(1) if nxt and not text[after_key : after_key + nxt.start()].strip() else "  "
-    body = yaml.safe_dump({NAME: entry}, sort_keys=False, default_flow_style=False)
-    block = "".join(ind + line for line in body.splitlines(keepends=True))
-    if found:
-        at = min(after_key, len(text))
-        prefix = "" if text[:at].endswith("\n") else "\n"
-        snippet = prefix + block
-        return text[:at] + snippet + text[at:], snippet, at
-    sep = "" if not text or text.endswith("\n") else "\n"
-    snippet = f"{sep}{key}:\n{block}"
-    return text + snippet, snippet, len(text)
-
-
 def _kind(agent: str) -> str:
     return "TOML" if agent in TOML else "YAML" if agent in YAML else "JSON"
 
 
 # --- checks -----------------------------------------------------------------------------------
 def _read(path: Path) -> str | None:
+    need_file(path)  # a FIFO there would block the read; a folder is no config
     try:
         return path.read_bytes().decode("utf-8")  # as is: CRLF files stay CRLF
     except FileNotFoundError:

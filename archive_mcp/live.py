@@ -5,7 +5,12 @@
 `Archive.ingest` as `archive-mcp ingest`, over the same homes (the paths given, else every
 agent's default home, read from the same environment variables each round). The server runs it
 on a daemon thread (`start`), `archive-mcp watch` in the foreground (`run`). Readers never wait
-on it: they read what is archived, and `catching_up()` says how many files are being archived.
+on it: they read what is archived, and `catching_up()` says how many files are being archived
+(or that the archive is not current: its disk is full).
+
+A round that stops on a full or read-only disk (`DiskFull`) says so once per try and waits
+longer before each next one (`ERROR_BACKOFF` doubling up to `FULL_BACKOFF_MAX`): a full disk
+is not freed by polling it every ten seconds, and each try would scan every home again.
 
 One follower per archive home: a follower holds `follow.lock` in the archive home while it
 follows. A second one (another server, a `watch`) stands by (`run` retries the lock) or, with
@@ -31,6 +36,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from archive_mcp.errors import DiskFull
 from archive_mcp.settings import follow_setting
 from archive_mcp.workspaces import default_source_roots, read_json, write_holder
 
@@ -39,8 +45,12 @@ DEBOUNCE = 0.3  # a change must stay still this long before it is ingested ...
 MAX_DEBOUNCE = 3.0  # ... unless it keeps changing for this long (a busy agent)
 LOCK_RETRY = 5.0  # a standing-by follower tries the lock this often
 ERROR_BACKOFF = 10.0  # after a failed round, wait this long before the next try
-SESSION_DIRS = ("projects", "sessions", "archived_sessions", "tmp", "tasks", "data")  # agents' logs
-LOG_SUFFIXES = (".jsonl", ".json", ".db", ".db-wal")  # logs; SQLite stores (OpenCode, Goose)
+FULL_BACKOFF_MAX = 300.0  # on a full disk the wait doubles after each failed try, up to this
+# where the agents keep logs (`chats`: the Cursor CLI's stores; `tasks`, `data`: Cline's)
+SESSION_DIRS = ("projects", "sessions", "archived_sessions", "tmp", "chats", "tasks", "data")
+# logs, and the SQLite stores some agents keep instead (OpenCode, Kilo, Goose, Cursor, the Cursor
+# CLI), with their write-ahead logs: a WAL store's main file changes only at a checkpoint
+LOG_SUFFIXES = (".jsonl", ".json", ".db", ".vscdb", ".db-wal", ".vscdb-wal")
 MAX_DEPTH = 8
 LOCK_NAME = "follow.lock"
 
@@ -148,6 +158,8 @@ class Follower:
         self.standby = False  # another follower holds this archive home
         self.last_report: Any = None
         self.last_error: str | None = None
+        self.full: str | None = None  # why the last round stopped on a full disk, until one runs
+        self.backoff = ERROR_BACKOFF  # seconds to wait after the last failed round
         self._base: Snapshot | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -155,7 +167,10 @@ class Follower:
 
     # --- what readers see ------------------------------------------------------------------
     def catching_up(self) -> str | None:
-        """ "archive catching up: N files pending" while a round archives changed files, else None."""
+        """ "archive catching up: N files pending" while a round archives changed files, "archive
+        not current: <why>" while the disk is full, else None."""
+        if self.full:
+            return f"archive not current: {self.full}"
         n = self.pending
         return f"archive catching up: {n} file{'' if n == 1 else 's'} pending" if n else None
 
@@ -226,7 +241,7 @@ class Follower:
                 except Exception as exc:  # noqa: BLE001 - e.g. a config file that does not parse
                     self.last_error, ok = f"{type(exc).__name__}: {exc}", False
                     self.status(f"follow: {exc}")
-                self._stop.wait(self.interval if ok else ERROR_BACKOFF)
+                self._stop.wait(self.interval if ok else self.backoff)
         finally:
             self.pending = 0
             self.release()
@@ -247,13 +262,21 @@ class Follower:
         try:
             given = self.paths or follow_setting() or ()  # else ingest's own default homes
             report = self.archive.ingest(*given, embed=self.embed, exclude=self.exclude)
+        except DiskFull as exc:  # polling will not free the disk: wait longer each time
+            was = self.backoff if self.full else ERROR_BACKOFF / 2
+            self.backoff = min(was * 2, FULL_BACKOFF_MAX)
+            self.last_error = self.full = str(exc)
+            self.status(f"follow: {exc} (next try in {self.backoff:.0f} s)")
+            return False
         except Exception as exc:  # noqa: BLE001 - a failed round is reported and retried
-            self.last_error = f"{type(exc).__name__}: {exc}"
+            self.last_error, self.full = f"{type(exc).__name__}: {exc}", None
+            self.backoff = ERROR_BACKOFF
             self.status(f"follow: ingest failed, retrying: {self.last_error}")
             return False
         finally:
             self.pending = 0
-        self._base, self.last_report, self.last_error = now, report, None
+        self._base, self.last_report, self.last_error, self.full = now, report, None, None
+        self.backoff = ERROR_BACKOFF
         self.rounds += 1
         self.status(self._summary(report, time.monotonic() - started, roots))
         return True

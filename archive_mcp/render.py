@@ -79,21 +79,30 @@ def turn_ref(session_id: str, turn: int, agent: str = "main") -> str:
 
 
 def hit_text(h: Hit, detail: str = "normal", indent: str = "  ", where: str = "") -> str:
-    """One search hit: reference (and `where`, its workspace, across workspaces), time, score and
-    signals; then summary and snippet; then status."""
-    head = (
-        f"{turn_ref(h.session_id, h.turn, h.agent)}{f' (workspace {where})' if where else ''} "
-        f"{(h.started_at or '')[:16]} score={h.score:.4f} "
-        f"({'+'.join(h.matched)}){f' [{h.source}]' if h.source else ''}"
-    )
-    if detail == "compact":  # the head of the summary: what lets an agent choose a hit
-        return f"{head} — {clip(h.summary, COMPACT_SUMMARY)}" if h.summary else head
-    out = f"{head}\n{indent}{h.summary}"
-    if h.snippet:
-        out += f"\n{indent}> {h.snippet}"
+    """One search hit. normal: a header (reference, `where` its workspace across workspaces,
+    time, source, marks), the user's words, the user's decisions given as tool results, and
+    `→` the assistant's passage that best answers; compact: the header and the user's words
+    cut, on one line; full: the header with score and signals, summary, snippet and status."""
+    ref = f"{turn_ref(h.session_id, h.turn, h.agent)}{f' (workspace {where})' if where else ''}"
+    when = (h.started_at or "")[:16]
+    source = f" [{h.source}]" if h.source else ""
     if detail == "full":
-        out += f"\n{indent}status={h.status} kinds={','.join(h.kinds)}"
-    return out
+        head = f"{ref} {when} score={h.score:.4f} ({'+'.join(h.matched)}){source}"
+        out = f"{head}\n{indent}{h.summary}"
+        if h.snippet:
+            out += f"\n{indent}> {h.snippet}"
+        return out + f"\n{indent}status={h.status} kinds={','.join(h.kinds)}"
+    marks = ", ".join([*h.kinds, *h.marks])
+    head = f"{ref} {when}{source}{f' ({marks})' if marks else ''}"
+    if detail == "compact":  # the user's words (else the summary): what lets an agent choose
+        words = h.asked or h.summary
+        return f"{head} — {clip(words, COMPACT_SUMMARY)}" if words else head
+    lines = [head] + ([f"{indent}User: {h.asked}"] if h.asked else [])
+    lines += [f"{indent}{h.summary}"] if h.summary and not h.asked else []
+    lines += [f"{indent}User {d}" for d in h.decisions]
+    if h.answer:
+        lines.append(f"{indent}→ {h.answer}")
+    return "\n".join(lines)
 
 
 def turn_text(t: TurnDetail) -> str:

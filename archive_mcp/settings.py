@@ -15,7 +15,12 @@ from typing import Any
 import platformdirs
 
 from archive_mcp.errors import InvalidArgument
-from archive_mcp.workspaces import atomic_write_text, config_dir, default_source_roots
+from archive_mcp.workspaces import (
+    atomic_write_text,
+    config_dir,
+    default_source_roots,
+    need_file,
+)
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ def config_path() -> Path:
 def read_config() -> dict[str, Any]:
     """The config file's settings ({} when there is none)."""
     path = config_path()
+    need_file(path)  # a FIFO there would block every command that reads the settings
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -22,8 +22,10 @@ folder as AGENT_EVAL. The questions are frozen in `bench/labels/agent_questions_
         per tool, and the calls the agents reported in OUT/PROJECT/answers-A.jsonl and
         answers-B.jsonl (their "calls" field: a helper script written is a call no log holds).
 
-PROJECT is `mthisness` (Claude Code, 64 logs of one folder) or `openprintkit` (Codex, three
-rollouts, kept in their YYYY/MM/DD folders).
+PROJECT is `mthisness` (Claude Code, 64 logs of one folder), `openprintkit` (Codex, three
+rollouts, kept in their YYYY/MM/DD folders) or `pai` (Claude Code, two project folders,
+`-Users-neilhart` and `-Users-neilhart-PAI`, copied whole with their subagents and tool results,
+each into OUT/pai/raw/<folder>).
 """
 
 from __future__ import annotations
@@ -44,13 +46,18 @@ QUESTIONS = Path(__file__).resolve().parent / "labels"
 
 @dataclass(frozen=True)
 class Project:
-    source: str  # the logs' folder under AGENTS_DEV
-    pattern: str  # the files of it that are the project's logs
+    sources: tuple[str, ...]  # the logs' folders under AGENTS_DEV
+    pattern: str  # the files of each that are the project's logs
+    by_file: bool = False  # Codex: ingest each rollout file (dated folders are not an agent home)
 
 
+PAI = "claude-code/procrypto__Personal_AI_Infrastructure/.claude/projects"
 PROJECTS: dict[str, Project] = {
-    "mthisness": Project("claude-code/M-Thisness__M-Claude/Archives", "*.jsonl"),
-    "openprintkit": Project("codex/Monotoba__OpenPrintKit/.codex/sessions", "**/*.jsonl"),
+    "mthisness": Project(("claude-code/M-Thisness__M-Claude/Archives",), "*.jsonl"),
+    "openprintkit": Project(
+        ("codex/Monotoba__OpenPrintKit/.codex/sessions",), "**/*.jsonl", by_file=True
+    ),
+    "pai": Project((f"{PAI}/-Users-neilhart", f"{PAI}/-Users-neilhart-PAI"), "**/*"),
 }
 
 
@@ -60,23 +67,32 @@ def project(name: str) -> Project:
     return PROJECTS[name]
 
 
+def raw_folders(spec: Project, raw: Path) -> list[Path]:
+    """Where each source folder is copied: `raw` itself for one, `raw/<folder name>` for several."""
+    if len(spec.sources) == 1:
+        return [raw]
+    return [raw / Path(source).name for source in spec.sources]
+
+
 def copy_raw(spec: Project, agents_dev: Path, raw: Path) -> list[Path]:
-    """Copy the project's logs into `raw`, keeping their paths below the source folder."""
-    src = agents_dev / spec.source
-    files = sorted(p for p in src.glob(spec.pattern) if p.is_file())
-    if not files:
-        raise SystemExit(f"no logs under {src}: is {agents_dev} the agents-dev folder?")
-    for f in files:
-        dest = raw / f.relative_to(src)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(f, dest)
-    return [raw / f.relative_to(src) for f in files]
+    """Copy the project's logs into `raw`, keeping their paths below their source folder."""
+    copied = []
+    for source, dest_dir in zip(spec.sources, raw_folders(spec, raw), strict=True):
+        src = agents_dev / source
+        files = sorted(p for p in src.glob(spec.pattern) if p.is_file())
+        if not files:
+            raise SystemExit(f"no logs under {src}: is {agents_dev} the agents-dev folder?")
+        for f in files:
+            dest = dest_dir / f.relative_to(src)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dest)
+            copied.append(dest)
+    return copied
 
 
-def ingest_paths(name: str, raw: Path, files: list[Path]) -> list[Path]:
-    """Claude Code: the folder of session logs; Codex: every rollout file (its dated folders are not
-    an agent home)."""
-    return [raw] if name == "mthisness" else files
+def ingest_paths(spec: Project, raw: Path, files: list[Path]) -> list[Path]:
+    """Claude Code: each folder of session logs; Codex: every rollout file."""
+    return files if spec.by_file else raw_folders(spec, raw)
 
 
 def archive_cli(exe: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -92,9 +108,9 @@ def prepare(name: str, out: Path, agents_dev: Path, exe: str, merge: bool) -> in
     raw, home = base / "raw", base / "home"
     files = copy_raw(spec, agents_dev, raw)
     size = sum(f.stat().st_size for f in files)
-    print(f"{name}: {len(files)} logs, {size / 1e6:.1f} MB copied to {raw}")
+    print(f"{name}: {len(files)} files, {size / 1e6:.1f} MB copied to {raw}")
     t = time.perf_counter()
-    done = archive_cli(exe, home, "ingest", "--json", *map(str, ingest_paths(name, raw, files)))
+    done = archive_cli(exe, home, "ingest", "--json", *map(str, ingest_paths(spec, raw, files)))
     seconds = time.perf_counter() - t
     if done.returncode != 0:
         print(done.stdout + done.stderr, file=sys.stderr)

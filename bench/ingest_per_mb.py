@@ -14,7 +14,11 @@ each copy is a session of its own), and the Aider fixture as written (2.5 kB) fo
 Pi, Copilot CLI, Continue, Droid and Cline: the genuine session of each in
 `tests/fixtures/real-cli`, its records after the first (the header) repeated to ~`--mb` MB in one
 session (Continue: its `history` items; Cline: its `messages`), so the turns are the genuine ones,
-many times over; Goose likewise from its fixture built from the documented format.
+many times over; Goose likewise from its fixture built from the documented format. Cursor (its
+composer's bubbles, each copy under new ids), the Cursor CLI (its messages, each copy a blob of
+its own under one root) and VS Code's chat (its `.json` document's requests): the session of each
+in `tests/fixtures/documented` (built from the documented format) grown the same way in its
+store; their size is the JSON the reader parses (the stored values), not the SQLite file.
 Cases run interleaved, `--rounds` times; the median and range of each is printed, and each big
 case's cost above the tiny one, per MB. Prints numbers only, no log content.
 """
@@ -22,11 +26,13 @@ case's cost above the tiny one, per MB. Prints numbers only, no log content.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
 import resource
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -95,6 +101,86 @@ def one_long_session(name: str, dst: Path, mb: float) -> tuple[Path, Path]:
     return dst, log
 
 
+DOCUMENTED = {  # fixture home under tests/fixtures/documented -> the path ingested in it
+    "cursor (documented)": "cursor/User",
+    "cursor-cli (documented)": "cursor-cli/dot-cursor",
+    "copilot-chat (documented)": "vscode/User",
+}
+
+
+def _build_stores(home: Path) -> None:
+    for sql in sorted(home.rglob("*.sql")):
+        con = sqlite3.connect(sql.with_suffix(""))
+        con.executescript(sql.read_text(encoding="utf-8"))
+        con.close()
+        sql.unlink()
+
+
+def documented_session(name: str, dst: Path, mb: float) -> tuple[Path, int]:
+    """A copy of the documented fixture home of `name` whose one session is grown to about `mb`
+    MB (see the module's docstring): the path to ingest and the session's bytes."""
+    shutil.copytree(
+        FIXTURES / "documented" / name.split()[0].replace("copilot-chat", "vscode"), dst
+    )
+    _build_stores(dst)
+    path = dst / DOCUMENTED[name].split("/", 1)[1]
+    if name.startswith("copilot-chat"):
+        log = next(path.rglob("chatSessions/*.json"))
+        doc = json.loads(log.read_bytes())
+        doc["requests"] = doc["requests"] * max(1, int(mb * 1e6 / log.stat().st_size))
+        log.write_text(json.dumps(doc), encoding="utf-8")
+        return path, log.stat().st_size
+    db = next(path.rglob("*.vscdb" if name.startswith("cursor ") else "store.db"))
+    con = sqlite3.connect(db)
+    if name.startswith("cursor "):
+        (key, head), *_ = con.execute(
+            "SELECT key, value FROM cursorDiskKV WHERE key LIKE 'composerData:%' AND value LIKE '%Shell%'"
+        )
+        cid, data = key.split(":", 1)[1], json.loads(head)
+        rows = con.execute(
+            "SELECT key, value FROM cursorDiskKV WHERE key LIKE ?", (f"bubbleId:{cid}:%",)
+        ).fetchall()
+        size = len(head) + sum(len(v) for _k, v in rows)
+        heads, times = data["fullConversationHeadersOnly"], max(1, int(mb * 1e6 / size))
+        data["fullConversationHeadersOnly"] = [
+            dict(h, bubbleId=f"{h['bubbleId']}-{k}") for k in range(times) for h in heads
+        ]
+        con.executemany(
+            "INSERT INTO cursorDiskKV VALUES (?, ?)",
+            [(f"{key}-{k}", v) for k in range(times) for key, v in rows],
+        )
+        con.execute("UPDATE cursorDiskKV SET value = ? WHERE key = ?", (json.dumps(data), key))
+        con.commit()
+        total = sum(
+            len(v)
+            for _k, v in con.execute(
+                "SELECT key, value FROM cursorDiskKV WHERE key LIKE 'bubbleId:%' OR key = ?", (key,)
+            )
+        )
+    else:
+        blobs = [
+            json.loads(d) for (d,) in con.execute("SELECT data FROM blobs") if bytes(d)[:1] == b"{"
+        ]
+        times = max(1, int(mb * 1e6 / sum(len(json.dumps(b)) for b in blobs)))
+        msgs = [json.dumps(dict(m, copy=k)).encode() for k in range(times) for m in blobs]
+        ids = [hashlib.sha256(m).digest() for m in msgs]
+        root = b"".join(b"\x0a\x20" + i for i in ids)
+        con.execute("DELETE FROM blobs")
+        con.executemany(
+            "INSERT INTO blobs VALUES (?, ?)",
+            [(i.hex(), m) for i, m in zip(ids, msgs, strict=True)],
+        )
+        con.execute("INSERT INTO blobs VALUES (?, ?)", (hashlib.sha256(root).hexdigest(), root))
+        (meta,) = con.execute("SELECT value FROM meta").fetchone()
+        meta = json.loads(bytes.fromhex(meta))
+        meta["latestRootBlobId"] = hashlib.sha256(root).hexdigest()
+        con.execute("UPDATE meta SET value = ?", (json.dumps(meta).encode().hex(),))
+        con.commit()
+        total = sum(len(m) for m in msgs)
+    con.close()
+    return path, total
+
+
 def ingest_cpu(path: Path, scratch: Path) -> tuple[float, int]:
     """CPU seconds of one `archive-mcp ingest` of `path` into a fresh home, and its turns."""
     home = Path(tempfile.mkdtemp(dir=scratch))
@@ -149,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
             home,
             log.stat().st_size,
         )
+    for agent in DOCUMENTED:
+        name = f"{agent.split()[0]} one session grown"
+        cases[name], sizes[name] = documented_session(agent, scratch / agent.split()[0], args.mb)
     cpu: dict[str, list[float]] = {name: [] for name in cases}
     turns: dict[str, int] = {}
     for _ in range(max(1, args.rounds)):

@@ -6,9 +6,9 @@ BM25 z+ MiniLM cut at the same member count.
         [--json PATH] [--only f1,f2] [--add f1] [--drop f1] [--l2 1.0] [--mode cut|count] [--fit]
 
 OUT is the folder `themes_heldout.py` builds (archives and MiniLM cache). For every labelled
-topic the seeds are tagged as `tag_theme` does (`TagRules.scored` on), recording the candidates
-and every signal `membership.signals` computes for them (nothing from the labels or from
-MiniLM), and each candidate's label: is it a labelled member of the topic. The same call with
+topic the seeds are tagged as `tag_theme` does (`TagRules.scored` on), recording (`Score.record`)
+the candidates and every signal `membership.signals` computes for them (nothing from the labels or
+from MiniLM), and each candidate's label: is it a labelled member of the topic. The same call with
 `SCORED` off gives what the rules attach ("rules"). The rows are cached in OUT (`--reuse`).
 
 Leave one project out: a logistic model is fitted on the candidates of the other projects
@@ -29,7 +29,7 @@ import json
 import os
 import pickle
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import mean
@@ -62,23 +62,6 @@ class Rows:
     y: np.ndarray
 
 
-@contextlib.contextmanager
-def recorded(log: dict[str, Any]) -> Iterator[None]:
-    """Record the candidates and every signal `membership.signals` computes during one tagging."""
-    saved = membership.signals
-
-    def signals(candidates: Any, *a: Any) -> Any:
-        rows = saved(candidates, *a)
-        log.update(keys=list(candidates), rows=rows)
-        return rows
-
-    membership.signals = signals
-    try:
-        yield
-    finally:
-        membership.signals = saved
-
-
 def tagged(p: ProjectData, t: Topic, scored: bool, rules: TagRules = TAG_RULES) -> set[Key]:
     """The turns `tag_theme` attaches for a topic's seeds, by the score or by the rules."""
     probe = f"learned-{os.getpid()}-{t.name}"
@@ -93,8 +76,11 @@ def tagged(p: ProjectData, t: Topic, scored: bool, rules: TagRules = TAG_RULES) 
 def topic_rows(p: ProjectData, t: Topic, rules: TagRules = TAG_RULES) -> Rows:
     """One topic's candidates with their rows (what `tag_theme` computed) and labels."""
     log: dict[str, Any] = {}
-    with recorded(log):
-        tagged(p, t, True, rules)
+
+    def record(keys: Any, rows: np.ndarray) -> None:  # every candidate and its signals
+        log.update(keys=list(keys), rows=rows)
+
+    tagged(p, t, True, replace(rules, score=replace(rules.score, record=record)))
     keys = log.get("keys", [])
     x = log.get("rows", np.zeros((0, len(SIGNALS))))
     y = np.array([float(k in t.members) for k in keys])

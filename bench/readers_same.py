@@ -54,7 +54,7 @@ def old_package(rev: str, into: Path) -> tuple[dict[str, Any], Any]:
     package.__package__ = OLD
     sys.modules[OLD] = package
     init = (into / "refiners" / "__init__.py").read_text(encoding="utf-8")
-    names = init.split("from . import ", 1)[1]  # one line, or a parenthesized list
+    names = init.split("from . import ", 1)[1]  # one line, or a parenthesised list
     names = names[1:].split(")", 1)[0] if names.startswith("(") else names.split("\n", 1)[0]
     for name in filter(None, (n.strip() for n in names.split(","))):
         importlib.import_module(f"{OLD}.{name}")

@@ -88,8 +88,11 @@ def writer(home: str, claude: str, seconds: float, seed: int, sessions: int, out
             elif roll < 0.5:
                 rebuild(archive)
                 counts["rebuild"] += 1
-            archive.ingest(Path(claude), include_purged=True)  # purged ones come back: churn
+            report = archive.ingest(Path(claude), include_purged=True)  # purged ones come back
             counts["ingest"] += 1
+            for skip in report.skipped:  # the logs only grow by whole lines: any skip is a fault
+                counts["failed"] += 1
+                errors.append(f"ingest skipped {skip.path}: {skip.reason}")
         except BaseException as exc:  # noqa: BLE001 - counted and reported (a panic too)
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise

@@ -38,20 +38,23 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def digests(tl: Any) -> dict[str, str]:
-    """One digest per part of a `Timeline` (every field, the frame, markdown and budgeted)."""
+def digests(tl: Any, budgets: tuple[int, ...] = BUDGETS) -> dict[str, str]:
+    """One digest per part of a `Timeline` (every field, the frame, markdown and budgeted: its
+    JSON, as the MCP tool's structured output is)."""
+    from archive_mcp.render import to_jsonable
+
     data = tl.to_json()
     out = {k: _digest(v) for k, v in sorted(data.items())}
     out["frame"] = _digest([tl.frame.columns, tl.frame.rows()])
-    for budget in BUDGETS:
+    for budget in budgets:
         keep = tl.budgeted(budget)
-        out[f"budgeted@{budget}"] = _digest(keep)
+        out[f"budgeted@{budget}"] = _digest(to_jsonable(keep))
         out[f"markdown@{budget}"] = _digest(tl.markdown(budget))
         out[f"markdown_kept@{budget}"] = _digest(tl.markdown(budget, keep=keep))
     return out
 
 
-def trace_homes(homes: list[Path]) -> dict[str, dict[str, str]]:
+def trace_homes(homes: list[Path], budgets: tuple[int, ...] = BUDGETS) -> dict[str, dict[str, str]]:
     """Digests of every theme of every workspace in `homes`, at each variant."""
     from archive_mcp import Archive
 
@@ -61,8 +64,8 @@ def trace_homes(homes: list[Path]) -> dict[str, dict[str, str]]:
         for ws in a.workspaces():
             for theme in sorted(t.name for t in a.list_themes(ws)):
                 for gran, content in VARIANTS:
-                    tl = a.trace_theme(theme, ws.id, gran, content)
-                    out[f"{h}/{ws.id}/{theme}/{gran}/{int(content)}"] = digests(tl)
+                    tl = a.trace_theme(theme, ws.id, granularity=gran, include_turn_content=content)
+                    out[f"{h}/{ws.id}/{theme}/{gran}/{int(content)}"] = digests(tl, budgets)
     return out
 
 
@@ -125,10 +128,17 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write the digests here")
     ap.add_argument("--against", type=Path, help="compare with digests written before")
     ap.add_argument("--compare", type=Path, nargs=2, help="compare two digest files")
+    ap.add_argument(
+        "--budget",
+        type=int,
+        action="append",
+        default=[],
+        help=f"a budget to tell each trace in (repeatable; default {', '.join(map(str, BUDGETS))})",
+    )
     args = ap.parse_args()
     if args.compare:
         sys.exit(report(*(json.loads(p.read_text(encoding="utf-8")) for p in args.compare)))
-    got = trace_homes(args.home)
+    got = trace_homes(args.home, tuple(args.budget) or BUDGETS)
     if args.out:
         args.out.write_text(json.dumps(got, indent=1, sort_keys=True), encoding="utf-8")
         print(f"{len(got)} traces written to {args.out}")

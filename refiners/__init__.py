@@ -19,6 +19,8 @@ from . import (
     codex,
     continue_cli,
     copilot,
+    cursor,
+    cursor_cli,
     droid,
     gemini,
     goose,
@@ -28,6 +30,7 @@ from . import (
     opencode,
     pi,
     qwen_code,
+    vscode_chat,
 )
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .refine import ExtractiveSummarizer, RefineContext, Summarizer, refine_turn
@@ -59,6 +62,8 @@ __all__ = [
     "codex",
     "continue_cli",
     "copilot",
+    "cursor",
+    "cursor_cli",
     "discover",
     "droid",
     "gemini",
@@ -70,4 +75,5 @@ __all__ = [
     "pi",
     "qwen_code",
     "refine_turn",
+    "vscode_chat",
 ]

@@ -47,7 +47,7 @@ from .sources import (
     is_file,
     listing,
     load_json,
-    read_bounded,
+    load_snapshot,
     register,
 )
 
@@ -401,10 +401,9 @@ def parse_wire(
     path: Path, start: int = 0, first_line: int = 1, start_index: int = 0, **kw: Any
 ) -> ParseResult:
     """Parse a whole Cline session or task (the offsets are accepted for the common signature)."""
-    try:
-        data = loads_valid(read_bounded(path, SNAPSHOT_MAX).decode("utf-8", errors="replace"))
-    except (OSError, ValueError, RecursionError) as exc:
-        return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
+    data = load_snapshot(path)
+    if isinstance(data, ParseResult):
+        return data
     if path.name == API_HISTORY or isinstance(data, list):
         if not isinstance(data, list):
             return _bad(path, "not a list of messages: not a Cline task")

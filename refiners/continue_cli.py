@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .fields import as_int, field_dict, field_list, loads_valid
+from .fields import as_int, field_dict, field_list
 from .lines import prompt_turn, tool_call
 from .model import ParseResult, Problem, Step, ToolCall, Turn
 from .sources import (
@@ -26,7 +26,7 @@ from .sources import (
     SessionSource,
     SourceFile,
     load_json,
-    read_bounded,
+    load_snapshot,
     register,
 )
 
@@ -92,10 +92,9 @@ def parse_wire(
     path: Path, start: int = 0, first_line: int = 1, start_index: int = 0, **kw: Any
 ) -> ParseResult:
     """Parse a whole Continue session (the offsets are accepted for the common signature only)."""
-    try:
-        data = loads_valid(read_bounded(path, SNAPSHOT_MAX).decode("utf-8", errors="replace"))
-    except (OSError, ValueError, RecursionError) as exc:
-        return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
+    data = load_snapshot(path)
+    if isinstance(data, ParseResult):
+        return data
     history = data.get("history") if isinstance(data, dict) else None
     result = ParseResult("json", build_turns(history if isinstance(history, list) else []))
     result.complete_offset = path.stat().st_size

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from .lines import (
 )
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
 from .sources import (
+    LEADS_OUT,
     LINE_MAX,
     Discovery,
     Refused,
@@ -60,6 +62,7 @@ from .sources import (
     cannot_read,
     is_dir,
     is_file,
+    leads_out,
     listing,
     load_json,
     not_regular,
@@ -367,6 +370,8 @@ def _work_dirs(project: Path, gemini_home: Path, found: Discovery) -> list[str]:
     marker = project / ".project_root"
     out = []
     try:
+        if leads_out(marker, os.path.realpath(gemini_home)):
+            raise Refused(marker, LEADS_OUT)  # it would name any file's first line a work dir
         out.append(read_bounded(marker, 1 << 16).decode("utf-8").strip())
     except FileNotFoundError:
         pass

@@ -27,9 +27,7 @@ tool…") is a rejected call, as the other readers' (answers.py).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +35,6 @@ from .answers import _clip
 from .fields import field_dict, field_list, loads_valid
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall, output_to_text
-from .opencode import _export_dir, _write
 from .sources import (
     Discovery,
     SessionSource,
@@ -46,10 +43,9 @@ from .sources import (
     is_dir,
     is_file,
     jsonl_sessions,
-    read_only,
     register,
-    table_rows,
 )
+from .stores import exported, read_only, read_reported, table_rows
 
 SOURCE = "goose"
 DB = "sessions.db"
@@ -225,21 +221,11 @@ def export_lines(session: dict[str, Any]) -> bytes:
 
 def _db_sessions(db: Path, found: Discovery) -> set[str]:
     """The sessions of `db`, exported; their ids (a JSONL log with one of them was imported)."""
-    try:
-        sessions = read_db(db)
-    except sqlite3.Error as exc:
-        found.skipped.append((str(db), f"could not read the Goose database: {exc}"))
+    sessions = read_reported(read_db, db, "the Goose database", found)
+    if sessions is None:  # unreadable (reported) or another agent's `sessions.db`
         return set()
-    if sessions is None:
-        return set()
-    folder = _export_dir(db)
     ids = set()
-    for s in sessions:
-        sid = str(s.get("id") or "")
-        if not sid:
-            continue
-        export = folder / f"{hashlib.sha1(sid.encode()).hexdigest()[:20]}.jsonl"
-        _write(export, export_lines(s))
+    for sid, s, export in exported(db, "goose", sessions, export_lines):
         session = _session(export, s)
         session.session_id, session.session_dir = sid, db.parent
         session.files = [SourceFile("main", "session.jsonl", export, whole=True)]

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from .answers import approval_response
+from .fields import loads_valid
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn, count, epoch, parts_text
 from .sources import (
     Discovery,
+    Refused,
     SessionSource,
     SourceFile,
     cannot_read,
@@ -21,6 +23,8 @@ from .sources import (
     is_dir,
     is_file,
     load_json,
+    not_regular,
+    read_bounded,
     register,
     subdirs,
     unreadable,
@@ -211,12 +215,7 @@ class KimiTurnBuilder(TurnBuilder):
         call = self.calls.get(str(p.get("tool_call_id")))
         rv = p.get("return_value") or {}
         if call is not None and isinstance(rv, dict):
-            call.result = {
-                "is_error": bool(rv.get("is_error")),
-                "message": rv.get("message") or "",
-                "output": rv.get("output"),
-            }
-            call.result_at = ts
+            call.finish(bool(rv.get("is_error")), rv.get("message") or "", rv.get("output"), ts)
 
     def _on_ApprovalRequest(self, cur: Turn, p: dict, *_: Any) -> None:
         self.approvals[str(p.get("id"))] = str(p.get("tool_call_id"))
@@ -291,8 +290,22 @@ def _session(session_dir: Path, work_dirs: list[str]) -> SessionSource:
     )
 
 
-def _work_dirs(share_dir: Path) -> list[str]:
-    meta = load_json(share_dir / "kimi.json")
+def _work_dirs(share_dir: Path, found: Discovery) -> list[str]:
+    """The work dirs kimi.json lists; a kimi.json that is no regular file (a FIFO), too large or
+    unreadable is reported (its sessions are then archived under their bucket)."""
+    path = share_dir / "kimi.json"
+    try:
+        meta = loads_valid(read_bounded(path).decode("utf-8", errors="replace"))
+    except FileNotFoundError:
+        meta = None
+    except Refused as exc:
+        found.skipped.append((str(path), exc.why))
+        meta = None
+    except OSError as exc:
+        found.skipped.append((str(path), unreadable(exc, "file")))
+        meta = None
+    except (ValueError, RecursionError):
+        meta = None
     dirs = meta.get("work_dirs") if isinstance(meta, dict) else None
     return [
         str(d["path"]) for d in dirs or [] if isinstance(d, dict) and isinstance(d.get("path"), str)
@@ -304,7 +317,10 @@ def discover(path: Path) -> Discovery | None:
     if not is_dir(path):  # a Kimi session is a folder, never one file
         return None
     if _is_session_dir(path):  # one session dir: <share>/sessions/<bucket>/<uuid>
-        return Discovery([_session(path, _work_dirs(path.parent.parent.parent))])
+        one = Discovery()
+        one.sessions.append(_session(path, _work_dirs(path.parent.parent.parent, one)))
+        _odd_contexts(path, one)
+        return one
     if is_dir(path / "sessions") and (
         is_file(path / "kimi.json") or _has_buckets(path / "sessions")
     ):
@@ -315,8 +331,8 @@ def discover(path: Path) -> Discovery | None:
         share, buckets = path.parent.parent, [path]
     else:
         return None
-    work_dirs = _work_dirs(share)
     found = Discovery()
+    work_dirs = _work_dirs(share, found)
     for bucket in buckets:
         try:
             if not is_dir(bucket):
@@ -329,6 +345,9 @@ def discover(path: Path) -> Discovery | None:
             try:
                 if is_dir(d) and _is_session_dir(d):
                     found.sessions.append(_session(d, work_dirs))
+                    _odd_contexts(d, found)
+                elif d.suffix == ".jsonl" and (why := _odd(d)):
+                    found.skipped.append((str(d), why))
                 elif d.suffix == ".jsonl":
                     found.skipped.append(
                         (str(d), "pre-0.59 context-only session (no wire.jsonl); not archived")
@@ -338,6 +357,22 @@ def discover(path: Path) -> Discovery | None:
             except OSError as exc:
                 found.skipped.append((str(d), unreadable(exc)))
     return found
+
+
+def _odd_contexts(session_dir: Path, found: Discovery) -> None:
+    """Report a context file (never archived: wire.jsonl holds the session) that is a FIFO,
+    device or folder: something put it there, and a reader that opened it would block."""
+    for f in sorted(session_dir.glob("context*.jsonl")):
+        why = _odd(f)
+        if why:
+            found.skipped.append((str(f), why))
+
+
+def _odd(path: Path) -> str | None:
+    try:
+        return not_regular(path)
+    except OSError as exc:
+        return None if isinstance(exc, FileNotFoundError) else unreadable(exc, "file")
 
 
 def _has_buckets(path: Path) -> bool:

@@ -187,12 +187,7 @@ class CodeTurnBuilder(TurnBuilder):
             )
             res = ev.get("result") or {}
             if found is not None and isinstance(res, dict):
-                found.result = {
-                    "is_error": bool(res.get("isError")),
-                    "message": res.get("note") or "",
-                    "output": res.get("output"),
-                }
-                found.result_at = ts
+                found.finish(bool(res.get("isError")), res.get("note") or "", res.get("output"), ts)
         elif etype == "step.end":
             step = self._step(turn, ev.get("step"))
             if ev.get("finishReason") in ("interrupted", "error"):

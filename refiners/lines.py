@@ -351,13 +351,15 @@ def _resume(
     first_line: int,
     start_index: int,
 ) -> None:
-    """Where the next read of a growing log starts: its open last turn, else past what was read."""
+    """Where the next read of a growing log starts: its open turn, else its last turn. A complete
+    last turn is read again with the next one (`summary.rejected_by_user`: the next request may
+    turn down what it proposed), so a followed session ends refined as one read whole."""
     turns = result.turns
-    open_turn = next((t for t in turns if t.end == "open"), None)
-    if open_turn is not None:
-        result.resume_offset = open_turn.byte_start
-        result.resume_line = line_at[open_turn.byte_start]
-        result.resume_index = open_turn.index
+    again = next((t for t in turns if t.end == "open"), turns[-1] if turns else None)
+    if again is not None and again.byte_start in line_at:
+        result.resume_offset = again.byte_start
+        result.resume_line = line_at[again.byte_start]
+        result.resume_index = again.index
     elif turns:
         result.resume_offset, result.resume_line = reader.complete_offset, reader.next_line
         result.resume_index = turns[-1].index + 1

@@ -62,6 +62,11 @@ class ToolCall:
     called_at: float | None = None  # when the call was recorded (epoch seconds)
     result_at: float | None = None  # when its result was recorded
 
+    def finish(self, is_error: bool, message: str, output: Any, at: float | None) -> None:
+        """Record the call's result (`output`: text, or the agent's structured value) and when."""
+        self.result = {"is_error": is_error, "message": message, "output": output}
+        self.result_at = at
+
     @property
     def duration_s(self) -> float | None:
         if self.called_at is None or self.result_at is None:

@@ -24,18 +24,15 @@ synthetic text, its usage, and the work after the "Continue" as that turn's next
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn
-from .sources import Discovery, SessionSource, SourceFile, read_only, register, table_rows
+from .sources import Discovery, SessionSource, SourceFile, register
+from .stores import exported, read_only, read_reported, table_rows
 
 SOURCE = "opencode"
 DB = "opencode.db"
@@ -92,28 +89,6 @@ def export_lines(session: dict[str, Any]) -> bytes:
         for m in session["messages"]
     ]
     return ("\n".join(lines) + "\n").encode("utf-8")
-
-
-def _export_dir(db: Path) -> Path:
-    """A private folder of the temp dir for this database's exports."""
-    key = hashlib.sha1(str(db.resolve()).encode()).hexdigest()[:16]
-    user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
-    private = Path(tempfile.gettempdir()) / f"archive-mcp-{user}"
-    private.mkdir(exist_ok=True, mode=0o700)  # only this user may read the exports
-    folder = private / "opencode" / key
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _write(path: Path, data: bytes) -> None:
-    try:
-        if path.read_bytes() == data:
-            return  # unchanged: keep its mtime
-    except OSError:
-        pass
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 # --- parsing the export ------------------------------------------------------------------------
@@ -247,21 +222,13 @@ def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | N
     if not db.is_file():
         return None
     found = Discovery()
-    try:
-        sessions = read_sessions(db)
-    except sqlite3.Error as exc:
-        found.skipped.append((str(db), f"could not read the {label} database: {exc}"))
+    sessions = read_reported(read_sessions, db, f"the {label} database", found)
+    if sessions is None:
         return found
-    folder = _export_dir(db)
     ids = {str(s.get("id")) for s in sessions if s.get("id")}
     by_id: dict[str, SessionSource] = {}
     children: list[tuple[str, str, Path]] = []
-    for s in sessions:
-        sid = str(s.get("id") or "")
-        if not sid:
-            continue
-        export = folder / f"{hashlib.sha1(sid.encode()).hexdigest()[:20]}.jsonl"
-        _write(export, export_lines(s))
+    for sid, s, export in exported(db, "opencode", sessions, export_lines):
         parent = s.get("parent_id")
         if isinstance(parent, str) and parent in ids:  # a subagent: archived with its parent
             children.append((parent, sid, export))

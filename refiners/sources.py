@@ -8,16 +8,14 @@ Each reader module (`aider`, `claude_code`, `codex`, `gemini`, `kimi_cli`, `kimi
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from .fields import loads_valid
-from .model import ParseResult
+from .model import ParseResult, Problem
 
 
 @dataclass
@@ -166,6 +164,15 @@ def read_bounded(path: Path | str, limit: int = META_MAX) -> bytes:
     return data
 
 
+def load_snapshot(path: Path) -> Any:
+    """A whole JSON session file (up to SNAPSHOT_MAX) for a reader's parse, or the ParseResult
+    that says why it cannot be read (`malformed`, the reason)."""
+    try:
+        return loads_valid(read_bounded(path, SNAPSHOT_MAX).decode("utf-8", errors="replace"))
+    except (OSError, ValueError, RecursionError) as exc:
+        return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
+
+
 def load_json(path: Path, limit: int = META_MAX) -> Any:
     """A small JSON file, or None when it is missing, unreadable, too large, not a regular file
     or not JSON."""
@@ -173,28 +180,6 @@ def load_json(path: Path, limit: int = META_MAX) -> Any:
         return loads_valid(read_bounded(path, limit).decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError):
         return None
-
-
-@contextmanager
-def read_only(db: Path) -> Iterator[sqlite3.Connection]:
-    """An agent's live SQLite database opened read-only (`mode=ro`, `query_only`) in one short
-    transaction: in WAL mode the reader does not block the agent's writer, nor it the reader;
-    text that is not UTF-8 is read with replacements instead of stopping the read."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-    con.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
-    try:
-        con.execute("PRAGMA query_only = 1")
-        con.execute("BEGIN")
-        yield con
-        con.execute("COMMIT")
-    finally:
-        con.close()
-
-
-def table_rows(con: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
-    """Every row of `table` as a dict of its columns."""
-    cols = [d[1] for d in con.execute(f"PRAGMA table_info({table})")]
-    return [dict(zip(cols, row, strict=True)) for row in con.execute(f"SELECT * FROM {table}")]
 
 
 def unreadable(exc: OSError, what: str = "folder") -> str:
@@ -374,20 +359,21 @@ def screen(found: Discovery, root: Path) -> Discovery:
     return found
 
 
+LEADS_OUT = "a symbolic link that leads out of the folder ingested; not followed"
+
+
+def leads_out(path: Path | str, base: str) -> bool:
+    """Whether a link anywhere on `path` leads out of `base` (a real path). A plain path is never
+    said to: a reader's own export (OpenCode's, in a private temp folder) is kept."""
+    real = os.path.realpath(path)
+    return os.path.abspath(path) != real and os.path.commonpath([base, real]) != base
+
+
 def _keep(files: list[SourceFile], base: str, found: Discovery) -> list[SourceFile]:
     kept = []
     for f in files:
         try:
-            real = os.path.realpath(f.path)
-            # a link (anywhere on the path) that leads out; a reader's own export (OpenCode's,
-            # in a private temp folder) is a plain path and is kept
-            linked = os.path.abspath(f.path) != real
-            if linked and os.path.commonpath([base, real]) != base:
-                why: str | None = (
-                    "a symbolic link that leads out of the folder ingested; not followed"
-                )
-            else:
-                why = not_regular(f.path)
+            why = LEADS_OUT if leads_out(f.path, base) else not_regular(f.path)
         except (OSError, ValueError) as exc:
             why = unreadable(exc) if isinstance(exc, OSError) else str(exc)
         if why is None:

@@ -299,12 +299,14 @@ def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
     assert result.stdout.startswith("2 files (2 changed")
     looked = [line for line in result.stderr.splitlines() if line.startswith("looked in")]
     assert looked == [
-        f"looked in 15 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
+        f"looked in 20 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
         f"{tmp_path / 'no-kimi'}, {tmp_path / 'no-kimi-code'}, {home / '.config' / 'claude'}, "
         f"{home / '.gemini'}, {home / '.qwen'}, "
         f"{home / '.local' / 'share' / 'opencode'}, {home / '.pi' / 'agent'}, {home / '.copilot'}, "
         f"{home / '.continue'}, {home / '.factory'}, {home / '.local' / 'share' / 'kilo'}, "
-        f"{home / '.cline'}, {home / '.local' / 'share' / 'goose'}"
+        f"{home / '.config' / 'Code' / 'User'}, {home / '.config' / 'Code - Insiders' / 'User'}, "
+        f"{home / '.config' / 'VSCodium' / 'User'}, {home / '.config' / 'Cursor' / 'User'}, "
+        f"{home / '.cursor'}, {home / '.cline'}, {home / '.local' / 'share' / 'goose'}"
     ]
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
     report = Archive(embedder=None).ingest()
@@ -322,6 +324,8 @@ def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
         (".continue", False),
         (".factory", False),
         ("kilo", False),
+        *[("User", False)] * 4,  # VS Code, Insiders, VSCodium, Cursor (~/.config/<App>/User)
+        (".cursor", False),
         (".cline", False),
         ("goose", False),
     ]

@@ -218,3 +218,32 @@ def test_a_file_of_no_turns_refines_to_no_rows() -> None:
     from archive_mcp.ingest.jobs import turn_rows
 
     assert turn_rows("w", "claude-code", "s", "main", "f", [], frozenset(), None) == []
+
+
+def test_a_search_hit_shows_the_users_words_their_decisions_the_answer_and_a_rejection(
+    tmp_path: Path,
+) -> None:
+    archive, _ = _archived(tmp_path)
+
+    async def search(args: dict[str, Any]) -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool("search_context", {"mode": "lexical", **args})
+            return r.content[0].text
+
+    assert anyio.run(search, {"query": "keep the sync behavior", "limit": 1}) == (
+        "1 hits for 'keep the sync behavior' (mode lexical)\n"
+        f"- {SID}:0 2026-03-20T10:00 [claude-code] (interrupted, change)\n"
+        "  User: Make the **sync** asynchronous\n"
+        "  User [feedback on Edit] Actually, let's **keep** the **sync behavior** as-is and "
+        "fix the retry instead\n"
+        "  User [answer] Which branch is clean? → main was clean; fix the issues\n"
+        "  → Got it, **sync** mode stays untouched.\n"
+        'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
+    )
+    assert anyio.run(search, {"query": "ExtractAgentEvents", "limit": 1}) == (
+        "1 hits for 'ExtractAgentEvents' (mode lexical)\n"
+        f"- {SID}:1 2026-03-20T10:00 [claude-code] (question, rejected by the user)\n"
+        "  User: Why do the retries fail?\n"
+        "  → The fix is in **ExtractAgentEvents**: map the tool types.\n"
+        'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
+    )

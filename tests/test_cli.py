@@ -134,7 +134,9 @@ def test_search_and_show(kimi_root: Path) -> None:
     code, out, _ = _run(
         "--embedder", "none", "search", "turbojpeg", "-w", "ml-pipeline", "--limit", "1"
     )
-    assert code == 0 and out.startswith(f"{session}:0 2026-03-15T10:00 score=")
+    assert code == 0 and out.startswith(
+        f"{session}:0 2026-03-15T10:00 [kimi] (explore)\n    User: "
+    )
     code, out, _ = _run("show", f"{session}:1", "-w", "ml-pipeline", "--before", "1")
     assert code == 0 and out.count("## ") == 2 and "User: Run the benchmark script." in out
     code, _, err = _run("show", f"{session}:9", "-w", "ml-pipeline")
@@ -248,8 +250,9 @@ def test_every_turn_reference_the_cli_prints_shows_back(
     _run("themes", "tag", "login", "-w", "webapp", "-r", "session_2c7d1e94:0", "-r", "b8e1d2c4:1")
     code, out, _ = _run("--embedder", "none", "search", "test", "-w", "all", "--limit", "20")
     assert code == 0
-    assert out.splitlines()[0].startswith(
-        "session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13:2 (workspace webapp) 2026-03-16T10:00 score=3.2973 "
+    assert out.splitlines()[0] == (
+        "session_2c7d1e94-5b3a-4f60-8e21-9d4c7b0a6f13:2 (workspace webapp) 2026-03-16T10:00 "
+        "[kimi-code] (test)"
     )
     refs = re.findall(r"^(\S+:\d+) \(workspace [\w-]+\) ", out, re.M)
     _, listed, _ = _run("sessions", "list", "--all")

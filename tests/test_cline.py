@@ -244,10 +244,11 @@ def test_ingest_without_paths_reads_cline_and_the_editors_extension_folders(
     shutil.copytree(TASKS / "rooveterinaryinc.roo-cline", storage / "rooveterinaryinc.roo-cline")
     report = Archive(embedder=None).ingest()
     assert [Path(r["path"]) for r in report.roots if r["found"]] == [
+        storage.parent,  # Code's `User` folder (Copilot Chat's), holding the extension's
         home / ".cline",
         storage / "rooveterinaryinc.roo-cline",
     ]
-    assert (report.sessions, report.skipped) == (2, [])
+    assert (report.sessions, report.skipped) == (2, [])  # the task reached twice, archived once
     monkeypatch.setenv("CLINE_DIR", str(tmp_path / "elsewhere"))
     roots = {Path(r["path"]) for r in Archive(embedder=None).ingest().roots}
     assert tmp_path / "elsewhere" in roots and home / ".cline" not in roots

@@ -87,7 +87,7 @@ def test_filters_are_keyword_only_and_each_says_what_it_keeps() -> None:
 @pytest.mark.anyio
 async def test_source_help_names_every_registered_reader_on_every_face(archive: Archive) -> None:
     wanted = "One agent product: " + ", ".join(READERS) + "."
-    assert len(READERS) == 17  # the 8 readers, Pi, Copilot CLI, Continue, Droid, Kilo Code,
+    assert len(READERS) == 20  # the 8; Pi, Copilot CLI, Continue, Droid, Kilo; Cursor x2, VS Code;
     # Cline, Roo Code, Kilo Code (VS Code) and Goose
     cli = next(p for p in main.commands["search"].params if p.name == "source")
     assert cli.help == wanted  # type: ignore[attr-defined]
@@ -151,7 +151,7 @@ async def test_the_mcp_tool_passes_one_filters_object_and_rerank(
             ws,
             {
                 "filters": Filters(agent="main", kind="fix"),
-                "limit": 10,
+                "limit": 6,
                 "mode": "hybrid",
                 "rerank": "e5",
             },

@@ -75,6 +75,7 @@ def test_windows_homes_seen_from_wsl_are_read_for_every_agent(
     (mounts / "c" / "Users" / "Public" / ".claude").mkdir(parents=True)  # not a user's
     (mounts / "wsl").mkdir()  # not a drive
     monkeypatch.setattr(homes, "WINDOWS_MOUNTS", mounts)
+    monkeypatch.setattr(homes.platform, "release", lambda: "6.1.0-13-amd64")
     assert homes.windows_homes() == []  # not under WSL: nothing looked for
     monkeypatch.setenv("WSL_DISTRO_NAME", "Ubuntu")
     assert homes.windows_homes() == [alice]
@@ -99,6 +100,26 @@ def test_the_windows_editors_extension_folders_are_read_from_wsl(
     roaming = mounts / "c" / "Users" / "Bob" / "AppData" / "Roaming"
     ext = roaming / "Code" / "User" / "globalStorage" / "saoudrizwan.claude-dev"
     ext.mkdir(parents=True)
+    (roaming / "Cursor" / "User").mkdir(parents=True)
+    (roaming / "Slack" / "User").mkdir(parents=True)  # no VS Code-shaped editor
     monkeypatch.setattr(homes, "WINDOWS_MOUNTS", mounts)
     monkeypatch.setenv("WSL_DISTRO_NAME", "Ubuntu")
-    assert ext in homes.default_source_roots()
+    roots = homes.default_source_roots()
+    assert [r for r in roots if r.is_relative_to(roaming)] == [
+        roaming / "Code" / "User",  # Copilot Chat's and Cursor's `User` folders, read whole
+        roaming / "Cursor" / "User",
+        ext,  # and the extensions keeping Cline's task format
+    ]
+
+
+def test_wsl_is_known_by_its_kernel_when_its_variables_are_not_passed_on(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    alice = tmp_path / "mnt" / "c" / "Users" / "Alice"
+    alice.mkdir(parents=True)
+    monkeypatch.setattr(homes, "WINDOWS_MOUNTS", tmp_path / "mnt")
+    monkeypatch.setattr(homes.sys, "platform", "linux")
+    monkeypatch.setattr(homes.platform, "release", lambda: "6.1.0-13-amd64")
+    assert (homes.in_wsl(), homes.windows_homes()) == (False, [])
+    monkeypatch.setattr(homes.platform, "release", lambda: "5.15.167.4-microsoft-standard-WSL2")
+    assert (homes.in_wsl(), homes.windows_homes()) == (True, [alice])

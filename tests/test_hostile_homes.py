@@ -439,3 +439,46 @@ def test_a_record_of_more_values_than_a_record_may_hold_is_reported_and_the_rest
     ]
     meta = gemini.chat_meta(chat)  # its ids read from its head, without parsing it whole
     assert meta is not None and (meta["sessionId"], meta["messages"]) == ("g1", [])
+
+
+def test_a_fifo_at_kimi_json_or_a_context_file_is_reported_and_the_sessions_still_archived(
+    tmp_path: Path, kimi_root: Path
+) -> None:
+    session = kimi_root / "sessions" / WEBAPP / "b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b"
+    for path in (kimi_root / "kimi.json", session / "context.jsonl"):
+        path.unlink()
+        os.mkfifo(path)
+    archive = Archive(embedder=None)
+    report = ingest_within(archive, kimi_root)
+    assert skips(report, tmp_path) == [
+        ("kimi/kimi.json", FIFO),
+        (f"kimi/sessions/{WEBAPP}/b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b/context.jsonl", FIFO),
+        (f"kimi/sessions/{WEBAPP}/b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b/wire.jsonl", INCOMPLETE),
+    ]
+    assert report.sessions == 4  # every session, under its bucket's workspace (no work dirs)
+    one = ingest_within(Archive(tmp_path / "other", embedder=None), session)  # one session named
+    assert skips(one, tmp_path) == [
+        ("kimi/kimi.json", FIFO),
+        (f"kimi/sessions/{WEBAPP}/b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b/context.jsonl", FIFO),
+        (f"kimi/sessions/{WEBAPP}/b8e1d2c4-5a6f-4d3e-8b7a-9c0d1e2f3a4b/wire.jsonl", INCOMPLETE),
+    ]
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_a_project_root_linking_out_of_the_gemini_home_is_reported_and_not_read(
+    tmp_path: Path, inside: bool
+) -> None:
+    home = tmp_path / "user"
+    chat = gemini_home(home)
+    marker = chat.parent.parent / ".project_root"
+    target = (home / ".gemini" / "kept.txt") if inside else (tmp_path / "secret.txt")
+    target.write_text("/home/alice/projects/webapp", encoding="utf-8")
+    marker.unlink()
+    marker.symlink_to(target)
+    archive = Archive(embedder=None)
+    report = ingest_within(archive, home / ".gemini")
+    out = "a symbolic link that leads out of the folder ingested; not followed"
+    assert skips(report, home) == ([] if inside else [(".gemini/tmp/webapp/.project_root", out)])
+    assert report.sessions == 1
+    [ws] = archive.workspaces()
+    assert ws.paths == (["/home/alice/projects/webapp"] if inside else [])

@@ -80,11 +80,11 @@ def stderr_lines(proc: subprocess.Popen[str], n: int) -> str:
     return "".join(proc.stderr.readline() for _ in range(n))
 
 
-def post(port: int, headers: dict[str, str]) -> tuple[int, Any]:
-    """POST an MCP initialize request; the status and, for an error, the JSON body."""
+def post(port: int, headers: dict[str, str], body: bytes = INITIALIZE) -> tuple[int, Any]:
+    """POST an MCP request (initialize); the status and, for an error, the JSON body."""
     req = urllib.request.Request(
         f"http://127.0.0.1:{port}/mcp",
-        data=INITIALIZE,
+        data=body,
         headers={
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
@@ -218,3 +218,30 @@ def test_config_show_and_set_hide_the_token() -> None:
     assert "token = (hidden)  [file; $ARCHIVE_MCP_TOKEN, serve --token]\n" in out.output
     out = CliRunner().invoke(cli, ["doctor"])
     assert "s3cret" not in out.output and "setting token: (hidden) (from config file)" in out.output
+
+
+@pytest.mark.parametrize(("opens", "closes"), [(b"[", b"]"), (b'{"a":', b"}")])
+async def test_a_request_nested_100k_deep_gets_a_parse_error_at_once_and_the_server_serves_on(
+    opens: bytes, closes: bytes
+) -> None:
+    token = "env-token-1234"
+    deep = (
+        b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "stats", '
+        b'"arguments": {"x": ' + opens * 100_000 + closes * 100_000 + b"}}}"
+    )
+    with http_server("--no-follow", ARCHIVE_MCP_TOKEN=token) as (port, proc):
+        async with client(port, token) as c:  # a session is open while the request arrives
+            start = time.monotonic()
+            status, body = post(port, {"Authorization": f"Bearer {token}"}, deep)
+            took = time.monotonic() - start
+            assert (status, body["jsonrpc"], body["id"], body["error"]["code"]) == (
+                400,
+                "2.0",
+                None,
+                -32700,
+            )
+            assert body["error"]["message"].startswith("Parse error: recursion limit exceeded")
+            assert took < 5
+            assert len((await c.list_tools()).tools) == 23  # the server and the session live on
+        assert post(port, {"Authorization": f"Bearer {token}"})[0] == 200
+        assert proc.poll() is None

@@ -65,7 +65,18 @@ def json_states(key: str, other: str) -> list[str | None]:
     ]
 
 
-for _agent in ("kimi", "kimi-code", "qwen", "opencode", "copilot", "droid", "kilo", "cline"):
+for _agent in (
+    "kimi",
+    "kimi-code",
+    "qwen",
+    "opencode",
+    "copilot",
+    "droid",
+    "kilo",
+    "cursor",
+    "vscode",
+    "cline",
+):
     BEFORE[_agent] = json_states(
         servers_key(_agent), OTHER.get(_agent, '{"command": "x", "args": []}')
     )
@@ -95,6 +106,8 @@ def test_the_files_are_where_each_agent_reads_user_scope_servers(
     assert config_file("copilot") == HOME() / ".copilot" / "mcp-config.json"
     assert config_file("droid") == HOME() / ".factory" / "mcp.json"
     assert config_file("kilo") == HOME() / ".config" / "kilo" / "kilo.json"
+    assert config_file("cursor") == HOME() / ".cursor" / "mcp.json"  # the editor's and the CLI's
+    assert config_file("vscode") == HOME() / ".config" / "Code" / "User" / "mcp.json"
     assert (
         config_file("cline") == HOME() / ".cline" / "data" / "settings" / "cline_mcp_settings.json"
     )
@@ -115,6 +128,7 @@ def test_the_files_are_where_each_agent_reads_user_scope_servers(
         ("XDG_CONFIG_HOME", "opencode", "opencode/opencode.json"),
         ("COPILOT_HOME", "copilot", "mcp-config.json"),
         ("FACTORY_HOME_OVERRIDE", "droid", ".factory/mcp.json"),
+        ("XDG_CONFIG_HOME", "vscode", "Code/User/mcp.json"),
         ("CLINE_DIR", "cline", "data/settings/cline_mcp_settings.json"),
     ]:
         monkeypatch.setenv(var, str(tmp_path / var))
@@ -139,6 +153,11 @@ def test_each_agent_gets_the_entry_its_own_loader_reads() -> None:
         "command": "/bin/archive-mcp",
         "args": ["serve"],
     }
+    # VS Code's mcp.json: `servers`, each with its `type` (its docs' stdio example); Cursor's
+    # ~/.cursor/mcp.json: `mcpServers` of `{command, args}`
+    assert entry_for("vscode", cmd) == entry_for("droid", cmd)
+    assert (servers_key("vscode"), servers_key("cursor")) == ("servers", "mcpServers")
+    assert entry_for("cursor", cmd) == {"command": "/bin/archive-mcp", "args": ["serve"]}
     assert entry_for("claude-code", cmd)["type"] == "stdio"
     assert entry_for("goose", cmd) == {  # a stdio extension as Goose's config docs show one
         "name": "archive-mcp",

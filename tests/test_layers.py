@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "archive_mcp.live": 4,
     "archive_mcp.doctor": 4,
     "archive_mcp.install": 4,
+    "archive_mcp.install_yaml": 4,
     "archive_mcp.demo": 4,
     "archive_mcp.synthetic": 4,
     "archive_mcp.sample": 4,

@@ -86,7 +86,10 @@ def test_pi_0_73_session_turns_calls_usage_compaction_and_interruption() -> None
     assert [t.compactions for t in result.turns] == [0, 0, 0, 1, 0, 0]
     assert result.turns[3].synthetic_text.endswith("SCRIPTED-SUMMARY</summary>")
     assert result.turns[2].tool_calls[0].output_text.endswith("Command exited with code 2")
-    assert result.resume_offset == session.files[0].path.stat().st_size  # every turn ended
+    assert "open" not in {t.end for t in result.turns}
+    # the next read starts at the last turn, complete: it is refined again with the next one
+    assert (result.resume_offset, result.resume_index) == (result.turns[-1].byte_start, 5)
+    assert result.complete_offset == session.files[0].path.stat().st_size
 
 
 def test_copilot_1_0_events_turns_calls_usage_subagent_and_abort() -> None:

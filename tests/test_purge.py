@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -137,3 +139,46 @@ def test_a_copy_purged_while_another_workspace_holds_the_session_is_not_remember
     (web.root / "refined" / src.name).write_bytes(src.read_bytes())
     archive.purge_session(loader, "webapp")
     assert archive.purged_sessions() == []
+
+
+def _swapped_meanwhile(monkeypatch: pytest.MonkeyPatch, old: Path) -> None:
+    """`old` (an index folder another process swaps out) is removed after a walk listed it and
+    before it scans it."""
+    (old / "vectors").mkdir(parents=True)
+    real = os.scandir
+
+    def swapped(path: Any = ".") -> Any:
+        if isinstance(path, str | Path) and Path(path) == old / "vectors":
+            shutil.rmtree(old)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", swapped)
+
+
+def test_a_purged_session_comes_back_with_include_purged_while_another_process_swaps_an_index(
+    kimi_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stress flake: a search in another process swaps the index folder (the old one is
+    removed) while the ingest looks for temp files a killed write left; the walk met the folder
+    gone, the whole workspace was skipped with its state unsaved, and the session purged before
+    stayed out, so the next purge of it raised NotFound."""
+    archive = Archive(embedder=None)
+    archive.ingest(kimi_root)
+    archive.purge_session(SID, "webapp")
+    old = archive.workspace("webapp").cache_dir / "index-old"
+    with monkeypatch.context() as patch:
+        _swapped_meanwhile(patch, old)
+        report = archive.ingest(kimi_root, include_purged=True)
+    assert (report.skipped, report.turns_added) == ([], 3)
+    assert not old.exists() and SID in _sessions(archive)
+    assert archive.purge_session(SID, "webapp").session_id == SID  # no NotFound
+
+
+def test_memory_stats_count_a_folder_swapped_out_meanwhile_as_gone(
+    kimi_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = Archive(embedder=None)
+    archive.ingest(kimi_root)
+    before = archive.memory_stats("webapp").archive_bytes
+    _swapped_meanwhile(monkeypatch, archive.workspace("webapp").cache_dir / "index-old")
+    assert archive.memory_stats("webapp").archive_bytes == before

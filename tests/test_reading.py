@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.mcp.server import build_server
 from archive_mcp.refs import TurnRef, parse_ref
 from archive_mcp.render import hit_text
+from archive_mcp.search.context import _scanned
 from archive_mcp.search.hits import Hit
 from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
 
@@ -196,4 +198,58 @@ def test_a_compaction_recap_is_marked_and_points_at_the_turns_it_restates() -> N
     assert row["summary"].startswith(
         f"Recap of turns 0-4 ({sid}:0-4). Asked: (continued session: summary of the earlier "
         "conversation) Outcome: Done with: Use a subagent to print hi SCRIPTED-ANSWER;"
+    )
+
+
+def test_a_scan_shows_a_long_answers_opening_and_last_paragraph_within_its_width() -> None:
+    from archive_mcp.search.context import answer_digest
+
+    text = "Plan: keep sync.\n\n" + "middle words " * 100 + "\n\nFinal: retry with backoff."
+    assert answer_digest(text, 100) == (
+        "Plan: keep sync.\nmiddle words middle words middle words middle words…\n…\n"
+        "Final: retry with backoff."
+    )
+    assert answer_digest("short answer", 100) == "short answer"
+    assert answer_digest("Start here. " + "and more " * 40 + "End here.", 90) == (
+        "Start here. and more and … more and more and more and more and more and more End here."
+    )
+
+
+def test_a_hits_user_words_are_whole_when_short_else_the_sentences_with_the_query_terms() -> None:
+    from archive_mcp.search.highlight import answer_words, asked_words, split_answers
+    from archive_mcp.search.texts import TurnText
+
+    assert asked_words("Keep the  sync\nmode.", {"sync"}) == "Keep the **sync** mode."
+    long = "Hello there. " * 10 + "Please make the retry use backoff. " + "More filler here. " * 20
+    assert asked_words(long, {"retri", "backoff"}) == (
+        "… Please make the **retry** use **backoff**. …"
+    )
+    assert split_answers("do it\n[answer] Which? → main\n[rejected Edit]") == (
+        "do it",
+        ["[answer] Which? → main", "[rejected Edit]"],
+    )
+    text = TurnText(assistant_text="Done.\nThe retry now waits 2.5 s with backoff. Tests pass.")
+    assert (
+        answer_words(text, {"backoff"}) == "The retry now waits 2.5 s with **backoff**. Tests pass."
+    )
+
+
+def test_a_scan_shows_the_users_words_before_the_answers_digest_on_a_small_share() -> None:
+    ws = SimpleNamespace(id="w1")
+    row = {
+        "session_id": "s1",
+        "agent": "main",
+        "turn": 48,
+        "started_at": None,
+        "status": "done",
+        "raw_ref": {},
+    }
+    asked = "Yes please go deeper. Also we need a settings menu item to store the configuration."
+    answer = "\n\n".join(f"Paragraph {i}: " + "details of the change. " * 8 for i in range(6))
+    d = _scanned(row, ws, asked, answer, 5, 250, True)  # type: ignore[arg-type]
+    assert d.user_text == asked
+    assert 150 <= len(d.assistant_text) < len(answer)
+    assert d.left_out == (
+        f"left out: {len(answer) - len(d.assistant_text):,} of {len(answer):,} chars of the answer "
+        'and 5 tool calls; read it whole: load_turn_context(["s1:48"])'
     )

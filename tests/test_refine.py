@@ -522,7 +522,9 @@ def test_an_answers_acknowledgement_goes_whole_and_never_leaves_a_fragment() -> 
     assert dense("Successfully removed all traces of OpenVPN") == "Removed all traces of OpenVPN"
 
 
-def test_a_long_summary_is_kept_whole_in_normal_detail_and_clipped_to_a_line_in_compact() -> None:
+def test_a_hit_without_the_users_words_shows_its_summary_whole_in_normal_and_a_line_in_compact() -> (
+    None
+):
     from archive_mcp.render import hit_text
     from archive_mcp.search.hits import Hit
 
@@ -531,7 +533,7 @@ def test_a_long_summary_is_kept_whole_in_normal_detail_and_clipped_to_a_line_in_
     assert 400 < len(summary) <= 600
     assert hit_text(hit, "normal").splitlines()[1] == f"  {summary}"
     assert hit_text(hit, "compact") == (
-        "s1:2 2026-01-08T10:00 score=0.5000 (bm25) — Asked: word0 word1 word2 word3 word4 word5 "
+        "s1:2 2026-01-08T10:00 — Asked: word0 word1 word2 word3 word4 word5 "
         "word6 word7 word8 word9 word10 word11… Did: Read…"
     )
 

@@ -123,22 +123,63 @@ async def test_search_context_text_stays_within_max_output_chars(server, budget:
         assert " more hits not shown (" in r.content[0].text
 
 
-async def test_compact_detail_keeps_one_line_of_summary_and_drops_snippets(server) -> None:  # noqa: ANN001
+async def test_compact_detail_keeps_one_line_of_the_users_words_and_drops_the_answer(
+    server,
+) -> None:  # noqa: ANN001
     async with Client(server) as client:
-        r = await client.call_tool(
-            "search_context", {"query": "login", "detail": "compact", "max_output_chars": 50_000}
-        )
-        normal = await client.call_tool(
-            "search_context", {"query": "login", "max_output_chars": 50_000}
-        )
+        r = await client.call_tool("search_context", {"query": "login", "detail": "compact"})
+        normal = await client.call_tool("search_context", {"query": "login"})
     hits = r.structured_content["hits"]
-    full = {(h["session_id"], h["turn"]): h["summary"] for h in normal.structured_content["hits"]}
-    assert hits and all(h["snippet"] == "" for h in hits)
-    assert [h["summary"] for h in hits] == [
-        clip(full[h["session_id"], h["turn"]], 100) for h in hits
+    asked = {(h["session_id"], h["turn"]): h["asked"] for h in normal.structured_content["hits"]}
+    assert hits and all(h["answer"] == h["snippet"] == h["summary"] == "" for h in hits)
+    assert [h["asked"] for h in hits] == [
+        clip(asked[h["session_id"], h["turn"]], 100) for h in hits
     ]
-    lines = r.content[0].text.splitlines()[1:-1]
-    assert [ln.split(" — ", 1)[1] for ln in lines] == [h["summary"] for h in hits]
+    assert r.content[0].text.splitlines()[1:3] == [
+        f"- {LOGIN}:0 2026-03-16T10:00 [kimi-code] (question, explore) — Why is the **login** form "
+        "submitting twice?",
+        f"- {LOGIN}:1 2026-03-16T10:00 [kimi-code] (interrupted, fix, test) — Fix it and add a "
+        "regression test.",
+    ]
+
+
+async def test_a_default_search_shows_each_hit_as_the_users_words_and_the_answers_best_passage(
+    server,  # noqa: ANN001
+) -> None:
+    async with Client(server) as client:
+        r = await client.call_tool("search_context", {"query": "login"})
+    assert r.content[0].text.splitlines()[:6] == [
+        "6 hits for 'login' (mode hybrid)",
+        f"- {LOGIN}:0 2026-03-16T10:00 [kimi-code] (question, explore)",
+        "  User: Why is the **login** form submitting twice?",
+        "  → `**handleLogin**` is bound twice: `<form onSubmit>` (**Login.tsx**:22) and the submit "
+        "button's `onClick` (**Login.tsx**:31). Remove the `onClick`; the form submit already "
+        "covers Enter and clicks.",
+        f"- {LOGIN}:1 2026-03-16T10:00 [kimi-code] (interrupted, fix, test)",
+        "  User: Fix it and add a regression test.",
+    ]
+    assert "score=" not in r.content[0].text
+    assert len(r.structured_content["hits"]) == 6 and not r.structured_content["truncated"]
+
+
+async def test_order_time_lists_the_same_top_hits_oldest_first(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        ranked = await client.call_tool("search_context", {"query": "login", "limit": 4})
+        timed = await client.call_tool(
+            "search_context", {"query": "login", "limit": 4, "order": "time"}
+        )
+    key = [(h["started_at"], h["session_id"], h["turn"]) for h in ranked.structured_content["hits"]]
+    refs = [f"{s}:{t}" for _, s, t in sorted(key)]
+    assert refs == [
+        "3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:1",
+        f"{LOGIN}:0",
+        f"{LOGIN}:1",
+        f"{LOGIN}:2",
+    ]
+    assert [
+        ln.split(" ")[1] for ln in timed.content[0].text.splitlines() if ln.startswith("- ")
+    ] == refs
+    assert [f"{h['session_id']}:{h['turn']}" for h in timed.structured_content["hits"]] == refs
 
 
 @pytest.mark.parametrize(
@@ -510,12 +551,12 @@ async def test_every_turn_reference_the_text_prints_loads_back(server, archive: 
         sessions = await client.call_tool("list_sessions", {"workspace": "ml-pipeline"})
         trace = await client.call_tool("trace_theme", {"theme": "login"})
         text = hits.content[0].text
-        assert f"- {LOGIN}:2 (workspace webapp) 2026-03-16T10:00 score=" in text
+        assert f"- {LOGIN}:2 (workspace webapp) 2026-03-16T10:00 [kimi-code] (test)\n" in text
         assert re.search(r"^- \S+:\d+ \(workspace (webapp|ml-pipeline)\) ", text, re.M)
         events = re.findall(r"^- [\d-]+ [\d:]+ (\S+:\d+) ", trace.content[0].text, re.M)
         refs = REF_LINE.findall(text) + events
         refs += [f"{s}:0" for s in re.findall(r"^- (\S+) \d{4}-", sessions.content[0].text, re.M)]
-        assert len(refs) == 8 + 2 + 2  # 8 hits shown within 6,000 characters
+        assert len(refs) == 9 + 2 + 2  # 9 hits shown within 6,000 characters
         for ref in refs:  # no workspace given: the session is found where it is unique
             r = await client.call_tool("load_turn_context", {"references": [ref]})
             assert not r.is_error, (ref, r.content[0].text)
@@ -670,3 +711,21 @@ def _keywords(node: object) -> set[str]:
         for v in node:
             out |= _keywords(v)
     return out
+
+
+async def test_a_range_is_scanned_and_says_how_to_read_a_turn_whole(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        r = await client.call_tool(
+            "load_turn_context", {"references": [f"{LOGIN}:0-2"], "matching": "onClick"}
+        )
+    assert r.content[0].text == (
+        f"## {LOGIN}:0 2026-03-16T10:00:09.006000+00:00 completed\n"
+        "User: Why is the login form submitting twice?\n"
+        "Assistant: `handleLogin` is bound twice: `<form onSubmit>` (Login.tsx:22) and the submit "
+        "button's `onClick` (Login.tsx:31). Remove the `onClick`; the form submit already covers "
+        "Enter and clicks.\n"
+        f'(left out: 1 tool call; read it whole: load_turn_context(["{LOGIN}:0"]))\n\n'
+        f"## {LOGIN}:2 2026-03-16T10:00:57.479000+00:00 open\n"
+        "User: Just remove the onClick, no test.\n"
+        "Assistant: "
+    )

@@ -10,6 +10,7 @@ import polars as pl
 
 from archive_mcp.themes.store import Member, Theme
 from archive_mcp.themes.trace.model import Standing
+from archive_mcp.themes.trace.output import NowTurn
 from archive_mcp.themes.trace.rules import TRACE_RULES
 from archive_mcp.themes.trace.standing import line, quote, short_line, standing, substantive
 from archive_mcp.themes.trace.timeline import build_timeline
@@ -139,18 +140,12 @@ def test_the_timeline_carries_now_in_its_structure_and_its_now_block() -> None:
         "2026-01-01 (s:0): let's poll the price feed every 5 s → done."
     )
     data = tl.budgeted()
-    assert data["current_state"] == "latest substantive turns, newest first (in `now`)"
-    assert data["now"] == [
-        {
-            "ref": "s:1",
-            "at": "2026-01-01T01:00:00+00:00",
-            "quote": "stop polling, switch to the websocket → done.",
-        },
-        {
-            "ref": "s:0",
-            "at": "2026-01-01T00:00:00+00:00",
-            "quote": "let's poll the price feed every 5 s → done.",
-        },
+    assert data.current_state == "latest substantive turns, newest first (in `now`)"
+    assert data.now == [
+        NowTurn(
+            "s:1", "2026-01-01T01:00:00+00:00", "stop polling, switch to the websocket → done."
+        ),
+        NowTurn("s:0", "2026-01-01T00:00:00+00:00", "let's poll the price feed every 5 s → done."),
     ]
     md = tl.markdown()
     assert (

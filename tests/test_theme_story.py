@@ -12,11 +12,12 @@ import polars as pl
 import pytest
 
 from archive_mcp import Archive
-from archive_mcp.render import dumps
+from archive_mcp.render import dumps, to_jsonable
 from archive_mcp.themes.labels import class_tfidf, label_words
 from archive_mcp.themes.noise import noise_kind
 from archive_mcp.themes.store import Member, Theme
 from archive_mcp.themes.trace.decisions import clip, flag_turn, pair_changes
+from archive_mcp.themes.trace.output import EventLine, TraceOutput
 from archive_mcp.themes.trace.rules import TRACE_RULES
 from archive_mcp.themes.trace.timeline import build_timeline
 
@@ -196,12 +197,40 @@ def test_trace_tells_the_story_first_and_keeps_the_newest_events_within_the_budg
         )  # the newest event is shown
         assert md.count(" more turns not shown (") == 1  # between the first events and the newest
         assert "\n- 2026-01-01 00:00 s:0 " in md  # the beginning survives the cut
-        data = tl.budgeted(budget)
+        data = to_jsonable(tl.budgeted(budget))
         assert len(json.dumps(data, ensure_ascii=False)) <= budget
         assert data["threads"] and data["events"][-1]["ref"] == "s:62" and data["truncated"]
         assert budget < 3000 or data["events"][0]["ref"] == "s:0"  # room for two: both ends
         assert data["not_shown"]["events"] == len(texts) - len(data["events"])
     assert tl.markdown(100_000).count("\n- 2026") == len(texts)
+
+
+def test_a_trace_is_told_once_its_text_naming_what_its_typed_structure_keeps_in_budget() -> None:
+    """`told` budgets once: the text is the markdown of the very items the structure keeps, and
+    the structure's JSON stays within even the smallest budget (the memories, quiet spells and
+    Now give way; before, a budget of 500 came back as ~970 characters)."""
+    texts = [
+        (f"tweak the table column number {i} alignment and padding", f"Column {i} aligned.")
+        for i in range(40)
+    ]
+    tl = build_timeline(_timeline(len(texts)), "ws", _frame(texts), rules=CLAIMING)
+    tl.memories = [
+        f"memory {i}: the table columns stay left-aligned in every view" for i in range(10)
+    ]
+    for budget in (500, 1500, 8000):
+        told = tl.told(budget)
+        assert told.text == tl.markdown(budget, keep=told.output)
+        assert len(told.text) <= budget
+        assert len(json.dumps(to_jsonable(told.output), ensure_ascii=False)) <= budget
+        assert isinstance(told.output, TraceOutput)
+        assert all(isinstance(e, EventLine) for e in told.output.events)
+        shown = {e.ref for e in told.output.events}
+        timeline = told.text.partition("## Timeline")[2]
+        assert {e.ref for e in tl.events if f" {e.ref} " in timeline} == shown
+        assert told.output.not_shown.events == len(texts) - len(told.output.events)
+    small = tl.told(500).output
+    assert small.truncated and len(small.memories) < 10
+    assert tl.told(8000).output.memories == tl.memories
 
 
 def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_structure() -> None:
@@ -229,7 +258,7 @@ def test_a_thread_names_what_its_newest_change_may_undo_instead_in_text_and_stru
     for budget in (2000, 8000):
         md = tl.markdown(budget)
         assert "[change by the user; or it undoes s:0, s:1]" in md and len(md) <= budget
-        data = tl.budgeted(budget)
+        data = to_jsonable(tl.budgeted(budget))
         assert data["threads"][0][-1]["alternatives"] == ["s:0", "s:1"]
         assert len(json.dumps(data, ensure_ascii=False)) <= budget
 
@@ -411,7 +440,7 @@ def test_the_json_keeps_its_keys_where_python_names_the_parts_otherwise() -> Non
         "confidence": 0.4,
         "alternatives": ["s:0", "s:1"],
     }
-    assert tl.budgeted()["dormant_gaps"] == [{**gap, "days": 10.2}]
+    assert to_jsonable(tl.budgeted())["dormant_gaps"] == [{**gap, "days": 10.2}]
     assert "\n- 2026-01-01 → 2026-01-11 (10 days quiet)\n" in tl.markdown()
 
 
@@ -438,7 +467,7 @@ def test_by_default_no_change_of_course_is_claimed_only_decision_candidates() ->
         '- "Switched to a memcached session cache instead." (2026-01-01, s:1)\n'
         '- "use redis for the session cache" (2026-01-01, s:0)\n'
     ) in md
-    data = tl.budgeted()
+    data = to_jsonable(tl.budgeted())
     text = md + json.dumps(data)
     for claim in ("undoes", "reversal by", "change by", 'was "', "→ now", "alternatives"):
         assert claim not in text, claim
@@ -464,6 +493,6 @@ def test_with_claim_changes_the_was_now_links_come_back() -> None:
         "user; or it undoes s:0]\n"
         '- decision: "use redis for the session cache" (2026-01-01, s:0)\n'
     ) in md
-    data = tl.budgeted()
+    data = to_jsonable(tl.budgeted())
     assert data["claims_changes"] is True and data["decisions"][0]["undoes"] is None
     assert [s["ref"] for s in data["threads"][0]] == ["s:1", "s:2"]

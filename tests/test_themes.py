@@ -11,11 +11,14 @@ import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from conftest import FakeEmbedder
 
 from archive_mcp import Archive, Filters
 from archive_mcp.cli.main import main
 from archive_mcp.synthetic import evaluation
 from archive_mcp.themes.store import ThemeError, slug_of
+from archive_mcp.themes.tag.membership import SIGNALS
+from archive_mcp.themes.tag.rules import TAG_RULES
 from archive_mcp.themes.trace.rules import TRACE_RULES
 
 Key = tuple[str, str, int]
@@ -524,3 +527,20 @@ def test_a_seed_that_matches_nothing_strong_tags_nothing_and_says_so(archive: Ar
     out = runner.invoke(main, ["themes", "tag", "migration", "-w", "shop", "-s", "qwertyzzzplugh"])
     assert out.exit_code == 0 and out.stdout == "migration: 0 turns (+0, -0)\n"
     assert "no strong match for qwertyzzzplugh" in out.stderr
+
+
+def test_the_score_s_record_gets_every_candidate_of_a_tagging_with_its_row_of_signals(
+    fake_embedder: FakeEmbedder,
+) -> None:
+    """How the benches fit the membership score: the rules' `Score.record` (no part of the score)."""
+    archive = Archive(embedder=fake_embedder)
+    archive.ingest(SAMPLE)
+    seen: list[tuple[list[Key], np.ndarray]] = []
+    score = replace(TAG_RULES.score, record=lambda keys, rows: seen.append((list(keys), rows)))
+    r = archive.tag_theme(
+        "payments", "shop", seeds=["charge_card retries PSP"], rules=replace(TAG_RULES, score=score)
+    )
+    [(keys, rows)] = seen
+    assert rows.shape == (len(keys), len(SIGNALS)) and len(keys) >= len(r.attached) > 0
+    assert {(m.session_id, m.agent, m.turn) for m in r.attached} <= set(keys)
+    assert score == TAG_RULES.score

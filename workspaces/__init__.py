@@ -9,6 +9,7 @@ if (
 
 
 from .atomic import (
+    atomic_file,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
@@ -16,6 +17,7 @@ from .atomic import (
     held_elsewhere,
     lock_holder,
     locked,
+    need_file,
     read_json,
     write_holder,
 )
@@ -27,8 +29,10 @@ from .home import (
     codex_home,
     config_dir,
     copilot_home,
+    cursor_home,
     default_source_roots,
     editor_extension_dirs,
+    editor_user_dir,
     factory_dir,
     gemini_dir,
     goose_config_dir,
@@ -59,6 +63,7 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "archive_home",
+    "atomic_file",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
@@ -71,8 +76,10 @@ __all__ = [
     "codex_home",
     "config_dir",
     "copilot_home",
+    "cursor_home",
     "default_source_roots",
     "editor_extension_dirs",
+    "editor_user_dir",
     "factory_dir",
     "goose_config_dir",
     "goose_dir",
@@ -86,6 +93,7 @@ __all__ = [
     "held_elsewhere",
     "locked",
     "merge_command",
+    "need_file",
     "opencode_config_dir",
     "private_tree",
     "private_umask",

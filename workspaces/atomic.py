@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -11,11 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from filelock import FileLock, Timeout
 
-from ..errors import Busy
+from ..errors import Busy, NotAFile, written
 
 LOCK_TIMEOUT = 60.0  # seconds; `$ARCHIVE_MCP_LOCK_TIMEOUT` overrides it
 ORPHAN_AGE = 600.0  # a temp file this old belongs to a write that was killed
@@ -27,18 +28,48 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
     `durable=False` skips the fsync: for copies that can be made again from their source
     (hundreds of small offloaded tool outputs would otherwise cost one disk flush each).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with atomic_file(path, durable) as fh:
+        fh.write(data)
+
+
+@contextmanager
+def atomic_file(path: Path, durable: bool = True, mode: int | None = None) -> Iterator[BinaryIO]:
+    """A temp file beside `path` to write, renamed over `path` when the block ends (removed when
+    it raises): readers see the old file or the new one. `mode` is set on it before any byte is
+    written. A folder or FIFO at `path` is refused (`need_file`); a failed write names `path`."""
+    need_file(path)
+    with written(path, temp=f".{path.name}."):  # not the temp file's random name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                if mode is not None:
+                    os.fchmod(fh.fileno(), mode)
+                yield fh
+                fh.flush()
+                if durable:
+                    os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def need_file(path: Path) -> None:
+    """Raise `NotAFile` when `path` (followed if a link) is a folder, FIFO, socket or device
+    ("a device" names the last two):
+    such a path is never opened (a FIFO would block) nor replaced. Nothing there is fine."""
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device"
+    raise NotAFile(
+        f"{path} is {what}, not a regular file; move it away or choose another name, then run "
+        "the command again"
+    )
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -160,15 +191,23 @@ def _busy_message(directory: Path) -> str:
 
 
 def clean_orphans(directory: Path, age: float = ORPHAN_AGE) -> int:
-    """Delete temp files (`.<name>.<random>.tmp`) left under `directory` by a killed write."""
+    """Delete temp files (`.<name>.<random>.tmp`) left under `directory` by a killed write.
+
+    `os.walk` passes over a folder removed while it walks (another process swapping its search
+    index removes the old folder); `Path.rglob` raised FileNotFoundError there, and the ingest
+    that called this skipped its whole workspace, its state unsaved (the stress flake)."""
     cutoff, n = time.time() - age, 0
-    for tmp in directory.rglob(".*.tmp"):
-        try:
-            if tmp.is_file() and tmp.stat().st_mtime < cutoff:
-                tmp.unlink()
-                n += 1
-        except OSError:
-            continue
+    for folder, _, names in os.walk(directory):
+        for name in names:
+            if not (name.startswith(".") and name.endswith(".tmp")):
+                continue
+            tmp = Path(folder) / name
+            try:
+                if tmp.is_file() and tmp.stat().st_mtime < cutoff:
+                    tmp.unlink()
+                    n += 1
+            except OSError:
+                continue
     return n
 
 

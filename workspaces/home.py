@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import platform
+import sys
 from pathlib import Path
 
 import platformdirs
@@ -109,22 +111,43 @@ def cline_dir() -> Path:
     return _env_or("CLINE_DIR", Path.home() / ".cline")
 
 
-# The VS Code family's user folders and the extensions that keep Cline's task format there
-EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
+# VS Code-shaped editors: their `User` folders (chats, `mcp.json`) are read whole; Windsurf's only
+# for the extensions that keep Cline's task format in its globalStorage
+EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor")
+CLINE_EDITORS = (*EDITORS, "Windsurf")
 CLINE_EXTENSIONS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline", "kilocode.kilo-code")
 
 
+def editors_config_dir() -> Path:
+    """Where Electron places the editors' folders: `~/Library/Application Support` on macOS,
+    `%APPDATA%` on Windows, `$XDG_CONFIG_HOME` (`~/.config`) elsewhere."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support"
+    if os.name == "nt":
+        return _env_or("APPDATA", Path.home() / "AppData" / "Roaming")
+    return _env_or("XDG_CONFIG_HOME", Path.home() / ".config")
+
+
+def editor_user_dir(app: str, config: Path | None = None) -> Path:
+    """The `User` folder of the VS Code-shaped editor `app` (its chats and `mcp.json`) in
+    `config` (default: `editors_config_dir()`)."""
+    return (config if config is not None else editors_config_dir()) / app / "User"
+
+
 def editor_extension_dirs(config: Path | None = None) -> list[Path]:
-    """The globalStorage folders of Cline, Roo Code and Kilo Code under every VS Code–family
-    editor's user folder in `config` (default: the platform's config folder: `~/.config`,
-    `~/Library/Application Support`, `%APPDATA%`) that exist."""
-    base = config if config is not None else Path(platformdirs.user_config_dir(roaming=True))
+    """The globalStorage folders of Cline, Roo Code and Kilo Code under every VS Code-family
+    editor's user folder in `config` (default: `editors_config_dir()`) that exist."""
     return [
         d
-        for editor in EDITORS
+        for editor in CLINE_EDITORS
         for ext in CLINE_EXTENSIONS
-        if (d := base / editor / "User" / "globalStorage" / ext).is_dir()
+        if (d := editor_user_dir(editor, config) / "globalStorage" / ext).is_dir()
     ]
+
+
+def cursor_home() -> Path:
+    """The Cursor CLI's folder (`chats/`) and Cursor's `mcp.json`: `~/.cursor`."""
+    return Path.home() / ".cursor"
 
 
 def goose_dir() -> Path:
@@ -150,8 +173,11 @@ _NOT_USERS = frozenset({"all users", "default", "default user", "defaultuser0", 
 
 
 def in_wsl() -> bool:
-    """Running under the Windows Subsystem for Linux (WSL sets `$WSL_DISTRO_NAME`)."""
-    return bool(os.environ.get("WSL_DISTRO_NAME") or os.environ.get("WSL_INTEROP"))
+    """Running under the Windows Subsystem for Linux (WSL sets `$WSL_DISTRO_NAME`; its kernel's
+    release names Microsoft even where the variables are not passed on)."""
+    if os.environ.get("WSL_DISTRO_NAME") or os.environ.get("WSL_INTEROP"):
+        return True
+    return sys.platform == "linux" and "microsoft" in platform.release().lower()
 
 
 def windows_homes() -> list[Path]:
@@ -175,11 +201,14 @@ def windows_homes() -> list[Path]:
 def also_in_windows_homes(roots: list[Path]) -> list[Path]:
     """`roots`, then each root kept under the home folder also under every Windows user's
     folder seen from WSL (`~/.claude` -> `/mnt/c/Users/<name>/.claude`), and the Windows
-    editors' extension folders; a root reached twice (a link) is listed once."""
+    editors' `User` and extension folders that exist; a root reached twice (a link) is listed
+    once."""
     home, out = Path.home(), list(roots)
     for win in windows_homes():
+        roaming = win / "AppData" / "Roaming"
         out += [win / r.relative_to(home) for r in roots if r.is_relative_to(home)]
-        out += editor_extension_dirs(win / "AppData" / "Roaming")
+        out += [d for app in EDITORS if (d := editor_user_dir(app, roaming)).is_dir()]
+        out += editor_extension_dirs(roaming)
     seen: set[str] = set()
     unique = []
     for root in out:
@@ -224,6 +253,8 @@ def default_source_roots() -> list[Path]:
             continue_home(),
             factory_dir(),
             kilo_data_dir(),
+            *(editor_user_dir(app) for app in EDITORS),
+            cursor_home(),
             cline_dir(),
             *editor_extension_dirs(),
             goose_dir(),

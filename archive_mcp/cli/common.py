@@ -24,6 +24,7 @@ __all__ = [
     "echo_json",
     "exclude_option",
     "json_option",
+    "one_line",
     "progress_bar",
     "table",
     "warn",
@@ -56,11 +57,18 @@ PATH = _Path()
 
 
 def call(ctx: click.Context, fn: Callable[[Archive], Any]) -> Any:
-    """Run `fn(archive)`; a mistake the user can fix becomes its message and exit code 1, and so
-    does a disk error (full, read-only, failing, permission denied), also one a library wrapped:
-    one line naming the cause and the fix, no traceback."""
-    try:
+    """Run `fn(archive)` under `one_line`."""
+    with one_line():
         return fn(archive_of(ctx))
+
+
+@contextmanager
+def one_line() -> Iterator[None]:
+    """Inside, a mistake the user can fix becomes its message and exit code 1, and so does a
+    disk error (full, read-only, failing, permission denied), also one a library wrapped: one
+    line naming the cause and the fix, no traceback."""
+    try:
+        yield
     except ArchiveError as exc:
         raise click.ClickException(str(exc)) from exc
     except (click.ClickException, click.exceptions.Exit, click.Abort):

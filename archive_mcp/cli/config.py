@@ -37,17 +37,31 @@ class Configured(click.Group):
         parent: click.Context | None = None,
         **extra: Any,
     ) -> click.Context:
+        why = None
         if "default_map" not in extra:
             try:
                 data = read_config()
             except ArchiveError as exc:
-                warn(f"warning: {exc}")
-                data = {}
+                why, data = str(exc), {}
             top: dict[str, Any] = {k: data[k] for k in ("home", "embedder") if k in data}
             if "port" in data:
                 top["serve"] = {"port": data["port"]}
             extra["default_map"] = top
-        return super().make_context(info_name, args, parent, **extra)
+        ctx = super().make_context(info_name, args, parent, **extra)
+        ctx.meta[UNREAD] = why
+        return ctx
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        why = ctx.meta.pop(UNREAD, None)
+        if why and name != "config":  # `config` reads the file itself and says what is wrong
+            warn(f"warning: {why}")
+        return name, cmd, rest
+
+
+UNREAD = "archive_mcp.config_unread"  # why the config file could not be read, in ctx.meta
 
 
 def _flags(ctx: click.Context) -> dict[str, tuple[Any, str]]:

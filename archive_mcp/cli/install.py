@@ -7,8 +7,7 @@ from collections.abc import Callable
 
 import click
 
-from archive_mcp.cli.common import warn
-from archive_mcp.errors import ArchiveError
+from archive_mcp.cli.common import one_line, warn
 from archive_mcp.install import AGENTS, HOOKS, Change, apply, plan_install, plan_uninstall
 
 AGENT = click.Choice(list(AGENTS))
@@ -26,10 +25,8 @@ def _diff(change: Change) -> str:
 
 
 def _run(plan: Callable[[str], Change], agent: str, yes: bool, verb: str) -> None:
-    try:
+    with one_line():
         change = plan(agent)
-    except ArchiveError as exc:
-        raise click.ClickException(str(exc)) from exc
     if not change.changes:
         warn(f"{agent}: {change.note} in {change.path}; nothing to do")
         return
@@ -38,7 +35,8 @@ def _run(plan: Callable[[str], Change], agent: str, yes: bool, verb: str) -> Non
         warn(f"note: {change.note}")
     if not yes:
         click.confirm(f"{verb} {change.path}?", abort=True, err=True)
-    backup = apply(change)
+    with one_line():
+        backup = apply(change)
     warn(
         f"{agent}: {'removed' if change.after is None else 'updated'} {change.path}"
         + (f" (backup: {backup})" if backup else "")

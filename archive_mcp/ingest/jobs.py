@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archive_mcp.errors import disk_full
 from archive_mcp.ingest import store
 from archive_mcp.ingest.titles import request_title
 from archive_mcp.refiners import PARSERS, RefineContext, Turn, refine_turn
 from archive_mcp.refiners.embed import Embedder
+from archive_mcp.refiners.model import ParseResult
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
 from archive_mcp.refiners.sources import Refused
@@ -70,6 +72,7 @@ class SessionOutcome:
     rows: int
     embed_items: list[EmbedItem]
     error: str | None = None  # the session failed: nothing of it was written
+    full: str | None = None  # it failed for want of disk space: the ingest stops (`DiskFull`)
 
 
 EmbedItem = tuple[str, int, str, str]  # agent, turn, content hash, text to embed
@@ -111,7 +114,7 @@ def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> Se
                     "parse_line": result.resume_line,
                     "next_index": result.resume_index,
                     "protocol": result.protocol_version,
-                    "open_turn": next((t.index for t in result.turns if t.end == "open"), None),
+                    "open_turn": again(result),
                 },
                 problems=[(p.line, p.kind, p.error) for p in result.problems],
                 unknown_types=result.unknown_types,
@@ -132,13 +135,23 @@ def run_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> Se
     return SessionOutcome(files, title, len(rows), items)
 
 
+def again(result: ParseResult) -> int | None:
+    """The turn the next read of the file starts with, when this read had it: its open turn, or a
+    complete last turn read again with the next one (`lines._resume`). That turn is then updated,
+    not added."""
+    read = {t.index: t for t in result.turns}
+    turn = read.get(result.resume_index)
+    return turn.index if turn is not None and turn.byte_start == result.resume_offset else None
+
+
 def guarded_session_job(job: SessionJob, summarizer: Summarizer | None = None) -> SessionOutcome:
     """`run_session_job`, with any fault turned into an outcome that names it (the session is
     then skipped and retried by the next ingest)."""
     try:
         return run_session_job(job, summarizer)
     except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
-        return SessionOutcome([], None, 0, [], reason(exc))
+        full = disk_full(exc)
+        return SessionOutcome([], None, 0, [], reason(exc), str(full) if full else None)
 
 
 def reason(exc: BaseException) -> str:

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archive_mcp.errors import ArchiveError
+from archive_mcp.errors import ArchiveError, DiskFull, disk_full
 from archive_mcp.ingest import store
 from archive_mcp.ingest import workers as _workers
 from archive_mcp.ingest.exclude import Excluder
@@ -158,8 +158,9 @@ class Ingestor:
     def ingest(self, paths: Iterable[Path]) -> IngestReport:
         """Archive every session under `paths`. A fault in one session (discovery, parsing,
         refining) is reported and skips that session only, without advancing its state, so the
-        rest is archived and a later run retries it. Each workspace is locked only while its own
-        sessions are archived and its state saved."""
+        rest is archived and a later run retries it. A full or read-only disk is no fault of a
+        session: the ingest stops with `DiskFull`, its state as last saved. Each workspace is
+        locked only while its own sessions are archived and its state saved."""
         report, start = IngestReport(), _clock()
         finish_merges(self.registry)  # a merge cut short is finished before anything lands
         by_ws: dict[str, tuple[str | None, list[SessionSource]]] = {}
@@ -198,6 +199,7 @@ class Ingestor:
                     for source in sorted({s.source for s in sessions} - set(ws.sources)):
                         ws = self.registry.ensure(ws_id, source=source)
                 except OSError as exc:
+                    _stop_if_full(exc)
                     report.skipped += [
                         Skip(str(s.session_dir), f"workspace {ws_id}: {_reason(exc)}")
                         for s in sessions
@@ -213,7 +215,10 @@ class Ingestor:
                         except BaseException:
                             self.engine.close()  # remote work stops before the lock is released
                             raise
-                except OSError as exc:  # disk full, a folder gone: the next workspaces still run
+                except Exception as exc:  # noqa: BLE001 - a folder gone: the next still run
+                    _stop_if_full(exc)  # but none of them could be written on a full disk
+                    if not isinstance(exc, OSError):
+                        raise
                     report.skipped.append(Skip(str(ws.root), f"workspace {ws_id}: {_reason(exc)}"))
         finally:
             self.engine.close()
@@ -243,6 +248,7 @@ class Ingestor:
             try:
                 job = self._archive_session(ws, session, state, report, resumed)
             except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
+                _stop_if_full(exc)
                 report.skipped.append(
                     Skip(str(session.session_dir), f"session skipped: {_reason(exc)}")
                 )
@@ -402,6 +408,7 @@ class Ingestor:
                     f.path, ws.root / raw_rel, ws.raw_dir, entry, _skipper(report, f.path)
                 )
             except OSError as exc:
+                _stop_if_full(exc)
                 report.skipped.append(Skip(str(f.path), _os_reason(exc)))
                 continue
             report.bytes_archived += added
@@ -439,6 +446,8 @@ class Ingestor:
         self, job: SessionJob, res: SessionOutcome, state: dict[str, Any], report: IngestReport
     ) -> None:
         """Record what a session's job did in the ingest state and the report."""
+        if res.full is not None:  # the state is left as saved: the next run redoes this one
+            raise DiskFull(res.full)
         if res.error is not None:  # nothing of this session advances: the next run retries it
             for fjob in job.files:
                 state["files"][fjob.raw_rel] = fjob.before
@@ -480,6 +489,7 @@ class Ingestor:
                 return False
             changed = snapshot_file(src, ws.root / rel, ws.raw_dir, durable=False)
         except OSError as exc:
+            _stop_if_full(exc)
             report.skipped.append(Skip(str(src), _os_reason(exc)))
             return False
         seen[rel] = [st.st_size, st.st_mtime_ns]
@@ -527,6 +537,15 @@ class Checkpoint:
         atomic_write_json(self.path, self.state)
         self.last = _tick()
         self.gap = max(CHECKPOINT_S, (self.last - t) / CHECKPOINT_SHARE)
+
+
+def _stop_if_full(exc: BaseException) -> None:
+    """A full (or read-only) disk stops the ingest: it is no fault of the session being written.
+    Nothing more is saved; a run after space is freed resumes from the last saved state, as
+    after a kill (`Checkpoint`), and ends equal to a clean ingest."""
+    full = disk_full(exc)
+    if full is not None:
+        raise full from exc
 
 
 def _sha256(path: str) -> str:

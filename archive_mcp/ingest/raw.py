@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from archive_mcp.errors import written
 from archive_mcp.refiners.lines import complete_prefix
 from archive_mcp.refiners.sources import (
     SNAPSHOT_MAX,
@@ -24,6 +24,7 @@ from archive_mcp.refiners.sources import (
     not_regular,
     open_regular,
 )
+from archive_mcp.workspaces import atomic_file
 
 HEAD = 4096
 TAIL = 4096
@@ -138,7 +139,7 @@ def _append(fh: Any, src: Path, dst: Path, raw_root: Path, archived: int, end: i
     fh.seek(archived)
     try:
         fd = os.open(dst, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-        with os.fdopen(fd, "ab") as out:
+        with written(dst), os.fdopen(fd, "ab") as out:  # a failed write() names the copy
             os.fchmod(out.fileno(), FILE_MODE)
             left = end - archived
             while left:
@@ -169,17 +170,8 @@ def snapshot_file(src: Path, dst: Path, raw_root: Path, durable: bool = True) ->
             return False
         private_dirs(dst.parent, raw_root)
         fh.seek(0)
-        fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                os.fchmod(out.fileno(), FILE_MODE)
-                _copy_sparse(fh, out, size)
-                if durable:
-                    os.fsync(out.fileno())
-            os.replace(tmp, dst)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_file(dst, durable, FILE_MODE) as out:
+            _copy_sparse(fh, out, size)
     return True
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from archive_mcp.errors import written
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import REFINER
 from archive_mcp.refiners.summary import SUMMARY_MAX
@@ -38,9 +39,10 @@ def embeddings_path(ws: Workspace, session_id: str) -> Path:
 
 
 def _write_parquet(path: Path, df: pl.DataFrame) -> None:
-    buf = io.BytesIO()
-    df.write_parquet(buf, compression="zstd")
-    atomic_write_bytes(path, buf.getvalue())
+    with written(path):  # a disk error Polars wraps is an OSError naming the file
+        buf = io.BytesIO()
+        df.write_parquet(buf, compression="zstd")
+        atomic_write_bytes(path, buf.getvalue())
 
 
 def _read_parquet(path: Path, columns: list[str] | None = None) -> pl.DataFrame:

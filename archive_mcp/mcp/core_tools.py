@@ -4,7 +4,7 @@ list_sessions, refine_session_turns. Each parses, calls one `Archive` method and
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -35,11 +35,13 @@ from archive_mcp.search.engine import FILTER_HELP, Filters, Hit
 from archive_mcp.workspaces import Workspace
 
 Detail = Literal["compact", "normal", "full"]
+SEARCH_LIMIT = 6  # a default search's hits: about 2,500 characters at detail=normal
+SEARCH_BUDGET = 6000  # holds the structured content of SEARCH_LIMIT hits unclipped
 DetailParam = Annotated[
     Detail,
     Field(
-        description="compact: refs, scores, a line of summary; normal: + whole summary, snippet; "
-        "full: + status, kinds."
+        description="compact: a line a hit (the user's words, cut); normal: the user's words and "
+        "the answer's best passage; full: + score, summary, status."
     ),
 ]
 
@@ -115,7 +117,11 @@ def search_context(
         ),
     ],
     workspace: WorkspaceParam = None,
-    limit: Annotated[int, Field(ge=1, le=100)] = 10,
+    limit: Annotated[int, Field(ge=1, le=100)] = SEARCH_LIMIT,
+    order: Annotated[
+        Literal["rank", "time"],
+        Field(description="time: the same top hits oldest first, to read how a topic evolved."),
+    ] = "rank",
     mode: Annotated[
         Literal["hybrid", "lexical", "fuzzy", "semantic"],
         Field(
@@ -139,11 +145,12 @@ def search_context(
     ] = None,
     all_workspaces: bool = False,
     detail: DetailParam = "normal",
-    max_output_chars: Budget = 4000,
+    max_output_chars: Budget = SEARCH_BUDGET,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, SearchOutput]:
-    """Find past turns by topic (lexical, fuzzy and semantic, fused), each cited as SESSION:TURN. Use it
-    for what happened in past sessions; search_memory for what was decided."""
+    """Find past turns by topic, each as SESSION:TURN with the user's words and the answer's best
+    passage; search_memory for what was decided. For how X evolved: order=time, then read one or
+    two turns with load_turn_context and matching."""
     archive = state(ctx).archive
     target: str = (
         "all" if all_workspaces or workspace == "all" else workspace_of(ctx, workspace, roots).id
@@ -166,10 +173,12 @@ def search_context(
     follower = state(ctx).follower
     behind = follower.catching_up() if follower else None
 
+    shown = by_time if order == "time" else list  # the budget keeps the best; time orders them
+
     def render(kept: list[Hit], cut: bool) -> str:
         lines = [
             found.headline(len(kept)),
-            *(f"- {hit_text(h, detail, where=names.get(h.workspace_id, ''))}" for h in kept),
+            *(f"- {hit_text(h, detail, where=names.get(h.workspace_id, ''))}" for h in shown(kept)),
         ]
         if behind:
             lines.insert(0, f"({behind}; these hits are from what is archived so far)")
@@ -183,7 +192,7 @@ def search_context(
         hits,
         render,
         lambda kept, cut: SearchOutput(
-            kept, found.realized_mode, found.fallback_reason, cut, behind
+            shown(kept), found.realized_mode, found.fallback_reason, cut, behind
         ),
         max_output_chars,
         noun="hits",
@@ -226,8 +235,8 @@ def load_turn_context(
     ] = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TurnContextOutput]:
-    """Read past turns from the raw log: the user's and the assistant's words, each tool call in
-    one line. Use it on the SESSION:TURN references other tools print."""
+    """Read past turns from the raw log: one reference whole (words, a line per tool call), a range
+    or several as a scan (user's words, the answer's digest); matching keeps the passages with those words."""
     try:  # without an explicit workspace, a session elsewhere is read where it is unique
         ws: Workspace | None = workspace_of(ctx, workspace, roots)
     except ArchiveError:
@@ -420,23 +429,26 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def _shape_hit(h: Hit, detail: Detail) -> Hit:
-    if detail == "compact":
-        return Hit(
-            h.workspace_id,
-            h.session_id,
-            h.agent,
-            h.turn,
-            h.started_at,
-            h.score,
-            clip(h.summary, COMPACT_SUMMARY),
-            "",
-            h.matched,
-            h.status,
-            [],
-            h.raw_ref,
-            None,
-        )
-    return h
+    """A hit's structured content as its text shows it: compact keeps the user's words cut;
+    normal the user's words, decisions and the answer's passage; full everything."""
+    if detail == "full":
+        return h
+    compact = detail == "compact"
+    return replace(
+        h,
+        summary="",
+        snippet="",
+        raw_ref={},
+        evidence=None,
+        asked=clip(h.asked or h.summary, COMPACT_SUMMARY) if compact else h.asked,
+        answer="" if compact else h.answer,
+        decisions=[] if compact else h.decisions,
+    )
+
+
+def by_time(hits: list[Hit]) -> list[Hit]:
+    """The hits oldest first (a hit without a time first), ties by session and turn."""
+    return sorted(hits, key=lambda h: (h.started_at or "", h.session_id, h.turn))
 
 
 TOOLS = [

@@ -3,7 +3,7 @@ delete_theme."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -21,12 +21,14 @@ from archive_mcp.mcp.toolkit import (
     WorkspaceParam,
     fit,
     fit_one,
+    result,
     state,
     workspace_of,
 )
 from archive_mcp.refs import TurnRef
 from archive_mcp.render import to_jsonable
 from archive_mcp.themes.store import Member, TagResult, Theme
+from archive_mcp.themes.trace.output import TraceOutput
 
 ThemeName = Annotated[str, Field(max_length=120)]
 Refs = Annotated[
@@ -51,29 +53,6 @@ class ThemeInfo:
 class ThemeList:
     themes: list[ThemeInfo]
     truncated: bool = False
-
-
-@dataclass
-class TraceOutput:
-    """The story first (current state, decision threads), then the newest events; within the budget."""
-
-    theme: str
-    granularity: str
-    first_seen: str | None
-    last_seen: str | None
-    current_state: str
-    now: list[dict[str, Any]]
-    claims_changes: bool
-    counts: dict[str, int]
-    threads: list[list[dict[str, Any]]]
-    decisions: list[dict[str, Any]]
-    events: list[dict[str, Any]]
-    buckets: list[dict[str, Any]]
-    dormant_gaps: list[dict[str, Any]]
-    files: list[dict[str, Any]]
-    memories: list[str]
-    truncated: bool = False
-    not_shown: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -187,8 +166,8 @@ def trace_theme(
     tl = state(ctx).archive.trace_theme(
         theme, target, granularity=granularity, include_turn_content=include_turn_content
     )
-    data = tl.budgeted(max_output_chars)  # the text tells the very items the structure holds
-    return fit_one(TraceOutput(**data), tl.markdown(max_output_chars, keep=data), max_output_chars)
+    told = tl.told(max_output_chars)  # one budget: the text tells the items the structure holds
+    return result(told.text, to_jsonable(told.output))
 
 
 def list_themes(

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import polars as pl
 
+from archive_mcp.frames import tree_size
 from archive_mcp.memory.store import (
     FOLDERS,
     MAX_CONTENT,
@@ -494,7 +495,7 @@ def memory_stats(
     """Memories per folder, the workspace's bytes on disk, its turns and span, themes, essence."""
     counts = {f: len(list((ws.root / "memory" / f).glob("*.md"))) for f in FOLDERS}
     essence = ws.root / "essence" / "essence.md"
-    size = sum(p.stat().st_size for p in ws.root.rglob("*") if p.is_file())
+    size = tree_size(ws.root)  # a folder an index swap or a purge removes meanwhile: gone
     return MemoryStats(
         counts,
         size,

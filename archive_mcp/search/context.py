@@ -18,6 +18,7 @@ from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.refine import args_summary
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
+from archive_mcp.render import turn_ref
 from archive_mcp.workspaces import Workspace, read_json
 
 
@@ -135,6 +136,25 @@ def passages(text: str, words: Sequence[str]) -> str:
     return "\n…\n".join(p.strip("\n") for p in kept)
 
 
+SCAN = 600  # characters of an answer a scan (a range, several references, a neighbour) shows
+SCAN_USER = 300  # characters of the user's words a scan always shows, whatever its budget
+SCAN_MIN = 200  # ... and of the answer's digest
+NOTE = 160  # about what a scan's "left out: …" line takes
+
+
+def answer_digest(text: str, width: int = SCAN) -> str:
+    """An answer within `width` for a scan: whole when it fits; else its opening paragraphs and its
+    last one (the head and end of one long paragraph), `…` between."""
+    if len(text) <= width:
+        return text
+    paras = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if p.strip()]
+    if len(paras) < 2:
+        return _cut_keep_end(text, width)[0]
+    last = _cut_keep_end(paras[-1], width // 2)[0]
+    head = clip("\n".join(paras[:-1]), width - len(last) - 3)  # a heading takes what follows it
+    return f"{head}\n…\n{last}"
+
+
 def digest(call: ToolCall, output: str, known: frozenset[str]) -> ToolDetail:
     """A call as one line: tool, target, status and the result's first words."""
     target = redact(clip(args_summary(call), TARGET_MAX), known)[0]
@@ -169,11 +189,14 @@ def _detail(
     requested: bool,
     full_tools: bool = False,
     matching: Sequence[str] = (),
+    scan: bool = False,
 ) -> TurnDetail | None:
     """One turn within `budget`: the user's and the assistant's words first (the answers the user
     gave as tool results with them), then thinking, then each tool call as a one-line digest (or
     whole with `full_tools`) while they fit; what is left out is said in `left_out`. With
-    `matching`, only the passages that hold one of the words (None when no passage does)."""
+    `matching`, only the passages that hold one of the words (None when no passage does). A
+    `scan` shows the user's words and the answer's digest (`answer_digest`) and no tool calls, and
+    says how to read the turn whole."""
     turn = _parse_turn(ws, row)
     user = joined(turn.user_text, turn.answers) if turn else row["user_text"]
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
@@ -182,7 +205,8 @@ def _detail(
     known = secret_values(
         [user, assistant, turn.thinking if turn else "", *(c.arguments for c in calls), *outputs]
     )
-    user = passages(redact(user, known)[0], matching)
+    said = redact(user, known)[0]
+    user = passages(said, matching)
     assistant = passages(redact(assistant, known)[0], matching)
     thought = redact(turn.thinking, known)[0] if include_thinking and turn else None
     if thought is not None:
@@ -197,6 +221,8 @@ def _detail(
         calls, outputs = [c for c, _ in pairs], [o for _, o in pairs]
     if matching and not (user or assistant or thought or (include_tools and calls)):
         return None
+    if scan:
+        return _scanned(row, ws, said, assistant, len(calls), budget, requested)
     digests = (
         [digest(c, redact(o[:2000], known)[0], known) for c, o in zip(calls, outputs, strict=True)]
         if include_tools and not full_tools
@@ -234,6 +260,22 @@ def _detail(
     if left:
         how = "raise max_chars" if full_tools else "raise max_chars or use detail=full"
         note = f"{left} of {len(calls)} tool calls left out for the budget; {how}"
+    cut = c1 or c2 or c5 or cut_tools or bool(left)
+    return _of_row(ws, row, user, assistant, tools, thinking, requested, cut, note)
+
+
+def _of_row(
+    ws: Workspace,
+    row: dict[str, Any],
+    user: str,
+    assistant: str,
+    tools: list[ToolDetail],
+    thinking: str | None,
+    requested: bool,
+    truncated: bool,
+    note: str | None,
+) -> TurnDetail:
+    """The detail of a refined `row` with the words and calls shown."""
     started = row["started_at"]
     return TurnDetail(
         ws.id,
@@ -247,10 +289,39 @@ def _detail(
         tools,
         thinking,
         requested,
-        c1 or c2 or c5 or cut_tools or bool(left),
+        truncated,
         dict(row["raw_ref"]),
         note,
     )
+
+
+def _scanned(
+    row: dict[str, Any],
+    ws: Workspace,
+    user: str,
+    assistant: str,
+    calls: int,
+    budget: int,
+    requested: bool,
+) -> TurnDetail:
+    """A turn as a scan shows it: the user's words whole (within `budget`, whatever `matching`
+    kept), the answer's digest, and one line saying what was left out and how to read it whole.
+    The user's words come first (who asked for what is the point of a scan): up to `SCAN_USER` of
+    them whatever the budget, and the digest takes what is left, at least `SCAN_MIN`."""
+    user, cut = _cut(user, max(SCAN_USER, budget // 2))
+    shown = answer_digest(assistant, min(SCAN, max(SCAN_MIN, budget - len(user) - NOTE)))
+    left = []
+    if len(shown) < len(assistant):
+        left.append(f"{len(assistant) - len(shown):,} of {len(assistant):,} chars of the answer")
+    if calls:
+        left.append(f"{calls} tool call{'s' if calls > 1 else ''}")
+    ref = turn_ref(row["session_id"], row["turn"], row["agent"])
+    note = (
+        f'left out: {" and ".join(left)}; read it whole: load_turn_context(["{ref}"])'
+        if left
+        else None
+    )
+    return _of_row(ws, row, user, shown, [], None, requested, cut or bool(left), note)
 
 
 def _tool_size(c: ToolDetail) -> int:
@@ -319,10 +390,12 @@ def load_turn_context(
                 seen.add(key)
                 wanted.append((agent_rows.row(turns.index(t), named=True), t in asked))
     details, left = [], max_chars
+    whole = sum(req for _, req in wanted) == 1  # one turn asked: it is read whole, the rest scanned
     for k, (row, req) in enumerate(wanted):  # what a short turn leaves goes to the next ones
         share_ = left // (len(wanted) - k)
+        scan = not full_tools and not (whole and req)
         d = _detail(
-            ws, row, share_, include_tools, include_thinking, req, full_tools, list(matching)
+            ws, row, share_, include_tools, include_thinking, req, full_tools, list(matching), scan
         )
         if d is None:
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from archive_mcp.refiners.answers import MARKS
 from archive_mcp.refiners.text import CJK
 from archive_mcp.search.lexical import ENGLISH_STOPWORDS, QueryTerms, analyse
 from archive_mcp.search.texts import SNIPPET_CAP, TurnText
@@ -96,6 +97,12 @@ def snippet(text: TurnText, terms: set[str], width: int = SNIPPET) -> str:
     passages += [
         f"{c['name']}: {c['args_summary']} → {c['result_summary']}" for c in text.tool_calls
     ]
+    return best_passage(passages, terms, width)
+
+
+def best_passage(passages: list[str], terms: set[str], width: int = SNIPPET) -> str:
+    """The passage with the most query terms (the first on a tie), cut to `width` around its
+    first match, marked; "" when there is none."""
     if not passages:
         return ""
 
@@ -115,3 +122,62 @@ def snippet(text: TurnText, terms: set[str], width: int = SNIPPET) -> str:
             + ("…" if start + width < len(best) else "")
         )
     return mark(best, terms)
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")  # "2.4" is no sentence end
+SHORT = 40  # a line shorter than this (a heading, "Done.") is an answer only when nothing else is
+ASKED = 300  # characters of the user's words a hit shows
+ANSWER = 250  # characters of the assistant's best passage a hit shows
+DECISION = 200  # characters of one user decision (a marked answer line) a hit shows
+
+
+def split_answers(user_text: str) -> tuple[str, list[str]]:
+    """A turn's user text as (the user's own words, the decisions that arrived as tool results:
+    the marked lines `refiners/answers.py` joined after them)."""
+    own: list[str] = []
+    decisions: list[str] = []
+    for line in user_text.splitlines():
+        (decisions if line.startswith(MARKS) else own).append(line)
+    return "\n".join(own).strip(), decisions
+
+
+def asked_words(user_text: str, terms: set[str], width: int = ASKED) -> str:
+    """The user's own words on one line: whole within `width`; else the sentences holding a
+    query term (the first sentences when none does), in order, cut at sentence ends, `…` between
+    the gaps, marked."""
+    flat = " ".join(user_text.split())
+    if len(flat) <= width:
+        return mark(flat, terms)
+    sentences = [s.strip() for s in _SENTENCE.split(user_text[:SNIPPET_CAP]) if s and s.strip()]
+    sentences = [" ".join(s.split()) for s in sentences]
+    holding = [i for i, s in enumerate(sentences) if _spans(s, terms)] or list(
+        range(len(sentences))
+    )
+    out: list[str] = []
+    size, last = 0, -1
+    for i in holding:
+        s = sentences[i]
+        if out and size + len(s) + 3 > width:
+            break
+        if not out and len(s) > width:
+            s = best_passage([s], terms, width)  # one long sentence: around its first match
+        out.append(("… " if i > last + 1 else "") + s)
+        size, last = size + len(s) + 3, i
+    return mark(" ".join(out) + (" …" if last < len(sentences) - 1 else ""), terms)
+
+
+def answer_words(text: TurnText, terms: set[str], width: int = ANSWER) -> str:
+    """The assistant's sentence that best answers the query (most query terms, the first on a
+    tie; a line shorter than a sentence only when there is nothing else), and the sentences after
+    it while they fit `width`, marked; cut to `width` around the match when one is longer."""
+    sentences = [" ".join(p.split()) for p in _SENTENCE.split(text.assistant_text) if p.strip()]
+    if not sentences:
+        return ""
+    pool = [i for i, p in enumerate(sentences) if len(p) >= SHORT] or list(range(len(sentences)))
+    best = max(pool, key=lambda i: len(set(analyse(sentences[i][:2000])) & terms))
+    out = sentences[best]
+    for nxt in sentences[best + 1 :]:
+        if len(out) + len(nxt) + 1 > width:
+            break
+        out += " " + nxt
+    return best_passage([out], terms, width)

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import polars as pl
 
+from archive_mcp.refiners.summary import PROPOSED
+from archive_mcp.refiners.text import clip
 from archive_mcp.search.confidence import Evidence, verdict
-from archive_mcp.search.highlight import snippet
+from archive_mcp.search.highlight import (
+    DECISION,
+    answer_words,
+    asked_words,
+    mark,
+    snippet,
+    split_answers,
+)
 from archive_mcp.search.texts import TurnText
 from archive_mcp.workspaces import Workspace
 
@@ -33,6 +42,10 @@ class Hit:
     )
     confidence: str = "weak"  # "strong" or "weak" (search/confidence.py)
     evidence: dict[str, Any] | None = None  # cover, lift and the query words the turn holds
+    asked: str = ""  # the user's own words (the sentences holding the query's terms when long)
+    answer: str = ""  # the assistant's passage that best answers the query
+    decisions: list[str] = field(default_factory=list)  # the user's answers given as tool results
+    marks: list[str] = field(default_factory=list)  # "rejected by the user", "recap" (`marks`)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,6 +91,17 @@ def echo(query: str, cap: int = ECHO) -> str:
     return repr(flat[:cap]) + f"… ({len(query):,} chars)"
 
 
+def marks(summary: str) -> list[str]:
+    """What a turn's summary says it is beyond its kinds: a proposal the user rejected, a
+    compaction recap."""
+    out = []
+    if PROPOSED in summary:
+        out.append("rejected by the user")
+    if summary.startswith("Recap"):
+        out.append("recap")
+    return out
+
+
 def build_hits(
     ws: Workspace,
     meta: pl.DataFrame,
@@ -98,6 +122,7 @@ def build_hits(
         if ev is not None and not ev.terms:  # only stopwords or feedback terms matched
             signals = [n for n in signals if n != "lexical"]
         started = r["started_at"]
+        own, decisions = split_answers(t.user_text)
         hits.append(
             Hit(
                 workspace_id=ws.id,
@@ -116,6 +141,10 @@ def build_hits(
                 source=r.get("source"),
                 confidence=ev.confidence if ev else "weak",
                 evidence=({"cover": ev.cover, "lift": ev.lift, "terms": ev.terms} if ev else None),
+                asked=asked_words(own, highlight),
+                answer=answer_words(t, highlight),
+                decisions=[mark(clip(d, DECISION), highlight) for d in decisions],
+                marks=marks(t.summary),
             )
         )
     return hits

@@ -149,7 +149,10 @@ def choose(
     pool = around(turns, set(found) | set(core), score.window)
     scores = walk_scores(pool, x[[pos[k] for k in pool]], core) if pool else None
     walked = dict(zip(pool, scores.tolist(), strict=True)) if scores is not None else {}
-    rows = features(signals(pool, ranks, shares, walked, set(core), depth), score)
+    every_signal = signals(pool, ranks, shares, walked, set(core), depth)
+    if score.record is not None:
+        score.record(pool, every_signal)
+    rows = features(every_signal, score)
     prob = dict(zip(pool, probability(rows, score).tolist(), strict=True))
     least = cut(min_score, score)
     best = max((h.score for h, _ in found.values()), default=0.0)

@@ -7,7 +7,10 @@ bench tries another value with `dataclasses.replace(TAG_RULES, ...)`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,11 @@ class Score:
     cut: float = 0.125
     # the candidates: the turns within this many places of a hit in their session
     window: int = 3
+    # Given every candidate and its row of `membership.SIGNALS` as tagging computes them (the
+    # benches fit the score on these: `bench/members_learned.py`); no part of the score.
+    record: Callable[[Sequence[tuple[str, str, int]], np.ndarray], None] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass(frozen=True)

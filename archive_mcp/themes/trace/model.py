@@ -116,10 +116,7 @@ class DecisionBrief:
     alternatives: list[str] = field(default_factory=list)  # what a change may undo instead
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        if not self.alternatives:
-            del out["alternatives"]
-        return out
+        return json_without(self, "alternatives")
 
 
 @dataclass(frozen=True)
@@ -199,6 +196,15 @@ class TimelineData:
     def to_json(self) -> dict[str, Any]:
         """Every field but the frame, as the JSON faces print it (the parts by their `to_json`)."""
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "frame"}
+
+
+def json_without(value: Any, *keys: str) -> dict[str, Any]:
+    """A dataclass as JSON (`asdict`) without those of `keys` whose value is empty or None."""
+    out = asdict(value)
+    for key in keys:
+        if not out[key]:
+            del out[key]
+    return out
 
 
 def _plain(value: Any) -> Any:

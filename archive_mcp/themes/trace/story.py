@@ -4,23 +4,40 @@ Now (the theme's latest substantive turns, newest first, each quoted with when a
 then the decision candidates (or, when changes of course are claimed, each decision thread: "was X
 → now Y"), then the newest events, then files and memories. The budget goes to decisions,
 changes and the newest events first; a line is kept whole or left out (never cut mid-word), and
-what was left out is counted. The structured form follows the same rules against the size of its
-JSON, so an agent gets the same story either way and can drill down with `load_turn_context`.
+what was left out is counted. The structured form (`output.TraceOutput`, typed) follows the same
+rules against the size of its JSON, and `told` tells the text from the very items it keeps, so an
+agent gets the same story either way and can drill down with `load_turn_context`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from archive_mcp.refiners.text import clip
-from archive_mcp.render import more_line
+from archive_mcp.render import more_line, to_jsonable
 from archive_mcp.themes.trace.model import (
     Bucket,
     Decision,
     DecisionBrief,
     TimelineData,
     TimelineEvent,
+)
+from archive_mcp.themes.trace.output import (
+    BucketLine,
+    Candidate,
+    Claimed,
+    Counts,
+    EventLine,
+    FileLine,
+    NotShown,
+    NowTurn,
+    Quiet,
+    ThreadStep,
+    Told,
+    TraceOutput,
+    TurnText,
 )
 from archive_mcp.themes.trace.standing import LEAD, quote, short_line
 
@@ -121,11 +138,7 @@ def _gaps(chosen: list[int], n: int) -> list[tuple[int, int]]:
     return out
 
 
-def _refs(items: list[Any]) -> set[str]:
-    return {x[-1]["ref"] if isinstance(x, list) else x["ref"] for x in items}
-
-
-def markdown(tl: TimelineData, max_chars: int = 12_000, keep: dict[str, Any] | None = None) -> str:
+def markdown(tl: TimelineData, max_chars: int = 12_000, keep: TraceOutput | None = None) -> str:
     """The trace as text; with `keep` (what `budgeted` chose), the same threads, decisions and events."""
     out = _Lines(max_chars)
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
@@ -152,10 +165,12 @@ def markdown(tl: TimelineData, max_chars: int = 12_000, keep: dict[str, Any] | N
     threads = sorted(tl.threads, key=lambda t: t[-1].at or "", reverse=True)
     unpaired = sorted(_unpaired(tl), key=lambda d: d.at or "", reverse=True)
     if keep is not None:
-        left["threads"] = len(threads) - len(keep["threads"])
-        left["decisions"] = len(unpaired) - len(keep["decisions"])
-        threads = [t for t in threads if t[-1].ref in _refs(keep["threads"])]
-        unpaired = [d for d in unpaired if d.ref in _refs(keep["decisions"])]
+        left["threads"] = len(threads) - len(keep.threads)
+        left["decisions"] = len(unpaired) - len(keep.decisions)
+        kept_threads = {t[-1].ref for t in keep.threads}
+        kept_decisions = {d.ref for d in keep.decisions}
+        threads = [t for t in threads if t[-1].ref in kept_threads]
+        unpaired = [d for d in unpaired if d.ref in kept_decisions]
     if threads or unpaired:
         out.add(
             f"\n## {'Decisions' if tl.claims_changes else 'Decision candidates'} (newest first)"
@@ -193,7 +208,7 @@ def markdown(tl: TimelineData, max_chars: int = 12_000, keep: dict[str, Any] | N
     # The first events and the newest: chosen from both ends, rendered in time order under bucket
     # headers, each run left out between them counted where it is.
     words = {b.name: b for b in tl.buckets}
-    kept_refs = _refs(keep["events"]) if keep is not None else None
+    kept_refs = {e.ref for e in keep.events} if keep is not None else None
     n = len(tl.events)
     gap = len(more_line(0, 10**4, "turns", "raise max_output_chars")) + 2
     chosen: list[int] = []
@@ -241,122 +256,130 @@ def _bucket_line(b: Bucket | None, name: str) -> str:
 
 
 def _size(x: Any) -> int:
-    return len(json.dumps(x, ensure_ascii=False, default=str)) + 2
+    """The characters `x` adds to the JSON of a list it is in (its separator counted)."""
+    return len(json.dumps(to_jsonable(x), ensure_ascii=False, default=str)) + 2
 
 
-def _event_json(e: TimelineEvent, width: int = SUMMARY) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "ref": e.ref,
-        "session_id": e.session_id,
-        "turn": e.turn,
-        "at": e.at.isoformat() if e.at else None,
-        "flag": e.flag,
-        "summary": clip(" ".join(e.summary.split()), width),
-    }
-    if e.agent != "main":
-        d["agent"] = e.agent
-    if e.content is not None:
-        d["content"] = {k: clip(v or "", 1500) for k, v in e.content.items()}
-    return d
+def _event_told(e: TimelineEvent, width: int = SUMMARY) -> EventLine:
+    return EventLine(
+        e.ref,
+        e.session_id,
+        e.turn,
+        e.at.isoformat() if e.at else None,
+        e.flag,
+        clip(" ".join(e.summary.split()), width),
+        None if e.agent == "main" else e.agent,
+        None
+        if e.content is None
+        else TurnText(
+            clip(e.content["user"] or "", 1500), clip(e.content["assistant"] or "", 1500)
+        ),
+    )
 
 
-def budgeted(tl: TimelineData, max_chars: int = 12_000) -> dict[str, Any]:
+def budgeted(tl: TimelineData, max_chars: int = 12_000) -> TraceOutput:
     """The structured trace within `max_chars` of JSON: story first, the newest events next."""
     gw, sw = _width(max_chars, GIST), _width(max_chars, SUMMARY)
 
-    def brief(s: Decision | DecisionBrief) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "ref": s.ref,
-            "at": s.at,
-            "flag": s.flag,
-            "by": s.by,
-            "gist": clip(s.gist, gw),
-        }
-        if s.alternatives:  # other courses the change may undo: check them by meaning
-            out["alternatives"] = s.alternatives
-        return out
+    def step(s: Decision | DecisionBrief) -> ThreadStep:
+        # other courses the change may undo (`alternatives`): check them by meaning
+        return ThreadStep(s.ref, s.at, s.flag, s.by, clip(s.gist, gw), s.alternatives)
 
-    out: dict[str, Any] = {
-        "theme": tl.theme,
-        "granularity": tl.granularity,
-        "first_seen": tl.first_seen.isoformat() if tl.first_seen else None,
-        "last_seen": tl.last_seen.isoformat() if tl.last_seen else None,
-        # what Now lists (the turns are in `now`), or the whole line when there is none
-        "current_state": short_line(tl.now),
-        "now": [  # the latest substantive turns: `ref` is the citation load_turn_context takes
-            {"ref": s.ref, "at": s.at, "quote": quote(s, _now_width(max_chars, len(tl.now)))}
-            for s in tl.now
+    out = TraceOutput(
+        theme=tl.theme,
+        granularity=tl.granularity,
+        first_seen=tl.first_seen.isoformat() if tl.first_seen else None,
+        last_seen=tl.last_seen.isoformat() if tl.last_seen else None,
+        current_state=short_line(tl.now),
+        now=[  # the latest substantive turns: `ref` is the citation load_turn_context takes
+            NowTurn(s.ref, s.at, quote(s, _now_width(max_chars, len(tl.now)))) for s in tl.now
         ],
-        "claims_changes": tl.claims_changes,
-        "counts": {
-            "events": len(tl.events),
-            "decisions": len(tl.decisions),
-            "threads": len(tl.threads),
-            "files": len(tl.files),
-            "buckets": len(tl.buckets),
-        },
-        "threads": [],
-        "decisions": [],
-        "events": [],
-        "buckets": [],
-        "dormant_gaps": [{**g.to_json(), "days": round(g.days, 1)} for g in tl.dormant_gaps[-3:]],
-        "files": [],
-        "memories": tl.memories[:10],
-        "truncated": False,
-        "not_shown": {"threads": 0, "decisions": 0, "events": 0},
-    }
+        claims_changes=tl.claims_changes,
+        counts=Counts(
+            len(tl.events), len(tl.decisions), len(tl.threads), len(tl.files), len(tl.buckets)
+        ),
+        dormant_gaps=[
+            Quiet({"from": g.start, "to": g.end, "days": round(g.days, 1)})
+            for g in tl.dormant_gaps[-3:]
+        ],
+        memories=tl.memories[:10],
+    )
     used = _size(out) + 40
     order = ends_first(len(tl.events))  # the first event, the newest two, the next first, …
-    events = [_event_json(tl.events[i], sw) for i in order]
+    events = [_event_told(tl.events[i], sw) for i in order]
     newest = sum(_size(e) for e in events[:1])  # the newest event is part of the story too
     decision_cap = used + int(0.6 * max(0, max_chars - used - newest))
 
-    def take(key: str, items: list[Any], cap: int) -> None:
+    def take(into: list[Any], items: Sequence[Any], cap: int) -> None:
         nonlocal used
         for item in items:
             n = _size(item)
             if used + n > cap:
-                out["truncated"] = True
+                out.truncated = True
                 return
-            out[key].append(item)
+            into.append(item)
             used += n
 
     threads = [
-        [brief(s) for s in t]
-        for t in sorted(tl.threads, key=lambda t: t[-1].at or "", reverse=True)
+        [step(s) for s in t] for t in sorted(tl.threads, key=lambda t: t[-1].at or "", reverse=True)
     ]
-    take(
-        "threads", threads[:1], max_chars - newest
-    )  # the newest thread is the story: it comes first
-    take("threads", threads[1:], decision_cap)
+    take(out.threads, threads[:1], max_chars - newest)  # the newest thread is the story: first
+    take(out.threads, threads[1:], decision_cap)
     unpaired = sorted(_unpaired(tl), key=lambda d: d.at or "", reverse=True)
-    candidates = [
-        {**brief(d), "undoes": d.undoes}
+    candidates: list[Claimed | Candidate] = [
+        Claimed(d.ref, d.at, d.flag, d.by, clip(d.gist, gw), d.alternatives, d.undoes)
         if tl.claims_changes
-        else {"ref": d.ref, "at": d.at, "by": d.by, "gist": clip(d.gist, gw)}
+        else Candidate(d.ref, d.at, d.by, clip(d.gist, gw))
         for d in unpaired
     ]
-    first = 0 if out["threads"] else 1  # with no thread, the newest decision is the story
-    take("decisions", candidates[:first], max_chars - newest)
-    take("decisions", candidates[first:], decision_cap)
-    files = [f.to_json() for f in tl.files[:5]]
+    first = 0 if out.threads else 1  # with no thread, the newest decision is the story
+    take(out.decisions, candidates[:first], max_chars - newest)
+    take(out.decisions, candidates[first:], decision_cap)
+    files = [FileLine(f.path, f.turns, f.first, f.last) for f in tl.files[:5]]
     reserve = min(sum(_size(f) for f in files[:3]), max_chars // 10)
-    take("events", events[:1], max_chars)
-    take("events", events[1:], max_chars - reserve)
+    take(out.events, events[:1], max_chars)
+    take(out.events, events[1:], max_chars - reserve)
     at = {e.ref: k for k, e in enumerate(tl.events)}
-    out["events"].sort(key=lambda e: at[e["ref"]])
-    out["not_shown"] = {
-        "threads": len(tl.threads) - len(out["threads"]),
-        "decisions": len(_unpaired(tl)) - len(out["decisions"]),
-        "events": len(tl.events) - len(out["events"]),
-    }
+    out.events.sort(key=lambda e: at[e.ref])
     take(
-        "buckets",
-        [{**b.to_json(), "keywords": b.keywords[:5]} for b in reversed(tl.buckets)],
+        out.buckets,
+        [BucketLine(b.name, b.start, b.turns, b.keywords[:5]) for b in reversed(tl.buckets)],
         max_chars,
     )
-    out["buckets"].reverse()
-    take("files", files, max_chars)
-    if len(out["files"]) < len(tl.files):
-        out["truncated"] = True
+    out.buckets.reverse()
+    take(out.files, files, max_chars)
+    if len(out.files) < len(tl.files):
+        out.truncated = True
+    return _within(out, tl, max_chars)
+
+
+def told(tl: TimelineData, max_chars: int = 12_000) -> Told:
+    """The trace told once within `max_chars`: the structure, and the text of the very items it
+    holds (both within the budget: the text by its lines, the structure by its JSON)."""
+    out = budgeted(tl, max_chars)
+    return Told(markdown(tl, max_chars, out), out)
+
+
+def _within(out: TraceOutput, tl: TimelineData, max_chars: int) -> TraceOutput:
+    """`out` with its JSON within `max_chars`: when a small budget cannot hold what `budgeted`
+    does not weigh (the memories, the quiet spells, Now), parts give way, least telling first
+    (the oldest events; the last of the rest); the text, told from `out`, follows."""
+    for part in (
+        out.memories,
+        out.dormant_gaps,
+        out.buckets,
+        out.files,
+        out.now,
+        out.events,
+        out.decisions,
+        out.threads,
+    ):
+        while part and _size(out) - 2 > max_chars:
+            del part[0 if part is out.events else -1]
+            out.truncated = True
+    out.not_shown = NotShown(
+        len(tl.threads) - len(out.threads),
+        len(_unpaired(tl)) - len(out.decisions),
+        len(tl.events) - len(out.events),
+    )
     return out

@@ -30,6 +30,7 @@ from archive_mcp.themes.trace.model import (
     TimelineEvent,
     TouchedFile,
 )
+from archive_mcp.themes.trace.output import Told, TraceOutput
 from archive_mcp.themes.trace.rules import TRACE_RULES, TraceRules
 from archive_mcp.themes.trace.standing import line, standing
 from archive_mcp.themes.trace.turn_memo import TURNS
@@ -38,14 +39,18 @@ from archive_mcp.themes.trace.turn_memo import TURNS
 class Timeline(TimelineData):
     """A theme's timeline (`TimelineData`) with the story told from it, in budget."""
 
-    def markdown(self, max_chars: int = 12_000, keep: dict[str, Any] | None = None) -> str:
+    def markdown(self, max_chars: int = 12_000, keep: TraceOutput | None = None) -> str:
         """The story first (where it stands, decision threads), then the first and the newest
         events, in budget; with `keep` (from `budgeted`), the very items it holds."""
         return story.markdown(self, max_chars, keep)
 
-    def budgeted(self, max_chars: int = 12_000) -> dict[str, Any]:
+    def budgeted(self, max_chars: int = 12_000) -> TraceOutput:
         """The structured form within `max_chars` of JSON: decisions and the newest events first."""
         return story.budgeted(self, max_chars)
+
+    def told(self, max_chars: int = 12_000) -> Told:
+        """The trace told once within `max_chars`: its structure and the text of the same items."""
+        return story.told(self, max_chars)
 
 
 # The refined columns a timeline reads (sessions.py reads only these of each member session's file).

@@ -1,0 +1,138 @@
+"""Agents' SQLite stores, read while the agent writes them, and the JSONL exports made from them.
+
+OpenCode, Kilo Code, Goose (`sessions.db`), Cursor (the IDE's `state.vscdb`) and Cursor's CLI
+(`store.db`) keep their sessions in SQLite, often in WAL mode (the main file lags far behind its
+`-wal`). A store is
+opened read-only (`file:…?mode=ro`, `query_only`) and read in one short transaction: a WAL
+reader never blocks the agent's writer, nor it the reader, and the store is never written.
+
+The archive copies files, so a reader exports each session to a JSONL file in a private folder
+of the temp dir (the same rows give the same bytes, so an unchanged session keeps its mtime and
+is not re-read); the export is what is archived, whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+
+from .fields import loads_valid
+from .sources import Discovery
+
+T = TypeVar("T")
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+@contextmanager
+def read_only(db: Path) -> Iterator[sqlite3.Connection]:
+    """`db` opened read-only, inside one transaction for the `with` block (text that is not
+    UTF-8 is read with replacement characters, never stops the read)."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    con.text_factory = _text
+    try:
+        con.execute("PRAGMA query_only = 1")
+        con.execute("BEGIN")
+        yield con
+        con.execute("COMMIT")
+    finally:
+        con.close()
+
+
+def read_reported(read: Callable[[Path], T], db: Path, what: str, found: Discovery) -> T | None:
+    """`read(db)`; None when the store cannot be read (locked, corrupt, not SQLite), the reason
+    reported in `found` (the next ingest tries it again)."""
+    try:
+        return read(db)
+    except sqlite3.Error as exc:
+        found.skipped.append((str(db), f"could not read {what}: {exc}"))
+        return None
+
+
+def has_table(con: sqlite3.Connection, name: str) -> bool:
+    row = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+    return row.fetchone() is not None
+
+
+def table_rows(con: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
+    """Every row of `table` as a dict of its columns."""
+    cols = [d[1] for d in con.execute(f"PRAGMA table_info({table})")]
+    return [dict(zip(cols, row, strict=True)) for row in con.execute(f"SELECT * FROM {table}")]
+
+
+def json_value(raw: bytes | str) -> Any:
+    """A stored JSON value (text or bytes), its strings valid Unicode; None when it is not JSON.
+    orjson first (it takes only valid UTF-8 without lone surrogates), else the careful path."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        return loads_valid(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def export_bytes(records: list[dict[str, Any]]) -> bytes:
+    """`records` as JSONL, keys sorted: the same rows give the same bytes."""
+    return b"".join(_line(r) + b"\n" for r in records)
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(record, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer past 64 bits (read by the careful path)
+        return json.dumps(record, sort_keys=True, ensure_ascii=False).encode()
+
+
+def export_dir(db: Path, kind: str) -> Path:
+    """A private folder of the temp dir for the exports of the `kind` store `db`."""
+    key = hashlib.sha1(str(db.resolve()).encode()).hexdigest()[:16]
+    user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    private = Path(tempfile.gettempdir()) / f"archive-mcp-{user}"
+    private.mkdir(exist_ok=True, mode=0o700)  # only this user may read the exports
+    folder = private / kind / key
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def export_path(folder: Path, session_id: str) -> Path:
+    return folder / f"{hashlib.sha1(session_id.encode()).hexdigest()[:20]}.jsonl"
+
+
+def exported(
+    db: Path, kind: str, sessions: list[dict[str, Any]], lines: Callable[[dict[str, Any]], bytes]
+) -> Iterator[tuple[str, dict[str, Any], Path]]:
+    """Each session of the `kind` store `db` that has an `id`, exported (`lines(session)`) to its
+    JSONL in `export_dir`: its id, the session and the export."""
+    folder = export_dir(db, kind)
+    for session in sessions:
+        sid = str(session.get("id") or "")
+        if sid:
+            export = export_path(folder, sid)
+            write_export(export, lines(session))
+            yield sid, session, export
+
+
+def write_export(path: Path, data: bytes) -> None:
+    """`data` written to `path` atomically, unless it holds those bytes already (its mtime kept)."""
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

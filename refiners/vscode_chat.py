@@ -1,0 +1,287 @@
+"""Reader for VS Code's chat (GitHub Copilot Chat: `workspaceStorage/<hash>/chatSessions/`) into
+`Turn`s.
+
+docs/formats.md (built from the documented format, not recorded): a session is `<id>.json`, one
+document rewritten whole (`version`, `sessionId`, `creationDate`, `customTitle`, `requests`),
+or in newer builds `<id>.jsonl`, a log of changes to that document: `{"kind": 0, "v": <the
+document>}` then `kind` 1 (set the value at the path `k` to `v`), 2 (push the items `v` onto
+the array at `k`, first cutting it to `i` when given) and 3 (delete at `k`). Either is parsed
+whole. A request is a turn: `message.text` the prompt, `response` its parts (markdown `value`s,
+`thinking`, `toolInvocationSerialized` calls with their `toolSpecificData`), `result`
+(`timings`, `errorDetails`, Copilot's `metadata.toolCallRounds`/`toolCallResults`: the calls'
+arguments and outputs), `modelState` (1 done, 2 cancelled, 3 failed) and usage when written.
+
+`workspace.json` beside `chatSessions/` names the folder (a `file://` or remote URI): the work
+dir. VS Code, its Insiders build, VSCodium and Cursor share the layout.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from .fields import as_int, field_dict, field_list, loads_valid
+from .lines import prompt_turn
+from .model import ParseResult, Problem, Step, ToolCall, Turn, epoch
+from .sources import (
+    LINE_MAX,
+    SNAPSHOT_MAX,
+    Discovery,
+    FileReader,
+    SessionSource,
+    SourceFile,
+    is_dir,
+    is_file,
+    listing,
+    load_json,
+    read_bounded,
+    register,
+)
+
+SOURCE = "copilot-chat"
+CHATS = "chatSessions"
+STATE = {1: "completed", 2: "cancelled", 3: "failed"}  # modelState.value; 0 pending, 4 input
+
+
+def folder_path(uri: Any) -> str | None:
+    """The local path of a workspace folder URI (`file:///home/a/p`, `file:///c%3A/p`,
+    `vscode-remote://wsl%2Bubuntu/home/a/p`), None when there is none."""
+    if not isinstance(uri, str) or "://" not in uri:
+        return None
+    path = unquote(urlsplit(uri).path)
+    if len(path) > 2 and path[0] == "/" and path[2] == ":":  # /c:/Users/a: a Windows drive
+        path = path[1:]
+    return path or None
+
+
+def workspace_folder(storage: Path) -> str | None:
+    """The folder a `workspaceStorage/<hash>` folder belongs to (`workspace.json`), or None."""
+    data = load_json(storage / "workspace.json")
+    if not isinstance(data, dict):
+        return None
+    path = folder_path(data.get("folder"))
+    if path is None and (ws := folder_path(data.get("workspace"))) is not None:
+        path = ws.rsplit("/", 1)[0]  # a .code-workspace file: its folder
+    return path
+
+
+# --- the document ------------------------------------------------------------------------------
+
+
+def _at(node: Any, key: Any) -> Any:
+    if isinstance(node, dict):
+        return node.get(key)
+    if isinstance(node, list) and isinstance(key, int) and -len(node) <= key < len(node):
+        return node[key]
+    return None
+
+
+def apply(doc: Any, op: dict[str, Any]) -> Any:
+    """`doc` with one change of the log applied (raises ValueError on one that does not fit)."""
+    kind, path = op.get("kind"), op.get("k")
+    if kind == 0:
+        return op.get("v")
+    if not isinstance(path, list) or not path:
+        raise ValueError(f"change of kind {kind!r} without a path")
+    parent = doc
+    for key in path[:-1]:
+        parent = _at(parent, key)
+    last = path[-1]
+    if kind == 2:
+        target = _at(parent, last)
+        if not isinstance(target, list):
+            raise ValueError(f"push onto {path} that is not an array")
+        if isinstance(op.get("i"), int):
+            del target[op["i"] :]
+        target.extend(field_list(op, "v"))
+    elif kind == 1 and isinstance(parent, dict):
+        parent[last] = op.get("v")
+    elif kind == 1 and isinstance(parent, list) and _at(parent, last) is not None:
+        parent[last] = op.get("v")
+    elif kind == 3 and isinstance(parent, dict | list) and _at(parent, last) is not None:
+        del parent[last]
+    else:
+        raise ValueError(f"change of kind {kind!r} at {path} that does not fit the session")
+    return doc
+
+
+def replay(raw: bytes, problems: list[Problem]) -> Any:
+    """The session a `.jsonl` change log ends with; a bad line is reported and skipped."""
+    doc: Any = None
+    for no, line in enumerate(raw.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            op = loads_valid(line.decode("utf-8", errors="replace"))
+            if len(line) > LINE_MAX or not isinstance(op, dict):
+                raise ValueError("not a change record")
+            doc = apply(doc, op)
+        except (ValueError, RecursionError, TypeError, IndexError) as exc:
+            problems.append(Problem(no, "malformed", str(exc)[:200]))
+    return doc
+
+
+# --- turns -------------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> str:
+    return str(value.get("value") or "") if isinstance(value, dict) else str(value or "")
+
+
+def _call(part: dict[str, Any], meta: dict[str, Any], rounds: dict[str, Any]) -> ToolCall:
+    cid = str(part.get("toolCallId") or "")
+    data = field_dict(part, "toolSpecificData")
+    sent = field_dict(rounds, cid)
+    args = sent.get("arguments")
+    if args is None and data.get("kind") == "terminal":
+        line = data.get("commandLine")
+        args = {"command": _text(line.get("original")) if isinstance(line, dict) else line}
+    call = ToolCall(
+        id=cid,
+        name=str(part.get("toolId") or sent.get("name") or ""),
+        arguments=args if isinstance(args, str) else json.dumps(args or {}, ensure_ascii=False),
+    )
+    if part.get("isConfirmed") is False:
+        call.approval = "reject"
+    if not part.get("isComplete") and call.approval is None:
+        return call  # still running, or stopped before it ran
+    exit_code = field_dict(data, "terminalCommandState").get("exitCode")
+    details = field_dict(part, "resultDetails")
+    out = field_dict(field_dict(meta, "toolCallResults"), cid)
+    output = "\n".join(_text(c) for c in field_list(out, "content")) or _text(
+        field_dict(data, "terminalCommandOutput").get("text")
+    )
+    failed = details.get("isError") is True or (isinstance(exit_code, int) and exit_code != 0)
+    call.result = {
+        "is_error": failed or call.approval == "reject",
+        "message": _text(part.get("pastTenseMessage")),
+        "output": output,
+    }
+    return call
+
+
+def request_turn(index: int, req: dict[str, Any]) -> Turn:
+    at = epoch(req.get("timestamp"), 1000.0)
+    turn = prompt_turn(index, at, _text(field_dict(req, "message").get("text")), 0, legacy=False)
+    result = field_dict(req, "result")
+    meta = field_dict(result, "metadata")
+    rounds = {
+        str(c.get("id")): c
+        for r in field_list(meta, "toolCallRounds")
+        for c in field_list(r, "toolCalls")
+        if isinstance(c, dict)
+    }
+    step = Step(n=1)
+    for part in field_list(req, "response"):
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("kind")
+        if kind == "toolInvocationSerialized":
+            step.tool_calls.append(_call(part, meta, rounds))
+        elif kind == "thinking":
+            step.think += _text(part.get("value"))
+        elif kind in (None, "markdownContent") and (
+            text := _text(part.get("value") or part.get("content"))
+        ):
+            if step.tool_calls:  # text after a call: the model's next step
+                turn.steps.append(step)
+                step = Step(n=len(turn.steps) + 1)
+            step.text += text
+    if step.text or step.think or step.tool_calls:
+        turn.steps.append(step)
+    for usage in (field_dict(req, "usage"), field_dict(result, "usage"), meta):
+        turn.usage["input_other"] += as_int(usage.get("promptTokens"))
+        turn.usage["output"] += as_int(usage.get("completionTokens") or usage.get("outputTokens"))
+    state = field_dict(req, "modelState")
+    value = state.get("value")
+    reason = STATE.get(value) if isinstance(value, int) else None
+    if reason is None and result:
+        reason = "failed" if result.get("errorDetails") else "completed"
+    if reason is not None:
+        elapsed = field_dict(result, "timings").get("totalElapsed")
+        done = epoch(state.get("completedAt"), 1000.0)
+        if done is None and at is not None and isinstance(elapsed, int | float):
+            done = at + elapsed / 1000.0
+        turn.end, turn.reason, turn.ended_at = "ended", reason, done
+        turn.last_at = done or at
+    return turn
+
+
+def parse_wire(
+    path: Path, start: int = 0, first_line: int = 1, start_index: int = 0, **kw: Any
+) -> ParseResult:
+    """Parse a whole chat session, `.json` or `.jsonl` (offsets accepted for the signature)."""
+    problems: list[Problem] = []
+    try:
+        raw = read_bounded(path, SNAPSHOT_MAX)
+        doc = (
+            replay(raw, problems)
+            if path.suffix == ".jsonl"
+            else loads_valid(raw.decode("utf-8", errors="replace"))
+        )
+    except (OSError, ValueError, RecursionError) as exc:
+        return ParseResult("unknown", [], problems=[Problem(1, "malformed", str(exc)[:200])])
+    requests = doc.get("requests") if isinstance(doc, dict) else None
+    if not isinstance(requests, list):
+        problems.append(Problem(1, "malformed", "no `requests` list: not a VS Code chat session"))
+        requests = []
+    turns = [request_turn(i, r) for i, r in enumerate(r for r in requests if isinstance(r, dict))]
+    version = doc.get("version") if isinstance(doc, dict) else None
+    result = ParseResult(f"v{version}" if isinstance(version, int) else "unknown", turns, problems)
+    result.complete_offset = len(raw)
+    return result
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+
+def _chat_files(folder: Path, found: Discovery) -> list[Path]:
+    return [p for p in listing(folder, found) if p.suffix in (".json", ".jsonl") and is_file(p)]
+
+
+def _sessions(storage: Path, found: Discovery) -> None:
+    """The chat sessions of one `workspaceStorage/<hash>` folder (or `emptyWindowChatSessions`)."""
+    chats = storage / CHATS if is_dir(storage / CHATS) else storage
+    folder = workspace_folder(storage)
+    for f in _chat_files(chats, found):
+        found.sessions.append(
+            SessionSource(
+                SOURCE,
+                f.stem,
+                storage.name,
+                [folder] if folder else [],
+                None,
+                chats,
+                [SourceFile("main", f.name, f, whole=True)],
+            )
+        )
+
+
+def discover(path: Path) -> Discovery | None:
+    """Chat sessions under `path`: an editor's `User` folder, its `workspaceStorage`, one
+    `workspaceStorage/<hash>`, a `chatSessions` folder or one session file; None otherwise."""
+    found = Discovery()
+    if is_file(path):
+        if path.parent.name != CHATS or path.suffix not in (".json", ".jsonl"):
+            return None
+        _sessions(path.parent.parent, found)
+        found.sessions = [s for s in found.sessions if s.files[0].path == path]
+        return found
+    if path.name == CHATS:
+        _sessions(path.parent, found)
+    elif is_dir(path / CHATS):
+        _sessions(path, found)
+    else:
+        storage = path / "workspaceStorage" if is_dir(path / "workspaceStorage") else path
+        for ws in listing(storage, found):
+            if is_dir(ws / CHATS):
+                _sessions(ws, found)
+        empty = path / "globalStorage" / "emptyWindowChatSessions"
+        if is_dir(empty):
+            _sessions(empty, found)
+    return found if found.sessions else None
+
+
+register(FileReader(SOURCE, parse_wire, discover, "VS Code Copilot Chat", order=29))

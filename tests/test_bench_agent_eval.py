@@ -1,0 +1,101 @@
+"""The agent evaluation's preparation (bench/agent_eval.py) on small made-up folders, and its
+frozen questions against the theme labels they come from: no corpus, no archive."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+
+import agent_eval as ae  # noqa: E402
+
+LABELS = Path(__file__).parent.parent / "bench" / "labels"
+
+
+def write(path: Path, text: str = "{}\n") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_a_project_of_several_folders_copies_each_into_its_own_folder_and_ingests_each(
+    tmp_path: Path,
+) -> None:
+    corpus, raw = tmp_path / "corpus", tmp_path / "raw"
+    write(corpus / "p" / "-home" / "a.jsonl")
+    write(corpus / "p" / "-home-work" / "b.jsonl")
+    write(corpus / "p" / "-home-work" / "b" / "subagents" / "agent-1.jsonl")
+    write(corpus / "p" / "-home-work" / "b" / "tool-results" / "t.txt", "out\n")
+    spec = ae.Project(("p/-home", "p/-home-work"), "**/*")
+    files = ae.copy_raw(spec, corpus, raw)
+    assert [f.relative_to(raw).as_posix() for f in files] == [
+        "-home/a.jsonl",
+        "-home-work/b/subagents/agent-1.jsonl",
+        "-home-work/b/tool-results/t.txt",
+        "-home-work/b.jsonl",
+    ]
+    assert all(f.is_file() for f in files)
+    assert ae.ingest_paths(spec, raw, files) == [raw / "-home", raw / "-home-work"]
+
+
+def test_a_project_of_one_folder_keeps_its_files_at_the_top_of_raw(tmp_path: Path) -> None:
+    corpus, raw = tmp_path / "corpus", tmp_path / "raw"
+    write(corpus / "logs" / "a.jsonl")
+    write(corpus / "logs" / "notes.txt")
+    spec = ae.Project(("logs",), "*.jsonl")
+    files = ae.copy_raw(spec, corpus, raw)
+    assert files == [raw / "a.jsonl"]
+    assert ae.ingest_paths(spec, raw, files) == [raw]
+
+
+def test_a_codex_project_ingests_every_rollout_file_not_its_dated_folders(tmp_path: Path) -> None:
+    corpus, raw = tmp_path / "corpus", tmp_path / "raw"
+    write(corpus / "sessions" / "2025" / "10" / "31" / "rollout-a.jsonl")
+    write(corpus / "sessions" / "2025" / "11" / "01" / "rollout-b.jsonl")
+    spec = ae.Project(("sessions",), "**/*.jsonl", by_file=True)
+    files = ae.copy_raw(spec, corpus, raw)
+    assert ae.ingest_paths(spec, raw, files) == [
+        raw / "2025" / "10" / "31" / "rollout-a.jsonl",
+        raw / "2025" / "11" / "01" / "rollout-b.jsonl",
+    ]
+
+
+def test_a_source_folder_without_logs_stops_with_the_folder_it_looked_in(tmp_path: Path) -> None:
+    write(tmp_path / "corpus" / "one" / "a.jsonl")
+    spec = ae.Project(("one", "two"), "*.jsonl")
+    with pytest.raises(SystemExit, match=r"no logs under .*two: is .* the agents-dev folder\?"):
+        ae.copy_raw(spec, tmp_path / "corpus", tmp_path / "raw")
+
+
+@pytest.mark.parametrize(
+    ("project", "labels", "prefix"),
+    [
+        ("mthisness", "themes_mthisness.json", "mq"),
+        ("openprintkit", "themes_openprintkit.json", "oq"),
+        ("pai", "themes_pai.json", "pq"),
+    ],
+)
+def test_the_questions_are_one_per_labelled_change_or_reversal_and_name_no_ref(
+    project: str, labels: str, prefix: str
+) -> None:
+    assert project in ae.PROJECTS
+    topics = json.loads((LABELS / labels).read_text(encoding="utf-8"))["topics"]
+    changes = sorted(
+        (t["name"], d["turn"])
+        for t in topics
+        for d in t["decisions"]
+        if d["type"] in ("change", "reversal")
+    )  # a turn holding both a change and a reversal gets two questions
+    lines = (LABELS / f"agent_questions_{project}.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert sorted((r["topic"], r["turn"]) for r in rows) == changes
+    assert [r["id"] for r in rows] == [f"{prefix}{i:02d}" for i in range(1, len(rows) + 1)]
+    for r in rows:
+        assert set(r) == {"id", "question", "gold", "topic", "turn"}
+        assert r["question"].startswith("How did the decision about ")
+        assert not re.search(r"#L|rollout|\b(19|20)\d\d\b|\b[0-9a-f]{8}\b", r["question"])
+        assert re.fullmatch(r"FIRST: .+\. CHANGE: .+ FINAL: .+", r["gold"])
