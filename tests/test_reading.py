@@ -234,10 +234,16 @@ def test_a_hits_user_words_are_whole_when_short_else_the_sentences_with_the_quer
     )
 
 
-
 def test_a_scan_shows_the_users_words_before_the_answers_digest_on_a_small_share() -> None:
     ws = SimpleNamespace(id="w1")
-    row = {"session_id": "s1", "agent": "main", "turn": 48, "started_at": None, "status": "done", "raw_ref": {}}
+    row = {
+        "session_id": "s1",
+        "agent": "main",
+        "turn": 48,
+        "started_at": None,
+        "status": "done",
+        "raw_ref": {},
+    }
     asked = "Yes please go deeper. Also we need a settings menu item to store the configuration."
     answer = "\n\n".join(f"Paragraph {i}: " + "details of the change. " * 8 for i in range(6))
     d = _scanned(row, ws, asked, answer, 5, 250, True)  # type: ignore[arg-type]
