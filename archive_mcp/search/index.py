@@ -25,6 +25,8 @@ import polars as pl
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.search.ondisk import read_rows
+from archive_mcp.search.signs import Signs, exact_rows
+from archive_mcp.search.signs import write as write_signs
 from archive_mcp.search.texts import Texts, TextWriter, TurnText
 from archive_mcp.workspaces import (
     Workspace,
@@ -34,7 +36,7 @@ from archive_mcp.workspaces import (
     read_json,
 )
 
-INDEX_VERSION = 6  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts
+INDEX_VERSION = 7  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts; 7: + 1-bit codes when large
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = [
     "session_id",
@@ -95,6 +97,8 @@ class Segment:
     # query scans four times faster than float16 (converting float16 is the cost).
     quantized: tuple[np.ndarray, np.ndarray] | None = None
     texts: Texts | None = None  # what hits and re-scoring read of each row (search/texts.py)
+    # with the int8 copy, a 1-bit code per row: the scan shortlists by it (search/signs.py)
+    signs: Signs | None = None
 
     @staticmethod
     def write(ws: Workspace, files: list[Path], model: str | None, folder: Path) -> dict[str, int]:
@@ -164,6 +168,7 @@ class Segment:
         np.save(folder / "has_vector.npy", has)
         if vectors.dim and streams(len(has), vectors.dim):
             _quantize(folder, len(has), vectors.dim)
+            write_signs(folder, len(has), vectors.dim, has)
         return turns
 
     def dense(self) -> np.ndarray | None:
@@ -197,6 +202,7 @@ class Segment:
                     folder, f"{q8.name} or scales.npy do not fit {vectors.shape[0]} rows"
                 )
             quantized = (np.memmap(q8, np.int8, "r", shape=vectors.shape), scales)
+        signs = Signs.load(folder, *vectors.shape) if quantized is not None else None
         return cls(
             Postings.load(folder / "postings"),
             # read whole, then parsed: a rebuild swapping the folder meanwhile leaves this read on
@@ -207,6 +213,7 @@ class Segment:
             has,
             quantized,
             Texts.load(folder, has.shape[0]),
+            signs,
         )
 
 
@@ -572,8 +579,35 @@ class WorkspaceIndex:
             out.append(seg.texts.get(row) if seg.texts is not None else TurnText())
         return out
 
+    def estimates(self) -> bool:
+        """Does `cosine` estimate some rows' cosine (a segment scanned by its 1-bit codes)?"""
+        return any(
+            s.signs is not None and s.quantized is not None and s.dense() is None
+            for s in self.segments
+        )
+
+    def exact_cosine(self, query: np.ndarray, docs: list[int]) -> np.ndarray:
+        """The int8 cosine of these docs with `query` (0 where a doc has no vector), of an index
+        that `estimates`: what `cosine` gives a shortlisted row."""
+        first = self.segments[0].meta.height
+        out = np.zeros(len(docs), np.float32)
+        for seg, lo, hi in ((self.segments[0], 0, first), (self.segments[1], first, self.n_docs)):
+            at = [i for i, d in enumerate(docs) if lo <= d < hi]
+            if not at or seg.vectors is None:
+                continue
+            rows = np.asarray([docs[i] - lo for i in at])
+            order = np.argsort(rows)
+            if seg.quantized is not None:
+                q8, scale = seg.quantized
+                vals = exact_rows(q8, rows[order], query) * scale[rows[order]]
+            else:
+                vals = exact_rows(seg.vectors, rows[order], query)
+            out[np.asarray(at)[order]] = vals
+        return out
+
     def cosine(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Cosine of every doc with `query` (vectors are unit length) and which docs have one."""
+        """Cosine of every doc with `query` (vectors are unit length) and which docs have one; of
+        a segment with 1-bit codes, exact for a shortlist and estimated for the rest (signs.py)."""
         sims, has = [], []
         q = query.astype(np.float32)
         for s in self.segments:
@@ -583,6 +617,8 @@ class WorkspaceIndex:
                 dense = s.dense()
                 if dense is not None:
                     out = dense @ q
+                elif s.signs is not None and s.quantized is not None:
+                    out = s.signs.cosine(q, *s.quantized, s.has_vector)
                 else:
                     rows, scale = s.quantized if s.quantized is not None else (s.vectors, None)
                     for a in range(
