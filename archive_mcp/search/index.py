@@ -202,7 +202,7 @@ class Segment:
                     folder, f"{q8.name} or scales.npy do not fit {vectors.shape[0]} rows"
                 )
             quantized = (np.memmap(q8, np.int8, "r", shape=vectors.shape), scales)
-        signs = Signs.load(folder, *vectors.shape) if quantized is not None else None
+        signs = Signs.load(folder, *quantized[0].shape) if quantized is not None else None
         return cls(
             Postings.load(folder / "postings"),
             # read whole, then parsed: a rebuild swapping the folder meanwhile leaves this read on
