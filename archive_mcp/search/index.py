@@ -25,8 +25,8 @@ import polars as pl
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.search.ondisk import read_rows
-from archive_mcp.search.signs import Signs, exact_rows
-from archive_mcp.search.signs import write as write_signs
+from archive_mcp.search.projection import Projection, exact_rows
+from archive_mcp.search.projection import write as write_projection
 from archive_mcp.search.texts import Texts, TextWriter, TurnText
 from archive_mcp.workspaces import (
     Workspace,
@@ -36,7 +36,7 @@ from archive_mcp.workspaces import (
     read_json,
 )
 
-INDEX_VERSION = 7  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts; 7: + 1-bit codes when large
+INDEX_VERSION = 7  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts; 7: + principal projection when large
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = [
     "session_id",
@@ -97,8 +97,9 @@ class Segment:
     # query scans four times faster than float16 (converting float16 is the cost).
     quantized: tuple[np.ndarray, np.ndarray] | None = None
     texts: Texts | None = None  # what hits and re-scoring read of each row (search/texts.py)
-    # with the int8 copy, a 1-bit code per row: the scan shortlists by it (search/signs.py)
-    signs: Signs | None = None
+    # with the int8 copy, each row in a few principal directions: the scan estimates every
+    # cosine from it and re-scores a shortlist exactly (search/projection.py)
+    projection: Projection | None = None
 
     @staticmethod
     def write(ws: Workspace, files: list[Path], model: str | None, folder: Path) -> dict[str, int]:
@@ -168,7 +169,7 @@ class Segment:
         np.save(folder / "has_vector.npy", has)
         if vectors.dim and streams(len(has), vectors.dim):
             _quantize(folder, len(has), vectors.dim)
-            write_signs(folder, len(has), vectors.dim, has)
+            write_projection(folder, len(has), vectors.dim, has)
         return turns
 
     def dense(self) -> np.ndarray | None:
@@ -202,7 +203,7 @@ class Segment:
                     folder, f"{q8.name} or scales.npy do not fit {vectors.shape[0]} rows"
                 )
             quantized = (np.memmap(q8, np.int8, "r", shape=vectors.shape), scales)
-        signs = Signs.load(folder, *quantized[0].shape) if quantized is not None else None
+        projection = Projection.load(folder, *quantized[0].shape) if quantized is not None else None
         return cls(
             Postings.load(folder / "postings"),
             # read whole, then parsed: a rebuild swapping the folder meanwhile leaves this read on
@@ -213,7 +214,7 @@ class Segment:
             has,
             quantized,
             Texts.load(folder, has.shape[0]),
-            signs,
+            projection,
         )
 
 
@@ -580,9 +581,9 @@ class WorkspaceIndex:
         return out
 
     def estimates(self) -> bool:
-        """Does `cosine` estimate some rows' cosine (a segment scanned by its 1-bit codes)?"""
+        """Does `cosine` estimate some rows' cosine (a segment with a projection)?"""
         return any(
-            s.signs is not None and s.quantized is not None and s.dense() is None
+            s.projection is not None and s.quantized is not None and s.dense() is None
             for s in self.segments
         )
 
@@ -607,7 +608,8 @@ class WorkspaceIndex:
 
     def cosine(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cosine of every doc with `query` (vectors are unit length) and which docs have one; of
-        a segment with 1-bit codes, exact for a shortlist and estimated for the rest (signs.py)."""
+        a segment with a projection, exact for a shortlist and estimated for the rest
+        (projection.py)."""
         sims, has = [], []
         q = query.astype(np.float32)
         for s in self.segments:
@@ -617,8 +619,8 @@ class WorkspaceIndex:
                 dense = s.dense()
                 if dense is not None:
                     out = dense @ q
-                elif s.signs is not None and s.quantized is not None:
-                    out = s.signs.cosine(q, *s.quantized, s.has_vector)
+                elif s.projection is not None and s.quantized is not None:
+                    out = s.projection.cosine(q, *s.quantized, s.has_vector)
                 else:
                     rows, scale = s.quantized if s.quantized is not None else (s.vectors, None)
                     for a in range(

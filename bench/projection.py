@@ -1,9 +1,10 @@
-"""The semantic scan of a large index: the exact int8 scan against the 1-bit codes with an int8
-shortlist (`archive_mcp/search/signs.py`), per shortlist size, on one workspace's index.
+"""The semantic scan of a large index: the exact int8 scan against the principal projection's
+estimates with an exact int8 shortlist (`archive_mcp/search/projection.py`), per shortlist size,
+on one workspace's index.
 
-    python bench/signs.py --home HOME --workspace NAME [--shortlist 1024 4096 16384] [--turn-queries 100]
+    python bench/projection.py --home HOME --workspace NAME [--shortlist 1024 4096 16384] [--turn-queries 100]
 
-The index must carry the codes (built past `DENSE_MAX_BYTES`; `--force` builds a smaller
+The index must carry the projection (built past `DENSE_MAX_BYTES`; `--force` builds a smaller
 workspace's index as if it were large, in its own cache). Queries: the 16 of `bench/search.py`,
 plus `--turn-queries` turns' summaries drawn from the workspace (seed 7), each a query whose
 neighbourhood is real text's. Per shortlist size and query:
@@ -28,7 +29,7 @@ import numpy as np
 from search import QUERIES
 
 import archive_mcp.search.index as index
-import archive_mcp.search.signs as signs
+import archive_mcp.search.projection as projection
 from archive_mcp import Archive
 from archive_mcp.search.ondisk import read_rows
 
@@ -39,7 +40,7 @@ def main() -> None:
     ap.add_argument("--workspace", required=True)
     ap.add_argument("--shortlist", type=int, nargs="*", default=[1024, 4096, 16384])
     ap.add_argument("--turn-queries", type=int, default=100)
-    ap.add_argument("--force", action="store_true", help="build the codes whatever the size")
+    ap.add_argument("--force", action="store_true", help="build the projection whatever the size")
     args = ap.parse_args()
     if args.force:
         index.DENSE_MAX_BYTES = 0
@@ -47,8 +48,8 @@ def main() -> None:
     ws = next(w for w in a.workspaces() if w.name == args.workspace)
     idx = a.index(ws).refresh()
     seg = idx.segments[0]
-    if seg.signs is None or seg.quantized is None:
-        sys.exit(f"{ws.name}'s index has no 1-bit codes (under DENSE_MAX_BYTES): pass --force")
+    if seg.projection is None or seg.quantized is None:
+        sys.exit(f"{ws.name}'s index has no projection (under DENSE_MAX_BYTES): pass --force")
     rows, scale = seg.quantized
     embedder = a._embedder_if_any()
     assert embedder is not None
@@ -76,10 +77,10 @@ def main() -> None:
         t = time.perf_counter()
         truth.append(exact(v))
         t_exact.append(time.perf_counter() - t)
-    codes = seg.signs
-    seg.signs = None
+    proj = seg.projection
+    seg.projection = None
     exact_hits = [hits(q) for q in queries]
-    seg.signs = codes
+    seg.projection = proj
     report: dict = {
         "workspace": ws.name,
         "rows": int(rows.shape[0]),
@@ -89,11 +90,11 @@ def main() -> None:
         "shortlists": [],
     }
     for k in args.shortlist:
-        signs.SHORTLIST = k
+        projection.SHORTLIST = k
         times, recall = [], {10: [], 100: []}
         for v, ex in zip(vectors, truth, strict=True):
             t = time.perf_counter()
-            got = codes.cosine(v, rows, scale, seg.has_vector)
+            got = proj.cosine(v, rows, scale, seg.has_vector)
             times.append(time.perf_counter() - t)
             for depth, acc in recall.items():
                 kth = np.partition(ex, ex.size - depth)[ex.size - depth]
