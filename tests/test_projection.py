@@ -118,3 +118,17 @@ def test_a_large_index_keeps_a_projection_and_with_every_row_shortlisted_ranks_a
     query = np.asarray(archive._embedder.embed(["dark mode toggle"])[0], np.float32)
     sims, _ = built.cosine(query)
     assert np.array_equal(built.exact_cosine(query, [7, 0, 3]), sims[[7, 0, 3]])
+
+
+def test_rows_taken_from_a_map_in_parts_equal_a_plain_gather(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import archive_mcp.search.ondisk as ondisk
+
+    monkeypatch.setattr(ondisk, "TAKE", 3)
+    data = np.arange(40 * 4, dtype=np.int8).reshape(40, 4)
+    data.tofile(tmp_path / "m.bin")
+    m = np.memmap(tmp_path / "m.bin", np.int8, "r", shape=(40, 4))
+    at = np.array([0, 2, 3, 9, 17, 18, 39])
+    assert np.array_equal(ondisk.take_rows(m, at), data[at])
+    assert ondisk.take_rows(m, np.zeros(0, np.int64)).shape == (0, 4)

@@ -35,10 +35,19 @@ def _release(m: np.memmap, lo: int, hi: int) -> None:
         m.base.madvise(mmap.MADV_DONTNEED, page, start + (hi - lo) * m.strides[0] - page)
 
 
+TAKE = 512  # rows gathered between two releases
+
+
 def take_rows(m: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The rows at these ascending indices (of an array's first axis) as a copy; of a
-    memory-mapped array, the pages between the first and the last are released afterwards."""
-    out = np.asarray(m[rows])
-    if rows.size and isinstance(m, np.memmap):
-        _release(m, int(rows[0]), int(rows[-1]) + 1)
+    memory-mapped array, `TAKE` rows at a time, the pages between the first and the last
+    released after each: a page fault maps the cached pages around it too, so a gather spread
+    over a whole file would otherwise hold all of it in the process at once (+256 MB at 1M)."""
+    if not isinstance(m, np.memmap):
+        return np.asarray(m[rows])
+    out = np.empty((rows.size, *m.shape[1:]), m.dtype)
+    for a in range(0, rows.size, TAKE):
+        part = rows[a : a + TAKE]
+        out[a : a + part.size] = m[part]
+        _release(m, int(part[0]), int(part[-1]) + 1)
     return out
