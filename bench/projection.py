@@ -13,7 +13,8 @@ neighbourhood is real text's. Per shortlist size and query:
 - score recall@k of the scan: the share of its top k whose exact cosine reaches the exact k-th
   best (ties count: the generated archives repeat turns);
 - the hybrid search's top 10 against the same search with the exact scan: the share of the
-  exact search's hits it returns (overlap@10).
+  exact search's hits it returns (overlap@10; a turn known by its turn number, time and summary,
+  so that copies of one turn count as one).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -68,9 +70,11 @@ def main() -> None:
             out[lo:hi] = np.einsum("ij,j->i", read_rows(rows, lo, hi), v)
         return out * scale
 
-    def hits(q: str) -> list[tuple[str, int]]:
-        res = a.search(q, workspace=ws.id, limit=10)
-        return [(h.session_id, h.turn) for h in res]
+    def hits(q: str) -> Counter[tuple[int, str | None, str]]:
+        # a turn by what it holds, not its session: the copies of `scale.py`'s `one-N`
+        # archives tie, and which copy a search returns says nothing
+        found = a.search(q, workspace=ws.id, limit=10)
+        return Counter((h.turn, h.started_at, h.summary) for h in found)
 
     t_exact, truth = [], []
     for v in vectors:
@@ -91,7 +95,8 @@ def main() -> None:
     }
     for k in args.shortlist:
         projection.SHORTLIST = k
-        times, recall = [], {10: [], 100: []}
+        times: list[float] = []
+        recall: dict[int, list[float]] = {10: [], 100: []}
         for v, ex in zip(vectors, truth, strict=True):
             t = time.perf_counter()
             got = proj.cosine(v, rows, scale, seg.has_vector)
@@ -101,7 +106,7 @@ def main() -> None:
                 head = np.argpartition(-got, depth)[:depth]
                 acc.append(float(np.mean(ex[head] >= kth - 1e-6)))
         overlap = [
-            len(set(hits(q)) & set(e)) / max(1, len(e))
+            sum((hits(q) & e).values()) / max(1, sum(e.values()))
             for q, e in zip(queries, exact_hits, strict=True)
         ]
         row = {

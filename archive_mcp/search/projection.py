@@ -1,7 +1,7 @@
 """The semantic scan of a large index: every row's cosine estimated in a few principal
 dimensions, then the exact int8 cosine of a shortlist.
 
-Past `DENSE_MAX_BYTES` the vectors stream from disk as int8 (`index.quantize`), and scanning
+Past `DENSE_MAX_BYTES` the vectors stream from disk as int8 (`quantize`), and scanning
 them all costs a query about 120 ms at 1M turns on a quiet box (converting the int8 values is
 the cost). Here each row also keeps its projection on the `RANK` principal directions of the
 rows (centred on their mean), as int8 with a scale per row (`proj.q8`): an eighth of the
@@ -14,7 +14,7 @@ bytes. A query:
 The estimate keeps the whole distribution (the fusion's z-scores and the confidence's background
 read its mean and spread) and the exact shortlist keeps the head. Chosen against a 1-bit sign
 code with a Hamming shortlist, which found fewer of the exact top 100 at the same shortlist size
-(bench/results/speed.md). Built once with the int8 copy (`write`), memory-mapped by `load`,
+(bench/results/speed.md). Built once with the int8 copy (`write_projection`), memory-mapped by `load`,
 swapped whole with the index.
 """
 
@@ -31,14 +31,13 @@ RANK = 32  # principal directions kept per row (bench/results/speed.md)
 SHORTLIST = 4096  # rows re-scored by their exact int8 cosine per query
 SAMPLE = 8192  # rows spread over the index whose exact cosine sets the estimates' mean and spread
 FIT_ROWS = 65536  # rows (spread over the index) the directions are fitted on
-READ_ROWS = 65536  # rows read at once
+READ_ROWS = 65536  # projected rows read at once by a query
+BUILD_ROWS = 16384  # vector rows read at once while building
 
 
-def write(folder: Path, n: int, dim: int, has: np.ndarray) -> None:
+def write_projection(folder: Path, n: int, dim: int, has: np.ndarray) -> None:
     """`proj.q8` and `proj_scales.npy` (the rows' projections, int8 with a scale per row) and
     `proj_basis.npy` (the mean, then the directions) from the float16 vectors of `vectors.f16`."""
-    from archive_mcp.search.index import quantize  # the index imports this module
-
     m = np.memmap(folder / "vectors.f16", np.float16, "r", shape=(n, dim))
     with_vector = np.flatnonzero(has)
     fit = with_vector[:: max(1, with_vector.size // FIT_ROWS)]
@@ -49,13 +48,34 @@ def write(folder: Path, n: int, dim: int, has: np.ndarray) -> None:
     basis = np.ascontiguousarray(vecs[:, ::-1][:, : min(RANK, dim)].T, np.float32)
     scales = np.zeros(n, np.float32)
     with (folder / "proj.q8").open("wb") as out:
-        for a in range(0, n, READ_ROWS):
-            b = min(a + READ_ROWS, n)
+        for a in range(0, n, BUILD_ROWS):
+            b = min(a + BUILD_ROWS, n)
             block = read_rows(m, a, b).astype(np.float32) - mean.astype(np.float32)
             q, scales[a:b] = quantize(block @ basis.T)
             q.tofile(out)
     np.save(folder / "proj_scales.npy", scales)
     np.save(folder / "proj_basis.npy", np.vstack([mean.astype(np.float32), basis]))
+
+
+def quantize(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 rows and a float32 scale per row, row ≈ q × scale: the row's largest component maps
+    to ±127 (a row of zeros keeps scale 1 and stays zero)."""
+    top = np.abs(block).max(axis=1) / 127.0 if block.size else np.zeros(len(block), np.float32)
+    scale = np.where(top > 0, top, 1.0).astype(np.float32)
+    return np.clip(np.rint(block / scale[:, None]), -127, 127).astype(np.int8), scale
+
+
+def write_int8(folder: Path, n: int, dim: int) -> None:
+    """Write `vectors.q8` (int8) and `scales.npy` (float32, one per row) from the float16 vectors
+    of `vectors.f16`, block by block (`quantize`)."""
+    m = np.memmap(folder / "vectors.f16", np.float16, "r", shape=(n, dim))
+    scales = np.zeros(n, np.float32)
+    with (folder / "vectors.q8").open("wb") as out:
+        for a in range(0, n, BUILD_ROWS):
+            b = min(a + BUILD_ROWS, n)
+            q, scales[a:b] = quantize(read_rows(m, a, b).astype(np.float32))
+            q.tofile(out)
+    np.save(folder / "scales.npy", scales)
 
 
 @dataclass
