@@ -75,3 +75,8 @@ def resolve_session(known: Iterable[str], sid: str) -> list[str]:
     if sid in ids:
         return [sid]
     return sorted(k for k in ids if sid and k.startswith(sid))
+
+
+def turn_ref(session_id: str, turn: int, agent: str = "main") -> str:
+    """A turn as every face prints it: `SESSION:TURN`, with ` [AGENT]` for a subagent's."""
+    return f"{session_id}:{turn}{'' if agent == 'main' else f' [{agent}]'}"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archive_mcp.refiners.text import clip
+from archive_mcp.refs import turn_ref
 
 if TYPE_CHECKING:
     from archive_mcp.memory.store import MemoryEntry
@@ -72,10 +73,6 @@ def table(
 def more_line(shown: int, total: int, noun: str, how: str) -> str:
     """The one line every face prints where a list or a timeline was cut: how many, how to get them."""
     return f"… {total - shown} more {noun} not shown ({shown} of {total}); {how}"
-
-
-def turn_ref(session_id: str, turn: int, agent: str = "main") -> str:
-    return f"{session_id}:{turn}{'' if agent == 'main' else f' [{agent}]'}"
 
 
 def hit_text(h: Hit, detail: str = "normal", indent: str = "  ", where: str = "") -> str:

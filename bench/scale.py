@@ -211,6 +211,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-fts", action="store_true")
+    ap.add_argument(
+        "--reuse-index",
+        action="store_true",
+        help="keep an index (and FTS5 file) built before: the build line then times its load",
+    )
+    ap.add_argument("--rg-reps", type=int, help="`rg` runs per query (default: --reps)")
     args = ap.parse_args()
     args.out = args.out.resolve()  # the processes run in the checkout they measure
     base = args.out / "base"
@@ -248,11 +254,12 @@ def main() -> None:
                     ignore=shutil.ignore_patterns("cache"),
                 )
             for w in (home / "workspaces").iterdir():
-                shutil.rmtree(w / "cache" / "search", ignore_errors=True)
+                if not args.reuse_index:
+                    shutil.rmtree(w / "cache" / "search", ignore_errors=True)
             row[f"{code}_build"] = run(code, MEASURE, [str(home), ws, "build", queries, "1"], path)
             print(name, code, "build", row[f"{code}_build"], flush=True)
-        if not args.no_fts:
-            db = str(root / "fts5.db")
+        db = str(root / "fts5.db")
+        if not args.no_fts and not (args.reuse_index and Path(db).exists()):
             row["fts5_build"] = run(
                 "fts5", FTS, [str(root / "home"), ws, "build", queries, "1", db], None
             )
@@ -267,7 +274,9 @@ def main() -> None:
                 )
                 row.setdefault(code, []).append(res)
                 print(name, code, f"round {r}", res, flush=True)
-            row.setdefault("rg", []).append(rg_times(root / "kimi", QUERIES * args.reps))
+            row.setdefault("rg", []).append(
+                rg_times(root / "kimi", QUERIES * (args.rg_reps or args.reps))
+            )
             print(name, "rg", row["rg"][-1], flush=True)
             if not args.no_fts:
                 res = run(

@@ -652,7 +652,7 @@ def test_a_loaded_index_keeps_reading_its_own_files_after_another_process_rebuil
 def test_quantized_rows_stay_within_int8_and_half_a_step_of_the_row() -> None:
     import numpy as np
 
-    from archive_mcp.search.index import quantize
+    from archive_mcp.search.projection import quantize
 
     rows = np.array(
         [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-0.5, 0.25, -0.125], [1e-8, -3e-8, 2e-8]], np.float32

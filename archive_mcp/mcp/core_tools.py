@@ -120,7 +120,7 @@ def search_context(
     limit: Annotated[int, Field(ge=1, le=100)] = SEARCH_LIMIT,
     order: Annotated[
         Literal["rank", "time"],
-        Field(description="time: the same top hits oldest first, to read how a topic evolved."),
+        Field(description="time: the same top hits, oldest first."),
     ] = "rank",
     mode: Annotated[
         Literal["hybrid", "lexical", "fuzzy", "semantic"],
@@ -236,7 +236,7 @@ def load_turn_context(
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TurnContextOutput]:
     """Read past turns from the raw log: one reference whole (words, a line per tool call), a range
-    or several as a scan (user's words, the answer's digest); matching keeps the passages with those words."""
+    or several scanned (the user's words, the answer's digest); matching keeps passages with them."""
     try:  # without an explicit workspace, a session elsewhere is read where it is unique
         ws: Workspace | None = workspace_of(ctx, workspace, roots)
     except ArchiveError:

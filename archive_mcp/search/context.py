@@ -17,8 +17,7 @@ from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.refine import args_summary
 from archive_mcp.refiners.text import clip
-from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
-from archive_mcp.render import turn_ref
+from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session, turn_ref
 from archive_mcp.workspaces import Workspace, read_json
 
 

@@ -315,6 +315,9 @@ class Searcher:
         best = best_of_sentences(q_vec, split, self.embedder.embed)
         sem = scores["semantic"].copy()
         cand = np.asarray(head)
+        if any(s.projection for s in self.index.segments):  # most cosines were estimated
+            has = sem[cand] > -1.0
+            sem[cand] = np.where(has, self.index.exact_cosine(q_vec, head), sem[cand])
         sem[cand] = np.where(best > -1.0, (sem[cand] + best) / 2, sem[cand])
         again = self._fused({**scores, "semantic": sem}, ok, weights, fusion, depth, True)
         total[cand] = again[cand]

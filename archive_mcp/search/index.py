@@ -25,6 +25,7 @@ import polars as pl
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.search.ondisk import read_rows
+from archive_mcp.search.projection import Projection, exact_rows, write_int8, write_projection
 from archive_mcp.search.texts import Texts, TextWriter, TurnText
 from archive_mcp.workspaces import (
     Workspace,
@@ -34,7 +35,7 @@ from archive_mcp.workspaces import (
     read_json,
 )
 
-INDEX_VERSION = 6  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts
+INDEX_VERSION = 7  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts; 7: + principal projection when large
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = [
     "session_id",
@@ -95,6 +96,8 @@ class Segment:
     # query scans four times faster than float16 (converting float16 is the cost).
     quantized: tuple[np.ndarray, np.ndarray] | None = None
     texts: Texts | None = None  # what hits and re-scoring read of each row (search/texts.py)
+    # with the int8 copy, each row in a few principal directions (search/projection.py)
+    projection: Projection | None = None
 
     @staticmethod
     def write(ws: Workspace, files: list[Path], model: str | None, folder: Path) -> dict[str, int]:
@@ -163,7 +166,8 @@ class Segment:
         has = vectors.has_vector()
         np.save(folder / "has_vector.npy", has)
         if vectors.dim and streams(len(has), vectors.dim):
-            _quantize(folder, len(has), vectors.dim)
+            write_int8(folder, len(has), vectors.dim)
+            write_projection(folder, len(has), vectors.dim, has)
         return turns
 
     def dense(self) -> np.ndarray | None:
@@ -197,6 +201,7 @@ class Segment:
                     folder, f"{q8.name} or scales.npy do not fit {vectors.shape[0]} rows"
                 )
             quantized = (np.memmap(q8, np.int8, "r", shape=vectors.shape), scales)
+        projection = Projection.load(folder, *quantized[0].shape) if quantized is not None else None
         return cls(
             Postings.load(folder / "postings"),
             # read whole, then parsed: a rebuild swapping the folder meanwhile leaves this read on
@@ -207,6 +212,7 @@ class Segment:
             has,
             quantized,
             Texts.load(folder, has.shape[0]),
+            projection,
         )
 
 
@@ -220,27 +226,6 @@ def streams(rows: int, dim: int) -> bool:
     """Are vectors of this size too large to hold as float32 (`DENSE_MAX_BYTES`)? Then they
     stream from disk, and the index keeps an int8 copy for that scan."""
     return rows * dim * 4 > DENSE_MAX_BYTES
-
-
-def quantize(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8 rows and a float32 scale per row, row ≈ q × scale: the row's largest component maps
-    to ±127 (a row of zeros keeps scale 1 and stays zero)."""
-    top = np.abs(block).max(axis=1) / 127.0 if block.size else np.zeros(len(block), np.float32)
-    scale = np.where(top > 0, top, 1.0).astype(np.float32)
-    return np.clip(np.rint(block / scale[:, None]), -127, 127).astype(np.int8), scale
-
-
-def _quantize(folder: Path, n: int, dim: int) -> None:
-    """Write `vectors.q8` (int8) and `scales.npy` (float32, one per row) from the float16 vectors
-    of `vectors.f16`, block by block (`quantize`)."""
-    m = np.memmap(folder / "vectors.f16", np.float16, "r", shape=(n, dim))
-    scales = np.zeros(n, np.float32)
-    with (folder / "vectors.q8").open("wb") as out:
-        for a in range(0, n, READ_ROWS):
-            b = min(a + READ_ROWS, n)
-            q, scales[a:b] = quantize(read_rows(m, a, b).astype(np.float32))
-            q.tofile(out)
-    np.save(folder / "scales.npy", scales)
 
 
 def _chunks(files: list[Path]) -> Iterator[list[Path]]:
@@ -572,8 +557,23 @@ class WorkspaceIndex:
             out.append(seg.texts.get(row) if seg.texts is not None else TurnText())
         return out
 
+    def exact_cosine(self, query: np.ndarray, docs: list[int]) -> np.ndarray:
+        """The int8 cosine of these docs with `query` (0 where a doc has no vector), of an index
+        with a projection: what `cosine` gives a shortlisted row."""
+        first = self.segments[0].meta.height
+        out = np.zeros(len(docs), np.float32)
+        for i, d in enumerate(docs):  # a few dozen docs, one row at a time
+            seg, row = (self.segments[0], d) if d < first else (self.segments[1], d - first)
+            if seg.quantized is not None:
+                q8, scale = seg.quantized
+                out[i] = exact_rows(q8, np.array([row]), query)[0] * scale[row]
+            elif seg.vectors is not None:
+                out[i] = exact_rows(seg.vectors, np.array([row]), query)[0]
+        return out
+
     def cosine(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Cosine of every doc with `query` (vectors are unit length) and which docs have one."""
+        """Cosine of every doc with `query` (unit vectors; estimated beyond a shortlist where a
+        segment has a projection) and which docs have one."""
         sims, has = [], []
         q = query.astype(np.float32)
         for s in self.segments:
@@ -583,6 +583,8 @@ class WorkspaceIndex:
                 dense = s.dense()
                 if dense is not None:
                     out = dense @ q
+                elif s.projection is not None and s.quantized is not None:
+                    out = s.projection.cosine(q, *s.quantized, s.has_vector)
                 else:
                     rows, scale = s.quantized if s.quantized is not None else (s.vectors, None)
                     for a in range(

@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from archive_mcp.archive import Archive
 from archive_mcp.errors import ArchiveError, InvalidArgument, NotFound
-from archive_mcp.render import turn_ref
+from archive_mcp.refs import turn_ref
 from archive_mcp.search.engine import Filters
 from archive_mcp.ui import charts, views
 from archive_mcp.ui.conversation import clip, marks, refined_tool, tool_view

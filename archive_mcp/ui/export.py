@@ -15,7 +15,7 @@ import polars as pl
 from archive_mcp.archive import Archive
 from archive_mcp.errors import NotFound
 from archive_mcp.refiners.redact import redact, secret_values
-from archive_mcp.render import turn_ref
+from archive_mcp.refs import turn_ref
 from archive_mcp.ui.conversation import clip
 
 

@@ -1,0 +1,154 @@
+"""The semantic scan of a large index: every row's cosine estimated in a few principal
+dimensions, then the exact int8 cosine of a shortlist.
+
+Past `DENSE_MAX_BYTES` the vectors stream from disk as int8 (`quantize`), and scanning
+them all costs a query about 120 ms at 1M turns on a quiet box (converting the int8 values is
+the cost). Here each row also keeps its projection on the `RANK` principal directions of the
+rows (centred on their mean), as int8 with a scale per row (`proj.q8`): an eighth of the
+bytes. A query:
+
+1. Every row's estimated cosine: mean·q + projection·(basis q), one pass over `proj.q8`,
+   its mean and spread set to those of the exact cosine of `SAMPLE` rows spread over the index.
+2. The `SHORTLIST` rows with the best estimate get their exact int8 cosine (a gather).
+
+The estimate keeps the whole distribution (the fusion's z-scores and the confidence's background
+read its mean and spread) and the exact shortlist keeps the head. Chosen against a 1-bit sign
+code with a Hamming shortlist, which found fewer of the exact top 100 at the same shortlist size
+(bench/results/speed.md). Built once with the int8 copy (`write_projection`), memory-mapped by `load`,
+swapped whole with the index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from archive_mcp.search.ondisk import read_rows, take_rows
+
+RANK = 32  # principal directions kept per row (bench/results/speed.md)
+SHORTLIST = 4096  # rows re-scored by their exact int8 cosine per query
+SAMPLE = 8192  # rows spread over the index whose exact cosine sets the estimates' mean and spread
+FIT_ROWS = 65536  # rows (spread over the index) the directions are fitted on
+READ_ROWS = 65536  # projected rows read at once by a query
+BUILD_ROWS = 16384  # vector rows read at once while building
+
+
+def write_projection(folder: Path, n: int, dim: int, has: np.ndarray) -> None:
+    """`proj.q8` and `proj_scales.npy` (the rows' projections, int8 with a scale per row) and
+    `proj_basis.npy` (the mean, then the directions) from the float16 vectors of `vectors.f16`."""
+    m = np.memmap(folder / "vectors.f16", np.float16, "r", shape=(n, dim))
+    with_vector = np.flatnonzero(has)
+    fit = with_vector[:: max(1, with_vector.size // FIT_ROWS)]
+    x = take_rows(m, fit).astype(np.float64)
+    mean = x.mean(axis=0) if fit.size else np.zeros(dim)
+    centred = x - mean
+    _, vecs = np.linalg.eigh(centred.T @ centred)
+    basis = np.ascontiguousarray(vecs[:, ::-1][:, : min(RANK, dim)].T, np.float32)
+    scales = np.zeros(n, np.float32)
+    with (folder / "proj.q8").open("wb") as out:
+        for a in range(0, n, BUILD_ROWS):
+            b = min(a + BUILD_ROWS, n)
+            block = read_rows(m, a, b).astype(np.float32) - mean.astype(np.float32)
+            q, scales[a:b] = quantize(block @ basis.T)
+            q.tofile(out)
+    np.save(folder / "proj_scales.npy", scales)
+    np.save(folder / "proj_basis.npy", np.vstack([mean.astype(np.float32), basis]))
+
+
+def quantize(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 rows and a float32 scale per row, row ≈ q × scale: the row's largest component maps
+    to ±127 (a row of zeros keeps scale 1 and stays zero)."""
+    top = np.abs(block).max(axis=1) / 127.0 if block.size else np.zeros(len(block), np.float32)
+    scale = np.where(top > 0, top, 1.0).astype(np.float32)
+    return np.clip(np.rint(block / scale[:, None]), -127, 127).astype(np.int8), scale
+
+
+def write_int8(folder: Path, n: int, dim: int) -> None:
+    """Write `vectors.q8` (int8) and `scales.npy` (float32, one per row) from the float16 vectors
+    of `vectors.f16`, block by block (`quantize`)."""
+    m = np.memmap(folder / "vectors.f16", np.float16, "r", shape=(n, dim))
+    scales = np.zeros(n, np.float32)
+    with (folder / "vectors.q8").open("wb") as out:
+        for a in range(0, n, BUILD_ROWS):
+            b = min(a + BUILD_ROWS, n)
+            q, scales[a:b] = quantize(read_rows(m, a, b).astype(np.float32))
+            q.tofile(out)
+    np.save(folder / "scales.npy", scales)
+
+
+@dataclass
+class Projection:
+    """One segment's rows in the principal directions (memory-mapped int8) and the directions."""
+
+    rows: np.ndarray  # int8 (n, rank)
+    scales: np.ndarray  # float32 (n,)
+    mean: np.ndarray  # float32 (dim,)
+    basis: np.ndarray  # float32 (rank, dim)
+
+    @classmethod
+    def load(cls, folder: Path, n: int, dim: int) -> Projection | None:
+        """The segment's projection, or None when it has none (vectors scanned whole)."""
+        path = folder / "proj.q8"
+        if not path.exists():
+            return None
+        both = np.load(folder / "proj_basis.npy")
+        scales = np.load(folder / "proj_scales.npy")
+        rank = both.shape[0] - 1
+        if both.shape[1:] != (dim,) or scales.shape != (n,) or path.stat().st_size != n * rank:
+            raise ValueError(
+                f"the search cache is damaged ({path.name} does not fit {n} rows of {dim}): "
+                f"delete {folder.parent} and search again to rebuild it"
+            )
+        return cls(np.memmap(path, np.int8, "r", shape=(n, rank)), scales, both[0], both[1:])
+
+    def estimates(self, query: np.ndarray) -> np.ndarray:
+        """Every row's estimated cosine with the unit `query`."""
+        q = query.astype(np.float32)
+        n = self.rows.shape[0]
+        out = np.empty(n, np.float32)
+        toward = self.basis @ q
+        for a in range(0, n, READ_ROWS):  # block by block, the pages released after each
+            b = min(a + READ_ROWS, n)
+            out[a:b] = np.einsum("ij,j->i", read_rows(self.rows, a, b), toward)
+        out *= self.scales
+        out += float(self.mean @ q)
+        return out
+
+    def cosine(
+        self, query: np.ndarray, rows: np.ndarray, scale: np.ndarray, has: np.ndarray
+    ) -> np.ndarray:
+        """Every row's cosine with the unit `query`: the exact int8 one (rows × scale) for the
+        `SHORTLIST` rows with the best estimate and for `SAMPLE` rows spread over the index,
+        the estimate for the rest, its mean and spread made the sample's exact ones (the
+        directions left out carry part of the spread: unmatched, the exact head would stand
+        further above the estimated rest than it does)."""
+        out = self.estimates(query)
+        near = shortlist(out, SHORTLIST)
+        n = out.size
+        sample = np.arange(0, n, max(1, n // SAMPLE))
+        sample = sample[has[sample]]
+        if sample.size > 1:
+            exact = exact_rows(rows, sample, query) * scale[sample]
+            spread = float(out[sample].std())
+            if spread > 0:
+                out = (out - float(out[sample].mean())) * (float(exact.std()) / spread)
+                out += float(exact.mean())
+            out[sample] = exact
+        out[near] = exact_rows(rows, near, query) * scale[near]
+        return out.astype(np.float32)
+
+
+def shortlist(scores: np.ndarray, k: int) -> np.ndarray:
+    """The indices (ascending) of the `k` highest scores (all of them when there are fewer)."""
+    if scores.size <= k:
+        return np.arange(scores.size)
+    return np.sort(np.argpartition(-scores, k - 1)[:k])
+
+
+def exact_rows(rows: np.ndarray, at: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The dot products of the rows at these ascending indices with `query` (float32)."""
+    # einsum, not `@`: a few thousand rows is where BLAS starts threads, and on a busy box
+    # waiting for them cost 10-30 ms where the product itself takes 0.5 ms
+    return np.einsum("ij,j->i", take_rows(rows, at), query.astype(np.float32))
