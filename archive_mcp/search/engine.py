@@ -62,11 +62,11 @@ class Filters:
 
     session: str | None = _filter("A session id or a prefix of one.")
     agent: str | None = _filter('"main" or a subagent id.')
-    since: datetime | None = _filter("Only turns started at or after this time.")
-    until: datetime | None = _filter("Only turns started at or before this time.")
+    since: datetime | None = _filter("Started at or after this time.")
+    until: datetime | None = _filter("Started at or before this time.")
     tool: str | None = _filter("A tool the turn called, e.g. Shell (any case).")
     file: str | None = _filter("Part of a path the turn touched.")
-    theme: str | None = _filter("A theme's name: only turns tagged with it.")
+    theme: str | None = _filter("Only turns tagged with this theme.")
     kind: str | None = _filter("decision, fix, question, change, plan, reversal, test, ...")
     source: str | None = _filter(
         "One agent product: " + ", ".join(READERS) + "."  # the registered readers
