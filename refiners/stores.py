@@ -39,7 +39,7 @@ def _text(raw: bytes) -> str:
 def read_only(db: Path) -> Iterator[sqlite3.Connection]:
     """`db` opened read-only, inside one transaction for the `with` block (text that is not
     UTF-8 is read with replacement characters, never stops the read)."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    con = sqlite3.connect(f"file:{_uri_path(db)}?mode=ro", uri=True, timeout=5)
     con.text_factory = _text
     try:
         con.execute("PRAGMA query_only = 1")
@@ -48,6 +48,12 @@ def read_only(db: Path) -> Iterator[sqlite3.Connection]:
         con.execute("COMMIT")
     finally:
         con.close()
+
+
+def _uri_path(db: Path) -> str:
+    """`db` for a SQLite `file:` URI: `%`, `?` and `#` escaped (unescaped, a `#` in a folder's
+    name cut the URI there, dropping `mode=ro`, and SQLite created an empty store there)."""
+    return str(db).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
 
 
 def read_reported(read: Callable[[Path], T], db: Path, what: str, found: Discovery) -> T | None:
