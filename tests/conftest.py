@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from archive_mcp import Archive
+from archive_mcp.workspaces import home as _homes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -33,10 +34,13 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "FACTORY_HOME_OVERRIDE",
         "CLINE_DIR",
         "GOOSE_PATH_ROOT",
+        "APPDATA",
         "WSL_DISTRO_NAME",
         "WSL_INTEROP",
     ):
         monkeypatch.delenv(var, raising=False)
+    # a WSL kernel is seen by its release too: the Windows drives a test may see are its own
+    monkeypatch.setattr(_homes, "WINDOWS_MOUNTS", tmp_path / "no-windows-drives")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("ARCHIVE_MCP_CONFIG_DIR", str(tmp_path / "config"))
     for var in (

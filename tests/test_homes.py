@@ -123,3 +123,12 @@ def test_wsl_is_known_by_its_kernel_when_its_variables_are_not_passed_on(
     assert (homes.in_wsl(), homes.windows_homes()) == (False, [])
     monkeypatch.setattr(homes.platform, "release", lambda: "5.15.167.4-microsoft-standard-WSL2")
     assert (homes.in_wsl(), homes.windows_homes()) == (True, [alice])
+
+
+def test_under_a_wsl_kernel_a_test_sees_no_real_windows_drive(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(homes.platform, "release", lambda: "5.15.167.4-microsoft-standard-WSL2")
+    assert homes.in_wsl() is True
+    assert homes.WINDOWS_MOUNTS == tmp_path / "no-windows-drives"
+    assert homes.windows_homes() == []
