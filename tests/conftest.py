@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from archive_mcp.workspaces import home as _homes
 
 from archive_mcp import Archive
-from archive_mcp.workspaces import home as _homes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
