@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -109,9 +110,25 @@ def export_dir(db: Path, kind: str) -> Path:
     user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
     private = Path(tempfile.gettempdir()) / f"archive-mcp-{user}"
     private.mkdir(exist_ok=True, mode=0o700)  # only this user may read the exports
+    _keep_private(private)
     folder = private / kind / key
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def _keep_private(folder: Path) -> None:
+    """`folder` made this user's alone (mode 0700); an error when it is a link or another user's
+    (made there before: the exports would be theirs to read)."""
+    if not hasattr(os, "getuid"):
+        return
+    st = folder.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise PermissionError(
+            f"{folder} is not a folder of this user's (a link, or another user's): remove it "
+            "and ingest again"
+        )
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        folder.chmod(0o700)
 
 
 def export_path(folder: Path, session_id: str) -> Path:
