@@ -253,3 +253,12 @@ def test_a_scan_shows_the_users_words_before_the_answers_digest_on_a_small_share
         f"left out: {len(answer) - len(d.assistant_text):,} of {len(answer):,} chars of the answer "
         'and 5 tool calls; read it whole: load_turn_context(["s1:48"])'
     )
+
+
+def test_a_hit_is_a_recap_by_its_compaction_kind_not_by_its_summary_s_first_word() -> None:
+    from archive_mcp.search.hits import marks
+
+    rejected = "Asked: fix it Outcome: proposed, rejected by the user: map the types"
+    assert marks(rejected, ["change"]) == ["rejected by the user"]
+    assert marks("Recap of turns 0-4 (s:0-4). The plan.", ["compaction"]) == ["recap"]
+    assert marks("Recap the design for me", ["question"]) == []

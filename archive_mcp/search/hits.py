@@ -91,13 +91,14 @@ def echo(query: str, cap: int = ECHO) -> str:
     return repr(flat[:cap]) + f"… ({len(query):,} chars)"
 
 
-def marks(summary: str) -> list[str]:
-    """What a turn's summary says it is beyond its kinds: a proposal the user rejected, a
-    compaction recap."""
+def marks(summary: str, kinds: list[str]) -> list[str]:
+    """What a turn is beyond its kinds: a proposal the user rejected (its summary says so), a
+    compaction recap (the `compaction` kind, as the ranking's noise weights and the pages read
+    it)."""
     out = []
     if PROPOSED in summary:
         out.append("rejected by the user")
-    if summary.startswith("Recap"):
+    if "compaction" in kinds:
         out.append("recap")
     return out
 
@@ -144,7 +145,7 @@ def build_hits(
                 asked=asked_words(own, highlight),
                 answer=answer_words(t, highlight),
                 decisions=[mark(clip(d, DECISION), highlight) for d in decisions],
-                marks=marks(t.summary),
+                marks=marks(t.summary, list(r["kinds"] or [])),
             )
         )
     return hits
