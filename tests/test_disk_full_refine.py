@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import FakeEmbedder
+from mcp import Client
 from test_checkpoint import N, _claude, _outcome
 from test_disk_full_ingest import AFTER, FAULTS, _embeddings, _ingest, fill_store
 
@@ -25,6 +26,7 @@ from archive_mcp.errors import DiskFull
 from archive_mcp.ingest import batch, pipeline, store
 from archive_mcp.ingest.jobs import SessionJob
 from archive_mcp.ingest.runners import LocalEngine
+from archive_mcp.mcp.server import build_server
 
 
 def refine_line(path: Path) -> str:
@@ -181,3 +183,24 @@ def test_a_job_lost_for_another_reason_still_skips_only_its_session(tmp_path: Pa
         ["session skipped: RuntimeError: x"],
         None,
     )
+
+
+@pytest.mark.anyio
+async def test_refining_a_session_over_mcp_on_a_full_disk_is_one_tool_error_line(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = archive.workspace("webapp")
+    sid = sorted(archive.raw_files(ws))[0]
+    target = store.refined_path(ws, sid)
+
+    def full(path: Path, data: bytes, durable: bool = True) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    before = target.read_bytes()
+    async with Client(build_server(archive, cwd="/")) as client:
+        monkeypatch.setattr(store, "atomic_write_bytes", full)
+        r = await client.call_tool(
+            "refine_session_turns", {"session_id": sid, "workspace": "webapp"}
+        )
+    assert r.is_error and r.content[0].text == refine_line(target)
+    assert target.read_bytes() == before
