@@ -215,6 +215,7 @@ class Archive:
         `force`; turns are embedded when their content changed since the last embedding. A
         summary the client's model wrote (refiner `…+sampling@1`) is kept while its turn's content
         is unchanged. `rows_changed` counts rows whose summary, kinds, keywords or files changed.
+        A full or read-only disk stops it with `DiskFull`; what was refined before stays.
         """
         return run_refine(
             self._selected(workspace),

@@ -55,9 +55,14 @@ FULL_DISK = {
 }
 
 
-def disk_full(exc: BaseException) -> DiskFull | None:
-    """The `DiskFull` an ingest stops with for `exc` (a write that failed for want of space or on
-    a read-only disk, also as a library wraps or words it); None for any other error."""
+INGEST_AGAIN = "ingest again; nothing archived so far is lost"
+REFINE_AGAIN = "refine again; nothing refined so far is lost"  # a batch re-refine stops too
+
+
+def disk_full(exc: BaseException, again: str = INGEST_AGAIN) -> DiskFull | None:
+    """The `DiskFull` an ingest (or what `again` names) stops with for `exc` (a write that failed
+    for want of space or on a read-only disk, also as a library wraps or words it); None for any
+    other error."""
     if isinstance(exc, DiskFull):
         return exc
     disk = as_os_error(exc)
@@ -65,7 +70,17 @@ def disk_full(exc: BaseException) -> DiskFull | None:
         return None
     cause, fix = FULL_DISK[disk.errno]
     where = f" writing {disk.filename}" if disk.filename else ""
-    return DiskFull(f"{cause}{where}: {fix} and ingest again; nothing archived so far is lost")
+    return DiskFull(f"{cause}{where}: {fix} and {again}")
+
+
+def stop_if_full(exc: BaseException, again: str = INGEST_AGAIN) -> None:
+    """Raise the `DiskFull` for `exc`, caused by `exc`; a `DiskFull` already is raised as it is
+    (its cause kept: `raise exc from exc` would make it its own cause and drop the OSError)."""
+    full = disk_full(exc, again)
+    if full is exc:
+        raise full
+    if full is not None:
+        raise full from exc
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
+from archive_mcp.workspaces.atomic import atomic_write_bytes
 
 from .fields import loads_valid
 from .sources import Discovery
@@ -150,12 +151,12 @@ def exported(
 
 
 def write_export(path: Path, data: bytes) -> None:
-    """`data` written to `path` atomically, unless it holds those bytes already (its mtime kept)."""
+    """`data` written to `path` atomically, unless it holds those bytes already (its mtime kept).
+    Each writer has its own temporary file (a follower and a hook may export one session at the
+    same moment: with one shared name, one renamed the other's half-written file into place)."""
     try:
         if path.read_bytes() == data:
             return
     except OSError:
         pass
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write_bytes(path, data, durable=False)  # made again from the store after a crash

@@ -277,3 +277,26 @@ async def test_a_search_over_mcp_says_the_archive_is_not_current_while_the_disk_
     assert r.content[0].text.splitlines()[0] == (
         f"({why}; these hits are from what is archived so far)"
     )
+
+
+def test_a_full_disk_stops_an_ingest_caused_by_the_failed_write_not_by_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude = tmp_path / "claude"
+    _claude(claude)
+    fault = FAULTS["enospc"]
+    tried = fill_raw_copy(monkeypatch, fault)
+    with pytest.raises(DiskFull) as stopped:
+        Archive(tmp_path / "home", embedder=None).ingest(claude, embed=False)
+    chain: list[tuple[str, str]] = []
+    exc: BaseException | None = stopped.value
+    while exc is not None and len(chain) < 5:  # bounded: a DiskFull once was its own cause
+        chain.append((type(exc).__name__, str(exc)))
+        exc = exc.__cause__
+    assert chain == [
+        ("DiskFull", full_line(tried[-1])),
+        ("OSError", f"[Errno {errno.ENOSPC}] No space left on device: '{tried[-1]}'"),
+        ("OSError", f"[Errno {errno.ENOSPC}] No space left on device"),
+    ]
+    cause = stopped.value.__cause__
+    assert cause is not None and cause.__cause__ is fault  # the injected write error itself

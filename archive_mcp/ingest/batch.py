@@ -17,7 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from archive_mcp.errors import InvalidArgument, NotFound
+from archive_mcp.errors import (
+    REFINE_AGAIN,
+    DiskFull,
+    InvalidArgument,
+    NotFound,
+    disk_full,
+    stop_if_full,
+)
 from archive_mcp.ingest import jobs as _jobs
 from archive_mcp.ingest import store
 from archive_mcp.ingest import workers as _workers
@@ -93,7 +100,9 @@ def refine_batch(
     embed: bool = True,
     summarizer: Summarizer | None = None,
 ) -> RefineReport:
-    """Refine and embed the planned (workspace, session, raw files) on `engine`, into `report`."""
+    """Refine and embed the planned (workspace, session, raw files) on `engine`, into `report`.
+    A full or read-only disk stops the batch with `DiskFull` (no later session could be written
+    either): what was refined and embedded before stays, and a run after the fix completes."""
     spaces = {ws.id: ws for ws, _, _ in plan}
     titles = {ws_id: _session_meta(ws) for ws_id, ws in spaces.items()}  # read once per workspace
     jobs = [
@@ -122,15 +131,23 @@ def refine_batch(
                 lambda job: guarded_refine_job(job, summarizer), jobs, False, _turns, _failed
             )
         )
-        for job, res in zip(jobs, outcomes, strict=True):
-            report.skipped += res.skipped
-            report.rows_changed += res.rows_changed
-            if res.turns:
-                report.turns += res.turns
-                report.sessions += 1
-            if res.embed_items:
-                engine.embed(spaces[job.ws_id], [(job.session_id, res.embed_items)], force=force)
-        report.embedded, error = engine.finish()
+        try:
+            for job, res in zip(jobs, outcomes, strict=True):
+                if res.full is not None:
+                    raise DiskFull(res.full)
+                report.skipped += res.skipped
+                report.rows_changed += res.rows_changed
+                if res.turns:
+                    report.turns += res.turns
+                    report.sessions += 1
+                if res.embed_items:
+                    engine.embed(
+                        spaces[job.ws_id], [(job.session_id, res.embed_items)], force=force
+                    )
+            report.embedded, error = engine.finish()
+        except Exception as exc:
+            stop_if_full(exc, REFINE_AGAIN)  # an embedding's write too
+            raise
     report.embed_error = report.embed_error or error
     return report
 
@@ -144,7 +161,11 @@ def _turns(outcome: RefineOutcome) -> int:
 
 
 def _failed(job: RefineJob, exc: BaseException) -> RefineOutcome:
-    return RefineOutcome(0, [], [Skip(job.session_id, f"session skipped: {reason(exc)}")])
+    """A job that failed (also in a worker lost for good): its session is skipped, or, on a full
+    disk, the outcome carries the line the batch stops with."""
+    full = disk_full(exc, REFINE_AGAIN)
+    skip = Skip(job.session_id, f"session skipped: {reason(exc)}")
+    return RefineOutcome(0, [], [skip], full=str(full) if full else None)
 
 
 @dataclass
@@ -168,6 +189,7 @@ class RefineOutcome:
     embed_items: list[EmbedItem]
     skipped: list[Skip] = field(default_factory=list)
     rows_changed: int = 0
+    full: str | None = None  # it failed for want of disk space: the batch stops (`DiskFull`)
 
 
 def guarded_refine_job(job: RefineJob, summarizer: Summarizer | None = None) -> RefineOutcome:

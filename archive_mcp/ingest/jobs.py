@@ -150,8 +150,14 @@ def guarded_session_job(job: SessionJob, summarizer: Summarizer | None = None) -
     try:
         return run_session_job(job, summarizer)
     except Exception as exc:  # noqa: BLE001 - a fault stays inside its session
-        full = disk_full(exc)
-        return SessionOutcome([], None, 0, [], reason(exc), str(full) if full else None)
+        return failed_session(exc)
+
+
+def failed_session(exc: BaseException) -> SessionOutcome:
+    """The outcome of a session whose job failed with `exc` (also in a worker lost for good):
+    skipped with its reason, or, on a full disk, the line the ingest stops with."""
+    full = disk_full(exc)
+    return SessionOutcome([], None, 0, [], reason(exc), str(full) if full else None)
 
 
 def reason(exc: BaseException) -> str:

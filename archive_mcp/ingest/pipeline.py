@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archive_mcp.errors import ArchiveError, DiskFull, disk_full
+from archive_mcp.errors import ArchiveError, DiskFull, stop_if_full
 from archive_mcp.ingest import store
 from archive_mcp.ingest import workers as _workers
 from archive_mcp.ingest.exclude import Excluder
@@ -31,6 +31,7 @@ from archive_mcp.ingest.jobs import (
     Progress,
     SessionJob,
     SessionOutcome,
+    failed_session,
     guarded_session_job,
 )
 from archive_mcp.ingest.jobs import os_reason as _os_reason
@@ -543,9 +544,7 @@ def _stop_if_full(exc: BaseException) -> None:
     """A full (or read-only) disk stops the ingest: it is no fault of the session being written.
     Nothing more is saved; a run after space is freed resumes from the last saved state, as
     after a kill (`Checkpoint`), and ends equal to a clean ingest."""
-    full = disk_full(exc)
-    if full is not None:
-        raise full from exc
+    stop_if_full(exc)
 
 
 def _sha256(path: str) -> str:
@@ -566,7 +565,7 @@ def _rows(res: SessionOutcome) -> int:
 
 
 def _failed(job: SessionJob, exc: BaseException) -> SessionOutcome:
-    return SessionOutcome([], None, 0, [], _reason(exc))
+    return failed_session(exc)
 
 
 def _seen_as(session: SessionSource) -> tuple[str, str]:
