@@ -23,9 +23,11 @@ folder as AGENT_EVAL. The questions are frozen in `bench/labels/agent_questions_
         answers-B.jsonl (their "calls" field: a helper script written is a call no log holds).
 
 PROJECT is `mthisness` (Claude Code, 64 logs of one folder), `openprintkit` (Codex, three
-rollouts, kept in their YYYY/MM/DD folders) or `pai` (Claude Code, two project folders,
+rollouts, kept in their YYYY/MM/DD folders), `pai` (Claude Code, two project folders,
 `-Users-neilhart` and `-Users-neilhart-PAI`, copied whole with their subagents and tool results,
-each into OUT/pai/raw/<folder>).
+each into OUT/pai/raw/<folder>) or `localapi` (Claude Code, the one folder
+`-Users-neilhart-Documents-BONKbot-github-local-api` of the same home: its session logs and their
+subagents' logs, kept at the top of OUT/localapi/raw and in <session>/subagents/).
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ PROJECTS: dict[str, Project] = {
         ("codex/Monotoba__OpenPrintKit/.codex/sessions",), "**/*.jsonl", by_file=True
     ),
     "pai": Project((f"{PAI}/-Users-neilhart", f"{PAI}/-Users-neilhart-PAI"), "**/*"),
+    "localapi": Project(
+        (f"{PAI}/-Users-neilhart-Documents-BONKbot-github-local-api",), "**/*.jsonl"
+    ),
 }
 
 

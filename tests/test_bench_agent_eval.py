@@ -90,12 +90,33 @@ def test_the_questions_are_one_per_labelled_change_or_reversal_and_name_no_ref(
         for d in t["decisions"]
         if d["type"] in ("change", "reversal")
     )  # a turn holding both a change and a reversal gets two questions
+    rows = question_rows(project, prefix)
+    assert sorted((r["topic"], r["turn"]) for r in rows) == changes
+
+
+def question_rows(project: str, prefix: str) -> list[dict[str, str]]:
+    """The project's frozen questions, each checked for its fields, its id and its wording."""
     lines = (LABELS / f"agent_questions_{project}.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines]
-    assert sorted((r["topic"], r["turn"]) for r in rows) == changes
     assert [r["id"] for r in rows] == [f"{prefix}{i:02d}" for i in range(1, len(rows) + 1)]
     for r in rows:
         assert set(r) == {"id", "question", "gold", "topic", "turn"}
         assert r["question"].startswith("How did the decision about ")
         assert not re.search(r"#L|rollout|\b(19|20)\d\d\b|\b[0-9a-f]{8}\b", r["question"])
         assert re.fullmatch(r"FIRST: .+\. CHANGE: .+ FINAL: .+", r["gold"])
+    return rows
+
+
+def test_the_local_api_questions_back_each_part_and_ask_nothing_the_labelled_topic_holds() -> None:
+    assert "localapi" in ae.PROJECTS
+    rows = question_rows("localapi", "lq")
+    topics = json.loads((LABELS / "coding_themes.json").read_text(encoding="utf-8"))["topics"]
+    (labelled,) = [t for t in topics if t["name"] == "trenchbench-api-production"]
+    taken = {d["turn"] for d in labelled["decisions"]}
+    assert len(rows) == 12
+    for r in rows:
+        assert re.fullmatch(r"[0-9a-f-]{36}#L\d+", r["turn"])
+        assert r["turn"] not in taken
+        assert re.search(r"\(set by the (user|assistant)\b", r["gold"])
+        assert re.search(r"\((change|reversal) pushed by the (user|assistant)\b", r["gold"])
+    assert len({r["topic"] for r in rows}) == len(rows)
