@@ -247,3 +247,36 @@ def test_a_search_hit_shows_the_users_words_their_decisions_the_answer_and_a_rej
         "  → The fix is in **ExtractAgentEvents**: map the tool types.\n"
         'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
     )
+
+
+def test_a_search_with_more_queries_answers_each_under_its_own_heading(tmp_path: Path) -> None:
+    archive, _ = _archived(tmp_path)
+
+    async def search(args: dict[str, Any]) -> tuple[str, Any]:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool("search_context", {"mode": "lexical", **args})
+            return r.content[0].text, r.structured_content
+
+    text, data = anyio.run(
+        search,
+        {
+            "query": "keep the sync behavior",
+            "also": ["ExtractAgentEvents"],
+            "limit": 1,
+            "detail": "compact",
+        },
+    )
+    assert text == (
+        "## 1 hits for 'keep the sync behavior' (mode lexical)\n"
+        f"- {SID}:0 2026-03-20T10:00 [claude-code] (interrupted, change) — Make the **sync** "
+        "asynchronous\n"
+        "## 1 hits for 'ExtractAgentEvents' (mode lexical)\n"
+        f"- {SID}:1 2026-03-20T10:00 [claude-code] (question, rejected by the user) — Why do the "
+        "retries fail?\n"
+        'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
+    )
+    assert data["hits"] == []
+    assert [(g["query"], [h["turn"] for h in g["hits"]]) for g in data["groups"]] == [
+        ("keep the sync behavior", [0]),
+        ("ExtractAgentEvents", [1]),
+    ]
