@@ -125,12 +125,12 @@ def search_context(
     ],
     workspace: WorkspaceParam = None,
     also: Annotated[
-        list[Annotated[str, Field(max_length=TEXT)]],
+        tuple[Annotated[str, Field(max_length=TEXT)], ...],
         Field(
             max_length=5,
             description="More queries, each with its hits under its heading.",
         ),
-    ] = [],
+    ] = (),
     limit: Annotated[int, Field(ge=1, le=100)] = SEARCH_LIMIT,
     order: Annotated[
         Literal["rank", "time"],
