@@ -280,3 +280,47 @@ def test_a_search_with_more_queries_answers_each_under_its_own_heading(tmp_path:
         ("keep the sync behavior", [0]),
         ("ExtractAgentEvents", [1]),
     ]
+
+
+def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_is_shown(
+    tmp_path: Path,
+) -> None:
+    menu = (
+        "Three ways to reach the box:\n\n1. Cloudflare Tunnel for SSH\n2. Port-forward 22\n"
+        "3. **Tailscale** on the router as a subnet router\n\nWhich one?"
+    )
+    records = [
+        _rec("user", "How do I reach the home server from outside?", 0),
+        _rec("assistant", [{"type": "text", "text": menu}], 1, "m1"),
+        _rec("user", "3", 2),
+        _rec("assistant", [{"type": "text", "text": "Setting it up now."}], 3, "m2"),
+    ]
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+
+    async def call(name: str, args: dict[str, Any]) -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            return (await client.call_tool(name, args)).content[0].text
+
+    read = anyio.run(
+        call,
+        "load_turn_context",
+        {"references": [f"{SID}:0-1"], "detail": "compact", "matching": "setting"},
+    )
+    assert read.splitlines()[1:4] == [
+        "User: 3",
+        "[picked] 3. Tailscale on the router as a subnet router",
+        "Assistant: Setting it up now.",
+    ]
+    hit = anyio.run(
+        call,
+        "search_context",
+        {"query": "subnet router", "mode": "lexical", "detail": "compact", "limit": 1},
+    )
+    assert hit.splitlines()[1] == (
+        f"- {SID}:1 2026-03-20T10:00 [claude-code] (decision) — 3 [picked] 3. Tailscale on the "
+        "**router** as a **subnet router**"
+    )

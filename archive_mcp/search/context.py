@@ -197,7 +197,9 @@ def _detail(
     `scan` shows the user's words and the answer's digest (`answer_digest`) and no tool calls, and
     says how to read the turn whole."""
     turn = _parse_turn(ws, row)
-    user = joined(turn.user_text, turn.answers) if turn else row["user_text"]
+    # the option a bare "3" picked is found at ingest, with the turn before (answers.picked)
+    picks = [ln for ln in (row.get("user_text") or "").splitlines() if ln.startswith("[picked] ")]
+    user = joined(turn.user_text, turn.answers + picks) if turn else row["user_text"]
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
     calls = turn.tool_calls if turn else []
     outputs = [c.output_text or str((c.result or {}).get("message", "")) for c in calls]
