@@ -324,3 +324,38 @@ def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_i
         f"- {SID}:1 2026-03-20T10:00 [claude-code] (decision) — 3 [picked] 3. Tailscale on the "
         "**router** as a **subnet router**"
     )
+
+
+def test_a_pasted_log_in_the_users_words_is_one_line_in_a_read_and_whole_in_full(
+    tmp_path: Path,
+) -> None:
+    log = "\n".join(
+        f"2026-01-17 12:00:{i:02d} ERROR blocky: upstream 10.0.0.{i} timed out after 2s"
+        for i in range(20)
+    )
+    asked = f"DNS keeps failing, the log:\n\n{log}\n\nShould the upstream be Mullvad DoH?"
+    records = [
+        _rec("user", asked, 0),
+        _rec("assistant", [{"type": "text", "text": "Yes: switching to DoH."}], 1, "m1"),
+    ]
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+
+    async def read(detail: str) -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            args = {"references": [f"{SID}:0"], "detail": detail}
+            return (await client.call_tool("load_turn_context", args)).content[0].text
+
+    assert anyio.run(read, "normal").splitlines()[1:6] == [
+        "User: DNS keeps failing, the log:",
+        "",
+        "[pasted block, 20 lines, 1,429 chars: 2026-01-17 12:00:00 ERROR blocky: upstream "
+        "10.0.0.0 timed out after 2s … 2026-01-17 12:00:19 ERROR blocky: upstream 10.0.0.19 timed "
+        "out after 2s; detail=full shows it whole]",
+        "",
+        "Should the upstream be Mullvad DoH?",
+    ]
+    assert log in anyio.run(read, "full")
