@@ -225,7 +225,7 @@ def search_context(
         ranked,
         render,
         shape,
-        max_output_chars,
+        max_output_chars * len(founds),  # each query its own budget
         noun="hits",
         how="raise max_output_chars or use detail=compact",
     )
