@@ -101,7 +101,7 @@ class Asker:
 
     async def __call__(self, tool: str, args: dict[str, Any]) -> tuple[str, Any]:
         r = await self.client.call_tool(tool, {"workspace": self.workspace, **args})
-        text = r.content[0].text
+        text = getattr(r.content[0], "text", "")
         self.calls, self.chars = self.calls + 1, self.chars + len(text)
         return text, r.structured_content
 
