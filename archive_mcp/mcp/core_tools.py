@@ -32,6 +32,7 @@ from archive_mcp.render import COMPACT_SUMMARY, hit_text, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.search.engine import FILTER_HELP, Filters, Hit
 from archive_mcp.search.highlight import clip_marked
+from archive_mcp.search.hits import SearchResults
 from archive_mcp.workspaces import Workspace
 
 Detail = Literal["compact", "normal", "full"]
@@ -182,16 +183,9 @@ def search_context(
         archive.search(q, target, filters=filters, limit=limit, mode=mode, rerank=rerank)
         for q in [query, *also]
     ]
-    # the hits of every query taken rank by rank, so that a budget cut leaves each query its best
-    ranked = [
-        (g, _shape_hit(f[r], detail))
-        for r in range(max(map(len, founds)))
-        for g, f in enumerate(founds)
-        if r < len(f)
-    ]
+    ranked = _rank_by_rank(founds, detail)
     names = {w.id: w.name for w in archive.workspaces()} if target == "all" else {}
-    follower = state(ctx).follower
-    behind = follower.catching_up() if follower else None
+    behind = (follower := state(ctx).follower) and follower.catching_up()
 
     shown = by_time if order == "time" else list  # the budget keeps the best; time orders them
 
@@ -475,6 +469,17 @@ def _shape_hit(h: Hit, detail: Detail) -> Hit:
         answer="" if compact else h.answer,
         decisions=[] if compact else h.decisions,
     )
+
+
+def _rank_by_rank(founds: list[SearchResults], detail: Detail) -> list[tuple[int, Hit]]:
+    """The hits of every query (its index beside each) taken rank by rank, so that a budget cut
+    leaves each query its best."""
+    return [
+        (g, _shape_hit(f[r], detail))
+        for r in range(max(map(len, founds)))
+        for g, f in enumerate(founds)
+        if r < len(f)
+    ]
 
 
 def by_time(hits: list[Hit]) -> list[Hit]:
