@@ -185,7 +185,7 @@ def search_context(
     ]
     ranked = _rank_by_rank(founds, detail)
     names = {w.id: w.name for w in archive.workspaces()} if target == "all" else {}
-    behind = (follower := state(ctx).follower) and follower.catching_up()
+    behind = follower.catching_up() if (follower := state(ctx).follower) else None
 
     shown = by_time if order == "time" else list  # the budget keeps the best; time orders them
 
