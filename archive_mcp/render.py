@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import turn_ref
+from archive_mcp.search.highlight import clip_marked
 
 if TYPE_CHECKING:
     from archive_mcp.memory.store import MemoryEntry
@@ -93,7 +94,7 @@ def hit_text(h: Hit, detail: str = "normal", indent: str = "  ", where: str = ""
     head = f"{ref} {when}{source}{f' ({marks})' if marks else ''}"
     if detail == "compact":  # the user's words (else the summary): what lets an agent choose
         words = h.asked or h.summary
-        return f"{head} — {clip(words, COMPACT_SUMMARY)}" if words else head
+        return f"{head} — {clip_marked(words, COMPACT_SUMMARY)}" if words else head
     lines = [head] + ([f"{indent}User: {h.asked}"] if h.asked else [])
     lines += [f"{indent}{h.summary}"] if h.summary and not h.asked else []
     lines += [f"{indent}User {d}" for d in h.decisions]

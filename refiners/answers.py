@@ -10,7 +10,9 @@ returns to `Turn.answers`; each entry is marked with what it is:
   you how to proceed, the user said: …"; Kimi: an `ApprovalResponse` `reject` with `feedback`);
 * `[rejected <tool>]`: a call the user refused without saying why;
 * `[approved plan] <title>` (`[approved plan, edited by the user]` when the plan approved is not
-  the plan proposed): Claude Code's `ExitPlanMode`.
+  the plan proposed): Claude Code's `ExitPlanMode`;
+* `[picked] 3. <option>`: a bare "3" answering the numbered menu of the previous answer, so the
+  choice reads whole wherever the user's words are shown (`picked`, for every reader).
 
 Codex, Gemini, Qwen and OpenCode logs hold no such record with the user's words: Codex writes no
 approval events into its rollout, Qwen records only `decision: auto_accept|…` on a call, Gemini
@@ -24,7 +26,7 @@ from typing import Any
 
 from .model import ToolCall, output_to_text
 
-MARKS = ("[answer]", "[feedback on ", "[rejected ", "[approved plan")
+MARKS = ("[answer]", "[feedback on ", "[rejected ", "[approved plan", "[picked] ")
 ANSWER_MAX = 2000  # one answer's words kept (a pasted plan edit can be long; the raw log has all)
 
 _SAID = "to tell you how to proceed, the user said:"
@@ -84,6 +86,25 @@ def approval_response(call: ToolCall | None, payload: dict[str, Any]) -> list[st
     if response == "reject":
         return [f"[feedback on {name}] {_clip(words)}" if words else f"[rejected {name}]"]
     return [f"[feedback on {name}] {_clip(words)}"] if words else []
+
+
+_BARE_PICK = re.compile(r"\s*(?:option\s*|#)?(\d{1,2})[.)]?\s*(?:please|pls)?[.!]?\s*", re.I)
+_OPTION = r"^[ \t]*(?:[-*][ \t]*)?(?:\*\*)?(?:option[ \t]*)?{n}(?:\*\*)?[.):][ \t]*(\S.*)$"
+
+
+def picked(user_text: str, previous_answer: str) -> list[str]:
+    """The option a bare number ("3", "option 3", "#3") picks from the last numbered menu of
+    the previous answer, marked `[picked] 3. <option>`; [] when the text is more than a number
+    or the answer has no such line."""
+    bare = _BARE_PICK.fullmatch(user_text)
+    if not bare:
+        return []
+    n = int(bare.group(1))
+    lines = re.findall(_OPTION.format(n=n), previous_answer, re.I | re.M)
+    if not lines:
+        return []
+    option = lines[-1].replace("**", "").strip()
+    return [f"[picked] {n}. {_clip(option)}"]
 
 
 def joined(user_text: str, answers: list[str]) -> str:

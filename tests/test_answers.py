@@ -247,3 +247,115 @@ def test_a_search_hit_shows_the_users_words_their_decisions_the_answer_and_a_rej
         "  → The fix is in **ExtractAgentEvents**: map the tool types.\n"
         'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
     )
+
+
+def test_a_search_with_more_queries_answers_each_under_its_own_heading(tmp_path: Path) -> None:
+    archive, _ = _archived(tmp_path)
+
+    async def search(args: dict[str, Any]) -> tuple[str, Any]:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool("search_context", {"mode": "lexical", **args})
+            return r.content[0].text, r.structured_content
+
+    text, data = anyio.run(
+        search,
+        {
+            "query": "keep the sync behavior",
+            "also": ["ExtractAgentEvents"],
+            "limit": 1,
+            "detail": "compact",
+        },
+    )
+    assert text == (
+        "## 1 hits for 'keep the sync behavior' (mode lexical)\n"
+        f"- {SID}:0 2026-03-20T10:00 [claude-code] (interrupted, change) — Make the **sync** "
+        "asynchronous\n"
+        "## 1 hits for 'ExtractAgentEvents' (mode lexical)\n"
+        f"- {SID}:1 2026-03-20T10:00 [claude-code] (question, rejected by the user) — Why do the "
+        "retries fail?\n"
+        'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
+    )
+    assert data["hits"] == []
+    assert [(g["query"], [h["turn"] for h in g["hits"]]) for g in data["groups"]] == [
+        ("keep the sync behavior", [0]),
+        ("ExtractAgentEvents", [1]),
+    ]
+
+
+def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_is_shown(
+    tmp_path: Path,
+) -> None:
+    menu = (
+        "Three ways to reach the box:\n\n1. Cloudflare Tunnel for SSH\n2. Port-forward 22\n"
+        "3. **Tailscale** on the router as a subnet router\n\nWhich one?"
+    )
+    records = [
+        _rec("user", "How do I reach the home server from outside?", 0),
+        _rec("assistant", [{"type": "text", "text": menu}], 1, "m1"),
+        _rec("user", "3", 2),
+        _rec("assistant", [{"type": "text", "text": "Setting it up now."}], 3, "m2"),
+    ]
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+
+    async def call(name: str, args: dict[str, Any]) -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            return (await client.call_tool(name, args)).content[0].text
+
+    read = anyio.run(
+        call,
+        "load_turn_context",
+        {"references": [f"{SID}:0-1"], "detail": "compact", "matching": "setting"},
+    )
+    assert read.splitlines()[1:4] == [
+        "User: 3",
+        "[picked] 3. Tailscale on the router as a subnet router",
+        "Assistant: Setting it up now.",
+    ]
+    hit = anyio.run(
+        call,
+        "search_context",
+        {"query": "subnet router", "mode": "lexical", "detail": "compact", "limit": 1},
+    )
+    assert hit.splitlines()[1] == (
+        f"- {SID}:1 2026-03-20T10:00 [claude-code] (decision) — 3 [picked] 3. Tailscale on the "
+        "**router** as a **subnet router**"
+    )
+
+
+def test_a_pasted_log_in_the_users_words_is_one_line_in_a_read_and_whole_in_full(
+    tmp_path: Path,
+) -> None:
+    log = "\n".join(
+        f"2026-01-17 12:00:{i:02d} ERROR blocky: upstream 10.0.0.{i} timed out after 2s"
+        for i in range(20)
+    )
+    asked = f"DNS keeps failing, the log:\n\n{log}\n\nShould the upstream be Mullvad DoH?"
+    records = [
+        _rec("user", asked, 0),
+        _rec("assistant", [{"type": "text", "text": "Yes: switching to DoH."}], 1, "m1"),
+    ]
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+
+    async def read(detail: str) -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            args = {"references": [f"{SID}:0"], "detail": detail}
+            return (await client.call_tool("load_turn_context", args)).content[0].text
+
+    assert anyio.run(read, "normal").splitlines()[1:6] == [
+        "User: DNS keeps failing, the log:",
+        "",
+        "[pasted block, 20 lines, 1,429 chars: 2026-01-17 12:00:00 ERROR blocky: upstream "
+        "10.0.0.0 timed out after 2s … 2026-01-17 12:00:19 ERROR blocky: upstream 10.0.0.19 timed "
+        "out after 2s; detail=full shows it whole]",
+        "",
+        "Should the upstream be Mullvad DoH?",
+    ]
+    assert log in anyio.run(read, "full")

@@ -399,7 +399,7 @@ async def test_every_tool_has_a_title_and_a_parameter_says_what_its_name_does_no
         bare = {p for p, v in t.input_schema["properties"].items() if not v.get("description")}
         assert bare <= SELF_EVIDENT, (t.name, bare - SELF_EVIDENT)
     search = next(t for t in tools if t.name == "search_context").description or ""
-    assert "search_memory for what was decided. For how X evolved: order=time" in (search)
+    assert "How X evolved: order=time (several topics: also)" in (search)
 
 
 def test_the_server_answers_initialize_without_importing_torch(tmp_path: Path) -> None:

@@ -262,3 +262,21 @@ def test_a_hit_is_a_recap_by_its_compaction_kind_not_by_its_summary_s_first_word
     assert marks(rejected, ["change"]) == ["rejected by the user"]
     assert marks("Recap of turns 0-4 (s:0-4). The plan.", ["compaction"]) == ["recap"]
     assert marks("Recap the design for me", ["question"]) == []
+
+
+def test_a_compact_hit_cut_inside_a_highlight_closes_the_mark_within_what_it_keeps() -> None:
+    hit = Hit("w", "s1", "main", 2, "2026-01-08T10:00", 0.5, "", "", ["bm25"], "ok", [], {})
+    hit.asked = (
+        "The archives folder keeps tripping the hook, so scan only the staged files and make "
+        "the **pre-commit hook refuse secrets** loudly"
+    )
+    assert hit_text(hit, "compact") == (
+        "s1:2 2026-01-08T10:00 — The archives folder keeps tripping the hook, so scan only the "
+        "staged files and make the **pre-commit**…"
+    )
+    from archive_mcp.search.highlight import clip_marked
+
+    assert clip_marked(hit.asked, 90) == (
+        "The archives folder keeps tripping the hook, so scan only the staged files and make the…"
+    )
+    assert clip_marked("keep **x** as is", 100) == "keep **x** as is"

@@ -692,6 +692,7 @@ async def test_tools_list_is_lean_and_keeps_every_tool(server) -> None:  # noqa:
             "fallback_reason": {},
             "truncated": {},
             "catching_up": {},
+            "groups": {},
         },
     }
     assert tools["list_sessions"]["inputSchema"]["properties"]["workspace"] == {"type": "string"}

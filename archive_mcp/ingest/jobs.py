@@ -13,6 +13,7 @@ from archive_mcp.errors import disk_full
 from archive_mcp.ingest import store
 from archive_mcp.ingest.titles import request_title
 from archive_mcp.refiners import PARSERS, RefineContext, Turn, refine_turn
+from archive_mcp.refiners.answers import picked
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.model import ParseResult
 from archive_mcp.refiners.redact import redact
@@ -196,6 +197,7 @@ def turn_rows(
 ) -> list[dict[str, Any]]:
     """Refined rows for parsed turns, plus subagent turns seen only inside the parent's log."""
     ctx = RefineContext(ws_id, source, session_id, agent, raw_rel)
+    add_picks(turns)
     after = [*turns[1:], None][: len(turns)]  # each turn's next, None for the last
     rows = [refine_turn(t, ctx, summarizer, n) for t, n in zip(turns, after, strict=True)]
     for t in turns:
@@ -203,12 +205,22 @@ def turn_rows(
             if agent_id in own_agents:
                 continue  # its own wire.jsonl is archived: never count it twice
             sub_ctx = RefineContext(ws_id, source, session_id, agent_id, raw_rel)
+            add_picks(run.turns)
             nexts = [*run.turns[1:], None][: len(run.turns)]
             rows += [
                 refine_turn(st, sub_ctx, summarizer, n)
                 for st, n in zip(run.turns, nexts, strict=True)
             ]
     return rows
+
+
+def add_picks(turns: list[Turn]) -> None:
+    """Each bare "3" answering the previous turn's numbered menu gets the option it picks among
+    its answers (`answers.picked`), once."""
+    for prev, turn in zip(turns, turns[1:], strict=False):
+        turn.answers += [
+            p for p in picked(turn.user_text, prev.assistant_text) if p not in turn.answers
+        ]
 
 
 def embed_rows(

@@ -27,11 +27,12 @@ from archive_mcp.mcp.toolkit import (
     state,
     workspace_of,
 )
-from archive_mcp.refiners.text import clip
 from archive_mcp.refs import TurnRef
 from archive_mcp.render import COMPACT_SUMMARY, hit_text, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.search.engine import FILTER_HELP, Filters, Hit
+from archive_mcp.search.highlight import clip_marked
+from archive_mcp.search.hits import SearchResults
 from archive_mcp.workspaces import Workspace
 
 Detail = Literal["compact", "normal", "full"]
@@ -40,10 +41,16 @@ SEARCH_BUDGET = 6000  # holds the structured content of SEARCH_LIMIT hits unclip
 DetailParam = Annotated[
     Detail,
     Field(
-        description="compact: a line a hit (the user's words, cut); normal: the user's words and "
-        "the answer's best passage; full: + score, summary, status."
+        description="compact: the user's words on a line; normal: + the answer's best passage; "
+        "full: + score, summary."
     ),
 ]
+
+
+@dataclass
+class QueryHits:  # the hits of one of several queries asked in one call (`also`)
+    query: str
+    hits: list[Hit]
 
 
 @dataclass
@@ -53,6 +60,7 @@ class SearchOutput:
     fallback_reason: str | None
     truncated: bool = False
     catching_up: str | None = None  # "archive catching up: N files pending" while following
+    groups: list[QueryHits] | None = None  # with `also`: every query's hits (`hits` is empty)
 
 
 @dataclass
@@ -113,10 +121,17 @@ def search_context(
         str,
         Field(
             max_length=TEXT,
-            description="Keywords, an identifier (typos tolerated) or a question.",
+            description="Keywords, an identifier or a question.",
         ),
     ],
     workspace: WorkspaceParam = None,
+    also: Annotated[
+        tuple[Annotated[str, Field(max_length=TEXT)], ...],
+        Field(
+            max_length=5,
+            description="More queries, each with its hits under its heading.",
+        ),
+    ] = (),
     limit: Annotated[int, Field(ge=1, le=100)] = SEARCH_LIMIT,
     order: Annotated[
         Literal["rank", "time"],
@@ -124,9 +139,7 @@ def search_context(
     ] = "rank",
     mode: Annotated[
         Literal["hybrid", "lexical", "fuzzy", "semantic"],
-        Field(
-            description="lexical for exact identifiers, semantic for paraphrases; hybrid fuses all."
-        ),
+        Field(description="lexical: exact identifiers; semantic: paraphrases; hybrid fuses all."),
     ] = "hybrid",
     session: Annotated[
         str | None, Field(max_length=TEXT, description=FILTER_HELP["session"])
@@ -141,16 +154,15 @@ def search_context(
     source: Annotated[str | None, Field(max_length=TEXT, description=FILTER_HELP["source"])] = None,
     rerank: Annotated[
         Literal["minilm", "e5"] | None,
-        Field(description="Opt-in second stage (slower: it embeds the top hits at query time)."),
+        Field(description="Slower second stage: embeds the top hits."),
     ] = None,
     all_workspaces: bool = False,
     detail: DetailParam = "normal",
     max_output_chars: Budget = SEARCH_BUDGET,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, SearchOutput]:
-    """Find past turns by topic, each as SESSION:TURN with the user's words and the answer's best
-    passage; search_memory for what was decided. For how X evolved: order=time, then read one or
-    two turns with load_turn_context and matching."""
+    """Find past turns by topic as SESSION:TURN with the user's words and the answer's best passage.
+    How X evolved: order=time (several topics: also), then load_turn_context with matching."""
     archive = state(ctx).archive
     target: str = (
         "all" if all_workspaces or workspace == "all" else workspace_of(ctx, workspace, roots).id
@@ -167,34 +179,47 @@ def search_context(
         kind=kind,
         source=source,
     )
-    found = archive.search(query, target, filters=filters, limit=limit, mode=mode, rerank=rerank)
-    hits = [_shape_hit(h, detail) for h in found]
+    founds = [
+        archive.search(q, target, filters=filters, limit=limit, mode=mode, rerank=rerank)
+        for q in [query, *also]
+    ]
+    ranked = _rank_by_rank(founds, detail)
     names = {w.id: w.name for w in archive.workspaces()} if target == "all" else {}
-    follower = state(ctx).follower
-    behind = follower.catching_up() if follower else None
+    behind = follower.catching_up() if (follower := state(ctx).follower) else None
 
     shown = by_time if order == "time" else list  # the budget keeps the best; time orders them
 
-    def render(kept: list[Hit], cut: bool) -> str:
-        lines = [
-            found.headline(len(kept)),
-            *(f"- {hit_text(h, detail, where=names.get(h.workspace_id, ''))}" for h in shown(kept)),
-        ]
-        if behind:
-            lines.insert(0, f"({behind}; these hits are from what is archived so far)")
+    def of(kept: list[tuple[int, Hit]], g: int) -> list[Hit]:
+        return shown([h for i, h in kept if i == g])
+
+    def render(kept: list[tuple[int, Hit]], cut: bool) -> str:
+        lines = [f"({behind}; these hits are from what is archived so far)"] if behind else []
+        for g, found in enumerate(founds):
+            group = of(kept, g)
+            lines += [f"## {found.headline(len(group))}"] if also else [found.headline(len(group))]
+            lines += [
+                f"- {hit_text(h, detail, where=names.get(h.workspace_id, ''))}" for h in group
+            ]
         if kept:
             lines.append(
                 'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
             )
         return "\n".join(lines)
 
+    def shape(kept: list[tuple[int, Hit]], cut: bool) -> SearchOutput:
+        first = founds[0]
+        if not also:
+            return SearchOutput(
+                of(kept, 0), first.realized_mode, first.fallback_reason, cut, behind
+            )
+        groups = [QueryHits(f.query, of(kept, g)) for g, f in enumerate(founds)]
+        return SearchOutput([], first.realized_mode, first.fallback_reason, cut, behind, groups)
+
     return fit(
-        hits,
+        ranked,
         render,
-        lambda kept, cut: SearchOutput(
-            shown(kept), found.realized_mode, found.fallback_reason, cut, behind
-        ),
-        max_output_chars,
+        shape,
+        max_output_chars * len(founds),  # each query its own budget
         noun="hits",
         how="raise max_output_chars or use detail=compact",
     )
@@ -274,7 +299,7 @@ def list_workspaces(
     detail: Annotated[Detail, Field(description="compact leaves out the counts.")] = "normal",
     max_output_chars: Budget = 6000,
 ) -> Annotated[CallToolResult, WorkspacesOutput]:
-    """The archived workspaces with paths and counts. Use it when your roots' workspace is not the one."""
+    """The archived workspaces with paths and counts."""
     archive = state(ctx).archive
     infos = []
     for w in archive.workspaces():
@@ -440,10 +465,21 @@ def _shape_hit(h: Hit, detail: Detail) -> Hit:
         snippet="",
         raw_ref={},
         evidence=None,
-        asked=clip(h.asked or h.summary, COMPACT_SUMMARY) if compact else h.asked,
+        asked=clip_marked(h.asked or h.summary, COMPACT_SUMMARY) if compact else h.asked,
         answer="" if compact else h.answer,
         decisions=[] if compact else h.decisions,
     )
+
+
+def _rank_by_rank(founds: list[SearchResults], detail: Detail) -> list[tuple[int, Hit]]:
+    """The hits of every query (its index beside each) taken rank by rank, so that a budget cut
+    leaves each query its best."""
+    return [
+        (g, _shape_hit(f[r], detail))
+        for r in range(max(map(len, founds)))
+        for g, f in enumerate(founds)
+        if r < len(f)
+    ]
 
 
 def by_time(hits: list[Hit]) -> list[Hit]:

@@ -154,6 +154,39 @@ def answer_digest(text: str, width: int = SCAN) -> str:
     return f"{head}\n…\n{last}"
 
 
+PASTE_LINES = 8  # a block of the user's words this long and ...
+PASTE_CHARS = 600  # ... this big is a pasted log or file when it is fenced or mostly log-like
+_FENCED = re.compile(r"```[^\n]*\n.*?(?:```|$)", re.S)
+_LOGLIKE = re.compile(
+    r"\s|\d+(?![\d.)])|[\[\]{}<>|$#@/\\]|at |File |Traceback|[\w.-]+:\d|[A-Z]{3,}\b"
+)
+
+
+def pasted_digest(text: str) -> str:
+    """The user's words with each pasted block (a fenced block, or a paragraph of log-like
+    lines, at least `PASTE_LINES` lines and `PASTE_CHARS` characters) in one line: how long it
+    was, its first and last lines, and that detail=full shows it whole."""
+
+    def one(block: str) -> str:
+        lines = [ln for ln in block.splitlines() if ln.strip() and not ln.startswith("```")]
+        if len(lines) < PASTE_LINES or len(block) < PASTE_CHARS:
+            return block
+        first, last = (clip(" ".join(ln.split()), 100) for ln in (lines[0], lines[-1]))
+        return (
+            f"[pasted block, {len(lines)} lines, {len(block):,} chars: {first} … {last}; "
+            "detail=full shows it whole]"
+        )
+
+    text = _FENCED.sub(lambda m: one(m.group(0)), text)
+    parts = re.split(r"(\n\s*\n)", text)
+    return "".join(
+        one(p)
+        if sum(bool(_LOGLIKE.match(ln)) for ln in p.splitlines()) * 2 > p.count("\n") + 1
+        else p
+        for p in parts
+    )
+
+
 def digest(call: ToolCall, output: str, known: frozenset[str]) -> ToolDetail:
     """A call as one line: tool, target, status and the result's first words."""
     target = redact(clip(args_summary(call), TARGET_MAX), known)[0]
@@ -197,7 +230,9 @@ def _detail(
     `scan` shows the user's words and the answer's digest (`answer_digest`) and no tool calls, and
     says how to read the turn whole."""
     turn = _parse_turn(ws, row)
-    user = joined(turn.user_text, turn.answers) if turn else row["user_text"]
+    # the option a bare "3" picked is found at ingest, with the turn before (answers.picked)
+    picks = [ln for ln in (row.get("user_text") or "").splitlines() if ln.startswith("[picked] ")]
+    user = joined(turn.user_text, turn.answers + picks) if turn else row["user_text"]
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
     calls = turn.tool_calls if turn else []
     outputs = [c.output_text or str((c.result or {}).get("message", "")) for c in calls]
@@ -205,6 +240,8 @@ def _detail(
         [user, assistant, turn.thinking if turn else "", *(c.arguments for c in calls), *outputs]
     )
     said = redact(user, known)[0]
+    if not full_tools:  # a pasted log must not fill the read: the user's own sentences first
+        said = pasted_digest(said)
     user = passages(said, matching)
     assistant = passages(redact(assistant, known)[0], matching)
     thought = redact(turn.thinking, known)[0] if include_thinking and turn else None

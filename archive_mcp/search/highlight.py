@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from archive_mcp.refiners.answers import MARKS
-from archive_mcp.refiners.text import CJK
+from archive_mcp.refiners.text import CJK, clip
 from archive_mcp.search.lexical import ENGLISH_STOPWORDS, QueryTerms, analyse
 from archive_mcp.search.texts import SNIPPET_CAP, TurnText
 
@@ -87,6 +87,27 @@ def mark(text: str, terms: set[str]) -> str:
         pos = b
     out.append(text[pos:])
     return "".join(out)
+
+
+def clip_marked(text: str, limit: int) -> str:
+    """Marked `text` cut as `clip` cuts its words (at most `limit` characters of them, marks not
+    counted), the marks put back only within what is kept: a cut never leaves a mark open."""
+    pieces = text.split("**")
+    if len(pieces) % 2 == 0:  # an odd number of `**` is no marking: cut it as plain text
+        return clip(text, limit)
+    plain = "".join(pieces)
+    kept = clip(plain, limit)
+    head = len(kept) - 1 if len(kept) < len(plain) else len(kept)  # without the ending `…`
+    out, pos = [], 0
+    for i, piece in enumerate(pieces):
+        end = min(pos + len(piece), head)
+        if end > pos:
+            part = plain[pos:end]
+            out.append(f"**{part}**" if i % 2 else part)
+        pos += len(piece)
+        if pos >= head:
+            break
+    return "".join(out).rstrip() + kept[head:]
 
 
 def snippet(text: TurnText, terms: set[str], width: int = SNIPPET) -> str:

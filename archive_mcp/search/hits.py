@@ -124,6 +124,8 @@ def build_hits(
             signals = [n for n in signals if n != "lexical"]
         started = r["started_at"]
         own, decisions = split_answers(t.user_text)
+        picks = [d for d in decisions if d.startswith("[picked] ")]  # beside the bare "3"
+        own, decisions = " ".join([own, *picks]), [d for d in decisions if d not in picks]
         hits.append(
             Hit(
                 workspace_id=ws.id,
