@@ -126,24 +126,22 @@ def cannot_read(path: Path) -> str | None:
 
 def is_file(path: Path) -> bool:
     """`path.is_file()`, False (not an error) when a folder above it cannot be read."""
-    try:
-        return path.is_file()
-    except OSError:
-        return False
+    return _answered(path.is_file)
 
 
 def is_dir(path: Path) -> bool:
     """`path.is_dir()`, False when a folder above it cannot be read."""
-    try:
-        return path.is_dir()
-    except OSError:
-        return False
+    return _answered(path.is_dir)
 
 
 def exists(path: Path) -> bool:
     """`path.exists()`, False when a folder above it cannot be read."""
+    return _answered(path.exists)
+
+
+def _answered(test: Callable[[], bool]) -> bool:
     try:
-        return path.exists()
+        return test()
     except OSError:
         return False
 
