@@ -7,8 +7,8 @@ field by field) and parses every session file with both readers, comparing the w
 `ParseResult` (every turn, step, call, usage, offset and problem), or the exception raised:
 
 * each file whole, resumed from its turns (the offsets the whole parse gives, with its protocol,
-  as ingest resumes; `--turns` of them at most) and from its resume point, and cut at line ends
-  (`stop`, `--cuts` of them at most);
+  passed by keyword as ingest passes them; `--turns` of them at most) and from its resume point,
+  and cut at line ends (`stop`, `--cuts` of them at most);
 * the roots: every folder of `tests/fixtures` (the OpenCode databases built from their SQL) and
   any folder given (a corpus such as AGENTS_DEV).
 
@@ -99,10 +99,14 @@ class Compare:
         version = whole.protocol_version
         for turn in whole.turns[:: max(1, len(whole.turns) // turns)] if turns else []:
             line = 1 + data[: turn.byte_start].count(b"\n")
-            args = (turn.byte_start, line, turn.index, version)
-            self(source, f"{label} from turn {turn.index}", path, *args)
-        resume = (whole.resume_offset, whole.resume_line, whole.resume_index, version)
-        self(source, f"{label} resumed", path, *resume)
+            at = {"start": turn.byte_start, "first_line": line, "start_index": turn.index}
+            self(source, f"{label} from turn {turn.index}", path, **at, protocol=version)
+        resume = {
+            "start": whole.resume_offset,
+            "first_line": whole.resume_line,
+            "start_index": whole.resume_index,
+        }
+        self(source, f"{label} resumed", path, **resume, protocol=version)
         ends = [i + 1 for i, b in enumerate(data) if b == 10]
         for stop in ends[:: max(1, len(ends) // cuts)] if cuts else []:
             self(source, f"{label} to {stop}", path, stop=stop)

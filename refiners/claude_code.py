@@ -17,22 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from .answers import claude_result
+from .disk import cannot_read, head_records, is_dir, is_file, subdirs, unreadable
 from .fields import field_dict, parse_time
 from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
 from .model import Step, SubagentRun, ToolCall, Turn
-from .sources import (
-    Discovery,
-    SessionSource,
-    SourceFile,
-    cannot_read,
-    head_records,
-    is_dir,
-    is_file,
-    listing,
-    register,
-    subdirs,
-    unreadable,
-)
+from .sources import Discovery, SessionSource, SourceFile, listing, register
 
 SOURCE = "claude-code"
 

@@ -34,22 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from . import answers
+from .disk import SNAPSHOT_MAX, is_dir, is_file, load_json, load_snapshot
 from .fields import as_int, field_dict, loads_valid
 from .lines import prompt_turn
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, output_to_text
-from .sources import (
-    SNAPSHOT_MAX,
-    Discovery,
-    FileReader,
-    SessionSource,
-    SourceFile,
-    is_dir,
-    is_file,
-    listing,
-    load_json,
-    load_snapshot,
-    register,
-)
+from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, listing, register
 
 SOURCE = "cline"
 # the VS Code extensions that keep Cline's task format, by their globalStorage folder
@@ -397,10 +386,8 @@ def _api_requests(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def parse_wire(
-    path: Path, start: int = 0, first_line: int = 1, start_index: int = 0, **kw: Any
-) -> ParseResult:
-    """Parse a whole Cline session or task (the offsets are accepted for the common signature)."""
+def read(path: Path) -> ParseResult:
+    """Parse a whole Cline session or task."""
     data = load_snapshot(path)
     if isinstance(data, ParseResult):
         return data
@@ -577,6 +564,7 @@ def _discover(source: str) -> Callable[[Path], Discovery | None]:
 
 
 READERS = {
-    source: register(FileReader(source, parse_wire, _discover(source), LABELS[source], order=28))
+    source: register(SnapshotReader(source, LABELS[source], read, _discover(source), order=28))
     for source in LABELS
 }
+parse_wire = READERS[SOURCE].parse

@@ -29,21 +29,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .disk import cannot_read, head_records, is_dir, is_file, not_regular, unreadable
 from .fields import arguments_text, as_int, field_dict, field_list, loads_valid, parse_time
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn
-from .sources import (
-    Discovery,
-    SessionSource,
-    SourceFile,
-    cannot_read,
-    head_records,
-    is_dir,
-    is_file,
-    not_regular,
-    register,
-    unreadable,
-)
+from .sources import Discovery, SessionSource, SourceFile, register
 
 SOURCE = "codex"
 KNOWN_ITEMS = frozenset(

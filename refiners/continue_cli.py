@@ -16,19 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .disk import SNAPSHOT_MAX, load_json, load_snapshot
 from .fields import as_int, field_dict, field_list
 from .lines import prompt_turn, tool_call
 from .model import ParseResult, Problem, Step, ToolCall, Turn
-from .sources import (
-    SNAPSHOT_MAX,
-    Discovery,
-    FileReader,
-    SessionSource,
-    SourceFile,
-    load_json,
-    load_snapshot,
-    register,
-)
+from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, register
 
 SOURCE = "continue"
 FAILED = frozenset({"errored", "canceled", "cancelled"})
@@ -88,10 +80,8 @@ def build_turns(history: list[Any]) -> list[Turn]:
     return turns
 
 
-def parse_wire(
-    path: Path, start: int = 0, first_line: int = 1, start_index: int = 0, **kw: Any
-) -> ParseResult:
-    """Parse a whole Continue session (the offsets are accepted for the common signature only)."""
+def read(path: Path) -> ParseResult:
+    """Parse a whole Continue session."""
     data = load_snapshot(path)
     if isinstance(data, ParseResult):
         return data
@@ -144,4 +134,5 @@ def discover(path: Path) -> Discovery | None:
     return found if found.sessions else None
 
 
-register(FileReader(SOURCE, parse_wire, discover, "Continue", order=29))
+READER = register(SnapshotReader(SOURCE, "Continue", read, discover, order=29))
+parse_wire = READER.parse

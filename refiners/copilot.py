@@ -16,10 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .disk import head_records, subdirs
 from .fields import as_int, field_dict, field_list, parse_time
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, SubagentRun, Turn
-from .sources import Discovery, SessionSource, SourceFile, head_records, register, subdirs
+from .sources import Discovery, SessionSource, SourceFile, register
 
 SOURCE = "copilot"
 QUIET = frozenset(

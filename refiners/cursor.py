@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from . import vscode_chat
+from .disk import is_dir, is_file
 from .fields import as_int, field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall
-from .sources import Discovery, SessionSource, SourceFile, is_dir, is_file, listing, register
+from .sources import Discovery, SessionSource, SourceFile, listing, register
 from .stores import (
     export_bytes,
     export_dir,

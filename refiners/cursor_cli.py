@@ -27,10 +27,11 @@ from typing import Any
 
 from archive_mcp.workspaces.ids import is_workspace_id, workspace_id
 
+from .disk import is_dir, is_file
 from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, ToolCall, epoch
-from .sources import Discovery, SessionSource, SourceFile, is_dir, is_file, listing, register
+from .sources import Discovery, SessionSource, SourceFile, listing, register
 from .stores import (
     export_bytes,
     export_dir,

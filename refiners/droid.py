@@ -14,18 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .disk import head_records, subdirs
 from .fields import field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step
-from .sources import (
-    Discovery,
-    SessionSource,
-    SourceFile,
-    head_records,
-    jsonl_sessions,
-    register,
-    subdirs,
-)
+from .sources import Discovery, SessionSource, SourceFile, jsonl_sessions, register
 
 SOURCE = "droid"
 OUTCOMES = {"completed": "completed", "error": "failed", "cancelled": "cancelled"}

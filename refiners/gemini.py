@@ -33,6 +33,18 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .disk import (
+    LINE_MAX,
+    Refused,
+    cannot_read,
+    is_dir,
+    is_file,
+    load_json,
+    not_regular,
+    open_regular,
+    read_bounded,
+    subdirs,
+)
 from .fields import (
     EXIT_CODE,
     as_int,
@@ -52,25 +64,7 @@ from .lines import (
     tool_call,
 )
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn
-from .sources import (
-    LEADS_OUT,
-    LINE_MAX,
-    Discovery,
-    Refused,
-    SessionSource,
-    SourceFile,
-    cannot_read,
-    is_dir,
-    is_file,
-    leads_out,
-    listing,
-    load_json,
-    not_regular,
-    open_regular,
-    read_bounded,
-    register,
-    subdirs,
-)
+from .sources import LEADS_OUT, Discovery, SessionSource, SourceFile, leads_out, listing, register
 
 SOURCE = "gemini"
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})

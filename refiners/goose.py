@@ -32,20 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from .answers import _clip
+from .disk import head_records, is_dir, is_file
 from .fields import field_dict, field_list, loads_valid
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall, output_to_text
-from .sources import (
-    Discovery,
-    SessionSource,
-    SourceFile,
-    head_records,
-    is_dir,
-    is_file,
-    jsonl_sessions,
-    register,
-)
-from .stores import exported, read_only, read_reported, table_rows
+from .sources import Discovery, SessionSource, SourceFile, jsonl_sessions, register
+from .stores import by_session, exported, read_only, read_reported, table_rows
 
 SOURCE = "goose"
 DB = "sessions.db"
@@ -186,22 +178,24 @@ def read_db(db: Path) -> list[dict[str, Any]] | None:
         if "content_json" not in {d[1] for d in con.execute("PRAGMA table_info(messages)")}:
             return None
         sessions = table_rows(con, "sessions")
-        messages: dict[str, list[dict[str, Any]]] = {}
-        for sid, role, content, created, meta in con.execute(
-            "SELECT session_id, role, content_json, created_timestamp, metadata_json"
-            " FROM messages ORDER BY session_id, id"
-        ):
-            messages.setdefault(sid, []).append(
-                {
-                    "role": role,
-                    "created": created,
-                    "content": _loads(content, []),
-                    "metadata": _loads(meta, {}),
-                }
-            )
+        rows = by_session(con, MESSAGES)
+    messages = {sid: [_decoded(m) for m in ms] for sid, ms in rows.items()}
     for s in sessions:
         s["messages"] = messages.get(str(s.get("id")), [])
     return sessions
+
+
+MESSAGES = (
+    "SELECT session_id, role, created_timestamp AS created, content_json AS content,"
+    " metadata_json AS metadata FROM messages ORDER BY session_id, id"
+)
+
+
+def _decoded(message: dict[str, Any]) -> dict[str, Any]:
+    """A row of `messages` with its JSON read, as the export holds it (not JSON: empty)."""
+    message["content"] = _loads(message["content"], [])
+    message["metadata"] = _loads(message["metadata"], {})
+    return message
 
 
 def _loads(text: Any, default: Any) -> Any:

@@ -10,14 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from .answers import approval_response
-from .fields import loads_valid
-from .lines import LogReader, Record, TurnBuilder, prompt_turn
-from .model import Step, SubagentRun, ToolCall, Turn, count, epoch, parts_text
-from .sources import (
-    Discovery,
+from .disk import (
     Refused,
-    SessionSource,
-    SourceFile,
     cannot_read,
     exists,
     is_dir,
@@ -25,10 +19,13 @@ from .sources import (
     load_json,
     not_regular,
     read_bounded,
-    register,
     subdirs,
     unreadable,
 )
+from .fields import loads_valid
+from .lines import LogReader, Record, TurnBuilder, prompt_turn
+from .model import Step, SubagentRun, ToolCall, Turn, count, epoch, parts_text
+from .sources import Discovery, SessionSource, SourceFile, register
 
 SOURCE = "kimi"
 LEGACY_PROTOCOL = "1.1"

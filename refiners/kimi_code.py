@@ -10,24 +10,21 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .fields import loads_valid
-from .lines import LogReader, Record, TurnBuilder, prompt_turn
-from .model import Step, ToolCall, Turn, count, epoch, parts_text
-from .sources import (
+from .disk import (
     LINE_MAX,
-    Discovery,
-    SessionSource,
-    SourceFile,
     cannot_read,
     exists,
     is_dir,
     is_file,
     load_json,
     read_bounded,
-    register,
     subdirs,
     unreadable,
 )
+from .fields import loads_valid
+from .lines import LogReader, Record, TurnBuilder, prompt_turn
+from .model import Step, ToolCall, Turn, count, epoch, parts_text
+from .sources import Discovery, SessionSource, SourceFile, register
 
 SOURCE = "kimi-code"
 DEFAULT_PROTOCOL = "1.4"

@@ -16,9 +16,10 @@ from typing import Any, Protocol
 
 import orjson
 
+from .disk import LINE_MAX, open_regular
 from .fields import arguments_text, valid_unicode
 from .model import ParseResult, Problem, ToolCall, Turn
-from .sources import LINE_MAX, Discovery, open_regular
+from .sources import Discovery
 
 
 @dataclass

@@ -32,7 +32,7 @@ from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, SessionSource, SourceFile, register
-from .stores import exported, read_only, read_reported, table_rows
+from .stores import by_session, exported, read_only, read_reported, table_rows
 
 SOURCE = "opencode"
 DB = "opencode.db"
@@ -52,25 +52,21 @@ def _json(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+MESSAGES = (
+    "SELECT session_id, id, time_created, time_updated, data FROM message"
+    " ORDER BY session_id, time_created, id"
+)
+
+
 def read_sessions(db: Path) -> list[dict[str, Any]]:
     """Every session of `db` with its messages and parts, read-only in one transaction."""
     with read_only(db) as con:
         sessions = table_rows(con, "session")
-        messages: dict[str, list[dict[str, Any]]] = {}
-        for mid, sid, created, updated, data in con.execute(
-            "SELECT id, session_id, time_created, time_updated, data FROM message"
-            " ORDER BY session_id, time_created, id"
-        ):
-            messages.setdefault(sid, []).append(
-                {
-                    "id": mid,
-                    "time_created": created,
-                    "time_updated": updated,
-                    "data": _json(data),
-                    "parts": [],
-                }
-            )
-        by_id = {m["id"]: m for ms in messages.values() for m in ms}
+        messages = by_session(con, MESSAGES)
+        by_id: dict[Any, dict[str, Any]] = {}
+        for m in (m for ms in messages.values() for m in ms):
+            m["data"], m["parts"] = _json(m["data"]), []
+            by_id[m["id"]] = m
         for mid, pid, data in con.execute(
             "SELECT message_id, id, data FROM part ORDER BY message_id, time_created, id"
         ):

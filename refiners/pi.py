@@ -16,18 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .disk import head_records, subdirs
 from .fields import as_int, field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, ToolCall, Turn
-from .sources import (
-    Discovery,
-    SessionSource,
-    SourceFile,
-    head_records,
-    jsonl_sessions,
-    register,
-    subdirs,
-)
+from .sources import Discovery, SessionSource, SourceFile, jsonl_sessions, register
 
 SOURCE = "pi"
 QUIET = frozenset(

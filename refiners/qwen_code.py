@@ -28,21 +28,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .disk import cannot_read, head_records, is_file, subdirs, unreadable
 from .fields import EXIT_CODE, as_int, field_dict, field_list, parse_time
 from .lines import LogReader, Record, TurnBuilder, prompt_turn, tool_call
 from .model import Step, SubagentRun, ToolCall, Turn
-from .sources import (
-    Discovery,
-    SessionSource,
-    SourceFile,
-    cannot_read,
-    head_records,
-    is_file,
-    listing,
-    register,
-    subdirs,
-    unreadable,
-)
+from .sources import Discovery, SessionSource, SourceFile, listing, register
 
 SOURCE = "qwen-code"
 KNOWN_TYPES = frozenset({"user", "assistant", "tool_result", "system"})

@@ -79,6 +79,17 @@ def table_rows(con: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
     return [dict(zip(cols, row, strict=True)) for row in con.execute(f"SELECT * FROM {table}")]
 
 
+def by_session(con: sqlite3.Connection, sql: str) -> dict[Any, list[dict[str, Any]]]:
+    """The rows of `sql` as dicts of their columns (named as the query names them), listed by
+    their first column, a session's id (not in the dicts), in the rows' order."""
+    rows = con.execute(sql)
+    names = [d[0] for d in rows.description[1:]]
+    out: dict[Any, list[dict[str, Any]]] = {}
+    for sid, *columns in rows:
+        out.setdefault(sid, []).append(dict(zip(names, columns, strict=True)))
+    return out
+
+
 def json_value(raw: bytes | str) -> Any:
     """A stored JSON value (text or bytes), its strings valid Unicode; None when it is not JSON.
     orjson first (it takes only valid UTF-8 without lone surrogates), else the careful path."""

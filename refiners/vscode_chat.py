@@ -22,23 +22,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from . import cline
+from .disk import LINE_MAX, SNAPSHOT_MAX, is_dir, is_file, load_json, read_bounded
 from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import prompt_turn
 from .model import ParseResult, Problem, Step, ToolCall, Turn, epoch
-from .sources import (
-    LINE_MAX,
-    SNAPSHOT_MAX,
-    Discovery,
-    FileReader,
-    SessionSource,
-    SourceFile,
-    is_dir,
-    is_file,
-    listing,
-    load_json,
-    read_bounded,
-    register,
-)
+from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, listing, register
 
 SOURCE = "copilot-chat"
 CHATS = "chatSessions"
@@ -209,10 +198,8 @@ def request_turn(index: int, req: dict[str, Any]) -> Turn:
     return turn
 
 
-def parse_wire(
-    path: Path, start: int = 0, first_line: int = 1, start_index: int = 0, **kw: Any
-) -> ParseResult:
-    """Parse a whole chat session, `.json` or `.jsonl` (offsets accepted for the signature)."""
+def read(path: Path) -> ParseResult:
+    """Parse a whole chat session, `.json` or `.jsonl`."""
     problems: list[Problem] = []
     try:
         raw = read_bounded(path, SNAPSHOT_MAX)
@@ -259,9 +246,21 @@ def _sessions(storage: Path, found: Discovery) -> None:
         )
 
 
+def extension_tasks(user: Path, found: Discovery) -> None:
+    """The tasks of the extensions keeping Cline's format (Cline, Roo Code, Kilo Code) in the
+    `globalStorage` of the editor's `User` folder `user`, added to `found`: a `User` folder is
+    read whole, once (its extensions' folders are no roots of their own)."""
+    for folder, source in cline.EXTENSIONS.items():
+        tasks = cline.discover_as(source, user / "globalStorage" / folder)
+        if tasks is not None:
+            found.sessions += tasks.sessions
+            found.skipped += tasks.skipped
+
+
 def discover(path: Path) -> Discovery | None:
-    """Chat sessions under `path`: an editor's `User` folder, its `workspaceStorage`, one
-    `workspaceStorage/<hash>`, a `chatSessions` folder or one session file; None otherwise."""
+    """Chat sessions under `path`: an editor's `User` folder (with its extensions' Cline-format
+    tasks), its `workspaceStorage`, one `workspaceStorage/<hash>`, a `chatSessions` folder or one
+    session file; None otherwise."""
     found = Discovery()
     if is_file(path):
         if path.parent.name != CHATS or path.suffix not in (".json", ".jsonl"):
@@ -281,7 +280,9 @@ def discover(path: Path) -> Discovery | None:
         empty = path / "globalStorage" / "emptyWindowChatSessions"
         if is_dir(empty):
             _sessions(empty, found)
+        extension_tasks(path, found)
     return found if found.sessions else None
 
 
-register(FileReader(SOURCE, parse_wire, discover, "VS Code Copilot Chat", order=29))
+READER = register(SnapshotReader(SOURCE, "VS Code Copilot Chat", read, discover, order=29))
+parse_wire = READER.parse

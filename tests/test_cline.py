@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -235,20 +236,36 @@ def test_a_rewritten_cline_session_is_followed_and_a_broken_one_is_reported(
     assert archive.turns("all").filter(pl.col("agent") == "main").collect().height == 7
 
 
-def test_ingest_without_paths_reads_cline_and_the_editors_extension_folders(
+def test_ingest_without_paths_reads_each_editor_folder_once_with_its_extensions_tasks(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
     home = tmp_path / "user-home"  # $HOME in the tests
     shutil.copytree(CLINE, home / ".cline")
-    storage = home / ".config" / "Code" / "User" / "globalStorage"
-    shutil.copytree(TASKS / "rooveterinaryinc.roo-cline", storage / "rooveterinaryinc.roo-cline")
+    user = home / ".config" / "Code" / "User"
+    roo = user / "globalStorage" / "rooveterinaryinc.roo-cline"
+    shutil.copytree(TASKS / "rooveterinaryinc.roo-cline", roo)
+    kilo = home / ".config" / "Windsurf" / "User" / "globalStorage" / "kilocode.kilo-code"
+    shutil.copytree(TASKS / "kilocode.kilo-code", kilo)  # Windsurf: only its extensions are read
+    reads: Counter[Path] = Counter()
+    task = cline._task
+
+    def counted(folder: Path, source: str, history: dict[str, str], found: Any) -> None:
+        reads[folder] += 1
+        task(folder, source, history, found)
+
+    monkeypatch.setattr(cline, "_task", counted)
     report = Archive(embedder=None).ingest()
     assert [Path(r["path"]) for r in report.roots if r["found"]] == [
-        storage.parent,  # Code's `User` folder (Copilot Chat's), holding the extension's
+        user,  # Code's `User` folder, read whole: its chats and its extensions' tasks
         home / ".cline",
-        storage / "rooveterinaryinc.roo-cline",
+        kilo,
     ]
-    assert (report.sessions, report.skipped) == (2, [])  # the task reached twice, archived once
+    assert reads == {
+        roo / "tasks" / "0f5e6a3c-roo-task": 1,
+        kilo / "tasks" / "7c1d2e4f-kilo-task": 1,
+    }
+    assert (report.sessions, report.skipped) == (3, [])
+    assert sorted(s.source for s in discover(user).sessions) == ["roo-code"]
     monkeypatch.setenv("CLINE_DIR", str(tmp_path / "elsewhere"))
     roots = {Path(r["path"]) for r in Archive(embedder=None).ingest().roots}
     assert tmp_path / "elsewhere" in roots and home / ".cline" not in roots

@@ -98,7 +98,8 @@ def test_the_windows_editors_extension_folders_are_read_from_wsl(
 ) -> None:
     mounts = tmp_path / "mnt"
     roaming = mounts / "c" / "Users" / "Bob" / "AppData" / "Roaming"
-    ext = roaming / "Code" / "User" / "globalStorage" / "saoudrizwan.claude-dev"
+    (roaming / "Code" / "User" / "globalStorage" / "saoudrizwan.claude-dev").mkdir(parents=True)
+    ext = roaming / "Windsurf" / "User" / "globalStorage" / "saoudrizwan.claude-dev"
     ext.mkdir(parents=True)
     (roaming / "Cursor" / "User").mkdir(parents=True)
     (roaming / "Slack" / "User").mkdir(parents=True)  # no VS Code-shaped editor
@@ -107,8 +108,8 @@ def test_the_windows_editors_extension_folders_are_read_from_wsl(
     roots = homes.default_source_roots()
     assert [r for r in roots if r.is_relative_to(roaming)] == [
         roaming / "Code" / "User",  # Copilot Chat's and Cursor's `User` folders, read whole
-        roaming / "Cursor" / "User",
-        ext,  # and the extensions keeping Cline's task format
+        roaming / "Cursor" / "User",  # (with their extensions' folders: no roots of their own)
+        ext,  # and Windsurf's extensions keeping Cline's task format
     ]
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from archive_mcp.refiners import claude_code, gemini
+from archive_mcp.refiners.disk import LINE_MAX, SNAPSHOT_MAX
 from archive_mcp.refiners.lines import ITEMS_MAX, LineReader
-from archive_mcp.refiners.sources import LINE_MAX, SNAPSHOT_MAX
 from click.testing import CliRunner
 from test_agent_ingest import claude_home, codex_home, gemini_home
 

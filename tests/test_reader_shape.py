@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from archive_mcp.refiners import READERS, discover
+from archive_mcp.refiners.disk import is_file
 from archive_mcp.refiners.fields import field_dict, parse_time
 from archive_mcp.refiners.lines import LogReader, Record, TurnBuilder, prompt_turn
-from archive_mcp.refiners.sources import Discovery, FileReader, SessionSource, SourceFile, is_file
+from archive_mcp.refiners.model import ParseResult
+from archive_mcp.refiners.sources import (
+    Discovery,
+    FileReader,
+    SessionSource,
+    SnapshotReader,
+    SourceFile,
+)
 
 
 class ToyBuilder(TurnBuilder):
@@ -80,27 +89,42 @@ def test_a_new_reader_is_its_builder_and_discover_and_the_loop_reads_resumes_and
     assert resumed.protocol_version == "9"
 
 
-def test_every_reader_but_aider_is_a_log_reader_of_the_shared_loop() -> None:
+def test_every_reader_is_a_log_reader_a_snapshot_reader_or_aiders_file_reader() -> None:
     kinds = {name: type(reader).__name__ for name, reader in READERS.items()}
     assert kinds == {
         "aider": FileReader.__name__,
         "claude-code": "LogReader",
-        "cline": FileReader.__name__,  # JSON documents rewritten whole (Roo Code's, Kilo Code's)
+        "cline": SnapshotReader.__name__,  # JSON documents rewritten whole (Roo Code's, Kilo Code's)
         "codex": "LogReader",
-        "continue": FileReader.__name__,  # one JSON document a session
+        "continue": SnapshotReader.__name__,  # one JSON document a session
         "copilot": "LogReader",
-        "copilot-chat": FileReader.__name__,  # a JSON document, or a log of changes to one
+        "copilot-chat": SnapshotReader.__name__,  # a JSON document, or a log of changes to one
         "cursor": "LogReader",  # its composers exported from SQLite as JSONL
         "cursor-cli": "LogReader",
         "droid": "LogReader",
         "gemini": "LogReader",
         "goose": "LogReader",
         "kilo": "LogReader",
-        "kilo-code": FileReader.__name__,
+        "kilo-code": SnapshotReader.__name__,
         "kimi": "LogReader",
         "kimi-code": "LogReader",
         "opencode": "LogReader",
         "pi": "LogReader",
         "qwen-code": "LogReader",
-        "roo-code": FileReader.__name__,
+        "roo-code": SnapshotReader.__name__,
     }
+
+
+def test_a_snapshot_reader_parses_the_whole_document_from_any_offset(tmp_path: Path) -> None:
+    doc = tmp_path / "s1.json"
+    doc.write_text('{"prompts": ["one", "two"]}', encoding="utf-8")
+
+    def read(path: Path) -> ParseResult:
+        prompts = json.loads(path.read_text(encoding="utf-8"))["prompts"]
+        return ParseResult("json", [prompt_turn(i, None, p, 0) for i, p in enumerate(prompts)])
+
+    reader = SnapshotReader("toy-doc", "Toy document", read, lambda path: None)
+    whole = reader.parse(doc)
+    assert [(t.index, t.user_text) for t in whole.turns] == [(0, "one"), (1, "two")]
+    assert reader.parse(doc, 20, 1, 1, "v2", 25) == whole  # as ingest may call any reader
+    assert reader.parse(doc, start=20, protocol="v2", stop=25) == whole

@@ -111,10 +111,10 @@ def cline_dir() -> Path:
     return _env_or("CLINE_DIR", Path.home() / ".cline")
 
 
-# VS Code-shaped editors: their `User` folders (chats, `mcp.json`) are read whole; Windsurf's only
-# for the extensions that keep Cline's task format in its globalStorage
+# VS Code-shaped editors: their `User` folders (chats, `mcp.json`, the globalStorage of the
+# extensions that keep Cline's task format) are read whole; Windsurf's only for those extensions
 EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor")
-CLINE_EDITORS = (*EDITORS, "Windsurf")
+CLINE_EDITORS = ("Windsurf",)
 CLINE_EXTENSIONS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline", "kilocode.kilo-code")
 
 
@@ -135,8 +135,9 @@ def editor_user_dir(app: str, config: Path | None = None) -> Path:
 
 
 def editor_extension_dirs(config: Path | None = None) -> list[Path]:
-    """The globalStorage folders of Cline, Roo Code and Kilo Code under every VS Code-family
-    editor's user folder in `config` (default: `editors_config_dir()`) that exist."""
+    """The globalStorage folders of Cline, Roo Code and Kilo Code under the user folder of each
+    VS Code-family editor whose `User` folder is not read whole (Windsurf's) in `config` (default:
+    `editors_config_dir()`) that exist: the other editors' are read with their `User` folder."""
     return [
         d
         for editor in CLINE_EDITORS

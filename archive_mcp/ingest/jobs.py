@@ -14,11 +14,11 @@ from archive_mcp.ingest import store
 from archive_mcp.ingest.titles import request_title
 from archive_mcp.refiners import PARSERS, RefineContext, Turn, refine_turn
 from archive_mcp.refiners.answers import picked
+from archive_mcp.refiners.disk import Refused
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.model import ParseResult
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
-from archive_mcp.refiners.sources import Refused
 from archive_mcp.refiners.text import shorten
 from archive_mcp.workspaces import Workspace
 

@@ -16,14 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from archive_mcp.errors import written
+from archive_mcp.refiners.disk import SNAPSHOT_MAX, NotRegular, Refused, not_regular, open_regular
 from archive_mcp.refiners.lines import complete_prefix
-from archive_mcp.refiners.sources import (
-    SNAPSHOT_MAX,
-    NotRegular,
-    Refused,
-    not_regular,
-    open_regular,
-)
 from archive_mcp.workspaces import atomic_file
 
 HEAD = 4096

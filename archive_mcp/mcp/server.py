@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from archive_mcp.archive import Archive
 from archive_mcp.errors import ArchiveError, as_os_error, os_message
 from archive_mcp.live import Follower
-from archive_mcp.mcp.schemas import lean_input, lean_output
+from archive_mcp.mcp.schemas import lean_input
 from archive_mcp.mcp.toolkit import Spec, State
 from archive_mcp.refiners.text import clip
 
@@ -85,12 +85,7 @@ class ArchiveServer(MCPServer[State]):
     async def list_tools(self) -> list[MCPTool]:
         """The tools with lean schemas (`schemas.py`): every tool, a fraction of the characters."""
         return [
-            t.model_copy(
-                update={
-                    "input_schema": lean_input(t.input_schema),
-                    "output_schema": lean_output(t.output_schema),
-                }
-            )
+            t.model_copy(update={"input_schema": lean_input(t.input_schema), "output_schema": None})
             for t in await super().list_tools()
         ]
 
