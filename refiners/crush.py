@@ -263,8 +263,7 @@ def discover(path: Path) -> Discovery | None:
         return None
     found = Discovery()
     for project, db in listed:
-        if is_file(db):
-            one = _store(db, project)
+        if is_file(db) and (one := _store(db, project)) is not None:
             found.sessions += one.sessions
             found.skipped += one.skipped
     return found
@@ -280,11 +279,13 @@ def _project(data_dir: Path) -> Path:
     return real.parent
 
 
-def _store(db: Path, project: Path) -> Discovery:
+def _store(db: Path, project: Path) -> Discovery | None:
+    """The sessions of the Crush database `db` of the folder `project`; None when `db` is another
+    program's database."""
     found = Discovery()
     sessions = read_reported(read_sessions, db, "the Crush database", found)
-    if sessions is None:  # unreadable (reported) or not Crush's
-        return found
+    if sessions is None:  # unreadable (reported, tried again next time), or not Crush's
+        return found if found.skipped else None
     ids = {str(s.get("id")) for s in sessions if s.get("id")}
     parents = {
         str(s["id"]): str(s["parent_session_id"])

@@ -90,6 +90,7 @@ def test_every_reader_but_aider_is_a_log_reader_of_the_shared_loop() -> None:
         "continue": FileReader.__name__,  # one JSON document a session
         "copilot": "LogReader",
         "copilot-chat": FileReader.__name__,  # a JSON document, or a log of changes to one
+        "crush": "LogReader",  # its sessions exported from SQLite as JSONL
         "cursor": "LogReader",  # its composers exported from SQLite as JSONL
         "cursor-cli": "LogReader",
         "droid": "LogReader",
