@@ -38,7 +38,6 @@ transaction, each session exported to a JSONL that is what is archived.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,15 @@ from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, SessionSource, SourceFile, is_dir, is_file, load_json, register
-from .stores import exported, has_table, json_value, read_only, read_reported, table_rows
+from .stores import (
+    export_bytes,
+    exported,
+    has_table,
+    json_value,
+    read_only,
+    read_reported,
+    table_rows,
+)
 
 SOURCE = "crush"
 DB = "crush.db"
@@ -99,27 +106,26 @@ def read_sessions(db: Path) -> list[dict[str, Any]] | None:
 def export_lines(session: dict[str, Any]) -> bytes:
     """A session as JSONL: a `session` line (its row), then one `message` line per message."""
     head = {k: v for k, v in session.items() if k != "messages"}
-    lines = [json.dumps({"type": "session", "session": head}, sort_keys=True, ensure_ascii=False)]
-    lines += [
-        json.dumps({"type": "message", **m}, sort_keys=True, ensure_ascii=False)
-        for m in session["messages"]
-    ]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+    messages = [{"type": "message", **m} for m in session["messages"]]
+    return export_bytes([{"type": "session", "session": head}, *messages])
 
 
 # --- parsing the export ------------------------------------------------------------------------
 
 
-def _parts(rec: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-    return [
-        field_dict(p, "data")
-        for p in field_list(rec, "parts")
-        if isinstance(p, dict) and p.get("type") == kind
-    ]
+Parts = dict[str, list[dict[str, Any]]]  # a message's parts' `data` by their `type`
 
 
-def _text(rec: dict[str, Any], kind: str = "text", key: str = "text") -> str:
-    return "".join(str(p.get(key) or "") for p in _parts(rec, kind))
+def _grouped(rec: dict[str, Any]) -> Parts:
+    out: Parts = {}
+    for p in field_list(rec, "parts"):
+        if isinstance(p, dict):
+            out.setdefault(str(p.get("type")), []).append(field_dict(p, "data"))
+    return out
+
+
+def _text(parts: Parts, kind: str = "text", key: str = "text") -> str:
+    return "".join(str(p.get(key) or "") for p in parts.get(kind, ()))
 
 
 class CrushTurnBuilder(CallsBuilder):
@@ -130,50 +136,48 @@ class CrushTurnBuilder(CallsBuilder):
             return
         if "parts_text" in rec:
             raise ValueError(f"message {rec.get('id')}: parts are not a JSON list")
-        role, ts = rec.get("role"), _seconds(rec.get("created_at"))
+        role, ts, parts = rec.get("role"), _seconds(rec.get("created_at")), _grouped(rec)
         if role == "user":
-            self._user(rec, ts, record)
+            self._user(parts, ts, record)
         elif role == "assistant" and self.turns:
-            self._assistant(rec, ts, self.turns[-1])
+            self._assistant(rec, parts, ts, self.turns[-1])
             self.turns[-1].byte_end = record.end
         elif role == "tool" and self.turns:
-            self._results(rec, ts, self.turns[-1])
+            self._results(parts, ts, self.turns[-1])
             self.turns[-1].byte_end = record.end
         elif role not in ("assistant", "tool"):
             self.unknown_type(f"role {role}")
 
-    def _user(self, rec: dict[str, Any], ts: float | None, record: Record) -> None:
-        text = _text(rec)
+    def _user(self, parts: Parts, ts: float | None, record: Record) -> None:
+        text = _text(parts)
         if text.startswith(CONTINUED) and self.turns:  # Crush's own prompt after a summary
             self.turns[-1].byte_end = record.end
             return
         # a `!` command the user ran, as Crush gives it to the model (Message.ToAIMessage)
         shell = [
             f"$ {p.get('command') or ''}\n{p.get('output') or ''}\n(exit code {p.get('exit_code')})"
-            for p in _parts(rec, "shell_command")
+            for p in parts.get("shell_command", ())
         ]
-        media = [_media(p) for p in (*_parts(rec, "binary"), *_parts(rec, "image_url"))]
-        if not text and not shell:
-            if media and self.turns:
-                self.turns[-1].user_media += media
+        media = [_media(p) for p in (*parts.get("binary", ()), *parts.get("image_url", ()))]
+        if not (text or shell or media):
             return
         turn = self.open("\n\n".join([t for t in (text,) if t] + shell), ts, record)
         turn.user_media = media
-        if not text:
+        if shell and not text:
             turn.origin = "command_output"
 
-    def _assistant(self, rec: dict[str, Any], ts: float | None, cur: Turn) -> None:
+    def _assistant(self, rec: dict[str, Any], parts: Parts, ts: float | None, cur: Turn) -> None:
         done = _seconds(rec.get("finished_at"))
         cur.last_at = done or ts or cur.last_at
-        reason = next((str(p.get("reason") or "") for p in _parts(rec, "finish")), "")
+        reason = next((str(p.get("reason") or "") for p in parts.get("finish", ())), "")
         if rec.get("is_summary_message"):  # a summary: the session compacted
             cur.compactions += 1
-            cur.synthetic_text = _text(rec)
+            cur.synthetic_text = _text(parts)
             return
         step = Step(
-            n=len(cur.steps) + 1, text=_text(rec), think=_text(rec, "reasoning", "thinking")
+            n=len(cur.steps) + 1, text=_text(parts), think=_text(parts, "reasoning", "thinking")
         )
-        for part in _parts(rec, "tool_call"):
+        for part in parts.get("tool_call", ()):
             call = ToolCall(
                 id=str(part.get("id") or ""),
                 name=str(part.get("name") or ""),
@@ -193,8 +197,8 @@ class CrushTurnBuilder(CallsBuilder):
         elif reason in ("max_tokens", "content_filter"):
             cur.end, cur.ended_at, cur.reason = "ended", cur.last_at, reason
 
-    def _results(self, rec: dict[str, Any], ts: float | None, cur: Turn) -> None:
-        for part in _parts(rec, "tool_result"):
+    def _results(self, parts: Parts, ts: float | None, cur: Turn) -> None:
+        for part in parts.get("tool_result", ()):
             call = self.calls.get(str(part.get("tool_call_id") or ""))
             if call is None:
                 continue
