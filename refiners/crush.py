@@ -47,7 +47,16 @@ from archive_mcp.workspaces.home import crush_data_dir
 from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn
-from .sources import Discovery, SessionSource, SourceFile, is_dir, is_file, load_json, register
+from .sources import (
+    READERS,
+    Discovery,
+    SessionSource,
+    SourceFile,
+    is_dir,
+    is_file,
+    load_json,
+    register,
+)
 from .stores import (
     export_bytes,
     exported,
@@ -261,7 +270,8 @@ def discover(path: Path) -> Discovery | None:
     if is_file(path / DB):
         return _store(path / DB, _project(path))
     if is_file(path / DATA_DIR / DB):
-        return _store(path / DATA_DIR / DB, path.resolve())
+        found = _store(path / DATA_DIR / DB, path.resolve()) or Discovery()
+        return _beside(path, found)
     listed = project_stores(path) if is_file(path / PROJECTS) else []
     if not listed:
         return None
@@ -270,6 +280,17 @@ def discover(path: Path) -> Discovery | None:
         if is_file(db) and (one := _store(db, project)) is not None:
             found.sessions += one.sessions
             found.skipped += one.skipped
+    return found
+
+
+def _beside(project: Path, found: Discovery) -> Discovery:
+    """`found` and what the first reader tried after this one finds in `project`: a project
+    folder may also hold another agent's log (Aider's history), which this claim would hide."""
+    for reader in sorted(READERS.values(), key=lambda r: r.order):
+        if reader.order > READER.order and (other := reader.discover(project)) is not None:
+            found.sessions += other.sessions
+            found.skipped += other.skipped
+            break
     return found
 
 

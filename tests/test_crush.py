@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from archive_mcp.refiners import crush, discover
 from archive_mcp.refiners.model import Problem, Turn
 from archive_mcp.workspaces import default_source_roots, workspace_id
 from click.testing import CliRunner
-from test_agent_ingest import claude_home, codex_home
+from test_agent_ingest import AIDER_REPO, claude_home, codex_home
 
 from archive_mcp import Archive
 from archive_mcp.cli.main import main as cli
@@ -342,24 +343,26 @@ def test_a_growing_crush_session_is_followed_through_an_automatic_summary(tmp_pa
     ]
 
 
-def test_one_project_worked_on_by_claude_code_codex_and_crush_is_one_workspace(
+def test_one_project_worked_on_by_claude_code_codex_aider_and_crush_is_one_workspace(
     tmp_path: Path,
 ) -> None:
-    project = tmp_path / "webapp"
+    project = tmp_path / "src" / "webapp"
+    shutil.copytree(AIDER_REPO, project)  # Aider's history in the project folder, beside .crush
     crush_db(project / ".crush" / "crush.db")
     home = tmp_path / "user"
     claude_home(home, cwd=str(project)), codex_home(home, cwd=str(project))
     archive = Archive(embedder=None)
-    report = archive.ingest(home / ".claude", home / ".codex", project)
-    assert report.sessions == 3
+    report = archive.ingest(home / ".claude", home / ".codex", tmp_path / "src")
+    assert report.sessions == 4
     [ws] = archive.workspaces()
     assert (ws.id, ws.paths, sorted(ws.sources)) == (
         workspace_id(str(project)),
         [str(project)],
-        ["claude-code", "codex", "crush"],
+        ["aider", "claude-code", "codex", "crush"],
     )
     per_source = archive.turns(ws.id).collect().group_by("source").len().sort("source")
-    assert per_source.rows() == [("claude-code", 1), ("codex", 1), ("crush", 8)]
+    assert per_source.rows() == [("aider", 3), ("claude-code", 1), ("codex", 1), ("crush", 8)]
+    assert sorted(s.source for s in discover(project).sessions) == ["aider", "crush"]
 
 
 def test_install_registers_the_server_in_crush_json_and_doctor_sees_it() -> None:
