@@ -214,6 +214,8 @@ def test_crush_is_found_from_its_project_data_folder_database_and_global_project
         [],
         sorted([str(other), str(project)]),
     )
+    report = Archive(embedder=None).ingest()  # the global folder is a default root
+    assert (report.sessions, sorted(report.created)) == (2, ["crush", "other"])
     # the follower watches the stores the global list names, though they are kept elsewhere
     assert crush.named_stores(data_home) == [
         elsewhere / "crush.db",
