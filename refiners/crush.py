@@ -19,16 +19,16 @@ reader follows Crush's own code (docs/formats.md names the files and the commit 
   message of role `tool`), `finish {reason, time, message, details}`, `shell_command {command,
   output, exit_code}` (a `!` command the user ran).
 
-A turn is a user message with text; an assistant message is a step (its `finish` reason
-`end_turn` ends the turn, `canceled` cancels it, `error` fails it); a `tool` message carries
-results. A bash result whose text ends "Exit code N" (N != 0, Crush's `formatOutput`) failed,
-though Crush stores it with `is_error` false; "User denied permission" is a call the user
-rejected. The agent and agentic_fetch tools run a sub-session `<message id>$$<call id>` (its
-`parent_session_id` the session): archived with its root session as that agent's file. An
-assistant message with `is_summary_message` is a summary (the session's `summary_message_id`):
-a compaction of the running turn, its text kept as synthetic; the prompt Crush writes itself
-after an automatic summary ("The previous session was interrupted because it got too long…")
-continues that turn. Crush keeps no usage per message (the session's `prompt_tokens` and
+A turn is a user message (its text, an attachment, a `!` command's output); an assistant
+message is a step (its `finish` reason `end_turn` ends the turn, `canceled` cancels it, `error`
+fails it); a `tool` message carries results. A bash result whose text ends "Exit code N"
+(N != 0, Crush's `formatOutput`) failed, though Crush stores it with `is_error` false; "User
+denied permission" is a call the user rejected. The agent and agentic_fetch tools run a
+sub-session `<message id>$$<call id>` (its `parent_session_id` the session): archived with its
+root session as that agent's file. An assistant message with `is_summary_message` is a summary
+(the session's `summary_message_id`): a compaction of the running turn, its text kept as
+synthetic; the prompt Crush writes itself after an automatic summary ("The previous session was
+interrupted because it got too long…") continues that turn. Crush keeps no usage per message (the session's `prompt_tokens` and
 `completion_tokens` are its last call's, `cost` the session's total): each turn's usage is 0.
 
 A row whose `parts` is not a JSON list is exported as its text (`parts_text`), then reported
@@ -46,7 +46,7 @@ from archive_mcp.workspaces.home import crush_data_dir
 
 from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record
-from .model import Step, SubagentRun, ToolCall, Turn
+from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import (
     READERS,
     Discovery,
@@ -79,9 +79,9 @@ _REASONS = {"end_turn": "completed", "canceled": "cancelled", "error": "failed"}
 
 
 def _seconds(value: Any) -> float | None:
-    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-        return None
-    return value / 1000.0 if value > 1e11 else float(value)
+    """A Crush time in epoch seconds (milliseconds past 1e11); None when unset (0) or not a time."""
+    ms = isinstance(value, int | float) and not isinstance(value, bool) and value > 1e11
+    return epoch(value, 1000.0 if ms else 1.0) or None
 
 
 # --- reading the store -------------------------------------------------------------------------
