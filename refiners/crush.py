@@ -270,8 +270,7 @@ def discover(path: Path) -> Discovery | None:
     if is_file(path / DB):
         return _store(path / DB, _project(path))
     if is_file(path / DATA_DIR / DB):
-        found = _store(path / DATA_DIR / DB, path.resolve()) or Discovery()
-        return _beside(path, found)
+        return _beside(path, _store(path / DATA_DIR / DB, path.resolve()))
     listed = project_stores(path) if is_file(path / PROJECTS) else []
     if not listed:
         return None
@@ -283,11 +282,13 @@ def discover(path: Path) -> Discovery | None:
     return found
 
 
-def _beside(project: Path, found: Discovery) -> Discovery:
+def _beside(project: Path, found: Discovery | None) -> Discovery | None:
     """`found` and what the first reader tried after this one finds in `project`: a project
     folder may also hold another agent's log (Aider's history), which this claim would hide."""
     for reader in sorted(READERS.values(), key=lambda r: r.order):
         if reader.order > READER.order and (other := reader.discover(project)) is not None:
+            if found is None:
+                return other
             found.sessions += other.sessions
             found.skipped += other.skipped
             break

@@ -240,6 +240,9 @@ def test_another_programs_crush_db_is_not_claimed_and_a_broken_one_is_reported(
     foreign.parent.mkdir()
     sqlite3.connect(foreign).execute("CREATE TABLE notes (body TEXT)").connection.close()
     assert crush.discover(foreign) is None
+    (tmp_path / "c" / ".crush").mkdir(parents=True)
+    foreign.rename(tmp_path / "c" / ".crush" / "crush.db")
+    assert crush.discover(tmp_path / "c") is None  # nor the folder holding it
     broken = tmp_path / "b" / ".crush" / "crush.db"
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"not a database, " * 64)
