@@ -36,6 +36,9 @@ Where each agent reads user-scope MCP servers:
 - goose: `~/.config/goose/config.yaml` (`$GOOSE_PATH_ROOT/config`, `$XDG_CONFIG_HOME`),
   `extensions`, a stdio extension as Goose's docs show it (`name`, `cmd`, `args`, `enabled`,
   `envs`, `type`, `timeout`); the block is inserted under `extensions:` as text
+- crush: `~/.config/crush/crush.json` (`$CRUSH_GLOBAL_CONFIG`, `$XDG_CONFIG_HOME`), `mcp`, an entry
+  `{"type": "stdio", "command", "args"}` (its `MCPConfig`; Crush still reads this JSON beside the
+  `crushrc` it now prefers)
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from archive_mcp.workspaces import (
     codex_home,
     config_dir,
     copilot_home,
+    crush_config_dir,
     cursor_home,
     editor_user_dir,
     factory_dir,
@@ -94,6 +98,7 @@ AGENTS = (
     "vscode",
     "cline",
     "goose",
+    "crush",
 )
 # the session-end hook installed with an agent's server: Claude Code's and Gemini CLI's
 # `SessionEnd` hook (settings.json), Codex's `notify` program (config.toml, run after each turn),
@@ -145,6 +150,8 @@ def config_file(agent: str) -> Path:
         return cline_dir() / "data" / "settings" / "cline_mcp_settings.json"
     if agent == "goose":
         return goose_config_dir() / "config.yaml"
+    if agent == "crush":
+        return crush_config_dir() / "crush.json"
     raise InvalidArgument(f"unknown agent {agent!r}; one of: {', '.join(AGENTS)}")
 
 
@@ -185,7 +192,7 @@ def entry_for(agent: str, command: list[str]) -> Any:
         return {"type": "local", "command": command}
     if agent == "copilot":
         return {"type": "local", "command": command[0], "args": command[1:], "tools": ["*"]}
-    if agent in ("droid", "vscode"):
+    if agent in ("droid", "vscode", "crush"):
         return {"type": "stdio", "command": command[0], "args": command[1:]}
     if agent == "cline":
         return {"transport": {"type": "stdio", "command": command[0], "args": command[1:]}}
@@ -230,6 +237,7 @@ def servers_key(agent: str) -> str:
         "codex": "mcp_servers",
         "opencode": "mcp",
         "kilo": "mcp",
+        "crush": "mcp",
         "vscode": "servers",
         "goose": "extensions",
     }

@@ -37,6 +37,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from archive_mcp.errors import DiskFull
+from archive_mcp.refiners.crush import named_stores
 from archive_mcp.settings import follow_setting
 from archive_mcp.workspaces import default_source_roots, read_json, write_holder
 
@@ -80,6 +81,12 @@ def scan(roots: Sequence[Path]) -> Snapshot:
         if not root.is_dir():
             out[str(root)] = (st.st_size, st.st_mtime_ns)
             continue
+        for store in named_stores(root):  # Crush's global folder lists stores kept in projects
+            try:
+                s = store.stat()
+            except OSError:
+                continue
+            out[str(store)] = (s.st_size, s.st_mtime_ns)
         subs = [root / d for d in SESSION_DIRS if (root / d).is_dir()]
         if not subs:
             _walk(str(root), out, 0)

@@ -1,5 +1,5 @@
 """End-to-end ingest cost per MB: `archive-mcp ingest` of an Aider history, of Claude Code logs and
-of one session each of Pi, the Copilot CLI, Continue, Droid, Cline and Goose, each about 1 MB, beside a tiny
+of one session each of Pi, the Copilot CLI, Continue, Droid, Cline, Goose and Crush, each about 1 MB, beside a tiny
 ingest whose cost is the command's own (start-up, imports, store).
 
     python bench/ingest_per_mb.py [--rounds 5] [--mb 1.0]
@@ -19,6 +19,8 @@ composer's bubbles, each copy under new ids), the Cursor CLI (its messages, each
 its own under one root) and VS Code's chat (its `.json` document's requests): the session of each
 in `tests/fixtures/documented` (built from the documented format) grown the same way in its
 store; their size is the JSON the reader parses (the stored values), not the SQLite file.
+Crush: its fixture's `crush.db` (built from Crush's migration SQL, `tests/fixtures/crush`) in a
+project folder, its main session's messages copied under new ids to ~`--mb` MB of `parts`.
 Cases run interleaved, `--rounds` times; the median and range of each is printed, and each big
 case's cost above the tiny one, per MB. Prints numbers only, no log content.
 """
@@ -181,6 +183,36 @@ def documented_session(name: str, dst: Path, mb: float) -> tuple[Path, int]:
     return path, total
 
 
+def crush_session(dst: Path, mb: float) -> tuple[Path, int]:
+    """A project folder holding the Crush fixture's `.crush/crush.db`, its main session's
+    well-formed messages copied (new ids, each copy later) to about `mb` MB of `parts`: the folder
+    and the session's `parts` bytes."""
+    db = dst / ".crush" / "crush.db"
+    db.parent.mkdir(parents=True)
+    con = sqlite3.connect(db)
+    for sql in ("schema.sql", "sessions.sql"):
+        con.executescript((FIXTURES / "crush" / sql).read_text(encoding="utf-8"))
+    cur = con.execute(
+        "SELECT * FROM messages WHERE parts LIKE '[%]' AND session_id ="
+        " (SELECT id FROM sessions WHERE parent_session_id IS NULL) ORDER BY created_at, rowid"
+    )
+    cols, rows = [d[0] for d in cur.description], cur.fetchall()
+    size = sum(len(r[cols.index("parts")].encode()) for r in rows)
+    at = cols.index("created_at")
+    copies = [
+        tuple(
+            f"{v}-{k}" if c == "id" else v + 1000 * k if i == at else v
+            for i, (c, v) in enumerate(zip(cols, r, strict=True))
+        )
+        for k in range(1, max(1, int(mb * 1e6 / size)))
+        for r in rows
+    ]
+    con.executemany(f"INSERT INTO messages VALUES ({', '.join('?' * len(cols))})", copies)
+    con.commit()
+    con.close()
+    return dst, size * (1 + len(copies) // len(rows))
+
+
 def ingest_cpu(path: Path, scratch: Path) -> tuple[float, int]:
     """CPU seconds of one `archive-mcp ingest` of `path` into a fresh home, and its turns."""
     home = Path(tempfile.mkdtemp(dir=scratch))
@@ -238,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     for agent in DOCUMENTED:
         name = f"{agent.split()[0]} one session grown"
         cases[name], sizes[name] = documented_session(agent, scratch / agent.split()[0], args.mb)
+    name = "crush (built fixture) one session grown"
+    cases[name], sizes[name] = crush_session(scratch / "crush", args.mb)
     cpu: dict[str, list[float]] = {name: [] for name in cases}
     turns: dict[str, int] = {}
     for _ in range(max(1, args.rounds)):

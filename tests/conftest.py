@@ -34,6 +34,8 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "FACTORY_HOME_OVERRIDE",
         "CLINE_DIR",
         "GOOSE_PATH_ROOT",
+        "CRUSH_GLOBAL_DATA",
+        "CRUSH_GLOBAL_CONFIG",
         "APPDATA",
         "WSL_DISTRO_NAME",
         "WSL_INTEROP",

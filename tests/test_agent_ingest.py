@@ -299,14 +299,15 @@ def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
     assert result.stdout.startswith("2 files (2 changed")
     looked = [line for line in result.stderr.splitlines() if line.startswith("looked in")]
     assert looked == [
-        f"looked in 20 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
+        f"looked in 21 default roots; found: {home / '.claude'}, {home / '.codex'}; not present: "
         f"{tmp_path / 'no-kimi'}, {tmp_path / 'no-kimi-code'}, {home / '.config' / 'claude'}, "
         f"{home / '.gemini'}, {home / '.qwen'}, "
         f"{home / '.local' / 'share' / 'opencode'}, {home / '.pi' / 'agent'}, {home / '.copilot'}, "
         f"{home / '.continue'}, {home / '.factory'}, {home / '.local' / 'share' / 'kilo'}, "
         f"{home / '.config' / 'Code' / 'User'}, {home / '.config' / 'Code - Insiders' / 'User'}, "
         f"{home / '.config' / 'VSCodium' / 'User'}, {home / '.config' / 'Cursor' / 'User'}, "
-        f"{home / '.cursor'}, {home / '.cline'}, {home / '.local' / 'share' / 'goose'}"
+        f"{home / '.cursor'}, {home / '.cline'}, {home / '.local' / 'share' / 'goose'}, "
+        f"{home / '.local' / 'share' / 'crush'}"
     ]
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
     report = Archive(embedder=None).ingest()
@@ -328,6 +329,7 @@ def test_ingest_without_paths_reads_every_agents_default_home_and_says_which(
         (".cursor", False),
         (".cline", False),
         ("goose", False),
+        ("crush", False),
     ]
     frame = Archive(embedder=None).sessions("all").collect()
     assert frame.select(pl.col("source").unique().sort()).to_series().to_list() == [

@@ -558,6 +558,7 @@ def test_the_reader_registry_imports_no_reader() -> None:
             "vscode_chat",
             "cline",
             "goose",
+            "crush",
         }
     )
     assert sorted(READERS) == [
@@ -568,6 +569,7 @@ def test_the_reader_registry_imports_no_reader() -> None:
         "continue",
         "copilot",
         "copilot-chat",
+        "crush",
         "cursor",
         "cursor-cli",
         "droid",

@@ -87,8 +87,8 @@ def test_filters_are_keyword_only_and_each_says_what_it_keeps() -> None:
 @pytest.mark.anyio
 async def test_source_help_names_every_registered_reader_on_every_face(archive: Archive) -> None:
     wanted = "One agent product: " + ", ".join(READERS) + "."
-    assert len(READERS) == 20  # the 8; Pi, Copilot CLI, Continue, Droid, Kilo; Cursor x2, VS Code;
-    # Cline, Roo Code, Kilo Code (VS Code) and Goose
+    assert len(READERS) == 21  # the 8; Pi, Copilot CLI, Continue, Droid, Kilo; Cursor x2, VS Code;
+    # Cline, Roo Code, Kilo Code (VS Code), Goose and Crush
     cli = next(p for p in main.commands["search"].params if p.name == "source")
     assert cli.help == wanted  # type: ignore[attr-defined]
     async with Client(build_server(archive, cwd="/nowhere")) as client:

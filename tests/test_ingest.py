@@ -325,7 +325,7 @@ def test_a_directory_that_is_not_a_session_is_reported(tmp_path: Path) -> None:
             "photos",
             "not a session log or log folder of any known agent (Kimi Code, Kimi CLI, Qwen Code, "
             "Pi, GitHub Copilot CLI, Cline, Roo Code, Kilo Code (VS Code), Cursor, Cursor CLI, "
-            "Factory Droid, Continue, VS Code Copilot Chat, Claude Code, Goose, OpenCode, Kilo Code, "
+            "Factory Droid, Continue, VS Code Copilot Chat, Claude Code, Goose, OpenCode, Crush, Kilo Code, "
             "Codex CLI, Gemini CLI, Aider)",
         ),
         ("missing", "does not exist"),

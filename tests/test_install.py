@@ -76,6 +76,7 @@ for _agent in (
     "cursor",
     "vscode",
     "cline",
+    "crush",
 ):
     BEFORE[_agent] = json_states(
         servers_key(_agent), OTHER.get(_agent, '{"command": "x", "args": []}')
@@ -111,6 +112,7 @@ def test_the_files_are_where_each_agent_reads_user_scope_servers(
     assert (
         config_file("cline") == HOME() / ".cline" / "data" / "settings" / "cline_mcp_settings.json"
     )
+    assert config_file("crush") == HOME() / ".config" / "crush" / "crush.json"
     jsonc = HOME() / ".config" / "opencode" / "opencode.jsonc"  # `opencode mcp add` edits it
     jsonc.parent.mkdir(parents=True)
     jsonc.write_text("{}", encoding="utf-8")
@@ -130,6 +132,8 @@ def test_the_files_are_where_each_agent_reads_user_scope_servers(
         ("FACTORY_HOME_OVERRIDE", "droid", ".factory/mcp.json"),
         ("XDG_CONFIG_HOME", "vscode", "Code/User/mcp.json"),
         ("CLINE_DIR", "cline", "data/settings/cline_mcp_settings.json"),
+        ("XDG_CONFIG_HOME", "crush", "crush/crush.json"),
+        ("CRUSH_GLOBAL_CONFIG", "crush", "crush.json"),  # before the XDG folder, as Crush reads it
     ]:
         monkeypatch.setenv(var, str(tmp_path / var))
         assert config_file(agent) == tmp_path / var / name
@@ -156,6 +160,8 @@ def test_each_agent_gets_the_entry_its_own_loader_reads() -> None:
     # VS Code's mcp.json: `servers`, each with its `type` (its docs' stdio example); Cursor's
     # ~/.cursor/mcp.json: `mcpServers` of `{command, args}`
     assert entry_for("vscode", cmd) == entry_for("droid", cmd)
+    # Crush's crush.json: `mcp`, each server an `MCPConfig` whose `type` is required
+    assert (entry_for("crush", cmd), servers_key("crush")) == (entry_for("droid", cmd), "mcp")
     assert (servers_key("vscode"), servers_key("cursor")) == ("servers", "mcpServers")
     assert entry_for("cursor", cmd) == {"command": "/bin/archive-mcp", "args": ["serve"]}
     assert entry_for("claude-code", cmd)["type"] == "stdio"

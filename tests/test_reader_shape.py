@@ -99,6 +99,7 @@ def test_every_reader_is_a_log_reader_a_snapshot_reader_or_aiders_file_reader() 
         "continue": SnapshotReader.__name__,  # one JSON document a session
         "copilot": "LogReader",
         "copilot-chat": SnapshotReader.__name__,  # a JSON document, or a log of changes to one
+        "crush": "LogReader",  # its sessions exported from SQLite as JSONL
         "cursor": "LogReader",  # its composers exported from SQLite as JSONL
         "cursor-cli": "LogReader",
         "droid": "LogReader",

@@ -157,7 +157,7 @@ def test_discover_detects_each_layout_and_rejects_other_directories(tmp_path: Pa
         (
             str(tmp_path / "random"),
             "not a session log or log folder of any known "
-            "agent (Kimi Code, Kimi CLI, Qwen Code, Pi, GitHub Copilot CLI, Cline, Roo Code, Kilo Code (VS Code), Cursor, Cursor CLI, Factory Droid, Continue, VS Code Copilot Chat, Claude Code, Goose, OpenCode, Kilo Code, Codex CLI, Gemini CLI, Aider)",
+            "agent (Kimi Code, Kimi CLI, Qwen Code, Pi, GitHub Copilot CLI, Cline, Roo Code, Kilo Code (VS Code), Cursor, Cursor CLI, Factory Droid, Continue, VS Code Copilot Chat, Claude Code, Goose, OpenCode, Crush, Kilo Code, Codex CLI, Gemini CLI, Aider)",
         )
     ]
 
@@ -207,7 +207,7 @@ def test_the_search_below_a_folder_skips_links_and_stops_at_its_bound(
     assert result.sessions == []
     assert [reason for _path, reason in result.skipped] == [
         "stopped looking after 3 folders; ingest the folders that hold logs one by one",
-        "not a session log or log folder of any known agent (Kimi Code, Kimi CLI, Qwen Code, Pi, GitHub Copilot CLI, Cline, Roo Code, Kilo Code (VS Code), Cursor, Cursor CLI, Factory Droid, Continue, VS Code Copilot Chat, Claude Code, Goose, OpenCode, Kilo Code, Codex CLI, Gemini CLI, Aider)",
+        "not a session log or log folder of any known agent (Kimi Code, Kimi CLI, Qwen Code, Pi, GitHub Copilot CLI, Cline, Roo Code, Kilo Code (VS Code), Cursor, Cursor CLI, Factory Droid, Continue, VS Code Copilot Chat, Claude Code, Goose, OpenCode, Crush, Kilo Code, Codex CLI, Gemini CLI, Aider)",
     ]
 
 

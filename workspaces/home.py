@@ -169,6 +169,24 @@ def goose_config_dir() -> Path:
     return _env_or("XDG_CONFIG_HOME", Path.home() / ".config") / "goose"
 
 
+def crush_data_dir() -> Path:
+    """Crush's global data folder (`projects.json`: each project's folder and data folder):
+    `$CRUSH_GLOBAL_DATA`, else the XDG data folder's `crush` (`~/.local/share/crush`)."""
+    env = os.environ.get("CRUSH_GLOBAL_DATA")
+    if env:
+        return Path(env).expanduser()
+    return _env_or("XDG_DATA_HOME", Path.home() / ".local" / "share") / "crush"
+
+
+def crush_config_dir() -> Path:
+    """Crush's global config folder (`crush.json`): `$CRUSH_GLOBAL_CONFIG`, else the XDG config
+    folder's `crush` (`~/.config/crush`)."""
+    env = os.environ.get("CRUSH_GLOBAL_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    return _env_or("XDG_CONFIG_HOME", Path.home() / ".config") / "crush"
+
+
 WINDOWS_MOUNTS = Path("/mnt")  # where WSL mounts the Windows drives (`/mnt/c`)
 _NOT_USERS = frozenset({"all users", "default", "default user", "defaultuser0", "public"})
 
@@ -259,6 +277,7 @@ def default_source_roots() -> list[Path]:
             cline_dir(),
             *editor_extension_dirs(),
             goose_dir(),
+            crush_data_dir(),
         ]
     )
 

@@ -1,0 +1,340 @@
+"""Reader for Crush (charmbracelet/crush: `.crush/crush.db` in the project, SQLite in WAL mode).
+
+No Crush build runs here (its npm package fetches its Go binary from GitHub releases): this
+reader follows Crush's own code (docs/formats.md names the files and the commit read).
+
+* Where: Crush keeps one database per project, `crush.db` in the project's data folder
+  (`options.data_directory`, default `.crush` in the project folder). Its global data folder
+  (`~/.local/share/crush`, `$XDG_DATA_HOME/crush`, `$CRUSH_GLOBAL_DATA`) holds `projects.json`,
+  `{"projects": [{"path", "data_dir", "last_accessed"}]}`, each project Crush ran in with its
+  data folder. The work dir (the workspace) is that `path`, else the folder holding `.crush`.
+* `sessions (id, parent_session_id, title, message_count, prompt_tokens, completion_tokens,
+  cost, summary_message_id, todos, created_at, updated_at)` and `messages (id, session_id, role
+  user|assistant|tool, parts, model, provider, is_summary_message, created_at, updated_at,
+  finished_at)`. Times are epoch seconds (`strftime('%s', 'now')`, though the schema's comments
+  say milliseconds: a value past 1e11 is read as milliseconds).
+* `parts` is a JSON list of `{"type", "data"}`: `text {text}`, `reasoning {thinking, …}`,
+  `image_url {url, detail}`, `binary {Path, MIMEType, Data}`, `tool_call {id, name, input (JSON
+  text), finished}`, `tool_result {tool_call_id, name, content, metadata, is_error}` (in a
+  message of role `tool`), `finish {reason, time, message, details}`, `shell_command {command,
+  output, exit_code}` (a `!` command the user ran).
+
+A turn is a user message (its text, an attachment, a `!` command's output); an assistant
+message is a step (its `finish` reason `end_turn` ends the turn, `canceled` cancels it, `error`
+fails it); a `tool` message carries results. A bash result whose text ends "Exit code N"
+(N != 0, Crush's `formatOutput`) failed, though Crush stores it with `is_error` false; "User
+denied permission" is a call the user rejected. The agent and agentic_fetch tools run a
+sub-session `<message id>$$<call id>` (its `parent_session_id` the session): archived with its
+root session as that agent's file. An assistant message with `is_summary_message` is a summary
+(the session's `summary_message_id`): a compaction of the running turn, its text kept as
+synthetic; the prompt Crush writes itself after an automatic summary ("The previous session was
+interrupted because it got too long…") continues that turn. Crush keeps no usage per message (the session's `prompt_tokens` and
+`completion_tokens` are its last call's, `cost` the session's total): each turn's usage is 0.
+
+A row whose `parts` is not a JSON list is exported as its text (`parts_text`), then reported
+and skipped by the parse. Stores are read as OpenCode's are (stores.py): read-only, one short
+transaction, each session exported to a JSONL that is what is archived.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from archive_mcp.workspaces.home import crush_data_dir
+
+from .disk import is_dir, is_file, load_json
+from .fields import field_dict, field_list
+from .lines import CallsBuilder, LogReader, Record
+from .model import Step, SubagentRun, ToolCall, Turn, epoch
+from .sources import READERS, Discovery, SessionSource, SourceFile, register
+from .stores import (
+    export_bytes,
+    exported,
+    has_table,
+    json_value,
+    read_only,
+    read_reported,
+    table_rows,
+)
+
+SOURCE = "crush"
+DB = "crush.db"
+DATA_DIR = ".crush"  # Crush's default data folder, in the project folder
+PROJECTS = "projects.json"
+SUBAGENT_TOOLS = frozenset({"agent", "agentic_fetch"})  # each runs a sub-session
+DENIED = "User denied permission"  # tools.NewPermissionDeniedResponse
+CONTINUED = "The previous session was interrupted because it got too long"
+_EXIT = re.compile(r"\nExit code (\d+)(?:\n\n<cwd>[^\n]*</cwd>)?\Z")
+_REASONS = {"end_turn": "completed", "canceled": "cancelled", "error": "failed"}
+
+
+def _seconds(value: Any) -> float | None:
+    """A Crush time in epoch seconds (milliseconds past 1e11); None when unset (0) or not a time."""
+    ms = isinstance(value, int | float) and not isinstance(value, bool) and value > 1e11
+    return epoch(value, 1000.0 if ms else 1.0) or None
+
+
+# --- reading the store -------------------------------------------------------------------------
+
+
+def read_sessions(db: Path) -> list[dict[str, Any]] | None:
+    """Every session of a Crush `db` with its messages in the order Crush lists them (by
+    `created_at`, then as written), read-only in one transaction; None when `db` is not Crush's."""
+    with read_only(db) as con:
+        if not (has_table(con, "sessions") and has_table(con, "messages")):
+            return None
+        if "parts" not in {d[1] for d in con.execute("PRAGMA table_info(messages)")}:
+            return None
+        sessions = table_rows(con, "sessions")
+        cur = con.execute("SELECT * FROM messages ORDER BY created_at, rowid")
+        cols = [d[0] for d in cur.description]
+        messages: dict[str, list[dict[str, Any]]] = {}
+        for row in cur:
+            m = dict(zip(cols, row, strict=True))
+            parts = json_value(m["parts"]) if isinstance(m["parts"], str | bytes) else None
+            if isinstance(parts, list):
+                m["parts"] = parts
+            else:  # kept as written: the parse reports it
+                m["parts_text"] = m.pop("parts")
+            messages.setdefault(str(m.get("session_id")), []).append(m)
+    for s in sessions:
+        s["messages"] = messages.get(str(s.get("id")), [])
+    return sessions
+
+
+def export_lines(session: dict[str, Any]) -> bytes:
+    """A session as JSONL: a `session` line (its row), then one `message` line per message."""
+    head = {k: v for k, v in session.items() if k != "messages"}
+    messages = [{"type": "message", **m} for m in session["messages"]]
+    return export_bytes([{"type": "session", "session": head}, *messages])
+
+
+# --- parsing the export ------------------------------------------------------------------------
+
+
+Parts = dict[str, list[dict[str, Any]]]  # a message's parts' `data` by their `type`
+
+
+def _grouped(rec: dict[str, Any]) -> Parts:
+    out: Parts = {}
+    for p in field_list(rec, "parts"):
+        if isinstance(p, dict):
+            out.setdefault(str(p.get("type")), []).append(field_dict(p, "data"))
+    return out
+
+
+def _text(parts: Parts, kind: str = "text", key: str = "text") -> str:
+    return "".join(str(p.get(key) or "") for p in parts.get(kind, ()))
+
+
+class CrushTurnBuilder(CallsBuilder):
+    def feed(self, record: Record) -> None:
+        rec = record.data
+        if rec.get("type") == "session":
+            self.version = "sqlite"
+            return
+        if "parts_text" in rec:
+            raise ValueError(f"message {rec.get('id')}: parts are not a JSON list")
+        role, ts, parts = rec.get("role"), _seconds(rec.get("created_at")), _grouped(rec)
+        if role == "user":
+            self._user(parts, ts, record)
+        elif role == "assistant" and self.turns:
+            self._assistant(rec, parts, ts, self.turns[-1])
+            self.turns[-1].byte_end = record.end
+        elif role == "tool" and self.turns:
+            self._results(parts, ts, self.turns[-1])
+            self.turns[-1].byte_end = record.end
+        elif role not in ("assistant", "tool"):
+            self.unknown_type(f"role {role}")
+
+    def _user(self, parts: Parts, ts: float | None, record: Record) -> None:
+        text = _text(parts)
+        if text.startswith(CONTINUED) and self.turns:  # Crush's own prompt after a summary
+            self.turns[-1].byte_end = record.end
+            return
+        # a `!` command the user ran, as Crush gives it to the model (Message.ToAIMessage)
+        shell = [
+            f"$ {p.get('command') or ''}\n{p.get('output') or ''}\n(exit code {p.get('exit_code')})"
+            for p in parts.get("shell_command", ())
+        ]
+        media = [_media(p) for p in (*parts.get("binary", ()), *parts.get("image_url", ()))]
+        if not (text or shell or media):
+            return
+        turn = self.open("\n\n".join([t for t in (text,) if t] + shell), ts, record)
+        turn.user_media = media
+        if shell and not text:
+            turn.origin = "command_output"
+
+    def _assistant(self, rec: dict[str, Any], parts: Parts, ts: float | None, cur: Turn) -> None:
+        done = _seconds(rec.get("finished_at"))
+        cur.last_at = done or ts or cur.last_at
+        reason = next((str(p.get("reason") or "") for p in parts.get("finish", ())), "")
+        if rec.get("is_summary_message"):  # a summary: the session compacted
+            cur.compactions += 1
+            cur.synthetic_text = _text(parts)
+            return
+        step = Step(
+            n=len(cur.steps) + 1, text=_text(parts), think=_text(parts, "reasoning", "thinking")
+        )
+        for part in parts.get("tool_call", ()):
+            call = ToolCall(
+                id=str(part.get("id") or ""),
+                name=str(part.get("name") or ""),
+                arguments=str(part.get("input") or ""),
+                called_at=ts,
+            )
+            step.tool_calls.append(call)
+            self.calls[call.id] = call
+            if call.name in SUBAGENT_TOOLS:
+                child = f"{rec.get('id')}$${call.id}"  # session.CreateAgentToolSessionID
+                cur.subagents[child] = SubagentRun(child, call.name, call.id)
+        cur.steps.append(step)
+        if reason == "error":
+            cur.api_errors += 1
+        if reason in _REASONS:
+            cur.end, cur.ended_at, cur.reason = "ended", cur.last_at, _REASONS[reason]
+        elif reason in ("max_tokens", "content_filter"):
+            cur.end, cur.ended_at, cur.reason = "ended", cur.last_at, reason
+
+    def _results(self, parts: Parts, ts: float | None, cur: Turn) -> None:
+        for part in parts.get("tool_result", ()):
+            call = self.calls.get(str(part.get("tool_call_id") or ""))
+            if call is None:
+                continue
+            content = str(part.get("content") or "")
+            failed = part.get("is_error") is True
+            exit_code = _EXIT.search(content) if call.name == "bash" else None
+            if exit_code is not None and int(exit_code.group(1)) != 0:
+                failed = True
+            meta = json_value(part["metadata"]) if isinstance(part.get("metadata"), str) else None
+            meta = meta if isinstance(meta, dict) else {}
+            call.finish(failed, "", content, _seconds(meta.get("end_time")) or ts)
+            if failed and content == DENIED:
+                call.approval = "reject"
+                cur.answers.append(f"[rejected {call.name or 'a tool call'}]")
+
+
+def _media(part: dict[str, Any]) -> dict[str, Any]:
+    """A user's attachment: its type and size, not its bytes."""
+    mime = str(part.get("MIMEType") or "")
+    if "url" in part:
+        url = str(part.get("url") or "")
+        return {"type": "image", "url_prefix": url[:40], "bytes_b64": len(url)}
+    kind = "image" if mime.startswith("image/") else "file"
+    return {"type": kind, "url_prefix": mime[:40], "bytes_b64": len(str(part.get("Data") or ""))}
+
+
+def _builder(path: Path, start_index: int, protocol: str | None) -> CrushTurnBuilder:
+    return CrushTurnBuilder()  # an export is rewritten whole: always read from its start
+
+
+# --- discovery ---------------------------------------------------------------------------------
+
+
+def project_stores(data_home: Path) -> list[tuple[Path, Path]]:
+    """The projects Crush's global data folder lists (`projects.json`): (project folder, its
+    `crush.db`); [] when `data_home` holds no such list."""
+    listed = load_json(data_home / PROJECTS) if is_file(data_home / PROJECTS) else None
+    projects = listed.get("projects") if isinstance(listed, dict) else None
+    out = []
+    for p in projects if isinstance(projects, list) else []:
+        path, data = (p.get("path"), p.get("data_dir")) if isinstance(p, dict) else (None, None)
+        if isinstance(path, str) and path and isinstance(data, str) and data:
+            out.append((Path(path), Path(data) / DB))
+    return out
+
+
+def named_stores(root: Path) -> list[Path]:
+    """The Crush databases (and their write-ahead logs) a followed folder names but does not
+    hold: those of the projects its `projects.json` lists (a live follower watches them)."""
+    return [p for _, db in project_stores(root) for p in (db, db.with_name(DB + "-wal"))]
+
+
+def discover(path: Path) -> Discovery | None:
+    """Crush sessions in `path`: a `crush.db`, a data folder holding one, a project folder
+    holding `.crush/crush.db`, or Crush's global data folder (its `projects.json`); else None."""
+    if is_file(path):
+        if path.name != DB:
+            return None
+        return _store(path, _project(path.parent))
+    if is_file(path / DB):
+        return _store(path / DB, _project(path))
+    if is_file(path / DATA_DIR / DB):
+        return _beside(path, _store(path / DATA_DIR / DB, path.resolve()))
+    listed = project_stores(path) if is_file(path / PROJECTS) else []
+    if not listed:
+        return None
+    found = Discovery()
+    for project, db in listed:
+        if is_file(db) and (one := _store(db, project)) is not None:
+            found.sessions += one.sessions
+            found.skipped += one.skipped
+    return found
+
+
+def _beside(project: Path, found: Discovery | None) -> Discovery | None:
+    """`found` and what the first reader tried after this one finds in `project`: a project
+    folder may also hold another agent's log (Aider's history), which this claim would hide."""
+    for reader in sorted(READERS.values(), key=lambda r: r.order):
+        if reader.order > READER.order and (other := reader.discover(project)) is not None:
+            if found is None:
+                return other
+            found.sessions += other.sessions
+            found.skipped += other.skipped
+            break
+    return found
+
+
+def _project(data_dir: Path) -> Path:
+    """The project a data folder belongs to: the one Crush's `projects.json` names, else the
+    folder holding it (`.crush` lives in the project folder)."""
+    real = data_dir.resolve()
+    for project, db in project_stores(crush_data_dir()):
+        if is_dir(db.parent) and db.parent.resolve() == real:
+            return project
+    return real.parent
+
+
+def _store(db: Path, project: Path) -> Discovery | None:
+    """The sessions of the Crush database `db` of the folder `project`; None when `db` is another
+    program's database."""
+    found = Discovery()
+    sessions = read_reported(read_sessions, db, "the Crush database", found)
+    if sessions is None:  # unreadable (reported, tried again next time), or not Crush's
+        return found if found.skipped else None
+    ids = {str(s.get("id")) for s in sessions if s.get("id")}
+    parents = {
+        str(s["id"]): str(s["parent_session_id"])
+        for s in sessions
+        if s.get("id") and s.get("parent_session_id")
+    }
+    roots: dict[str, SessionSource] = {}
+    children: list[tuple[str, Path]] = []
+    for sid, s, export in exported(db, SOURCE, sessions, export_lines):
+        if parents.get(sid) in ids:  # a sub-session: archived with its root session
+            children.append((sid, export))
+            continue
+        title = s.get("title")
+        roots[sid] = SessionSource(
+            SOURCE,
+            sid,
+            SOURCE,
+            [str(project)],
+            title if isinstance(title, str) and title else None,
+            db.parent,
+            [SourceFile("main", "session.jsonl", export, whole=True)],
+        )
+        found.sessions.append(roots[sid])
+    for sid, export in children:
+        root, hops = parents[sid], 0
+        while root not in roots and root in parents and hops < 64:  # a sub-session's own
+            root, hops = parents[root], hops + 1
+        if root in roots:
+            roots[root].files.append(SourceFile(sid, f"subagents/{sid}.jsonl", export, whole=True))
+    return found
+
+
+READER = register(LogReader(SOURCE, "Crush", _builder, discover, 36, whole=True))
+parse_wire = READER.parse
