@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import answers
-from .fields import as_int, field_dict, loads_valid
+from .fields import as_int, field_dict, loads_valid, parse_time
 from .lines import prompt_turn
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, output_to_text
 from .sources import (
@@ -95,6 +95,7 @@ XML_TOOLS = (
     "web_fetch",
     "load_mcp_documentation",
     "condense",
+    "summarize_task",
     "new_rule",
 )
 _XML_CALL = re.compile(r"<(" + "|".join(XML_TOOLS) + r")>(.*?)</\1>", re.S)
@@ -104,6 +105,8 @@ ANSWER_TOOLS = {
     "plan_mode_respond": "response",
     "plan_mode_response": "response",
 }
+# the tools whose `context` is the summary that replaces the history (`/smol`, auto-compaction)
+COMPACT_TOOLS = ("condense", "summarize_task")
 _DENIED = "the user denied this operation"
 _REJECTED = "rejected by the user"
 
@@ -141,13 +144,35 @@ class _Turns:
         self.calls: dict[str, ToolCall] = {}
         self.problems: list[Problem] = []
 
-    def open(self, text: str, at: float | None) -> Turn:
+    def open(self, text: str, at: float | None, origin: str | None = None) -> Turn:
         if self.turns and self.turns[-1].end == "open":
             self.turns[-1].end = "superseded"
-        turn = prompt_turn(len(self.turns), at, text, 0, legacy=False)
+        turn = prompt_turn(len(self.turns), at, text, 0, origin=origin, legacy=False)
         self.turns.append(turn)
         self.calls = {}
         return turn
+
+    def compaction(self, summary: str, at: float | None) -> None:
+        """The summary that replaced the history: a compaction turn the agent's next replies
+        continue (as Claude Code's compaction summary opens one). The turn it cuts into goes on
+        in it: that turn is done, and its calls still take their results."""
+        calls, last = self.calls, self.turns[-1] if self.turns else None
+        if last is not None and last.end == "open":
+            last.end, last.reason = "superseded", "completed"
+        self.open(summary, at, "compaction").compactions = 1
+        self.calls = calls
+
+    def compacted(self, call: ToolCall, output: str, at: float | None) -> None:
+        """After the result of `call`: a compaction when it is a `condense` / `summarize_task`
+        call the user did not answer with feedback (feedback asks for another summary)."""
+        if call.name in COMPACT_TOOLS and call.approval is None and "<feedback>" not in output:
+            self.compaction(str(call.args.get("context") or output), at)
+
+    def ended(self) -> None:
+        """A compaction the file ends with (nothing after it yet) is complete."""
+        last = self.turns[-1] if self.turns else None
+        if last is not None and last.is_compaction and last.end == "open" and not last.steps:
+            last.end, last.reason = "ended", "completed"
 
     def step(self, text: str = "", think: str = "") -> Step | None:
         if not self.turns:
@@ -236,9 +261,37 @@ def _tool_uses(blocks: list[Any], ts: float | None) -> list[ToolCall]:
     ]
 
 
-def _sdk_turns(messages: list[Any]) -> _Turns:
+def sdk_compaction(path: Path) -> tuple[int, str, float | None] | None:
+    """The last compaction of a session (`<id>.compaction.json` beside its messages: `{version,
+    source_message_count, messages}`, the messages that replace the first
+    `source_message_count`): how many it replaced and its summary, the `metadata.summary` of a
+    `compaction_summary` message (agentic compaction) or the `<SYSTEM_NOTICE>` of a `compaction`
+    one (basic: the first prompt and the actions after it), and when (`updated_at`). None
+    without one."""
+    sid = path.name.removesuffix(MESSAGES)
+    state = load_json(path.with_name(f"{sid}.compaction.json"), SNAPSHOT_MAX)
+    count = state.get("source_message_count") if isinstance(state, dict) else None
+    if not isinstance(state, dict) or not isinstance(count, int) or isinstance(count, bool):
+        return None
+    for msg in state.get("messages") or []:
+        meta = field_dict(msg, "metadata") if isinstance(msg, dict) else {}
+        at = parse_time(state.get("updated_at"))
+        if meta.get("kind") == "compaction_summary" and isinstance(meta.get("summary"), str):
+            return count, meta["summary"], at
+        if meta.get("kind") == "compaction":
+            text = "\n".join(_text_parts(msg.get("content")))
+            notice = _between("SYSTEM_NOTICE", text)
+            return count, notice if notice is not None else text, at
+    return None
+
+
+def _sdk_turns(
+    messages: list[Any], compaction: tuple[int, str, float | None] | None = None
+) -> _Turns:
     built = _Turns()
-    for msg in messages:
+    for n, msg in enumerate(messages):
+        if compaction and n == compaction[0]:  # the first message after those it replaced
+            built.compaction(compaction[1], compaction[2])
         if not isinstance(msg, dict):
             continue
         ts, blocks = _unpacked(msg)
@@ -270,6 +323,9 @@ def _sdk_turns(messages: list[Any]) -> _Turns:
             cur.last_at = ts if ts is not None else cur.last_at
             if not step.tool_calls:
                 built.finish()
+    if compaction and compaction[0] >= len(messages):  # it replaced them all: nothing after yet
+        built.compaction(compaction[1], compaction[2])
+    built.ended()
     return built
 
 
@@ -328,6 +384,7 @@ def _task_result(built: _Turns, text: str, at: float | None) -> bool:
     if call is not None and call.result is None:
         failed = output.lower().startswith(("the tool execution failed", "<error>", "error"))
         built.result(call, output, failed, at)
+        built.compacted(call, output, at)
     return True
 
 
@@ -346,6 +403,7 @@ def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> _Turns:
                     if call is not None:
                         out = output_to_text(b.get("content"))
                         built.result(call, out, b.get("is_error") is True, ts)
+                        built.compacted(call, out, ts)
             joined = "\n".join(texts)
             if texts and not _task_result(built, joined, ts):
                 words = _prompt_of(joined)
@@ -408,12 +466,15 @@ def parse_wire(
         if not isinstance(data, list):
             return _bad(path, "not a list of messages: not a Cline task")
         built = _task_turns(data, _api_requests(path))
+        built.ended()
         version = "task"
     else:
         messages = data.get("messages") if isinstance(data, dict) else None
         if not isinstance(messages, list):
             return _bad(path, "no `messages` list: not a Cline session")
-        built = _sdk_turns(messages)
+        built = _sdk_turns(
+            messages, None if path.name.startswith("agent_") else sdk_compaction(path)
+        )
         origin = field_dict(data, "origin")
         version = str(origin.get("version") or "session")
         agents = [
@@ -468,10 +529,9 @@ def _session(folder: Path, source: str, found: Discovery) -> None:
         if sub.name.startswith("agent_") and sub.name.endswith(MESSAGES):
             agent = sub.name.removesuffix(MESSAGES)
             session.files.append(SourceFile(agent, sub.name, sub, whole=True))
-    if is_file(folder / f"{sid}.json"):
-        session.snapshots.append(
-            SourceFile("main", f"{sid}.json", folder / f"{sid}.json", whole=True)
-        )
+    for name in (f"{sid}.json", f"{sid}.compaction.json"):  # the manifest, the last compaction
+        if is_file(folder / name):
+            session.snapshots.append(SourceFile("main", name, folder / name, whole=True))
     found.sessions.append(session)
 
 
