@@ -39,6 +39,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from archive_mcp.refiners import cursor_cli
+
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 AIDER = FIXTURES / "real-cli" / "aider-0.86.2" / "repo"
 CLAUDE = FIXTURES / "real" / "claude"
@@ -158,11 +160,13 @@ def documented_session(name: str, dst: Path, mb: float) -> tuple[Path, int]:
             )
         )
     else:
-        blobs = [
-            json.loads(d) for (d,) in con.execute("SELECT data FROM blobs") if bytes(d)[:1] == b"{"
-        ]
+        # the conversation's messages in tree order (the blobs table holds them by id, its
+        # order no conversation's), the system prompt once
+        ordered = [m for _b, m in cursor_cli.read_store(db)["messages"]]
+        blobs = [m for m in ordered if m.get("role") != "system"]
         times = max(1, int(mb * 1e6 / sum(len(json.dumps(b)) for b in blobs)))
-        msgs = [json.dumps(dict(m, copy=k)).encode() for k in range(times) for m in blobs]
+        msgs = [json.dumps(m).encode() for m in ordered if m.get("role") == "system"]
+        msgs += [json.dumps(dict(m, copy=k)).encode() for k in range(times) for m in blobs]
         ids = [hashlib.sha256(m).digest() for m in msgs]
         root = b"".join(b"\x0a\x20" + i for i in ids)
         con.execute("DELETE FROM blobs")

@@ -9,7 +9,8 @@ Two formats, both JSON documents rewritten whole (archived as snapshots, parsed 
   result a `tool_result` block whose content is `[{query, result, success, error}]` or that list
   as JSON text; an assistant message carries `metrics` {inputTokens, outputTokens,
   cacheReadTokens, cacheWriteTokens} for its model call) and `agent_<id>.messages.json` for each
-  subagent `spawn_agent` started.
+  subagent `spawn_agent` started. `<id>.compaction.json` holds the last compaction (the messages
+  that replace the first `source_message_count`): its summary is a compaction turn there.
 * **Tasks** (the VS Code extensions before the SDK, and Roo Code and Kilo Code's, which kept
   Cline's format): `tasks/<id>/api_conversation_history.json` (the messages sent to the model:
   Anthropic `MessageParam`s; tools called in the text as XML, `<execute_command><command>…`, or as
@@ -18,7 +19,8 @@ Two formats, both JSON documents rewritten whole (archived as snapshots, parsed 
   each model call's tokens, in the order of the assistant messages) and `task_metadata.json`. The
   first prompt is `<task>…</task>`; a later one comes as the user's feedback on
   `attempt_completion` ("<feedback>…</feedback>") or as a resumed task's `<user_message>`. The
-  answer is `attempt_completion`'s `result`.
+  answer is `attempt_completion`'s `result`. A `condense` (`/smol`) or `summarize_task`
+  (auto-compaction) call's `context` is the summary that replaced the history: a compaction turn.
 
 The work dir: the manifest's `cwd`; for a task, `state/taskHistory.json`'s
 `cwdOnTaskInitialization` (Cline), `history_item.json`'s `workspace` (Roo Code), else the

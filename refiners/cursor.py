@@ -16,6 +16,14 @@ that is the composer's work dir. The stores are read read-only in short transact
 Cursor writes them (`stores.read_only`), each composer exported to a JSONL (a `composer` line,
 then a `bubble` line each) that is archived whole; a bubble that is missing or not JSON is
 reported and skipped. Cursor also keeps VS Code's `chatSessions/`: found with the composers.
+
+A composer's sub-composers (its `subComposerIds` and `subagentComposerIds`: subagents and Best-of-N
+siblings; a sub-composer names its parent in `subagentInfo.parentComposerId`) are archived with
+their top composer as subagent files (`subagents/<id>.jsonl`), each a subagent run of the turn it
+was spawned in (`subagentInfo.conversationLengthAtSpawn` bubbles into the parent; the last turn
+when it does not say). `latestConversationSummary` (`{summary: {summary,
+truncationLastBubbleIdInclusive, …}, lastBubbleId}`) is a compaction turn after the last bubble
+it covers, the agent's next bubbles its steps (as Claude Code's compaction summary).
 """
 
 from __future__ import annotations
@@ -86,14 +94,15 @@ def read_composers(db: Path) -> list[dict[str, Any]] | None:
 def export_lines(composer: dict[str, Any], spawned: list[dict[str, Any]] | None = None) -> bytes:
     """A composer's export: its `composer` line, a `bubble` line each and, for each sub-composer
     it spawned (`spawned`: their composers), a `subagent` line after the bubble it was spawned
-    at (`subagentInfo.conversationLengthAtSpawn`; the end when it does not say)."""
+    at (`subagentInfo.conversationLengthAtSpawn`, the first bubble at the earliest; the end
+    when it does not say)."""
     bubbles = composer["bubbles"]
     after: dict[int, list[dict[str, Any]]] = {}
     for child in spawned or []:
         at = field_dict(child["head"], "subagentInfo").get("conversationLengthAtSpawn")
         spot = at if isinstance(at, int) and not isinstance(at, bool) and 0 <= at else len(bubbles)
-        after.setdefault(min(spot, len(bubbles)), []).append(_spawn(child))
-    lines = [{"type": "composer", "composer": composer["head"]}, *after.get(0, [])]
+        after.setdefault(max(1, min(spot, len(bubbles))), []).append(_spawn(child))
+    lines: list[dict[str, Any]] = [{"type": "composer", "composer": composer["head"]}]
     for n, (b, v) in enumerate(bubbles, 1):
         lines += [{"type": "bubble", "bubbleId": b, "bubble": v}, *after.get(n, [])]
     return export_bytes(lines)

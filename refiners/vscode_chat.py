@@ -10,6 +10,9 @@ whole. A request is a turn: `message.text` the prompt, `response` its parts (mar
 `thinking`, `toolInvocationSerialized` calls with their `toolSpecificData`), `result`
 (`timings`, `errorDetails`, Copilot's `metadata.toolCallRounds`/`toolCallResults`: the calls'
 arguments and outputs), `modelState` (1 done, 2 cancelled, 3 failed) and usage when written.
+A `runSubagent` call (`toolSpecificData` `{kind: "subagent", description, agentName, prompt,
+result}`) is a subagent run of its turn: its prompt, the calls marked with its
+`subAgentInvocationId`, its result the answer.
 
 `workspace.json` beside `chatSessions/` names the folder (a `file://` or remote URI): the work
 dir. VS Code, its Insiders build, VSCodium and Cursor share the layout.
