@@ -330,8 +330,8 @@ def discover(path: Path) -> Discovery | None:
         return found if found.skipped else None
     folders = composer_folders(user, found)
     out = export_dir(db, SOURCE)
-    parent = parents(composers)
     said = [c for c in composers if c["bubbles"]]  # one without a message was never sent
+    parent = parents(said)  # a sub-composer of one never sent: a session of its own
     spawned: dict[str, list[dict[str, Any]]] = {}
     for c in said:
         if c["id"] in parent:

@@ -260,7 +260,7 @@ def test_cursor_sub_composers_are_subagents_of_their_turn_and_a_summary_is_a_com
     ]
 
 
-def test_a_cursor_summary_whose_bubble_is_gone_stays_on_the_last_turn_and_a_cycle_of_sub_composers_loses_none(
+def test_a_cursor_summary_whose_bubble_is_gone_stays_on_the_last_turn_and_no_sub_composer_is_lost(
     tmp_path: Path,
 ) -> None:
     talk = [("u1", 1, "hello"), ("a1", 2, "hi")]
@@ -279,14 +279,23 @@ def test_a_cursor_summary_whose_bubble_is_gone_stays_on_the_last_turn_and_a_cycl
                 "fullConversationHeadersOnly": heads(*talk),
                 "subComposerIds": ["x"],
             },
+            # spawned by a composer never sent (no bubble): a session of its own
+            "composerData:empty": {"composerId": "empty", "fullConversationHeadersOnly": []},
+            "composerData:z": {
+                "composerId": "z",
+                "fullConversationHeadersOnly": heads(*talk),
+                "subagentInfo": {"parentComposerId": "empty"},
+            },
             **bubbles("x", *talk),
             **bubbles("y", *talk),
+            **bubbles("z", *talk),
         },
     )
     found = discover(user)
     assert [(s.session_id, [f.agent for f in s.files]) for s in found.sessions] == [
         ("x", ["main"]),
         ("y", ["main"]),
+        ("z", ["main"]),
     ]
     [turn] = cursor.parse_wire(found.sessions[0].files[0].path).turns
     assert (turn.origin, turn.compactions, turn.synthetic_text, turn.status) == (
