@@ -43,7 +43,8 @@ def yaml_remove(
     text: str, key: str, name: str, load: Callable[[str], dict[str, Any]]
 ) -> str | None:
     """`text` without the member `name` of the top-level block mapping `key`: its lines (the
-    `name:` line and those indented under it) cut out, every other byte kept. A mapping written
+    `name:` line and those indented under it) cut out, every other byte kept (`key: {}` when it
+    was the last member). A mapping written
     another way (`extensions: {…}`) is dumped again only when the dump of the file is the file
     itself (nothing of the user's writing lost). None when neither is safe: the caller refuses."""
     data = load(text)
@@ -80,6 +81,9 @@ def yaml_remove(
         while len(block) > 1 and not block[-1].strip():
             block.pop()  # blank lines before the next member stay
         after = text[:pos] + text[pos + sum(len(b) for b in block) :]
+        if not want[key]:  # its last member: the mapping stays one (`key: {}`), not null
+            colon = found.start() + len(key) + 1
+            after = after[:colon] + " {}" + after[colon:]
         try:
             return after if load(after) == want else None
         except ValueError:

@@ -616,6 +616,17 @@ def test_goose_uninstall_without_its_install_record_cuts_only_the_block_comments
     assert path.read_text(encoding="utf-8").count("\n\n\n") == 1  # both blank lines kept
 
 
+def test_goose_uninstall_of_the_only_extension_by_hand_leaves_an_empty_mapping() -> None:
+    path = config_file("goose")
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "extensions:  # mine\n  archive-mcp:\n    cmd: archive-mcp\n\nGOOSE_MODEL: x\n",
+        encoding="utf-8",
+    )
+    assert run("uninstall", "goose", "--yes")[0] == 0
+    assert path.read_text(encoding="utf-8") == "extensions: {}  # mine\n\nGOOSE_MODEL: x\n"
+
+
 @pytest.mark.parametrize(
     "text",
     [
