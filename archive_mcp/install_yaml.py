@@ -44,9 +44,9 @@ def yaml_remove(
 ) -> str | None:
     """`text` without the member `name` of the top-level block mapping `key`: its lines (the
     `name:` line and those indented under it) cut out, every other byte kept (`key: {}` when it
-    was the last member). A mapping written
-    another way (`extensions: {…}`) is dumped again only when the dump of the file is the file
-    itself (nothing of the user's writing lost). None when neither is safe: the caller refuses."""
+    was the last member). A mapping written another way (`extensions: {…}`) is dumped again only
+    when the dump of the file is the file itself (nothing of the user's writing lost). None when
+    neither is safe: the caller refuses."""
     data = load(text)
     servers = data.get(key)
     if not isinstance(servers, dict) or name not in servers:
