@@ -35,10 +35,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import answers
-from .fields import as_int, field_dict, loads_valid, parse_time
-from .lines import prompt_turn
-from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, output_to_text
+from .cline_turns import ClineTurns, add_usage, between
+from .fields import field_dict, loads_valid, parse_time
+from .model import ParseResult, Problem, SubagentRun, ToolCall, Turn, output_to_text
 from .sources import (
     SNAPSHOT_MAX,
     Discovery,
@@ -68,7 +67,6 @@ MESSAGES = ".messages.json"
 _USER_INPUT = re.compile(r"^\s*<user_input[^>]*>(.*)</user_input>\s*$", re.S)
 _ENV = re.compile(r"<environment_details>.*?(?:</environment_details>|$)", re.S)
 _CWD = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\) Files")
-_TAG = r"<{0}>\s*(.*?)\s*</{0}>"
 _RESULT = re.compile(r"^\[(\w+)(?: for '.*?')?\] Result:\s*", re.S)
 _THINKING = re.compile(r"<thinking>\s*(.*?)\s*</thinking>", re.S)
 # the tools Cline, Roo Code and Kilo Code call as XML in a reply's text
@@ -107,10 +105,6 @@ ANSWER_TOOLS = {
     "plan_mode_respond": "response",
     "plan_mode_response": "response",
 }
-# the tools whose `context` is the summary that replaces the history (`/smol`, auto-compaction)
-COMPACT_TOOLS = ("condense", "summarize_task")
-_DENIED = "the user denied this operation"
-_REJECTED = "rejected by the user"
 
 
 def _text_parts(content: Any) -> list[str]:
@@ -120,96 +114,6 @@ def _text_parts(content: Any) -> list[str]:
     return [
         str(b.get("text") or "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
     ]
-
-
-def _between(tag: str, text: str) -> str | None:
-    found = re.search(_TAG.format(tag), text, re.S)
-    return found.group(1) if found else None
-
-
-def _usage(turn: Turn, metrics: dict[str, Any]) -> None:
-    turn.usage["input_other"] += as_int(metrics.get("inputTokens", metrics.get("tokensIn")))
-    turn.usage["output"] += as_int(metrics.get("outputTokens", metrics.get("tokensOut")))
-    turn.usage["input_cache_read"] += as_int(
-        metrics.get("cacheReadTokens", metrics.get("cacheReads"))
-    )
-    turn.usage["input_cache_creation"] += as_int(
-        metrics.get("cacheWriteTokens", metrics.get("cacheWrites"))
-    )
-
-
-class _Turns:
-    """The turns being built and the calls still waiting for their result, by id."""
-
-    def __init__(self) -> None:
-        self.turns: list[Turn] = []
-        self.calls: dict[str, ToolCall] = {}
-        self.problems: list[Problem] = []
-
-    def open(self, text: str, at: float | None, origin: str | None = None) -> Turn:
-        if self.turns and self.turns[-1].end == "open":
-            self.turns[-1].end = "superseded"
-        turn = prompt_turn(len(self.turns), at, text, 0, origin=origin, legacy=False)
-        self.turns.append(turn)
-        self.calls = {}
-        return turn
-
-    def compaction(self, summary: str, at: float | None) -> None:
-        """The summary that replaced the history: a compaction turn the agent's next replies
-        continue (as Claude Code's compaction summary opens one). The turn it cuts into goes on
-        in it: that turn is done, and its calls still take their results."""
-        calls, last = self.calls, self.turns[-1] if self.turns else None
-        if last is not None and last.end == "open":
-            last.end, last.reason = "superseded", "completed"
-        self.open(summary, at, "compaction").compactions = 1
-        self.calls = calls
-
-    def compacted(self, call: ToolCall, output: str, at: float | None) -> None:
-        """After the result of `call`: a compaction when it is a `condense` / `summarize_task`
-        call the user did not answer with feedback (feedback asks for another summary)."""
-        if call.name in COMPACT_TOOLS and call.approval is None and "<feedback>" not in output:
-            self.compaction(str(call.args.get("context") or output), at)
-
-    def ended(self) -> None:
-        """A compaction the file ends with (nothing after it yet) is complete."""
-        last = self.turns[-1] if self.turns else None
-        if last is not None and last.is_compaction and last.end == "open" and not last.steps:
-            last.end, last.reason = "ended", "completed"
-
-    def step(self, text: str = "", think: str = "") -> Step | None:
-        if not self.turns:
-            return None
-        cur = self.turns[-1]
-        step = Step(n=len(cur.steps) + 1, text=text, think=think)
-        cur.steps.append(step)
-        return step
-
-    def finish(self, reason: str = "completed") -> None:
-        if self.turns:
-            self.turns[-1].end, self.turns[-1].reason = "ended", reason
-
-    def result(self, call: ToolCall, output: str, is_error: bool, at: float | None) -> None:
-        low = output[:600].lower()
-        said: list[str] = []
-        if _DENIED in low or _REJECTED in low:
-            call.approval = "reject"
-            words = _between("feedback", output)
-            said = [
-                f"[feedback on {call.name}] {answers._clip(words)}"
-                if words and words.strip()
-                else f"[rejected {call.name}]"
-            ]
-        elif call.name == "ask_followup_question" and (reply := _between("answer", output)):
-            question = str(call.args.get("question") or "")
-            said = [f"[answer] {answers._clip(f'{question} → {reply}')}"]
-        call.result = {
-            "is_error": is_error or call.approval == "reject",
-            "message": "",
-            "output": output,
-        }
-        call.result_at = at
-        if said and self.turns:
-            self.turns[-1].answers += said
 
 
 # --- sessions (Cline's SDK: the CLI 3) ----------------------------------------------------------
@@ -282,15 +186,15 @@ def sdk_compaction(path: Path) -> tuple[int, str, float | None] | None:
             return count, meta["summary"], at
         if meta.get("kind") == "compaction":
             text = "\n".join(_text_parts(msg.get("content")))
-            notice = _between("SYSTEM_NOTICE", text)
+            notice = between("SYSTEM_NOTICE", text)
             return count, notice if notice is not None else text, at
     return None
 
 
 def _sdk_turns(
     messages: list[Any], compaction: tuple[int, str, float | None] | None = None
-) -> _Turns:
-    built = _Turns()
+) -> ClineTurns:
+    built = ClineTurns()
     for n, msg in enumerate(messages):
         if compaction and n == compaction[0]:  # the first message after those it replaced
             built.compaction(compaction[1], compaction[2])
@@ -321,7 +225,7 @@ def _sdk_turns(
                 step.tool_calls.append(call)
                 built.calls[call.id] = call
             cur = built.turns[-1]
-            _usage(cur, field_dict(msg, "metrics"))
+            add_usage(cur, field_dict(msg, "metrics"))
             cur.last_at = ts if ts is not None else cur.last_at
             if not step.tool_calls:
                 built.finish()
@@ -347,7 +251,7 @@ def _prompt_of(text: str) -> str | None:
     task's notice)."""
     body = _ENV.sub("", text).strip()
     for tag in ("task", "user_message", "feedback", "answer"):
-        inner = _between(tag, body)
+        inner = between(tag, body)
         if inner is not None:
             return inner
     if _RESULT.match(body) or body.startswith("[TASK RESUMPTION]") or not body:
@@ -370,7 +274,7 @@ def _xml_calls(text: str, at: float | None, n: int) -> tuple[str, list[ToolCall]
     return _XML_CALL.sub("", text).strip(), calls
 
 
-def _task_result(built: _Turns, text: str, at: float | None) -> bool:
+def _task_result(built: ClineTurns, text: str, at: float | None) -> bool:
     """Fold a user message that is an XML tool's result ("[name for '…'] Result:"); True when
     it was one. Feedback on `attempt_completion` opens the user's next turn."""
     found = _RESULT.match(text)
@@ -378,7 +282,7 @@ def _task_result(built: _Turns, text: str, at: float | None) -> bool:
         return False
     name, output = found.group(1), _ENV.sub("", text[found.end() :]).strip()
     if name in ANSWER_TOOLS:
-        words = _between("feedback", output)
+        words = between("feedback", output)
         if words:
             built.open(words, at)
         return True
@@ -390,8 +294,8 @@ def _task_result(built: _Turns, text: str, at: float | None) -> bool:
     return True
 
 
-def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> _Turns:
-    built = _Turns()
+def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> ClineTurns:
+    built = ClineTurns()
     replies = iter(usage)
     for n, msg in enumerate(messages):
         if not isinstance(msg, dict):
@@ -429,7 +333,7 @@ def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> _Turns:
             if cur.started_at is None:
                 cur.started_at = ts
             cur.last_at = ts if ts is not None else cur.last_at
-            _usage(cur, call_info)
+            add_usage(cur, call_info)
             if answer is not None:
                 step.text = "\n\n".join(
                     t
