@@ -206,9 +206,13 @@ class CursorTurnBuilder(CallsBuilder):
             return self.unknown_type(str(rec.get("type")))
         self._bubble(record)
         bubble = field_dict(rec, "bubble")
-        last = self.summary[1] if self.summary else ""
-        if last and last in (rec.get("bubbleId"), bubble.get("serverBubbleId")) and self.summary:
-            self._compaction(self.summary[0], parse_time(bubble.get("createdAt")), record.end)
+        summary = self.summary
+        if (
+            summary
+            and summary[1]
+            and summary[1] in (rec.get("bubbleId"), bubble.get("serverBubbleId"))
+        ):
+            self._compaction(summary[0], parse_time(bubble.get("createdAt")), record.end)
 
     def _subagent(self, rec: dict[str, Any]) -> None:
         """A sub-composer spawned here: a subagent run of the current turn (its own file)."""
