@@ -58,7 +58,7 @@ from typing import Any
 import yaml
 
 from archive_mcp.errors import InvalidArgument, written
-from archive_mcp.install_yaml import yaml_insert
+from archive_mcp.install_yaml import yaml_insert, yaml_remove
 from archive_mcp.workspaces import (
     atomic_write_json,
     atomic_write_text,
@@ -313,15 +313,19 @@ def plan_uninstall(agent: str) -> Change:
     elif agent in HOOKS.values():
         after = _hook_remove(before)
     elif agent in YAML:
-        data = _load(agent, before)
-        data[servers_key(agent)].pop(NAME)
-        after = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        cut = yaml_remove(before, servers_key(agent), NAME, lambda t: _load(agent, t))
+        if cut is None:
+            raise InvalidArgument(
+                f"could not take {NAME} out of {path} without rewriting the rest of it (its "
+                f"comments and layout); delete the `{NAME}:` entry under "
+                f"`{servers_key(agent)}:` by hand"
+            )
+        after = cut
     else:
         after = _json_remove(before, servers_key(agent))
     _check(agent, path, after, present=False)
-    return Change(
-        agent, str(path), before, after, note="edited structurally: the file changed since install"
-    )
+    how = "its block cut out" if agent in YAML else "edited structurally"
+    return Change(agent, str(path), before, after, note=f"{how}: the file changed since install")
 
 
 def apply(change: Change) -> Path | None:

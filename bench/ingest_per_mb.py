@@ -2,7 +2,7 @@
 of one session each of Pi, the Copilot CLI, Continue, Droid, Cline, Goose and Crush, each about 1 MB, beside a tiny
 ingest whose cost is the command's own (start-up, imports, store).
 
-    python bench/ingest_per_mb.py [--rounds 5] [--mb 1.0]
+    python bench/ingest_per_mb.py [--rounds 5] [--mb 1.0] [--only CASE ...]
 
 What a user runs, not the reader alone (`readers_speed.py`): each case is one
 `archive-mcp ingest PATH --no-embed --no-index` in a fresh process with a fresh archive home (and
@@ -40,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from archive_mcp.refiners import cursor_cli
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 AIDER = FIXTURES / "real-cli" / "aider-0.86.2" / "repo"
@@ -160,11 +162,13 @@ def documented_session(name: str, dst: Path, mb: float) -> tuple[Path, int]:
             )
         )
     else:
-        blobs = [
-            json.loads(d) for (d,) in con.execute("SELECT data FROM blobs") if bytes(d)[:1] == b"{"
-        ]
+        # the conversation's messages in tree order (the blobs table holds them by id, its
+        # order no conversation's), the system prompt once
+        ordered = [m for _b, m in cursor_cli.read_store(db)["messages"]]
+        blobs = [m for m in ordered if m.get("role") != "system"]
         times = max(1, int(mb * 1e6 / sum(len(json.dumps(b)) for b in blobs)))
-        msgs = [json.dumps(dict(m, copy=k)).encode() for k in range(times) for m in blobs]
+        msgs = [json.dumps(m).encode() for m in ordered if m.get("role") == "system"]
+        msgs += [json.dumps(dict(m, copy=k)).encode() for k in range(times) for m in blobs]
         ids = [hashlib.sha256(m).digest() for m in msgs]
         root = b"".join(b"\x0a\x20" + i for i in ids)
         con.execute("DELETE FROM blobs")
@@ -253,7 +257,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--mb", type=float, default=1.0)
+    ap.add_argument(
+        "--only",
+        nargs="*",
+        default=None,
+        help="the cases to run beside the fixed cost, Aider's and Claude Code's (names starting so)",
+    )
     args = ap.parse_args(argv)
+    wanted = args.only
     scratch = Path(tempfile.mkdtemp())
     cases = {
         "aider 0.86 (2.5 kB, fixed cost)": AIDER,
@@ -261,13 +272,13 @@ def main(argv: list[str] | None = None) -> int:
         "claude-code fixtures copied": claude_logs(scratch / "claude", args.mb),
     }
     sizes = {name: _log_bytes(path) for name, path in cases.items()}
-    for agent in NEW_AGENTS:
+    for agent in (a for a in NEW_AGENTS if wanted is None or a.startswith(tuple(wanted))):
         home, log = one_long_session(agent, scratch / agent.split()[0], args.mb)
         cases[f"{agent} one session repeated"], sizes[f"{agent} one session repeated"] = (
             home,
             log.stat().st_size,
         )
-    for agent in DOCUMENTED:
+    for agent in (a for a in DOCUMENTED if wanted is None or a.startswith(tuple(wanted))):
         name = f"{agent.split()[0]} one session grown"
         cases[name], sizes[name] = documented_session(agent, scratch / agent.split()[0], args.mb)
     name = "crush (built fixture) one session grown"

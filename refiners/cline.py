@@ -9,7 +9,8 @@ Two formats, both JSON documents rewritten whole (archived as snapshots, parsed 
   result a `tool_result` block whose content is `[{query, result, success, error}]` or that list
   as JSON text; an assistant message carries `metrics` {inputTokens, outputTokens,
   cacheReadTokens, cacheWriteTokens} for its model call) and `agent_<id>.messages.json` for each
-  subagent `spawn_agent` started.
+  subagent `spawn_agent` started. `<id>.compaction.json` holds the last compaction (the messages
+  that replace the first `source_message_count`): its summary is a compaction turn there.
 * **Tasks** (the VS Code extensions before the SDK, and Roo Code and Kilo Code's, which kept
   Cline's format): `tasks/<id>/api_conversation_history.json` (the messages sent to the model:
   Anthropic `MessageParam`s; tools called in the text as XML, `<execute_command><command>…`, or as
@@ -18,7 +19,8 @@ Two formats, both JSON documents rewritten whole (archived as snapshots, parsed 
   each model call's tokens, in the order of the assistant messages) and `task_metadata.json`. The
   first prompt is `<task>…</task>`; a later one comes as the user's feedback on
   `attempt_completion` ("<feedback>…</feedback>") or as a resumed task's `<user_message>`. The
-  answer is `attempt_completion`'s `result`.
+  answer is `attempt_completion`'s `result`. A `condense` (`/smol`) or `summarize_task`
+  (auto-compaction) call's `context` is the summary that replaced the history: a compaction turn.
 
 The work dir: the manifest's `cwd`; for a task, `state/taskHistory.json`'s
 `cwdOnTaskInitialization` (Cline), `history_item.json`'s `workspace` (Roo Code), else the
@@ -33,11 +35,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import answers
+from .cline_turns import ClineTurns, add_usage, between
 from .disk import SNAPSHOT_MAX, is_dir, is_file, load_json, load_snapshot
-from .fields import as_int, field_dict, loads_valid
-from .lines import prompt_turn
-from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, output_to_text
+from .fields import field_dict, loads_valid, parse_time
+from .model import ParseResult, Problem, SubagentRun, ToolCall, Turn, output_to_text
 from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, listing, register
 
 SOURCE = "cline"
@@ -55,7 +56,6 @@ MESSAGES = ".messages.json"
 _USER_INPUT = re.compile(r"^\s*<user_input[^>]*>(.*)</user_input>\s*$", re.S)
 _ENV = re.compile(r"<environment_details>.*?(?:</environment_details>|$)", re.S)
 _CWD = re.compile(r"# Current (?:Working|Workspace) Directory \((.+?)\) Files")
-_TAG = r"<{0}>\s*(.*?)\s*</{0}>"
 _RESULT = re.compile(r"^\[(\w+)(?: for '.*?')?\] Result:\s*", re.S)
 _THINKING = re.compile(r"<thinking>\s*(.*?)\s*</thinking>", re.S)
 # the tools Cline, Roo Code and Kilo Code call as XML in a reply's text
@@ -84,6 +84,7 @@ XML_TOOLS = (
     "web_fetch",
     "load_mcp_documentation",
     "condense",
+    "summarize_task",
     "new_rule",
 )
 _XML_CALL = re.compile(r"<(" + "|".join(XML_TOOLS) + r")>(.*?)</\1>", re.S)
@@ -93,8 +94,6 @@ ANSWER_TOOLS = {
     "plan_mode_respond": "response",
     "plan_mode_response": "response",
 }
-_DENIED = "the user denied this operation"
-_REJECTED = "rejected by the user"
 
 
 def _text_parts(content: Any) -> list[str]:
@@ -104,74 +103,6 @@ def _text_parts(content: Any) -> list[str]:
     return [
         str(b.get("text") or "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
     ]
-
-
-def _between(tag: str, text: str) -> str | None:
-    found = re.search(_TAG.format(tag), text, re.S)
-    return found.group(1) if found else None
-
-
-def _usage(turn: Turn, metrics: dict[str, Any]) -> None:
-    turn.usage["input_other"] += as_int(metrics.get("inputTokens", metrics.get("tokensIn")))
-    turn.usage["output"] += as_int(metrics.get("outputTokens", metrics.get("tokensOut")))
-    turn.usage["input_cache_read"] += as_int(
-        metrics.get("cacheReadTokens", metrics.get("cacheReads"))
-    )
-    turn.usage["input_cache_creation"] += as_int(
-        metrics.get("cacheWriteTokens", metrics.get("cacheWrites"))
-    )
-
-
-class _Turns:
-    """The turns being built and the calls still waiting for their result, by id."""
-
-    def __init__(self) -> None:
-        self.turns: list[Turn] = []
-        self.calls: dict[str, ToolCall] = {}
-        self.problems: list[Problem] = []
-
-    def open(self, text: str, at: float | None) -> Turn:
-        if self.turns and self.turns[-1].end == "open":
-            self.turns[-1].end = "superseded"
-        turn = prompt_turn(len(self.turns), at, text, 0, legacy=False)
-        self.turns.append(turn)
-        self.calls = {}
-        return turn
-
-    def step(self, text: str = "", think: str = "") -> Step | None:
-        if not self.turns:
-            return None
-        cur = self.turns[-1]
-        step = Step(n=len(cur.steps) + 1, text=text, think=think)
-        cur.steps.append(step)
-        return step
-
-    def finish(self, reason: str = "completed") -> None:
-        if self.turns:
-            self.turns[-1].end, self.turns[-1].reason = "ended", reason
-
-    def result(self, call: ToolCall, output: str, is_error: bool, at: float | None) -> None:
-        low = output[:600].lower()
-        said: list[str] = []
-        if _DENIED in low or _REJECTED in low:
-            call.approval = "reject"
-            words = _between("feedback", output)
-            said = [
-                f"[feedback on {call.name}] {answers._clip(words)}"
-                if words and words.strip()
-                else f"[rejected {call.name}]"
-            ]
-        elif call.name == "ask_followup_question" and (reply := _between("answer", output)):
-            question = str(call.args.get("question") or "")
-            said = [f"[answer] {answers._clip(f'{question} → {reply}')}"]
-        call.result = {
-            "is_error": is_error or call.approval == "reject",
-            "message": "",
-            "output": output,
-        }
-        call.result_at = at
-        if said and self.turns:
-            self.turns[-1].answers += said
 
 
 # --- sessions (Cline's SDK: the CLI 3) ----------------------------------------------------------
@@ -225,9 +156,37 @@ def _tool_uses(blocks: list[Any], ts: float | None) -> list[ToolCall]:
     ]
 
 
-def _sdk_turns(messages: list[Any]) -> _Turns:
-    built = _Turns()
-    for msg in messages:
+def sdk_compaction(path: Path) -> tuple[int, str, float | None] | None:
+    """The last compaction of a session (`<id>.compaction.json` beside its messages: `{version,
+    source_message_count, messages}`, the messages that replace the first
+    `source_message_count`): how many it replaced and its summary, the `metadata.summary` of a
+    `compaction_summary` message (agentic compaction) or the `<SYSTEM_NOTICE>` of a `compaction`
+    one (basic: the first prompt and the actions after it), and when (`updated_at`). None
+    without one."""
+    sid = path.name.removesuffix(MESSAGES)
+    state = load_json(path.with_name(f"{sid}.compaction.json"), SNAPSHOT_MAX)
+    count = state.get("source_message_count") if isinstance(state, dict) else None
+    if not isinstance(state, dict) or not isinstance(count, int) or isinstance(count, bool):
+        return None
+    for msg in state.get("messages") or []:
+        meta = field_dict(msg, "metadata") if isinstance(msg, dict) else {}
+        at = parse_time(state.get("updated_at"))
+        if meta.get("kind") == "compaction_summary" and isinstance(meta.get("summary"), str):
+            return count, meta["summary"], at
+        if meta.get("kind") == "compaction":
+            text = "\n".join(_text_parts(msg.get("content")))
+            notice = between("SYSTEM_NOTICE", text)
+            return count, notice if notice is not None else text, at
+    return None
+
+
+def _sdk_turns(
+    messages: list[Any], compaction: tuple[int, str, float | None] | None = None
+) -> ClineTurns:
+    built = ClineTurns()
+    for n, msg in enumerate(messages):
+        if compaction and n == compaction[0]:  # the first message after those it replaced
+            built.compaction(compaction[1], compaction[2])
         if not isinstance(msg, dict):
             continue
         ts, blocks = _unpacked(msg)
@@ -255,10 +214,13 @@ def _sdk_turns(messages: list[Any]) -> _Turns:
                 step.tool_calls.append(call)
                 built.calls[call.id] = call
             cur = built.turns[-1]
-            _usage(cur, field_dict(msg, "metrics"))
+            add_usage(cur, field_dict(msg, "metrics"))
             cur.last_at = ts if ts is not None else cur.last_at
             if not step.tool_calls:
                 built.finish()
+    if compaction and compaction[0] >= len(messages):  # it replaced them all: nothing after yet
+        built.compaction(compaction[1], compaction[2])
+    built.ended()
     return built
 
 
@@ -278,7 +240,7 @@ def _prompt_of(text: str) -> str | None:
     task's notice)."""
     body = _ENV.sub("", text).strip()
     for tag in ("task", "user_message", "feedback", "answer"):
-        inner = _between(tag, body)
+        inner = between(tag, body)
         if inner is not None:
             return inner
     if _RESULT.match(body) or body.startswith("[TASK RESUMPTION]") or not body:
@@ -301,7 +263,7 @@ def _xml_calls(text: str, at: float | None, n: int) -> tuple[str, list[ToolCall]
     return _XML_CALL.sub("", text).strip(), calls
 
 
-def _task_result(built: _Turns, text: str, at: float | None) -> bool:
+def _task_result(built: ClineTurns, text: str, at: float | None) -> bool:
     """Fold a user message that is an XML tool's result ("[name for '…'] Result:"); True when
     it was one. Feedback on `attempt_completion` opens the user's next turn."""
     found = _RESULT.match(text)
@@ -309,7 +271,7 @@ def _task_result(built: _Turns, text: str, at: float | None) -> bool:
         return False
     name, output = found.group(1), _ENV.sub("", text[found.end() :]).strip()
     if name in ANSWER_TOOLS:
-        words = _between("feedback", output)
+        words = between("feedback", output)
         if words:
             built.open(words, at)
         return True
@@ -317,11 +279,12 @@ def _task_result(built: _Turns, text: str, at: float | None) -> bool:
     if call is not None and call.result is None:
         failed = output.lower().startswith(("the tool execution failed", "<error>", "error"))
         built.result(call, output, failed, at)
+        built.compacted(call, output, at)
     return True
 
 
-def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> _Turns:
-    built = _Turns()
+def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> ClineTurns:
+    built = ClineTurns()
     replies = iter(usage)
     for n, msg in enumerate(messages):
         if not isinstance(msg, dict):
@@ -335,6 +298,7 @@ def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> _Turns:
                     if call is not None:
                         out = output_to_text(b.get("content"))
                         built.result(call, out, b.get("is_error") is True, ts)
+                        built.compacted(call, out, ts)
             joined = "\n".join(texts)
             if texts and not _task_result(built, joined, ts):
                 words = _prompt_of(joined)
@@ -358,7 +322,7 @@ def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> _Turns:
             if cur.started_at is None:
                 cur.started_at = ts
             cur.last_at = ts if ts is not None else cur.last_at
-            _usage(cur, call_info)
+            add_usage(cur, call_info)
             if answer is not None:
                 step.text = "\n\n".join(
                     t
@@ -395,12 +359,15 @@ def read(path: Path) -> ParseResult:
         if not isinstance(data, list):
             return _bad(path, "not a list of messages: not a Cline task")
         built = _task_turns(data, _api_requests(path))
+        built.ended()
         version = "task"
     else:
         messages = data.get("messages") if isinstance(data, dict) else None
         if not isinstance(messages, list):
             return _bad(path, "no `messages` list: not a Cline session")
-        built = _sdk_turns(messages)
+        built = _sdk_turns(
+            messages, None if path.name.startswith("agent_") else sdk_compaction(path)
+        )
         origin = field_dict(data, "origin")
         version = str(origin.get("version") or "session")
         agents = [
@@ -455,10 +422,9 @@ def _session(folder: Path, source: str, found: Discovery) -> None:
         if sub.name.startswith("agent_") and sub.name.endswith(MESSAGES):
             agent = sub.name.removesuffix(MESSAGES)
             session.files.append(SourceFile(agent, sub.name, sub, whole=True))
-    if is_file(folder / f"{sid}.json"):
-        session.snapshots.append(
-            SourceFile("main", f"{sid}.json", folder / f"{sid}.json", whole=True)
-        )
+    for name in (f"{sid}.json", f"{sid}.compaction.json"):  # the manifest, the last compaction
+        if is_file(folder / name):
+            session.snapshots.append(SourceFile("main", name, folder / name, whole=True))
     found.sessions.append(session)
 
 

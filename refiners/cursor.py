@@ -16,6 +16,14 @@ that is the composer's work dir. The stores are read read-only in short transact
 Cursor writes them (`stores.read_only`), each composer exported to a JSONL (a `composer` line,
 then a `bubble` line each) that is archived whole; a bubble that is missing or not JSON is
 reported and skipped. Cursor also keeps VS Code's `chatSessions/`: found with the composers.
+
+A composer's sub-composers (its `subComposerIds` and `subagentComposerIds`: subagents and Best-of-N
+siblings; a sub-composer names its parent in `subagentInfo.parentComposerId`) are archived with
+their top composer as subagent files (`subagents/<id>.jsonl`), each a subagent run of the turn it
+was spawned in (`subagentInfo.conversationLengthAtSpawn` bubbles into the parent; the last turn
+when it does not say). `latestConversationSummary` (`{summary: {summary,
+truncationLastBubbleIdInclusive, …}, lastBubbleId}`) is a compaction turn after the last bubble
+it covers, the agent's next bubbles its steps (as Claude Code's compaction summary).
 """
 
 from __future__ import annotations
@@ -28,8 +36,8 @@ from typing import Any
 from . import vscode_chat
 from .disk import is_dir, is_file
 from .fields import as_int, field_dict, parse_time
-from .lines import CallsBuilder, LogReader, Record
-from .model import Step, ToolCall
+from .lines import CallsBuilder, LogReader, Record, prompt_turn
+from .model import Step, SubagentRun, ToolCall
 from .sources import Discovery, SessionSource, SourceFile, listing, register
 from .stores import (
     export_bytes,
@@ -84,10 +92,58 @@ def read_composers(db: Path) -> list[dict[str, Any]] | None:
     return out
 
 
-def export_lines(composer: dict[str, Any]) -> bytes:
-    lines = [{"type": "composer", "composer": composer["head"]}]
-    lines += [{"type": "bubble", "bubbleId": b, "bubble": v} for b, v in composer["bubbles"]]
+def export_lines(composer: dict[str, Any], spawned: list[dict[str, Any]] | None = None) -> bytes:
+    """A composer's export: its `composer` line, a `bubble` line each and, for each sub-composer
+    it spawned (`spawned`: their composers), a `subagent` line after the bubble it was spawned
+    at (`subagentInfo.conversationLengthAtSpawn`, the first bubble at the earliest; the end
+    when it does not say)."""
+    bubbles = composer["bubbles"]
+    after: dict[int, list[dict[str, Any]]] = {}
+    for child in spawned or []:
+        at = field_dict(child["head"], "subagentInfo").get("conversationLengthAtSpawn")
+        spot = at if isinstance(at, int) and not isinstance(at, bool) and 0 <= at else len(bubbles)
+        after.setdefault(max(1, min(spot, len(bubbles))), []).append(_spawn(child))
+    lines: list[dict[str, Any]] = [{"type": "composer", "composer": composer["head"]}]
+    for n, (b, v) in enumerate(bubbles, 1):
+        lines += [{"type": "bubble", "bubbleId": b, "bubble": v}, *after.get(n, [])]
     return export_bytes(lines)
+
+
+def _spawn(child: dict[str, Any]) -> dict[str, Any]:
+    head = child["head"]
+    return {
+        "type": "subagent",
+        "composerId": child["id"],
+        "isBestOfNSubcomposer": head.get("isBestOfNSubcomposer") is True,
+    }
+
+
+def parents(composers: list[dict[str, Any]]) -> dict[str, str]:
+    """Sub-composer id -> its parent's: those a composer lists (`subComposerIds`,
+    `subagentComposerIds`) and those naming their parent (`subagentInfo.parentComposerId`)."""
+    ids = {c["id"] for c in composers}
+    out: dict[str, str] = {}
+    for c in composers:
+        parent = field_dict(c["head"], "subagentInfo").get("parentComposerId")
+        if isinstance(parent, str) and parent in ids and parent != c["id"]:
+            out[c["id"]] = parent
+        for key in ("subComposerIds", "subagentComposerIds"):
+            listed = c["head"].get(key)
+            for child in listed if isinstance(listed, list) else []:
+                if isinstance(child, str) and child in ids and child != c["id"]:
+                    out.setdefault(child, c["id"])
+    return out
+
+
+def root_of(cid: str, parent: dict[str, str]) -> str | None:
+    """The top composer a sub-composer's chain of parents ends at (None on a cycle)."""
+    seen = {cid}
+    while cid in parent:
+        cid = parent[cid]
+        if cid in seen:
+            return None
+        seen.add(cid)
+    return cid
 
 
 # --- turns -------------------------------------------------------------------------------------
@@ -115,10 +171,25 @@ def _call(tool: dict[str, Any], at: float | None) -> ToolCall:
     return call
 
 
+def _summary(head: dict[str, Any]) -> tuple[str, str] | None:
+    """The summary `latestConversationSummary` holds and the last bubble it covers: `{summary:
+    {summary, truncationLastBubbleIdInclusive, clientShouldStartSendingFromInclusiveBubbleId,
+    previousConversationSummaryBubbleId, includesToolResults, strategy}, lastBubbleId}` (Cursor's
+    `aiserver.v1.ConversationSummary`), or its fields one level up as some readers document it."""
+    latest = field_dict(head, "latestConversationSummary")
+    inner = latest.get("summary")
+    summary = inner if isinstance(inner, dict) else latest
+    text, last = summary.get("summary"), summary.get("truncationLastBubbleIdInclusive")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return text, last if isinstance(last, str) else ""
+
+
 class CursorTurnBuilder(CallsBuilder):
     def __init__(self) -> None:
         super().__init__()
         self.status: str | None = None
+        self.summary: tuple[str, str] | None = None  # (the summary, the last bubble it covers)
 
     def feed(self, record: Record) -> None:
         rec = record.data
@@ -126,11 +197,44 @@ class CursorTurnBuilder(CallsBuilder):
             head = field_dict(rec, "composer")
             self.version = f"v{head['_v']}" if isinstance(head.get("_v"), int) else None
             self.status = head.get("status") if isinstance(head.get("status"), str) else None
+            self.summary = _summary(head)
             if head.get("error"):
                 raise ValueError(head["error"])
             return
+        if rec.get("type") == "subagent":
+            return self._subagent(rec)
         if rec.get("type") != "bubble":
             return self.unknown_type(str(rec.get("type")))
+        self._bubble(record)
+        bubble = field_dict(rec, "bubble")
+        summary = self.summary
+        if (
+            summary
+            and summary[1]
+            and summary[1] in (rec.get("bubbleId"), bubble.get("serverBubbleId"))
+        ):
+            self._compaction(summary[0], parse_time(bubble.get("createdAt")), record.end)
+
+    def _subagent(self, rec: dict[str, Any]) -> None:
+        """A sub-composer spawned here: a subagent run of the current turn (its own file)."""
+        child = rec.get("composerId")
+        if isinstance(child, str) and child and self.turns:
+            kind = "best-of-n" if rec.get("isBestOfNSubcomposer") is True else None
+            self.turns[-1].subagents[child] = SubagentRun(child, kind, None)
+
+    def _compaction(self, text: str, at: float | None, end: int) -> None:
+        """The summary that replaced the history up to here: a compaction turn the agent's next
+        bubbles continue, as Claude Code's compaction summary opens one."""
+        if self.turns and self.turns[-1].end == "open":
+            self.turns[-1].end = "superseded"
+        turn = prompt_turn(self.index, at, text, end, end, origin="compaction")
+        turn.compactions = 1
+        self.turns.append(turn)
+        self.index += 1
+        self.summary = None
+
+    def _bubble(self, record: Record) -> None:
+        rec = record.data
         bubble = rec.get("bubble")
         if not isinstance(bubble, dict):
             raise ValueError(f"bubble {rec.get('bubbleId')} is missing or not JSON")
@@ -157,11 +261,14 @@ class CursorTurnBuilder(CallsBuilder):
 
     def end(self) -> None:
         """The last turn ends unless Cursor is still generating it (`status`)."""
+        if self.summary and self.turns:  # the bubble it ends at is gone: the summary is kept
+            self.turns[-1].compactions += 1
+            self.turns[-1].synthetic_text += self.summary[0]
         if self.turns and self.turns[-1].end == "open" and self.status != "generating":
             turn = self.turns[-1]
             turn.end, turn.ended_at = "ended", turn.last_at
             turn.reason = FAILED.get(self.status or "") or (
-                "completed" if turn.final_text else "interrupted"
+                "completed" if turn.final_text or turn.is_compaction else "interrupted"
             )
 
 
@@ -191,6 +298,20 @@ def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]
     return out
 
 
+def _session(cid: str, folders: dict[str, tuple[str, str]], name: Any, db: Path) -> SessionSource:
+    """The session of the top composer `cid` (its files added by the caller)."""
+    bucket, folder = folders.get(cid, (SOURCE, ""))
+    return SessionSource(
+        SOURCE,
+        cid,
+        bucket,
+        [folder] if folder else [],
+        name if isinstance(name, str) else None,
+        db.parent,
+        [],
+    )
+
+
 def _user_dir(path: Path) -> Path | None:
     for user in (path, path.parent, path.parent.parent):
         if is_file(user / "globalStorage" / DB) and (
@@ -214,24 +335,27 @@ def discover(path: Path) -> Discovery | None:
         return found if found.skipped else None
     folders = composer_folders(user, found)
     out = export_dir(db, SOURCE)
-    for c in composers:
-        if not c["bubbles"]:
-            continue  # opened and closed without a message
+    said = [c for c in composers if c["bubbles"]]  # one without a message was never sent
+    parent = parents(said)  # a sub-composer of one never sent: a session of its own
+    spawned: dict[str, list[dict[str, Any]]] = {}
+    for c in said:
+        if c["id"] in parent:
+            spawned.setdefault(parent[c["id"]], []).append(c)
+    names = {c["id"]: c["head"].get("name") for c in composers}
+    by_id: dict[str, SessionSource] = {}
+    for c in said:
         export = export_path(out, c["id"])
-        write_export(export, export_lines(c))
-        bucket, folder = folders.get(c["id"], (SOURCE, ""))
-        name = c["head"].get("name")
-        found.sessions.append(
-            SessionSource(
-                SOURCE,
-                c["id"],
-                bucket,
-                [folder] if folder else [],
-                name if isinstance(name, str) else None,
-                db.parent,
-                [SourceFile("main", "composer.jsonl", export, whole=True)],
+        write_export(export, export_lines(c, spawned.get(c["id"])))
+        root = root_of(c["id"], parent) if c["id"] in parent else None
+        if root is not None and root != c["id"]:  # a subagent: archived with its top composer
+            by_id.setdefault(root, _session(root, folders, names.get(root), db))
+            by_id[root].files.append(
+                SourceFile(c["id"], f"subagents/{c['id']}.jsonl", export, whole=True)
             )
-        )
+            continue
+        by_id.setdefault(c["id"], _session(c["id"], folders, names.get(c["id"]), db))
+        by_id[c["id"]].files.insert(0, SourceFile("main", "composer.jsonl", export, whole=True))
+    found.sessions += [s for s in by_id.values() if s.files and s.files[0].agent == "main"]
     chats = vscode_chat.discover(user) if is_dir(path) else None
     if chats is not None:
         found.sessions += chats.sessions

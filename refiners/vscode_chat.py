@@ -10,6 +10,9 @@ whole. A request is a turn: `message.text` the prompt, `response` its parts (mar
 `thinking`, `toolInvocationSerialized` calls with their `toolSpecificData`), `result`
 (`timings`, `errorDetails`, Copilot's `metadata.toolCallRounds`/`toolCallResults`: the calls'
 arguments and outputs), `modelState` (1 done, 2 cancelled, 3 failed) and usage when written.
+A `runSubagent` call (`toolSpecificData` `{kind: "subagent", description, agentName, prompt,
+result}`) is a subagent run of its turn: its prompt, the calls marked with its
+`subAgentInvocationId`, its result the answer.
 
 `workspace.json` beside `chatSessions/` names the folder (a `file://` or remote URI): the work
 dir. VS Code, its Insiders build, VSCodium and Cursor share the layout.
@@ -26,7 +29,7 @@ from . import cline
 from .disk import LINE_MAX, SNAPSHOT_MAX, is_dir, is_file, load_json, read_bounded
 from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import prompt_turn
-from .model import ParseResult, Problem, Step, ToolCall, Turn, epoch
+from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, listing, register
 
 SOURCE = "copilot-chat"
@@ -151,6 +154,29 @@ def _call(part: dict[str, Any], meta: dict[str, Any], rounds: dict[str, Any]) ->
     return call
 
 
+def subagent_run(
+    cid: str, call: ToolCall | None, data: dict[str, Any], calls: list[ToolCall], at: float | None
+) -> SubagentRun:
+    """The subagent the call `cid` ran (`runSubagent`; its `toolSpecificData` `{kind:
+    "subagent", description, agentName, prompt, result}`) as one turn: its prompt, the calls
+    marked with its `subAgentInvocationId`, its result the answer (and the call's output when
+    the request's results do not hold it). Calls whose `runSubagent` call is not in the request
+    still make its run (`call` None)."""
+    prompt = data.get("prompt") or data.get("description")
+    sub = prompt_turn(0, at, prompt if isinstance(prompt, str) else "", 0, legacy=False)
+    if calls:
+        sub.steps.append(Step(n=1, tool_calls=calls))
+    answer = data.get("result")
+    if isinstance(answer, str) and answer:
+        sub.steps.append(Step(n=len(sub.steps) + 1, text=answer))
+        if call is not None and call.result is not None and not call.output_text:
+            call.result["output"] = answer
+    if call is not None and call.result is not None:
+        sub.end, sub.reason = "ended", "failed" if call.result["is_error"] else "completed"
+    agent = data.get("agentName")
+    return SubagentRun(cid, agent if isinstance(agent, str) else None, cid, [sub])
+
+
 def request_turn(index: int, req: dict[str, Any]) -> Turn:
     at = epoch(req.get("timestamp"), 1000.0)
     turn = prompt_turn(index, at, _text(field_dict(req, "message").get("text")), 0, legacy=False)
@@ -163,12 +189,21 @@ def request_turn(index: int, req: dict[str, Any]) -> Turn:
         if isinstance(c, dict)
     }
     step = Step(n=1)
+    runs: dict[str, tuple[ToolCall, dict[str, Any]]] = {}  # a `runSubagent` call's id -> it
+    inside: dict[str, list[ToolCall]] = {}  # a subagent's calls, by the call that runs it
     for part in field_list(req, "response"):
         if not isinstance(part, dict):
             continue
         kind = part.get("kind")
-        if kind == "toolInvocationSerialized":
-            step.tool_calls.append(_call(part, meta, rounds))
+        parent = part.get("subAgentInvocationId")
+        if kind == "toolInvocationSerialized" and isinstance(parent, str) and parent:
+            inside.setdefault(parent, []).append(_call(part, meta, rounds))
+        elif kind == "toolInvocationSerialized":
+            call = _call(part, meta, rounds)
+            step.tool_calls.append(call)
+            data = field_dict(part, "toolSpecificData")
+            if data.get("kind") == "subagent" or call.name == "runSubagent":
+                runs[call.id] = (call, data)
         elif kind == "thinking":
             step.think += _text(part.get("value"))
         elif kind in (None, "markdownContent") and (
@@ -180,6 +215,9 @@ def request_turn(index: int, req: dict[str, Any]) -> Turn:
             step.text += text
     if step.text or step.think or step.tool_calls:
         turn.steps.append(step)
+    for cid in dict.fromkeys([*runs, *inside]):
+        spawn, data = runs.get(cid) or (None, {})
+        turn.subagents[cid] = subagent_run(cid, spawn, data, inside.get(cid, []), at)
     for usage in (field_dict(req, "usage"), field_dict(result, "usage"), meta):
         turn.usage["input_other"] += as_int(usage.get("promptTokens"))
         turn.usage["output"] += as_int(usage.get("completionTokens") or usage.get("outputTokens"))
@@ -195,6 +233,9 @@ def request_turn(index: int, req: dict[str, Any]) -> Turn:
             done = at + elapsed / 1000.0
         turn.end, turn.reason, turn.ended_at = "ended", reason, done
         turn.last_at = done or at
+        for run in turn.subagents.values():  # one its request ended before it did: stopped
+            for sub in (t for t in run.turns if t.end == "open"):
+                sub.end, sub.reason = "ended", "interrupted"
     return turn
 
 

@@ -125,6 +125,126 @@ EXTENSIONS = [
 ]
 
 
+BASIC = {  # a basic compaction's first message (cline/cline sdk fixtures' shape)
+    "role": "user",
+    "content": [
+        {"type": "text", "text": "Run echo hi in the shell"},
+        {
+            "type": "text",
+            "text": "<SYSTEM_NOTICE>\nEarlier context was compacted. Ran echo hi.\n</SYSTEM_NOTICE>",
+        },
+    ],
+    "metadata": {"kind": "compaction", "reason": "manual_compaction", "messagesRemoved": 10},
+}
+AGENTIC = {  # an agentic compaction's summary message
+    "role": "user",
+    "content": [{"type": "text", "text": "Context summary:\n\n## Goal\nRun commands."}],
+    "metadata": {
+        "kind": "compaction_summary",
+        "summary": "## Goal\nRun commands.",
+        "tokensBefore": 9,
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("count", "first", "summary", "cut"),
+    [
+        (12, BASIC, "Earlier context was compacted. Ran echo hi.", False),  # between two turns
+        (11, AGENTIC, "## Goal\nRun commands.", True),  # mid-turn, before the model's answer
+    ],
+)
+def test_a_cline_3_compaction_is_a_compaction_turn_after_the_messages_it_replaced(
+    tmp_path: Path, count: int, first: dict[str, Any], summary: str, cut: bool
+) -> None:
+    home = tmp_path / "dot-cline"
+    shutil.copytree(CLINE, home)
+    folder = home / "data" / "sessions" / SID
+    state = {"version": 1, "updated_at": "2026-12-05T10:00:00.000Z", "agent": "lead"}
+    state |= {"sessionId": SID, "source_message_count": count, "messages": [first]}
+    (folder / f"{SID}.compaction.json").write_text(json.dumps(state), encoding="utf-8")
+    [session] = discover(home).sessions
+    assert [f.rel for f in session.snapshots] == [f"{SID}.json", f"{SID}.compaction.json"]
+    turns = cline.parse_wire(session.files[0].path).turns
+    assert [(t.index, t.origin, t.user_text) for t in turns] == [
+        (0, "user", PROMPTS[0]),
+        (1, "user", PROMPTS[1]),
+        (2, "user", PROMPTS[2]),
+        (3, "compaction", summary),
+        *((k + 1, "user", p) for k, p in enumerate(PROMPTS[3:], 3)),
+    ]
+    third, compaction = turns[2], turns[3]
+    assert (compaction.compactions, compaction.started_at, compaction.status) == (
+        1,
+        1796464800.0,
+        "completed",
+    )
+    assert calls(third) == [
+        ("run_commands", shell("ls /nonexistent-archive-mcp-dir"), "error")
+    ]  # its result kept
+    # the model's answer after the compaction is the compaction turn's when it cut in
+    assert (third.final_text, compaction.final_text) == (
+        ("", answer(PROMPTS[2])) if cut else (answer(PROMPTS[2]), "")
+    )
+    assert third.status == "completed"
+    archive = Archive(embedder=None)
+    archive.ingest(home)
+    kinds = archive.turns("all").filter(pl.col("agent") == "main").sort("turn").collect()["kinds"]
+    assert ["compaction" in k for k in kinds.to_list()] == [False] * 3 + [True] + [False] * 4
+
+
+def task_messages(*texts: tuple[str, str]) -> list[dict[str, Any]]:
+    return [{"role": r, "content": [{"type": "text", "text": t}]} for r, t in texts]
+
+
+@pytest.mark.parametrize(
+    ("tool", "result", "kept"),
+    [
+        ("summarize_task", "This session is being continued from a previous conversation", True),
+        (
+            "condense",
+            "The user has accepted the condensed conversation summary you generated.",
+            True,
+        ),
+        (
+            "condense",
+            "The user provided feedback on the summary:\n<feedback>\nshorter\n</feedback>",
+            False,
+        ),
+    ],
+)
+def test_an_extension_task_s_condense_or_summarize_task_summary_is_a_compaction_turn(
+    tmp_path: Path, tool: str, result: str, kept: bool
+) -> None:
+    task = tmp_path / "saoudrizwan.claude-dev" / "tasks" / "1764900000000"
+    task.mkdir(parents=True)
+    env = "<environment_details>\n# Current Working Directory (/w/p) Files\n</environment_details>"
+    messages = task_messages(
+        ("user", f"<task>\nFix the bug\n</task>\n{env}"),
+        ("assistant", "<execute_command>\n<command>pytest</command>\n</execute_command>"),
+        ("user", "[execute_command for 'pytest'] Result:\n1 failed"),
+        ("assistant", f"<{tool}>\n<context>Fixing test_b; pytest fails.</context>\n</{tool}>"),
+        ("user", f"[{tool}] Result:\n{result}"),
+        ("assistant", "<attempt_completion>\n<result>Fixed.</result>\n</attempt_completion>"),
+    )
+    (task / "api_conversation_history.json").write_text(json.dumps(messages), encoding="utf-8")
+    [session] = discover(tmp_path / "saoudrizwan.claude-dev").sessions
+    turns = cline.parse_wire(session.files[0].path).turns
+    if not kept:  # the user asked for another summary: no compaction
+        assert [(t.origin, t.user_text, t.final_text) for t in turns] == [
+            ("user", "Fix the bug", "Fixed.")
+        ]
+        return
+    assert [(t.origin, t.user_text, t.final_text, t.status, t.compactions) for t in turns] == [
+        ("user", "Fix the bug", "", "completed", 0),
+        ("compaction", "Fixing test_b; pytest fails.", "Fixed.", "completed", 1),
+    ]
+    assert [(c.name, c.status) for c in turns[0].tool_calls] == [
+        ("execute_command", "ok"),
+        (tool, "ok"),
+    ]
+
+
 @pytest.mark.parametrize(("folder", "source", "task", "cwd"), EXTENSIONS)
 def test_an_extension_task_reads_turns_calls_answers_and_usage(
     folder: str, source: str, task: str, cwd: str

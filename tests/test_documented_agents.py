@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 import pytest
 from archive_mcp.refiners import cursor, cursor_cli, discover, vscode_chat
+from archive_mcp.refiners.fields import parse_time
 from archive_mcp.refiners.model import Turn
 from archive_mcp.workspaces import workspace_id
 
@@ -160,6 +161,151 @@ def test_a_missing_or_broken_cursor_bubble_is_reported_and_the_rest_archived(
     ]
 
 
+def bubbles(cid: str, *specs: tuple[str, int, Any]) -> dict[str, Any]:
+    """`bubbleId:` rows of composer `cid`: (bubble id, type, text or toolFormerData)."""
+    rows: dict[str, Any] = {}
+    for n, (bid, kind, what) in enumerate(specs):
+        bubble = {"_v": 3, "type": kind, "createdAt": f"2026-12-05T10:00:{n:02d}Z"}
+        bubble.update({"toolFormerData": what} if isinstance(what, dict) else {"text": what})
+        rows[f"bubbleId:{cid}:{bid}"] = bubble
+    return rows
+
+
+def heads(*specs: tuple[str, int, Any]) -> list[dict[str, Any]]:
+    return [{"bubbleId": b, "type": t} for b, t, _ in specs]
+
+
+def test_cursor_sub_composers_are_subagents_of_their_turn_and_a_summary_is_a_compaction_turn(
+    tmp_path: Path,
+) -> None:
+    shell = {"name": "run_terminal_cmd", "toolCallId": "t1", "rawArgs": '{"command": "pytest"}'}
+    shell |= {"status": "completed", "result": '{"output": "3 passed"}'}
+    parent = [("u1", 1, "Run the tests"), ("a1", 2, shell), ("a2", 2, "They pass.")]
+    parent += [("u2", 1, "Now tidy up"), ("a3", 2, "Tidied.")]
+    scout = [("su1", 1, "Find the test command"), ("sa1", 2, "It is pytest.")]
+    alt = [("bu1", 1, "Now tidy up"), ("ba1", 2, "Tidied differently.")]
+    summary = {"summary": "Ran the tests: 3 passed.", "truncationLastBubbleIdInclusive": "a2"}
+    summary |= {"clientShouldStartSendingFromInclusiveBubbleId": "u2", "includesToolResults": True}
+    user = cursor_db(
+        tmp_path,
+        {
+            "composerData:p": {
+                "_v": 10,
+                "composerId": "p",
+                "name": "Tests",
+                "status": "completed",
+                "fullConversationHeadersOnly": heads(*parent),
+                "subComposerIds": ["alt"],
+                "subagentComposerIds": ["scout"],
+                "latestConversationSummary": {"summary": summary, "lastBubbleId": "a3"},
+            },
+            # spawned when the parent had two bubbles: in the first turn
+            "composerData:scout": {
+                "_v": 10,
+                "composerId": "scout",
+                "status": "completed",
+                "subagentInfo": {"parentComposerId": "p", "conversationLengthAtSpawn": 2},
+                "fullConversationHeadersOnly": heads(*scout),
+            },
+            # a Best-of-N sibling the parent lists; it does not say when: the last turn's
+            "composerData:alt": {
+                "_v": 10,
+                "composerId": "alt",
+                "status": "completed",
+                "isBestOfNSubcomposer": True,
+                "fullConversationHeadersOnly": heads(*alt),
+            },
+            **bubbles("p", *parent),
+            **bubbles("scout", *scout),
+            **bubbles("alt", *alt),
+        },
+    )
+    [session] = discover(user).sessions  # the sub-composers are no sessions of their own
+    assert (session.session_id, session.title) == ("p", "Tests")
+    assert [(f.agent, f.rel, f.whole) for f in session.files] == [
+        ("main", "composer.jsonl", True),
+        ("alt", "subagents/alt.jsonl", True),
+        ("scout", "subagents/scout.jsonl", True),
+    ]
+    result = cursor.parse_wire(session.files[0].path)
+    assert (result.problems, result.unknown_types) == ([], {})
+    assert [
+        (t.index, t.origin, t.user_text, t.final_text, t.status, t.compactions)
+        for t in result.turns
+    ] == [
+        (0, "user", "Run the tests", "They pass.", "completed", 0),
+        (1, "compaction", "Ran the tests: 3 passed.", "", "completed", 1),
+        (2, "user", "Now tidy up", "Tidied.", "completed", 0),
+    ]
+    assert result.turns[1].started_at == parse_time("2026-12-05T10:00:02Z")
+    assert [
+        [(a, r.agent_id, r.subagent_type, r.parent_tool_call_id) for a, r in t.subagents.items()]
+        for t in result.turns
+    ] == [[("scout", "scout", None, None)], [], [("alt", "alt", "best-of-n", None)]]
+    scout_turns = cursor.parse_wire(session.files[2].path).turns
+    assert [(t.user_text, t.final_text) for t in scout_turns] == [
+        ("Find the test command", "It is pytest.")
+    ]
+    archive = Archive(embedder=None)
+    assert archive.ingest(user).turns_added == 5
+    rows = archive.turns("all").sort("agent", "turn").collect()
+    assert [
+        (r["agent"], r["turn"], "compaction" in r["kinds"]) for r in rows.iter_rows(named=True)
+    ] == [
+        ("alt", 0, False),
+        ("main", 0, False),
+        ("main", 1, True),
+        ("main", 2, False),
+        ("scout", 0, False),
+    ]
+
+
+def test_a_cursor_summary_whose_bubble_is_gone_stays_on_the_last_turn_and_no_sub_composer_is_lost(
+    tmp_path: Path,
+) -> None:
+    talk = [("u1", 1, "hello"), ("a1", 2, "hi")]
+    gone = {"summary": {"summary": "Said hello.", "truncationLastBubbleIdInclusive": "old"}}
+    user = cursor_db(
+        tmp_path,
+        {
+            "composerData:x": {
+                "composerId": "x",
+                "fullConversationHeadersOnly": heads(*talk),
+                "latestConversationSummary": gone,
+                "subComposerIds": ["y"],
+            },
+            "composerData:y": {
+                "composerId": "y",
+                "fullConversationHeadersOnly": heads(*talk),
+                "subComposerIds": ["x"],
+            },
+            # spawned by a composer never sent (no bubble): a session of its own
+            "composerData:empty": {"composerId": "empty", "fullConversationHeadersOnly": []},
+            "composerData:z": {
+                "composerId": "z",
+                "fullConversationHeadersOnly": heads(*talk),
+                "subagentInfo": {"parentComposerId": "empty"},
+            },
+            **bubbles("x", *talk),
+            **bubbles("y", *talk),
+            **bubbles("z", *talk),
+        },
+    )
+    found = discover(user)
+    assert [(s.session_id, [f.agent for f in s.files]) for s in found.sessions] == [
+        ("x", ["main"]),
+        ("y", ["main"]),
+        ("z", ["main"]),
+    ]
+    [turn] = cursor.parse_wire(found.sessions[0].files[0].path).turns
+    assert (turn.origin, turn.compactions, turn.synthetic_text, turn.status) == (
+        "user",
+        1,
+        "Said hello.",
+        "completed",
+    )
+
+
 def test_a_corrupt_or_locked_cursor_store_is_reported_and_vs_code_s_own_store_is_not_cursor(
     tmp_path: Path,
 ) -> None:
@@ -274,6 +420,68 @@ def test_vs_code_chat_json_and_jsonl_sessions_turns_calls_status_usage(tmp_path:
     assert (first.started_at, first.ended_at) == (1764900060.0, 1764900064.0)
     assert doc.turns[1].thinking == "Create the file."
     assert doc.turns[0].tool_calls[0].output_text == "hi"  # toolCallResults
+
+
+def invocation(cid: str, tool: str, data: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """A `toolInvocationSerialized` response part, complete and confirmed."""
+    part = {"kind": "toolInvocationSerialized", "toolId": tool, "toolCallId": cid}
+    return part | {"isComplete": True, "isConfirmed": True, "toolSpecificData": data} | more
+
+
+def test_a_copilot_chat_run_subagent_call_is_a_subagent_run_whose_answer_is_the_call_s_result(
+    tmp_path: Path,
+) -> None:
+    grep = {"kind": "input", "rawInput": {"query": "def test_"}}
+    shell = {"kind": "terminal", "commandLine": {"original": "pytest -q"}}
+    shell |= {
+        "terminalCommandState": {"exitCode": 1},
+        "terminalCommandOutput": {"text": "1 failed"},
+    }
+    scout = {"kind": "subagent", "description": "Find the tests", "agentName": "Explore"}
+    scout |= {"prompt": "Find the tests and run them", "result": "One test fails: test_b."}
+    lost = {"kind": "subagent", "description": "Check the docs", "prompt": "Read the docs"}
+    response = [
+        {"value": "I will ask a subagent."},
+        invocation("call_1", "runSubagent", scout),
+        invocation("c2", "copilot_findTextInFiles", grep, subAgentInvocationId="call_1"),
+        invocation("c3", "run_in_terminal", shell, subAgentInvocationId="call_1"),
+        invocation("call_4", "runSubagent", lost, isComplete=False),  # stopped while it ran
+        {"value": "test_b fails."},
+    ]
+    request = {"requestId": "r1", "timestamp": 1764900000000, "message": {"text": "Run the tests"}}
+    request |= {"response": response, "modelState": {"value": 1, "completedAt": 1764900009000}}
+    chats = tmp_path / "User" / "workspaceStorage" / "h1" / "chatSessions"
+    chats.mkdir(parents=True)
+    (chats / "s1.json").write_text(json.dumps({"version": 3, "requests": [request]}), "utf-8")
+    [turn] = vscode_chat.parse_wire(chats / "s1.json").turns
+    assert [(c.name, c.status, c.output_text) for c in turn.tool_calls] == [
+        ("runSubagent", "ok", "One test fails: test_b."),  # the subagent's answer
+        ("runSubagent", "no_result", ""),
+    ]
+    assert (turn.final_text, turn.status) == ("test_b fails.", "completed")
+    assert [
+        (a, r.subagent_type, r.parent_tool_call_id, len(r.turns)) for a, r in turn.subagents.items()
+    ] == [("call_1", "Explore", "call_1", 1), ("call_4", None, "call_4", 1)]
+    done, stopped = (r.turns[0] for r in turn.subagents.values())
+    assert (done.user_text, done.final_text, done.status, calls(done)) == (
+        "Find the tests and run them",
+        "One test fails: test_b.",
+        "completed",
+        [("copilot_findTextInFiles", "None", "ok"), ("run_in_terminal", "pytest -q", "error")],
+    )
+    assert (stopped.user_text, stopped.final_text, stopped.status) == (
+        "Read the docs",
+        "",
+        "interrupted",  # its request ended first
+    )
+    archive = Archive(embedder=None)
+    assert archive.ingest(tmp_path / "User").turns_added == 3
+    rows = archive.turns("all").sort("agent").collect()
+    assert rows.select("agent", "turn", "user_text").rows() == [
+        ("call_1", 0, "Find the tests and run them"),
+        ("call_4", 0, "Read the docs"),
+        ("main", 0, "Run the tests"),
+    ]
 
 
 def test_a_bad_vs_code_change_line_is_reported_and_the_rest_replayed(tmp_path: Path) -> None:

@@ -586,3 +586,68 @@ def test_a_goose_extensions_mapping_written_inline_is_edited_structurally() -> N
         "extensions": {"developer": {"type": "builtin"}},
         "X": 1,
     }
+
+
+GOOSE_BY_HAND = """# Goose's config
+GOOSE_PROVIDER: openai  # the provider
+extensions:
+  # built-in tools
+  developer:
+    enabled: true
+    type: builtin
+
+  "archive-mcp":
+    cmd: archive-mcp
+    args: [serve]   # stdio
+    enabled: true
+    # a note under it
+    type: stdio
+
+  memory:
+    enabled: false
+GOOSE_MODEL: x
+"""
+
+
+def test_goose_uninstall_without_its_install_record_cuts_only_the_block_comments_kept() -> None:
+    path = config_file("goose")
+    path.parent.mkdir(parents=True)
+    path.write_text(GOOSE_BY_HAND, encoding="utf-8")  # added by hand: no install record
+    code, out = run("uninstall", "goose", "--yes")
+    assert code == 0, out
+    assert path.read_text(encoding="utf-8") == GOOSE_BY_HAND.replace(
+        GOOSE_BY_HAND[GOOSE_BY_HAND.index('  "archive-mcp":') : GOOSE_BY_HAND.index("\n  memory:")],
+        "",
+    )
+    assert path.read_text(encoding="utf-8").count("\n\n\n") == 1  # both blank lines kept
+
+
+def test_goose_uninstall_of_the_only_extension_by_hand_leaves_an_empty_mapping() -> None:
+    path = config_file("goose")
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "extensions:  # mine\n  archive-mcp:\n    cmd: archive-mcp\n\nGOOSE_MODEL: x\n",
+        encoding="utf-8",
+    )
+    assert run("uninstall", "goose", "--yes")[0] == 0
+    assert path.read_text(encoding="utf-8") == "extensions: {}  # mine\n\nGOOSE_MODEL: x\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "extensions: {archive-mcp: {cmd: archive-mcp}}  # mine\n",  # a dump would lose the comment
+        "extensions:\n  archive-mcp: &ours\n    cmd: archive-mcp\n  copy: *ours\n",  # an alias to it
+    ],
+)
+def test_goose_uninstall_refuses_when_it_cannot_cut_the_block_out_alone(text: str) -> None:
+    path = config_file("goose")
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    code, out = run("uninstall", "goose", "--yes")
+    assert (code, out) == (
+        1,
+        f"Error: could not take archive-mcp out of {path} without rewriting the rest of it (its "
+        "comments and layout); delete the `archive-mcp:` entry under `extensions:` by hand\n",
+    )
+    assert path.read_text(encoding="utf-8") == text

@@ -1,0 +1,109 @@
+"""The turns built from Cline's messages, either format (`cline.py`): prompts, steps, tool
+results with the user's decisions in them (a denial and its feedback, an answered question), the
+usage of each model call and compactions (a summary that replaced the history)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import answers
+from .fields import as_int
+from .lines import prompt_turn
+from .model import Problem, Step, ToolCall, Turn
+
+_TAG = r"<{0}>\s*(.*?)\s*</{0}>"
+# the tools whose `context` is the summary that replaces the history (`/smol`, auto-compaction)
+COMPACT_TOOLS = ("condense", "summarize_task")
+_DENIED = "the user denied this operation"
+_REJECTED = "rejected by the user"
+
+
+def between(tag: str, text: str) -> str | None:
+    found = re.search(_TAG.format(tag), text, re.S)
+    return found.group(1) if found else None
+
+
+def add_usage(turn: Turn, metrics: dict[str, Any]) -> None:
+    turn.usage["input_other"] += as_int(metrics.get("inputTokens", metrics.get("tokensIn")))
+    turn.usage["output"] += as_int(metrics.get("outputTokens", metrics.get("tokensOut")))
+    turn.usage["input_cache_read"] += as_int(
+        metrics.get("cacheReadTokens", metrics.get("cacheReads"))
+    )
+    turn.usage["input_cache_creation"] += as_int(
+        metrics.get("cacheWriteTokens", metrics.get("cacheWrites"))
+    )
+
+
+class ClineTurns:
+    """The turns being built and the calls still waiting for their result, by id."""
+
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.calls: dict[str, ToolCall] = {}
+        self.problems: list[Problem] = []
+
+    def open(self, text: str, at: float | None, origin: str | None = None) -> Turn:
+        if self.turns and self.turns[-1].end == "open":
+            self.turns[-1].end = "superseded"
+        turn = prompt_turn(len(self.turns), at, text, 0, origin=origin, legacy=False)
+        self.turns.append(turn)
+        self.calls = {}
+        return turn
+
+    def compaction(self, summary: str, at: float | None) -> None:
+        """The summary that replaced the history: a compaction turn the agent's next replies
+        continue (as Claude Code's compaction summary opens one). The turn it cuts into goes on
+        in it: that turn is done, and its calls still take their results."""
+        calls, last = self.calls, self.turns[-1] if self.turns else None
+        if last is not None and last.end == "open":
+            last.end, last.reason = "superseded", "completed"
+        self.open(summary, at, "compaction").compactions = 1
+        self.calls = calls
+
+    def compacted(self, call: ToolCall, output: str, at: float | None) -> None:
+        """After the result of `call`: a compaction when it is a `condense` / `summarize_task`
+        call the user did not answer with feedback (feedback asks for another summary)."""
+        if call.name in COMPACT_TOOLS and call.approval is None and "<feedback>" not in output:
+            self.compaction(str(call.args.get("context") or output), at)
+
+    def ended(self) -> None:
+        """A compaction the file ends with (nothing after it yet) is complete."""
+        last = self.turns[-1] if self.turns else None
+        if last is not None and last.is_compaction and last.end == "open" and not last.steps:
+            last.end, last.reason = "ended", "completed"
+
+    def step(self, text: str = "", think: str = "") -> Step | None:
+        if not self.turns:
+            return None
+        cur = self.turns[-1]
+        step = Step(n=len(cur.steps) + 1, text=text, think=think)
+        cur.steps.append(step)
+        return step
+
+    def finish(self, reason: str = "completed") -> None:
+        if self.turns:
+            self.turns[-1].end, self.turns[-1].reason = "ended", reason
+
+    def result(self, call: ToolCall, output: str, is_error: bool, at: float | None) -> None:
+        low = output[:600].lower()
+        said: list[str] = []
+        if _DENIED in low or _REJECTED in low:
+            call.approval = "reject"
+            words = between("feedback", output)
+            said = [
+                f"[feedback on {call.name}] {answers._clip(words)}"
+                if words and words.strip()
+                else f"[rejected {call.name}]"
+            ]
+        elif call.name == "ask_followup_question" and (reply := between("answer", output)):
+            question = str(call.args.get("question") or "")
+            said = [f"[answer] {answers._clip(f'{question} → {reply}')}"]
+        call.result = {
+            "is_error": is_error or call.approval == "reject",
+            "message": "",
+            "output": output,
+        }
+        call.result_at = at
+        if said and self.turns:
+            self.turns[-1].answers += said
