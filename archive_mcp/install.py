@@ -36,9 +36,8 @@ Where each agent reads user-scope MCP servers:
 - goose: `~/.config/goose/config.yaml` (`$GOOSE_PATH_ROOT/config`, `$XDG_CONFIG_HOME`),
   `extensions`, a stdio extension as Goose's docs show it (`name`, `cmd`, `args`, `enabled`,
   `envs`, `type`, `timeout`); the block is inserted under `extensions:` as text
-- crush: `~/.config/crush/crush.json` (`$CRUSH_GLOBAL_CONFIG`, `$XDG_CONFIG_HOME`), `mcp`, an entry
-  `{"type": "stdio", "command", "args"}` (its `MCPConfig`; Crush still reads this JSON beside the
-  `crushrc` it now prefers)
+- crush: `~/.config/crush/crush.json` (`$CRUSH_GLOBAL_CONFIG`, `$XDG_CONFIG_HOME`), `mcp`, a
+  `{"type": "stdio", "command", "args"}` entry (its `MCPConfig`; read beside its newer `crushrc`)
 """
 
 from __future__ import annotations
