@@ -282,6 +282,34 @@ def test_a_search_with_more_queries_answers_each_under_its_own_heading(tmp_path:
     ]
 
 
+def test_a_turn_found_by_two_queries_of_one_search_is_shown_once_then_by_reference(
+    tmp_path: Path,
+) -> None:
+    archive, _ = _archived(tmp_path)
+
+    async def search(args: dict[str, Any]) -> tuple[str, Any]:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool("search_context", {"mode": "lexical", **args})
+            return r.content[0].text, r.structured_content
+
+    text, data = anyio.run(
+        search,
+        {"query": "sync behavior", "also": ["asynchronous sync"], "limit": 1, "detail": "compact"},
+    )
+    assert text == (
+        "## 1 hits for 'sync behavior' (mode lexical)\n"
+        f"- {SID}:0 2026-03-20T10:00 [claude-code] (interrupted, change) — Make the **sync** "
+        "asynchronous\n"
+        "## 1 hits for 'asynchronous sync' (mode lexical)\n"
+        f"- {SID}:0 (above)\n"
+        'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
+    )
+    assert [(g["query"], [h["turn"] for h in g["hits"]]) for g in data["groups"]] == [
+        ("sync behavior", [0]),
+        ("asynchronous sync", [0]),
+    ]
+
+
 def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_is_shown(
     tmp_path: Path,
 ) -> None:

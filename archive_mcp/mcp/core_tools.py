@@ -27,7 +27,7 @@ from archive_mcp.mcp.toolkit import (
     state,
     workspace_of,
 )
-from archive_mcp.refs import TurnRef
+from archive_mcp.refs import TurnRef, turn_ref
 from archive_mcp.render import COMPACT_SUMMARY, hit_text, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.search.engine import FILTER_HELP, Filters, Hit
@@ -194,12 +194,11 @@ def search_context(
 
     def render(kept: list[tuple[int, Hit]], cut: bool) -> str:
         lines = [f"({behind}; these hits are from what is archived so far)"] if behind else []
+        shown_refs: set[str] = set()
         for g, found in enumerate(founds):
             group = of(kept, g)
             lines += [f"## {found.headline(len(group))}"] if also else [found.headline(len(group))]
-            lines += [
-                f"- {hit_text(h, detail, where=names.get(h.workspace_id, ''))}" for h in group
-            ]
+            lines += _hit_lines(group, detail, names, shown_refs)
         if kept:
             lines.append(
                 'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
@@ -469,6 +468,22 @@ def _shape_hit(h: Hit, detail: Detail) -> Hit:
         answer="" if compact else h.answer,
         decisions=[] if compact else h.decisions,
     )
+
+
+def _hit_lines(
+    hits: list[Hit], detail: Detail, names: dict[str, str], shown: set[str]
+) -> list[str]:
+    """One line (or block) a hit; a turn already in `shown` (given under an earlier query of the
+    same call) is its reference only, so a turn found by two queries is read once."""
+    lines = []
+    for h in hits:
+        ref = turn_ref(h.session_id, h.turn, h.agent)
+        where = names.get(h.workspace_id, "")
+        lines.append(
+            f"- {ref} (above)" if ref in shown else f"- {hit_text(h, detail, where=where)}"
+        )
+        shown.add(ref)
+    return lines
 
 
 def _rank_by_rank(founds: list[SearchResults], detail: Detail) -> list[tuple[int, Hit]]:
