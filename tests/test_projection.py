@@ -80,6 +80,26 @@ def test_the_shortlist_gets_the_exact_int8_cosine_and_the_rest_their_estimate(
     assert int(np.argmax(got)) == 42 and not np.allclose(estimate, exact, atol=0.05)
 
 
+def test_rows_without_a_vector_are_never_shortlisted_so_every_row_with_one_is_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(projection, "RANK", 4)
+    monkeypatch.setattr(projection, "SHORTLIST", 150)
+    monkeypatch.setattr(projection, "SAMPLE", 10)
+    rows = _low_rank(np.random.default_rng(9), 300, 64, 16)
+    rows[100:] = 0.0  # 200 turns without a vector, 100 with one: fewer than the shortlist
+    proj, q8, scale = _segment(tmp_path, rows)
+    has = np.abs(rows).sum(axis=1) > 0
+    query = rows[7]
+    estimate = proj.estimates(query)
+    # their estimate stands above some rows with a vector: a shortlist by estimate alone takes them
+    assert int(np.count_nonzero(~has[shortlist(estimate, 150)])) > 0
+    got = proj.cosine(query, q8, scale, has)
+    exact = q8.astype(np.float32) @ query * scale
+    assert np.allclose(got[has], exact[has], atol=1e-6)
+    assert int(np.argmax(got)) == 7
+
+
 def test_a_projection_that_does_not_fit_the_rows_says_to_delete_the_cache(
     tmp_path: Path,
 ) -> None:

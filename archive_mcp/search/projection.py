@@ -120,12 +120,15 @@ class Projection:
         self, query: np.ndarray, rows: np.ndarray, scale: np.ndarray, has: np.ndarray
     ) -> np.ndarray:
         """Every row's cosine with the unit `query`: the exact int8 one (rows × scale) for the
-        `SHORTLIST` rows with the best estimate and for `SAMPLE` rows spread over the index,
+        `SHORTLIST` rows with a vector and the best estimate and for `SAMPLE` rows spread over the index,
         the estimate for the rest, its mean and spread made the sample's exact ones (the
         directions left out carry part of the spread: unmatched, the exact head would stand
         further above the estimated rest than it does)."""
         out = self.estimates(query)
-        near = shortlist(out, SHORTLIST)
+        # rows without a vector are estimated as the mean (mean·q): never shortlisted, so every
+        # exact cosine of the shortlist goes to a row that has one
+        near = shortlist(np.where(has, out, -np.inf), SHORTLIST)
+        near = near[has[near]]
         n = out.size
         sample = np.arange(0, n, max(1, n // SAMPLE))
         sample = sample[has[sample]]
