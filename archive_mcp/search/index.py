@@ -534,8 +534,10 @@ class WorkspaceIndex:
             base_alive = ~stems.is_in(list(dead)).to_numpy()
         self.alive = np.concatenate([base_alive, np.ones(self.segments[1].meta.height, bool)])
         frames = [s.meta for s in self.segments if s.meta.height]
+        # one chunk: a frame read from many row groups gathers a hit's rows chunk by chunk
+        # (35-55 ms for 10 rows at 1M turns, 0.1-0.3 ms rechunked; the rechunk costs 57 ms once)
         self.meta = (
-            pl.concat(frames, how="vertical_relaxed")
+            pl.concat(frames, how="vertical_relaxed").rechunk()
             if frames
             else pl.DataFrame(schema={c: pl.String for c in META_COLUMNS})
         )
