@@ -221,7 +221,11 @@ class Searcher:
             )
         if mode in ("hybrid", "fuzzy"):
             fuzzy_terms = self._fuzzy_terms(q_terms, parts)
-            scores["fuzzy"] = np.concatenate(bm25(parts, fuzzy_terms, alive_parts))
+            if "lexical" in scores and fuzzy_terms == [(t, 1.0) for t in q_terms]:
+                # no term a few edits away: the fuzzy signal is the lexical one, to the bit
+                scores["fuzzy"] = scores["lexical"].copy()
+            else:
+                scores["fuzzy"] = np.concatenate(bm25(parts, fuzzy_terms, alive_parts))
         if mode in ("hybrid", "semantic"):
             reason, q_vec = self._semantic(query, scores)
             if reason and mode == "semantic":  # fall back to what still works
