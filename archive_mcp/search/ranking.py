@@ -70,7 +70,9 @@ def top(scores: np.ndarray, ok: np.ndarray, depth: int = DEPTH) -> list[int]:
         return []
     k = min(depth, cand.size)
     vals = scores[cand]
-    head = np.sort(np.argpartition(-vals, k - 1)[:k])  # ascending: ties keep the index order
+    kth = vals[np.argpartition(-vals, k - 1)[k - 1]]  # the k-th best score
+    above = np.flatnonzero(vals > kth)
+    head = np.sort(np.concatenate([above, np.flatnonzero(vals == kth)[: k - above.size]]))
     return [int(cand[i]) for i in head[np.argsort(-vals[head], kind="stable")]]
 
 
@@ -103,27 +105,33 @@ def normalised(name: str, x: np.ndarray, ok: np.ndarray, depth: int) -> np.ndarr
     return np.clip((np.where(np.isfinite(x), x, lo) - lo) / (hi - lo + 1e-9), 0.0, 1.0)
 
 
+SPARSE = 4  # a signal matching fewer than 1 in SPARSE docs is z-scored from its matches alone
+
+
 def zscored(name: str, x: np.ndarray, ok: np.ndarray) -> np.ndarray:
     """Standard scores over the eligible docs, floored at zero: a signal adds only where a doc
     stands out from its distribution, so a weak signal's noise cannot outvote a confident one."""
-    if name != "semantic":
+    if name != "semantic" and np.count_nonzero(x) * SPARSE < x.size:
         return _zscored_sparse(x, ok)
-    valid = ok & (x > -1.0)
+    semantic = name == "semantic"
+    valid = ok & (x > -1.0) if semantic else ok
     vals = x[valid]
     if vals.size < 2:
         return np.where(valid & (x > 0), 1.0, 0.0).astype(np.float32)
-    mu, sd, hi, lo = float(vals.mean()), float(vals.std()), float(vals.max()), float(vals.min())
+    mu, sd, hi = float(vals.mean()), float(vals.std()), float(vals.max())
+    lo = float(vals.min()) if semantic else 0.0
     # a sliver of the min-max scaled score keeps every match ranked (and above zero) below the mean
     tie = 1e-3 * (x - lo) / (hi - lo) if hi > lo else np.full(x.shape, 1e-3, np.float32)
     z = np.maximum((x - mu) / sd, 0.0) if sd > 1e-9 else 0.0
-    keep = valid & (x > lo)
+    keep = valid & (x > lo) if semantic else valid & (x > 0)
     return np.where(keep, z + tie, 0.0).astype(np.float32)
 
 
 def _zscored_sparse(x: np.ndarray, ok: np.ndarray) -> np.ndarray:
     """`zscored` of a signal that is zero where a doc does not match (BM25), from its nonzero
     scores alone: the mean and spread over every eligible doc are sums over the matches (a
-    zero adds nothing to them), so the work follows the matches, not the archive."""
+    zero adds nothing to them), so the work follows the matches, not the archive (where most
+    docs match, the dense pass is faster: `SPARSE`)."""
     n_valid = int(np.count_nonzero(ok))
     hit = np.flatnonzero(x)
     if n_valid < ok.size:
