@@ -861,3 +861,12 @@ def test_top_ranks_the_positive_eligible_scores_and_breaks_ties_by_row() -> None
     assert top(scores, ok, 2) == [2, 1]
     assert top(scores, ~ok, 3) == [6]
     assert top(np.zeros(3, np.float32), np.ones(3, bool)) == []
+
+
+def test_an_index_gives_the_meta_rows_of_docs_in_the_order_asked(archive: Archive) -> None:
+    ix = archive.index(archive.workspace(WEBAPP)).refresh()
+    assert ix.n_docs >= 3
+    docs = [2, 0, 2, 1]
+    assert ix.meta_rows(docs).equals(ix.meta[docs])
+    empty = ix.meta_rows([])
+    assert empty.height == 0 and empty.schema == ix.meta.schema

@@ -440,14 +440,15 @@ def search_workspaces(
             if why:
                 reasons.append(why if len(workspaces) == 1 else f"{ws.name}: {why}")
         head = fused[:limit]
-        evidences = searcher.evidence([d for d, _, _ in head]) if head else None
+        docs = [d for d, _, _ in head]
+        evidences = searcher.evidence(docs) if head else None
         all_hits += build_hits(
             ws,
-            searcher.index.meta,
-            head,
+            searcher.index.meta_rows(docs),  # the head's rows, numbered as they come
+            [(i, score, signals) for i, (_, score, signals) in enumerate(head)],
             extra["highlight"],
             evidences,
-            searcher.index.texts([d for d, _, _ in head]),
+            searcher.index.texts(docs),
         )
     all_hits.sort(key=lambda h: (-h.score, h.started_at or ""))
     realized_mode = realized_modes.pop() if len(realized_modes) == 1 else "mixed"
