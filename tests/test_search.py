@@ -863,10 +863,18 @@ def test_top_ranks_the_positive_eligible_scores_and_breaks_ties_by_row() -> None
     assert top(np.zeros(3, np.float32), np.ones(3, bool)) == []
 
 
-def test_an_index_gives_the_meta_rows_of_docs_in_the_order_asked(archive: Archive) -> None:
-    ix = archive.index(archive.workspace(WEBAPP)).refresh()
-    assert ix.n_docs >= 3
+def test_the_hits_meta_rows_come_in_the_order_asked_from_a_frame_of_many_chunks(
+    archive: Archive,
+) -> None:
+    import polars as pl
+
+    from archive_mcp.search.engine import meta_rows
+
+    meta = archive.index(archive.workspace(WEBAPP)).refresh().meta
+    assert meta.height >= 3
+    chunked = pl.concat([meta.slice(0, 1), meta.slice(1)], rechunk=False)
+    assert chunked.n_chunks() == 2
     docs = [2, 0, 2, 1]
-    assert ix.meta_rows(docs).equals(ix.meta[docs])
-    empty = ix.meta_rows([])
-    assert empty.height == 0 and empty.schema == ix.meta.schema
+    assert meta_rows(chunked, docs).equals(meta[docs])
+    empty = meta_rows(chunked, [])
+    assert empty.height == 0 and empty.schema == meta.schema

@@ -548,14 +548,6 @@ class WorkspaceIndex:
     def has_vectors(self) -> bool:
         return any(bool(s.has_vector.any()) for s in self.segments)
 
-    def meta_rows(self, docs: list[int]) -> pl.DataFrame:
-        """The `meta` rows of these docs, in this order: one slice each. (A gather of a frame
-        read from many row groups took 35-260 ms for 10 rows at 1M turns, 13 chunks; making it
-        one chunk at load costs a copy of the frame, +210 MB of peak RSS at 1M.)"""
-        if not docs:
-            return self.meta.clear()
-        return pl.concat([self.meta.slice(d, 1) for d in docs])
-
     def texts(self, docs: list[int]) -> list[TurnText]:
         """The text records of these docs (indices over the segments, as `meta` rows)."""
         out = []
