@@ -33,6 +33,13 @@ def _low_rank(rng: np.random.Generator, n: int, dim: int, rank: int) -> np.ndarr
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
+def _sizes(monkeypatch: pytest.MonkeyPatch, rank: int, shortlist: int, sample: int) -> None:
+    """Directions kept, shortlist and sample sizes small enough for a test's few rows."""
+    monkeypatch.setattr(projection, "RANK", rank)
+    monkeypatch.setattr(projection, "SHORTLIST", shortlist)
+    monkeypatch.setattr(projection, "SAMPLE", sample)
+
+
 def test_the_shortlist_takes_the_k_highest_scores_in_row_order() -> None:
     scores = np.array([0.3, 0.9, 0.1, 0.8, 0.5, 0.2], np.float32)
     assert shortlist(scores, 3).tolist() == [1, 3, 4]
@@ -56,9 +63,7 @@ def test_rows_in_the_kept_directions_are_estimated_within_int8_rounding(
 def test_the_shortlist_gets_the_exact_int8_cosine_and_the_rest_their_estimate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(projection, "RANK", 4)
-    monkeypatch.setattr(projection, "SHORTLIST", 20)
-    monkeypatch.setattr(projection, "SAMPLE", 100)
+    _sizes(monkeypatch, rank=4, shortlist=20, sample=100)
     rows = _low_rank(np.random.default_rng(5), 2000, 64, 16)  # more than the 4 directions kept
     rows[40] = 0.0  # a turn without a vector: out of the sample
     proj, q8, scale = _segment(tmp_path, rows)
@@ -78,6 +83,24 @@ def test_the_shortlist_gets_the_exact_int8_cosine_and_the_rest_their_estimate(
     moved = exact[sample].mean() + (estimate[rest] - estimate[sample].mean()) * ratio
     assert np.allclose(got[rest], moved, atol=1e-5) and ratio > 1.0
     assert int(np.argmax(got)) == 42 and not np.allclose(estimate, exact, atol=0.05)
+
+
+def test_rows_without_a_vector_are_never_shortlisted_so_every_row_with_one_is_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _sizes(monkeypatch, rank=4, shortlist=150, sample=10)
+    rows = _low_rank(np.random.default_rng(9), 300, 64, 16)
+    rows[100:] = 0.0  # 200 turns without a vector, 100 with one: fewer than the shortlist
+    proj, q8, scale = _segment(tmp_path, rows)
+    has = np.abs(rows).sum(axis=1) > 0
+    query = rows[7]
+    estimate = proj.estimates(query)
+    # their estimate stands above some rows with a vector: a shortlist by estimate alone takes them
+    assert int(np.count_nonzero(~has[shortlist(estimate, 150)])) > 0
+    got = proj.cosine(query, q8, scale, has)
+    exact = q8.astype(np.float32) @ query * scale
+    assert np.allclose(got[has], exact[has], atol=1e-6)
+    assert int(np.argmax(got)) == 7
 
 
 def test_a_projection_that_does_not_fit_the_rows_says_to_delete_the_cache(

@@ -827,3 +827,54 @@ def test_fusing_again_reuses_the_unchanged_signals_and_gives_the_same_scores() -
     again = fuse(changed, ok, weights, "zsum", 40, parts)
     assert parts["lexical"][1] is lexical_part and parts["semantic"][0] is changed["semantic"]
     assert np.array_equal(again, fuse(changed, ok, weights, "zsum", 40))
+
+
+@pytest.mark.parametrize("pad", [0, 40])  # 3 matches of 8 turns: the dense pass; of 48: sparse
+def test_the_lexical_z_score_from_the_matches_alone_equals_the_one_over_every_turn(
+    pad: int,
+) -> None:
+    import numpy as np
+
+    from archive_mcp.search.ranking import zscored
+
+    x = np.array([0.0, 3.0, 0.0, 1.0, 0.0, 2.0, 0.0, 6.0] + [0.0] * pad, np.float32)
+    ok = np.ones(x.size, bool)
+    ok[7] = False  # the 6.0 is filtered out
+    vals = x[ok]  # over every eligible turn, the zeros too
+    mu, sd, best = vals.mean(), vals.std(), vals.max()
+    want = np.where(ok & (x > 0), np.maximum((x - mu) / sd, 0.0) + 1e-3 * x / best, 0.0)
+    got = zscored("lexical", x, ok)
+    assert got.dtype == np.float32
+    assert np.allclose(got, want, atol=1e-6) and got[7] == 0.0 and got[1] > got[5] > got[3] > 0
+    assert zscored("lexical", x, ~ok).tolist() == [0.0] * 7 + [1.0] + [0.0] * pad
+    assert zscored("lexical", np.zeros(x.size, np.float32), ok).tolist() == [0.0] * x.size
+
+
+def test_top_ranks_the_positive_eligible_scores_and_breaks_ties_by_row() -> None:
+    import numpy as np
+
+    from archive_mcp.search.ranking import top
+
+    scores = np.array([0.0, 2.0, 5.0, 2.0, -1.0, 2.0, 7.0], np.float32)
+    ok = np.array([True, True, True, True, True, True, False])
+    assert top(scores, ok, 10) == [2, 1, 3, 5]
+    assert top(scores, ok, 2) == [2, 1]
+    assert top(scores, ~ok, 3) == [6]
+    assert top(np.zeros(3, np.float32), np.ones(3, bool)) == []
+
+
+def test_the_hits_meta_rows_come_in_the_order_asked_from_a_frame_of_many_chunks(
+    archive: Archive,
+) -> None:
+    import polars as pl
+
+    from archive_mcp.search.engine import meta_rows
+
+    meta = archive.index(archive.workspace(WEBAPP)).refresh().meta
+    assert meta.height >= 3
+    chunked = pl.concat([meta.slice(0, 1), meta.slice(1)], rechunk=False)
+    assert chunked.n_chunks() == 2
+    docs = [2, 0, 2, 1]
+    assert meta_rows(chunked, docs).equals(meta[docs])
+    empty = meta_rows(chunked, [])
+    assert empty.height == 0 and empty.schema == meta.schema

@@ -58,6 +58,26 @@ def test_workspace_argument_resolves_by_id_prefix_name_or_path(archive: Archive,
     assert archive.workspace(ref).id == WEBAPP
 
 
+def test_a_whole_workspace_id_resolves_reading_only_its_own_description(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from archive_mcp.workspaces.registry import Registry
+
+    read: list[str] = []
+    load = Registry._load
+
+    def counted(self: Registry, ws_dir: Path) -> object:
+        read.append(ws_dir.name)
+        return load(self, ws_dir)
+
+    monkeypatch.setattr(Registry, "_load", counted)
+    assert archive.workspace(WEBAPP).id == WEBAPP
+    assert read == [WEBAPP]
+    read.clear()
+    assert archive.workspace("webapp").id == WEBAPP  # a name: every description is read
+    assert sorted(read) == sorted(["webapp", WEBAPP, ML])  # no folder "webapp": then the list
+
+
 def test_cwd_resolution_uses_the_git_root(archive: Archive, tmp_path: Path) -> None:
     repo = tmp_path / "checkout"
     (repo / ".git").mkdir(parents=True)

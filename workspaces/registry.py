@@ -207,6 +207,10 @@ class Registry:
         self, ref: str | None = None, cwd: str | None = None, roots: Iterable[str] = ()
     ) -> Workspace:
         """Resolve path, id, unique id prefix or unique name; else the roots; else the cwd."""
+        if ref:
+            exact = self.get(ref)  # a whole id: its one description read, not every workspace's
+            if exact is not None and exact.id == ref:
+                return exact
         known = self.all()
         if ref:
             ws = self._match(ref, known)

@@ -122,6 +122,7 @@ class Postings:
         self.offsets, self.doc_ids, self.tfs, self.doc_len = offsets, doc_ids, tfs, doc_len
         self.n_docs = int(doc_len.shape[0])
         self._by_len: dict[int, list[str]] | None = None
+        self._total_len: float | None = None
         self._similar: dict[tuple[str, int, float], list[tuple[str, float]]] = {}
 
     @classmethod
@@ -201,6 +202,14 @@ class Postings:
         }
         vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         return cls(vocab, **arrays)
+
+    def total_len(self, alive: np.ndarray) -> float:
+        """The summed length of the docs `alive` marks (of all of them computed once)."""
+        if not alive.all():
+            return float(self.doc_len[alive].sum())
+        if self._total_len is None:
+            self._total_len = float(self.doc_len.sum())
+        return self._total_len
 
     def df(self, term: str) -> int:
         i = self.term_id.get(term)
@@ -374,7 +383,7 @@ def bm25(
 ) -> list[np.ndarray]:
     """BM25 scores per part (segments share idf and average length), terms weighted."""
     n_docs = sum(int(m.sum()) for m in alive) or 1
-    total_len = sum(float(p.doc_len[m].sum()) for p, m in zip(parts, alive, strict=True))
+    total_len = sum(p.total_len(m) for p, m in zip(parts, alive, strict=True))
     avgdl = total_len / n_docs or 1.0
     scores = [np.zeros(p.n_docs, np.float32) for p in parts]
     for term, weight in weighted_terms:
@@ -386,6 +395,13 @@ def bm25(
             docs, tf = p.postings(term)
             if docs.size == 0:
                 continue
-            dl = p.doc_len[docs]
-            s[docs] += weight * idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl))
+            # weight·idf·tf·(K1 + 1) / (tf + K1·(1 - B + B·dl / avgdl)), in place: a frequent
+            # term's postings are a few hundred thousand at 1M turns
+            denom = p.doc_len[docs]
+            denom *= np.float32(K1 * B / avgdl)
+            denom += np.float32(K1 * (1 - B))
+            denom += tf
+            tf *= np.float32(weight * idf * (K1 + 1))
+            tf /= denom
+            s[docs] += tf
     return scores
