@@ -282,6 +282,35 @@ def test_a_search_with_more_queries_answers_each_under_its_own_heading(tmp_path:
     ]
 
 
+def test_a_search_with_more_queries_keeps_the_same_hits_in_its_text_and_structured_content(
+    tmp_path: Path,
+) -> None:
+    records = []
+    for i in range(8):
+        records.append(_rec("user", f"alpha question {i} about the gateway retry policy", 2 * i))
+        text = f"beta answer {i}: the retry policy uses exponential backoff with jitter"
+        records.append(_rec("assistant", [{"type": "text", "text": text}], 2 * i + 1, f"m{i}"))
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+
+    async def search() -> tuple[str, Any]:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            args = {"query": "alpha", "also": ["beta"], "limit": 8, "max_output_chars": 3000}
+            r = await client.call_tool(
+                "search_context", {**args, "mode": "lexical", "detail": "compact"}
+            )
+            return r.content[0].text, r.structured_content
+
+    text, data = anyio.run(search)
+    shown = [line.split(" ")[1] for line in text.splitlines() if line.startswith("- ")]
+    assert [f"{h['session_id']}:{h['turn']}" for g in data["groups"] for h in g["hits"]] == shown
+    assert [(g["query"], len(g["hits"])) for g in data["groups"]] == [("alpha", 5), ("beta", 5)]
+    assert data["truncated"] is True
+
+
 def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_is_shown(
     tmp_path: Path,
 ) -> None:
