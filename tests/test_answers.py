@@ -157,6 +157,16 @@ def _session(home: Path) -> Path:
     return home / ".claude"
 
 
+def _archived_records(tmp_path: Path, records: list[dict[str, Any]]) -> Archive:
+    """An archive of one Claude Code session of `records` (in the sync project)."""
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    return archive
+
+
 def _archived(tmp_path: Path) -> tuple[Archive, list[dict[str, Any]]]:
     archive = Archive(embedder=None)
     archive.ingest(_session(tmp_path))
@@ -290,11 +300,7 @@ def test_a_search_with_more_queries_keeps_the_same_hits_in_its_text_and_structur
         records.append(_rec("user", f"alpha question {i} about the gateway retry policy", 2 * i))
         text = f"beta answer {i}: the retry policy uses exponential backoff with jitter"
         records.append(_rec("assistant", [{"type": "text", "text": text}], 2 * i + 1, f"m{i}"))
-    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
+    archive = _archived_records(tmp_path, records)
 
     async def search() -> tuple[str, Any]:
         async with Client(build_server(archive, cwd=CWD)) as client:
@@ -324,11 +330,7 @@ def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_i
         _rec("user", "3", 2),
         _rec("assistant", [{"type": "text", "text": "Setting it up now."}], 3, "m2"),
     ]
-    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
+    archive = _archived_records(tmp_path, records)
 
     async def call(name: str, args: dict[str, Any]) -> str:
         async with Client(build_server(archive, cwd=CWD)) as client:
@@ -367,11 +369,7 @@ def test_a_pasted_log_in_the_users_words_is_one_line_in_a_read_and_whole_in_full
         _rec("user", asked, 0),
         _rec("assistant", [{"type": "text", "text": "Yes: switching to DoH."}], 1, "m1"),
     ]
-    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
+    archive = _archived_records(tmp_path, records)
 
     async def read(detail: str) -> str:
         async with Client(build_server(archive, cwd=CWD)) as client:
