@@ -357,6 +357,39 @@ def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_i
     )
 
 
+def test_many_answers_the_user_gave_are_read_whole_not_as_a_pasted_block(tmp_path: Path) -> None:
+    choices = {
+        f"Which {part} should the deploy pipeline use for staging?": f"the {part} we already run"
+        for part in ("registry", "runner", "cache", "region", "secrets", "image", "DNS", "CDN")
+    }
+    records = [_rec("user", "Set up the deploy pipeline", 0)]
+    for n, questions in enumerate((list(choices)[:4], list(choices)[4:])):
+        ask = {
+            "type": "tool_use",
+            "id": f"q{n}",
+            "name": "AskUserQuestion",
+            "input": {"questions": [{"question": q} for q in questions]},
+        }
+        result = {"type": "tool_result", "tool_use_id": f"q{n}", "content": "User has answered"}
+        answers = {"answers": {q: choices[q] for q in questions}}
+        records += [
+            _rec("assistant", [ask], 1 + 2 * n, f"m{n}"),
+            _rec("user", [result], 2 + 2 * n, extra=answers),
+        ]
+    records.append(_rec("assistant", [{"type": "text", "text": "Pipeline set up."}], 9, "m9"))
+    archive = _archived_records(tmp_path, records)
+
+    async def read() -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            args = {"references": [f"{SID}:0"], "detail": "normal"}
+            return (await client.call_tool("load_turn_context", args)).content[0].text
+
+    lines = anyio.run(read).splitlines()
+    assert [ln for ln in lines if ln.startswith("[answer] ")] == [
+        f"[answer] {q} → {a}" for q, a in choices.items()
+    ]
+
+
 def test_a_pasted_log_in_the_users_words_is_one_line_in_a_read_and_whole_in_full(
     tmp_path: Path,
 ) -> None:
