@@ -235,15 +235,17 @@ def _builder(path: Path, start_index: int, protocol: str | None) -> CrushTurnBui
 
 def project_stores(data_home: Path) -> list[tuple[Path, Path]]:
     """The projects Crush's global data folder lists (`projects.json`): (project folder, its
-    `crush.db`); [] when `data_home` holds no such list."""
+    `crush.db`), each database once, with the first project listing it (Crush lists the latest
+    first; a project run in a subfolder shares the closest `.crush` above it); [] when
+    `data_home` holds no such list."""
     listed = load_json(data_home / PROJECTS) if is_file(data_home / PROJECTS) else None
     projects = listed.get("projects") if isinstance(listed, dict) else None
-    out = []
+    out: dict[Path, Path] = {}
     for p in projects if isinstance(projects, list) else []:
         path, data = (p.get("path"), p.get("data_dir")) if isinstance(p, dict) else (None, None)
         if isinstance(path, str) and path and isinstance(data, str) and data:
-            out.append((Path(path), Path(data) / DB))
-    return out
+            out.setdefault(Path(data) / DB, Path(path))
+    return [(project, db) for db, project in out.items()]
 
 
 def named_stores(root: Path) -> list[Path]:

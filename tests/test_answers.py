@@ -157,6 +157,16 @@ def _session(home: Path) -> Path:
     return home / ".claude"
 
 
+def _archived_records(tmp_path: Path, records: list[dict[str, Any]]) -> Archive:
+    """An archive of one Claude Code session of `records` (in the sync project)."""
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    return archive
+
+
 def _archived(tmp_path: Path) -> tuple[Archive, list[dict[str, Any]]]:
     archive = Archive(embedder=None)
     archive.ingest(_session(tmp_path))
@@ -310,6 +320,31 @@ def test_a_turn_found_by_two_queries_of_one_search_is_shown_once_then_by_referen
     ]
 
 
+def test_a_search_with_more_queries_keeps_the_same_hits_in_its_text_and_structured_content(
+    tmp_path: Path,
+) -> None:
+    records = []
+    for i in range(8):
+        records.append(_rec("user", f"alpha question {i} about the gateway retry policy", 2 * i))
+        text = f"beta answer {i}: the retry policy uses exponential backoff with jitter"
+        records.append(_rec("assistant", [{"type": "text", "text": text}], 2 * i + 1, f"m{i}"))
+    archive = _archived_records(tmp_path, records)
+
+    async def search() -> tuple[str, Any]:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            args = {"query": "alpha", "also": ["beta"], "limit": 8, "max_output_chars": 3000}
+            r = await client.call_tool(
+                "search_context", {**args, "mode": "lexical", "detail": "compact"}
+            )
+            return r.content[0].text, r.structured_content
+
+    text, data = anyio.run(search)
+    shown = [line.split(" ")[1] for line in text.splitlines() if line.startswith("- ")]
+    assert [f"{h['session_id']}:{h['turn']}" for g in data["groups"] for h in g["hits"]] == shown
+    assert [(g["query"], len(g["hits"])) for g in data["groups"]] == [("alpha", 5), ("beta", 5)]
+    assert data["truncated"] is True
+
+
 def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_is_shown(
     tmp_path: Path,
 ) -> None:
@@ -323,11 +358,7 @@ def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_i
         _rec("user", "3", 2),
         _rec("assistant", [{"type": "text", "text": "Setting it up now."}], 3, "m2"),
     ]
-    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
+    archive = _archived_records(tmp_path, records)
 
     async def call(name: str, args: dict[str, Any]) -> str:
         async with Client(build_server(archive, cwd=CWD)) as client:
@@ -354,6 +385,39 @@ def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_i
     )
 
 
+def test_many_answers_the_user_gave_are_read_whole_not_as_a_pasted_block(tmp_path: Path) -> None:
+    choices = {
+        f"Which {part} should the deploy pipeline use for staging?": f"the {part} we already run"
+        for part in ("registry", "runner", "cache", "region", "secrets", "image", "DNS", "CDN")
+    }
+    records = [_rec("user", "Set up the deploy pipeline", 0)]
+    for n, questions in enumerate((list(choices)[:4], list(choices)[4:])):
+        ask = {
+            "type": "tool_use",
+            "id": f"q{n}",
+            "name": "AskUserQuestion",
+            "input": {"questions": [{"question": q} for q in questions]},
+        }
+        result = {"type": "tool_result", "tool_use_id": f"q{n}", "content": "User has answered"}
+        answers = {"answers": {q: choices[q] for q in questions}}
+        records += [
+            _rec("assistant", [ask], 1 + 2 * n, f"m{n}"),
+            _rec("user", [result], 2 + 2 * n, extra=answers),
+        ]
+    records.append(_rec("assistant", [{"type": "text", "text": "Pipeline set up."}], 9, "m9"))
+    archive = _archived_records(tmp_path, records)
+
+    async def read() -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            args = {"references": [f"{SID}:0"], "detail": "normal"}
+            return (await client.call_tool("load_turn_context", args)).content[0].text
+
+    lines = anyio.run(read).splitlines()
+    assert [ln for ln in lines if ln.startswith("[answer] ")] == [
+        f"[answer] {q} → {a}" for q, a in choices.items()
+    ]
+
+
 def test_a_pasted_log_in_the_users_words_is_one_line_in_a_read_and_whole_in_full(
     tmp_path: Path,
 ) -> None:
@@ -366,11 +430,7 @@ def test_a_pasted_log_in_the_users_words_is_one_line_in_a_read_and_whole_in_full
         _rec("user", asked, 0),
         _rec("assistant", [{"type": "text", "text": "Yes: switching to DoH."}], 1, "m1"),
     ]
-    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync" / f"{SID}.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
+    archive = _archived_records(tmp_path, records)
 
     async def read(detail: str) -> str:
         async with Client(build_server(archive, cwd=CWD)) as client:

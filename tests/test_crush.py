@@ -233,6 +233,28 @@ def test_crush_is_found_from_its_project_data_folder_database_and_global_project
     con.close()
 
 
+def test_a_data_folder_two_listed_projects_share_is_read_once_as_the_latest_ones(
+    tmp_path: Path,
+) -> None:
+    # Crush run in a subfolder uses the closest `.crush` above it (config.setDefaults,
+    # fsext.LookupClosest): projects.json then lists both folders with the one data folder
+    project = tmp_path / "repo"
+    db = crush_db(project / ".crush" / "crush.db")
+    (project / "web").mkdir()
+    data_home = Path(os.environ["HOME"]) / ".local" / "share" / "crush"
+    data_home.mkdir(parents=True)
+    listed = [
+        {"path": str(project / "web"), "data_dir": str(db.parent)},  # the latest first
+        {"path": str(project), "data_dir": str(db.parent)},
+    ]
+    (data_home / "projects.json").write_text(json.dumps({"projects": listed}), encoding="utf-8")
+    found = discover(data_home)
+    assert [(s.session_id, s.work_dirs) for s in found.sessions] == [(SID, [str(project / "web")])]
+    assert [s.work_dirs for s in discover(project).sessions] == [[str(project)]]
+    assert [s.work_dirs for s in discover(db).sessions] == [[str(project / "web")]]
+    assert crush.named_stores(data_home) == [db, db.with_name("crush.db-wal")]
+
+
 def test_another_programs_crush_db_is_not_claimed_and_a_broken_one_is_reported(
     tmp_path: Path,
 ) -> None:

@@ -206,19 +206,16 @@ def search_context(
         return "\n".join(lines)
 
     def shape(kept: list[tuple[int, Hit]], cut: bool) -> SearchOutput:
-        first = founds[0]
-        if not also:
-            return SearchOutput(
-                of(kept, 0), first.realized_mode, first.fallback_reason, cut, behind
-            )
-        groups = [QueryHits(f.query, of(kept, g)) for g, f in enumerate(founds)]
-        return SearchOutput([], first.realized_mode, first.fallback_reason, cut, behind, groups)
+        first, hits = founds[0], [] if also else of(kept, 0)
+        groups = [QueryHits(f.query, of(kept, g)) for g, f in enumerate(founds)] if also else None
+        return SearchOutput(hits, first.realized_mode, first.fallback_reason, cut, behind, groups)
 
     return fit(
         ranked,
         render,
         shape,
         max_output_chars * len(founds),  # each query its own budget
+        whole=4 if also else 2,  # each group's hits dropped from the end, as the text's are
         noun="hits",
         how="raise max_output_chars or use detail=compact",
     )

@@ -18,6 +18,7 @@ from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.refine import args_summary
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session, turn_ref
+from archive_mcp.search.highlight import split_answers
 from archive_mcp.workspaces import Workspace, read_json
 
 
@@ -241,7 +242,8 @@ def _detail(
     )
     said = redact(user, known)[0]
     if not full_tools:  # a pasted log must not fill the read: the user's own sentences first
-        said = pasted_digest(said)
+        own, decisions = split_answers(said)  # the answers they gave are no paste
+        said = "\n".join([pasted_digest(own), *decisions] if own else decisions)
     user = passages(said, matching)
     assistant = passages(redact(assistant, known)[0], matching)
     thought = redact(turn.thinking, known)[0] if include_thinking and turn else None
