@@ -259,16 +259,22 @@ def test_a_search_hit_shows_the_users_words_their_decisions_the_answer_and_a_rej
     )
 
 
-def test_a_search_with_more_queries_answers_each_under_its_own_heading(tmp_path: Path) -> None:
-    archive, _ = _archived(tmp_path)
+def _lexical_search(archive: Archive, args: dict[str, Any]) -> tuple[str, Any]:
+    """search_context in lexical mode through a real MCP client: its text and structured content."""
 
-    async def search(args: dict[str, Any]) -> tuple[str, Any]:
+    async def search() -> tuple[str, Any]:
         async with Client(build_server(archive, cwd=CWD)) as client:
             r = await client.call_tool("search_context", {"mode": "lexical", **args})
             return r.content[0].text, r.structured_content
 
-    text, data = anyio.run(
-        search,
+    return anyio.run(search)
+
+
+def test_a_search_with_more_queries_answers_each_under_its_own_heading(tmp_path: Path) -> None:
+    archive, _ = _archived(tmp_path)
+
+    text, data = _lexical_search(
+        archive,
         {
             "query": "keep the sync behavior",
             "also": ["ExtractAgentEvents"],
@@ -297,13 +303,8 @@ def test_a_turn_found_by_two_queries_of_one_search_is_shown_once_then_by_referen
 ) -> None:
     archive, _ = _archived(tmp_path)
 
-    async def search(args: dict[str, Any]) -> tuple[str, Any]:
-        async with Client(build_server(archive, cwd=CWD)) as client:
-            r = await client.call_tool("search_context", {"mode": "lexical", **args})
-            return r.content[0].text, r.structured_content
-
-    text, data = anyio.run(
-        search,
+    text, data = _lexical_search(
+        archive,
         {"query": "sync behavior", "also": ["asynchronous sync"], "limit": 1, "detail": "compact"},
     )
     assert text == (
