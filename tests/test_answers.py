@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 from archive_mcp.refiners import PARSERS
-from archive_mcp.refiners.answers import approval_response, claude_result, said
+from archive_mcp.refiners.answers import approval_response, claude_result, picked, said
 from archive_mcp.refiners.model import Step, ToolCall, Turn
 from archive_mcp.refiners.refine import RefineContext, refine_turn
 from mcp import Client
@@ -447,3 +447,15 @@ def test_a_pasted_log_in_the_users_words_is_one_line_in_a_read_and_whole_in_full
         "Should the upstream be Mullvad DoH?",
     ]
     assert log in anyio.run(read, "full")
+
+
+def test_a_bare_number_picks_only_a_numbered_item_of_a_list_that_asks_a_choice() -> None:
+    day = "Your day:\n\n10:30 standup\n11:00 review\n\nAnything to move?"
+    assert picked("10", day) == []
+    done = "Steps done:\n\n1. Built the image\n2. Pushed the tag\n3. Deployed staging\n\nAll set."
+    assert picked("3", done) == []
+    asked = "Which should I do first?\n1. Build the image\n2. Push the tag"
+    assert picked("2", asked) == ["[picked] 2. Push the tag"]
+    menu = "Options:\n\n- **1.** Keep it\n- **2.** Drop the cache\n  (frees 2 GB)\n\nWhich one?"
+    assert picked("2", menu) == ["[picked] 2. Drop the cache"]
+    assert picked("2", "1) Keep it\n2) Drop it\n\nOk?") == ["[picked] 2. Drop it"]
