@@ -17,6 +17,7 @@ from mcp import Client
 
 from archive_mcp import Archive
 from archive_mcp.mcp.server import build_server
+from archive_mcp.search.context import pasted_digest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SID = "a11ce000-1111-4222-8333-444455556666"
@@ -459,3 +460,23 @@ def test_a_bare_number_picks_only_a_numbered_item_of_a_list_that_asks_a_choice()
     menu = "Options:\n\n- **1.** Keep it\n- **2.** Drop the cache\n  (frees 2 GB)\n\nWhich one?"
     assert picked("2", menu) == ["[picked] 2. Drop the cache"]
     assert picked("2", "1) Keep it\n2) Drop it\n\nOk?") == ["[picked] 2. Drop it"]
+
+
+def test_an_indented_list_the_user_wrote_is_kept_while_an_indented_traceback_is_one_line() -> None:
+    steps = "\n".join(
+        f"  {mark} move the {part} service to the new cluster and check its health page"
+        for mark, part in zip(
+            ["-", "*", "1.", "2.", "-", "-", "3.", "-", "-", "-"], "abcdefghij", strict=True
+        )
+    )
+    plain = "\n".join(f"   then the {part} team signs off on the move" for part in "abcdefghij")
+    assert pasted_digest(f"The plan:\n\n{steps}\n\n{plain}") == f"The plan:\n\n{steps}\n\n{plain}"
+    frames = "".join(
+        f'  File "app/step{i}.py", line {i + 10}, in run\n    result = handler(request, {i})\n'
+        for i in range(10)
+    )
+    trace = f"Traceback (most recent call last):\n{frames}ValueError: no such request"
+    assert pasted_digest(f"It fails:\n\n{trace}") == (
+        "It fails:\n\n[pasted block, 22 lines, 782 chars: Traceback (most recent call last): … "
+        "ValueError: no such request; detail=full shows it whole]"
+    )
