@@ -480,3 +480,35 @@ def test_an_indented_list_the_user_wrote_is_kept_while_an_indented_traceback_is_
         "It fails:\n\n[pasted block, 22 lines, 782 chars: Traceback (most recent call last): … "
         "ValueError: no such request; detail=full shows it whole]"
     )
+
+
+def test_a_search_names_an_empty_also_entry_and_runs_a_repeated_query_once(
+    tmp_path: Path,
+) -> None:
+    archive, _ = _archived(tmp_path)
+
+    async def search(args: dict[str, Any]) -> tuple[bool, str, Any]:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool("search_context", {"mode": "lexical", **args})
+            return r.is_error, r.content[0].text, r.structured_content
+
+    empty = anyio.run(search, {"query": "sync", "also": ["retries", "  "], "limit": 1})
+    assert empty[:2] == (True, "also[1] is empty: drop it or give words")
+    is_error, text, data = anyio.run(
+        search,
+        {
+            "query": "keep the sync behavior",
+            "also": ["ExtractAgentEvents", " Keep the SYNC  behavior", "extractagentevents"],
+            "limit": 1,
+            "detail": "compact",
+        },
+    )
+    assert not is_error
+    assert [line for line in text.splitlines() if line.startswith("## ")] == [
+        "## 1 hits for 'keep the sync behavior' (mode lexical)",
+        "## 1 hits for 'ExtractAgentEvents' (mode lexical)",
+    ]
+    assert [g["query"] for g in data["groups"]] == ["keep the sync behavior", "ExtractAgentEvents"]
+    alone = anyio.run(search, {"query": "sync", "also": ["SYNC"], "limit": 1, "detail": "compact"})
+    assert alone[1].splitlines()[0] == "1 hits for 'sync' (mode lexical)"
+    assert alone[2]["groups"] is None
