@@ -50,6 +50,7 @@ from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import READERS, Discovery, SessionSource, SourceFile, register
 from .stores import (
+    by_session,
     export_bytes,
     exported,
     has_table,
@@ -79,6 +80,10 @@ def _seconds(value: Any) -> float | None:
 # --- reading the store -------------------------------------------------------------------------
 
 
+# each message whole (its `session_id` too), listed by its session's id as text
+_MESSAGES = "SELECT CAST(session_id AS TEXT), * FROM messages ORDER BY created_at, rowid"
+
+
 def read_sessions(db: Path) -> list[dict[str, Any]] | None:
     """Every session of a Crush `db` with its messages in the order Crush lists them (by
     `created_at`, then as written), read-only in one transaction; None when `db` is not Crush's."""
@@ -88,17 +93,14 @@ def read_sessions(db: Path) -> list[dict[str, Any]] | None:
         if "parts" not in {d[1] for d in con.execute("PRAGMA table_info(messages)")}:
             return None
         sessions = table_rows(con, "sessions")
-        cur = con.execute("SELECT * FROM messages ORDER BY created_at, rowid")
-        cols = [d[0] for d in cur.description]
-        messages: dict[str, list[dict[str, Any]]] = {}
-        for row in cur:
-            m = dict(zip(cols, row, strict=True))
+        messages = by_session(con, _MESSAGES)
+    for rows in messages.values():
+        for m in rows:
             parts = json_value(m["parts"]) if isinstance(m["parts"], str | bytes) else None
             if isinstance(parts, list):
                 m["parts"] = parts
             else:  # kept as written: the parse reports it
                 m["parts_text"] = m.pop("parts")
-            messages.setdefault(str(m.get("session_id")), []).append(m)
     for s in sessions:
         s["messages"] = messages.get(str(s.get("id")), [])
     return sessions
