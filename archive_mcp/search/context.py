@@ -194,9 +194,7 @@ def pasted_digest(text: str) -> str:
     text = _FENCED.sub(lambda m: one(m.group(0)), text)
     parts = re.split(r"(\n\s*\n)", text)
     return "".join(
-        one(p)
-        if sum(_loglike(ln) for ln in p.splitlines()) * 2 > p.count("\n") + 1
-        else p
+        one(p) if sum(_loglike(ln) for ln in p.splitlines()) * 2 > p.count("\n") + 1 else p
         for p in parts
     )
 
