@@ -89,21 +89,47 @@ def approval_response(call: ToolCall | None, payload: dict[str, Any]) -> list[st
 
 
 _BARE_PICK = re.compile(r"\s*(?:option\s*|#)?(\d{1,2})[.)]?\s*(?:please|pls)?[.!]?\s*", re.I)
-_OPTION = r"^[ \t]*(?:[-*][ \t]*)?(?:\*\*)?(?:option[ \t]*)?{n}(?:\*\*)?[.):][ \t]*(\S.*)$"
+# A menu item: "N. " or "N) " at a line start, maybe bulleted or bold ("- N.", "**N.**",
+# "**N**."), or "Option N:"; never "10:30 standup" (a time is not an item).
+_ITEM = (
+    r"[ \t]*(?:[-*][ \t]*)?(?:\*\*)?(?:option[ \t]*{n}(?:\*\*)?[.):]|{n}(?:\*\*)?[.)])"
+    r"(?:\*\*)?[ \t]+(\S.*)"
+)
+_ANY_ITEM = re.compile(_ITEM.format(n=r"\d{1,2}"), re.I)
+
+
+def _asks(lines: list[str], at: int) -> bool:
+    """Whether the numbered list holding line `at` is a choice: a `?` in the line introducing
+    the list or anywhere after its last item (a plain list that asks nothing is not a menu)."""
+    start, end = at, at
+    for i in range(at - 1, -1, -1):
+        if _ANY_ITEM.fullmatch(lines[i]):
+            start = i
+        elif lines[i].strip() and not lines[i][:1].isspace():
+            break
+    for i in range(at + 1, len(lines)):
+        if _ANY_ITEM.fullmatch(lines[i]):
+            end = i
+        elif lines[i].strip() and not lines[i][:1].isspace():
+            break
+    intro = next((ln for ln in reversed(lines[:start]) if ln.strip()), "")
+    return "?" in intro or any("?" in ln for ln in lines[end + 1 :])
 
 
 def picked(user_text: str, previous_answer: str) -> list[str]:
     """The option a bare number ("3", "option 3", "#3") picks from the last numbered menu of
-    the previous answer, marked `[picked] 3. <option>`; [] when the text is more than a number
-    or the answer has no such line."""
+    the previous answer, marked `[picked] 3. <option>`; [] when the text is more than a number,
+    the answer has no such item, or its list asks nothing (no `?` before or after it)."""
     bare = _BARE_PICK.fullmatch(user_text)
     if not bare:
         return []
     n = int(bare.group(1))
-    lines = re.findall(_OPTION.format(n=n), previous_answer, re.I | re.M)
-    if not lines:
+    item = re.compile(_ITEM.format(n=n), re.I)
+    lines = previous_answer.splitlines()
+    found = [(i, m) for i, ln in enumerate(lines) if (m := item.fullmatch(ln))]
+    if not found or not _asks(lines, found[-1][0]):
         return []
-    option = lines[-1].replace("**", "").strip()
+    option = found[-1][1].group(1).replace("**", "").strip()
     return [f"[picked] {n}. {_clip(option)}"]
 
 

@@ -50,6 +50,7 @@ from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import READERS, Discovery, SessionSource, SourceFile, register
 from .stores import (
+    by_session,
     export_bytes,
     exported,
     has_table,
@@ -79,6 +80,10 @@ def _seconds(value: Any) -> float | None:
 # --- reading the store -------------------------------------------------------------------------
 
 
+# each message whole (its `session_id` too), listed by its session's id as text
+_MESSAGES = "SELECT CAST(session_id AS TEXT), * FROM messages ORDER BY created_at, rowid"
+
+
 def read_sessions(db: Path) -> list[dict[str, Any]] | None:
     """Every session of a Crush `db` with its messages in the order Crush lists them (by
     `created_at`, then as written), read-only in one transaction; None when `db` is not Crush's."""
@@ -88,17 +93,14 @@ def read_sessions(db: Path) -> list[dict[str, Any]] | None:
         if "parts" not in {d[1] for d in con.execute("PRAGMA table_info(messages)")}:
             return None
         sessions = table_rows(con, "sessions")
-        cur = con.execute("SELECT * FROM messages ORDER BY created_at, rowid")
-        cols = [d[0] for d in cur.description]
-        messages: dict[str, list[dict[str, Any]]] = {}
-        for row in cur:
-            m = dict(zip(cols, row, strict=True))
+        messages = by_session(con, _MESSAGES)
+    for rows in messages.values():
+        for m in rows:
             parts = json_value(m["parts"]) if isinstance(m["parts"], str | bytes) else None
             if isinstance(parts, list):
                 m["parts"] = parts
             else:  # kept as written: the parse reports it
                 m["parts_text"] = m.pop("parts")
-            messages.setdefault(str(m.get("session_id")), []).append(m)
     for s in sessions:
         s["messages"] = messages.get(str(s.get("id")), [])
     return sessions
@@ -244,7 +246,8 @@ def project_stores(data_home: Path) -> list[tuple[Path, Path]]:
     for p in projects if isinstance(projects, list) else []:
         path, data = (p.get("path"), p.get("data_dir")) if isinstance(p, dict) else (None, None)
         if isinstance(path, str) and path and isinstance(data, str) and data:
-            out.setdefault(Path(data) / DB, Path(path))
+            # a relative data folder (Crush's default `.crush`) is the project's, not ours
+            out.setdefault(Path(path) / data / DB, Path(path))
     return [(project, db) for db, project in out.items()]
 
 
@@ -313,29 +316,43 @@ def _store(db: Path, project: Path) -> Discovery | None:
         if s.get("id") and s.get("parent_session_id")
     }
     roots: dict[str, SessionSource] = {}
-    children: list[tuple[str, Path]] = []
+    children: list[tuple[str, dict[str, Any], Path]] = []
     for sid, s, export in exported(db, SOURCE, sessions, export_lines):
         if parents.get(sid) in ids:  # a sub-session: archived with its root session
-            children.append((sid, export))
+            children.append((sid, s, export))
             continue
-        title = s.get("title")
-        roots[sid] = SessionSource(
-            SOURCE,
-            sid,
-            SOURCE,
-            [str(project)],
-            title if isinstance(title, str) and title else None,
-            db.parent,
-            [SourceFile("main", "session.jsonl", export, whole=True)],
-        )
+        roots[sid] = _session(sid, s, export, project, db)
         found.sessions.append(roots[sid])
-    for sid, export in children:
+    for sid, s, export in children:
         root, hops = parents[sid], 0
         while root not in roots and root in parents and hops < 64:  # a sub-session's own
             root, hops = parents[root], hops + 1
         if root in roots:
             roots[root].files.append(SourceFile(sid, f"subagents/{sid}.jsonl", export, whole=True))
+        else:  # its parents loop: no session to hang it under, so it stands alone
+            found.sessions.append(_session(sid, s, export, project, db))
+            found.skipped.append(
+                (
+                    str(db),
+                    f"sub-session {sid}: its parents never reach a top-level session (they loop); "
+                    "archived as a session of its own",
+                )
+            )
     return found
+
+
+def _session(sid: str, s: dict[str, Any], export: Path, project: Path, db: Path) -> SessionSource:
+    """The session `sid` (row `s`, exported to `export`) of the Crush database `db`."""
+    title = s.get("title")
+    return SessionSource(
+        SOURCE,
+        sid,
+        SOURCE,
+        [str(project)],
+        title if isinstance(title, str) and title else None,
+        db.parent,
+        [SourceFile("main", "session.jsonl", export, whole=True)],
+    )
 
 
 READER = register(LogReader(SOURCE, "Crush", _builder, discover, 36, whole=True))

@@ -10,13 +10,14 @@ from typing import Any
 
 import anyio
 from archive_mcp.refiners import PARSERS
-from archive_mcp.refiners.answers import approval_response, claude_result, said
+from archive_mcp.refiners.answers import approval_response, claude_result, picked, said
 from archive_mcp.refiners.model import Step, ToolCall, Turn
 from archive_mcp.refiners.refine import RefineContext, refine_turn
 from mcp import Client
 
 from archive_mcp import Archive
 from archive_mcp.mcp.server import build_server
+from archive_mcp.search.context import pasted_digest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SID = "a11ce000-1111-4222-8333-444455556666"
@@ -448,3 +449,67 @@ def test_a_pasted_log_in_the_users_words_is_one_line_in_a_read_and_whole_in_full
         "Should the upstream be Mullvad DoH?",
     ]
     assert log in anyio.run(read, "full")
+
+
+def test_a_bare_number_picks_only_a_numbered_item_of_a_list_that_asks_a_choice() -> None:
+    day = "Your day:\n\n10:30 standup\n11:00 review\n\nAnything to move?"
+    assert picked("10", day) == []
+    done = "Steps done:\n\n1. Built the image\n2. Pushed the tag\n3. Deployed staging\n\nAll set."
+    assert picked("3", done) == []
+    asked = "Which should I do first?\n1. Build the image\n2. Push the tag"
+    assert picked("2", asked) == ["[picked] 2. Push the tag"]
+    menu = "Options:\n\n- **1.** Keep it\n- **2.** Drop the cache\n  (frees 2 GB)\n\nWhich one?"
+    assert picked("2", menu) == ["[picked] 2. Drop the cache"]
+    assert picked("2", "1) Keep it\n2) Drop it\n\nOk?") == ["[picked] 2. Drop it"]
+
+
+def test_an_indented_list_the_user_wrote_is_kept_while_an_indented_traceback_is_one_line() -> None:
+    steps = "\n".join(
+        f"  {mark} move the {part} service to the new cluster and check its health page"
+        for mark, part in zip(
+            ["-", "*", "1.", "2.", "-", "-", "3.", "-", "-", "-"], "abcdefghij", strict=True
+        )
+    )
+    plain = "\n".join(f"   then the {part} team signs off on the move" for part in "abcdefghij")
+    assert pasted_digest(f"The plan:\n\n{steps}\n\n{plain}") == f"The plan:\n\n{steps}\n\n{plain}"
+    frames = "".join(
+        f'  File "app/step{i}.py", line {i + 10}, in run\n    result = handler(request, {i})\n'
+        for i in range(10)
+    )
+    trace = f"Traceback (most recent call last):\n{frames}ValueError: no such request"
+    assert pasted_digest(f"It fails:\n\n{trace}") == (
+        "It fails:\n\n[pasted block, 22 lines, 782 chars: Traceback (most recent call last): … "
+        "ValueError: no such request; detail=full shows it whole]"
+    )
+
+
+def test_a_search_names_an_empty_also_entry_and_runs_a_repeated_query_once(
+    tmp_path: Path,
+) -> None:
+    archive, _ = _archived(tmp_path)
+
+    async def search(args: dict[str, Any]) -> tuple[bool, str, Any]:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool("search_context", {"mode": "lexical", **args})
+            return r.is_error, r.content[0].text, r.structured_content
+
+    empty = anyio.run(search, {"query": "sync", "also": ["retries", "  "], "limit": 1})
+    assert empty[:2] == (True, "also[1] is empty: drop it or give words")
+    is_error, text, data = anyio.run(
+        search,
+        {
+            "query": "keep the sync behavior",
+            "also": ["ExtractAgentEvents", " Keep the SYNC  behavior", "extractagentevents"],
+            "limit": 1,
+            "detail": "compact",
+        },
+    )
+    assert not is_error
+    assert [line for line in text.splitlines() if line.startswith("## ")] == [
+        "## 1 hits for 'keep the sync behavior' (mode lexical)",
+        "## 1 hits for 'ExtractAgentEvents' (mode lexical)",
+    ]
+    assert [g["query"] for g in data["groups"]] == ["keep the sync behavior", "ExtractAgentEvents"]
+    alone = anyio.run(search, {"query": "sync", "also": ["SYNC"], "limit": 1, "detail": "compact"})
+    assert alone[1].splitlines()[0] == "1 hits for 'sync' (mode lexical)"
+    assert alone[2]["groups"] is None

@@ -255,6 +255,54 @@ def test_a_data_folder_two_listed_projects_share_is_read_once_as_the_latest_ones
     assert crush.named_stores(data_home) == [db, db.with_name("crush.db-wal")]
 
 
+def test_a_relative_data_folder_in_the_projects_list_is_the_projects_not_the_servers(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "repo"
+    db = crush_db(project / ".crush" / "crush.db")
+    data_home = Path(os.environ["HOME"]) / ".local" / "share" / "crush"
+    data_home.mkdir(parents=True)
+    listed = [{"path": str(project), "data_dir": ".crush"}]  # as Crush's default writes it
+    (data_home / "projects.json").write_text(json.dumps({"projects": listed}), encoding="utf-8")
+    assert crush.project_stores(data_home) == [(project, db)]
+    assert [(s.session_id, s.work_dirs) for s in discover(data_home).sessions] == [
+        (SID, [str(project)])
+    ]
+
+
+def test_sub_sessions_whose_parents_loop_are_reported_and_archived_as_their_own_sessions(
+    tmp_path: Path,
+) -> None:
+    row = (
+        "INSERT INTO sessions (id, parent_session_id, title, updated_at, created_at)"
+        " VALUES ('{}', '{}', 'Looped', 1796400500, 1796400500)"
+    )
+    asked = message("ma", "user", [{"type": "text", "data": {"text": "Find the retry bug"}}], 1)
+    project = tmp_path / "crush"
+    db = crush_db(
+        project / ".crush" / "crush.db",
+        row.format("loop-a", "loop-b"),
+        row.format("loop-b", "loop-a"),
+        asked.replace(SID, "loop-a"),
+    )
+    found = discover(db)
+    assert sorted(s.session_id for s in found.sessions) == [SID, "loop-a", "loop-b"]
+    assert found.skipped == [
+        (
+            str(db),
+            f"sub-session {sid}: its parents never reach a top-level session (they loop); "
+            "archived as a session of its own",
+        )
+        for sid in ("loop-a", "loop-b")
+    ]
+    archive = Archive(embedder=None)
+    archive.ingest(project)
+    turns = archive.turns(workspace_id(str(project))).collect()
+    assert turns.filter(pl.col("session_id") == "loop-a")["user_text"].to_list() == [
+        "Find the retry bug"
+    ]
+
+
 def test_another_programs_crush_db_is_not_claimed_and_a_broken_one_is_reported(
     tmp_path: Path,
 ) -> None:

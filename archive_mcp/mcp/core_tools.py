@@ -30,7 +30,7 @@ from archive_mcp.mcp.toolkit import (
 from archive_mcp.refs import TurnRef, turn_ref
 from archive_mcp.render import COMPACT_SUMMARY, hit_text, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
-from archive_mcp.search.engine import FILTER_HELP, Filters, Hit
+from archive_mcp.search.engine import FILTER_HELP, Filters, Hit, SearchError
 from archive_mcp.search.highlight import clip_marked
 from archive_mcp.search.hits import SearchResults
 from archive_mcp.workspaces import Workspace
@@ -115,6 +115,22 @@ class RefineOutput:
     truncated: bool = False
 
 
+def _queries(query: str, also: tuple[str, ...]) -> list[str]:
+    """The query then each `also` entry not asked already (words compared without case or
+    extra spaces); an empty `also` entry is an error naming it."""
+    for i, q in enumerate(also):
+        if not q.strip():
+            raise SearchError(f"also[{i}] is empty: drop it or give words")
+    seen: set[str] = set()
+    out = []
+    for q in [query, *also]:
+        key = " ".join(q.split()).casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(q)
+    return out
+
+
 def search_context(
     ctx: Context,
     query: Annotated[
@@ -179,6 +195,8 @@ def search_context(
         kind=kind,
         source=source,
     )
+    query, *more = _queries(query, also)
+    also = tuple(more)
     founds = [
         archive.search(q, target, filters=filters, limit=limit, mode=mode, rerank=rerank)
         for q in [query, *also]

@@ -158,9 +158,22 @@ def answer_digest(text: str, width: int = SCAN) -> str:
 PASTE_LINES = 8  # a block of the user's words this long and ...
 PASTE_CHARS = 600  # ... this big is a pasted log or file when it is fenced or mostly log-like
 _FENCED = re.compile(r"```[^\n]*\n.*?(?:```|$)", re.S)
+# A log or code line: a timestamp or number, brackets/prompt/path characters ("[ERROR]", "$ ls"),
+# a stack frame ("at x.y(", 'File "…", line N'), "key=value", "file:12", an upper-case level.
 _LOGLIKE = re.compile(
-    r"\s|\d+(?![\d.)])|[\[\]{}<>|$#@/\\]|at |File |Traceback|[\w.-]+:\d|[A-Z]{3,}\b"
+    r"\d+(?![\d.)])|[\[\]{}<>|$#@/\\]|at [\w$.<>]+ ?\(|at \S+:\d|File \"|Traceback"
+    r"|[\w.-]+=\S|[\w.-]+:\d|[A-Z]{3,}\b"
 )
+# An indented line the user wrote: a list item ("- x", "* x", "1. x") or plain words; any
+# other indented line (code, a traceback's source line) is log-like.
+_PROSE = re.compile(r"(?:[-*+•]|\d{1,3}[.)])[ \t].*|[^\W\d_][\w \t,.;:'’!?&%*-]*")
+
+
+def _loglike(line: str) -> bool:
+    body = line.lstrip()
+    if body != line:
+        return not _PROSE.fullmatch(body)
+    return bool(_LOGLIKE.match(line))
 
 
 def pasted_digest(text: str) -> str:
@@ -181,9 +194,7 @@ def pasted_digest(text: str) -> str:
     text = _FENCED.sub(lambda m: one(m.group(0)), text)
     parts = re.split(r"(\n\s*\n)", text)
     return "".join(
-        one(p)
-        if sum(bool(_LOGLIKE.match(ln)) for ln in p.splitlines()) * 2 > p.count("\n") + 1
-        else p
+        one(p) if sum(_loglike(ln) for ln in p.splitlines()) * 2 > p.count("\n") + 1 else p
         for p in parts
     )
 
