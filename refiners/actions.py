@@ -36,6 +36,7 @@ PATH_KEYS = (
     "cwd",
     "notebook_path",
 )
+_PATH_KEY_SET = frozenset(PATH_KEYS)
 
 
 def describe_actions(calls: list[ToolCall], limit: int = DID_MAX) -> str:
@@ -145,7 +146,12 @@ def ordered(items: Any) -> list[str]:
 
 def call_paths(call: ToolCall) -> list[str]:
     args = call.args
-    out = [str(args[k]) for k in PATH_KEYS if isinstance(args.get(k), str) and args.get(k)]
+    named = _PATH_KEY_SET.intersection(args)  # many calls name none: no loop over PATH_KEYS
+    out = (
+        [str(v) for k in PATH_KEYS if k in named and isinstance(v := args[k], str) and v]
+        if named
+        else []
+    )
     edits = args.get("edits")
     edits = edits if isinstance(edits, list) else []
     out += [str(e["path"]) for e in edits if isinstance(e, dict) and isinstance(e.get("path"), str)]

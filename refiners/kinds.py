@@ -23,18 +23,23 @@ class Cue:
     """A lowercase pattern plus CJK phrases, matched against lowercased text.
 
     The phrases are plain substring checks and the pattern runs without IGNORECASE: both much
-    faster than one case-insensitive alternation with CJK branches tried at every position.
+    faster than one case-insensitive alternation with CJK branches tried at every position. An
+    ASCII text (`isascii` is a flag lookup) holds no phrase: the phrases are not even looked at.
     """
 
     def __init__(self, pattern: str, phrases: str = "") -> None:
         self.rx = re.compile(pattern) if pattern else None
         self.phrases = tuple(phrases.split())
+        if any(p.isascii() for p in self.phrases):
+            raise ValueError(f"Cue phrases are CJK (ASCII words go in the pattern): {phrases!r}")
 
     def search(self, text: str) -> bool:
-        return any(p in text for p in self.phrases) or bool(self.rx and self.rx.search(text))
+        return (not text.isascii() and any(p in text for p in self.phrases)) or bool(
+            self.rx and self.rx.search(text)
+        )
 
     def match(self, text: str) -> bool:
-        return any(text.startswith(p) for p in self.phrases) or bool(
+        return (not text.isascii() and any(text.startswith(p) for p in self.phrases)) or bool(
             self.rx and self.rx.match(text)
         )
 

@@ -50,7 +50,7 @@ def tokens(text: str) -> list[str]:
 
 def words(text: str) -> list[str]:
     """Whole words and identifiers (no splitting), for keywords and fuzzy matching."""
-    return [m.group(0) for m in _TOKEN.finditer(text)]
+    return _TOKEN.findall(text)  # no group in the pattern: each item is the whole match
 
 
 # Words that end in a dot without ending a sentence (lowercase, without the final dot).

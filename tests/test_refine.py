@@ -8,9 +8,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from archive_mcp.refiners import RefineContext, Step, ToolCall, Turn, refine_turn
 from archive_mcp.refiners.actions import describe_actions
-from archive_mcp.refiners.kinds import keywords_of
+from archive_mcp.refiners.kinds import Cue, keywords_of
 from archive_mcp.refiners.refine import REFINER
 from archive_mcp.refiners.summary import (
     SUMMARY_MAX,
@@ -553,3 +554,15 @@ def test_a_legacy_turn_is_interrupted_only_when_its_last_step_stopped_short() ->
     assert turn(last_answered=True).status == "completed"
     assert turn(last_answered=False).status == "interrupted"
     assert Turn(0, None, "hi", end="superseded", legacy=True).status == "interrupted"
+
+
+def test_a_cue_finds_its_cjk_phrase_and_refuses_an_ascii_one() -> None:
+    cue = Cue(r"\bfix\b", "修复 修正")
+    assert (cue.search("请修复这个"), cue.search("please fix it"), cue.search("plain text")) == (
+        True,
+        True,
+        False,
+    )
+    assert (cue.match("修正它"), cue.match("fix it"), cue.match("it 修正")) == (True, True, False)
+    with pytest.raises(ValueError, match="Cue phrases are CJK"):
+        Cue("x", "修复 fix")
