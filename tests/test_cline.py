@@ -58,7 +58,7 @@ def test_cline_3_session_turns_calls_usage_subagent_denial_and_interruption() ->
     assert (session.source, session.session_id, session.work_dirs, session.title) == (
         "cline",
         SID,
-        ["/rec/user/work/cline"],
+        ["/rec/user/proj/cline"],
         "Run echo hi in the shell",
     )
     assert [(f.agent, f.rel, f.whole) for f in session.files] == [
@@ -74,7 +74,7 @@ def test_cline_3_session_turns_calls_usage_subagent_denial_and_interruption() ->
         [
             (
                 "editor",
-                json.dumps({"path": "/rec/user/work/cline/hello.txt", "new_text": "hi\n"}),
+                json.dumps({"path": "/rec/user/proj/cline/hello.txt", "new_text": "hi\n"}),
                 "ok",
             )
         ],
@@ -119,9 +119,9 @@ def test_cline_3_session_turns_calls_usage_subagent_denial_and_interruption() ->
 
 
 EXTENSIONS = [
-    ("saoudrizwan.claude-dev", "cline", "1796400000000", "/rec/user/work/cline-vscode"),
-    ("rooveterinaryinc.roo-cline", "roo-code", "0f5e6a3c-roo-task", "/rec/user/work/roo"),
-    ("kilocode.kilo-code", "kilo-code", "7c1d2e4f-kilo-task", "/rec/user/work/kilo-vscode"),
+    ("saoudrizwan.claude-dev", "cline", "1796400000000", "/rec/user/proj/cline-vscode"),
+    ("rooveterinaryinc.roo-cline", "roo-code", "0f5e6a3c-roo-task", "/rec/user/proj/roo"),
+    ("kilocode.kilo-code", "kilo-code", "7c1d2e4f-kilo-task", "/rec/user/proj/kilo-vscode"),
 ]
 
 
@@ -300,14 +300,14 @@ def test_the_tasks_of_the_three_extensions_are_told_apart_by_their_folder() -> N
 
 def test_one_project_worked_on_by_cline_roo_code_and_pi_is_one_workspace(tmp_path: Path) -> None:
     homes = [
-        copy_as(CLINE, tmp_path / "cline", "/rec/user/work/cline", PROJECT),
+        copy_as(CLINE, tmp_path / "cline", "/rec/user/proj/cline", PROJECT),
         copy_as(
             TASKS / "rooveterinaryinc.roo-cline",
             tmp_path / "rooveterinaryinc.roo-cline",
-            "/rec/user/work/roo",
+            "/rec/user/proj/roo",
             PROJECT,
         ),
-        copy_as(PI, tmp_path / "pi", "/rec/user/work/pi", PROJECT),
+        copy_as(PI, tmp_path / "pi", "/rec/user/proj/pi", PROJECT),
     ]
     archive = Archive(embedder=None)
     report = archive.ingest(*homes)
@@ -335,7 +335,7 @@ def test_one_project_worked_on_by_cline_roo_code_and_pi_is_one_workspace(tmp_pat
 def test_a_rewritten_cline_session_is_followed_and_a_broken_one_is_reported(
     tmp_path: Path,
 ) -> None:
-    home = copy_as(CLINE, tmp_path / ".cline", "/rec/user/work/cline", PROJECT)
+    home = copy_as(CLINE, tmp_path / ".cline", "/rec/user/proj/cline", PROJECT)
     [doc] = home.rglob(f"{SID}.messages.json")
     whole = json.loads(doc.read_text(encoding="utf-8"))
     doc.write_text(json.dumps(dict(whole, messages=whole["messages"][:8])), encoding="utf-8")

@@ -24,7 +24,7 @@ from archive_mcp.live import changed_files, scan
 FIXTURE = Path(__file__).parent / "fixtures" / "crush"
 SID = "8d0c3f4e-5b7a-4c1d-9e2f-0a1b2c3d4e5f"
 CHILD = "m17$$call_5"  # the agent tool's sub-session: <assistant message id>$$<tool call id>
-CWD = "/rec/user/work/crush"  # the folder the recorded tool calls name
+CWD = "/rec/user/proj/crush"  # the folder the recorded tool calls name
 NONE = {"input_other": 0, "output": 0, "input_cache_read": 0, "input_cache_creation": 0}
 
 

@@ -81,13 +81,13 @@ def test_cursor_composer_turns_calls_status_usage_and_its_workspace_folder(tmp_p
     shutil.copytree(next(vscode.iterdir()) / "chatSessions", chats)  # Cursor keeps VS Code's too
     [session, *chat] = discover(user).sessions  # the composer without a message is no session
     assert [(s.source, s.work_dirs) for s in chat] == [
-        ("copilot-chat", ["/rec/user/work/cursor"])
+        ("copilot-chat", ["/rec/user/proj/cursor"])
     ] * 2
     assert (session.source, session.session_id, session.bucket, session.work_dirs) == (
         "cursor",
         "3d0f7a52-6c1e-4b8e-9f2a-7e4c1b9d0a11",
         "5f1d3c0e9a7b4c2d8e6f1a3b5c7d9e0f",
-        ["/rec/user/work/cursor"],
+        ["/rec/user/proj/cursor"],
     )
     assert (session.title, [(f.rel, f.whole) for f in session.files]) == (
         "Shell and files",
@@ -98,7 +98,7 @@ def test_cursor_composer_turns_calls_status_usage_and_its_workspace_folder(tmp_p
     assert [t.user_text for t in result.turns] == [*PROMPTS, AGAIN]
     assert [calls(t) for t in result.turns] == [
         [("run_terminal_cmd", ECHO, "ok")],
-        [("edit_file", "/rec/user/work/cursor/hello.txt", "ok")],
+        [("edit_file", "/rec/user/proj/cursor/hello.txt", "ok")],
         [("run_terminal_cmd", FAIL, "error")],  # status "error"
         [("run_terminal_cmd", ECHO, "rejected")],  # userDecision "rejected"
     ]
@@ -338,7 +338,7 @@ def test_a_corrupt_or_locked_cursor_store_is_reported_and_vs_code_s_own_store_is
 def test_cursor_cli_store_tree_turns_calls_and_work_dir_from_its_md5_folder(tmp_path: Path) -> None:
     dot = home(tmp_path, "cursor-cli") / "dot-cursor"
     [session] = discover(dot).sessions
-    work = "/rec/user/work/cursor-cli"
+    work = "/rec/user/proj/cursor-cli"
     assert (session.source, session.session_id, session.bucket, session.work_dirs) == (
         "cursor-cli",
         "7b3e9c1a-2d4f-4e6a-8b0c-1d2e3f4a5b6c",
@@ -389,7 +389,7 @@ def test_vs_code_chat_json_and_jsonl_sessions_turns_calls_status_usage(tmp_path:
     user = home(tmp_path, "vscode") / "User"
     sessions = discover(user).sessions
     assert [(s.source, s.session_id, s.bucket, s.work_dirs) for s in sessions] == [
-        ("copilot-chat", sid, "0e5c1f2a3b4d5e6f7a8b9c0d1e2f3a4b", ["/rec/user/work/vscode"])
+        ("copilot-chat", sid, "0e5c1f2a3b4d5e6f7a8b9c0d1e2f3a4b", ["/rec/user/proj/vscode"])
         for sid in ("c7d1e2f3-a4b5-4c6d-8e9f-0a1b2c3d4e5f", "d8e2f3a4-b5c6-4d7e-9f0a-1b2c3d4e5f60")
     ]
     doc, log = (vscode_chat.parse_wire(s.files[0].path) for s in sessions)
@@ -402,7 +402,7 @@ def test_vs_code_chat_json_and_jsonl_sessions_turns_calls_status_usage(tmp_path:
     assert [t.user_text for t in doc.turns + log.turns] == [*PROMPTS, AGAIN, SLEEP]
     assert [calls(t) for t in doc.turns + log.turns] == [
         [("run_in_terminal", ECHO, "ok")],
-        [("copilot_createFile", "/rec/user/work/vscode/hello.txt", "ok")],
+        [("copilot_createFile", "/rec/user/proj/vscode/hello.txt", "ok")],
         [("run_in_terminal", FAIL, "error")],  # exit code 2
         [("run_in_terminal", ECHO, "ok")],  # the push with `i` cut the prepared call away
         [("run_in_terminal", "sleep 60", "no_result")],
@@ -522,13 +522,13 @@ PROJECT = "/home/alice/projects/webapp"
 def test_one_project_worked_on_by_cursor_its_cli_and_copilot_chat_is_one_workspace(
     tmp_path: Path,
 ) -> None:
-    cli_home = home(tmp_path, "cursor-cli", "/rec/user/work/cursor-cli", PROJECT)
+    cli_home = home(tmp_path, "cursor-cli", "/rec/user/proj/cursor-cli", PROJECT)
     chats = cli_home / "dot-cursor" / "chats"
     next(chats.iterdir()).rename(chats / workspace_id(PROJECT))  # the CLI's folder: md5(cwd)
     homes = [
-        home(tmp_path, "cursor", "/rec/user/work/cursor", PROJECT) / "User",
+        home(tmp_path, "cursor", "/rec/user/proj/cursor", PROJECT) / "User",
         cli_home / "dot-cursor",
-        home(tmp_path, "vscode", "/rec/user/work/vscode", PROJECT) / "User",
+        home(tmp_path, "vscode", "/rec/user/proj/vscode", PROJECT) / "User",
     ]
     archive = Archive(embedder=None)
     report = archive.ingest(*homes)

@@ -16,7 +16,7 @@ from archive_mcp import Archive
 
 FIXTURE = Path(__file__).parent / "fixtures" / "goose"
 LOG = FIXTURE / "sessions" / "20261205_120000.jsonl"
-CWD = "/rec/user/work/goose"
+CWD = "/rec/user/proj/goose"
 NONE = {"input_other": 0, "output": 0, "input_cache_read": 0, "input_cache_creation": 0}
 
 

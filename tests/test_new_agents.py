@@ -52,8 +52,8 @@ def test_pi_0_73_session_turns_calls_usage_compaction_and_interruption() -> None
     assert (session.source, session.session_id, session.bucket, session.work_dirs) == (
         "pi",
         "01a2439e-4d47-74d6-9656-0707e386941f",
-        "--rec-user-work-pi--",
-        ["/rec/user/work/pi"],
+        "--rec-user-proj-pi--",
+        ["/rec/user/proj/pi"],
     )
     result = pi.parse_wire(session.files[0].path)
     assert (result.protocol_version, result.unknown_types, result.problems) == (
@@ -70,7 +70,7 @@ def test_pi_0_73_session_turns_calls_usage_compaction_and_interruption() -> None
     assert [t.user_text for t in result.turns] == prompts
     assert [calls(t) for t in result.turns] == [
         [("bash", ECHO, "ok")],
-        [("write", "/rec/user/work/pi/hello.txt", "ok")],
+        [("write", "/rec/user/proj/pi/hello.txt", "ok")],
         [("bash", FAIL, "error")],
         [("bash", ECHO, "ok")],
         [("bash", "sleep 60", "no_result")],  # SIGINT: pi wrote no result
@@ -98,7 +98,7 @@ def test_copilot_1_0_events_turns_calls_usage_subagent_and_abort() -> None:
     assert (session.source, session.session_id, session.work_dirs, session.branch) == (
         "copilot",
         sid,
-        ["/rec/user/work/copilot"],
+        ["/rec/user/proj/copilot"],
         "master",
     )
     result = copilot.parse_wire(session.files[0].path)
@@ -112,7 +112,7 @@ def test_copilot_1_0_events_turns_calls_usage_subagent_and_abort() -> None:
     assert [t.user_text for t in result.turns] == prompts
     assert [calls(t) for t in result.turns] == [
         [("bash", ECHO, "ok")],
-        [("create", "/rec/user/work/copilot/hello.txt", "ok")],
+        [("create", "/rec/user/proj/copilot/hello.txt", "ok")],
         [("bash", FAIL, "error")],  # exit code 2 (Copilot says success: the tool ran)
         [("task", "Run echo hi in the shell", "ok")],
         [("bash", "sleep 60", "no_result")],
@@ -144,7 +144,7 @@ def test_continue_1_5_session_document_turns_calls_and_usage() -> None:
     assert (session.source, session.session_id, session.work_dirs, session.title) == (
         "continue",
         "a62e79a0-ba88-443d-b01a-8a1fcee70e90",
-        ["/rec/user/work/continue"],
+        ["/rec/user/proj/continue"],
         "Untitled Session",
     )
     assert session.files[0].whole  # rewritten in place: archived as a snapshot
@@ -158,7 +158,7 @@ def test_continue_1_5_session_document_turns_calls_and_usage() -> None:
     assert [t.user_text for t in result.turns] == prompts
     assert [calls(t) for t in result.turns] == [
         [("Bash", ECHO, "ok")],
-        [("Write", "/rec/user/work/continue/hello.txt", "ok")],
+        [("Write", "/rec/user/proj/continue/hello.txt", "ok")],
         [("Bash", FAIL, "error")],
         [("Bash", ECHO, "ok")],
         [("Bash", ECHO, "ok")],
@@ -174,7 +174,7 @@ def test_droid_0_225_session_turns_calls_and_the_failed_subagent() -> None:
     assert (session.source, session.session_id, session.work_dirs, session.title) == (
         "droid",
         sid,
-        ["/rec/user/work/droid"],
+        ["/rec/user/proj/droid"],
         "Run echo hi in the shell",
     )
     assert [f.rel for f in session.snapshots] == [f"{sid}.settings.json"]
@@ -191,7 +191,7 @@ def test_droid_0_225_session_turns_calls_and_the_failed_subagent() -> None:
     assert [t.user_text for t in result.turns] == prompts  # the `context-` reminders are no turn
     assert [calls(t) for t in result.turns] == [
         [("Execute", ECHO, "ok")],
-        [("Create", "/rec/user/work/droid/hello.txt", "ok")],
+        [("Create", "/rec/user/proj/droid/hello.txt", "ok")],
         [("Execute", FAIL, "error")],
         # offline the Task tool cannot reach Droid's daemon: the call fails
         [("Task", "Run echo hi in the shell", "error")],
@@ -201,13 +201,13 @@ def test_droid_0_225_session_turns_calls_and_the_failed_subagent() -> None:
     assert [t.usage for t in result.turns] == [NONE] * 4  # the log holds no per-call usage
 
 
-def kilo_home(dest: Path, cwd: str = "/rec/user/work/kilo") -> Path:
+def kilo_home(dest: Path, cwd: str = "/rec/user/proj/kilo") -> Path:
     """Kilo's data folder with the genuine kilo.db rebuilt from its dump (in WAL mode, as Kilo
     keeps it), its work dir `cwd`."""
     dest.mkdir(parents=True)
     con = sqlite3.connect(dest / "kilo.db")
     con.execute("PRAGMA journal_mode=WAL")
-    sql = KILO_SQL.read_text(encoding="utf-8").replace("/rec/user/work/kilo", cwd)
+    sql = KILO_SQL.read_text(encoding="utf-8").replace("/rec/user/proj/kilo", cwd)
     con.executescript(sql)
     con.close()
     return dest
@@ -222,7 +222,7 @@ def test_kilo_7_7_database_read_by_the_opencode_reader(tmp_path: Path, monkeypat
     assert (session.source, session.session_id, session.work_dirs) == (
         "kilo",
         "ses_dbc3b26f1ffelcvpKE0a6u6pC5",
-        ["/rec/user/work/kilo"],
+        ["/rec/user/proj/kilo"],
     )
     assert [(f.agent, f.rel, f.whole) for f in session.files] == [
         ("main", "session.jsonl", True),
@@ -239,7 +239,7 @@ def test_kilo_7_7_database_read_by_the_opencode_reader(tmp_path: Path, monkeypat
     assert [t.user_text for t in result.turns] == [f'"{p}"' for p in prompts]  # Kilo quotes them
     assert [calls(t) for t in result.turns] == [
         [("bash", ECHO, "ok")],
-        [("write", "/rec/user/work/kilo/hello.txt", "ok")],
+        [("write", "/rec/user/proj/kilo/hello.txt", "ok")],
         [("bash", FAIL, "error")],
         [("task", "Run echo hi in the shell", "ok")],
         [("bash", "sleep 60", "no_result")],  # SIGINT: the call never finished
@@ -270,10 +270,10 @@ def test_one_project_worked_on_by_five_new_agents_is_one_workspace_with_all_thei
     tmp_path: Path,
 ) -> None:
     homes = [
-        copy_as(PI, tmp_path / "pi", "/rec/user/work/pi", PROJECT),
-        copy_as(COPILOT, tmp_path / "copilot", "/rec/user/work/copilot", PROJECT),
-        copy_as(CONTINUE, tmp_path / "continue", "/rec/user/work/continue", PROJECT),
-        copy_as(DROID, tmp_path / "droid", "/rec/user/work/droid", PROJECT),
+        copy_as(PI, tmp_path / "pi", "/rec/user/proj/pi", PROJECT),
+        copy_as(COPILOT, tmp_path / "copilot", "/rec/user/proj/copilot", PROJECT),
+        copy_as(CONTINUE, tmp_path / "continue", "/rec/user/proj/continue", PROJECT),
+        copy_as(DROID, tmp_path / "droid", "/rec/user/proj/droid", PROJECT),
         kilo_home(tmp_path / "kilo", PROJECT),
     ]
     archive = Archive(embedder=None)
@@ -372,7 +372,7 @@ def test_ingest_without_paths_reads_the_new_agents_default_homes_or_their_env(
 def test_a_rewritten_continue_session_replaces_its_turns_and_a_broken_one_is_reported(
     tmp_path: Path,
 ) -> None:
-    home = copy_as(CONTINUE, tmp_path / "cn", "/rec/user/work/continue", PROJECT)
+    home = copy_as(CONTINUE, tmp_path / "cn", "/rec/user/proj/continue", PROJECT)
     [doc_path] = sorted(home.rglob("????????-*.json"))
     whole = json.loads(doc_path.read_text(encoding="utf-8"))
     first = dict(whole, history=whole["history"][:6])  # two turns written so far

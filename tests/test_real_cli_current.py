@@ -247,7 +247,7 @@ def test_codex_0_171_scenario_edit_subagent_compaction_interruption() -> None:
     assert (session.source, session.session_id, session.work_dirs) == (
         "codex",
         CODEX_ID,
-        ["/rec/user/work/codex"],
+        ["/rec/user/proj/codex"],
     )
     # the subagent's own rollout (source.subagent.thread_spawn) is a file of its parent session
     main, sub = session.files
@@ -336,7 +336,7 @@ def test_codex_subagent_without_its_parent_rollout_is_archived_under_the_parent_
     [session] = found.sessions
     assert (session.session_id, session.work_dirs, found.skipped) == (
         CODEX_ID,
-        ["/rec/user/work/codex"],
+        ["/rec/user/proj/codex"],
         [],
     )
     [sub] = session.files
@@ -399,7 +399,7 @@ def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
     assert (session.source, session.session_id, session.work_dirs) == (
         "gemini",
         GEMINI_ID,
-        ["/rec/user/work/gemini"],
+        ["/rec/user/proj/gemini"],
     )
     main, sub = session.files
     assert (main.rel, sub.agent, sub.rel) == (
@@ -423,7 +423,7 @@ def test_gemini_0_61_scenario_compression_stubs_subagent_interruption() -> None:
     assert in_time_order(turns)
     assert [calls(t) for t in turns] == [
         [("run_shell_command", ECHO, "ok")],
-        [("write_file", "/rec/user/work/gemini/hello.txt", "ok")],
+        [("write_file", "/rec/user/proj/gemini/hello.txt", "ok")],
         [("run_shell_command", FAIL, "error")],
         [("invoke_agent", "None", "ok")],
         [("run_shell_command", ECHO, "ok")],
@@ -495,7 +495,7 @@ def test_opencode_1_18_scenario_compaction_subagent_interruption(
     assert (session.source, session.session_id, session.work_dirs) == (
         "opencode",
         "ses_dc45847a9ffexuUM2Q46rc27y0",
-        ["/rec/user/work/opencode"],
+        ["/rec/user/proj/opencode"],
     )
     main, sub = session.files
     assert (main.agent, sub.agent, sub.rel) == (
@@ -527,7 +527,7 @@ def test_opencode_1_18_scenario_compaction_subagent_interruption(
         [("bash", "sleep 60", "no_result")],  # SIGINT: the part stays `running`
         [("bash", ECHO, "ok")],
     ]
-    assert turns[1].tool_calls[0].args["filePath"] == "/rec/user/work/opencode/hello.txt"
+    assert turns[1].tool_calls[0].args["filePath"] == "/rec/user/proj/opencode/hello.txt"
     assert [t.status for t in turns] == ["completed"] * 5 + ["interrupted", "completed"]
     assert [t.compactions for t in turns] == [0, 0, 0, 0, 1, 0, 0]
     assert turns[4].synthetic_text.startswith("<analysis>The user ran shell commands.")
@@ -568,8 +568,8 @@ def test_qwen_code_0_15_scenario_compress_cancelled_call_subagent() -> None:
     assert (session.source, session.session_id, session.bucket, session.work_dirs) == (
         "qwen-code",
         "765dcfef-1741-4bc0-aa1b-b5abbb32635a",
-        "-rec-user-work-qwen",
-        ["/rec/user/work/qwen"],
+        "-rec-user-proj-qwen",
+        ["/rec/user/proj/qwen"],
     )
     result = qwen_code.parse_wire(session.files[0].path)
     assert (result.protocol_version, result.unknown_types, result.problems) == ("0.15.10", {}, [])
@@ -588,7 +588,7 @@ def test_qwen_code_0_15_scenario_compress_cancelled_call_subagent() -> None:
     wait = "python3 -c 'import time; time.sleep(60)'"
     assert [calls(t) for t in turns] == [
         [("run_shell_command", ECHO, "ok")],
-        [("write_file", "/rec/user/work/qwen/hello.txt", "ok")],
+        [("write_file", "/rec/user/proj/qwen/hello.txt", "ok")],
         [("run_shell_command", FAIL, "error")],
         [("agent", "None", "ok")],
         [("run_shell_command", wait, "error")],  # cancelled by SIGINT
