@@ -195,12 +195,11 @@ def search_context(
         kind=kind,
         source=source,
     )
-    query, *more = _queries(query, also)
-    also = tuple(more)
     founds = [
         archive.search(q, target, filters=filters, limit=limit, mode=mode, rerank=rerank)
-        for q in [query, *also]
+        for q in _queries(query, also)
     ]
+    batched = len(founds) > 1  # `also` asked something new: each query under its own heading
     ranked = _rank_by_rank(founds, detail)
     names = {w.id: w.name for w in archive.workspaces()} if target == "all" else {}
     behind = follower.catching_up() if (follower := state(ctx).follower) else None
@@ -215,7 +214,8 @@ def search_context(
         shown_refs: set[str] = set()
         for g, found in enumerate(founds):
             group = of(kept, g)
-            lines += [f"## {found.headline(len(group))}"] if also else [found.headline(len(group))]
+            head = found.headline(len(group))
+            lines.append(f"## {head}" if batched else head)
             lines += _hit_lines(group, detail, names, shown_refs)
         if kept:
             lines.append(
@@ -224,8 +224,10 @@ def search_context(
         return "\n".join(lines)
 
     def shape(kept: list[tuple[int, Hit]], cut: bool) -> SearchOutput:
-        first, hits = founds[0], [] if also else of(kept, 0)
-        groups = [QueryHits(f.query, of(kept, g)) for g, f in enumerate(founds)] if also else None
+        first, hits = founds[0], [] if batched else of(kept, 0)
+        groups = (
+            [QueryHits(f.query, of(kept, g)) for g, f in enumerate(founds)] if batched else None
+        )
         return SearchOutput(hits, first.realized_mode, first.fallback_reason, cut, behind, groups)
 
     return fit(
@@ -233,7 +235,7 @@ def search_context(
         render,
         shape,
         max_output_chars * len(founds),  # each query its own budget
-        whole=4 if also else 2,  # each group's hits dropped from the end, as the text's are
+        whole=4 if batched else 2,  # each group's hits dropped from the end, as the text's are
         noun="hits",
         how="raise max_output_chars or use detail=compact",
     )
