@@ -15,9 +15,11 @@ from click.testing import CliRunner
 
 from archive_mcp.cli.main import main as cli
 from archive_mcp.install import (
+    AGENTS,
     HOOK,
     HOOKS,
     MARK,
+    YAML,
     config_file,
     entry_for,
     hook_command,
@@ -65,19 +67,7 @@ def json_states(key: str, other: str) -> list[str | None]:
     ]
 
 
-for _agent in (
-    "kimi",
-    "kimi-code",
-    "qwen",
-    "opencode",
-    "copilot",
-    "droid",
-    "kilo",
-    "cursor",
-    "vscode",
-    "cline",
-    "crush",
-):
+for _agent in (a for a in AGENTS if a not in BEFORE and a not in YAML):  # the JSON configs
     BEFORE[_agent] = json_states(
         servers_key(_agent), OTHER.get(_agent, '{"command": "x", "args": []}')
     )
