@@ -116,14 +116,19 @@ def _asks(lines: list[str], at: int) -> bool:
     return "?" in intro or any("?" in ln for ln in lines[end + 1 :])
 
 
-def picked(user_text: str, previous_answer: str) -> list[str]:
-    """The option a bare number ("3", "option 3", "#3") picks from the last numbered menu of
-    the previous answer, marked `[picked] 3. <option>`; [] when the text is more than a number,
-    the answer has no such item, or its list asks nothing (no `?` before or after it)."""
+def bare_number(user_text: str) -> int | None:
+    """The number a reply made of a number alone ("3", "option 3", "#3") gives, else None."""
     bare = _BARE_PICK.fullmatch(user_text)
-    if not bare:
+    return int(bare.group(1)) if bare else None
+
+
+def picked(user_text: str, previous_answer: str) -> list[str]:
+    """The option a bare number (`bare_number`) picks from the last numbered menu of the previous
+    answer, marked `[picked] 3. <option>`; [] when the text is more than a number, the answer has
+    no such item, or its list asks nothing (no `?` before or after it)."""
+    n = bare_number(user_text)
+    if n is None:
         return []
-    n = int(bare.group(1))
     item = re.compile(_ITEM.format(n=n), re.I)
     lines = previous_answer.splitlines()
     found = [(i, m) for i, ln in enumerate(lines) if (m := item.fullmatch(ln))]

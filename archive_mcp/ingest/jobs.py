@@ -13,7 +13,7 @@ from archive_mcp.errors import disk_full
 from archive_mcp.ingest import store
 from archive_mcp.ingest.titles import request_title
 from archive_mcp.refiners import PARSERS, RefineContext, Turn, refine_turn
-from archive_mcp.refiners.answers import picked
+from archive_mcp.refiners.answers import bare_number, picked
 from archive_mcp.refiners.disk import Refused
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.model import ParseResult
@@ -218,6 +218,8 @@ def add_picks(turns: list[Turn]) -> None:
     """Each bare "3" answering the previous turn's numbered menu gets the option it picks among
     its answers (`answers.picked`), once."""
     for prev, turn in zip(turns, turns[1:], strict=False):
+        if bare_number(turn.user_text) is None:
+            continue  # most turns: the previous answer's text is not built for them
         turn.answers += [
             p for p in picked(turn.user_text, prev.assistant_text) if p not in turn.answers
         ]
