@@ -28,6 +28,8 @@ rollouts, kept in their YYYY/MM/DD folders), `pai` (Claude Code, two project fol
 each into OUT/pai/raw/<folder>) or `localapi` (Claude Code, the one folder
 `-Users-neilhart-Documents-BONKbot-github-local-api` of the same home: its session logs and their
 subagents' logs, kept at the top of OUT/localapi/raw and in <session>/subagents/).
+`tgripper` (Claude Code, the one folder `-Users-neilhart-Documents-BONKbot-github-tg-ripper` of
+the same home, copied the same way as `localapi`) is a further project.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ PROJECTS: dict[str, Project] = {
     "pai": Project((f"{PAI}/-Users-neilhart", f"{PAI}/-Users-neilhart-PAI"), "**/*"),
     "localapi": Project(
         (f"{PAI}/-Users-neilhart-Documents-BONKbot-github-local-api",), "**/*.jsonl"
+    ),
+    "tgripper": Project(
+        (f"{PAI}/-Users-neilhart-Documents-BONKbot-github-tg-ripper",), "**/*.jsonl"
     ),
 }
 
