@@ -28,6 +28,8 @@ rollouts, kept in their YYYY/MM/DD folders), `pai` (Claude Code, two project fol
 each into OUT/pai/raw/<folder>) or `localapi` (Claude Code, the one folder
 `-Users-neilhart-Documents-BONKbot-github-local-api` of the same home: its session logs and their
 subagents' logs, kept at the top of OUT/localapi/raw and in <session>/subagents/).
+`qatools` is the folder `-Users-neilhart-Documents-BONKbot-github-qa-tools` of that home, copied
+the same way into OUT/qatools/raw.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ PROJECTS: dict[str, Project] = {
     "localapi": Project(
         (f"{PAI}/-Users-neilhart-Documents-BONKbot-github-local-api",), "**/*.jsonl"
     ),
+    "qatools": Project((f"{PAI}/-Users-neilhart-Documents-BONKbot-github-qa-tools",), "**/*.jsonl"),
 }
 
 
