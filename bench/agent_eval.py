@@ -30,6 +30,8 @@ each into OUT/pai/raw/<folder>) or `localapi` (Claude Code, the one folder
 subagents' logs, kept at the top of OUT/localapi/raw and in <session>/subagents/).
 `tgripper` (Claude Code, the one folder `-Users-neilhart-Documents-BONKbot-github-tg-ripper` of
 the same home, copied the same way as `localapi`) is a further project.
+`qatools` is the folder `-Users-neilhart-Documents-BONKbot-github-qa-tools` of that home, copied
+the same way into OUT/qatools/raw.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ PROJECTS: dict[str, Project] = {
     "tgripper": Project(
         (f"{PAI}/-Users-neilhart-Documents-BONKbot-github-tg-ripper",), "**/*.jsonl"
     ),
+    "qatools": Project((f"{PAI}/-Users-neilhart-Documents-BONKbot-github-qa-tools",), "**/*.jsonl"),
 }
 
 

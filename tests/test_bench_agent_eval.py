@@ -107,13 +107,24 @@ def question_rows(project: str, prefix: str) -> list[dict[str, str]]:
     return rows
 
 
-def test_the_local_api_questions_back_each_part_and_ask_nothing_the_labelled_topic_holds() -> None:
-    assert "localapi" in ae.PROJECTS
-    rows = question_rows("localapi", "lq")
+@pytest.mark.parametrize(
+    ("project", "prefix", "count", "skipped_topics"),
+    [
+        ("localapi", "lq", 12, ("trenchbench-api-production",)),
+        ("tgripper", "tq", 10, ("tg-ripper-user-scanner", "tg-ripper-topic-search")),
+        ("qatools", "qq", 11, ("qa-tools-slack-vercel-deploy",)),
+    ],
+)
+def test_a_held_out_projects_questions_back_each_part_and_ask_nothing_a_labelled_topic_holds(
+    project: str, prefix: str, count: int, skipped_topics: tuple[str, ...]
+) -> None:
+    assert project in ae.PROJECTS
+    rows = question_rows(project, prefix)
     topics = json.loads((LABELS / "coding_themes.json").read_text(encoding="utf-8"))["topics"]
-    (labelled,) = [t for t in topics if t["name"] == "trenchbench-api-production"]
-    taken = {d["turn"] for d in labelled["decisions"]}
-    assert len(rows) == 12
+    labelled = [t for t in topics if t["name"] in skipped_topics]
+    assert len(labelled) == len(skipped_topics)
+    taken = {d["turn"] for t in labelled for d in t["decisions"]}
+    assert len(rows) == count
     for r in rows:
         assert re.fullmatch(r"[0-9a-f-]{36}#L\d+", r["turn"])
         assert r["turn"] not in taken
