@@ -21,7 +21,7 @@ from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.mcp.server import build_server
 from archive_mcp.refs import TurnRef, parse_ref
 from archive_mcp.render import hit_text
-from archive_mcp.search.context import _scanned
+from archive_mcp.search.context import _scanned, line_passages
 from archive_mcp.search.hits import Hit
 from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
 
@@ -280,3 +280,139 @@ def test_a_compact_hit_cut_inside_a_highlight_closes_the_mark_within_what_it_kee
         "The archives folder keeps tripping the hook, so scan only the staged files and make the…"
     )
     assert clip_marked("keep **x** as is", 100) == "keep **x** as is"
+
+
+def test_a_tools_lines_that_hold_the_words_come_with_two_lines_each_side_after_its_first() -> None:
+    log = "\n".join(["$ vercel --prod", *(f"step {i}" for i in range(1, 10)), "Error: bad runtime"])
+    assert line_passages(log, ["RUNTIME"]) == (
+        "$ vercel --prod\n…\nstep 8\nstep 9\nError: bad runtime"
+    )
+    edit = json.dumps(
+        {
+            "file_path": "vercel.json",
+            "content": "{\n"
+            + "".join(f'  "k{i}": {i},\n' for i in range(8))
+            + '  "outputDirectory": "public"\n}',
+        }
+    )
+    assert line_passages(edit, ["outputdirectory"]) == (
+        '{"file_path": "vercel.json", "content": "{\n…\n  \\"k6\\": 6,\n  \\"k7\\": 7,\n'
+        '  \\"outputDirectory\\": \\"public\\"\n}"}'
+    )
+    assert line_passages(log, ["absent"]) == log
+
+
+def _edit_session(home: Path, sid: str) -> None:
+    base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
+    content = "{\n" + "".join(f'  "k{i}": {i},\n' for i in range(30)) + '  "runtime": "node@3"\n}'
+    records = [
+        {
+            **base,
+            "type": "user",
+            "uuid": "u0",
+            "timestamp": "2026-03-20T10:00:00Z",
+            "message": {"role": "user", "content": "pin the function runtime"},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a0",
+            "timestamp": "2026-03-20T10:00:05Z",
+            "message": {
+                "role": "assistant",
+                "id": "m0",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t0",
+                        "name": "Write",
+                        "input": {"file_path": "/home/alice/pay/vercel.json", "content": content},
+                    }
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": "u1",
+            "timestamp": "2026-03-20T10:00:06Z",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t0", "content": "File created"}
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a1",
+            "timestamp": "2026-03-20T10:00:07Z",
+            "message": {
+                "role": "assistant",
+                "id": "m1",
+                "content": [{"type": "text", "text": "Pinned it."}],
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": "u2",
+            "timestamp": "2026-03-20T10:01:00Z",
+            "message": {"role": "user", "content": "now deploy"},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a2",
+            "timestamp": "2026-03-20T10:01:05Z",
+            "message": {
+                "role": "assistant",
+                "id": "m2",
+                "content": [{"type": "text", "text": "Deployed."}],
+            },
+        },
+    ]
+    path = home / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def test_matching_in_full_detail_shows_the_lines_of_a_call_that_hold_the_words_and_names_a_turn_with_none(
+    tmp_path: Path,
+) -> None:
+    sid = "7a1b2c3d-0000-4000-8000-000000000001"
+    _edit_session(tmp_path / "src", sid)
+    archive = Archive(home=tmp_path / "home", embedder=None)
+    archive.ingest(tmp_path / "src" / ".claude" / "projects")
+    ws = archive.workspaces()[0].id
+    ctx = archive.load_turn_context(
+        [f"{sid}:0", f"{sid}:1"], workspace=ws, full_tools=True, matching=["runtime"]
+    )
+    (turn,) = ctx.turns
+    assert [c.arguments for c in turn.tool_calls] == [
+        '{"file_path": "/home/alice/pay/vercel.json", "content": "{\n…\n  \\"k28\\": 28,\n'
+        '  \\"k29\\": 29,\n  \\"runtime\\": \\"node@3\\"\n}"}'
+    ]
+    assert [(n.turn, n.reason) for n in ctx.not_found] == [
+        (
+            1,
+            f"turn 1 of session {sid}: no passage holds 'runtime'; read it without matching "
+            "or with other words",
+        )
+    ]
+    with pytest.raises(NotFound) as err:
+        archive.load_turn_context([f"{sid}:1"], workspace=ws, matching=["runtime", "pin"])
+    assert str(err.value) == (
+        f"turn 1 of session {sid}: no passage holds 'runtime', 'pin'; read it without "
+        "matching or with other words"
+    )
+    with pytest.raises(NotFound) as err:
+        archive.load_turn_context([f"{sid}:0-1"], workspace=ws, matching=["absent"])
+    assert str(err.value) == (
+        f"turns 0-1 of session {sid}: no passage holds 'absent'; read them without matching "
+        "or with other words"
+    )
+    ctx = archive.load_turn_context([f"{sid}:0-1"], workspace=ws, matching=["deploy"])
+    assert [t.turn for t in ctx.turns] == [1]
+    assert ctx.not_found == []

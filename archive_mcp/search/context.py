@@ -136,6 +136,32 @@ def passages(text: str, words: Sequence[str]) -> str:
     return "\n…\n".join(p.strip("\n") for p in kept)
 
 
+AROUND = 2  # lines shown each side of a line of a tool's input or output that holds a word
+HEAD_LINE = 300  # characters of its first line shown with them
+
+
+def line_passages(text: str, words: Sequence[str], around: int = AROUND) -> str:
+    """The lines of `text` (a tool's input or output: code, a file, a log) that hold any of
+    `words`, with `around` lines each side, after its first line (what was called on: a path, a
+    command; cut at HEAD_LINE), `…` between runs; `text` whole when none does (the call matched
+    by its name or its other half). A JSON input's escaped newlines end lines too: an edit's old
+    and new text are read line by line."""
+    low = [w.lower() for w in words]
+    lines = re.split(r"\n|\\n", text)
+    hits = [i for i, line in enumerate(lines) if any(w in line.lower() for w in low)]
+    if not low or not hits:
+        return text
+    near = {j for i in hits for j in range(i - around, i + around + 1) if 0 <= j < len(lines)}
+    keep = sorted(near | {0})
+    runs: list[str] = []
+    for k, j in enumerate(keep):
+        if k and j != keep[k - 1] + 1:
+            runs.append("…")
+        runs.append(lines[j] if j in near else clip(lines[j], HEAD_LINE))
+    tail = ["…"] if keep[-1] < len(lines) - 1 else []
+    return "\n".join(runs + tail)
+
+
 SCAN = 600  # characters of an answer a scan (a range, several references, a neighbour) shows
 SCAN_USER = 300  # characters of the user's words a scan always shows, whatever its budget
 SCAN_MIN = 200  # ... and of the answer's digest
@@ -290,8 +316,8 @@ def _detail(
     tools: list[ToolDetail] = []
     left, cut_tools = 0, False
     if include_tools and full_tools:
-        args = [redact(c.arguments, known)[0] for c in calls]
-        outs = [redact(o, known)[0] for o in outputs]
+        args = [line_passages(redact(c.arguments, known)[0], matching) for c in calls]
+        outs = [line_passages(redact(o, known)[0], matching) for o in outputs]
         tools, left = _full_calls(calls, args, outs, room)
         cut_tools = any(
             len(t.arguments) < len(a) or len(t.result) < len(o)
@@ -401,6 +427,7 @@ def load_turn_context(
     calls are one-line digests unless `full_tools`; with `matching`, only the passages holding
     one of those words, and only the turns that have one."""
     wanted: list[tuple[dict[str, Any], bool]] = []
+    spans: list[tuple[TurnRef, list[int]]] = []  # each found reference and the turns it asked
     missing: list[MissingTurn] = []
     seen: set[tuple[str, str, int]] = set()
     for ref in references:
@@ -433,6 +460,7 @@ def load_turn_context(
                 )
             )
             continue
+        spans.append((ref, asked))
         for t in range(ref.turn - before, last + after + 1):
             key = (ref.session_id, ref.agent, t)
             if t in turns and key not in seen:
@@ -446,11 +474,36 @@ def load_turn_context(
         d = _detail(
             ws, row, share_, include_tools, include_thinking, req, full_tools, list(matching), scan
         )
-        if d is None:
+        if d is None:  # `matching` left nothing of it
             continue
         left -= _size(d)
         details.append(d)
+    if matching:
+        missing += _unmatched(spans, details, matching)
     return TurnContext(details, missing)
+
+
+def _unmatched(
+    spans: list[tuple[TurnRef, list[int]]], shown: list[TurnDetail], matching: Sequence[str]
+) -> list[MissingTurn]:
+    """The references of which `matching` left no turn, each saying so (a range is one)."""
+    kept = {(d.session_id, d.agent, d.turn) for d in shown}
+    words = ", ".join(repr(w) for w in matching)
+    out = []
+    for ref, asked in spans:
+        if any((ref.session_id, ref.agent, t) in kept for t in asked):
+            continue
+        which = f"turn {asked[0]}" if len(asked) == 1 else f"turns {asked[0]}-{asked[-1]}"
+        out.append(
+            MissingTurn(
+                ref.session_id,
+                ref.turn,
+                ref.agent,
+                f"{which} of session {ref.session_id}: no passage holds {words}; read "
+                f"{'it' if len(asked) == 1 else 'them'} without matching or with other words",
+            )
+        )
+    return out
 
 
 def canonical_ref(ws: Workspace, r: RefLike) -> TurnRef:
