@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import vscode
 from .cline_turns import ClineTurns, add_usage, between
 from .disk import SNAPSHOT_MAX, is_dir, is_file, load_json, load_snapshot
 from .fields import field_dict, loads_valid, parse_time
@@ -392,10 +393,7 @@ def _bad(path: Path, why: str) -> ParseResult:
 
 def _source_of(path: Path) -> str:
     """The extension whose globalStorage holds `path` (Cline for `~/.cline` and anything else)."""
-    for part in (path, *path.parents):
-        if part.name.lower() in EXTENSIONS:
-            return EXTENSIONS[part.name.lower()]
-    return SOURCE
+    return vscode.extension_of(path, EXTENSIONS) or SOURCE
 
 
 def _session(folder: Path, source: str, found: Discovery) -> None:

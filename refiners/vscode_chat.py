@@ -23,40 +23,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from . import cline
-from .disk import LINE_MAX, SNAPSHOT_MAX, is_dir, is_file, load_json, read_bounded
+from .disk import LINE_MAX, SNAPSHOT_MAX, is_dir, is_file, read_bounded
 from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import prompt_turn
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, listing, register
+from .vscode import workspace_folder
 
 SOURCE = "copilot-chat"
 CHATS = "chatSessions"
 STATE = {1: "completed", 2: "cancelled", 3: "failed"}  # modelState.value; 0 pending, 4 input
-
-
-def folder_path(uri: Any) -> str | None:
-    """The local path of a workspace folder URI (`file:///home/a/p`, `file:///c%3A/p`,
-    `vscode-remote://wsl%2Bubuntu/home/a/p`), None when there is none."""
-    if not isinstance(uri, str) or "://" not in uri:
-        return None
-    path = unquote(urlsplit(uri).path)
-    if len(path) > 2 and path[0] == "/" and path[2] == ":":  # /c:/Users/a: a Windows drive
-        path = path[1:]
-    return path or None
-
-
-def workspace_folder(storage: Path) -> str | None:
-    """The folder a `workspaceStorage/<hash>` folder belongs to (`workspace.json`), or None."""
-    data = load_json(storage / "workspace.json")
-    if not isinstance(data, dict):
-        return None
-    path = folder_path(data.get("folder"))
-    if path is None and (ws := folder_path(data.get("workspace"))) is not None:
-        path = ws.rsplit("/", 1)[0]  # a .code-workspace file: its folder
-    return path
 
 
 # --- the document ------------------------------------------------------------------------------
@@ -292,10 +270,7 @@ def extension_tasks(user: Path, found: Discovery) -> None:
     `globalStorage` of the editor's `User` folder `user`, added to `found`: a `User` folder is
     read whole, once (its extensions' folders are no roots of their own)."""
     for folder, source in cline.EXTENSIONS.items():
-        tasks = cline.discover_as(source, user / "globalStorage" / folder)
-        if tasks is not None:
-            found.sessions += tasks.sessions
-            found.skipped += tasks.skipped
+        found.add(cline.discover_as(source, user / "globalStorage" / folder))
 
 
 def discover(path: Path) -> Discovery | None:
