@@ -49,7 +49,7 @@ from .disk import is_dir, is_file, load_json
 from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn, epoch
-from .sources import Discovery, SessionSource, SourceFile, register, with_next
+from .sources import Discovery, SessionSource, register, with_next
 from .stores import (
     by_session,
     export_bytes,
@@ -59,6 +59,7 @@ from .stores import (
     json_value,
     read_only,
     read_reported,
+    store_session,
     table_rows,
 )
 
@@ -309,16 +310,7 @@ def _store(db: Path, project: Path) -> Discovery | None:
 
 def _session(project: Path, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:
     """The session `sid` (row `s`, exported to `export`) of the Crush database `db`."""
-    title = s.get("title")
-    return SessionSource(
-        SOURCE,
-        sid,
-        SOURCE,
-        [str(project)],
-        title if isinstance(title, str) and title else None,
-        db.parent,
-        [SourceFile("main", "session.jsonl", export, whole=True)],
-    )
+    return store_session(SOURCE, sid, SOURCE, str(project), s.get("title"), db, export)
 
 
 READER = register(LogReader(SOURCE, "Crush", _builder, discover, 36, whole=True))

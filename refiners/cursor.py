@@ -38,7 +38,7 @@ from .disk import is_dir
 from .fields import arguments_text, as_int, field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record, prompt_turn
 from .model import Step, SubagentRun, ToolCall
-from .sources import Discovery, SessionSource, SourceFile, register
+from .sources import Discovery, SessionSource, register
 from .stores import (
     export_bytes,
     exported,
@@ -47,6 +47,7 @@ from .stores import (
     json_value,
     read_only,
     read_reported,
+    store_session,
 )
 
 SOURCE = "cursor"
@@ -254,15 +255,8 @@ def _session(
 ) -> SessionSource:
     """The session of the top composer `cid` (`c`, exported to `export`)."""
     bucket, folder = folders.get(cid, (SOURCE, ""))
-    name = c["head"].get("name")
-    return SessionSource(
-        SOURCE,
-        cid,
-        bucket,
-        [folder] if folder else [],
-        name if isinstance(name, str) else None,
-        db.parent,
-        [SourceFile("main", "composer.jsonl", export, whole=True)],
+    return store_session(
+        SOURCE, cid, bucket, folder, c["head"].get("name"), db, export, "composer.jsonl"
     )
 
 

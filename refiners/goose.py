@@ -37,7 +37,7 @@ from .fields import field_dict, field_list, loads_valid
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall, epoch, output_to_text
 from .sources import Discovery, SessionSource, SourceFile, jsonl_sessions, register
-from .stores import by_session, exported, read_only, read_reported, table_rows
+from .stores import by_session, exported, read_only, read_reported, store_session, table_rows
 
 SOURCE = "goose"
 DB = "sessions.db"
@@ -215,10 +215,10 @@ def _db_sessions(db: Path, found: Discovery) -> set[str]:
         return set()
     ids = set()
     for sid, s, export in exported(db, "goose", sessions, export_lines):
-        session = _session(export, s)
-        session.session_id, session.session_dir = sid, db.parent
-        session.files = [SourceFile("main", "session.jsonl", export, whole=True)]
-        found.sessions.append(session)
+        title = s.get("description") or s.get("name")
+        found.sessions.append(
+            store_session(SOURCE, sid, SOURCE, s.get("working_dir"), title, db, export)
+        )
         ids.add(sid)
     return ids
 

@@ -164,6 +164,29 @@ def exported(
             yield sid, session, export
 
 
+def store_session(
+    source: str,
+    sid: str,
+    bucket: str,
+    work_dir: Any,
+    title: Any,
+    db: Path,
+    export: Path,
+    name: str = "session.jsonl",
+) -> SessionSource:
+    """The session `sid` of the store `db`, archived as its export (`export`, one file named
+    `name`, made again whole from the store); its work dir and title kept when they are text."""
+    return SessionSource(
+        source,
+        sid,
+        bucket,
+        [work_dir] if isinstance(work_dir, str) and work_dir else [],
+        title if isinstance(title, str) and title else None,
+        db.parent,
+        [SourceFile("main", name, export, whole=True)],
+    )
+
+
 def file_sessions(
     exports: Iterable[tuple[str, dict[str, Any], Path]],
     parent: dict[str, str],
