@@ -32,12 +32,6 @@ from .model import ParseResult, Problem, SubagentRun, Turn, output_to_text
 from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, listing, register
 
 SOURCE = "cline"
-# the VS Code extensions that keep Cline's task format, by their globalStorage folder
-EXTENSIONS = {
-    "saoudrizwan.claude-dev": "cline",
-    "rooveterinaryinc.roo-cline": "roo-code",
-    "kilocode.kilo-code": "kilo-code",
-}
 LABELS = {"cline": "Cline", "roo-code": "Roo Code", "kilo-code": "Kilo Code (VS Code)"}
 MESSAGES = ".messages.json"
 _USER_INPUT = re.compile(r"^\s*<user_input[^>]*>(.*)</user_input>\s*$", re.S)
@@ -189,7 +183,7 @@ def _bad(path: Path, why: str) -> ParseResult:
 
 def _source_of(path: Path) -> str:
     """The extension whose globalStorage holds `path` (Cline for `~/.cline` and anything else)."""
-    return vscode.extension_of(path, EXTENSIONS) or SOURCE
+    return vscode.extension_of(path) or SOURCE
 
 
 def _session(folder: Path, source: str, found: Discovery) -> None:

@@ -52,6 +52,7 @@ from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, register, with_next
 from .stores import (
     by_session,
+    columns,
     export_bytes,
     exported,
     file_sessions,
@@ -91,9 +92,7 @@ def read_sessions(db: Path) -> list[dict[str, Any]] | None:
     """Every session of a Crush `db` with its messages in the order Crush lists them (by
     `created_at`, then as written), read-only in one transaction; None when `db` is not Crush's."""
     with read_only(db) as con:
-        if not (has_table(con, "sessions") and has_table(con, "messages")):
-            return None
-        if "parts" not in {d[1] for d in con.execute("PRAGMA table_info(messages)")}:
+        if not has_table(con, "sessions") or "parts" not in columns(con, "messages"):
             return None
         sessions = table_rows(con, "sessions")
         messages = by_session(con, _MESSAGES)

@@ -264,16 +264,13 @@ def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]
     """composer id -> (workspace hash, folder) from every `workspaceStorage/<hash>`'s store
     (`ItemTable` key `composer.composerData`)."""
     out: dict[str, tuple[str, str]] = {}
+    listed = partial(vscode.item, key="composer.composerData")
     for db, folder in vscode.workspace_states(user, found):
-        read = read_reported(_listed, db, "Cursor's workspace store", found)
+        read = read_reported(listed, db, "Cursor's workspace store", found)
         for c in field_dict({"d": json_value(read)}, "d").get("allComposers") or []:
             if isinstance(c, dict) and isinstance(c.get("composerId"), str):
                 out[c["composerId"]] = (db.parent.name, folder)
     return out
-
-
-def _listed(db: Path) -> Any:
-    return vscode.item(db, "composer.composerData")
 
 
 def discover(path: Path) -> Discovery | None:

@@ -73,9 +73,14 @@ def has_table(con: sqlite3.Connection, name: str) -> bool:
     return row.fetchone() is not None
 
 
+def columns(con: sqlite3.Connection, table: str) -> list[str]:
+    """The names of the columns of `table`, in order; none when there is no such table."""
+    return [d[1] for d in con.execute(f"PRAGMA table_info({table})")]
+
+
 def table_rows(con: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
     """Every row of `table` as a dict of its columns."""
-    cols = [d[1] for d in con.execute(f"PRAGMA table_info({table})")]
+    cols = columns(con, table)
     return [dict(zip(cols, row, strict=True)) for row in con.execute(f"SELECT * FROM {table}")]
 
 

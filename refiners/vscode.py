@@ -8,7 +8,8 @@ An editor keeps its state in its `User` folder:
   folder URI in `folder`, or a `.code-workspace` file's in `workspace`), `state.vscdb` holds its
   state, and an agent's own folders sit beside them (`chatSessions/`);
 * `globalStorage/` the editor's state across workspaces (`state.vscdb`) and one folder an
-  extension (`saoudrizwan.claude-dev`, by its publisher and name).
+  extension (`saoudrizwan.claude-dev`, by its publisher and name): those of `EXTENSIONS` are
+  read by the readers registered for them.
 
 A `state.vscdb` is SQLite: a key-value table `ItemTable (key, value)` (Cursor adds
 `cursorDiskKV`), each value JSON text. It is read as the agents' stores are (`stores.read_only`).
@@ -22,10 +23,17 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from .disk import is_dir, is_file, load_json
-from .sources import Discovery, listing
+from .sources import READERS, Discovery, listing
 from .stores import read_only
 
 STATE_DB = "state.vscdb"
+# the extensions whose sessions are archived, by their globalStorage folder: the source each is
+# archived as (its reader is registered under it; these three keep Cline's format)
+EXTENSIONS = {
+    "saoudrizwan.claude-dev": "cline",
+    "rooveterinaryinc.roo-cline": "roo-code",
+    "kilocode.kilo-code": "kilo-code",
+}
 
 
 def folder_path(uri: Any) -> str | None:
@@ -87,10 +95,18 @@ def prefixed(con: sqlite3.Connection, table: str, prefix: str) -> list[tuple[str
     )
 
 
-def extension_of(path: Path, extensions: dict[str, str]) -> str | None:
-    """Which of `extensions` (globalStorage folder name -> the source it is archived as) holds
-    `path`, None when none does."""
+def extension_of(path: Path) -> str | None:
+    """The source of the extension (`EXTENSIONS`) whose globalStorage folder holds `path`, None
+    when none does."""
     for part in (path, *path.parents):
-        if part.name.lower() in extensions:
-            return extensions[part.name.lower()]
+        if part.name.lower() in EXTENSIONS:
+            return EXTENSIONS[part.name.lower()]
     return None
+
+
+def extension_sessions(user: Path, found: Discovery) -> None:
+    """The sessions in the globalStorage of the `User` folder `user` of each extension in
+    `EXTENSIONS`, found by the reader registered for it, added to `found`: a `User` folder is read
+    whole, once (its extensions' folders are no roots of their own)."""
+    for folder, source in EXTENSIONS.items():
+        found.add(READERS[source].discover(user / "globalStorage" / folder))

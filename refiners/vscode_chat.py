@@ -24,13 +24,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import cline
+from . import vscode
 from .disk import LINE_MAX, SNAPSHOT_MAX, is_dir, is_file, read_bounded
 from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import prompt_turn
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, listing, register
-from .vscode import workspace_folder
 
 SOURCE = "copilot-chat"
 CHATS = "chatSessions"
@@ -250,7 +249,7 @@ def _chat_files(folder: Path, found: Discovery) -> list[Path]:
 def _sessions(storage: Path, found: Discovery) -> None:
     """The chat sessions of one `workspaceStorage/<hash>` folder (or `emptyWindowChatSessions`)."""
     chats = storage / CHATS if is_dir(storage / CHATS) else storage
-    folder = workspace_folder(storage)
+    folder = vscode.workspace_folder(storage)
     for f in _chat_files(chats, found):
         found.sessions.append(
             SessionSource(
@@ -265,18 +264,10 @@ def _sessions(storage: Path, found: Discovery) -> None:
         )
 
 
-def extension_tasks(user: Path, found: Discovery) -> None:
-    """The tasks of the extensions keeping Cline's format (Cline, Roo Code, Kilo Code) in the
-    `globalStorage` of the editor's `User` folder `user`, added to `found`: a `User` folder is
-    read whole, once (its extensions' folders are no roots of their own)."""
-    for folder, source in cline.EXTENSIONS.items():
-        found.add(cline.discover_as(source, user / "globalStorage" / folder))
-
-
 def discover(path: Path) -> Discovery | None:
-    """Chat sessions under `path`: an editor's `User` folder (with its extensions' Cline-format
-    tasks), its `workspaceStorage`, one `workspaceStorage/<hash>`, a `chatSessions` folder or one
-    session file; None otherwise."""
+    """Chat sessions under `path`: an editor's `User` folder (with its extensions' sessions), its
+    `workspaceStorage`, one `workspaceStorage/<hash>`, a `chatSessions` folder or one session
+    file; None otherwise."""
     found = Discovery()
     if is_file(path):
         if path.parent.name != CHATS or path.suffix not in (".json", ".jsonl"):
@@ -296,7 +287,7 @@ def discover(path: Path) -> Discovery | None:
         empty = path / "globalStorage" / "emptyWindowChatSessions"
         if is_dir(empty):
             _sessions(empty, found)
-        extension_tasks(path, found)
+        vscode.extension_sessions(path, found)
     return found if found.sessions else None
 
 
