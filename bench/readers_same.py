@@ -9,6 +9,8 @@ field by field) and parses every session file with both readers, comparing the w
 * each file whole, resumed from its turns (the offsets the whole parse gives, with its protocol,
   passed by keyword as ingest passes them; `--turns` of them at most) and from its resume point,
   and cut at line ends (`stop`, `--cuts` of them at most);
+* the bytes of each export a discovery writes (a store's session, written again by the old
+  revision's discovery at the same path: it must write the same bytes);
 * the roots: every folder of `tests/fixtures` (the stores kept as SQL dumps built into SQLite:
   OpenCode's, Cursor's, the Cursor CLI's, Crush's and Goose's databases) and any folder given (a
   corpus such as AGENTS_DEV).
