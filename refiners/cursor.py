@@ -33,22 +33,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import vscode, vscode_chat
+from . import stores, vscode, vscode_chat
 from .disk import is_dir
 from .fields import arguments_text, as_int, field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record, prompt_turn
 from .model import Step, SubagentRun, ToolCall
 from .sources import Discovery, SessionSource, register
-from .stores import (
-    export_bytes,
-    exported,
-    file_sessions,
-    has_table,
-    json_value,
-    read_only,
-    read_reported,
-    store_session,
-)
 
 SOURCE = "cursor"
 KV = "cursorDiskKV"
@@ -59,16 +49,16 @@ def read_composers(db: Path) -> list[dict[str, Any]] | None:
     """Every composer of a global `state.vscdb` with its bubbles (None in place of one missing
     or not JSON), read-only in one transaction; None when the store has no `cursorDiskKV`."""
     out = []
-    with read_only(db) as con:
-        if not has_table(con, KV):
+    with stores.read_only(db) as con:
+        if not stores.has_table(con, KV):
             return None
         for key, value in vscode.prefixed(con, KV, "composerData:"):
-            head = json_value(value)
+            head = stores.json_value(value)
             if not isinstance(head, dict):
                 head = {"composerId": key.split(":", 1)[1], "error": "composerData is not JSON"}
             cid = str(head.get("composerId") or key.split(":", 1)[1])
             bubbles = vscode.prefixed(con, KV, f"bubbleId:{cid}:")
-            stored = {k.rsplit(":", 1)[1]: json_value(v) for k, v in bubbles}
+            stored = {k.rsplit(":", 1)[1]: stores.json_value(v) for k, v in bubbles}
             inline = [b for b in head.pop("conversation", None) or [] if isinstance(b, dict)]
             stored.update((str(b.get("bubbleId")), b) for b in inline)  # an older build's
             order = head.pop("fullConversationHeadersOnly", None) or inline
@@ -95,7 +85,7 @@ def export_lines(composer: dict[str, Any], spawned: list[dict[str, Any]] | None 
     lines: list[dict[str, Any]] = [{"type": "composer", "composer": composer["head"]}]
     for n, (b, v) in enumerate(bubbles, 1):
         lines += [{"type": "bubble", "bubbleId": b, "bubble": v}, *after.get(n, [])]
-    return export_bytes(lines)
+    return stores.export_bytes(lines)
 
 
 def _spawn(child: dict[str, Any]) -> dict[str, Any]:
@@ -255,7 +245,7 @@ def _session(
 ) -> SessionSource:
     """The session of the top composer `cid` (`c`, exported to `export`)."""
     bucket, folder = folders.get(cid, (SOURCE, ""))
-    return store_session(
+    return stores.store_session(
         SOURCE, cid, bucket, folder, c["head"].get("name"), db, export, "composer.jsonl"
     )
 
@@ -266,8 +256,8 @@ def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]
     out: dict[str, tuple[str, str]] = {}
     listed = partial(vscode.item, key="composer.composerData")
     for db, folder in vscode.workspace_states(user, found):
-        read = read_reported(listed, db, "Cursor's workspace store", found)
-        for c in field_dict({"d": json_value(read)}, "d").get("allComposers") or []:
+        read = stores.read_reported(listed, db, "Cursor's workspace store", found)
+        for c in field_dict({"d": stores.json_value(read)}, "d").get("allComposers") or []:
             if isinstance(c, dict) and isinstance(c.get("composerId"), str):
                 out[c["composerId"]] = (db.parent.name, folder)
     return out
@@ -282,7 +272,7 @@ def discover(path: Path) -> Discovery | None:
         return None
     db = user / "globalStorage" / vscode.STATE_DB
     found = Discovery()
-    composers = read_reported(read_composers, db, "Cursor's store", found)
+    composers = stores.read_reported(read_composers, db, "Cursor's store", found)
     if composers is None:
         return found if found.skipped else None
     said = [c for c in composers if c["bubbles"]]  # one without a message was never sent
@@ -291,8 +281,10 @@ def discover(path: Path) -> Discovery | None:
     for c in said:
         if c["id"] in parent:
             spawned.setdefault(parent[c["id"]], []).append(c)
-    exports = exported(db, SOURCE, said, lambda c: export_lines(c, spawned.get(c["id"])))
-    file_sessions(exports, parent, partial(_session, composer_folders(user, found), db), found, db)
+    exports = stores.exported(db, SOURCE, said, lambda c: export_lines(c, spawned.get(c["id"])))
+    stores.file_sessions(
+        exports, parent, partial(_session, composer_folders(user, found), db), found, db
+    )
     found.add(vscode_chat.discover(user) if is_dir(path) else None)
     return found
 
