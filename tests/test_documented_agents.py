@@ -297,6 +297,15 @@ def test_a_cursor_summary_whose_bubble_is_gone_stays_on_the_last_turn_and_no_sub
         ("y", ["main"]),
         ("z", ["main"]),
     ]
+    db = user / "globalStorage" / "state.vscdb"
+    assert found.skipped == [
+        (
+            str(db),
+            f"sub-session {c}: its parents never reach a top-level session (they loop); "
+            "archived as a session of its own",
+        )
+        for c in ("x", "y")
+    ]
     [turn] = cursor.parse_wire(found.sessions[0].files[0].path).turns
     assert (turn.origin, turn.compactions, turn.synthetic_text, turn.status) == (
         "user",
