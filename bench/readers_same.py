@@ -9,8 +9,11 @@ field by field) and parses every session file with both readers, comparing the w
 * each file whole, resumed from its turns (the offsets the whole parse gives, with its protocol,
   passed by keyword as ingest passes them; `--turns` of them at most) and from its resume point,
   and cut at line ends (`stop`, `--cuts` of them at most);
-* the roots: every folder of `tests/fixtures` (the OpenCode databases built from their SQL) and
-  any folder given (a corpus such as AGENTS_DEV).
+* the bytes of each export a discovery writes (a store's session, written again by the old
+  revision's discovery at the same path: it must write the same bytes);
+* the roots: every folder of `tests/fixtures` (the stores kept as SQL dumps built into SQLite:
+  OpenCode's, Cursor's, the Cursor CLI's, Crush's and Goose's databases) and any folder given (a
+  corpus such as AGENTS_DEV).
 
     python bench/readers_same.py [--old main] [--turns 20] [--cuts 20] [ROOT ...]
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import io
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -125,6 +129,39 @@ def opencode_dbs(tmp: Path) -> list[Path]:
     return out
 
 
+def built_stores(tmp: Path) -> list[Path]:
+    """The documented homes (Cursor, the Cursor CLI), a Crush project and a Goose data folder
+    with their stores built from the fixtures' SQL dumps, as the tests build them."""
+    out = []
+    for name in ("cursor", "cursor-cli"):
+        home = tmp / name
+        shutil.copytree(FIXTURES / "documented" / name, home)
+        for sql in sorted(home.rglob("*.sql")):
+            build(sql.with_suffix(""), sql)
+            sql.unlink()
+        out.append(home)
+    crush = tmp / "crush-project"
+    build(
+        crush / ".crush" / "crush.db",
+        *(FIXTURES / "crush" / f for f in ("schema.sql", "sessions.sql")),
+    )
+    goose = tmp / "goose-home"
+    shutil.copytree(FIXTURES / "goose" / "sessions", goose / "sessions")
+    build(goose / "sessions" / "sessions.db", FIXTURES / "goose" / "sessions.sql")
+    return [*out, crush, goose]
+
+
+def build(db: Path, *dumps: Path) -> None:
+    """The SQLite store `db` (WAL, as the agents keep theirs) made by running `dumps`."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode=WAL")
+    for sql in dumps:
+        con.executescript(sql.read_text(encoding="utf-8"))
+    con.commit()
+    con.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("roots", nargs="*", type=Path, help="more folders of logs (a corpus)")
@@ -138,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             *sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name != "real-cli"),
             *sorted(p for p in (FIXTURES / "real-cli").iterdir() if "opencode" not in p.name),
             *opencode_dbs(Path(tmp) / "oc"),
+            *built_stores(Path(tmp) / "stores"),
             *args.roots,
         ]
         cmp = Compare(old)
@@ -150,7 +188,12 @@ def main(argv: list[str] | None = None) -> int:
                 new |= added
                 continue
             discoveries += 1
+            # a store's export is written by each discovery: the old one must write the same bytes
+            made = {f.path: f.path.read_bytes() for s in found.sessions for f in s.files if f.whole}
             where = first_difference(dump(old_discover(root)), dump(found))
+            where = where or next(
+                (f"export {p.name}" for p, data in made.items() if p.read_bytes() != data), None
+            )
             if where is not None:
                 discover_differ += 1
                 cmp.differ.append(f"discover {root.name}: {where}")

@@ -1,9 +1,12 @@
-"""The turns built from Cline's messages, either format (`cline.py`): prompts, steps, tool
-results with the user's decisions in them (a denial and its feedback, an answered question), the
-usage of each model call and compactions (a summary that replaced the history)."""
+"""The turns built from Cline's messages, in either of its formats (the SDK's sessions in
+`cline.py`, the extensions' tasks in `cline_tasks.py`): the messages' Anthropic-shaped blocks,
+prompts, steps, tool results with the user's decisions in them (a denial and its feedback, an
+answered question), the usage of each model call and compactions (a summary that replaced the
+history)."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -33,6 +36,38 @@ def add_usage(turn: Turn, metrics: dict[str, Any]) -> None:
     turn.usage["input_cache_creation"] += as_int(
         metrics.get("cacheWriteTokens", metrics.get("cacheWrites"))
     )
+
+
+def text_parts(content: Any) -> list[str]:
+    """The text blocks of a message's content (a string is one)."""
+    if isinstance(content, str):
+        return [content]
+    blocks = content if isinstance(content, list) else []
+    return [
+        str(b.get("text") or "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+    ]
+
+
+def unpacked(msg: dict[str, Any]) -> tuple[float | None, list[Any]]:
+    """A message's time (`ts`, epoch ms) in seconds and its content as blocks."""
+    at = msg.get("ts")
+    ts = at / 1000.0 if isinstance(at, (int, float)) and not isinstance(at, bool) else None
+    content = msg.get("content")
+    return ts, content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
+
+
+def tool_uses(blocks: list[Any], ts: float | None) -> list[ToolCall]:
+    """The calls of a message's `tool_use` blocks, made at `ts`."""
+    return [
+        ToolCall(
+            id=str(b.get("id") or ""),
+            name=str(b.get("name") or ""),
+            arguments=json.dumps(b.get("input"), ensure_ascii=False),
+            called_at=ts,
+        )
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
 
 
 class ClineTurns:

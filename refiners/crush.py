@@ -39,6 +39,7 @@ transaction, each session exported to a JSONL that is what is archived.
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +49,18 @@ from .disk import is_dir, is_file, load_json
 from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn, epoch
-from .sources import READERS, Discovery, SessionSource, SourceFile, register
+from .sources import Discovery, SessionSource, register, with_next
 from .stores import (
     by_session,
+    columns,
     export_bytes,
     exported,
+    file_sessions,
     has_table,
     json_value,
     read_only,
     read_reported,
+    store_session,
     table_rows,
 )
 
@@ -88,15 +92,13 @@ def read_sessions(db: Path) -> list[dict[str, Any]] | None:
     """Every session of a Crush `db` with its messages in the order Crush lists them (by
     `created_at`, then as written), read-only in one transaction; None when `db` is not Crush's."""
     with read_only(db) as con:
-        if not (has_table(con, "sessions") and has_table(con, "messages")):
-            return None
-        if "parts" not in {d[1] for d in con.execute("PRAGMA table_info(messages)")}:
+        if not has_table(con, "sessions") or "parts" not in columns(con, "messages"):
             return None
         sessions = table_rows(con, "sessions")
         messages = by_session(con, _MESSAGES)
     for rows in messages.values():
         for m in rows:
-            parts = json_value(m["parts"]) if isinstance(m["parts"], str | bytes) else None
+            parts = json_value(m["parts"])
             if isinstance(parts, list):
                 m["parts"] = parts
             else:  # kept as written: the parse reports it
@@ -267,28 +269,13 @@ def discover(path: Path) -> Discovery | None:
     if is_file(path / DB):
         return _store(path / DB, _project(path))
     if is_file(path / DATA_DIR / DB):
-        return _beside(path, _store(path / DATA_DIR / DB, path.resolve()))
+        return with_next(READER, path, _store(path / DATA_DIR / DB, path.resolve()))
     listed = project_stores(path) if is_file(path / PROJECTS) else []
     if not listed:
         return None
     found = Discovery()
     for project, db in listed:
-        if is_file(db) and (one := _store(db, project)) is not None:
-            found.sessions += one.sessions
-            found.skipped += one.skipped
-    return found
-
-
-def _beside(project: Path, found: Discovery | None) -> Discovery | None:
-    """`found` and what the first reader tried after this one finds in `project`: a project
-    folder may also hold another agent's log (Aider's history), which this claim would hide."""
-    for reader in sorted(READERS.values(), key=lambda r: r.order):
-        if reader.order > READER.order and (other := reader.discover(project)) is not None:
-            if found is None:
-                return other
-            found.sessions += other.sessions
-            found.skipped += other.skipped
-            break
+        found.add(_store(db, project) if is_file(db) else None)
     return found
 
 
@@ -310,49 +297,19 @@ def _store(db: Path, project: Path) -> Discovery | None:
     if sessions is None:  # unreadable (reported, tried again next time), or not Crush's
         return found if found.skipped else None
     ids = {str(s.get("id")) for s in sessions if s.get("id")}
-    parents = {
+    parent = {
         str(s["id"]): str(s["parent_session_id"])
         for s in sessions
-        if s.get("id") and s.get("parent_session_id")
+        if s.get("id") and s.get("parent_session_id") and str(s["parent_session_id"]) in ids
     }
-    roots: dict[str, SessionSource] = {}
-    children: list[tuple[str, dict[str, Any], Path]] = []
-    for sid, s, export in exported(db, SOURCE, sessions, export_lines):
-        if parents.get(sid) in ids:  # a sub-session: archived with its root session
-            children.append((sid, s, export))
-            continue
-        roots[sid] = _session(sid, s, export, project, db)
-        found.sessions.append(roots[sid])
-    for sid, s, export in children:
-        root, hops = parents[sid], 0
-        while root not in roots and root in parents and hops < 64:  # a sub-session's own
-            root, hops = parents[root], hops + 1
-        if root in roots:
-            roots[root].files.append(SourceFile(sid, f"subagents/{sid}.jsonl", export, whole=True))
-        else:  # its parents loop: no session to hang it under, so it stands alone
-            found.sessions.append(_session(sid, s, export, project, db))
-            found.skipped.append(
-                (
-                    str(db),
-                    f"sub-session {sid}: its parents never reach a top-level session (they loop); "
-                    "archived as a session of its own",
-                )
-            )
+    exports = exported(db, SOURCE, sessions, export_lines)
+    file_sessions(exports, parent, partial(_session, project, db), found, db)
     return found
 
 
-def _session(sid: str, s: dict[str, Any], export: Path, project: Path, db: Path) -> SessionSource:
+def _session(project: Path, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:
     """The session `sid` (row `s`, exported to `export`) of the Crush database `db`."""
-    title = s.get("title")
-    return SessionSource(
-        SOURCE,
-        sid,
-        SOURCE,
-        [str(project)],
-        title if isinstance(title, str) and title else None,
-        db.parent,
-        [SourceFile("main", "session.jsonl", export, whole=True)],
-    )
+    return store_session(SOURCE, sid, SOURCE, str(project), s.get("title"), db, export)
 
 
 READER = register(LogReader(SOURCE, "Crush", _builder, discover, 36, whole=True))

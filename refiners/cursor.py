@@ -29,57 +29,36 @@ it covers, the agent's next bubbles its steps (as Claude Code's compaction summa
 from __future__ import annotations
 
 import json
-import sqlite3
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import vscode_chat
-from .disk import is_dir, is_file
-from .fields import as_int, field_dict, parse_time
+from . import stores, vscode, vscode_chat
+from .disk import is_dir
+from .fields import arguments_text, as_int, field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record, prompt_turn
 from .model import Step, SubagentRun, ToolCall
-from .sources import Discovery, SessionSource, SourceFile, listing, register
-from .stores import (
-    export_bytes,
-    export_dir,
-    export_path,
-    has_table,
-    json_value,
-    read_only,
-    read_reported,
-    write_export,
-)
+from .sources import Discovery, SessionSource, register
 
 SOURCE = "cursor"
-DB = "state.vscdb"
+KV = "cursorDiskKV"
 FAILED = {"error": "error", "cancelled": "cancelled", "aborted": "cancelled"}
-
-
-def _json(value: Any) -> Any:
-    return json_value(value) if isinstance(value, bytes | str) else None
-
-
-def _range(con: sqlite3.Connection, prefix: str) -> list[tuple[str, Any]]:
-    """The rows whose key starts with `prefix`, by key range (the key's index; LIKE scans all)."""
-    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    return list(
-        con.execute("SELECT key, value FROM cursorDiskKV WHERE key >= ? AND key < ?", (prefix, end))
-    )
 
 
 def read_composers(db: Path) -> list[dict[str, Any]] | None:
     """Every composer of a global `state.vscdb` with its bubbles (None in place of one missing
     or not JSON), read-only in one transaction; None when the store has no `cursorDiskKV`."""
     out = []
-    with read_only(db) as con:
-        if not has_table(con, "cursorDiskKV"):
+    with stores.read_only(db) as con:
+        if not stores.has_table(con, KV):
             return None
-        for key, value in _range(con, "composerData:"):
-            head = _json(value)
+        for key, value in vscode.prefixed(con, KV, "composerData:"):
+            head = stores.json_value(value)
             if not isinstance(head, dict):
                 head = {"composerId": key.split(":", 1)[1], "error": "composerData is not JSON"}
             cid = str(head.get("composerId") or key.split(":", 1)[1])
-            stored = {k.rsplit(":", 1)[1]: _json(v) for k, v in _range(con, f"bubbleId:{cid}:")}
+            bubbles = vscode.prefixed(con, KV, f"bubbleId:{cid}:")
+            stored = {k.rsplit(":", 1)[1]: stores.json_value(v) for k, v in bubbles}
             inline = [b for b in head.pop("conversation", None) or [] if isinstance(b, dict)]
             stored.update((str(b.get("bubbleId")), b) for b in inline)  # an older build's
             order = head.pop("fullConversationHeadersOnly", None) or inline
@@ -106,7 +85,7 @@ def export_lines(composer: dict[str, Any], spawned: list[dict[str, Any]] | None 
     lines: list[dict[str, Any]] = [{"type": "composer", "composer": composer["head"]}]
     for n, (b, v) in enumerate(bubbles, 1):
         lines += [{"type": "bubble", "bubbleId": b, "bubble": v}, *after.get(n, [])]
-    return export_bytes(lines)
+    return stores.export_bytes(lines)
 
 
 def _spawn(child: dict[str, Any]) -> dict[str, Any]:
@@ -135,17 +114,6 @@ def parents(composers: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def root_of(cid: str, parent: dict[str, str]) -> str | None:
-    """The top composer a sub-composer's chain of parents ends at (None on a cycle)."""
-    seen = {cid}
-    while cid in parent:
-        cid = parent[cid]
-        if cid in seen:
-            return None
-        seen.add(cid)
-    return cid
-
-
 # --- turns -------------------------------------------------------------------------------------
 
 
@@ -154,7 +122,7 @@ def _call(tool: dict[str, Any], at: float | None) -> ToolCall:
     call = ToolCall(
         id=str(tool.get("toolCallId") or ""),
         name=str(tool.get("name") or ""),
-        arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+        arguments=arguments_text(args),
         called_at=at,
     )
     status = str(tool.get("status") or "")
@@ -162,12 +130,9 @@ def _call(tool: dict[str, Any], at: float | None) -> ToolCall:
         call.approval = "reject"
     if status in ("completed", *FAILED) or call.approval:
         output = tool.get("result")  # a JSON text: {"output": …} for a shell command
-        call.result = {
-            "is_error": status in FAILED or call.approval == "reject",
-            "message": FAILED.get(status, ""),
-            "output": output if isinstance(output, str) else json.dumps(output),
-        }
-        call.result_at = at
+        failed = status in FAILED or call.approval == "reject"
+        text = output if isinstance(output, str) else json.dumps(output)
+        call.finish(failed, FAILED.get(status, ""), text, at)
     return call
 
 
@@ -275,91 +240,52 @@ class CursorTurnBuilder(CallsBuilder):
 # --- discovery ---------------------------------------------------------------------------------
 
 
-def _listed(db: Path) -> Any:
-    """The value of a workspace store's `composer.composerData` (None when it has none)."""
-    with read_only(db) as con:
-        row = con.execute("SELECT value FROM ItemTable WHERE key = 'composer.composerData'")
-        found = row.fetchone()
-    return found[0] if found else None
-
-
-def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]:
-    """composer id -> (workspace hash, folder) from every `workspaceStorage/<hash>`."""
-    out: dict[str, tuple[str, str]] = {}
-    for ws in listing(user / "workspaceStorage", found):
-        folder = vscode_chat.workspace_folder(ws)
-        if folder is None or not is_file(ws / DB):
-            continue
-        value = read_reported(_listed, ws / DB, "Cursor's workspace store", found)
-        data = _json(value) if value is not None else None
-        for c in field_dict({"d": data}, "d").get("allComposers") or []:
-            if isinstance(c, dict) and isinstance(c.get("composerId"), str):
-                out[c["composerId"]] = (ws.name, folder)
-    return out
-
-
-def _session(cid: str, folders: dict[str, tuple[str, str]], name: Any, db: Path) -> SessionSource:
-    """The session of the top composer `cid` (its files added by the caller)."""
+def _session(
+    folders: dict[str, tuple[str, str]], db: Path, cid: str, c: dict[str, Any], export: Path
+) -> SessionSource:
+    """The session of the top composer `cid` (`c`, exported to `export`)."""
     bucket, folder = folders.get(cid, (SOURCE, ""))
-    return SessionSource(
-        SOURCE,
-        cid,
-        bucket,
-        [folder] if folder else [],
-        name if isinstance(name, str) else None,
-        db.parent,
-        [],
+    return stores.store_session(
+        SOURCE, cid, bucket, folder, c["head"].get("name"), db, export, "composer.jsonl"
     )
 
 
-def _user_dir(path: Path) -> Path | None:
-    for user in (path, path.parent, path.parent.parent):
-        if is_file(user / "globalStorage" / DB) and (
-            is_dir(path) or path == user / "globalStorage" / DB
-        ):
-            return user
-    return None
+def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]:
+    """composer id -> (workspace hash, folder) from every `workspaceStorage/<hash>`'s store
+    (`ItemTable` key `composer.composerData`)."""
+    out: dict[str, tuple[str, str]] = {}
+    listed = partial(vscode.item, key="composer.composerData")
+    for db, folder in vscode.workspace_states(user, found):
+        read = stores.read_reported(listed, db, "Cursor's workspace store", found)
+        for c in field_dict({"d": stores.json_value(read)}, "d").get("allComposers") or []:
+            if isinstance(c, dict) and isinstance(c.get("composerId"), str):
+                out[c["composerId"]] = (db.parent.name, folder)
+    return out
 
 
 def discover(path: Path) -> Discovery | None:
     """Cursor's composers (and chat sessions) under its `User` folder, its `globalStorage` or
     that folder's `state.vscdb`; None when `path` is not one or the store holds no composers
     (VS Code's own `state.vscdb` has no `cursorDiskKV`)."""
-    user = _user_dir(path)
+    user = vscode.user_folder(path)
     if user is None:
         return None
-    db = user / "globalStorage" / DB
+    db = user / "globalStorage" / vscode.STATE_DB
     found = Discovery()
-    composers = read_reported(read_composers, db, "Cursor's store", found)
+    composers = stores.read_reported(read_composers, db, "Cursor's store", found)
     if composers is None:
         return found if found.skipped else None
-    folders = composer_folders(user, found)
-    out = export_dir(db, SOURCE)
     said = [c for c in composers if c["bubbles"]]  # one without a message was never sent
     parent = parents(said)  # a sub-composer of one never sent: a session of its own
     spawned: dict[str, list[dict[str, Any]]] = {}
     for c in said:
         if c["id"] in parent:
             spawned.setdefault(parent[c["id"]], []).append(c)
-    names = {c["id"]: c["head"].get("name") for c in composers}
-    by_id: dict[str, SessionSource] = {}
-    for c in said:
-        export = export_path(out, c["id"])
-        write_export(export, export_lines(c, spawned.get(c["id"])))
-        root = root_of(c["id"], parent) if c["id"] in parent else None
-        if root is not None and root != c["id"]:  # a subagent: archived with its top composer
-            by_id.setdefault(root, _session(root, folders, names.get(root), db))
-            by_id[root].files.append(
-                SourceFile(c["id"], f"subagents/{c['id']}.jsonl", export, whole=True)
-            )
-            continue
-        by_id.setdefault(c["id"], _session(c["id"], folders, names.get(c["id"]), db))
-        by_id[c["id"]].files.insert(0, SourceFile("main", "composer.jsonl", export, whole=True))
-    found.sessions += [s for s in by_id.values() if s.files and s.files[0].agent == "main"]
-    chats = vscode_chat.discover(user) if is_dir(path) else None
-    if chats is not None:
-        found.sessions += chats.sessions
-        found.skipped += chats.skipped
+    exports = stores.exported(db, SOURCE, said, lambda c: export_lines(c, spawned.get(c["id"])))
+    stores.file_sessions(
+        exports, parent, partial(_session, composer_folders(user, found), db), found, db
+    )
+    found.add(vscode_chat.discover(user) if is_dir(path) else None)
     return found
 
 

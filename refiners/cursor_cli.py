@@ -31,7 +31,7 @@ from .disk import is_dir, is_file
 from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, ToolCall, epoch
-from .sources import Discovery, SessionSource, SourceFile, listing, register
+from .sources import Discovery, listing, register
 from .stores import (
     export_bytes,
     export_dir,
@@ -39,6 +39,7 @@ from .stores import (
     json_value,
     read_only,
     read_reported,
+    store_session,
     write_export,
 )
 
@@ -179,14 +180,14 @@ class CursorCliTurnBuilder(CallsBuilder):
 # --- discovery ---------------------------------------------------------------------------------
 
 
-def _work_dir(session: dict[str, Any], bucket: str) -> list[str]:
+def _work_dir(session: dict[str, Any], bucket: str) -> str | None:
     """The `Workspace Path` a user message names, when its md5 is the session's folder."""
     for _bid, msg in session["messages"]:
         if isinstance(msg, dict) and msg.get("role") == "user":
             for path in WORKSPACE.findall(_content(msg)):
                 if workspace_id(path) == bucket:
-                    return [path]
-    return []
+                    return str(path)
+    return None
 
 
 def _store(db: Path, found: Discovery) -> None:
@@ -196,18 +197,10 @@ def _store(db: Path, found: Discovery) -> None:
     sid = str(session["meta"].get("agentId") or db.parent.name)
     export = export_path(export_dir(db, SOURCE), sid)
     write_export(export, export_lines(session))
-    bucket = db.parent.parent.name
-    name = session["meta"].get("name")
+    bucket, name = db.parent.parent.name, session["meta"].get("name")
+    work_dir = _work_dir(session, bucket)
     found.sessions.append(
-        SessionSource(
-            SOURCE,
-            sid,
-            bucket,
-            _work_dir(session, bucket),
-            name if isinstance(name, str) else None,
-            db.parent,
-            [SourceFile("main", "store.jsonl", export, whole=True)],
-        )
+        store_session(SOURCE, sid, bucket, work_dir, name, db, export, "store.jsonl")
     )
 
 

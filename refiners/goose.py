@@ -35,9 +35,9 @@ from .answers import _clip
 from .disk import head_records, is_dir, is_file
 from .fields import field_dict, field_list, loads_valid
 from .lines import CallsBuilder, LogReader, Record
-from .model import Step, ToolCall, output_to_text
+from .model import Step, ToolCall, epoch, output_to_text
 from .sources import Discovery, SessionSource, SourceFile, jsonl_sessions, register
-from .stores import by_session, exported, read_only, read_reported, table_rows
+from .stores import by_session, exported, read_only, read_reported, store_session, table_rows
 
 SOURCE = "goose"
 DB = "sessions.db"
@@ -46,10 +46,6 @@ QUIET = frozenset(
     {"image", "redactedThinking", "toolConfirmationRequest", "systemNotification", "actionRequired"}
 )
 _DECLINED = "declined to run this tool"
-
-
-def _seconds(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _result(item: dict[str, Any]) -> tuple[str, bool]:
@@ -80,7 +76,7 @@ class GooseTurnBuilder(CallsBuilder):
             self.unknown_type("no role")
             return
         items = [c for c in field_list(rec, "content") if isinstance(c, dict)]
-        ts = _seconds(rec.get("created"))
+        ts = epoch(rec.get("created"))
         seen = field_dict(rec, "metadata").get("userVisible") is not False
         if rec.get("role") == "user":
             self._user(items, ts, seen, record)
@@ -96,8 +92,7 @@ class GooseTurnBuilder(CallsBuilder):
         for item in items:
             if item.get("type") == "toolResponse" and (call := self.calls.get(str(item.get("id")))):
                 output, failed = _result(item)
-                call.result = {"is_error": failed, "message": "", "output": output}
-                call.result_at = ts
+                call.finish(failed, "", output, ts)
                 if _DECLINED in output.lower():
                     call.approval = "reject"
                     self.turns[-1].answers.append(f"[rejected {call.name}]")
@@ -220,10 +215,10 @@ def _db_sessions(db: Path, found: Discovery) -> set[str]:
         return set()
     ids = set()
     for sid, s, export in exported(db, "goose", sessions, export_lines):
-        session = _session(export, s)
-        session.session_id, session.session_dir = sid, db.parent
-        session.files = [SourceFile("main", "session.jsonl", export, whole=True)]
-        found.sessions.append(session)
+        title = s.get("description") or s.get("name")
+        found.sessions.append(
+            store_session(SOURCE, sid, SOURCE, s.get("working_dir"), title, db, export)
+        )
         ids.add(sid)
     return ids
 

@@ -47,6 +47,12 @@ class Discovery:
     sessions: list[SessionSource] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
 
+    def add(self, other: Discovery | None) -> None:
+        """`other`'s sessions and skipped paths added to these (nothing when it is None)."""
+        if other is not None:
+            self.sessions += other.sessions
+            self.skipped += other.skipped
+
 
 class Reader(Protocol):
     """One agent's format: how to find its sessions and how to parse one log file.
@@ -115,6 +121,19 @@ R = TypeVar("R", bound=Reader)
 def register(reader: R) -> R:
     READERS[reader.source] = reader
     return reader
+
+
+def with_next(reader: Reader, folder: Path, found: Discovery | None) -> Discovery | None:
+    """`found`, what `reader` found in `folder`, and what the first reader tried after it finds
+    there: a folder one agent's reader claims may also hold another agent's logs (a project
+    folder holding Crush's `.crush` and Aider's history), which the claim would hide."""
+    for other in sorted(READERS.values(), key=lambda r: r.order):
+        if other.order > reader.order and (more := other.discover(folder)) is not None:
+            if found is None:
+                return more
+            found.add(more)
+            break
+    return found
 
 
 def listing(folder: Path, found: Discovery) -> list[Path]:
@@ -273,9 +292,7 @@ def _below(root: Path, readers: list[Reader]) -> Discovery:
                     result = _recognised(entry, readers)
                 else:
                     continue
-                if result is not None:
-                    found.sessions += result.sessions
-                    found.skipped += result.skipped
+                found.add(result)
         level = deeper
         if not level:
             break

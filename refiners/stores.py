@@ -19,7 +19,7 @@ import os
 import sqlite3
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,7 +28,7 @@ import orjson
 from archive_mcp.workspaces.atomic import atomic_write_bytes
 
 from .fields import loads_valid
-from .sources import Discovery
+from .sources import Discovery, SessionSource, SourceFile
 
 T = TypeVar("T")
 
@@ -73,9 +73,14 @@ def has_table(con: sqlite3.Connection, name: str) -> bool:
     return row.fetchone() is not None
 
 
+def columns(con: sqlite3.Connection, table: str) -> list[str]:
+    """The names of the columns of `table`, in order; none when there is no such table."""
+    return [d[1] for d in con.execute(f"PRAGMA table_info({table})")]
+
+
 def table_rows(con: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
     """Every row of `table` as a dict of its columns."""
-    cols = [d[1] for d in con.execute(f"PRAGMA table_info({table})")]
+    cols = columns(con, table)
     return [dict(zip(cols, row, strict=True)) for row in con.execute(f"SELECT * FROM {table}")]
 
 
@@ -90,9 +95,12 @@ def by_session(con: sqlite3.Connection, sql: str) -> dict[Any, list[dict[str, An
     return out
 
 
-def json_value(raw: bytes | str) -> Any:
-    """A stored JSON value (text or bytes), its strings valid Unicode; None when it is not JSON.
-    orjson first (it takes only valid UTF-8 without lone surrogates), else the careful path."""
+def json_value(raw: Any) -> Any:
+    """A stored JSON value (text or bytes), its strings valid Unicode; None when it is not JSON
+    (or not text: a NULL or a number in a JSON column). orjson first (it takes only valid UTF-8
+    without lone surrogates), else the careful path."""
+    if not isinstance(raw, bytes | str):
+        return None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -159,6 +167,75 @@ def exported(
             export = export_path(folder, sid)
             write_export(export, lines(session))
             yield sid, session, export
+
+
+def store_session(
+    source: str,
+    sid: str,
+    bucket: str,
+    work_dir: Any,
+    title: Any,
+    db: Path,
+    export: Path,
+    name: str = "session.jsonl",
+) -> SessionSource:
+    """The session `sid` of the store `db`, archived as its export (`export`, one file named
+    `name`, made again whole from the store); its work dir and title kept when they are text."""
+    return SessionSource(
+        source,
+        sid,
+        bucket,
+        [work_dir] if isinstance(work_dir, str) and work_dir else [],
+        title if isinstance(title, str) and title else None,
+        db.parent,
+        [SourceFile("main", name, export, whole=True)],
+    )
+
+
+def file_sessions(
+    exports: Iterable[tuple[str, dict[str, Any], Path]],
+    parent: dict[str, str],
+    session: Callable[[str, dict[str, Any], Path], SessionSource],
+    found: Discovery,
+    where: Path,
+) -> None:
+    """The sessions `exported` from the store `where`, added to `found` in their order as
+    `session(id, row, export)` makes them, each sub-session (a subagent's own session: its id in
+    `parent`, which maps it to its parent's) filed instead as a subagent file
+    (`subagents/<id>.jsonl`) of its top session; one whose parents loop stands alone (reported)."""
+    rows = list(exports)
+    tops = {sid for sid, _, _ in rows if sid not in parent}
+    made: dict[str, SessionSource] = {}
+    filed: list[tuple[str, str, Path]] = []  # (top session, sub-session, its export)
+    for sid, row, export in rows:
+        top = top_session(sid, parent, tops) if sid in parent else sid
+        if top is None:
+            found.skipped.append(
+                (
+                    str(where),
+                    f"sub-session {sid}: its parents never reach a top-level session (they loop); "
+                    "archived as a session of its own",
+                )
+            )
+        if top is None or top == sid:
+            made[sid] = session(sid, row, export)
+            found.sessions.append(made[sid])
+        else:
+            filed.append((top, sid, export))
+    for top, sid, export in filed:
+        made[top].files.append(SourceFile(sid, f"subagents/{sid}.jsonl", export, whole=True))
+
+
+def top_session(sid: str, parent: dict[str, str], tops: Container[str]) -> str | None:
+    """The first of the parents of the sub-session `sid` (its parent, that one's, …) that is one
+    of `tops`; None when they loop or end before one."""
+    seen = {sid}
+    while sid not in tops:
+        if sid not in parent or parent[sid] in seen:
+            return None
+        sid = parent[sid]
+        seen.add(sid)
+    return sid
 
 
 def write_export(path: Path, data: bytes) -> None:

@@ -23,10 +23,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-from . import cline
-from .disk import LINE_MAX, SNAPSHOT_MAX, is_dir, is_file, load_json, read_bounded
+from . import vscode
+from .disk import LINE_MAX, SNAPSHOT_MAX, is_dir, is_file, read_bounded
 from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import prompt_turn
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, epoch
@@ -35,28 +34,6 @@ from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, listi
 SOURCE = "copilot-chat"
 CHATS = "chatSessions"
 STATE = {1: "completed", 2: "cancelled", 3: "failed"}  # modelState.value; 0 pending, 4 input
-
-
-def folder_path(uri: Any) -> str | None:
-    """The local path of a workspace folder URI (`file:///home/a/p`, `file:///c%3A/p`,
-    `vscode-remote://wsl%2Bubuntu/home/a/p`), None when there is none."""
-    if not isinstance(uri, str) or "://" not in uri:
-        return None
-    path = unquote(urlsplit(uri).path)
-    if len(path) > 2 and path[0] == "/" and path[2] == ":":  # /c:/Users/a: a Windows drive
-        path = path[1:]
-    return path or None
-
-
-def workspace_folder(storage: Path) -> str | None:
-    """The folder a `workspaceStorage/<hash>` folder belongs to (`workspace.json`), or None."""
-    data = load_json(storage / "workspace.json")
-    if not isinstance(data, dict):
-        return None
-    path = folder_path(data.get("folder"))
-    if path is None and (ws := folder_path(data.get("workspace"))) is not None:
-        path = ws.rsplit("/", 1)[0]  # a .code-workspace file: its folder
-    return path
 
 
 # --- the document ------------------------------------------------------------------------------
@@ -272,7 +249,7 @@ def _chat_files(folder: Path, found: Discovery) -> list[Path]:
 def _sessions(storage: Path, found: Discovery) -> None:
     """The chat sessions of one `workspaceStorage/<hash>` folder (or `emptyWindowChatSessions`)."""
     chats = storage / CHATS if is_dir(storage / CHATS) else storage
-    folder = workspace_folder(storage)
+    folder = vscode.workspace_folder(storage)
     for f in _chat_files(chats, found):
         found.sessions.append(
             SessionSource(
@@ -287,21 +264,10 @@ def _sessions(storage: Path, found: Discovery) -> None:
         )
 
 
-def extension_tasks(user: Path, found: Discovery) -> None:
-    """The tasks of the extensions keeping Cline's format (Cline, Roo Code, Kilo Code) in the
-    `globalStorage` of the editor's `User` folder `user`, added to `found`: a `User` folder is
-    read whole, once (its extensions' folders are no roots of their own)."""
-    for folder, source in cline.EXTENSIONS.items():
-        tasks = cline.discover_as(source, user / "globalStorage" / folder)
-        if tasks is not None:
-            found.sessions += tasks.sessions
-            found.skipped += tasks.skipped
-
-
 def discover(path: Path) -> Discovery | None:
-    """Chat sessions under `path`: an editor's `User` folder (with its extensions' Cline-format
-    tasks), its `workspaceStorage`, one `workspaceStorage/<hash>`, a `chatSessions` folder or one
-    session file; None otherwise."""
+    """Chat sessions under `path`: an editor's `User` folder (with its extensions' sessions), its
+    `workspaceStorage`, one `workspaceStorage/<hash>`, a `chatSessions` folder or one session
+    file; None otherwise."""
     found = Discovery()
     if is_file(path):
         if path.parent.name != CHATS or path.suffix not in (".json", ".jsonl"):
@@ -321,7 +287,7 @@ def discover(path: Path) -> Discovery | None:
         empty = path / "globalStorage" / "emptyWindowChatSessions"
         if is_dir(empty):
             _sessions(empty, found)
-        extension_tasks(path, found)
+        vscode.extension_sessions(path, found)
     return found if found.sessions else None
 
 

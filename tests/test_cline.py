@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from archive_mcp.refiners import cline, discover
+from archive_mcp.refiners import cline, cline_tasks, discover
 from archive_mcp.refiners.model import Turn
 from archive_mcp.workspaces import workspace_id
 from test_new_agents import copy_as
@@ -367,13 +367,13 @@ def test_ingest_without_paths_reads_each_editor_folder_once_with_its_extensions_
     kilo = home / ".config" / "Windsurf" / "User" / "globalStorage" / "kilocode.kilo-code"
     shutil.copytree(TASKS / "kilocode.kilo-code", kilo)  # Windsurf: only its extensions are read
     reads: Counter[Path] = Counter()
-    task = cline._task
+    task = cline_tasks.task
 
-    def counted(folder: Path, source: str, history: dict[str, str], found: Any) -> None:
+    def counted(folder: Path, source: str, label: str, history: dict[str, str], found: Any) -> None:
         reads[folder] += 1
-        task(folder, source, history, found)
+        task(folder, source, label, history, found)
 
-    monkeypatch.setattr(cline, "_task", counted)
+    monkeypatch.setattr(cline_tasks, "task", counted)
     report = Archive(embedder=None).ingest()
     assert [Path(r["path"]) for r in report.roots if r["found"]] == [
         user,  # Code's `User` folder, read whole: its chats and its extensions' tasks

@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from archive_mcp.refiners import cursor, cursor_cli, discover, vscode_chat
+from archive_mcp.refiners import cursor, cursor_cli, discover, vscode, vscode_chat
 from archive_mcp.refiners.fields import parse_time
 from archive_mcp.refiners.model import Turn
 from archive_mcp.workspaces import workspace_id
@@ -297,6 +297,15 @@ def test_a_cursor_summary_whose_bubble_is_gone_stays_on_the_last_turn_and_no_sub
         ("y", ["main"]),
         ("z", ["main"]),
     ]
+    db = user / "globalStorage" / "state.vscdb"
+    assert found.skipped == [
+        (
+            str(db),
+            f"sub-session {c}: its parents never reach a top-level session (they loop); "
+            "archived as a session of its own",
+        )
+        for c in ("x", "y")
+    ]
     [turn] = cursor.parse_wire(found.sessions[0].files[0].path).turns
     assert (turn.origin, turn.compactions, turn.synthetic_text, turn.status) == (
         "user",
@@ -513,7 +522,7 @@ def test_a_bad_vs_code_change_line_is_reported_and_the_rest_replayed(tmp_path: P
     ],
 )
 def test_a_workspace_folder_uri_is_read_as_its_local_path(uri: str, path: str | None) -> None:
-    assert vscode_chat.folder_path(uri) == path
+    assert vscode.folder_path(uri) == path
 
 
 PROJECT = "/home/alice/projects/webapp"
