@@ -21,11 +21,14 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 
-async def replay(calls: list[tuple[str, dict]], home: Path, exe: str, show: bool) -> list[int]:
+async def replay(
+    calls: list[tuple[str, dict[str, Any]]], home: Path, exe: str, show: bool
+) -> list[int]:
     """The characters of each call's text content, in order."""
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -63,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     for (tool, _), n in zip(calls, sizes, strict=True):
         chars[tool] += n
         count[tool] += 1
-    logged = Counter()
+    logged: Counter[str] = Counter()
     for r in rows:
         logged[r["tool"]] += int(r.get("chars") or 0)
     print("| tool | calls | chars (logged) | chars (now) | each |")
