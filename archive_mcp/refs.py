@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
@@ -80,3 +80,44 @@ def resolve_session(known: Iterable[str], sid: str) -> list[str]:
 def turn_ref(session_id: str, turn: int, agent: str = "main") -> str:
     """A turn as every face prints it: `SESSION:TURN`, with ` [AGENT]` for a subagent's."""
     return f"{session_id}:{turn}{'' if agent == 'main' else f' [{agent}]'}"
+
+
+SHORT = 8  # the fewest characters of a session id the faces print for an agent
+
+
+def short_ids(ids: Iterable[str], least: int = SHORT) -> dict[str, str]:
+    """Each id's shortest prefix that names it alone among `ids` (at least `least` characters,
+    the whole id where it is shorter or another id starts with it): what `resolve_session` reads
+    back as that one session."""
+    ordered = sorted(set(ids))
+    out = {}
+    for i, sid in enumerate(ordered):
+        near = ordered[max(0, i - 1) : i] + ordered[i + 1 : i + 2]
+        need = max([least, *(_common(sid, n) + 1 for n in near)])
+        out[sid] = sid[:need]
+    return out
+
+
+def _common(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@dataclass
+class Citing:
+    """How an agent's text names sessions: by their shortest unique prefix (`short_ids` over
+    the sessions a reference is resolved among), with the agent that wrote them (`source`) only
+    where those sessions come from more than one."""
+
+    short: dict[str, str] = field(default_factory=dict)
+    sources: bool = False  # more than one agent wrote the sessions: name each hit's
+
+    def sid(self, session_id: str) -> str:
+        return self.short.get(session_id, session_id)
+
+    def ref(self, session_id: str, turn: int, agent: str = "main") -> str:
+        return turn_ref(self.sid(session_id), turn, agent)

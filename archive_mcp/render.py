@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archive_mcp.refiners.text import clip
-from archive_mcp.refs import turn_ref
-from archive_mcp.search.highlight import clip_marked
+from archive_mcp.refs import Citing, turn_ref
+from archive_mcp.search.highlight import clip_marked, unmark
 
 if TYPE_CHECKING:
     from archive_mcp.memory.store import MemoryEntry
@@ -103,12 +103,71 @@ def hit_text(h: Hit, detail: str = "normal", indent: str = "  ", where: str = ""
     return "\n".join(lines)
 
 
-def turn_text(t: TurnDetail) -> str:
+# the kinds that tell an agent what a hit is (a choice, an undoing, or noise); the work kinds
+# (fix, change, question, …) say little a hit's words do not
+TELLING = frozenset({"decision", "reversal", "command", "continuation", "api_error", "interrupted"})
+
+
+def hit_groups(
+    hits: Sequence[Hit], detail: str, cite: Citing, names: dict[str, str], shown: set[str]
+) -> list[str]:
+    """Hits as an agent reads them: each run of hits of one session under one line (its short
+    id, the agent that wrote it where there are several, the workspace across workspaces, the
+    date where it differs from the session line above), each hit a `:TURN HH:MM` line with its
+    telling kinds and marks, then ` — ` the user's words (else the summary); at normal detail `→`
+    the answer's passage below; no highlighting. A turn already in `shown` (under an earlier
+    query of the call) is its reference only."""
+    lines: list[str] = []
+    run: tuple[str, str] | None = None
+    day = said = ""
+    for h in hits:
+        when = h.started_at or ""
+        if run != (h.workspace_id, h.session_id):
+            run, day = (h.workspace_id, h.session_id), when[:10]
+            source = f" [{h.source}]" if cite.sources and h.source else ""
+            where = f" (workspace {names[h.workspace_id]})" if h.workspace_id in names else ""
+            date = f" {day}" if day != said else ""
+            lines.append(f"{cite.sid(h.session_id)}{source}{where}{date}")
+            said = day or said
+        at = when[11:16] if when[:10] == day else when[:16].replace("T", " ")
+        key = cite.ref(h.session_id, h.turn, h.agent)
+        head = f":{key.split(':', 1)[1]} {at}".rstrip()
+        lines.append(f"{head} (above)" if key in shown else _agent_hit(h, head, detail))
+        shown.add(key)
+    return lines
+
+
+def _agent_hit(h: Hit, head: str, detail: str) -> str:
+    if detail == "full":
+        out = f"{head} score={h.score:.4f} ({'+'.join(h.matched)})\n  {unmark(h.summary)}"
+        if h.snippet:
+            out += f"\n  > {unmark(h.snippet)}"
+        return out + f"\n  status={h.status} kinds={','.join(h.kinds)}"
+    tags = ", ".join([*(k for k in h.kinds if k in TELLING), *h.marks])
+    head += f" ({tags})" if tags else ""
+    if detail == "compact":
+        words = unmark(h.asked or h.summary)
+        return f"{head} — {clip(words, COMPACT_SUMMARY)}" if words else head
+    words = unmark(h.asked or h.summary)
+    lines = [f"{head} — {words}" if words else head]
+    lines += [f"  User {unmark(d)}" for d in h.decisions]
+    return "\n".join(lines + ([f"  → {unmark(h.answer)}"] if h.answer else []))
+
+
+def turn_text(t: TurnDetail, cite: Citing | None = None) -> str:
     """A turn read back from the raw log: header, user, assistant, tool calls (one line each as
-    digests), thinking, and what was left out."""
+    digests), thinking, and what was left out. With `cite` (an agent's face) the header names
+    the session as `cite` does, the time to the minute, and the status only when it is not
+    `completed`."""
     mark = "" if t.requested else " (neighbour)"
+    if cite is None:
+        head = f"{turn_ref(t.session_id, t.turn, t.agent)}{mark} {t.started_at or ''} {t.status}"
+    else:
+        when = (t.started_at or "")[:16].replace("T", " ")
+        status = "" if t.status == "completed" else f" {t.status}"
+        head = f"{cite.ref(t.session_id, t.turn, t.agent)}{mark} {when}{status}".rstrip()
     block = [
-        f"## {turn_ref(t.session_id, t.turn, t.agent)}{mark} {t.started_at or ''} {t.status}",
+        f"## {head}",
         f"User: {t.user_text}",
         f"Assistant: {t.assistant_text}",
     ]

@@ -18,6 +18,7 @@ from mcp import Client
 from archive_mcp import Archive
 from archive_mcp.mcp.server import build_server
 from archive_mcp.search.context import pasted_digest
+from tests.cited import refs
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SID = "a11ce000-1111-4222-8333-444455556666"
@@ -242,21 +243,19 @@ def test_a_search_hit_shows_the_users_words_their_decisions_the_answer_and_a_rej
             return r.content[0].text
 
     assert anyio.run(search, {"query": "keep the sync behavior", "limit": 1}) == (
-        "1 hits for 'keep the sync behavior' (mode lexical)\n"
-        f"- {SID}:0 2026-03-20T10:00 [claude-code] (interrupted, change)\n"
-        "  User: Make the **sync** asynchronous\n"
-        "  User [feedback on Edit] Actually, let's **keep** the **sync behavior** as-is and "
+        "1 hits (mode lexical)\n"
+        "a11ce000 2026-03-20\n"
+        ":0 10:00 (interrupted) — Make the sync asynchronous\n"
+        "  User [feedback on Edit] Actually, let's keep the sync behavior as-is and "
         "fix the retry instead\n"
         "  User [answer] Which branch is clean? → main was clean; fix the issues\n"
-        "  → Got it, **sync** mode stays untouched.\n"
-        'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
+        "  → Got it, sync mode stays untouched."
     )
     assert anyio.run(search, {"query": "ExtractAgentEvents", "limit": 1}) == (
-        "1 hits for 'ExtractAgentEvents' (mode lexical)\n"
-        f"- {SID}:1 2026-03-20T10:00 [claude-code] (question, rejected by the user)\n"
-        "  User: Why do the retries fail?\n"
-        "  → The fix is in **ExtractAgentEvents**: map the tool types.\n"
-        'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
+        "1 hits (mode lexical)\n"
+        "a11ce000 2026-03-20\n"
+        ":1 10:00 (rejected by the user) — Why do the retries fail?\n"
+        "  → The fix is in ExtractAgentEvents: map the tool types."
     )
 
 
@@ -285,12 +284,11 @@ def test_a_search_with_more_queries_answers_each_under_its_own_heading(tmp_path:
     )
     assert text == (
         "## 1 hits for 'keep the sync behavior' (mode lexical)\n"
-        f"- {SID}:0 2026-03-20T10:00 [claude-code] (interrupted, change) — Make the **sync** "
-        "asynchronous\n"
+        "a11ce000 2026-03-20\n"
+        ":0 10:00 (interrupted) — Make the sync asynchronous\n"
         "## 1 hits for 'ExtractAgentEvents' (mode lexical)\n"
-        f"- {SID}:1 2026-03-20T10:00 [claude-code] (question, rejected by the user) — Why do the "
-        "retries fail?\n"
-        'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
+        "a11ce000 2026-03-20\n"
+        ":1 10:00 (rejected by the user) — Why do the retries fail?"
     )
     assert data["hits"] == []
     assert [(g["query"], [h["turn"] for h in g["hits"]]) for g in data["groups"]] == [
@@ -310,11 +308,11 @@ def test_a_turn_found_by_two_queries_of_one_search_is_shown_once_then_by_referen
     )
     assert text == (
         "## 1 hits for 'sync behavior' (mode lexical)\n"
-        f"- {SID}:0 2026-03-20T10:00 [claude-code] (interrupted, change) — Make the **sync** "
-        "asynchronous\n"
+        "a11ce000 2026-03-20\n"
+        ":0 10:00 (interrupted) — Make the sync asynchronous\n"
         "## 1 hits for 'asynchronous sync' (mode lexical)\n"
-        f"- {SID}:0 (above)\n"
-        'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
+        "a11ce000 2026-03-20\n"
+        ":0 10:00 (above)"
     )
     assert [(g["query"], [h["turn"] for h in g["hits"]]) for g in data["groups"]] == [
         ("sync behavior", [0]),
@@ -341,8 +339,8 @@ def test_a_search_with_more_queries_keeps_the_same_hits_in_its_text_and_structur
             return r.content[0].text, r.structured_content
 
     text, data = anyio.run(search)
-    shown = [line.split(" ")[1] for line in text.splitlines() if line.startswith("- ")]
-    assert [f"{h['session_id']}:{h['turn']}" for g in data["groups"] for h in g["hits"]] == shown
+    shown = [f"{SID[:8]}:{h['turn']}" for g in data["groups"] for h in g["hits"]]
+    assert refs(text) == shown
     assert [(g["query"], len(g["hits"])) for g in data["groups"]] == [("alpha", 5), ("beta", 5)]
     assert data["truncated"] is True
 
@@ -381,10 +379,10 @@ def test_a_bare_number_answering_a_menu_keeps_the_option_it_picked_wherever_it_i
         "search_context",
         {"query": "subnet router", "mode": "lexical", "detail": "compact", "limit": 1},
     )
-    assert hit.splitlines()[1] == (
-        f"- {SID}:1 2026-03-20T10:00 [claude-code] (decision) — 3 [picked] 3. Tailscale on the "
-        "**router** as a **subnet router**"
-    )
+    assert hit.splitlines()[1:3] == [
+        "a11ce000 2026-03-20",
+        ":1 10:00 (decision) — 3 [picked] 3. Tailscale on the router as a subnet router",
+    ]
 
 
 def test_many_answers_the_user_gave_are_read_whole_not_as_a_pasted_block(tmp_path: Path) -> None:
@@ -511,5 +509,5 @@ def test_a_search_names_an_empty_also_entry_and_runs_a_repeated_query_once(
     ]
     assert [g["query"] for g in data["groups"]] == ["keep the sync behavior", "ExtractAgentEvents"]
     alone = anyio.run(search, {"query": "sync", "also": ["SYNC"], "limit": 1, "detail": "compact"})
-    assert alone[1].splitlines()[0] == "1 hits for 'sync' (mode lexical)"
+    assert alone[1].splitlines()[0] == "1 hits (mode lexical)"
     assert alone[2]["groups"] is None

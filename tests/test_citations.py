@@ -12,9 +12,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from archive_mcp import Archive
+from tests.cited import cited
 
-# `- SESSION:TURN [agent] (workspace NAME) …`, as a hit's line starts in every detail
-PRINTED = re.compile(r"^- (\S+:\d+(?: \[[^\]]+\])?)(?: \(workspace ([\w-]+)\))? ", re.M)
 SEARCHES = [
     {"query": "login form", "workspace": "webapp"},
     {"query": "login form", "workspace": "webapp", "detail": "compact"},
@@ -35,7 +34,7 @@ async def test_every_reference_search_prints_loads_over_stdio(archive: Archive) 
         for args in SEARCHES:
             r = await client.call_tool("search_context", args)
             assert not r.is_error, r.content[0].text
-            found = PRINTED.findall(r.content[0].text)
+            found = cited(r.content[0].text)
             assert len(found) == len(r.structured_content["hits"]) > 0
             printed.update({ref: ws or args["workspace"] for ref, ws in found})
         assert len(printed) >= 8 and any("[" in ref for ref in printed)  # a subagent's turn too

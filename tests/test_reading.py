@@ -250,8 +250,8 @@ def test_a_scan_shows_the_users_words_before_the_answers_digest_on_a_small_share
     assert d.user_text == asked
     assert 150 <= len(d.assistant_text) < len(answer)
     assert d.left_out == (
-        f"left out: {len(answer) - len(d.assistant_text):,} of {len(answer):,} chars of the answer "
-        'and 5 tool calls; read it whole: load_turn_context(["s1:48"])'
+        f"left out: {len(answer) - len(d.assistant_text):,} of {len(answer):,} answer chars, "
+        "5 tool calls"
     )
 
 

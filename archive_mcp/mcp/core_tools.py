@@ -22,13 +22,14 @@ from archive_mcp.mcp.toolkit import (
     Roots,
     Spec,
     WorkspaceParam,
+    citing,
     fit,
     json_len,
     state,
     workspace_of,
 )
-from archive_mcp.refs import TurnRef, turn_ref
-from archive_mcp.render import COMPACT_SUMMARY, hit_text, to_jsonable, turn_text
+from archive_mcp.refs import Citing, TurnRef
+from archive_mcp.render import COMPACT_SUMMARY, hit_groups, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.search.engine import FILTER_HELP, Filters, Hit, SearchError
 from archive_mcp.search.highlight import clip_marked
@@ -145,7 +146,8 @@ def search_context(
         tuple[Annotated[str, Field(max_length=TEXT)], ...],
         Field(
             max_length=5,
-            description="More queries, each with its hits under its heading.",
+            description="More queries, each with its hits under its heading and its own "
+            "max_output_chars.",
         ),
     ] = (),
     limit: Annotated[int, Field(ge=1, le=100)] = SEARCH_LIMIT,
@@ -177,13 +179,16 @@ def search_context(
     max_output_chars: Budget = SEARCH_BUDGET,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, SearchOutput]:
-    """Find past turns by topic as SESSION:TURN with the user's words and the answer's best passage.
-    How X evolved: order=time (several topics: also), then load_turn_context with matching."""
+    """Find past turns by topic: under each session's line (SESSION DATE) a hit is ":TURN HH:MM —
+    the user's words" and → the answer's best passage; read it as SESSION:TURN with
+    load_turn_context. How X evolved: order=time (several topics: also), then matching."""
     archive = state(ctx).archive
     target: str = (
         "all" if all_workspaces or workspace == "all" else workspace_of(ctx, workspace, roots).id
     )
-    state(ctx).offload.fresh_indexes(archive, archive._selected(target))
+    spaces = archive._selected(target)
+    state(ctx).offload.fresh_indexes(archive, spaces)
+    cite = citing(ctx, spaces)
     filters = Filters(
         session=session,
         agent=agent,
@@ -214,13 +219,10 @@ def search_context(
         shown_refs: set[str] = set()
         for g, found in enumerate(founds):
             group = of(kept, g)
-            head = found.headline(len(group))
+            # one query: the line that ends a cut says how many are shown
+            head = found.headline(len(group) if batched else None, quoted=batched)
             lines.append(f"## {head}" if batched else head)
-            lines += _hit_lines(group, detail, names, shown_refs)
-        if kept:
-            lines.append(
-                'Read a turn in full with load_turn_context(references=["SESSION:TURN", …]).'
-            )
+            lines += hit_groups(group, detail, cite, names, shown_refs)
         return "\n".join(lines)
 
     def shape(kept: list[tuple[int, Hit]], cut: bool) -> SearchOutput:
@@ -299,10 +301,10 @@ def load_turn_context(
             matching=(matching or "").split(),
         )
 
-    found = _within(load, max_chars)
+    found, cite = _within(load, max_chars, lambda: citing(ctx, [ws] if ws else []))
     return fit(
         found.turns,
-        lambda kept, cut: _turns_text(kept, found.not_found),
+        lambda kept, cut: _turns_text(kept, found.not_found, cite),
         lambda kept, cut: TurnContextOutput(kept, found.not_found, cut),
         max_chars,
         noun="turns",
@@ -369,9 +371,11 @@ def list_sessions(
         for r in rows
     ]
 
+    cite = citing(ctx, [ws])
+
     def render(kept: list[SessionInfo], cut: bool) -> str:
         lines = [
-            f"- {s.session_id} {(s.first_at or '')[:16]} {s.turns} turns"
+            f"- {cite.sid(s.session_id)} {(s.first_at or '')[:16].replace('T', ' ')} {s.turns} turns"
             + ("" if detail == "compact" else f" — {s.title or ''}")
             for s in kept
         ]
@@ -444,25 +448,31 @@ def refine_session_turns(
     )
 
 
-def _turns_text(turns: list[TurnDetail], not_found: list[MissingTurn]) -> str:
+def _turns_text(turns: list[TurnDetail], not_found: list[MissingTurn], cite: Citing) -> str:
     return "\n\n".join(
-        [turn_text(t) for t in turns]
+        [turn_text(t, cite) for t in turns]
         + [f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in not_found]
     )
 
 
-def _within(load: Callable[[int], TurnContext], max_chars: int) -> TurnContext:
-    """The turns loaded with as much of `max_chars` as their text and structure leave: the
-    budget of their texts starts at the whole and shrinks by what overflowed (a few tries)."""
+def _within(
+    load: Callable[[int], TurnContext], max_chars: int, cite_of: Callable[[], Citing]
+) -> tuple[TurnContext, Citing]:
+    """The turns loaded with as much of `max_chars` as their text and structure leave (the
+    budget of their texts starts at the whole and shrinks by what overflowed, a few tries), and
+    how their text names their sessions (`cite_of`)."""
     budget = max_chars - 120
-    for _ in range(5):
-        found = load(max(200, budget))
+    found = load(max(200, budget))
+    cite = cite_of()
+    for _ in range(4):
         data = to_jsonable(TurnContextOutput(found.turns, found.not_found))
-        over = max(len(_turns_text(found.turns, found.not_found)), json_len(data)) - max_chars
+        text = _turns_text(found.turns, found.not_found, cite)
+        over = max(len(text), json_len(data)) - max_chars
         if over <= 0:
-            return found
+            break
         budget -= over + 20
-    return found
+        found = load(max(200, budget))
+    return found, cite
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -485,22 +495,6 @@ def _shape_hit(h: Hit, detail: Detail) -> Hit:
         answer="" if compact else h.answer,
         decisions=[] if compact else h.decisions,
     )
-
-
-def _hit_lines(
-    hits: list[Hit], detail: Detail, names: dict[str, str], shown: set[str]
-) -> list[str]:
-    """One line (or block) a hit; a turn already in `shown` (given under an earlier query of the
-    same call) is its reference only, so a turn found by two queries is read once."""
-    lines = []
-    for h in hits:
-        ref = turn_ref(h.session_id, h.turn, h.agent)
-        where = names.get(h.workspace_id, "")
-        lines.append(
-            f"- {ref} (above)" if ref in shown else f"- {hit_text(h, detail, where=where)}"
-        )
-        shown.add(ref)
-    return lines
 
 
 def _rank_by_rank(founds: list[SearchResults], detail: Detail) -> list[tuple[int, Hit]]:

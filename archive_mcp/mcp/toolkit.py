@@ -17,6 +17,7 @@ from archive_mcp.archive import Archive
 from archive_mcp.live import Follower
 from archive_mcp.mcp.offload import Offload
 from archive_mcp.refiners.text import clip
+from archive_mcp.refs import Citing, short_ids
 from archive_mcp.render import more_line, to_jsonable
 from archive_mcp.workspaces import Workspace
 
@@ -39,6 +40,7 @@ class State:
     cwd: str
     follower: Follower | None = None  # keeps the archive current (`serve --follow`)
     offload: Offload = field(default_factory=Offload)  # heavy calls away from the event loop
+    sessions: Sessions = field(default_factory=lambda: Sessions())  # what `citing` reads
 
 
 @dataclass
@@ -63,6 +65,37 @@ WorkspaceParam = Annotated[
 ]  # a path, id, unique id prefix or name; default: the client's roots, then the cwd (INSTRUCTIONS)
 Roots = Annotated[ListRootsResult | None, Resolve(roots_request)]
 Budget = Annotated[int, Field(ge=500, le=200_000)]  # on the text and on the structured content
+
+
+@dataclass
+class Sessions:
+    """Every workspace's sessions (id -> the agent that wrote it), read from its ingest state
+    again only when that file changed: what `citing` names sessions among."""
+
+    seen: dict[str, tuple[tuple[int, int], dict[str, str]]] = field(default_factory=dict)
+
+    def of(self, archive: Archive, ws: Workspace) -> dict[str, str]:
+        try:
+            st = (ws.state_dir / "ingest.json").stat()
+        except OSError:
+            return {}
+        key = (st.st_mtime_ns, st.st_size)
+        known = self.seen.get(ws.id)
+        if known is None or known[0] != key:
+            files = archive.raw_files(ws)
+            known = (key, {s: str(f[0][1].get("source") or "") for s, f in files.items() if f})
+            self.seen[ws.id] = known
+        return known[1]
+
+
+def citing(ctx: Context, spaces: Sequence[Workspace]) -> Citing:
+    """How a tool's text names the sessions of `spaces`: each by its shortest prefix unique in
+    the whole archive (so it loads back whichever workspace a reader tries first), and by the
+    agent that wrote it where the sessions of `spaces` come from more than one."""
+    st = state(ctx)
+    every = [st.sessions.of(st.archive, w) for w in st.archive.workspaces()]
+    sources = {s for w in spaces for s in st.sessions.of(st.archive, w).values()}
+    return Citing(short_ids(s for ids in every for s in ids), len(sources) > 1)
 
 
 def state(ctx: Context) -> State:

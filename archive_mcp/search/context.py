@@ -17,7 +17,7 @@ from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.refine import args_summary
 from archive_mcp.refiners.text import clip
-from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session, turn_ref
+from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.search.highlight import split_answers
 from archive_mcp.workspaces import Workspace, read_json
 
@@ -387,15 +387,10 @@ def _scanned(
     shown = answer_digest(assistant, min(SCAN, max(SCAN_MIN, budget - len(user) - NOTE)))
     left = []
     if len(shown) < len(assistant):
-        left.append(f"{len(assistant) - len(shown):,} of {len(assistant):,} chars of the answer")
+        left.append(f"{len(assistant) - len(shown):,} of {len(assistant):,} answer chars")
     if calls:
         left.append(f"{calls} tool call{'s' if calls > 1 else ''}")
-    ref = turn_ref(row["session_id"], row["turn"], row["agent"])
-    note = (
-        f'left out: {" and ".join(left)}; read it whole: load_turn_context(["{ref}"])'
-        if left
-        else None
-    )
+    note = f"left out: {', '.join(left)}" if left else None  # one reference reads it whole
     return _of_row(ws, row, user, shown, [], None, requested, cut or bool(left), note)
 
 

@@ -89,6 +89,12 @@ def mark(text: str, terms: set[str]) -> str:
     return "".join(out)
 
 
+def unmark(text: str) -> str:
+    """Marked text as a face without highlighting shows it: the words, no marks (`mark` dropped
+    the text's own bold, so every `**` left is a mark)."""
+    return text.replace("**", "")
+
+
 def clip_marked(text: str, limit: int) -> str:
     """Marked `text` cut as `clip` cuts its words (at most `limit` characters of them, marks not
     counted), the marks put back only within what is kept: a cut never leaves a mark open."""

@@ -63,11 +63,12 @@ class SearchResults(list[Hit]):
         self.query = query
         self.note = verdict(echo(query), hits)  # "no strong match for ...; closest: ..." or None
 
-    def headline(self, shown: int | None = None) -> str:
-        """ "3 hits for 'query' (mode hybrid)": the query echo capped, hits cut for size counted."""
+    def headline(self, shown: int | None = None, quoted: bool = True) -> str:
+        """ "3 hits for 'query' (mode hybrid)": the query echo capped (left out unless `quoted`:
+        one query's asker knows it), hits cut for size counted."""
         shown = len(self) if shown is None else shown
         count = f"{len(self)} hits" if shown >= len(self) else f"{len(self)} hits ({shown} shown)"
-        head = f"{count} for {echo(self.query)} (mode {self.realized_mode}"
+        head = f"{count}{f' for {echo(self.query)}' if quoted else ''} (mode {self.realized_mode}"
         return head + (f"; fell back: {self.fallback_reason})" if self.fallback_reason else ")")
 
     def to_json(self) -> dict[str, Any]:

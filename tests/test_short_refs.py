@@ -1,0 +1,113 @@
+"""Sessions cited by their shortest unique prefix: what the tools print loads back, an ambiguous
+prefix is an error naming the candidates, and full ids keep working."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from archive_mcp import Archive
+from archive_mcp.mcp.server import build_server
+from archive_mcp.refs import short_ids
+
+CWD = "/home/alice/projects/sync"
+TWINS = ["a11ce000-1111-4222-8333-444455556666", "a11ce000-2222-4222-8333-444455556666"]
+LONE = "b0b00000-1111-4222-8333-444455556666"
+
+
+def test_a_session_is_cited_by_its_shortest_prefix_no_other_id_starts_with() -> None:
+    ids = [*TWINS, LONE, "c0ffee", "c0ffee12345", "c0ffee12346"]
+    assert short_ids(ids) == {
+        TWINS[0]: "a11ce000-1",
+        TWINS[1]: "a11ce000-2",
+        LONE: "b0b00000",
+        "c0ffee": "c0ffee",  # shorter than 8 characters: whole
+        "c0ffee12345": "c0ffee12345",
+        "c0ffee12346": "c0ffee12346",
+    }
+    assert short_ids([LONE], least=4) == {LONE: "b0b0"}
+
+
+def _line(sid: str, kind: str, text: str, minute: int) -> str:
+    content: Any = text if kind == "user" else [{"type": "text", "text": text}]
+    message = {"role": kind, "content": content, **({"id": f"m{minute}"} if kind != "user" else {})}
+    return json.dumps(
+        {
+            "type": kind,
+            "sessionId": sid,
+            "cwd": CWD,
+            "version": "2.1.9",
+            "timestamp": f"2026-03-20T10:{minute:02d}:00Z",
+            "uuid": f"u{sid[:12]}{minute}",
+            "message": message,
+        }
+    )
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Archive:
+    """Three Claude Code sessions, two of them sharing their first 8 characters."""
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
+    folder.mkdir(parents=True)
+    for n, sid in enumerate([*TWINS, LONE]):
+        lines = [
+            _line(sid, "user", f"Why does the retry loop {n} spin?", 10 * n),
+            _line(
+                sid, "assistant", f"The retry loop {n} never backs off; added a delay.", 10 * n + 1
+            ),
+        ]
+        (folder / f"{sid}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    a = Archive(embedder=None)
+    a.ingest(tmp_path / ".claude")
+    return a
+
+
+def _call(archive: Archive, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+    async def go() -> tuple[bool, str]:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool(name, args)
+            return bool(r.is_error), r.content[0].text
+
+    return anyio.run(go)
+
+
+def test_search_and_listing_cite_sessions_by_prefixes_that_load_back(archive: Archive) -> None:
+    _, found = _call(
+        archive, "search_context", {"query": "retry loop", "mode": "lexical", "order": "time"}
+    )
+    assert found == (
+        "3 hits (mode lexical)\n"
+        "a11ce000-1 2026-03-20\n"
+        ":0 10:00 — Why does the retry loop 0 spin?\n"
+        "  → The retry loop 0 never backs off; added a delay.\n"
+        "a11ce000-2\n"
+        ":0 10:10 — Why does the retry loop 1 spin?\n"
+        "  → The retry loop 1 never backs off; added a delay.\n"
+        "b0b00000\n"
+        ":0 10:20 — Why does the retry loop 2 spin?\n"
+        "  → The retry loop 2 never backs off; added a delay."
+    )
+    _, listed = _call(archive, "list_sessions", {})
+    assert listed.splitlines()[1:] == [  # newest first
+        "- b0b00000 2026-03-20 10:20 1 turns — Why does the retry loop 2 spin?",
+        "- a11ce000-2 2026-03-20 10:10 1 turns — Why does the retry loop 1 spin?",
+        "- a11ce000-1 2026-03-20 10:00 1 turns — Why does the retry loop 0 spin?",
+    ]
+    _, read = _call(archive, "load_turn_context", {"references": ["a11ce000-2:0", f"{LONE}:0"]})
+    assert [ln for ln in read.splitlines() if ln.startswith("## ")] == [
+        "## a11ce000-2:0 2026-03-20 10:10 open",  # a status is said when not `completed`
+        "## b0b00000:0 2026-03-20 10:20 open",
+    ]
+
+
+def test_an_ambiguous_session_prefix_is_an_error_naming_the_candidates(archive: Archive) -> None:
+    assert _call(archive, "load_turn_context", {"references": ["a11ce000:0"]}) == (
+        True,
+        "session 'a11ce000' is ambiguous: "
+        f"{TWINS[0]} (sync), {TWINS[1]} (sync); give more of the id",
+    )
