@@ -12,6 +12,7 @@ import pytest
 from mcp import Client
 
 from archive_mcp import Archive
+from archive_mcp.mcp import toolkit
 from archive_mcp.mcp.server import build_server
 from archive_mcp.refs import short_ids
 
@@ -111,3 +112,22 @@ def test_an_ambiguous_session_prefix_is_an_error_naming_the_candidates(archive: 
         "session 'a11ce000' is ambiguous: "
         f"{TWINS[0]} (sync), {TWINS[1]} (sync); give more of the id",
     )
+
+
+def test_the_short_ids_are_worked_out_again_only_after_a_workspace_ingests(
+    archive: Archive, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sorted_ids: list[int] = []
+    real = toolkit.short_ids
+    monkeypatch.setattr(toolkit, "short_ids", lambda ids: sorted_ids.append(1) or real(ids))
+    sessions = toolkit.Sessions()
+    first = sessions.short_ids(archive)
+    assert sessions.short_ids(archive) == first
+    assert len(sorted_ids) == 1  # the second call read a stat per workspace, nothing more
+    new = "b0b00001-1111-4222-8333-444455556666"
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
+    (folder / f"{new}.jsonl").write_text(_line(new, "user", "And now?", 40) + "\n", "utf-8")
+    archive.ingest(tmp_path / ".claude")
+    again = sessions.short_ids(archive)
+    assert len(sorted_ids) == 2
+    assert (again[LONE], again[new]) == ("b0b00000", "b0b00001")

@@ -73,6 +73,7 @@ class Sessions:
     again only when that file changed: what `citing` names sessions among."""
 
     seen: dict[str, tuple[tuple[int, int], dict[str, str]]] = field(default_factory=dict)
+    short: tuple[tuple[tuple[str, tuple[int, int]], ...], dict[str, str]] = ((), {})
 
     def of(self, archive: Archive, ws: Workspace) -> dict[str, str]:
         try:
@@ -87,15 +88,25 @@ class Sessions:
             self.seen[ws.id] = known
         return known[1]
 
+    def short_ids(self, archive: Archive) -> dict[str, str]:
+        """Every archived session's shortest unique prefix, computed again only when a
+        workspace's ingest state changed (a call costs a stat per workspace, not a sort of every
+        session id)."""
+        spaces = archive.workspaces()
+        ids = [self.of(archive, w) for w in spaces]
+        key = tuple((w.id, self.seen[w.id][0]) for w in spaces if w.id in self.seen)
+        if key != self.short[0]:
+            self.short = (key, short_ids(s for found in ids for s in found))
+        return self.short[1]
+
 
 def citing(ctx: Context, spaces: Sequence[Workspace]) -> Citing:
     """How a tool's text names the sessions of `spaces`: each by its shortest prefix unique in
     the whole archive (so it loads back whichever workspace a reader tries first), and by the
     agent that wrote it where the sessions of `spaces` come from more than one."""
     st = state(ctx)
-    every = [st.sessions.of(st.archive, w) for w in st.archive.workspaces()]
     sources = {s for w in spaces for s in st.sessions.of(st.archive, w).values()}
-    return Citing(short_ids(s for ids in every for s in ids), len(sources) > 1)
+    return Citing(st.sessions.short_ids(st.archive), len(sources) > 1)
 
 
 def state(ctx: Context) -> State:
