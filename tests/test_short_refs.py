@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from archive_mcp import Archive
-from archive_mcp.mcp import toolkit
+from archive_mcp.mcp import core_tools, toolkit
 from archive_mcp.mcp.server import build_server
 from archive_mcp.refs import short_ids
 
@@ -131,3 +131,31 @@ def test_the_short_ids_are_worked_out_again_only_after_a_workspace_ingests(
     again = sessions.short_ids(archive)
     assert len(sorted_ids) == 2
     assert (again[LONE], again[new]) == ("b0b00000", "b0b00001")
+
+
+def test_list_sessions_with_prompts_lists_every_turn_with_the_users_words(tmp_path: Path) -> None:
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
+    folder.mkdir(parents=True)
+    lines = [
+        _line(LONE, "user", "Why does the retry loop spin?", 0),
+        _line(LONE, "assistant", "It never backs off.", 1),
+        _line(LONE, "user", "Add a delay   of\n2 s " + "and log it " * 20, 5),
+        _line(LONE, "assistant", "Added.", 6),
+    ]
+    (folder / f"{LONE}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    error, listed = _call(archive, "list_sessions", {"prompts": True})
+    assert not error
+    assert listed.splitlines() == [
+        "sync: 1 sessions",
+        "- b0b00000 2026-03-20 10:00 2 turns",
+        "  :0 10:00 Why does the retry loop spin?",
+        "  :1 10:05 Add a delay of 2 s" + " and log it" * 11 + " and log…",  # at a word
+    ]
+
+
+def test_an_overviews_turn_of_a_later_day_says_its_date() -> None:
+    assert core_tools._when("2026-03-21T09:05:00+00:00", "2026-03-20") == "03-21 09:05"
+    assert core_tools._when("2026-03-20T09:05:00+00:00", "2026-03-20") == "09:05"
+    assert core_tools._when(None, "2026-03-20") == "--:--"

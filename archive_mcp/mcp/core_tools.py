@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import polars as pl
 from mcp.server.mcpserver import Context, Resolve
 from mcp_types import CallToolResult, CreateMessageResult
 from pydantic import Field
@@ -28,6 +29,7 @@ from archive_mcp.mcp.toolkit import (
     state,
     workspace_of,
 )
+from archive_mcp.refiners.text import clip
 from archive_mcp.refs import Citing, TurnRef
 from archive_mcp.render import COMPACT_SUMMARY, hit_groups, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
@@ -87,6 +89,15 @@ class WorkspacesOutput:
 
 
 @dataclass
+class Prompt:
+    """A turn of a session as an overview lists it: when, and the user's words (clipped)."""
+
+    turn: int
+    at: str | None
+    said: str
+
+
+@dataclass
 class SessionInfo:
     session_id: str
     source: str
@@ -96,6 +107,10 @@ class SessionInfo:
     turns: int
     subagent_turns: int
     live: bool
+    prompts: list[Prompt] = field(default_factory=list)  # with `prompts=true`
+
+
+PROMPT = 150  # characters of the user's words an overview shows a turn
 
 
 @dataclass
@@ -350,13 +365,23 @@ def list_sessions(
     workspace: WorkspaceParam = None,
     limit: Annotated[int, Field(ge=1, le=500)] = 20,
     detail: Annotated[Detail, Field(description="compact leaves out the titles.")] = "normal",
+    prompts: Annotated[
+        bool,
+        Field(
+            description="Each session's turns, one line each with the user's words (about 170 "
+            "characters a turn: raise max_output_chars): a whole project in one call."
+        ),
+    ] = False,
     max_output_chars: Budget = 6000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, SessionsOutput]:
-    """A workspace's sessions, newest first, with titles and turn counts. Use it to browse them."""
+    """A workspace's sessions, newest first, with titles and turn counts (prompts: every turn's
+    user words). Use it to browse them."""
     ws = workspace_of(ctx, workspace, roots)
-    frame = state(ctx).archive.sessions(ws.id).collect()
+    archive = state(ctx).archive
+    frame = archive.sessions(ws.id).collect()
     rows = frame.head(limit).to_dicts()
+    said = _prompts(archive.turns(ws.id), [r["session_id"] for r in rows]) if prompts else {}
     infos = [
         SessionInfo(
             r["session_id"],
@@ -367,6 +392,7 @@ def list_sessions(
             int(r["turns"]),
             int(r["subagent_turns"]),
             bool(r["live"]),
+            said.get(r["session_id"], []),
         )
         for r in rows
     ]
@@ -374,11 +400,17 @@ def list_sessions(
     cite = citing(ctx, [ws])
 
     def render(kept: list[SessionInfo], cut: bool) -> str:
-        lines = [
-            f"- {cite.sid(s.session_id)} {(s.first_at or '')[:16].replace('T', ' ')} {s.turns} turns"
-            + ("" if detail == "compact" else f" — {s.title or ''}")
-            for s in kept
-        ]
+        lines = []
+        for s in kept:
+            head = f"- {cite.sid(s.session_id)} {(s.first_at or '')[:16].replace('T', ' ')}"
+            if prompts:  # the turns' words say what the title would
+                lines += [f"{head} {s.turns} turns"]
+                day = (s.first_at or "")[:10]  # a turn of a later day says its date
+                lines += [f"  :{p.turn} {_when(p.at, day)} {p.said}" for p in s.prompts]
+                continue
+            lines.append(
+                f"{head} {s.turns} turns" + ("" if detail == "compact" else f" — {s.title or ''}")
+            )
         return "\n".join([f"{ws.name}: {frame.height} sessions", *lines])
 
     return fit(
@@ -390,6 +422,32 @@ def list_sessions(
         how="raise limit" if frame.height > limit else "raise max_output_chars",
         total=frame.height,
     )
+
+
+def _when(at: str | None, day: str) -> str:
+    """`HH:MM`, or `MM-DD HH:MM` when `at` is not on `day`."""
+    if not at:
+        return "--:--"
+    return at[11:16] if at[:10] == day else f"{at[5:10]} {at[11:16]}"
+
+
+def _prompts(turns: pl.LazyFrame, sessions: list[str]) -> dict[str, list[Prompt]]:
+    """The main agent's turns of `sessions` that have user words, in order, as an overview lists
+    them (the words on one line, cut at PROMPT)."""
+    rows = (
+        turns.filter(pl.col("session_id").is_in(sessions) & (pl.col("agent") == "main"))
+        .select("session_id", "turn", "started_at", "user_text")
+        .sort("session_id", "turn")
+        .collect()
+        .iter_rows(named=True)
+    )
+    out: dict[str, list[Prompt]] = {}
+    for r in rows:
+        words = " ".join((r["user_text"] or "").split())
+        if words:
+            at = _iso(r["started_at"])
+            out.setdefault(r["session_id"], []).append(Prompt(r["turn"], at, clip(words, PROMPT)))
+    return out
 
 
 def refine_session_turns(
