@@ -54,14 +54,22 @@ REFINED: dict[str, pl.DataType] = {
 _TIMES = ("started_at", "ended_at")
 
 
+COLUMNAR_MIN = 32  # rows from which a frame is built a column at a time (`refined_frame`)
+
+
 def refined_frame(rows: list[dict]) -> pl.DataFrame:
     """Rows from `refiners.refine_turn` (times in epoch µs) as a frame with the REFINED schema.
 
-    Built a column at a time: polars builds a Series for every list cell of a row-wise frame
-    (four a turn here: 0.07 ms a turn, a fifth of a short turn's ingest), a list column from
-    its flattened items once (`_list_column`)."""
+    From COLUMNAR_MIN rows on, built a column at a time: polars builds a Series for every list
+    cell of a row-wise frame (four a turn here, 0.05-0.07 ms a turn), a list column from its
+    flattened items once (`_list_column`) at a fixed 1.8 ms a frame, which fewer rows do not
+    repay (measured in bench/results/speed.md)."""
+    build = {k: (pl.Int64() if k in _TIMES else v) for k, v in REFINED.items()}
+    if len(rows) < COLUMNAR_MIN:
+        df = pl.DataFrame(rows, schema=build)
+        return df.with_columns([pl.col(c).cast(UTC_US) for c in _TIMES])
     columns = []
-    for name, dtype in REFINED.items():
+    for name, dtype in build.items():
         values = [r.get(name) for r in rows]
         if name == "tool_calls":
             columns.append(_list_column(name, values, _calls_column))
@@ -69,10 +77,9 @@ def refined_frame(rows: list[dict]) -> pl.DataFrame:
             columns.append(
                 _list_column(name, values, lambda items: pl.Series(items, dtype=pl.String()))
             )
-        elif name in _TIMES:
-            columns.append(pl.Series(name, values, dtype=pl.Int64()).cast(UTC_US))
         else:
-            columns.append(pl.Series(name, values, dtype=dtype))
+            series = pl.Series(name, values, dtype=dtype)
+            columns.append(series.cast(UTC_US) if name in _TIMES else series)
     return pl.DataFrame(columns)
 
 
