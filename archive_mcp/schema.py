@@ -123,7 +123,9 @@ def _calls_column(calls: list[dict[str, Any] | None]) -> pl.Series:
     """The tool calls (dicts of TOOL_CALL's fields; None for a placeholder) as one struct Series."""
     fields = [
         _list_column(
-            field, [None if c is None else c.get(field) for c in calls], lambda p: pl.Series(p, dtype=pl.String())
+            field,
+            [None if c is None else c.get(field) for c in calls],
+            lambda p: pl.Series(p, dtype=pl.String()),
         )
         if dtype == pl.List(pl.String())
         else pl.Series(field, [None if c is None else c.get(field) for c in calls], dtype=dtype)
