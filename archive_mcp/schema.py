@@ -61,9 +61,9 @@ def refined_frame(rows: list[dict]) -> pl.DataFrame:
     """Rows from `refiners.refine_turn` (times in epoch µs) as a frame with the REFINED schema.
 
     From COLUMNAR_MIN rows on, built a column at a time: polars builds a Series for every list
-    cell of a row-wise frame (four a turn here, 0.05-0.07 ms a turn), a list column from its
+    cell of a row-wise frame (four a turn here, 0.05-0.10 ms a turn), a list column from its
     flattened items once (`_list_column`) at a fixed 1.8 ms a frame, which fewer rows do not
-    repay (measured in bench/results/speed.md)."""
+    repay (measured in bench/results/readers.md)."""
     build = {k: (pl.Int64() if k in _TIMES else v) for k, v in REFINED.items()}
     if len(rows) < COLUMNAR_MIN:
         df = pl.DataFrame(rows, schema=build)
