@@ -2,7 +2,7 @@
 of one session each of Pi, the Copilot CLI, Continue, Droid, Cline, Goose and Crush, each about 1 MB, beside a tiny
 ingest whose cost is the command's own (start-up, imports, store).
 
-    python bench/ingest_per_mb.py [--rounds 5] [--mb 1.0] [--only CASE ...]
+    python bench/ingest_per_mb.py [--rounds 5] [--mb 1.0] [--only CASE ...] [--against REV]
 
 What a user runs, not the reader alone (`readers_speed.py`): each case is one
 `archive-mcp ingest PATH --no-embed --no-index` in a fresh process with a fresh archive home (and
@@ -22,7 +22,9 @@ store; their size is the JSON the reader parses (the stored values), not the SQL
 Crush: its fixture's `crush.db` (built from Crush's migration SQL, `tests/fixtures/crush`) in a
 project folder, its main session's messages copied under new ids to ~`--mb` MB of `parts`.
 Cases run interleaved, `--rounds` times; the median and range of each is printed, and each big
-case's cost above the tiny one, per MB. Prints numbers only, no log content.
+case's cost above the tiny one, per MB. `--against REV` runs every case also with git revision
+REV's package (`git archive` of it, first on PYTHONPATH), interleaved with this checkout's in each
+round, on the same data. Prints numbers only, no log content.
 """
 
 from __future__ import annotations
@@ -217,10 +219,29 @@ def crush_session(dst: Path, mb: float) -> tuple[Path, int]:
     return dst, size * (1 + len(copies) // len(rows))
 
 
-def ingest_cpu(path: Path, scratch: Path) -> tuple[float, int]:
-    """CPU seconds of one `archive-mcp ingest` of `path` into a fresh home, and its turns."""
+def package_at(rev: str, dst: Path) -> Path:
+    """Git revision `rev` of this repository as an importable `archive_mcp` package under `dst`
+    (its `refiners` and `workspaces` inside it, as the install maps them): the folder to put first
+    on PYTHONPATH."""
+    repo = Path(__file__).resolve().parent.parent
+    tree = dst / "tree"
+    tree.mkdir(parents=True)
+    tar = subprocess.run(["git", "-C", str(repo), "archive", rev], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=tar.stdout, check=True)
+    pkg = dst / "pkg"
+    shutil.copytree(tree / "archive_mcp", pkg / "archive_mcp")
+    for sub in ("refiners", "workspaces"):
+        shutil.copytree(tree / sub, pkg / "archive_mcp" / sub)
+    return pkg
+
+
+def ingest_cpu(path: Path, scratch: Path, pythonpath: Path | None = None) -> tuple[float, int]:
+    """CPU seconds of one `archive-mcp ingest` of `path` into a fresh home (with the package
+    under `pythonpath` when given, else this checkout's), and its turns."""
     home = Path(tempfile.mkdtemp(dir=scratch))
     env = {"HOME": str(home / "user"), "ARCHIVE_MCP_HOME": str(home / "archive")}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = subprocess.run(
         [sys.executable, "-m", "archive_mcp", "ingest", str(path), "--no-embed", "--no-index"]
@@ -229,6 +250,7 @@ def ingest_cpu(path: Path, scratch: Path) -> tuple[float, int]:
         text=True,
         check=True,
         env={**_base_env(), **env},
+        cwd=home,  # not the repository: `-m` puts the working folder first on the path
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     shutil.rmtree(home)
@@ -263,9 +285,15 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the cases to run beside the fixed cost, Aider's and Claude Code's (names starting so)",
     )
+    ap.add_argument(
+        "--against", metavar="REV", help="also run each case with git revision REV's package"
+    )
     args = ap.parse_args(argv)
     wanted = args.only
     scratch = Path(tempfile.mkdtemp())
+    codes: dict[str, Path | None] = {"": None}
+    if args.against:
+        codes[f"{args.against}: "] = package_at(args.against, scratch / "against")
     cases = {
         "aider 0.86 (2.5 kB, fixed cost)": AIDER,
         "aider 0.86 repeated": aider_history(scratch / "aider" / "repo", args.mb),
@@ -283,23 +311,25 @@ def main(argv: list[str] | None = None) -> int:
         cases[name], sizes[name] = documented_session(agent, scratch / agent.split()[0], args.mb)
     name = "crush (built fixture) one session grown"
     cases[name], sizes[name] = crush_session(scratch / "crush", args.mb)
-    cpu: dict[str, list[float]] = {name: [] for name in cases}
+    cpu: dict[str, list[float]] = {code + name: [] for code in codes for name in cases}
     turns: dict[str, int] = {}
     for _ in range(max(1, args.rounds)):
         for name, path in cases.items():
-            seconds, turns[name] = ingest_cpu(path, scratch)
-            cpu[name].append(seconds)
+            for code, pythonpath in codes.items():
+                seconds, turns[code + name] = ingest_cpu(path, scratch, pythonpath)
+                cpu[code + name].append(seconds)
     shutil.rmtree(scratch)
-    first = next(iter(cases))
-    fixed = statistics.median(cpu[first])
     print(f"{'':38} {'size':>9} {'turns':>6}   CPU s median (range)   above fixed, s/MB")
-    for name in cases:
-        med = statistics.median(cpu[name])
-        above = f"{(med - fixed) / (sizes[name] / 1e6):6.2f}" if name != first else "     -"
-        print(
-            f"{name:38} {sizes[name] / 1e3:7.1f}kB {turns[name]:6}   {med:5.2f} "
-            f"({min(cpu[name]):.2f}-{max(cpu[name]):.2f})      {above}"
-        )
+    first = next(iter(cases))
+    for code in codes:
+        fixed = statistics.median(cpu[code + first])
+        for name in cases:
+            med = statistics.median(cpu[code + name])
+            above = f"{(med - fixed) / (sizes[name] / 1e6):6.2f}" if name != first else "     -"
+            print(
+                f"{code + name:38} {sizes[name] / 1e3:7.1f}kB {turns[code + name]:6}   {med:5.2f} "
+                f"({min(cpu[code + name]):.2f}-{max(cpu[code + name]):.2f})      {above}"
+            )
     return 0
 
 

@@ -170,7 +170,7 @@ def _only_asks_to_compact(request: str) -> bool:
     else? "Option 2 please - build the full manifest …, then a /compact message" decides something:
     it is work, not compaction."""
     head = request[:600].lower()
-    if not COMPACT_ASK.search(head):
+    if "compact" not in head or not COMPACT_ASK.search(head):  # each of its branches says it
         return False
     rest = " ".join(c for c in _CLAUSE.split(head) if not COMPACT_ASK.search(c))
     return len(rest.split()) < COMPACT_REST_WORDS
@@ -283,7 +283,7 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     if (
         any(ln.endswith(("?", "？")) for ln in lines[:12])
         or QUESTION.match(ask)
-        or CJK_QUESTION.search(ask[:300])
+        or (not ask[:300].isascii() and CJK_QUESTION.search(ask[:300]))
         or ASKS_WHY.search(ask[:300])
     ):
         work.append("question")

@@ -8,7 +8,8 @@ reader never blocks OpenCode's writer), and never written.
 
 A subagent (the `task` tool) runs in a child session (`parent_id`); it is archived with its
 parent session as that agent's file (`subagents/<child id>.jsonl`), and the `task` call names
-it (`state.metadata.sessionId`).
+it (`state.metadata.sessionId`). A child session whose parents loop (none reaches a top-level
+session) is archived as a session of its own and reported.
 
 The archive copies files, so discovery exports each session to a JSONL file (a `session` line,
 then one line per message with its parts, in creation order; the same rows give the same
@@ -223,31 +224,46 @@ def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | N
         return found
     ids = {str(s.get("id")) for s in sessions if s.get("id")}
     by_id: dict[str, SessionSource] = {}
-    children: list[tuple[str, str, Path]] = []
+    children: list[tuple[str, str, dict[str, Any], Path]] = []
     for sid, s, export in exported(db, "opencode", sessions, export_lines):
         parent = s.get("parent_id")
         if isinstance(parent, str) and parent in ids:  # a subagent: archived with its parent
-            children.append((parent, sid, export))
+            children.append((parent, sid, s, export))
             continue
-        directory = s.get("directory")
-        by_id[sid] = SessionSource(
-            source,
-            sid,
-            source,
-            [directory] if isinstance(directory, str) and directory else [],
-            s.get("title") if isinstance(s.get("title"), str) else None,
-            db.parent,
-            [SourceFile("main", "session.jsonl", export, whole=True)],
-        )
+        by_id[sid] = _session(source, sid, s, export, db)
         found.sessions.append(by_id[sid])
     parents = parent_of(sessions)
-    for parent, sid, export in children:
+    for parent, sid, s, export in children:
         root, hops = parent, 0
         while root not in by_id and root in parents and hops < 64:  # a subagent's subagent
             root, hops = parents[root], hops + 1
         if root in by_id:
             by_id[root].files.append(SourceFile(sid, f"subagents/{sid}.jsonl", export, whole=True))
+        else:  # its parents loop: no session to hang it under, so it stands alone
+            found.sessions.append(_session(source, sid, s, export, db))
+            found.skipped.append(
+                (
+                    str(db),
+                    f"subagent session {sid}: its parents never reach a top-level session "
+                    "(they loop); archived as a session of its own",
+                )
+            )
     return found
+
+
+def _session(source: str, sid: str, s: dict[str, Any], export: Path, db: Path) -> SessionSource:
+    """The session `sid` (row `s`, exported to `export`) of the database `db`, as `source`."""
+    directory = s.get("directory")
+    title = s.get("title")
+    return SessionSource(
+        source,
+        sid,
+        source,
+        [directory] if isinstance(directory, str) and directory else [],
+        title if isinstance(title, str) else None,
+        db.parent,
+        [SourceFile("main", "session.jsonl", export, whole=True)],
+    )
 
 
 def parent_of(sessions: list[dict[str, Any]]) -> dict[str, str]:

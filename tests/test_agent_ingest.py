@@ -466,3 +466,63 @@ def test_opencode_database_is_read_while_opencode_writes_and_changes_are_seen(
     rows = archive.turns(ws.id).filter(pl.col("agent") == "main").sort("turn").collect()
     assert rows["user_text"].to_list()[-1] == "one more"
     writer.close()
+
+
+def test_opencode_subagent_sessions_whose_parents_loop_are_reported_and_archived_alone(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import sqlite3
+    import tempfile
+
+    from archive_mcp.refiners.opencode import discover
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    db = tmp_path / "opencode" / "opencode.db"
+    db.parent.mkdir()
+    con = sqlite3.connect(db)
+    con.executescript(
+        OPENCODE_SQL.read_text(encoding="utf-8").replace("/tmp/ar-readers/s/work/opencode", PROJECT)
+    )
+    sub, asked = "ses_dca6c67baffe4N7pq0wb9had6C", "msg_235939884001LCjU46VlxBEJnt"
+
+    def copy(table: str, key: str, value: str, **changed: str) -> None:
+        cur = con.execute(f"SELECT * FROM {table} WHERE {key} = ?", (value,))
+        cols = [d[0] for d in cur.description]
+        row = [changed.get(c, v) for c, v in zip(cols, cur.fetchone(), strict=True)]
+        con.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(row))})", row)
+
+    copy("session", "id", sub, id="loop-a", parent_id="loop-b")
+    copy("session", "id", sub, id="loop-b", parent_id="loop-a")
+    copy("message", "id", asked, id="msg_loop", session_id="loop-a")
+    copy("part", "message_id", asked, id="prt_loop", message_id="msg_loop", session_id="loop-a")
+    con.commit()
+    con.close()
+    found = discover(db.parent)
+    assert sorted(s.session_id for s in found.sessions) == [
+        "loop-a",
+        "loop-b",
+        "ses_dca6cf916ffeIbCrW56Nq31yNx",
+    ]
+    assert found.skipped == [
+        (
+            str(db),
+            f"subagent session {sid}: its parents never reach a top-level session (they loop); "
+            "archived as a session of its own",
+        )
+        for sid in ("loop-a", "loop-b")
+    ]
+    archive = Archive(embedder=None)
+    report = archive.ingest(db.parent)
+    assert [(s.path, s.reason) for s in report.skipped] == [
+        (
+            str(db),
+            f"subagent session {sid}: its parents never reach a top-level session (they loop); "
+            "archived as a session of its own",
+        )
+        for sid in ("loop-a", "loop-b")
+    ]
+    turns = archive.turns(workspace_id(PROJECT)).filter(pl.col("session_id") == "loop-a")
+    assert turns.select("agent", "user_text").collect().rows() == [
+        ("main", "Run echo hi in the shell")
+    ]

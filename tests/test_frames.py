@@ -8,7 +8,14 @@ import polars as pl
 import pytest
 
 from archive_mcp import Archive, frames
-from archive_mcp.schema import REFINED, SESSIONS, THEME_SCHEMA, TOOL_CALLS
+from archive_mcp.schema import (
+    COLUMNAR_MIN,
+    REFINED,
+    SESSIONS,
+    THEME_SCHEMA,
+    TOOL_CALLS,
+    refined_frame,
+)
 
 PINNED_TURNS = [
     ("workspace_id", "String"),
@@ -66,6 +73,56 @@ def test_frames_have_the_pinned_columns_and_dtypes(kimi_root: Path, kimi_code_ro
         pl.col("name") == "ReadFile", pl.col("session_id").str.starts_with("3f2c")
     ).row(0, named=True)
     assert read["files"] == ["src/utils/date.ts"]
+
+
+def _refined_row(i: int) -> dict:
+    """A refined row whose list cells are empty, null, one item or several, by `i`."""
+    call = {
+        "name": f"Shell{i}",
+        "args_summary": "command=ls",
+        "status": "ok" if i % 2 else "error",
+        "result_summary": "",
+        "duration_ms": None if i % 3 else i,
+        "files": [f"a{i}.py", "b.py"][: i % 3],
+    }
+    row = {
+        "workspace_id": "ws",
+        "source": "kimi",
+        "session_id": "s",
+        "agent": "main",
+        "turn": i,
+        "started_at": None if i % 4 == 0 else 1_700_000_000_000_000 + i,
+        "ended_at": 1_700_000_000_000_000 + 2 * i,
+        "status": "completed",
+        "origin": "user",
+        "user_text": f"ask {i}",
+        "assistant_text": "",
+        "thinking_text": "",
+        "tool_calls": [call] * (i % 3),
+        "files": [f"f{j}" for j in range(i % 4)],
+        "usage": {"input": i, "output": 0, "cache_read": 0, "cache_creation": 0},
+        "steps": 1,
+        "summary": "Asked: ask",
+        "keywords": None if i == 5 else ["", "ask"][: i % 3],
+        "kinds": ["question"] if i % 2 else [],
+        "redactions": 0,
+        "refiner": "extractive@9",
+        "content_hash": f"h{i}",
+        "raw_ref": None if i == 7 else {"file": "raw", "byte_start": i, "byte_end": i + 1},
+    }
+    if i % 5:
+        row["title"] = "a title"
+    return row
+
+
+def test_a_refined_frame_of_many_rows_equals_its_rows_built_one_by_one() -> None:
+    rows = [_refined_row(i) for i in range(COLUMNAR_MIN + 8)]
+    many = refined_frame(rows)  # built a column at a time
+    one_by_one = pl.concat([refined_frame([r]) for r in rows])  # each built row-wise
+    assert many.schema == one_by_one.schema == pl.Schema(REFINED)
+    assert many.to_dicts() == one_by_one.to_dicts()
+    assert many.get_column("tool_calls").list.len().to_list()[:4] == [0, 1, 2, 0]
+    assert many.get_column("keywords").to_list()[4:9] == [[""], None, [], [""], ["", "ask"]]
 
 
 def test_empty_archive_frames_keep_their_schema() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from archive_mcp.refiners.summary import (
     pack,
     strip_reply_ack,
 )
-from archive_mcp.refiners.text import dense, sentences, shorten
+from archive_mcp.refiners.text import Folded, dense, sentences, shorten
 from click.testing import CliRunner
 
 from archive_mcp import Archive
@@ -554,6 +555,23 @@ def test_a_legacy_turn_is_interrupted_only_when_its_last_step_stopped_short() ->
     assert turn(last_answered=True).status == "completed"
     assert turn(last_answered=False).status == "interrupted"
     assert Turn(0, None, "hi", end="superseded", legacy=True).status == "interrupted"
+
+
+def test_a_folded_pattern_finds_what_the_ignorecase_pattern_finds_in_any_text() -> None:
+    pattern = r"\b(?:fixed|passes|tests?)\b\W*[:：]?"
+    folded, ignorecase = Folded(pattern), re.compile(pattern, re.I)
+    texts = [
+        "All TESTS pass",  # ASCII: run on the lowercased text
+        "Fixed: the bug",
+        "prefixed",
+        "",
+        "paſſes now",  # the long s folds to "s" under IGNORECASE, not under str.lower
+        "\u212aelvin FIXED",  # the Kelvin sign
+        "修复 Passes：",
+    ]
+    found = [folded.search(t) for t in texts]
+    assert found == [ignorecase.search(t) is not None for t in texts]
+    assert found == [True, True, False, False, True, True, True]
 
 
 def test_a_cue_finds_its_cjk_phrase_and_refuses_an_ascii_one() -> None:
