@@ -21,7 +21,7 @@ from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.mcp.server import build_server
 from archive_mcp.refs import TurnRef, parse_ref
 from archive_mcp.render import hit_text
-from archive_mcp.search.context import _scanned, line_passages
+from archive_mcp.search.context import READ_WHOLE, SCAN, _scanned, line_passages
 from archive_mcp.search.hits import Hit
 from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
 
@@ -416,3 +416,21 @@ def test_matching_in_full_detail_shows_the_lines_of_a_call_that_hold_the_words_a
     ctx = archive.load_turn_context([f"{sid}:0-1"], workspace=ws, matching=["deploy"])
     assert [t.turn for t in ctx.turns] == [1]
     assert ctx.not_found == []
+
+
+def test_several_turns_are_read_whole_when_the_budget_gives_each_enough(tmp_path: Path) -> None:
+    sid = "7a1b2c3d-0000-4000-8000-000000000002"
+    answer = " ".join(
+        f"Step {i} of the migration moved table t{i} to the new schema." for i in range(30)
+    )
+    _claude(tmp_path / "src", sid, ["migrate the orders table", "migrate the users table"])
+    path = tmp_path / "src" / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
+    path.write_text(path.read_text("utf-8").replace("Looked at table.", answer), "utf-8")
+    archive = Archive(home=tmp_path / "home", embedder=None)
+    archive.ingest(tmp_path / "src" / ".claude" / "projects")
+    refs = [f"{sid}:0", f"{sid}:1"]
+    ws = archive.workspaces()[0].id
+    whole = archive.load_turn_context(refs, workspace=ws, max_chars=2 * READ_WHOLE)
+    assert [t.assistant_text for t in whole.turns] == [answer, answer]
+    scanned = archive.load_turn_context(refs, workspace=ws, max_chars=2 * READ_WHOLE - 2)
+    assert [len(t.assistant_text) <= SCAN for t in scanned.turns] == [True, True]

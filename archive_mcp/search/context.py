@@ -404,6 +404,7 @@ def _size(d: TurnDetail) -> int:
 
 
 RANGE_MAX = 50  # turns one `SESSION:A-B` reference reads
+READ_WHOLE = 3500  # a budget share this large reads a requested turn of several, not a scan
 
 
 def load_turn_context(
@@ -462,10 +463,12 @@ def load_turn_context(
                 seen.add(key)
                 wanted.append((agent_rows.row(turns.index(t), named=True), t in asked))
     details, left = [], max_chars
-    whole = sum(req for _, req in wanted) == 1  # one turn asked: it is read whole, the rest scanned
+    asked_n = sum(req for _, req in wanted)
+    whole = asked_n == 1  # one turn asked: it is read whole, the rest scanned ...
+    each = max_chars // max(1, asked_n)  # ... unless the budget gives each asked READ_WHOLE
     for k, (row, req) in enumerate(wanted):  # what a short turn leaves goes to the next ones
         share_ = left // (len(wanted) - k)
-        scan = not full_tools and not (whole and req)
+        scan = not full_tools and not (req and (whole or each >= READ_WHOLE))
         d = _detail(
             ws, row, share_, include_tools, include_thinking, req, full_tools, list(matching), scan
         )
