@@ -314,6 +314,24 @@ def test_highlight_marks_whole_query_words_only(text: str, query: str, expected:
     assert mark(text, highlight_terms(query, [])) == expected
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Fixed parse_config: catching the errors in formatISODate, then the tests ran.",
+        "the having haves of have; src/app/login.ts handleLogin",
+        "回退到默认值了 and the default values",
+        "",
+    ],
+)
+def test_a_passage_holds_the_query_terms_its_whole_analysis_holds(text: str) -> None:
+    from archive_mcp.search.highlight import _terms_held
+    from archive_mcp.search.lexical import analyse
+
+    terms = {"catch", "date", "config", "have", "login", "默认", "default", "the"}
+    assert _terms_held(text, terms) == len(set(analyse(text)) & terms)
+    assert _terms_held(text[:20], terms) == len(set(analyse(text[:20])) & terms)
+
+
 def test_too_short_workspace_prefix_says_so(archive: Archive) -> None:
     from archive_mcp.workspaces import WorkspaceError
 
