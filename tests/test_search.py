@@ -380,6 +380,49 @@ def test_context_lift_keeps_the_order_of_turns_that_match_about_equally() -> Non
     assert np.allclose(lifted, total) and int(np.argmax(lifted)) == 3
 
 
+@pytest.mark.parametrize("how", ["lift", "sum", "max"])
+def test_the_fusion_and_context_of_some_turns_equal_those_over_every_turn(how: str) -> None:
+    import numpy as np
+    import polars as pl
+
+    from archive_mcp.search.ranking import (
+        Neighbours,
+        fuse,
+        fuse_at,
+        with_context,
+        with_context_at,
+    )
+
+    rng = np.random.default_rng(3)
+    n = 400
+    meta = pl.DataFrame(
+        {
+            "session_id": [f"s{i}" for i in rng.integers(0, 30, n)],
+            "agent": ["main"] * n,
+            "turn": rng.permutation(n),
+        }
+    )
+    ok = rng.random(n) > 0.1
+    lexical = np.where(rng.random(n) > 0.5, rng.random(n) * 9, 0.0).astype(np.float32)
+    semantic = np.where(rng.random(n) > 0.05, rng.random(n), -1.0).astype(np.float32)
+    weights = {"semantic": 0.8}
+    parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    fuse({"lexical": lexical, "semantic": semantic}, ok, weights, "zsum", parts=parts)
+    changed = semantic.copy()
+    docs = np.array([5, 17, 250, 3, 399])
+    changed[docs] += 0.25
+    scores = {"lexical": lexical, "semantic": changed}  # the lexical part is read from `parts`
+    total = fuse(scores, ok, weights, "zsum")
+    nb = Neighbours.of(meta)
+    rows = nb.sessions_of(docs)
+    assert set(nb.group[rows].tolist()) == set(nb.group[docs].tolist())
+    assert np.array_equal(np.flatnonzero(np.isin(nb.group, nb.group[docs])), rows)
+    own = fuse_at(rows, scores, ok, weights, parts)
+    assert own.tobytes() == total[rows].tobytes()
+    at = with_context_at(docs, rows, own, nb, 0.5, 0.3, how)
+    assert at.tobytes() == with_context(total, nb, 0.5, 0.3, how)[docs].tobytes()
+
+
 def test_zscores_keep_every_match_and_a_weak_signal_cannot_outvote_a_confident_one() -> None:
     import numpy as np
 
