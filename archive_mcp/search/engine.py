@@ -224,8 +224,9 @@ class Searcher:
         if mode in ("hybrid", "fuzzy"):
             fuzzy_terms = self._fuzzy_terms(q_terms, parts)
             if "lexical" in scores and fuzzy_terms == [(t, 1.0) for t in q_terms]:
-                # no term a few edits away: the fuzzy signal is the lexical one, to the bit
-                scores["fuzzy"] = scores["lexical"].copy()
+                # no term a few edits away: the fuzzy signal is the lexical one (the same
+                # array: `fuse` normalises it once)
+                scores["fuzzy"] = scores["lexical"]
             else:
                 scores["fuzzy"] = np.concatenate(bm25(parts, fuzzy_terms, alive_parts))
         if mode in ("hybrid", "semantic"):

@@ -132,7 +132,7 @@ def _spread(
     x: np.ndarray, valid: np.ndarray, semantic: bool
 ) -> tuple[float, float, float, float] | None:
     """The mean, spread, best and floor of the valid scores (None when fewer than 2)."""
-    vals = x[valid]
+    vals = x if valid.all() else x[valid]  # no copy of 1M scores when every doc is eligible
     if vals.size < 2:
         return None
     lo = float(vals.min()) if semantic else 0.0
@@ -148,11 +148,23 @@ def _zscore(
     if spread is None:
         return np.where(valid & (x > 0), 1.0, 0.0).astype(np.float32)
     mu, sd, hi, lo = spread
-    # a sliver of the min-max scaled score keeps every match ranked (and above zero) below the mean
-    tie = 1e-3 * (x - lo) / (hi - lo) if hi > lo else np.full(x.shape, 1e-3, np.float32)
-    z = np.maximum((x - mu) / sd, 0.0) if sd > 1e-9 else 0.0
+    # a sliver of the min-max scaled score keeps every match ranked (and above zero) below the
+    # mean; computed in place (the values of `1e-3 * (x - lo) / (hi - lo) + max((x - mu) / sd,
+    # 0)` to the bit, without their temporaries: at 1M turns each costs a pass)
+    if hi > lo:
+        out = np.subtract(x, lo)
+        out *= 1e-3
+        out /= hi - lo
+    else:
+        out = np.full(x.shape, 1e-3, np.float32)
+    if sd > 1e-9:
+        z = np.subtract(x, mu)
+        z /= sd
+        np.maximum(z, 0.0, out=z)
+        z += out
+        out = z
     keep = valid & (x > lo) if semantic else valid & (x > 0)
-    return np.where(keep, z + tie, 0.0).astype(np.float32)
+    return np.where(keep, out, 0.0).astype(np.float32, copy=False)
 
 
 def _zscored_sparse(x: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -210,12 +222,17 @@ def fuse(
     normalises only that one (the sum, in the same order, is the same to the bit)."""
     total = np.zeros(ok.shape, np.float32)
     part_of = FUSIONS.get(fusion, FUSIONS["zsum"])
+    done: dict[int, np.ndarray] = {}  # one part per scores array (fuzzy may be lexical's own)
     for name, x in scores.items():
         kept = parts.get(name) if parts is not None else None
         if kept is not None and kept[0] is x:
             part = kept[1]
+        elif name != "semantic" and id(x) in done:  # only the semantic part reads its name
+            part = done[id(x)]
         else:
             part = part_of(name, x, ok, depth)
+            if name != "semantic":
+                done[id(x)] = part
             if parts is not None:
                 parts[name] = (x, part)
         total += weights.get(name, 1.0) * part
@@ -317,8 +334,8 @@ def with_context(
         return total
     prev = nxt = best = total
     if neighbour > 0:
-        prev = np.where(nb.prev >= 0, total[np.maximum(nb.prev, 0)], 0.0)
-        nxt = np.where(nb.next >= 0, total[np.maximum(nb.next, 0)], 0.0)
+        padded = np.concatenate([total, np.zeros(1, total.dtype)])  # index -1 (no turn): 0
+        prev, nxt = padded[nb.prev], padded[nb.next]
     if session > 0:
         best = np.zeros(nb.n_groups, np.float32)
         np.maximum.at(best, nb.group, total)
