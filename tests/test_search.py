@@ -423,6 +423,21 @@ def test_the_fusion_and_context_of_some_turns_equal_those_over_every_turn(how: s
     assert at.tobytes() == with_context(total, nb, 0.5, 0.3, how)[docs].tobytes()
 
 
+@pytest.mark.parametrize("depth", [1, 100, 3000])
+def test_top_of_many_scores_is_the_best_first_with_ties_by_row(depth: int) -> None:
+    import numpy as np
+
+    from archive_mcp.search.ranking import top
+
+    rng = np.random.default_rng(11)
+    n = 70_000  # enough for the strided first threshold
+    scores = np.round(rng.random(n) * 50 - 5).astype(np.float32)  # many ties, some <= 0
+    ok = rng.random(n) > 0.2
+    eligible = [i for i in range(n) if ok[i] and scores[i] > 0]
+    expected = sorted(eligible, key=lambda i: (-scores[i], i))[:depth]
+    assert top(scores, ok, depth) == expected
+
+
 def test_zscores_keep_every_match_and_a_weak_signal_cannot_outvote_a_confident_one() -> None:
     import numpy as np
 
