@@ -153,3 +153,25 @@ def test_rows_taken_from_a_map_in_parts_equal_a_plain_gather(
     at = np.array([0, 2, 3, 9, 17, 18, 39])
     assert np.array_equal(ondisk.take_rows(m, at), data[at])
     assert ondisk.take_rows(m, np.zeros(0, np.int64)).shape == (0, 4)
+
+
+def test_rows_read_through_the_file_of_a_map_equal_a_plain_gather_and_its_descriptor_closes(
+    tmp_path: Path,
+) -> None:
+    import gc
+    import os
+
+    import archive_mcp.search.ondisk as ondisk
+
+    data = np.arange(40 * 3, dtype=np.float32).reshape(40, 3)
+    data.tofile(tmp_path / "m.bin")
+    m = ondisk.open_rows(tmp_path / "m.bin", np.float32, (40, 3))
+    fd = ondisk._FILES[id(m)]
+    at = np.array([0, 2, 3, 9, 17, 18, 39])
+    assert np.array_equal(ondisk.take_rows(m, at), data[at])
+    assert ondisk.take_rows(m, np.zeros(0, np.int64)).shape == (0, 3)
+    del m
+    gc.collect()
+    assert fd not in ondisk._FILES.values()
+    with pytest.raises(OSError):
+        os.fstat(fd)

@@ -24,7 +24,7 @@ import polars as pl
 
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
-from archive_mcp.search.ondisk import read_rows
+from archive_mcp.search.ondisk import open_rows, read_rows
 from archive_mcp.search.projection import Projection, exact_rows, write_int8, write_projection
 from archive_mcp.search.texts import Texts, TextWriter, TurnText
 from archive_mcp.workspaces import (
@@ -200,7 +200,7 @@ class Segment:
                 raise _damaged(
                     folder, f"{q8.name} or scales.npy do not fit {vectors.shape[0]} rows"
                 )
-            quantized = (np.memmap(q8, np.int8, "r", shape=vectors.shape), scales)
+            quantized = (open_rows(q8, np.int8, vectors.shape), scales)
         projection = Projection.load(folder, *quantized[0].shape) if quantized is not None else None
         return cls(
             Postings.load(folder / "postings"),

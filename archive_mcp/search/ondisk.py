@@ -12,8 +12,15 @@ go on reading the files it loaded.
 from __future__ import annotations
 
 import mmap
+import os
+import weakref
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+# a map made by `open_rows` (by its id) -> a descriptor of the file it maps, closed with the map
+_FILES: dict[int, int] = {}
 
 
 def read_rows(m: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -38,13 +45,48 @@ def _release(m: np.memmap, lo: int, hi: int) -> None:
 TAKE = 512  # rows gathered between two releases
 
 
+def open_rows(path: Path, dtype: Any, shape: tuple[int, ...]) -> np.memmap:
+    """A read-only memory map of the file at `path`, and beside it, until the map is collected,
+    a descriptor of the same file (opened first, the map made from it: a rebuild renaming a new
+    folder into place cannot come between them), through which `take_rows` reads scattered
+    rows."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        with open(fd, "rb", closefd=False) as f:
+            m = np.memmap(f, dtype, "r", shape=shape)
+    except BaseException:
+        os.close(fd)
+        raise
+    _FILES[id(m)] = fd
+    weakref.finalize(m, _close, id(m), fd)
+    return m
+
+
+def _close(key: int, fd: int) -> None:
+    _FILES.pop(key, None)
+    os.close(fd)
+
+
 def take_rows(m: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The rows at these ascending indices (of an array's first axis) as a copy; of a
+    """The rows at these ascending indices (of an array's first axis) as a copy. Of a map made
+    by `open_rows`, read from its file row by row (`preadv`: no page of the map is touched; a
+    page fault per row cost 4,096 rows 18 ms CPU where the reads take 9). Of another
     memory-mapped array, `TAKE` rows at a time, the pages between the first and the last
     released after each: a page fault maps the cached pages around it too, so a gather spread
     over a whole file would otherwise hold all of it in the process at once (+256 MB at 1M)."""
     if not isinstance(m, np.memmap):
         return np.asarray(m[rows])
+    fd = _FILES.get(id(m))
+    if fd is not None and hasattr(os, "preadv") and m.offset == 0 and m.flags.c_contiguous:
+        out = np.empty((rows.size, *m.shape[1:]), m.dtype)
+        if out.size == 0:
+            return out
+        size = m.strides[0]
+        view = out.data.cast("B")
+        for i, r in enumerate(rows.tolist()):
+            if os.preadv(fd, [view[i * size : (i + 1) * size]], r * size) != size:
+                raise ValueError(f"row {r} is past the end of its file: the index is damaged")
+        return out
     out = np.empty((rows.size, *m.shape[1:]), m.dtype)
     for a in range(0, rows.size, TAKE):
         part = rows[a : a + TAKE]
