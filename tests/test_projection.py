@@ -44,6 +44,8 @@ def test_the_shortlist_takes_the_k_highest_scores_in_row_order() -> None:
     scores = np.array([0.3, 0.9, 0.1, 0.8, 0.5, 0.2], np.float32)
     assert shortlist(scores, 3).tolist() == [1, 3, 4]
     assert shortlist(scores, 10).tolist() == [0, 1, 2, 3, 4, 5]
+    many = np.random.default_rng(4).permutation(20_000).astype(np.float32)  # past 64 x k
+    assert shortlist(many, 100).tolist() == np.flatnonzero(many >= 19_900).tolist()
 
 
 def test_rows_in_the_kept_directions_are_estimated_within_int8_rounding(
