@@ -177,3 +177,21 @@ def test_rows_read_through_the_file_of_a_map_equal_a_plain_gather_and_its_descri
     assert fd not in ondisk._FILES.values()
     with pytest.raises(OSError):
         os.fstat(fd)
+
+
+def test_a_npy_file_opened_for_reads_gives_its_rows_and_slices_as_np_load_does(
+    tmp_path: Path,
+) -> None:
+    import archive_mcp.search.ondisk as ondisk
+
+    data = np.arange(50, dtype=np.int32) * 7
+    np.save(tmp_path / "a.npy", data)
+    np.save(tmp_path / "empty.npy", np.zeros(0, np.float32))
+    m = ondisk.open_npy(tmp_path / "a.npy")
+    assert id(m) in ondisk._FILES
+    assert np.array_equal(ondisk.read_rows(m, 3, 11), data[3:11])
+    assert np.array_equal(ondisk.read_rows(m, 45, 60), data[45:60])
+    assert ondisk.read_rows(m, 20, 20).shape == (0,)
+    assert np.array_equal(ondisk.take_rows(m, np.array([0, 9, 49])), data[[0, 9, 49]])
+    empty = ondisk.open_npy(tmp_path / "empty.npy")
+    assert empty.shape == (0,) and empty.dtype == np.float32

@@ -20,7 +20,7 @@ import numpy as np
 from rapidfuzz import fuzz, process
 
 from archive_mcp.refiners.text import tokens
-from archive_mcp.search.ondisk import read_rows
+from archive_mcp.search.ondisk import open_npy, read_rows
 
 K1, B = 1.2, 0.75
 RUN_POSTINGS = (
@@ -197,7 +197,9 @@ class Postings:
     def load(cls, folder: Path) -> Postings:
         """Offsets and lengths in memory (small); the postings themselves mapped, read per term."""
         arrays = {
-            n: np.load(folder / f"{n}.npy", mmap_mode="r" if n in ("doc_ids", "tfs") else None)
+            n: open_npy(folder / f"{n}.npy")
+            if n in ("doc_ids", "tfs")
+            else np.load(folder / f"{n}.npy")
             for n in ("offsets", "doc_ids", "tfs", "doc_len")
         }
         vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
