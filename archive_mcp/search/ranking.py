@@ -349,7 +349,13 @@ def with_context(
         prev, nxt = padded[nb.prev], padded[nb.next]
     if session > 0:
         best = np.zeros(nb.n_groups, np.float32)
-        np.maximum.at(best, nb.group, total)
+        if nb.members is not None and nb.starts is not None and nb.members.size:
+            # each session's best over its run of `members` (a third of `maximum.at`'s time)
+            filled = nb.starts[:-1] < nb.starts[1:]
+            best[filled] = np.maximum.reduceat(total[nb.members], nb.starts[:-1][filled])
+            np.maximum(best, 0.0, out=best)
+        else:
+            np.maximum.at(best, nb.group, total)
         best = best[nb.group]
     return _lifted(total, prev, nxt, best, neighbour, session, how)
 
