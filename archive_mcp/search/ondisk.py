@@ -41,6 +41,13 @@ def read_rows(m: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return out
 
 
+def release(m: np.ndarray, lo: int, hi: int) -> None:
+    """Of a memory-mapped array, let the kernel drop the pages of rows lo:hi this process read
+    through the map (nothing for an array in memory)."""
+    if isinstance(m, np.memmap):
+        _release(m, lo, hi)
+
+
 def _release(m: np.memmap, lo: int, hi: int) -> None:
     """Tell the kernel this process may drop the mapped pages of rows lo:hi."""
     if isinstance(m.base, mmap.mmap) and hi > lo and hasattr(mmap, "MADV_DONTNEED"):
