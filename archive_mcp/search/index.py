@@ -25,13 +25,7 @@ import polars as pl
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.search.ondisk import open_rows, read_rows
-from archive_mcp.search.projection import (
-    Projection,
-    exact_rows,
-    one_blas_thread,
-    write_int8,
-    write_projection,
-)
+from archive_mcp.search.projection import Projection, exact_rows, scan, write_int8, write_projection
 from archive_mcp.search.texts import Texts, TextWriter, TurnText
 from archive_mcp.workspaces import (
     Workspace,
@@ -588,8 +582,7 @@ class WorkspaceIndex:
             if s.vectors is not None and n:
                 dense = s.dense()
                 if dense is not None:
-                    with one_blas_thread():  # a second thread's wait costs more than it saves
-                        out = dense @ q
+                    out = scan(dense, q)
                 elif s.projection is not None and s.quantized is not None:
                     out = s.projection.cosine(q, *s.quantized, s.has_vector)
                 else:

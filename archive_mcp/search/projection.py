@@ -180,6 +180,13 @@ def one_blas_thread() -> Iterator[None]:
         yield
 
 
+def scan(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """`rows @ query` with BLAS on one thread (`one_blas_thread`): the whole-index scan of a
+    small index (50k rows: its second thread's wait doubled the query's CPU on a busy box)."""
+    with one_blas_thread():
+        return rows @ query
+
+
 def shortlist(scores: np.ndarray, k: int) -> np.ndarray:
     """The indices (ascending) of the `k` highest scores (all of them when there are fewer).
     Of many scores, those below the `k`-th best of every 16th are left out before the partition
