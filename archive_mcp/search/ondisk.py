@@ -4,9 +4,11 @@ A page of a memory map that was read stays in the process's RSS until the kernel
 A query scans every vector and touches the postings of its terms, so over a server's life the
 mapped pages of a 1M-turn index would add up to more than a gigabyte. `read_rows` copies the rows
 through the map and then tells the kernel it may drop those pages (`MADV_DONTNEED`: they stay in
-the page cache, not in this process). Reading through the map, not by the file's name, matters:
-another process may rebuild the index and rename a new folder into place, and this process must
-go on reading the files it loaded.
+the page cache, not in this process). A map made by `open_rows` or `open_npy` keeps a descriptor
+of its file beside it, and its rows are read with `preadv` instead: no page of the map is
+touched, and a read costs no page faults. Reading through the map or that descriptor, not by the
+file's name, matters: another process may rebuild the index and rename a new folder into place,
+and this process must go on reading the files it loaded.
 """
 
 from __future__ import annotations
