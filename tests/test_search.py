@@ -407,11 +407,20 @@ def test_the_fusion_and_context_of_some_turns_equal_those_over_every_turn(how: s
     semantic = np.where(rng.random(n) > 0.05, rng.random(n), -1.0).astype(np.float32)
     weights = {"semantic": 0.8}
     parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    fuse({"lexical": lexical, "semantic": semantic}, ok, weights, "zsum", parts=parts)
+    # fuzzy equal to lexical is the same array: normalised once, kept under both names
+    fuse(
+        {"lexical": lexical, "fuzzy": lexical, "semantic": semantic},
+        ok,
+        weights,
+        "zsum",
+        parts=parts,
+    )
+    assert parts["fuzzy"][0] is lexical and parts["fuzzy"][1] is parts["lexical"][1]
     changed = semantic.copy()
     docs = np.array([5, 17, 250, 3, 399])
     changed[docs] += 0.25
-    scores = {"lexical": lexical, "semantic": changed}  # the lexical part is read from `parts`
+    # the lexical and fuzzy parts are read from `parts`
+    scores = {"lexical": lexical, "fuzzy": lexical, "semantic": changed}
     total = fuse(scores, ok, weights, "zsum")
     nb = Neighbours.of(meta)
     rows = nb.sessions_of(docs)

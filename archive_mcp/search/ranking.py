@@ -238,10 +238,10 @@ def fuse(
         kept = parts.get(name) if parts is not None else None
         if kept is not None and kept[0] is x:
             part = kept[1]
-        elif name != "semantic" and id(x) in done:  # only the semantic part reads its name
-            part = done[id(x)]
         else:
-            part = part_of(name, x, ok, depth)
+            # only the semantic part reads its name: another signal's array is normalised once
+            found = done.get(id(x)) if name != "semantic" else None
+            part = found if found is not None else part_of(name, x, ok, depth)
             if name != "semantic":
                 done[id(x)] = part
             if parts is not None:
