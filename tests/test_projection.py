@@ -44,6 +44,8 @@ def test_the_shortlist_takes_the_k_highest_scores_in_row_order() -> None:
     scores = np.array([0.3, 0.9, 0.1, 0.8, 0.5, 0.2], np.float32)
     assert shortlist(scores, 3).tolist() == [1, 3, 4]
     assert shortlist(scores, 10).tolist() == [0, 1, 2, 3, 4, 5]
+    many = np.random.default_rng(4).permutation(20_000).astype(np.float32)  # past 64 x k
+    assert shortlist(many, 100).tolist() == np.flatnonzero(many >= 19_900).tolist()
 
 
 def test_rows_in_the_kept_directions_are_estimated_within_int8_rounding(
@@ -153,3 +155,43 @@ def test_rows_taken_from_a_map_in_parts_equal_a_plain_gather(
     at = np.array([0, 2, 3, 9, 17, 18, 39])
     assert np.array_equal(ondisk.take_rows(m, at), data[at])
     assert ondisk.take_rows(m, np.zeros(0, np.int64)).shape == (0, 4)
+
+
+def test_rows_read_through_the_file_of_a_map_equal_a_plain_gather_and_its_descriptor_closes(
+    tmp_path: Path,
+) -> None:
+    import gc
+    import os
+
+    import archive_mcp.search.ondisk as ondisk
+
+    data = np.arange(40 * 3, dtype=np.float32).reshape(40, 3)
+    data.tofile(tmp_path / "m.bin")
+    m = ondisk.open_rows(tmp_path / "m.bin", np.float32, (40, 3))
+    fd = ondisk._FILES[id(m)]
+    at = np.array([0, 2, 3, 9, 17, 18, 39])
+    assert np.array_equal(ondisk.take_rows(m, at), data[at])
+    assert ondisk.take_rows(m, np.zeros(0, np.int64)).shape == (0, 3)
+    del m
+    gc.collect()
+    assert fd not in ondisk._FILES.values()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+
+
+def test_a_npy_file_opened_for_reads_gives_its_rows_and_slices_as_np_load_does(
+    tmp_path: Path,
+) -> None:
+    import archive_mcp.search.ondisk as ondisk
+
+    data = np.arange(50, dtype=np.int32) * 7
+    np.save(tmp_path / "a.npy", data)
+    np.save(tmp_path / "empty.npy", np.zeros(0, np.float32))
+    m = ondisk.open_npy(tmp_path / "a.npy")
+    assert id(m) in ondisk._FILES
+    assert np.array_equal(ondisk.read_rows(m, 3, 11), data[3:11])
+    assert np.array_equal(ondisk.read_rows(m, 45, 60), data[45:60])
+    assert ondisk.read_rows(m, 20, 20).shape == (0,)
+    assert np.array_equal(ondisk.take_rows(m, np.array([0, 9, 49])), data[[0, 9, 49]])
+    empty = ondisk.open_npy(tmp_path / "empty.npy")
+    assert empty.shape == (0,) and empty.dtype == np.float32

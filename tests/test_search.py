@@ -314,6 +314,24 @@ def test_highlight_marks_whole_query_words_only(text: str, query: str, expected:
     assert mark(text, highlight_terms(query, [])) == expected
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Fixed parse_config: catching the errors in formatISODate, then the tests ran.",
+        "the having haves of have; src/app/login.ts handleLogin",
+        "回退到默认值了 and the default values",
+        "",
+    ],
+)
+def test_a_passage_holds_the_query_terms_its_whole_analysis_holds(text: str) -> None:
+    from archive_mcp.search.highlight import _terms_held
+    from archive_mcp.search.lexical import analyse
+
+    terms = {"catch", "date", "config", "have", "login", "默认", "default", "the"}
+    assert _terms_held(text, terms) == len(set(analyse(text)) & terms)
+    assert _terms_held(text[:20], terms) == len(set(analyse(text[:20])) & terms)
+
+
 def test_too_short_workspace_prefix_says_so(archive: Archive) -> None:
     from archive_mcp.workspaces import WorkspaceError
 
@@ -360,6 +378,73 @@ def test_context_lift_keeps_the_order_of_turns_that_match_about_equally() -> Non
     assert np.allclose(summed, [1.3, 1.3, 1.3, 1.155])  # the run overtakes b
     lifted = with_context(total, nb, 0.2, 0.1)
     assert np.allclose(lifted, total) and int(np.argmax(lifted)) == 3
+
+
+@pytest.mark.parametrize("how", ["lift", "sum", "max"])
+def test_the_fusion_and_context_of_some_turns_equal_those_over_every_turn(how: str) -> None:
+    import numpy as np
+    import polars as pl
+
+    from archive_mcp.search.ranking import (
+        Neighbours,
+        fuse,
+        fuse_at,
+        with_context,
+        with_context_at,
+    )
+
+    rng = np.random.default_rng(3)
+    n = 400
+    meta = pl.DataFrame(
+        {
+            "session_id": [f"s{i}" for i in rng.integers(0, 30, n)],
+            "agent": ["main"] * n,
+            "turn": rng.permutation(n),
+        }
+    )
+    ok = rng.random(n) > 0.1
+    lexical = np.where(rng.random(n) > 0.5, rng.random(n) * 9, 0.0).astype(np.float32)
+    semantic = np.where(rng.random(n) > 0.05, rng.random(n), -1.0).astype(np.float32)
+    weights = {"semantic": 0.8}
+    parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    # fuzzy equal to lexical is the same array: normalised once, kept under both names
+    fuse(
+        {"lexical": lexical, "fuzzy": lexical, "semantic": semantic},
+        ok,
+        weights,
+        "zsum",
+        parts=parts,
+    )
+    assert parts["fuzzy"][0] is lexical and parts["fuzzy"][1] is parts["lexical"][1]
+    changed = semantic.copy()
+    docs = np.array([5, 17, 250, 3, 399])
+    changed[docs] += 0.25
+    # the lexical and fuzzy parts are read from `parts`
+    scores = {"lexical": lexical, "fuzzy": lexical, "semantic": changed}
+    total = fuse(scores, ok, weights, "zsum")
+    nb = Neighbours.of(meta)
+    rows = nb.sessions_of(docs)
+    assert set(nb.group[rows].tolist()) == set(nb.group[docs].tolist())
+    assert np.array_equal(np.flatnonzero(np.isin(nb.group, nb.group[docs])), rows)
+    own = fuse_at(rows, scores, ok, weights, parts)
+    assert own.tobytes() == total[rows].tobytes()
+    at = with_context_at(docs, rows, own, nb, 0.5, 0.3, how)
+    assert at.tobytes() == with_context(total, nb, 0.5, 0.3, how)[docs].tobytes()
+
+
+@pytest.mark.parametrize("depth", [1, 100, 3000])
+def test_top_of_many_scores_is_the_best_first_with_ties_by_row(depth: int) -> None:
+    import numpy as np
+
+    from archive_mcp.search.ranking import top
+
+    rng = np.random.default_rng(11)
+    n = 70_000  # enough for the strided first threshold
+    scores = np.round(rng.random(n) * 50 - 5).astype(np.float32)  # many ties, some <= 0
+    ok = rng.random(n) > 0.2
+    eligible = [i for i in range(n) if ok[i] and scores[i] > 0]
+    expected = sorted(eligible, key=lambda i: (-scores[i], i))[:depth]
+    assert top(scores, ok, depth) == expected
 
 
 def test_zscores_keep_every_match_and_a_weak_signal_cannot_outvote_a_confident_one() -> None:

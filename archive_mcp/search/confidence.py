@@ -64,14 +64,11 @@ def evidence(
     wanted = np.asarray(docs, np.int64)
     for term in weights:
         for part, start, end in zip(parts, bounds, bounds[1:], strict=False):
-            ids, _ = part.postings(term)
-            if ids.size == 0:
+            inside = np.flatnonzero((wanted >= start) & (wanted < end))
+            if inside.size == 0:
                 continue
-            inside = (wanted >= start) & (wanted < end)
-            local = wanted - start
-            # a term's doc ids ascend: a binary search per wanted doc, not a set over the list
-            at = np.minimum(np.searchsorted(ids, local), ids.size - 1)
-            for d in wanted[inside & (ids[at] == local)]:
+            # a term's doc ids ascend: a binary search per wanted doc (`Postings.holds`)
+            for d in wanted[inside[part.holds(term, wanted[inside] - start)]]:
                 held[int(d)].append(term)
     mu = sd = 0.0
     if semantic is not None:

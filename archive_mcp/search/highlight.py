@@ -17,6 +17,11 @@ from archive_mcp.search.texts import SNIPPET_CAP, TurnText
 SNIPPET = 220
 _SPLIT = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 _WORD = re.compile(rf"[{CJK}]+|[A-Za-z0-9_][A-Za-z0-9_./\-]*[A-Za-z0-9_]|[A-Za-z0-9_]")
+_CJK_WORD = re.compile(f"[{CJK}]+")
+# word -> (its analysed terms, those of them not from a stopword): the words a query's hits
+# show repeat across passages, hits and queries, and `analyse` of each again was half the
+# hits' cost (`_WORD` finds the words `analyse` tokenises, so a text's terms are its words')
+_TERMS: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
 
 def highlight_terms(query: str | QueryTerms, fuzzy_terms: list[tuple[str, float]]) -> set[str]:
@@ -25,8 +30,29 @@ def highlight_terms(query: str | QueryTerms, fuzzy_terms: list[tuple[str, float]
     return set(analysed.content) | {t for t, _ in fuzzy_terms if t not in ENGLISH_STOPWORDS}
 
 
+def _word_terms(word: str) -> tuple[frozenset[str], frozenset[str]]:
+    """`analyse(word)` and `analyse(word, drop_stopwords=True)` as sets, cached."""
+    out = _TERMS.get(word)
+    if out is None:
+        out = (frozenset(analyse(word)), frozenset(analyse(word, drop_stopwords=True)))
+        if len(_TERMS) < 200_000:
+            _TERMS[word] = out
+    return out
+
+
 def _matches(word: str, terms: set[str]) -> bool:
-    return bool(terms.intersection(analyse(word, drop_stopwords=True)))
+    return not terms.isdisjoint(_word_terms(word)[1])
+
+
+def _terms_held(text: str, terms: set[str]) -> int:
+    """How many of `terms` occur among the analysed terms of `text`:
+    `len(set(analyse(text)) & terms)` from the words' cached terms."""
+    found: set[str] = set()
+    for word in _WORD.findall(text):
+        every = _word_terms(word)[0]
+        if not terms.isdisjoint(every):
+            found |= every & terms
+    return len(found)
 
 
 def _cjk_spans(run: str, terms: list[str]) -> list[tuple[int, int]]:
@@ -51,13 +77,13 @@ def _cjk_spans(run: str, terms: list[str]) -> list[tuple[int, int]]:
 
 
 def _spans(text: str, terms: set[str]) -> list[tuple[int, int]]:
-    cjk = [t for t in terms if t and re.fullmatch(f"[{CJK}]+", t)]
+    cjk = [t for t in terms if t and _CJK_WORD.fullmatch(t)]
     if any(len(t) > 1 for t in cjk):  # single characters only when the query has nothing longer
         cjk = [t for t in cjk if len(t) > 1]
     out = []
     for m in _WORD.finditer(text):
         word = m.group(0)
-        if re.fullmatch(f"[{CJK}]+", word):
+        if _CJK_WORD.fullmatch(word):
             out += [(m.start() + a, m.start() + b) for a, b in _cjk_spans(word, cjk)]
         elif _matches(word, terms):
             out.append((m.start(), m.end()))
@@ -133,10 +159,7 @@ def best_passage(passages: list[str], terms: set[str], width: int = SNIPPET) -> 
     if not passages:
         return ""
 
-    def score(p: str) -> int:
-        return len(set(analyse(p[:2000])) & terms)
-
-    best = max(passages, key=score)
+    best = max(passages, key=lambda p: _terms_held(p[:2000], terms))
     if len(best) > width:
         spans = _spans(best, terms)
         first = spans[0][0] if spans else 0
@@ -201,7 +224,7 @@ def answer_words(text: TurnText, terms: set[str], width: int = ANSWER) -> str:
     if not sentences:
         return ""
     pool = [i for i, p in enumerate(sentences) if len(p) >= SHORT] or list(range(len(sentences)))
-    best = max(pool, key=lambda i: len(set(analyse(sentences[i][:2000])) & terms))
+    best = max(pool, key=lambda i: _terms_held(sentences[i][:2000], terms))
     out = sentences[best]
     for nxt in sentences[best + 1 :]:
         if len(out) + len(nxt) + 1 > width:

@@ -24,8 +24,8 @@ import polars as pl
 
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.search.lexical import Postings, analyse
-from archive_mcp.search.ondisk import read_rows
-from archive_mcp.search.projection import Projection, exact_rows, write_int8, write_projection
+from archive_mcp.search.ondisk import open_rows, read_rows
+from archive_mcp.search.projection import Projection, exact_rows, scan, write_int8, write_projection
 from archive_mcp.search.texts import Texts, TextWriter, TurnText
 from archive_mcp.workspaces import (
     Workspace,
@@ -200,7 +200,7 @@ class Segment:
                 raise _damaged(
                     folder, f"{q8.name} or scales.npy do not fit {vectors.shape[0]} rows"
                 )
-            quantized = (np.memmap(q8, np.int8, "r", shape=vectors.shape), scales)
+            quantized = (open_rows(q8, np.int8, vectors.shape), scales)
         projection = Projection.load(folder, *quantized[0].shape) if quantized is not None else None
         return cls(
             Postings.load(folder / "postings"),
@@ -582,7 +582,7 @@ class WorkspaceIndex:
             if s.vectors is not None and n:
                 dense = s.dense()
                 if dense is not None:
-                    out = dense @ q
+                    out = scan(dense, q)
                 elif s.projection is not None and s.quantized is not None:
                     out = s.projection.cosine(q, *s.quantized, s.has_vector)
                 else:

@@ -20,7 +20,7 @@ import numpy as np
 from rapidfuzz import fuzz, process
 
 from archive_mcp.refiners.text import tokens
-from archive_mcp.search.ondisk import read_rows
+from archive_mcp.search.ondisk import open_npy, read_rows, release
 
 K1, B = 1.2, 0.75
 RUN_POSTINGS = (
@@ -197,7 +197,9 @@ class Postings:
     def load(cls, folder: Path) -> Postings:
         """Offsets and lengths in memory (small); the postings themselves mapped, read per term."""
         arrays = {
-            n: np.load(folder / f"{n}.npy", mmap_mode="r" if n in ("doc_ids", "tfs") else None)
+            n: open_npy(folder / f"{n}.npy")
+            if n in ("doc_ids", "tfs")
+            else np.load(folder / f"{n}.npy")
             for n in ("offsets", "doc_ids", "tfs", "doc_len")
         }
         vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
@@ -221,6 +223,18 @@ class Postings:
             return np.zeros(0, np.int32), np.zeros(0, np.float32)
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
         return read_rows(self.doc_ids, a, b), read_rows(self.tfs, a, b)
+
+    def holds(self, term: str, docs: np.ndarray) -> np.ndarray:
+        """Which of `docs` hold `term`: a binary search per doc in its postings through the map
+        (a few dozen pages), not a read of them (at 1M turns a frequent term's are 2 MB)."""
+        i = self.term_id.get(term)
+        a, b = (int(self.offsets[i]), int(self.offsets[i + 1])) if i is not None else (0, 0)
+        if a == b or docs.size == 0:
+            return np.zeros(docs.size, bool)
+        ids = self.doc_ids[a:b]
+        found = np.asarray(ids[np.minimum(np.searchsorted(ids, docs), b - a - 1)] == docs)
+        release(self.doc_ids, a, b)
+        return found
 
     def similar_terms(
         self, token: str, limit: int = 6, cutoff: float = 78.0

@@ -5,7 +5,7 @@ Past `DENSE_MAX_BYTES` the vectors stream from disk as int8 (`quantize`), and sc
 them all costs a query about 120 ms at 1M turns on a quiet box (converting the int8 values is
 the cost). Here each row also keeps its projection on the `RANK` principal directions of the
 rows (centred on their mean), as int8 with a scale per row (`proj.q8`): an eighth of the
-bytes. A query:
+bytes, read into memory when the index loads (32 MB at 1M turns). A query:
 
 1. Every row's estimated cosine: mean·q + projection·(basis q), one pass over `proj.q8`,
    its mean and spread set to those of the exact cosine of `SAMPLE` rows spread over the index.
@@ -14,14 +14,17 @@ bytes. A query:
 The estimate keeps the whole distribution (the fusion's z-scores and the confidence's background
 read its mean and spread) and the exact shortlist keeps the head. Chosen against a 1-bit sign
 code with a Hamming shortlist, which found fewer of the exact top 100 at the same shortlist size
-(bench/results/speed.md). Built once with the int8 copy (`write_projection`), memory-mapped by `load`,
+(bench/results/speed.md). Built once with the int8 copy (`write_projection`), read by `load`,
 swapped whole with the index.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +85,7 @@ def write_int8(folder: Path, n: int, dim: int) -> None:
 class Projection:
     """One segment's rows in the principal directions (memory-mapped int8) and the directions."""
 
-    rows: np.ndarray  # int8 (n, rank)
+    rows: np.ndarray  # int8 (n, rank), held in memory by `load` (32 MB at 1M turns)
     scales: np.ndarray  # float32 (n,)
     mean: np.ndarray  # float32 (dim,)
     basis: np.ndarray  # float32 (rank, dim)
@@ -105,7 +108,10 @@ class Projection:
                 f"the search cache is damaged ({path.name} does not fit {n} rows of {dim}): "
                 f"delete {folder.parent} and search again to rebuild it"
             )
-        return cls(np.memmap(path, np.int8, "r", shape=(n, rank)), scales, both[0], both[1:])
+        mapped = np.memmap(path, np.int8, "r", shape=(n, rank))
+        # read whole (and the map's pages released): every query reads every row, and through
+        # the map each query faulted the pages in again (`estimates` 24 ms CPU at 1M, 10 held)
+        return cls(read_rows(mapped, 0, n), scales, both[0], both[1:])
 
     def estimates(self, query: np.ndarray) -> np.ndarray:
         """Every row's estimated cosine with the unit `query`."""
@@ -113,9 +119,10 @@ class Projection:
         n = self.rows.shape[0]
         out = np.empty(n, np.float32)
         toward = self.basis @ q
-        for a in range(0, n, READ_ROWS):  # block by block, the pages released after each
-            b = min(a + READ_ROWS, n)
-            out[a:b] = np.einsum("ij,j->i", read_rows(self.rows, a, b), toward)
+        with one_blas_thread():
+            for a in range(0, n, READ_ROWS):  # block by block: a float32 copy of one block
+                b = min(a + READ_ROWS, n)
+                out[a:b] = self.rows[a:b].astype(np.float32) @ toward
         out *= self.scales
         out += float(self.mean @ q)
         return out
@@ -156,10 +163,40 @@ class Projection:
         return self._sampled[1], self._sampled[2]
 
 
+_BLAS: list[Any] = []  # the threadpoolctl controller, made at the first query that needs it
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread while the block products run: a product of 65,536 x 32 starts
+    OpenBLAS's threads, and on a busy box their waiting cost a 1M-turn query 128 ms CPU where
+    one thread takes 10 (the controller is made once: a `threadpool_limits` each query scans
+    the loaded libraries)."""
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController  # here: only large indexes need it
+
+        _BLAS.append(ThreadpoolController())
+    with _BLAS[0].limit(limits=1, user_api="blas"):
+        yield
+
+
+def scan(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """`rows @ query` with BLAS on one thread (`one_blas_thread`): the whole-index scan of a
+    small index (50k rows: its second thread's wait doubled the query's CPU on a busy box)."""
+    with one_blas_thread():
+        return rows @ query
+
+
 def shortlist(scores: np.ndarray, k: int) -> np.ndarray:
-    """The indices (ascending) of the `k` highest scores (all of them when there are fewer)."""
+    """The indices (ascending) of the `k` highest scores (all of them when there are fewer).
+    Of many scores, those below the `k`-th best of every 16th are left out before the partition
+    (that score is at most the `k`-th best of all; at 1M rows 3 ms less)."""
     if scores.size <= k:
         return np.arange(scores.size)
+    if scores.size >= 64 * k:
+        sample = scores[::16]
+        cand = np.flatnonzero(scores >= np.partition(sample, sample.size - k)[sample.size - k])
+        return np.sort(cand[np.argpartition(-scores[cand], k - 1)[:k]])
     return np.sort(np.argpartition(-scores, k - 1)[:k])
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from archive_mcp.search.ondisk import read_rows
+from archive_mcp.search.ondisk import open_rows, read_rows
 from archive_mcp.search.ranking import split_sentences
 
 SNIPPET_CAP = 20_000  # characters of the request and of the answer a snippet looks at
@@ -125,7 +125,7 @@ class Texts:
                 f"{size} bytes, for {rows} rows): delete {folder.parent} and search again "
                 "to rebuild it"
             )
-        blob = np.memmap(folder / "texts.bin", np.uint8, "r") if size else np.zeros(0, np.uint8)
+        blob = open_rows(folder / "texts.bin", np.uint8, (size,)) if size else np.zeros(0, np.uint8)
         return cls(offsets, blob)
 
     def get(self, row: int) -> TurnText:
