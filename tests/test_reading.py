@@ -416,6 +416,8 @@ def test_matching_in_full_detail_shows_the_lines_of_a_call_that_hold_the_words_a
     ctx = archive.load_turn_context([f"{sid}:0-1"], workspace=ws, matching=["deploy"])
     assert [t.turn for t in ctx.turns] == [1]
     assert ctx.not_found == []
+    (held,) = archive.load_turn_context([f"{sid}:1"], workspace=ws, matching=["deployed"]).turns
+    assert (held.user_text, held.assistant_text) == ("now deploy", "Deployed.")  # framed
 
 
 def test_several_turns_are_read_whole_when_the_budget_gives_each_enough(tmp_path: Path) -> None:

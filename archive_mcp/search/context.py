@@ -296,6 +296,8 @@ def _detail(
         calls, outputs = [c for c, _ in pairs], [o for _, o in pairs]
     if matching and not (user or assistant or thought or (include_tools and calls)):
         return None
+    if not user:  # what the user said frames the passages kept: its head when none holds a word
+        user = clip(said, SCAN_USER)
     if scan:
         return _scanned(row, ws, said, assistant, len(calls), budget, requested)
     digests = (
