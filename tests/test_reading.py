@@ -97,6 +97,13 @@ def test_noise_kinds_keep_a_share_of_their_score_and_recaps_too() -> None:
     assert isinstance(noise_weights(meta), np.ndarray)
 
 
+def _write_session(home: Path, sid: str, records: list[dict[str, Any]]) -> None:
+    """`records` as a Claude Code session log of the project /home/alice/pay under `home`."""
+    path = home / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
 def _claude(home: Path, sid: str, prompts: list[str]) -> None:
     records = []
     for i, p in enumerate(prompts):
@@ -119,9 +126,7 @@ def _claude(home: Path, sid: str, prompts: list[str]) -> None:
                     },
                 }
             )
-    path = home / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    _write_session(home, sid, records)
 
 
 def test_a_slash_command_ranks_below_a_substantive_turn_with_the_same_words(
@@ -373,9 +378,7 @@ def _edit_session(home: Path, sid: str) -> None:
             },
         },
     ]
-    path = home / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    _write_session(home, sid, records)
 
 
 def test_matching_in_full_detail_shows_the_lines_of_a_call_that_hold_the_words_and_names_a_turn_with_none(
