@@ -159,3 +159,30 @@ def test_an_overviews_turn_of_a_later_day_says_its_date() -> None:
     assert core_tools._when("2026-03-21T09:05:00+00:00", "2026-03-20") == "03-21 09:05"
     assert core_tools._when("2026-03-20T09:05:00+00:00", "2026-03-20") == "09:05"
     assert core_tools._when(None, "2026-03-20") == "--:--"
+
+
+def test_list_sessions_with_prompts_shows_a_lone_long_sessions_first_turns_not_nothing(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
+    folder.mkdir(parents=True)
+    lines = []
+    for i in range(50):
+        lines += [
+            _line(LONE, "user", f"Question {i} " + "about the retry loop " * 8, i),
+            _line(LONE, "assistant", "It never backs off.", i),
+        ]
+    (folder / f"{LONE}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    error, listed = _call(archive, "list_sessions", {"prompts": True, "max_output_chars": 1000})
+    assert not error
+    assert listed.splitlines() == [
+        "sync: 1 sessions",
+        "- b0b00000 2026-03-20 10:00 50 turns",
+        *(
+            f"  :{i} 10:{i:02d} Question {i}" + " about the retry loop" * 6 + " about the…"
+            for i in range(5)
+        ),
+        "  … 45 more turns not shown; raise max_output_chars",
+    ]

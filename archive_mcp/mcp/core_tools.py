@@ -406,7 +406,9 @@ def list_sessions(
             if prompts:  # the turns' words say what the title would
                 lines += [f"{head} {s.turns} turns"]
                 day = (s.first_at or "")[:10]  # a turn of a later day says its date
-                lines += [f"  :{p.turn} {_when(p.at, day)} {p.said}" for p in s.prompts]
+                said = [f"  :{p.turn} {_when(p.at, day)} {p.said}" for p in s.prompts]
+                # a lone session longer than the budget shows its first turns, not nothing
+                lines += _first_lines(said, max_output_chars) if len(kept) == 1 else said
                 continue
             lines.append(
                 f"{head} {s.turns} turns" + ("" if detail == "compact" else f" — {s.title or ''}")
@@ -422,6 +424,19 @@ def list_sessions(
         how="raise limit" if frame.height > limit else "raise max_output_chars",
         total=frame.height,
     )
+
+
+MORE_ROOM = 200  # characters an overview keeps for its header and its closing lines
+
+
+def _first_lines(lines: list[str], budget: int) -> list[str]:
+    """The first of `lines` that fit `budget` (less MORE_ROOM), then how many are left out."""
+    room, used = budget - MORE_ROOM, 0
+    for k, line in enumerate(lines):
+        used += len(line) + 1
+        if used > room:
+            return [*lines[:k], f"  … {len(lines) - k} more turns not shown; raise max_output_chars"]
+    return lines
 
 
 def _when(at: str | None, day: str) -> str:
