@@ -435,7 +435,10 @@ def _first_lines(lines: list[str], budget: int) -> list[str]:
     for k, line in enumerate(lines):
         used += len(line) + 1
         if used > room:
-            return [*lines[:k], f"  … {len(lines) - k} more turns not shown; raise max_output_chars"]
+            return [
+                *lines[:k],
+                f"  … {len(lines) - k} more turns not shown; raise max_output_chars",
+            ]
     return lines
 
 
