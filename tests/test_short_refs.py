@@ -186,3 +186,38 @@ def test_list_sessions_with_prompts_shows_a_lone_long_sessions_first_turns_not_n
         ),
         "  … 45 more turns not shown; raise max_output_chars",
     ]
+
+
+def test_short_ids_read_while_a_concurrent_call_sees_a_new_session_are_not_kept_as_current(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    projects = tmp_path / ".claude" / "projects"
+    ids = {"sync": LONE, "other": "c0c00000-1111-4222-8333-444455556666"}
+    for name, sid in ids.items():
+        (projects / f"-home-alice-projects-{name}").mkdir(parents=True)
+        log = _line(sid, "user", "Why?", 0).replace(CWD, f"/home/alice/projects/{name}")
+        (projects / f"-home-alice-projects-{name}" / f"{sid}.jsonl").write_text(log + "\n", "utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    sessions = toolkit.Sessions()
+    real = archive.raw_files
+    visited: list[Any] = []
+
+    def racing(ws: Any) -> Any:
+        files = real(ws)
+        visited.append(ws)
+        if len(visited) == 2:  # meanwhile another call sees the first workspace ingest a twin
+            first = visited[0]
+            twin = ids[first.name][:9] + "2222-4222-8333-444455556666"
+            log = _line(twin, "user", "Now?", 40).replace(CWD, f"/home/alice/projects/{first.name}")
+            folder = projects / f"-home-alice-projects-{first.name}"
+            (folder / f"{twin}.jsonl").write_text(log + "\n", "utf-8")
+            archive.ingest(tmp_path / ".claude")
+            sessions.of(archive, first)
+        return files
+
+    monkeypatch.setattr(archive, "raw_files", racing)
+    sessions.short_ids(archive)
+    monkeypatch.undo()
+    first = visited[0].name
+    assert sessions.short_ids(archive)[ids[first]] == ids[first][:9] + "1"
