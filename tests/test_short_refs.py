@@ -221,3 +221,33 @@ def test_short_ids_read_while_a_concurrent_call_sees_a_new_session_are_not_kept_
     monkeypatch.undo()
     first = visited[0].name
     assert sessions.short_ids(archive)[ids[first]] == ids[first][:9] + "1"
+
+
+def test_the_notes_of_references_without_a_matching_passage_keep_to_the_budget(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
+    folder.mkdir(parents=True)
+    sids = [f"{i:08x}-1111-4222-8333-444455556666" for i in range(20)]
+    for n, sid in enumerate(sids):
+        said = "Why does the retry loop spin?" + (" Backoff." if n == 0 else "")
+        lines = [_line(sid, "user", said, 0), _line(sid, "assistant", "No delay.", 1)]
+        (folder / f"{sid}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    args = {"references": [f"{s}:0" for s in sids], "matching": "backoff", "max_chars": 1000}
+
+    async def go() -> Any:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            return await client.call_tool("load_turn_context", args)
+
+    r = anyio.run(go)
+    text, data = r.content[0].text, r.structured_content
+    assert len(text) <= 1000 and len(json.dumps(data)) <= 1000
+    assert [t["session_id"] for t in data["turns"]] == [sids[0]]
+    assert [m["session_id"] for m in data["not_found"]] == [sids[1]]
+    assert data["truncated"] is True
+    assert text.splitlines()[0] == "## 00000000:0 2026-03-20 10:00 open"
+    assert text.splitlines()[-1] == (
+        "… 18 more not-found notes not shown (1 of 19); ask for fewer references"
+    )
