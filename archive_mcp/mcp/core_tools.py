@@ -24,6 +24,8 @@ from archive_mcp.mcp.toolkit import (
     Spec,
     WorkspaceParam,
     citing,
+    first_fitting,
+    first_lines,
     fit,
     json_len,
     state,
@@ -319,7 +321,7 @@ def load_turn_context(
         )
         # the notes of references not found (or, with `matching`, without a passage) are kept
         # whole by `fit`: a share of the budget holds as many as fit, the turns the rest
-        noted = _first_fitting(got.not_found, max_chars // 3)
+        noted = first_fitting(got.not_found, max_chars // 3)
         unshown[0] = len(got.not_found) - len(noted)
         return TurnContext(got.turns, noted)
 
@@ -424,7 +426,7 @@ def list_sessions(
                 day = (s.first_at or "")[:10]  # a turn of a later day says its date
                 said = [f"  :{p.turn} {_when(p.at, day)} {p.said}" for p in s.prompts]
                 # a lone session longer than the budget shows its first turns, not nothing
-                lines += _first_lines(said, max_output_chars) if len(kept) == 1 else said
+                lines += first_lines(said, max_output_chars) if len(kept) == 1 else said
                 continue
             lines.append(
                 f"{head} {s.turns} turns" + ("" if detail == "compact" else f" — {s.title or ''}")
@@ -440,22 +442,6 @@ def list_sessions(
         how="raise limit" if frame.height > limit else "raise max_output_chars",
         total=frame.height,
     )
-
-
-MORE_ROOM = 200  # characters an overview keeps for its header and its closing lines
-
-
-def _first_lines(lines: list[str], budget: int) -> list[str]:
-    """The first of `lines` that fit `budget` (less MORE_ROOM), then how many are left out."""
-    room, used = budget - MORE_ROOM, 0
-    for k, line in enumerate(lines):
-        used += len(line) + 1
-        if used > room:
-            return [
-                *lines[:k],
-                f"  … {len(lines) - k} more turns not shown; raise max_output_chars",
-            ]
-    return lines
 
 
 def _when(at: str | None, day: str) -> str:
@@ -545,16 +531,6 @@ def _turns_text(turns: list[TurnDetail], not_found: list[MissingTurn], cite: Cit
         [turn_text(t, cite) for t in turns]
         + [f"Not found: {n.session_id}:{n.turn} — {n.reason}" for n in not_found]
     )
-
-
-def _first_fitting(missing: list[MissingTurn], budget: int) -> list[MissingTurn]:
-    """The first of `missing` whose structured content fits `budget` together."""
-    used = 0
-    for k, m in enumerate(missing):
-        used += json_len(to_jsonable(m)) + 1
-        if used > budget:
-            return missing[:k]
-    return missing
 
 
 def _within(

@@ -217,6 +217,32 @@ def fit(
     return result(cut_text(text, budget), data)
 
 
+MORE_ROOM = 200  # characters an overview keeps for its header and its closing lines
+
+
+def first_lines(lines: list[str], budget: int) -> list[str]:
+    """The first of `lines` that fit `budget` (less MORE_ROOM), then how many are left out."""
+    room, used = budget - MORE_ROOM, 0
+    for k, line in enumerate(lines):
+        used += len(line) + 1
+        if used > room:
+            return [
+                *lines[:k],
+                f"  … {len(lines) - k} more turns not shown; raise max_output_chars",
+            ]
+    return lines
+
+
+def first_fitting(items: list[T], budget: int) -> list[T]:
+    """The first of `items` whose structured content fits `budget` together."""
+    used = 0
+    for k, m in enumerate(items):
+        used += json_len(to_jsonable(m)) + 1
+        if used > budget:
+            return items[:k]
+    return items
+
+
 def cut_text(text: str, budget: int) -> str:
     """`text` within `budget`; when cut, its last line says how much is not shown, as `more_line`."""
     if len(text) <= budget:

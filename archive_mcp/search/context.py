@@ -16,7 +16,7 @@ from archive_mcp.refiners.answers import joined
 from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.refine import args_summary
-from archive_mcp.refiners.text import clip
+from archive_mcp.refiners.text import clip, json_lines
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.search.highlight import split_answers
 from archive_mcp.workspaces import Workspace, read_json
@@ -147,7 +147,7 @@ def line_passages(text: str, words: Sequence[str], around: int = AROUND) -> str:
     by its name or its other half). A JSON input's escaped newlines end lines too: an edit's old
     and new text are read line by line."""
     low = [w.lower() for w in words]
-    lines = _lines(text)
+    lines = json_lines(text)
     hits = [i for i, line in enumerate(lines) if any(w in line.lower() for w in low)]
     if not low or not hits:
         return text
@@ -160,20 +160,6 @@ def line_passages(text: str, words: Sequence[str], around: int = AROUND) -> str:
         runs.append(lines[j] if j in near else clip(lines[j], HEAD_LINE))
     tail = ["…"] if keep[-1] < len(lines) - 1 else []
     return "\n".join(runs + tail)
-
-
-# a line ends at a newline or at a JSON `\n` escape; an escaped backslash (`\\`) is skipped whole
-# so that the `\n` of `C:\\new` stays text
-_LINE_END = re.compile(r"\\\\|\\n|\n")
-
-
-def _lines(text: str) -> list[str]:
-    out, start = [], 0
-    for m in _LINE_END.finditer(text):
-        if m.group() != "\\\\":
-            out.append(text[start : m.start()])
-            start = m.end()
-    return [*out, text[start:]]
 
 
 SCAN = 600  # characters of an answer a scan (a range, several references, a neighbour) shows
