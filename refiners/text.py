@@ -186,3 +186,18 @@ def clip(text: str, limit: int) -> str:
     if space >= (limit - 1) * 0.6:  # a word boundary not too far back; else a hard cut
         head = head[:space]
     return head.rstrip() + ELLIPSIS
+
+
+# a line ends at a newline or at a JSON `\n` escape; an escaped backslash (`\\`) is skipped whole
+# so that the `\n` of `C:\\new` stays text
+_LINE_END = re.compile(r"\\\\|\\n|\n")
+
+
+def json_lines(text: str) -> list[str]:
+    """The lines of `text`, which end at a newline or at a JSON `\\n` escape."""
+    out, start = [], 0
+    for m in _LINE_END.finditer(text):
+        if m.group() != "\\\\":
+            out.append(text[start : m.start()])
+            start = m.end()
+    return [*out, text[start:]]

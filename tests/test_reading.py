@@ -307,6 +307,13 @@ def test_a_tools_lines_that_hold_the_words_come_with_two_lines_each_side_after_i
     assert line_passages(log, ["absent"]) == log
 
 
+def test_an_escaped_backslash_before_n_in_a_tools_json_input_does_not_end_a_line() -> None:
+    edit = json.dumps({"file_path": "C:\\new\\app.py", "old": "a\nfoo\nb\nc\nd\ne"})
+    assert line_passages(edit, ["foo"]) == (
+        '{"file_path": "C:\\\\new\\\\app.py", "old": "a\nfoo\nb\nc\n…'
+    )
+
+
 def _edit_session(home: Path, sid: str) -> None:
     base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
     content = "{\n" + "".join(f'  "k{i}": {i},\n' for i in range(30)) + '  "runtime": "node@3"\n}'

@@ -159,3 +159,95 @@ def test_an_overviews_turn_of_a_later_day_says_its_date() -> None:
     assert core_tools._when("2026-03-21T09:05:00+00:00", "2026-03-20") == "03-21 09:05"
     assert core_tools._when("2026-03-20T09:05:00+00:00", "2026-03-20") == "09:05"
     assert core_tools._when(None, "2026-03-20") == "--:--"
+
+
+def test_list_sessions_with_prompts_shows_a_lone_long_sessions_first_turns_not_nothing(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
+    folder.mkdir(parents=True)
+    lines = []
+    for i in range(50):
+        lines += [
+            _line(LONE, "user", f"Question {i} " + "about the retry loop " * 8, i),
+            _line(LONE, "assistant", "It never backs off.", i),
+        ]
+    (folder / f"{LONE}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    error, listed = _call(archive, "list_sessions", {"prompts": True, "max_output_chars": 1000})
+    assert not error
+    assert listed.splitlines() == [
+        "sync: 1 sessions",
+        "- b0b00000 2026-03-20 10:00 50 turns",
+        *(
+            f"  :{i} 10:{i:02d} Question {i}" + " about the retry loop" * 6 + " about the…"
+            for i in range(5)
+        ),
+        "  … 45 more turns not shown; raise max_output_chars",
+    ]
+
+
+def test_short_ids_read_while_a_concurrent_call_sees_a_new_session_are_not_kept_as_current(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    projects = tmp_path / ".claude" / "projects"
+    ids = {"sync": LONE, "other": "c0c00000-1111-4222-8333-444455556666"}
+    for name, sid in ids.items():
+        (projects / f"-home-alice-projects-{name}").mkdir(parents=True)
+        log = _line(sid, "user", "Why?", 0).replace(CWD, f"/home/alice/projects/{name}")
+        (projects / f"-home-alice-projects-{name}" / f"{sid}.jsonl").write_text(log + "\n", "utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    sessions = toolkit.Sessions()
+    real = archive.raw_files
+    visited: list[Any] = []
+
+    def racing(ws: Any) -> Any:
+        files = real(ws)
+        visited.append(ws)
+        if len(visited) == 2:  # meanwhile another call sees the first workspace ingest a twin
+            first = visited[0]
+            twin = ids[first.name][:9] + "2222-4222-8333-444455556666"
+            log = _line(twin, "user", "Now?", 40).replace(CWD, f"/home/alice/projects/{first.name}")
+            folder = projects / f"-home-alice-projects-{first.name}"
+            (folder / f"{twin}.jsonl").write_text(log + "\n", "utf-8")
+            archive.ingest(tmp_path / ".claude")
+            sessions.of(archive, first)
+        return files
+
+    monkeypatch.setattr(archive, "raw_files", racing)
+    sessions.short_ids(archive)
+    monkeypatch.undo()
+    first = visited[0].name
+    assert sessions.short_ids(archive)[ids[first]] == ids[first][:9] + "1"
+
+
+def test_the_notes_of_references_without_a_matching_passage_keep_to_the_budget(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
+    folder.mkdir(parents=True)
+    sids = [f"{i:08x}-1111-4222-8333-444455556666" for i in range(20)]
+    for n, sid in enumerate(sids):
+        said = "Why does the retry loop spin?" + (" Backoff." if n == 0 else "")
+        lines = [_line(sid, "user", said, 0), _line(sid, "assistant", "No delay.", 1)]
+        (folder / f"{sid}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    args = {"references": [f"{s}:0" for s in sids], "matching": "backoff", "max_chars": 1000}
+
+    async def go() -> Any:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            return await client.call_tool("load_turn_context", args)
+
+    r = anyio.run(go)
+    text, data = r.content[0].text, r.structured_content
+    assert len(text) <= 1000 and len(json.dumps(data)) <= 1000
+    assert [t["session_id"] for t in data["turns"]] == [sids[0]]
+    assert [m["session_id"] for m in data["not_found"]] == [sids[1]]
+    assert data["truncated"] is True
+    assert text.splitlines()[0] == "## 00000000:0 2026-03-20 10:00 open"
+    assert text.splitlines()[-1] == (
+        "… 18 more not-found notes not shown (1 of 19); ask for fewer references"
+    )

@@ -24,6 +24,8 @@ from archive_mcp.mcp.toolkit import (
     Spec,
     WorkspaceParam,
     citing,
+    first_fitting,
+    first_lines,
     fit,
     json_len,
     state,
@@ -31,7 +33,7 @@ from archive_mcp.mcp.toolkit import (
 )
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import Citing, TurnRef
-from archive_mcp.render import COMPACT_SUMMARY, hit_groups, to_jsonable, turn_text
+from archive_mcp.render import COMPACT_SUMMARY, hit_groups, more_line, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.search.engine import FILTER_HELP, Filters, Hit, SearchError
 from archive_mcp.search.highlight import clip_marked
@@ -302,8 +304,10 @@ def load_turn_context(
             raise
         ws = None
 
+    unshown = [0]  # references not found whose notes the budget left out
+
     def load(budget: int) -> TurnContext:
-        return state(ctx).archive.load_turn_context(
+        got = state(ctx).archive.load_turn_context(
             references,
             workspace=ws,
             anywhere=not workspace,
@@ -315,12 +319,26 @@ def load_turn_context(
             full_tools=detail == "full",
             matching=(matching or "").split(),
         )
+        # the notes of references not found (or, with `matching`, without a passage) are kept
+        # whole by `fit`: a share of the budget holds as many as fit, the turns the rest
+        noted = first_fitting(got.not_found, max_chars // 3)
+        unshown[0] = len(got.not_found) - len(noted)
+        return TurnContext(got.turns, noted)
+
+    def text(kept: list[TurnDetail]) -> str:
+        out = _turns_text(kept, found.not_found, cite)
+        if unshown[0]:
+            n = len(found.not_found)
+            out += "\n" + more_line(
+                n, n + unshown[0], "not-found notes", "ask for fewer references"
+            )
+        return out
 
     found, cite = _within(load, max_chars, lambda: citing(ctx, [ws] if ws else []))
     return fit(
         found.turns,
-        lambda kept, cut: _turns_text(kept, found.not_found, cite),
-        lambda kept, cut: TurnContextOutput(kept, found.not_found, cut),
+        lambda kept, cut: text(kept),
+        lambda kept, cut: TurnContextOutput(kept, found.not_found, cut or bool(unshown[0])),
         max_chars,
         noun="turns",
         how="ask for fewer references or raise max_chars",
@@ -406,7 +424,9 @@ def list_sessions(
             if prompts:  # the turns' words say what the title would
                 lines += [f"{head} {s.turns} turns"]
                 day = (s.first_at or "")[:10]  # a turn of a later day says its date
-                lines += [f"  :{p.turn} {_when(p.at, day)} {p.said}" for p in s.prompts]
+                said = [f"  :{p.turn} {_when(p.at, day)} {p.said}" for p in s.prompts]
+                # a lone session longer than the budget shows its first turns, not nothing
+                lines += first_lines(said, max_output_chars) if len(kept) == 1 else said
                 continue
             lines.append(
                 f"{head} {s.turns} turns" + ("" if detail == "compact" else f" — {s.title or ''}")

@@ -76,28 +76,36 @@ class Sessions:
     short: tuple[tuple[tuple[str, tuple[int, int]], ...], dict[str, str]] = ((), {})
 
     def of(self, archive: Archive, ws: Workspace) -> dict[str, str]:
+        return self._known(archive, ws)[1]
+
+    def _known(self, archive: Archive, ws: Workspace) -> tuple[tuple[int, int], dict[str, str]]:
+        """(the ingest state's stat, the sessions read from it); ((0, 0), {}) without one."""
         try:
             st = (ws.state_dir / "ingest.json").stat()
         except OSError:
-            return {}
+            return (0, 0), {}
         key = (st.st_mtime_ns, st.st_size)
         known = self.seen.get(ws.id)
         if known is None or known[0] != key:
             files = archive.raw_files(ws)
             known = (key, {s: str(f[0][1].get("source") or "") for s, f in files.items() if f})
             self.seen[ws.id] = known
-        return known[1]
+        return known
 
     def short_ids(self, archive: Archive) -> dict[str, str]:
         """Every archived session's shortest unique prefix, computed again only when a
         workspace's ingest state changed (a call costs a stat per workspace, not a sort of every
         session id)."""
         spaces = archive.workspaces()
-        ids = [self.of(archive, w) for w in spaces]
-        key = tuple((w.id, self.seen[w.id][0]) for w in spaces if w.id in self.seen)
-        if key != self.short[0]:
-            self.short = (key, short_ids(s for found in ids for s in found))
-        return self.short[1]
+        # the key from the very states the ids were read from: `seen` may be newer by now (a
+        # concurrent call), and a key of it would keep these older ids as current
+        known = [(w.id, self._known(archive, w)) for w in spaces]
+        key = tuple((wid, stat) for wid, (stat, _) in known)
+        short = self.short
+        if key != short[0]:
+            short = (key, short_ids(s for _, (_, found) in known for s in found))
+            self.short = short
+        return short[1]
 
 
 def citing(ctx: Context, spaces: Sequence[Workspace]) -> Citing:
@@ -207,6 +215,32 @@ def fit(
         lo, hi = (mid, hi) if fits(*attempt(mid, STEPS[-1])) else (lo, mid - 1)
     text, data = attempt(lo, STEPS[-1])
     return result(cut_text(text, budget), data)
+
+
+MORE_ROOM = 200  # characters an overview keeps for its header and its closing lines
+
+
+def first_lines(lines: list[str], budget: int) -> list[str]:
+    """The first of `lines` that fit `budget` (less MORE_ROOM), then how many are left out."""
+    room, used = budget - MORE_ROOM, 0
+    for k, line in enumerate(lines):
+        used += len(line) + 1
+        if used > room:
+            return [
+                *lines[:k],
+                f"  … {len(lines) - k} more turns not shown; raise max_output_chars",
+            ]
+    return lines
+
+
+def first_fitting(items: list[T], budget: int) -> list[T]:
+    """The first of `items` whose structured content fits `budget` together."""
+    used = 0
+    for k, m in enumerate(items):
+        used += json_len(to_jsonable(m)) + 1
+        if used > budget:
+            return items[:k]
+    return items
 
 
 def cut_text(text: str, budget: int) -> str:

@@ -16,7 +16,7 @@ from archive_mcp.refiners.answers import joined
 from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.refine import args_summary
-from archive_mcp.refiners.text import clip
+from archive_mcp.refiners.text import clip, json_lines
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.search.highlight import split_answers
 from archive_mcp.workspaces import Workspace, read_json
@@ -147,7 +147,7 @@ def line_passages(text: str, words: Sequence[str], around: int = AROUND) -> str:
     by its name or its other half). A JSON input's escaped newlines end lines too: an edit's old
     and new text are read line by line."""
     low = [w.lower() for w in words]
-    lines = re.split(r"\n|\\n", text)
+    lines = json_lines(text)
     hits = [i for i, line in enumerate(lines) if any(w in line.lower() for w in low)]
     if not low or not hits:
         return text
