@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from os.path import commonprefix
 from typing import Any
 from urllib.parse import unquote
 
@@ -93,18 +94,9 @@ def short_ids(ids: Iterable[str], least: int = SHORT) -> dict[str, str]:
     out = {}
     for i, sid in enumerate(ordered):
         near = ordered[max(0, i - 1) : i] + ordered[i + 1 : i + 2]
-        need = max([least, *(_common(sid, n) + 1 for n in near)])
+        need = max([least, *(len(commonprefix([sid, n])) + 1 for n in near)])
         out[sid] = sid[:need]
     return out
-
-
-def _common(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 @dataclass

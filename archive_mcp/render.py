@@ -145,10 +145,9 @@ def _agent_hit(h: Hit, head: str, detail: str) -> str:
         return out + f"\n  status={h.status} kinds={','.join(h.kinds)}"
     tags = ", ".join([*(k for k in h.kinds if k in TELLING), *h.marks])
     head += f" ({tags})" if tags else ""
-    if detail == "compact":
-        words = unmark(h.asked or h.summary)
-        return f"{head} — {clip(words, COMPACT_SUMMARY)}" if words else head
     words = unmark(h.asked or h.summary)
+    if detail == "compact":
+        return f"{head} — {clip(words, COMPACT_SUMMARY)}" if words else head
     lines = [f"{head} — {words}" if words else head]
     lines += [f"  User {unmark(d)}" for d in h.decisions]
     return "\n".join(lines + ([f"  → {unmark(h.answer)}"] if h.answer else []))

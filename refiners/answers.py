@@ -26,7 +26,8 @@ from typing import Any
 
 from .model import ToolCall, output_to_text
 
-MARKS = ("[answer]", "[feedback on ", "[rejected ", "[approved plan", "[picked] ")
+PICKED = "[picked] "  # the mark of the option a bare number picked (`picked`)
+MARKS = ("[answer]", "[feedback on ", "[rejected ", "[approved plan", PICKED)
 ANSWER_MAX = 2000  # one answer's words kept (a pasted plan edit can be long; the raw log has all)
 
 _SAID = "to tell you how to proceed, the user said:"
@@ -135,7 +136,7 @@ def picked(user_text: str, previous_answer: str) -> list[str]:
     if not found or not _asks(lines, found[-1][0]):
         return []
     option = found[-1][1].group(1).replace("**", "").strip()
-    return [f"[picked] {n}. {_clip(option)}"]
+    return [f"{PICKED}{n}. {_clip(option)}"]
 
 
 def joined(user_text: str, answers: list[str]) -> str:

@@ -413,6 +413,12 @@ def test_aider_histories_found_below_a_folder_join_their_repos_workspace(tmp_pat
 
 
 OPENCODE_SQL = Path(__file__).parent / "fixtures" / "real-cli" / "opencode-1.18.33" / "opencode.sql"
+OPENCODE_CWD = "/tmp/ar-readers/s/work/opencode"  # where the genuine database was written
+
+
+def opencode_sql() -> str:
+    """The genuine OpenCode database's SQL, its project moved to PROJECT."""
+    return OPENCODE_SQL.read_text(encoding="utf-8").replace(OPENCODE_CWD, PROJECT)
 
 
 def test_opencode_database_is_read_while_opencode_writes_and_changes_are_seen(
@@ -425,9 +431,7 @@ def test_opencode_database_is_read_while_opencode_writes_and_changes_are_seen(
     (tmp_path / "tmp").mkdir()
     data = tmp_path / "user-home" / ".local" / "share" / "opencode"
     data.mkdir(parents=True)
-    sql = OPENCODE_SQL.read_text(encoding="utf-8").replace(
-        "/tmp/ar-readers/s/work/opencode", PROJECT
-    )
+    sql = opencode_sql()
     writer = sqlite3.connect(data / "opencode.db", isolation_level=None)
     writer.execute("PRAGMA journal_mode=WAL")
     writer.executescript(sql)
@@ -481,9 +485,7 @@ def test_opencode_subagent_sessions_whose_parents_loop_are_reported_and_archived
     db = tmp_path / "opencode" / "opencode.db"
     db.parent.mkdir()
     con = sqlite3.connect(db)
-    con.executescript(
-        OPENCODE_SQL.read_text(encoding="utf-8").replace("/tmp/ar-readers/s/work/opencode", PROJECT)
-    )
+    con.executescript(opencode_sql())
     sub, asked = "ses_dca6c67baffe4N7pq0wb9had6C", "msg_235939884001LCjU46VlxBEJnt"
 
     def copy(table: str, key: str, value: str, **changed: str) -> None:

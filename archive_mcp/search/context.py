@@ -12,7 +12,7 @@ import polars as pl
 from archive_mcp.errors import ArchiveError, NotFound
 from archive_mcp.ingest import store
 from archive_mcp.refiners import PARSERS, Turn
-from archive_mcp.refiners.answers import joined
+from archive_mcp.refiners.answers import PICKED, joined
 from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.refine import args_summary
@@ -269,7 +269,7 @@ def _detail(
     says how to read the turn whole."""
     turn = _parse_turn(ws, row)
     # the option a bare "3" picked is found at ingest, with the turn before (answers.picked)
-    picks = [ln for ln in (row.get("user_text") or "").splitlines() if ln.startswith("[picked] ")]
+    picks = [ln for ln in (row.get("user_text") or "").splitlines() if ln.startswith(PICKED)]
     user = joined(turn.user_text, turn.answers + picks) if turn else row["user_text"]
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
     calls = turn.tool_calls if turn else []

@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from archive_mcp.refiners.answers import PICKED
 from archive_mcp.refiners.summary import PROPOSED
 from archive_mcp.refiners.text import clip
 from archive_mcp.search.confidence import Evidence, verdict
@@ -125,7 +126,7 @@ def build_hits(
             signals = [n for n in signals if n != "lexical"]
         started = r["started_at"]
         own, decisions = split_answers(t.user_text)
-        picks = [d for d in decisions if d.startswith("[picked] ")]  # beside the bare "3"
+        picks = [d for d in decisions if d.startswith(PICKED)]  # beside the bare "3"
         own, decisions = " ".join([own, *picks]), [d for d in decisions if d not in picks]
         hits.append(
             Hit(
