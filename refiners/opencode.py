@@ -26,14 +26,24 @@ synthetic text, its usage, and the work after the "Continue" as that turn's next
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .fields import as_int, field_dict, field_list, loads_valid
+from .fields import as_int, field_dict, field_list
 from .lines import LogReader, Record, TurnBuilder, prompt_turn
 from .model import Step, SubagentRun, ToolCall, Turn
-from .sources import Discovery, SessionSource, SourceFile, register
-from .stores import by_session, exported, read_only, read_reported, table_rows
+from .sources import Discovery, SessionSource, register
+from .stores import (
+    exported,
+    file_sessions,
+    json_object,
+    read_only,
+    read_reported,
+    store_session,
+    sub_sessions,
+    with_messages,
+)
 
 SOURCE = "opencode"
 DB = "opencode.db"
@@ -45,14 +55,6 @@ def _ms(value: Any) -> float | None:
     )
 
 
-def _json(text: Any) -> dict[str, Any]:
-    try:
-        value = loads_valid(text) if isinstance(text, str) else None
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 MESSAGES = (
     "SELECT session_id, id, time_created, time_updated, data FROM message"
     " ORDER BY session_id, time_created, id"
@@ -62,19 +64,16 @@ MESSAGES = (
 def read_sessions(db: Path) -> list[dict[str, Any]]:
     """Every session of `db` with its messages and parts, read-only in one transaction."""
     with read_only(db) as con:
-        sessions = table_rows(con, "session")
-        messages = by_session(con, MESSAGES)
+        sessions = with_messages(con, "session", MESSAGES)
         by_id: dict[Any, dict[str, Any]] = {}
-        for m in (m for ms in messages.values() for m in ms):
-            m["data"], m["parts"] = _json(m["data"]), []
+        for m in (m for s in sessions for m in s["messages"]):
+            m["data"], m["parts"] = json_object(m["data"]), []
             by_id[m["id"]] = m
         for mid, pid, data in con.execute(
             "SELECT message_id, id, data FROM part ORDER BY message_id, time_created, id"
         ):
             if mid in by_id:
-                by_id[mid]["parts"].append({"id": pid, **_json(data)})
-    for s in sessions:
-        s["messages"] = messages.get(s["id"], [])
+                by_id[mid]["parts"].append({"id": pid, **json_object(data)})
     return sessions
 
 
@@ -222,54 +221,15 @@ def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | N
     sessions = read_reported(read_sessions, db, f"the {label} database", found)
     if sessions is None:
         return found
-    ids = {str(s.get("id")) for s in sessions if s.get("id")}
-    by_id: dict[str, SessionSource] = {}
-    children: list[tuple[str, str, dict[str, Any], Path]] = []
-    for sid, s, export in exported(db, "opencode", sessions, export_lines):
-        parent = s.get("parent_id")
-        if isinstance(parent, str) and parent in ids:  # a subagent: archived with its parent
-            children.append((parent, sid, s, export))
-            continue
-        by_id[sid] = _session(source, sid, s, export, db)
-        found.sessions.append(by_id[sid])
-    parents = parent_of(sessions)
-    for parent, sid, s, export in children:
-        root, hops = parent, 0
-        while root not in by_id and root in parents and hops < 64:  # a subagent's subagent
-            root, hops = parents[root], hops + 1
-        if root in by_id:
-            by_id[root].files.append(SourceFile(sid, f"subagents/{sid}.jsonl", export, whole=True))
-        else:  # its parents loop: no session to hang it under, so it stands alone
-            found.sessions.append(_session(source, sid, s, export, db))
-            found.skipped.append(
-                (
-                    str(db),
-                    f"subagent session {sid}: its parents never reach a top-level session "
-                    "(they loop); archived as a session of its own",
-                )
-            )
+    exports = exported(db, "opencode", sessions, export_lines)
+    session = partial(_session, source, db)
+    file_sessions(exports, sub_sessions(sessions, "parent_id"), session, found, db)
     return found
 
 
-def _session(source: str, sid: str, s: dict[str, Any], export: Path, db: Path) -> SessionSource:
+def _session(source: str, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:
     """The session `sid` (row `s`, exported to `export`) of the database `db`, as `source`."""
-    directory = s.get("directory")
-    title = s.get("title")
-    return SessionSource(
-        source,
-        sid,
-        source,
-        [directory] if isinstance(directory, str) and directory else [],
-        title if isinstance(title, str) else None,
-        db.parent,
-        [SourceFile("main", "session.jsonl", export, whole=True)],
-    )
-
-
-def parent_of(sessions: list[dict[str, Any]]) -> dict[str, str]:
-    return {
-        str(s["id"]): str(s["parent_id"]) for s in sessions if s.get("id") and s.get("parent_id")
-    }
+    return store_session(source, sid, source, s.get("directory"), s.get("title"), db, export)
 
 
 READER = register(LogReader(SOURCE, "OpenCode", _builder, discover, 35, whole=True))
