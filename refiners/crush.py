@@ -18,24 +18,12 @@ from typing import Any
 
 from archive_mcp.workspaces.home import crush_data_dir
 
+from . import stores
 from .disk import is_dir, is_file, load_json
 from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, register, with_next
-from .stores import (
-    columns,
-    export_bytes,
-    exported,
-    file_sessions,
-    has_table,
-    json_value,
-    read_only,
-    read_reported,
-    store_session,
-    sub_sessions,
-    with_messages,
-)
 
 SOURCE = "crush"
 DB = "crush.db"
@@ -66,12 +54,12 @@ _MESSAGES = "SELECT CAST(session_id AS TEXT), * FROM messages ORDER BY created_a
 def read_sessions(db: Path) -> list[dict[str, Any]] | None:
     """Every session of a Crush `db` with its messages in the order Crush lists them (by
     `created_at`, then as written), read-only in one transaction; None when `db` is not Crush's."""
-    with read_only(db) as con:
-        if not has_table(con, "sessions") or "parts" not in columns(con, "messages"):
+    with stores.read_only(db) as con:
+        if not stores.has_table(con, "sessions") or "parts" not in stores.columns(con, "messages"):
             return None
-        sessions = with_messages(con, "sessions", _MESSAGES)
+        sessions = stores.with_messages(con, "sessions", _MESSAGES)
     for m in (m for s in sessions for m in s["messages"]):
-        parts = json_value(m["parts"])
+        parts = stores.json_value(m["parts"])
         if isinstance(parts, list):
             m["parts"] = parts
         else:  # kept as written: the parse reports it
@@ -83,7 +71,7 @@ def export_lines(session: dict[str, Any]) -> bytes:
     """A session as JSONL: a `session` line (its row), then one `message` line per message."""
     head = {k: v for k, v in session.items() if k != "messages"}
     messages = [{"type": "message", **m} for m in session["messages"]]
-    return export_bytes([{"type": "session", "session": head}, *messages])
+    return stores.export_bytes([{"type": "session", "session": head}, *messages])
 
 
 # --- parsing the export ------------------------------------------------------------------------
@@ -181,8 +169,7 @@ class CrushTurnBuilder(CallsBuilder):
             exit_code = _EXIT.search(content) if call.name == "bash" else None
             if exit_code is not None and int(exit_code.group(1)) != 0:
                 failed = True
-            meta = json_value(part["metadata"]) if isinstance(part.get("metadata"), str) else None
-            meta = meta if isinstance(meta, dict) else {}
+            meta = stores.json_object(part.get("metadata"))  # JSON text
             call.finish(failed, "", content, _seconds(meta.get("end_time")) or ts)
             if failed and content == DENIED:
                 call.approval = "reject"
@@ -262,18 +249,18 @@ def _store(db: Path, project: Path) -> Discovery | None:
     """The sessions of the Crush database `db` of the folder `project`; None when `db` is another
     program's database."""
     found = Discovery()
-    sessions = read_reported(read_sessions, db, "the Crush database", found)
+    sessions = stores.read_reported(read_sessions, db, "the Crush database", found)
     if sessions is None:  # unreadable (reported, tried again next time), or not Crush's
         return found if found.skipped else None
-    exports = exported(db, SOURCE, sessions, export_lines)
-    parent = sub_sessions(sessions, "parent_session_id")
-    file_sessions(exports, parent, partial(_session, project, db), found, db)
+    exports = stores.exported(db, SOURCE, sessions, export_lines)
+    parent = stores.sub_sessions(sessions, "parent_session_id")
+    stores.file_sessions(exports, parent, partial(_session, project, db), found, db)
     return found
 
 
 def _session(project: Path, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:
     """The session `sid` (row `s`, exported to `export`) of the Crush database `db`."""
-    return store_session(SOURCE, sid, SOURCE, str(project), s.get("title"), db, export)
+    return stores.store_session(SOURCE, sid, SOURCE, str(project), s.get("title"), db, export)
 
 
 READER = register(LogReader(SOURCE, "Crush", _builder, discover, 36, whole=True))

@@ -30,20 +30,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from . import stores
 from .fields import as_int, field_dict, field_list
-from .lines import LogReader, Record, TurnBuilder, prompt_turn
+from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, SessionSource, register
-from .stores import (
-    exported,
-    file_sessions,
-    json_object,
-    read_only,
-    read_reported,
-    store_session,
-    sub_sessions,
-    with_messages,
-)
 
 SOURCE = "opencode"
 DB = "opencode.db"
@@ -63,17 +54,17 @@ MESSAGES = (
 
 def read_sessions(db: Path) -> list[dict[str, Any]]:
     """Every session of `db` with its messages and parts, read-only in one transaction."""
-    with read_only(db) as con:
-        sessions = with_messages(con, "session", MESSAGES)
+    with stores.read_only(db) as con:
+        sessions = stores.with_messages(con, "session", MESSAGES)
         by_id: dict[Any, dict[str, Any]] = {}
         for m in (m for s in sessions for m in s["messages"]):
-            m["data"], m["parts"] = json_object(m["data"]), []
+            m["data"], m["parts"] = stores.json_object(m["data"]), []
             by_id[m["id"]] = m
         for mid, pid, data in con.execute(
             "SELECT message_id, id, data FROM part ORDER BY message_id, time_created, id"
         ):
             if mid in by_id:
-                by_id[mid]["parts"].append({"id": pid, **json_object(data)})
+                by_id[mid]["parts"].append({"id": pid, **stores.json_object(data)})
     return sessions
 
 
@@ -90,14 +81,9 @@ def export_lines(session: dict[str, Any]) -> bytes:
 # --- parsing the export ------------------------------------------------------------------------
 
 
-class OpenCodeTurnBuilder(TurnBuilder):
-    def __init__(self) -> None:
-        self.turns: list[Turn] = []
-        self.version: str | None = None
-        self.unknown: dict[str, int] = {}
-
+class OpenCodeTurnBuilder(CallsBuilder):
     def feed(self, record: Record) -> None:
-        rec, start, end = record.data, record.start, record.end
+        rec, end = record.data, record.end
         if rec.get("type") == "session":
             version = field_dict(rec, "session").get("version")
             self.version = version if isinstance(version, str) else self.version
@@ -110,14 +96,12 @@ class OpenCodeTurnBuilder(TurnBuilder):
             self.turns[-1].compactions += any(p.get("type") == "compaction" for p in parts)
             return
         if data.get("role") == "user":
-            if self.turns and self.turns[-1].end == "open":
-                self.turns[-1].end = "superseded"
             text = "\n".join(
                 str(p.get("text") or "")
                 for p in parts
                 if p.get("type") == "text" and not p.get("synthetic")
             )
-            self.turns.append(prompt_turn(len(self.turns), ts, text, start, end))
+            self.open(text, ts, record)
             return
         if not self.turns or data.get("role") != "assistant":
             return
@@ -191,11 +175,8 @@ def _call(part: dict[str, Any]) -> ToolCall:
     )
     if status in ("completed", "error"):
         failed = status == "error" or (isinstance(exit_code, int) and exit_code != 0)
-        call.result = {
-            "is_error": failed,
-            "message": str(state.get("error") or ""),
-            "output": state.get("output", state.get("error", "")),
-        }
+        output = state.get("output", state.get("error", ""))
+        call.finish(failed, str(state.get("error") or ""), output, call.result_at)
     return call
 
 
@@ -218,18 +199,18 @@ def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | N
     if not db.is_file():
         return None
     found = Discovery()
-    sessions = read_reported(read_sessions, db, f"the {label} database", found)
+    sessions = stores.read_reported(read_sessions, db, f"the {label} database", found)
     if sessions is None:
         return found
-    exports = exported(db, "opencode", sessions, export_lines)
+    exports = stores.exported(db, "opencode", sessions, export_lines)
     session = partial(_session, source, db)
-    file_sessions(exports, sub_sessions(sessions, "parent_id"), session, found, db)
+    stores.file_sessions(exports, stores.sub_sessions(sessions, "parent_id"), session, found, db)
     return found
 
 
 def _session(source: str, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:
     """The session `sid` (row `s`, exported to `export`) of the database `db`, as `source`."""
-    return store_session(source, sid, source, s.get("directory"), s.get("title"), db, export)
+    return stores.store_session(source, sid, source, s.get("directory"), s.get("title"), db, export)
 
 
 READER = register(LogReader(SOURCE, "OpenCode", _builder, discover, 35, whole=True))
