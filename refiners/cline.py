@@ -2,19 +2,13 @@
 
 Two formats, both JSON documents rewritten whole (archived as snapshots, parsed whole):
 
-* **Sessions** (Cline's SDK: CLI 3 and the extensions built on it; docs/formats.md, written by the
-  CLI 3.0.65): `~/.cline/data/sessions/<id>/<id>.json` (the manifest: `cwd`, `workspace_root`,
-  `status`, `metadata.title`, the session's usage), `<id>.messages.json` (`messages`: Anthropic-
-  shaped `{id, role, content, ts}`; a prompt is `<user_input mode="act">…</user_input>`, a tool's
-  result a `tool_result` block whose content is `[{query, result, success, error}]` or that list
-  as JSON text; an assistant message carries `metrics` {inputTokens, outputTokens,
-  cacheReadTokens, cacheWriteTokens} for its model call) and `agent_<id>.messages.json` for each
-  subagent `spawn_agent` started. `<id>.compaction.json` holds the last compaction (the messages
-  that replace the first `source_message_count`): its summary is a compaction turn there.
+* **Sessions** (Cline's SDK: the CLI 3 and the extensions built on it; docs/formats.md, "Cline
+  CLI"): `sessions/<id>/` holds the manifest `<id>.json` (the work dir: `cwd`, else
+  `workspace_root`), `<id>.messages.json` (Anthropic-shaped messages), an
+  `agent_<id>.messages.json` for each subagent `spawn_agent` started and `<id>.compaction.json`,
+  the last compaction (a compaction turn where its messages replace the transcript's).
 * **Tasks** (the VS Code extensions before the SDK, and Roo Code and Kilo Code's, which kept
   Cline's format): read by `cline_tasks.py`.
-
-The work dir of a session: its manifest's `cwd` (`workspace_root` when it has none).
 """
 
 from __future__ import annotations
@@ -29,7 +23,7 @@ from .cline_turns import ClineTurns, add_usage, between, text_parts, tool_uses, 
 from .disk import SNAPSHOT_MAX, is_dir, is_file, load_json, load_snapshot
 from .fields import field_dict, loads_valid, parse_time
 from .model import ParseResult, Problem, SubagentRun, Turn, output_to_text
-from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, listing, register
+from .sources import Discovery, SnapshotReader, SourceFile, listing, log_session, register
 
 SOURCE = "cline"
 LABELS = {"cline": "Cline", "roo-code": "Roo Code", "kilo-code": "Kilo Code (VS Code)"}
@@ -68,12 +62,9 @@ def _sdk_output(content: Any) -> tuple[str, bool]:
 
 
 def sdk_compaction(path: Path) -> tuple[int, str, float | None] | None:
-    """The last compaction of a session (`<id>.compaction.json` beside its messages: `{version,
-    source_message_count, messages}`, the messages that replace the first
-    `source_message_count`): how many it replaced and its summary, the `metadata.summary` of a
-    `compaction_summary` message (agentic compaction) or the `<SYSTEM_NOTICE>` of a `compaction`
-    one (basic: the first prompt and the actions after it), and when (`updated_at`). None
-    without one."""
+    """The last compaction of a session (`<id>.compaction.json` beside its messages): how many
+    messages it replaced, its summary (agentic compaction's `metadata.summary`, else basic
+    compaction's `<SYSTEM_NOTICE>`) and when (`updated_at`); None without one."""
     sid = path.name.removesuffix(MESSAGES)
     state = load_json(path.with_name(f"{sid}.compaction.json"), SNAPSHOT_MAX)
     count = state.get("source_message_count") if isinstance(state, dict) else None
@@ -197,15 +188,7 @@ def _session(folder: Path, source: str, found: Discovery) -> None:
     manifest = manifest if isinstance(manifest, dict) else {}
     cwd = manifest.get("cwd") or manifest.get("workspace_root")
     title = field_dict(manifest, "metadata").get("title") or manifest.get("prompt")
-    session = SessionSource(
-        source,
-        sid,
-        source,
-        [cwd] if isinstance(cwd, str) and cwd else [],
-        title if isinstance(title, str) else None,
-        folder,
-        [SourceFile("main", main.name, main, whole=True)],
-    )
+    session = log_session(source, sid, source, cwd, title, main, whole=True)
     for sub in listing(folder, found):
         if sub.name.startswith("agent_") and sub.name.endswith(MESSAGES):
             agent = sub.name.removesuffix(MESSAGES)

@@ -1,19 +1,14 @@
 """Cline's task format, which `cline.py` reads beside the sessions of Cline's SDK: the format of
-the VS Code extensions before the SDK, and of Roo Code and Kilo Code's, which kept it.
+the VS Code extensions before the SDK, and of Roo Code and Kilo Code's, which kept it
+(docs/formats.md, "the task format").
 
-A task is `tasks/<id>/api_conversation_history.json` (the messages sent to the model: Anthropic
-`MessageParam`s; tools called in the text as XML, `<execute_command><command>…`, or as `tool_use`
-blocks; each result a user message "[execute_command for 'ls'] Result:" or a `tool_result`
-block), `ui_messages.json` (what the panel showed: `say: "api_req_started"` holds each model
-call's tokens, in the order of the assistant messages) and `task_metadata.json`. The first prompt
-is `<task>…</task>`; a later one comes as the user's feedback on `attempt_completion`
-("<feedback>…</feedback>") or as a resumed task's `<user_message>`. The answer is
-`attempt_completion`'s `result`. A `condense` (`/smol`) or `summarize_task` (auto-compaction)
-call's `context` is the summary that replaced the history: a compaction turn.
-
-The work dir of a task: `state/taskHistory.json`'s `cwdOnTaskInitialization` (Cline),
-`history_item.json`'s `workspace` (Roo Code), else the "Current Working Directory (…)" line of
-the first prompt's `<environment_details>`.
+A task is `tasks/<id>/api_conversation_history.json` (the messages sent to the model), with
+`ui_messages.json` (each model call's tokens: `api_req_started`, in the order of the replies)
+and `task_metadata.json` beside it. Tools are called as XML in a reply's text or as `tool_use`
+blocks; a prompt comes as `<task>`, as feedback on `attempt_completion` (whose `result` is the
+answer) or as a resumed task's `<user_message>`; an accepted `condense` or `summarize_task` call's
+`context` is a compaction turn. The work dir: `taskHistory.json`, Roo Code's `history_item.json`,
+else the first prompt's `<environment_details>`.
 """
 
 from __future__ import annotations
@@ -27,7 +22,7 @@ from .cline_turns import ClineTurns, add_usage, between, text_parts, tool_uses, 
 from .disk import SNAPSHOT_MAX, is_file, load_json
 from .fields import loads_valid
 from .model import ToolCall, output_to_text
-from .sources import Discovery, SessionSource, SourceFile
+from .sources import Discovery, SourceFile, log_session
 
 API_HISTORY = "api_conversation_history.json"
 TASK_SNAPSHOTS = ("ui_messages.json", "task_metadata.json", "history_item.json")
@@ -231,15 +226,8 @@ def task(task: Path, source: str, label: str, history: dict[str, str], found: Di
     if not is_file(main):
         found.skipped.append((str(task), f"no {API_HISTORY}: not a {label} task"))
         return
-    cwd = _task_cwd(task, history)
-    session = SessionSource(
-        source,
-        task.name,
-        source,
-        [cwd] if cwd else [],
-        None,
-        task,
-        [SourceFile("main", API_HISTORY, main, whole=True)],
+    session = log_session(
+        source, task.name, source, _task_cwd(task, history), None, main, whole=True
     )
     for name in TASK_SNAPSHOTS:
         if is_file(task / name):

@@ -134,11 +134,6 @@ class ClineTurns:
         elif call.name == "ask_followup_question" and (reply := between("answer", output)):
             question = str(call.args.get("question") or "")
             said = [f"[answer] {answers._clip(f'{question} → {reply}')}"]
-        call.result = {
-            "is_error": is_error or call.approval == "reject",
-            "message": "",
-            "output": output,
-        }
-        call.result_at = at
+        call.finish(is_error or call.approval == "reject", "", output, at)
         if said and self.turns:
             self.turns[-1].answers += said

@@ -1,39 +1,12 @@
-"""Reader for Crush (charmbracelet/crush: `.crush/crush.db` in the project, SQLite in WAL mode).
+"""Reader for Crush (charmbracelet/crush) into `Turn`s: the sessions of a project's
+`.crush/crush.db` (SQLite in WAL mode), and of each project Crush's global data folder lists in
+`projects.json`; the work dir is the listed project folder, else the folder holding `.crush`.
 
-No Crush build runs here (its npm package fetches its Go binary from GitHub releases): this
-reader follows Crush's own code (docs/formats.md names the files and the commit read).
-
-* Where: Crush keeps one database per project, `crush.db` in the project's data folder
-  (`options.data_directory`, default `.crush` in the project folder). Its global data folder
-  (`~/.local/share/crush`, `$XDG_DATA_HOME/crush`, `$CRUSH_GLOBAL_DATA`) holds `projects.json`,
-  `{"projects": [{"path", "data_dir", "last_accessed"}]}`, each project Crush ran in with its
-  data folder. The work dir (the workspace) is that `path`, else the folder holding `.crush`.
-* `sessions (id, parent_session_id, title, message_count, prompt_tokens, completion_tokens,
-  cost, summary_message_id, todos, created_at, updated_at)` and `messages (id, session_id, role
-  user|assistant|tool, parts, model, provider, is_summary_message, created_at, updated_at,
-  finished_at)`. Times are epoch seconds (`strftime('%s', 'now')`, though the schema's comments
-  say milliseconds: a value past 1e11 is read as milliseconds).
-* `parts` is a JSON list of `{"type", "data"}`: `text {text}`, `reasoning {thinking, …}`,
-  `image_url {url, detail}`, `binary {Path, MIMEType, Data}`, `tool_call {id, name, input (JSON
-  text), finished}`, `tool_result {tool_call_id, name, content, metadata, is_error}` (in a
-  message of role `tool`), `finish {reason, time, message, details}`, `shell_command {command,
-  output, exit_code}` (a `!` command the user ran).
-
-A turn is a user message (its text, an attachment, a `!` command's output); an assistant
-message is a step (its `finish` reason `end_turn` ends the turn, `canceled` cancels it, `error`
-fails it); a `tool` message carries results. A bash result whose text ends "Exit code N"
-(N != 0, Crush's `formatOutput`) failed, though Crush stores it with `is_error` false; "User
-denied permission" is a call the user rejected. The agent and agentic_fetch tools run a
-sub-session `<message id>$$<call id>` (its `parent_session_id` the session): archived with its
-root session as that agent's file. An assistant message with `is_summary_message` is a summary
-(the session's `summary_message_id`): a compaction of the running turn, its text kept as
-synthetic; the prompt Crush writes itself after an automatic summary ("The previous session was
-interrupted because it got too long…") continues that turn. Crush keeps no usage per message (the session's `prompt_tokens` and
-`completion_tokens` are its last call's, `cost` the session's total): each turn's usage is 0.
-
-A row whose `parts` is not a JSON list is exported as its text (`parts_text`), then reported
-and skipped by the parse. Stores are read as OpenCode's are (stores.py): read-only, one short
-transaction, each session exported to a JSONL that is what is archived.
+The format, and the commit of Crush's code it follows (no Crush build runs here): docs/formats.md,
+"Crush". The store is read as OpenCode's (stores.py), each session exported to a JSONL archived
+whole. What to know here: times are epoch seconds though the schema says milliseconds; a bash
+command that failed is stored with `is_error` false and its text ending "Exit code N"; a
+sub-session (`<message id>$$<call id>`) is archived as an agent file of its top session.
 """
 
 from __future__ import annotations
@@ -45,24 +18,12 @@ from typing import Any
 
 from archive_mcp.workspaces.home import crush_data_dir
 
+from . import stores
 from .disk import is_dir, is_file, load_json
 from .fields import field_dict, field_list
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, register, with_next
-from .stores import (
-    by_session,
-    columns,
-    export_bytes,
-    exported,
-    file_sessions,
-    has_table,
-    json_value,
-    read_only,
-    read_reported,
-    store_session,
-    table_rows,
-)
 
 SOURCE = "crush"
 DB = "crush.db"
@@ -72,7 +33,9 @@ SUBAGENT_TOOLS = frozenset({"agent", "agentic_fetch"})  # each runs a sub-sessio
 DENIED = "User denied permission"  # tools.NewPermissionDeniedResponse
 CONTINUED = "The previous session was interrupted because it got too long"
 _EXIT = re.compile(r"\nExit code (\d+)(?:\n\n<cwd>[^\n]*</cwd>)?\Z")
+# a `finish` part's reason that ends the turn -> the turn's (`tool_use` goes on)
 _REASONS = {"end_turn": "completed", "canceled": "cancelled", "error": "failed"}
+_KEPT = ("max_tokens", "content_filter")  # these end it as they are
 
 
 def _seconds(value: Any) -> float | None:
@@ -91,20 +54,16 @@ _MESSAGES = "SELECT CAST(session_id AS TEXT), * FROM messages ORDER BY created_a
 def read_sessions(db: Path) -> list[dict[str, Any]] | None:
     """Every session of a Crush `db` with its messages in the order Crush lists them (by
     `created_at`, then as written), read-only in one transaction; None when `db` is not Crush's."""
-    with read_only(db) as con:
-        if not has_table(con, "sessions") or "parts" not in columns(con, "messages"):
+    with stores.read_only(db) as con:
+        if not stores.has_table(con, "sessions") or "parts" not in stores.columns(con, "messages"):
             return None
-        sessions = table_rows(con, "sessions")
-        messages = by_session(con, _MESSAGES)
-    for rows in messages.values():
-        for m in rows:
-            parts = json_value(m["parts"])
-            if isinstance(parts, list):
-                m["parts"] = parts
-            else:  # kept as written: the parse reports it
-                m["parts_text"] = m.pop("parts")
-    for s in sessions:
-        s["messages"] = messages.get(str(s.get("id")), [])
+        sessions = stores.with_messages(con, "sessions", _MESSAGES)
+    for m in (m for s in sessions for m in s["messages"]):
+        parts = stores.json_value(m["parts"])
+        if isinstance(parts, list):
+            m["parts"] = parts
+        else:  # kept as written: the parse reports it
+            m["parts_text"] = m.pop("parts")
     return sessions
 
 
@@ -112,7 +71,7 @@ def export_lines(session: dict[str, Any]) -> bytes:
     """A session as JSONL: a `session` line (its row), then one `message` line per message."""
     head = {k: v for k, v in session.items() if k != "messages"}
     messages = [{"type": "message", **m} for m in session["messages"]]
-    return export_bytes([{"type": "session", "session": head}, *messages])
+    return stores.export_bytes([{"type": "session", "session": head}, *messages])
 
 
 # --- parsing the export ------------------------------------------------------------------------
@@ -197,10 +156,8 @@ class CrushTurnBuilder(CallsBuilder):
         cur.steps.append(step)
         if reason == "error":
             cur.api_errors += 1
-        if reason in _REASONS:
-            cur.end, cur.ended_at, cur.reason = "ended", cur.last_at, _REASONS[reason]
-        elif reason in ("max_tokens", "content_filter"):
-            cur.end, cur.ended_at, cur.reason = "ended", cur.last_at, reason
+        if reason in _REASONS or reason in _KEPT:
+            cur.end, cur.ended_at, cur.reason = "ended", cur.last_at, _REASONS.get(reason, reason)
 
     def _results(self, parts: Parts, ts: float | None, cur: Turn) -> None:
         for part in parts.get("tool_result", ()):
@@ -212,8 +169,7 @@ class CrushTurnBuilder(CallsBuilder):
             exit_code = _EXIT.search(content) if call.name == "bash" else None
             if exit_code is not None and int(exit_code.group(1)) != 0:
                 failed = True
-            meta = json_value(part["metadata"]) if isinstance(part.get("metadata"), str) else None
-            meta = meta if isinstance(meta, dict) else {}
+            meta = stores.json_object(part.get("metadata"))  # JSON text
             call.finish(failed, "", content, _seconds(meta.get("end_time")) or ts)
             if failed and content == DENIED:
                 call.approval = "reject"
@@ -293,23 +249,18 @@ def _store(db: Path, project: Path) -> Discovery | None:
     """The sessions of the Crush database `db` of the folder `project`; None when `db` is another
     program's database."""
     found = Discovery()
-    sessions = read_reported(read_sessions, db, "the Crush database", found)
+    sessions = stores.read_reported(read_sessions, db, "the Crush database", found)
     if sessions is None:  # unreadable (reported, tried again next time), or not Crush's
         return found if found.skipped else None
-    ids = {str(s.get("id")) for s in sessions if s.get("id")}
-    parent = {
-        str(s["id"]): str(s["parent_session_id"])
-        for s in sessions
-        if s.get("id") and s.get("parent_session_id") and str(s["parent_session_id"]) in ids
-    }
-    exports = exported(db, SOURCE, sessions, export_lines)
-    file_sessions(exports, parent, partial(_session, project, db), found, db)
+    exports = stores.exported(db, SOURCE, sessions, export_lines)
+    parent = stores.sub_sessions(sessions, "parent_session_id")
+    stores.file_sessions(exports, parent, partial(_session, project, db), found, db)
     return found
 
 
 def _session(project: Path, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:
     """The session `sid` (row `s`, exported to `export`) of the Crush database `db`."""
-    return store_session(SOURCE, sid, SOURCE, str(project), s.get("title"), db, export)
+    return stores.store_session(SOURCE, sid, SOURCE, str(project), s.get("title"), db, export)
 
 
 READER = register(LogReader(SOURCE, "Crush", _builder, discover, 36, whole=True))

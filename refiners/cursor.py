@@ -1,29 +1,13 @@
-"""Reader for Cursor's editor (its agent, the "composer": `User/globalStorage/state.vscdb`) into
-`Turn`s.
+"""Reader for Cursor's editor agent (the "composer") into `Turn`s: the composers of the global
+`User/globalStorage/state.vscdb` (SQLite, the key-value table `cursorDiskKV`), each with the work
+dir of the `workspaceStorage/<hash>` that lists it, and Cursor's VS Code chats (`vscode_chat`).
 
-docs/formats.md (built from the documented format, not recorded): the global `state.vscdb` is
-SQLite with a key-value table `cursorDiskKV`. `composerData:<composer id>` is a conversation
-(`_v`, `name`, `createdAt`, `status`, `modelConfig`, `fullConversationHeadersOnly`: its bubbles'
-ids and types in order; older builds keep the bubbles inline in `conversation`), and
-`bubbleId:<composer id>:<bubble id>` one message: `type` 1 the user's (`text`), 2 the agent's
-(`text`, `thinking.text`, `toolFormerData` {`toolCallId`, `name`, `rawArgs`/`params`, `result`,
-`status` loading | completed | error | cancelled, `userDecision`}, `tokenCount` {inputTokens,
-outputTokens}), `createdAt`. A turn is a user bubble and the agent's bubbles after it.
-
-Each `workspaceStorage/<hash>/state.vscdb` lists its composers (`ItemTable` key
-`composer.composerData`: `allComposers[].composerId`) and `workspace.json` names the folder:
-that is the composer's work dir. The stores are read read-only in short transactions while
-Cursor writes them (`stores.read_only`), each composer exported to a JSONL (a `composer` line,
-then a `bubble` line each) that is archived whole; a bubble that is missing or not JSON is
-reported and skipped. Cursor also keeps VS Code's `chatSessions/`: found with the composers.
-
-A composer's sub-composers (its `subComposerIds` and `subagentComposerIds`: subagents and Best-of-N
-siblings; a sub-composer names its parent in `subagentInfo.parentComposerId`) are archived with
-their top composer as subagent files (`subagents/<id>.jsonl`), each a subagent run of the turn it
-was spawned in (`subagentInfo.conversationLengthAtSpawn` bubbles into the parent; the last turn
-when it does not say). `latestConversationSummary` (`{summary: {summary,
-truncationLastBubbleIdInclusive, …}, lastBubbleId}`) is a compaction turn after the last bubble
-it covers, the agent's next bubbles its steps (as Claude Code's compaction summary).
+The format: docs/formats.md, "Cursor" (built from the documented format, not recorded). The
+store is read while Cursor writes it (stores.py), each composer exported to a JSONL archived
+whole: a `composer` line, a `bubble` line each and a `subagent` line after the bubble a
+sub-composer was spawned at (that sub-composer is a subagent file of its top composer). A turn is
+a user bubble and the agent's bubbles after it; `latestConversationSummary` is a compaction turn
+after the last bubble it covers.
 """
 
 from __future__ import annotations
@@ -137,10 +121,8 @@ def _call(tool: dict[str, Any], at: float | None) -> ToolCall:
 
 
 def _summary(head: dict[str, Any]) -> tuple[str, str] | None:
-    """The summary `latestConversationSummary` holds and the last bubble it covers: `{summary:
-    {summary, truncationLastBubbleIdInclusive, clientShouldStartSendingFromInclusiveBubbleId,
-    previousConversationSummaryBubbleId, includesToolResults, strategy}, lastBubbleId}` (Cursor's
-    `aiserver.v1.ConversationSummary`), or its fields one level up as some readers document it."""
+    """The summary `latestConversationSummary` holds and the last bubble it covers (its nesting:
+    docs/formats.md), or its fields one level up as some readers document it."""
     latest = field_dict(head, "latestConversationSummary")
     inner = latest.get("summary")
     summary = inner if isinstance(inner, dict) else latest

@@ -161,11 +161,7 @@ class CursorCliTurnBuilder(CallsBuilder):
             for part in field_list(msg, "content"):
                 call = self.calls.get(str(field_dict({"p": part}, "p").get("toolCallId")))
                 if call is not None:
-                    call.result = {
-                        "is_error": part.get("isError") is True,
-                        "message": "",
-                        "output": part.get("result"),
-                    }
+                    call.finish(part.get("isError") is True, "", part.get("result"), None)
         elif role != "system":
             self.unknown_type(f"role {role}")
 

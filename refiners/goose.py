@@ -36,8 +36,8 @@ from .disk import head_records, is_dir, is_file
 from .fields import field_dict, field_list, loads_valid
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall, epoch, output_to_text
-from .sources import Discovery, SessionSource, SourceFile, jsonl_sessions, register
-from .stores import by_session, exported, read_only, read_reported, store_session, table_rows
+from .sources import Discovery, SessionSource, jsonl_sessions, log_session, register
+from .stores import columns, exported, read_only, read_reported, store_session, with_messages
 
 SOURCE = "goose"
 DB = "sessions.db"
@@ -154,29 +154,20 @@ def _header(path: Path) -> dict[str, Any] | None:
 
 
 def _session(path: Path, header: dict[str, Any]) -> SessionSource:
-    cwd, title = header.get("working_dir"), header.get("description") or header.get("name")
-    return SessionSource(
-        SOURCE,
-        str(header.get("id") or path.stem),
-        SOURCE,
-        [cwd] if isinstance(cwd, str) and cwd else [],
-        title if isinstance(title, str) and title else None,
-        path.parent,
-        [SourceFile("main", path.name, path)],
-    )
+    title = header.get("description") or header.get("name")
+    sid = str(header.get("id") or path.stem)
+    return log_session(SOURCE, sid, SOURCE, header.get("working_dir"), title, path)
 
 
 def read_db(db: Path) -> list[dict[str, Any]] | None:
     """Every session of a Goose `sessions.db` with its messages, read-only in one transaction;
     None when the database is not Goose's (another agent's `sessions.db`: Cline's)."""
     with read_only(db) as con:
-        if "content_json" not in {d[1] for d in con.execute("PRAGMA table_info(messages)")}:
+        if "content_json" not in columns(con, "messages"):
             return None
-        sessions = table_rows(con, "sessions")
-        rows = by_session(con, MESSAGES)
-    messages = {sid: [_decoded(m) for m in ms] for sid, ms in rows.items()}
-    for s in sessions:
-        s["messages"] = messages.get(str(s.get("id")), [])
+        sessions = with_messages(con, "sessions", MESSAGES)
+    for m in (m for s in sessions for m in s["messages"]):
+        _decoded(m)
     return sessions
 
 

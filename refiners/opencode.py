@@ -26,14 +26,15 @@ synthetic text, its usage, and the work after the "Continue" as that turn's next
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .fields import as_int, field_dict, field_list, loads_valid
-from .lines import LogReader, Record, TurnBuilder, prompt_turn
+from . import stores
+from .fields import as_int, field_dict, field_list
+from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn
-from .sources import Discovery, SessionSource, SourceFile, register
-from .stores import by_session, exported, read_only, read_reported, table_rows
+from .sources import Discovery, SessionSource, register
 
 SOURCE = "opencode"
 DB = "opencode.db"
@@ -45,14 +46,6 @@ def _ms(value: Any) -> float | None:
     )
 
 
-def _json(text: Any) -> dict[str, Any]:
-    try:
-        value = loads_valid(text) if isinstance(text, str) else None
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 MESSAGES = (
     "SELECT session_id, id, time_created, time_updated, data FROM message"
     " ORDER BY session_id, time_created, id"
@@ -61,20 +54,17 @@ MESSAGES = (
 
 def read_sessions(db: Path) -> list[dict[str, Any]]:
     """Every session of `db` with its messages and parts, read-only in one transaction."""
-    with read_only(db) as con:
-        sessions = table_rows(con, "session")
-        messages = by_session(con, MESSAGES)
+    with stores.read_only(db) as con:
+        sessions = stores.with_messages(con, "session", MESSAGES)
         by_id: dict[Any, dict[str, Any]] = {}
-        for m in (m for ms in messages.values() for m in ms):
-            m["data"], m["parts"] = _json(m["data"]), []
+        for m in (m for s in sessions for m in s["messages"]):
+            m["data"], m["parts"] = stores.json_object(m["data"]), []
             by_id[m["id"]] = m
         for mid, pid, data in con.execute(
             "SELECT message_id, id, data FROM part ORDER BY message_id, time_created, id"
         ):
             if mid in by_id:
-                by_id[mid]["parts"].append({"id": pid, **_json(data)})
-    for s in sessions:
-        s["messages"] = messages.get(s["id"], [])
+                by_id[mid]["parts"].append({"id": pid, **stores.json_object(data)})
     return sessions
 
 
@@ -91,14 +81,9 @@ def export_lines(session: dict[str, Any]) -> bytes:
 # --- parsing the export ------------------------------------------------------------------------
 
 
-class OpenCodeTurnBuilder(TurnBuilder):
-    def __init__(self) -> None:
-        self.turns: list[Turn] = []
-        self.version: str | None = None
-        self.unknown: dict[str, int] = {}
-
+class OpenCodeTurnBuilder(CallsBuilder):
     def feed(self, record: Record) -> None:
-        rec, start, end = record.data, record.start, record.end
+        rec, end = record.data, record.end
         if rec.get("type") == "session":
             version = field_dict(rec, "session").get("version")
             self.version = version if isinstance(version, str) else self.version
@@ -111,14 +96,12 @@ class OpenCodeTurnBuilder(TurnBuilder):
             self.turns[-1].compactions += any(p.get("type") == "compaction" for p in parts)
             return
         if data.get("role") == "user":
-            if self.turns and self.turns[-1].end == "open":
-                self.turns[-1].end = "superseded"
             text = "\n".join(
                 str(p.get("text") or "")
                 for p in parts
                 if p.get("type") == "text" and not p.get("synthetic")
             )
-            self.turns.append(prompt_turn(len(self.turns), ts, text, start, end))
+            self.open(text, ts, record)
             return
         if not self.turns or data.get("role") != "assistant":
             return
@@ -192,11 +175,8 @@ def _call(part: dict[str, Any]) -> ToolCall:
     )
     if status in ("completed", "error"):
         failed = status == "error" or (isinstance(exit_code, int) and exit_code != 0)
-        call.result = {
-            "is_error": failed,
-            "message": str(state.get("error") or ""),
-            "output": state.get("output", state.get("error", "")),
-        }
+        output = state.get("output", state.get("error", ""))
+        call.finish(failed, str(state.get("error") or ""), output, call.result_at)
     return call
 
 
@@ -219,57 +199,18 @@ def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | N
     if not db.is_file():
         return None
     found = Discovery()
-    sessions = read_reported(read_sessions, db, f"the {label} database", found)
+    sessions = stores.read_reported(read_sessions, db, f"the {label} database", found)
     if sessions is None:
         return found
-    ids = {str(s.get("id")) for s in sessions if s.get("id")}
-    by_id: dict[str, SessionSource] = {}
-    children: list[tuple[str, str, dict[str, Any], Path]] = []
-    for sid, s, export in exported(db, "opencode", sessions, export_lines):
-        parent = s.get("parent_id")
-        if isinstance(parent, str) and parent in ids:  # a subagent: archived with its parent
-            children.append((parent, sid, s, export))
-            continue
-        by_id[sid] = _session(source, sid, s, export, db)
-        found.sessions.append(by_id[sid])
-    parents = parent_of(sessions)
-    for parent, sid, s, export in children:
-        root, hops = parent, 0
-        while root not in by_id and root in parents and hops < 64:  # a subagent's subagent
-            root, hops = parents[root], hops + 1
-        if root in by_id:
-            by_id[root].files.append(SourceFile(sid, f"subagents/{sid}.jsonl", export, whole=True))
-        else:  # its parents loop: no session to hang it under, so it stands alone
-            found.sessions.append(_session(source, sid, s, export, db))
-            found.skipped.append(
-                (
-                    str(db),
-                    f"subagent session {sid}: its parents never reach a top-level session "
-                    "(they loop); archived as a session of its own",
-                )
-            )
+    exports = stores.exported(db, "opencode", sessions, export_lines)
+    session = partial(_session, source, db)
+    stores.file_sessions(exports, stores.sub_sessions(sessions, "parent_id"), session, found, db)
     return found
 
 
-def _session(source: str, sid: str, s: dict[str, Any], export: Path, db: Path) -> SessionSource:
+def _session(source: str, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:
     """The session `sid` (row `s`, exported to `export`) of the database `db`, as `source`."""
-    directory = s.get("directory")
-    title = s.get("title")
-    return SessionSource(
-        source,
-        sid,
-        source,
-        [directory] if isinstance(directory, str) and directory else [],
-        title if isinstance(title, str) else None,
-        db.parent,
-        [SourceFile("main", "session.jsonl", export, whole=True)],
-    )
-
-
-def parent_of(sessions: list[dict[str, Any]]) -> dict[str, str]:
-    return {
-        str(s["id"]): str(s["parent_id"]) for s in sessions if s.get("id") and s.get("parent_id")
-    }
+    return stores.store_session(source, sid, source, s.get("directory"), s.get("title"), db, export)
 
 
 READER = register(LogReader(SOURCE, "OpenCode", _builder, discover, 35, whole=True))

@@ -42,6 +42,32 @@ class SessionSource:
     branch: str | None = None  # the git branch the records name, when they do
 
 
+def log_session(
+    source: str,
+    sid: str,
+    bucket: str,
+    work_dir: Any,
+    title: Any,
+    path: Path,
+    *,
+    whole: bool = False,
+    rel: str | None = None,
+    folder: Path | None = None,
+) -> SessionSource:
+    """The session `sid` whose log is the one file `path` (named `rel` in the archive, its own name
+    by default; `whole`: rewritten in place, archived and parsed whole), in `folder` (the log's by
+    default); its work dir and title kept when they are text, not empty."""
+    return SessionSource(
+        source,
+        sid,
+        bucket,
+        [work_dir] if isinstance(work_dir, str) and work_dir else [],
+        title if isinstance(title, str) and title else None,
+        path.parent if folder is None else folder,
+        [SourceFile("main", path.name if rel is None else rel, path, whole=whole)],
+    )
+
+
 @dataclass
 class Discovery:
     sessions: list[SessionSource] = field(default_factory=list)

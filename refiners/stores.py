@@ -28,7 +28,7 @@ import orjson
 from archive_mcp.workspaces.atomic import atomic_write_bytes
 
 from .fields import loads_valid
-from .sources import Discovery, SessionSource, SourceFile
+from .sources import Discovery, SessionSource, SourceFile, log_session
 
 T = TypeVar("T")
 
@@ -93,6 +93,33 @@ def by_session(con: sqlite3.Connection, sql: str) -> dict[Any, list[dict[str, An
     for sid, *columns in rows:
         out.setdefault(sid, []).append(dict(zip(names, columns, strict=True)))
     return out
+
+
+def with_messages(con: sqlite3.Connection, table: str, sql: str) -> list[dict[str, Any]]:
+    """Every row of `table` (a session) with its `messages`: the rows of `sql` (as `by_session`
+    lists them) whose first column is the session's `id` as text, in their order."""
+    sessions = table_rows(con, table)
+    messages = by_session(con, sql)
+    for s in sessions:
+        s["messages"] = messages.get(str(s.get("id")), [])
+    return sessions
+
+
+def sub_sessions(sessions: list[dict[str, Any]], key: str) -> dict[str, str]:
+    """Sub-session id -> its parent's, for each session whose parent (its column `key`) is one of
+    `sessions`: what `file_sessions` files under a top session."""
+    ids = {str(s.get("id")) for s in sessions if s.get("id")}
+    return {
+        str(s["id"]): str(s[key])
+        for s in sessions
+        if s.get("id") and s.get(key) and str(s[key]) in ids
+    }
+
+
+def json_object(raw: Any) -> dict[str, Any]:
+    """A stored JSON object (`json_value`); an empty one when the value is not one."""
+    value = json_value(raw)
+    return value if isinstance(value, dict) else {}
 
 
 def json_value(raw: Any) -> Any:
@@ -181,14 +208,8 @@ def store_session(
 ) -> SessionSource:
     """The session `sid` of the store `db`, archived as its export (`export`, one file named
     `name`, made again whole from the store); its work dir and title kept when they are text."""
-    return SessionSource(
-        source,
-        sid,
-        bucket,
-        [work_dir] if isinstance(work_dir, str) and work_dir else [],
-        title if isinstance(title, str) and title else None,
-        db.parent,
-        [SourceFile("main", name, export, whole=True)],
+    return log_session(
+        source, sid, bucket, work_dir, title, export, whole=True, rel=name, folder=db.parent
     )
 
 

@@ -1,21 +1,11 @@
-"""Reader for VS Code's chat (GitHub Copilot Chat: `workspaceStorage/<hash>/chatSessions/`) into
-`Turn`s.
+"""Reader for VS Code's chat (GitHub Copilot Chat) into `Turn`s: the sessions VS Code, its
+Insiders build, VSCodium and Cursor keep in `User/workspaceStorage/<hash>/chatSessions/` (and
+`globalStorage/emptyWindowChatSessions/`), the work dir named by `workspace.json` beside them.
 
-docs/formats.md (built from the documented format, not recorded): a session is `<id>.json`, one
-document rewritten whole (`version`, `sessionId`, `creationDate`, `customTitle`, `requests`),
-or in newer builds `<id>.jsonl`, a log of changes to that document: `{"kind": 0, "v": <the
-document>}` then `kind` 1 (set the value at the path `k` to `v`), 2 (push the items `v` onto
-the array at `k`, first cutting it to `i` when given) and 3 (delete at `k`). Either is parsed
-whole. A request is a turn: `message.text` the prompt, `response` its parts (markdown `value`s,
-`thinking`, `toolInvocationSerialized` calls with their `toolSpecificData`), `result`
-(`timings`, `errorDetails`, Copilot's `metadata.toolCallRounds`/`toolCallResults`: the calls'
-arguments and outputs), `modelState` (1 done, 2 cancelled, 3 failed) and usage when written.
-A `runSubagent` call (`toolSpecificData` `{kind: "subagent", description, agentName, prompt,
-result}`) is a subagent run of its turn: its prompt, the calls marked with its
-`subAgentInvocationId`, its result the answer.
-
-`workspace.json` beside `chatSessions/` names the folder (a `file://` or remote URI): the work
-dir. VS Code, its Insiders build, VSCodium and Cursor share the layout.
+The format: docs/formats.md, "VS Code's chat" (built from the documented format, not recorded).
+A session is one `.json` document rewritten whole or, in newer builds, a `.jsonl` log of changes
+to it (`replay`): either is parsed whole. A request is a turn; the calls of a `runSubagent` call
+(marked with its `subAgentInvocationId`) are a subagent run of that turn.
 """
 
 from __future__ import annotations
@@ -29,7 +19,7 @@ from .disk import LINE_MAX, SNAPSHOT_MAX, is_dir, is_file, read_bounded
 from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import prompt_turn
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, epoch
-from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, listing, register
+from .sources import Discovery, SnapshotReader, listing, log_session, register
 
 SOURCE = "copilot-chat"
 CHATS = "chatSessions"
@@ -123,22 +113,18 @@ def _call(part: dict[str, Any], meta: dict[str, Any], rounds: dict[str, Any]) ->
         field_dict(data, "terminalCommandOutput").get("text")
     )
     failed = details.get("isError") is True or (isinstance(exit_code, int) and exit_code != 0)
-    call.result = {
-        "is_error": failed or call.approval == "reject",
-        "message": _text(part.get("pastTenseMessage")),
-        "output": output,
-    }
+    rejected = call.approval == "reject"
+    call.finish(failed or rejected, _text(part.get("pastTenseMessage")), output, None)
     return call
 
 
 def subagent_run(
     cid: str, call: ToolCall | None, data: dict[str, Any], calls: list[ToolCall], at: float | None
 ) -> SubagentRun:
-    """The subagent the call `cid` ran (`runSubagent`; its `toolSpecificData` `{kind:
-    "subagent", description, agentName, prompt, result}`) as one turn: its prompt, the calls
-    marked with its `subAgentInvocationId`, its result the answer (and the call's output when
-    the request's results do not hold it). Calls whose `runSubagent` call is not in the request
-    still make its run (`call` None)."""
+    """The subagent the `runSubagent` call `cid` ran (its `toolSpecificData`: `data`) as one turn:
+    its prompt, its `calls`, its result the answer (and the call's output when the request's
+    results do not hold it). Calls whose `runSubagent` call is not in the request still make its
+    run (`call` None)."""
     prompt = data.get("prompt") or data.get("description")
     sub = prompt_turn(0, at, prompt if isinstance(prompt, str) else "", 0, legacy=False)
     if calls:
@@ -252,15 +238,7 @@ def _sessions(storage: Path, found: Discovery) -> None:
     folder = vscode.workspace_folder(storage)
     for f in _chat_files(chats, found):
         found.sessions.append(
-            SessionSource(
-                SOURCE,
-                f.stem,
-                storage.name,
-                [folder] if folder else [],
-                None,
-                chats,
-                [SourceFile("main", f.name, f, whole=True)],
-            )
+            log_session(SOURCE, f.stem, storage.name, folder, None, f, whole=True)
         )
 
 

@@ -509,7 +509,7 @@ def test_opencode_subagent_sessions_whose_parents_loop_are_reported_and_archived
     assert found.skipped == [
         (
             str(db),
-            f"subagent session {sid}: its parents never reach a top-level session (they loop); "
+            f"sub-session {sid}: its parents never reach a top-level session (they loop); "
             "archived as a session of its own",
         )
         for sid in ("loop-a", "loop-b")
@@ -519,7 +519,7 @@ def test_opencode_subagent_sessions_whose_parents_loop_are_reported_and_archived
     assert [(s.path, s.reason) for s in report.skipped] == [
         (
             str(db),
-            f"subagent session {sid}: its parents never reach a top-level session (they loop); "
+            f"sub-session {sid}: its parents never reach a top-level session (they loop); "
             "archived as a session of its own",
         )
         for sid in ("loop-a", "loop-b")

@@ -1,15 +1,24 @@
-"""A store's sessions filed with their sub-sessions (`stores.file_sessions`), as Crush and Cursor
-file theirs: each sub-session a subagent file of its top session, at any depth, in the store's
-order; one whose parents loop archived on its own and reported."""
+"""A store's sessions filed with their sub-sessions (`stores.file_sessions`), as Crush, Cursor and
+OpenCode file theirs: each sub-session a subagent file of its top session, at any depth, in the
+store's order; one whose parents loop archived on its own and reported. With them the other
+helpers the readers share: a session of one log file, a store's sessions with their messages."""
 
 from __future__ import annotations
 
+import sqlite3
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from archive_mcp.refiners.sources import Discovery, SessionSource
-from archive_mcp.refiners.stores import file_sessions, store_session, top_session
+from archive_mcp.refiners.sources import Discovery, SessionSource, log_session
+from archive_mcp.refiners.stores import (
+    file_sessions,
+    json_object,
+    store_session,
+    sub_sessions,
+    top_session,
+    with_messages,
+)
 
 DB = Path("/stores/agent/agent.db")
 LOOP = "its parents never reach a top-level session (they loop); archived as a session of its own"
@@ -63,3 +72,41 @@ def test_a_store_session_keeps_its_work_dir_and_title_only_when_they_are_text() 
     assert (kept.work_dirs, kept.title, kept.session_dir) == (["/p"], "A title", DB.parent)
     assert (dropped.work_dirs, dropped.title) == ([], None)
     assert [(f.agent, f.rel, f.whole) for f in kept.files] == [("main", "session.jsonl", True)]
+
+
+def test_a_log_session_is_its_one_file_named_as_it_is_unless_given_a_name() -> None:
+    log = Path("/home/a/.agent/sessions/s2.json")
+    plain = log_session("agent", "s2", "bucket", "/p", "", log)
+    named = log_session("agent", "s2", "b", None, "T", log, whole=True, rel="x.jsonl", folder=DB)
+    assert (plain.work_dirs, plain.title, plain.session_dir) == (["/p"], None, log.parent)
+    assert [(f.agent, f.rel, f.path, f.whole) for f in plain.files] == [
+        ("main", "s2.json", log, False)
+    ]
+    assert (named.work_dirs, named.title, named.session_dir) == ([], "T", DB)
+    assert [(f.rel, f.whole) for f in named.files] == [("x.jsonl", True)]
+
+
+def test_sessions_come_with_their_messages_in_order_and_sub_sessions_with_a_known_parent() -> None:
+    con = sqlite3.connect(":memory:")
+    con.executescript(
+        """
+        CREATE TABLE s (id TEXT, parent TEXT);
+        CREATE TABLE m (sid TEXT, n INTEGER);
+        INSERT INTO s VALUES ('a', NULL), ('b', 'a'), ('c', 'gone'), ('d', 'b');
+        INSERT INTO m VALUES ('b', 2), ('a', 1), ('b', 1), ('z', 9);
+        """
+    )
+    sessions = with_messages(con, "s", "SELECT sid, n FROM m ORDER BY n, sid")
+    assert [(s["id"], s["messages"]) for s in sessions] == [
+        ("a", [{"n": 1}]),
+        ("b", [{"n": 1}, {"n": 2}]),
+        ("c", []),
+        ("d", []),
+    ]
+    assert sub_sessions(sessions, "parent") == {"b": "a", "d": "b"}
+
+
+def test_a_stored_json_object_is_empty_when_the_value_is_not_one() -> None:
+    assert json_object('{"a": 1}') == {"a": 1}
+    assert json_object(b'{"a": "\\ud800"}') == {"a": "\ufffd"}
+    assert [json_object(v) for v in ("[1]", "{", None, 3)] == [{}, {}, {}, {}]
