@@ -171,7 +171,8 @@ def turn_text(t: TurnDetail, cite: Citing | None = None) -> str:
         f"Assistant: {t.assistant_text}",
     ]
     block += [
-        f"Tool {c.name} {c.arguments} [{c.status}]" + (f" → {c.result}" if c.result else "")
+        " ".join(["Tool", c.name, *([c.arguments] if c.arguments else []), f"[{c.status}]"])
+        + (f" → {c.result}" if c.result else "")
         if c.digest
         else f"Tool {c.name} [{c.status}] {c.arguments}\n  → {c.result}"
         for c in t.tool_calls

@@ -668,6 +668,7 @@ async def test_load_turn_context_gives_the_words_whole_and_each_call_one_line(
                     "status": "ok",
                     "result": "bench row 00000 p50=41.0ms",
                     "digest": True,
+                    "calls": 1,
                 }
             ]
         for budget in (4000, 9000):  # full: the output fills what the words leave
