@@ -14,7 +14,7 @@ from mcp import Client
 from archive_mcp import Archive
 from archive_mcp.mcp import overview, toolkit
 from archive_mcp.mcp.server import build_server
-from archive_mcp.refs import short_ids
+from archive_mcp.refs import Citing, short_ids
 
 CWD = "/home/alice/projects/sync"
 TWINS = ["a11ce000-1111-4222-8333-444455556666", "a11ce000-2222-4222-8333-444455556666"]
@@ -278,3 +278,10 @@ def test_the_notes_of_references_without_a_matching_passage_keep_to_the_budget(
     assert text.splitlines()[-1] == (
         "… 18 more not-found notes not shown (1 of 19); ask for fewer references"
     )
+
+
+def test_a_text_names_whole_session_ids_by_their_short_ids_and_leaves_other_words() -> None:
+    cite = Citing({LONE: "b0b00000", "rollout-2026-03-20T10-00-00-abc": "rollout-"})
+    text = f"- {LONE}:3 and rollout-2026-03-20T10-00-00-abc:1; {LONE}x stays; b0b00000-1111 too"
+    assert cite.in_text(text) == (f"- b0b00000:3 and rollout-:1; {LONE}x stays; b0b00000-1111 too")
+    assert Citing().in_text(text) == text

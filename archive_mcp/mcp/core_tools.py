@@ -265,7 +265,7 @@ def load_turn_context(
     after: Annotated[int, Field(ge=0, le=10)] = 0,
     include_tools: bool = True,
     include_thinking: bool = False,
-    max_chars: Annotated[int, Field(ge=500, le=200_000)] = 4000,
+    max_chars: Annotated[int, Field(ge=1000, le=200_000)] = 4000,
     detail: Annotated[
         Detail,
         Field(
@@ -500,6 +500,9 @@ def _turns_text(turns: list[TurnDetail], not_found: list[MissingTurn], cite: Cit
     )
 
 
+MIN_TEXT = 40  # the least a loaded turn's text is given: at a small max_chars its head, not nothing
+
+
 def _within(
     load: Callable[[int], TurnContext], max_chars: int, cite_of: Callable[[], Citing]
 ) -> tuple[TurnContext, Citing]:
@@ -507,7 +510,7 @@ def _within(
     budget of their texts starts at the whole and shrinks by what overflowed, a few tries), and
     how their text names their sessions (`cite_of`)."""
     budget = max_chars - 120
-    found = load(max(200, budget))
+    found = load(max(MIN_TEXT, budget))
     cite = cite_of()
     for _ in range(4):
         data = to_jsonable(TurnContextOutput(found.turns, found.not_found))
@@ -516,7 +519,7 @@ def _within(
         if over <= 0:
             break
         budget -= over + 20
-        found = load(max(200, budget))
+        found = load(max(MIN_TEXT, budget))
     return found, cite
 
 
