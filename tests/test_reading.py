@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 from archive_mcp.refiners.model import ToolCall
+from archive_mcp.refiners.text import clip
 from mcp import Client
 
 from archive_mcp import Archive
@@ -22,7 +23,7 @@ from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.mcp.server import build_server
 from archive_mcp.refs import TurnRef, parse_ref
 from archive_mcp.render import hit_text
-from archive_mcp.search.context import READ_WHOLE, SCAN, _scanned, line_passages
+from archive_mcp.search.context import READ_WHOLE, SCAN, _scanned, line_passages, passages
 from archive_mcp.search.hits import Hit
 from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
 from archive_mcp.search.tool_text import grouped, plain_arguments, plain_output, relative
@@ -308,6 +309,18 @@ def test_a_tools_lines_that_hold_the_words_come_with_two_lines_each_side_after_i
         '  \\"outputDirectory\\": \\"public\\"\n}"}'
     )
     assert line_passages(log, ["absent"]) == log
+    listing = "\n".join(f"node_modules/pkg{i}/index.js" for i in range(100))
+    assert line_passages(listing, ["vercel"]) == clip(listing, 400)  # matched by its other half
+    assert line_passages(listing, []) == listing
+
+
+def test_matching_keeps_of_a_long_paragraph_only_its_lines_that_hold_the_words() -> None:
+    pasted = "\n".join(["deploy log:", *(f"12:00:{i:02d} build step {i}" for i in range(30))])
+    text = f"Why did it fail?\n\n{pasted}\nError: bad runtime\n\nShort one with runtime."
+    assert passages(text, ["runtime"]) == (
+        "deploy log:\n…\n12:00:28 build step 28\n12:00:29 build step 29\nError: bad runtime"
+        "\n…\nShort one with runtime."
+    )
 
 
 def test_an_escaped_backslash_before_n_in_a_tools_json_input_does_not_end_a_line() -> None:
@@ -403,9 +416,10 @@ def test_matching_in_full_detail_shows_the_lines_of_a_call_that_hold_the_words_a
         [f"{sid}:0", f"{sid}:1"], workspace=ws, full_tools=True, matching=["runtime"]
     )
     (turn,) = ctx.turns
-    # the input's fields as lines, the path relative to the project's folder (/home/alice/pay)
+    # the path relative to the project's folder (/home/alice/pay)
     assert [c.arguments for c in turn.tool_calls] == [
-        'file_path: vercel.json\n…\n  "k28": 28,\n  "k29": 29,\n  "runtime": "node@3"\n}'
+        '{"file_path": "vercel.json", "content": "{\n…\n  \\"k28\\": 28,\n'
+        '  \\"k29\\": 29,\n  \\"runtime\\": \\"node@3\\"\n}"}'
     ]
     assert [(n.turn, n.reason) for n in ctx.not_found] == [
         (

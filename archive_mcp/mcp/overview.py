@@ -33,7 +33,7 @@ class Prompt:
 def routine(kinds: list[str] | None, words: str) -> bool:
     """A turn the overview leaves out: only routine kinds, and no answer or feedback the user gave
     through a tool (`[answer] …`: a decision)."""
-    return bool(kinds) and set(kinds) <= ROUTINE and not any(m in words for m in MARKS)
+    return bool(kinds) and set(kinds or ()) <= ROUTINE and not any(m in words for m in MARKS)
 
 
 def prompts(turns: pl.LazyFrame, sessions: list[str]) -> tuple[dict[str, list[Prompt]], int]:

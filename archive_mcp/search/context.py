@@ -23,7 +23,6 @@ from archive_mcp.search.tool_text import (
     digest_line,
     grouped,
     line_passages,
-    plain_arguments,
     plain_output,
     relative,
 )
@@ -124,13 +123,18 @@ TOOL_FLOOR = 200  # a call shown in full gets at least this much of its input an
 DIGEST_SHARE = 0.2  # of a turn's budget, kept for its tool digests when its words would take it all
 
 
+LONG = 12  # lines from which a paragraph `passages` keeps is cut to the lines that hold a word
+
+
 def passages(text: str, words: Sequence[str]) -> str:
-    """The paragraphs of `text` that hold any of `words` (case-insensitive), `…` between them."""
+    """The paragraphs of `text` that hold any of `words` (case-insensitive), `…` between them;
+    of a paragraph of LONG lines or more, the lines that hold them (`line_passages`)."""
     if not words:
         return text
     low = [w.lower() for w in words]
-    kept = [p for p in re.split(r"\n\s*\n", text) if any(w in p.lower() for w in low)]
-    return "\n…\n".join(p.strip("\n") for p in kept)
+    kept = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if any(w in p.lower() for w in low)]
+    # a long paragraph (a pasted log, a long list) shows only its lines that hold the words
+    return "\n…\n".join(line_passages(p, words) if p.count("\n") >= LONG else p for p in kept)
 
 
 SCAN = 600  # characters of an answer a scan (a range, several references, a neighbour) shows
@@ -292,8 +296,9 @@ def _detail(
     tools: list[ToolDetail] = []
     left, cut_tools = 0, False
     if include_tools and full_tools:
-        args = [plain_arguments(redact(c.arguments, known)[0]) for c in calls]
-        args = [line_passages(relative(a, roots), matching) for a in args]
+        args = [
+            line_passages(relative(redact(c.arguments, known)[0], roots), matching) for c in calls
+        ]
         outs = [
             line_passages(relative(plain_output(redact(o, known)[0]), roots), matching)
             for o in outputs

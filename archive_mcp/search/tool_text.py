@@ -32,6 +32,7 @@ TARGET_MAX = 100  # a digest's target (the call's path, command or query)
 FIRST_WORDS = 80  # a digest's first words of the result
 AROUND = 2  # lines shown each side of a line of a tool's input or output that holds a word
 HEAD_LINE = 300  # characters of its first line shown with them
+UNMATCHED = 400  # characters shown of a call's input or output that holds none of the words
 # `cat -n`'s right-aligned line numbers ("    70→" as Claude Code's Read shows a file): the padding
 _NUMBERED = re.compile(r"(?m)^ +(?=\d+(?:→|\t))")
 
@@ -139,14 +140,14 @@ def grouped(
 def line_passages(text: str, words: Sequence[str], around: int = AROUND) -> str:
     """The lines of `text` (a tool's input or output: code, a file, a log) that hold any of
     `words`, with `around` lines each side, after its first line (what was called on: a path, a
-    command; cut at HEAD_LINE), `…` between runs; `text` whole when none does (the call matched
-    by its name or its other half). A one-line JSON text's escaped newlines end lines too: an
+    command; cut at HEAD_LINE), `…` between runs; when none does (the call matched by its name
+    or its other half), its first UNMATCHED characters. A one-line JSON text's escaped newlines end lines too: an
     edit's old and new text are read line by line."""
     low = [w.lower() for w in words]
     lines = text.splitlines() if "\n" in text else json_lines(text)
     hits = [i for i, line in enumerate(lines) if any(w in line.lower() for w in low)]
-    if not low or not hits:
-        return text
+    if not low or not hits:  # the call matched by its other half: this one's head
+        return text if not low or len(text) <= UNMATCHED else clip(text, UNMATCHED)
     near = {j for i in hits for j in range(i - around, i + around + 1) if 0 <= j < len(lines)}
     keep = sorted(near | {0})
     runs: list[str] = []
