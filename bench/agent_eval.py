@@ -32,6 +32,8 @@ subagents' logs, kept at the top of OUT/localapi/raw and in <session>/subagents/
 the same home, copied the same way as `localapi`) is a further project.
 `qatools` is the folder `-Users-neilhart-Documents-BONKbot-github-qa-tools` of that home, copied
 the same way into OUT/qatools/raw.
+`tokenap` is the folder `-Users-neilhart-Documents-BONKbot-github-token-analysis-autopilot` of that
+home (its session logs and their subagents' logs), copied the same way into OUT/tokenap/raw.
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ PROJECTS: dict[str, Project] = {
         (f"{PAI}/-Users-neilhart-Documents-BONKbot-github-tg-ripper",), "**/*.jsonl"
     ),
     "qatools": Project((f"{PAI}/-Users-neilhart-Documents-BONKbot-github-qa-tools",), "**/*.jsonl"),
+    "tokenap": Project(
+        (f"{PAI}/-Users-neilhart-Documents-BONKbot-github-token-analysis-autopilot",), "**/*.jsonl"
+    ),
 }
 
 

@@ -113,6 +113,17 @@ def question_rows(project: str, prefix: str) -> list[dict[str, str]]:
         ("localapi", "lq", 12, ("trenchbench-api-production",)),
         ("tgripper", "tq", 10, ("tg-ripper-user-scanner", "tg-ripper-topic-search")),
         ("qatools", "qq", 11, ("qa-tools-slack-vercel-deploy",)),
+        (
+            "tokenap",
+            "aq",
+            8,
+            (
+                "autopilot-backend-startup",
+                "close-positions-controls",
+                "backend-data-feed-integration",
+                "vz-volume-indicator",
+            ),
+        ),
     ],
 )
 def test_a_held_out_projects_questions_back_each_part_and_ask_nothing_a_labelled_topic_holds(
