@@ -113,3 +113,13 @@ class Citing:
 
     def ref(self, session_id: str, turn: int, agent: str = "main") -> str:
         return turn_ref(self.sid(session_id), turn, agent)
+
+    def in_text(self, text: str) -> str:
+        """`text` with each whole session id it names (a word of id characters, e.g. before
+        `:TURN`) named as `sid` names it."""
+        if not self.short:
+            return text
+        return _ID_WORD.sub(lambda m: self.short.get(m.group(), m.group()), text)
+
+
+_ID_WORD = re.compile(r"[\w.-]{9,}")  # a word that may be a session id (uuids, rollout names)

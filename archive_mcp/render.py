@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import Citing, turn_ref
 from archive_mcp.search.highlight import clip_marked, unmark
+from archive_mcp.search.tool_text import plain_arguments
 
 if TYPE_CHECKING:
     from archive_mcp.memory.store import MemoryEntry
@@ -171,9 +172,10 @@ def turn_text(t: TurnDetail, cite: Citing | None = None) -> str:
         f"Assistant: {t.assistant_text}",
     ]
     block += [
-        f"Tool {c.name} {c.arguments} [{c.status}]" + (f" → {c.result}" if c.result else "")
+        " ".join(["Tool", c.name, *([c.arguments] if c.arguments else []), f"[{c.status}]"])
+        + (f" → {c.result}" if c.result else "")
         if c.digest
-        else f"Tool {c.name} [{c.status}] {c.arguments}\n  → {c.result}"
+        else f"Tool {c.name} [{c.status}] {plain_arguments(c.arguments)}\n  → {c.result}"
         for c in t.tool_calls
     ]
     if t.thinking:

@@ -13,6 +13,8 @@ import anyio
 import numpy as np
 import polars as pl
 import pytest
+from archive_mcp.refiners.model import ToolCall
+from archive_mcp.refiners.text import clip
 from mcp import Client
 
 from archive_mcp import Archive
@@ -21,9 +23,10 @@ from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.mcp.server import build_server
 from archive_mcp.refs import TurnRef, parse_ref
 from archive_mcp.render import hit_text
-from archive_mcp.search.context import READ_WHOLE, SCAN, _scanned, line_passages
+from archive_mcp.search.context import READ_WHOLE, SCAN, _scanned, line_passages, passages
 from archive_mcp.search.hits import Hit
 from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
+from archive_mcp.search.tool_text import grouped, plain_arguments, plain_output, relative
 
 LOADER = "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f"
 
@@ -70,11 +73,12 @@ def _all_text(t: Any) -> str:
 def test_a_digest_budget_leaves_no_empty_stub_and_says_what_it_left_out(archive: Archive) -> None:
     ctx = archive.load_turn_context([f"{LOADER}:1"], workspace="ml-pipeline", max_chars=500)
     t = ctx.turns[0]
-    assert all(c.digest and c.result for c in t.tool_calls)
-    calls = len(t.tool_calls) + int((t.left_out or "0").split()[0])
+    assert all(c.digest and (c.arguments or c.result) for c in t.tool_calls)
+    shown = sum(c.calls for c in t.tool_calls)
+    calls = shown + int((t.left_out or "0").split()[0])
     if t.left_out:
         assert t.left_out == (
-            f"{calls - len(t.tool_calls)} of {calls} tool calls left out for the budget; "
+            f"{calls - shown} of {calls} tool calls left out for the budget; "
             "raise max_chars or use detail=full"
         )
 
@@ -305,6 +309,18 @@ def test_a_tools_lines_that_hold_the_words_come_with_two_lines_each_side_after_i
         '  \\"outputDirectory\\": \\"public\\"\n}"}'
     )
     assert line_passages(log, ["absent"]) == log
+    listing = "\n".join(f"node_modules/pkg{i}/index.js" for i in range(100))
+    assert line_passages(listing, ["vercel"]) == clip(listing, 400)  # matched by its other half
+    assert line_passages(listing, []) == listing
+
+
+def test_matching_keeps_of_a_long_paragraph_only_its_lines_that_hold_the_words() -> None:
+    pasted = "\n".join(["deploy log:", *(f"12:00:{i:02d} build step {i}" for i in range(30))])
+    text = f"Why did it fail?\n\n{pasted}\nError: bad runtime\n\nShort one with runtime."
+    assert passages(text, ["runtime"]) == (
+        "deploy log:\n…\n12:00:28 build step 28\n12:00:29 build step 29\nError: bad runtime"
+        "\n…\nShort one with runtime."
+    )
 
 
 def test_an_escaped_backslash_before_n_in_a_tools_json_input_does_not_end_a_line() -> None:
@@ -400,8 +416,9 @@ def test_matching_in_full_detail_shows_the_lines_of_a_call_that_hold_the_words_a
         [f"{sid}:0", f"{sid}:1"], workspace=ws, full_tools=True, matching=["runtime"]
     )
     (turn,) = ctx.turns
+    # the path relative to the project's folder (/home/alice/pay)
     assert [c.arguments for c in turn.tool_calls] == [
-        '{"file_path": "/home/alice/pay/vercel.json", "content": "{\n…\n  \\"k28\\": 28,\n'
+        '{"file_path": "vercel.json", "content": "{\n…\n  \\"k28\\": 28,\n'
         '  \\"k29\\": 29,\n  \\"runtime\\": \\"node@3\\"\n}"}'
     ]
     assert [(n.turn, n.reason) for n in ctx.not_found] == [
@@ -446,3 +463,46 @@ def test_several_turns_are_read_whole_when_the_budget_gives_each_enough(tmp_path
     assert [t.assistant_text for t in whole.turns] == [answer, answer]
     scanned = archive.load_turn_context(refs, workspace=ws, max_chars=2 * READ_WHOLE - 2)
     assert [len(t.assistant_text) <= SCAN for t in scanned.turns] == [True, True]
+
+
+def test_a_turns_calls_read_as_a_line_a_tool_with_targets_relative_to_the_project() -> None:
+    def call(name: str, args: dict[str, Any], error: bool = False, out: str = "done") -> ToolCall:
+        c = ToolCall(f"id-{name}-{len(args)}", name, json.dumps(args))
+        c.finish(error, "", out, None)
+        return c
+
+    calls = [
+        call("Read", {"file_path": "/home/alice/pay/src/app.ts"}),
+        call(
+            "Bash", {"command": "npm test", "description": "Run the tests"}, True, "Exit code 1\nx"
+        ),
+        call("Edit", {"file_path": "/home/alice/pay/src/app.ts", "replace_all": False}),
+        call("Bash", {"command": "npm   test"}),
+        call("TodoWrite", {"todos": [{"content": "a"}]}),
+        call("Read", {"file_path": "/home/alice/pay/src/app.ts"}),
+    ]
+    outputs = [c.output_text for c in calls]
+    lines = [
+        (d.name, d.arguments, d.status, d.result, d.calls)
+        for d in grouped(calls, outputs, frozenset(), ["/home/alice/pay"])
+    ]
+    assert lines == [
+        ("Read ×2", "src/app.ts ×2", "ok", "", 2),
+        ("Bash ×2", "npm test ×2", "1 error, 1 ok", "Exit code 1", 2),
+        ("Edit", "file_path=src/app.ts", "ok", "done", 1),
+        ("TodoWrite", "todos=[{'content': 'a'}]", "ok", "done", 1),
+    ]
+
+
+def test_a_calls_input_reads_as_its_fields_and_a_root_of_one_folder_stays_whole() -> None:
+    assert plain_arguments('{"file_path": "/a/b", "replace_all": false, "limit": 0}') == (
+        "file_path: /a/b\nlimit: 0"
+    )
+    assert plain_arguments('{"command": "ls", "timeout": null}') == "ls"
+    assert plain_arguments('["not", "an object"]') == '["not", "an object"]'
+    assert plain_arguments("{cut off") == "{cut off"
+    assert relative("cat /home/alice/pay/x.py /home/alice/payroll/y", ["/home/alice/pay/"]) == (
+        "cat x.py /home/alice/payroll/y"
+    )
+    assert relative("/home/x.py", ["/home"]) == "/home/x.py"
+    assert plain_output("     9→a\n    10→b") == "9→a\n10→b"

@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from archive_mcp import Archive
+from archive_mcp.mcp import toolkit
 from archive_mcp.mcp.server import build_server
 from tests.cited import cited
 from tests.cited import refs as cited_refs
@@ -597,9 +598,7 @@ async def test_every_turn_reference_the_text_prints_loads_back(server, archive: 
         tagged = await client.call_tool(
             "tag_theme", {"theme": "dates", "references": ["3f2c9a1e:0"]}
         )
-        assert tagged.content[0].text.splitlines()[1] == (
-            "+ 3f2c9a1e-7b4d-4e8a-9c61-2d5f0b8e4a17:0 (reference)"
-        )
+        assert tagged.content[0].text.splitlines()[1] == "+ 3f2c9a1e:0 (reference)"  # as cited
         await client.call_tool(
             "remember", {"key": "dates", "content": "pad months", "sources": ["3f2c9a1e:0"]}
         )
@@ -668,6 +667,7 @@ async def test_load_turn_context_gives_the_words_whole_and_each_call_one_line(
                     "status": "ok",
                     "result": "bench row 00000 p50=41.0ms",
                     "digest": True,
+                    "calls": 1,
                 }
             ]
         for budget in (4000, 9000):  # full: the output fills what the words leave
@@ -679,6 +679,27 @@ async def test_load_turn_context_gives_the_words_whole_and_each_call_one_line(
             assert f"User: {prompt}\nAssistant: {answer}\nTool Bash [ok]" in text
             assert data["turns"][0]["tool_calls"][0]["result"].startswith("bench row 00000")
             assert 0.8 * budget <= len(text) <= budget and json.dumps(data).__len__() <= budget
+
+
+async def test_load_turn_context_at_its_least_budget_shows_the_turns_head_not_nothing(
+    tmp_path: Path, fake_embedder: Any
+) -> None:
+    prompt = "Which cache should the feed use? " * 20
+    answer = "I measured both under the bench load. " * 60 + "Decision: let's use Option B."
+    archive = Archive(embedder=fake_embedder)
+    archive.ingest(_claude_turn(tmp_path / "agent-home", prompt, "ok", answer))
+    async with Client(build_server(archive, cwd="/home/alice/projects/cache")) as client:
+        r = await client.call_tool(
+            "load_turn_context", {"references": ["c0ffee00:0"], "max_chars": 1000}
+        )
+        text, data = r.content[0].text, r.structured_content
+        assert not r.is_error and len(data["turns"]) == 1
+        assert text.startswith("## c0ffee00:0 ") and "\nUser: Which cache" in text
+        assert len(text) <= 1000 and toolkit.json_len(data) <= 1000
+        r = await client.call_tool(
+            "load_turn_context", {"references": ["c0ffee00:0"], "max_chars": 999}
+        )
+        assert r.is_error and "greater than or equal to 1000 (got 999)" in r.content[0].text
 
 
 async def test_tools_list_is_lean_and_keeps_every_tool(server) -> None:  # noqa: ANN001

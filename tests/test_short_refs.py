@@ -12,9 +12,9 @@ import pytest
 from mcp import Client
 
 from archive_mcp import Archive
-from archive_mcp.mcp import core_tools, toolkit
+from archive_mcp.mcp import overview, toolkit
 from archive_mcp.mcp.server import build_server
-from archive_mcp.refs import short_ids
+from archive_mcp.refs import Citing, short_ids
 
 CWD = "/home/alice/projects/sync"
 TWINS = ["a11ce000-1111-4222-8333-444455556666", "a11ce000-2222-4222-8333-444455556666"]
@@ -156,9 +156,36 @@ def test_list_sessions_with_prompts_lists_every_turn_with_the_users_words(tmp_pa
 
 
 def test_an_overviews_turn_of_a_later_day_says_its_date() -> None:
-    assert core_tools._when("2026-03-21T09:05:00+00:00", "2026-03-20") == "03-21 09:05"
-    assert core_tools._when("2026-03-20T09:05:00+00:00", "2026-03-20") == "09:05"
-    assert core_tools._when(None, "2026-03-20") == "--:--"
+    assert overview.when("2026-03-21T09:05:00+00:00", "2026-03-20") == "03-21 09:05"
+    assert overview.when("2026-03-20T09:05:00+00:00", "2026-03-20") == "09:05"
+    assert overview.when(None, "2026-03-20") == "--:--"
+
+
+def test_an_overview_leaves_out_routine_turns_and_says_so_once(tmp_path: Path) -> None:
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
+    folder.mkdir(parents=True)
+    lines = [
+        _line(LONE, "user", "/clear", 0),
+        _line(LONE, "user", "Why does the retry loop spin?", 1),
+        _line(LONE, "assistant", "It never backs off.", 2),
+        _line(LONE, "user", "[Request interrupted by user]", 3),
+        _line(LONE, "user", "continue", 4),
+        _line(LONE, "assistant", "Going on.", 5),
+        _line(LONE, "user", "Keep the delay at 2 s", 6),
+        _line(LONE, "assistant", "Kept.", 7),
+    ]
+    (folder / f"{LONE}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    error, listed = _call(archive, "list_sessions", {"prompts": True})
+    assert not error
+    assert listed.splitlines() == [
+        "sync: 1 sessions",
+        overview.ROUTINE_NOTE,
+        "- b0b00000 2026-03-20 10:00 5 turns",
+        "  :1 10:01 Why does the retry loop spin?",
+        "  :4 10:06 Keep the delay at 2 s",
+    ]
 
 
 def test_list_sessions_with_prompts_shows_a_lone_long_sessions_first_turns_not_nothing(
@@ -251,3 +278,10 @@ def test_the_notes_of_references_without_a_matching_passage_keep_to_the_budget(
     assert text.splitlines()[-1] == (
         "… 18 more not-found notes not shown (1 of 19); ask for fewer references"
     )
+
+
+def test_a_text_names_whole_session_ids_by_their_short_ids_and_leaves_other_words() -> None:
+    cite = Citing({LONE: "b0b00000", "rollout-2026-03-20T10-00-00-abc": "rollout-"})
+    text = f"- {LONE}:3 and rollout-2026-03-20T10-00-00-abc:1; {LONE}x stays; b0b00000-1111 too"
+    assert cite.in_text(text) == (f"- b0b00000:3 and rollout-:1; {LONE}x stays; b0b00000-1111 too")
+    assert Citing().in_text(text) == text

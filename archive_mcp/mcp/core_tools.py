@@ -8,12 +8,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-import polars as pl
 from mcp.server.mcpserver import Context, Resolve
 from mcp_types import CallToolResult, CreateMessageResult
 from pydantic import Field
 
 from archive_mcp.errors import ArchiveError
+from archive_mcp.mcp import overview
 from archive_mcp.mcp.sampling import apply_sampled, sampling_request, session_rows
 from archive_mcp.mcp.toolkit import (
     READ,
@@ -31,7 +31,6 @@ from archive_mcp.mcp.toolkit import (
     state,
     workspace_of,
 )
-from archive_mcp.refiners.text import clip
 from archive_mcp.refs import Citing, TurnRef
 from archive_mcp.render import COMPACT_SUMMARY, hit_groups, more_line, to_jsonable, turn_text
 from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
@@ -91,15 +90,6 @@ class WorkspacesOutput:
 
 
 @dataclass
-class Prompt:
-    """A turn of a session as an overview lists it: when, and the user's words (clipped)."""
-
-    turn: int
-    at: str | None
-    said: str
-
-
-@dataclass
 class SessionInfo:
     session_id: str
     source: str
@@ -109,10 +99,7 @@ class SessionInfo:
     turns: int
     subagent_turns: int
     live: bool
-    prompts: list[Prompt] = field(default_factory=list)  # with `prompts=true`
-
-
-PROMPT = 150  # characters of the user's words an overview shows a turn
+    prompts: list[overview.Prompt] = field(default_factory=list)  # with `prompts=true`
 
 
 @dataclass
@@ -278,12 +265,12 @@ def load_turn_context(
     after: Annotated[int, Field(ge=0, le=10)] = 0,
     include_tools: bool = True,
     include_thinking: bool = False,
-    max_chars: Annotated[int, Field(ge=500, le=200_000)] = 4000,
+    max_chars: Annotated[int, Field(ge=1000, le=200_000)] = 4000,
     detail: Annotated[
         Detail,
         Field(
-            description="compact: the words only; normal: + one line per tool call; "
-            "full: + tool input and output."
+            description="compact: the words only; normal: + a line per tool (its targets); "
+            "full: + each call's input and output (with matching: the lines holding the words)."
         ),
     ] = "normal",
     matching: Annotated[
@@ -295,8 +282,9 @@ def load_turn_context(
     ] = None,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TurnContextOutput]:
-    """Read past turns from the raw log: one reference whole (words, a line per tool call), a range
-    or several scanned (the user's words, the answer's digest); matching keeps passages with them."""
+    """Read past turns from the raw log: one reference whole (words, a line per tool), a range or
+    several scanned (the user's words, the answer's digest); matching keeps passages with them (a
+    detail for a few hundred characters). Paths are relative to the project's folder."""
     try:  # without an explicit workspace, a session elsewhere is read where it is unique
         ws: Workspace | None = workspace_of(ctx, workspace, roots)
     except ArchiveError:
@@ -399,7 +387,11 @@ def list_sessions(
     archive = state(ctx).archive
     frame = archive.sessions(ws.id).collect()
     rows = frame.head(limit).to_dicts()
-    said = _prompts(archive.turns(ws.id), [r["session_id"] for r in rows]) if prompts else {}
+    said, routine = (
+        overview.prompts(archive.turns(ws.id), [r["session_id"] for r in rows])
+        if prompts
+        else ({}, 0)
+    )
     infos = [
         SessionInfo(
             r["session_id"],
@@ -424,14 +416,15 @@ def list_sessions(
             if prompts:  # the turns' words say what the title would
                 lines += [f"{head} {s.turns} turns"]
                 day = (s.first_at or "")[:10]  # a turn of a later day says its date
-                said = [f"  :{p.turn} {_when(p.at, day)} {p.said}" for p in s.prompts]
+                said = [f"  :{p.turn} {overview.when(p.at, day)} {p.said}" for p in s.prompts]
                 # a lone session longer than the budget shows its first turns, not nothing
                 lines += first_lines(said, max_output_chars) if len(kept) == 1 else said
                 continue
             lines.append(
                 f"{head} {s.turns} turns" + ("" if detail == "compact" else f" — {s.title or ''}")
             )
-        return "\n".join([f"{ws.name}: {frame.height} sessions", *lines])
+        note = [overview.ROUTINE_NOTE] if routine else []
+        return "\n".join([f"{ws.name}: {frame.height} sessions", *note, *lines])
 
     return fit(
         infos,
@@ -442,32 +435,6 @@ def list_sessions(
         how="raise limit" if frame.height > limit else "raise max_output_chars",
         total=frame.height,
     )
-
-
-def _when(at: str | None, day: str) -> str:
-    """`HH:MM`, or `MM-DD HH:MM` when `at` is not on `day`."""
-    if not at:
-        return "--:--"
-    return at[11:16] if at[:10] == day else f"{at[5:10]} {at[11:16]}"
-
-
-def _prompts(turns: pl.LazyFrame, sessions: list[str]) -> dict[str, list[Prompt]]:
-    """The main agent's turns of `sessions` that have user words, in order, as an overview lists
-    them (the words on one line, cut at PROMPT)."""
-    rows = (
-        turns.filter(pl.col("session_id").is_in(sessions) & (pl.col("agent") == "main"))
-        .select("session_id", "turn", "started_at", "user_text")
-        .sort("session_id", "turn")
-        .collect()
-        .iter_rows(named=True)
-    )
-    out: dict[str, list[Prompt]] = {}
-    for r in rows:
-        words = " ".join((r["user_text"] or "").split())
-        if words:
-            at = _iso(r["started_at"])
-            out.setdefault(r["session_id"], []).append(Prompt(r["turn"], at, clip(words, PROMPT)))
-    return out
 
 
 def refine_session_turns(
@@ -533,6 +500,9 @@ def _turns_text(turns: list[TurnDetail], not_found: list[MissingTurn], cite: Cit
     )
 
 
+MIN_TEXT = 40  # the least a loaded turn's text is given: at a small max_chars its head, not nothing
+
+
 def _within(
     load: Callable[[int], TurnContext], max_chars: int, cite_of: Callable[[], Citing]
 ) -> tuple[TurnContext, Citing]:
@@ -540,7 +510,7 @@ def _within(
     budget of their texts starts at the whole and shrinks by what overflowed, a few tries), and
     how their text names their sessions (`cite_of`)."""
     budget = max_chars - 120
-    found = load(max(200, budget))
+    found = load(max(MIN_TEXT, budget))
     cite = cite_of()
     for _ in range(4):
         data = to_jsonable(TurnContextOutput(found.turns, found.not_found))
@@ -549,7 +519,7 @@ def _within(
         if over <= 0:
             break
         budget -= over + 20
-        found = load(max(200, budget))
+        found = load(max(MIN_TEXT, budget))
     return found, cite
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, TextContent
 from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
@@ -35,6 +35,7 @@ from archive_mcp.live import Follower
 from archive_mcp.mcp.schemas import lean_input
 from archive_mcp.mcp.toolkit import Spec, State
 from archive_mcp.refiners.text import clip
+from archive_mcp.refs import Citing
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class ArchiveServer(MCPServer[State]):
         self, name: str, arguments: dict[str, Any], context: Context[State, Any] | None = None
     ) -> Any:
         try:
-            return await super().call_tool(name, arguments, context)
+            out = await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ArchiveError):
@@ -75,6 +76,9 @@ class ArchiveServer(MCPServer[State]):
                 log.error("tool %s failed", name, exc_info=cause)
                 raise ToolError(crash_message(name, cause)) from cause
             raise
+        if isinstance(out, CallToolResult) and context is not None:  # off the event loop
+            return await anyio.to_thread.run_sync(_cited, out, context)
+        return out
 
     async def run_stdio_async(self) -> None:
         """Over stdio, a line that is not a message gets a JSON-RPC error reply (`stdio.py`)."""
@@ -96,6 +100,18 @@ class ArchiveServer(MCPServer[State]):
             if isinstance(exc.__cause__, ArchiveError):
                 raise ResourceError(str(exc.__cause__)) from exc.__cause__
             raise
+
+
+def _cited(out: CallToolResult, context: Context[State, Any]) -> CallToolResult:
+    """A tool's text naming every session by its short id, as search and load do (the themes'
+    and memories' texts are written with whole ids); the structured content keeps whole ids."""
+    st = context.request_context.lifespan_context
+    cite = Citing(st.sessions.short_ids(st.archive))
+    content = [
+        c.model_copy(update={"text": cite.in_text(c.text)}) if isinstance(c, TextContent) else c
+        for c in out.content
+    ]
+    return out.model_copy(update={"content": content})
 
 
 def crash_message(tool: str, cause: BaseException) -> str:

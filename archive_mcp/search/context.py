@@ -15,20 +15,18 @@ from archive_mcp.refiners import PARSERS, Turn
 from archive_mcp.refiners.answers import PICKED, joined
 from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact, secret_values
-from archive_mcp.refiners.refine import args_summary
-from archive_mcp.refiners.text import clip, json_lines
+from archive_mcp.refiners.text import clip
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.search.highlight import split_answers
+from archive_mcp.search.tool_text import (
+    ToolDetail,
+    digest_line,
+    grouped,
+    line_passages,
+    plain_output,
+    relative,
+)
 from archive_mcp.workspaces import Workspace, read_json
-
-
-@dataclass
-class ToolDetail:
-    name: str
-    arguments: str
-    status: str
-    result: str
-    digest: bool = False  # one line: the call's target and its result's first words
 
 
 @dataclass
@@ -122,44 +120,21 @@ def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
 
 
 TOOL_FLOOR = 200  # a call shown in full gets at least this much of its input and output
-TARGET_MAX = 100  # a digest's target (the call's path, command or query)
-FIRST_WORDS = 80  # a digest's first words of the result
 DIGEST_SHARE = 0.2  # of a turn's budget, kept for its tool digests when its words would take it all
 
 
+LONG = 12  # lines from which a paragraph `passages` keeps is cut to the lines that hold a word
+
+
 def passages(text: str, words: Sequence[str]) -> str:
-    """The paragraphs of `text` that hold any of `words` (case-insensitive), `…` between them."""
+    """The paragraphs of `text` that hold any of `words` (case-insensitive), `…` between them;
+    of a paragraph of LONG lines or more, the lines that hold them (`line_passages`)."""
     if not words:
         return text
     low = [w.lower() for w in words]
-    kept = [p for p in re.split(r"\n\s*\n", text) if any(w in p.lower() for w in low)]
-    return "\n…\n".join(p.strip("\n") for p in kept)
-
-
-AROUND = 2  # lines shown each side of a line of a tool's input or output that holds a word
-HEAD_LINE = 300  # characters of its first line shown with them
-
-
-def line_passages(text: str, words: Sequence[str], around: int = AROUND) -> str:
-    """The lines of `text` (a tool's input or output: code, a file, a log) that hold any of
-    `words`, with `around` lines each side, after its first line (what was called on: a path, a
-    command; cut at HEAD_LINE), `…` between runs; `text` whole when none does (the call matched
-    by its name or its other half). A JSON input's escaped newlines end lines too: an edit's old
-    and new text are read line by line."""
-    low = [w.lower() for w in words]
-    lines = json_lines(text)
-    hits = [i for i, line in enumerate(lines) if any(w in line.lower() for w in low)]
-    if not low or not hits:
-        return text
-    near = {j for i in hits for j in range(i - around, i + around + 1) if 0 <= j < len(lines)}
-    keep = sorted(near | {0})
-    runs: list[str] = []
-    for k, j in enumerate(keep):
-        if k and j != keep[k - 1] + 1:
-            runs.append("…")
-        runs.append(lines[j] if j in near else clip(lines[j], HEAD_LINE))
-    tail = ["…"] if keep[-1] < len(lines) - 1 else []
-    return "\n".join(runs + tail)
+    kept = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if any(w in p.lower() for w in low)]
+    # a long paragraph (a pasted log, a long list) shows only its lines that hold the words
+    return "\n…\n".join(line_passages(p, words) if p.count("\n") >= LONG else p for p in kept)
 
 
 SCAN = 600  # characters of an answer a scan (a range, several references, a neighbour) shows
@@ -225,11 +200,10 @@ def pasted_digest(text: str) -> str:
     )
 
 
-def digest(call: ToolCall, output: str, known: frozenset[str]) -> ToolDetail:
+def digest(call: ToolCall, output: str, known: frozenset[str], roots: Sequence[str]) -> ToolDetail:
     """A call as one line: tool, target, status and the result's first words."""
-    target = redact(clip(args_summary(call), TARGET_MAX), known)[0]
-    first = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")
-    return ToolDetail(call.name, target, call.status, clip(first, FIRST_WORDS), True)
+    target, first = digest_line(call, output, known, roots)
+    return ToolDetail(call.name, target, call.status, first, True)
 
 
 def _full_calls(
@@ -282,7 +256,8 @@ def _detail(
         own, decisions = split_answers(said)  # the answers they gave are no paste
         said = "\n".join([pasted_digest(own), *decisions] if own else decisions)
     user = passages(said, matching)
-    assistant = passages(redact(assistant, known)[0], matching)
+    roots = ws.paths  # paths under the project's folder read relative to it
+    assistant = passages(relative(redact(assistant, known)[0], roots), matching)
     thought = redact(turn.thinking, known)[0] if include_thinking and turn else None
     if thought is not None:
         thought = passages(thought, matching)
@@ -300,11 +275,14 @@ def _detail(
         user = clip(said, SCAN_USER)
     if scan:
         return _scanned(row, ws, said, assistant, len(calls), budget, requested)
-    digests = (
-        [digest(c, redact(o[:2000], known)[0], known) for c, o in zip(calls, outputs, strict=True)]
-        if include_tools and not full_tools
-        else []
-    )
+    digests = []
+    if include_tools and not full_tools:  # with `matching` a line a call, else a line a tool
+        firsts = [redact(o[:2000], known)[0] for o in outputs]
+        digests = (
+            [digest(c, o, known, roots) for c, o in zip(calls, firsts, strict=True)]
+            if matching
+            else grouped(calls, firsts, known, roots)
+        )
     # the words come first, but a share of the budget (DIGEST_SHARE) is kept for what was done
     room = budget - min(sum(map(_tool_size, digests)), int(budget * DIGEST_SHARE))
     u_max = max(room // 3, room - len(assistant))
@@ -318,8 +296,13 @@ def _detail(
     tools: list[ToolDetail] = []
     left, cut_tools = 0, False
     if include_tools and full_tools:
-        args = [line_passages(redact(c.arguments, known)[0], matching) for c in calls]
-        outs = [line_passages(redact(o, known)[0], matching) for o in outputs]
+        args = [
+            line_passages(relative(redact(c.arguments, known)[0], roots), matching) for c in calls
+        ]
+        outs = [
+            line_passages(relative(plain_output(redact(o, known)[0]), roots), matching)
+            for o in outputs
+        ]
         tools, left = _full_calls(calls, args, outs, room)
         cut_tools = any(
             len(t.arguments) < len(a) or len(t.result) < len(o)
@@ -332,7 +315,7 @@ def _detail(
                 break
             tools.append(d)
             room -= size
-        left = len(calls) - len(tools)
+        left = len(calls) - sum(t.calls for t in tools)
     note = None
     if left:
         how = "raise max_chars" if full_tools else "raise max_chars or use detail=full"

@@ -1,0 +1,67 @@
+"""A project's overview for `list_sessions(prompts=true)`: each session's turns, one line each
+with the user's words, the routine turns (a `/clear`, a command's output, a compaction recap, an
+interruption marker, a bare "continue") left out and said once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from archive_mcp.refiners.answers import MARKS
+from archive_mcp.refiners.text import clip
+
+PROMPT = 150  # characters of the user's words an overview shows a turn
+# a turn of only these kinds carries no request of the user's (refiners/kinds.noise_kinds); an
+# API-error turn does: the user's words were asked, the answer failed
+ROUTINE = frozenset({"command", "compaction", "continuation", "interrupted"})
+ROUTINE_NOTE = (
+    "(routine turns are not listed: /clear, command output, compaction recaps, interruptions, "
+    "bare continues)"
+)
+
+
+@dataclass
+class Prompt:
+    """A turn of a session as an overview lists it: when, and the user's words (clipped)."""
+
+    turn: int
+    at: str | None
+    said: str
+
+
+def routine(kinds: list[str] | None, words: str) -> bool:
+    """A turn the overview leaves out: only routine kinds, and no answer or feedback the user gave
+    through a tool (`[answer] …`: a decision)."""
+    return bool(kinds) and set(kinds or ()) <= ROUTINE and not any(m in words for m in MARKS)
+
+
+def prompts(turns: pl.LazyFrame, sessions: list[str]) -> tuple[dict[str, list[Prompt]], int]:
+    """The main agent's turns of `sessions` that have user words and are not routine, in order
+    (the words on one line, cut at PROMPT), and how many routine turns were left out."""
+    rows = (
+        turns.filter(pl.col("session_id").is_in(sessions) & (pl.col("agent") == "main"))
+        .select("session_id", "turn", "started_at", "user_text", "kinds")
+        .sort("session_id", "turn")
+        .collect()
+        .iter_rows(named=True)
+    )
+    out: dict[str, list[Prompt]] = {}
+    left = 0
+    for r in rows:
+        words = " ".join((r["user_text"] or "").split())
+        if not words:
+            continue
+        if routine(r["kinds"], words):
+            left += 1
+            continue
+        at = r["started_at"].isoformat() if r["started_at"] else None
+        out.setdefault(r["session_id"], []).append(Prompt(r["turn"], at, clip(words, PROMPT)))
+    return out, left
+
+
+def when(at: str | None, day: str) -> str:
+    """`HH:MM`, or `MM-DD HH:MM` when `at` is not on `day`."""
+    if not at:
+        return "--:--"
+    return at[11:16] if at[:10] == day else f"{at[5:10]} {at[11:16]}"

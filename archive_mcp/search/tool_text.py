@@ -1,0 +1,159 @@
+"""How a turn's tool calls read when a turn is loaded back: as a one-line digest (tool, target,
+status, the result's first words) or whole, their input as `key: value` lines, paths under the
+project's folder relative to it, and with `matching` only the lines that hold the words."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from archive_mcp.refiners.model import ToolCall
+from archive_mcp.refiners.redact import redact
+from archive_mcp.refiners.refine import args_summary
+from archive_mcp.refiners.text import clip, json_lines
+
+
+@dataclass
+class ToolDetail:
+    """A tool call as a loaded turn shows it, or (`calls` > 1) the calls of one tool grouped: its
+    targets, `×n` where one repeats, and how many ended how."""
+
+    name: str
+    arguments: str
+    status: str
+    result: str
+    digest: bool = False  # one line: the call's target and its result's first words
+    calls: int = 1  # the calls this line stands for
+
+
+TARGET_MAX = 100  # a digest's target (the call's path, command or query)
+FIRST_WORDS = 80  # a digest's first words of the result
+AROUND = 2  # lines shown each side of a line of a tool's input or output that holds a word
+HEAD_LINE = 300  # characters of its first line shown with them
+UNMATCHED = 400  # characters shown of a call's input or output that holds none of the words
+# `cat -n`'s right-aligned line numbers ("    70→" as Claude Code's Read shows a file): the padding
+_NUMBERED = re.compile(r"(?m)^ +(?=\d+(?:→|\t))")
+
+
+def relative(text: str, roots: Sequence[str]) -> str:
+    """`text` with each project folder of `roots` left out before the paths under it (`/home/a/
+    proj/src/x.py` -> `src/x.py`), the longest folder first; a root of one component (`/`,
+    `/home`) is kept: paths under it would read as relative to nothing the agent knows."""
+    for root in sorted(roots, key=len, reverse=True):
+        folder = root.rstrip("/\\")
+        if folder.count("/") + folder.count("\\") < 2 or folder not in text:
+            continue
+        sep = "\\" if "\\" in folder and "/" not in folder else "/"
+        text = text.replace(folder + sep, "")
+    return text
+
+
+def _empty(value: object) -> bool:
+    return value is None or value is False or value == "" or value == [] or value == {}
+
+
+def plain_arguments(arguments: str) -> str:
+    """A call's JSON input as an agent reads it best: an object's fields as `key: value` lines (a
+    text value's own lines as they are), fields that are false, null or empty left out, and a
+    lone text field as its value alone; anything else as given."""
+    try:
+        obj = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if not isinstance(obj, dict):
+        return arguments
+    kept = {k: v for k, v in obj.items() if not _empty(v)}
+    if len(kept) == 1 and isinstance(only := next(iter(kept.values())), str):
+        return only
+    return "\n".join(
+        f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+        for k, v in kept.items()
+    )
+
+
+def plain_output(text: str) -> str:
+    """A tool's output with `cat -n`'s line-number padding left out."""
+    return _NUMBERED.sub("", text) if "→" in text or "\t" in text else text
+
+
+def digest_line(
+    call: ToolCall, output: str, known: frozenset[str], roots: Sequence[str]
+) -> tuple[str, str]:
+    """A call's digest: its target (path, command or query; relative to the project) and its
+    result's first words."""
+    target = clip(relative(redact(args_summary(call), known)[0], roots), TARGET_MAX)
+    first = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")
+    return target, clip(relative(first, roots), FIRST_WORDS)
+
+
+GROUP_TARGET = 70  # a grouped call's target
+GROUP_MAX = 400  # a tool's grouped targets
+# the fields that name what a call acted on, the first one present is its target in a group
+TARGET_KEYS = ("command", "file_path", "path", "notebook_path", "pattern", "query", "url", "prompt")
+
+
+def _target(call: ToolCall, known: frozenset[str], roots: Sequence[str]) -> str:
+    value = next((call.args[k] for k in TARGET_KEYS if isinstance(call.args.get(k), str)), "")
+    return clip(relative(redact(" ".join(value.split()), known)[0], roots), GROUP_TARGET)
+
+
+def grouped(
+    calls: Sequence[ToolCall], outputs: Sequence[str], known: frozenset[str], roots: Sequence[str]
+) -> list[ToolDetail]:
+    """A turn's calls as one line per tool, in the order each was first used: a tool called once
+    as its digest (`digest_line`), one called more as how many, the targets (a path, a command,
+    a pattern; `×n` where one repeats; none for a tool without one), how the calls ended, and
+    the first words of the first failure."""
+    order: dict[str, list[int]] = {}
+    for i, c in enumerate(calls):
+        order.setdefault(c.name, []).append(i)
+    out = []
+    for name, idx in order.items():
+        if len(idx) == 1:  # a lone call keeps its digest: target and the result's first words
+            target, first = digest_line(calls[idx[0]], outputs[idx[0]], known, roots)
+            out.append(ToolDetail(name, target, calls[idx[0]].status, first, True))
+            continue
+        targets: dict[str, int] = {}
+        for i in idx:
+            if target := _target(calls[i], known, roots):
+                targets[target] = targets.get(target, 0) + 1
+        listed = ", ".join(f"{t} ×{n}" if n > 1 else t for t, n in targets.items())
+        ends: dict[str, int] = {}
+        for i in idx:
+            ends[calls[i].status] = ends.get(calls[i].status, 0) + 1
+        status = (
+            next(iter(ends))
+            if len(ends) == 1
+            else ", ".join(f"{n} {s}" for s, n in sorted(ends.items(), key=lambda e: -e[1]))
+        )
+        failed = next((i for i in idx if calls[i].status in ("error", "rejected")), None)
+        first = (
+            "" if failed is None else digest_line(calls[failed], outputs[failed], known, roots)[1]
+        )
+        label = f"{name} ×{len(idx)}"
+        out.append(ToolDetail(label, clip(listed, GROUP_MAX), status, first, True, len(idx)))
+    return out
+
+
+def line_passages(text: str, words: Sequence[str], around: int = AROUND) -> str:
+    """The lines of `text` (a tool's input or output: code, a file, a log) that hold any of
+    `words`, with `around` lines each side, after its first line (what was called on: a path, a
+    command; cut at HEAD_LINE), `…` between runs; when none does (the call matched by its name
+    or its other half), its first UNMATCHED characters. A one-line JSON text's escaped newlines end lines too: an
+    edit's old and new text are read line by line."""
+    low = [w.lower() for w in words]
+    lines = text.splitlines() if "\n" in text else json_lines(text)
+    hits = [i for i, line in enumerate(lines) if any(w in line.lower() for w in low)]
+    if not low or not hits:  # the call matched by its other half: this one's head
+        return text if not low or len(text) <= UNMATCHED else clip(text, UNMATCHED)
+    near = {j for i in hits for j in range(i - around, i + around + 1) if 0 <= j < len(lines)}
+    keep = sorted(near | {0})
+    runs: list[str] = []
+    for k, j in enumerate(keep):
+        if k and j != keep[k - 1] + 1:
+            runs.append("…")
+        runs.append(lines[j] if j in near else clip(lines[j], HEAD_LINE))
+    tail = ["…"] if keep[-1] < len(lines) - 1 else []
+    return "\n".join(runs + tail)
