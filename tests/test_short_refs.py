@@ -133,21 +133,26 @@ def test_the_short_ids_are_worked_out_again_only_after_a_workspace_ingests(
     assert (again[LONE], again[new]) == ("b0b00000", "b0b00001")
 
 
-def test_list_sessions_with_prompts_lists_every_turn_with_the_users_words(tmp_path: Path) -> None:
+def _listed(tmp_path: Path, lines: list[str], args: dict[str, Any]) -> list[str]:
+    """The lines `list_sessions` prints for a Claude Code session of `lines` in project sync."""
     folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
     folder.mkdir(parents=True)
+    (folder / f"{LONE}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    error, listed = _call(archive, "list_sessions", args)
+    assert not error
+    return listed.splitlines()
+
+
+def test_list_sessions_with_prompts_lists_every_turn_with_the_users_words(tmp_path: Path) -> None:
     lines = [
         _line(LONE, "user", "Why does the retry loop spin?", 0),
         _line(LONE, "assistant", "It never backs off.", 1),
         _line(LONE, "user", "Add a delay   of\n2 s " + "and log it " * 20, 5),
         _line(LONE, "assistant", "Added.", 6),
     ]
-    (folder / f"{LONE}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
-    error, listed = _call(archive, "list_sessions", {"prompts": True})
-    assert not error
-    assert listed.splitlines() == [
+    assert _listed(tmp_path, lines, {"prompts": True}) == [
         "sync: 1 sessions",
         "- b0b00000 2026-03-20 10:00 2 turns",
         "  :0 10:00 Why does the retry loop spin?",
@@ -162,8 +167,6 @@ def test_an_overviews_turn_of_a_later_day_says_its_date() -> None:
 
 
 def test_an_overview_leaves_out_routine_turns_and_says_so_once(tmp_path: Path) -> None:
-    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
-    folder.mkdir(parents=True)
     lines = [
         _line(LONE, "user", "/clear", 0),
         _line(LONE, "user", "Why does the retry loop spin?", 1),
@@ -174,12 +177,7 @@ def test_an_overview_leaves_out_routine_turns_and_says_so_once(tmp_path: Path) -
         _line(LONE, "user", "Keep the delay at 2 s", 6),
         _line(LONE, "assistant", "Kept.", 7),
     ]
-    (folder / f"{LONE}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
-    error, listed = _call(archive, "list_sessions", {"prompts": True})
-    assert not error
-    assert listed.splitlines() == [
+    assert _listed(tmp_path, lines, {"prompts": True}) == [
         "sync: 1 sessions",
         overview.ROUTINE_NOTE,
         "- b0b00000 2026-03-20 10:00 5 turns",
@@ -191,20 +189,13 @@ def test_an_overview_leaves_out_routine_turns_and_says_so_once(tmp_path: Path) -
 def test_list_sessions_with_prompts_shows_a_lone_long_sessions_first_turns_not_nothing(
     tmp_path: Path,
 ) -> None:
-    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
-    folder.mkdir(parents=True)
     lines = []
     for i in range(50):
         lines += [
             _line(LONE, "user", f"Question {i} " + "about the retry loop " * 8, i),
             _line(LONE, "assistant", "It never backs off.", i),
         ]
-    (folder / f"{LONE}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
-    error, listed = _call(archive, "list_sessions", {"prompts": True, "max_output_chars": 1000})
-    assert not error
-    assert listed.splitlines() == [
+    assert _listed(tmp_path, lines, {"prompts": True, "max_output_chars": 1000}) == [
         "sync: 1 sessions",
         "- b0b00000 2026-03-20 10:00 50 turns",
         *(
