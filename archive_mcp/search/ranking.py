@@ -174,8 +174,25 @@ def _zscore(
         np.maximum(z, 0.0, out=z)
         z += out
         out = z
+    if out.dtype == np.float32 and hi > lo and _zero_below(x, valid, mu, sd, lo, semantic):
+        # every doc left out already scores +0.0 (x == lo: no sliver, no z): skip the pass of
+        # `np.where` (3 ms at 1M turns); an ineligible doc is set to zero alone
+        if not valid.all():
+            out[~valid] = 0.0
+        return out
     keep = valid & (x > lo) if semantic else valid & (x > 0)
     return np.where(keep, out, 0.0).astype(np.float32, copy=False)
+
+
+def _zero_below(
+    x: np.ndarray, valid: np.ndarray, mu: float, sd: float, lo: float, semantic: bool
+) -> bool:
+    """Does `_zscore` already give +0.0 to every eligible doc it leaves out? Those are the docs
+    at lo (the semantic signal's eligible minimum; 0 for another, whose scores are never below
+    it), where the sliver is 0 and x - mu is below zero (its z floored at 0) or unused."""
+    if not (sd <= 1e-9 or np.float32(mu) > lo):
+        return False
+    return semantic or (lo == 0.0 and float(x.min() if valid.all() else x[valid].min()) >= 0.0)
 
 
 def _zscored_sparse(x: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -247,7 +264,7 @@ def fuse(
             if parts is not None:
                 parts[name] = (x, part)
         total += weights.get(name, 1.0) * part
-    return np.where(ok, total, 0.0)
+    return total if ok.all() else np.where(ok, total, 0.0)  # no pass when every doc is eligible
 
 
 def fuse_at(
@@ -343,6 +360,8 @@ def with_context(
     of the own score and the shares."""
     if total.size == 0 or (neighbour <= 0 and session <= 0):
         return total
+    if nb.members is not None and nb.starts is not None and nb.members.size == total.size:
+        return _with_context_by_session(total, nb.members, nb.starts, neighbour, session, how)
     prev = nxt = best = total
     if neighbour > 0:
         padded = np.concatenate([total, np.zeros(1, total.dtype)])  # index -1 (no turn): 0
@@ -358,6 +377,40 @@ def with_context(
             np.maximum.at(best, nb.group, total)
         best = best[nb.group]
     return _lifted(total, prev, nxt, best, neighbour, session, how)
+
+
+def _with_context_by_session(
+    total: np.ndarray,
+    members: np.ndarray,
+    starts: np.ndarray,
+    neighbour: float,
+    session: float,
+    how: str,
+) -> np.ndarray:
+    """`with_context` computed with the docs in session order (`Neighbours.members`, each
+    session's turns in order), where a turn's neighbours are the entries beside it and its
+    session's best a run: one gather and one scatter of the scores instead of four gathers
+    (at 1M turns about 4 ms less). The same operations on the same values: the same bits."""
+    v = total[members]
+    first = np.zeros(v.size, bool)  # a session's first entry (its previous turn: none)
+    first[starts[:-1][starts[:-1] < v.size]] = True
+    prev = nxt = best = v
+    if neighbour > 0:
+        zero = np.zeros(1, v.dtype)
+        prev = np.concatenate([zero, v[:-1]])
+        prev[first] = 0.0
+        nxt = np.concatenate([v[1:], zero])
+        nxt[np.flatnonzero(first)[1:] - 1] = 0.0  # a session's last entry: no next turn
+    if session > 0:
+        counts = np.diff(starts)
+        filled = counts > 0
+        top = np.zeros(counts.size, np.float32)
+        top[filled] = np.maximum.reduceat(v, starts[:-1][filled])
+        np.maximum(top, 0.0, out=top)
+        best = np.repeat(top, counts)
+    out = np.empty_like(total)
+    out[members] = _lifted(v, prev, nxt, best, neighbour, session, how)
+    return out
 
 
 def with_context_at(
@@ -398,13 +451,17 @@ def _lifted(
 ) -> np.ndarray:
     """Scores with shares of the best neighbour's score (`prev`, `nxt`) and the session's best."""
     shares = np.zeros_like(total)
-    if neighbour > 0:
-        shares += neighbour * np.maximum(prev, nxt)
+    if neighbour > 0:  # the same products and sums as `shares += neighbour * max(prev, nxt)`,
+        part = np.maximum(prev, nxt)  # fewer temporaries (at 1M turns each costs page faults)
+        part *= neighbour
+        shares += part
     if session > 0:
-        shares += session * best
+        shares += np.multiply(best, session)
     if how == "lift":
         return total + np.maximum(shares - (neighbour + session) * total, 0.0)
-    return np.maximum(total, shares) if how == "max" else total + shares
+    if how == "max":
+        return np.maximum(total, shares, out=shares)
+    return np.add(total, shares, out=shares)
 
 
 def noise_weights(meta: pl.DataFrame) -> np.ndarray:
