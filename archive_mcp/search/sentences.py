@@ -136,7 +136,7 @@ class SentenceIds:
         ends = np.frombuffer(data, np.uint32, k, 4 + 4 * k).tolist()
         at = 4 + 8 * k
         out = []
-        for crc, start, end in zip(crcs, [0, *ends[:-1]], ends, strict=True):
+        for crc, start, end in zip(crcs, [0, *ends][:k], ends, strict=True):
             out.append((crc, data[at + 2 * start : at + 2 * end]))
         return out
 
