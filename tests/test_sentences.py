@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from archive_mcp import Archive
 from archive_mcp.refiners.embed import StaticEmbedder
+
+from archive_mcp import Archive
 from archive_mcp.search import ranking
 from archive_mcp.search.ranking import Neighbours, best_of_sentences, with_context
 from archive_mcp.search.sentences import SentenceIds, SentenceWriter, best_of_ids
