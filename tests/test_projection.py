@@ -207,12 +207,13 @@ def test_a_dense_index_past_projected_rows_keeps_a_projection_and_ranks_as_its_s
     large = Archive(embedder=archive._embedder)
     built = large.index(large.workspace("webapp")).refresh()
     seg = built.segments[0]
-    assert seg.projection is not None and seg.quantized is None and seg.dense() is not None
+    dense = seg.dense()
+    assert seg.projection is not None and seg.quantized is None and dense is not None
     assert built.segments[1].projection is None  # the empty delta: under PROJECTED_ROWS
     query = np.asarray(archive._embedder.embed(["dark mode toggle"])[0], np.float32)
     sims, _ = built.cosine(query)
     # every row is shortlisted (8 rows): each gets its exact float32 cosine, row by row
-    assert np.allclose(sims, seg.dense() @ query, atol=1e-6)
+    assert np.allclose(sims, dense @ query, atol=1e-6)
     assert np.array_equal(built.exact_cosine(query, [7, 0, 3]), sims[[7, 0, 3]])
 
     def hits() -> list[list[tuple[str, int]]]:
