@@ -264,7 +264,8 @@ def fuse(
                 done[id(x)] = part
             if parts is not None:
                 parts[name] = (x, part)
-        total += weights.get(name, 1.0) * part
+        weight = weights.get(name, 1.0)
+        total += part if weight == 1.0 else weight * part  # 1.0 * part is part, to the bit
     return total if ok.all() else np.where(ok, total, 0.0)  # no pass when every doc is eligible
 
 
