@@ -561,14 +561,15 @@ class WorkspaceIndex:
     def exact_cosine(self, query: np.ndarray, docs: list[int]) -> np.ndarray:
         """The exact cosine of these docs with `query` (0 where a doc has no vector), of an
         index with a projection: what `cosine` gives a shortlisted row (int8 or float32)."""
-        first = self.segments[0].meta.height
-        out = np.zeros(len(docs), np.float32)
-        for i, d in enumerate(docs):  # a few dozen docs, one row at a time
-            seg, row = (self.segments[0], d) if d < first else (self.segments[1], d - first)
+        at, out = np.asarray(docs, np.int64), np.zeros(len(docs), np.float32)
+        bounds = [0, self.segments[0].meta.height, self.n_docs]
+        for seg, lo, hi in zip(self.segments, bounds, bounds[1:], strict=False):
             rows, scale = seg.quantized if seg.quantized is not None else (seg.dense(), None)
-            if rows is not None:
-                at = np.array([row])
-                out[i] = exact_of(rows, at, query, None if scale is None else scale[at])[0]
+            mine = np.flatnonzero((at >= lo) & (at < hi))
+            if rows is not None and mine.size:  # a segment's docs at once, rows ascending
+                mine = mine[np.argsort(at[mine])]
+                r = at[mine] - lo
+                out[mine] = exact_of(rows, r, query, None if scale is None else scale[r])
         return out
 
     def cosine(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
