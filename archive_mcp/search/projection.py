@@ -44,9 +44,9 @@ def write_projection(folder: Path, n: int, dim: int, has: np.ndarray) -> None:
     m = np.memmap(folder / "vectors.f16", np.float16, "r", shape=(n, dim))
     with_vector = np.flatnonzero(has)
     fit = with_vector[:: max(1, with_vector.size // FIT_ROWS)]
-    x = take_rows(m, fit).astype(np.float64)
-    mean = x.mean(axis=0) if fit.size else np.zeros(dim)
-    centred = x - mean
+    centred = take_rows(m, fit).astype(np.float64)
+    mean = centred.mean(axis=0) if fit.size else np.zeros(dim)
+    centred -= mean  # in place: the fit's rows are 134 MB as float64
     _, vecs = np.linalg.eigh(centred.T @ centred)
     basis = np.ascontiguousarray(vecs[:, ::-1][:, : min(RANK, dim)].T, np.float32)
     scales = np.zeros(n, np.float32)

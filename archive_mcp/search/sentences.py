@@ -28,7 +28,7 @@ from archive_mcp.search.ondisk import open_rows, read_rows
 
 MAX_VOCAB = 1 << 16  # ids are stored as uint16: a larger vocabulary stores none
 BATCH = 4096  # sentences tokenized at once while building
-KNOWN = 200_000  # distinct sentences whose ids a build remembers (then forgets them all)
+KNOWN = 32_768  # distinct sentences whose ids a build remembers (then forgets them all)
 
 Sentence = tuple[int, bytes]  # (crc32 of the text, its ids as uint16 bytes): distinct by text
 
