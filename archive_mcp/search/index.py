@@ -140,7 +140,7 @@ class Segment:
 
         with (
             _VectorWriter(ws, model, folder / "vectors.f16") as vectors,
-            TextWriter(folder, token_source(model)) as texts,
+            TextWriter(folder, token_source(model) if files else None) as texts,
         ):
             Postings.write(docs(vectors, texts), folder / "postings")
         if written:
