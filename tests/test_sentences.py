@@ -81,7 +81,9 @@ def test_an_index_of_the_static_model_ranks_from_stored_ids_as_from_the_texts(
     a.ingest(kimi_root, kimi_code_root)
     ws = a.workspace("webapp")
     idx = a.index(ws).refresh()
-    assert all(s.texts is not None and s.texts.sentences is not None for s in idx.segments)
+    base, delta = idx.segments
+    assert base.texts is not None and base.texts.sentences is not None
+    assert delta.meta.height == 0 and delta.texts is not None and delta.texts.sentences is None
     docs = list(range(idx.n_docs))
     assert idx.sentence_ids(docs, a._embedder) is not None
     assert idx.sentence_ids(docs, object()) is None  # an embedder that reads text only
