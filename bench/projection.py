@@ -4,8 +4,9 @@ on one workspace's index.
 
     python bench/projection.py --home HOME --workspace NAME [--shortlist 1024 4096 16384] [--turn-queries 100]
 
-The index must carry the projection (built past `DENSE_MAX_BYTES`; `--force` builds a smaller
-workspace's index as if it were large, in its own cache). Queries: the 16 of `bench/search.py`,
+The index must carry the projection (built from `PROJECTED_ROWS` rows, its shortlist's exact
+cosines from the float32 rows it holds, or past `DENSE_MAX_BYTES` from the int8 copy; `--force`
+builds a smaller workspace's index as if it were large, in its own cache). Queries: the 16 of `bench/search.py`,
 plus `--turn-queries` turns' summaries drawn from the workspace (seed 7), each a query whose
 neighbourhood is real text's. Per shortlist size and query:
 
@@ -50,9 +51,11 @@ def main() -> None:
     ws = next(w for w in a.workspaces() if w.name == args.workspace)
     idx = a.index(ws).refresh()
     seg = idx.segments[0]
-    if seg.projection is None or seg.quantized is None:
-        sys.exit(f"{ws.name}'s index has no projection (under DENSE_MAX_BYTES): pass --force")
-    rows, scale = seg.quantized
+    if seg.projection is None:
+        sys.exit(f"{ws.name}'s index has no projection (under PROJECTED_ROWS): pass --force")
+    # the int8 rows of a streamed index, or the float32 rows a smaller one holds (scale None)
+    rows, scale = seg.quantized if seg.quantized is not None else (seg.dense(), None)
+    assert rows is not None
     embedder = a._embedder_if_any()
     assert embedder is not None
     queries = list(QUERIES)
@@ -68,7 +71,7 @@ def main() -> None:
         for lo in range(0, rows.shape[0], index.READ_ROWS):
             hi = min(lo + index.READ_ROWS, rows.shape[0])
             out[lo:hi] = np.einsum("ij,j->i", read_rows(rows, lo, hi), v)
-        return out * scale
+        return out if scale is None else out * scale
 
     def hits(q: str) -> Counter[tuple[int, str | None, str]]:
         # a turn by what it holds, not its session: the copies of `scale.py`'s `one-N`

@@ -33,6 +33,7 @@ STAGES = [
     (engine, "top"),
     (engine, "build_hits"),
     (engine, "best_of_sentences"),
+    (engine, "best_of_ids"),
     (engine.Searcher, "rank"),
     (engine.Searcher, "_semantic"),
     (engine.Searcher, "_fused"),
@@ -40,6 +41,7 @@ STAGES = [
     (engine.Searcher, "evidence"),
     (index.WorkspaceIndex, "cosine"),
     (index.WorkspaceIndex, "texts"),
+    (index.WorkspaceIndex, "sentence_ids"),
 ]
 
 

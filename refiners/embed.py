@@ -10,6 +10,7 @@ inside the functions that need them.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from pathlib import Path
@@ -66,6 +67,7 @@ class StaticEmbedder:
     def __init__(self, path: Path = STATIC_MODEL) -> None:
         self.path = path
         self._model: Any = None
+        self._key: str | None = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:  # noqa: ANN202 - refiners/static.py is imported lazily
@@ -89,6 +91,26 @@ class StaticEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         model = self._load()
         return _normalise(model.encode(texts, batch_size=1024))
+
+    # token ids (archive_mcp/search/sentences.py): an index stores its sentences' ids once
+    @property
+    def key(self) -> str:
+        """The tokenizer's identity: a hash of its files (ids stored by one are read by it)."""
+        if self._key is None:
+            files = [self.path / "tokenizer.json", self.path / "config.json"]
+            self._key = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+        return self._key
+
+    @property
+    def vocabulary(self) -> int:
+        return int(self._load().table.shape[0])
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        return self._load().token_ids(texts)  # type: ignore[no-any-return]
+
+    def embed_ids(self, ids: list[list[int]]) -> np.ndarray:
+        """`embed` of the texts these token ids came from, to the bit."""
+        return _normalise(self._load().encode_ids(ids))
 
 
 class MiniLMEmbedder:
@@ -120,6 +142,12 @@ class MiniLMEmbedder:
 
 
 EMBEDDERS = {"static": StaticEmbedder, "minilm": MiniLMEmbedder}
+
+
+def token_source(model: str | None) -> StaticEmbedder | None:
+    """The embedder whose token ids an index built for `model` stores (the static model's; the
+    full MiniLM reads text), or None."""
+    return StaticEmbedder() if model == StaticEmbedder.name else None
 
 
 def make_embedder(kind: str) -> Embedder:

@@ -61,16 +61,25 @@ class StaticModel:
 
     def encode(self, texts: list[str], batch_size: int = 1024) -> np.ndarray:
         """One row per text, in the table's precision (steps 1 to 4 of the module's docstring)."""
-        if self.cut is not None:
-            texts = [t[: self.cut] for t in texts]
-        parts = [self._batch(texts[i : i + batch_size]) for i in range(0, len(texts), batch_size)]
+        parts = [
+            self.encode_ids(self.token_ids(texts[i : i + batch_size]))
+            for i in range(0, len(texts), batch_size)
+        ]
         return (
             np.concatenate(parts) if parts else np.zeros((0, self.table.shape[1]), self.table.dtype)
         )
 
-    def _batch(self, texts: list[str]) -> np.ndarray:
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Each text's token ids, unknown tokens dropped (steps 1 and 2): what `encode_ids`
+        reads. An index stores a text's ids once, and a query then skips the tokenizer."""
+        if self.cut is not None:
+            texts = [t[: self.cut] for t in texts]
         encoded = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-        ids = [[i for i in e.ids if i != self.unknown] for e in encoded]
+        return [[i for i in e.ids if i != self.unknown] for e in encoded]
+
+    def encode_ids(self, ids: list[list[int]]) -> np.ndarray:
+        """One row per list of token ids (steps 3 and 4): `encode` of the texts they came from,
+        to the bit (a row's mean and norm read its own tokens alone)."""
         dtype = np.float32 if self.table.dtype == np.int8 else self.table.dtype
         out = np.zeros((len(ids), self.table.shape[1]), dtype)
         by_length: dict[int, list[int]] = defaultdict(list)

@@ -195,3 +195,33 @@ def test_a_npy_file_opened_for_reads_gives_its_rows_and_slices_as_np_load_does(
     assert np.array_equal(ondisk.take_rows(m, np.array([0, 9, 49])), data[[0, 9, 49]])
     empty = ondisk.open_npy(tmp_path / "empty.npy")
     assert empty.shape == (0,) and empty.dtype == np.float32
+
+
+def test_a_dense_index_past_projected_rows_keeps_a_projection_and_ranks_as_its_scan(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import archive_mcp.search.index as index
+
+    monkeypatch.setattr(index, "PROJECTED_ROWS", 4)
+    shutil.rmtree(archive.workspace("webapp").cache_dir / "search", ignore_errors=True)
+    large = Archive(embedder=archive._embedder)
+    built = large.index(large.workspace("webapp")).refresh()
+    seg = built.segments[0]
+    dense = seg.dense()
+    assert seg.projection is not None and seg.quantized is None and dense is not None
+    assert built.segments[1].projection is None  # the empty delta: under PROJECTED_ROWS
+    query = np.asarray(archive._embedder.embed(["dark mode toggle"])[0], np.float32)
+    sims, _ = built.cosine(query)
+    # every row is shortlisted (8 rows): each gets its exact float32 cosine, row by row
+    assert np.allclose(sims, dense @ query, atol=1e-6)
+    assert np.array_equal(built.exact_cosine(query, [7, 0, 3]), sims[[7, 0, 3]])
+
+    def hits() -> list[list[tuple[str, int]]]:
+        return [
+            [(h.session_id, h.turn) for h in large.search(q, workspace="webapp")]
+            for q in ("dark mode toggle", "parse config", "fix the failing test")
+        ]
+
+    with_projection = hits()
+    seg.projection = None  # the same index scanned whole
+    assert hits() == with_projection and sum(map(len, with_projection)) > 3

@@ -39,6 +39,7 @@ from archive_mcp.search.ranking import (
     with_context_at,
 )
 from archive_mcp.search.rerank import SPECS, RerankerUnavailable, reranker
+from archive_mcp.search.sentences import Tokens, best_of_ids
 from archive_mcp.workspaces import Workspace
 
 MODES = ("hybrid", "lexical", "fuzzy", "semantic")
@@ -284,9 +285,9 @@ class Searcher:
         total = self._own = fuse(scores, ok, weights, fusion, depth, self._parts)
         if hybrid:
             t = self.tuning
-            total = np.where(
-                ok, with_context(total, self._neighbours(), t.neighbour, t.session, t.context), 0.0
-            )
+            total = with_context(total, self._neighbours(), t.neighbour, t.session, t.context)
+            if not ok.all():  # else no pass (3 ms at 1M turns)
+                total = np.where(ok, total, 0.0)
         return total * self._noise()
 
     def _neighbours(self) -> Neighbours:
@@ -318,8 +319,12 @@ class Searcher:
         """Re-score the top candidates with mean(whole-text, best-sentence) cosine."""
         assert self.embedder is not None
         head = order[: self.tuning.sentence_depth]
-        split = [t.sentences for t in self.index.texts(head)]
-        best = best_of_sentences(q_vec, split, self.embedder.embed)
+        ids = self.index.sentence_ids(head, self.embedder)
+        if ids is not None and isinstance(self.embedder, Tokens):  # stored: no tokenizer, no text
+            best = best_of_ids(q_vec, ids, self.embedder)
+        else:
+            split = [t.sentences for t in self.index.texts(head)]
+            best = best_of_sentences(q_vec, split, self.embedder.embed)
         sem = scores["semantic"].copy()
         cand = np.asarray(head)
         if any(s.projection for s in self.index.segments):  # most cosines were estimated

@@ -23,9 +23,11 @@ import numpy as np
 import polars as pl
 
 from archive_mcp.ingest.store import session_file_stem
+from archive_mcp.refiners.embed import token_source
 from archive_mcp.search.lexical import Postings, analyse
 from archive_mcp.search.ondisk import open_rows, read_rows
-from archive_mcp.search.projection import Projection, exact_rows, scan, write_int8, write_projection
+from archive_mcp.search.projection import Projection, exact_of, scan, write_int8, write_projection
+from archive_mcp.search.sentences import Sentence, Tokens
 from archive_mcp.search.texts import Texts, TextWriter, TurnText
 from archive_mcp.workspaces import (
     Workspace,
@@ -55,6 +57,7 @@ BUILD_BYTES = 32 << 20  # and at most this much of them (compressed Parquet; one
 BUILD_ROWS = 65536  # rows of zeros written at once (the rows before the first vector)
 READ_ROWS = 16384  # vector rows read at once when they stream from disk (faster than 65536: cache)
 DENSE_MAX_BYTES = 256 << 20  # float32 vectors kept in memory up to this; larger ones stream (int8)
+PROJECTED_ROWS = 32768  # from this many rows a segment's scan goes through a projection (speed.md)
 
 
 def date_text(started: datetime | None) -> str:
@@ -109,24 +112,8 @@ class Segment:
         one part per chunk and then streamed into `meta.parquet`. Nothing of the segment stays in memory: `load` maps it.
         """
         folder.mkdir(parents=True, exist_ok=True)
-        cols = [
-            "session_id",
-            "agent",
-            "turn",
-            "started_at",
-            "source",
-            "status",
-            "kinds",
-            "files",
-            "tool_calls",
-            "raw_ref",
-            "summary",
-            "user_text",
-            "assistant_text",
-            "keywords",
-            "title",
-            "content_hash",
-        ]
+        cols = [*META_COLUMNS[:8], "tool_calls", "raw_ref", "summary", "user_text"]
+        cols += ["assistant_text", "keywords", "title", "content_hash"]
         parts = folder / "meta.parts"
         parts.mkdir(exist_ok=True)
         turns: dict[str, int] = {}
@@ -153,7 +140,7 @@ class Segment:
 
         with (
             _VectorWriter(ws, model, folder / "vectors.f16") as vectors,
-            TextWriter(folder) as texts,
+            TextWriter(folder, token_source(model) if files else None) as texts,
         ):
             Postings.write(docs(vectors, texts), folder / "postings")
         if written:
@@ -167,6 +154,7 @@ class Segment:
         np.save(folder / "has_vector.npy", has)
         if vectors.dim and streams(len(has), vectors.dim):
             write_int8(folder, len(has), vectors.dim)
+        if vectors.dim and (streams(len(has), vectors.dim) or len(has) >= PROJECTED_ROWS):
             write_projection(folder, len(has), vectors.dim, has)
         return turns
 
@@ -201,7 +189,7 @@ class Segment:
                     folder, f"{q8.name} or scales.npy do not fit {vectors.shape[0]} rows"
                 )
             quantized = (open_rows(q8, np.int8, vectors.shape), scales)
-        projection = Projection.load(folder, *quantized[0].shape) if quantized is not None else None
+        projection = Projection.load(folder, *vectors.shape) if vectors is not None else None
         return cls(
             Postings.load(folder / "postings"),
             # read whole, then parsed: a rebuild swapping the folder meanwhile leaves this read on
@@ -557,18 +545,31 @@ class WorkspaceIndex:
             out.append(seg.texts.get(row) if seg.texts is not None else TurnText())
         return out
 
-    def exact_cosine(self, query: np.ndarray, docs: list[int]) -> np.ndarray:
-        """The int8 cosine of these docs with `query` (0 where a doc has no vector), of an index
-        with a projection: what `cosine` gives a shortlisted row."""
-        first = self.segments[0].meta.height
-        out = np.zeros(len(docs), np.float32)
-        for i, d in enumerate(docs):  # a few dozen docs, one row at a time
+    def sentence_ids(self, docs: list[int], tokens: object) -> list[list[Sentence]] | None:
+        """The docs' sentences as token ids of `tokens` (search/sentences.py); None unless
+        `tokens` reads ids and every doc's segment stored them with its tokenizer."""
+        key = tokens.key if isinstance(tokens, Tokens) else None
+        first, out = self.segments[0].meta.height, []
+        for d in docs:
             seg, row = (self.segments[0], d) if d < first else (self.segments[1], d - first)
-            if seg.quantized is not None:
-                q8, scale = seg.quantized
-                out[i] = exact_rows(q8, np.array([row]), query)[0] * scale[row]
-            elif seg.vectors is not None:
-                out[i] = exact_rows(seg.vectors, np.array([row]), query)[0]
+            ids = seg.texts.sentences if seg.texts is not None else None
+            if ids is None or ids.key != key:
+                return None
+            out.append(ids.get(row))
+        return out
+
+    def exact_cosine(self, query: np.ndarray, docs: list[int]) -> np.ndarray:
+        """The exact cosine of these docs with `query` (0 where a doc has no vector), of an
+        index with a projection: what `cosine` gives a shortlisted row (int8 or float32)."""
+        at, out = np.asarray(docs, np.int64), np.zeros(len(docs), np.float32)
+        bounds = [0, self.segments[0].meta.height, self.n_docs]
+        for seg, lo, hi in zip(self.segments, bounds, bounds[1:], strict=False):
+            rows, scale = seg.quantized if seg.quantized is not None else (seg.dense(), None)
+            mine = np.flatnonzero((at >= lo) & (at < hi))
+            if rows is not None and mine.size:  # a segment's docs at once, rows ascending
+                mine = mine[np.argsort(at[mine])]
+                r = at[mine] - lo
+                out[mine] = exact_of(rows, r, query, None if scale is None else scale[r])
         return out
 
     def cosine(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -581,15 +582,14 @@ class WorkspaceIndex:
             out = np.zeros(n, np.float32)
             if s.vectors is not None and n:
                 dense = s.dense()
-                if dense is not None:
+                rows, scale = (dense, None) if dense is not None else s.quantized or (None, None)
+                if s.projection is not None and rows is not None:
+                    out = s.projection.cosine(q, rows, scale, s.has_vector)
+                elif dense is not None:
                     out = scan(dense, q)
-                elif s.projection is not None and s.quantized is not None:
-                    out = s.projection.cosine(q, *s.quantized, s.has_vector)
                 else:
                     rows, scale = s.quantized if s.quantized is not None else (s.vectors, None)
-                    for a in range(
-                        0, n, READ_ROWS
-                    ):  # block by block, the pages released after each
+                    for a in range(0, n, READ_ROWS):  # block by block, pages released after each
                         out[a : a + READ_ROWS] = (
                             read_rows(rows, a, min(a + READ_ROWS, n)).astype(np.float32) @ q
                         )

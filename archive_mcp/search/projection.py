@@ -44,9 +44,9 @@ def write_projection(folder: Path, n: int, dim: int, has: np.ndarray) -> None:
     m = np.memmap(folder / "vectors.f16", np.float16, "r", shape=(n, dim))
     with_vector = np.flatnonzero(has)
     fit = with_vector[:: max(1, with_vector.size // FIT_ROWS)]
-    x = take_rows(m, fit).astype(np.float64)
-    mean = x.mean(axis=0) if fit.size else np.zeros(dim)
-    centred = x - mean
+    centred = take_rows(m, fit).astype(np.float64)
+    mean = centred.mean(axis=0) if fit.size else np.zeros(dim)
+    centred -= mean  # in place: the fit's rows are 134 MB as float64
     _, vecs = np.linalg.eigh(centred.T @ centred)
     basis = np.ascontiguousarray(vecs[:, ::-1][:, : min(RANK, dim)].T, np.float32)
     scales = np.zeros(n, np.float32)
@@ -128,28 +128,32 @@ class Projection:
         return out
 
     def cosine(
-        self, query: np.ndarray, rows: np.ndarray, scale: np.ndarray, has: np.ndarray
+        self, query: np.ndarray, rows: np.ndarray, scale: np.ndarray | None, has: np.ndarray
     ) -> np.ndarray:
-        """Every row's cosine with the unit `query`: the exact int8 one (rows × scale) for the
-        `SHORTLIST` rows with a vector and the best estimate and for `SAMPLE` rows spread over the index,
-        the estimate for the rest, its mean and spread made the sample's exact ones (the
-        directions left out carry part of the spread: unmatched, the exact head would stand
-        further above the estimated rest than it does)."""
+        """Every row's cosine with the unit `query`: the exact one (int8 rows × scale, or float32
+        rows in memory with `scale` None) for the `SHORTLIST` rows with a vector and the best
+        estimate and for `SAMPLE` rows spread over the index, the estimate for the rest, its
+        mean and spread made the sample's exact ones (the directions left out carry part of the
+        spread: unmatched, the exact head would stand further above the estimated rest than it
+        does)."""
         out = self.estimates(query)
         # rows without a vector are estimated as the mean (mean·q): never shortlisted, so every
         # exact cosine of the shortlist goes to a row that has one
-        near = shortlist(np.where(has, out, -np.inf), SHORTLIST)
+        near = shortlist(out if has.all() else np.where(has, out, -np.inf), SHORTLIST)
         near = near[has[near]]
         sample, sample_rows = self._sample(rows, has)
         if sample.size > 1:
-            exact = np.einsum("ij,j->i", sample_rows, query.astype(np.float32)) * scale[sample]
-            spread = float(out[sample].std())
-            if spread > 0:
-                out = (out - float(out[sample].mean())) * (float(exact.std()) / spread)
-                out += float(exact.mean())
+            q32 = query.astype(np.float32)
+            exact = exact_of(sample_rows, None, q32, None if scale is None else scale[sample])
+            estimated = out[sample]
+            spread = float(estimated.std())
+            if spread > 0:  # in place: (out - mean) * ratio + exact mean, in float32
+                out -= np.float32(float(estimated.mean()))
+                out *= np.float32(float(exact.std()) / spread)
+                out += np.float32(float(exact.mean()))
             out[sample] = exact
-        out[near] = exact_rows(rows, near, query) * scale[near]
-        return out.astype(np.float32)
+        out[near] = exact_of(rows, near, query, None if scale is None else scale[near])
+        return out
 
     def _sample(self, rows: np.ndarray, has: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The `SAMPLE` rows spread over the index (those with a vector) and their int8 rows,
@@ -198,6 +202,16 @@ def shortlist(scores: np.ndarray, k: int) -> np.ndarray:
         cand = np.flatnonzero(scores >= np.partition(sample, sample.size - k)[sample.size - k])
         return np.sort(cand[np.argpartition(-scores[cand], k - 1)[:k]])
     return np.sort(np.argpartition(-scores, k - 1)[:k])
+
+
+def exact_of(
+    rows: np.ndarray, at: np.ndarray | None, query: np.ndarray, scale: np.ndarray | None
+) -> np.ndarray:
+    """The cosines with `query` of the rows at these ascending indices (all of them for None):
+    of int8 rows, times their `scale`; of float32 rows in memory, `scale` None. Row by row
+    (`einsum`): a row's cosine has the same bits whichever rows it is read with."""
+    own = exact_rows(rows, at, query) if at is not None else np.einsum("ij,j->i", rows, query)
+    return own if scale is None else own * scale
 
 
 def exact_rows(rows: np.ndarray, at: np.ndarray, query: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ Every choice is measured in bench/RESULTS.md ("Retrieval on real conversations")
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -174,8 +175,25 @@ def _zscore(
         np.maximum(z, 0.0, out=z)
         z += out
         out = z
+    if out.dtype == np.float32 and hi > lo and _zero_below(x, valid, mu, sd, lo, semantic):
+        # every doc left out already scores +0.0 (x == lo: no sliver, no z): skip the pass of
+        # `np.where` (3 ms at 1M turns); an ineligible doc is set to zero alone
+        if not valid.all():
+            out[~valid] = 0.0
+        return out
     keep = valid & (x > lo) if semantic else valid & (x > 0)
     return np.where(keep, out, 0.0).astype(np.float32, copy=False)
+
+
+def _zero_below(
+    x: np.ndarray, valid: np.ndarray, mu: float, sd: float, lo: float, semantic: bool
+) -> bool:
+    """Does `_zscore` already give +0.0 to every eligible doc it leaves out? Those are the docs
+    at lo (the semantic signal's eligible minimum; 0 for another, whose scores are never below
+    it), where the sliver is 0 and x - mu is below zero (its z floored at 0) or unused."""
+    if not (sd <= 1e-9 or np.float32(mu) > lo):
+        return False
+    return semantic or (lo == 0.0 and float(x.min() if valid.all() else x[valid].min()) >= 0.0)
 
 
 def _zscored_sparse(x: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -246,8 +264,9 @@ def fuse(
                 done[id(x)] = part
             if parts is not None:
                 parts[name] = (x, part)
-        total += weights.get(name, 1.0) * part
-    return np.where(ok, total, 0.0)
+        weight = weights.get(name, 1.0)
+        total += part if weight == 1.0 else weight * part  # 1.0 * part is part, to the bit
+    return total if ok.all() else np.where(ok, total, 0.0)  # no pass when every doc is eligible
 
 
 def fuse_at(
@@ -331,6 +350,13 @@ class Neighbours:
         ]
         return np.sort(np.concatenate(pieces)) if pieces else np.zeros(0, np.int64)
 
+    @functools.cached_property
+    def member_groups(self) -> np.ndarray:
+        """The session of each entry of `members` (int32: read at every query at 1M turns)."""
+        assert self.starts is not None
+        counts = np.diff(self.starts)
+        return np.repeat(np.arange(counts.size, dtype=np.int32), counts)
+
 
 def with_context(
     total: np.ndarray, nb: Neighbours, neighbour: float, session: float, how: str = "lift"
@@ -343,6 +369,8 @@ def with_context(
     of the own score and the shares."""
     if total.size == 0 or (neighbour <= 0 and session <= 0):
         return total
+    if nb.members is not None and nb.starts is not None and nb.members.size == total.size:
+        return _with_context_by_session(total, nb, neighbour, session, how)
     prev = nxt = best = total
     if neighbour > 0:
         padded = np.concatenate([total, np.zeros(1, total.dtype)])  # index -1 (no turn): 0
@@ -358,6 +386,44 @@ def with_context(
             np.maximum.at(best, nb.group, total)
         best = best[nb.group]
     return _lifted(total, prev, nxt, best, neighbour, session, how)
+
+
+CONTEXT_BLOCK = 1 << 15  # docs lifted at once in session order: their temporaries stay in cache
+
+
+def _with_context_by_session(
+    total: np.ndarray, nb: Neighbours, neighbour: float, session: float, how: str
+) -> np.ndarray:
+    """`with_context` computed with the docs in session order (`Neighbours.members`, each
+    session's turns in order), where a turn's neighbours are the entries beside it and its
+    session's best a run: one gather and one scatter of the scores instead of four gathers,
+    and the lift a block at a time, its temporaries in cache (at 1M turns each pass of a fresh
+    array over memory cost about a millisecond). The same operations on the same values: the
+    same bits."""
+    members, starts, group = nb.members, nb.starts, nb.member_groups
+    assert members is not None and starts is not None
+    v = total[members]
+    n = v.size
+    top = np.zeros(starts.size - 1, np.float32)
+    if session > 0:
+        filled = starts[:-1] < starts[1:]
+        top[filled] = np.maximum.reduceat(v, starts[:-1][filled])
+        np.maximum(top, 0.0, out=top)
+    zero = np.zeros(1, v.dtype)
+    out = np.empty_like(total)
+    for a in range(0, n, CONTEXT_BLOCK):
+        b = min(a + CONTEXT_BLOCK, n)
+        own, g = v[a:b], group[a:b]
+        prev = nxt = best = own
+        if neighbour > 0:  # the entry before and after in the same session, else 0
+            prev = np.concatenate([v[a - 1 : a] if a else zero, own[:-1]])
+            prev[g != np.concatenate([group[a - 1 : a] if a else [-1], g[:-1]])] = 0.0
+            nxt = np.concatenate([own[1:], v[b : b + 1] if b < n else zero])
+            nxt[g != np.concatenate([g[1:], group[b : b + 1] if b < n else [-1]])] = 0.0
+        if session > 0:
+            best = top[g]
+        out[members[a:b]] = _lifted(own, prev, nxt, best, neighbour, session, how)
+    return out
 
 
 def with_context_at(
@@ -398,13 +464,17 @@ def _lifted(
 ) -> np.ndarray:
     """Scores with shares of the best neighbour's score (`prev`, `nxt`) and the session's best."""
     shares = np.zeros_like(total)
-    if neighbour > 0:
-        shares += neighbour * np.maximum(prev, nxt)
+    if neighbour > 0:  # the same products and sums as `shares += neighbour * max(prev, nxt)`,
+        part = np.maximum(prev, nxt)  # fewer temporaries (at 1M turns each costs page faults)
+        part *= neighbour
+        shares += part
     if session > 0:
-        shares += session * best
+        shares += np.multiply(best, session)
     if how == "lift":
         return total + np.maximum(shares - (neighbour + session) * total, 0.0)
-    return np.maximum(total, shares) if how == "max" else total + shares
+    if how == "max":
+        return np.maximum(total, shares, out=shares)
+    return np.add(total, shares, out=shares)
 
 
 def noise_weights(meta: pl.DataFrame) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 
 from archive_mcp.search.ondisk import open_rows, read_rows
 from archive_mcp.search.ranking import split_sentences
+from archive_mcp.search.sentences import SentenceIds, Tokens, writer
 
 SNIPPET_CAP = 20_000  # characters of the request and of the answer a snippet looks at
 HEAD = 2_000  # characters of a candidate's text a second-stage model reads whole
@@ -89,17 +90,22 @@ class TurnText:
 
 
 class TextWriter:
-    """Appends records to `texts.bin` and writes the offsets when closed."""
+    """Appends records to `texts.bin` and writes the offsets when closed; with `tokens`, the
+    sentences' token ids too (search/sentences.py)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, tokens: Tokens | None = None) -> None:
         self.folder = folder
         self.file = (folder / "texts.bin").open("wb")
         self.offsets = [0]
+        self.sentences = writer(folder, tokens)
 
     def add(self, row: dict[str, Any]) -> None:
-        blob = TurnText.of(row).encode()
+        record = TurnText.of(row)
+        blob = record.encode()
         self.file.write(blob)
         self.offsets.append(self.offsets[-1] + len(blob))
+        if self.sentences is not None:
+            self.sentences.add(record.sentences)
 
     def __enter__(self) -> TextWriter:
         return self
@@ -107,13 +113,18 @@ class TextWriter:
     def __exit__(self, *exc: object) -> None:
         self.file.close()
         np.save(self.folder / "texts.off.npy", np.asarray(self.offsets, np.int64))
+        if self.sentences is not None:
+            self.sentences.close()
 
 
 class Texts:
     """The text records of one segment, memory-mapped."""
 
-    def __init__(self, offsets: np.ndarray, blob: np.ndarray) -> None:
+    def __init__(
+        self, offsets: np.ndarray, blob: np.ndarray, sentences: SentenceIds | None = None
+    ) -> None:
         self.offsets, self.blob = offsets, blob
+        self.sentences = sentences  # the sentences' token ids, when the index stored them
 
     @classmethod
     def load(cls, folder: Path, rows: int) -> Texts:
@@ -126,7 +137,7 @@ class Texts:
                 "to rebuild it"
             )
         blob = open_rows(folder / "texts.bin", np.uint8, (size,)) if size else np.zeros(0, np.uint8)
-        return cls(offsets, blob)
+        return cls(offsets, blob, SentenceIds.load(folder, rows))
 
     def get(self, row: int) -> TurnText:
         a, b = int(self.offsets[row]), int(self.offsets[row + 1])
