@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from archive_mcp.workspaces import home as _homes
 
@@ -130,3 +131,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "model" in item.keywords:
             item.add_marker(skip)
+
+
+def shuffled_sessions(rng: np.random.Generator, n: int) -> pl.DataFrame:
+    """`n` main-agent turns of 30 sessions, shuffled: the turn metadata the ranking's context lift
+    reads, its sessions interleaved as an index holds them."""
+    return pl.DataFrame(
+        {
+            "session_id": [f"s{i}" for i in rng.integers(0, 30, n)],
+            "agent": ["main"] * n,
+            "turn": rng.permutation(n),
+        }
+    )

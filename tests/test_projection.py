@@ -10,6 +10,7 @@ import pytest
 
 import archive_mcp.search.projection as projection
 from archive_mcp import Archive
+from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.projection import Projection, shortlist, write_int8
 
 
@@ -115,15 +116,23 @@ def test_a_projection_that_does_not_fit_the_rows_says_to_delete_the_cache(
     assert Projection.load(tmp_path / "elsewhere", 10, 64) is None
 
 
+def _rebuilt(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch, limit: str, value: int
+) -> tuple[Archive, WorkspaceIndex]:
+    """A fresh archive over the same home and its webapp index built again from nothing with the
+    index's `limit` at `value`."""
+    import archive_mcp.search.index as index
+
+    monkeypatch.setattr(index, limit, value)
+    shutil.rmtree(archive.workspace("webapp").cache_dir / "search", ignore_errors=True)
+    large = Archive(embedder=archive._embedder)
+    return large, large.index(large.workspace("webapp")).refresh()
+
+
 def test_a_large_index_keeps_a_projection_and_with_every_row_shortlisted_ranks_as_its_scan(
     archive: Archive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import archive_mcp.search.index as index
-
-    monkeypatch.setattr(index, "DENSE_MAX_BYTES", 0)
-    shutil.rmtree(archive.workspace("webapp").cache_dir / "search", ignore_errors=True)
-    large = Archive(embedder=archive._embedder)
-    built = large.index(large.workspace("webapp")).refresh()
+    large, built = _rebuilt(archive, monkeypatch, "DENSE_MAX_BYTES", 0)
     seg = built.segments[0]
     assert seg.projection is not None and (built.folder / "base" / "proj.q8").exists()
     assert built.n_docs == 8
@@ -200,12 +209,7 @@ def test_a_npy_file_opened_for_reads_gives_its_rows_and_slices_as_np_load_does(
 def test_a_dense_index_past_projected_rows_keeps_a_projection_and_ranks_as_its_scan(
     archive: Archive, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import archive_mcp.search.index as index
-
-    monkeypatch.setattr(index, "PROJECTED_ROWS", 4)
-    shutil.rmtree(archive.workspace("webapp").cache_dir / "search", ignore_errors=True)
-    large = Archive(embedder=archive._embedder)
-    built = large.index(large.workspace("webapp")).refresh()
+    large, built = _rebuilt(archive, monkeypatch, "PROJECTED_ROWS", 4)
     seg = built.segments[0]
     dense = seg.dense()
     assert seg.projection is not None and seg.quantized is None and dense is not None

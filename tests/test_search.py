@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from conftest import shuffled_sessions
 
 from archive_mcp import Archive
 from archive_mcp.search.engine import Filters, SearchError, rrf
@@ -383,7 +384,6 @@ def test_context_lift_keeps_the_order_of_turns_that_match_about_equally() -> Non
 @pytest.mark.parametrize("how", ["lift", "sum", "max"])
 def test_the_fusion_and_context_of_some_turns_equal_those_over_every_turn(how: str) -> None:
     import numpy as np
-    import polars as pl
 
     from archive_mcp.search.ranking import (
         Neighbours,
@@ -395,13 +395,7 @@ def test_the_fusion_and_context_of_some_turns_equal_those_over_every_turn(how: s
 
     rng = np.random.default_rng(3)
     n = 400
-    meta = pl.DataFrame(
-        {
-            "session_id": [f"s{i}" for i in rng.integers(0, 30, n)],
-            "agent": ["main"] * n,
-            "turn": rng.permutation(n),
-        }
-    )
+    meta = shuffled_sessions(rng, n)
     ok = rng.random(n) > 0.1
     lexical = np.where(rng.random(n) > 0.5, rng.random(n) * 9, 0.0).astype(np.float32)
     semantic = np.where(rng.random(n) > 0.05, rng.random(n), -1.0).astype(np.float32)

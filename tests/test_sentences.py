@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from archive_mcp.refiners.embed import StaticEmbedder
+from conftest import shuffled_sessions
 
 from archive_mcp import Archive
 from archive_mcp.search import ranking
@@ -105,17 +106,10 @@ def test_an_index_of_the_static_model_ranks_from_stored_ids_as_from_the_texts(
 def test_the_context_lift_in_session_order_equals_the_lift_by_neighbour_indices_to_the_bit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import polars as pl
 
     rng = np.random.default_rng(5)
     n = 500
-    meta = pl.DataFrame(
-        {
-            "session_id": [f"s{i}" for i in rng.integers(0, 30, n)],
-            "agent": ["main"] * n,
-            "turn": rng.permutation(n),
-        }
-    )
+    meta = shuffled_sessions(rng, n)
     nb = Neighbours.of(meta)
     by_index = Neighbours(nb.prev, nb.next, nb.group, nb.n_groups)  # no members: doc order
     total = (rng.random(n) * (rng.random(n) > 0.3)).astype(np.float32)
