@@ -506,3 +506,13 @@ def test_a_calls_input_reads_as_its_fields_and_a_root_of_one_folder_stays_whole(
     )
     assert relative("/home/x.py", ["/home"]) == "/home/x.py"
     assert plain_output("     9→a\n    10→b") == "9→a\n10→b"
+
+
+def test_a_root_inside_a_longer_path_or_a_url_is_left_as_it_is() -> None:
+    text = "cp /mnt/backup/home/a/proj/x.py /home/a/proj/y.py; see https://h.io/home/a/proj/z"
+    assert relative(text, ["/home/a/proj"]) == (
+        "cp /mnt/backup/home/a/proj/x.py y.py; see https://h.io/home/a/proj/z"
+    )
+    assert relative(r'"C:\w\proj\a.py" and D:\C:\w\proj\b', [r"C:\w\proj"]) == (
+        r'"a.py" and D:\C:\w\proj\b'
+    )

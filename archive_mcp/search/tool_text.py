@@ -46,8 +46,12 @@ def relative(text: str, roots: Sequence[str]) -> str:
         if folder.count("/") + folder.count("\\") < 2 or folder not in text:
             continue
         sep = "\\" if "\\" in folder and "/" not in folder else "/"
-        text = text.replace(folder + sep, "")
+        # only where a path starts: not inside a longer one (`/mnt/backup/home/a/proj/`, a URL)
+        text = re.sub(_NOT_AFTER_PATH + re.escape(folder + sep), "", text)
     return text
+
+
+_NOT_AFTER_PATH = r"(?<![\w.~/\\-])"  # what a path's first character does not follow
 
 
 def _empty(value: object) -> bool:
