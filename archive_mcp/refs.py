@@ -122,4 +122,5 @@ class Citing:
         return _ID_WORD.sub(lambda m: self.short.get(m.group(), m.group()), text)
 
 
-_ID_WORD = re.compile(r"[\w.-]{9,}")  # a word that may be a session id (uuids, rollout names)
+# a word that may be a session id (uuids, rollout names), not a folder of a path (`…/ID/sub`)
+_ID_WORD = re.compile(r"(?<![\w./\\-])[\w.-]{9,}(?![\w./\\-])")

@@ -276,3 +276,9 @@ def test_a_text_names_whole_session_ids_by_their_short_ids_and_leaves_other_word
     text = f"- {LONE}:3 and rollout-2026-03-20T10-00-00-abc:1; {LONE}x stays; b0b00000-1111 too"
     assert cite.in_text(text) == (f"- b0b00000:3 and rollout-:1; {LONE}x stays; b0b00000-1111 too")
     assert Citing().in_text(text) == text
+
+
+def test_a_session_id_that_is_a_folder_of_a_path_stays_whole() -> None:
+    cite = Citing({LONE: "b0b00000"})
+    text = f"ls proj/{LONE}/subagents; C:\\logs\\{LONE}\\a; {LONE}:2"
+    assert cite.in_text(text) == f"ls proj/{LONE}/subagents; C:\\logs\\{LONE}\\a; b0b00000:2"
