@@ -516,3 +516,20 @@ def test_a_root_inside_a_longer_path_or_a_url_is_left_as_it_is() -> None:
     assert relative(r'"C:\w\proj\a.py" and D:\C:\w\proj\b', [r"C:\w\proj"]) == (
         r'"a.py" and D:\C:\w\proj\b'
     )
+
+
+def test_grouped_calls_name_a_codex_command_list_and_an_opencode_file_path() -> None:
+    calls = []
+    for args in (
+        {"command": ["bash", "-lc", "cargo test"]},
+        {"command": ["bash", "-lc", "cargo test"]},
+        {"filePath": "/home/a/proj/src/x.rs"},
+        {"filePath": "/home/a/proj/src/y.rs"},
+    ):
+        c = ToolCall(f"id-{len(calls)}", "shell" if "command" in args else "read", json.dumps(args))
+        c.finish(False, "", "done", None)
+        calls.append(c)
+    lines = [
+        (d.name, d.arguments) for d in grouped(calls, ["done"] * 4, frozenset(), ["/home/a/proj"])
+    ]
+    assert lines == [("shell ×2", "cargo test ×2"), ("read ×2", "src/x.rs, src/y.rs")]

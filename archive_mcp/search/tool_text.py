@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from archive_mcp.refiners.actions import call_paths, command_of
 from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import args_summary
@@ -100,6 +101,10 @@ TARGET_KEYS = ("command", "file_path", "path", "notebook_path", "pattern", "quer
 
 def _target(call: ToolCall, known: frozenset[str], roots: Sequence[str]) -> str:
     value = next((call.args[k] for k in TARGET_KEYS if isinstance(call.args.get(k), str)), "")
+    if not value and isinstance(call.args.get("command"), list):  # Codex: ["bash", "-lc", "…"]
+        value = command_of(call)
+    if not value:  # a path under another of the readers' keys (OpenCode's `filePath`)
+        value = next(iter(call_paths(call)), "")
     return clip(relative(redact(" ".join(value.split()), known)[0], roots), GROUP_TARGET)
 
 
