@@ -282,3 +282,22 @@ def test_a_session_id_that_is_a_folder_of_a_path_stays_whole() -> None:
     cite = Citing({LONE: "b0b00000"})
     text = f"ls proj/{LONE}/subagents; C:\\logs\\{LONE}\\a; {LONE}:2"
     assert cite.in_text(text) == f"ls proj/{LONE}/subagents; C:\\logs\\{LONE}\\a; b0b00000:2"
+
+
+def test_a_lone_long_sessions_first_turns_make_room_for_the_routine_note(tmp_path: Path) -> None:
+    lines = [_line(LONE, "user", "/clear", 0)]
+    for i in range(50):
+        lines += [
+            _line(LONE, "user", f"Question {i} " + "about the retry loop " * 8, i),
+            _line(LONE, "assistant", "It never backs off.", i),
+        ]
+    assert _listed(tmp_path, lines, {"prompts": True, "max_output_chars": 1000}) == [
+        "sync: 1 sessions",
+        overview.ROUTINE_NOTE,
+        "- b0b00000 2026-03-20 10:00 51 turns",
+        *(
+            f"  :{i + 1} 10:{i:02d} Question {i}" + " about the retry loop" * 6 + " about the…"
+            for i in range(4)
+        ),
+        "  … 46 more turns not shown; raise max_output_chars",
+    ]

@@ -409,6 +409,9 @@ def list_sessions(
 
     cite = citing(ctx, [ws])
 
+    note = [overview.ROUTINE_NOTE] if routine else []
+    room = max_output_chars - sum(len(n) + 1 for n in note)  # a lone session's turns, the note's
+
     def render(kept: list[SessionInfo], cut: bool) -> str:
         lines = []
         for s in kept:
@@ -418,12 +421,11 @@ def list_sessions(
                 day = (s.first_at or "")[:10]  # a turn of a later day says its date
                 said = [f"  :{p.turn} {overview.when(p.at, day)} {p.said}" for p in s.prompts]
                 # a lone session longer than the budget shows its first turns, not nothing
-                lines += first_lines(said, max_output_chars) if len(kept) == 1 else said
+                lines += first_lines(said, room) if len(kept) == 1 else said
                 continue
             lines.append(
                 f"{head} {s.turns} turns" + ("" if detail == "compact" else f" — {s.title or ''}")
             )
-        note = [overview.ROUTINE_NOTE] if routine else []
         return "\n".join([f"{ws.name}: {frame.height} sessions", *note, *lines])
 
     return fit(
