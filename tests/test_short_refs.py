@@ -301,3 +301,16 @@ def test_a_lone_long_sessions_first_turns_make_room_for_the_routine_note(tmp_pat
         ),
         "  … 46 more turns not shown; raise max_output_chars",
     ]
+
+
+def test_a_tool_answers_though_an_ingest_state_cannot_be_read_for_short_ids(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / ".claude" / "projects" / "-home-alice-projects-sync"
+    folder.mkdir(parents=True)
+    (folder / f"{LONE}.jsonl").write_text(_line(LONE, "user", "Hi", 0) + "\n", encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    (archive.workspaces()[0].state_dir / "ingest.json").write_text("{cut", encoding="utf-8")
+    error, text = _call(archive, "list_workspaces", {"detail": "compact"})
+    assert (error, text.split(" (")[0]) == (False, "- sync")

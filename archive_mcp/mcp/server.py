@@ -106,7 +106,12 @@ def _cited(out: CallToolResult, context: Context[State, Any]) -> CallToolResult:
     """A tool's text naming every session by its short id, as search and load do (the themes'
     and memories' texts are written with whole ids); the structured content keeps whole ids."""
     st = context.request_context.lifespan_context
-    cite = Citing(st.sessions.short_ids(st.archive))
+    try:
+        cite = Citing(st.sessions.short_ids(st.archive))
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # an ingest state not readable now
+        # the call is done: its answer stands with whole ids rather than fail after the fact
+        log.warning("session ids left whole: %s", clip(f"{type(exc).__name__}: {exc}", 300))
+        return out
     content = [
         c.model_copy(update={"text": cite.in_text(c.text)}) if isinstance(c, TextContent) else c
         for c in out.content
