@@ -533,3 +533,11 @@ def test_grouped_calls_name_a_codex_command_list_and_an_opencode_file_path() -> 
         (d.name, d.arguments) for d in grouped(calls, ["done"] * 4, frozenset(), ["/home/a/proj"])
     ]
     assert lines == [("shell ×2", "cargo test ×2"), ("read ×2", "src/x.rs, src/y.rs")]
+
+
+def test_a_project_folder_named_alone_with_its_slash_stays_whole() -> None:
+    text = 'cd /home/a/proj/ && ls /home/a/proj/src; {"cwd": "/home/a/proj/"} (/home/a/proj/)'
+    assert relative(text, ["/home/a/proj"]) == (
+        'cd /home/a/proj/ && ls src; {"cwd": "/home/a/proj/"} (/home/a/proj/)'
+    )
+    assert relative("/home/a/proj/", ["/home/a/proj"]) == "/home/a/proj/"

@@ -48,11 +48,13 @@ def relative(text: str, roots: Sequence[str]) -> str:
             continue
         sep = "\\" if "\\" in folder and "/" not in folder else "/"
         # only where a path starts: not inside a longer one (`/mnt/backup/home/a/proj/`, a URL)
-        text = re.sub(_NOT_AFTER_PATH + re.escape(folder + sep), "", text)
+        # and only before a name: the folder itself (`cd /home/a/proj/`) stays as it is
+        text = re.sub(_NOT_AFTER_PATH + re.escape(folder + sep) + _NAME_NEXT, "", text)
     return text
 
 
 _NOT_AFTER_PATH = r"(?<![\w.~/\\-])"  # what a path's first character does not follow
+_NAME_NEXT = r"(?![\s\"'`,;:)\]}>]|$)"  # what a name under the folder does not start with
 
 
 def _empty(value: object) -> bool:
