@@ -186,16 +186,21 @@ def test_an_overview_leaves_out_routine_turns_and_says_so_once(tmp_path: Path) -
     ]
 
 
-def test_list_sessions_with_prompts_shows_a_lone_long_sessions_first_turns_not_nothing(
-    tmp_path: Path,
-) -> None:
+def _questions() -> list[str]:
+    """A long session's lines: 50 questions of 180 characters, each answered."""
     lines = []
     for i in range(50):
         lines += [
             _line(LONE, "user", f"Question {i} " + "about the retry loop " * 8, i),
             _line(LONE, "assistant", "It never backs off.", i),
         ]
-    assert _listed(tmp_path, lines, {"prompts": True, "max_output_chars": 1000}) == [
+    return lines
+
+
+def test_list_sessions_with_prompts_shows_a_lone_long_sessions_first_turns_not_nothing(
+    tmp_path: Path,
+) -> None:
+    assert _listed(tmp_path, _questions(), {"prompts": True, "max_output_chars": 1000}) == [
         "sync: 1 sessions",
         "- b0b00000 2026-03-20 10:00 50 turns",
         *(
@@ -285,12 +290,7 @@ def test_a_session_id_that_is_a_folder_of_a_path_stays_whole() -> None:
 
 
 def test_a_lone_long_sessions_first_turns_make_room_for_the_routine_note(tmp_path: Path) -> None:
-    lines = [_line(LONE, "user", "/clear", 0)]
-    for i in range(50):
-        lines += [
-            _line(LONE, "user", f"Question {i} " + "about the retry loop " * 8, i),
-            _line(LONE, "assistant", "It never backs off.", i),
-        ]
+    lines = [_line(LONE, "user", "/clear", 0), *_questions()]
     assert _listed(tmp_path, lines, {"prompts": True, "max_output_chars": 1000}) == [
         "sync: 1 sessions",
         overview.ROUTINE_NOTE,
