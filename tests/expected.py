@@ -66,3 +66,15 @@ def result_json(r: ParseResult) -> dict[str, Any]:
         "problems": [p.to_json() for p in r.problems],
         "turns": [turn_json(t) for t in r.turns],
     }
+
+
+def looping_subsessions(db: object, sids: tuple[str, ...] = ("loop-a", "loop-b")) -> list[Any]:
+    """What discovery reports of a store's sub-sessions whose parents loop: each archived alone."""
+    return [
+        (
+            str(db),
+            f"sub-session {sid}: its parents never reach a top-level session (they loop); "
+            "archived as a session of its own",
+        )
+        for sid in sids
+    ]

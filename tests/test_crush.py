@@ -15,6 +15,7 @@ from archive_mcp.refiners import crush, discover
 from archive_mcp.refiners.model import Problem, Turn
 from archive_mcp.workspaces import default_source_roots, workspace_id
 from click.testing import CliRunner
+from expected import looping_subsessions
 from test_agent_ingest import AIDER_REPO, claude_home, codex_home
 
 from archive_mcp import Archive
@@ -287,14 +288,7 @@ def test_sub_sessions_whose_parents_loop_are_reported_and_archived_as_their_own_
     )
     found = discover(db)
     assert sorted(s.session_id for s in found.sessions) == [SID, "loop-a", "loop-b"]
-    assert found.skipped == [
-        (
-            str(db),
-            f"sub-session {sid}: its parents never reach a top-level session (they loop); "
-            "archived as a session of its own",
-        )
-        for sid in ("loop-a", "loop-b")
-    ]
+    assert found.skipped == looping_subsessions(db)
     archive = Archive(embedder=None)
     archive.ingest(project)
     turns = archive.turns(workspace_id(str(project))).collect()
