@@ -414,12 +414,19 @@ def test_aider_histories_found_below_a_folder_join_their_repos_workspace(tmp_pat
 
 
 OPENCODE_SQL = Path(__file__).parent / "fixtures" / "real-cli" / "opencode-1.18.33" / "opencode.sql"
-OPENCODE_CWD = "/tmp/ar-readers/s/work/opencode"  # where the genuine database was written
 
 
 def opencode_sql() -> str:
-    """The genuine OpenCode database's SQL, its project moved to PROJECT."""
-    return OPENCODE_SQL.read_text(encoding="utf-8").replace(OPENCODE_CWD, PROJECT)
+    """The genuine OpenCode database's SQL, its project (the folder its sessions were recorded
+    in, as its top session names it) moved to PROJECT."""
+    import sqlite3
+
+    sql = OPENCODE_SQL.read_text(encoding="utf-8")
+    con = sqlite3.connect(":memory:")
+    con.executescript(sql)
+    (recorded,) = con.execute("SELECT directory FROM session WHERE parent_id IS NULL").fetchone()
+    con.close()
+    return sql.replace(recorded, PROJECT)
 
 
 def test_opencode_database_is_read_while_opencode_writes_and_changes_are_seen(
