@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -97,16 +98,18 @@ def digest_line(
 
 GROUP_TARGET = 70  # a grouped call's target
 GROUP_MAX = 400  # a tool's grouped targets
-# the fields that name what a call acted on, the first one present is its target in a group
-TARGET_KEYS = ("command", "file_path", "path", "notebook_path", "pattern", "query", "url", "prompt")
+OTHER_TARGETS = ("pattern", "query", "url", "prompt")  # what a call without command or path is on
 
 
 def _target(call: ToolCall, known: frozenset[str], roots: Sequence[str]) -> str:
-    value = next((call.args[k] for k in TARGET_KEYS if isinstance(call.args.get(k), str)), "")
-    if not value and isinstance(call.args.get("command"), list):  # Codex: ["bash", "-lc", "…"]
-        value = command_of(call)
-    if not value:  # a path under another of the readers' keys (OpenCode's `filePath`)
-        value = next(iter(call_paths(call)), "")
+    """What a call acted on, as a group lists it: its command (`command_of`: Codex's lists too),
+    else its first path (`call_paths`: every reader's path keys), else a pattern, query, URL or
+    prompt."""
+    value = (
+        command_of(call)
+        or next(iter(call_paths(call)), "")
+        or next((v for k in OTHER_TARGETS if isinstance(v := call.args.get(k), str)), "")
+    )
     return clip(relative(redact(" ".join(value.split()), known)[0], roots), GROUP_TARGET)
 
 
@@ -126,18 +129,13 @@ def grouped(
             target, first = digest_line(calls[idx[0]], outputs[idx[0]], known, roots)
             out.append(ToolDetail(name, target, calls[idx[0]].status, first, True))
             continue
-        targets: dict[str, int] = {}
-        for i in idx:
-            if target := _target(calls[i], known, roots):
-                targets[target] = targets.get(target, 0) + 1
+        targets = Counter(t for i in idx if (t := _target(calls[i], known, roots)))
         listed = ", ".join(f"{t} ×{n}" if n > 1 else t for t, n in targets.items())
-        ends: dict[str, int] = {}
-        for i in idx:
-            ends[calls[i].status] = ends.get(calls[i].status, 0) + 1
+        ends = Counter(calls[i].status for i in idx)
         status = (
             next(iter(ends))
             if len(ends) == 1
-            else ", ".join(f"{n} {s}" for s, n in sorted(ends.items(), key=lambda e: -e[1]))
+            else ", ".join(f"{n} {s}" for s, n in ends.most_common())
         )
         failed = next((i for i in idx if calls[i].status in ("error", "rejected")), None)
         first = (
@@ -152,8 +150,8 @@ def line_passages(text: str, words: Sequence[str], around: int = AROUND) -> str:
     """The lines of `text` (a tool's input or output: code, a file, a log) that hold any of
     `words`, with `around` lines each side, after its first line (what was called on: a path, a
     command; cut at HEAD_LINE), `…` between runs; when none does (the call matched by its name
-    or its other half), its first UNMATCHED characters. A one-line JSON text's escaped newlines end lines too: an
-    edit's old and new text are read line by line."""
+    or its other half), its first UNMATCHED characters. A one-line JSON text's escaped newlines
+    end lines too: an edit's old and new text are read line by line."""
     low = [w.lower() for w in words]
     lines = text.splitlines() if "\n" in text else json_lines(text)
     hits = [i for i, line in enumerate(lines) if any(w in line.lower() for w in low)]
