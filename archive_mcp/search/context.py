@@ -20,7 +20,7 @@ from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.search.highlight import split_answers
 from archive_mcp.search.tool_text import (
     ToolDetail,
-    digest_line,
+    digest,
     grouped,
     line_passages,
     plain_output,
@@ -198,12 +198,6 @@ def pasted_digest(text: str) -> str:
         one(p) if sum(_loglike(ln) for ln in p.splitlines()) * 2 > p.count("\n") + 1 else p
         for p in parts
     )
-
-
-def digest(call: ToolCall, output: str, known: frozenset[str], roots: Sequence[str]) -> ToolDetail:
-    """A call as one line: tool, target, status and the result's first words."""
-    target, first = digest_line(call, output, known, roots)
-    return ToolDetail(call.name, target, call.status, first, True)
 
 
 def _full_calls(

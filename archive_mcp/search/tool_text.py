@@ -96,6 +96,12 @@ def digest_line(
     return target, clip(relative(first, roots), FIRST_WORDS)
 
 
+def digest(call: ToolCall, output: str, known: frozenset[str], roots: Sequence[str]) -> ToolDetail:
+    """A call as one line: tool, target, status and the result's first words."""
+    target, first = digest_line(call, output, known, roots)
+    return ToolDetail(call.name, target, call.status, first, True)
+
+
 GROUP_TARGET = 70  # a grouped call's target
 GROUP_MAX = 400  # a tool's grouped targets
 OTHER_TARGETS = ("pattern", "query", "url", "prompt")  # what a call without command or path is on
@@ -126,8 +132,7 @@ def grouped(
     out = []
     for name, idx in order.items():
         if len(idx) == 1:  # a lone call keeps its digest: target and the result's first words
-            target, first = digest_line(calls[idx[0]], outputs[idx[0]], known, roots)
-            out.append(ToolDetail(name, target, calls[idx[0]].status, first, True))
+            out.append(digest(calls[idx[0]], outputs[idx[0]], known, roots))
             continue
         targets = Counter(t for i in idx if (t := _target(calls[i], known, roots)))
         listed = ", ".join(f"{t} ×{n}" if n > 1 else t for t, n in targets.items())
