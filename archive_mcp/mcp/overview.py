@@ -10,11 +10,12 @@ import polars as pl
 
 from archive_mcp.refiners.answers import MARKS
 from archive_mcp.refiners.text import clip
+from archive_mcp.search.ranking import NOISE_KINDS
 
 PROMPT = 150  # characters of the user's words an overview shows a turn
-# a turn of only these kinds carries no request of the user's (refiners/kinds.noise_kinds); an
-# API-error turn does: the user's words were asked, the answer failed
-ROUTINE = frozenset({"command", "compaction", "continuation", "interrupted"})
+# a turn of only these noise kinds (the ranking's) carries no request of the user's; an API-error
+# turn does: the user's words were asked, the answer failed
+ROUTINE = NOISE_KINDS - {"api_error"}
 ROUTINE_NOTE = (
     "(routine turns are not listed: /clear, command output, compaction recaps, interruptions, "
     "bare continues)"
@@ -33,7 +34,9 @@ class Prompt:
 def routine(kinds: list[str] | None, words: str) -> bool:
     """A turn the overview leaves out: only routine kinds, and no answer or feedback the user gave
     through a tool (`[answer] …`: a decision)."""
-    return bool(kinds) and set(kinds or ()) <= ROUTINE and not any(m in words for m in MARKS)
+    if not kinds:
+        return False
+    return set(kinds) <= ROUTINE and not any(m in words for m in MARKS)
 
 
 def prompts(turns: pl.LazyFrame, sessions: list[str]) -> tuple[dict[str, list[Prompt]], int]:
