@@ -24,6 +24,7 @@ from archive_mcp.mcp.server import build_server
 from archive_mcp.refs import TurnRef, parse_ref
 from archive_mcp.render import hit_text
 from archive_mcp.search.context import READ_WHOLE, SCAN, _scanned, line_passages, passages
+from archive_mcp.search.matching import Matcher
 from archive_mcp.search.hits import Hit
 from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
 from archive_mcp.search.tool_text import grouped, plain_arguments, plain_output, relative
@@ -416,10 +417,9 @@ def test_matching_in_full_detail_shows_the_lines_of_a_call_that_hold_the_words_a
         [f"{sid}:0", f"{sid}:1"], workspace=ws, full_tools=True, matching=["runtime"]
     )
     (turn,) = ctx.turns
-    # the path relative to the project's folder (/home/alice/pay)
+    # the path relative to the project's folder (/home/alice/pay), the input as `key: value`
     assert [c.arguments for c in turn.tool_calls] == [
-        '{"file_path": "vercel.json", "content": "{\n…\n  \\"k28\\": 28,\n'
-        '  \\"k29\\": 29,\n  \\"runtime\\": \\"node@3\\"\n}"}'
+        'file_path: vercel.json\n…\n  "k28": 28,\n  "k29": 29,\n  "runtime": "node@3"\n}'
     ]
     assert [(n.turn, n.reason) for n in ctx.not_found] == [
         (
@@ -541,3 +541,31 @@ def test_a_project_folder_named_alone_with_its_slash_stays_whole() -> None:
         'cd /home/a/proj/ && ls src; {"cwd": "/home/a/proj/"} (/home/a/proj/)'
     )
     assert relative("/home/a/proj/", ["/home/a/proj"]) == "/home/a/proj/"
+
+
+def test_matching_keeps_the_lines_with_the_rarer_words_and_the_best_line_of_a_common_one() -> None:
+    code = "\n".join(f"const [v{i}, setV{i}] = useState({i});" for i in range(40))
+    words = "\n".join(
+        [
+            "The hint says the scan is slower in user mode.",
+            "We chose a hint over a warning.",
+            "Nothing to see here.",
+        ]
+    )
+    matcher = Matcher.over(["hint", "slower", "useState"], [words, code])
+    # "useState" is on 40 of 43 lines: it weighs 1, "hint" and "slower" log(43/2) and log(43);
+    # the heaviest line (6.8) sets the bar at half: a line with "hint" alone (3.1) is under it
+    assert [ln for ln in words.splitlines() if matcher.keeps(ln)] == [
+        "The hint says the scan is slower in user mode."
+    ]
+    # no line with "useState" reaches the bar: the first of them stands for the word
+    assert [ln for ln in code.splitlines() if matcher.keeps(ln)] == [
+        "const [v0, setV0] = useState(0);"
+    ]
+    assert passages(words + "\n\nNothing more.", matcher) == words  # a paragraph is kept whole
+    # one word or two: any line holding one is kept
+    both = Matcher.over(["hint", "warning"], [words, code])
+    assert [ln for ln in words.splitlines() if both.keeps(ln)] == words.splitlines()[:2]
+    assert line_passages(code, Matcher.any_of(["setV3]"]), around=0, head=False) == (
+        "…\nconst [v3, setV3] = useState(3);\n…"
+    )

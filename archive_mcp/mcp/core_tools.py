@@ -277,7 +277,8 @@ def load_turn_context(
         str | None,
         Field(
             max_length=TEXT,
-            description="Words: only the passages (and turns) that hold one of them.",
+            description="Words: only the passages (and turns) that hold them: one or two words, "
+            "any; three or more, the most of them (a rarer word counts more).",
         ),
     ] = None,
     roots: Roots = None,

@@ -18,11 +18,13 @@ from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.search.highlight import split_answers
+from archive_mcp.search.matching import Matcher
 from archive_mcp.search.tool_text import (
     ToolDetail,
     digest,
     grouped,
     line_passages,
+    plain_arguments,
     plain_output,
     relative,
 )
@@ -126,15 +128,16 @@ DIGEST_SHARE = 0.2  # of a turn's budget, kept for its tool digests when its wor
 LONG = 12  # lines from which a paragraph `passages` keeps is cut to the lines that hold a word
 
 
-def passages(text: str, words: Sequence[str]) -> str:
-    """The paragraphs of `text` that hold any of `words` (case-insensitive), `…` between them;
-    of a paragraph of LONG lines or more, the lines that hold them (`line_passages`)."""
-    if not words:
+def passages(text: str, words: Sequence[str] | Matcher) -> str:
+    """The paragraphs of `text` with a line that `words` keep (any of them, case-insensitive, or
+    a `Matcher`'s bar), `…` between them; of a paragraph of LONG lines or more, those lines
+    (`line_passages`)."""
+    matcher = words if isinstance(words, Matcher) else Matcher.any_of(words)
+    if not matcher.words:
         return text
-    low = [w.lower() for w in words]
-    kept = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if any(w in p.lower() for w in low)]
+    kept = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if matcher.holds(p)]
     # a long paragraph (a pasted log, a long list) shows only its lines that hold the words
-    return "\n…\n".join(line_passages(p, words) if p.count("\n") >= LONG else p for p in kept)
+    return "\n…\n".join(line_passages(p, matcher) if p.count("\n") >= LONG else p for p in kept)
 
 
 SCAN = 600  # characters of an answer a scan (a range, several references, a neighbour) shows
@@ -249,20 +252,31 @@ def _detail(
     if not full_tools:  # a pasted log must not fill the read: the user's own sentences first
         own, decisions = split_answers(said)  # the answers they gave are no paste
         said = "\n".join([pasted_digest(own), *decisions] if own else decisions)
-    user = passages(said, matching)
     roots = ws.paths  # paths under the project's folder read relative to it
-    assistant = passages(relative(redact(assistant, known)[0], roots), matching)
+    assistant = relative(redact(assistant, known)[0], roots)
     thought = redact(turn.thinking, known)[0] if include_thinking and turn else None
+    shown = full_tools or bool(matching)  # the calls' input and output as a read shows them
+    args = (
+        [relative(plain_arguments(redact(c.arguments, known)[0]), roots) for c in calls]
+        if shown
+        else []
+    )
+    outs = [relative(plain_output(redact(o, known)[0]), roots) for o in outputs] if shown else []
+    texts = [said, assistant, thought or "", *(args + outs if include_tools else [])]
+    # with `matching`, the lines holding the most of the words set the bar (`Matcher.over`)
+    matcher = Matcher.over(matching, texts) if matching else Matcher.any_of(())
+    user = passages(said, matcher)
+    assistant = passages(assistant, matcher)
     if thought is not None:
-        thought = passages(thought, matching)
+        thought = passages(thought, matcher)
     if matching and include_tools:
-        low = [w.lower() for w in matching]
-        pairs = [
-            (c, o)
-            for c, o in zip(calls, outputs, strict=True)
-            if any(w in f"{c.name} {c.arguments} {o}".lower() for w in low)
+        kept = [
+            i
+            for i, c in enumerate(calls)
+            if matcher.names(c.name) or matcher.holds(args[i]) or matcher.holds(outs[i])
         ]
-        calls, outputs = [c for c, _ in pairs], [o for _, o in pairs]
+        calls, outputs = [calls[i] for i in kept], [outputs[i] for i in kept]
+        args, outs = [args[i] for i in kept], [outs[i] for i in kept]
     if matching and not (user or assistant or thought or (include_tools and calls)):
         return None
     if not user:  # what the user said frames the passages kept: its head when none holds a word
@@ -290,13 +304,8 @@ def _detail(
     tools: list[ToolDetail] = []
     left, cut_tools = 0, False
     if include_tools and full_tools:
-        args = [
-            line_passages(relative(redact(c.arguments, known)[0], roots), matching) for c in calls
-        ]
-        outs = [
-            line_passages(relative(plain_output(redact(o, known)[0]), roots), matching)
-            for o in outputs
-        ]
+        args = [line_passages(a, matcher) for a in args]
+        outs = [line_passages(o, matcher, head=False) for o in outs]
         tools, left = _full_calls(calls, args, outs, room)
         cut_tools = any(
             len(t.arguments) < len(a) or len(t.result) < len(o)

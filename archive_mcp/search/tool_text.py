@@ -14,7 +14,8 @@ from archive_mcp.refiners.actions import call_paths, command_of
 from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import args_summary
-from archive_mcp.refiners.text import clip, json_lines
+from archive_mcp.refiners.text import clip
+from archive_mcp.search.matching import Matcher, lines_of
 
 
 @dataclass
@@ -151,22 +152,26 @@ def grouped(
     return out
 
 
-def line_passages(text: str, words: Sequence[str], around: int = AROUND) -> str:
-    """The lines of `text` (a tool's input or output: code, a file, a log) that hold any of
-    `words`, with `around` lines each side, after its first line (what was called on: a path, a
-    command; cut at HEAD_LINE), `…` between runs; when none does (the call matched by its name
-    or its other half), its first UNMATCHED characters. A one-line JSON text's escaped newlines
-    end lines too: an edit's old and new text are read line by line."""
-    low = [w.lower() for w in words]
-    lines = text.splitlines() if "\n" in text else json_lines(text)
-    hits = [i for i, line in enumerate(lines) if any(w in line.lower() for w in low)]
-    if not low or not hits:  # the call matched by its other half: this one's head
-        return text if not low or len(text) <= UNMATCHED else clip(text, UNMATCHED)
+def line_passages(
+    text: str, words: Sequence[str] | Matcher, around: int = AROUND, head: bool = True
+) -> str:
+    """The lines of `text` (a tool's input or output: code, a file, a log) that `words` keep
+    (any of them, or a `Matcher`'s bar), with `around` lines each side, after its first line
+    when `head` (an input's: what was called on, a path, a command; cut at HEAD_LINE), `…`
+    between runs (and before the first when it is not the first line); when none does
+    (the call matched by its name or its other half), its first UNMATCHED characters. A one-line
+    JSON text's escaped newlines end lines too: an edit's old and new text are read line by
+    line."""
+    matcher = words if isinstance(words, Matcher) else Matcher.any_of(words)
+    lines = lines_of(text)
+    hits = [i for i, line in enumerate(lines) if matcher.keeps(line)]
+    if not matcher.words or not hits:  # the call matched by its other half: this one's head
+        return text if not matcher.words or len(text) <= UNMATCHED else clip(text, UNMATCHED)
     near = {j for i in hits for j in range(i - around, i + around + 1) if 0 <= j < len(lines)}
-    keep = sorted(near | {0})
+    keep = sorted(near | ({0} if head else set()))
     runs: list[str] = []
     for k, j in enumerate(keep):
-        if k and j != keep[k - 1] + 1:
+        if (k and j != keep[k - 1] + 1) or (not k and j):
             runs.append("…")
         runs.append(lines[j] if j in near else clip(lines[j], HEAD_LINE))
     tail = ["…"] if keep[-1] < len(lines) - 1 else []

@@ -1,0 +1,81 @@
+"""Which lines of a loaded turn `matching` keeps: those that hold the most of the words asked.
+
+A read with `matching: "slower hint Recommended useState localStorage"` wants the passages about
+that, not every line of a file that names `useState`. Over a turn's lines (its words and its tool
+calls' input and output) a word weighs the more, the fewer lines hold it; of three words or more,
+the heaviest line sets the bar, and a line is kept when its words weigh half as much or more. A
+word that only lines under the bar hold is not dropped silently: its heaviest line is kept too.
+One or two words keep every line that holds one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from archive_mcp.refiners.text import json_lines
+
+
+def lines_of(text: str) -> list[str]:
+    """The lines of `text`; a one-line JSON text's escaped newlines end lines too (an edit's old
+    and new text read line by line)."""
+    return text.splitlines() if "\n" in text else json_lines(text)
+
+
+ALL_OF = 3  # words from which a line must hold the most of them, not any one
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """The words of a `matching` read (lower case), each word's weight and the weight a line's
+    words must reach to be kept (`rescued` lines are kept whatever they weigh)."""
+
+    words: tuple[str, ...]
+    weights: tuple[float, ...] = ()  # each word's (none: 1 each)
+    least: float = 0.0  # a line holding a word is kept when its words weigh this much ...
+    rescued: frozenset[str] = frozenset()  # ... or when it is one of these (lower case)
+
+    @classmethod
+    def any_of(cls, words: Sequence[str]) -> Matcher:
+        """A line is kept when it holds any of `words`."""
+        return cls(tuple(dict.fromkeys(w.lower() for w in words if w)))
+
+    @classmethod
+    def over(cls, words: Sequence[str], texts: Iterable[str]) -> Matcher:
+        """The bar set by the lines of `texts` (one turn's): a word weighs log(lines / lines
+        holding it), at least 1; of ALL_OF words or more, a line is kept when its words weigh
+        half the heaviest line's or more, and for each word only lines under that bar hold, its
+        heaviest line; of fewer, a line holding any is kept."""
+        asked = cls.any_of(words).words
+        lines = [ln.lower() for t in texts for ln in lines_of(t)]
+        held = [sum(w in ln for ln in lines) for w in asked]
+        weights = tuple(max(1.0, math.log(len(lines) / n)) if n else 1.0 for n in held)
+        weighed = cls(asked, weights)
+        scored = [(weighed.weight(ln), ln) for ln in lines]
+        least = max((s for s, _ in scored), default=0.0) / 2 if len(asked) >= ALL_OF else 0.0
+        rescued = set()
+        for w in asked:
+            holding = [(s, ln) for s, ln in scored if w in ln]
+            if holding and max(s for s, _ in holding) < least:
+                rescued.add(max(holding, key=lambda h: h[0])[1])  # the first of the heaviest
+        return cls(asked, weights, least, frozenset(rescued))
+
+    def weight(self, line: str) -> float:
+        """What the words `line` holds weigh together."""
+        low = line.lower()
+        weights = self.weights or (1.0,) * len(self.words)
+        return sum(x for w, x in zip(self.words, weights, strict=True) if w in low)
+
+    def keeps(self, line: str) -> bool:
+        """Whether one line is kept."""
+        weight = self.weight(line)
+        return (weight > 0 and weight >= self.least) or line.lower() in self.rescued
+
+    def holds(self, text: str) -> bool:
+        """Whether any line of `text` (a paragraph, a call's input or output) is kept."""
+        return any(self.keeps(ln) for ln in lines_of(text))
+
+    def names(self, tool: str) -> bool:
+        """Whether a tool's name is one of the words (its calls are all kept)."""
+        return self.weight(tool) > 0
