@@ -24,8 +24,8 @@ from archive_mcp.mcp.server import build_server
 from archive_mcp.refs import TurnRef, parse_ref
 from archive_mcp.render import hit_text
 from archive_mcp.search.context import READ_WHOLE, SCAN, _scanned, line_passages, passages
-from archive_mcp.search.matching import Matcher
 from archive_mcp.search.hits import Hit
+from archive_mcp.search.matching import Matcher
 from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
 from archive_mcp.search.tool_text import grouped, plain_arguments, plain_output, relative
 

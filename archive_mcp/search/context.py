@@ -255,12 +255,11 @@ def _detail(
     roots = ws.paths  # paths under the project's folder read relative to it
     assistant = relative(redact(assistant, known)[0], roots)
     thought = redact(turn.thinking, known)[0] if include_thinking and turn else None
-    shown = full_tools or bool(matching)  # the calls' input and output as a read shows them
-    args = (
-        [relative(plain_arguments(redact(c.arguments, known)[0]), roots) for c in calls]
-        if shown
-        else []
-    )
+    # the calls' input and output as a read shows them; `matching` cuts the input to lines, so
+    # as `key: value` lines (whole, it stays JSON: a face parses it, the agent's renders it so)
+    plain = plain_arguments if matching else str
+    shown = full_tools or bool(matching)
+    args = [relative(plain(redact(c.arguments, known)[0]), roots) for c in calls] if shown else []
     outs = [relative(plain_output(redact(o, known)[0]), roots) for o in outputs] if shown else []
     texts = [said, assistant, thought or "", *(args + outs if include_tools else [])]
     # with `matching`, the lines holding the most of the words set the bar (`Matcher.over`)
