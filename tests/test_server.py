@@ -752,7 +752,9 @@ async def test_a_range_is_scanned_and_says_how_to_read_a_turn_whole(server) -> N
         "Assistant: `handleLogin` is bound twice: `<form onSubmit>` (Login.tsx:22) and the submit "
         "button's `onClick` (Login.tsx:31). Remove the `onClick`; the form submit already covers "
         "Enter and clicks.\n"
-        "(left out: 1 tool call)\n\n"
+        # the call that holds the word, as its digest with the line that holds it
+        "Tool Grep path=src/pages, pattern=onSubmit|handleLogin [ok] → src/pages/Login.tsx:31:  "
+        '<button onClick={handleLogin} type="submit">\n\n'
         "## session_:2 2026-03-16 10:00 open\n"
         "User: Just remove the onClick, no test.\n"
         "Assistant: "

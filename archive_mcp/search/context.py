@@ -18,7 +18,7 @@ from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.search.highlight import split_answers
-from archive_mcp.search.matching import Matcher
+from archive_mcp.search.matching import Matcher, lines_of
 from archive_mcp.search.tool_text import (
     ToolDetail,
     digest,
@@ -280,16 +280,15 @@ def _detail(
         return None
     if not user:  # what the user said frames the passages kept: its head when none holds a word
         user = clip(said, SCAN_USER)
-    if scan:
-        return _scanned(row, ws, said, assistant, len(calls), budget, requested)
     digests = []
-    if include_tools and not full_tools:  # with `matching` a line a call, else a line a tool
-        firsts = [redact(o[:2000], known)[0] for o in outputs]
-        digests = (
-            [digest(c, o, known, roots) for c, o in zip(calls, firsts, strict=True)]
-            if matching
-            else grouped(calls, firsts, known, roots)
-        )
+    if include_tools and not full_tools and matching:  # a line a call: its first line kept
+        firsts = [next((ln for ln in lines_of(o) if matcher.keeps(ln)), o) for o in outs]
+        digests = [digest(c, o, known, roots) for c, o in zip(calls, firsts, strict=True)]
+    elif include_tools and not full_tools:  # a line a tool
+        digests = grouped(calls, [redact(o[:2000], known)[0] for o in outputs], known, roots)
+    if scan:  # under `matching`, the calls that hold the words as their digests
+        matched = digests if matching else []
+        return _scanned(row, ws, said, assistant, len(calls), matched, budget, requested)
     # the words come first, but a share of the budget (DIGEST_SHARE) is kept for what was done
     room = budget - min(sum(map(_tool_size, digests)), int(budget * DIGEST_SHARE))
     u_max = max(room // 3, room - len(assistant))
@@ -363,22 +362,31 @@ def _scanned(
     user: str,
     assistant: str,
     calls: int,
+    matched: list[ToolDetail],
     budget: int,
     requested: bool,
 ) -> TurnDetail:
     """A turn as a scan shows it: the user's words whole (within `budget`, whatever `matching`
-    kept), the answer's digest, and one line saying what was left out and how to read it whole.
-    The user's words come first (who asked for what is the point of a scan): up to `SCAN_USER` of
-    them whatever the budget, and the digest takes what is left, at least `SCAN_MIN`."""
+    kept), the answer's digest, the `matched` calls' digests (`matching`'s, while they fit; the
+    first always) and one line saying what was left out and how to read it whole. The user's
+    words come first (who asked for what is the point of a scan): up to `SCAN_USER` of them
+    whatever the budget, and the digest takes what is left, at least `SCAN_MIN`."""
     user, cut = _cut(user, max(SCAN_USER, budget // 2))
     shown = answer_digest(assistant, min(SCAN, max(SCAN_MIN, budget - len(user) - NOTE)))
+    room, tools = budget - len(user) - len(shown) - NOTE, []
+    for d in matched:
+        if tools and _tool_size(d) > room:
+            break
+        tools.append(d)
+        room -= _tool_size(d)
     left = []
     if len(shown) < len(assistant):
         left.append(f"{len(assistant) - len(shown):,} of {len(assistant):,} answer chars")
-    if calls:
-        left.append(f"{calls} tool call{'s' if calls > 1 else ''}")
+    if calls > len(tools):
+        n = calls - len(tools)
+        left.append(f"{n}{' more' if tools else ''} tool call{'s' if n > 1 else ''}")
     note = f"left out: {', '.join(left)}" if left else None  # one reference reads it whole
-    return _of_row(ws, row, user, shown, [], None, requested, cut or bool(left), note)
+    return _of_row(ws, row, user, shown, tools, None, requested, cut or bool(left), note)
 
 
 def _tool_size(c: ToolDetail) -> int:
