@@ -373,7 +373,7 @@ def _scanned(
     whatever the budget, and the digest takes what is left, at least `SCAN_MIN`."""
     user, cut = _cut(user, max(SCAN_USER, budget // 2))
     shown = answer_digest(assistant, min(SCAN, max(SCAN_MIN, budget - len(user) - NOTE)))
-    room, tools = budget - len(user) - len(shown) - NOTE, []
+    room, tools = budget - len(user) - len(shown) - NOTE, list[ToolDetail]()
     for d in matched:
         if tools and _tool_size(d) > room:
             break
