@@ -242,6 +242,15 @@ def test_a_hits_user_words_are_whole_when_short_else_the_sentences_with_the_quer
     assert (
         answer_words(text, {"backoff"}) == "The retry now waits 2.5 s with **backoff**. Tests pass."
     )
+    # a best sentence of FILL characters or more is the passage alone: what follows is the turn's
+    long = TurnText(
+        assistant_text="The retry now waits 2.5 s with exponential backoff, capped at 30 s, and "
+        "gives up after five attempts with a clear error. Tests pass. Committed as 1a2b3c."
+    )
+    assert answer_words(long, {"backoff"}) == (
+        "The retry now waits 2.5 s with exponential **backoff**, capped at 30 s, and gives up after "
+        "five attempts with a clear error."
+    )
 
 
 def test_a_scan_shows_the_users_words_before_the_answers_digest_on_a_small_share() -> None:

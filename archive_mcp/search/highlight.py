@@ -178,6 +178,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")  # "2.4" is no sen
 SHORT = 40  # a line shorter than this (a heading, "Done.") is an answer only when nothing else is
 ASKED = 300  # characters of the user's words a hit shows
 ANSWER = 250  # characters of the assistant's best passage a hit shows
+FILL = 120  # a best sentence shorter than this is followed by the next ones (within ANSWER)
 DECISION = 200  # characters of one user decision (a marked answer line) a hit shows
 
 
@@ -218,16 +219,17 @@ def asked_words(user_text: str, terms: set[str], width: int = ASKED) -> str:
 
 def answer_words(text: TurnText, terms: set[str], width: int = ANSWER) -> str:
     """The assistant's sentence that best answers the query (most query terms, the first on a
-    tie; a line shorter than a sentence only when there is nothing else), and the sentences after
-    it while they fit `width`, marked; cut to `width` around the match when one is longer."""
+    tie; a line shorter than a sentence only when there is nothing else), and while it is shorter
+    than FILL the sentences after it that fit `width`, marked; cut to `width` around the match
+    when one is longer."""
     sentences = [" ".join(p.split()) for p in _SENTENCE.split(text.assistant_text) if p.strip()]
     if not sentences:
         return ""
     pool = [i for i, p in enumerate(sentences) if len(p) >= SHORT] or list(range(len(sentences)))
     best = max(pool, key=lambda i: _terms_held(sentences[i][:2000], terms))
     out = sentences[best]
-    for nxt in sentences[best + 1 :]:
-        if len(out) + len(nxt) + 1 > width:
+    for nxt in sentences[best + 1 :]:  # a short best sentence ("Done.") takes the next ones
+        if len(out) >= FILL or len(out) + len(nxt) + 1 > width:
             break
         out += " " + nxt
     return best_passage([out], terms, width)
