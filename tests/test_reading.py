@@ -578,3 +578,14 @@ def test_matching_keeps_the_lines_with_the_rarer_words_and_the_best_line_of_a_co
     assert line_passages(code, Matcher.any_of(["setV3]"]), around=0, head=False) == (
         "…\nconst [v3, setV3] = useState(3);\n…"
     )
+
+
+def test_matching_cuts_a_long_one_line_paste_to_the_words_around_its_match() -> None:
+    rows = [f'{{"id":{i},"level":"info","path":"/api/events"}}' for i in range(60)]
+    rows[30] = '{"id":30,"message":"issue FE-1675 added"}'
+    kept = passages(f"Here is the log:\n\n[{','.join(rows)}]", ["FE-1675"])
+    # one line of 2,800 characters: 400 of them, a third before the word, `…` both ends
+    assert kept.startswith("…") and kept.endswith("…")
+    assert len(kept) == 2 + 400 and kept.index("FE-1675") == 1 + 400 // 3
+    assert Matcher.any_of(["zzz"]).around("x" * 500, 10) == "x" * 10 + "…"  # no word: its head
+    assert Matcher.any_of(["b"]).around("a" * 20 + "b" + "c" * 20, 9) == "…aaab" + "ccccc…"

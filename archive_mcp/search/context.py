@@ -126,6 +126,7 @@ DIGEST_SHARE = 0.2  # of a turn's budget, kept for its tool digests when its wor
 
 
 LONG = 12  # lines from which a paragraph `passages` keeps is cut to the lines that hold a word
+LONG_CHARS = 2000  # ... and characters
 
 
 def passages(text: str, words: Sequence[str] | Matcher) -> str:
@@ -136,8 +137,12 @@ def passages(text: str, words: Sequence[str] | Matcher) -> str:
     if not matcher.words:
         return text
     kept = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if matcher.holds(p)]
-    # a long paragraph (a pasted log, a long list) shows only its lines that hold the words
-    return "\n…\n".join(line_passages(p, matcher) if p.count("\n") >= LONG else p for p in kept)
+    # a long paragraph (a pasted log, a long list, one line of minified JSON) shows only its
+    # lines that hold the words, each within LINE_MAX
+    return "\n…\n".join(
+        line_passages(p, matcher) if p.count("\n") >= LONG or len(p) > LONG_CHARS else p
+        for p in kept
+    )
 
 
 SCAN = 600  # characters of an answer a scan (a range, several references, a neighbour) shows

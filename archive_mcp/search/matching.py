@@ -76,6 +76,18 @@ class Matcher:
         """Whether any line of `text` (a paragraph, a call's input or output) is kept."""
         return any(self.keeps(ln) for ln in lines_of(text))
 
+    def around(self, line: str, width: int) -> str:
+        """`line` whole within `width`; else `width` characters around the first word it holds
+        (its head when it holds none), `…` where it is cut."""
+        if len(line) <= width:
+            return line
+        low = line.lower()
+        at = min((i for w in self.words if (i := low.find(w)) >= 0), default=0)
+        start = max(0, min(at - width // 3, len(line) - width))
+        return (
+            ("…" if start else "") + line[start : start + width] + "…" * (start + width < len(line))
+        )
+
     def names(self, tool: str) -> bool:
         """Whether a tool's name is one of the words (its calls are all kept)."""
         return self.weight(tool) > 0

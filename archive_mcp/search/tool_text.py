@@ -36,6 +36,7 @@ FIRST_WORDS = 80  # a digest's first words of the result
 AROUND = 2  # lines shown each side of a line of a tool's input or output that holds a word
 HEAD_LINE = 300  # characters of its first line shown with them
 UNMATCHED = 400  # characters shown of a call's input or output that holds none of the words
+LINE_MAX = 400  # characters of one kept line (a minified file, a one-line log): around its word
 # `cat -n`'s right-aligned line numbers ("    70→" as Claude Code's Read shows a file): the padding
 _NUMBERED = re.compile(r"(?m)^ +(?=\d+(?:→|\t))")
 
@@ -161,7 +162,8 @@ def line_passages(
     between runs (and before the first when it is not the first line); when none does
     (the call matched by its name or its other half), its first UNMATCHED characters. A one-line
     JSON text's escaped newlines end lines too: an edit's old and new text are read line by
-    line."""
+    line. A line longer than LINE_MAX (minified JSON, a one-line log) shows LINE_MAX characters
+    around its first word."""
     matcher = words if isinstance(words, Matcher) else Matcher.any_of(words)
     lines = lines_of(text)
     hits = [i for i, line in enumerate(lines) if matcher.keeps(line)]
@@ -173,6 +175,7 @@ def line_passages(
     for k, j in enumerate(keep):
         if (k and j != keep[k - 1] + 1) or (not k and j):
             runs.append("…")
-        runs.append(lines[j] if j in near else clip(lines[j], HEAD_LINE))
+        line = lines[j]
+        runs.append(matcher.around(line, LINE_MAX) if j in near else clip(line, HEAD_LINE))
     tail = ["…"] if keep[-1] < len(lines) - 1 else []
     return "\n".join(runs + tail)
