@@ -589,3 +589,13 @@ def test_matching_cuts_a_long_one_line_paste_to_the_words_around_its_match() -> 
     assert len(kept) == 2 + 400 and kept.index("FE-1675") == 1 + 400 // 3
     assert Matcher.any_of(["zzz"]).around("x" * 500, 10) == "x" * 10 + "…"  # no word: its head
     assert Matcher.any_of(["b"]).around("a" * 20 + "b" + "c" * 20, 9) == "…aaab" + "ccccc…"
+
+
+def test_matching_finds_a_word_written_with_or_without_hyphens_and_underscores() -> None:
+    css = "div { align-items: flex-end; }\nconst style = { alignItems: 'flex-start' };\nother"
+    assert passages(css, ["align-items"]) == (
+        "div { align-items: flex-end; }\nconst style = { alignItems: 'flex-start' };\nother"
+    )
+    matcher = Matcher.any_of(["ALIGN_ITEMS"])
+    assert [ln for ln in css.splitlines() if matcher.keeps(ln)] == css.splitlines()[:2]
+    assert matcher.around("x" * 30 + "align-items" + "y" * 30, 12) == "…xxxxalign-it…"

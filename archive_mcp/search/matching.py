@@ -24,6 +24,13 @@ def lines_of(text: str) -> list[str]:
 
 
 ALL_OF = 3  # words from which a line must hold the most of them, not any one
+_JOINERS = str.maketrans("", "", "-_")
+
+
+def folded(text: str) -> str:
+    """`text` as words are matched in it: lower case, without `-` and `_` (`align-items` finds
+    `alignItems` and `align_items`)."""
+    return text.lower().translate(_JOINERS)
 
 
 @dataclass(frozen=True)
@@ -31,15 +38,15 @@ class Matcher:
     """The words of a `matching` read (lower case), each word's weight and the weight a line's
     words must reach to be kept (`rescued` lines are kept whatever they weigh)."""
 
-    words: tuple[str, ...]
+    words: tuple[str, ...]  # folded
     weights: tuple[float, ...] = ()  # each word's (none: 1 each)
     least: float = 0.0  # a line holding a word is kept when its words weigh this much ...
-    rescued: frozenset[str] = frozenset()  # ... or when it is one of these (lower case)
+    rescued: frozenset[str] = frozenset()  # ... or when it is one of these (folded)
 
     @classmethod
     def any_of(cls, words: Sequence[str]) -> Matcher:
-        """A line is kept when it holds any of `words`."""
-        return cls(tuple(dict.fromkeys(w.lower() for w in words if w)))
+        """A line is kept when it holds any of `words` (`folded`, as the lines are)."""
+        return cls(tuple(dict.fromkeys(f for w in words if (f := folded(w)))))
 
     @classmethod
     def over(cls, words: Sequence[str], texts: Iterable[str]) -> Matcher:
@@ -48,7 +55,7 @@ class Matcher:
         half the heaviest line's or more, and for each word only lines under that bar hold, its
         heaviest line; of fewer, a line holding any is kept."""
         asked = cls.any_of(words).words
-        lines = [ln.lower() for t in texts for ln in lines_of(t)]
+        lines = [folded(ln) for t in texts for ln in lines_of(t)]
         held = [sum(w in ln for ln in lines) for w in asked]
         weights = tuple(max(1.0, math.log(len(lines) / n)) if n else 1.0 for n in held)
         weighed = cls(asked, weights)
@@ -63,14 +70,14 @@ class Matcher:
 
     def weight(self, line: str) -> float:
         """What the words `line` holds weigh together."""
-        low = line.lower()
+        low = folded(line)
         weights = self.weights or (1.0,) * len(self.words)
         return sum(x for w, x in zip(self.words, weights, strict=True) if w in low)
 
     def keeps(self, line: str) -> bool:
         """Whether one line is kept."""
         weight = self.weight(line)
-        return (weight > 0 and weight >= self.least) or line.lower() in self.rescued
+        return (weight > 0 and weight >= self.least) or folded(line) in self.rescued
 
     def holds(self, text: str) -> bool:
         """Whether any line of `text` (a paragraph, a call's input or output) is kept."""
@@ -81,8 +88,9 @@ class Matcher:
         (its head when it holds none), `…` where it is cut."""
         if len(line) <= width:
             return line
-        low = line.lower()
-        at = min((i for w in self.words if (i := low.find(w)) >= 0), default=0)
+        kept = [i for i, c in enumerate(line) if c not in "-_"]  # folded position -> line's
+        low = folded(line)
+        at = min((kept[i] for w in self.words if (i := low.find(w)) >= 0), default=0)
         start = max(0, min(at - width // 3, len(line) - width))
         return (
             ("…" if start else "") + line[start : start + width] + "…" * (start + width < len(line))
