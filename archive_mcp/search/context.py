@@ -131,8 +131,8 @@ LONG_CHARS = 2000  # ... and characters
 
 def passages(text: str, words: Sequence[str] | Matcher) -> str:
     """The paragraphs of `text` with a line that `words` keep (any of them, case-insensitive, or
-    a `Matcher`'s bar), `…` between them; of a paragraph of LONG lines or more, those lines
-    (`line_passages`)."""
+    a `Matcher`'s bar), `…` between them; of a paragraph of LONG lines or more (or over
+    LONG_CHARS characters), those lines (`line_passages`)."""
     matcher = words if isinstance(words, Matcher) else Matcher.any_of(words)
     if not matcher.words:
         return text
