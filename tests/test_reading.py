@@ -599,3 +599,55 @@ def test_matching_finds_a_word_written_with_or_without_hyphens_and_underscores()
     matcher = Matcher.any_of(["ALIGN_ITEMS"])
     assert [ln for ln in css.splitlines() if matcher.keeps(ln)] == css.splitlines()[:2]
     assert matcher.around("x" * 30 + "align-items" + "y" * 30, 12) == "…xxxxalign-it…"
+
+
+def test_a_turns_thinking_is_named_when_left_out_and_its_passages_shown_under_matching(
+    tmp_path: Path,
+) -> None:
+    sid = "7a1b2c3d-0000-4000-8000-000000000009"
+    base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
+    thought = (
+        "The plan lists a slow scan warning for User Mode.\n\n"
+        "The turbo scanner should have fixed the slowness, so the warning is not needed."
+    )
+    _write_session(
+        tmp_path / "src",
+        sid,
+        [
+            {
+                **base,
+                "type": "user",
+                "uuid": "u0",
+                "timestamp": "2026-03-20T10:00:00Z",
+                "message": {"role": "user", "content": "do plan 3"},
+            },
+            {
+                **base,
+                "type": "assistant",
+                "uuid": "a0",
+                "timestamp": "2026-03-20T10:00:05Z",
+                "message": {
+                    "role": "assistant",
+                    "id": "m0",
+                    "content": [
+                        {"type": "thinking", "thinking": thought, "signature": "x"},
+                        {"type": "text", "text": "Plan 3 done: the mode is remembered."},
+                    ],
+                },
+            },
+        ],
+    )
+    archive = Archive(home=tmp_path / "home", embedder=None)
+    archive.ingest(tmp_path / "src" / ".claude" / "projects")
+    ws = archive.workspaces()[0].id
+    (whole,) = archive.load_turn_context([f"{sid}:0"], workspace=ws).turns
+    assert whole.thinking is None
+    assert whole.left_out == (
+        f"thinking left out ({len(thought):,} chars): include_thinking=true shows it"
+    )
+    (matched,) = archive.load_turn_context([f"{sid}:0"], workspace=ws, matching=["warning"]).turns
+    assert matched.thinking == thought.replace("\n\n", "\n…\n")  # both paragraphs hold it
+    assert matched.left_out is None
+    (reason,) = archive.load_turn_context([f"{sid}:0"], workspace=ws, matching=["turbo"]).turns
+    assert reason.thinking == thought.split("\n\n")[1]
+    assert reason.assistant_text == ""  # the answer holds no "turbo"

@@ -264,7 +264,9 @@ def load_turn_context(
     ] = 0,
     after: Annotated[int, Field(ge=0, le=10)] = 0,
     include_tools: bool = True,
-    include_thinking: bool = False,
+    include_thinking: Annotated[
+        bool, Field(description="With matching, its passages holding the words come anyway.")
+    ] = False,
     max_chars: Annotated[int, Field(ge=1000, le=200_000)] = 4000,
     detail: Annotated[
         Detail,

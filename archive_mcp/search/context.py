@@ -259,7 +259,9 @@ def _detail(
         said = "\n".join([pasted_digest(own), *decisions] if own else decisions)
     roots = ws.paths  # paths under the project's folder read relative to it
     assistant = relative(redact(assistant, known)[0], roots)
-    thought = redact(turn.thinking, known)[0] if include_thinking and turn else None
+    # with `matching`, the thinking's passages that hold the words are shown unasked: a reason
+    # the assistant gave only there is what such a read looks for
+    thought = redact(turn.thinking, known)[0] if (include_thinking or matching) and turn else None
     # the calls' input and output as a read shows them; `matching` cuts the input to lines, so
     # as `key: value` lines (whole, it stays JSON: a face parses it, the agent's renders it so)
     plain = plain_arguments if matching else str
@@ -322,10 +324,13 @@ def _detail(
             tools.append(d)
             room -= size
         left = len(calls) - sum(t.calls for t in tools)
-    note = None
+    notes = []
     if left:
         how = "raise max_chars" if full_tools else "raise max_chars or use detail=full"
-        note = f"{left} of {len(calls)} tool calls left out for the budget; {how}"
+        notes.append(f"{left} of {len(calls)} tool calls left out for the budget; {how}")
+    if thought is None and turn and (unasked := len(turn.thinking.strip())):
+        notes.append(f"thinking left out ({unasked:,} chars): include_thinking=true shows it")
+    note = "; ".join(notes) or None
     cut = c1 or c2 or c5 or cut_tools or bool(left)
     return _of_row(ws, row, user, assistant, tools, thinking, requested, cut, note)
 
