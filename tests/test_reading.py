@@ -651,3 +651,56 @@ def test_a_turns_thinking_is_named_when_left_out_and_its_passages_shown_under_ma
     (reason,) = archive.load_turn_context([f"{sid}:0"], workspace=ws, matching=["turbo"]).turns
     assert reason.thinking == thought.split("\n\n")[1]
     assert reason.assistant_text == ""  # the answer holds no "turbo"
+
+
+def test_matching_in_full_detail_gives_the_calls_no_room_is_left_for_a_line_each(
+    tmp_path: Path,
+) -> None:
+    sid = "7a1b2c3d-0000-4000-8000-00000000000a"
+    base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
+    records: list[dict[str, Any]] = [
+        {
+            **base,
+            "type": "user",
+            "uuid": "u0",
+            "timestamp": "2026-03-20T10:00:00Z",
+            "message": {"role": "user", "content": "deploy it"},
+        }
+    ]
+    for i in range(12):
+        use = {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": f"step {i}"}}
+        log = "\n".join([*(f"line {k} " + "x" * 60 for k in range(20)), f"deploy {i} ok"])
+        result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": log}
+        records += [
+            {
+                **base,
+                "type": "assistant",
+                "uuid": f"a{i}",
+                "timestamp": "2026-03-20T10:00:05Z",
+                "message": {"role": "assistant", "id": f"m{i}", "content": [use]},
+            },
+            {
+                **base,
+                "type": "user",
+                "uuid": f"r{i}",
+                "timestamp": "2026-03-20T10:00:06Z",
+                "message": {"role": "user", "content": [result]},
+            },
+        ]
+    _write_session(tmp_path / "src", sid, records)
+    archive = Archive(home=tmp_path / "home", embedder=None)
+    archive.ingest(tmp_path / "src" / ".claude" / "projects")
+    ws = archive.workspaces()[0].id
+    (turn,) = archive.load_turn_context(
+        [f"{sid}:0"], workspace=ws, full_tools=True, matching=["deploy"], max_chars=1500
+    ).turns
+    whole = [c for c in turn.tool_calls if not c.digest]
+    lines = [c for c in turn.tool_calls if c.digest]
+    assert whole and lines  # the first calls whole, then a line each while they fit
+    assert [c.result for c in lines] == [f"deploy {i} ok" for i in range(len(whole), 12)][
+        : len(lines)
+    ]
+    left = 12 - len(whole) - len(lines)
+    assert turn.left_out == (
+        f"{left} of 12 tool calls left out for the budget; raise max_chars" if left else None
+    )

@@ -759,3 +759,20 @@ async def test_a_range_is_scanned_and_says_how_to_read_a_turn_whole(server) -> N
         "User: Just remove the onClick, no test.\n"
         "Assistant: "
     )
+
+
+async def test_compact_under_matching_shows_the_call_that_holds_the_words(server) -> None:  # noqa: ANN001
+    async with Client(server) as client:
+        r = await client.call_tool(
+            "load_turn_context",
+            {"references": [f"{LOGIN}:0"], "detail": "compact", "matching": "Login.tsx:31"},
+        )
+    assert r.content[0].text == (
+        "## session_:0 2026-03-16 10:00\n"
+        "User: Why is the login form submitting twice?\n"
+        "Assistant: `handleLogin` is bound twice: `<form onSubmit>` (Login.tsx:22) and the submit "
+        "button's `onClick` (Login.tsx:31). Remove the `onClick`; the form submit already covers "
+        "Enter and clicks.\n"
+        "Tool Grep path=src/pages, pattern=onSubmit|handleLogin [ok] → src/pages/Login.tsx:31:  "
+        '<button onClick={handleLogin} type="submit">'
+    )

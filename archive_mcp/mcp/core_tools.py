@@ -272,7 +272,8 @@ def load_turn_context(
         Detail,
         Field(
             description="compact: the words only; normal: + a line per tool (its targets); "
-            "full: + each call's input and output (with matching: the lines holding the words)."
+            "full: + each call's input and output. With matching: the calls holding the words "
+            "(compact and normal a line each, full their lines)."
         ),
     ] = "normal",
     matching: Annotated[
@@ -304,7 +305,8 @@ def load_turn_context(
             anywhere=not workspace,
             before=before,
             after=after,
-            include_tools=include_tools and detail != "compact",
+            # with `matching` even compact shows the calls that hold the words, a line each
+            include_tools=include_tools and (detail != "compact" or bool(matching)),
             include_thinking=include_thinking,
             max_chars=budget,
             full_tools=detail == "full",

@@ -288,14 +288,18 @@ def _detail(
     if not user:  # what the user said frames the passages kept: its head when none holds a word
         user = clip(said, SCAN_USER)
     digests = []
-    if include_tools and not full_tools and matching:  # a line a call: its first line kept
-        firsts = [next((ln for ln in lines_of(o) if matcher.keeps(ln)), o) for o in outs]
-        digests = [digest(c, o, known, roots) for c, o in zip(calls, firsts, strict=True)]
+
+    def matched(c: ToolCall, out: str) -> ToolDetail:  # a line: the output's first kept line
+        return digest(c, next((ln for ln in lines_of(out) if matcher.keeps(ln)), out), known, roots)
+
+    if include_tools and not full_tools and matching:  # a line a call
+        digests = [matched(c, o) for c, o in zip(calls, outs, strict=True)]
     elif include_tools and not full_tools:  # a line a tool
         digests = grouped(calls, [redact(o[:2000], known)[0] for o in outputs], known, roots)
     if scan:  # under `matching`, the calls that hold the words as their digests
-        matched = digests if matching else []
-        return _scanned(row, ws, said, assistant, len(calls), matched, budget, requested)
+        return _scanned(
+            row, ws, said, assistant, len(calls), digests if matching else [], budget, requested
+        )
     # the words come first, but a share of the budget (DIGEST_SHARE) is kept for what was done
     room = budget - min(sum(map(_tool_size, digests)), int(budget * DIGEST_SHARE))
     u_max = max(room // 3, room - len(assistant))
@@ -312,10 +316,19 @@ def _detail(
         args = [line_passages(a, matcher) for a in args]
         outs = [line_passages(o, matcher, head=False) for o in outs]
         tools, left = _full_calls(calls, args, outs, room)
+        if left and matching:  # not all whole: a third of the room for the rest, a line each
+            tools, left = _full_calls(calls, args, outs, room * 2 // 3)
         cut_tools = any(
             len(t.arguments) < len(a) or len(t.result) < len(o)
             for t, a, o in zip(tools, args, outs, strict=False)
         )
+        room -= sum(map(_tool_size, tools))
+        for c, o in zip(calls[len(tools) :], outs[len(tools) :], strict=True) if matching else ():
+            line = matched(c, o)  # a call no room was left for whole: a line, while they fit
+            if _tool_size(line) > room:
+                break
+            tools.append(line)
+            room, left = room - _tool_size(line), left - 1
     elif include_tools:
         for d in digests:
             size = _tool_size(d)
