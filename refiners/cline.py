@@ -21,7 +21,7 @@ from typing import Any
 from . import cline_tasks, vscode
 from .cline_turns import ClineTurns, add_usage, between, text_parts, tool_uses, unpacked
 from .disk import SNAPSHOT_MAX, is_dir, is_file, load_json, load_snapshot
-from .fields import field_dict, loads_valid, parse_time
+from .fields import field_dict, json_value, parse_time
 from .model import ParseResult, Problem, SubagentRun, Turn, output_to_text
 from .sources import Discovery, SnapshotReader, SourceFile, listing, log_session, register
 
@@ -38,13 +38,10 @@ def _sdk_output(content: Any) -> tuple[str, bool]:
     """A `tool_result`'s text and whether it failed: `[{query, result, success, error}]`, that
     list as JSON text, or plain text."""
     if isinstance(content, str):
-        try:
-            parsed = loads_valid(content)
-        except (ValueError, RecursionError):
+        parsed = json_value(content)
+        if not isinstance(parsed, list | dict):
             return content, False
-        content = parsed if isinstance(parsed, (list, dict)) else content
-        if isinstance(content, str):
-            return content, False
+        content = parsed
     items = content if isinstance(content, list) else [content]
     texts, failed = [], False
     for item in items:

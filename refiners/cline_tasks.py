@@ -20,7 +20,7 @@ from typing import Any
 
 from .cline_turns import ClineTurns, add_usage, between, text_parts, tool_uses, unpacked
 from .disk import SNAPSHOT_MAX, is_file, load_json
-from .fields import loads_valid
+from .fields import json_object
 from .model import ToolCall, output_to_text
 from .sources import Discovery, SourceFile, log_session
 
@@ -172,11 +172,7 @@ def _api_requests(path: Path) -> list[dict[str, Any]]:
     out = []
     for m in ui if isinstance(ui, list) else []:
         if isinstance(m, dict) and m.get("say") == "api_req_started":
-            try:
-                info = loads_valid(str(m.get("text") or "{}"))
-            except (ValueError, RecursionError):
-                info = {}
-            info = info if isinstance(info, dict) else {}
+            info = json_object(m.get("text"))
             ts = m.get("ts")
             info["ts"] = ts / 1000.0 if isinstance(ts, (int, float)) else None
             out.append(info)

@@ -20,7 +20,7 @@ from archive_mcp.workspaces.home import crush_data_dir
 
 from . import stores
 from .disk import is_dir, is_file, load_json
-from .fields import field_dict, field_list
+from .fields import field_dict, field_list, json_object, json_value
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, register, with_next
@@ -59,7 +59,7 @@ def read_sessions(db: Path) -> list[dict[str, Any]] | None:
             return None
         sessions = stores.with_messages(con, "sessions", _MESSAGES)
     for m in (m for s in sessions for m in s["messages"]):
-        parts = stores.json_value(m["parts"])
+        parts = json_value(m["parts"])
         if isinstance(parts, list):
             m["parts"] = parts
         else:  # kept as written: the parse reports it
@@ -169,7 +169,7 @@ class CrushTurnBuilder(CallsBuilder):
             exit_code = _EXIT.search(content) if call.name == "bash" else None
             if exit_code is not None and int(exit_code.group(1)) != 0:
                 failed = True
-            meta = stores.json_object(part.get("metadata"))  # JSON text
+            meta = json_object(part.get("metadata"))  # JSON text
             call.finish(failed, "", content, _seconds(meta.get("end_time")) or ts)
             if failed and content == DENIED:
                 call.approval = "reject"

@@ -33,7 +33,7 @@ from typing import Any
 
 from .answers import _clip
 from .disk import head_records, is_dir, is_file
-from .fields import field_dict, field_list, loads_valid
+from .fields import field_dict, field_list, json_value
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall, epoch, output_to_text
 from .sources import Discovery, SessionSource, jsonl_sessions, log_session, register
@@ -166,8 +166,8 @@ def read_db(db: Path) -> list[dict[str, Any]] | None:
         if "content_json" not in columns(con, "messages"):
             return None
         sessions = with_messages(con, "sessions", MESSAGES)
-    for m in (m for s in sessions for m in s["messages"]):
-        _decoded(m)
+    for m in (m for s in sessions for m in s["messages"]):  # JSON read, as the export holds it
+        m["content"], m["metadata"] = json_value(m["content"], []), json_value(m["metadata"], {})
     return sessions
 
 
@@ -175,20 +175,6 @@ MESSAGES = (
     "SELECT session_id, role, created_timestamp AS created, content_json AS content,"
     " metadata_json AS metadata FROM messages ORDER BY session_id, id"
 )
-
-
-def _decoded(message: dict[str, Any]) -> dict[str, Any]:
-    """A row of `messages` with its JSON read, as the export holds it (not JSON: empty)."""
-    message["content"] = _loads(message["content"], [])
-    message["metadata"] = _loads(message["metadata"], {})
-    return message
-
-
-def _loads(text: Any, default: Any) -> Any:
-    try:
-        return loads_valid(text) if isinstance(text, str) else default
-    except (ValueError, RecursionError):
-        return default
 
 
 def export_lines(session: dict[str, Any]) -> bytes:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import stores
-from .fields import as_int, field_dict, field_list
+from .fields import as_int, field_dict, field_list, json_object
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn
 from .sources import Discovery, SessionSource, register
@@ -58,13 +58,13 @@ def read_sessions(db: Path) -> list[dict[str, Any]]:
         sessions = stores.with_messages(con, "session", MESSAGES)
         by_id: dict[Any, dict[str, Any]] = {}
         for m in (m for s in sessions for m in s["messages"]):
-            m["data"], m["parts"] = stores.json_object(m["data"]), []
+            m["data"], m["parts"] = json_object(m["data"]), []
             by_id[m["id"]] = m
         for mid, pid, data in con.execute(
             "SELECT message_id, id, data FROM part ORDER BY message_id, time_created, id"
         ):
             if mid in by_id:
-                by_id[mid]["parts"].append({"id": pid, **stores.json_object(data)})
+                by_id[mid]["parts"].append({"id": pid, **json_object(data)})
     return sessions
 
 

@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 import orjson
 from archive_mcp.workspaces.atomic import atomic_write_bytes
 
-from .fields import loads_valid
 from .sources import Discovery, SessionSource, SourceFile, log_session
 
 T = TypeVar("T")
@@ -114,29 +113,6 @@ def sub_sessions(sessions: list[dict[str, Any]], key: str) -> dict[str, str]:
         for s in sessions
         if s.get("id") and s.get(key) and str(s[key]) in ids
     }
-
-
-def json_object(raw: Any) -> dict[str, Any]:
-    """A stored JSON object (`json_value`); an empty one when the value is not one."""
-    value = json_value(raw)
-    return value if isinstance(value, dict) else {}
-
-
-def json_value(raw: Any) -> Any:
-    """A stored JSON value (text or bytes), its strings valid Unicode; None when it is not JSON
-    (or not text: a NULL or a number in a JSON column). orjson first (it takes only valid UTF-8
-    without lone surrogates), else the careful path."""
-    if not isinstance(raw, bytes | str):
-        return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
-        return loads_valid(text)
-    except (ValueError, RecursionError):
-        return None
 
 
 def export_bytes(records: list[dict[str, Any]]) -> bytes:

@@ -5,15 +5,16 @@ helpers the readers share: a session of one log file, a store's sessions with th
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from archive_mcp.refiners.fields import json_object, json_value
 from archive_mcp.refiners.sources import Discovery, SessionSource, log_session
 from archive_mcp.refiners.stores import (
     file_sessions,
-    json_object,
     store_session,
     sub_sessions,
     top_session,
@@ -110,3 +111,10 @@ def test_a_stored_json_object_is_empty_when_the_value_is_not_one() -> None:
     assert json_object('{"a": 1}') == {"a": 1}
     assert json_object(b'{"a": "\\ud800"}') == {"a": "\ufffd"}
     assert [json_object(v) for v in ("[1]", "{", None, 3)] == [{}, {}, {}, {}]
+
+
+def test_a_stored_json_value_is_the_default_when_it_is_not_json_or_is_null() -> None:
+    assert json_value('[1, "\\ud800"]') == [1, "\ufffd"]
+    assert math.isnan(json_value(b"NaN"))  # the careful path reads what orjson does not
+    assert [json_value(v, []) for v in ("{", "null", None, 3, b"\xff")] == [[], [], [], [], []]
+    assert json_value('"text"', []) == "text"
