@@ -14,12 +14,12 @@ Two formats, both JSON documents rewritten whole (archived as snapshots, parsed 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import cline_tasks, vscode
-from .cline_turns import ClineTurns, add_usage, between, text_parts, tool_uses, unpacked
+from .cline_turns import ClineTurns, between, text_parts, tool_uses, unpacked
 from .disk import SNAPSHOT_MAX, is_dir, is_file, load_json, load_snapshot
 from .fields import field_dict, json_value, parse_time
 from .model import ParseResult, Problem, SubagentRun, Turn, output_to_text
@@ -107,14 +107,7 @@ def _sdk_turns(
                 for b in blocks
                 if isinstance(b, dict) and b.get("type") in ("thinking", "reasoning")
             )
-            step = built.step(text, think)
-            assert step is not None
-            for call in tool_uses(blocks, ts):
-                step.tool_calls.append(call)
-                built.calls[call.id] = call
-            cur = built.turns[-1]
-            add_usage(cur, field_dict(msg, "metrics"))
-            cur.last_at = ts if ts is not None else cur.last_at
+            step = built.reply(text, think, tool_uses(blocks, ts), ts, field_dict(msg, "metrics"))
             if not step.tool_calls:
                 built.finish()
     if compaction and compaction[0] >= len(messages):  # it replaced them all: nothing after yet
@@ -190,9 +183,8 @@ def _session(folder: Path, source: str, found: Discovery) -> None:
         if sub.name.startswith("agent_") and sub.name.endswith(MESSAGES):
             agent = sub.name.removesuffix(MESSAGES)
             session.files.append(SourceFile(agent, sub.name, sub, whole=True))
-    for name in (f"{sid}.json", f"{sid}.compaction.json"):  # the manifest, the last compaction
-        if is_file(folder / name):
-            session.snapshots.append(SourceFile("main", name, folder / name, whole=True))
+    # the manifest, the last compaction
+    session.keep(folder, (f"{sid}.json", f"{sid}.compaction.json"))
     found.sessions.append(session)
 
 
@@ -251,12 +243,10 @@ def _task(task: Path, source: str, root: Path, found: Discovery) -> None:
     cline_tasks.task(task, source, LABELS[source], cline_tasks.task_history(root), found)
 
 
-def _discover(source: str) -> Callable[[Path], Discovery | None]:
-    return lambda path: discover_as(source, path)
-
-
 READERS = {
-    source: register(SnapshotReader(source, LABELS[source], read, _discover(source), order=28))
+    source: register(
+        SnapshotReader(source, LABELS[source], read, partial(discover_as, source), order=28)
+    )
     for source in LABELS
 }
 parse_wire = READERS[SOURCE].parse

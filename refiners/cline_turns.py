@@ -108,12 +108,17 @@ class ClineTurns:
         if last is not None and last.is_compaction and last.end == "open" and not last.steps:
             last.end, last.reason = "ended", "completed"
 
-    def step(self, text: str = "", think: str = "") -> Step | None:
-        if not self.turns:
-            return None
+    def reply(
+        self, text: str, think: str, calls: list[ToolCall], at: float | None, usage: dict[str, Any]
+    ) -> Step:
+        """One model reply in the current turn (there is one): a step with its `calls`, each
+        waiting for its result, made at `at` (when known), with its token counts (`usage`)."""
         cur = self.turns[-1]
-        step = Step(n=len(cur.steps) + 1, text=text, think=think)
+        step = Step(n=len(cur.steps) + 1, text=text, think=think, tool_calls=calls)
         cur.steps.append(step)
+        self.calls.update((call.id, call) for call in calls)
+        cur.last_at = at if at is not None else cur.last_at
+        add_usage(cur, usage)
         return step
 
     def finish(self, reason: str = "completed") -> None:

@@ -67,11 +67,8 @@ def read_sessions(db: Path) -> list[dict[str, Any]] | None:
     return sessions
 
 
-def export_lines(session: dict[str, Any]) -> bytes:
-    """A session as JSONL: a `session` line (its row), then one `message` line per message."""
-    head = {k: v for k, v in session.items() if k != "messages"}
-    messages = [{"type": "message", **m} for m in session["messages"]]
-    return stores.export_bytes([{"type": "session", "session": head}, *messages])
+# each session exported as JSONL (`stores.session_lines`), a sub-session filed under its parent
+STORE = stores.Store(SOURCE, "the Crush database", read_sessions, parent="parent_session_id")
 
 
 # --- parsing the export ------------------------------------------------------------------------
@@ -248,14 +245,7 @@ def _project(data_dir: Path) -> Path:
 def _store(db: Path, project: Path) -> Discovery | None:
     """The sessions of the Crush database `db` of the folder `project`; None when `db` is another
     program's database."""
-    found = Discovery()
-    sessions = stores.read_reported(read_sessions, db, "the Crush database", found)
-    if sessions is None:  # unreadable (reported, tried again next time), or not Crush's
-        return found if found.skipped else None
-    exports = stores.exported(db, SOURCE, sessions, export_lines)
-    parent = stores.sub_sessions(sessions, "parent_session_id")
-    stores.file_sessions(exports, parent, partial(_session, project, db), found, db)
-    return found
+    return STORE.sessions(db, partial(_session, project, db))
 
 
 def _session(project: Path, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:

@@ -28,6 +28,7 @@ tool…") is a rejected call, as the other readers' (answers.py).
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from .fields import field_dict, field_list, json_value
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall, epoch, output_to_text
 from .sources import Discovery, SessionSource, jsonl_sessions, log_session, register
-from .stores import columns, exported, read_only, read_reported, store_session, with_messages
+from .stores import Store, columns, read_only, store_session, with_messages
 
 SOURCE = "goose"
 DB = "sessions.db"
@@ -185,19 +186,20 @@ def export_lines(session: dict[str, Any]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
+STORE = Store("goose", "the Goose database", read_db, export_lines)  # no sub-sessions
+
+
+def _db_session(db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:
+    title = s.get("description") or s.get("name")
+    return store_session(SOURCE, sid, SOURCE, s.get("working_dir"), title, db, export)
+
+
 def _db_sessions(db: Path, found: Discovery) -> set[str]:
-    """The sessions of `db`, exported; their ids (a JSONL log with one of them was imported)."""
-    sessions = read_reported(read_db, db, "the Goose database", found)
-    if sessions is None:  # unreadable (reported) or another agent's `sessions.db`
-        return set()
-    ids = set()
-    for sid, s, export in exported(db, "goose", sessions, export_lines):
-        title = s.get("description") or s.get("name")
-        found.sessions.append(
-            store_session(SOURCE, sid, SOURCE, s.get("working_dir"), title, db, export)
-        )
-        ids.add(sid)
-    return ids
+    """The sessions of `db`, exported, added to `found`; their ids (a JSONL log with one of them
+    was imported). None of another agent's `sessions.db` (Cline's)."""
+    stored = STORE.sessions(db, partial(_db_session, db))
+    found.add(stored)
+    return {s.session_id for s in stored.sessions} if stored is not None else set()
 
 
 def discover(path: Path) -> Discovery | None:

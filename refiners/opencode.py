@@ -69,12 +69,9 @@ def read_sessions(db: Path) -> list[dict[str, Any]]:
 
 
 def export_lines(session: dict[str, Any]) -> bytes:
-    head = {k: v for k, v in session.items() if k != "messages"}
-    lines = [json.dumps({"type": "session", "session": head}, sort_keys=True, ensure_ascii=False)]
-    lines += [
-        json.dumps({"type": "message", **m}, sort_keys=True, ensure_ascii=False)
-        for m in session["messages"]
-    ]
+    """A session's export (`stores.session_records`), written by `json` as OpenCode's always was."""
+    records = stores.session_records(session)
+    lines = [json.dumps(r, sort_keys=True, ensure_ascii=False) for r in records]
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
@@ -198,14 +195,10 @@ def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | N
     db = path if path.is_file() and path.name == name else path / name
     if not db.is_file():
         return None
-    found = Discovery()
-    sessions = stores.read_reported(read_sessions, db, f"the {label} database", found)
-    if sessions is None:
-        return found
-    exports = stores.exported(db, "opencode", sessions, export_lines)
-    session = partial(_session, source, db)
-    stores.file_sessions(exports, stores.sub_sessions(sessions, "parent_id"), session, found, db)
-    return found
+    store = stores.Store(
+        "opencode", f"the {label} database", read_sessions, export_lines, "parent_id"
+    )
+    return store.sessions(db, partial(_session, source, db))
 
 
 def _session(source: str, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:
