@@ -172,12 +172,8 @@ class CursorTurnBuilder(CallsBuilder):
     def _compaction(self, text: str, at: float | None, end: int) -> None:
         """The summary that replaced the history up to here: a compaction turn the agent's next
         bubbles continue, as Claude Code's compaction summary opens one."""
-        if self.turns and self.turns[-1].end == "open":
-            self.turns[-1].end = "superseded"
-        turn = prompt_turn(self.index, at, text, end, end, origin="compaction")
+        turn = self.add(prompt_turn(self.index, at, text, end, end, origin="compaction"))
         turn.compactions = 1
-        self.turns.append(turn)
-        self.index += 1
         self.summary = None
 
     def _bubble(self, record: Record) -> None:
