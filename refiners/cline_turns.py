@@ -129,16 +129,10 @@ class ClineTurns:
         low = output[:600].lower()
         said: list[str] = []
         if _DENIED in low or _REJECTED in low:
-            call.approval = "reject"
-            words = between("feedback", output)
-            said = [
-                f"[feedback on {call.name}] {answers._clip(words)}"
-                if words and words.strip()
-                else f"[rejected {call.name}]"
-            ]
+            said = answers.refused(call, between("feedback", output))
         elif call.name == "ask_followup_question" and (reply := between("answer", output)):
             question = str(call.args.get("question") or "")
-            said = [f"[answer] {answers._clip(f'{question} → {reply}')}"]
+            said = [answers.answered(f"{question} → {reply}")]
         call.finish(is_error or call.approval == "reject", "", output, at)
         if said and self.turns:
             self.turns[-1].answers += said

@@ -18,7 +18,7 @@ from typing import Any
 
 from archive_mcp.workspaces.home import crush_data_dir
 
-from . import stores
+from . import answers, stores
 from .disk import is_dir, is_file, load_json
 from .fields import field_dict, field_list, json_object, json_value
 from .lines import CallsBuilder, LogReader, Record
@@ -169,8 +169,7 @@ class CrushTurnBuilder(CallsBuilder):
             meta = json_object(part.get("metadata"))  # JSON text
             call.finish(failed, "", content, _seconds(meta.get("end_time")) or ts)
             if failed and content == DENIED:
-                call.approval = "reject"
-                cur.answers.append(f"[rejected {call.name or 'a tool call'}]")
+                cur.answers += answers.refused(call)
 
 
 def _media(part: dict[str, Any]) -> dict[str, Any]:

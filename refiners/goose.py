@@ -32,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .answers import _clip
+from . import answers
 from .disk import head_records, is_dir, is_file
 from .fields import field_dict, field_list, json_value
 from .lines import CallsBuilder, LogReader, Record
@@ -95,13 +95,12 @@ class GooseTurnBuilder(CallsBuilder):
                 output, failed = _result(item)
                 call.finish(failed, "", output, ts)
                 if _DECLINED in output.lower():
-                    call.approval = "reject"
-                    self.turns[-1].answers.append(f"[rejected {call.name}]")
+                    self.turns[-1].answers += answers.refused(call)
             elif item.get("type") == "actionRequired" and self.turns:
                 data = field_dict(item, "data")
                 if data.get("actionType") == "elicitationResponse":
                     reply = json.dumps(data.get("user_data"), ensure_ascii=False)
-                    self.turns[-1].answers.append(f"[answer] {_clip(reply)}")
+                    self.turns[-1].answers.append(answers.answered(reply))
         if text.strip() and seen:
             self.open(text, ts, record)
         elif text.strip() and self.turns:  # agent-only: the summary a compaction leaves
