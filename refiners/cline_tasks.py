@@ -21,7 +21,7 @@ from typing import Any
 from .cline_turns import ClineTurns, between, text_parts, tool_uses, unpacked
 from .disk import SNAPSHOT_MAX, is_file, load_json
 from .fields import json_object
-from .model import ToolCall, output_to_text
+from .model import ToolCall, epoch, output_to_text
 from .sources import Discovery, log_session
 
 API_HISTORY = "api_conversation_history.json"
@@ -166,8 +166,7 @@ def _api_requests(path: Path) -> list[dict[str, Any]]:
     for m in ui if isinstance(ui, list) else []:
         if isinstance(m, dict) and m.get("say") == "api_req_started":
             info = json_object(m.get("text"))
-            ts = m.get("ts")
-            info["ts"] = ts / 1000.0 if isinstance(ts, (int, float)) else None
+            info["ts"] = epoch(m.get("ts"), 1000.0)
             out.append(info)
     return out
 

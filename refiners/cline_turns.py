@@ -13,7 +13,7 @@ from typing import Any
 from . import answers
 from .fields import as_int
 from .lines import prompt_turn
-from .model import Problem, Step, ToolCall, Turn
+from .model import Problem, Step, ToolCall, Turn, epoch
 
 _TAG = r"<{0}>\s*(.*?)\s*</{0}>"
 # the tools whose `context` is the summary that replaces the history (`/smol`, auto-compaction)
@@ -51,7 +51,7 @@ def text_parts(content: Any) -> list[str]:
 def unpacked(msg: dict[str, Any]) -> tuple[float | None, list[Any]]:
     """A message's time (`ts`, epoch ms) in seconds and its content as blocks."""
     at = msg.get("ts")
-    ts = at / 1000.0 if isinstance(at, (int, float)) and not isinstance(at, bool) else None
+    ts = epoch(at, 1000.0)
     content = msg.get("content")
     return ts, content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
 

@@ -33,17 +33,11 @@ from typing import Any
 from . import stores
 from .fields import as_int, field_dict, field_list, json_object
 from .lines import CallsBuilder, LogReader, Record
-from .model import Step, SubagentRun, ToolCall, Turn
+from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, register
 
 SOURCE = "opencode"
 DB = "opencode.db"
-
-
-def _ms(value: Any) -> float | None:
-    return (
-        value / 1000.0 if isinstance(value, int | float) and not isinstance(value, bool) else None
-    )
 
 
 MESSAGES = (
@@ -87,7 +81,7 @@ class OpenCodeTurnBuilder(CallsBuilder):
             return
         data = field_dict(rec, "data")
         parts = [p for p in field_list(rec, "parts") if isinstance(p, dict)]
-        ts = _ms(rec.get("time_created"))
+        ts = epoch(rec.get("time_created"), 1000.0)
         if data.get("role") == "user" and self.turns and _within_turn(parts):
             self.turns[-1].byte_end = end  # a compaction or its automatic "Continue": no prompt
             self.turns[-1].compactions += any(p.get("type") == "compaction" for p in parts)
@@ -104,7 +98,7 @@ class OpenCodeTurnBuilder(CallsBuilder):
             return
         cur = self.turns[-1]
         cur.byte_end = end
-        done = _ms(field_dict(data, "time").get("completed"))
+        done = epoch(field_dict(data, "time").get("completed"), 1000.0)
         cur.last_at = done or ts or cur.last_at
         self._assistant(cur, data, parts)
 
@@ -167,8 +161,8 @@ def _call(part: dict[str, Any]) -> ToolCall:
         id=str(part.get("callID") or part.get("id") or ""),
         name=str(part.get("tool") or ""),
         arguments=json.dumps(state.get("input", {}), ensure_ascii=False),
-        called_at=_ms(times.get("start")),
-        result_at=_ms(times.get("end")),
+        called_at=epoch(times.get("start"), 1000.0),
+        result_at=epoch(times.get("end"), 1000.0),
     )
     if status in ("completed", "error"):
         failed = status == "error" or (isinstance(exit_code, int) and exit_code != 0)
