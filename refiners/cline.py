@@ -20,7 +20,7 @@ from typing import Any
 
 from . import cline_tasks, vscode
 from .cline_turns import ClineTurns, between, text_parts, tool_uses, unpacked
-from .disk import SNAPSHOT_MAX, is_dir, is_file, load_json, load_snapshot
+from .disk import SNAPSHOT_MAX, is_dir, is_file, load_object, load_snapshot
 from .fields import field_dict, json_value, parse_time
 from .model import ParseResult, Problem, SubagentRun, Turn, output_to_text
 from .sources import Discovery, SnapshotReader, SourceFile, listing, log_session, register
@@ -63,9 +63,9 @@ def sdk_compaction(path: Path) -> tuple[int, str, float | None] | None:
     messages it replaced, its summary (agentic compaction's `metadata.summary`, else basic
     compaction's `<SYSTEM_NOTICE>`) and when (`updated_at`); None without one."""
     sid = path.name.removesuffix(MESSAGES)
-    state = load_json(path.with_name(f"{sid}.compaction.json"), SNAPSHOT_MAX)
-    count = state.get("source_message_count") if isinstance(state, dict) else None
-    if not isinstance(state, dict) or not isinstance(count, int) or isinstance(count, bool):
+    state = load_object(path.with_name(f"{sid}.compaction.json"), SNAPSHOT_MAX)
+    count = state.get("source_message_count")
+    if not isinstance(count, int) or isinstance(count, bool):
         return None
     for msg in state.get("messages") or []:
         meta = field_dict(msg, "metadata") if isinstance(msg, dict) else {}
@@ -174,8 +174,7 @@ def _session(folder: Path, source: str, found: Discovery) -> None:
     if not is_file(main):
         found.skipped.append((str(folder), f"no {sid}{MESSAGES}: not a Cline session"))
         return
-    manifest = load_json(folder / f"{sid}.json")
-    manifest = manifest if isinstance(manifest, dict) else {}
+    manifest = load_object(folder / f"{sid}.json")
     cwd = manifest.get("cwd") or manifest.get("workspace_root")
     title = field_dict(manifest, "metadata").get("title") or manifest.get("prompt")
     session = log_session(source, sid, source, cwd, title, main, whole=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .cline_turns import ClineTurns, between, text_parts, tool_uses, unpacked
-from .disk import SNAPSHOT_MAX, is_file, load_json
+from .disk import SNAPSHOT_MAX, is_file, load_json, load_object
 from .fields import json_object
 from .model import ToolCall, epoch, output_to_text
 from .sources import Discovery, log_session
@@ -185,9 +185,9 @@ def turns(path: Path, messages: list[Any]) -> ClineTurns:
 def _task_cwd(task: Path, history: dict[str, str]) -> str | None:
     if task.name in history:
         return history[task.name]
-    item = load_json(task / "history_item.json")
-    if isinstance(item, dict) and isinstance(item.get("workspace"), str) and item["workspace"]:
-        return str(item["workspace"])
+    workspace = load_object(task / "history_item.json").get("workspace")
+    if isinstance(workspace, str) and workspace:
+        return workspace
     try:
         with open(task / API_HISTORY, "rb") as fh:
             head = fh.read(256 << 10).decode("utf-8", errors="replace")

@@ -19,7 +19,7 @@ from typing import Any
 from archive_mcp.workspaces.home import crush_data_dir
 
 from . import answers, stores
-from .disk import is_dir, is_file, load_json
+from .disk import is_dir, is_file, load_object
 from .fields import field_dict, field_list, json_object, json_value
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn, epoch
@@ -194,8 +194,7 @@ def project_stores(data_home: Path) -> list[tuple[Path, Path]]:
     `crush.db`), each database once, with the first project listing it (Crush lists the latest
     first; a project run in a subfolder shares the closest `.crush` above it); [] when
     `data_home` holds no such list."""
-    listed = load_json(data_home / PROJECTS) if is_file(data_home / PROJECTS) else None
-    projects = listed.get("projects") if isinstance(listed, dict) else None
+    projects = load_object(data_home / PROJECTS).get("projects")
     out: dict[Path, Path] = {}
     for p in projects if isinstance(projects, list) else []:
         path, data = (p.get("path"), p.get("data_dir")) if isinstance(p, dict) else (None, None)

@@ -1,7 +1,8 @@
 """A store's sessions filed with their sub-sessions (`stores.file_sessions`), as Crush, Cursor and
 OpenCode file theirs: each sub-session a subagent file of its top session, at any depth, in the
 store's order; one whose parents loop archived on its own and reported. With them the other
-helpers the readers share: a session of one log file, a store's sessions with their messages."""
+helpers the readers share: a session of one log file, a store's sessions with their messages and
+their discovery (`stores.Store`), JSON that may not be JSON (`fields.json_value`, `disk.load_object`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archive_mcp.refiners.disk import load_object
 from archive_mcp.refiners.fields import json_object, json_value
 from archive_mcp.refiners.sources import Discovery, SessionSource, log_session
 from archive_mcp.refiners.stores import (
@@ -201,3 +203,13 @@ def test_a_session_keeps_the_named_files_beside_its_log_that_exist(tmp_path: Pat
     assert [(f.agent, f.rel, f.path, f.whole) for f in session.snapshots] == [
         ("main", "a.json", tmp_path / "a.json", True)
     ]
+
+
+def test_a_json_files_object_is_empty_when_the_file_holds_none_or_cannot_be_read(
+    tmp_path: Path,
+) -> None:
+    for name, text in (("obj.json", '{"cwd": "/p"}'), ("list.json", "[1]"), ("bad.json", "{")):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "folder.json").mkdir()
+    names = ("obj.json", "list.json", "bad.json", "folder.json", "gone.json")
+    assert [load_object(tmp_path / n) for n in names] == [{"cwd": "/p"}, {}, {}, {}, {}]
