@@ -46,6 +46,23 @@ def _clip(text: str) -> str:
     return text if len(text) <= ANSWER_MAX else text[:ANSWER_MAX].rstrip() + " …"
 
 
+def answered(words: str) -> str:
+    """The mark of the user's answer to the agent's question (`<question> → <choice>`, or the
+    reply alone when the log keeps no question)."""
+    return f"[answer] {_clip(words)}"
+
+
+def refused(call: ToolCall, words: str | None = None) -> list[str]:
+    """A call the user refused, marked so (`approval`), and its mark for the turn's answers:
+    `[feedback on <tool>] <words>` when the user said why, else `[rejected <tool>]`."""
+    call.approval = "reject"
+    return [_refusal(call.name or "a tool call", words.strip() if words else "")]
+
+
+def _refusal(name: str, words: str) -> str:
+    return f"[feedback on {name}] {_clip(words)}" if words else f"[rejected {name}]"
+
+
 def claude_result(call: ToolCall, block: dict[str, Any], record: dict[str, Any]) -> list[str]:
     """The user's words in one Claude Code `tool_result` block (and its record's
     `toolUseResult`), marked; [] when the result is the tool's own."""
@@ -55,10 +72,10 @@ def claude_result(call: ToolCall, block: dict[str, Any], record: dict[str, Any])
     if call.name == "AskUserQuestion" or _ASKED in low:
         answers = extra.get("answers") if isinstance(extra, dict) else None
         if isinstance(answers, dict) and answers:
-            return [f"[answer] {_clip(f'{q} → {a}')}" for q, a in answers.items()]
+            return [answered(f"{q} → {a}") for q, a in answers.items()]
         if _ASKED in low:
             pairs = _PAIR.findall(text[low.find(_ASKED) :])
-            return [f"[answer] {_clip(f'{q} → {a}')}" for q, a in pairs]
+            return [answered(f"{q} → {a}") for q, a in pairs]
     if _SAID in low or _SAID in text.lower():
         words = text[text.lower().find(_SAID) + len(_SAID) :]
         return (
@@ -85,7 +102,7 @@ def approval_response(call: ToolCall | None, payload: dict[str, Any]) -> list[st
     words = feedback.strip() if isinstance(feedback, str) else ""
     name = call.name if call is not None and call.name else "a tool call"
     if response == "reject":
-        return [f"[feedback on {name}] {_clip(words)}" if words else f"[rejected {name}]"]
+        return [_refusal(name, words)]
     return [f"[feedback on {name}] {_clip(words)}"] if words else []
 
 

@@ -14,14 +14,14 @@ Two formats, both JSON documents rewritten whole (archived as snapshots, parsed 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import cline_tasks, vscode
-from .cline_turns import ClineTurns, add_usage, between, text_parts, tool_uses, unpacked
-from .disk import SNAPSHOT_MAX, is_dir, is_file, load_json, load_snapshot
-from .fields import field_dict, loads_valid, parse_time
+from .cline_turns import ClineTurns, between, text_parts, tool_uses, unpacked
+from .disk import SNAPSHOT_MAX, is_dir, is_file, load_object, load_snapshot
+from .fields import field_dict, json_value, parse_time
 from .model import ParseResult, Problem, SubagentRun, Turn, output_to_text
 from .sources import Discovery, SnapshotReader, SourceFile, listing, log_session, register
 
@@ -38,13 +38,10 @@ def _sdk_output(content: Any) -> tuple[str, bool]:
     """A `tool_result`'s text and whether it failed: `[{query, result, success, error}]`, that
     list as JSON text, or plain text."""
     if isinstance(content, str):
-        try:
-            parsed = loads_valid(content)
-        except (ValueError, RecursionError):
+        parsed = json_value(content)
+        if not isinstance(parsed, list | dict):
             return content, False
-        content = parsed if isinstance(parsed, (list, dict)) else content
-        if isinstance(content, str):
-            return content, False
+        content = parsed
     items = content if isinstance(content, list) else [content]
     texts, failed = [], False
     for item in items:
@@ -66,9 +63,9 @@ def sdk_compaction(path: Path) -> tuple[int, str, float | None] | None:
     messages it replaced, its summary (agentic compaction's `metadata.summary`, else basic
     compaction's `<SYSTEM_NOTICE>`) and when (`updated_at`); None without one."""
     sid = path.name.removesuffix(MESSAGES)
-    state = load_json(path.with_name(f"{sid}.compaction.json"), SNAPSHOT_MAX)
-    count = state.get("source_message_count") if isinstance(state, dict) else None
-    if not isinstance(state, dict) or not isinstance(count, int) or isinstance(count, bool):
+    state = load_object(path.with_name(f"{sid}.compaction.json"), SNAPSHOT_MAX)
+    count = state.get("source_message_count")
+    if not isinstance(count, int) or isinstance(count, bool):
         return None
     for msg in state.get("messages") or []:
         meta = field_dict(msg, "metadata") if isinstance(msg, dict) else {}
@@ -110,14 +107,7 @@ def _sdk_turns(
                 for b in blocks
                 if isinstance(b, dict) and b.get("type") in ("thinking", "reasoning")
             )
-            step = built.step(text, think)
-            assert step is not None
-            for call in tool_uses(blocks, ts):
-                step.tool_calls.append(call)
-                built.calls[call.id] = call
-            cur = built.turns[-1]
-            add_usage(cur, field_dict(msg, "metrics"))
-            cur.last_at = ts if ts is not None else cur.last_at
+            step = built.reply(text, think, tool_uses(blocks, ts), ts, field_dict(msg, "metrics"))
             if not step.tool_calls:
                 built.finish()
     if compaction and compaction[0] >= len(messages):  # it replaced them all: nothing after yet
@@ -184,8 +174,7 @@ def _session(folder: Path, source: str, found: Discovery) -> None:
     if not is_file(main):
         found.skipped.append((str(folder), f"no {sid}{MESSAGES}: not a Cline session"))
         return
-    manifest = load_json(folder / f"{sid}.json")
-    manifest = manifest if isinstance(manifest, dict) else {}
+    manifest = load_object(folder / f"{sid}.json")
     cwd = manifest.get("cwd") or manifest.get("workspace_root")
     title = field_dict(manifest, "metadata").get("title") or manifest.get("prompt")
     session = log_session(source, sid, source, cwd, title, main, whole=True)
@@ -193,9 +182,8 @@ def _session(folder: Path, source: str, found: Discovery) -> None:
         if sub.name.startswith("agent_") and sub.name.endswith(MESSAGES):
             agent = sub.name.removesuffix(MESSAGES)
             session.files.append(SourceFile(agent, sub.name, sub, whole=True))
-    for name in (f"{sid}.json", f"{sid}.compaction.json"):  # the manifest, the last compaction
-        if is_file(folder / name):
-            session.snapshots.append(SourceFile("main", name, folder / name, whole=True))
+    # the manifest, the last compaction
+    session.keep(folder, (f"{sid}.json", f"{sid}.compaction.json"))
     found.sessions.append(session)
 
 
@@ -254,12 +242,10 @@ def _task(task: Path, source: str, root: Path, found: Discovery) -> None:
     cline_tasks.task(task, source, LABELS[source], cline_tasks.task_history(root), found)
 
 
-def _discover(source: str) -> Callable[[Path], Discovery | None]:
-    return lambda path: discover_as(source, path)
-
-
 READERS = {
-    source: register(SnapshotReader(source, LABELS[source], read, _discover(source), order=28))
+    source: register(
+        SnapshotReader(source, LABELS[source], read, partial(discover_as, source), order=28)
+    )
     for source in LABELS
 }
 parse_wire = READERS[SOURCE].parse

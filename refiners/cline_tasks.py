@@ -18,11 +18,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .cline_turns import ClineTurns, add_usage, between, text_parts, tool_uses, unpacked
-from .disk import SNAPSHOT_MAX, is_file, load_json
-from .fields import loads_valid
-from .model import ToolCall, output_to_text
-from .sources import Discovery, SourceFile, log_session
+from .cline_turns import ClineTurns, between, text_parts, tool_uses, unpacked
+from .disk import SNAPSHOT_MAX, is_file, load_json, load_object
+from .fields import json_object
+from .model import ToolCall, epoch, output_to_text
+from .sources import Discovery, log_session
 
 API_HISTORY = "api_conversation_history.json"
 TASK_SNAPSHOTS = ("ui_messages.json", "task_metadata.json", "history_item.json")
@@ -142,20 +142,13 @@ def _task_turns(messages: list[Any], usage: list[dict[str, Any]]) -> ClineTurns:
             ts = ts if ts is not None else call_info.get("ts")
             text, calls = _xml_calls("\n".join(texts), ts, n)
             think = "\n".join(t.group(1) for t in _THINKING.finditer(text))
-            step = built.step(_THINKING.sub("", text).strip(), think)
-            assert step is not None
             calls += tool_uses(blocks, ts)
             answer = next((c for c in calls if c.name in ANSWER_TOOLS), None)
-            for call in calls:
-                if call is answer:
-                    continue
-                step.tool_calls.append(call)
-                built.calls[call.id] = call
+            kept = [call for call in calls if call is not answer]
+            step = built.reply(_THINKING.sub("", text).strip(), think, kept, ts, call_info)
             cur = built.turns[-1]
             if cur.started_at is None:
                 cur.started_at = ts
-            cur.last_at = ts if ts is not None else cur.last_at
-            add_usage(cur, call_info)
             if answer is not None:
                 step.text = "\n\n".join(
                     t
@@ -172,13 +165,8 @@ def _api_requests(path: Path) -> list[dict[str, Any]]:
     out = []
     for m in ui if isinstance(ui, list) else []:
         if isinstance(m, dict) and m.get("say") == "api_req_started":
-            try:
-                info = loads_valid(str(m.get("text") or "{}"))
-            except (ValueError, RecursionError):
-                info = {}
-            info = info if isinstance(info, dict) else {}
-            ts = m.get("ts")
-            info["ts"] = ts / 1000.0 if isinstance(ts, (int, float)) else None
+            info = json_object(m.get("text"))
+            info["ts"] = epoch(m.get("ts"), 1000.0)
             out.append(info)
     return out
 
@@ -197,9 +185,9 @@ def turns(path: Path, messages: list[Any]) -> ClineTurns:
 def _task_cwd(task: Path, history: dict[str, str]) -> str | None:
     if task.name in history:
         return history[task.name]
-    item = load_json(task / "history_item.json")
-    if isinstance(item, dict) and isinstance(item.get("workspace"), str) and item["workspace"]:
-        return str(item["workspace"])
+    workspace = load_object(task / "history_item.json").get("workspace")
+    if isinstance(workspace, str) and workspace:
+        return workspace
     try:
         with open(task / API_HISTORY, "rb") as fh:
             head = fh.read(256 << 10).decode("utf-8", errors="replace")
@@ -229,7 +217,5 @@ def task(task: Path, source: str, label: str, history: dict[str, str], found: Di
     session = log_session(
         source, task.name, source, _task_cwd(task, history), None, main, whole=True
     )
-    for name in TASK_SNAPSHOTS:
-        if is_file(task / name):
-            session.snapshots.append(SourceFile("main", name, task / name, whole=True))
+    session.keep(task, TASK_SNAPSHOTS)
     found.sessions.append(session)

@@ -13,7 +13,7 @@ from typing import Any
 from . import answers
 from .fields import as_int
 from .lines import prompt_turn
-from .model import Problem, Step, ToolCall, Turn
+from .model import Problem, Step, ToolCall, Turn, epoch
 
 _TAG = r"<{0}>\s*(.*?)\s*</{0}>"
 # the tools whose `context` is the summary that replaces the history (`/smol`, auto-compaction)
@@ -51,7 +51,7 @@ def text_parts(content: Any) -> list[str]:
 def unpacked(msg: dict[str, Any]) -> tuple[float | None, list[Any]]:
     """A message's time (`ts`, epoch ms) in seconds and its content as blocks."""
     at = msg.get("ts")
-    ts = at / 1000.0 if isinstance(at, (int, float)) and not isinstance(at, bool) else None
+    ts = epoch(at, 1000.0)
     content = msg.get("content")
     return ts, content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
 
@@ -108,12 +108,17 @@ class ClineTurns:
         if last is not None and last.is_compaction and last.end == "open" and not last.steps:
             last.end, last.reason = "ended", "completed"
 
-    def step(self, text: str = "", think: str = "") -> Step | None:
-        if not self.turns:
-            return None
+    def reply(
+        self, text: str, think: str, calls: list[ToolCall], at: float | None, usage: dict[str, Any]
+    ) -> Step:
+        """One model reply in the current turn (there is one): a step with its `calls`, each
+        waiting for its result, made at `at` (when known), with its token counts (`usage`)."""
         cur = self.turns[-1]
-        step = Step(n=len(cur.steps) + 1, text=text, think=think)
+        step = Step(n=len(cur.steps) + 1, text=text, think=think, tool_calls=calls)
         cur.steps.append(step)
+        self.calls.update((call.id, call) for call in calls)
+        cur.last_at = at if at is not None else cur.last_at
+        add_usage(cur, usage)
         return step
 
     def finish(self, reason: str = "completed") -> None:
@@ -124,16 +129,10 @@ class ClineTurns:
         low = output[:600].lower()
         said: list[str] = []
         if _DENIED in low or _REJECTED in low:
-            call.approval = "reject"
-            words = between("feedback", output)
-            said = [
-                f"[feedback on {call.name}] {answers._clip(words)}"
-                if words and words.strip()
-                else f"[rejected {call.name}]"
-            ]
+            said = answers.refused(call, between("feedback", output))
         elif call.name == "ask_followup_question" and (reply := between("answer", output)):
             question = str(call.args.get("question") or "")
-            said = [f"[answer] {answers._clip(f'{question} → {reply}')}"]
+            said = [answers.answered(f"{question} → {reply}")]
         call.finish(is_error or call.approval == "reject", "", output, at)
         if said and self.turns:
             self.turns[-1].answers += said

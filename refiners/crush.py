@@ -18,9 +18,9 @@ from typing import Any
 
 from archive_mcp.workspaces.home import crush_data_dir
 
-from . import stores
-from .disk import is_dir, is_file, load_json
-from .fields import field_dict, field_list
+from . import answers, stores
+from .disk import is_dir, is_file, load_object
+from .fields import field_dict, field_list, json_object, json_value
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, register, with_next
@@ -59,7 +59,7 @@ def read_sessions(db: Path) -> list[dict[str, Any]] | None:
             return None
         sessions = stores.with_messages(con, "sessions", _MESSAGES)
     for m in (m for s in sessions for m in s["messages"]):
-        parts = stores.json_value(m["parts"])
+        parts = json_value(m["parts"])
         if isinstance(parts, list):
             m["parts"] = parts
         else:  # kept as written: the parse reports it
@@ -67,11 +67,8 @@ def read_sessions(db: Path) -> list[dict[str, Any]] | None:
     return sessions
 
 
-def export_lines(session: dict[str, Any]) -> bytes:
-    """A session as JSONL: a `session` line (its row), then one `message` line per message."""
-    head = {k: v for k, v in session.items() if k != "messages"}
-    messages = [{"type": "message", **m} for m in session["messages"]]
-    return stores.export_bytes([{"type": "session", "session": head}, *messages])
+# each session exported as JSONL (`stores.session_lines`), a sub-session filed under its parent
+STORE = stores.Store(SOURCE, "the Crush database", read_sessions, parent="parent_session_id")
 
 
 # --- parsing the export ------------------------------------------------------------------------
@@ -169,11 +166,10 @@ class CrushTurnBuilder(CallsBuilder):
             exit_code = _EXIT.search(content) if call.name == "bash" else None
             if exit_code is not None and int(exit_code.group(1)) != 0:
                 failed = True
-            meta = stores.json_object(part.get("metadata"))  # JSON text
+            meta = json_object(part.get("metadata"))  # JSON text
             call.finish(failed, "", content, _seconds(meta.get("end_time")) or ts)
             if failed and content == DENIED:
-                call.approval = "reject"
-                cur.answers.append(f"[rejected {call.name or 'a tool call'}]")
+                cur.answers += answers.refused(call)
 
 
 def _media(part: dict[str, Any]) -> dict[str, Any]:
@@ -198,8 +194,7 @@ def project_stores(data_home: Path) -> list[tuple[Path, Path]]:
     `crush.db`), each database once, with the first project listing it (Crush lists the latest
     first; a project run in a subfolder shares the closest `.crush` above it); [] when
     `data_home` holds no such list."""
-    listed = load_json(data_home / PROJECTS) if is_file(data_home / PROJECTS) else None
-    projects = listed.get("projects") if isinstance(listed, dict) else None
+    projects = load_object(data_home / PROJECTS).get("projects")
     out: dict[Path, Path] = {}
     for p in projects if isinstance(projects, list) else []:
         path, data = (p.get("path"), p.get("data_dir")) if isinstance(p, dict) else (None, None)
@@ -248,14 +243,7 @@ def _project(data_dir: Path) -> Path:
 def _store(db: Path, project: Path) -> Discovery | None:
     """The sessions of the Crush database `db` of the folder `project`; None when `db` is another
     program's database."""
-    found = Discovery()
-    sessions = stores.read_reported(read_sessions, db, "the Crush database", found)
-    if sessions is None:  # unreadable (reported, tried again next time), or not Crush's
-        return found if found.skipped else None
-    exports = stores.exported(db, SOURCE, sessions, export_lines)
-    parent = stores.sub_sessions(sessions, "parent_session_id")
-    stores.file_sessions(exports, parent, partial(_session, project, db), found, db)
-    return found
+    return STORE.sessions(db, partial(_session, project, db))
 
 
 def _session(project: Path, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:

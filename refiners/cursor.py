@@ -19,7 +19,7 @@ from typing import Any
 
 from . import stores, vscode, vscode_chat
 from .disk import is_dir
-from .fields import arguments_text, as_int, field_dict, parse_time
+from .fields import arguments_text, as_int, field_dict, json_object, json_value, parse_time
 from .lines import CallsBuilder, LogReader, Record, prompt_turn
 from .model import Step, SubagentRun, ToolCall
 from .sources import Discovery, SessionSource, register
@@ -37,12 +37,12 @@ def read_composers(db: Path) -> list[dict[str, Any]] | None:
         if not stores.has_table(con, KV):
             return None
         for key, value in vscode.prefixed(con, KV, "composerData:"):
-            head = stores.json_value(value)
+            head = json_value(value)
             if not isinstance(head, dict):
                 head = {"composerId": key.split(":", 1)[1], "error": "composerData is not JSON"}
             cid = str(head.get("composerId") or key.split(":", 1)[1])
             bubbles = vscode.prefixed(con, KV, f"bubbleId:{cid}:")
-            stored = {k.rsplit(":", 1)[1]: stores.json_value(v) for k, v in bubbles}
+            stored = {k.rsplit(":", 1)[1]: json_value(v) for k, v in bubbles}
             inline = [b for b in head.pop("conversation", None) or [] if isinstance(b, dict)]
             stored.update((str(b.get("bubbleId")), b) for b in inline)  # an older build's
             order = head.pop("fullConversationHeadersOnly", None) or inline
@@ -172,12 +172,8 @@ class CursorTurnBuilder(CallsBuilder):
     def _compaction(self, text: str, at: float | None, end: int) -> None:
         """The summary that replaced the history up to here: a compaction turn the agent's next
         bubbles continue, as Claude Code's compaction summary opens one."""
-        if self.turns and self.turns[-1].end == "open":
-            self.turns[-1].end = "superseded"
-        turn = prompt_turn(self.index, at, text, end, end, origin="compaction")
+        turn = self.add(prompt_turn(self.index, at, text, end, end, origin="compaction"))
         turn.compactions = 1
-        self.turns.append(turn)
-        self.index += 1
         self.summary = None
 
     def _bubble(self, record: Record) -> None:
@@ -239,7 +235,7 @@ def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]
     listed = partial(vscode.item, key="composer.composerData")
     for db, folder in vscode.workspace_states(user, found):
         read = stores.read_reported(listed, db, "Cursor's workspace store", found)
-        for c in field_dict({"d": stores.json_value(read)}, "d").get("allComposers") or []:
+        for c in json_object(read).get("allComposers") or []:
             if isinstance(c, dict) and isinstance(c.get("composerId"), str):
                 out[c["composerId"]] = (db.parent.name, folder)
     return out

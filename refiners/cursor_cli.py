@@ -28,7 +28,7 @@ from typing import Any
 from archive_mcp.workspaces.ids import is_workspace_id, workspace_id
 
 from .disk import is_dir, is_file
-from .fields import field_dict, field_list
+from .fields import field_dict, field_list, json_value
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, ToolCall, epoch
 from .sources import Discovery, listing, register
@@ -36,7 +36,6 @@ from .stores import (
     export_bytes,
     export_dir,
     export_path,
-    json_value,
     read_only,
     read_reported,
     store_session,

@@ -100,6 +100,12 @@ def load_json(path: Path, limit: int = META_MAX) -> Any:
         return None
 
 
+def load_object(path: Path, limit: int = META_MAX) -> dict[str, Any]:
+    """A small JSON file's object (`load_json`); an empty one when the file holds no object."""
+    data = load_json(path, limit)
+    return data if isinstance(data, dict) else {}
+
+
 def unreadable(exc: OSError, what: str = "folder") -> str:
     """Why a folder (or a file) could not be read, and what to do about it."""
     if isinstance(exc, PermissionError):

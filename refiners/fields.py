@@ -11,6 +11,8 @@ import re
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 # A lone surrogate: JavaScript CLIs write one (`\ud800`-`\udfff` in JSON) when they cut a string inside an
 # emoji. Python's JSON reader keeps it, and no such string can be encoded (hashed, written, indexed).
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -80,3 +82,27 @@ def valid_unicode(value: Any) -> tuple[Any, int]:
 def loads_valid(text: str | bytes) -> Any:
     """`json.loads` whose strings pass `valid_unicode` (for the small JSON a discovery reads)."""
     return valid_unicode(json.loads(text))[0]
+
+
+def json_object(raw: Any) -> dict[str, Any]:
+    """A JSON object stored as text (`json_value`); an empty one when the value is not one."""
+    value = json_value(raw)
+    return value if isinstance(value, dict) else {}
+
+
+def json_value(raw: Any, default: Any = None) -> Any:
+    """A JSON value stored as text or bytes (a database column, a tool's output), its strings
+    valid Unicode; `default` when it is not JSON, or JSON's null (or not text: a NULL or a number
+    in a JSON column). orjson first (it takes only valid UTF-8 without lone surrogates), else the
+    careful path."""
+    if not isinstance(raw, bytes | str):
+        return default
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:
+            text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+            value = loads_valid(text)
+        except (ValueError, RecursionError):
+            return default
+    return default if value is None else value

@@ -39,7 +39,7 @@ from .disk import (
     cannot_read,
     is_dir,
     is_file,
-    load_json,
+    load_object,
     not_regular,
     open_regular,
     read_bounded,
@@ -380,8 +380,7 @@ def _work_dirs(project: Path, gemini_home: Path, found: Discovery) -> list[str]:
         why = None
     if why is not None:
         _once(found, str(registry), why)
-    mapping = load_json(registry) if why is None else None
-    mapping = mapping.get("projects") if isinstance(mapping, dict) else None
+    mapping = load_object(registry).get("projects") if why is None else None
     for root, slug in (mapping if isinstance(mapping, dict) else {}).items():
         if slug == project.name or hashlib.sha256(str(root).encode()).hexdigest() == project.name:
             out.append(str(root))

@@ -28,16 +28,17 @@ tool…") is a rejected call, as the other readers' (answers.py).
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .answers import _clip
+from . import answers
 from .disk import head_records, is_dir, is_file
-from .fields import field_dict, field_list, loads_valid
+from .fields import field_dict, field_list, json_value
 from .lines import CallsBuilder, LogReader, Record
 from .model import Step, ToolCall, epoch, output_to_text
 from .sources import Discovery, SessionSource, jsonl_sessions, log_session, register
-from .stores import columns, exported, read_only, read_reported, store_session, with_messages
+from .stores import Store, columns, read_only, store_session, with_messages
 
 SOURCE = "goose"
 DB = "sessions.db"
@@ -94,13 +95,12 @@ class GooseTurnBuilder(CallsBuilder):
                 output, failed = _result(item)
                 call.finish(failed, "", output, ts)
                 if _DECLINED in output.lower():
-                    call.approval = "reject"
-                    self.turns[-1].answers.append(f"[rejected {call.name}]")
+                    self.turns[-1].answers += answers.refused(call)
             elif item.get("type") == "actionRequired" and self.turns:
                 data = field_dict(item, "data")
                 if data.get("actionType") == "elicitationResponse":
                     reply = json.dumps(data.get("user_data"), ensure_ascii=False)
-                    self.turns[-1].answers.append(f"[answer] {_clip(reply)}")
+                    self.turns[-1].answers.append(answers.answered(reply))
         if text.strip() and seen:
             self.open(text, ts, record)
         elif text.strip() and self.turns:  # agent-only: the summary a compaction leaves
@@ -166,8 +166,8 @@ def read_db(db: Path) -> list[dict[str, Any]] | None:
         if "content_json" not in columns(con, "messages"):
             return None
         sessions = with_messages(con, "sessions", MESSAGES)
-    for m in (m for s in sessions for m in s["messages"]):
-        _decoded(m)
+    for m in (m for s in sessions for m in s["messages"]):  # JSON read, as the export holds it
+        m["content"], m["metadata"] = json_value(m["content"], []), json_value(m["metadata"], {})
     return sessions
 
 
@@ -175,20 +175,6 @@ MESSAGES = (
     "SELECT session_id, role, created_timestamp AS created, content_json AS content,"
     " metadata_json AS metadata FROM messages ORDER BY session_id, id"
 )
-
-
-def _decoded(message: dict[str, Any]) -> dict[str, Any]:
-    """A row of `messages` with its JSON read, as the export holds it (not JSON: empty)."""
-    message["content"] = _loads(message["content"], [])
-    message["metadata"] = _loads(message["metadata"], {})
-    return message
-
-
-def _loads(text: Any, default: Any) -> Any:
-    try:
-        return loads_valid(text) if isinstance(text, str) else default
-    except (ValueError, RecursionError):
-        return default
 
 
 def export_lines(session: dict[str, Any]) -> bytes:
@@ -199,19 +185,20 @@ def export_lines(session: dict[str, Any]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
+STORE = Store("goose", "the Goose database", read_db, export_lines)  # no sub-sessions
+
+
+def _db_session(db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:
+    title = s.get("description") or s.get("name")
+    return store_session(SOURCE, sid, SOURCE, s.get("working_dir"), title, db, export)
+
+
 def _db_sessions(db: Path, found: Discovery) -> set[str]:
-    """The sessions of `db`, exported; their ids (a JSONL log with one of them was imported)."""
-    sessions = read_reported(read_db, db, "the Goose database", found)
-    if sessions is None:  # unreadable (reported) or another agent's `sessions.db`
-        return set()
-    ids = set()
-    for sid, s, export in exported(db, "goose", sessions, export_lines):
-        title = s.get("description") or s.get("name")
-        found.sessions.append(
-            store_session(SOURCE, sid, SOURCE, s.get("working_dir"), title, db, export)
-        )
-        ids.add(sid)
-    return ids
+    """The sessions of `db`, exported, added to `found`; their ids (a JSONL log with one of them
+    was imported). None of another agent's `sessions.db` (Cline's)."""
+    stored = STORE.sessions(db, partial(_db_session, db))
+    found.add(stored)
+    return {s.session_id for s in stored.sessions} if stored is not None else set()
 
 
 def discover(path: Path) -> Discovery | None:

@@ -16,7 +16,7 @@ from .disk import (
     exists,
     is_dir,
     is_file,
-    load_json,
+    load_object,
     read_bounded,
     subdirs,
     unreadable,
@@ -205,8 +205,7 @@ def _builder(path: Path, start_index: int, protocol: str | None) -> CodeTurnBuil
 
 
 def _session(session_dir: Path, index: dict[str, str]) -> SessionSource:
-    state = load_json(session_dir / "state.json")
-    state = state if isinstance(state, dict) else {}
+    state = load_object(session_dir / "state.json")
     work_dir = state.get("workDir") or state.get("cwd") or index.get(session_dir.name)  # 2.1: cwd
     files = []
     agents_dir = session_dir / "agents"

@@ -231,10 +231,14 @@ class CallsBuilder(TurnBuilder):
         self.calls: dict[str, ToolCall] = {}
 
     def open(self, text: str, at: float | None, record: Record, origin: str | None = None) -> Turn:
-        """The turn a prompt opens; a turn still open before it was superseded."""
+        """The turn a prompt opens (`add`)."""
+        return self.add(prompt_turn(self.index, at, text, record.start, record.end, origin=origin))
+
+    def add(self, turn: Turn) -> Turn:
+        """`turn`, numbered `index`, the next turn: a turn still open before it was superseded,
+        and no call waits for its result any more."""
         if self.turns and self.turns[-1].end == "open":
             self.turns[-1].end = "superseded"
-        turn = prompt_turn(self.index, at, text, record.start, record.end, origin=origin)
         self.turns.append(turn)
         self.index += 1
         self.calls = {}

@@ -31,19 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from . import stores
-from .fields import as_int, field_dict, field_list
+from .fields import as_int, field_dict, field_list, json_object
 from .lines import CallsBuilder, LogReader, Record
-from .model import Step, SubagentRun, ToolCall, Turn
+from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, register
 
 SOURCE = "opencode"
 DB = "opencode.db"
-
-
-def _ms(value: Any) -> float | None:
-    return (
-        value / 1000.0 if isinstance(value, int | float) and not isinstance(value, bool) else None
-    )
 
 
 MESSAGES = (
@@ -58,23 +52,20 @@ def read_sessions(db: Path) -> list[dict[str, Any]]:
         sessions = stores.with_messages(con, "session", MESSAGES)
         by_id: dict[Any, dict[str, Any]] = {}
         for m in (m for s in sessions for m in s["messages"]):
-            m["data"], m["parts"] = stores.json_object(m["data"]), []
+            m["data"], m["parts"] = json_object(m["data"]), []
             by_id[m["id"]] = m
         for mid, pid, data in con.execute(
             "SELECT message_id, id, data FROM part ORDER BY message_id, time_created, id"
         ):
             if mid in by_id:
-                by_id[mid]["parts"].append({"id": pid, **stores.json_object(data)})
+                by_id[mid]["parts"].append({"id": pid, **json_object(data)})
     return sessions
 
 
 def export_lines(session: dict[str, Any]) -> bytes:
-    head = {k: v for k, v in session.items() if k != "messages"}
-    lines = [json.dumps({"type": "session", "session": head}, sort_keys=True, ensure_ascii=False)]
-    lines += [
-        json.dumps({"type": "message", **m}, sort_keys=True, ensure_ascii=False)
-        for m in session["messages"]
-    ]
+    """A session's export (`stores.session_records`), written by `json` as OpenCode's always was."""
+    records = stores.session_records(session)
+    lines = [json.dumps(r, sort_keys=True, ensure_ascii=False) for r in records]
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
@@ -90,7 +81,7 @@ class OpenCodeTurnBuilder(CallsBuilder):
             return
         data = field_dict(rec, "data")
         parts = [p for p in field_list(rec, "parts") if isinstance(p, dict)]
-        ts = _ms(rec.get("time_created"))
+        ts = epoch(rec.get("time_created"), 1000.0)
         if data.get("role") == "user" and self.turns and _within_turn(parts):
             self.turns[-1].byte_end = end  # a compaction or its automatic "Continue": no prompt
             self.turns[-1].compactions += any(p.get("type") == "compaction" for p in parts)
@@ -107,7 +98,7 @@ class OpenCodeTurnBuilder(CallsBuilder):
             return
         cur = self.turns[-1]
         cur.byte_end = end
-        done = _ms(field_dict(data, "time").get("completed"))
+        done = epoch(field_dict(data, "time").get("completed"), 1000.0)
         cur.last_at = done or ts or cur.last_at
         self._assistant(cur, data, parts)
 
@@ -170,8 +161,8 @@ def _call(part: dict[str, Any]) -> ToolCall:
         id=str(part.get("callID") or part.get("id") or ""),
         name=str(part.get("tool") or ""),
         arguments=json.dumps(state.get("input", {}), ensure_ascii=False),
-        called_at=_ms(times.get("start")),
-        result_at=_ms(times.get("end")),
+        called_at=epoch(times.get("start"), 1000.0),
+        result_at=epoch(times.get("end"), 1000.0),
     )
     if status in ("completed", "error"):
         failed = status == "error" or (isinstance(exit_code, int) and exit_code != 0)
@@ -198,14 +189,10 @@ def discover_db(path: Path, name: str, source: str, label: str) -> Discovery | N
     db = path if path.is_file() and path.name == name else path / name
     if not db.is_file():
         return None
-    found = Discovery()
-    sessions = stores.read_reported(read_sessions, db, f"the {label} database", found)
-    if sessions is None:
-        return found
-    exports = stores.exported(db, "opencode", sessions, export_lines)
-    session = partial(_session, source, db)
-    stores.file_sessions(exports, stores.sub_sessions(sessions, "parent_id"), session, found, db)
-    return found
+    store = stores.Store(
+        "opencode", f"the {label} database", read_sessions, export_lines, "parent_id"
+    )
+    return store.sessions(db, partial(_session, source, db))
 
 
 def _session(source: str, db: Path, sid: str, s: dict[str, Any], export: Path) -> SessionSource:

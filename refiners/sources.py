@@ -10,12 +10,12 @@ from here without a cycle; `refiners/__init__.py` imports them all. A reader rea
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from .disk import is_dir, not_regular, unreadable
+from .disk import is_dir, is_file, not_regular, unreadable
 from .model import ParseResult
 
 
@@ -40,6 +40,15 @@ class SessionSource:
     files: list[SourceFile] = field(default_factory=list)
     snapshots: list[SourceFile] = field(default_factory=list)  # small JSON copied whole
     branch: str | None = None  # the git branch the records name, when they do
+
+    def keep(self, folder: Path, names: Iterable[str]) -> None:
+        """The files of `names` in `folder` that exist, archived whole beside the log: small JSON
+        a parse reads (Cline's manifest and last compaction, a task's UI messages)."""
+        self.snapshots += [
+            SourceFile("main", name, folder / name, whole=True)
+            for name in names
+            if is_file(folder / name)
+        ]
 
 
 def log_session(

@@ -21,13 +21,13 @@ import stat
 import tempfile
 from collections.abc import Callable, Container, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
 from archive_mcp.workspaces.atomic import atomic_write_bytes
 
-from .fields import loads_valid
 from .sources import Discovery, SessionSource, SourceFile, log_session
 
 T = TypeVar("T")
@@ -116,27 +116,19 @@ def sub_sessions(sessions: list[dict[str, Any]], key: str) -> dict[str, str]:
     }
 
 
-def json_object(raw: Any) -> dict[str, Any]:
-    """A stored JSON object (`json_value`); an empty one when the value is not one."""
-    value = json_value(raw)
-    return value if isinstance(value, dict) else {}
+def session_records(session: dict[str, Any]) -> list[dict[str, Any]]:
+    """A session's export, as `with_messages` reads it: a `session` record (its row), then a
+    `message` record each (its row and `"type": "message"`)."""
+    head = {k: v for k, v in session.items() if k != "messages"}
+    return [
+        {"type": "session", "session": head},
+        *({"type": "message", **m} for m in session["messages"]),
+    ]
 
 
-def json_value(raw: Any) -> Any:
-    """A stored JSON value (text or bytes), its strings valid Unicode; None when it is not JSON
-    (or not text: a NULL or a number in a JSON column). orjson first (it takes only valid UTF-8
-    without lone surrogates), else the careful path."""
-    if not isinstance(raw, bytes | str):
-        return None
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
-        return loads_valid(text)
-    except (ValueError, RecursionError):
-        return None
+def session_lines(session: dict[str, Any]) -> bytes:
+    """A session's export (`session_records`) as JSONL (`export_bytes`)."""
+    return export_bytes(session_records(session))
 
 
 def export_bytes(records: list[dict[str, Any]]) -> bytes:
@@ -194,6 +186,33 @@ def exported(
             export = export_path(folder, sid)
             write_export(export, lines(session))
             yield sid, session, export
+
+
+@dataclass(frozen=True)
+class Store:
+    """An agent's store and how its sessions are archived: `read` gives its sessions (each row
+    with its `messages`; None when the store is another program's), `lines` a session's export,
+    and `parent` names the column holding a sub-session's parent (None: no sub-sessions)."""
+
+    kind: str  # the exports' folder (`export_dir`)
+    what: str  # the store, for a report: "the Crush database"
+    read: Callable[[Path], list[dict[str, Any]] | None]
+    lines: Callable[[dict[str, Any]], bytes] = session_lines
+    parent: str | None = None
+
+    def sessions(
+        self, db: Path, session: Callable[[str, dict[str, Any], Path], SessionSource]
+    ) -> Discovery | None:
+        """The sessions of the store `db`, each exported and made by `session(id, row, export)`,
+        a sub-session filed under its top session (`file_sessions`); None when `read` finds the
+        store is another program's. One that cannot be read is reported (tried again next time)."""
+        found = Discovery()
+        rows = read_reported(self.read, db, self.what, found)
+        if rows is None:
+            return found if found.skipped else None
+        parent = sub_sessions(rows, self.parent) if self.parent is not None else {}
+        file_sessions(exported(db, self.kind, rows, self.lines), parent, session, found, db)
+        return found
 
 
 def store_session(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .disk import is_dir, is_file, load_json
+from .disk import is_dir, is_file, load_object
 from .sources import READERS, Discovery, listing
 from .stores import read_only
 
@@ -49,9 +49,7 @@ def folder_path(uri: Any) -> str | None:
 
 def workspace_folder(storage: Path) -> str | None:
     """The folder a `workspaceStorage/<hash>` folder belongs to (`workspace.json`), or None."""
-    data = load_json(storage / "workspace.json")
-    if not isinstance(data, dict):
-        return None
+    data = load_object(storage / "workspace.json")
     path = folder_path(data.get("folder"))
     if path is None and (ws := folder_path(data.get("workspace"))) is not None:
         path = ws.rsplit("/", 1)[0]  # a .code-workspace file: its folder

@@ -10,7 +10,14 @@ from typing import Any
 
 import anyio
 from archive_mcp.refiners import PARSERS
-from archive_mcp.refiners.answers import approval_response, claude_result, picked, said
+from archive_mcp.refiners.answers import (
+    answered,
+    approval_response,
+    claude_result,
+    picked,
+    refused,
+    said,
+)
 from archive_mcp.refiners.model import Step, ToolCall, Turn
 from archive_mcp.refiners.refine import RefineContext, refine_turn
 from mcp import Client
@@ -511,3 +518,12 @@ def test_a_search_names_an_empty_also_entry_and_runs_a_repeated_query_once(
     alone = anyio.run(search, {"query": "sync", "also": ["SYNC"], "limit": 1, "detail": "compact"})
     assert alone[1].splitlines()[0] == "1 hits (mode lexical)"
     assert alone[2]["groups"] is None
+
+
+def test_a_refused_call_is_marked_rejected_with_the_users_words_when_there_are_any() -> None:
+    edit, unnamed, run = ToolCall("c1", "Edit"), ToolCall("c2", ""), ToolCall("c3", "bash")
+    assert refused(edit, "  keep the old name ") == ["[feedback on Edit] keep the old name"]
+    assert refused(unnamed) == ["[rejected a tool call]"]
+    assert refused(run, "   ") == ["[rejected bash]"]
+    assert [c.approval for c in (edit, unnamed, run)] == ["reject", "reject", "reject"]
+    assert answered("Push the tag? → Yes") == "[answer] Push the tag? → Yes"

@@ -14,7 +14,8 @@ from typing import Any
 import polars as pl
 import pytest
 from archive_mcp.refiners import cline, cline_tasks, discover
-from archive_mcp.refiners.model import Turn
+from archive_mcp.refiners.cline_turns import ClineTurns
+from archive_mcp.refiners.model import ToolCall, Turn
 from archive_mcp.workspaces import workspace_id
 from test_new_agents import copy_as
 
@@ -389,3 +390,24 @@ def test_ingest_without_paths_reads_each_editor_folder_once_with_its_extensions_
     monkeypatch.setenv("CLINE_DIR", str(tmp_path / "elsewhere"))
     roots = {Path(r["path"]) for r in Archive(embedder=None).ingest().roots}
     assert tmp_path / "elsewhere" in roots and home / ".cline" not in roots
+
+
+def test_a_cline_reply_is_a_step_of_the_turn_with_its_calls_waiting_its_time_and_tokens() -> None:
+    built = ClineTurns()
+    built.open("fix it", 1.0)
+    read, edit = ToolCall("c1", "read_file"), ToolCall("c2", "replace_in_file")
+    first = built.reply("reading", "hm", [read], 2.0, {"tokensIn": 5, "outputTokens": 2})
+    second = built.reply("editing", "", [edit], None, {"inputTokens": 1, "cacheReads": 4})
+    turn = built.turns[0]
+    assert [(s.n, s.text, s.think, s.tool_calls) for s in (first, second)] == [
+        (1, "reading", "hm", [read]),
+        (2, "editing", "", [edit]),
+    ]
+    assert turn.steps == [first, second] and built.calls == {"c1": read, "c2": edit}
+    assert turn.last_at == 2.0  # a reply without a time keeps the turn's last
+    assert turn.usage == {
+        "input_other": 6,
+        "output": 2,
+        "input_cache_read": 4,
+        "input_cache_creation": 0,
+    }

@@ -1,19 +1,29 @@
 """A store's sessions filed with their sub-sessions (`stores.file_sessions`), as Crush, Cursor and
 OpenCode file theirs: each sub-session a subagent file of its top session, at any depth, in the
 store's order; one whose parents loop archived on its own and reported. With them the other
-helpers the readers share: a session of one log file, a store's sessions with their messages."""
+helpers the readers share: a session of one log file, a store's sessions with their messages and
+their discovery (`stores.Store`), JSON that may not be JSON (`fields.json_value`, `disk.load_object`)."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
+import tempfile
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pytest
+from archive_mcp.refiners.disk import load_object
+from archive_mcp.refiners.fields import json_object, json_value
 from archive_mcp.refiners.sources import Discovery, SessionSource, log_session
 from archive_mcp.refiners.stores import (
+    Store,
+    export_bytes,
     file_sessions,
-    json_object,
+    read_only,
+    session_lines,
+    session_records,
     store_session,
     sub_sessions,
     top_session,
@@ -110,3 +120,96 @@ def test_a_stored_json_object_is_empty_when_the_value_is_not_one() -> None:
     assert json_object('{"a": 1}') == {"a": 1}
     assert json_object(b'{"a": "\\ud800"}') == {"a": "\ufffd"}
     assert [json_object(v) for v in ("[1]", "{", None, 3)] == [{}, {}, {}, {}]
+
+
+def test_a_stored_json_value_is_the_default_when_it_is_not_json_or_is_null() -> None:
+    assert json_value('[1, "\\ud800"]') == [1, "\ufffd"]
+    assert math.isnan(json_value(b"NaN"))  # the careful path reads what orjson does not
+    assert [json_value(v, []) for v in ("{", "null", None, 3, b"\xff")] == [[], [], [], [], []]
+    assert json_value('"text"', []) == "text"
+
+
+def _rows(db: Path) -> list[dict[str, Any]] | None:
+    with read_only(db) as con:
+        return with_messages(con, "s", "SELECT sid, n FROM m ORDER BY n")
+
+
+def test_a_store_files_its_sessions_exported_with_sub_sessions_under_their_top(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    db = tmp_path / "agent.db"
+    con = sqlite3.connect(db)
+    con.executescript(
+        """
+        CREATE TABLE s (id TEXT, parent TEXT, title TEXT);
+        CREATE TABLE m (sid TEXT, n INTEGER);
+        INSERT INTO s VALUES ('top', NULL, 'T'), ('sub', 'top', NULL), ('', NULL, 'no id');
+        INSERT INTO m VALUES ('top', 1), ('sub', 2);
+        """
+    )
+    con.commit()
+    con.close()
+    made = partial(store_session, "agent", bucket="agent", work_dir=None, db=db, name="s.jsonl")
+    found = Store("agent", "the store", _rows, parent="parent").sessions(
+        db, lambda sid, row, export: made(sid=sid, title=row["title"], export=export)
+    )
+    assert found is not None and found.skipped == []
+    [top] = found.sessions
+    assert (top.session_id, top.title, [f.rel for f in top.files]) == (
+        "top",
+        "T",
+        ["s.jsonl", "subagents/sub.jsonl"],
+    )
+    assert top.files[0].path.read_bytes() == export_bytes(
+        [
+            {"type": "session", "session": {"id": "top", "parent": None, "title": "T"}},
+            {"type": "message", "n": 1},
+        ]
+    )
+
+
+def test_a_store_that_is_another_programs_is_none_and_one_that_cannot_be_read_is_reported(
+    tmp_path: Path,
+) -> None:
+    other = Store("agent", "the store", lambda db: None)
+    assert other.sessions(tmp_path / "x.db", _session) is None
+    (tmp_path / "bad.db").write_bytes(b"not SQLite at all, but long enough to be read" * 50)
+    found = Store("agent", "the store", _rows).sessions(tmp_path / "bad.db", _session)
+    assert found is not None and found.sessions == []
+    assert [(p, why.split(":")[0]) for p, why in found.skipped] == [
+        (str(tmp_path / "bad.db"), "could not read the store")
+    ]
+
+
+def test_a_session_export_is_its_row_then_a_message_record_each() -> None:
+    session = {"id": "s", "title": "T", "messages": [{"n": 1}, {"n": 2}]}
+    assert session_records(session) == [
+        {"type": "session", "session": {"id": "s", "title": "T"}},
+        {"type": "message", "n": 1},
+        {"type": "message", "n": 2},
+    ]
+    assert session_lines(session) == (
+        b'{"session":{"id":"s","title":"T"},"type":"session"}\n'
+        b'{"n":1,"type":"message"}\n{"n":2,"type":"message"}\n'
+    )
+
+
+def test_a_session_keeps_the_named_files_beside_its_log_that_exist(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "c.json").mkdir()
+    session = log_session("agent", "s", "b", None, None, tmp_path / "s.jsonl")
+    session.keep(tmp_path, ("a.json", "b.json", "c.json"))
+    assert [(f.agent, f.rel, f.path, f.whole) for f in session.snapshots] == [
+        ("main", "a.json", tmp_path / "a.json", True)
+    ]
+
+
+def test_a_json_files_object_is_empty_when_the_file_holds_none_or_cannot_be_read(
+    tmp_path: Path,
+) -> None:
+    for name, text in (("obj.json", '{"cwd": "/p"}'), ("list.json", "[1]"), ("bad.json", "{")):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "folder.json").mkdir()
+    names = ("obj.json", "list.json", "bad.json", "folder.json", "gone.json")
+    assert [load_object(tmp_path / n) for n in names] == [{"cwd": "/p"}, {}, {}, {}, {}]
