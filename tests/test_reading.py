@@ -340,35 +340,38 @@ def test_an_escaped_backslash_before_n_in_a_tools_json_input_does_not_end_a_line
     )
 
 
-def _edit_session(home: Path, sid: str) -> None:
+def _opening(sid: str, prompt: str, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A Claude Code session's first two records: the user's `prompt` and the assistant's
+    message of `content` blocks."""
     base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
-    content = "{\n" + "".join(f'  "k{i}": {i},\n' for i in range(30)) + '  "runtime": "node@3"\n}'
-    records = [
+    return [
         {
             **base,
             "type": "user",
             "uuid": "u0",
             "timestamp": "2026-03-20T10:00:00Z",
-            "message": {"role": "user", "content": "pin the function runtime"},
+            "message": {"role": "user", "content": prompt},
         },
         {
             **base,
             "type": "assistant",
             "uuid": "a0",
             "timestamp": "2026-03-20T10:00:05Z",
-            "message": {
-                "role": "assistant",
-                "id": "m0",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": "t0",
-                        "name": "Write",
-                        "input": {"file_path": "/home/alice/pay/vercel.json", "content": content},
-                    }
-                ],
-            },
+            "message": {"role": "assistant", "id": "m0", "content": content},
         },
+    ]
+
+
+def _edit_session(home: Path, sid: str) -> None:
+    base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
+    content = "{\n" + "".join(f'  "k{i}": {i},\n' for i in range(30)) + '  "runtime": "node@3"\n}'
+    write = {"file_path": "/home/alice/pay/vercel.json", "content": content}
+    records = [
+        *_opening(
+            sid,
+            "pin the function runtime",
+            [{"type": "tool_use", "id": "t0", "name": "Write", "input": write}],
+        ),
         {
             **base,
             "type": "user",
@@ -605,38 +608,15 @@ def test_a_turns_thinking_is_named_when_left_out_and_its_passages_shown_under_ma
     tmp_path: Path,
 ) -> None:
     sid = "7a1b2c3d-0000-4000-8000-000000000009"
-    base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
     thought = (
         "The plan lists a slow scan warning for User Mode.\n\n"
         "The turbo scanner should have fixed the slowness, so the warning is not needed."
     )
-    _write_session(
-        tmp_path / "src",
-        sid,
-        [
-            {
-                **base,
-                "type": "user",
-                "uuid": "u0",
-                "timestamp": "2026-03-20T10:00:00Z",
-                "message": {"role": "user", "content": "do plan 3"},
-            },
-            {
-                **base,
-                "type": "assistant",
-                "uuid": "a0",
-                "timestamp": "2026-03-20T10:00:05Z",
-                "message": {
-                    "role": "assistant",
-                    "id": "m0",
-                    "content": [
-                        {"type": "thinking", "thinking": thought, "signature": "x"},
-                        {"type": "text", "text": "Plan 3 done: the mode is remembered."},
-                    ],
-                },
-            },
-        ],
-    )
+    content = [
+        {"type": "thinking", "thinking": thought, "signature": "x"},
+        {"type": "text", "text": "Plan 3 done: the mode is remembered."},
+    ]
+    _write_session(tmp_path / "src", sid, _opening(sid, "do plan 3", content))
     archive = Archive(home=tmp_path / "home", embedder=None)
     archive.ingest(tmp_path / "src" / ".claude" / "projects")
     ws = archive.workspaces()[0].id

@@ -741,20 +741,26 @@ def _keywords(node: object) -> set[str]:
     return out
 
 
+# LOGIN's turn 0 read with a word its answer and its Grep call hold: the call as its digest with
+# the line that holds the word
+LOGIN_MATCHED = (
+    "## session_:0 2026-03-16 10:00\n"
+    "User: Why is the login form submitting twice?\n"
+    "Assistant: `handleLogin` is bound twice: `<form onSubmit>` (Login.tsx:22) and the submit "
+    "button's `onClick` (Login.tsx:31). Remove the `onClick`; the form submit already covers "
+    "Enter and clicks.\n"
+    "Tool Grep path=src/pages, pattern=onSubmit|handleLogin [ok] → src/pages/Login.tsx:31:  "
+    '<button onClick={handleLogin} type="submit">'
+)
+
+
 async def test_a_range_is_scanned_and_says_how_to_read_a_turn_whole(server) -> None:  # noqa: ANN001
     async with Client(server) as client:
         r = await client.call_tool(
             "load_turn_context", {"references": [f"{LOGIN}:0-2"], "matching": "onClick"}
         )
     assert r.content[0].text == (
-        "## session_:0 2026-03-16 10:00\n"
-        "User: Why is the login form submitting twice?\n"
-        "Assistant: `handleLogin` is bound twice: `<form onSubmit>` (Login.tsx:22) and the submit "
-        "button's `onClick` (Login.tsx:31). Remove the `onClick`; the form submit already covers "
-        "Enter and clicks.\n"
-        # the call that holds the word, as its digest with the line that holds it
-        "Tool Grep path=src/pages, pattern=onSubmit|handleLogin [ok] → src/pages/Login.tsx:31:  "
-        '<button onClick={handleLogin} type="submit">\n\n'
+        LOGIN_MATCHED + "\n\n"
         "## session_:2 2026-03-16 10:00 open\n"
         "User: Just remove the onClick, no test.\n"
         "Assistant: "
@@ -767,12 +773,4 @@ async def test_compact_under_matching_shows_the_call_that_holds_the_words(server
             "load_turn_context",
             {"references": [f"{LOGIN}:0"], "detail": "compact", "matching": "Login.tsx:31"},
         )
-    assert r.content[0].text == (
-        "## session_:0 2026-03-16 10:00\n"
-        "User: Why is the login form submitting twice?\n"
-        "Assistant: `handleLogin` is bound twice: `<form onSubmit>` (Login.tsx:22) and the submit "
-        "button's `onClick` (Login.tsx:31). Remove the `onClick`; the form submit already covers "
-        "Enter and clicks.\n"
-        "Tool Grep path=src/pages, pattern=onSubmit|handleLogin [ok] → src/pages/Login.tsx:31:  "
-        '<button onClick={handleLogin} type="submit">'
-    )
+    assert r.content[0].text == LOGIN_MATCHED
