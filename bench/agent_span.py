@@ -3,7 +3,7 @@ the first and the last labelled decision of a topic?
 
     HF_HUB_OFFLINE=1 nice -n 10 python bench/agent_span.py AGENTS_DEV --out OUT \\
         [--projects bonkbot,pai,mthisness,openprintkit] [--reuse] [--query title|name]
-        [--grid] [--json PATH]
+        [--limit 8] [--grid] [--json PATH]
     HF_HUB_OFFLINE=1 nice -n 10 python bench/agent_span.py --speed HOME [--reps 5]
 
 The projects, their archives (OUT/<project>/home, rebuilt unless `--reuse`) and their labels are
@@ -14,14 +14,14 @@ them in time order). The policy, fixed, through the MCP tools as an agent calls 
 
     search_context(query=<the topic>, workspace=<the project>, order="time", limit=8)
 
-The query is the topic's `title` (default) or its `name` with the hyphens as spaces: a question
-about how a decision evolved names the topic, not one of its decisions (a decision's own words
-would hand the search one end of the story). Per question: the first decision turn is among the
-hits shown (the structured hits, what the budget kept), the last one is, and the characters read
-(the result's text).
+(`--limit N`: another limit.) The query is the topic's `title` (default) or its `name` with the
+hyphens as spaces: a question about how a decision evolved names the topic, not one of its
+decisions (a decision's own words would hand the search one end of the story). Per question:
+the first decision turn is among the hits shown (the structured hits, what the budget kept), the
+last one is, and the characters read (the result's text).
 
-`--grid` also scores, on the library's ranking (`Archive.search` asked for `depth * 8` hits, no
-budget), every `Span` setting of GRID beside the plain top 8: the settings are chosen on the
+`--grid` also scores, on the library's ranking (`Archive.search` asked for `depth * limit` hits, no
+budget), every `Span` setting of GRID beside the plain top `limit`: the settings are chosen on the
 tuning projects and read on the held-out ones. The MCP figures are those of the checkout imported
 (run it with another checkout's package first on PYTHONPATH for that checkout's).
 
@@ -111,7 +111,7 @@ def key_of(h: Hit | dict[str, object]) -> Key:
     return (str(h["session_id"]), str(h.get("agent") or "main"), int(str(h["turn"])))
 
 
-async def ask(archive: Archive, ws: str, stories: list[Story]) -> Reach:
+async def ask(archive: Archive, ws: str, stories: list[Story], limit: int) -> Reach:
     from mcp import Client
 
     from archive_mcp.mcp.server import build_server
@@ -121,7 +121,7 @@ async def ask(archive: Archive, ws: str, stories: list[Story]) -> Reach:
         for s in stories:
             found = await client.call_tool(
                 "search_context",
-                {"query": s.query, "workspace": ws, "order": "time", "limit": LIMIT},
+                {"query": s.query, "workspace": ws, "order": "time", "limit": limit},
             )
             hits = (found.structured_content or {}).get("hits", [])
             text = "".join(c.text for c in found.content if hasattr(c, "text"))
@@ -135,21 +135,23 @@ GRID = [(d, s) for d in (2, 3, 5, 8) for s in (0.3, 0.4, 0.5, 0.6, 0.7)]
 QUIET = {"command", "interrupted"}
 
 
-def grid(archive: Archive, ws: str, stories: list[Story], quiet: bool) -> dict[str, Reach]:
+def grid(
+    archive: Archive, ws: str, stories: list[Story], limit: int, quiet: bool
+) -> dict[str, Reach]:
     from archive_mcp.search.span import Span, spanned  # this branch's: --grid needs it
 
     rules = {f"depth {d}, share {s}": Span(d, s) for d, s in GRID}
     deepest = max(r.depth for r in rules.values())
-    out = {"top 8": Reach(), **{label: Reach() for label in rules}}
+    out = {f"top {limit}": Reach(), **{label: Reach() for label in rules}}
     for s in stories:
-        ranked = list(archive.search(s.query, ws, limit=LIMIT * deepest))
-        out["top 8"].add(s, [key_of(h) for h in ranked[:LIMIT]])
+        ranked = list(archive.search(s.query, ws, limit=limit * deepest))
+        out[f"top {limit}"].add(s, [key_of(h) for h in ranked[:limit]])
         times = [
             None if quiet and (QUIET & set(h.kinds) or not h.kinds) else h.started_at
             for h in ranked
         ]
         for label, rule in rules.items():
-            picked = spanned([h.score for h in ranked], times, LIMIT, rule)
+            picked = spanned([h.score for h in ranked], times, limit, rule)
             out[label].add(s, [key_of(ranked[i]) for i in picked])
     return out
 
@@ -160,13 +162,13 @@ def run_project(name: str, args: argparse.Namespace) -> ProjectReach:
     ws = archive.workspace(next(iter(links))).id
     stories = stories_of(name, archive, ws, args.query)
     t = time.perf_counter()
-    mcp = anyio.run(ask, archive, ws, stories)
+    mcp = anyio.run(ask, archive, ws, stories, args.limit)
     seconds = time.perf_counter() - t
     return ProjectReach(
         name,
         len(stories),
         mcp,
-        grid(archive, ws, stories, args.quiet_ends) if args.grid else {},
+        grid(archive, ws, stories, args.limit, args.quiet_ends) if args.grid else {},
         seconds,
     )
 
@@ -193,9 +195,9 @@ def cell(r: Reach, n: int, chars: bool) -> str:
     return line
 
 
-def tables(rows: list[ProjectReach]) -> str:
+def tables(rows: list[ProjectReach], limit: int) -> str:
     out = [
-        f"MCP search_context(order=time, limit={LIMIT}): first / last / both reached of n",
+        f"MCP search_context(order=time, limit={limit}): first / last / both reached of n",
         "",
         "| project | topics | first / last / both | chars a search | hits shown |",
         "|---|---|---|---|---|",
@@ -250,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--projects", default=",".join(PROJECTS))
     ap.add_argument("--reuse", action="store_true")
     ap.add_argument("--query", choices=("title", "name"), default="title")
+    ap.add_argument("--limit", type=int, default=LIMIT, help="the search's limit (default 8)")
     ap.add_argument("--grid", action="store_true", help="also score GRID's settings")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--quiet-ends", action="store_true", help="--grid: no command turn as an end")
@@ -270,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         part = [r for r in rows if r.project in group]
         if part:
             rows.append(pooled(label, part))
-    print(tables(rows))
+    print(tables(rows, args.limit))
     if args.json:
         args.json.write_text(
             json.dumps([asdict(r) for r in rows], indent=2) + "\n", encoding="utf-8"
