@@ -207,16 +207,9 @@ def search_context(
         kind=kind,
         source=source,
     )
+    span = SPAN if order == "time" else None  # the story's ends in place of the weakest hits
     founds = [
-        archive.search(
-            q,
-            target,
-            filters=filters,
-            limit=limit,
-            mode=mode,
-            rerank=rerank,
-            span=SPAN if order == "time" else None,
-        )
+        archive.search(q, target, filters=filters, limit=limit, mode=mode, rerank=rerank, span=span)
         for q in _queries(query, also)
     ]
     batched = len(founds) > 1  # `also` asked something new: each query under its own heading
