@@ -42,6 +42,7 @@ from archive_mcp.search.context import TurnContext, canonical_ref, load_referenc
 from archive_mcp.search.engine import Filters, SearchResults, run_search
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
+from archive_mcp.search.span import Span
 from archive_mcp.themes.discover.discovery import (
     DiscoveryResult,
     discover_workspace,
@@ -261,6 +262,7 @@ class Archive:
         cwd: str | None = None,
         fusion: str | None = None,
         tuning: Tuning | None = None,
+        span: Span | None = None,
     ) -> SearchResults:
         """Hybrid search over one workspace (default: the current directory's), or several
         listed, or "all", keeping the turns `filters` keeps (`Filters(session=…, since=…,
@@ -273,6 +275,8 @@ class Archive:
         top 20 with multilingual-e5-small (the `e5` extra): better on conversational questions,
         but each embeds its candidates at query time (MiniLM loads torch once; e5 about 2 s of
         CPU a query on chat turns, more on long coding turns). See bench/RESULTS.md.
+        `span` (`search.span.SPAN`, what a time-ordered search passes) puts the earliest and the
+        latest strong candidates below the top `limit` in place of the weakest of them.
         """
         return run_search(
             query,
@@ -286,6 +290,7 @@ class Archive:
             fusion=fusion,
             tuning=tuning,
             rerank=rerank,
+            span=span,
         )
 
     def load_turn_context(

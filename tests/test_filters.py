@@ -34,6 +34,8 @@ NOT_ON: dict[tuple[str, str], str] = {
     ("mcp", "fusion"): "a measuring knob (bench/): agents get the measured default",
     ("mcp", "tuning"): "ranking knobs for measuring (bench/); not an agent's choice",
     ("mcp", "cwd"): "the server resolves the client's roots, then its own directory",
+    ("cli", "span"): "the CLI lists hits by rank; a time-ordered search is the MCP tool's",
+    ("mcp", "span"): "`order=time` passes the measured one (search/span.py)",
 }
 OPTIONS = tuple(
     p for p in inspect.signature(Archive.search).parameters if p not in ("self", "query")
@@ -56,7 +58,17 @@ async def test_every_face_exposes_every_filter_and_search_option_or_says_why_not
     archive: Archive,
 ) -> None:
     faces = {"cli": _cli_names(), "mcp": await _mcp_names(archive)}
-    assert OPTIONS == ("workspace", "filters", "limit", "mode", "rerank", "cwd", "fusion", "tuning")
+    assert OPTIONS == (
+        "workspace",
+        "filters",
+        "limit",
+        "mode",
+        "rerank",
+        "cwd",
+        "fusion",
+        "tuning",
+        "span",
+    )
     assert FILTER_HELP.keys() == {
         "session",
         "agent",
@@ -154,6 +166,7 @@ async def test_the_mcp_tool_passes_one_filters_object_and_rerank(
                 "limit": 6,
                 "mode": "hybrid",
                 "rerank": "e5",
+                "span": None,
             },
         )
     ]

@@ -168,7 +168,7 @@ async def test_a_default_search_shows_each_hit_as_the_users_words_and_the_answer
     assert len(r.structured_content["hits"]) == 6 and not r.structured_content["truncated"]
 
 
-async def test_order_time_lists_the_same_top_hits_oldest_first(server) -> None:  # noqa: ANN001
+async def test_order_time_lists_the_top_hits_oldest_first(server) -> None:  # noqa: ANN001
     async with Client(server) as client:
         ranked = await client.call_tool("search_context", {"query": "login", "limit": 4})
         timed = await client.call_tool(

@@ -37,6 +37,7 @@ from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.search.engine import FILTER_HELP, Filters, Hit, SearchError
 from archive_mcp.search.highlight import clip_marked
 from archive_mcp.search.hits import SearchResults
+from archive_mcp.search.span import SPAN
 from archive_mcp.workspaces import Workspace
 
 Detail = Literal["compact", "normal", "full"]
@@ -157,7 +158,9 @@ def search_context(
     limit: Annotated[int, Field(ge=1, le=100)] = SEARCH_LIMIT,
     order: Annotated[
         Literal["rank", "time"],
-        Field(description="time: the same top hits, oldest first."),
+        Field(
+            description="time: oldest first; the earliest and latest strong hits replace the weakest."
+        ),
     ] = "rank",
     mode: Annotated[
         Literal["hybrid", "lexical", "fuzzy", "semantic"],
@@ -204,8 +207,9 @@ def search_context(
         kind=kind,
         source=source,
     )
+    span = SPAN if order == "time" else None  # the story's ends in place of the weakest hits
     founds = [
-        archive.search(q, target, filters=filters, limit=limit, mode=mode, rerank=rerank)
+        archive.search(q, target, filters=filters, limit=limit, mode=mode, rerank=rerank, span=span)
         for q in _queries(query, also)
     ]
     batched = len(founds) > 1  # `also` asked something new: each query under its own heading

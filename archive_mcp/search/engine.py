@@ -40,6 +40,7 @@ from archive_mcp.search.ranking import (
 )
 from archive_mcp.search.rerank import SPECS, RerankerUnavailable, reranker
 from archive_mcp.search.sentences import Tokens, best_of_ids
+from archive_mcp.search.span import Span, spanned
 from archive_mcp.workspaces import Workspace
 
 MODES = ("hybrid", "lexical", "fuzzy", "semantic")
@@ -434,6 +435,30 @@ def meta_rows(meta: pl.DataFrame, docs: list[int]) -> pl.DataFrame:
     return pl.concat([meta.slice(d, 1) for d in docs]) if docs else meta.clear()
 
 
+def spanned_heads(
+    ranked: list[tuple[Workspace, Searcher, Ranked, dict[str, Any]]], limit: int, span: Span
+) -> list[Ranked]:
+    """Each workspace's candidates that `spanned` keeps over all of them, best first. Only the
+    candidates' start times are read here (one value each): hits are built for the kept ones."""
+    pool: list[tuple[float, int, int, datetime | None]] = []  # score, workspace, position, time
+    for k, (_, searcher, head, _) in enumerate(ranked):
+        times = start_times(searcher.index.meta, [d for d, _, _ in head])
+        pool += [
+            (score, k, j, at) for j, ((_, score, _), at) in enumerate(zip(head, times, strict=True))
+        ]
+    pool.sort(key=lambda c: (-c[0], c[1], c[2]))
+    kept = sorted(
+        (pool[i][1], pool[i][2])
+        for i in spanned([c[0] for c in pool], [c[3] for c in pool], limit, span)
+    )
+    return [[head[j] for k2, j in kept if k2 == k] for k, (_, _, head, _) in enumerate(ranked)]
+
+
+def start_times(meta: pl.DataFrame, docs: list[int]) -> list[datetime | None]:
+    column = meta.get_column("started_at")
+    return [column[d] for d in docs]
+
+
 def realized(mode: str, used: set[str], reason: str | None) -> str:
     if mode == "semantic" and reason:
         return "lexical"
@@ -453,7 +478,10 @@ def search_workspaces(
     filters: Filters,
     fusion: str | None = None,
     tuning: Tuning | None = None,
+    span: Span | None = None,
 ) -> SearchResults:
+    """The best `limit` hits over `workspaces`; with `span` (a time-ordered search), the earliest
+    and the latest strong candidates below them replace the weakest (`span.spanned`)."""
     if mode not in MODES:
         raise SearchError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     if fusion is not None and fusion not in FUSIONS:
@@ -470,6 +498,7 @@ def search_workspaces(
     all_hits: list[Hit] = []
     reasons: list[str] = []
     realized_modes: set[str] = set()
+    ranked: list[tuple[Workspace, Searcher, Ranked, dict[str, Any]]] = []
     for ws in workspaces:
         searcher = Searcher(indexes[ws.id], embedder, tuning)
         fused, used, reason, extra = searcher.rank(query, mode, filters, fusion=fusion)
@@ -477,7 +506,9 @@ def search_workspaces(
         for why in (reason, searcher.index.behind):
             if why:
                 reasons.append(why if len(workspaces) == 1 else f"{ws.name}: {why}")
-        head = fused[:limit]
+        ranked.append((ws, searcher, fused[: limit * (span.depth if span else 1)], extra))
+    heads = spanned_heads(ranked, limit, span) if span else [f for _, _, f, _ in ranked]
+    for (ws, searcher, _, extra), head in zip(ranked, heads, strict=True):
         docs = [d for d, _, _ in head]
         evidences = searcher.evidence(docs) if head else None
         all_hits += build_hits(
@@ -506,6 +537,7 @@ def run_search(
     fusion: str | None = None,
     tuning: Tuning | None = None,
     rerank: str | None = None,
+    span: Span | None = None,
 ) -> SearchResults:
     """A search as the Archive runs it: the source checked, then the workspaces resolved, the
     embedder loaded for the modes that use one (None when it cannot be), every index loaded
@@ -528,6 +560,7 @@ def run_search(
             filters=filters,
             fusion=fusion,
             tuning=tuning,
+            span=span,
         )
 
 
