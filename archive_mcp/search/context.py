@@ -18,12 +18,11 @@ from archive_mcp.refiners.redact import redact, secret_values
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.search.highlight import split_answers
-from archive_mcp.search.matching import Matcher, lines_of
+from archive_mcp.search.matching import Matcher, line_passages, lines_of, passages
 from archive_mcp.search.tool_text import (
     ToolDetail,
     digest,
     grouped,
-    line_passages,
     plain_arguments,
     plain_output,
     relative,
@@ -123,26 +122,6 @@ def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
 
 TOOL_FLOOR = 200  # a call shown in full gets at least this much of its input and output
 DIGEST_SHARE = 0.2  # of a turn's budget, kept for its tool digests when its words would take it all
-
-
-LONG = 12  # lines from which a paragraph `passages` keeps is cut to the lines that hold a word
-LONG_CHARS = 2000  # ... and characters
-
-
-def passages(text: str, words: Sequence[str] | Matcher) -> str:
-    """The paragraphs of `text` with a line that `words` keep (any of them, case-insensitive, or
-    a `Matcher`'s bar), `…` between them; of a paragraph of LONG lines or more (or over
-    LONG_CHARS characters), those lines (`line_passages`)."""
-    matcher = words if isinstance(words, Matcher) else Matcher.any_of(words)
-    if not matcher.words:
-        return text
-    kept = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if matcher.holds(p)]
-    # a long paragraph (a pasted log, a long list, one line of minified JSON) shows only its
-    # lines that hold the words, each within LINE_MAX
-    return "\n…\n".join(
-        line_passages(p, matcher) if p.count("\n") >= LONG or len(p) > LONG_CHARS else p
-        for p in kept
-    )
 
 
 SCAN = 600  # characters of an answer a scan (a range, several references, a neighbour) shows

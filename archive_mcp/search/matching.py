@@ -11,10 +11,11 @@ One or two words keep every line that holds one.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from archive_mcp.refiners.text import json_lines
+from archive_mcp.refiners.text import clip, json_lines
 
 
 def lines_of(text: str) -> list[str]:
@@ -99,3 +100,57 @@ class Matcher:
     def names(self, tool: str) -> bool:
         """Whether a tool's name is one of the words (its calls are all kept)."""
         return self.weight(tool) > 0
+
+
+AROUND = 2  # lines shown each side of a line of a tool's input or output that holds a word
+HEAD_LINE = 300  # characters of its first line shown with them
+UNMATCHED = 400  # characters shown of a call's input or output that holds none of the words
+LINE_MAX = 400  # characters of one kept line (a minified file, a one-line log): around its word
+
+
+def line_passages(
+    text: str, words: Sequence[str] | Matcher, around: int = AROUND, head: bool = True
+) -> str:
+    """The lines of `text` (a tool's input or output: code, a file, a log) that `words` keep
+    (any of them, or a `Matcher`'s bar), with `around` lines each side, after its first line
+    when `head` (an input's: what was called on, a path, a command; cut at HEAD_LINE), `…`
+    between runs (and before the first when it is not the first line); when none does
+    (the call matched by its name or its other half), its first UNMATCHED characters. A one-line
+    JSON text's escaped newlines end lines too: an edit's old and new text are read line by
+    line. A line longer than LINE_MAX (minified JSON, a one-line log) shows LINE_MAX characters
+    around its first word."""
+    matcher = words if isinstance(words, Matcher) else Matcher.any_of(words)
+    lines = lines_of(text)
+    hits = [i for i, line in enumerate(lines) if matcher.keeps(line)]
+    if not matcher.words or not hits:  # the call matched by its other half: this one's head
+        return text if not matcher.words or len(text) <= UNMATCHED else clip(text, UNMATCHED)
+    near = {j for i in hits for j in range(i - around, i + around + 1) if 0 <= j < len(lines)}
+    keep = sorted(near | ({0} if head else set()))
+    runs: list[str] = []
+    for k, j in enumerate(keep):
+        if (k and j != keep[k - 1] + 1) or (not k and j):
+            runs.append("…")
+        line = lines[j]
+        runs.append(matcher.around(line, LINE_MAX) if j in near else clip(line, HEAD_LINE))
+    tail = ["…"] if keep[-1] < len(lines) - 1 else []
+    return "\n".join(runs + tail)
+
+
+LONG = 12  # lines from which a paragraph `passages` keeps is cut to the lines that hold a word
+LONG_CHARS = 2000  # ... and characters
+
+
+def passages(text: str, words: Sequence[str] | Matcher) -> str:
+    """The paragraphs of `text` with a line that `words` keep (any of them, case-insensitive, or
+    a `Matcher`'s bar), `…` between them; of a paragraph of LONG lines or more (or over
+    LONG_CHARS characters), those lines (`line_passages`)."""
+    matcher = words if isinstance(words, Matcher) else Matcher.any_of(words)
+    if not matcher.words:
+        return text
+    kept = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if matcher.holds(p)]
+    # a long paragraph (a pasted log, a long list, one line of minified JSON) shows only its
+    # lines that hold the words, each within LINE_MAX
+    return "\n…\n".join(
+        line_passages(p, matcher) if p.count("\n") >= LONG or len(p) > LONG_CHARS else p
+        for p in kept
+    )

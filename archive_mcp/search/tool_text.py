@@ -1,6 +1,6 @@
 """How a turn's tool calls read when a turn is loaded back: as a one-line digest (tool, target,
 status, the result's first words) or whole, their input as `key: value` lines, paths under the
-project's folder relative to it, and with `matching` only the lines that hold the words."""
+project's folder relative to it (with `matching`, the lines that hold the words: matching.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import args_summary
 from archive_mcp.refiners.text import clip
-from archive_mcp.search.matching import Matcher, lines_of
 
 
 @dataclass
@@ -33,10 +32,6 @@ class ToolDetail:
 
 TARGET_MAX = 100  # a digest's target (the call's path, command or query)
 FIRST_WORDS = 80  # a digest's first words of the result
-AROUND = 2  # lines shown each side of a line of a tool's input or output that holds a word
-HEAD_LINE = 300  # characters of its first line shown with them
-UNMATCHED = 400  # characters shown of a call's input or output that holds none of the words
-LINE_MAX = 400  # characters of one kept line (a minified file, a one-line log): around its word
 # `cat -n`'s right-aligned line numbers ("    70→" as Claude Code's Read shows a file): the padding
 _NUMBERED = re.compile(r"(?m)^ +(?=\d+(?:→|\t))")
 
@@ -151,31 +146,3 @@ def grouped(
         label = f"{name} ×{len(idx)}"
         out.append(ToolDetail(label, clip(listed, GROUP_MAX), status, first, True, len(idx)))
     return out
-
-
-def line_passages(
-    text: str, words: Sequence[str] | Matcher, around: int = AROUND, head: bool = True
-) -> str:
-    """The lines of `text` (a tool's input or output: code, a file, a log) that `words` keep
-    (any of them, or a `Matcher`'s bar), with `around` lines each side, after its first line
-    when `head` (an input's: what was called on, a path, a command; cut at HEAD_LINE), `…`
-    between runs (and before the first when it is not the first line); when none does
-    (the call matched by its name or its other half), its first UNMATCHED characters. A one-line
-    JSON text's escaped newlines end lines too: an edit's old and new text are read line by
-    line. A line longer than LINE_MAX (minified JSON, a one-line log) shows LINE_MAX characters
-    around its first word."""
-    matcher = words if isinstance(words, Matcher) else Matcher.any_of(words)
-    lines = lines_of(text)
-    hits = [i for i, line in enumerate(lines) if matcher.keeps(line)]
-    if not matcher.words or not hits:  # the call matched by its other half: this one's head
-        return text if not matcher.words or len(text) <= UNMATCHED else clip(text, UNMATCHED)
-    near = {j for i in hits for j in range(i - around, i + around + 1) if 0 <= j < len(lines)}
-    keep = sorted(near | ({0} if head else set()))
-    runs: list[str] = []
-    for k, j in enumerate(keep):
-        if (k and j != keep[k - 1] + 1) or (not k and j):
-            runs.append("…")
-        line = lines[j]
-        runs.append(matcher.around(line, LINE_MAX) if j in near else clip(line, HEAD_LINE))
-    tail = ["…"] if keep[-1] < len(lines) - 1 else []
-    return "\n".join(runs + tail)
