@@ -760,7 +760,9 @@ async def test_a_range_is_scanned_and_says_how_to_read_a_turn_whole(server) -> N
             "load_turn_context", {"references": [f"{LOGIN}:0-2"], "matching": "onClick"}
         )
     assert r.content[0].text == (
-        LOGIN_MATCHED + "\n\n"
+        LOGIN_MATCHED + "\n"
+        # the thinking's passage that holds the word, unasked: a scan under matching shows it
+        "Thinking: Likely both an onSubmit handler and a button onClick fire.\n\n"
         "## session_:2 2026-03-16 10:00 open\n"
         "User: Just remove the onClick, no test.\n"
         "Assistant: "

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from archive_mcp.errors import ArchiveError, NotFound
+from archive_mcp.errors import ArchiveError, InvalidArgument, NotFound
 from archive_mcp.ingest import store
 from archive_mcp.refiners import PARSERS, Turn
 from archive_mcp.refiners.answers import PICKED, joined
@@ -19,7 +19,9 @@ from archive_mcp.refiners.text import clip
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.search.highlight import split_answers
 from archive_mcp.search.matching import Matcher, line_passages, lines_of, passages
+from archive_mcp.search.pastes import pasted_digest
 from archive_mcp.search.tool_text import (
+    FIRST_WORDS,
     ToolDetail,
     digest,
     grouped,
@@ -121,6 +123,7 @@ def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
 
 
 TOOL_FLOOR = 200  # a call shown in full gets at least this much of its input and output
+THINK_MIN = 80  # the least room thinking is shown in (less: it is named, not stubbed)
 DIGEST_SHARE = 0.2  # of a turn's budget, kept for its tool digests when its words would take it all
 
 
@@ -143,61 +146,24 @@ def answer_digest(text: str, width: int = SCAN) -> str:
     return f"{head}\n…\n{last}"
 
 
-PASTE_LINES = 8  # a block of the user's words this long and ...
-PASTE_CHARS = 600  # ... this big is a pasted log or file when it is fenced or mostly log-like
-_FENCED = re.compile(r"```[^\n]*\n.*?(?:```|$)", re.S)
-# A log or code line: a timestamp or number, brackets/prompt/path characters ("[ERROR]", "$ ls"),
-# a stack frame ("at x.y(", 'File "…", line N'), "key=value", "file:12", an upper-case level.
-_LOGLIKE = re.compile(
-    r"\d+(?![\d.)])|[\[\]{}<>|$#@/\\]|at [\w$.<>]+ ?\(|at \S+:\d|File \"|Traceback"
-    r"|[\w.-]+=\S|[\w.-]+:\d|[A-Z]{3,}\b"
-)
-# An indented line the user wrote: a list item ("- x", "* x", "1. x") or plain words; any
-# other indented line (code, a traceback's source line) is log-like.
-_PROSE = re.compile(r"(?:[-*+•]|\d{1,3}[.)])[ \t].*|[^\W\d_][\w \t,.;:'’!?&%*-]*")
-
-
-def _loglike(line: str) -> bool:
-    body = line.lstrip()
-    if body != line:
-        return not _PROSE.fullmatch(body)
-    return bool(_LOGLIKE.match(line))
-
-
-def pasted_digest(text: str) -> str:
-    """The user's words with each pasted block (a fenced block, or a paragraph of log-like
-    lines, at least `PASTE_LINES` lines and `PASTE_CHARS` characters) in one line: how long it
-    was, its first and last lines, and that detail=full shows it whole."""
-
-    def one(block: str) -> str:
-        lines = [ln for ln in block.splitlines() if ln.strip() and not ln.startswith("```")]
-        if len(lines) < PASTE_LINES or len(block) < PASTE_CHARS:
-            return block
-        first, last = (clip(" ".join(ln.split()), 100) for ln in (lines[0], lines[-1]))
-        return (
-            f"[pasted block, {len(lines)} lines, {len(block):,} chars: {first} … {last}; "
-            "detail=full shows it whole]"
-        )
-
-    text = _FENCED.sub(lambda m: one(m.group(0)), text)
-    parts = re.split(r"(\n\s*\n)", text)
-    return "".join(
-        one(p) if sum(_loglike(ln) for ln in p.splitlines()) * 2 > p.count("\n") + 1 else p
-        for p in parts
-    )
-
-
 def _full_calls(
     calls: list[ToolCall], args: list[str], outs: list[str], room: int
 ) -> tuple[list[ToolDetail], int]:
     """The first calls whose input and output fit `room` with TOOL_FLOOR each at least (the rest
     are left out, never shown as empty stubs), and how many were left out."""
     needs = [len(a) + len(o) for a, o in zip(args, outs, strict=True)]
-    k = len(calls)
-    while k and any(
-        n < min(need, TOOL_FLOOR) for n, need in zip(share(needs[:k], room), needs[:k], strict=True)
-    ):
-        k -= 1
+
+    def fits(k: int) -> bool:  # a call more only shrinks each share: the first k that fail
+        return not any(
+            n < min(need, TOOL_FLOOR)
+            for n, need in zip(share(needs[:k], room), needs[:k], strict=True)
+        )
+
+    lo, hi = 0, len(calls)  # the most calls that fit, found by halving
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    k = lo
     kept = []
     for c, a, o, n in zip(calls[:k], args, outs, share(needs[:k], room), strict=False):
         a_cut = _cut(a, max(n // 2, n - len(o)))[0]
@@ -229,9 +195,15 @@ def _detail(
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
     calls = turn.tool_calls if turn else []
     outputs = [c.output_text or str((c.result or {}).get("message", "")) for c in calls]
+    plains = [plain_arguments(c.arguments) for c in calls]  # escapes undone: secrets in clear
     known = secret_values(
-        [user, assistant, turn.thinking if turn else "", *(c.arguments for c in calls), *outputs]
+        [user, assistant, turn.thinking if turn else "", *(c.arguments for c in calls), *plains]
+        + outputs
     )
+
+    def _clean(text: str) -> str:
+        return redact(text, known)[0]
+
     said = redact(user, known)[0]
     if not full_tools:  # a pasted log must not fill the read: the user's own sentences first
         own, decisions = split_answers(said)  # the answers they gave are no paste
@@ -240,12 +212,17 @@ def _detail(
     assistant = relative(redact(assistant, known)[0], roots)
     # with `matching`, the thinking's passages that hold the words are shown unasked: a reason
     # the assistant gave only there is what such a read looks for
-    thought = redact(turn.thinking, known)[0] if (include_thinking or matching) and turn else None
+    thought = (
+        relative(redact(turn.thinking, known)[0], roots)
+        if (include_thinking or matching) and turn
+        else None
+    )
     # the calls' input and output as a read shows them; `matching` cuts the input to lines, so
     # as `key: value` lines (whole, it stays JSON: a face parses it, the agent's renders it so)
     plain = plain_arguments if matching else str
     shown = full_tools or bool(matching)
-    args = [relative(plain(redact(c.arguments, known)[0]), roots) for c in calls] if shown else []
+    # redacted again once plain: a JSON escape (`\/`, `\u00e4`) can hide a secret from the first
+    args = [relative(_clean(plain(_clean(c.arguments))), roots) for c in calls] if shown else []
     outs = [relative(plain_output(redact(o, known)[0]), roots) for o in outputs] if shown else []
     texts = [said, assistant, thought or "", *(args + outs if include_tools else [])]
     # with `matching`, the lines holding the most of the words set the bar (`Matcher.over`)
@@ -268,26 +245,30 @@ def _detail(
         user = clip(said, SCAN_USER)
     digests = []
 
-    def matched(c: ToolCall, out: str) -> ToolDetail:  # a line: the output's first kept line
-        return digest(c, next((ln for ln in lines_of(out) if matcher.keeps(ln)), out), known, roots)
+    def matched(c: ToolCall, out: str) -> ToolDetail:  # a line: around the word it was kept for
+        line = next((ln for ln in lines_of(out) if matcher.keeps(ln)), None)
+        first = out if line is None else matcher.around(line.strip(), FIRST_WORDS - 4)
+        return digest(c, first, known, roots)
 
     if include_tools and not full_tools and matching:  # a line a call
         digests = [matched(c, o) for c, o in zip(calls, outs, strict=True)]
     elif include_tools and not full_tools:  # a line a tool
         digests = grouped(calls, [redact(o[:2000], known)[0] for o in outputs], known, roots)
     if scan:  # under `matching`, the calls that hold the words as their digests
-        return _scanned(
-            row, ws, said, assistant, len(calls), digests if matching else [], budget, requested
-        )
+        found = (digests, thought or None) if matching else ([], None)
+        return _scanned(row, ws, said, assistant, len(calls), found, budget, requested)
     # the words come first, but a share of the budget (DIGEST_SHARE) is kept for what was done
     room = budget - min(sum(map(_tool_size, digests)), int(budget * DIGEST_SHARE))
     u_max = max(room // 3, room - len(assistant))
     user, c1 = _cut(user, min(len(user), u_max))
     assistant, c2 = _cut_keep_end(assistant, max(0, room - len(user)))
     room = budget - len(user) - len(assistant)
-    thinking, c5 = (None, False)
-    if thought is not None:
-        thinking, c5 = _cut(thought, room // 2 if calls and include_tools else room)
+    thinking, c5, stubbed = None, False, 0
+    think_room = room // 2 if calls and include_tools else room
+    if thought and think_room < THINK_MIN:  # no room for a passage: said, not stubbed
+        stubbed = len(thought)
+    elif thought:
+        thinking, c5 = _cut(thought, think_room)
         room -= len(thinking)
     tools: list[ToolDetail] = []
     left, cut_tools = 0, False
@@ -322,8 +303,10 @@ def _detail(
         notes.append(f"{left} of {len(calls)} tool calls left out for the budget; {how}")
     if thought is None and turn and (unasked := len(turn.thinking.strip())):
         notes.append(f"thinking left out ({unasked:,} chars): include_thinking=true shows it")
+    if stubbed:
+        notes.append(f"thinking left out for the budget ({stubbed:,} chars); raise max_chars")
     note = "; ".join(notes) or None
-    cut = c1 or c2 or c5 or cut_tools or bool(left)
+    cut = c1 or c2 or c5 or cut_tools or bool(left) or bool(stubbed)
     return _of_row(ws, row, user, assistant, tools, thinking, requested, cut, note)
 
 
@@ -364,23 +347,26 @@ def _scanned(
     user: str,
     assistant: str,
     calls: int,
-    matched: list[ToolDetail],
+    matched: tuple[list[ToolDetail], str | None],
     budget: int,
     requested: bool,
 ) -> TurnDetail:
     """A turn as a scan shows it: the user's words whole (within `budget`, whatever `matching`
-    kept), the answer's digest, the `matched` calls' digests (`matching`'s, while they fit; the
-    first always) and one line saying what was left out and how to read it whole. The user's
-    words come first (who asked for what is the point of a scan): up to `SCAN_USER` of them
-    whatever the budget, and the digest takes what is left, at least `SCAN_MIN`."""
+    kept), the answer's digest, what `matching` kept of the rest (`matched`: the calls holding
+    the words as digests, while they fit, the first always; the thinking's passages, at least
+    SCAN_MIN of them) and one line saying what was left out and how to read it whole. The
+    user's words come first (who asked for what is the point of a scan): up to `SCAN_USER` of
+    them whatever the budget, and the digest takes what is left, at least `SCAN_MIN`."""
+    digests, thought = matched
     user, cut = _cut(user, max(SCAN_USER, budget // 2))
     shown = answer_digest(assistant, min(SCAN, max(SCAN_MIN, budget - len(user) - NOTE)))
     room, tools = budget - len(user) - len(shown) - NOTE, list[ToolDetail]()
-    for d in matched:
+    for d in digests:
         if tools and _tool_size(d) > room:
             break
         tools.append(d)
         room -= _tool_size(d)
+    thinking, cut_thought = _cut(thought, max(SCAN_MIN, room)) if thought else (None, False)
     left = []
     if len(shown) < len(assistant):
         left.append(f"{len(assistant) - len(shown):,} of {len(assistant):,} answer chars")
@@ -388,7 +374,8 @@ def _scanned(
         n = calls - len(tools)
         left.append(f"{n}{' more' if tools else ''} tool call{'s' if n > 1 else ''}")
     note = f"left out: {', '.join(left)}" if left else None  # one reference reads it whole
-    return _of_row(ws, row, user, shown, tools, None, requested, cut or bool(left), note)
+    cut = cut or cut_thought or bool(left)
+    return _of_row(ws, row, user, shown, tools, thinking, requested, cut, note)
 
 
 def _tool_size(c: ToolDetail) -> int:
@@ -419,6 +406,11 @@ def load_turn_context(
     neighbours; their texts together hold `max_chars`, cut at word boundaries with `…`. Tool
     calls are one-line digests unless `full_tools`; with `matching`, only the passages holding
     one of those words, and only the turns that have one."""
+    if matching and not Matcher.any_of(matching).words:
+        raise InvalidArgument(
+            f"matching {' '.join(matching)!r} holds no word (`-`, `_` and spaces are left out "
+            "of a word); give a word the turns would hold, or read them without matching"
+        )
     wanted: list[tuple[dict[str, Any], bool]] = []
     spans: list[tuple[TurnRef, list[int]]] = []  # each found reference and the turns it asked
     missing: list[MissingTurn] = []

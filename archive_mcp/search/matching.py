@@ -47,7 +47,7 @@ class Matcher:
     @classmethod
     def any_of(cls, words: Sequence[str]) -> Matcher:
         """A line is kept when it holds any of `words` (`folded`, as the lines are)."""
-        return cls(tuple(dict.fromkeys(f for w in words if (f := folded(w)))))
+        return cls(tuple(dict.fromkeys(f for w in words if (f := folded(w).strip()))))
 
     @classmethod
     def over(cls, words: Sequence[str], texts: Iterable[str]) -> Matcher:
@@ -89,17 +89,20 @@ class Matcher:
         (its head when it holds none), `…` where it is cut."""
         if len(line) <= width:
             return line
-        kept = [i for i, c in enumerate(line) if c not in "-_"]  # folded position -> line's
+        # folded position -> line's (a character may lower to two: "İ" -> "i̇")
+        kept = [i for i, c in enumerate(line) if c not in "-_" for _ in c.lower()]
         low = folded(line)
-        at = min((kept[i] for w in self.words if (i := low.find(w)) >= 0), default=0)
+        at = min((kept[i] for w in self.words if 0 <= (i := low.find(w)) < len(kept)), default=0)
         start = max(0, min(at - width // 3, len(line) - width))
         return (
             ("…" if start else "") + line[start : start + width] + "…" * (start + width < len(line))
         )
 
     def names(self, tool: str) -> bool:
-        """Whether a tool's name is one of the words (its calls are all kept)."""
-        return self.weight(tool) > 0
+        """Whether a tool's name is one of the words (its calls are all kept), and weighs as
+        much as a kept line must."""
+        weight = self.weight(tool)
+        return weight > 0 and weight >= self.least
 
 
 AROUND = 2  # lines shown each side of a line of a tool's input or output that holds a word
@@ -147,7 +150,14 @@ def passages(text: str, words: Sequence[str] | Matcher) -> str:
     matcher = words if isinstance(words, Matcher) else Matcher.any_of(words)
     if not matcher.words:
         return text
-    kept = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if matcher.holds(p)]
+    # a paragraph's lines as the whole text's (`Matcher.over` split it so): in a text of many
+    # lines, a JSON escape in a paragraph ends no line
+    split = str.splitlines if "\n" in text else lines_of
+    kept = [
+        p.strip("\n")
+        for p in re.split(r"\n\s*\n", text)
+        if any(matcher.keeps(ln) for ln in split(p))
+    ]
     # a long paragraph (a pasted log, a long list, one line of minified JSON) shows only its
     # lines that hold the words, each within LINE_MAX
     return "\n…\n".join(
