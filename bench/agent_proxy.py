@@ -34,9 +34,11 @@ import json
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import mean
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -262,17 +264,30 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown project(s) {', '.join(unknown)}: use {', '.join(PROJECTS)}")
     figs = [run_project(p, args.agents_dev, args.out, args.reuse, args.misses) for p in names]
-    rows = list(figs)
-    for label, group in (("tuning (bonkbot, pai)", TUNING), ("held out", HELD_OUT)):
-        part = [f for f in figs if f.project in group]
-        if part:
-            rows.append(pooled(label, part))
+    report(figs, pooled, table, args.json, "tuning (bonkbot, pai)")
+    return 0
+
+
+def report(
+    rows: list[Any],
+    pooled: Callable[[str, list[Any]], Any],
+    table: Callable[[list[Any]], str],
+    json_path: Path | None,
+    tuning: str = "tuning",
+) -> None:
+    """Print `rows` (dataclasses with a `project`) and the tuning and held-out projects pooled,
+    as `table` shows them; with `json_path`, write them there too."""
+    pools = [(tuning, TUNING), ("held out", HELD_OUT)]
+    rows = rows + [
+        pooled(label, part)
+        for label, group in pools
+        if (part := [r for r in rows if r.project in group])
+    ]
     print(table(rows))
-    if args.json:
-        args.json.write_text(
+    if json_path:
+        json_path.write_text(
             json.dumps([asdict(r) for r in rows], indent=2) + "\n", encoding="utf-8"
         )
-    return 0
 
 
 if __name__ == "__main__":

@@ -33,17 +33,16 @@ archive `scale.py` makes, OUT/base/home).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import anyio  # noqa: E402
-from agent_proxy import HELD_OUT, TUNING, Key  # noqa: E402
+from agent_proxy import Key, report  # noqa: E402
 from agents_dev import resolve_refs  # noqa: E402
 from themes_heldout import PROJECTS, build_archive, label_topics  # noqa: E402
 
@@ -269,15 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown project(s) {', '.join(unknown)}: use {', '.join(PROJECTS)}")
     rows = [run_project(p, args) for p in names]
-    for label, group in (("tuning", TUNING), ("held out", HELD_OUT)):
-        part = [r for r in rows if r.project in group]
-        if part:
-            rows.append(pooled(label, part))
-    print(tables(rows, args.limit))
-    if args.json:
-        args.json.write_text(
-            json.dumps([asdict(r) for r in rows], indent=2) + "\n", encoding="utf-8"
-        )
+    report(rows, pooled, lambda shown: tables(shown, args.limit), args.json)
     return 0
 
 
