@@ -13,6 +13,7 @@ import pytest
 from archive_mcp import Archive
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.search.matching import Matcher, passages
+from archive_mcp.search.tool_text import plain_arguments
 
 SID = "7a1b2c3d-0000-4000-8000-0000000000ff"
 Call = tuple[str, dict[str, Any], str]
@@ -203,3 +204,11 @@ def test_a_codex_calls_escaped_secret_is_redacted_once_its_input_is_plain(tmp_pa
     ).turns
     (call,) = t.tool_calls
     assert "curl" in call.arguments and "S3cret" not in call.arguments
+    # without matching the input stays JSON (a face parses it), its secret masked in its values:
+    # the agent's text shows it as `key: value` lines (`plain_arguments`) with nothing in clear
+    (whole,) = archive.load_turn_context([f"{sid}:0"], workspace=ws, full_tools=True).turns
+    (call,) = whole.tool_calls
+    assert json.loads(call.arguments)["command"][0] == "bash"
+    assert "curl" in plain_arguments(call.arguments) and "S3cret" not in plain_arguments(
+        call.arguments
+    )

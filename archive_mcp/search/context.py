@@ -27,6 +27,7 @@ from archive_mcp.search.tool_text import (
     grouped,
     plain_arguments,
     plain_output,
+    redacted_input,
     relative,
 )
 from archive_mcp.workspaces import Workspace, read_json
@@ -201,29 +202,28 @@ def _detail(
         + outputs
     )
 
-    def _clean(text: str) -> str:
+    def clean(text: str) -> str:
         return redact(text, known)[0]
 
-    said = redact(user, known)[0]
+    said = clean(user)
     if not full_tools:  # a pasted log must not fill the read: the user's own sentences first
         own, decisions = split_answers(said)  # the answers they gave are no paste
         said = "\n".join([pasted_digest(own), *decisions] if own else decisions)
     roots = ws.paths  # paths under the project's folder read relative to it
-    assistant = relative(redact(assistant, known)[0], roots)
+    assistant = relative(clean(assistant), roots)
     # with `matching`, the thinking's passages that hold the words are shown unasked: a reason
     # the assistant gave only there is what such a read looks for
     thought = (
-        relative(redact(turn.thinking, known)[0], roots)
-        if (include_thinking or matching) and turn
-        else None
+        relative(clean(turn.thinking), roots) if (include_thinking or matching) and turn else None
     )
     # the calls' input and output as a read shows them; `matching` cuts the input to lines, so
     # as `key: value` lines (whole, it stays JSON: a face parses it, the agent's renders it so)
     plain = plain_arguments if matching else str
     shown = full_tools or bool(matching)
-    # redacted again once plain: a JSON escape (`\/`, `\u00e4`) can hide a secret from the first
-    args = [relative(_clean(plain(_clean(c.arguments))), roots) for c in calls] if shown else []
-    outs = [relative(plain_output(redact(o, known)[0]), roots) for o in outputs] if shown else []
+    args = (
+        [relative(plain(redacted_input(c.arguments, known)), roots) for c in calls] if shown else []
+    )
+    outs = [relative(plain_output(clean(o)), roots) for o in outputs] if shown else []
     texts = [said, assistant, thought or "", *(args + outs if include_tools else [])]
     # with `matching`, the lines holding the most of the words set the bar (`Matcher.over`)
     matcher = Matcher.over(matching, texts) if matching else Matcher.any_of(())
@@ -253,7 +253,7 @@ def _detail(
     if include_tools and not full_tools and matching:  # a line a call
         digests = [matched(c, o) for c, o in zip(calls, outs, strict=True)]
     elif include_tools and not full_tools:  # a line a tool
-        digests = grouped(calls, [redact(o[:2000], known)[0] for o in outputs], known, roots)
+        digests = grouped(calls, [clean(o[:2000]) for o in outputs], known, roots)
     if scan:  # under `matching`, the calls that hold the words as their digests
         found = (digests, thought or None) if matching else ([], None)
         return _scanned(row, ws, said, assistant, len(calls), found, budget, requested)

@@ -78,6 +78,33 @@ def plain_arguments(arguments: str) -> str:
     )
 
 
+def redacted_input(arguments: str, known: frozenset[str]) -> str:
+    """A call's input with its secrets masked where they are read: a JSON input's string values
+    one by one (a JSON escape, `\\u00e4` or `\\/`, hides a secret from the text as written) and
+    written back as JSON when one held a secret, so `plain_arguments` never shows one in clear;
+    the text itself masked too (as written when nothing else was found)."""
+    try:
+        obj = json.loads(arguments)
+    except ValueError:
+        return redact(arguments, known)[0]
+    masked, found = _masked(obj, known)
+    shown = json.dumps(masked, ensure_ascii=False) if found else arguments
+    return redact(shown, known)[0]
+
+
+def _masked(value: object, known: frozenset[str]) -> tuple[object, int]:
+    """`value` (parsed JSON) with each string redacted, and how many secrets that masked."""
+    if isinstance(value, str):
+        return redact(value, known)
+    if isinstance(value, list | dict):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        done = {k: _masked(v, known) for k, v in items}
+        found = sum(n for _, n in done.values())
+        masked = [v for v, _ in done.values()]
+        return (dict(zip(done, masked, strict=True)) if isinstance(value, dict) else masked), found
+    return value, 0
+
+
 def plain_output(text: str) -> str:
     """A tool's output with `cat -n`'s line-number padding left out."""
     return _NUMBERED.sub("", text) if "→" in text or "\t" in text else text
