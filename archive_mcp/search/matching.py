@@ -60,7 +60,7 @@ class Matcher:
         held = [sum(w in ln for ln in lines) for w in asked]
         weights = tuple(max(1.0, math.log(len(lines) / n)) if n else 1.0 for n in held)
         weighed = cls(asked, weights)
-        scored = [(weighed.weight(ln), ln) for ln in lines]
+        scored = [(weighed._weigh(ln), ln) for ln in lines]
         least = max((s for s, _ in scored), default=0.0) / 2 if len(asked) >= ALL_OF else 0.0
         rescued = set()
         for w in asked:
@@ -71,14 +71,17 @@ class Matcher:
 
     def weight(self, line: str) -> float:
         """What the words `line` holds weigh together."""
-        low = folded(line)
+        return self._weigh(folded(line))
+
+    def _weigh(self, low: str) -> float:  # `low` folded already
         weights = self.weights or (1.0,) * len(self.words)
         return sum(x for w, x in zip(self.words, weights, strict=True) if w in low)
 
     def keeps(self, line: str) -> bool:
         """Whether one line is kept."""
-        weight = self.weight(line)
-        return (weight > 0 and weight >= self.least) or folded(line) in self.rescued
+        low = folded(line)
+        weight = self._weigh(low)
+        return (weight > 0 and weight >= self.least) or low in self.rescued
 
     def holds(self, text: str) -> bool:
         """Whether any line of `text` (a paragraph, a call's input or output) is kept."""
