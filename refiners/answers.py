@@ -103,7 +103,7 @@ def approval_response(call: ToolCall | None, payload: dict[str, Any]) -> list[st
     name = call.name if call is not None and call.name else "a tool call"
     if response == "reject":
         return [_refusal(name, words)]
-    return [f"[feedback on {name}] {_clip(words)}"] if words else []
+    return [_refusal(name, words)] if words else []
 
 
 _BARE_PICK = re.compile(r"\s*(?:option\s*|#)?(\d{1,2})[.)]?\s*(?:please|pls)?[.!]?\s*", re.I)
