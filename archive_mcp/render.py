@@ -18,8 +18,8 @@ from archive_mcp.search.tool_text import plain_arguments
 
 if TYPE_CHECKING:
     from archive_mcp.memory.store import MemoryEntry
-    from archive_mcp.search.context import TurnDetail
     from archive_mcp.search.engine import Hit
+    from archive_mcp.search.turn_detail import TurnDetail
 
 
 COMPACT_SUMMARY = 100  # a compact hit's line of summary

@@ -33,11 +33,11 @@ from archive_mcp.mcp.toolkit import (
 )
 from archive_mcp.refs import Citing, TurnRef
 from archive_mcp.render import COMPACT_SUMMARY, hit_groups, more_line, to_jsonable, turn_text
-from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.search.engine import FILTER_HELP, Filters, Hit, SearchError
 from archive_mcp.search.highlight import clip_marked
 from archive_mcp.search.hits import SearchResults
 from archive_mcp.search.span import SPAN
+from archive_mcp.search.turn_detail import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.workspaces import Workspace
 
 Detail = Literal["compact", "normal", "full"]
@@ -291,8 +291,9 @@ def load_turn_context(
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TurnContextOutput]:
     """Read past turns from the raw log: one reference whole (words, a line per tool), a range or
-    several scanned (the user's words, the answer's digest); matching keeps passages with them (a
-    detail for a few hundred characters). Paths are relative to the project's folder."""
+    several scanned (the user's words, the answers as far as max_chars holds them); matching keeps
+    passages with them (a detail for a few hundred characters). Paths are relative to the
+    project's folder."""
     try:  # without an explicit workspace, a session elsewhere is read where it is unique
         ws: Workspace | None = workspace_of(ctx, workspace, roots)
     except ArchiveError:
