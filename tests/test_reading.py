@@ -710,3 +710,32 @@ def test_matching_in_full_detail_gives_the_calls_no_room_is_left_for_a_line_each
     assert turn.left_out == (
         f"{left} of 12 tool calls left out for the budget; raise max_chars" if left else None
     )
+
+
+async def _read_range(archive: Archive, args: dict[str, Any]) -> tuple[str, int, bool]:
+    async with Client(build_server(archive)) as client:
+        r = await client.call_tool("load_turn_context", args)
+    data = r.structured_content or {}
+    return r.content[0].text, len(json.dumps(data, ensure_ascii=False)), data.get("truncated")
+
+
+def test_a_read_of_many_turns_shows_their_words_though_their_structure_would_not_fit(
+    tmp_path: Path,
+) -> None:
+    """The ids and keys of five turns' structured content take most of 3,000 characters:
+    the text (what an agent reads) still holds every answer whole, the structure is clipped."""
+    sid = "7a1b2c3d-0000-4000-8000-000000000004"
+    _claude(tmp_path / "src", sid, [f"check the table t{i}" for i in range(5)])
+    path = tmp_path / "src" / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
+    said = path.read_text("utf-8")
+    answers = [f"Looked at t{i}: its rows are " + "well formed and indexed, " * 8 for i in range(5)]
+    for i, answer in enumerate(answers):
+        said = said.replace(f"Looked at t{i}.", answer.strip())
+    path.write_text(said, "utf-8")
+    archive = Archive(home=tmp_path / "home", embedder=None)
+    archive.ingest(tmp_path / "src" / ".claude" / "projects")
+    ws = archive.workspaces()[0].id
+    args = {"references": [f"{sid}:0-4"], "workspace": ws, "detail": "full", "max_chars": 3000}
+    text, structured, truncated = anyio.run(_read_range, archive, args)
+    assert [answer.strip() in text for answer in answers] == [True] * 5
+    assert len(text) <= 3000 and structured <= 3000 and truncated is True
