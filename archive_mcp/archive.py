@@ -38,11 +38,12 @@ from archive_mcp.memory.store import MemoryEntry, MemoryStore
 from archive_mcp.refiners.embed import Embedder, EmbedderUnavailable, make_embedder
 from archive_mcp.refiners.refine import Summarizer
 from archive_mcp.refs import RefLike, TurnRef
-from archive_mcp.search.context import TurnContext, canonical_ref, load_references
+from archive_mcp.search.context import canonical_ref, load_references
 from archive_mcp.search.engine import Filters, SearchResults, run_search
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
 from archive_mcp.search.span import Span
+from archive_mcp.search.turn_detail import TurnContext
 from archive_mcp.themes.discover.discovery import (
     DiscoveryResult,
     discover_workspace,

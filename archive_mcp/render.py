@@ -18,8 +18,8 @@ from archive_mcp.search.tool_text import plain_arguments
 
 if TYPE_CHECKING:
     from archive_mcp.memory.store import MemoryEntry
-    from archive_mcp.search.context import TurnDetail
     from archive_mcp.search.engine import Hit
+    from archive_mcp.search.turn_detail import TurnDetail
 
 
 COMPACT_SUMMARY = 100  # a compact hit's line of summary
@@ -150,8 +150,17 @@ def _agent_hit(h: Hit, head: str, detail: str) -> str:
     if detail == "compact":
         return f"{head} — {clip(words, COMPACT_SUMMARY)}" if words else head
     lines = [f"{head} — {words}" if words else head]
-    lines += [f"  User {unmark(d)}" for d in h.decisions]
+    lines += [f"  User {unmark(d)}" for d in _telling(h.decisions)]
+    if len(h.decisions) > len(_telling(h.decisions)):
+        n = len(h.decisions) - len(_telling(h.decisions))
+        lines.append(f"  User (+{n} more answer{'s' if n > 1 else ''}: read the turn)")
     return "\n".join(lines + ([f"  → {unmark(h.answer)}"] if h.answer else []))
+
+
+def _telling(decisions: list[str]) -> list[str]:
+    """The decisions a hit shows an agent: those that hold a query word (marked), else the
+    first; a turn of many answers found for other words would fill the hits with them."""
+    return [d for d in decisions if "**" in d] or decisions[:1]
 
 
 def turn_text(t: TurnDetail, cite: Citing | None = None) -> str:

@@ -239,7 +239,7 @@ def test_a_file_of_no_turns_refines_to_no_rows() -> None:
     assert turn_rows("w", "claude-code", "s", "main", "f", [], frozenset(), None) == []
 
 
-def test_a_search_hit_shows_the_users_words_their_decisions_the_answer_and_a_rejection(
+def test_a_search_hit_shows_the_users_words_the_decisions_holding_the_query_the_answer_and_a_rejection(
     tmp_path: Path,
 ) -> None:
     archive, _ = _archived(tmp_path)
@@ -255,7 +255,15 @@ def test_a_search_hit_shows_the_users_words_their_decisions_the_answer_and_a_rej
         ":0 10:00 (interrupted) — Make the sync asynchronous\n"
         "  User [feedback on Edit] Actually, let's keep the sync behavior as-is and "
         "fix the retry instead\n"
+        "  User (+1 more answer: read the turn)\n"
+        "  → Got it, sync mode stays untouched."
+    )
+    assert anyio.run(search, {"query": "which branch was clean", "limit": 1}) == (
+        "1 hits (mode lexical)\n"
+        "a11ce000 2026-03-20\n"
+        ":0 10:00 (interrupted) — Make the sync asynchronous\n"
         "  User [answer] Which branch is clean? → main was clean; fix the issues\n"
+        "  User (+1 more answer: read the turn)\n"
         "  → Got it, sync mode stays untouched."
     )
     assert anyio.run(search, {"query": "ExtractAgentEvents", "limit": 1}) == (

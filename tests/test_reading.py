@@ -28,6 +28,7 @@ from archive_mcp.search.hits import Hit
 from archive_mcp.search.matching import Matcher
 from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
 from archive_mcp.search.tool_text import grouped, plain_arguments, plain_output, relative
+from archive_mcp.search.turn_detail import size
 
 LOADER = "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f"
 
@@ -474,7 +475,32 @@ def test_several_turns_are_read_whole_when_the_budget_gives_each_enough(tmp_path
     whole = archive.load_turn_context(refs, workspace=ws, max_chars=2 * READ_WHOLE)
     assert [t.assistant_text for t in whole.turns] == [answer, answer]
     scanned = archive.load_turn_context(refs, workspace=ws, max_chars=2 * READ_WHOLE - 2)
-    assert [len(t.assistant_text) <= SCAN for t in scanned.turns] == [True, True]
+    assert [t.assistant_text for t in scanned.turns] == [answer, answer]  # the room let them be
+    assert [t.tool_calls for t in scanned.turns] == [[], []]  # ... but a scan shows no call
+
+
+def test_a_scan_gives_the_room_it_has_to_the_answers_it_cut(tmp_path: Path) -> None:
+    sid = "7a1b2c3d-0000-4000-8000-000000000003"
+    answer = " ".join(
+        f"Step {i} of the migration moved table t{i} to the new schema." for i in range(60)
+    )
+    _claude(tmp_path / "src", sid, ["migrate the orders table", "migrate the users table"])
+    path = tmp_path / "src" / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
+    path.write_text(path.read_text("utf-8").replace("Looked at table.", answer), "utf-8")
+    archive = Archive(home=tmp_path / "home", embedder=None)
+    archive.ingest(tmp_path / "src" / ".claude" / "projects")
+    ws = archive.workspaces()[0].id
+    refs = [f"{sid}:0-1"]
+    narrow = archive.load_turn_context(refs, workspace=ws, max_chars=1400)
+    assert [len(t.assistant_text) <= SCAN for t in narrow.turns] == [True, True]
+    wide = archive.load_turn_context(refs, workspace=ws, max_chars=5000)
+    shown = [len(t.assistant_text) for t in wide.turns]
+    assert [SCAN < n < len(answer) for n in shown] == [True, True]
+    assert abs(shown[0] - shown[1]) < 50  # shared evenly
+    assert sum(map(size, wide.turns)) <= 5000
+    assert [t.left_out for t in wide.turns] == [
+        f"left out: {len(answer) - n:,} of {len(answer):,} answer chars" for n in shown
+    ]
 
 
 def test_a_turns_calls_read_as_a_line_a_tool_with_targets_relative_to_the_project() -> None:
@@ -684,3 +710,32 @@ def test_matching_in_full_detail_gives_the_calls_no_room_is_left_for_a_line_each
     assert turn.left_out == (
         f"{left} of 12 tool calls left out for the budget; raise max_chars" if left else None
     )
+
+
+async def _read_range(archive: Archive, args: dict[str, Any]) -> tuple[str, int, bool]:
+    async with Client(build_server(archive)) as client:
+        r = await client.call_tool("load_turn_context", args)
+    data = r.structured_content or {}
+    return r.content[0].text, len(json.dumps(data, ensure_ascii=False)), data.get("truncated")
+
+
+def test_a_read_of_many_turns_shows_their_words_though_their_structure_would_not_fit(
+    tmp_path: Path,
+) -> None:
+    """The ids and keys of five turns' structured content take most of 3,000 characters:
+    the text (what an agent reads) still holds every answer whole, the structure is clipped."""
+    sid = "7a1b2c3d-0000-4000-8000-000000000004"
+    _claude(tmp_path / "src", sid, [f"check the table t{i}" for i in range(5)])
+    path = tmp_path / "src" / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
+    said = path.read_text("utf-8")
+    answers = [f"Looked at t{i}: its rows are " + "well formed and indexed, " * 8 for i in range(5)]
+    for i, answer in enumerate(answers):
+        said = said.replace(f"Looked at t{i}.", answer.strip())
+    path.write_text(said, "utf-8")
+    archive = Archive(home=tmp_path / "home", embedder=None)
+    archive.ingest(tmp_path / "src" / ".claude" / "projects")
+    ws = archive.workspaces()[0].id
+    args = {"references": [f"{sid}:0-4"], "workspace": ws, "detail": "full", "max_chars": 3000}
+    text, structured, truncated = anyio.run(_read_range, archive, args)
+    assert [answer.strip() in text for answer in answers] == [True] * 5
+    assert len(text) <= 3000 and structured <= 3000 and truncated is True

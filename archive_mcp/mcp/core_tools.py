@@ -27,17 +27,16 @@ from archive_mcp.mcp.toolkit import (
     first_fitting,
     first_lines,
     fit,
-    json_len,
     state,
     workspace_of,
 )
 from archive_mcp.refs import Citing, TurnRef
-from archive_mcp.render import COMPACT_SUMMARY, hit_groups, more_line, to_jsonable, turn_text
-from archive_mcp.search.context import MissingTurn, TurnContext, TurnDetail
+from archive_mcp.render import COMPACT_SUMMARY, hit_groups, more_line, turn_text
 from archive_mcp.search.engine import FILTER_HELP, Filters, Hit, SearchError
 from archive_mcp.search.highlight import clip_marked
 from archive_mcp.search.hits import SearchResults
 from archive_mcp.search.span import SPAN
+from archive_mcp.search.turn_detail import MissingTurn, TurnContext, TurnDetail
 from archive_mcp.workspaces import Workspace
 
 Detail = Literal["compact", "normal", "full"]
@@ -291,8 +290,9 @@ def load_turn_context(
     roots: Roots = None,
 ) -> Annotated[CallToolResult, TurnContextOutput]:
     """Read past turns from the raw log: one reference whole (words, a line per tool), a range or
-    several scanned (the user's words, the answer's digest); matching keeps passages with them (a
-    detail for a few hundred characters). Paths are relative to the project's folder."""
+    several scanned (the user's words, the answers as far as max_chars holds them); matching keeps
+    passages with them (a detail for a few hundred characters). Paths are relative to the
+    project's folder."""
     try:  # without an explicit workspace, a session elsewhere is read where it is unique
         ws: Workspace | None = workspace_of(ctx, workspace, roots)
     except ArchiveError:
@@ -517,16 +517,16 @@ MIN_TEXT = 40  # the least a loaded turn's text is given: at a small max_chars i
 def _within(
     load: Callable[[int], TurnContext], max_chars: int, cite_of: Callable[[], Citing]
 ) -> tuple[TurnContext, Citing]:
-    """The turns loaded with as much of `max_chars` as their text and structure leave (the
-    budget of their texts starts at the whole and shrinks by what overflowed, a few tries), and
-    how their text names their sessions (`cite_of`)."""
+    """The turns loaded with as much of `max_chars` as their text leaves (the budget of their
+    texts starts at the whole and shrinks by what overflowed, a few tries), and how their text
+    names their sessions (`cite_of`). The text is what an agent reads: the structured content,
+    whose keys and ids cost some 400 characters a turn, is fitted after it by clipping its
+    strings (`fit`), so that it never starves the text of a read of many turns."""
     budget = max_chars - 120
     found = load(max(MIN_TEXT, budget))
     cite = cite_of()
     for _ in range(4):
-        data = to_jsonable(TurnContextOutput(found.turns, found.not_found))
-        text = _turns_text(found.turns, found.not_found, cite)
-        over = max(len(text), json_len(data)) - max_chars
+        over = len(_turns_text(found.turns, found.not_found, cite)) - max_chars
         if over <= 0:
             break
         budget -= over + 20

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -30,68 +30,17 @@ from archive_mcp.search.tool_text import (
     redacted_input,
     relative,
 )
+from archive_mcp.search.turn_detail import (
+    MissingTurn,
+    TurnContext,
+    TurnDetail,
+    cut,
+    cut_keep_end,
+    share,
+    size,
+    tool_size,
+)
 from archive_mcp.workspaces import Workspace, read_json
-
-
-@dataclass
-class TurnDetail:
-    workspace_id: str
-    session_id: str
-    agent: str
-    turn: int
-    started_at: str | None
-    status: str
-    user_text: str
-    assistant_text: str
-    tool_calls: list[ToolDetail] = field(default_factory=list)
-    thinking: str | None = None
-    requested: bool = True  # False for neighbours loaded by before/after
-    truncated: bool = False
-    raw_ref: dict[str, Any] = field(default_factory=dict)
-    left_out: str | None = None  # what the budget or `matching` left out, and how to get it
-
-
-@dataclass
-class MissingTurn:
-    session_id: str
-    turn: int
-    agent: str
-    reason: str
-
-
-@dataclass
-class TurnContext:
-    turns: list[TurnDetail]
-    not_found: list[MissingTurn]
-
-
-def _cut(text: str, budget: int) -> tuple[str, bool]:
-    out = clip(text, max(0, budget))
-    return out, out != text
-
-
-def _cut_keep_end(text: str, budget: int) -> tuple[str, bool]:
-    """`text` within `budget`, its end kept whole (an answer's conclusion): the head, `…`, the tail."""
-    if len(text) <= budget:
-        return text, False
-    if budget < 80:
-        return _cut(text, budget)
-    tail = text[-(budget * 2 // 3) :]
-    head = clip(text, budget - len(tail) - 2).rstrip("…")
-    return f"{head} …{tail}"[:budget], True
-
-
-def share(needs: list[int], budget: int) -> list[int]:
-    """Split `budget` so that every need that fits is met whole and the rest share what is left."""
-    out, left, open_ = (
-        [0] * len(needs),
-        max(0, budget),
-        sorted(range(len(needs)), key=needs.__getitem__),
-    )
-    for k, i in enumerate(open_):
-        out[i] = min(needs[i], left // (len(open_) - k))
-        left -= out[i]
-    return out
 
 
 def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
@@ -141,8 +90,8 @@ def answer_digest(text: str, width: int = SCAN) -> str:
         return text
     paras = [p.strip("\n") for p in re.split(r"\n\s*\n", text) if p.strip()]
     if len(paras) < 2:
-        return _cut_keep_end(text, width)[0]
-    last = _cut_keep_end(paras[-1], width // 2)[0]
+        return cut_keep_end(text, width)[0]
+    last = cut_keep_end(paras[-1], width // 2)[0]
     head = clip("\n".join(paras[:-1]), width - len(last) - 3)  # a heading takes what follows it
     return f"{head}\n…\n{last}"
 
@@ -167,8 +116,8 @@ def _full_calls(
     k = lo
     kept = []
     for c, a, o, n in zip(calls[:k], args, outs, share(needs[:k], room), strict=False):
-        a_cut = _cut(a, max(n // 2, n - len(o)))[0]
-        kept.append(ToolDetail(c.name, a_cut, c.status, _cut(o, n - len(a_cut))[0]))
+        a_cut = cut(a, max(n // 2, n - len(o)))[0]
+        kept.append(ToolDetail(c.name, a_cut, c.status, cut(o, n - len(a_cut))[0]))
     return kept, len(calls) - k
 
 
@@ -182,13 +131,14 @@ def _detail(
     full_tools: bool = False,
     matching: Sequence[str] = (),
     scan: bool = False,
+    width: int = SCAN,
 ) -> TurnDetail | None:
     """One turn within `budget`: the user's and the assistant's words first (the answers the user
     gave as tool results with them), then thinking, then each tool call as a one-line digest (or
     whole with `full_tools`) while they fit; what is left out is said in `left_out`. With
     `matching`, only the passages that hold one of the words (None when no passage does). A
     `scan` shows the user's words and the answer's digest (`answer_digest`) and no tool calls, and
-    says how to read the turn whole."""
+    says how to read the turn whole; its answer within `width` when the budget holds that."""
     turn = _parse_turn(ws, row)
     # the option a bare "3" picked is found at ingest, with the turn before (answers.picked)
     picks = [ln for ln in (row.get("user_text") or "").splitlines() if ln.startswith(PICKED)]
@@ -256,19 +206,19 @@ def _detail(
         digests = grouped(calls, [clean(o[:2000]) for o in outputs], known, roots)
     if scan:  # under `matching`, the calls that hold the words as their digests
         found = (digests, thought or None) if matching else ([], None)
-        return _scanned(row, ws, said, assistant, len(calls), found, budget, requested)
+        return _scanned(row, ws, said, assistant, len(calls), found, budget, requested, width)
     # the words come first, but a share of the budget (DIGEST_SHARE) is kept for what was done
-    room = budget - min(sum(map(_tool_size, digests)), int(budget * DIGEST_SHARE))
+    room = budget - min(sum(map(tool_size, digests)), int(budget * DIGEST_SHARE))
     u_max = max(room // 3, room - len(assistant))
-    user, c1 = _cut(user, min(len(user), u_max))
-    assistant, c2 = _cut_keep_end(assistant, max(0, room - len(user)))
+    user, c1 = cut(user, min(len(user), u_max))
+    assistant, c2 = cut_keep_end(assistant, max(0, room - len(user)))
     room = budget - len(user) - len(assistant)
     thinking, c5, stubbed = None, False, 0
     think_room = room // 2 if calls and include_tools else room
     if thought and think_room < THINK_MIN:  # no room for a passage: said, not stubbed
         stubbed = len(thought)
     elif thought:
-        thinking, c5 = _cut(thought, think_room)
+        thinking, c5 = cut(thought, think_room)
         room -= len(thinking)
     tools: list[ToolDetail] = []
     left, cut_tools = 0, False
@@ -282,20 +232,20 @@ def _detail(
             len(t.arguments) < len(a) or len(t.result) < len(o)
             for t, a, o in zip(tools, args, outs, strict=False)
         )
-        room -= sum(map(_tool_size, tools))
+        room -= sum(map(tool_size, tools))
         for c, o in zip(calls[len(tools) :], outs[len(tools) :], strict=True) if matching else ():
             line = matched(c, o)  # a call no room was left for whole: a line, while they fit
-            if _tool_size(line) > room:
+            if tool_size(line) > room:
                 break
             tools.append(line)
-            room, left = room - _tool_size(line), left - 1
+            room, left = room - tool_size(line), left - 1
     elif include_tools:
         for d in digests:
-            size = _tool_size(d)
-            if size > room:
+            n = tool_size(d)
+            if n > room:
                 break
             tools.append(d)
-            room -= size
+            room -= n
         left = len(calls) - sum(t.calls for t in tools)
     notes = []
     if left:
@@ -306,8 +256,8 @@ def _detail(
     if stubbed:
         notes.append(f"thinking left out for the budget ({stubbed:,} chars); raise max_chars")
     note = "; ".join(notes) or None
-    cut = c1 or c2 or c5 or cut_tools or bool(left) or bool(stubbed)
-    return _of_row(ws, row, user, assistant, tools, thinking, requested, cut, note)
+    was_cut = c1 or c2 or c5 or cut_tools or bool(left) or bool(stubbed)
+    return _of_row(ws, row, user, assistant, tools, thinking, requested, was_cut, note)
 
 
 def _of_row(
@@ -350,6 +300,7 @@ def _scanned(
     matched: tuple[list[ToolDetail], str | None],
     budget: int,
     requested: bool,
+    width: int = SCAN,
 ) -> TurnDetail:
     """A turn as a scan shows it: the user's words whole (within `budget`, whatever `matching`
     kept), the answer's digest, what `matching` kept of the rest (`matched`: the calls holding
@@ -358,15 +309,15 @@ def _scanned(
     user's words come first (who asked for what is the point of a scan): up to `SCAN_USER` of
     them whatever the budget, and the digest takes what is left, at least `SCAN_MIN`."""
     digests, thought = matched
-    user, cut = _cut(user, max(SCAN_USER, budget // 2))
-    shown = answer_digest(assistant, min(SCAN, max(SCAN_MIN, budget - len(user) - NOTE)))
+    user, was_cut = cut(user, max(SCAN_USER, budget // 2))
+    shown = answer_digest(assistant, min(width, max(SCAN_MIN, budget - len(user) - NOTE)))
     room, tools = budget - len(user) - len(shown) - NOTE, list[ToolDetail]()
     for d in digests:
-        if tools and _tool_size(d) > room:
+        if tools and tool_size(d) > room:
             break
         tools.append(d)
-        room -= _tool_size(d)
-    thinking, cut_thought = _cut(thought, max(SCAN_MIN, room)) if thought else (None, False)
+        room -= tool_size(d)
+    thinking, cut_thought = cut(thought, max(SCAN_MIN, room)) if thought else (None, False)
     left = []
     if len(shown) < len(assistant):
         left.append(f"{len(assistant) - len(shown):,} of {len(assistant):,} answer chars")
@@ -374,21 +325,13 @@ def _scanned(
         n = calls - len(tools)
         left.append(f"{n}{' more' if tools else ''} tool call{'s' if n > 1 else ''}")
     note = f"left out: {', '.join(left)}" if left else None  # one reference reads it whole
-    cut = cut or cut_thought or bool(left)
-    return _of_row(ws, row, user, shown, tools, thinking, requested, cut, note)
-
-
-def _tool_size(c: ToolDetail) -> int:
-    return len(c.name) + len(c.arguments) + len(c.status) + len(c.result) + 14
-
-
-def _size(d: TurnDetail) -> int:
-    parts = [d.user_text, d.assistant_text, d.thinking or "", d.left_out or ""]
-    return sum(map(len, parts)) + sum(_tool_size(c) for c in d.tool_calls) + 60
+    was_cut = was_cut or cut_thought or bool(left)
+    return _of_row(ws, row, user, shown, tools, thinking, requested, was_cut, note)
 
 
 RANGE_MAX = 50  # turns one `SESSION:A-B` reference reads
 READ_WHOLE = 3500  # a budget share this large reads a requested turn of several, not a scan
+FILL_ROUNDS = 3  # rounds in which a scan's spare room goes to the answers it cut
 
 
 def load_turn_context(
@@ -451,23 +394,59 @@ def load_turn_context(
             if t in turns and key not in seen:
                 seen.add(key)
                 wanted.append((agent_rows.row(turns.index(t), named=True), t in asked))
-    details, left = [], max_chars
+    details, left, widen = [], max_chars, []
     asked_n = sum(req for _, req in wanted)
     whole = asked_n == 1  # one turn asked: it is read whole, the rest scanned ...
     each = max_chars // max(1, asked_n)  # ... unless the budget gives each asked READ_WHOLE
+
+    def read(
+        row: dict[str, Any], req: bool, budget: int, scan: bool, width: int = SCAN
+    ) -> TurnDetail | None:
+        flags = (include_tools, include_thinking, req, full_tools, list(matching), scan, width)
+        return _detail(ws, row, budget, *flags)
+
     for k, (row, req) in enumerate(wanted):  # what a short turn leaves goes to the next ones
-        share_ = left // (len(wanted) - k)
         scan = not full_tools and not (req and (whole or each >= READ_WHOLE))
-        d = _detail(
-            ws, row, share_, include_tools, include_thinking, req, full_tools, list(matching), scan
-        )
+        d = read(row, req, left // (len(wanted) - k), scan)
         if d is None:  # `matching` left nothing of it
             continue
-        left -= _size(d)
+        left -= size(d)
         details.append(d)
+        if scan and req and d.truncated:
+            widen.append((len(details) - 1, row))
+    _fill(
+        details, widen, max_chars, lambda row, budget, width: read(row, True, budget, True, width)
+    )
     if matching:
         missing += _unmatched(spans, details, matching)
     return TurnContext(details, missing)
+
+
+def _fill(
+    details: list[TurnDetail],
+    widen: list[tuple[int, dict[str, Any]]],
+    max_chars: int,
+    read: Callable[[dict[str, Any], int, int], TurnDetail | None],
+) -> None:
+    """The room a scan left given to the answers it cut (`widen`: their places in `details` and
+    rows), evenly, in a few rounds: an answer that needs less than its part leaves the rest to
+    the others. A scan the agent gave room for shows what fits, not SCAN of each answer."""
+    widths = {i: SCAN for i, _ in widen}
+    rows = dict(widen)
+    for _ in range(FILL_ROUNDS):
+        spare = max_chars - sum(map(size, details))
+        if not widths or spare < SCAN_MIN:
+            return
+        extra = spare // len(widths)
+        for i in list(widths):
+            was = size(details[i])
+            d = read(rows[i], was + extra, widths[i] + extra)
+            if d is None or size(d) <= was or size(d) > was + extra:
+                del widths[i]  # nothing more of it to show (or no more fits)
+                continue
+            details[i], widths[i] = d, widths[i] + extra
+            if not d.truncated:
+                del widths[i]
 
 
 def _unmatched(
