@@ -34,6 +34,9 @@ the same home, copied the same way as `localapi`) is a further project.
 the same way into OUT/qatools/raw.
 `tokenap` is the folder `-Users-neilhart-Documents-BONKbot-github-token-analysis-autopilot` of that
 home (its session logs and their subagents' logs), copied the same way into OUT/tokenap/raw.
+`preload` is the folder
+`-Users-neilhart-Documents-BONKbot-github-web-terminal-frontend-feat-dash-pauls-preload-data` of that
+home (its session logs and their subagents' logs), copied the same way into OUT/preload/raw.
 """
 
 from __future__ import annotations
@@ -75,6 +78,12 @@ PROJECTS: dict[str, Project] = {
     "qatools": Project((f"{PAI}/-Users-neilhart-Documents-BONKbot-github-qa-tools",), "**/*.jsonl"),
     "tokenap": Project(
         (f"{PAI}/-Users-neilhart-Documents-BONKbot-github-token-analysis-autopilot",), "**/*.jsonl"
+    ),
+    "preload": Project(
+        (
+            f"{PAI}/-Users-neilhart-Documents-BONKbot-github-web-terminal-frontend-feat-dash-pauls-preload-data",
+        ),
+        "**/*.jsonl",
     ),
 }
 

@@ -124,6 +124,7 @@ def question_rows(project: str, prefix: str) -> list[dict[str, str]]:
                 "vz-volume-indicator",
             ),
         ),
+        ("preload", "wq", 10, ("trenchbench-unify-pr", "vantage-bubble-settings")),
     ],
 )
 def test_a_held_out_projects_questions_back_each_part_and_ask_nothing_a_labelled_topic_holds(
