@@ -460,18 +460,24 @@ def test_matching_in_full_detail_shows_the_lines_of_a_call_that_hold_the_words_a
     assert (held.user_text, held.assistant_text) == ("now deploy", "Deployed.")  # framed
 
 
-def test_several_turns_are_read_whole_when_the_budget_gives_each_enough(tmp_path: Path) -> None:
-    sid = "7a1b2c3d-0000-4000-8000-000000000002"
+def _migration(tmp_path: Path, sid: str, steps: int) -> tuple[Archive, str, str]:
+    """An archive of two turns whose answers are the same `steps` sentences: it, its workspace
+    and the answer."""
     answer = " ".join(
-        f"Step {i} of the migration moved table t{i} to the new schema." for i in range(30)
+        f"Step {i} of the migration moved table t{i} to the new schema." for i in range(steps)
     )
     _claude(tmp_path / "src", sid, ["migrate the orders table", "migrate the users table"])
     path = tmp_path / "src" / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
     path.write_text(path.read_text("utf-8").replace("Looked at table.", answer), "utf-8")
     archive = Archive(home=tmp_path / "home", embedder=None)
     archive.ingest(tmp_path / "src" / ".claude" / "projects")
+    return archive, archive.workspaces()[0].id, answer
+
+
+def test_several_turns_are_read_whole_when_the_budget_gives_each_enough(tmp_path: Path) -> None:
+    sid = "7a1b2c3d-0000-4000-8000-000000000002"
+    archive, ws, answer = _migration(tmp_path, sid, 30)
     refs = [f"{sid}:0", f"{sid}:1"]
-    ws = archive.workspaces()[0].id
     whole = archive.load_turn_context(refs, workspace=ws, max_chars=2 * READ_WHOLE)
     assert [t.assistant_text for t in whole.turns] == [answer, answer]
     scanned = archive.load_turn_context(refs, workspace=ws, max_chars=2 * READ_WHOLE - 2)
@@ -481,15 +487,7 @@ def test_several_turns_are_read_whole_when_the_budget_gives_each_enough(tmp_path
 
 def test_a_scan_gives_the_room_it_has_to_the_answers_it_cut(tmp_path: Path) -> None:
     sid = "7a1b2c3d-0000-4000-8000-000000000003"
-    answer = " ".join(
-        f"Step {i} of the migration moved table t{i} to the new schema." for i in range(60)
-    )
-    _claude(tmp_path / "src", sid, ["migrate the orders table", "migrate the users table"])
-    path = tmp_path / "src" / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
-    path.write_text(path.read_text("utf-8").replace("Looked at table.", answer), "utf-8")
-    archive = Archive(home=tmp_path / "home", embedder=None)
-    archive.ingest(tmp_path / "src" / ".claude" / "projects")
-    ws = archive.workspaces()[0].id
+    archive, ws, answer = _migration(tmp_path, sid, 60)
     refs = [f"{sid}:0-1"]
     narrow = archive.load_turn_context(refs, workspace=ws, max_chars=1400)
     assert [len(t.assistant_text) <= SCAN for t in narrow.turns] == [True, True]
