@@ -32,7 +32,8 @@ REF = re.compile(
 )
 FORM = (
     "SESSION:TURN (a unique session-id prefix will do, e.g. 3f2c9a1e:2), SESSION:FIRST-LAST "
-    "for a range (3f2c9a1e:11-31) or {session_id, turn}"
+    "for a range (3f2c9a1e:11-31), SESSION:TURN [AGENT] for a subagent's turn as the tools "
+    "print it (3f2c9a1e:0 [agent-a87]) or {session_id, turn, agent?}"
 )
 
 RefLike = TurnRef | dict[str, Any] | str

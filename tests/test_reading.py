@@ -40,6 +40,18 @@ def test_a_range_reference_parses_and_a_backwards_one_is_refused() -> None:
         parse_ref("3f2c9a1e:9-3")
 
 
+def test_a_subagent_turn_parses_as_printed_and_a_guessed_form_is_told_the_printed_one() -> None:
+    assert parse_ref("21fc4e8f:0 [agent-a87]") == TurnRef("21fc4e8f", 0, "agent-a87")
+    with pytest.raises(InvalidArgument) as err:
+        parse_ref("21fc4e8f:0@agent-a87")
+    assert str(err.value) == (
+        "a turn reference looks like SESSION:TURN (a unique session-id prefix will do, e.g. "
+        "3f2c9a1e:2), SESSION:FIRST-LAST for a range (3f2c9a1e:11-31), SESSION:TURN [AGENT] for "
+        "a subagent's turn as the tools print it (3f2c9a1e:0 [agent-a87]) or "
+        "{session_id, turn, agent?}; got '21fc4e8f:0@agent-a87'"
+    )
+
+
 def test_a_range_loads_each_of_its_turns_as_requested(archive: Archive) -> None:
     ctx = archive.load_turn_context([f"{LOADER}:0-1"], workspace="ml-pipeline")
     assert [(t.turn, t.requested) for t in ctx.turns] == [(0, True), (1, True)]

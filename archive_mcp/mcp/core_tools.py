@@ -257,8 +257,8 @@ def load_turn_context(
         Field(
             min_length=1,
             max_length=20,
-            description='"SESSION:TURN" as the tools print them, "SESSION:11-31" for a range, '
-            "or {session_id, turn}.",
+            description='"SESSION:TURN" as the tools print them (a subagent\'s with its " [agent]"), '
+            '"SESSION:11-31" for a range, or {session_id, turn, agent?}.',
         ),
     ],
     workspace: WorkspaceParam = None,
