@@ -133,8 +133,17 @@ def hit_groups(
         at = when[11:16] if when[:10] == day else when[:16].replace("T", " ")
         key = cite.ref(h.session_id, h.turn, h.agent)
         head = f":{key.split(':', 1)[1]} {at}".rstrip()
-        lines.append(f"{head} (above)" if key in shown else _agent_hit(h, head, detail))
-        shown.add(key)
+        new: list[str] = []
+        if key in shown:  # the decisions this query's words are in, if the hit above hid them
+            new = [d for d in h.decisions if "**" in d and f"{key}\t{unmark(d)}" not in shown]
+            lines += [
+                f"{head} (above)",
+                *(f"  User {unmark(d)}" for d in new if detail == "normal"),
+            ]
+        else:
+            lines.append(_agent_hit(h, head, detail))
+        told = new if key in shown else _telling(h.decisions)
+        shown.update([key, *(f"{key}\t{unmark(d)}" for d in told if detail == "normal")])
     return lines
 
 

@@ -27,11 +27,12 @@ from archive_mcp.mcp.toolkit import (
     first_fitting,
     first_lines,
     fit,
+    json_len,
     state,
     workspace_of,
 )
 from archive_mcp.refs import Citing, TurnRef
-from archive_mcp.render import COMPACT_SUMMARY, hit_groups, more_line, turn_text
+from archive_mcp.render import COMPACT_SUMMARY, hit_groups, more_line, to_jsonable, turn_text
 from archive_mcp.search.engine import FILTER_HELP, Filters, Hit, SearchError
 from archive_mcp.search.highlight import clip_marked
 from archive_mcp.search.hits import SearchResults
@@ -525,10 +526,17 @@ def _within(
     budget = max_chars - 120
     found = load(max(MIN_TEXT, budget))
     cite = cite_of()
+    last = None
     for _ in range(4):
-        over = len(_turns_text(found.turns, found.not_found, cite)) - max_chars
-        if over <= 0:
-            break
+        data = to_jsonable(TurnContextOutput(found.turns, found.not_found))
+        bare = [replace(t, user_text="", assistant_text="", thinking=None) for t in found.turns]
+        # the structure counts when its own cost (keys, ids) leaves the text most of the budget
+        counts = json_len(to_jsonable(TurnContextOutput(bare, found.not_found))) <= max_chars // 4
+        text = _turns_text(found.turns, found.not_found, cite)
+        over = max(len(text), json_len(data) if counts else 0) - max_chars
+        if over <= 0 or (last is not None and over >= last * 0.9):
+            break  # fits, or a smaller budget no longer shrinks the text (each turn at its floor)
+        last = over
         budget -= over + 20
         found = load(max(MIN_TEXT, budget))
     return found, cite

@@ -214,7 +214,7 @@ def fit(
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(*attempt(mid, STEPS[-1])) else (lo, mid - 1)
     text, data = attempt(lo, STEPS[-1])
-    return result(cut_text(text, budget), data)
+    return result(cut_text(text, budget, how), data)
 
 
 MORE_ROOM = 200  # characters an overview keeps for its header and its closing lines
@@ -243,13 +243,14 @@ def first_fitting(items: list[T], budget: int) -> list[T]:
     return items
 
 
-def cut_text(text: str, budget: int) -> str:
-    """`text` within `budget`; when cut, its last line says how much is not shown, as `more_line`."""
+def cut_text(text: str, budget: int, how: str = "raise max_output_chars") -> str:
+    """`text` within `budget`; when cut, its last line says how much is not shown and `how` to
+    get it, as `more_line`."""
     if len(text) <= budget:
         return text
-    note = more_line(0, len(text), "characters", "raise max_output_chars")
+    note = more_line(0, len(text), "characters", how)
     head = clip(text, max(0, budget - len(note) - 1 - len(str(len(text)))))  # room for its digits
-    return head + "\n" + more_line(len(head), len(text), "characters", "raise max_output_chars")
+    return head + "\n" + more_line(len(head), len(text), "characters", how)
 
 
 def fit_one(obj: Any, text: str, budget: int = DEFAULT_BUDGET) -> CallToolResult:

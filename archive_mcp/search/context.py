@@ -81,6 +81,7 @@ SCAN = 600  # characters of an answer a scan (a range, several references, a nei
 SCAN_USER = 300  # characters of the user's words a scan always shows, whatever its budget
 SCAN_MIN = 200  # ... and of the answer's digest
 NOTE = 160  # about what a scan's "left out: …" line takes
+ANSWER_CUT = " answer chars"  # how that line names an answer it cut ("1,200 of 3,400 answer chars")
 
 
 def answer_digest(text: str, width: int = SCAN) -> str:
@@ -132,6 +133,7 @@ def _detail(
     matching: Sequence[str] = (),
     scan: bool = False,
     width: int = SCAN,
+    keep_user: int = 0,
 ) -> TurnDetail | None:
     """One turn within `budget`: the user's and the assistant's words first (the answers the user
     gave as tool results with them), then thinking, then each tool call as a one-line digest (or
@@ -206,7 +208,9 @@ def _detail(
         digests = grouped(calls, [clean(o[:2000]) for o in outputs], known, roots)
     if scan:  # under `matching`, the calls that hold the words as their digests
         found = (digests, thought or None) if matching else ([], None)
-        return _scanned(row, ws, said, assistant, len(calls), found, budget, requested, width)
+        return _scanned(
+            row, ws, said, assistant, len(calls), found, budget, requested, width, keep_user
+        )
     # the words come first, but a share of the budget (DIGEST_SHARE) is kept for what was done
     room = budget - min(sum(map(tool_size, digests)), int(budget * DIGEST_SHARE))
     u_max = max(room // 3, room - len(assistant))
@@ -301,6 +305,7 @@ def _scanned(
     budget: int,
     requested: bool,
     width: int = SCAN,
+    keep_user: int = 0,
 ) -> TurnDetail:
     """A turn as a scan shows it: the user's words whole (within `budget`, whatever `matching`
     kept), the answer's digest, what `matching` kept of the rest (`matched`: the calls holding
@@ -309,7 +314,7 @@ def _scanned(
     user's words come first (who asked for what is the point of a scan): up to `SCAN_USER` of
     them whatever the budget, and the digest takes what is left, at least `SCAN_MIN`."""
     digests, thought = matched
-    user, was_cut = cut(user, max(SCAN_USER, budget // 2))
+    user, was_cut = cut(user, max(SCAN_USER, max(budget, keep_user) // 2))
     shown = answer_digest(assistant, min(width, max(SCAN_MIN, budget - len(user) - NOTE)))
     room, tools = budget - len(user) - len(shown) - NOTE, list[ToolDetail]()
     for d in digests:
@@ -320,7 +325,7 @@ def _scanned(
     thinking, cut_thought = cut(thought, max(SCAN_MIN, room)) if thought else (None, False)
     left = []
     if len(shown) < len(assistant):
-        left.append(f"{len(assistant) - len(shown):,} of {len(assistant):,} answer chars")
+        left.append(f"{len(assistant) - len(shown):,} of {len(assistant):,}{ANSWER_CUT}")
     if calls > len(tools):
         n = calls - len(tools)
         left.append(f"{n}{' more' if tools else ''} tool call{'s' if n > 1 else ''}")
@@ -400,22 +405,26 @@ def load_turn_context(
     each = max_chars // max(1, asked_n)  # ... unless the budget gives each asked READ_WHOLE
 
     def read(
-        row: dict[str, Any], req: bool, budget: int, scan: bool, width: int = SCAN
+        row: dict[str, Any], req: bool, budget: int, scan: bool, width: int = SCAN, keep: int = 0
     ) -> TurnDetail | None:
         flags = (include_tools, include_thinking, req, full_tools, list(matching), scan, width)
-        return _detail(ws, row, budget, *flags)
+        return _detail(ws, row, budget, *flags, keep)
 
     for k, (row, req) in enumerate(wanted):  # what a short turn leaves goes to the next ones
         scan = not full_tools and not (req and (whole or each >= READ_WHOLE))
-        d = read(row, req, left // (len(wanted) - k), scan)
+        share_ = left // (len(wanted) - k)
+        d = read(row, req, share_, scan)
         if d is None:  # `matching` left nothing of it
             continue
         left -= size(d)
         details.append(d)
-        if scan and req and d.truncated:
-            widen.append((len(details) - 1, row))
+        if scan and req and ANSWER_CUT in (d.left_out or ""):  # its answer was cut
+            widen.append((len(details) - 1, row, share_))
     _fill(
-        details, widen, max_chars, lambda row, budget, width: read(row, True, budget, True, width)
+        details,
+        widen,
+        max_chars,
+        lambda row, budget, width, keep: read(row, True, budget, True, width, keep),
     )
     if matching:
         missing += _unmatched(spans, details, matching)
@@ -424,23 +433,26 @@ def load_turn_context(
 
 def _fill(
     details: list[TurnDetail],
-    widen: list[tuple[int, dict[str, Any]]],
+    widen: list[tuple[int, dict[str, Any], int]],
     max_chars: int,
-    read: Callable[[dict[str, Any], int, int], TurnDetail | None],
+    read: Callable[[dict[str, Any], int, int, int], TurnDetail | None],
 ) -> None:
     """The room a scan left given to the answers it cut (`widen`: their places in `details` and
     rows), evenly, in a few rounds: an answer that needs less than its part leaves the rest to
     the others. A scan the agent gave room for shows what fits, not SCAN of each answer."""
-    widths = {i: SCAN for i, _ in widen}
-    rows = dict(widen)
+    widths = {i: SCAN for i, _, _ in widen}
+    rows = {i: row for i, row, _ in widen}
+    firsts = {i: first for i, _, first in widen}
     for _ in range(FILL_ROUNDS):
         spare = max_chars - sum(map(size, details))
         if not widths or spare < SCAN_MIN:
             return
         extra = spare // len(widths)
+        if extra <= NOTE:  # a share this small grows no answer (`_scanned` keeps NOTE for its note)
+            return
         for i in list(widths):
             was = size(details[i])
-            d = read(rows[i], was + extra, widths[i] + extra)
+            d = read(rows[i], was + extra, widths[i] + extra, firsts[i])
             if d is None or size(d) <= was or size(d) > was + extra:
                 del widths[i]  # nothing more of it to show (or no more fits)
                 continue

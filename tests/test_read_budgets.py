@@ -1,0 +1,177 @@
+"""What a read costs its budget (issue 41): a scan's spare room given once and where it grows an
+answer, the user's words kept, a range too long for its budget not loaded again and again, the
+structured content of one turn as whole as its text, a decision an `also` query finds shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+import archive_mcp.search.context as context
+from archive_mcp import Archive
+from archive_mcp.mcp.server import build_server
+from tests.test_answers import CWD, _archived
+
+
+def _session(home: Path, sid: str, prompts: list[str], answers: list[str], calls: int = 0) -> None:
+    """A Claude Code log of /home/alice/pay: each turn the prompt, `calls` Read calls, the answer."""
+    base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
+    recs: list[dict[str, Any]] = []
+    for i, (p, a) in enumerate(zip(prompts, answers, strict=True)):
+        at = {**base, "timestamp": f"2026-03-20T10:{i:02d}:00Z"}
+        recs.append(
+            {**at, "type": "user", "uuid": f"u{i}", "message": {"role": "user", "content": p}}
+        )
+        for k in range(calls):
+            use = {
+                "type": "tool_use",
+                "id": f"t{i}{k}",
+                "name": "Read",
+                "input": {"file_path": f"/home/alice/pay/f{k}.py"},
+            }
+            got = {"type": "tool_result", "tool_use_id": f"t{i}{k}", "content": "row\n" * 20}
+            recs.append(
+                {
+                    **at,
+                    "type": "assistant",
+                    "uuid": f"c{i}{k}",
+                    "message": {"role": "assistant", "id": f"c{i}{k}", "content": [use]},
+                }
+            )
+            recs.append(
+                {
+                    **at,
+                    "type": "user",
+                    "uuid": f"r{i}{k}",
+                    "message": {"role": "user", "content": [got]},
+                }
+            )
+        recs.append(
+            {
+                **at,
+                "type": "assistant",
+                "uuid": f"a{i}",
+                "message": {
+                    "role": "assistant",
+                    "id": f"m{i}",
+                    "content": [{"type": "text", "text": a}],
+                },
+            }
+        )
+    path = home / ".claude" / "projects" / "-home-alice-pay" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+
+
+def _archive(
+    tmp_path: Path, prompts: list[str], answers: list[str], calls: int = 0
+) -> tuple[Archive, str, str]:
+    sid = "7a1b2c3d-0000-4000-8000-000000000099"
+    _session(tmp_path / "src", sid, prompts, answers, calls)
+    archive = Archive(home=tmp_path / "home", embedder=None)
+    archive.ingest(tmp_path / "src" / ".claude" / "projects")
+    return archive, archive.workspaces()[0].id, sid
+
+
+async def _call(archive: Archive, tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    async with Client(build_server(archive)) as client:
+        r = await client.call_tool(tool, args)
+    return r.content[0].text, r.structured_content or {}
+
+
+def _steps(i: int, n: int) -> str:
+    return " ".join(f"Step {j} of turn {i} moved table t{j} to the new schema." for j in range(n))
+
+
+def test_one_turn_read_at_the_default_budget_holds_in_its_structured_content_the_answer_its_text_shows(
+    tmp_path: Path,
+) -> None:
+    answer = "\n\n".join(
+        f"Paragraph {j}: step {j} moved table t{j} to the new schema and checked its rows."
+        for j in range(80)
+    )
+    archive, ws, sid = _archive(tmp_path, ["migrate the orders table"], [answer], 2)
+    text, data = anyio.run(
+        _call, archive, "load_turn_context", {"references": [f"{sid}:0"], "workspace": ws}
+    )
+    assert (data["turns"][0]["assistant_text"] in text, data["truncated"]) == (True, False)
+
+
+def _parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    count = [0]
+    parse = context._parse_turn
+
+    def counted(*args: Any) -> Any:
+        count[0] += 1
+        return parse(*args)
+
+    monkeypatch.setattr(context, "_parse_turn", counted)
+    return count
+
+
+def test_a_scan_whose_answers_it_showed_whole_reads_each_turn_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive, ws, sid = _archive(
+        tmp_path, [f"check table t{i}" for i in range(10)], [_steps(i, 3) for i in range(10)], 3
+    )
+    count = _parses(monkeypatch)
+    got = archive.load_turn_context([f"{sid}:0-9"], workspace=ws, max_chars=20_000)
+    assert [t.assistant_text for t in got.turns] == [_steps(i, 3) for i in range(10)]
+    assert count[0] == 10
+
+
+def test_a_range_its_budget_cannot_hold_is_not_loaded_again_and_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive, ws, sid = _archive(
+        tmp_path, [f"check table t{i}" for i in range(50)], [_steps(i, 40) for i in range(50)]
+    )
+    count = _parses(monkeypatch)
+    anyio.run(_call, archive, "load_turn_context", {"references": [f"{sid}:0-49"], "workspace": ws})
+    assert count[0] <= 2 * 50
+
+
+def test_filling_a_scan_never_shows_less_of_the_users_words_than_its_first_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    words = "keep the orders table on the old schema until the audit ends " * 30
+    archive, ws, sid = _archive(tmp_path, [words] * 3, [_steps(i, 60) for i in range(3)])
+    fill = context._fill
+    monkeypatch.setattr(context, "_fill", lambda *a: None)
+    first = archive.load_turn_context([f"{sid}:0-2"], workspace=ws, max_chars=6000)
+    monkeypatch.setattr(context, "_fill", fill)
+    filled = archive.load_turn_context([f"{sid}:0-2"], workspace=ws, max_chars=6000)
+    assert [len(t.user_text) for t in filled.turns] == [len(t.user_text) for t in first.turns]
+
+
+def test_a_hit_found_by_an_also_query_shows_the_decision_holding_that_querys_words(
+    tmp_path: Path,
+) -> None:
+    archive, _ = _archived(tmp_path)
+
+    async def search(args: dict[str, Any]) -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool("search_context", {"mode": "lexical", **args})
+            return r.content[0].text
+
+    text = anyio.run(
+        search, {"query": "keep the sync behavior", "also": ["which branch was clean"], "limit": 1}
+    )
+    assert "main was clean; fix the issues" in text, text
+
+
+def test_a_fill_of_a_few_characters_a_turn_reads_no_turn_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive, ws, sid = _archive(
+        tmp_path, [f"check table t{i}" for i in range(50)], [_steps(i, 120) for i in range(50)], 3
+    )
+    count = _parses(monkeypatch)
+    archive.load_turn_context([f"{sid}:0-49"], workspace=ws, max_chars=34_000)
+    assert count[0] == 50
