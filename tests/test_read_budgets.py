@@ -175,3 +175,28 @@ def test_a_fill_of_a_few_characters_a_turn_reads_no_turn_again(
     count = _parses(monkeypatch)
     archive.load_turn_context([f"{sid}:0-49"], workspace=ws, max_chars=34_000)
     assert count[0] == 50
+
+
+def test_a_read_names_no_byte_offsets_below_full_detail_and_so_holds_more_turns(
+    tmp_path: Path,
+) -> None:
+    """The log's byte offsets are the reader's: below detail=full the structure leaves them
+    out, as a search hit does, and twelve turns at the default budget show eight, not six."""
+    archive, ws, sid = _archive(
+        tmp_path, [f"check table t{i}" for i in range(12)], [_steps(i, 40) for i in range(12)], 2
+    )
+    text, data = anyio.run(
+        _call, archive, "load_turn_context", {"references": [f"{sid}:0-11"], "workspace": ws}
+    )
+    assert [t["turn"] for t in data["turns"]] == list(range(8))
+    assert {json.dumps(t["raw_ref"]) for t in data["turns"]} == {"{}"}
+    assert text.endswith(
+        "… 4 more turns not shown (8 of 12); ask for fewer references or raise max_chars"
+    )
+    _, full = anyio.run(
+        _call,
+        archive,
+        "load_turn_context",
+        {"references": [f"{sid}:0"], "workspace": ws, "detail": "full"},
+    )
+    assert full["turns"][0]["raw_ref"]["file"].endswith(f"{sid}.jsonl")

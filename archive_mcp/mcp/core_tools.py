@@ -321,7 +321,10 @@ def load_turn_context(
         # whole by `fit`: a share of the budget holds as many as fit, the turns the rest
         noted = first_fitting(got.not_found, max_chars // 3)
         unshown[0] = len(got.not_found) - len(noted)
-        return TurnContext(got.turns, noted)
+        # the byte offsets in the log are the reader's, not the agent's: kept at detail=full only,
+        # as a search hit keeps them (they cost a read of many turns a turn's worth of room)
+        turns = got.turns if detail == "full" else [replace(t, raw_ref={}) for t in got.turns]
+        return TurnContext(turns, noted)
 
     def text(kept: list[TurnDetail]) -> str:
         out = _turns_text(kept, found.not_found, cite)
