@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 
 import archive_mcp.search.context as context
+import archive_mcp.search.parsed as parsed
 from archive_mcp import Archive
 from archive_mcp.mcp.server import build_server
 from tests.test_answers import CWD, _archived
@@ -102,15 +103,19 @@ def test_one_turn_read_at_the_default_budget_holds_in_its_structured_content_the
     assert (data["turns"][0]["assistant_text"] in text, data["truncated"]) == (True, False)
 
 
-def _parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def _parses(
+    monkeypatch: pytest.MonkeyPatch, module: Any = context, name: str = "parse_turn"
+) -> list[int]:
+    """A count of the calls to `module.name`: the turns a read asks for (`context.parse_turn`),
+    or those parsed from their logs (`parsed._parse`)."""
     count = [0]
-    parse = context._parse_turn
+    parse = getattr(module, name)
 
     def counted(*args: Any) -> Any:
         count[0] += 1
         return parse(*args)
 
-    monkeypatch.setattr(context, "_parse_turn", counted)
+    monkeypatch.setattr(module, name, counted)
     return count
 
 
@@ -200,3 +205,20 @@ def test_a_read_names_no_byte_offsets_below_full_detail_and_so_holds_more_turns(
         {"references": [f"{sid}:0"], "workspace": ws, "detail": "full"},
     )
     assert full["turns"][0]["raw_ref"]["file"].endswith(f"{sid}.jsonl")
+
+
+def test_a_turn_read_again_is_not_parsed_again_until_its_log_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive, ws, sid = _archive(
+        tmp_path, [f"check table t{i}" for i in range(4)], [_steps(i, 3) for i in range(4)], 1
+    )
+    parses = _parses(monkeypatch, parsed, "_parse")
+    first = archive.load_turn_context([f"{sid}:0-3"], workspace=ws, max_chars=8000)
+    again = archive.load_turn_context([f"{sid}:0-3"], workspace=ws, max_chars=8000)
+    assert (parses[0], again.turns) == (4, first.turns)
+    log = next((tmp_path / "home").rglob(f"{sid}.jsonl"))
+    log.write_bytes(log.read_bytes().replace(b"Step 0 of turn 0", b"Step 0 of turn 0 (redone)"))
+    changed = archive.load_turn_context([f"{sid}:0"], workspace=ws, max_chars=8000)
+    assert parses[0] == 5
+    assert changed.turns[0].assistant_text.startswith("Step 0 of turn 0 (redone)")

@@ -11,7 +11,6 @@ import polars as pl
 
 from archive_mcp.errors import ArchiveError, InvalidArgument, NotFound
 from archive_mcp.ingest import store
-from archive_mcp.refiners import PARSERS, Turn
 from archive_mcp.refiners.answers import PICKED, joined
 from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact, secret_values
@@ -19,6 +18,7 @@ from archive_mcp.refiners.text import clip
 from archive_mcp.refs import RefLike, TurnRef, parse_ref, resolve_session
 from archive_mcp.search.highlight import split_answers
 from archive_mcp.search.matching import Matcher, line_passages, lines_of, passages
+from archive_mcp.search.parsed import parse_turn
 from archive_mcp.search.pastes import pasted_digest
 from archive_mcp.search.tool_text import (
     FIRST_WORDS,
@@ -40,37 +40,7 @@ from archive_mcp.search.turn_detail import (
     size,
     tool_size,
 )
-from archive_mcp.workspaces import Workspace, read_json
-
-
-def _parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
-    ref = row["raw_ref"]
-    state = read_json(ws.state_dir / "ingest.json", {}) or {}
-    entry = state.get("files", {}).get(ref["file"], {})
-    path = ws.root / ref["file"]
-    if not path.exists():
-        return None
-    parser = PARSERS[row["source"]]
-    try:
-        result = parser(
-            path,
-            start=ref["byte_start"],
-            stop=ref["byte_end"],
-            start_index=row["turn"],
-            protocol=entry.get("protocol"),
-        )
-    except FileNotFoundError:  # purged between the check above and the read: as if gone
-        return None
-    if not result.turns:
-        return None
-    # Readers that always read a whole file (Gemini chats) return every turn: pick this one.
-    turn = next((t for t in result.turns if t.index == row["turn"]), result.turns[0])
-    if row["agent"] != entry.get("agent", "main"):  # a subagent seen only inside its parent's log
-        run = turn.subagents.get(row["agent"])
-        match = [t for t in run.turns if t.index == row["turn"]] if run else []
-        return match[0] if match else None
-    return turn
-
+from archive_mcp.workspaces import Workspace
 
 TOOL_FLOOR = 200  # a call shown in full gets at least this much of its input and output
 THINK_MIN = 80  # the least room thinking is shown in (less: it is named, not stubbed)
@@ -141,7 +111,7 @@ def _detail(
     `matching`, only the passages that hold one of the words (None when no passage does). A
     `scan` shows the user's words and the answer's digest (`answer_digest`) and no tool calls, and
     says how to read the turn whole; its answer within `width` when the budget holds that."""
-    turn = _parse_turn(ws, row)
+    turn = parse_turn(ws, row)
     # the option a bare "3" picked is found at ingest, with the turn before (answers.picked)
     picks = [ln for ln in (row.get("user_text") or "").splitlines() if ln.startswith(PICKED)]
     user = joined(turn.user_text, turn.answers + picks) if turn else row["user_text"]
