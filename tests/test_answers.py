@@ -285,6 +285,18 @@ def _lexical_search(archive: Archive, args: dict[str, Any]) -> tuple[str, Any]:
     return anyio.run(search)
 
 
+def test_a_hit_found_by_an_also_query_shows_the_decision_holding_that_querys_words(
+    tmp_path: Path,
+) -> None:
+    """Drawn once under the first query, the hit is "(above)" under the second: the decision
+    the second query's words are in is shown there."""
+    archive, _ = _archived(tmp_path)
+    text, _ = _lexical_search(
+        archive, {"query": "keep the sync behavior", "also": ["which branch was clean"], "limit": 1}
+    )
+    assert "main was clean; fix the issues" in text, text
+
+
 def test_a_search_with_more_queries_answers_each_under_its_own_heading(tmp_path: Path) -> None:
     archive, _ = _archived(tmp_path)
 

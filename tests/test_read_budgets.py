@@ -16,7 +16,6 @@ import archive_mcp.search.context as context
 import archive_mcp.search.parsed as parsed
 from archive_mcp import Archive
 from archive_mcp.mcp.server import build_server
-from tests.test_answers import CWD, _archived
 
 
 def _session(home: Path, sid: str, prompts: list[str], answers: list[str], calls: int = 0) -> None:
@@ -119,16 +118,26 @@ def _parses(
     return count
 
 
-def test_a_scan_whose_answers_it_showed_whole_reads_each_turn_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "turns, steps, max_chars, whole",
+    [
+        (10, 3, 20_000, True),  # its answers shown whole: their calls left out are no reason
+        (50, 120, 34_000, False),  # a share too small to grow an answer
+    ],
+)
+def test_a_scan_reads_each_turn_once_when_filling_would_show_no_more(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    turns: int,
+    steps: int,
+    max_chars: int,
+    whole: bool,
 ) -> None:
-    archive, ws, sid = _archive(
-        tmp_path, [f"check table t{i}" for i in range(10)], [_steps(i, 3) for i in range(10)], 3
-    )
+    answers = [_steps(i, steps) for i in range(turns)]
+    archive, ws, sid = _archive(tmp_path, [f"check table t{i}" for i in range(turns)], answers, 3)
     count = _parses(monkeypatch)
-    got = archive.load_turn_context([f"{sid}:0-9"], workspace=ws, max_chars=20_000)
-    assert [t.assistant_text for t in got.turns] == [_steps(i, 3) for i in range(10)]
-    assert count[0] == 10
+    got = archive.load_turn_context([f"{sid}:0-{turns - 1}"], workspace=ws, max_chars=max_chars)
+    assert ([t.assistant_text for t in got.turns] == answers, count[0]) == (whole, turns)
 
 
 def test_a_range_its_budget_cannot_hold_is_not_loaded_again_and_again(
@@ -153,33 +162,6 @@ def test_filling_a_scan_never_shows_less_of_the_users_words_than_its_first_pass(
     monkeypatch.setattr(context, "_fill", fill)
     filled = archive.load_turn_context([f"{sid}:0-2"], workspace=ws, max_chars=6000)
     assert [len(t.user_text) for t in filled.turns] == [len(t.user_text) for t in first.turns]
-
-
-def test_a_hit_found_by_an_also_query_shows_the_decision_holding_that_querys_words(
-    tmp_path: Path,
-) -> None:
-    archive, _ = _archived(tmp_path)
-
-    async def search(args: dict[str, Any]) -> str:
-        async with Client(build_server(archive, cwd=CWD)) as client:
-            r = await client.call_tool("search_context", {"mode": "lexical", **args})
-            return r.content[0].text
-
-    text = anyio.run(
-        search, {"query": "keep the sync behavior", "also": ["which branch was clean"], "limit": 1}
-    )
-    assert "main was clean; fix the issues" in text, text
-
-
-def test_a_fill_of_a_few_characters_a_turn_reads_no_turn_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    archive, ws, sid = _archive(
-        tmp_path, [f"check table t{i}" for i in range(50)], [_steps(i, 120) for i in range(50)], 3
-    )
-    count = _parses(monkeypatch)
-    archive.load_turn_context([f"{sid}:0-49"], workspace=ws, max_chars=34_000)
-    assert count[0] == 50
 
 
 def test_a_read_names_no_byte_offsets_below_full_detail_and_so_holds_more_turns(
