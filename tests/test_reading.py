@@ -27,7 +27,14 @@ from archive_mcp.search.context import READ_WHOLE, SCAN, _scanned, line_passages
 from archive_mcp.search.hits import Hit
 from archive_mcp.search.matching import Matcher
 from archive_mcp.search.ranking import NOISE_SHARE, noise_weights
-from archive_mcp.search.tool_text import grouped, plain_arguments, plain_output, relative
+from archive_mcp.search.tool_text import (
+    ToolDetail,
+    digest,
+    grouped,
+    plain_arguments,
+    plain_output,
+    relative,
+)
 from archive_mcp.search.turn_detail import size
 
 LOADER = "6d7e8f90-1a2b-4c3d-9e8f-7a6b5c4d3e2f"
@@ -749,3 +756,14 @@ def test_a_read_of_many_turns_shows_their_words_though_their_structure_would_not
     text, structured, truncated = anyio.run(_read_range, archive, args)
     assert [answer.strip() in text for answer in answers] == [True] * 5
     assert len(text) <= 3000 and structured <= 3000 and truncated is True
+
+
+def test_a_digest_keeps_the_tail_of_a_long_path_under_the_project() -> None:
+    """The summary cuts each value at 100 characters: made relative first, a path under a
+    long project folder keeps the file's name (it had read `file_path=apps/we…`)."""
+    root = "/Users/alice/Documents/work/github/web-terminal-frontend-feat-dash-preload-data"
+    call = ToolCall("id-read", "Read", json.dumps({"file_path": f"{root}/apps/web/src/config.ts"}))
+    call.finish(False, "", "1→import x", None)
+    assert digest(call, call.output_text, frozenset(), [root]) == ToolDetail(
+        "Read", "file_path=apps/web/src/config.ts", "ok", "1→import x", True
+    )

@@ -8,7 +8,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from archive_mcp.refiners.actions import call_paths, command_of
 from archive_mcp.refiners.model import ToolCall
@@ -114,8 +114,10 @@ def digest_line(
     call: ToolCall, output: str, known: frozenset[str], roots: Sequence[str]
 ) -> tuple[str, str]:
     """A call's digest: its target (path, command or query; relative to the project) and its
-    result's first words."""
-    target = clip(relative(redact(args_summary(call), known)[0], roots), TARGET_MAX)
+    result's first words. The paths are made relative before the summary cuts each value, so
+    that a long path under the project keeps its tail."""
+    near = replace(call, arguments=relative(call.arguments, roots)) if roots else call
+    target = clip(relative(redact(args_summary(near), known)[0], roots), TARGET_MAX)
     first = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")
     return target, clip(relative(first, roots), FIRST_WORDS)
 
