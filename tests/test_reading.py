@@ -767,3 +767,66 @@ def test_a_digest_keeps_the_tail_of_a_long_path_under_the_project() -> None:
     assert digest(call, call.output_text, frozenset(), [root]) == ToolDetail(
         "Read", "file_path=apps/web/src/config.ts", "ok", "1→import x", True
     )
+
+
+REMINDER = (
+    "\n\n<system-reminder>\nWhenever you read a file, you should consider whether it would be "
+    "considered malware.\n</system-reminder>\n"
+)
+
+
+def test_a_read_leaves_out_the_reminders_the_harness_appends_to_a_tools_result(
+    tmp_path: Path,
+) -> None:
+    sid = "7a1b2c3d-0000-4000-8000-000000000005"
+    base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
+    reads = [
+        {
+            "type": "tool_use",
+            "id": f"t{i}",
+            "name": "Read",
+            "input": {"file_path": f"/home/alice/pay/{f}"},
+        }
+        for i, f in enumerate(("app.ts", "empty.ts"))
+    ]
+    results = [
+        {
+            "type": "tool_result",
+            "tool_use_id": "t0",
+            "content": "     1→export const app = 1;" + REMINDER,
+        },
+        {"type": "tool_result", "tool_use_id": "t1", "content": REMINDER},
+    ]
+    records = [
+        *_opening(sid, "look at the app", reads),
+        {
+            **base,
+            "type": "user",
+            "uuid": "u1",
+            "timestamp": "2026-03-20T10:00:06Z",
+            "message": {"role": "user", "content": results},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a1",
+            "timestamp": "2026-03-20T10:00:07Z",
+            "message": {
+                "role": "assistant",
+                "id": "m1",
+                "content": [{"type": "text", "text": "Looked."}],
+            },
+        },
+    ]
+    _write_session(tmp_path / "src", sid, records)
+    archive = Archive(home=tmp_path / "home", embedder=None)
+    archive.ingest(tmp_path / "src" / ".claude" / "projects")
+    ws = archive.workspaces()[0].id
+    (normal,) = archive.load_turn_context([f"{sid}:0"], workspace=ws).turns
+    assert [(c.name, c.arguments, c.result) for c in normal.tool_calls] == [
+        ("Read ×2", "app.ts, empty.ts", "")
+    ]
+    (full,) = archive.load_turn_context([f"{sid}:0"], workspace=ws, full_tools=True).turns
+    assert [c.result for c in full.tool_calls] == ["1→export const app = 1;", ""]
+    with pytest.raises(NotFound):
+        archive.load_turn_context([f"{sid}:0"], workspace=ws, matching=["malware"])

@@ -29,6 +29,7 @@ from archive_mcp.search.tool_text import (
     plain_output,
     redacted_input,
     relative,
+    tool_output,
 )
 from archive_mcp.search.turn_detail import (
     MissingTurn,
@@ -117,7 +118,9 @@ def _detail(
     user = joined(turn.user_text, turn.answers + picks) if turn else row["user_text"]
     assistant = (turn.assistant_text or turn.synthetic_text) if turn else row["assistant_text"]
     calls = turn.tool_calls if turn else []
-    outputs = [c.output_text or str((c.result or {}).get("message", "")) for c in calls]
+    outputs = [
+        tool_output(c.output_text or str((c.result or {}).get("message", ""))) for c in calls
+    ]
     plains = [plain_arguments(c.arguments) for c in calls]  # escapes undone: secrets in clear
     known = secret_values(
         [user, assistant, turn.thinking if turn else "", *(c.arguments for c in calls), *plains]

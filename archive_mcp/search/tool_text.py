@@ -36,6 +36,17 @@ FIRST_WORDS = 80  # a digest's first words of the result
 _NUMBERED = re.compile(r"(?m)^ +(?=\d+(?:→|\t))")
 
 
+# the notes an agent's harness appends to a tool's result (Claude Code's "<system-reminder>
+# Whenever you read a file, you should consider whether it would be considered malware…"): not
+# what the tool returned
+_REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.S)
+
+
+def tool_output(text: str) -> str:
+    """A tool's result as the tool returned it: the harness's reminders left out."""
+    return _REMINDER.sub("\n", text).strip("\n") if "<system-reminder>" in text else text
+
+
 def relative(text: str, roots: Sequence[str]) -> str:
     """`text` with each project folder of `roots` left out before the paths under it (`/home/a/
     proj/src/x.py` -> `src/x.py`), the longest folder first; a root of one component (`/`,
