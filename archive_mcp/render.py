@@ -133,21 +133,20 @@ def hit_groups(
         at = when[11:16] if when[:10] == day else when[:16].replace("T", " ")
         key = cite.ref(h.session_id, h.turn, h.agent)
         head = f":{key.split(':', 1)[1]} {at}".rstrip()
-        new: list[str] = []
         if key in shown:  # the decisions this query's words are in, if the hit above hid them
-            new = [d for d in h.decisions if "**" in d and f"{key}\t{unmark(d)}" not in shown]
+            told = [d for d in h.decisions if "**" in d and f"{key}\t{unmark(d)}" not in shown]
             lines += [
                 f"{head} (above)",
-                *(f"  User {unmark(d)}" for d in new if detail == "normal"),
+                *(f"  User {unmark(d)}" for d in told if detail == "normal"),
             ]
         else:
-            lines.append(_agent_hit(h, head, detail))
-        told = new if key in shown else _telling(h.decisions)
+            told = _telling(h.decisions)
+            lines.append(_agent_hit(h, head, detail, told))
         shown.update([key, *(f"{key}\t{unmark(d)}" for d in told if detail == "normal")])
     return lines
 
 
-def _agent_hit(h: Hit, head: str, detail: str) -> str:
+def _agent_hit(h: Hit, head: str, detail: str, told: list[str]) -> str:
     if detail == "full":
         out = f"{head} score={h.score:.4f} ({'+'.join(h.matched)})\n  {unmark(h.summary)}"
         if h.snippet:
@@ -159,9 +158,8 @@ def _agent_hit(h: Hit, head: str, detail: str) -> str:
     if detail == "compact":
         return f"{head} — {clip(words, COMPACT_SUMMARY)}" if words else head
     lines = [f"{head} — {words}" if words else head]
-    lines += [f"  User {unmark(d)}" for d in _telling(h.decisions)]
-    if len(h.decisions) > len(_telling(h.decisions)):
-        n = len(h.decisions) - len(_telling(h.decisions))
+    lines += [f"  User {unmark(d)}" for d in told]  # the decisions it tells (`_telling`)
+    if (n := len(h.decisions) - len(told)) > 0:
         lines.append(f"  User (+{n} more answer{'s' if n > 1 else ''}: read the turn)")
     return "\n".join(lines + ([f"  → {unmark(h.answer)}"] if h.answer else []))
 

@@ -382,6 +382,32 @@ def _opening(sid: str, prompt: str, content: list[dict[str, Any]]) -> list[dict[
     ]
 
 
+def _results_then(sid: str, results: list[dict[str, Any]], reply: str) -> list[dict[str, Any]]:
+    """The records after `_opening`: the user's record of tool `results`, then the assistant's
+    `reply`."""
+    base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
+    return [
+        {
+            **base,
+            "type": "user",
+            "uuid": "u1",
+            "timestamp": "2026-03-20T10:00:06Z",
+            "message": {"role": "user", "content": results},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "a1",
+            "timestamp": "2026-03-20T10:00:07Z",
+            "message": {
+                "role": "assistant",
+                "id": "m1",
+                "content": [{"type": "text", "text": reply}],
+            },
+        },
+    ]
+
+
 def _edit_session(home: Path, sid: str) -> None:
     base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
     content = "{\n" + "".join(f'  "k{i}": {i},\n' for i in range(30)) + '  "runtime": "node@3"\n}'
@@ -392,29 +418,11 @@ def _edit_session(home: Path, sid: str) -> None:
             "pin the function runtime",
             [{"type": "tool_use", "id": "t0", "name": "Write", "input": write}],
         ),
-        {
-            **base,
-            "type": "user",
-            "uuid": "u1",
-            "timestamp": "2026-03-20T10:00:06Z",
-            "message": {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": "t0", "content": "File created"}
-                ],
-            },
-        },
-        {
-            **base,
-            "type": "assistant",
-            "uuid": "a1",
-            "timestamp": "2026-03-20T10:00:07Z",
-            "message": {
-                "role": "assistant",
-                "id": "m1",
-                "content": [{"type": "text", "text": "Pinned it."}],
-            },
-        },
+        *_results_then(
+            sid,
+            [{"type": "tool_result", "tool_use_id": "t0", "content": "File created"}],
+            "Pinned it.",
+        ),
         {
             **base,
             "type": "user",
@@ -761,7 +769,7 @@ def test_a_read_of_many_turns_shows_their_words_though_their_structure_would_not
 def test_a_digest_keeps_the_tail_of_a_long_path_under_the_project() -> None:
     """The summary cuts each value at 100 characters: made relative first, a path under a
     long project folder keeps the file's name (it had read `file_path=apps/we…`)."""
-    root = "/Users/alice/Documents/work/github/web-terminal-frontend-feat-dash-preload-data"
+    root = "/home/alice/projects/acme/web-terminal-frontend-feat-dash-pauls-preload-data-unified"
     call = ToolCall("id-read", "Read", json.dumps({"file_path": f"{root}/apps/web/src/config.ts"}))
     call.finish(False, "", "1→import x", None)
     assert digest(call, call.output_text, frozenset(), [root]) == ToolDetail(
@@ -779,7 +787,6 @@ def test_a_read_leaves_out_the_reminders_the_harness_appends_to_a_tools_result(
     tmp_path: Path,
 ) -> None:
     sid = "7a1b2c3d-0000-4000-8000-000000000005"
-    base = {"sessionId": sid, "cwd": "/home/alice/pay", "version": "2.1.9"}
     reads = [
         {
             "type": "tool_use",
@@ -797,27 +804,7 @@ def test_a_read_leaves_out_the_reminders_the_harness_appends_to_a_tools_result(
         },
         {"type": "tool_result", "tool_use_id": "t1", "content": REMINDER},
     ]
-    records = [
-        *_opening(sid, "look at the app", reads),
-        {
-            **base,
-            "type": "user",
-            "uuid": "u1",
-            "timestamp": "2026-03-20T10:00:06Z",
-            "message": {"role": "user", "content": results},
-        },
-        {
-            **base,
-            "type": "assistant",
-            "uuid": "a1",
-            "timestamp": "2026-03-20T10:00:07Z",
-            "message": {
-                "role": "assistant",
-                "id": "m1",
-                "content": [{"type": "text", "text": "Looked."}],
-            },
-        },
-    ]
+    records = [*_opening(sid, "look at the app", reads), *_results_then(sid, results, "Looked.")]
     _write_session(tmp_path / "src", sid, records)
     archive = Archive(home=tmp_path / "home", embedder=None)
     archive.ingest(tmp_path / "src" / ".claude" / "projects")

@@ -529,14 +529,16 @@ def _within(
     budget = max_chars - 120
     found = load(max(MIN_TEXT, budget))
     cite = cite_of()
+    # the structure counts when its own cost (keys, ids) leaves the text most of the budget
+    bare = TurnContextOutput([t.bare() for t in found.turns], found.not_found)
+    counts = json_len(to_jsonable(bare)) <= max_chars // 4
     last = None
     for _ in range(4):
-        data = to_jsonable(TurnContextOutput(found.turns, found.not_found))
-        bare = [replace(t, user_text="", assistant_text="", thinking=None) for t in found.turns]
-        # the structure counts when its own cost (keys, ids) leaves the text most of the budget
-        counts = json_len(to_jsonable(TurnContextOutput(bare, found.not_found))) <= max_chars // 4
         text = _turns_text(found.turns, found.not_found, cite)
-        over = max(len(text), json_len(data) if counts else 0) - max_chars
+        data = (
+            json_len(to_jsonable(TurnContextOutput(found.turns, found.not_found))) if counts else 0
+        )
+        over = max(len(text), data) - max_chars
         if over <= 0 or (last is not None and over >= last * 0.9):
             break  # fits, or a smaller budget no longer shrinks the text (each turn at its floor)
         last = over

@@ -391,7 +391,7 @@ def load_turn_context(
             continue
         left -= size(d)
         details.append(d)
-        if scan and req and ANSWER_CUT in (d.left_out or ""):  # its answer was cut
+        if scan and req and _answer_cut(d):
             widen.append((len(details) - 1, row, share_))
     _fill(
         details,
@@ -430,8 +430,14 @@ def _fill(
                 del widths[i]  # nothing more of it to show (or no more fits)
                 continue
             details[i], widths[i] = d, widths[i] + extra
-            if not d.truncated:
+            if not _answer_cut(d):
                 del widths[i]
+
+
+def _answer_cut(d: TurnDetail) -> bool:
+    """Whether a scanned turn's answer was cut (its note says so): its calls left out are no
+    reason to widen it."""
+    return ANSWER_CUT in (d.left_out or "")
 
 
 def _unmatched(

@@ -128,6 +128,7 @@ def digest_line(
     result's first words. The paths are made relative before the summary cuts each value, so
     that a long path under the project keeps its tail."""
     near = replace(call, arguments=relative(call.arguments, roots)) if roots else call
+    # again on the summary: a path JSON escapes (a Windows one's `\\`) is plain only there
     target = clip(relative(redact(args_summary(near), known)[0], roots), TARGET_MAX)
     first = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")
     return target, clip(relative(first, roots), FIRST_WORDS)

@@ -4,7 +4,7 @@ budget shared between needs, the size a shown turn counts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from archive_mcp.refiners.text import clip
@@ -27,6 +27,12 @@ class TurnDetail:
     truncated: bool = False
     raw_ref: dict[str, Any] = field(default_factory=dict)
     left_out: str | None = None  # what the budget or `matching` left out, and how to get it
+
+    def bare(self) -> TurnDetail:
+        """This turn without its texts (its words, thinking and calls' input and output): what
+        its structure costs whatever is shown."""
+        calls = [replace(c, arguments="", result="") for c in self.tool_calls]
+        return replace(self, user_text="", assistant_text="", thinking=None, tool_calls=calls)
 
 
 @dataclass
