@@ -186,6 +186,36 @@ def test_an_overview_leaves_out_routine_turns_and_says_so_once(tmp_path: Path) -
     ]
 
 
+def test_an_overview_leaves_out_a_task_notification_and_keeps_what_the_user_typed_after_one(
+    tmp_path: Path,
+) -> None:
+    note = (
+        "<task-notification> <task-id>b29c0c3</task-id> <output-file>/tmp/t.output</output-file> "
+        "<status>completed</status> <summary>Build finished</summary> </task-notification>"
+    )
+    lines = [
+        _line(LONE, "user", "Why does the retry loop spin?", 0),
+        _line(LONE, "assistant", "It never backs off.", 1),
+        _line(LONE, "user", note, 2),
+        _line(LONE, "assistant", "The build passed.", 3),
+        _line(
+            LONE, "user", f"{note}\nRead the output file to retrieve the result: /tmp/t.output", 4
+        ),
+        _line(LONE, "assistant", "Read it.", 5),
+        _line(LONE, "user", f"{note}\nFull transcript available at: /tmp/t.output\n{note}", 6),
+        _line(LONE, "assistant", "Both done.", 7),
+        _line(LONE, "user", note + "\nNow keep the delay at 2 s", 8),
+        _line(LONE, "assistant", "Kept.", 9),
+    ]
+    assert _listed(tmp_path, lines, {"prompts": True}) == [
+        "sync: 1 sessions",
+        overview.ROUTINE_NOTE,
+        "- b0b00000 2026-03-20 10:00 5 turns",
+        "  :0 10:00 Why does the retry loop spin?",
+        "  :4 10:08 Now keep the delay at 2 s",
+    ]
+
+
 def _questions() -> list[str]:
     """A long session's lines: 50 questions of 180 characters, each answered."""
     lines = []

@@ -1,9 +1,10 @@
 """A project's overview for `list_sessions(prompts=true)`: each session's turns, one line each
 with the user's words, the routine turns (a `/clear`, a command's output, a compaction recap, an
-interruption marker, a bare "continue") left out and said once."""
+interruption marker, a bare "continue", a task notification) left out and said once."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import polars as pl
@@ -18,7 +19,14 @@ PROMPT = 150  # characters of the user's words an overview shows a turn
 ROUTINE = NOISE_KINDS - {"api_error"}
 ROUTINE_NOTE = (
     "(routine turns are not listed: /clear, command output, compaction recaps, interruptions, "
-    "bare continues)"
+    "bare continues, task notifications)"
+)
+# Claude Code's note that a background task ended, sent in the user's place with the line it adds
+# after it: not the user's words (what they typed beside one, if anything, is)
+NOTIFICATION = re.compile(
+    r"<task-notification>.*?(?:</task-notification>|\Z)"
+    r"(?:\s*(?:Read the output file to retrieve the result|Full transcript available at):[^\n]*)?",
+    re.S,
 )
 
 
@@ -52,7 +60,10 @@ def prompts(turns: pl.LazyFrame, sessions: list[str]) -> tuple[dict[str, list[Pr
     out: dict[str, list[Prompt]] = {}
     left = 0
     for r in rows:
-        words = " ".join((r["user_text"] or "").split())
+        words = " ".join(NOTIFICATION.sub(" ", r["user_text"] or "").split())
+        if not words and r["user_text"] and r["user_text"].strip():  # a notification only
+            left += 1
+            continue
         if not words:
             continue
         if routine(r["kinds"], words):
