@@ -22,7 +22,7 @@ from . import cline_tasks, vscode
 from .cline_turns import ClineTurns, between, text_parts, tool_uses, unpacked
 from .disk import SNAPSHOT_MAX, is_dir, is_file, load_object, load_snapshot
 from .fields import field_dict, json_value, parse_time
-from .model import ParseResult, Problem, SubagentRun, Turn, output_to_text
+from .model import ParseResult, SubagentRun, Turn, output_to_text
 from .sources import Discovery, SnapshotReader, SourceFile, listing, log_session, register
 
 SOURCE = "cline"
@@ -131,12 +131,14 @@ def read(path: Path) -> ParseResult:
         return data
     if path.name == cline_tasks.API_HISTORY or isinstance(data, list):
         if not isinstance(data, list):
-            return _bad(path, "not a list of messages: not a Cline task")
+            why = "not a list of messages: not a Cline task"
+            return ParseResult.malformed(why, "json", path.stat().st_size)
         built, version = cline_tasks.turns(path, data), "task"
     else:
         messages = data.get("messages") if isinstance(data, dict) else None
         if not isinstance(messages, list):
-            return _bad(path, "no `messages` list: not a Cline session")
+            why = "no `messages` list: not a Cline session"
+            return ParseResult.malformed(why, "json", path.stat().st_size)
         built = _sdk_turns(
             messages, None if path.name.startswith("agent_") else sdk_compaction(path)
         )
@@ -149,12 +151,6 @@ def read(path: Path) -> ParseResult:
         ]
         _link_subagents(built.turns, agents)
     result = ParseResult(version, built.turns, problems=built.problems)
-    result.complete_offset = path.stat().st_size
-    return result
-
-
-def _bad(path: Path, why: str) -> ParseResult:
-    result = ParseResult("json", [], problems=[Problem(1, "malformed", why)])
     result.complete_offset = path.stat().st_size
     return result
 

@@ -19,7 +19,7 @@ from typing import Any
 from .disk import SNAPSHOT_MAX, load_json, load_snapshot
 from .fields import as_int, field_dict, field_list
 from .lines import prompt_turn, tool_call
-from .model import ParseResult, Problem, Step, ToolCall, Turn
+from .model import ParseResult, Step, ToolCall, Turn
 from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, register
 
 SOURCE = "continue"
@@ -86,11 +86,10 @@ def read(path: Path) -> ParseResult:
     if isinstance(data, ParseResult):
         return data
     history = data.get("history") if isinstance(data, dict) else None
-    result = ParseResult("json", build_turns(history if isinstance(history, list) else []))
-    result.complete_offset = path.stat().st_size
+    size = path.stat().st_size
     if not isinstance(history, list):
-        result.problems.append(Problem(1, "malformed", "no `history` list: not a Continue session"))
-    return result
+        return ParseResult.malformed("no `history` list: not a Continue session", "json", size)
+    return ParseResult("json", build_turns(history), complete_offset=size)
 
 
 # --- discovery ---------------------------------------------------------------------------------

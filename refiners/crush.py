@@ -21,8 +21,8 @@ from archive_mcp.workspaces.home import crush_data_dir
 from . import answers, stores
 from .disk import is_dir, is_file, load_object
 from .fields import field_dict, field_list, json_object, json_value
-from .lines import CallsBuilder, LogReader, Record
-from .model import Step, SubagentRun, ToolCall, Turn, epoch
+from .lines import CallsBuilder, LogReader, Record, from_start, tool_call
+from .model import Step, SubagentRun, Turn, epoch
 from .sources import Discovery, SessionSource, register, with_next
 
 SOURCE = "crush"
@@ -139,12 +139,7 @@ class CrushTurnBuilder(CallsBuilder):
             n=len(cur.steps) + 1, text=_text(parts), think=_text(parts, "reasoning", "thinking")
         )
         for part in parts.get("tool_call", ()):
-            call = ToolCall(
-                id=str(part.get("id") or ""),
-                name=str(part.get("name") or ""),
-                arguments=str(part.get("input") or ""),
-                called_at=ts,
-            )
+            call = tool_call(part, str(part.get("input") or ""), ts)
             step.tool_calls.append(call)
             self.calls[call.id] = call
             if call.name in SUBAGENT_TOOLS:
@@ -180,10 +175,6 @@ def _media(part: dict[str, Any]) -> dict[str, Any]:
         return {"type": "image", "url_prefix": url[:40], "bytes_b64": len(url)}
     kind = "image" if mime.startswith("image/") else "file"
     return {"type": kind, "url_prefix": mime[:40], "bytes_b64": len(str(part.get("Data") or ""))}
-
-
-def _builder(path: Path, start_index: int, protocol: str | None) -> CrushTurnBuilder:
-    return CrushTurnBuilder()  # an export is rewritten whole: always read from its start
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -251,5 +242,7 @@ def _session(project: Path, db: Path, sid: str, s: dict[str, Any], export: Path)
     return stores.store_session(SOURCE, sid, SOURCE, str(project), s.get("title"), db, export)
 
 
-READER = register(LogReader(SOURCE, "Crush", _builder, discover, 36, whole=True))
+READER = register(
+    LogReader(SOURCE, "Crush", from_start(CrushTurnBuilder), discover, 36, whole=True)
+)
 parse_wire = READER.parse

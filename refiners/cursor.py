@@ -19,8 +19,8 @@ from typing import Any
 
 from . import stores, vscode, vscode_chat
 from .disk import is_dir
-from .fields import arguments_text, as_int, field_dict, json_object, json_value, parse_time
-from .lines import CallsBuilder, LogReader, Record, prompt_turn
+from .fields import as_int, field_dict, json_object, parse_time
+from .lines import CallsBuilder, LogReader, Record, from_start, prompt_turn, tool_call
 from .model import Step, SubagentRun, ToolCall
 from .sources import Discovery, SessionSource, register
 
@@ -36,13 +36,11 @@ def read_composers(db: Path) -> list[dict[str, Any]] | None:
     with stores.read_only(db) as con:
         if not stores.has_table(con, KV):
             return None
-        for key, value in vscode.prefixed(con, KV, "composerData:"):
-            head = json_value(value)
+        for cid, head in vscode.prefixed(con, KV, "composerData:").items():
             if not isinstance(head, dict):
-                head = {"composerId": key.split(":", 1)[1], "error": "composerData is not JSON"}
-            cid = str(head.get("composerId") or key.split(":", 1)[1])
-            bubbles = vscode.prefixed(con, KV, f"bubbleId:{cid}:")
-            stored = {k.rsplit(":", 1)[1]: json_value(v) for k, v in bubbles}
+                head = {"composerId": cid, "error": "composerData is not JSON"}
+            cid = str(head.get("composerId") or cid)
+            stored = vscode.prefixed(con, KV, f"bubbleId:{cid}:")
             inline = [b for b in head.pop("conversation", None) or [] if isinstance(b, dict)]
             stored.update((str(b.get("bubbleId")), b) for b in inline)  # an older build's
             order = head.pop("fullConversationHeadersOnly", None) or inline
@@ -103,12 +101,7 @@ def parents(composers: list[dict[str, Any]]) -> dict[str, str]:
 
 def _call(tool: dict[str, Any], at: float | None) -> ToolCall:
     args = tool.get("rawArgs") or tool.get("params") or {}
-    call = ToolCall(
-        id=str(tool.get("toolCallId") or ""),
-        name=str(tool.get("name") or ""),
-        arguments=arguments_text(args),
-        called_at=at,
-    )
+    call = tool_call({"id": tool.get("toolCallId"), "name": tool.get("name")}, args, at)
     status = str(tool.get("status") or "")
     if tool.get("userDecision") == "rejected":
         call.approval = "reject"
@@ -268,6 +261,6 @@ def discover(path: Path) -> Discovery | None:
 
 
 READER = register(
-    LogReader(SOURCE, "Cursor", lambda p, i, v: CursorTurnBuilder(), discover, 28, whole=True)
+    LogReader(SOURCE, "Cursor", from_start(CursorTurnBuilder), discover, 28, whole=True)
 )
 parse_wire = READER.parse

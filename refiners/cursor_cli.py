@@ -29,7 +29,7 @@ from archive_mcp.workspaces.ids import is_workspace_id, workspace_id
 
 from .disk import is_dir, is_file
 from .fields import field_dict, field_list, json_value
-from .lines import CallsBuilder, LogReader, Record, tool_call
+from .lines import CallsBuilder, LogReader, Record, from_start, tool_call
 from .model import Step, ToolCall, epoch
 from .sources import Discovery, listing, register
 from .stores import (
@@ -223,8 +223,6 @@ def discover(path: Path) -> Discovery | None:
 
 
 READER = register(
-    LogReader(
-        SOURCE, "Cursor CLI", lambda p, i, v: CursorCliTurnBuilder(), discover, 28, whole=True
-    )
+    LogReader(SOURCE, "Cursor CLI", from_start(CursorCliTurnBuilder), discover, 28, whole=True)
 )
 parse_wire = READER.parse

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .fields import loads_valid
-from .model import ParseResult, Problem
+from .model import ParseResult
 
 META_MAX = 8 << 20  # a metadata JSON file (state.json, meta.json, projects.json) read whole
 LINE_MAX = 64 << 20  # a log line decoded whole; a longer one is skipped (reported)
@@ -88,7 +88,7 @@ def load_snapshot(path: Path) -> Any:
     try:
         return loads_valid(read_bounded(path, SNAPSHOT_MAX).decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError) as exc:
-        return ParseResult("json", [], problems=[Problem(1, "malformed", str(exc))])
+        return ParseResult.malformed(str(exc))
 
 
 def load_json(path: Path, limit: int = META_MAX) -> Any:

@@ -59,6 +59,7 @@ from .lines import (
     LogReader,
     Record,
     TurnBuilder,
+    from_start,
     prompt_turn,
     too_many_items,
     tool_call,
@@ -288,7 +289,7 @@ def parse_chat(path: Path, stop: int | None = None) -> ParseResult:
     try:
         blob = read_bounded(path, LINE_MAX)[:stop]  # parsed whole: bounded as one line is
         if (why := too_many_items(blob)) is not None:
-            return ParseResult("json", [], problems=[Problem(1, "malformed", why)])
+            return ParseResult.malformed(why)
         try:
             text = blob.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -296,21 +297,17 @@ def parse_chat(path: Path, stop: int | None = None) -> ParseResult:
             text = blob.decode("utf-8", errors="replace")
         data, bad = valid_unicode(json.loads(text))
     except (OSError, ValueError, RecursionError) as exc:
-        return ParseResult("json", [], problems=[*problems, Problem(1, "malformed", str(exc))])
+        return ParseResult.malformed(str(exc), problems=problems)
     if bad:
         why = f"{bad} string(s) with a lone surrogate: each replaced with U+FFFD"
         problems.append(Problem(1, "invalid_unicode", why))
     raw = data.get("messages") if isinstance(data, dict) else None
     size = path.stat().st_size
-    messages = [(m, 0, size) for m in (raw if isinstance(raw, list) else []) if isinstance(m, dict)]
-    result = ParseResult("json", build_turns(messages), problems, complete_offset=size)
     if not isinstance(raw, list):
-        result.problems.append(Problem(1, "malformed", "no `messages` list: not a Gemini chat"))
-    return result
-
-
-def _builder(path: Path, start_index: int, protocol: str | None) -> GeminiTurnBuilder:
-    return GeminiTurnBuilder()  # a chat is parsed whole: a rewind may reach back anywhere
+        why = "no `messages` list: not a Gemini chat"
+        return ParseResult.malformed(why, "json", size, problems)
+    messages = [(m, 0, size) for m in raw if isinstance(m, dict)]
+    return ParseResult("json", build_turns(messages), problems, complete_offset=size)
 
 
 # --- discovery ---------------------------------------------------------------------------------
@@ -490,7 +487,16 @@ def discover(path: Path) -> Discovery | None:
     return found
 
 
+# a chat is parsed whole: a rewind may reach back anywhere
 READER = register(
-    LogReader(SOURCE, "Gemini CLI", _builder, discover, 50, whole=True, other=parse_chat)
+    LogReader(
+        SOURCE,
+        "Gemini CLI",
+        from_start(GeminiTurnBuilder),
+        discover,
+        50,
+        whole=True,
+        other=parse_chat,
+    )
 )
 parse_wire = READER.parse

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import opencode
-from .lines import LogReader
+from .lines import LogReader, from_start
 from .sources import Discovery, register
 
 SOURCE = "kilo"
@@ -23,5 +23,9 @@ def discover(path: Path) -> Discovery | None:
     return opencode.discover_db(path, DB, SOURCE, "Kilo Code")
 
 
-READER = register(LogReader(SOURCE, "Kilo Code", opencode._builder, discover, 36, whole=True))
+READER = register(
+    LogReader(
+        SOURCE, "Kilo Code", from_start(opencode.OpenCodeTurnBuilder), discover, 36, whole=True
+    )
+)
 parse_wire = READER.parse

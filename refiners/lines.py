@@ -291,6 +291,13 @@ RECORD_ERRORS = (TypeError, ValueError, AttributeError, KeyError, OverflowError,
 Builder = Callable[[Path, int, str | None], TurnBuilder]  # (path, start_index, protocol)
 
 
+def from_start(make: Callable[[], TurnBuilder]) -> Builder:
+    """The `Builder` of a format whose files are read whole (`LogReader.whole`: an export made
+    again from a store, a document rewritten in place): a new `make()` for each file, the turn
+    index and protocol of an earlier read unused."""
+    return lambda path, start_index, protocol: make()
+
+
 @dataclass(frozen=True)
 class LogReader:
     """A JSONL agent format (a `Reader`): a builder for each file and how to find its sessions."""

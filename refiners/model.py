@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -294,3 +295,12 @@ class ParseResult:
     resume_offset: int = 0  # start of the first turn that may still change
     resume_line: int = 1
     resume_index: int = 0
+
+    @classmethod
+    def malformed(
+        cls, why: str, protocol: str = "json", size: int = 0, problems: Iterable[Problem] = ()
+    ) -> ParseResult:
+        """A whole file that cannot be read or is not the reader's shape: no turns, the
+        `problems` found before and a `malformed` problem (line 1) saying `why`; `size` the bytes
+        read (`complete_offset`: 0 when none could be)."""
+        return cls(protocol, [], [*problems, Problem(1, "malformed", why)], complete_offset=size)

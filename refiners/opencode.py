@@ -32,7 +32,7 @@ from typing import Any
 
 from . import stores
 from .fields import as_int, field_dict, field_list, json_object
-from .lines import CallsBuilder, LogReader, Record
+from .lines import CallsBuilder, LogReader, Record, from_start
 from .model import Step, SubagentRun, ToolCall, Turn, epoch
 from .sources import Discovery, SessionSource, register
 
@@ -171,10 +171,6 @@ def _call(part: dict[str, Any]) -> ToolCall:
     return call
 
 
-def _builder(path: Path, start_index: int, protocol: str | None) -> OpenCodeTurnBuilder:
-    return OpenCodeTurnBuilder()  # an export is rewritten whole: always read from its start
-
-
 # --- discovery ---------------------------------------------------------------------------------
 
 
@@ -200,5 +196,7 @@ def _session(source: str, db: Path, sid: str, s: dict[str, Any], export: Path) -
     return stores.store_session(source, sid, source, s.get("directory"), s.get("title"), db, export)
 
 
-READER = register(LogReader(SOURCE, "OpenCode", _builder, discover, 35, whole=True))
+READER = register(
+    LogReader(SOURCE, "OpenCode", from_start(OpenCodeTurnBuilder), discover, 35, whole=True)
+)
 parse_wire = READER.parse

@@ -13,6 +13,10 @@ An editor keeps its state in its `User` folder:
 
 A `state.vscdb` is SQLite: a key-value table `ItemTable (key, value)` (Cursor adds
 `cursorDiskKV`), each value JSON text. It is read as the agents' stores are (`stores.read_only`).
+
+A chat session (`chatSessions/`, the editor's own chat storage) is a `.json` document rewritten
+whole or, in newer builds, a `.jsonl` log of changes to that document (`replay`; the change
+kinds: docs/formats.md, "VS Code's chat").
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .disk import is_dir, is_file, load_object
+from .disk import LINE_MAX, is_dir, is_file, load_object
+from .fields import field_list, json_value, loads_valid
+from .model import Problem
 from .sources import READERS, Discovery, listing
 from .stores import read_only
 
@@ -84,13 +90,13 @@ def item(db: Path, key: str) -> Any:
     return row[0] if row else None
 
 
-def prefixed(con: sqlite3.Connection, table: str, prefix: str) -> list[tuple[str, Any]]:
-    """The (key, value) rows of the key-value `table` whose key starts with `prefix`, by key
-    range (the key's index; LIKE scans all)."""
+def prefixed(con: sqlite3.Connection, table: str, prefix: str) -> dict[str, Any]:
+    """The values of the key-value `table` whose key starts with `prefix`, each its JSON
+    (`json_value`: None when it is not JSON), by the rest of its key; read by key range (the
+    key's index; LIKE scans all)."""
     end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    return list(
-        con.execute(f"SELECT key, value FROM {table} WHERE key >= ? AND key < ?", (prefix, end))
-    )
+    rows = con.execute(f"SELECT key, value FROM {table} WHERE key >= ? AND key < ?", (prefix, end))
+    return {key[len(prefix) :]: json_value(value) for key, value in rows}
 
 
 def extension_of(path: Path) -> str | None:
@@ -108,3 +114,59 @@ def extension_sessions(user: Path, found: Discovery) -> None:
     whole, once (its extensions' folders are no roots of their own)."""
     for folder, source in EXTENSIONS.items():
         found.add(READERS[source].discover(user / "globalStorage" / folder))
+
+
+# --- a chat session's change log ---------------------------------------------------------------
+
+
+def _at(node: Any, key: Any) -> Any:
+    if isinstance(node, dict):
+        return node.get(key)
+    if isinstance(node, list) and isinstance(key, int) and -len(node) <= key < len(node):
+        return node[key]
+    return None
+
+
+def apply(doc: Any, op: dict[str, Any]) -> Any:
+    """`doc` with one change of the log applied (raises ValueError on one that does not fit)."""
+    kind, path = op.get("kind"), op.get("k")
+    if kind == 0:
+        return op.get("v")
+    if not isinstance(path, list) or not path:
+        raise ValueError(f"change of kind {kind!r} without a path")
+    parent = doc
+    for key in path[:-1]:
+        parent = _at(parent, key)
+    last = path[-1]
+    if kind == 2:
+        target = _at(parent, last)
+        if not isinstance(target, list):
+            raise ValueError(f"push onto {path} that is not an array")
+        if isinstance(op.get("i"), int):
+            del target[op["i"] :]
+        target.extend(field_list(op, "v"))
+    elif kind == 1 and isinstance(parent, dict):
+        parent[last] = op.get("v")
+    elif kind == 1 and isinstance(parent, list) and _at(parent, last) is not None:
+        parent[last] = op.get("v")
+    elif kind == 3 and isinstance(parent, dict | list) and _at(parent, last) is not None:
+        del parent[last]
+    else:
+        raise ValueError(f"change of kind {kind!r} at {path} that does not fit the session")
+    return doc
+
+
+def replay(raw: bytes, problems: list[Problem]) -> Any:
+    """The session a `.jsonl` change log ends with; a bad line is reported and skipped."""
+    doc: Any = None
+    for no, line in enumerate(raw.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            op = loads_valid(line.decode("utf-8", errors="replace"))
+            if len(line) > LINE_MAX or not isinstance(op, dict):
+                raise ValueError("not a change record")
+            doc = apply(doc, op)
+        except (ValueError, RecursionError, TypeError, IndexError) as exc:
+            problems.append(Problem(no, "malformed", str(exc)[:200]))
+    return doc

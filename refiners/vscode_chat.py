@@ -4,7 +4,7 @@ Insiders build, VSCodium and Cursor keep in `User/workspaceStorage/<hash>/chatSe
 
 The format: docs/formats.md, "VS Code's chat" (built from the documented format, not recorded).
 A session is one `.json` document rewritten whole or, in newer builds, a `.jsonl` log of changes
-to it (`replay`): either is parsed whole. A request is a turn; the calls of a `runSubagent` call
+to it (`vscode.replay`): either is parsed whole. A request is a turn; the calls of a `runSubagent` call
 (marked with its `subAgentInvocationId`) are a subagent run of that turn.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import vscode
-from .disk import LINE_MAX, SNAPSHOT_MAX, is_dir, is_file, read_bounded
+from .disk import SNAPSHOT_MAX, is_dir, is_file, read_bounded
 from .fields import as_int, field_dict, field_list, loads_valid
 from .lines import prompt_turn
 from .model import ParseResult, Problem, Step, SubagentRun, ToolCall, Turn, epoch
@@ -24,62 +24,6 @@ from .sources import Discovery, SnapshotReader, listing, log_session, register
 SOURCE = "copilot-chat"
 CHATS = "chatSessions"
 STATE = {1: "completed", 2: "cancelled", 3: "failed"}  # modelState.value; 0 pending, 4 input
-
-
-# --- the document ------------------------------------------------------------------------------
-
-
-def _at(node: Any, key: Any) -> Any:
-    if isinstance(node, dict):
-        return node.get(key)
-    if isinstance(node, list) and isinstance(key, int) and -len(node) <= key < len(node):
-        return node[key]
-    return None
-
-
-def apply(doc: Any, op: dict[str, Any]) -> Any:
-    """`doc` with one change of the log applied (raises ValueError on one that does not fit)."""
-    kind, path = op.get("kind"), op.get("k")
-    if kind == 0:
-        return op.get("v")
-    if not isinstance(path, list) or not path:
-        raise ValueError(f"change of kind {kind!r} without a path")
-    parent = doc
-    for key in path[:-1]:
-        parent = _at(parent, key)
-    last = path[-1]
-    if kind == 2:
-        target = _at(parent, last)
-        if not isinstance(target, list):
-            raise ValueError(f"push onto {path} that is not an array")
-        if isinstance(op.get("i"), int):
-            del target[op["i"] :]
-        target.extend(field_list(op, "v"))
-    elif kind == 1 and isinstance(parent, dict):
-        parent[last] = op.get("v")
-    elif kind == 1 and isinstance(parent, list) and _at(parent, last) is not None:
-        parent[last] = op.get("v")
-    elif kind == 3 and isinstance(parent, dict | list) and _at(parent, last) is not None:
-        del parent[last]
-    else:
-        raise ValueError(f"change of kind {kind!r} at {path} that does not fit the session")
-    return doc
-
-
-def replay(raw: bytes, problems: list[Problem]) -> Any:
-    """The session a `.jsonl` change log ends with; a bad line is reported and skipped."""
-    doc: Any = None
-    for no, line in enumerate(raw.split(b"\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            op = loads_valid(line.decode("utf-8", errors="replace"))
-            if len(line) > LINE_MAX or not isinstance(op, dict):
-                raise ValueError("not a change record")
-            doc = apply(doc, op)
-        except (ValueError, RecursionError, TypeError, IndexError) as exc:
-            problems.append(Problem(no, "malformed", str(exc)[:200]))
-    return doc
 
 
 # --- turns -------------------------------------------------------------------------------------
@@ -208,21 +152,20 @@ def read(path: Path) -> ParseResult:
     try:
         raw = read_bounded(path, SNAPSHOT_MAX)
         doc = (
-            replay(raw, problems)
+            vscode.replay(raw, problems)
             if path.suffix == ".jsonl"
             else loads_valid(raw.decode("utf-8", errors="replace"))
         )
     except (OSError, ValueError, RecursionError) as exc:
-        return ParseResult("unknown", [], problems=[Problem(1, "malformed", str(exc)[:200])])
+        return ParseResult.malformed(str(exc)[:200], "unknown")
+    version = doc.get("version") if isinstance(doc, dict) else None
+    protocol = f"v{version}" if isinstance(version, int) else "unknown"
     requests = doc.get("requests") if isinstance(doc, dict) else None
     if not isinstance(requests, list):
-        problems.append(Problem(1, "malformed", "no `requests` list: not a VS Code chat session"))
-        requests = []
+        why = "no `requests` list: not a VS Code chat session"
+        return ParseResult.malformed(why, protocol, len(raw), problems)
     turns = [request_turn(i, r) for i, r in enumerate(r for r in requests if isinstance(r, dict))]
-    version = doc.get("version") if isinstance(doc, dict) else None
-    result = ParseResult(f"v{version}" if isinstance(version, int) else "unknown", turns, problems)
-    result.complete_offset = len(raw)
-    return result
+    return ParseResult(protocol, turns, problems, complete_offset=len(raw))
 
 
 # --- discovery ---------------------------------------------------------------------------------

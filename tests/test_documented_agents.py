@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from archive_mcp.refiners import cursor, cursor_cli, discover, vscode, vscode_chat
 from archive_mcp.refiners.fields import parse_time
-from archive_mcp.refiners.model import Turn
+from archive_mcp.refiners.model import Problem, Turn
 from archive_mcp.workspaces import workspace_id
 
 from archive_mcp import Archive
@@ -510,6 +510,42 @@ def test_a_bad_vs_code_change_line_is_reported_and_the_rest_replayed(tmp_path: P
     assert [p.error for p in vscode_chat.parse_wire(missing).problems] == [
         "no `requests` list: not a VS Code chat session"
     ]
+
+
+def test_a_vs_code_change_log_sets_pushes_cuts_and_deletes_and_reports_a_change_that_does_not_fit() -> (
+    None
+):
+    changes = [
+        {"kind": 0, "v": {"requests": [], "title": "a"}},
+        {"kind": 2, "k": ["requests"], "v": [{"id": 1}, {"id": 2}]},
+        {"kind": 2, "k": ["requests"], "v": [{"id": 3}], "i": 1},
+        {"kind": 1, "k": ["requests", 0, "done"], "v": True},
+        {"kind": 3, "k": ["title"]},
+        {"kind": 2, "k": ["title"], "v": []},
+    ]
+    problems: list[Problem] = []
+    log = b"\n".join(json.dumps(c).encode() for c in changes)
+    assert vscode.replay(log, problems) == {"requests": [{"id": 1, "done": True}, {"id": 3}]}
+    assert problems == [Problem(6, "malformed", "push onto ['title'] that is not an array")]
+
+
+def test_the_keys_under_a_prefix_are_read_by_the_rest_of_their_key_with_their_json(
+    tmp_path: Path,
+) -> None:
+    con = sqlite3.connect(tmp_path / "state.vscdb")
+    con.execute("CREATE TABLE cursorDiskKV (key TEXT UNIQUE, value BLOB)")
+    rows = [
+        ("bubbleId:c1", "{}"),
+        ("bubbleId:c1:b1", '{"type": 1}'),
+        ("bubbleId:c1:b:2", "[1]"),
+        ("bubbleId:c1:b3", "not json"),
+        ("bubbleId:c10:b1", "{}"),
+        ("bubbleId:c2:b1", "{}"),
+    ]
+    con.executemany("INSERT INTO cursorDiskKV VALUES (?, ?)", rows)
+    got = vscode.prefixed(con, "cursorDiskKV", "bubbleId:c1:")
+    assert got == {"b1": {"type": 1}, "b:2": [1], "b3": None}
+    con.close()
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import pytest
 from archive_mcp.refiners import READERS, discover
 from archive_mcp.refiners.disk import is_file
 from archive_mcp.refiners.fields import field_dict, parse_time
-from archive_mcp.refiners.lines import LogReader, Record, TurnBuilder, prompt_turn
-from archive_mcp.refiners.model import ParseResult
+from archive_mcp.refiners.lines import LogReader, Record, TurnBuilder, from_start, prompt_turn
+from archive_mcp.refiners.model import ParseResult, Problem
 from archive_mcp.refiners.sources import (
     Discovery,
     FileReader,
@@ -129,3 +129,28 @@ def test_a_snapshot_reader_parses_the_whole_document_from_any_offset(tmp_path: P
     assert [(t.index, t.user_text) for t in whole.turns] == [(0, "one"), (1, "two")]
     assert reader.parse(doc, 20, 1, 1, "v2", 25) == whole  # as ingest may call any reader
     assert reader.parse(doc, start=20, protocol="v2", stop=25) == whole
+
+
+def test_a_whole_file_reader_reads_from_the_start_with_a_new_builder_each_time(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "s1.toy.jsonl"
+    log.write_bytes(b"".join(LINES))
+    whole = LogReader("toy", "Toy", from_start(ToyBuilder), toy_discover, whole=True)
+    second = sum(map(len, LINES[:4]))
+    result = whole.parse(log, second, 5, 1, protocol="9")
+    assert [(t.index, t.user_text) for t in result.turns] == [(0, "one"), (1, "/two")]
+    assert result == whole.parse(log, protocol="9")  # the protocol an earlier read found is kept
+    made = from_start(ToyBuilder)
+    assert made(log, 7, "9") is not made(log, 7, "9")
+
+
+def test_a_file_not_the_readers_shape_is_one_malformed_problem_after_those_found_before() -> None:
+    before = [Problem(1, "invalid_utf8", "byte 0xff")]
+    result = ParseResult.malformed("no `messages` list", "v3", 120, before)
+    assert (result.protocol_version, result.turns, result.complete_offset) == ("v3", [], 120)
+    assert result.problems == [before[0], Problem(1, "malformed", "no `messages` list")]
+    assert before == [Problem(1, "invalid_utf8", "byte 0xff")]
+    assert ParseResult.malformed("unreadable") == ParseResult(
+        "json", [], [Problem(1, "malformed", "unreadable")], complete_offset=0
+    )
