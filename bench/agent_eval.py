@@ -37,6 +37,9 @@ home (its session logs and their subagents' logs), copied the same way into OUT/
 `preload` is the folder
 `-Users-neilhart-Documents-BONKbot-github-web-terminal-frontend-feat-dash-pauls-preload-data` of that
 home (its session logs and their subagents' logs), copied the same way into OUT/preload/raw.
+`wtauto` is the folder
+`-Users-neilhart-Documents-BONKbot-github-web-terminal-frontend-feat-token-analysis-autopilot` of that
+home (its session logs and their subagents' logs), copied the same way into OUT/wtauto/raw.
 """
 
 from __future__ import annotations
@@ -82,6 +85,12 @@ PROJECTS: dict[str, Project] = {
     "preload": Project(
         (
             f"{PAI}/-Users-neilhart-Documents-BONKbot-github-web-terminal-frontend-feat-dash-pauls-preload-data",
+        ),
+        "**/*.jsonl",
+    ),
+    "wtauto": Project(
+        (
+            f"{PAI}/-Users-neilhart-Documents-BONKbot-github-web-terminal-frontend-feat-token-analysis-autopilot",
         ),
         "**/*.jsonl",
     ),

@@ -125,6 +125,23 @@ def question_rows(project: str, prefix: str) -> list[dict[str, str]]:
             ),
         ),
         ("preload", "wq", 10, ("trenchbench-unify-pr", "vantage-bubble-settings")),
+        (
+            "wtauto",
+            "xq",
+            11,
+            (
+                "screener-signal-indicators",
+                "autopilot-backend-startup",
+                "token-stats-zero-data-flow",
+                "sol-price-source",
+                "watchlist-data-source",
+                "pnl-display",
+                "close-positions-controls",
+                "backend-data-feed-integration",
+                "vz-volume-indicator",
+                "demo-simulation",
+            ),
+        ),
     ],
 )
 def test_a_held_out_projects_questions_back_each_part_and_ask_nothing_a_labelled_topic_holds(
