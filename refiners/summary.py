@@ -178,6 +178,22 @@ _LOCAL_OUT = re.compile(
 _TASK_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 _DROP_BLOCKS = re.compile(r"<(system-reminder|local-command-caveat|command-message)>.*?</\1>", re.S)
 _TAG = re.compile(r"</?[a-z][a-z-]*>")
+# Claude Code's message that a background task ended, sent in the user's place: the tag (its
+# `<result>` read whole, whatever it quotes) and the line Claude Code adds after it
+_NOTIFICATION = re.compile(
+    r"\s*<task-notification>(?:<result>.*?</result>|.)*?</task-notification>"
+    r"(?:\s*(?:Read the output file to retrieve the result|Full transcript available at):[^\n]*)?",
+    re.S,
+)
+
+
+def after_notifications(text: str) -> tuple[int, str]:
+    """How many task notifications `text` (a user message) opens with, and what follows them:
+    the user's own words, if any. A tag elsewhere, or one never closed, is the user's words."""
+    n, at = 0, 0
+    while found := _NOTIFICATION.match(text, at):
+        n, at = n + 1, found.end()
+    return n, text[at:].strip()
 
 
 def user_request(text: str) -> str:

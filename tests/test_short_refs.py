@@ -216,6 +216,72 @@ def test_an_overview_leaves_out_a_task_notification_and_keeps_what_the_user_type
     ]
 
 
+NOTE = (
+    "<task-notification>\n<task-id>a1f</task-id>\n<status>completed</status>\n"
+    '<summary>Agent "tidy the overview" completed</summary>\n'
+)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Leave out turns that are only a `<task-notification>` and say so once.",
+        "<task-notification> turns are noise in the overview: hide them",
+    ],
+    ids=["tag-mid-prompt", "tag-opens-prompt"],
+)
+def test_an_overview_lists_whole_a_prompt_in_which_the_user_typed_the_notification_tag(
+    tmp_path: Path, said: str
+) -> None:
+    lines = [_line(LONE, "user", said, 0), _line(LONE, "assistant", "Done.", 1)]
+    assert _listed(tmp_path, lines, {"prompts": True}) == [
+        "sync: 1 sessions",
+        "- b0b00000 2026-03-20 10:00 1 turns",
+        f"  :0 10:00 {said}",
+    ]
+
+
+def test_an_overview_leaves_out_a_notification_whose_result_quotes_the_closing_tag(
+    tmp_path: Path,
+) -> None:
+    note = (
+        f"{NOTE}<result>overview.py now drops a prompt up to </task-notification> and the line "
+        "after it.</result>\n</task-notification>\nFull transcript available at: /tmp/a1f.output"
+    )
+    lines = [
+        _line(LONE, "user", "Why does the retry loop spin?", 0),
+        _line(LONE, "assistant", "It never backs off.", 1),
+        _line(LONE, "user", note, 2),
+        _line(LONE, "assistant", "The agent is done.", 3),
+    ]
+    assert _listed(tmp_path, lines, {"prompts": True}) == [
+        "sync: 1 sessions",
+        overview.ROUTINE_NOTE,
+        "- b0b00000 2026-03-20 10:00 2 turns",
+        "  :0 10:00 Why does the retry loop spin?",
+    ]
+
+
+def test_an_overview_leaves_out_a_bare_continue_typed_after_a_notification_as_it_does_one_alone(
+    tmp_path: Path,
+) -> None:
+    note = f"{NOTE}</task-notification>"
+    lines = [
+        _line(LONE, "user", "Why does the retry loop spin?", 0),
+        _line(LONE, "assistant", "It never backs off.", 1),
+        _line(LONE, "user", "continue", 2),
+        _line(LONE, "assistant", "Going on.", 3),
+        _line(LONE, "user", f"{note}\ncontinue", 4),
+        _line(LONE, "assistant", "Going on again.", 5),
+    ]
+    assert _listed(tmp_path, lines, {"prompts": True}) == [
+        "sync: 1 sessions",
+        overview.ROUTINE_NOTE,
+        "- b0b00000 2026-03-20 10:00 3 turns",
+        "  :0 10:00 Why does the retry loop spin?",
+    ]
+
+
 def _questions() -> list[str]:
     """A long session's lines: 50 questions of 180 characters, each answered."""
     lines = []

@@ -4,12 +4,13 @@ interruption marker, a bare "continue", a task notification) left out and said o
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import polars as pl
 
 from archive_mcp.refiners.answers import MARKS
+from archive_mcp.refiners.kinds import CONTINUE
+from archive_mcp.refiners.summary import after_notifications
 from archive_mcp.refiners.text import clip
 from archive_mcp.search.ranking import NOISE_KINDS
 
@@ -20,13 +21,6 @@ ROUTINE = NOISE_KINDS - {"api_error"}
 ROUTINE_NOTE = (
     "(routine turns are not listed: /clear, command output, compaction recaps, interruptions, "
     "bare continues, task notifications)"
-)
-# Claude Code's note that a background task ended, sent in the user's place with the line it adds
-# after it: not the user's words (what they typed beside one, if anything, is)
-NOTIFICATION = re.compile(
-    r"<task-notification>.*?(?:</task-notification>|\Z)"
-    r"(?:\s*(?:Read the output file to retrieve the result|Full transcript available at):[^\n]*)?",
-    re.S,
 )
 
 
@@ -60,8 +54,11 @@ def prompts(turns: pl.LazyFrame, sessions: list[str]) -> tuple[dict[str, list[Pr
     out: dict[str, list[Prompt]] = {}
     left = 0
     for r in rows:
-        words = " ".join(NOTIFICATION.sub(" ", r["user_text"] or "").split())
-        if not words and r["user_text"] and r["user_text"].strip():  # a notification only
+        notes, said = after_notifications(r["user_text"] or "")
+        words = " ".join(said.split())
+        # Claude Code's notifications are not the user's words; alone, or with a bare
+        # "continue" after them (kinds were found with them in: no `continuation`), routine
+        if notes and (not words or CONTINUE.match(words.lower())):
             left += 1
             continue
         if not words:
