@@ -163,8 +163,10 @@ def replay(raw: bytes, problems: list[Problem]) -> Any:
         if not line.strip():
             continue
         try:
+            if len(line) > LINE_MAX:  # not decoded: it would be refused whatever it holds
+                raise ValueError("not a change record")
             op = loads_valid(line.decode("utf-8", errors="replace"))
-            if len(line) > LINE_MAX or not isinstance(op, dict):
+            if not isinstance(op, dict):
                 raise ValueError("not a change record")
             doc = apply(doc, op)
         except (ValueError, RecursionError, TypeError, IndexError) as exc:

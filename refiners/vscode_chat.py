@@ -4,8 +4,8 @@ Insiders build, VSCodium and Cursor keep in `User/workspaceStorage/<hash>/chatSe
 
 The format: docs/formats.md, "VS Code's chat" (built from the documented format, not recorded).
 A session is one `.json` document rewritten whole or, in newer builds, a `.jsonl` log of changes
-to it (`vscode.replay`): either is parsed whole. A request is a turn; the calls of a `runSubagent` call
-(marked with its `subAgentInvocationId`) are a subagent run of that turn.
+to it (`vscode.replay`): either is parsed whole. A request is a turn; the calls of a
+`runSubagent` call (marked with its `subAgentInvocationId`) are a subagent run of that turn.
 """
 
 from __future__ import annotations

@@ -151,6 +151,24 @@ def test_a_range_its_budget_cannot_hold_is_not_loaded_again_and_again(
     assert count[0] <= 2 * 50
 
 
+def test_a_range_read_parses_the_workspaces_ingest_state_once_and_again_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive, ws, sid = _archive(
+        tmp_path, [f"check table t{i}" for i in range(12)], [_steps(i, 3) for i in range(12)]
+    )
+    count = _parses(monkeypatch, parsed, "read_json")
+    got = archive.load_turn_context([f"{sid}:0-11"], workspace=ws)
+    assert (len(got.turns), count[0]) == (12, 1)
+    workspace = archive.workspaces()[0]
+    state_file = workspace.state_dir / "ingest.json"
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    (log,) = state["files"]
+    state["files"][log]["protocol"] = "changed"
+    state_file.write_text(json.dumps(state), encoding="utf-8")
+    assert (parsed._file_entry(workspace, log)["protocol"], count[0]) == ("changed", 2)
+
+
 def test_filling_a_scan_never_shows_less_of_the_users_words_than_its_first_pass(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -190,7 +190,7 @@ def test_an_overview_leaves_out_a_task_notification_and_keeps_what_the_user_type
     tmp_path: Path,
 ) -> None:
     note = (
-        "<task-notification> <task-id>b29c0c3</task-id> <output-file>/tmp/t.output</output-file> "
+        "<task-notification> <task-id>b29c0c3</task-id> <output-file>tasks/t.output</output-file> "
         "<status>completed</status> <summary>Build finished</summary> </task-notification>"
     )
     lines = [
@@ -199,10 +199,10 @@ def test_an_overview_leaves_out_a_task_notification_and_keeps_what_the_user_type
         _line(LONE, "user", note, 2),
         _line(LONE, "assistant", "The build passed.", 3),
         _line(
-            LONE, "user", f"{note}\nRead the output file to retrieve the result: /tmp/t.output", 4
+            LONE, "user", f"{note}\nRead the output file to retrieve the result: tasks/t.output", 4
         ),
         _line(LONE, "assistant", "Read it.", 5),
-        _line(LONE, "user", f"{note}\nFull transcript available at: /tmp/t.output\n{note}", 6),
+        _line(LONE, "user", f"{note}\nFull transcript available at: tasks/t.output\n{note}", 6),
         _line(LONE, "assistant", "Both done.", 7),
         _line(LONE, "user", note + "\nNow keep the delay at 2 s", 8),
         _line(LONE, "assistant", "Kept.", 9),
@@ -246,7 +246,7 @@ def test_an_overview_leaves_out_a_notification_whose_result_quotes_the_closing_t
 ) -> None:
     note = (
         f"{NOTE}<result>overview.py now drops a prompt up to </task-notification> and the line "
-        "after it.</result>\n</task-notification>\nFull transcript available at: /tmp/a1f.output"
+        "after it.</result>\n</task-notification>\nFull transcript available at: tasks/a1f.output"
     )
     lines = [
         _line(LONE, "user", "Why does the retry loop spin?", 0),

@@ -51,11 +51,33 @@ def parse_turn(ws: Workspace, row: dict[str, Any]) -> Turn | None:
     return turn
 
 
+# a workspace's ingest state by its file's identity: a read of many turns parses it once, not
+# once a turn (it holds an entry per archived log: megabytes in a large workspace)
+_STATES: LRUCache[tuple[Any, ...], dict[str, Any]] = LRUCache(8)
+
+
+def _file_entry(ws: Workspace, file: str) -> dict[str, Any]:
+    """The ingest state of the archived log `file` (its protocol, its agent); {} when none."""
+    path = ws.state_dir / "ingest.json"
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    with _PARSED_LOCK:
+        state = _STATES.get(key)
+    if state is None:
+        state = read_json(path, {}) or {}
+        with _PARSED_LOCK:
+            _STATES[key] = state
+    entry = state.get("files", {}).get(file, {})
+    return entry if isinstance(entry, dict) else {}
+
+
 def _parse(ws: Workspace, row: dict[str, Any], path: Path) -> Turn | None:
     """The turn of `row` parsed from its archived log `path` (None when it is gone or empty)."""
     ref = row["raw_ref"]
-    state = read_json(ws.state_dir / "ingest.json", {}) or {}
-    entry = state.get("files", {}).get(ref["file"], {})
+    entry = _file_entry(ws, ref["file"])
     parser = PARSERS[row["source"]]
     try:
         result = parser(
