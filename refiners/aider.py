@@ -252,8 +252,7 @@ class AiderTurnBuilder:
         sent = _tokens(tokens.group(1), tokens.group(2)) if tokens else None
         received = _tokens(tokens.group(3), tokens.group(4)) if tokens else None
         if sent is not None and received is not None:
-            cur.usage["input_other"] += sent
-            cur.usage["output"] += received
+            cur.add_usage(sent, received)
 
     @staticmethod
     def _edit(cur: Turn, text: str) -> None:

@@ -237,9 +237,8 @@ class CodexTurnBuilder(TurnBuilder):
             self.last_total = total
             usage = last if isinstance(last, dict) else {}
             cached = as_int(usage.get("cached_input_tokens"))
-            cur.usage["input_other"] += max(0, as_int(usage.get("input_tokens")) - cached)
-            cur.usage["input_cache_read"] += cached
-            cur.usage["output"] += as_int(usage.get("output_tokens"))
+            fresh = max(0, as_int(usage.get("input_tokens")) - cached)
+            cur.add_usage(fresh, usage.get("output_tokens"), cached)
         elif ptype == "task_complete":
             cur.end, cur.ended_at, cur.reason = "ended", ts, "completed"
         elif ptype == "turn_aborted":

@@ -69,11 +69,8 @@ def _compressed(cur: Turn, event: dict[str, Any]) -> None:
 def _event_usage(turn: Turn, event: dict[str, Any]) -> None:
     """The usage an `api_response` telemetry event reports, added to `turn`."""
     cached = as_int(event.get("cached_content_token_count"))
-    turn.usage["input_other"] += max(0, as_int(event.get("input_token_count")) - cached)
-    turn.usage["input_cache_read"] += cached
-    turn.usage["output"] += as_int(event.get("output_token_count")) + as_int(
-        event.get("thoughts_token_count")
-    )
+    output = as_int(event.get("output_token_count")) + as_int(event.get("thoughts_token_count"))
+    turn.add_usage(max(0, as_int(event.get("input_token_count")) - cached), output, cached)
 
 
 class QwenTurnBuilder(TurnBuilder):
@@ -182,11 +179,8 @@ class QwenTurnBuilder(TurnBuilder):
         cur.steps.append(step)
         usage = field_dict(rec, "usageMetadata")
         cached = as_int(usage.get("cachedContentTokenCount"))
-        cur.usage["input_other"] += max(0, as_int(usage.get("promptTokenCount")) - cached)
-        cur.usage["input_cache_read"] += cached
-        cur.usage["output"] += as_int(usage.get("candidatesTokenCount")) + as_int(
-            usage.get("thoughtsTokenCount")
-        )
+        output = as_int(usage.get("candidatesTokenCount")) + as_int(usage.get("thoughtsTokenCount"))
+        cur.add_usage(max(0, as_int(usage.get("promptTokenCount")) - cached), output, cached)
 
     def _results(self, rec: dict[str, Any], parts: list[dict[str, Any]], ts: float | None) -> None:
         status = str(field_dict(rec, "toolCallResult").get("status") or "")
