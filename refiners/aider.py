@@ -242,7 +242,7 @@ class AiderTurnBuilder:
                     arguments=_one_key("command", shell.group(2)),
                     called_at=turn.started_at,
                 )
-                turn.steps.append(Step(n=len(turn.steps) + 1, tool_calls=[call]))
+                turn.add_step(calls=[call])
 
     @staticmethod
     def _usage(cur: Turn, text: str) -> None:

@@ -111,8 +111,7 @@ class ClineTurns:
         """One model reply in the current turn (there is one): a step with its `calls`, each
         waiting for its result, made at `at` (when known), with its token counts (`usage`)."""
         cur = self.turns[-1]
-        step = Step(n=len(cur.steps) + 1, text=text, think=think, tool_calls=calls)
-        cur.steps.append(step)
+        step = cur.add_step(text, think, calls)
         self.calls.update((call.id, call) for call in calls)
         cur.last_at = at if at is not None else cur.last_at
         add_usage(cur, usage)

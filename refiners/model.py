@@ -156,7 +156,9 @@ class Turn:
         self, text: str = "", think: str = "", calls: list[ToolCall] | None = None
     ) -> Step:
         """A new step at the end of this turn, numbered after the last."""
-        step = Step(n=len(self.steps) + 1, text=text, think=think, tool_calls=calls or [])
+        step = Step(
+            n=len(self.steps) + 1, text=text, think=think, tool_calls=[] if calls is None else calls
+        )
         self.steps.append(step)
         return step
 

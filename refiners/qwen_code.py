@@ -148,7 +148,7 @@ class QwenTurnBuilder(TurnBuilder):
                 called_at=None if ts is None else ts - took,
                 result_at=ts,
             )
-            turn.steps.append(Step(n=len(turn.steps) + 1, tool_calls=[call]))
+            turn.add_step(calls=[call])
             turn.last_at = ts
 
     def _open(self, text: str, ts: float | None, start: int, end: int) -> None:
@@ -206,7 +206,7 @@ class QwenTurnBuilder(TurnBuilder):
                 self.cur.reason = "interrupted"
             sub = self.agents.pop(call.id, None)
             if sub is not None:  # the subagent's answer is the call's output
-                sub.steps.append(Step(n=len(sub.steps) + 1, text=text))
+                sub.add_step(text)
                 sub.end, sub.ended_at, sub.last_at = "ended", ts, ts
                 sub.reason = "failed" if failed else "completed"
 
