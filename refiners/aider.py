@@ -242,7 +242,7 @@ class AiderTurnBuilder:
                     arguments=_one_key("command", shell.group(2)),
                     called_at=turn.started_at,
                 )
-                turn.steps.append(Step(n=len(turn.steps) + 1, tool_calls=[call]))
+                turn.add_step(calls=[call])
 
     @staticmethod
     def _usage(cur: Turn, text: str) -> None:
@@ -252,8 +252,7 @@ class AiderTurnBuilder:
         sent = _tokens(tokens.group(1), tokens.group(2)) if tokens else None
         received = _tokens(tokens.group(3), tokens.group(4)) if tokens else None
         if sent is not None and received is not None:
-            cur.usage["input_other"] += sent
-            cur.usage["output"] += received
+            cur.add_usage(sent, received)
 
     @staticmethod
     def _edit(cur: Turn, text: str) -> None:

@@ -206,9 +206,7 @@ class ClaudeTurnBuilder(TurnBuilder):
         ):
             return  # no model call: the CLI's filler after a resumed session's last prompt
         if self.step is None or mid != self.step_id:
-            self.step = Step(n=len(cur.steps) + 1)
-            self.step_id = mid
-            cur.steps.append(self.step)
+            self.step, self.step_id = cur.add_step(), mid
         step = self.step
         if rec.get("isApiErrorMessage"):  # "API Error: …", "Request timed out": no real answer
             cur.api_errors += 1

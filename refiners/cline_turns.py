@@ -11,7 +11,6 @@ import re
 from typing import Any
 
 from . import answers
-from .fields import as_int
 from .lines import prompt_turn
 from .model import Problem, Step, ToolCall, Turn, epoch
 
@@ -28,13 +27,11 @@ def between(tag: str, text: str) -> str | None:
 
 
 def add_usage(turn: Turn, metrics: dict[str, Any]) -> None:
-    turn.usage["input_other"] += as_int(metrics.get("inputTokens", metrics.get("tokensIn")))
-    turn.usage["output"] += as_int(metrics.get("outputTokens", metrics.get("tokensOut")))
-    turn.usage["input_cache_read"] += as_int(
-        metrics.get("cacheReadTokens", metrics.get("cacheReads"))
-    )
-    turn.usage["input_cache_creation"] += as_int(
-        metrics.get("cacheWriteTokens", metrics.get("cacheWrites"))
+    turn.add_usage(
+        metrics.get("inputTokens", metrics.get("tokensIn")),
+        metrics.get("outputTokens", metrics.get("tokensOut")),
+        metrics.get("cacheReadTokens", metrics.get("cacheReads")),
+        metrics.get("cacheWriteTokens", metrics.get("cacheWrites")),
     )
 
 
@@ -114,8 +111,7 @@ class ClineTurns:
         """One model reply in the current turn (there is one): a step with its `calls`, each
         waiting for its result, made at `at` (when known), with its token counts (`usage`)."""
         cur = self.turns[-1]
-        step = Step(n=len(cur.steps) + 1, text=text, think=think, tool_calls=calls)
-        cur.steps.append(step)
+        step = cur.add_step(text, think, calls)
         self.calls.update((call.id, call) for call in calls)
         cur.last_at = at if at is not None else cur.last_at
         add_usage(cur, usage)

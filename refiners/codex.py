@@ -175,8 +175,7 @@ class CodexTurnBuilder(TurnBuilder):
         """Use the event copies of the assistant's words when no response item carried them."""
         cur = self.cur
         if cur is not None and not cur.assistant_text and self.event_text:
-            step = Step(n=len(cur.steps) + 1, text="\n\n".join(self.event_text))
-            cur.steps.append(step)
+            cur.add_step("\n\n".join(self.event_text))
         if cur is not None and not cur.thinking and self.event_think:
             if not cur.steps:
                 cur.steps.append(Step(n=1))
@@ -186,7 +185,7 @@ class CodexTurnBuilder(TurnBuilder):
     def _step(self, cur: Turn, fresh: bool = False) -> Step:
         """The current step; a new one after tool calls (the model was called again)."""
         if not cur.steps or fresh or cur.steps[-1].tool_calls:
-            cur.steps.append(Step(n=len(cur.steps) + 1))
+            cur.add_step()
         return cur.steps[-1]
 
     def _item(self, cur: Turn, ptype: str, p: dict[str, Any], ts: float | None) -> None:
@@ -237,9 +236,8 @@ class CodexTurnBuilder(TurnBuilder):
             self.last_total = total
             usage = last if isinstance(last, dict) else {}
             cached = as_int(usage.get("cached_input_tokens"))
-            cur.usage["input_other"] += max(0, as_int(usage.get("input_tokens")) - cached)
-            cur.usage["input_cache_read"] += cached
-            cur.usage["output"] += as_int(usage.get("output_tokens"))
+            fresh = max(0, as_int(usage.get("input_tokens")) - cached)
+            cur.add_usage(fresh, usage.get("output_tokens"), cached)
         elif ptype == "task_complete":
             cur.end, cur.ended_at, cur.reason = "ended", ts, "completed"
         elif ptype == "turn_aborted":

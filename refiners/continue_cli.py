@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .disk import SNAPSHOT_MAX, load_json, load_snapshot
-from .fields import as_int, field_dict, field_list
+from .fields import field_dict, field_list
 from .lines import prompt_turn, tool_call
 from .model import ParseResult, Step, ToolCall, Turn
 from .sources import Discovery, SessionSource, SnapshotReader, SourceFile, register
@@ -73,8 +73,7 @@ def build_turns(history: list[Any]) -> list[Turn]:
             )
             cur.steps.append(step)
             usage = field_dict(msg, "usage")
-            cur.usage["input_other"] += as_int(usage.get("prompt_tokens"))
-            cur.usage["output"] += as_int(usage.get("completion_tokens"))
+            cur.add_usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
             if not step.tool_calls:
                 cur.end, cur.reason = "ended", "completed"
     return turns

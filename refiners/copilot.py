@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from .disk import head_records, subdirs
-from .fields import as_int, field_dict, field_list, parse_time
+from .fields import field_dict, field_list, parse_time
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, SubagentRun, Turn
 from .sources import Discovery, SessionSource, SourceFile, register
 
 SOURCE = "copilot"
+# its names for the token counts, in `Turn.add_usage`'s order
+USAGE = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 QUIET = frozenset(
     {
         "session.start",
@@ -76,11 +78,7 @@ class CopilotTurnBuilder(CallsBuilder):
         elif kind == "assistant.message":
             self._reply(turn, data, ts, is_main=agent is None)
         elif kind == "session.usage_record":
-            usage = field_dict(data, "usage")
-            turn.usage["input_other"] += as_int(usage.get("inputTokens"))
-            turn.usage["output"] += as_int(usage.get("outputTokens"))
-            turn.usage["input_cache_read"] += as_int(usage.get("cacheReadTokens"))
-            turn.usage["input_cache_creation"] += as_int(usage.get("cacheWriteTokens"))
+            turn.add_usage(*map(field_dict(data, "usage").get, USAGE))
         elif kind == "tool.execution_complete":
             self._result(data, ts)
         elif kind == "abort":

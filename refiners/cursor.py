@@ -19,9 +19,9 @@ from typing import Any
 
 from . import stores, vscode, vscode_chat
 from .disk import is_dir
-from .fields import as_int, field_dict, json_object, parse_time
+from .fields import field_dict, json_object, parse_time
 from .lines import CallsBuilder, LogReader, Record, from_start, prompt_turn, tool_call
-from .model import Step, SubagentRun, ToolCall
+from .model import SubagentRun, ToolCall
 from .sources import Discovery, SessionSource, register
 
 SOURCE = "cursor"
@@ -44,12 +44,8 @@ def read_composers(db: Path) -> list[dict[str, Any]] | None:
             inline = [b for b in head.pop("conversation", None) or [] if isinstance(b, dict)]
             stored.update((str(b.get("bubbleId")), b) for b in inline)  # an older build's
             order = head.pop("fullConversationHeadersOnly", None) or inline
-            bubbles = [
-                (str(h.get("bubbleId")), stored.get(str(h.get("bubbleId"))))
-                for h in order
-                if isinstance(h, dict)
-            ]
-            out.append({"id": cid, "head": head, "bubbles": bubbles})
+            ids = [str(h.get("bubbleId")) for h in order if isinstance(h, dict)]
+            out.append({"id": cid, "head": head, "bubbles": [(b, stored.get(b)) for b in ids]})
     return out
 
 
@@ -63,20 +59,13 @@ def export_lines(composer: dict[str, Any], spawned: list[dict[str, Any]] | None 
     for child in spawned or []:
         at = field_dict(child["head"], "subagentInfo").get("conversationLengthAtSpawn")
         spot = at if isinstance(at, int) and not isinstance(at, bool) and 0 <= at else len(bubbles)
-        after.setdefault(max(1, min(spot, len(bubbles))), []).append(_spawn(child))
+        best_of_n = child["head"].get("isBestOfNSubcomposer") is True
+        line = {"type": "subagent", "composerId": child["id"], "isBestOfNSubcomposer": best_of_n}
+        after.setdefault(max(1, min(spot, len(bubbles))), []).append(line)
     lines: list[dict[str, Any]] = [{"type": "composer", "composer": composer["head"]}]
     for n, (b, v) in enumerate(bubbles, 1):
         lines += [{"type": "bubble", "bubbleId": b, "bubble": v}, *after.get(n, [])]
     return stores.export_bytes(lines)
-
-
-def _spawn(child: dict[str, Any]) -> dict[str, Any]:
-    head = child["head"]
-    return {
-        "type": "subagent",
-        "composerId": child["id"],
-        "isBestOfNSubcomposer": head.get("isBestOfNSubcomposer") is True,
-    }
 
 
 def parents(composers: list[dict[str, Any]]) -> dict[str, str]:
@@ -113,15 +102,16 @@ def _call(tool: dict[str, Any], at: float | None) -> ToolCall:
     return call
 
 
-def _summary(head: dict[str, Any]) -> tuple[str, str] | None:
+def _summary(head: dict[str, Any]) -> tuple[str, str]:
     """The summary `latestConversationSummary` holds and the last bubble it covers (its nesting:
-    docs/formats.md), or its fields one level up as some readers document it."""
+    docs/formats.md), or its fields one level up as some readers document it; "" for each the
+    composer lacks (a summary of only white space is none)."""
     latest = field_dict(head, "latestConversationSummary")
     inner = latest.get("summary")
     summary = inner if isinstance(inner, dict) else latest
     text, last = summary.get("summary"), summary.get("truncationLastBubbleIdInclusive")
     if not isinstance(text, str) or not text.strip():
-        return None
+        return "", ""
     return text, last if isinstance(last, str) else ""
 
 
@@ -129,7 +119,7 @@ class CursorTurnBuilder(CallsBuilder):
     def __init__(self) -> None:
         super().__init__()
         self.status: str | None = None
-        self.summary: tuple[str, str] | None = None  # (the summary, the last bubble it covers)
+        self.summary, self.summary_ends = "", ""  # the summary, the last bubble it covers
 
     def feed(self, record: Record) -> None:
         rec = record.data
@@ -137,7 +127,7 @@ class CursorTurnBuilder(CallsBuilder):
             head = field_dict(rec, "composer")
             self.version = f"v{head['_v']}" if isinstance(head.get("_v"), int) else None
             self.status = head.get("status") if isinstance(head.get("status"), str) else None
-            self.summary = _summary(head)
+            self.summary, self.summary_ends = _summary(head)
             if head.get("error"):
                 raise ValueError(head["error"])
             return
@@ -146,14 +136,6 @@ class CursorTurnBuilder(CallsBuilder):
         if rec.get("type") != "bubble":
             return self.unknown_type(str(rec.get("type")))
         self._bubble(record)
-        bubble = field_dict(rec, "bubble")
-        summary = self.summary
-        if (
-            summary
-            and summary[1]
-            and summary[1] in (rec.get("bubbleId"), bubble.get("serverBubbleId"))
-        ):
-            self._compaction(summary[0], parse_time(bubble.get("createdAt")), record.end)
 
     def _subagent(self, rec: dict[str, Any]) -> None:
         """A sub-composer spawned here: a subagent run of the current turn (its own file)."""
@@ -162,12 +144,12 @@ class CursorTurnBuilder(CallsBuilder):
             kind = "best-of-n" if rec.get("isBestOfNSubcomposer") is True else None
             self.turns[-1].subagents[child] = SubagentRun(child, kind, None)
 
-    def _compaction(self, text: str, at: float | None, end: int) -> None:
+    def _compaction(self, at: float | None, end: int) -> None:
         """The summary that replaced the history up to here: a compaction turn the agent's next
         bubbles continue, as Claude Code's compaction summary opens one."""
-        turn = self.add(prompt_turn(self.index, at, text, end, end, origin="compaction"))
+        turn = self.add(prompt_turn(self.index, at, self.summary, end, end, origin="compaction"))
         turn.compactions = 1
-        self.summary = None
+        self.summary = self.summary_ends = ""
 
     def _bubble(self, record: Record) -> None:
         rec = record.data
@@ -180,26 +162,25 @@ class CursorTurnBuilder(CallsBuilder):
         elif bubble.get("type") == 2 and self.turns:
             turn = self.turns[-1]
             turn.byte_end, turn.last_at = record.end, at or turn.last_at
-            step = Step(
-                n=len(turn.steps) + 1,
-                text=str(bubble.get("text") or ""),
-                think=str(field_dict(bubble, "thinking").get("text") or ""),
-            )
             tool = field_dict(bubble, "toolFormerData")
-            if tool.get("name"):
-                step.tool_calls.append(_call(tool, at))
-            turn.steps.append(step)
+            turn.add_step(
+                str(bubble.get("text") or ""),
+                str(field_dict(bubble, "thinking").get("text") or ""),
+                [_call(tool, at)] if tool.get("name") else [],
+            )
             tokens = field_dict(bubble, "tokenCount")
-            turn.usage["input_other"] += as_int(tokens.get("inputTokens"))
-            turn.usage["output"] += as_int(tokens.get("outputTokens"))
+            turn.add_usage(tokens.get("inputTokens"), tokens.get("outputTokens"))
         else:
             self.unknown_type(f"bubble type {bubble.get('type')}")
+        ids = (rec.get("bubbleId"), bubble.get("serverBubbleId"))
+        if self.summary_ends and self.summary_ends in ids:  # the last bubble the summary covers
+            self._compaction(at, record.end)
 
     def end(self) -> None:
         """The last turn ends unless Cursor is still generating it (`status`)."""
         if self.summary and self.turns:  # the bubble it ends at is gone: the summary is kept
             self.turns[-1].compactions += 1
-            self.turns[-1].synthetic_text += self.summary[0]
+            self.turns[-1].synthetic_text += self.summary
         if self.turns and self.turns[-1].end == "open" and self.status != "generating":
             turn = self.turns[-1]
             turn.end, turn.ended_at = "ended", turn.last_at
@@ -225,10 +206,9 @@ def composer_folders(user: Path, found: Discovery) -> dict[str, tuple[str, str]]
     """composer id -> (workspace hash, folder) from every `workspaceStorage/<hash>`'s store
     (`ItemTable` key `composer.composerData`)."""
     out: dict[str, tuple[str, str]] = {}
-    listed = partial(vscode.item, key="composer.composerData")
-    for db, folder in vscode.workspace_states(user, found):
-        read = stores.read_reported(listed, db, "Cursor's workspace store", found)
-        for c in json_object(read).get("allComposers") or []:
+    what = "Cursor's workspace store"
+    for db, folder, value in vscode.workspace_items(user, "composer.composerData", what, found):
+        for c in json_object(value).get("allComposers") or []:
             if isinstance(c, dict) and isinstance(c.get("composerId"), str):
                 out[c["composerId"]] = (db.parent.name, folder)
     return out

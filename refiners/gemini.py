@@ -206,9 +206,8 @@ def _subagent(cur: Turn, record: dict[str, Any], call: ToolCall) -> None:
 def _tokens(cur: Turn, msg: dict[str, Any]) -> None:
     tokens = field_dict(msg, "tokens")
     cached = as_int(tokens.get("cached"))
-    cur.usage["input_other"] += max(0, as_int(tokens.get("input")) - cached)
-    cur.usage["input_cache_read"] += cached
-    cur.usage["output"] += as_int(tokens.get("output")) + as_int(tokens.get("thoughts"))
+    output = as_int(tokens.get("output")) + as_int(tokens.get("thoughts"))
+    cur.add_usage(max(0, as_int(tokens.get("input")) - cached), output, cached)
 
 
 def _compactions(turn: Turn, summaries: Any) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .fields import valid_unicode
+from .fields import as_int, valid_unicode
 
 USAGE_KEYS = ("input_other", "output", "input_cache_read", "input_cache_creation")
 
@@ -151,6 +151,25 @@ class Turn:
     byte_end: int = 0
     legacy: bool = False  # a protocol that never writes an end marker
     api_errors: int = 0  # API error messages/records the agent logged inside this turn
+
+    def add_step(
+        self, text: str = "", think: str = "", calls: list[ToolCall] | None = None
+    ) -> Step:
+        """A new step at the end of this turn, numbered after the last."""
+        step = Step(
+            n=len(self.steps) + 1, text=text, think=think, tool_calls=[] if calls is None else calls
+        )
+        self.steps.append(step)
+        return step
+
+    def add_usage(
+        self, input_other: Any = 0, output: Any = 0, cache_read: Any = 0, cache_creation: Any = 0
+    ) -> None:
+        """Token counts added to this turn's (`USAGE_KEYS`' order); one that is not an integer (a
+        missing count, text) adds nothing."""
+        counts = (input_other, output, cache_read, cache_creation)
+        for key, n in zip(USAGE_KEYS, counts, strict=True):
+            self.usage[key] += as_int(n)
 
     @property
     def is_slash_command(self) -> bool:

@@ -137,10 +137,8 @@ class OpenCodeTurnBuilder(CallsBuilder):
 def _usage(cur: Turn, data: dict[str, Any]) -> None:
     tokens = field_dict(data, "tokens")
     cache = field_dict(tokens, "cache")
-    cur.usage["input_other"] += as_int(tokens.get("input"))
-    cur.usage["output"] += as_int(tokens.get("output")) + as_int(tokens.get("reasoning"))
-    cur.usage["input_cache_read"] += as_int(cache.get("read"))
-    cur.usage["input_cache_creation"] += as_int(cache.get("write"))
+    output = as_int(tokens.get("output")) + as_int(tokens.get("reasoning"))
+    cur.add_usage(tokens.get("input"), output, cache.get("read"), cache.get("write"))
 
 
 def _within_turn(parts: list[dict[str, Any]]) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .disk import head_records, subdirs
-from .fields import as_int, field_dict, parse_time
+from .fields import field_dict, parse_time
 from .lines import CallsBuilder, LogReader, Record, tool_call
 from .model import Step, ToolCall, Turn
 from .sources import Discovery, SessionSource, SourceFile, jsonl_sessions, register
@@ -90,11 +90,9 @@ class PiTurnBuilder(CallsBuilder):
                 step.tool_calls.append(call)
                 self.calls[call.id] = call
         cur.steps.append(step)
-        usage = field_dict(msg, "usage")
-        cur.usage["input_other"] += as_int(usage.get("input"))
-        cur.usage["output"] += as_int(usage.get("output"))
-        cur.usage["input_cache_read"] += as_int(usage.get("cacheRead"))
-        cur.usage["input_cache_creation"] += as_int(usage.get("cacheWrite"))
+        cur.add_usage(
+            *map(field_dict(msg, "usage").get, ("input", "output", "cacheRead", "cacheWrite"))
+        )
         reason = STOPS.get(str(msg.get("stopReason")))
         if reason is not None:
             cur.end, cur.reason, cur.ended_at = "ended", reason, ts

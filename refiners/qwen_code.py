@@ -69,11 +69,8 @@ def _compressed(cur: Turn, event: dict[str, Any]) -> None:
 def _event_usage(turn: Turn, event: dict[str, Any]) -> None:
     """The usage an `api_response` telemetry event reports, added to `turn`."""
     cached = as_int(event.get("cached_content_token_count"))
-    turn.usage["input_other"] += max(0, as_int(event.get("input_token_count")) - cached)
-    turn.usage["input_cache_read"] += cached
-    turn.usage["output"] += as_int(event.get("output_token_count")) + as_int(
-        event.get("thoughts_token_count")
-    )
+    output = as_int(event.get("output_token_count")) + as_int(event.get("thoughts_token_count"))
+    turn.add_usage(max(0, as_int(event.get("input_token_count")) - cached), output, cached)
 
 
 class QwenTurnBuilder(TurnBuilder):
@@ -151,7 +148,7 @@ class QwenTurnBuilder(TurnBuilder):
                 called_at=None if ts is None else ts - took,
                 result_at=ts,
             )
-            turn.steps.append(Step(n=len(turn.steps) + 1, tool_calls=[call]))
+            turn.add_step(calls=[call])
             turn.last_at = ts
 
     def _open(self, text: str, ts: float | None, start: int, end: int) -> None:
@@ -182,11 +179,8 @@ class QwenTurnBuilder(TurnBuilder):
         cur.steps.append(step)
         usage = field_dict(rec, "usageMetadata")
         cached = as_int(usage.get("cachedContentTokenCount"))
-        cur.usage["input_other"] += max(0, as_int(usage.get("promptTokenCount")) - cached)
-        cur.usage["input_cache_read"] += cached
-        cur.usage["output"] += as_int(usage.get("candidatesTokenCount")) + as_int(
-            usage.get("thoughtsTokenCount")
-        )
+        output = as_int(usage.get("candidatesTokenCount")) + as_int(usage.get("thoughtsTokenCount"))
+        cur.add_usage(max(0, as_int(usage.get("promptTokenCount")) - cached), output, cached)
 
     def _results(self, rec: dict[str, Any], parts: list[dict[str, Any]], ts: float | None) -> None:
         status = str(field_dict(rec, "toolCallResult").get("status") or "")
@@ -212,7 +206,7 @@ class QwenTurnBuilder(TurnBuilder):
                 self.cur.reason = "interrupted"
             sub = self.agents.pop(call.id, None)
             if sub is not None:  # the subagent's answer is the call's output
-                sub.steps.append(Step(n=len(sub.steps) + 1, text=text))
+                sub.add_step(text)
                 sub.end, sub.ended_at, sub.last_at = "ended", ts, ts
                 sub.reason = "failed" if failed else "completed"
 

@@ -22,6 +22,8 @@ kinds: docs/formats.md, "VS Code's chat").
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -30,7 +32,7 @@ from .disk import LINE_MAX, is_dir, is_file, load_object
 from .fields import field_list, json_value, loads_valid
 from .model import Problem
 from .sources import READERS, Discovery, listing
-from .stores import read_only
+from .stores import read_only, read_reported
 
 STATE_DB = "state.vscdb"
 # the extensions whose sessions are archived, by their globalStorage folder: the source each is
@@ -88,6 +90,16 @@ def item(db: Path, key: str) -> Any:
     with read_only(db) as con:
         row = con.execute("SELECT value FROM ItemTable WHERE key = ?", (key,)).fetchone()
     return row[0] if row else None
+
+
+def workspace_items(
+    user: Path, key: str, what: str, found: Discovery
+) -> Iterator[tuple[Path, str, Any]]:
+    """(the store, its folder, the value of `key` in its `ItemTable` as stored) for each store
+    `workspace_states` lists; None for the value when the store has none or cannot be read (that
+    one reported in `found` as `what`: "could not read <what>: …")."""
+    for db, folder in workspace_states(user, found):
+        yield db, folder, read_reported(partial(item, key=key), db, what, found)
 
 
 def prefixed(con: sqlite3.Connection, table: str, prefix: str) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def subagent_run(
         sub.steps.append(Step(n=1, tool_calls=calls))
     answer = data.get("result")
     if isinstance(answer, str) and answer:
-        sub.steps.append(Step(n=len(sub.steps) + 1, text=answer))
+        sub.add_step(answer)
         if call is not None and call.result is not None and not call.output_text:
             call.result["output"] = answer
     if call is not None and call.result is not None:

@@ -11,7 +11,7 @@ from archive_mcp.refiners import READERS, discover
 from archive_mcp.refiners.disk import is_file
 from archive_mcp.refiners.fields import field_dict, parse_time
 from archive_mcp.refiners.lines import LogReader, Record, TurnBuilder, from_start, prompt_turn
-from archive_mcp.refiners.model import ParseResult, Problem
+from archive_mcp.refiners.model import ParseResult, Problem, ToolCall
 from archive_mcp.refiners.sources import (
     Discovery,
     FileReader,
@@ -154,3 +154,29 @@ def test_a_file_not_the_readers_shape_is_one_malformed_problem_after_those_found
     assert ParseResult.malformed("unreadable") == ParseResult(
         "json", [], [Problem(1, "malformed", "unreadable")], complete_offset=0
     )
+
+
+def test_a_turns_steps_are_numbered_in_order_and_keep_the_calls_list_given() -> None:
+    turn = prompt_turn(0, None, "fix it", 0)
+    calls: list[ToolCall] = []
+    first = turn.add_step("looking", "the bug is in parse", calls)
+    second = turn.add_step()
+    calls.append(ToolCall("t1", "Read"))
+    assert [(s.n, s.text, s.think) for s in turn.steps] == [
+        (1, "looking", "the bug is in parse"),
+        (2, "", ""),
+    ]
+    assert (first.tool_calls, second.tool_calls) == ([ToolCall("t1", "Read")], [])
+
+
+def test_token_counts_add_up_and_one_that_is_not_an_integer_adds_nothing() -> None:
+    turn = prompt_turn(0, None, "fix it", 0)
+    turn.add_usage(100, 20, 5, 1)
+    turn.add_usage("300", None, 7)  # a count as text, a missing one
+    turn.add_usage(output=3)
+    assert turn.usage == {
+        "input_other": 100,
+        "output": 23,
+        "input_cache_read": 12,
+        "input_cache_creation": 1,
+    }
