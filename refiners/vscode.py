@@ -16,7 +16,8 @@ A `state.vscdb` is SQLite: a key-value table `ItemTable (key, value)` (Cursor ad
 
 A chat session (`chatSessions/`, the editor's own chat storage) is a `.json` document rewritten
 whole or, in newer builds, a `.jsonl` log of changes to that document (`replay`; the change
-kinds: docs/formats.md, "VS Code's chat").
+kinds: docs/formats.md, "VS Code's chat"), whose last line, while the editor writes it, is left
+for the next read (`truncated_tail`).
 """
 
 from __future__ import annotations
@@ -169,18 +170,45 @@ def apply(doc: Any, op: dict[str, Any]) -> Any:
 
 
 def replay(raw: bytes, problems: list[Problem]) -> Any:
-    """The session a `.jsonl` change log ends with; a bad line is reported and skipped."""
+    """The session a `.jsonl` change log ends with; a bad line is reported and skipped.
+
+    A last line with no newline that does not decode is the editor's change still being written:
+    it is reported as `truncated_tail` (as `lines.LineReader` reports a JSONL log's) and not
+    replayed (`complete_bytes` stop before it), so a read once the line is whole replays it. A
+    line that does not decode followed by a newline, or a change that does not fit, is
+    `malformed`.
+    """
     doc: Any = None
-    for no, line in enumerate(raw.split(b"\n"), 1):
+    lines = raw.split(b"\n")
+    for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        last = no == len(lines)  # no newline after it: the editor may be writing it
         try:
             if len(line) > LINE_MAX:  # not decoded: it would be refused whatever it holds
+                if last:
+                    why = f"unfinished line over {LINE_MAX:,} bytes"
+                    problems.append(Problem(no, "truncated_tail", why))
+                    break
                 raise ValueError("not a change record")
-            op = loads_valid(line.decode("utf-8", errors="replace"))
+            try:
+                op = loads_valid(line.decode("utf-8", errors="replace"))
+            except ValueError as exc:
+                if last:
+                    problems.append(Problem(no, "truncated_tail", str(exc)[:200]))
+                    break
+                raise
             if not isinstance(op, dict):
                 raise ValueError("not a change record")
             doc = apply(doc, op)
         except (ValueError, RecursionError, TypeError, IndexError) as exc:
             problems.append(Problem(no, "malformed", str(exc)[:200]))
     return doc
+
+
+def complete_bytes(raw: bytes, problems: list[Problem]) -> int:
+    """How many bytes of the change log `raw` were replayed (`replay` found its `problems`): all
+    of them, or those before a last line still being written."""
+    if problems and problems[-1].kind == "truncated_tail":
+        return raw.rfind(b"\n") + 1
+    return len(raw)

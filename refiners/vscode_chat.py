@@ -4,8 +4,10 @@ Insiders build, VSCodium and Cursor keep in `User/workspaceStorage/<hash>/chatSe
 
 The format: docs/formats.md, "VS Code's chat" (built from the documented format, not recorded).
 A session is one `.json` document rewritten whole or, in newer builds, a `.jsonl` log of changes
-to it (`vscode.replay`): either is parsed whole. A request is a turn; the calls of a
-`runSubagent` call (marked with its `subAgentInvocationId`) are a subagent run of that turn.
+to it (`vscode.replay`): either is parsed whole. A change log's last line with no newline that
+does not decode is being written: it is a `truncated_tail`, the session is what the lines before
+it make, and the next read (once the line is whole) takes it in. A request is a turn; the calls
+of a `runSubagent` call (marked with its `subAgentInvocationId`) are a subagent run of that turn.
 """
 
 from __future__ import annotations
@@ -147,7 +149,8 @@ def request_turn(index: int, req: dict[str, Any]) -> Turn:
 
 
 def read(path: Path) -> ParseResult:
-    """Parse a whole chat session, `.json` or `.jsonl`."""
+    """Parse a whole chat session, `.json` or `.jsonl` (a change log's last line still being
+    written left for the next read: `vscode.replay`)."""
     problems: list[Problem] = []
     try:
         raw = read_bounded(path, SNAPSHOT_MAX)
@@ -158,14 +161,17 @@ def read(path: Path) -> ParseResult:
         )
     except (OSError, ValueError, RecursionError) as exc:
         return ParseResult.malformed(str(exc)[:200], "unknown")
+    done = vscode.complete_bytes(raw, problems)
     version = doc.get("version") if isinstance(doc, dict) else None
     protocol = f"v{version}" if isinstance(version, int) else "unknown"
     requests = doc.get("requests") if isinstance(doc, dict) else None
+    if doc is None and done < len(raw):  # the first change is still being written
+        return ParseResult(protocol, [], problems, complete_offset=done)
     if not isinstance(requests, list):
         why = "no `requests` list: not a VS Code chat session"
         return ParseResult.malformed(why, protocol, len(raw), problems)
     turns = [request_turn(i, r) for i, r in enumerate(r for r in requests if isinstance(r, dict))]
-    return ParseResult(protocol, turns, problems, complete_offset=len(raw))
+    return ParseResult(protocol, turns, problems, complete_offset=done)
 
 
 # --- discovery ---------------------------------------------------------------------------------

@@ -512,6 +512,93 @@ def test_a_bad_vs_code_change_line_is_reported_and_the_rest_replayed(tmp_path: P
     ]
 
 
+def _request(rid: str, text: str, at: int) -> dict[str, Any]:
+    return {"requestId": rid, "timestamp": at, "message": {"text": text}}
+
+
+# A change log as the editor appends it: a session, a request, its end, the next request.
+CHANGES = [
+    json.dumps(c).encode()
+    for c in (
+        {"kind": 0, "v": {"version": 3, "requests": []}},
+        {"kind": 2, "k": ["requests"], "v": [_request("r1", "First question", 1764900000000)]},
+        {"kind": 1, "k": ["requests", 0, "modelState"], "v": {"value": 1, "completedAt": 1}},
+        {"kind": 2, "k": ["requests"], "v": [_request("r2", "Second question", 1764900300000)]},
+    )
+]
+# the line after `whole` lines cut mid-write: (whole, the bytes of it written, the error it gives)
+CUTS = [
+    (0, 30, "Expecting ',' delimiter: line 1 column 31 (char 30)"),
+    (3, 60, "Unterminated string starting at: line 1 column 58 (char 57)"),
+]
+
+
+def _change_log(path: Path, whole: int, tail: bytes = b"") -> bytes:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = b"".join(line + b"\n" for line in CHANGES[:whole]) + tail
+    path.write_bytes(body)
+    return body
+
+
+@pytest.mark.parametrize(("whole", "cut", "error"), CUTS, ids=["first-line", "fourth-line"])
+def test_a_change_log_s_half_written_last_line_is_a_truncated_tail_and_the_lines_before_it_parse(
+    tmp_path: Path, whole: int, cut: int, error: str
+) -> None:
+    log = tmp_path / "chatSessions" / "s1.jsonl"
+    complete = _change_log(log, whole)
+    before = vscode_chat.parse_wire(log).turns
+    _change_log(log, whole, CHANGES[whole][:cut])
+    result = vscode_chat.parse_wire(log)
+    assert result.problems == [Problem(whole + 1, "truncated_tail", error)]
+    assert result.complete_offset == len(complete)
+    assert result.turns == before
+    assert [(t.user_text, t.status) for t in result.turns] == (
+        [("First question", "completed")] if whole else []
+    )
+
+
+@pytest.mark.parametrize(("whole", "cut", "error"), CUTS, ids=["first-line", "fourth-line"])
+def test_a_change_log_s_last_line_once_completed_is_taken_in_by_the_next_ingest(
+    tmp_path: Path, whole: int, cut: int, error: str
+) -> None:
+    user = tmp_path / "User"
+    log = user / "workspaceStorage" / "h1" / "chatSessions" / "s1.jsonl"
+    _change_log(log, whole, CHANGES[whole][:cut])
+    archive = Archive(embedder=None)
+    report = archive.ingest(user)
+    assert [(s.reason, s.line) for s in report.skipped] == [(f"truncated_tail: {error}", whole + 1)]
+    kept = ["First question"] if whole else []
+    assert report.turns_added == len(kept)
+    assert archive.turns("all").collect()["user_text"].to_list() == kept
+    _change_log(log, len(CHANGES))
+    report = archive.ingest(user)
+    assert (report.skipped, report.turns_added) == ([], 2 - len(kept))
+    assert archive.turns("all").sort("turn").collect()["user_text"].to_list() == [
+        "First question",
+        "Second question",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tail", "error"),
+    [
+        (CHANGES[3][:60] + b"\n" + CHANGES[2], CUTS[1][2]),  # a line cut in the middle
+        (CHANGES[3][:60] + b"\n", CUTS[1][2]),  # a last line cut, then ended
+        (b"not json\n", "Expecting value: line 1 column 1 (char 0)"),
+    ],
+    ids=["middle", "ended-last", "ended-not-json"],
+)
+def test_a_change_line_that_does_not_decode_followed_by_a_newline_stays_malformed(
+    tmp_path: Path, tail: bytes, error: str
+) -> None:
+    log = tmp_path / "chatSessions" / "s1.jsonl"
+    body = _change_log(log, 2, tail)
+    result = vscode_chat.parse_wire(log)
+    assert result.problems == [Problem(3, "malformed", error)]
+    assert result.complete_offset == len(body)
+    assert [t.user_text for t in result.turns] == ["First question"]
+
+
 def test_a_vs_code_change_log_sets_pushes_cuts_and_deletes_and_reports_a_change_that_does_not_fit() -> (
     None
 ):
