@@ -50,6 +50,15 @@ def archived(archive: Archive, name: str) -> Path:
     return copy
 
 
+def ingested(tmp_path: Path) -> tuple[Archive, Path, Path, bytes, Path]:
+    """`cline_session` ingested: the archive, the home, the document, the whole session's bytes
+    and the document's archived copy."""
+    home, doc, whole = cline_session(tmp_path)
+    archive = Archive(embedder=None)
+    archive.ingest(home)
+    return archive, home, doc, whole, archived(archive, doc.name)
+
+
 def main_texts(archive: Archive) -> list[str]:
     rows = archive.turns("all").filter(pl.col("agent") == "main").sort("turn").collect()
     return rows["user_text"].to_list()
@@ -58,10 +67,7 @@ def main_texts(archive: Archive) -> list[str]:
 def test_a_session_caught_mid_rewrite_keeps_its_archived_copy_and_is_read_again_next_time(
     tmp_path: Path,
 ) -> None:
-    home, doc, whole = cline_session(tmp_path)
-    archive = Archive(embedder=None)
-    archive.ingest(home)
-    copy = archived(archive, doc.name)
+    archive, home, doc, whole, copy = ingested(tmp_path)
     good, folder = copy.read_bytes(), sorted(p.name for p in copy.parent.iterdir())
     doc.write_bytes(whole[: len(whole) // 2])  # Cline is halfway through rewriting it
     for _ in range(2):  # not taken as read: the next ingest reads it again
@@ -160,10 +166,7 @@ def test_the_follower_keeps_the_archived_copy_of_a_session_caught_mid_rewrite(
 def test_a_staging_folder_a_killed_ingest_left_is_removed_at_the_next_ingest(
     tmp_path: Path,
 ) -> None:
-    home, doc, _ = cline_session(tmp_path)
-    archive = Archive(embedder=None)
-    archive.ingest(home)
-    copy = archived(archive, doc.name)
+    archive, home, doc, _, copy = ingested(tmp_path)
     old, new = (copy.parent / f".{doc.name}.{tag}.tmp" for tag in ("abc123", "def456"))
     for folder in (old, new):
         folder.mkdir()
