@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -191,21 +192,29 @@ def _busy_message(directory: Path) -> str:
 
 
 def clean_orphans(directory: Path, age: float = ORPHAN_AGE) -> int:
-    """Delete temp files (`.<name>.<random>.tmp`) left under `directory` by a killed write.
+    """Delete temp files and folders (`.<name>.<random>.tmp`: a whole-file copy is checked in
+    one before it replaces the archived copy) left under `directory` by a killed write.
 
     `os.walk` passes over a folder removed while it walks (another process swapping its search
     index removes the old folder); `Path.rglob` raised FileNotFoundError there, and the ingest
     that called this skipped its whole workspace, its state unsaved (the stress flake)."""
     cutoff, n = time.time() - age, 0
-    for folder, _, names in os.walk(directory):
-        for name in names:
+    for folder, dirs, names in os.walk(directory):
+        for name in [*names, *dirs]:
             if not (name.startswith(".") and name.endswith(".tmp")):
                 continue
             tmp = Path(folder) / name
             try:
-                if tmp.is_file() and tmp.stat().st_mtime < cutoff:
+                if tmp.stat().st_mtime >= cutoff:
+                    continue
+                if tmp.is_file():
                     tmp.unlink()
-                    n += 1
+                elif tmp.is_dir() and not tmp.is_symlink():
+                    shutil.rmtree(tmp)
+                    dirs.remove(name)
+                else:
+                    continue
+                n += 1
             except OSError:
                 continue
     return n

@@ -38,9 +38,9 @@ from archive_mcp.ingest.jobs import os_reason as _os_reason
 from archive_mcp.ingest.jobs import reason as _reason
 from archive_mcp.ingest.merge import finish_merges
 from archive_mcp.ingest.purged import PurgedSessions
-from archive_mcp.ingest.raw import DIR_MODE, archive_file, snapshot_file
+from archive_mcp.ingest.raw import DIR_MODE, NotWhole, Parse, archive_file, snapshot_file
 from archive_mcp.ingest.runners import Engine, LocalEngine
-from archive_mcp.refiners import SessionSource, discover
+from archive_mcp.refiners import PARSERS, SessionSource, discover
 from archive_mcp.refiners.embed import Embedder
 from archive_mcp.refiners.redact import redact
 from archive_mcp.refiners.refine import Summarizer
@@ -392,7 +392,8 @@ class Ingestor:
             before = dict(entry)
             report.files += 1
             if f.whole:  # rewritten in place: copy it whole and parse it from the start
-                changed = self._snapshot(ws, f.path, raw_rel, snaps, report)
+                parse = PARSERS[session.source]  # a copy caught mid-rewrite keeps the last good one
+                changed = self._snapshot(ws, f.path, raw_rel, snaps, report, parse)
                 dst = ws.root / raw_rel
                 # A copy whose refine failed last time (state restored) is refined again too.
                 if dst.exists() and (changed or entry["archived"] != dst.stat().st_size):
@@ -480,18 +481,27 @@ class Ingestor:
             report.sessions += 1
 
     def _snapshot(
-        self, ws: Workspace, src: Path, rel: str, seen: dict[str, list[int]], report: IngestReport
+        self,
+        ws: Workspace,
+        src: Path,
+        rel: str,
+        seen: dict[str, list[int]],
+        report: IngestReport,
+        parse: Parse | None = None,
     ) -> bool:
         """Whole-file copies (state.json, meta.json, offloaded tool outputs, Gemini's rewritten
-        JSON chats); rewritten atomically (0600) when changed. True when the copy changed."""
+        JSON chats); rewritten atomically (0600) when changed. True when the copy changed. A
+        session file (`parse`) caught mid-rewrite keeps its archived copy and is not marked
+        seen: the next run reads it again."""
         try:
             st = os.stat(src)
             if seen.get(rel) == [st.st_size, st.st_mtime_ns] and (ws.root / rel).exists():
                 return False
-            changed = snapshot_file(src, ws.root / rel, ws.raw_dir, durable=False)
+            changed = snapshot_file(src, ws.root / rel, ws.raw_dir, durable=False, parse=parse)
         except OSError as exc:
             _stop_if_full(exc)
-            report.skipped.append(Skip(str(src), _os_reason(exc)))
+            line = exc.line if isinstance(exc, NotWhole) else None
+            report.skipped.append(Skip(str(src), _os_reason(exc), line))
             return False
         seen[rel] = [st.st_size, st.st_mtime_ns]
         return changed

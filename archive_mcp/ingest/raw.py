@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from archive_mcp.errors import written
 from archive_mcp.refiners.disk import SNAPSHOT_MAX, NotRegular, Refused, not_regular, open_regular
 from archive_mcp.refiners.lines import complete_prefix
+from archive_mcp.refiners.model import ParseResult
 from archive_mcp.workspaces import atomic_file
 
 HEAD = 4096
@@ -36,6 +40,15 @@ INCOMPLETE = (
 )
 
 Report = Callable[[str], None]  # a reason for skipping (part of) the source
+Parse = Callable[[Path], ParseResult]  # a whole session file's reader
+
+
+class NotWhole(Refused):
+    """A whole-file source that does not parse as a document (an agent caught rewriting it)
+    while its archived copy does: the archived copy is kept. Reported as the reader's
+    `malformed` problem is, at line 1."""
+
+    line = 1
 
 
 def private_dirs(path: Path, stop: Path) -> None:
@@ -150,12 +163,18 @@ def _append(fh: Any, src: Path, dst: Path, raw_root: Path, archived: int, end: i
         raise
 
 
-def snapshot_file(src: Path, dst: Path, raw_root: Path, durable: bool = True) -> bool:
+def snapshot_file(
+    src: Path, dst: Path, raw_root: Path, durable: bool = True, parse: Parse | None = None
+) -> bool:
     """Whole-file copies (state.json, meta.json, offloaded tool outputs, Gemini's rewritten JSON
     chats), rewritten atomically when changed, 0600; True when the copy changed. The copy streams
     in chunks (memory stays bounded), keeps holes as holes (a sparse source stays sparse), and a
     source over SNAPSHOT_MAX is refused. `durable=False` skips the fsync (the source is still
-    there: a lost copy is made again on the next run)."""
+    there: a lost copy is made again on the next run).
+
+    With `parse` (the reader of a session rewritten whole), a new copy that does not parse as a
+    document while the archived one does never replaces it (`NotWhole`): the agent was caught
+    halfway through rewriting the file, and its next version is read at the next run."""
     with open_regular(src) as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > SNAPSHOT_MAX:
@@ -164,9 +183,47 @@ def snapshot_file(src: Path, dst: Path, raw_root: Path, durable: bool = True) ->
             return False
         private_dirs(dst.parent, raw_root)
         fh.seek(0)
+        if parse is not None and dst.exists():
+            _replace_whole(fh, src, dst, size, durable, parse)
+            return True
         with atomic_file(dst, durable, FILE_MODE) as out:
             _copy_sparse(fh, out, size)
     return True
+
+
+def _replace_whole(fh: Any, src: Path, dst: Path, size: int, durable: bool, parse: Parse) -> None:
+    """Copy the open source over `dst` unless the copy does not parse as a document and `dst`
+    does. The copy is parsed under `dst`'s own name (readers tell formats apart by name and
+    suffix) in a private temp folder beside it (`clean_orphans` removes one a kill left), and
+    renamed into place only after: readers of `dst` never see a broken copy."""
+    folder = Path(tempfile.mkdtemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp"))
+    try:
+        staged = folder / dst.name
+        fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        with written(dst), os.fdopen(fd, "wb") as out:  # a failed write() names the copy
+            _copy_sparse(fh, out, size)
+            out.flush()
+            if durable:
+                os.fsync(out.fileno())
+        why = _not_whole(parse(staged))
+        if why is not None and _not_whole(parse(dst)) is None:
+            when = datetime.fromtimestamp(dst.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M:%S")
+            raise NotWhole(
+                src,
+                f"malformed: {why}; not a whole document (being written?): the copy archived "
+                f"{when} UTC is kept, and the file is read again at the next ingest",
+            )
+        os.replace(staged, dst)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _not_whole(result: ParseResult) -> str | None:
+    """Why a whole file did not parse as a document (its `malformed` problem, when it gave no
+    turn); None when it did. A document with fewer turns, or none, parsed: it is taken."""
+    if result.turns:
+        return None
+    return next((p.error for p in result.problems if p.kind == "malformed"), None)
 
 
 def _same_file(fh: Any, dst: Path, size: int) -> bool:
