@@ -92,24 +92,40 @@ PATH_MARKS = frozenset("./")  # a word holding one of these is a path or a dotte
 WINDOW = 4  # the most `/`-parts of a path indexed as a term of its own (`locales/en.ts`)
 
 
-def index_terms(text: str) -> list[str]:
-    """A turn's index terms: `analyse`'s, and of each path the runs of up to WINDOW of its
-    `/`-parts (`src/locales/en.ts` also as `src/locales`, `locales/en.ts`, `en.ts`): a path
-    asked is found where it is part of a longer one, as a term, not as its pieces apart."""
+class Terms(list[str]):
+    """A document's terms, and the length BM25 weighs it by: that of its words (`analyse`'s),
+    so that the runs of a path's parts lengthen no turn."""
+
+    def __init__(self, terms: list[str], length: int) -> None:
+        super().__init__(terms)
+        self.length = length
+
+
+def index_terms(text: str) -> Terms:
+    """A turn's index terms: `analyse`'s, and of each path the runs of two to WINDOW of its
+    `/`-parts and its file's name (`src/locales/en.ts` also as `src/locales`, `locales/en.ts`,
+    `en.ts`): a path asked is found where it is part of a longer one, as a term, not as its
+    pieces apart. A folder's name alone is no new term (`cd /home/a/proj` would make `proj` a
+    term of every turn that went there). Their length is `analyse`'s."""
     out = analyse(text)
+    length = len(out)
     for word in words(text):
         if "/" not in word:
             continue
         low = word.lower()
         parts = [p for p in low.split("/") if p]
         pieces = set(tokens(word))
+        runs = [
+            "/".join(parts[i : i + size])
+            for size in range(2, min(WINDOW, len(parts)) + 1)
+            for i in range(len(parts) - size + 1)
+        ]
         out.extend(
             stem(run) if run.isalpha() and run.isascii() else run  # as `analyse` has a word
-            for size in range(1, min(WINDOW, len(parts)) + 1)
-            for i in range(len(parts) - size + 1)
-            if (run := "/".join(parts[i : i + size])) != low and run not in pieces
+            for run in [name for name in parts[-1:] if "." in name] + runs
+            if run != low and run not in pieces
         )
-    return out
+    return Terms(out, length)
 
 
 @dataclass(frozen=True)
@@ -122,7 +138,7 @@ class QueryTerms:
     terms: list[str]
     content: list[str]
     paths: list[tuple[str, ...]] = field(default_factory=list)  # each path whole, its pieces
-    free: frozenset[str] = frozenset()  # terms that count alone: any but a path's pieces
+    free: frozenset[str] = frozenset()  # terms that count alone: all but a path's pieces
 
     @classmethod
     def of(cls, query: str) -> QueryTerms:
@@ -138,6 +154,8 @@ class QueryTerms:
                 terms[term] = None
                 if t not in ENGLISH_STOPWORDS:
                     content[term] = None
+                else:  # a function word names no part of a path (`and/or`): it counts alone
+                    free.add(term)
             if len(analysed) > 2 and PATH_MARKS & set(word):  # the word whole, then its pieces
                 paths.append(tuple(dict.fromkeys(analysed)))
                 free.add(analysed[0])
@@ -319,7 +337,7 @@ def _doc_postings(
     """(term ids, doc ids, term counts) of each document that has terms; every length is appended."""
     for d, doc_terms in enumerate(docs):
         c = Counter(doc_terms)
-        lengths.append(len(doc_terms))
+        lengths.append(doc_terms.length if isinstance(doc_terms, Terms) else len(doc_terms))
         if c:
             yield (
                 np.fromiter((term_id.setdefault(t, len(term_id)) for t in c), np.int32, len(c)),
@@ -447,9 +465,10 @@ def bm25(
     together: Mapping[str, Sequence[tuple[str, ...]]] | None = None,
 ) -> list[np.ndarray]:
     """BM25 scores per part (segments share idf and average length), terms weighted. A term
-    `together` names scores only in the docs that hold one of its paths (a group: the path
-    whole, then its pieces): the path whole (`index_terms` indexes it inside longer paths), or,
-    where no doc holds it, all its pieces (`ts` of `locales/en.ts` never counts on its own)."""
+    `together` names scores only in the docs that hold one of its paths (each whole, then its
+    pieces; `index_terms` indexes a path inside longer ones): `ts` of `locales/en.ts` does not
+    count on its own. Where no doc holds one of them, the term counts alone: a slash between
+    words (`and/or`) names no path, and a path no turn names is found by its pieces."""
     n_docs = sum(int(m.sum()) for m in alive) or 1
     total_len = sum(p.total_len(m) for p, m in zip(parts, alive, strict=True))
     avgdl = total_len / n_docs or 1.0
@@ -459,16 +478,13 @@ def bm25(
         if df == 0:
             continue
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        groups = [
-            g[:1] if any(p.df(g[0]) for p in parts) else g[1:]
-            for g in (together.get(term, ()) if together else ())
-        ]
+        paths = [g[0] for g in (together.get(term, ()) if together else ())]
+        if not all(any(p.df(path) for p in parts) for path in paths):
+            paths = []  # a piece of a path no turn holds counts alone (`artists/bands`)
         for p, s in zip(parts, scores, strict=True):
             docs, tf = p.postings(term)
-            if groups:
-                keep = np.zeros(docs.size, bool)
-                for group in groups:
-                    keep |= np.logical_and.reduce([p.holds(t, docs) for t in group if t != term])
+            if paths:
+                keep = np.logical_or.reduce([p.holds(path, docs) for path in paths])
                 docs, tf = docs[keep], tf[keep]
             if docs.size == 0:
                 continue
