@@ -1,4 +1,4 @@
-"""A path or dotted name asked matches as itself: its pieces count only together (issue 41)."""
+"""A path or dotted name asked matches as itself: its pieces count only where it is (issue 41)."""
 
 from __future__ import annotations
 

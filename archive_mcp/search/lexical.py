@@ -133,7 +133,7 @@ class QueryTerms:
     """A query analysed once: its terms (each once, in order), those of its words that are
     not stopwords (`analyse` with and without `drop_stopwords`, from one pass), and the pieces
     of each path or dotted name it holds (`locales/en.ts`: `local`, `en`, `ts`), which count
-    only together (`bm25`'s `together`)."""
+    only where the path is (`bm25`'s `together`)."""
 
     terms: list[str]
     content: list[str]

@@ -53,7 +53,7 @@ class Tuning:
     sentence_depth: int = 40  # top candidates re-scored by their best sentence (0 = off)
     context: str = "sum"  # how shares join (see `with_context`): "lift", "sum" or "max"
     query_stopwords: bool = True  # stopwords stay in the lexical query (False: only content words)
-    # a path or dotted name asked (`locales/en.ts`) counts whole: its pieces score only together
+    # a path or dotted name asked (`locales/en.ts`) counts whole: its pieces score only where it is
     # (False: each piece alone, `ts` anywhere)
     paths_whole: bool = True
     rerank: str | None = (
