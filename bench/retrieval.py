@@ -88,6 +88,9 @@ def ablations(default: Tuning) -> dict[str, dict[str, Any]]:
         "z-scores -> RRF": {"fusion": "rrf"},
         "- best-sentence cosine (static, top 40)": {"tuning": replace(default, sentence_depth=0)},
         "+ stopwords out of the lexical query": {"tuning": replace(default, query_stopwords=False)},
+        "- paths asked counted by their pieces alone": {
+            "tuning": replace(default, paths_whole=False)
+        },
     }
     return runs
 

@@ -29,6 +29,7 @@ from archive_mcp.search.tool_text import (
     plain_output,
     redacted_input,
     relative,
+    relative_word,
     tool_output,
 )
 from archive_mcp.search.turn_detail import (
@@ -151,7 +152,9 @@ def _detail(
     outs = [relative(plain_output(clean(o)), roots) for o in outputs] if shown else []
     texts = [said, assistant, thought or "", *(args + outs if include_tools else [])]
     # with `matching`, the lines holding the most of the words set the bar (`Matcher.over`)
-    matcher = Matcher.over(matching, texts) if matching else Matcher.any_of(())
+    # a path asked from the project's folder down reads as the texts show it, relative to it
+    words = [relative_word(w, roots) for w in matching]
+    matcher = Matcher.over(words, texts) if matching else Matcher.any_of(())
     user = passages(said, matcher)
     assistant = passages(assistant, matcher)
     if thought is not None:

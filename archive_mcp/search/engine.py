@@ -4,7 +4,7 @@ comparison)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -215,27 +215,28 @@ class Searcher:
             q_terms = analysed.content or q_terms
         parts = [s.postings for s in idx.segments]
         alive_parts = np.split(idx.alive, [idx.segments[0].meta.height])
+        together = analysed.together() if tuning.paths_whole else {}
         scores: dict[str, np.ndarray] = {}
         reason = None
         fuzzy_terms: list[tuple[str, float]] = []
         q_vec: np.ndarray | None = None
         if mode in ("hybrid", "lexical"):
             scores["lexical"] = np.concatenate(
-                bm25(parts, [(t, 1.0) for t in q_terms], alive_parts)
+                bm25(parts, [(t, 1.0) for t in q_terms], alive_parts, together)
             )
         if mode in ("hybrid", "fuzzy"):
-            fuzzy_terms = self._fuzzy_terms(q_terms, parts)
+            fuzzy_terms = self._fuzzy_terms(q_terms, parts, together)
             if "lexical" in scores and fuzzy_terms == [(t, 1.0) for t in q_terms]:
                 # no term a few edits away: the fuzzy signal is the lexical one (the same
                 # array: `fuse` normalises it once)
                 scores["fuzzy"] = scores["lexical"]
             else:
-                scores["fuzzy"] = np.concatenate(bm25(parts, fuzzy_terms, alive_parts))
+                scores["fuzzy"] = np.concatenate(bm25(parts, fuzzy_terms, alive_parts, together))
         if mode in ("hybrid", "semantic"):
             reason, q_vec = self._semantic(query, scores)
             if reason and mode == "semantic":  # fall back to what still works
                 scores["lexical"] = np.concatenate(
-                    bm25(parts, [(t, 1.0) for t in q_terms], alive_parts)
+                    bm25(parts, [(t, 1.0) for t in q_terms], alive_parts, together)
                 )
         # The packaged model is English-only: its cosine says little about a Chinese query.
         hybrid = mode == "hybrid"
@@ -369,7 +370,11 @@ class Searcher:
         texts = self.index.texts(head)
         try:
             model = reranker(name)
-            q = model.query(semantic_query(query, self._doc_share, self.tuning.common_share))
+            q = model.query(
+                semantic_query(
+                    query, self._doc_share, self.tuning.common_share, self.tuning.paths_whole
+                )
+            )
             new = second_stage(
                 total[head],
                 q,
@@ -386,12 +391,16 @@ class Searcher:
             total[d] = top_first * float(v) / 2
         return sorted(head, key=lambda d: -float(total[d])) + order[len(head) :]
 
-    def _fuzzy_terms(self, q_terms: list[str], parts: list[Any]) -> list[tuple[str, float]]:
-        """The query's terms (weight 1) plus vocabulary terms a few edits away (weight sim²)."""
+    def _fuzzy_terms(
+        self, q_terms: list[str], parts: list[Any], pieces: Collection[str] = ()
+    ) -> list[tuple[str, float]]:
+        """The query's terms (weight 1) plus vocabulary terms a few edits away (weight sim²);
+        a path's `pieces` are not expanded (`locales` is no typo of `locale` there: the path
+        whole is expanded instead)."""
         out: dict[str, float] = {t: 1.0 for t in q_terms}
         if not self.tuning.fuzzy_known:  # a term the workspace has is no typo
             q_terms = [t for t in q_terms if not any(p.df(t) for p in parts)]
-        for tok in q_terms[:8]:
+        for tok in [t for t in q_terms if t not in pieces][:8]:
             for part in parts:
                 for term, score in part.similar_terms(tok):
                     out[term] = max(out.get(term, 0.0), (score / 100.0) ** 2)
@@ -415,7 +424,11 @@ class Searcher:
             ), None
         try:
             q = self.embedder.embed(
-                [semantic_query(query, self._doc_share, self.tuning.common_share)]
+                [
+                    semantic_query(
+                        query, self._doc_share, self.tuning.common_share, self.tuning.paths_whole
+                    )
+                ]
             )[0]
         except EmbedderUnavailable as exc:
             return str(exc), None

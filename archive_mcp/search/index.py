@@ -24,7 +24,7 @@ import polars as pl
 
 from archive_mcp.ingest.store import session_file_stem
 from archive_mcp.refiners.embed import token_source
-from archive_mcp.search.lexical import Postings, analyse
+from archive_mcp.search.lexical import Postings, index_terms
 from archive_mcp.search.ondisk import open_rows, read_rows
 from archive_mcp.search.projection import Projection, exact_of, scan, write_int8, write_projection
 from archive_mcp.search.sentences import Sentence, Tokens
@@ -37,7 +37,7 @@ from archive_mcp.workspaces import (
     read_json,
 )
 
-INDEX_VERSION = 7  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts; 7: + principal projection when large
+INDEX_VERSION = 8  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts; 7: + principal projection when large; 8: + runs of a path's parts (`index_terms`)
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = [
     "session_id",
@@ -136,7 +136,7 @@ class Segment:
                 vectors.add(df.select("session_id", "agent", "turn", "content_hash"))
                 for r in df.iter_rows(named=True):
                     texts.add(r)
-                    yield analyse(doc_text(r))
+                    yield index_terms(doc_text(r))
 
         with (
             _VectorWriter(ws, model, folder / "vectors.f16") as vectors,

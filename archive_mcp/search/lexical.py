@@ -11,15 +11,15 @@ import json
 import shutil
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, MutableSequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSequence, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from archive_mcp.refiners.text import tokens
+from archive_mcp.refiners.text import tokens, words
 from archive_mcp.search.ondisk import open_npy, read_rows, release
 
 K1, B = 1.2, 0.75
@@ -88,24 +88,90 @@ def analyse(text: str, drop_stopwords: bool = False) -> list[str]:
     return out
 
 
+PATH_MARKS = frozenset("./")  # a word holding one of these is a path or a dotted name
+WINDOW = 4  # the most `/`-parts of a path indexed as a term of its own (`locales/en.ts`)
+
+
+class Terms(list[str]):
+    """A document's terms, and the length BM25 weighs it by: that of its words (`analyse`'s),
+    so that the runs of a path's parts lengthen no turn."""
+
+    def __init__(self, terms: list[str], length: int) -> None:
+        super().__init__(terms)
+        self.length = length
+
+
+def index_terms(text: str) -> Terms:
+    """A turn's index terms: `analyse`'s, and of each path the runs of two to WINDOW of its
+    `/`-parts and its file's name (`src/locales/en.ts` also as `src/locales`, `locales/en.ts`,
+    `en.ts`): a path asked is found where it is part of a longer one, as a term, not as its
+    pieces apart. A folder's name alone is no new term (`cd /home/a/proj` would make `proj` a
+    term of every turn that went there). Their length is `analyse`'s."""
+    out = analyse(text)
+    length = len(out)
+    for word in words(text):
+        if "/" not in word:
+            continue
+        low = word.lower()
+        parts = [p for p in low.split("/") if p]
+        pieces = set(tokens(word))
+        runs = [
+            "/".join(parts[i : i + size])
+            for size in range(2, min(WINDOW, len(parts)) + 1)
+            for i in range(len(parts) - size + 1)
+        ]
+        out.extend(
+            stem(run) if run.isalpha() and run.isascii() else run  # as `analyse` has a word
+            for run in [name for name in parts[-1:] if "." in name] + runs
+            if run != low and run not in pieces
+        )
+    return Terms(out, length)
+
+
 @dataclass(frozen=True)
 class QueryTerms:
-    """A query analysed once: its terms (each once, in order) and those of its words that are
-    not stopwords (`analyse` with and without `drop_stopwords`, from one pass)."""
+    """A query analysed once: its terms (each once, in order), those of its words that are
+    not stopwords (`analyse` with and without `drop_stopwords`, from one pass), and the pieces
+    of each path or dotted name it holds (`locales/en.ts`: `local`, `en`, `ts`), which count
+    only where the path is (`bm25`'s `together`)."""
 
     terms: list[str]
     content: list[str]
+    paths: list[tuple[str, ...]] = field(default_factory=list)  # each path whole, its pieces
+    free: frozenset[str] = frozenset()  # terms that count alone: all but a path's pieces
 
     @classmethod
     def of(cls, query: str) -> QueryTerms:
         terms: dict[str, None] = {}
         content: dict[str, None] = {}
-        for t in tokens(query):
-            term = stem(t) if t.isalpha() and t.isascii() else t
-            terms[term] = None
-            if t not in ENGLISH_STOPWORDS:
-                content[term] = None
-        return cls(list(terms), list(content))
+        paths: list[tuple[str, ...]] = []
+        free: set[str] = set()
+        for word in words(query):
+            analysed = []
+            for t in tokens(word):
+                term = stem(t) if t.isalpha() and t.isascii() else t
+                analysed.append(term)
+                terms[term] = None
+                if t not in ENGLISH_STOPWORDS:
+                    content[term] = None
+                else:  # a function word names no part of a path (`and/or`): it counts alone
+                    free.add(term)
+            if len(analysed) > 2 and PATH_MARKS & set(word):  # the word whole, then its pieces
+                paths.append(tuple(dict.fromkeys(analysed)))
+                free.add(analysed[0])
+            else:
+                free.update(analysed)
+        return cls(list(terms), list(content), paths, frozenset(free))
+
+    def together(self) -> dict[str, list[tuple[str, ...]]]:
+        """Each term that counts only as a piece of a path: the paths it is of (each whole, then
+        its pieces)."""
+        out: dict[str, list[tuple[str, ...]]] = {}
+        for path in self.paths:
+            for t in path[1:]:
+                if t not in self.free:
+                    out.setdefault(t, []).append(path)
+        return out
 
 
 class Postings:
@@ -271,7 +337,7 @@ def _doc_postings(
     """(term ids, doc ids, term counts) of each document that has terms; every length is appended."""
     for d, doc_terms in enumerate(docs):
         c = Counter(doc_terms)
-        lengths.append(len(doc_terms))
+        lengths.append(doc_terms.length if isinstance(doc_terms, Terms) else len(doc_terms))
         if c:
             yield (
                 np.fromiter((term_id.setdefault(t, len(term_id)) for t in c), np.int32, len(c)),
@@ -393,9 +459,16 @@ class _NpyOut:
 
 
 def bm25(
-    parts: list[Postings], weighted_terms: list[tuple[str, float]], alive: list[np.ndarray]
+    parts: list[Postings],
+    weighted_terms: list[tuple[str, float]],
+    alive: list[np.ndarray],
+    together: Mapping[str, Sequence[tuple[str, ...]]] | None = None,
 ) -> list[np.ndarray]:
-    """BM25 scores per part (segments share idf and average length), terms weighted."""
+    """BM25 scores per part (segments share idf and average length), terms weighted. A term
+    `together` names scores only in the docs that hold one of its paths (each whole, then its
+    pieces; `index_terms` indexes a path inside longer ones): `ts` of `locales/en.ts` does not
+    count on its own. Where no doc holds one of them, the term counts alone: a slash between
+    words (`and/or`) names no path, and a path no turn names is found by its pieces."""
     n_docs = sum(int(m.sum()) for m in alive) or 1
     total_len = sum(p.total_len(m) for p, m in zip(parts, alive, strict=True))
     avgdl = total_len / n_docs or 1.0
@@ -405,8 +478,14 @@ def bm25(
         if df == 0:
             continue
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        paths = [g[0] for g in (together.get(term, ()) if together else ())]
+        if not all(any(p.df(path) for p in parts) for path in paths):
+            paths = []  # a piece of a path no turn holds counts alone (`artists/bands`)
         for p, s in zip(parts, scores, strict=True):
             docs, tf = p.postings(term)
+            if paths:
+                keep = np.logical_or.reduce([p.holds(path, docs) for path in paths])
+                docs, tf = docs[keep], tf[keep]
             if docs.size == 0:
                 continue
             # weight·idf·tf·(K1 + 1) / (tf + K1·(1 - B + B·dl / avgdl)), in place: a frequent

@@ -53,6 +53,9 @@ class Tuning:
     sentence_depth: int = 40  # top candidates re-scored by their best sentence (0 = off)
     context: str = "sum"  # how shares join (see `with_context`): "lift", "sum" or "max"
     query_stopwords: bool = True  # stopwords stay in the lexical query (False: only content words)
+    # a path or dotted name asked (`locales/en.ts`) counts whole: its pieces score only where it is
+    # (False: each piece alone, `ts` anywhere)
+    paths_whole: bool = True
     rerank: str | None = (
         None  # "minilm" or "e5": a second stage re-scores the top candidates (search/rerank.py)
     )
@@ -295,13 +298,17 @@ def latin_share(text: str) -> float:
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'’-]*")
+# a path or dotted name is one word: `ts` of `locales/en.ts` is common, the path is not
+_PATH_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_'’-]*(?:[./][A-Za-z0-9_'’-]+)+|" + _WORD.pattern)
 
 
-def semantic_query(query: str, doc_share: Any, limit: float) -> str:
-    """The query without the words that occur in more than `limit` of the workspace's turns."""
+def semantic_query(query: str, doc_share: Any, limit: float, paths_whole: bool = True) -> str:
+    """The query without the words that occur in more than `limit` of the workspace's turns (a
+    path or dotted name weighed whole with `paths_whole`, else by each of its pieces)."""
     if limit >= 1.0:
         return query
-    kept = _WORD.sub(lambda m: "" if doc_share(m.group(0)) > limit else m.group(0), query)
+    word = _PATH_WORD if paths_whole else _WORD
+    kept = word.sub(lambda m: "" if doc_share(m.group(0)) > limit else m.group(0), query)
     kept = " ".join(kept.split())
     return kept if any(ch.isalnum() for ch in kept) else query
 

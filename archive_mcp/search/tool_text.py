@@ -62,6 +62,20 @@ def relative(text: str, roots: Sequence[str]) -> str:
     return text
 
 
+def relative_word(word: str, roots: Sequence[str]) -> str:
+    """A path asked (`local-api/src/x.py`) as `relative` shows it under the project folder that
+    its head ends (`/home/a/local-api`): `src/x.py`; any other word as it is."""
+    parts = word.replace("\\", "/").split("/")
+    for root in sorted(roots, key=len, reverse=True):
+        folder = [p for p in re.split(r"[/\\]", root) if p]
+        if len(folder) < 2:  # as `relative`: paths under `/home` stay whole
+            continue
+        for k in range(min(len(folder), len(parts) - 1), 0, -1):
+            if parts[:k] == folder[-k:] and (rest := "/".join(parts[k:]).strip("/")):
+                return rest
+    return word
+
+
 _NOT_AFTER_PATH = r"(?<![\w.~/\\-])"  # what a path's first character does not follow
 _NAME_NEXT = r"(?![\s\"'`,;:)\]}>]|$)"  # what a name under the folder does not start with
 
