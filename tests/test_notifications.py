@@ -57,6 +57,7 @@ CASES = [
      '(task notification: Agent "tidy" completed)', "continuation", ["continuation"], None),
 ]  # fmt: skip
 IDS = [c[0] for c in CASES]
+AT = "2026-03-20T10:00:00"
 
 
 @pytest.mark.parametrize(
@@ -140,9 +141,6 @@ def test_search_weighs_a_refined_notification_turn_as_noise_and_the_users_words_
     assert weights.dtype == np.float32
 
 
-AT = "2026-03-20T10:00:00"
-
-
 def _frame(texts: list[str], kinds: list[list[str]]) -> pl.LazyFrame:
     """A refined frame's columns the overview reads, one main-agent turn a text, in session s1."""
     return pl.LazyFrame(
@@ -155,4 +153,16 @@ def _frame(texts: list[str], kinds: list[list[str]]) -> pl.LazyFrame:
             "kinds": kinds,
         },
         schema_overrides={"kinds": pl.List(pl.String)},
+    )
+
+
+def test_themes_count_a_notification_turn_as_noise_only_when_the_agent_did_no_work() -> None:
+    # kinds as refined before this rule ([]) and after it (`continuation`): the same verdict
+    for kinds in ([], ["continuation"]):
+        assert noise_kind(f"{BUILD}\ncontinue", "Done.", kinds, worked=False) == "continuation"
+    for kinds in ([], ["continuation", "explore"]):
+        assert noise_kind(BUILD, "The build log is clean.", kinds, worked=True) is None
+    # a bare "continue" the user typed keeps its rule: its kind says continuation, work or not
+    assert noise_kind("continue", "Going on.", ["continuation", "explore"], worked=True) == (
+        "continuation"
     )
