@@ -17,13 +17,17 @@ from dataclasses import dataclass
 OPEN = "<task-notification>"
 # how `user_request` says them: `(task notification: <summary>; <summary>) <the user's words>`
 LABEL = "(task notification"
-# The notification, its `<result>` whole; an unclosed `<result>` is not one (without the guard, a
-# notification never closed would match up to a closing tag its result quotes)
+# The notification, its `<result>` whole; an unclosed `<result>` is not one (else a notification
+# never closed would match up to a closing tag its result quotes). Each step either takes a whole
+# `<result>` (atomic) or a character that opens neither a `<result>` nor the closing tag, and
+# never gives one back (`*+`): linear on any text, a long unclosed one included
 _ONE = re.compile(
-    r"\s*<task-notification>(?:<result>.*?</result>|(?!<result>).)*?</task-notification>"
+    r"\s*<task-notification>(?:(?><result>.*?</result>)|(?!<result>|</task-notification>).)*+"
+    r"</task-notification>"
     r"(?:\s*(?:Read the output file to retrieve the result|Full transcript available at):[^\n]*)?",
     re.S,
 )
+_OPENS = re.compile(r"\s*<task-notification>")
 _RESULT = re.compile(r"<result>.*?</result>", re.S)
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 
@@ -43,7 +47,7 @@ class Notified:
 
 def split(text: str) -> Notified:
     """The task notifications `text` (a user message) opens with, and the user's words after."""
-    if not text.lstrip().startswith(OPEN):
+    if not _OPENS.match(text):
         return Notified((), text.strip())
     summaries: list[str] = []
     at = 0

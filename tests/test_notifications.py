@@ -166,3 +166,10 @@ def test_themes_count_a_notification_turn_as_noise_only_when_the_agent_did_no_wo
     assert noise_kind("continue", "Going on.", ["continuation", "explore"], worked=True) == (
         "continuation"
     )
+
+
+def test_a_long_message_that_opens_a_notification_and_never_closes_it_is_read_in_one_pass() -> None:
+    # 3,000 closed results and no closing tag: a pattern that backtracks into them never returns
+    text = "<task-notification>" + "<result>a</result>" * 3000 + "\nthanks"
+    assert split(text) == Notified((), text)
+    assert not notified_only(text)
