@@ -209,7 +209,10 @@ def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
         or _only_asks_to_compact(request)
     ):
         kinds.append("compaction")
-    if compact_summary or bare_continue(request) or notified_only(raw_user):
+    # Claude Code's task notifications are a continuation when the agent did no work after them;
+    # when it did, the work is the turn (the labels say `explore`, themes count it as a member)
+    notified = not turn.tool_calls and notified_only(raw_user)
+    if compact_summary or bare_continue(request) or notified:
         kinds.append("continuation")
     text = turn.assistant_text.strip()[:400].lower()
     if (turn.api_errors and turn.steps and all(s.interrupted for s in turn.steps)) or (

@@ -84,13 +84,14 @@ def test_every_reader_of_a_user_message_reads_a_task_notification_the_same_way(
         assert (listed, left) == (({"s1": [Prompt(0, AT, line)]}, 0) if line else ({}, 1))
 
 
-def test_a_turn_of_only_notifications_keeps_its_work_kinds_when_the_agent_then_called_tools() -> (
+def test_a_turn_of_only_notifications_is_work_not_a_continuation_when_the_agent_called_tools() -> (
     None
 ):
     turn = Turn(0, None, user_text=f"{BUILD}\n{TESTS}")
     read = ToolCall("c1", "Read", '{"file_path": "tasks/a1f.output"}')
     read.finish(False, "", "build ok", None)
-    assert kinds_of(turn, "The build log is clean.", [read]) == ["continuation", "explore"]
+    turn.steps = [Step(0, text="The build log is clean.", tool_calls=[read])]
+    assert kinds_of(turn, "The build log is clean.", [read]) == ["explore"]
 
 
 def test_a_task_summary_gives_no_work_kind_the_user_did_not_ask_for() -> None:

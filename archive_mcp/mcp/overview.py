@@ -56,9 +56,9 @@ def prompts(turns: pl.LazyFrame, sessions: list[str]) -> tuple[dict[str, list[Pr
     for r in rows:
         text = r["user_text"] or ""
         # Claude Code's task notifications are not the user's words: alone, or with a bare
-        # "continue" after them, routine. The refiner marks such a turn `continuation`, but the
-        # text is read here, by the refiner's own rule: archives refined before it did not, and a
-        # turn where the agent then called tools has work kinds beside it
+        # "continue" after them, routine. The refiner marks such a turn `continuation` when the
+        # agent did no work after them, but the text is read here, by the refiner's own rule:
+        # archives refined before it did not, and the overview lists the user's words, not work
         if notified_only(text):
             left += 1
             continue
