@@ -13,6 +13,7 @@ from collections import Counter
 
 from .actions import EDIT_TOOLS, call_paths
 from .model import ToolCall, Turn
+from .notification import LABEL, split
 from .summary import strip_ack, user_request
 from .text import STOPWORDS, is_cjk, words
 
@@ -69,6 +70,20 @@ CONTINUE = _rx(
     r"^(?:system:\s*)?(?:please\s+|ok\s+|okay\s+)?(?:continue|resume|keep going|go on|carry on|"
     r"proceed|go ahead|继续|繼續)\b[\s\w,.!]{0,40}$"
 )
+
+
+def bare_continue(request: str) -> bool:
+    """Only "continue" or the like ("go on", "please proceed", "继续"): no request of its own."""
+    return len(request) <= 60 and CONTINUE.match(request.strip().lower())
+
+
+def notified_only(text: str) -> bool:
+    """A user message of Claude Code's task notifications (notification.py) and nothing of the
+    user's, or only a bare "continue" after them: no request of its own, as a bare one is."""
+    notified = split(text)
+    return notified.count > 0 and (not notified.said or bare_continue(notified.said))
+
+
 COMPACT_REST_WORDS = 8  # this many words beside the ask for a compaction: the turn is work
 _CLAUSE = re.compile(r"[.;!?\n]+|\s[-—–]\s|,\s*(?:and\s+)?then\b")
 COMPACT_ASK = _rx(
@@ -194,7 +209,10 @@ def noise_kinds(turn: Turn, raw_user: str, request: str) -> list[str]:
         or _only_asks_to_compact(request)
     ):
         kinds.append("compaction")
-    if compact_summary or (len(request) <= 60 and CONTINUE.match(request.strip().lower())):
+    # Claude Code's task notifications are a continuation when the agent did no work after them;
+    # when it did, the work is the turn (the labels say `explore`, themes count it as a member)
+    notified = not turn.tool_calls and notified_only(raw_user)
+    if compact_summary or bare_continue(request) or notified:
         kinds.append("continuation")
     text = turn.assistant_text.strip()[:400].lower()
     if (turn.api_errors and turn.steps and all(s.interrupted for s in turn.steps)) or (
@@ -245,6 +263,9 @@ def kinds_of(turn: Turn, final: str, calls: list[ToolCall]) -> list[str]:
     raw_user = turn.user_text
     request = user_request(raw_user)
     kinds = noise_kinds(turn, raw_user, request)
+    notified = split(raw_user)
+    if notified.count:  # what was asked is the user's words: a task's summary is not a request
+        request = user_request(notified.said)
     typed = turn.origin in ("user", "command") and "compaction" not in kinds
     if kinds and not calls and (not typed or len(final.strip()) < 200 and "command" in kinds):
         return kinds  # only noise: a marker, a command's output, a handoff, an API error
@@ -310,7 +331,8 @@ _KW_STOP = frozenset(
 )
 # The labels `user_request` puts on wrapped records, and the interruption marker: not the turn's words.
 _LABELS = re.compile(
-    r"^\((?:empty )?command output\)|^\(task notification:|\[request interrupted by user[^\]]*\]",
+    r"^\((?:empty )?command output\)|^" + re.escape(LABEL) + r"[:)]|"
+    r"\[request interrupted by user[^\]]*\]",
     re.I,
 )
 

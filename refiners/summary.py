@@ -22,6 +22,7 @@ from collections.abc import Callable
 from .actions import DID_MAX, describe_actions
 from .answers import said
 from .model import Turn
+from .notification import note, split
 from .text import STOPWORDS, Folded, dense, sentences, shorten, words
 
 # a summary runs to this many characters when the turn carries more (key-fact coverage on the
@@ -169,35 +170,22 @@ _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)", re.S)
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
-# Claude Code wraps local commands and notifications in pseudo-XML.
+# Claude Code wraps local commands in pseudo-XML (its task notifications: notification.py).
 _CMD_NAME = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
 _CMD_ARGS = re.compile(r"<command-args>([^<]*)</command-args>")
 _LOCAL_OUT = re.compile(
     r"<local-command-(?:stdout|stderr)>(.*?)(?:</local-command-(?:stdout|stderr)>|$)", re.S
 )
-_TASK_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 _DROP_BLOCKS = re.compile(r"<(system-reminder|local-command-caveat|command-message)>.*?</\1>", re.S)
 _TAG = re.compile(r"</?[a-z][a-z-]*>")
-# Claude Code's message that a background task ended, sent in the user's place: the tag (its
-# `<result>` read whole, whatever it quotes) and the line Claude Code adds after it
-_NOTIFICATION = re.compile(
-    r"\s*<task-notification>(?:<result>.*?</result>|.)*?</task-notification>"
-    r"(?:\s*(?:Read the output file to retrieve the result|Full transcript available at):[^\n]*)?",
-    re.S,
-)
-
-
-def after_notifications(text: str) -> tuple[int, str]:
-    """How many task notifications `text` (a user message) opens with, and what follows them:
-    the user's own words, if any. A tag elsewhere, or one never closed, is the user's words."""
-    n, at = 0, 0
-    while found := _NOTIFICATION.match(text, at):
-        n, at = n + 1, found.end()
-    return n, text[at:].strip()
 
 
 def user_request(text: str) -> str:
-    """The user's text as a request: wrappers read as what they are, reminders dropped."""
+    """The user's text as a request: wrappers read as what they are, reminders dropped, Claude
+    Code's task notifications said as a note (their summaries) before the user's own words."""
+    notified = split(text)  # the whole text: a notification's `<result>` may run past the head
+    if notified.count:
+        return f"{note(notified.summaries)} {user_request(notified.said)}".strip()
     head = _no_ansi(text[:3000])
     if "<" not in head:
         return head.strip()
@@ -213,15 +201,6 @@ def user_request(text: str) -> str:
             if body and body != "(no content)"
             else "(empty command output)"
         )
-    if "<task-notification>" in head:
-        summary = _TASK_SUMMARY.search(head)
-        rest = (
-            head[head.find("</task-notification>") + 20 :] if "</task-notification>" in head else ""
-        )
-        note = (
-            f"(task notification: {summary.group(1).strip()})" if summary else "(task notification)"
-        )
-        return f"{note} {rest.strip()}".strip()
     return _TAG.sub(" ", _DROP_BLOCKS.sub(" ", head)).strip()
 
 

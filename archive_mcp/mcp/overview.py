@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from archive_mcp.refiners.answers import MARKS
-from archive_mcp.refiners.kinds import CONTINUE
-from archive_mcp.refiners.summary import after_notifications
+from archive_mcp.refiners.kinds import notified_only
+from archive_mcp.refiners.notification import split
 from archive_mcp.refiners.text import clip
 from archive_mcp.search.ranking import NOISE_KINDS
 
@@ -54,13 +54,15 @@ def prompts(turns: pl.LazyFrame, sessions: list[str]) -> tuple[dict[str, list[Pr
     out: dict[str, list[Prompt]] = {}
     left = 0
     for r in rows:
-        notes, said = after_notifications(r["user_text"] or "")
-        words = " ".join(said.split())
-        # Claude Code's notifications are not the user's words; alone, or with a bare
-        # "continue" after them (kinds were found with them in: no `continuation`), routine
-        if notes and (not words or CONTINUE.match(words.lower())):
+        text = r["user_text"] or ""
+        # Claude Code's task notifications are not the user's words: alone, or with a bare
+        # "continue" after them, routine. The refiner marks such a turn `continuation` when the
+        # agent did no work after them, but the text is read here, by the refiner's own rule:
+        # archives refined before it did not, and the overview lists the user's words, not work
+        if notified_only(text):
             left += 1
             continue
+        words = " ".join(split(text).said.split())
         if not words:
             continue
         if routine(r["kinds"], words):

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 
 import polars as pl
 
+from archive_mcp.refiners.kinds import notified_only
+
 NOISE_KINDS = ("command", "compaction", "continuation", "api_error", "interrupted")
 
 _LOCAL_COMMAND = re.compile(
@@ -24,9 +26,7 @@ _COMPACTION = (
     "[compacted]",
 )
 _CONTINUATION = re.compile(
-    r"^\s*(?:please\s+)?(?:continue|go on|keep going|resume|proceed|继续)\W{0,3}$"
-    r"|^\s*<task-notification>",
-    re.IGNORECASE,
+    r"^\s*(?:please\s+)?(?:continue|go on|keep going|resume|proceed|继续)\W{0,3}$", re.IGNORECASE
 )
 _INTERRUPTED = re.compile(r"^\s*\[request interrupted by user[^\]]*\]\s*$", re.IGNORECASE)
 _API_ERROR = re.compile(
@@ -55,6 +55,11 @@ def noise_kind(
         and len(assistant.strip()) < 400
     ):
         return "command"
+    if notified_only(user):
+        # Claude Code's task notifications (and a bare "continue"), the refiner's rule, read from
+        # the text whatever the kinds say: alone, noise; when the agent then worked, its answer
+        # may carry a topic (the labels count such turns as members: themes_heldout.md)
+        return None if worked else "continuation"
     if "continuation" in have or (not worked and _CONTINUATION.match(user)):
         return "continuation"
     return None
