@@ -41,10 +41,14 @@ if "paths_whole" in {f.name for f in fields(Tuning)}:
     RULES["pieces alone"] = Tuning(**{"paths_whole": False})
 
 
-def holds(archive: Archive, ws: str, session: str, turn: int, path: str) -> bool:
-    """Whether a `matching` read of the turn finds a passage holding `path`."""
+def holds(archive: Archive, ws: str, session: str, agent: str, turn: int, path: str) -> bool:
+    """Whether a `matching` read of the turn finds a passage holding `path`.
+
+    The hit's agent is part of its reference: a sub-agent's turn 0 read as `session:0` is the
+    main agent's turn 0 (its own words and calls, not the sub-agent's)."""
+    ref = {"session_id": session, "agent": agent, "turn": turn}
     try:
-        archive.load_turn_context([f"{session}:{turn}"], ws, matching=[path])
+        archive.load_turn_context([ref], ws, matching=[path])
     except NotFound:
         return False
     return True
@@ -71,17 +75,17 @@ def main() -> None:
             print(f"{rec['qid']}: no reference resolved", file=sys.stderr)
             continue
         ws = found[0][0]
-        relevant = {(s, t) for _, s, _, t in found}
+        relevant = {(s, a, t) for _, s, a, t in found}
         for rule, tuning in RULES.items():
             for mode in ("lexical", "hybrid"):
                 hits = archive.search(
                     rec["query"], workspace=ws, limit=10, mode=mode, tuning=replace(tuning)
                 )
-                keys = [(h.session_id, h.turn) for h in hits]
+                keys = [(h.session_id, h.agent, h.turn) for h in hits]
                 hit5 = float(bool(relevant & set(keys[:5])))
                 r10 = len(relevant & set(keys)) / len(relevant)
                 top5 = keys[:5]
-                stray = sum(not holds(archive, ws, s, t, rec["query"]) for s, t in top5)
+                stray = sum(not holds(archive, ws, s, a, t, rec["query"]) for s, a, t in top5)
                 share = stray / len(top5) if top5 else 0.0
                 rows.setdefault((rec["split"], mode, rule), []).append((hit5, r10, share))
     print("| split | mode | rule | queries | hit@5 | R@10 | top-5 hits without the path |")
