@@ -11,6 +11,7 @@ import pytest
 from archive_mcp.refiners import PARSERS
 from archive_mcp.refiners.notification import split
 from test_documented_agents import CHANGES, _change_log
+from test_merge import ML, WEBAPP, _run
 from test_path_queries import CWD, SID, _session
 from test_whole_copies import ingested
 
@@ -116,3 +117,15 @@ def test_a_changed_whole_session_file_is_parsed_once_per_ingest(
     doc.write_bytes(whole)  # the rest of the session written
     archive.ingest(home)
     assert seen.count(doc.name) == 1
+
+
+def test_a_merge_copies_no_staged_copy_a_killed_rewrite_left(archive: Archive) -> None:
+    src = archive.home / "workspaces" / ML
+    copy = next(p for p in sorted((src / "raw").rglob("*")) if p.is_file())
+    staged = copy.parent / f".{copy.name}.k1ll3d.tmp"  # `_replace_whole`'s folder, its write killed
+    staged.mkdir()
+    (staged / copy.name).write_bytes(copy.read_bytes()[:10])
+    code, _, err = _run("workspaces", "merge", "ml-pipeline", "--into", "webapp")
+    assert (code, err) == (0, "")
+    dst = archive.home / "workspaces" / WEBAPP
+    assert [str(p.relative_to(dst)) for p in dst.rglob("*.tmp")] == []
