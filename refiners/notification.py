@@ -22,14 +22,13 @@ LABEL = "(task notification"
 # `<result>` (atomic) or a character that opens neither a `<result>` nor the closing tag, and
 # never gives one back (`*+`): linear on any text, a long unclosed one included
 _ONE = re.compile(
-    r"\s*<task-notification>(?:(?><result>.*?</result>)|(?!<result>|</task-notification>).)*+"
+    r"\s*<task-notification>"
+    r"(?P<body>(?:(?><result>.*?</result>)|(?!<result>|</task-notification>).)*+)"
     r"</task-notification>"
     r"(?:\s*(?:Read the output file to retrieve the result|Full transcript available at):[^\n]*)?",
     re.S,
 )
 _OPENS = re.compile(r"\s*<task-notification>")
-_RESULT = re.compile(r"<result>.*?</result>", re.S)
-_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 
 
 @dataclass(frozen=True)
@@ -52,10 +51,32 @@ def split(text: str) -> Notified:
     summaries: list[str] = []
     at = 0
     while found := _ONE.match(text, at):
-        summary = _SUMMARY.search(_RESULT.sub("", found.group()))
-        summaries.append(" ".join(summary.group(1).split()) if summary else "")
+        summaries.append(" ".join(_summary(found.group("body")).split()))
         at = found.end()
     return Notified(tuple(summaries), text[at:].strip())
+
+
+def _summary(body: str) -> str:
+    """The first `<summary>` of a notification's body outside its `<result>`s ("" without one),
+    found with `str.find`: a pattern such as `<summary>(.*?)</summary>` scans to the end from
+    each unclosed tag (10 s on 100k characters of `<summary>`)."""
+    kept = _outside_results(body)
+    start = kept.find("<summary>")
+    end = -1 if start < 0 else kept.find("</summary>", start + len("<summary>"))
+    return kept[start + len("<summary>") : end] if end >= 0 else ""
+
+
+def _outside_results(body: str) -> str:
+    """`body` without its `<result>`s, each up to its first `</result>`, left to right."""
+    parts, at = [], 0
+    while (start := body.find("<result>", at)) >= 0:
+        end = body.find("</result>", start + len("<result>"))
+        if end < 0:
+            break  # no close after it: none after a later one either
+        parts.append(body[at:start])
+        at = end + len("</result>")
+    parts.append(body[at:])
+    return "".join(parts)
 
 
 def note(summaries: tuple[str, ...]) -> str:

@@ -4,6 +4,7 @@ refiner marked notification turns `continuation` and after."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
 import numpy as np
@@ -174,3 +175,27 @@ def test_a_long_message_that_opens_a_notification_and_never_closes_it_is_read_in
     text = "<task-notification>" + "<result>a</result>" * 3000 + "\nthanks"
     assert split(text) == Notified((), text)
     assert not notified_only(text)
+
+
+_T, _C = "<task-notification>", "</task-notification>"
+_READ = "\nRead the output file to retrieve the result: "
+# 100k characters each; each shape took 40-65 s (loaded box) with `<summary>(.*?)</summary>`
+# searched over the notification with its results cut by `<result>.*?</result>`
+HOSTILE = [
+    ("unclosed-summaries", _T + "<summary>" * 11_000 + _C + " go", (("",), "go")),
+    ("results-then-unclosed-summaries",
+     _T + "<result>x</result>" * 1_000 + "<summary>" * 9_000 + _C + " go", (("",), "go")),
+    ("trailer-of-unclosed-tags", _T + _C + _READ + "<result><summary>" * 6_000, (("",), "")),
+    ("summary-closed-inside-a-result",
+     _T + "<summary>a<result></summary>" + "<summary>" * 11_000 + "</result>b</summary>" + _C,
+     (("ab",), "")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "parts"), [c[1:] for c in HOSTILE], ids=[c[0] for c in HOSTILE])
+def test_a_notification_s_summary_is_found_in_one_pass_whatever_tags_it_holds(
+    text: str, parts: tuple[tuple[str, ...], str]
+) -> None:
+    start = time.perf_counter()
+    assert split(text) == Notified(*parts)
+    assert time.perf_counter() - start < 0.5

@@ -13,14 +13,16 @@ from typing import Any
 
 import polars as pl
 import pytest
-from archive_mcp.refiners import gemini
+from archive_mcp.refiners import PARSERS, gemini
 from archive_mcp.workspaces import workspace_id
 from test_agent_ingest import gemini_home
 from test_cline import CLINE, PROJECT, PROMPTS, SID
+from test_documented_agents import CHANGES, _change_log
 from test_new_agents import copy_as
 
 from archive_mcp import Archive
 from archive_mcp.ingest.pipeline import Skip
+from archive_mcp.ingest.raw import NotWhole, snapshot_file
 from archive_mcp.live import Follower
 
 CUT = "malformed: Unterminated string starting at: line 346 column 9 (char 8441)"
@@ -174,3 +176,37 @@ def test_a_staging_folder_a_killed_ingest_left_is_removed_at_the_next_ingest(
     os.utime(old, (time.time() - 3600, time.time() - 3600))
     archive.ingest(home)
     assert (old.exists(), new.exists()) == (False, True)  # a fresh one may be a live ingest's
+
+
+def test_a_change_log_caught_writing_its_first_line_is_reported_as_its_truncated_tail(
+    tmp_path: Path,
+) -> None:
+    user = tmp_path / "User"
+    log = user / "workspaceStorage" / "h1" / "chatSessions" / "s1.jsonl"
+    _change_log(log, len(CHANGES))
+    archive = Archive(embedder=None)
+    archive.ingest(user)
+    copy = archived(archive, log.name)
+    _change_log(log, 0, CHANGES[0][:30])  # no turn yet, the first line half written
+    report = archive.ingest(user)
+    cut = "truncated_tail: Expecting ',' delimiter: line 1 column 31 (char 30)"
+    assert (report.skipped, report.files_changed) == ([Skip(str(log), kept(copy, cut), 1)], 0)
+
+
+def test_a_jsonl_session_read_whole_caught_writing_its_first_line_keeps_its_archived_copy(
+    tmp_path: Path,
+) -> None:
+    line = json.dumps(
+        {"type": "user", "sessionId": "c1", "cwd": PROJECT, "timestamp": "2026-03-20T10:00:00Z",
+         "uuid": "u1", "message": {"role": "user", "content": "rename the flag"}}
+    ).encode() + b"\n"  # fmt: skip
+    src, dst = tmp_path / "c1.jsonl", tmp_path / "raw" / "c1.jsonl"
+    src.write_bytes(line)
+    parse = PARSERS["claude-code"]
+    assert snapshot_file(src, dst, tmp_path / "raw", parse=parse) and parse(dst).turns
+    src.write_bytes(line[:40])  # rewritten whole: caught halfway through its first line
+    with pytest.raises(NotWhole) as caught:
+        snapshot_file(src, dst, tmp_path / "raw", parse=parse)
+    assert (caught.value.line, caught.value.why.split(":")[0]) == (1, "truncated_tail")
+    assert dst.read_bytes() == line
+    assert [p.name for p in dst.parent.iterdir()] == ["c1.jsonl"]  # no staged copy left

@@ -128,7 +128,9 @@ def _raw_dirs(ws: Workspace) -> set[str]:
 
 
 def _stage(src: Workspace, dst: Workspace, stage: Path) -> None:
-    """Copy SRC's files (not its lock, description or search cache) into `stage`."""
+    """Copy SRC's files into `stage`: not its lock, description or search cache, nor what a
+    killed write left (`.<name>.<random>.tmp`: a temp file, or the folder a whole-file copy is
+    checked in)."""
     for path in sorted(src.root.rglob("*")):
         rel = path.relative_to(src.root)
         if (
@@ -136,7 +138,7 @@ def _stage(src: Workspace, dst: Workspace, stage: Path) -> None:
             or not path.is_file()
             or rel.parts[0] in ("cache", stage.name)
             or str(rel) in _NOT_COPIED
-            or (path.name.startswith(".") and path.name.endswith(".tmp"))
+            or any(part.startswith(".") and part.endswith(".tmp") for part in rel.parts)
         ):
             continue
         target = stage / rel

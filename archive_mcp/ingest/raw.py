@@ -21,7 +21,7 @@ from typing import Any
 from archive_mcp.errors import written
 from archive_mcp.refiners.disk import SNAPSHOT_MAX, NotRegular, Refused, not_regular, open_regular
 from archive_mcp.refiners.lines import complete_prefix
-from archive_mcp.refiners.model import ParseResult
+from archive_mcp.refiners.model import ParseResult, Problem
 from archive_mcp.workspaces import atomic_file
 
 HEAD = 4096
@@ -45,10 +45,12 @@ Parse = Callable[[Path], ParseResult]  # a whole session file's reader
 
 class NotWhole(Refused):
     """A whole-file source that does not parse as a document (an agent caught rewriting it)
-    while its archived copy does: the archived copy is kept. Reported as the reader's
-    `malformed` problem is, at line 1."""
+    while its archived copy does: the archived copy is kept. Reported as the reader's problem
+    that says so is (`malformed` or `truncated_tail`), at its line."""
 
-    line = 1
+    def __init__(self, path: Path | str, why: str, line: int) -> None:
+        super().__init__(path, why)
+        self.line = line
 
 
 def private_dirs(path: Path, stop: Path) -> None:
@@ -210,20 +212,23 @@ def _replace_whole(fh: Any, src: Path, dst: Path, size: int, durable: bool, pars
             when = datetime.fromtimestamp(dst.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M:%S")
             raise NotWhole(
                 src,
-                f"malformed: {why}; not a whole document (being written?): the copy archived "
-                f"{when} UTC is kept, and the file is read again at the next ingest",
+                f"{why.kind}: {why.error}; not a whole document (being written?): the copy "
+                f"archived {when} UTC is kept, and the file is read again at the next ingest",
+                why.line,
             )
         os.replace(staged, dst)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _not_whole(result: ParseResult) -> str | None:
-    """Why a whole file did not parse as a document (its `malformed` problem, when it gave no
-    turn); None when it did. A document with fewer turns, or none, parsed: it is taken."""
+def _not_whole(result: ParseResult) -> Problem | None:
+    """Why a whole file did not parse as a document, when it gave no turn: its first problem
+    that is `malformed` or a `truncated_tail` (a JSONL file, such as a VS Code change log, caught
+    while its first lines are written); None when it did. A document with fewer turns, or none,
+    parsed: it is taken."""
     if result.turns:
         return None
-    return next((p.error for p in result.problems if p.kind == "malformed"), None)
+    return next((p for p in result.problems if p.kind in ("malformed", "truncated_tail")), None)
 
 
 def _same_file(fh: Any, dst: Path, size: int) -> bool:
