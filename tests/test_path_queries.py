@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 from archive_mcp import Archive
 from archive_mcp.errors import NotFound
 from archive_mcp.search.index import INDEX_VERSION
-from archive_mcp.search.lexical import Postings, QueryTerms, bm25, index_terms
+from archive_mcp.search.lexical import Postings, QueryTerms, bm25, index_terms, path_keys
 from archive_mcp.search.ranking import Tuning, semantic_query
 from archive_mcp.search.tool_text import relative_word
 
@@ -179,6 +180,9 @@ def test_a_path_asked_from_the_project_folder_down_matches_as_the_read_shows_it(
         ("shop", "shop"),
         ("shop/", "shop/"),
         ("other/shop/x.py", "other/shop/x.py"),
+        ("/home/alice/shop/src/x.py", "src/x.py"),
+        ("/home/alice/shop", "/home/alice/shop"),
+        (r"shop\src\x.py", r"src\x.py"),
     ],
 )
 def test_relative_word_drops_the_head_a_project_folder_ends(word: str, expected: str) -> None:
@@ -187,3 +191,45 @@ def test_relative_word_drops_the_head_a_project_folder_ends(word: str, expected:
 
 def test_a_function_word_between_slashes_counts_alone() -> None:
     assert QueryTerms.of("North Carolina and/or Tennessee").together() == {}
+
+
+def test_a_windows_path_is_indexed_with_the_runs_of_its_slash_form() -> None:
+    terms = index_terms(r"edited C:\proj\src\locales\en.ts and \\srv\b.py")
+    assert terms == [
+        "edit", "c", "proj", "src", "local", "en.ts", "en", "ts", "and", "srv", "b.py", "b", "py",
+        "proj/src", "src/locales", "locales/en.ts",  # the runs, as `/` joins them
+        "proj/src/locales", "src/locales/en.ts", "proj/src/locales/en.ts",
+        "srv/b.py",
+    ]  # fmt: skip
+    assert terms.length == 13
+
+
+def test_a_path_longer_than_the_window_is_held_where_each_window_of_it_is() -> None:
+    assert path_keys("locales/en.ts") == ["locales/en.ts"]
+    assert path_keys("a/b/c/d/e.ts") == ["a/b/c/d", "b/c/d/e.ts"]
+    texts = ["see src/app/ui/forms/Button.tsx", "see lib/app/ui/forms/Button.tsx", "forms"]
+    postings = Postings.build([index_terms(t) for t in texts])
+    q = QueryTerms.of("src/app/ui/forms/Button.tsx")
+    alive = [np.ones(3, bool)]
+    [scores] = bm25([postings], [(t, 1.0) for t in q.terms], alive, q.together())
+    # the second names the path's last four parts, not its first: a path of its own
+    assert (scores > 0).tolist() == [True, False, False]
+
+
+@pytest.mark.parametrize("shape", ["1", "_-", "1'", "a", "1.", "1..", "-1", "a/", "’1"])
+def test_the_semantic_query_of_a_hostile_text_takes_linear_time(shape: str) -> None:
+    query = shape * (100_000 // len(shape))
+    start = time.perf_counter()
+    semantic_query(query, lambda w: 0.0, 0.5)
+    assert time.perf_counter() - start < 1.0  # 100k chars: about 0.03 s, quadratic was minutes
+
+
+def test_the_semantic_query_weighs_each_path_and_word_once_keeping_what_opens_it() -> None:
+    asked: list[str] = []
+
+    def share(word: str) -> float:
+        asked.append(word)
+        return 0.9 if word == "x.py" else 0.0
+
+    assert semantic_query("see -1.2 it's 1abc x.py", share, 0.5) == "see -1.2 it's 1abc"
+    assert asked == ["see", "1.2", "it's", "abc", "x.py"]

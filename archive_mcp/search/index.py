@@ -37,7 +37,7 @@ from archive_mcp.workspaces import (
     read_json,
 )
 
-INDEX_VERSION = 8  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts; 7: + principal projection when large; 8: + runs of a path's parts (`index_terms`)
+INDEX_VERSION = 9  # 3: stemmed terms, dates as text; 4: vectors as raw float16 (vectors.f16); 5: + int8 when large; 6: + texts; 7: + principal projection when large; 8: + runs of a path's parts (`index_terms`); 9: + a Windows path's runs as its slash form
 DELTA_SHARE = 0.25  # rebuild base when the changed sessions hold more than this share of turns
 META_COLUMNS = [
     "session_id",

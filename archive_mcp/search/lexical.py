@@ -105,27 +105,55 @@ def index_terms(text: str) -> Terms:
     """A turn's index terms: `analyse`'s, and of each path the runs of two to WINDOW of its
     `/`-parts and its file's name (`src/locales/en.ts` also as `src/locales`, `locales/en.ts`,
     `en.ts`): a path asked is found where it is part of a longer one, as a term, not as its
-    pieces apart. A folder's name alone is no new term (`cd /home/a/proj` would make `proj` a
-    term of every turn that went there). Their length is `analyse`'s."""
+    pieces apart. A Windows path's runs are those of its slash form (`C:\\src\\locales\\en.ts`
+    holds `locales/en.ts`). A folder's name alone is no new term (`cd /home/a/proj` would make
+    `proj` a term of every turn that went there). Their length is `analyse`'s."""
     out = analyse(text)
     length = len(out)
-    for word in words(text):
-        if "/" not in word:
-            continue
+    for word, slashed in _path_words(text):
         low = word.lower()
         parts = [p for p in low.split("/") if p]
-        pieces = set(tokens(word))
         runs = [
             "/".join(parts[i : i + size])
             for size in range(2, min(WINDOW, len(parts)) + 1)
             for i in range(len(parts) - size + 1)
         ]
+        if slashed:  # `analyse` has its parts and its file's name as words of their own
+            out.extend(runs)
+            continue
+        pieces = set(tokens(word))
+        # every run holds a `/` and every name a `.`: none is a word `analyse` would stem
         out.extend(
-            stem(run) if run.isalpha() and run.isascii() else run  # as `analyse` has a word
+            run
             for run in [name for name in parts[-1:] if "." in name] + runs
             if run != low and run not in pieces
         )
     return Terms(out, length)
+
+
+def _path_words(text: str) -> Iterator[tuple[str, bool]]:
+    """The words of `text` that hold a `/`, and of its Windows paths the slash form, each with
+    whether it was written with backslashes (`words` splits at a backslash)."""
+    for word in words(text):
+        if "/" in word:
+            yield word, False
+    if "\\" in text:
+        for chunk in text.split():
+            if "\\" in chunk:
+                written = set(words(chunk))
+                for word in words(chunk.replace("\\", "/")):
+                    if "/" in word and word not in written:
+                        yield word, True
+
+
+def path_keys(path: str) -> list[str]:
+    """The terms every turn that holds `path` (as `index_terms` indexes it) holds: the path
+    itself, or, when it has more `/`-parts than WINDOW, each run of WINDOW of them (inside a
+    longer path only its runs are terms)."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) <= WINDOW:
+        return [path]
+    return ["/".join(parts[i : i + WINDOW]) for i in range(len(parts) - WINDOW + 1)]
 
 
 @dataclass(frozen=True)
@@ -297,8 +325,7 @@ class Postings:
         a, b = (int(self.offsets[i]), int(self.offsets[i + 1])) if i is not None else (0, 0)
         if a == b or docs.size == 0:
             return np.zeros(docs.size, bool)
-        ids = self.doc_ids[a:b]
-        found = np.asarray(ids[np.minimum(np.searchsorted(ids, docs), b - a - 1)] == docs)
+        found = _among(docs, self.doc_ids[a:b])
         release(self.doc_ids, a, b)
         return found
 
@@ -467,24 +494,32 @@ def bm25(
     """BM25 scores per part (segments share idf and average length), terms weighted. A term
     `together` names scores only in the docs that hold one of its paths (each whole, then its
     pieces; `index_terms` indexes a path inside longer ones): `ts` of `locales/en.ts` does not
-    count on its own. Where no doc holds one of them, the term counts alone: a slash between
-    words (`and/or`) names no path, and a path no turn names is found by its pieces."""
+    count on its own. Where no doc alive holds one of them, the term counts alone: a slash
+    between words (`and/or`) names no path, and a path no turn names is found by its pieces."""
     n_docs = sum(int(m.sum()) for m in alive) or 1
     total_len = sum(p.total_len(m) for p, m in zip(parts, alive, strict=True))
     avgdl = total_len / n_docs or 1.0
     scores = [np.zeros(p.n_docs, np.float32) for p in parts]
+    held: dict[str, list[np.ndarray]] = {}  # a path: per part, the docs alive that hold it
+
+    def holders(path: str) -> list[np.ndarray]:
+        if path not in held:
+            held[path] = [_holders(p, path, m) for p, m in zip(parts, alive, strict=True)]
+        return held[path]
+
     for term, weight in weighted_terms:
         df = sum(p.df(term) for p in parts)
         if df == 0:
             continue
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         paths = [g[0] for g in (together.get(term, ()) if together else ())]
-        if not all(any(p.df(path) for p in parts) for path in paths):
+        if not all(any(h.size for h in holders(path)) for path in paths):
             paths = []  # a piece of a path no turn holds counts alone (`artists/bands`)
-        for p, s in zip(parts, scores, strict=True):
+        for i, (p, s) in enumerate(zip(parts, scores, strict=True)):
             docs, tf = p.postings(term)
             if paths:
-                keep = np.logical_or.reduce([p.holds(path, docs) for path in paths])
+                ids = np.unique(np.concatenate([holders(path)[i] for path in paths]))
+                keep = _among(docs, ids)
                 docs, tf = docs[keep], tf[keep]
             if docs.size == 0:
                 continue
@@ -498,3 +533,19 @@ def bm25(
             tf /= denom
             s[docs] += tf
     return scores
+
+
+def _holders(part: Postings, path: str, alive: np.ndarray) -> np.ndarray:
+    """The docs of `part` alive that hold `path` (each of its `path_keys`), ascending."""
+    first, *rest = path_keys(path)
+    docs, _ = part.postings(first)
+    for key in rest:
+        docs = docs[part.holds(key, docs)]
+    return docs[alive[docs]]
+
+
+def _among(docs: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Which of `docs` are in `ids` (ascending): a binary search each."""
+    if ids.size == 0:
+        return np.zeros(docs.size, bool)
+    return np.asarray(ids[np.minimum(np.searchsorted(ids, docs), ids.size - 1)] == docs)

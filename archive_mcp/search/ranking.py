@@ -299,7 +299,14 @@ def latin_share(text: str) -> float:
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'’-]*")
 # a path or dotted name is one word: `ts` of `locales/en.ts` is common, the path is not
-_PATH_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_'’-]*(?:[./][A-Za-z0-9_'’-]+)+|" + _WORD.pattern)
+# Linear: a path is tried once per run of word characters, from its first (`(?<!...)`, the
+# quotes or hyphens it opens with kept apart), not again from each later one (a long number
+# would be tried from each digit), and a run never gives back what it took (it ends only where
+# `.` or `/` may follow): what it matches is what it would without either.
+_PATH_WORD = re.compile(
+    r"(?<![A-Za-z0-9_'’-])(['’-]*+)([A-Za-z0-9_][A-Za-z0-9_'’-]*+(?:[./][A-Za-z0-9_'’-]++)+)|"
+    + _WORD.pattern
+)
 
 
 def semantic_query(query: str, doc_share: Any, limit: float, paths_whole: bool = True) -> str:
@@ -308,7 +315,12 @@ def semantic_query(query: str, doc_share: Any, limit: float, paths_whole: bool =
     if limit >= 1.0:
         return query
     word = _PATH_WORD if paths_whole else _WORD
-    kept = word.sub(lambda m: "" if doc_share(m.group(0)) > limit else m.group(0), query)
+
+    def keep(m: re.Match[str]) -> str:
+        lead, found = (m.group(1), m.group(2)) if m.lastindex else ("", m.group(0))
+        return lead + ("" if doc_share(found) > limit else found)
+
+    kept = word.sub(keep, query)
     kept = " ".join(kept.split())
     return kept if any(ch.isalnum() for ch in kept) else query
 

@@ -63,15 +63,21 @@ def relative(text: str, roots: Sequence[str]) -> str:
 
 
 def relative_word(word: str, roots: Sequence[str]) -> str:
-    """A path asked (`local-api/src/x.py`) as `relative` shows it under the project folder that
-    its head ends (`/home/a/local-api`): `src/x.py`; any other word as it is."""
-    parts = word.replace("\\", "/").split("/")
+    """A path asked as `relative` shows it: under a project folder (`/home/a/local-api/src/x.py`,
+    `C:\\a\\local-api\\src\\x.py`) as `relative` makes it, or, from the folder's last parts
+    down (`local-api/src/x.py`), the rest (`src/x.py`), with the word's own separators; any
+    other word as it is."""
+    shown = relative(word, roots)
+    if shown != word:
+        return shown
+    seps = [m.end() for m in re.finditer(r"[/\\]", word)]  # where each part after the first starts
+    parts = re.split(r"[/\\]", word)
     for root in sorted(roots, key=len, reverse=True):
         folder = [p for p in re.split(r"[/\\]", root) if p]
         if len(folder) < 2:  # as `relative`: paths under `/home` stay whole
             continue
         for k in range(min(len(folder), len(parts) - 1), 0, -1):
-            if parts[:k] == folder[-k:] and (rest := "/".join(parts[k:]).strip("/")):
+            if parts[:k] == folder[-k:] and (rest := word[seps[k - 1] :].strip("/\\")):
                 return rest
     return word
 
