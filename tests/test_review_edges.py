@@ -1,6 +1,6 @@
 """Edge cases a review found in paths asked, whole-file copies and task notifications: a path of
 more than four parts or with backslashes, deleted turns, hostile inputs for the path and
-notification patterns, a change log caught rewriting its first line, a staged copy a merge must
+notification patterns, a staged copy a merge must
 not carry."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 from archive_mcp.refiners.notification import split
-from test_documented_agents import CHANGES, _change_log
 from test_merge import ML, WEBAPP, _run
 from test_path_queries import CWD, SID, _session
 
@@ -27,25 +26,6 @@ def _scores(docs: list[str], query: str, alive: list[bool] | None = None) -> lis
     mask = np.array(alive if alive is not None else [True] * len(docs))
     [scores] = bm25([postings], [(t, 1.0) for t in q.terms], [mask], q.together())
     return [round(float(s), 3) for s in scores]
-
-
-def test_a_vs_code_change_log_caught_rewriting_its_first_line_keeps_its_archived_copy(
-    tmp_path: Path,
-) -> None:
-    user = tmp_path / "User"
-    log = user / "workspaceStorage" / "h1" / "chatSessions" / "s1.jsonl"
-    _change_log(log, len(CHANGES))
-    archive = Archive(embedder=None)
-    archive.ingest(user)
-    [copy] = archive.workspaces()[0].raw_dir.rglob("s1.jsonl")
-    good = copy.read_bytes()
-    _change_log(log, 0, CHANGES[0][:30])  # the editor rewrites the log whole, halfway through
-    archive.ingest(user)
-    assert copy.read_bytes() == good
-    assert archive.turns("all").sort("turn").collect()["user_text"].to_list() == [
-        "First question",
-        "Second question",
-    ]
 
 
 def test_a_path_of_five_parts_is_found_inside_a_longer_one() -> None:

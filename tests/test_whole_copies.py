@@ -187,10 +187,16 @@ def test_a_change_log_caught_writing_its_first_line_is_reported_as_its_truncated
     archive = Archive(embedder=None)
     archive.ingest(user)
     copy = archived(archive, log.name)
+    good = copy.read_bytes()
     _change_log(log, 0, CHANGES[0][:30])  # no turn yet, the first line half written
     report = archive.ingest(user)
     cut = "truncated_tail: Expecting ',' delimiter: line 1 column 31 (char 30)"
     assert (report.skipped, report.files_changed) == ([Skip(str(log), kept(copy, cut), 1)], 0)
+    assert copy.read_bytes() == good
+    assert archive.turns("all").sort("turn").collect()["user_text"].to_list() == [
+        "First question",
+        "Second question",
+    ]
 
 
 def test_a_jsonl_session_read_whole_caught_writing_its_first_line_keeps_its_archived_copy(
