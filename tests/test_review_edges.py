@@ -1,7 +1,6 @@
 """Edge cases a review found in paths asked, whole-file copies and task notifications: a path of
 more than four parts or with backslashes, deleted turns, hostile inputs for the path and
-notification patterns, a staged copy a merge must
-not carry."""
+notification patterns, a staged copy a merge must not carry."""
 
 from __future__ import annotations
 
