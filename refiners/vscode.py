@@ -169,12 +169,13 @@ def apply(doc: Any, op: dict[str, Any]) -> Any:
     return doc
 
 
-def replay(raw: bytes, problems: list[Problem]) -> Any:
-    """The session a `.jsonl` change log ends with; a bad line is reported and skipped.
+def replay(raw: bytes, problems: list[Problem]) -> tuple[Any, int]:
+    """The session a `.jsonl` change log ends with, and how many of its bytes were replayed; a
+    bad line is reported and skipped.
 
     A last line with no newline that does not decode is the editor's change still being written:
     it is reported as `truncated_tail` (as `lines.LineReader` reports a JSONL log's) and not
-    replayed (`complete_bytes` stop before it), so a read once the line is whole replays it. A
+    replayed (the bytes replayed stop before it), so a read once the line is whole replays it. A
     line that does not decode followed by a newline, or a change that does not fit, is
     `malformed`.
     """
@@ -186,29 +187,20 @@ def replay(raw: bytes, problems: list[Problem]) -> Any:
         last = no == len(lines)  # no newline after it: the editor may be writing it
         try:
             if len(line) > LINE_MAX:  # not decoded: it would be refused whatever it holds
-                if last:
-                    why = f"unfinished line over {LINE_MAX:,} bytes"
-                    problems.append(Problem(no, "truncated_tail", why))
-                    break
-                raise ValueError("not a change record")
-            try:
-                op = loads_valid(line.decode("utf-8", errors="replace"))
-            except ValueError as exc:
-                if last:
-                    problems.append(Problem(no, "truncated_tail", str(exc)[:200]))
-                    break
-                raise
+                raise ValueError(
+                    f"unfinished line over {LINE_MAX:,} bytes" if last else "not a change record"
+                )
+            op = loads_valid(line.decode("utf-8", errors="replace"))
+        except (ValueError, RecursionError) as exc:
+            tail = last and isinstance(exc, ValueError)
+            problems.append(Problem(no, "truncated_tail" if tail else "malformed", str(exc)[:200]))
+            if tail:
+                return doc, len(raw) - len(line)
+            continue
+        try:
             if not isinstance(op, dict):
                 raise ValueError("not a change record")
             doc = apply(doc, op)
         except (ValueError, RecursionError, TypeError, IndexError) as exc:
             problems.append(Problem(no, "malformed", str(exc)[:200]))
-    return doc
-
-
-def complete_bytes(raw: bytes, problems: list[Problem]) -> int:
-    """How many bytes of the change log `raw` were replayed (`replay` found its `problems`): all
-    of them, or those before a last line still being written."""
-    if problems and problems[-1].kind == "truncated_tail":
-        return raw.rfind(b"\n") + 1
-    return len(raw)
+    return doc, len(raw)

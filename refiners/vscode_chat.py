@@ -154,14 +154,13 @@ def read(path: Path) -> ParseResult:
     problems: list[Problem] = []
     try:
         raw = read_bounded(path, SNAPSHOT_MAX)
-        doc = (
+        doc, done = (
             vscode.replay(raw, problems)
             if path.suffix == ".jsonl"
-            else loads_valid(raw.decode("utf-8", errors="replace"))
+            else (loads_valid(raw.decode("utf-8", errors="replace")), len(raw))
         )
     except (OSError, ValueError, RecursionError) as exc:
         return ParseResult.malformed(str(exc)[:200], "unknown")
-    done = vscode.complete_bytes(raw, problems)
     version = doc.get("version") if isinstance(doc, dict) else None
     protocol = f"v{version}" if isinstance(version, int) else "unknown"
     requests = doc.get("requests") if isinstance(doc, dict) else None

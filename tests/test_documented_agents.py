@@ -612,7 +612,10 @@ def test_a_vs_code_change_log_sets_pushes_cuts_and_deletes_and_reports_a_change_
     ]
     problems: list[Problem] = []
     log = b"\n".join(json.dumps(c).encode() for c in changes)
-    assert vscode.replay(log, problems) == {"requests": [{"id": 1, "done": True}, {"id": 3}]}
+    assert vscode.replay(log, problems) == (
+        {"requests": [{"id": 1, "done": True}, {"id": 3}]},
+        len(log),
+    )
     assert problems == [Problem(6, "malformed", "push onto ['title'] that is not an array")]
 
 
