@@ -40,6 +40,7 @@ from archive_mcp.refiners.refine import Summarizer
 from archive_mcp.refs import RefLike, TurnRef
 from archive_mcp.search.context import canonical_ref, load_references
 from archive_mcp.search.engine import Filters, SearchResults, run_search
+from archive_mcp.search.grep import WHERE, GrepResult, grep_turns
 from archive_mcp.search.index import WorkspaceIndex
 from archive_mcp.search.ranking import Tuning
 from archive_mcp.search.span import Span
@@ -332,6 +333,21 @@ class Archive:
             full_tools,
             matching,
         )
+
+    def grep_turns(
+        self,
+        pattern: str,
+        workspace: str | Workspace | None = None,
+        *,
+        sessions: Sequence[str] = (),
+        where: Sequence[str] = WHERE,
+        cwd: str | None = None,
+    ) -> GrepResult:
+        """The turns whose user words, answer, thinking, tool inputs or outputs (`where`) hold a
+        line matching the regular expression `pattern` (case-insensitive), oldest first, each
+        with its matching lines; `sessions` (ids or prefixes) narrows the search."""
+        ws = self._ws(workspace, cwd)
+        return grep_turns(ws, self.turns(ws.id), pattern, sessions, where)
 
     def canonical_ref(self, ws: Workspace, r: RefLike) -> TurnRef:
         """`r` parsed, its session prefix expanded when it names one session of `ws`."""

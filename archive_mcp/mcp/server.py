@@ -41,7 +41,9 @@ log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "Past coding-agent sessions and the memory of this workspace. To find what happened: "
-    "search_context (compact detail is cheapest), then load_turn_context for the exact turns. To "
+    "search_context (compact detail is cheapest), then load_turn_context for the exact turns; "
+    "for a detail in a tool's input or output (a command, a commit, a file's content), "
+    "grep_turns. To "
     "check what was decided or learned: search_memory, recall. To follow one topic over time: "
     "list_themes, tag_theme, trace_theme. A new session starts with bootstrap_workspace. "
     "Turns are cited as SESSION:TURN (a unique session-id prefix will do); every tool that takes "
@@ -220,7 +222,7 @@ def build_server(
     """An MCP server over `archive` (default: the archive of $ARCHIVE_MCP_HOME); with `follow`,
     it ingests `paths` (default: the followed homes) in the background (at start and on every
     change), skipping sessions under an `exclude` path."""
-    from archive_mcp.mcp import core_tools, memory_tools, resources, theme_tools
+    from archive_mcp.mcp import core_tools, grep_tool, memory_tools, resources, theme_tools
 
     server = ArchiveServer(
         "archive-mcp",
@@ -229,7 +231,12 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan_for(archive, cwd, follow, paths, exclude),
     )
-    table: list[Spec] = [*core_tools.TOOLS, *memory_tools.TOOLS, *theme_tools.TOOLS]
+    table: list[Spec] = [
+        *core_tools.TOOLS,
+        *grep_tool.TOOLS,
+        *memory_tools.TOOLS,
+        *theme_tools.TOOLS,
+    ]
     for spec in table:
         server.add_tool(
             spec.fn,

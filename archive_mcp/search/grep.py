@@ -1,0 +1,271 @@
+"""Lines of past turns that match a regular expression, as grep over the raw logs finds them, in
+time order, each under its turn: the user's words, the answers, the thinking, each tool call's
+input (commands, files written, edits) and output. What search ranks is a turn's words; a detail
+that lives in a tool's input or output (a commit, a file's content, an error) is found here.
+
+The archived raw log of each turn is looked at first, as bytes with JSON's escapes undone
+(`_raw_holds`): only the turns whose log holds a match are parsed. A pattern that could match
+what the escapes hide (a quote, a backslash, an anchor, a letter outside ASCII) parses every
+turn. The pattern runs under a time limit (`regex`'s timeout): a pattern that backtracks without
+end is an error that says so, not a call that never returns."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import regex
+
+from archive_mcp.errors import InvalidArgument, NotFound
+from archive_mcp.refiners.answers import joined
+from archive_mcp.refiners.redact import may_hold_secret, redact, secret_values
+from archive_mcp.refiners.text import clip
+from archive_mcp.search.matching import lines_of
+from archive_mcp.search.parsed import parse_turn
+from archive_mcp.search.tool_text import plain_arguments, plain_output, relative, tool_output
+from archive_mcp.workspaces import Workspace
+
+WHERE = ("user", "answer", "thinking", "input", "output")
+WIDTH = 240  # characters of a long line shown, around its match
+PER_TURN = 6  # lines shown of one turn; the rest are counted
+MATCH_SECONDS = 2.0  # one pattern search's time limit
+SEARCH_SECONDS = 30.0  # a whole call's: past it, the turns not searched are said
+ASKED = 100  # characters of a turn's user words on its line
+# a pattern the log's escapes may hide (what it matches in a turn is not in its log as it is):
+# one that can match a quote, a backslash or a tab (`.`, `[^`, `\s`, `\W`, …), an anchor, a
+# letter outside ASCII; `\b` and an escaped punctuation mark are safe
+_RAW_UNSAFE = regex.compile(r'["^$]|(?<!\\)\.|\[\^|[^\x00-\x7f]|\\[^b\W]|\\[\\"]')
+# the readers whose logs hold each text whole in one record (no streamed pieces to join)
+PREFILTERED = frozenset({"claude-code", "codex", "gemini"})
+
+
+@dataclass(frozen=True)
+class GrepLine:
+    """One matching line: where it is (`user`, `answer`, `thinking`, `<Tool> in`, `<Tool> out`)
+    and its text (around the match when the line is long)."""
+
+    where: str
+    text: str
+
+
+@dataclass(frozen=True)
+class GrepTurn:
+    """A turn holding matches: its lines (up to PER_TURN) and how many more it holds."""
+
+    workspace_id: str
+    session_id: str
+    agent: str
+    turn: int
+    started_at: str | None
+    asked: str  # the user's words, cut to ASKED
+    lines: list[GrepLine]
+    more: int = 0
+
+
+@dataclass
+class GrepResult:
+    """The turns holding matches, oldest first; how many turns were searched of how many."""
+
+    pattern: str
+    turns: list[GrepTurn] = field(default_factory=list)
+    searched: int = 0
+    total: int = 0
+    skipped: list[str] = field(default_factory=list)  # logs that could not be read, and why
+
+
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """`pattern` as a case-insensitive regular expression; a clear error when it is not one."""
+    if not pattern.strip():
+        raise InvalidArgument("pattern is empty: give a word or a regular expression")
+    try:
+        return regex.compile(pattern, regex.IGNORECASE | regex.VERSION0)
+    except regex.error as e:
+        raise InvalidArgument(
+            f"pattern {pattern!r} is not a regular expression ({e}); escape `(`, `[`, `*`, "
+            "`+`, `?` and `\\` to match them as characters"
+        ) from e
+
+
+def _search(rx: regex.Pattern[str], text: str) -> Any:
+    try:
+        return rx.search(text, timeout=MATCH_SECONDS)
+    except TimeoutError as e:
+        raise InvalidArgument(
+            f"pattern {rx.pattern!r} took over {MATCH_SECONDS:g} s on one text (it backtracks "
+            "without end): make it simpler, e.g. words joined by `|`"
+        ) from e
+
+
+def _raw_text(raw: bytes) -> str:
+    """A log's bytes as text, JSON's line breaks and tabs (`\\n`, `\\r`, `\\t`) as spaces: a word
+    that starts a line of the turn starts a word here too (`\\b`)."""
+    text = raw.decode("utf-8", "replace")
+    for escaped in ("\\n", "\\r", "\\t"):
+        text = text.replace(escaped, "  ")
+    return text
+
+
+def _raw_holds(ws: Workspace, rx: regex.Pattern[str]) -> Callable[[dict[str, Any]], bool]:
+    """Whether a row's archived log bytes may hold a match (True when they cannot tell: a
+    reader not in PREFILTERED, or a pattern the escapes may hide). Each log is read once a call."""
+    if _RAW_UNSAFE.search(rx.pattern):
+        return lambda row: True
+    logs: dict[str, bytes | None] = {}
+
+    def holds(row: dict[str, Any]) -> bool:
+        ref = row["raw_ref"]
+        name = ref["file"]
+        if row["source"] not in PREFILTERED:
+            return True
+        if name not in logs:
+            try:
+                logs[name] = (ws.root / name).read_bytes()
+            except OSError:
+                logs[name] = None
+        data = logs[name]
+        if data is None or len(data) < ref["byte_end"]:
+            return True  # gone or cut short: the parse says what is wrong with it
+        return _search(rx, _raw_text(data[ref["byte_start"] : ref["byte_end"]])) is not None
+
+    return holds
+
+
+def _window(line: str, start: int, end: int, width: int = WIDTH) -> str:
+    """`line` within `width`, around its match at start..end (`…` where it was cut)."""
+    line = line.strip()
+    if len(line) <= width:
+        return line
+    offset = len(line) - len(line.lstrip())
+    start, end = max(0, start - offset), max(0, end - offset)
+    lo = max(0, min(start - (width - (end - start)) // 2, len(line) - width))
+    cut = line[lo : lo + width]
+    return ("…" if lo else "") + cut + ("…" if lo + width < len(line) else "")
+
+
+def _texts(turn: Any, where: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """(where, text) of a parsed turn, in reading order, for the parts asked."""
+    if "user" in where:
+        yield "user", joined(turn.user_text, turn.answers)
+    if "answer" in where:
+        yield "answer", turn.assistant_text or turn.synthetic_text
+    if "thinking" in where:
+        yield "thinking", turn.thinking
+    for c in turn.tool_calls:
+        if "input" in where:
+            yield f"{c.name} in", plain_arguments(c.arguments)
+        if "output" in where:
+            out = c.output_text or str((c.result or {}).get("message", ""))
+            yield f"{c.name} out", plain_output(tool_output(out))
+
+
+def _matches(rx: regex.Pattern[str], text: str) -> Iterator[tuple[str, int, int]]:
+    """Each line of `text` holding a match, once, with the match's place in it: the pattern runs
+    over the whole text (a match never spans lines: each is searched within its line)."""
+    lines = text.splitlines() if "\n" in text or "\r" in text else lines_of(text)
+    if len(lines) == 1 or len(text) < 2000:
+        for line in lines:
+            if m := _search(rx, line):
+                yield line, m.start(), m.end()
+        return
+    # a long text: one pass finds the lines worth searching, each then searched alone
+    joined_ = "\n".join(lines)
+    last = -1
+    try:
+        found = list(rx.finditer(joined_, timeout=MATCH_SECONDS))
+    except TimeoutError:
+        found = [_search(rx, joined_)]  # says what took too long
+    for m in found:
+        lo = joined_.rfind("\n", 0, m.start()) + 1
+        if lo == last:
+            continue
+        last = lo
+        hi = joined_.find("\n", lo)
+        line = joined_[lo : hi if hi >= 0 else len(joined_)]
+        if hit := _search(rx, line):  # within its line (a match across lines is none)
+            yield line, hit.start(), hit.end()
+
+
+def turn_lines(
+    turn: Any, rx: regex.Pattern[str], where: Sequence[str], roots: Sequence[str]
+) -> tuple[list[GrepLine], int]:
+    """A parsed turn's matching lines (redacted, paths relative to `roots`, each once), up to
+    PER_TURN, and how many more there are."""
+    found: list[GrepLine] = []
+    seen: set[tuple[str, str]] = set()
+    texts = list(_texts(turn, where))
+    known: frozenset[str] | None = None
+    for part, text in texts:
+        for line, start, end in _matches(rx, text) if text else ():
+            if known is None:  # the turn's secrets, looked for once it has a match
+                every = [t for _, t in texts]
+                risky = may_hold_secret("\x00".join(every))
+                known = secret_values(every) if risky else frozenset()
+            shown = relative(redact(_window(line, start, end), known)[0], roots)
+            if (part, shown) not in seen:
+                seen.add((part, shown))
+                found.append(GrepLine(part, shown))
+    return found[:PER_TURN], max(0, len(found) - PER_TURN)
+
+
+def grep_turns(
+    ws: Workspace,
+    turns: pl.LazyFrame,
+    pattern: str,
+    sessions: Sequence[str] = (),
+    where: Sequence[str] = WHERE,
+    clock: Callable[[], float] = time.monotonic,
+) -> GrepResult:
+    """The turns of `ws` (its refined rows, `turns`) whose parts `where` hold a line matching
+    `pattern`, oldest first; `sessions` (ids or prefixes) narrows them."""
+    rx = compile_pattern(pattern)
+    unknown = [w for w in where if w not in WHERE]
+    if unknown or not where:
+        raise InvalidArgument(f"where takes {', '.join(WHERE)}; got {', '.join(unknown) or 'none'}")
+    cols = ["session_id", "agent", "turn", "started_at", "source", "user_text", "raw_ref"]
+    frame = turns.select(cols)
+    if sessions:
+        frame = frame.filter(
+            pl.any_horizontal(pl.col("session_id").str.starts_with(s) for s in sessions)
+        )
+    rows = frame.sort("started_at", "session_id", "agent", "turn", nulls_last=False).collect()
+    if sessions and rows.height == 0:
+        raise NotFound(
+            f"no session starting {', '.join(map(repr, sessions))} in workspace {ws.name}; "
+            "list the sessions for their ids"
+        )
+    out = GrepResult(pattern, total=rows.height)
+    holds, until = _raw_holds(ws, rx), clock() + SEARCH_SECONDS
+    bad: set[str] = set()
+    for row in rows.iter_rows(named=True):
+        if clock() > until:
+            break
+        out.searched += 1
+        if not holds(row):
+            continue
+        turn = parse_turn(ws, row)
+        if turn is None:
+            bad.add(row["raw_ref"]["file"])
+            continue
+        lines, more = turn_lines(turn, rx, where, ws.paths)
+        if lines:
+            started = row["started_at"]
+            out.turns.append(
+                GrepTurn(
+                    ws.id,
+                    row["session_id"],
+                    row["agent"],
+                    row["turn"],
+                    started.isoformat() if started else None,
+                    clip(" ".join((row["user_text"] or "").split()), ASKED),
+                    lines,
+                    more,
+                )
+            )
+    out.skipped = [
+        f"{Path(f).name}: its archived log is gone or holds no such turn" for f in sorted(bad)
+    ]
+    return out

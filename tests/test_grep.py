@@ -1,0 +1,220 @@
+"""grep_turns: the lines of past turns matching a regular expression, in time order, across the
+user's words, answers, thinking and tool inputs and outputs (search/grep.py, mcp/grep_tool.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from archive_mcp import Archive
+from archive_mcp.errors import InvalidArgument, NotFound
+from archive_mcp.mcp.server import build_server
+from archive_mcp.search import grep
+
+SID = "a11ce000-1111-4222-8333-444455556666"
+CWD = "/home/alice/projects/web"
+KEY = "ghp_abcdefghijklmnopqrstuvwxyz0123"
+
+
+def _rec(kind: str, content: Any, sec: int, mid: str = "") -> dict[str, Any]:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if mid:
+        message["id"] = mid
+    return {
+        "type": kind,
+        "sessionId": SID,
+        "cwd": CWD,
+        "version": "2.1.9",
+        "timestamp": f"2026-03-20T10:{sec:02d}:00Z",
+        "uuid": f"u{sec}",
+        "message": message,
+    }
+
+
+def _tool(tid: str, name: str, args: dict[str, Any], sec: int) -> dict[str, Any]:
+    return _rec(
+        "assistant", [{"type": "tool_use", "id": tid, "name": name, "input": args}], sec, f"m{sec}"
+    )
+
+
+def _result(tid: str, text: str, sec: int) -> dict[str, Any]:
+    return _rec("user", [{"type": "tool_result", "tool_use_id": tid, "content": text}], sec)
+
+
+def _archive(tmp_path: Path) -> Archive:
+    """Turn 0 writes a stub locale file; turn 1 checks git status (its output holds a token) and
+    says the stub stays uncommitted; turn 2's answer ends in a long run of one letter."""
+    records = [
+        _rec("user", "The app crashes on the missing locale file", 0),
+        _rec(
+            "assistant",
+            [{"type": "thinking", "thinking": "A stub would unblock it.", "signature": "s"}],
+            1,
+            "m1",
+        ),
+        _tool(
+            "t1",
+            "Write",
+            {
+                "file_path": f"{CWD}/src/locales/en.ts",
+                "content": "// Stub locale\nexport const messages = {};",
+            },
+            2,
+        ),
+        _result("t1", f"File created successfully at: {CWD}/src/locales/en.ts", 3),
+        _rec(
+            "assistant",
+            [{"type": "text", "text": "Wrote a stub.\nStub locale file in place."}],
+            4,
+            "m4",
+        ),
+        _rec("user", "commit it?", 5),
+        _tool("t2", "Bash", {"command": "git status --short", "description": "Check tree"}, 6),
+        _result("t2", f"nothing to commit, working tree clean\ntoken {KEY} in .env", 7),
+        _rec(
+            "assistant",
+            [{"type": "text", "text": "The stub stays uncommitted: the tree is clean."}],
+            8,
+            "m8",
+        ),
+        _rec("user", "move on", 9),
+        _rec("assistant", [{"type": "text", "text": "Phase 2 next.\n" + "x" * 40}], 10, "m10"),
+    ]
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-web" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    return archive
+
+
+def _found(result: grep.GrepResult) -> list[tuple[int, list[tuple[str, str]]]]:
+    return [(t.turn, [(x.where, x.text) for x in t.lines]) for t in result.turns]
+
+
+def test_grep_finds_lines_in_words_thinking_tool_inputs_and_outputs_in_time_order(
+    tmp_path: Path,
+) -> None:
+    archive = _archive(tmp_path)
+    found = archive.grep_turns("stub|working tree", cwd=CWD)
+    assert _found(found) == [
+        (
+            0,
+            [
+                ("answer", "Wrote a stub."),
+                ("answer", "Stub locale file in place."),
+                ("thinking", "A stub would unblock it."),
+                ("Write in", "content: // Stub locale"),
+            ],
+        ),
+        (
+            1,
+            [
+                ("answer", "The stub stays uncommitted: the tree is clean."),
+                ("Bash out", "nothing to commit, working tree clean"),
+            ],
+        ),
+    ]
+    assert (found.searched, found.total, found.skipped) == (3, 3, [])
+
+
+def test_grep_shows_paths_relative_to_the_project_and_masks_secrets(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    assert _found(archive.grep_turns(r"locales/en\.ts|token", cwd=CWD)) == [
+        (
+            0,
+            [
+                ("Write in", "file_path: src/locales/en.ts"),
+                ("Write out", "File created successfully at: src/locales/en.ts"),
+            ],
+        ),
+        (1, [("Bash out", "token [REDACTED] in .env")]),
+    ]
+
+
+def test_grep_searches_only_the_parts_and_sessions_asked(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    assert _found(archive.grep_turns("stub", cwd=CWD, where=["input"])) == [
+        (0, [("Write in", "content: // Stub locale")])
+    ]
+    assert _found(archive.grep_turns("commit", cwd=CWD, sessions=["a11ce"], where=["user"])) == [
+        (1, [("user", "commit it?")])
+    ]
+    with pytest.raises(NotFound, match="no session starting 'ffff' in workspace web"):
+        archive.grep_turns("stub", cwd=CWD, sessions=["ffff"])
+    with pytest.raises(InvalidArgument, match="where takes user, answer, thinking, input, output"):
+        archive.grep_turns("stub", cwd=CWD, where=["tools"])
+
+
+def test_a_pattern_that_is_not_a_regular_expression_is_a_clear_error(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    with pytest.raises(InvalidArgument, match=r"pattern 'fix\(' is not a regular expression"):
+        archive.grep_turns("fix(", cwd=CWD)
+
+
+def test_a_pattern_that_backtracks_without_end_stops_at_its_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = _archive(tmp_path)
+    monkeypatch.setattr(grep, "MATCH_SECONDS", 0.01)
+    with pytest.raises(InvalidArgument, match="took over 0.01 s on one text"):
+        archive.grep_turns(r"(x|xx)+y", cwd=CWD)
+
+
+def test_a_turn_whose_log_does_not_hold_the_pattern_is_not_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = _archive(tmp_path)
+    parsed: list[int] = []
+    real = grep.parse_turn
+
+    def counting(ws: Any, row: dict[str, Any]) -> Any:
+        parsed.append(row["turn"])
+        return real(ws, row)
+
+    monkeypatch.setattr(grep, "parse_turn", counting)
+    # a word that starts a line of the answer (after an escaped line break in the log)
+    assert _found(archive.grep_turns(r"\bStub locale file", cwd=CWD)) == [
+        (0, [("answer", "Stub locale file in place.")])
+    ]
+    assert parsed == [0]
+    parsed.clear()  # a pattern the log's escapes may hide parses every turn
+    assert _found(archive.grep_turns(r"^Phase", cwd=CWD)) == [(2, [("answer", "Phase 2 next.")])]
+    assert parsed == [0, 1, 2]
+
+
+def test_a_turn_whose_archived_log_is_gone_is_reported_and_the_rest_searched(
+    tmp_path: Path,
+) -> None:
+    archive = _archive(tmp_path)
+    ws = archive.workspace(cwd=CWD)
+    for log in ws.root.rglob(f"{SID}.jsonl"):
+        log.write_text("", encoding="utf-8")
+    found = archive.grep_turns("stub", cwd=CWD)
+    assert found.turns == []
+    assert found.skipped == [f"{SID}.jsonl: its archived log is gone or holds no such turn"]
+
+
+def test_the_grep_tool_answers_with_each_line_under_its_turn(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+
+    async def call(args: dict[str, Any]) -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool("grep_turns", args)
+            return r.content[0].text
+
+    assert anyio.run(call, {"pattern": "commit"}) == (
+        "3 lines in 1 turns for 'commit'\n"
+        "a11ce000 2026-03-20\n"
+        ":1 10:05 — commit it?\n"
+        "  answer: The stub stays uncommitted: the tree is clean.\n"
+        "  Bash out: nothing to commit, working tree clean"
+    )
+    assert anyio.run(call, {"pattern": "nowhere"}) == (
+        "0 lines in 0 turns for 'nowhere'\nNo line of 3 turns in web matches."
+    )
