@@ -285,13 +285,12 @@ def test_a_scan_shows_the_users_words_before_the_answers_digest_on_a_small_share
     }
     asked = "Yes please go deeper. Also we need a settings menu item to store the configuration."
     answer = "\n\n".join(f"Paragraph {i}: " + "details of the change. " * 8 for i in range(6))
-    done = (5, "edited menu.py; committed 1a2b3c4")
-    d = _scanned(row, ws, asked, answer, done, ([], None), 250, True)  # type: ignore[arg-type]
+    d = _scanned(row, ws, asked, answer, 5, ([], None), 250, True)  # type: ignore[arg-type]
     assert d.user_text == asked
     assert 150 <= len(d.assistant_text) < len(answer)
     assert d.left_out == (
         f"left out: {len(answer) - len(d.assistant_text):,} of {len(answer):,} answer chars, "
-        "5 tool calls (did: edited menu.py; committed 1a2b3c4)"
+        "5 tool calls"
     )
 
 

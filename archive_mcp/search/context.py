@@ -11,7 +11,6 @@ import polars as pl
 
 from archive_mcp.errors import ArchiveError, InvalidArgument, NotFound
 from archive_mcp.ingest import store
-from archive_mcp.refiners.actions import describe_actions
 from archive_mcp.refiners.answers import PICKED, joined
 from archive_mcp.refiners.model import ToolCall
 from archive_mcp.refiners.redact import redact, secret_values
@@ -53,7 +52,7 @@ DIGEST_SHARE = 0.2  # of a turn's budget, kept for its tool digests when its wor
 SCAN = 600  # characters of an answer a scan (a range, several references, a neighbour) shows
 SCAN_USER = 300  # characters of the user's words a scan always shows, whatever its budget
 SCAN_MIN = 200  # ... and of the answer's digest
-NOTE = 280  # about what a scan's "left out: …" line takes (with what the calls did)
+NOTE = 160  # about what a scan's "left out: …" line takes
 ANSWER_CUT = " answer chars"  # how that line names an answer it cut ("1,200 of 3,400 answer chars")
 
 
@@ -138,8 +137,6 @@ def _detail(
         said = "\n".join([pasted_digest(own), *decisions] if own else decisions)
     roots = ws.paths  # paths under the project's folder read relative to it
     assistant = relative(clean(assistant), roots)
-    # what the calls did (files edited, commits, failures), said where calls are left out
-    did = relative(clean(describe_actions(calls)), roots)
     # with `matching`, the thinking's passages that hold the words are shown unasked: a reason
     # the assistant gave only there is what such a read looks for
     thought = (
@@ -188,7 +185,7 @@ def _detail(
     if scan:  # under `matching`, the calls that hold the words as their digests
         found = (digests, thought or None) if matching else ([], None)
         return _scanned(
-            row, ws, said, assistant, (len(calls), did), found, budget, requested, width, keep_user
+            row, ws, said, assistant, len(calls), found, budget, requested, width, keep_user
         )
     # the words come first, but a share of the budget (DIGEST_SHARE) is kept for what was done
     room = budget - min(sum(map(tool_size, digests)), int(budget * DIGEST_SHARE))
@@ -233,9 +230,7 @@ def _detail(
     notes = []
     if left:
         how = "raise max_chars" if full_tools else "raise max_chars or use detail=full"
-        notes.append(
-            f"{left} of {len(calls)} tool calls left out for the budget (did: {did}); {how}"
-        )
+        notes.append(f"{left} of {len(calls)} tool calls left out for the budget; {how}")
     if thought is None and turn and (unasked := len(turn.thinking.strip())):
         notes.append(f"thinking left out ({unasked:,} chars): include_thinking=true shows it")
     if stubbed:
@@ -281,7 +276,7 @@ def _scanned(
     ws: Workspace,
     user: str,
     assistant: str,
-    done: tuple[int, str],
+    calls: int,
     matched: tuple[list[ToolDetail], str | None],
     budget: int,
     requested: bool,
@@ -291,12 +286,10 @@ def _scanned(
     """A turn as a scan shows it: the user's words whole (within `budget`, whatever `matching`
     kept), the answer's digest, what `matching` kept of the rest (`matched`: the calls holding
     the words as digests, while they fit, the first always; the thinking's passages, at least
-    SCAN_MIN of them) and one line saying what was left out (the calls' count and what they did,
-    `done`) and how to read it whole. The
+    SCAN_MIN of them) and one line saying what was left out and how to read it whole. The
     user's words come first (who asked for what is the point of a scan): up to `SCAN_USER` of
     them whatever the budget, and the digest takes what is left, at least `SCAN_MIN`."""
     digests, thought = matched
-    calls, did = done
     user, was_cut = cut(user, max(SCAN_USER, max(budget, keep_user) // 2))
     shown = answer_digest(assistant, min(width, max(SCAN_MIN, budget - len(user) - NOTE)))
     room, tools = budget - len(user) - len(shown) - NOTE, list[ToolDetail]()
@@ -311,7 +304,7 @@ def _scanned(
         left.append(f"{len(assistant) - len(shown):,} of {len(assistant):,}{ANSWER_CUT}")
     if calls > len(tools):
         n = calls - len(tools)
-        left.append(f"{n}{' more' if tools else ''} tool call{'s' if n > 1 else ''} (did: {did})")
+        left.append(f"{n}{' more' if tools else ''} tool call{'s' if n > 1 else ''}")
     note = f"left out: {', '.join(left)}" if left else None  # one reference reads it whole
     was_cut = was_cut or cut_thought or bool(left)
     return _of_row(ws, row, user, shown, tools, thinking, requested, was_cut, note)
