@@ -12,6 +12,7 @@ end is an error that says so, not a call that never returns."""
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,36 +101,48 @@ def _search(rx: regex.Pattern[str], text: str) -> Any:
         ) from e
 
 
-def _raw_text(raw: bytes) -> str:
-    """A log's bytes as text, JSON's line breaks and tabs (`\\n`, `\\r`, `\\t`) as spaces: a word
-    that starts a line of the turn starts a word here too (`\\b`)."""
-    text = raw.decode("utf-8", "replace")
-    for escaped in ("\\n", "\\r", "\\t"):
-        text = text.replace(escaped, "  ")
-    return text
+def _raw_bytes(raw: bytes) -> bytes:
+    """A log's bytes with JSON's line breaks and tabs (`\\n`, `\\r`, `\\t`) as two spaces (the
+    same length, so places stay the log's): a word that starts a line of a turn starts a word
+    here too (`\\b`)."""
+    for escaped in (b"\\n", b"\\r", b"\\t"):
+        raw = raw.replace(escaped, b"  ")
+    return raw
 
 
 def _raw_holds(ws: Workspace, rx: regex.Pattern[str]) -> Callable[[dict[str, Any]], bool]:
     """Whether a row's archived log bytes may hold a match (True when they cannot tell: a
-    reader not in PREFILTERED, or a pattern the escapes may hide). Each log is read once a call."""
+    reader not in PREFILTERED, or a pattern the escapes may hide). Each log is searched once a
+    call, as bytes (a safe pattern is ASCII; where a letter outside ASCII is, bytes see more word
+    boundaries, never fewer), and a row holds a match when one falls in its byte range."""
     if _RAW_UNSAFE.search(rx.pattern):
         return lambda row: True
-    logs: dict[str, bytes | None] = {}
+    brx = regex.compile(rx.pattern.encode("ascii"), regex.IGNORECASE | regex.VERSION0)
+    # a log's size and its matches' starts (None: unknown, every row may hold one)
+    logs: dict[str, tuple[int, list[int] | None] | None] = {}
+
+    def matches(name: str) -> tuple[int, list[int] | None] | None:
+        try:
+            data = (ws.root / name).read_bytes()
+        except OSError:
+            return None
+        try:
+            found = brx.finditer(_raw_bytes(data), timeout=MATCH_SECONDS)
+            return len(data), [m.start() for m in found]
+        except TimeoutError:
+            return len(data), None  # each row's own search says it took too long, or finds it
 
     def holds(row: dict[str, Any]) -> bool:
         ref = row["raw_ref"]
-        name = ref["file"]
         if row["source"] not in PREFILTERED:
             return True
-        if name not in logs:
-            try:
-                logs[name] = (ws.root / name).read_bytes()
-            except OSError:
-                logs[name] = None
-        data = logs[name]
-        if data is None or len(data) < ref["byte_end"]:
-            return True  # gone or cut short: the parse says what is wrong with it
-        return _search(rx, _raw_text(data[ref["byte_start"] : ref["byte_end"]])) is not None
+        if ref["file"] not in logs:
+            logs[ref["file"]] = matches(ref["file"])
+        log = logs[ref["file"]]
+        if log is None or log[0] < ref["byte_end"] or log[1] is None:
+            return True  # gone or cut short (the parse says what is wrong), or not known
+        k = bisect_left(log[1], ref["byte_start"])
+        return k < len(log[1]) and log[1][k] < ref["byte_end"]
 
     return holds
 
