@@ -81,7 +81,7 @@ def grep_turns(
 def render(found: GrepResult, kept: list[GrepTurn], cite: Citing, ws: Workspace) -> str:
     """The turns as an agent reads them: a line per session (its short id and date), a line per
     turn (`:TURN HH:MM — the user's words`), its matching lines indented below."""
-    n_lines = sum(len(t.lines) + t.more for t in found.turns)
+    n_lines = sum(len(t.lines) + t.more + t.repeated for t in found.turns)
     head = f"{n_lines} lines in {len(found.turns)} turns for {found.pattern!r}"
     if found.searched < found.total:
         head += (
@@ -97,7 +97,10 @@ def render(found: GrepResult, kept: list[GrepTurn], cite: Citing, ws: Workspace)
             out.append(f"{cite.sid(t.session_id)}{' ' + when[:10] if when[:10] != day else ''}")
             day = when[:10] or day
         ref = cite.ref(t.session_id, t.turn, t.agent)
-        out.append(f":{ref.split(':', 1)[1]} {when[11:16]} — {t.asked}".replace("  —", " —"))
+        again = (
+            f" ({t.repeated} line{'s' if t.repeated > 1 else ''} as above)" if t.repeated else ""
+        )
+        out.append(f":{ref.split(':', 1)[1]} {when[11:16]} — {t.asked}{again}".replace("  —", " —"))
         # the user's words on the turn's line are not said again below it
         out += [
             f"  {line.where}: {line.text}"

@@ -31,7 +31,7 @@ from archive_mcp.search.tool_text import plain_arguments, plain_output, relative
 from archive_mcp.workspaces import Workspace
 
 WHERE = ("user", "answer", "thinking", "input", "output")
-WIDTH = 240  # characters of a long line shown, around its match
+WIDTH = 160  # characters of a long line shown, around its match
 PER_TURN = 6  # lines shown of one turn; the rest are counted
 MATCH_SECONDS = 2.0  # one pattern search's time limit
 SEARCH_SECONDS = 30.0  # a whole call's: past it, the turns not searched are said
@@ -55,7 +55,8 @@ class GrepLine:
 
 @dataclass(frozen=True)
 class GrepTurn:
-    """A turn holding matches: its lines (up to PER_TURN) and how many more it holds."""
+    """A turn holding matches: its lines (up to PER_TURN), how many more it holds, and how many
+    of its matching lines a turn before it showed (`repeated`, not shown again)."""
 
     workspace_id: str
     session_id: str
@@ -65,6 +66,7 @@ class GrepTurn:
     asked: str  # the user's words, cut to ASKED
     lines: list[GrepLine]
     more: int = 0
+    repeated: int = 0
 
 
 @dataclass
@@ -202,13 +204,25 @@ def _matches(rx: regex.Pattern[str], text: str) -> Iterator[tuple[str, int, int]
             yield line, hit.start(), hit.end()
 
 
+# what makes two lines the same line: a `cat -n` number, a `key: ` of a tool's input, spacing
+_SAME = regex.compile(r"^\s*(?:\d+→\s?)?(?:[\w-]+: )?")
+
+
 def turn_lines(
-    turn: Any, rx: regex.Pattern[str], where: Sequence[str], roots: Sequence[str]
-) -> tuple[list[GrepLine], int]:
-    """A parsed turn's matching lines (redacted, paths relative to `roots`, each once), up to
-    PER_TURN, and how many more there are."""
+    turn: Any,
+    rx: regex.Pattern[str],
+    where: Sequence[str],
+    roots: Sequence[str],
+    shown: set[str] | None = None,
+) -> tuple[list[GrepLine], int, int]:
+    """A parsed turn's matching lines (redacted, paths relative to `roots`), up to PER_TURN; how
+    many more there are; and how many it holds that are already in `shown` (the lines of the
+    turns before it, which it is added to: a file read again, an edit's unchanged line, a
+    tool's echo of its input are said once)."""
     found: list[GrepLine] = []
-    seen: set[tuple[str, str]] = set()
+    shown = set() if shown is None else shown
+    seen: set[str] = set()
+    repeated = 0
     texts = list(_texts(turn, where))
     known: frozenset[str] | None = None
     for part, text in texts:
@@ -217,11 +231,17 @@ def turn_lines(
                 every = [t for _, t in texts]
                 risky = may_hold_secret("\x00".join(every))
                 known = secret_values(every) if risky else frozenset()
-            shown = relative(redact(_window(line, start, end), known)[0], roots)
-            if (part, shown) not in seen:
-                seen.add((part, shown))
-                found.append(GrepLine(part, shown))
-    return found[:PER_TURN], max(0, len(found) - PER_TURN)
+            said = relative(redact(_window(line, start, end), known)[0], roots)
+            same = " ".join(_SAME.sub("", said).split())
+            if same in seen:
+                continue
+            seen.add(same)
+            if same in shown:
+                repeated += 1
+                continue
+            found.append(GrepLine(part, said))
+    shown |= {" ".join(_SAME.sub("", x.text).split()) for x in found[:PER_TURN]}
+    return found[:PER_TURN], max(0, len(found) - PER_TURN), repeated
 
 
 def grep_turns(
@@ -252,6 +272,7 @@ def grep_turns(
         )
     out = GrepResult(pattern, total=rows.height)
     holds, until = _raw_holds(ws, rx), clock() + SEARCH_SECONDS
+    shown: set[str] = set()  # the lines said so far, as `turn_lines` compares them
     bad: set[str] = set()
     for row in rows.iter_rows(named=True):
         if clock() > until:
@@ -263,8 +284,8 @@ def grep_turns(
         if turn is None:
             bad.add(row["raw_ref"]["file"])
             continue
-        lines, more = turn_lines(turn, rx, where, ws.paths)
-        if lines:
+        lines, more, repeated = turn_lines(turn, rx, where, ws.paths, shown)
+        if lines or repeated:
             started = row["started_at"]
             out.turns.append(
                 GrepTurn(
@@ -276,6 +297,7 @@ def grep_turns(
                     clip(" ".join((row["user_text"] or "").split()), ASKED),
                     lines,
                     more,
+                    repeated,
                 )
             )
     out.skipped = [
