@@ -19,6 +19,7 @@ from archive_mcp.search.tool_text import plain_arguments
 if TYPE_CHECKING:
     from archive_mcp.memory.store import MemoryEntry
     from archive_mcp.search.engine import Hit
+    from archive_mcp.search.grep import GrepResult, GrepTurn
     from archive_mcp.search.turn_detail import TurnDetail
 
 
@@ -212,3 +213,41 @@ def entry_text(e: MemoryEntry) -> str:
     if e.supersedes:
         meta.append(f"supersedes: {', '.join(e.supersedes)}")
     return "\n".join([head, *meta, "", e.content, *[f"warning: {w}" for w in e.warnings]])
+
+
+def grep_text(found: GrepResult, kept: Sequence[GrepTurn], cite: Citing) -> str:
+    """grep_turns' turns (`kept` of `found`) as they read: a line per session (its short id and
+    date), a line per turn (`:TURN HH:MM — the user's words`, and how many of its lines a turn
+    above showed), its matching lines indented below."""
+    n_lines = sum(len(t.lines) + t.more + t.repeated for t in found.turns)
+    head = f"{n_lines} lines in {len(found.turns)} turns for {found.pattern!r}"
+    if found.searched < found.total:
+        head += (
+            f" (searched {found.searched} of {found.total} turns, oldest first, before the "
+            "time limit: narrow with sessions)"
+        )
+    out = [head]
+    session, day = "", ""
+    for t in kept:
+        when = t.started_at or ""
+        if t.session_id != session:
+            session = t.session_id
+            out.append(f"{cite.sid(t.session_id)}{' ' + when[:10] if when[:10] != day else ''}")
+            day = when[:10] or day
+        ref = cite.ref(t.session_id, t.turn, t.agent)
+        again = (
+            f" ({t.repeated} line{'s' if t.repeated > 1 else ''} as above)" if t.repeated else ""
+        )
+        out.append(f":{ref.split(':', 1)[1]} {when[11:16]} — {t.asked}{again}".replace("  —", " —"))
+        # the user's words on the turn's line are not said again below it
+        out += [
+            f"  {line.where}: {line.text}"
+            for line in t.lines
+            if not (line.where == "user" and line.text == t.asked)
+        ]
+        if t.more:
+            out.append(f"  … {t.more} more lines in this turn")
+    if not found.turns:
+        out.append(f"No line of {found.searched} turns in {found.space} matches.")
+    out += [f"(skipped {s})" for s in found.skipped]
+    return "\n".join(out)

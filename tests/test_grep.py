@@ -218,3 +218,48 @@ def test_the_grep_tool_answers_with_each_line_under_its_turn(tmp_path: Path) -> 
     assert anyio.run(call, {"pattern": "nowhere"}) == (
         "0 lines in 0 turns for 'nowhere'\nNo line of 3 turns in web matches."
     )
+
+
+def test_the_grep_command_prints_each_line_under_its_turn_and_exits_1_on_a_bad_pattern(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from archive_mcp.cli.main import main
+
+    _archive(tmp_path)
+    ok = CliRunner().invoke(main, ["grep", "commit", "-w", CWD, "--where", "output"])
+    assert (ok.exit_code, ok.stdout) == (
+        0,
+        "1 lines in 1 turns for 'commit'\n"
+        f"{SID} 2026-03-20\n"
+        ":1 10:05 — commit it?\n"
+        "  Bash out: nothing to commit, working tree clean\n",
+    )
+    bad = CliRunner().invoke(main, ["grep", "fix(", "-w", CWD])
+    assert bad.exit_code == 1
+    assert "pattern 'fix(' is not a regular expression" in bad.stderr
+
+
+def test_a_line_a_turn_before_showed_is_counted_not_shown_again(tmp_path: Path) -> None:
+    state = "1→# State\n2→- decision: keep the store\n"
+    records = [
+        _rec("user", "plan phase 2", 0),
+        _tool("t1", "Read", {"file_path": f"{CWD}/STATE.md"}, 1),
+        _result("t1", state, 2),
+        _rec("assistant", [{"type": "text", "text": "Planned."}], 3, "m3"),
+        _rec("user", "plan phase 3", 4),
+        _tool("t2", "Read", {"file_path": f"{CWD}/STATE.md"}, 5),
+        _result("t2", state + "3→- decision: keep the events too\n", 6),
+        _rec("assistant", [{"type": "text", "text": "Planned again."}], 7, "m7"),
+    ]
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-web" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    found = archive.grep_turns("decision", cwd=CWD)
+    assert [(t.turn, [x.text for x in t.lines], t.repeated) for t in found.turns] == [
+        (0, ["2→- decision: keep the store"], 0),
+        (1, ["3→- decision: keep the events too"], 1),
+    ]

@@ -31,8 +31,10 @@ from archive_mcp.cli.config import Configured
 from archive_mcp.errors import InvalidArgument
 from archive_mcp.ingest.pipeline import IngestReport, stop_on_sigterm
 from archive_mcp.refiners import SOURCES
-from archive_mcp.render import hit_text, turn_text
+from archive_mcp.refs import Citing
+from archive_mcp.render import grep_text, hit_text, turn_text
 from archive_mcp.search.engine import FILTER_HELP, Filters
+from archive_mcp.search.grep import WHERE
 from archive_mcp.settings import exclude_setting
 
 DATE = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"])
@@ -489,6 +491,44 @@ def demo(keep: str | None, no_embed: bool) -> None:
     from archive_mcp.demo import run_demo
 
     run_demo(keep, embed=not no_embed)
+
+
+@main.command()
+@click.argument("pattern")
+@workspace_option
+@click.option("--session", "sessions", multiple=True, help="A session id or prefix (repeatable).")
+@click.option(
+    "--where",
+    multiple=True,
+    type=click.Choice(WHERE),
+    help="A part to search (repeatable; default all): input is a tool's input, output its result.",
+)
+@json_option
+@click.pass_context
+def grep(
+    ctx: click.Context,
+    pattern: str,
+    workspace: str | None,
+    sessions: tuple[str, ...],
+    where: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Print the lines of past turns matching a regular expression (case-insensitive), oldest
+    first, each under its SESSION:TURN: the user's words, answers, thinking, tool inputs and
+    outputs.
+
+    \b
+    Example:
+      archive-mcp grep "git (commit|push)" --where input
+    """
+    found = call(
+        ctx,
+        lambda a: a.grep_turns(pattern, workspace, sessions=sessions, where=where or WHERE),
+    )
+    if as_json:
+        echo_json(found)
+        return
+    click.echo(grep_text(found, found.turns, Citing()))
 
 
 def _register() -> None:

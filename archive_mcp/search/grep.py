@@ -74,6 +74,7 @@ class GrepResult:
     """The turns holding matches, oldest first; how many turns were searched of how many."""
 
     pattern: str
+    space: str = ""  # the workspace's name
     turns: list[GrepTurn] = field(default_factory=list)
     searched: int = 0
     total: int = 0
@@ -270,7 +271,7 @@ def grep_turns(
             f"no session starting {', '.join(map(repr, sessions))} in workspace {ws.name}; "
             "list the sessions for their ids"
         )
-    out = GrepResult(pattern, total=rows.height)
+    out = GrepResult(pattern, ws.name, total=rows.height)
     holds, until = _raw_holds(ws, rx), clock() + SEARCH_SECONDS
     shown: set[str] = set()  # the lines said so far, as `turn_lines` compares them
     bad: set[str] = set()
