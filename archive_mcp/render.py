@@ -246,7 +246,7 @@ def grep_text(found: GrepResult, kept: Sequence[GrepTurn], cite: Citing) -> str:
             if not (line.where == "user" and line.text == t.asked)
         ]
         if t.more:
-            out.append(f"  … {t.more} more lines in this turn")
+            out.append(f"  … {t.more} more lines in this turn ({ref} in sessions shows them all)")
     if not found.turns:
         out.append(f"No line of {found.searched} turns in {found.space} matches.")
     out += [f"(skipped {s})" for s in found.skipped]

@@ -145,7 +145,7 @@ def test_grep_searches_only_the_parts_and_sessions_asked(tmp_path: Path) -> None
     assert _found(archive.grep_turns("commit", cwd=CWD, sessions=["a11ce"], where=["user"])) == [
         (1, [("user", "commit it?")])
     ]
-    with pytest.raises(NotFound, match="no session starting 'ffff' in workspace web"):
+    with pytest.raises(NotFound, match="no session or turn 'ffff' in workspace web"):
         archive.grep_turns("stub", cwd=CWD, sessions=["ffff"])
     with pytest.raises(InvalidArgument, match="where takes user, answer, thinking, input, output"):
         archive.grep_turns("stub", cwd=CWD, where=["tools"])
@@ -263,3 +263,18 @@ def test_a_line_a_turn_before_showed_is_counted_not_shown_again(tmp_path: Path) 
         (0, ["2→- decision: keep the store"], 0),
         (1, ["3→- decision: keep the events too"], 1),
     ]
+
+
+def test_turns_asked_by_reference_show_every_line_others_a_few_and_a_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = _archive(tmp_path)
+    monkeypatch.setattr(grep, "PER_TURN", 1)
+    some = archive.grep_turns("stub", cwd=CWD)
+    assert [(t.turn, len(t.lines), t.more) for t in some.turns] == [(0, 1, 3), (1, 1, 0)]
+    every = archive.grep_turns("stub", cwd=CWD, sessions=["a11ce000:0"])
+    assert [(t.turn, len(t.lines), t.more) for t in every.turns] == [(0, 4, 0)]
+    ranged = archive.grep_turns("stub|clean", cwd=CWD, sessions=["a11ce000:1-2"])
+    assert [t.turn for t in ranged.turns] == [1]
+    with pytest.raises(InvalidArgument, match="a turn reference looks like"):
+        archive.grep_turns("stub", cwd=CWD, sessions=["a11ce000:x"])

@@ -50,13 +50,13 @@ def grep_turns(
     workspace: WorkspaceParam = None,
     sessions: Annotated[
         list[str] | None,
-        Field(max_length=100, description="Session ids or prefixes (default: all)."),
+        Field(max_length=100, description="Session ids or prefixes, or SESSION:TURN."),
     ] = None,
     where: Annotated[
         list[Where] | None,
         Field(description="Default all; input: commands, files written, edits."),
     ] = None,
-    max_output_chars: Budget = 6000,
+    max_output_chars: Budget = 4000,
     roots: Roots = None,
 ) -> Annotated[CallToolResult, GrepOutput]:
     """Lines of past turns matching a regular expression (grep -i), oldest first, under each

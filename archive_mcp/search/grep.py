@@ -25,14 +25,16 @@ from archive_mcp.errors import InvalidArgument, NotFound
 from archive_mcp.refiners.answers import joined
 from archive_mcp.refiners.redact import may_hold_secret, redact, secret_values
 from archive_mcp.refiners.text import clip
+from archive_mcp.refs import parse_ref
 from archive_mcp.search.matching import lines_of
 from archive_mcp.search.parsed import parse_turn
 from archive_mcp.search.tool_text import plain_arguments, plain_output, relative, tool_output
 from archive_mcp.workspaces import Workspace
 
 WHERE = ("user", "answer", "thinking", "input", "output")
-WIDTH = 160  # characters of a long line shown, around its match
-PER_TURN = 6  # lines shown of one turn; the rest are counted
+WIDTH = 140  # characters of a long line shown, around its match
+PER_TURN = 4  # lines shown of one turn; the rest are counted ...
+TURN_LINES = 40  # ... unless the turns were asked by reference (SESSION:TURN): all, up to this
 MATCH_SECONDS = 2.0  # one pattern search's time limit
 SEARCH_SECONDS = 30.0  # a whole call's: past it, the turns not searched are said
 ASKED = 100  # characters of a turn's user words on its line
@@ -215,8 +217,9 @@ def turn_lines(
     where: Sequence[str],
     roots: Sequence[str],
     shown: set[str] | None = None,
+    per_turn: int = PER_TURN,
 ) -> tuple[list[GrepLine], int, int]:
-    """A parsed turn's matching lines (redacted, paths relative to `roots`), up to PER_TURN; how
+    """A parsed turn's matching lines (redacted, paths relative to `roots`), up to `per_turn`; how
     many more there are; and how many it holds that are already in `shown` (the lines of the
     turns before it, which it is added to: a file read again, an edit's unchanged line, a
     tool's echo of its input are said once)."""
@@ -241,8 +244,27 @@ def turn_lines(
                 repeated += 1
                 continue
             found.append(GrepLine(part, said))
-    shown |= {" ".join(_SAME.sub("", x.text).split()) for x in found[:PER_TURN]}
-    return found[:PER_TURN], max(0, len(found) - PER_TURN), repeated
+    shown |= {" ".join(_SAME.sub("", x.text).split()) for x in found[:per_turn]}
+    return found[:per_turn], max(0, len(found) - per_turn), repeated
+
+
+def _scope(sessions: Sequence[str]) -> tuple[pl.Expr, bool]:
+    """The rows `sessions` asks for (a session id or prefix, or a turn `SESSION:TURN`, a range
+    `SESSION:A-B`), and whether each entry named turns (then every line of them is shown)."""
+    asks, turns = [], True
+    for entry in sessions:
+        if ":" not in entry:
+            asks.append(pl.col("session_id").str.starts_with(entry))
+            turns = False
+            continue
+        ref = parse_ref(entry)
+        last = ref.turn if ref.last is None else ref.last
+        asks.append(
+            pl.col("session_id").str.starts_with(ref.session_id)
+            & (pl.col("agent") == ref.agent)
+            & pl.col("turn").is_between(ref.turn, last)
+        )
+    return pl.any_horizontal(asks), turns
 
 
 def grep_turns(
@@ -254,21 +276,21 @@ def grep_turns(
     clock: Callable[[], float] = time.monotonic,
 ) -> GrepResult:
     """The turns of `ws` (its refined rows, `turns`) whose parts `where` hold a line matching
-    `pattern`, oldest first; `sessions` (ids or prefixes) narrows them."""
+    `pattern`, oldest first; `sessions` (ids or prefixes, or turns: `SESSION:TURN`,
+    `SESSION:A-B`) narrows them."""
     rx = compile_pattern(pattern)
     unknown = [w for w in where if w not in WHERE]
     if unknown or not where:
         raise InvalidArgument(f"where takes {', '.join(WHERE)}; got {', '.join(unknown) or 'none'}")
     cols = ["session_id", "agent", "turn", "started_at", "source", "user_text", "raw_ref"]
-    frame = turns.select(cols)
+    frame, per_turn = turns.select(cols), PER_TURN
     if sessions:
-        frame = frame.filter(
-            pl.any_horizontal(pl.col("session_id").str.starts_with(s) for s in sessions)
-        )
+        asked, by_turn = _scope(sessions)
+        frame, per_turn = frame.filter(asked), TURN_LINES if by_turn else PER_TURN
     rows = frame.sort("started_at", "session_id", "agent", "turn", nulls_last=False).collect()
     if sessions and rows.height == 0:
         raise NotFound(
-            f"no session starting {', '.join(map(repr, sessions))} in workspace {ws.name}; "
+            f"no session or turn {', '.join(map(repr, sessions))} in workspace {ws.name}; "
             "list the sessions for their ids"
         )
     out = GrepResult(pattern, ws.name, total=rows.height)
@@ -285,7 +307,7 @@ def grep_turns(
         if turn is None:
             bad.add(row["raw_ref"]["file"])
             continue
-        lines, more, repeated = turn_lines(turn, rx, where, ws.paths, shown)
+        lines, more, repeated = turn_lines(turn, rx, where, ws.paths, shown, per_turn)
         if lines or repeated:
             started = row["started_at"]
             out.turns.append(
