@@ -3,10 +3,11 @@ time order, each under its turn: the user's words, the answers, the thinking, ea
 input (commands, files written, edits) and output. What search ranks is a turn's words; a detail
 that lives in a tool's input or output (a commit, a file's content, an error) is found here.
 
-The archived raw log of each turn is looked at first, as bytes with JSON's escapes undone
-(`_raw_holds`): only the turns whose log holds a match are parsed. A pattern that could match
-what the escapes hide (a quote, a backslash, an anchor, a letter outside ASCII) parses every
-turn. The pattern runs under a time limit (`regex`'s timeout): a pattern that backtracks without
+The archived raw log of each Claude Code or Codex turn is searched first, as bytes with JSON's
+line breaks as spaces (`_raw_holds`): only the turns whose bytes hold a match are parsed (on real
+logs the results are the same as parsing every turn: bench/grep_speed.py). A pattern that could
+match what the escapes hide (a quote, a backslash, an anchor, `.`, a letter outside ASCII) parses
+every turn, and so does every other reader's (their logs may split a text into pieces). The pattern runs under a time limit (`regex`'s timeout): a pattern that backtracks without
 end is an error that says so, not a call that never returns."""
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ ASKED = 100  # characters of a turn's user words on its line
 # letter outside ASCII; `\b` and an escaped punctuation mark are safe
 _RAW_UNSAFE = regex.compile(r'["^$]|(?<!\\)\.|\[\^|[^\x00-\x7f]|\\[^b\W]|\\[\\"]')
 # the readers whose logs hold each text whole in one record (no streamed pieces to join)
-PREFILTERED = frozenset({"claude-code", "codex", "gemini"})
+PREFILTERED = frozenset({"claude-code", "codex"})
 
 
 @dataclass(frozen=True)
