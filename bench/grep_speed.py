@@ -56,9 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path)
     a = p.parse_args(argv)
     os.environ["ARCHIVE_MCP_HOME"] = str(a.home)
-    from archive_mcp.search import grep, parsed
-
     from archive_mcp import Archive
+    from archive_mcp.search import grep, parsed
 
     rows = []
     for pattern in a.pattern or PATTERNS:

@@ -173,7 +173,7 @@ async def test_the_token_env_var_is_honoured_and_not_stored() -> None:
         )
         assert post(port, {"Authorization": "Bearer env-token-123"}) == (401, WRONG)
         async with client(port, token) as c:
-            assert len((await c.list_tools()).tools) == 23
+            assert len((await c.list_tools()).tools) == 24
     assert not (Path(os.environ["ARCHIVE_MCP_CONFIG_DIR"]) / "config.toml").exists()
 
 
@@ -242,6 +242,6 @@ async def test_a_request_nested_100k_deep_gets_a_parse_error_at_once_and_the_ser
             )
             assert body["error"]["message"].startswith("Parse error: recursion limit exceeded")
             assert took < 5
-            assert len((await c.list_tools()).tools) == 23  # the server and the session live on
+            assert len((await c.list_tools()).tools) == 24  # the server and the session live on
         assert post(port, {"Authorization": f"Bearer {token}"})[0] == 200
         assert proc.poll() is None

@@ -26,6 +26,7 @@ CWD = "/home/alice/projects/webapp/src"
 REQUIRED: dict[str, dict[str, Any]] = {
     "search_context": {"query": "login"},
     "load_turn_context": {"references": [{"session_id": LOGIN, "turn": 0}]},
+    "grep_turns": {"pattern": "login"},
     "refine_session_turns": {"session_id": LOGIN},
     "remember": {"key": "k", "content": "c"},
     "recall": {"key": "k"},
@@ -174,7 +175,7 @@ async def test_every_tool_answers_hostile_arguments_with_a_tool_error_or_a_resul
 ) -> None:
     async with Client(build_server(archive, cwd=CWD)) as client:
         tools = (await client.list_tools()).tools
-        assert len(tools) == 23
+        assert len(tools) == 24
         for tool in tools:
             base = REQUIRED.get(tool.name, {})
             props = tool.input_schema["properties"]
@@ -193,7 +194,7 @@ async def test_every_tool_says_why_it_refuses_nul_bytes_nan_and_traversal(
 ) -> None:
     async with Client(build_server(archive, cwd=CWD)) as client:
         tools = (await client.list_tools()).tools
-        assert len(tools) == 23
+        assert len(tools) == 24
         calls = 0
         for tool in tools:
             base = REQUIRED.get(tool.name, {})
@@ -414,7 +415,7 @@ def test_the_server_answers_initialize_without_importing_torch(tmp_path: Path) -
         "from archive_mcp import Archive\n"
         "async def go():\n"
         "    async with Client(build_server(Archive(sys.argv[1], embedder=None), cwd='/')) as c:\n"
-        "        assert len((await c.list_tools()).tools) == 23\n"
+        "        assert len((await c.list_tools()).tools) == 24\n"
         "anyio.run(go)\n"
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'sklearn', 'matplotlib') if m in sys.modules))\n"
     )

@@ -39,6 +39,7 @@ TURN_LINES = 40  # ... unless the turns were asked by reference (SESSION:TURN): 
 MATCH_SECONDS = 2.0  # one pattern search's time limit
 SEARCH_SECONDS = 30.0  # a whole call's: past it, the turns not searched are said
 ASKED = 100  # characters of a turn's user words on its line
+ENTRY_MAX = 200  # characters of one `sessions` entry
 # a pattern the log's escapes may hide (what it matches in a turn is not in its log as it is):
 # one that can match a quote, a backslash or a tab (`.`, `[^`, `\s`, `\W`, …), an anchor, a
 # letter outside ASCII; `\b` and an escaped punctuation mark are safe
@@ -254,6 +255,10 @@ def _scope(sessions: Sequence[str]) -> tuple[pl.Expr, bool]:
     `SESSION:A-B`), and whether each entry named turns (then every line of them is shown)."""
     asks, turns = [], True
     for entry in sessions:
+        if len(entry) > ENTRY_MAX:
+            raise InvalidArgument(
+                f"a session id or turn is at most {ENTRY_MAX} characters; got {len(entry):,}"
+            )
         if ":" not in entry:
             asks.append(pl.col("session_id").str.starts_with(entry))
             turns = False
@@ -291,7 +296,8 @@ def grep_turns(
     rows = frame.sort("started_at", "session_id", "agent", "turn", nulls_last=False).collect()
     if sessions and rows.height == 0:
         raise NotFound(
-            f"no session or turn {', '.join(map(repr, sessions))} in workspace {ws.name}; "
+            f"no session or turn {', '.join(repr(clip(s, 60)) for s in sessions[:5])} in "
+            f"workspace {ws.name}; "
             "list the sessions for their ids"
         )
     out = GrepResult(pattern, ws.name, total=rows.height)
