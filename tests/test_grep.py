@@ -163,7 +163,7 @@ def test_a_pattern_that_backtracks_without_end_stops_at_its_time_limit(
     archive = _archive(tmp_path)
     monkeypatch.setattr(grep, "MATCH_SECONDS", 0.01)
     with pytest.raises(InvalidArgument, match="took over 0.01 s on one text"):
-        archive.grep_turns(r"(x|xx)+y", cwd=CWD)
+        archive.grep_turns(r"^(x|xx)+y", cwd=CWD)
 
 
 def test_a_turn_whose_log_does_not_hold_the_pattern_is_not_parsed(
@@ -278,3 +278,21 @@ def test_turns_asked_by_reference_show_every_line_others_a_few_and_a_count(
     assert [t.turn for t in ranged.turns] == [1]
     with pytest.raises(InvalidArgument, match="a turn reference looks like"):
         archive.grep_turns("stub", cwd=CWD, sessions=["a11ce000:x"])
+
+
+def test_a_secret_named_in_another_part_of_the_turn_is_masked_in_the_line_shown(
+    tmp_path: Path,
+) -> None:
+    records = [
+        _rec("user", "connect to the database", 0),
+        _tool("t1", "Bash", {"command": "export DB_PASSWORD=Zq8vN3kLp2Wx9tR && ./connect"}, 1),
+        _result("t1", "connected with Zq8vN3kLp2Wx9tR ok", 2),
+        _rec("assistant", [{"type": "text", "text": "Connected."}], 3, "m3"),
+    ]
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-web" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    found = archive.grep_turns("connected with", cwd=CWD, where=["output"])
+    assert _found(found) == [(0, [("Bash out", "connected with [REDACTED] ok")])]
