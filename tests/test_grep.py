@@ -46,6 +46,16 @@ def _result(tid: str, text: str, sec: int) -> dict[str, Any]:
     return _rec("user", [{"type": "tool_result", "tool_use_id": tid, "content": text}], sec)
 
 
+def _archived(tmp_path: Path, records: list[dict[str, Any]]) -> Archive:
+    """An archive of one Claude Code session of `records` (in the web project)."""
+    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-web" / f"{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    archive = Archive(embedder=None)
+    archive.ingest(tmp_path / ".claude")
+    return archive
+
+
 def _archive(tmp_path: Path) -> Archive:
     """Turn 0 writes a stub locale file; turn 1 checks git status (its output holds a token) and
     says the stub stays uncommitted; turn 2's answer ends in a long run of one letter."""
@@ -85,12 +95,7 @@ def _archive(tmp_path: Path) -> Archive:
         _rec("user", "move on", 9),
         _rec("assistant", [{"type": "text", "text": "Phase 2 next.\n" + "x" * 40}], 10, "m10"),
     ]
-    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-web" / f"{SID}.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
-    return archive
+    return _archived(tmp_path, records)
 
 
 def _found(result: grep.GrepResult) -> list[tuple[int, list[tuple[str, str]]]]:
@@ -253,11 +258,7 @@ def test_a_line_a_turn_before_showed_is_counted_not_shown_again(tmp_path: Path) 
         _result("t2", state + "3→- decision: keep the events too\n", 6),
         _rec("assistant", [{"type": "text", "text": "Planned again."}], 7, "m7"),
     ]
-    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-web" / f"{SID}.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
+    archive = _archived(tmp_path, records)
     found = archive.grep_turns("decision", cwd=CWD)
     assert [(t.turn, [x.text for x in t.lines], t.repeated) for t in found.turns] == [
         (0, ["2→- decision: keep the store"], 0),
@@ -289,10 +290,6 @@ def test_a_secret_named_in_another_part_of_the_turn_is_masked_in_the_line_shown(
         _result("t1", "connected with Zq8vN3kLp2Wx9tR ok", 2),
         _rec("assistant", [{"type": "text", "text": "Connected."}], 3, "m3"),
     ]
-    path = tmp_path / ".claude" / "projects" / "-home-alice-projects-web" / f"{SID}.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    archive = Archive(embedder=None)
-    archive.ingest(tmp_path / ".claude")
+    archive = _archived(tmp_path, records)
     found = archive.grep_turns("connected with", cwd=CWD, where=["output"])
     assert _found(found) == [(0, [("Bash out", "connected with [REDACTED] ok")])]
