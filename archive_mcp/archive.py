@@ -345,7 +345,8 @@ class Archive:
     ) -> GrepResult:
         """The turns whose user words, answer, thinking, tool inputs or outputs (`where`) hold a
         line matching the regular expression `pattern` (case-insensitive), oldest first, each
-        with its matching lines; `sessions` (ids or prefixes) narrows the search."""
+        with its matching lines; `sessions` (ids or prefixes, or turns `SESSION:TURN`,
+        `SESSION:A-B`, whose every line is shown) narrows the search."""
         ws = self._ws(workspace, cwd)
         return grep_turns(ws, self.turns(ws.id), pattern, sessions, where)
 

@@ -220,7 +220,11 @@ def grep_text(found: GrepResult, kept: Sequence[GrepTurn], cite: Citing) -> str:
     date), a line per turn (`:TURN HH:MM — the user's words`, and how many of its lines a turn
     above showed), its matching lines indented below."""
     n_lines = sum(len(t.lines) + t.more + t.repeated for t in found.turns)
-    head = f"{n_lines} lines in {len(found.turns)} turns for {found.pattern!r}"
+    n_turns = len(found.turns)
+    head = (
+        f"{n_lines} line{'' if n_lines == 1 else 's'} in {n_turns} turn{'' if n_turns == 1 else 's'}"
+        f" for {found.pattern!r}"
+    )
     if found.searched < found.total:
         head += (
             f" (searched {found.searched} of {found.total} turns, oldest first, before the "
@@ -246,7 +250,8 @@ def grep_text(found: GrepResult, kept: Sequence[GrepTurn], cite: Citing) -> str:
             if not (line.where == "user" and line.text == t.asked)
         ]
         if t.more:
-            out.append(f"  … {t.more} more lines in this turn ({ref} in sessions shows them all)")
+            how = "a narrower pattern" if found.by_reference else f"{ref} in sessions"
+            out.append(f"  … {t.more} more lines in this turn ({how} shows them)")
     if not found.turns:
         out.append(f"No line of {found.searched} turns in {found.space} matches.")
     out += [f"(skipped {s})" for s in found.skipped]

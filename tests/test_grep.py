@@ -183,13 +183,18 @@ def test_a_turn_whose_log_does_not_hold_the_pattern_is_not_parsed(
         return real(ws, row)
 
     monkeypatch.setattr(grep, "parse_turn", counting)
+    monkeypatch.setattr(grep, "FEW", 0)  # three turns: looked for in the log first all the same
     # a word that starts a line of the answer (after an escaped line break in the log)
     assert _found(archive.grep_turns(r"\bStub locale file", cwd=CWD)) == [
         (0, [("answer", "Stub locale file in place.")])
     ]
     assert parsed == [0]
-    parsed.clear()  # a pattern the log's escapes may hide parses every turn
-    assert _found(archive.grep_turns(r"^Phase", cwd=CWD)) == [(2, [("answer", "Phase 2 next.")])]
+    parsed.clear()  # a pattern that needs no word of three letters parses every turn
+    assert _found(archive.grep_turns(r"^P\w+ 2", cwd=CWD)) == [(2, [("answer", "Phase 2 next.")])]
+    assert parsed == [0, 1, 2]
+    parsed.clear()  # three turns asked or fewer: parsed without looking at the log
+    monkeypatch.setattr(grep, "FEW", 8)
+    assert _found(archive.grep_turns(r"\bStub locale file", cwd=CWD))[0][0] == 0
     assert parsed == [0, 1, 2]
 
 
@@ -202,7 +207,7 @@ def test_a_turn_whose_archived_log_is_gone_is_reported_and_the_rest_searched(
         log.write_text("", encoding="utf-8")
     found = archive.grep_turns("stub", cwd=CWD)
     assert found.turns == []
-    assert found.skipped == [f"{SID}.jsonl: its archived log is gone or holds no such turn"]
+    assert found.skipped == [f"{SID}.jsonl: a turn could not be read back from its archived log"]
 
 
 def test_the_grep_tool_answers_with_each_line_under_its_turn(tmp_path: Path) -> None:
@@ -214,7 +219,7 @@ def test_the_grep_tool_answers_with_each_line_under_its_turn(tmp_path: Path) -> 
             return r.content[0].text
 
     assert anyio.run(call, {"pattern": "commit"}) == (
-        "3 lines in 1 turns for 'commit'\n"
+        "3 lines in 1 turn for 'commit'\n"
         "a11ce000 2026-03-20\n"
         ":1 10:05 — commit it?\n"
         "  answer: The stub stays uncommitted: the tree is clean.\n"
@@ -236,7 +241,7 @@ def test_the_grep_command_prints_each_line_under_its_turn_and_exits_1_on_a_bad_p
     ok = CliRunner().invoke(main, ["grep", "commit", "-w", CWD, "--where", "output"])
     assert (ok.exit_code, ok.stdout) == (
         0,
-        "1 lines in 1 turns for 'commit'\n"
+        "1 line in 1 turn for 'commit'\n"
         f"{SID} 2026-03-20\n"
         ":1 10:05 — commit it?\n"
         "  Bash out: nothing to commit, working tree clean\n",

@@ -496,7 +496,12 @@ def demo(keep: str | None, no_embed: bool) -> None:
 @main.command()
 @click.argument("pattern")
 @workspace_option
-@click.option("--session", "sessions", multiple=True, help="A session id or prefix (repeatable).")
+@click.option(
+    "--session",
+    "sessions",
+    multiple=True,
+    help="A session id or prefix, or a turn SESSION:TURN (repeatable).",
+)
 @click.option(
     "--where",
     multiple=True,

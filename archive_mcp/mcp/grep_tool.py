@@ -3,7 +3,7 @@ the raw logs would find them, each under its turn, oldest first (`search/grep.py
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
@@ -35,6 +35,7 @@ class GrepOutput:
     searched: int
     total: int
     truncated: bool = False
+    skipped: list[str] = field(default_factory=list)
 
 
 def grep_turns(
@@ -70,7 +71,9 @@ def grep_turns(
     return fit(
         found.turns,
         lambda kept, cut: grep_text(found, kept, cite),
-        lambda kept, cut: GrepOutput(pattern, kept, found.searched, found.total, cut),
+        lambda kept, cut: GrepOutput(
+            found.pattern, kept, found.searched, found.total, cut, found.skipped
+        ),
         max_output_chars,
         noun="turns",
         how="narrow with sessions or where, or raise max_output_chars",

@@ -3,25 +3,23 @@ time order, each under its turn: the user's words, the answers, the thinking, ea
 input (commands, files written, edits) and output. What search ranks is a turn's words; a detail
 that lives in a tool's input or output (a commit, a file's content, an error) is found here.
 
-The archived raw log of each Claude Code or Codex turn is searched first, as bytes with JSON's
-line breaks as spaces (`_raw_holds`): only the turns whose bytes hold a match are parsed (on real
-logs the results are the same as parsing every turn: bench/grep_speed.py). A pattern that could
-match what the escapes hide (a quote, a backslash, an anchor, `.`, a letter outside ASCII) parses
-every turn, and so does every other reader's (their logs may split a text into pieces). The pattern runs under a time limit (`regex`'s timeout): a pattern that backtracks without
-end is an error that says so, not a call that never returns."""
+Of more than FEW Claude Code turns, only those whose bytes in the archived log hold the words
+every match needs are parsed (`grep_words`); a pattern that needs none, and every other reader's
+turn, is parsed whatever its log holds. Lines are matched after their secrets are masked: a
+pattern cannot tell, match by match, what a mask hides. The pattern runs under a time limit
+(`regex`'s timeout): a pattern that backtracks without end is an error that says so, not a call
+that never returns."""
 
 from __future__ import annotations
 
 import time
 import weakref
-from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-import re2
 import regex
 
 from archive_mcp.errors import InvalidArgument, NotFound
@@ -29,6 +27,7 @@ from archive_mcp.refiners.answers import joined
 from archive_mcp.refiners.redact import may_hold_secret, redact, secret_values
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import parse_ref
+from archive_mcp.search.grep_words import log_holds, reader
 from archive_mcp.search.matching import lines_of
 from archive_mcp.search.parsed import parse_turn
 from archive_mcp.search.tool_text import plain_arguments, plain_output, relative, tool_output
@@ -42,12 +41,10 @@ MATCH_SECONDS = 2.0  # one pattern search's time limit
 SEARCH_SECONDS = 30.0  # a whole call's: past it, the turns not searched are said
 ASKED = 100  # characters of a turn's user words on its line
 ENTRY_MAX = 200  # characters of one `sessions` entry
-# a pattern the log's escapes may hide (what it matches in a turn is not in its log as it is):
-# one that can match a quote, a backslash or a tab (`.`, `[^`, `\s`, `\W`, …), an anchor, a
-# letter outside ASCII; `\b` and an escaped punctuation mark are safe
-_RAW_UNSAFE = regex.compile(r'["^$]|(?<!\\)\.|\[\^|[^\x00-\x7f]|\\[^b\W]|\\[\\"]')
-# the readers whose logs hold each text whole in one record (no streamed pieces to join)
-PREFILTERED = frozenset({"claude-code", "codex"})
+# the readers whose texts are their log's strings as they are, joined by line breaks (Codex
+# joins a message's parts with nothing between: a word may be made across two of them)
+PREFILTERED = frozenset({"claude-code"})
+FEW = 8  # turns asked that are parsed without looking at their logs first
 
 
 @dataclass(frozen=True)
@@ -79,12 +76,13 @@ class GrepTurn:
 class GrepResult:
     """The turns holding matches, oldest first; how many turns were searched of how many."""
 
-    pattern: str
+    pattern: str  # as asked, a secret in it masked
     space: str = ""  # the workspace's name
     turns: list[GrepTurn] = field(default_factory=list)
     searched: int = 0
     total: int = 0
     skipped: list[str] = field(default_factory=list)  # logs that could not be read, and why
+    by_reference: bool = False  # every turn was asked as SESSION:TURN (all its lines are shown)
 
 
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
@@ -92,7 +90,7 @@ def compile_pattern(pattern: str) -> regex.Pattern[str]:
     if not pattern.strip():
         raise InvalidArgument("pattern is empty: give a word or a regular expression")
     try:
-        return regex.compile(pattern, regex.IGNORECASE | regex.VERSION0)
+        return regex.compile(pattern, regex.IGNORECASE | regex.MULTILINE | regex.VERSION0)
     except regex.error as e:
         raise InvalidArgument(
             f"pattern {pattern!r} is not a regular expression ({e}); escape `(`, `[`, `*`, "
@@ -110,77 +108,12 @@ def _search(rx: regex.Pattern[str], text: str) -> Any:
         ) from e
 
 
-def _raw_bytes(raw: bytes) -> bytes:
-    """A log's bytes with JSON's line breaks and tabs (`\\n`, `\\r`, `\\t`) as two spaces (the
-    same length, so places stay the log's): a word that starts a line of a turn starts a word
-    here too (`\\b`)."""
-    for escaped in (b"\\n", b"\\r", b"\\t"):
-        raw = raw.replace(escaped, b"  ")
-    return raw
-
-
-def _finder(pattern: str) -> Callable[[bytes], list[int] | None]:
-    """The starts of a safe `pattern`'s matches in a log's bytes, case-insensitive: by RE2 (linear
-    time, a DFA: a 44 MB log in about 0.1 s) when it takes the pattern, else by `regex` under the
-    time limit (None when that ran out: every row may hold one)."""
-    raw = pattern.encode("ascii")
-    options = re2.Options()
-    options.case_sensitive, options.never_capture, options.log_errors = False, True, False
-    try:
-        fast = re2.compile(raw, options)
-    except re2.error:  # a lookaround or a back reference: RE2 has none
-        slow = regex.compile(raw, regex.IGNORECASE | regex.VERSION0)
-
-        def by_regex(data: bytes) -> list[int] | None:
-            try:
-                return [m.start() for m in slow.finditer(data, timeout=MATCH_SECONDS)]
-            except TimeoutError:
-                return None
-
-        return by_regex
-    return lambda data: [m.start() for m in fast.finditer(data)]
-
-
-def _raw_holds(ws: Workspace, rx: regex.Pattern[str]) -> Callable[[dict[str, Any]], bool]:
-    """Whether a row's archived log bytes may hold a match (True when they cannot tell: a
-    reader not in PREFILTERED, or a pattern the escapes may hide). Each log is searched once a
-    call, as bytes (a safe pattern is ASCII; where a letter outside ASCII is, bytes see more word
-    boundaries, never fewer), and a row holds a match when one falls in its byte range."""
-    if _RAW_UNSAFE.search(rx.pattern):
-        return lambda row: True
-    find = _finder(rx.pattern)
-    bounded = "\\b" in rx.pattern  # a word boundary: JSON's escaped line breaks as spaces
-    # a log's size and its matches' starts (None: unknown, every row may hold one)
-    logs: dict[str, tuple[int, list[int] | None] | None] = {}
-
-    def matches(name: str) -> tuple[int, list[int] | None] | None:
-        try:
-            data = (ws.root / name).read_bytes()
-        except OSError:
-            return None
-        return len(data), find(_raw_bytes(data) if bounded else data)
-
-    def holds(row: dict[str, Any]) -> bool:
-        ref = row["raw_ref"]
-        if row["source"] not in PREFILTERED:
-            return True
-        if ref["file"] not in logs:
-            logs[ref["file"]] = matches(ref["file"])
-        log = logs[ref["file"]]
-        if log is None or log[0] < ref["byte_end"] or log[1] is None:
-            return True  # gone or cut short (the parse says what is wrong), or not known
-        k = bisect_left(log[1], ref["byte_start"])
-        return k < len(log[1]) and log[1][k] < ref["byte_end"]
-
-    return holds
-
-
 def _window(line: str, start: int, end: int, width: int = WIDTH) -> str:
     """`line` within `width`, around its match at start..end (`…` where it was cut)."""
+    offset = len(line) - len(line.lstrip())
     line = line.strip()
     if len(line) <= width:
         return line
-    offset = len(line) - len(line.lstrip())
     start, end = max(0, start - offset), max(0, end - offset)
     lo = max(0, min(start - (width - (end - start)) // 2, len(line) - width))
     cut = line[lo : lo + width]
@@ -189,8 +122,9 @@ def _window(line: str, start: int, end: int, width: int = WIDTH) -> str:
 
 def _texts(turn: Any, where: Sequence[str]) -> Iterator[tuple[str, str]]:
     """(where, text) of a parsed turn, in reading order, for the parts asked."""
-    if "user" in where:
-        yield "user", joined(turn.user_text, turn.answers)
+    if "user" in where:  # as the refined row has them: steering words, answers given as results
+        steered = turn.user_text + "".join(f"\n[steer] {x}" for x in turn.steer_inputs)
+        yield "user", joined(steered, turn.answers)
     if "answer" in where:
         yield "answer", turn.assistant_text or turn.synthetic_text
     if "thinking" in where:
@@ -203,31 +137,29 @@ def _texts(turn: Any, where: Sequence[str]) -> Iterator[tuple[str, str]]:
             yield f"{c.name} out", plain_output(tool_output(out))
 
 
-def _matches(rx: regex.Pattern[str], text: str) -> Iterator[tuple[str, int, int]]:
-    """Each line of `text` holding a match, once, with the match's place in it: the pattern runs
-    over the whole text (a match never spans lines: each is searched within its line)."""
-    lines = text.splitlines() if "\n" in text or "\r" in text else lines_of(text)
-    if len(lines) == 1 or len(text) < 2000:
-        for line in lines:
-            if m := _search(rx, line):
-                yield line, m.start(), m.end()
+def _lines(part: str, text: str) -> list[str]:
+    """A part's lines: a one-line JSON text of a tool's (an edit's old and new text) by its
+    escaped line breaks too; any other text by its own."""
+    if part.endswith((" in", " out")) and "\n" not in text and text.lstrip()[:1] in ("{", "["):
+        return lines_of(text)
+    return text.splitlines()
+
+
+# a pattern whose match in one line may be none in the whole text: a lookaround sees past the
+# line, `\A` and `\Z` know only the text's ends
+_LINE_ONLY = regex.compile(r"\(\?<?[=!]|\\[AZz]")
+
+
+def _matches(rx: regex.Pattern[str], part: str, text: str, quick: bool) -> Iterator[str]:
+    """The lines of `text` that hold a match. With `quick`, a text of several lines (real line
+    breaks) that holds none as a whole (`^` and `$` at its lines' ends: MULTILINE) is passed
+    over at once."""
+    lines = _lines(part, text)
+    if quick and "\n" in text and "\r" not in text and _search(rx, text) is None:
         return
-    # a long text: one pass finds the lines worth searching, each then searched alone
-    joined_ = "\n".join(lines)
-    last = -1
-    try:
-        found = list(rx.finditer(joined_, timeout=MATCH_SECONDS))
-    except TimeoutError:
-        found = [_search(rx, joined_)]  # says what took too long
-    for m in found:
-        lo = joined_.rfind("\n", 0, m.start()) + 1
-        if lo == last:
-            continue
-        last = lo
-        hi = joined_.find("\n", lo)
-        line = joined_[lo : hi if hi >= 0 else len(joined_)]
-        if hit := _search(rx, line):  # within its line (a match across lines is none)
-            yield line, hit.start(), hit.end()
+    for line in lines:
+        if _search(rx, line):
+            yield line
 
 
 # the secrets of turns searched lately, by the parsed turn (kept while the parse cache keeps it:
@@ -236,12 +168,14 @@ _SECRETS: dict[int, tuple[weakref.ref[Any], frozenset[str]]] = {}
 _SECRETS_MAX = 4096
 
 
-def _secrets(turn: Any, texts: list[str]) -> frozenset[str]:
-    """The secret values anywhere in `turn` (its `texts`: every part), masked wherever they recur
-    in a line shown; found once while the parsed turn lives."""
+def _secrets(turn: Any) -> frozenset[str]:
+    """The secret values anywhere in `turn` (every part, and each call's input as its JSON: a
+    key names a value a secret), masked wherever they recur in a line shown; found once while
+    the parsed turn lives."""
     held = _SECRETS.get(id(turn))
     if held is not None and held[0]() is turn:
         return held[1]
+    texts = [t for _, t in _texts(turn, WHERE)] + [c.arguments for c in turn.tool_calls]
     known = secret_values(texts) if may_hold_secret("\x00".join(texts)) else frozenset()
     if len(_SECRETS) >= _SECRETS_MAX:
         _SECRETS.clear()
@@ -249,8 +183,19 @@ def _secrets(turn: Any, texts: list[str]) -> frozenset[str]:
     return known
 
 
-# what makes two lines the same line: a `cat -n` number, a `key: ` of a tool's input, spacing
-_SAME = regex.compile(r"^\s*(?:\d+→\s?)?(?:[\w-]+: )?")
+# what two lines that are the same line differ by: spacing, a `cat -n` number of a tool's output,
+# the `key: ` of a tool's input
+_NUMBER = regex.compile(r"^\s*\d+→\s?")
+_KEY = regex.compile(r"^\s*[\w-]+: ")
+
+
+def _same(part: str, text: str) -> str:
+    """`text` as lines are compared: a tool input's key and an output's line number left out."""
+    if part.endswith(" in"):
+        text = _KEY.sub("", text, count=1)
+    elif part.endswith(" out"):
+        text = _NUMBER.sub("", text, count=1)
+    return " ".join(text.split())
 
 
 def turn_lines(
@@ -269,14 +214,18 @@ def turn_lines(
     shown = set() if shown is None else shown
     seen: set[str] = set()
     repeated = 0
-    texts = list(_texts(turn, where))
     known: frozenset[str] | None = None
-    for part, text in texts:
-        for line, start, end in _matches(rx, text) if text else ():
+    quick = not _LINE_ONLY.search(rx.pattern)
+    for part, text in _texts(turn, where):
+        for line in _matches(rx, part, text, quick) if text else ():
             if known is None:  # the turn's secrets, looked for once it has a match
-                known = _secrets(turn, [t for _, t in _texts(turn, WHERE)])
-            said = relative(redact(_window(line, start, end), known)[0], roots)
-            same = " ".join(_SAME.sub("", said).split())
+                known = _secrets(turn)
+            masked = redact(line, known)[0]
+            hit = _search(rx, masked)  # matched where no secret is
+            if hit is None:
+                continue
+            said = relative(_window(masked, hit.start(), hit.end()), roots)
+            same = _same(part, said)
             if same in seen:
                 continue
             seen.add(same)
@@ -284,7 +233,7 @@ def turn_lines(
                 repeated += 1
                 continue
             found.append(GrepLine(part, said))
-    shown |= {" ".join(_SAME.sub("", x.text).split()) for x in found[:per_turn]}
+    shown |= {_same(x.where, x.text) for x in found[:per_turn]}
     return found[:per_turn], max(0, len(found) - per_turn), repeated
 
 
@@ -293,6 +242,8 @@ def _scope(sessions: Sequence[str]) -> tuple[pl.Expr, bool]:
     `SESSION:A-B`), and whether each entry named turns (then every line of them is shown)."""
     asks, turns = [], True
     for entry in sessions:
+        if not entry.strip():
+            raise InvalidArgument("a sessions entry is empty: give a session id, prefix or turn")
         if len(entry) > ENTRY_MAX:
             raise InvalidArgument(
                 f"a session id or turn is at most {ENTRY_MAX} characters; got {len(entry):,}"
@@ -323,6 +274,7 @@ def grep_turns(
     `pattern`, oldest first; `sessions` (ids or prefixes, or turns: `SESSION:TURN`,
     `SESSION:A-B`) narrows them."""
     rx = compile_pattern(pattern)
+    sessions = (sessions,) if isinstance(sessions, str) else tuple(sessions)
     unknown = [w for w in where if w not in WHERE]
     if unknown or not where:
         raise InvalidArgument(f"where takes {', '.join(WHERE)}; got {', '.join(unknown) or 'none'}")
@@ -338,15 +290,20 @@ def grep_turns(
             f"workspace {ws.name}; "
             "list the sessions for their ids"
         )
-    out = GrepResult(pattern, ws.name, total=rows.height)
-    holds, until = _raw_holds(ws, rx), clock() + SEARCH_SECONDS
+    # the pattern as the answer says it: a secret given as one is not echoed
+    out = GrepResult(redact(pattern)[0], ws.name, total=rows.height)
+    out.by_reference = per_turn == TURN_LINES
+    # a few turns asked are parsed at once; of more, those whose log holds the words needed
+    few = rows.height <= FEW
+    holds = None if few else log_holds(pattern, reader(ws.root))
+    until = clock() + SEARCH_SECONDS
     shown: set[str] = set()  # the lines said so far, as `turn_lines` compares them
     bad: set[str] = set()
     for row in rows.iter_rows(named=True):
         if clock() > until:
             break
         out.searched += 1
-        if not holds(row):
+        if holds is not None and row["source"] in PREFILTERED and not holds(row):
             continue
         turn = parse_turn(ws, row)
         if turn is None:
@@ -369,6 +326,6 @@ def grep_turns(
                 )
             )
     out.skipped = [
-        f"{Path(f).name}: its archived log is gone or holds no such turn" for f in sorted(bad)
+        f"{Path(f).name}: a turn could not be read back from its archived log" for f in sorted(bad)
     ]
     return out
