@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .model import ToolCall, output_to_text
+from .model import ToolCall, Turn, output_to_text
 
 PICKED = "[picked] "  # the mark of the option a bare number picked (`picked`)
 MARKS = ("[answer]", "[feedback on ", "[rejected ", "[approved plan", PICKED)
@@ -159,6 +159,13 @@ def picked(user_text: str, previous_answer: str) -> list[str]:
 def joined(user_text: str, answers: list[str]) -> str:
     """The turn's user text with its answers after it, one a line."""
     return user_text + "".join(f"\n{a}" for a in answers)
+
+
+def user_words(turn: Turn) -> str:
+    """What the user said in `turn`, as its refined row holds it: the prompt, the words it was
+    steered with while running (`[steer] …`), then the answers given as tool results."""
+    steered = turn.user_text + "".join(f"\n[steer] {s}" for s in turn.steer_inputs)
+    return joined(steered, turn.answers)
 
 
 def said(answers: list[str]) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .actions import call_paths, ordered
-from .answers import joined
+from .answers import joined, user_words
 from .kinds import SCAN_MAX, keywords_of, kinds_of
 from .model import ToolCall, Turn
 from .redact import MIN_KNOWN, may_hold_secret, redact, secret_values
@@ -127,8 +127,7 @@ def refine_turn(
 
     tool_calls = turn.tool_calls
     raw_assistant, raw_final = turn.assistant_text, turn.final_text
-    steered = turn.user_text + "".join(f"\n[steer] {s}" for s in turn.steer_inputs)
-    user = clean(joined(steered, turn.answers), TEXT_MAX)
+    user = clean(user_words(turn), TEXT_MAX)
     assistant = clean(raw_assistant or turn.synthetic_text, TEXT_MAX)
     calls = [
         {

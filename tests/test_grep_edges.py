@@ -16,7 +16,7 @@ from archive_mcp import Archive
 from archive_mcp.errors import NotFound
 from archive_mcp.mcp.server import build_server
 from archive_mcp.search import grep
-from tests.test_grep import CWD, SID, _rec, _result, _tool
+from tests.test_grep import CWD, KEY, SID, _rec, _result, _tool
 
 
 def _answer(text: str, sec: int) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def _answer(text: str, sec: int) -> dict[str, Any]:
 
 def _claude(tmp_path: Path, records: list[dict[str, Any]], ascii_only: bool = False) -> Archive:
     """An archive of one Claude Code session of `records`, its log written as Claude Code writes
-    it (UTF-8 as it is) unless `ascii_only` (JSON's `\\uXXXX` escapes, as Python writes it)."""
+    it (UTF-8 as it is) unless `ascii_only` (JSON's `\\u00e9` escapes, as Python writes it)."""
     path = tmp_path / ".claude" / "projects" / "-home-alice-projects-web" / f"{SID}.jsonl"
     path.parent.mkdir(parents=True)
     text = "".join(json.dumps(r, ensure_ascii=ascii_only) + "\n" for r in records)
@@ -75,9 +75,6 @@ def _unfiltered(
     with monkeypatch.context() as m:
         m.setattr(grep, "PREFILTERED", frozenset())
         return _lines(archive, pattern, **kw)
-
-
-KEY = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 
 
 def _call(name: str, args: dict[str, Any], output: str, answer: str = "ok") -> list[dict[str, Any]]:
@@ -294,11 +291,11 @@ def test_a_long_indented_line_shows_its_match(tmp_path: Path) -> None:
 
 
 def test_a_line_after_a_match_across_lines_of_a_long_text_is_found(tmp_path: Path) -> None:
-    # grep -i finds line 2; the pass over the whole text matched `TODO\nTODO` and went on
-    text = "\n".join([*["filler line"] * 200, "first TODO", "TODO fix the parser"])
+    # grep -i finds line 2; the pass over the whole text matched `NOTE\nNOTE` and went on
+    text = "\n".join([*["filler line"] * 200, "first NOTE", "NOTE fix the parser"])
     archive = _claude(tmp_path, _call("Bash", {"command": "cat notes"}, text))
-    assert _lines(archive, r"TODO\s*\S+", where=["output"]) == [
-        (0, [("Bash out", "TODO fix the parser")])
+    assert _lines(archive, r"NOTE\s*\S+", where=["output"]) == [
+        (0, [("Bash out", "NOTE fix the parser")])
     ]
 
 

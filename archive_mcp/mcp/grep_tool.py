@@ -4,7 +4,7 @@ the raw logs would find them, each under its turn, oldest first (`search/grep.py
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
@@ -23,9 +23,7 @@ from archive_mcp.mcp.toolkit import (
     workspace_of,
 )
 from archive_mcp.render import grep_text
-from archive_mcp.search.grep import WHERE, GrepTurn
-
-Where = Literal["user", "answer", "thinking", "input", "output"]
+from archive_mcp.search.grep import WHERE, GrepTurn, Where
 
 
 @dataclass

@@ -17,13 +17,13 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import polars as pl
 import regex
 
 from archive_mcp.errors import InvalidArgument, NotFound
-from archive_mcp.refiners.answers import joined
+from archive_mcp.refiners.answers import user_words
 from archive_mcp.refiners.redact import may_hold_secret, redact, secret_values
 from archive_mcp.refiners.text import clip
 from archive_mcp.refs import parse_ref
@@ -33,7 +33,8 @@ from archive_mcp.search.parsed import parse_turn
 from archive_mcp.search.tool_text import plain_arguments, plain_output, relative, tool_output
 from archive_mcp.workspaces import Workspace
 
-WHERE = ("user", "answer", "thinking", "input", "output")
+Where = Literal["user", "answer", "thinking", "input", "output"]  # the parts of a turn searched
+WHERE: tuple[Where, ...] = get_args(Where)
 WIDTH = 140  # characters of a long line shown, around its match
 PER_TURN = 4  # lines shown of one turn; the rest are counted ...
 TURN_LINES = 40  # ... unless the turns were asked by reference (SESSION:TURN): all, up to this
@@ -122,9 +123,8 @@ def _window(line: str, start: int, end: int, width: int = WIDTH) -> str:
 
 def _texts(turn: Any, where: Sequence[str]) -> Iterator[tuple[str, str]]:
     """(where, text) of a parsed turn, in reading order, for the parts asked."""
-    if "user" in where:  # as the refined row has them: steering words, answers given as results
-        steered = turn.user_text + "".join(f"\n[steer] {x}" for x in turn.steer_inputs)
-        yield "user", joined(steered, turn.answers)
+    if "user" in where:
+        yield "user", user_words(turn)
     if "answer" in where:
         yield "answer", turn.assistant_text or turn.synthetic_text
     if "thinking" in where:
@@ -154,10 +154,9 @@ def _matches(rx: regex.Pattern[str], part: str, text: str, quick: bool) -> Itera
     """The lines of `text` that hold a match. With `quick`, a text of several lines (real line
     breaks) that holds none as a whole (`^` and `$` at its lines' ends: MULTILINE) is passed
     over at once."""
-    lines = _lines(part, text)
     if quick and "\n" in text and "\r" not in text and _search(rx, text) is None:
         return
-    for line in lines:
+    for line in _lines(part, text):
         if _search(rx, line):
             yield line
 
@@ -279,10 +278,11 @@ def grep_turns(
     if unknown or not where:
         raise InvalidArgument(f"where takes {', '.join(WHERE)}; got {', '.join(unknown) or 'none'}")
     cols = ["session_id", "agent", "turn", "started_at", "source", "user_text", "raw_ref"]
-    frame, per_turn = turns.select(cols), PER_TURN
+    frame, by_turn = turns.select(cols), False
     if sessions:
         asked, by_turn = _scope(sessions)
-        frame, per_turn = frame.filter(asked), TURN_LINES if by_turn else PER_TURN
+        frame = frame.filter(asked)
+    per_turn = TURN_LINES if by_turn else PER_TURN
     rows = frame.sort("started_at", "session_id", "agent", "turn", nulls_last=False).collect()
     if sessions and rows.height == 0:
         raise NotFound(
@@ -291,8 +291,7 @@ def grep_turns(
             "list the sessions for their ids"
         )
     # the pattern as the answer says it: a secret given as one is not echoed
-    out = GrepResult(redact(pattern)[0], ws.name, total=rows.height)
-    out.by_reference = per_turn == TURN_LINES
+    out = GrepResult(redact(pattern)[0], ws.name, total=rows.height, by_reference=by_turn)
     # a few turns asked are parsed at once; of more, those whose log holds the words needed
     few = rows.height <= FEW
     holds = None if few else log_holds(pattern, reader(ws.root))
