@@ -4,13 +4,14 @@ the characters of each result's text content (what `ask.py` counts and the agent
 per tool.
 
     HF_HUB_OFFLINE=1 nice -n 10 python bench/agent_replay.py ASK_LOG HOME --exe ARCHIVE_MCP \\
-        [--json PATH] [--show]
+        [--cap-read N] [--json PATH] [--show]
 
 ASK_LOG is the agent-eval's `ask-log.jsonl` (one `{"tool", "args", ...}` a line), HOME the archive
 home the agent asked (copy it first if it must not change: a server may refresh its indexes),
 ARCHIVE_MCP the `archive-mcp` executable of the checkout to measure (run it once with main's and
 once with another's to compare them). A call that fails counts its error text; `--show` prints
-every result.
+every result. `--cap-read N` asks each `load_turn_context` with `max_chars` at most N (a log made
+before a checkout capped a read, replayed on both checkouts alike).
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ async def replay(
     return sizes
 
 
+def capped(tool: str, args: dict[str, Any], cap: int | None) -> dict[str, Any]:
+    """A read's arguments with its `max_chars` at most `cap` (its default, 4,000, is below any)."""
+    if cap is None or tool != "load_turn_context" or args.get("max_chars", 0) <= cap:
+        return args
+    return {**args, "max_chars": cap}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("ask_log", type=Path)
@@ -57,9 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exe", required=True, help="the archive-mcp executable to measure")
     ap.add_argument("--json", type=Path, help="write the per-call sizes here")
     ap.add_argument("--show", action="store_true", help="print every result")
+    ap.add_argument("--cap-read", type=int, help="load_turn_context's max_chars at most this")
     args = ap.parse_args(argv)
     rows = [json.loads(line) for line in args.ask_log.read_text().splitlines() if line.strip()]
-    calls = [(r["tool"], r["args"]) for r in rows]
+    calls = [(r["tool"], capped(r["tool"], r["args"], args.cap_read)) for r in rows]
     sizes = anyio.run(replay, calls, args.home, args.exe, args.show)
     chars: Counter[str] = Counter()
     count: Counter[str] = Counter()

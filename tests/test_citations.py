@@ -43,7 +43,7 @@ async def test_every_reference_search_prints_loads_over_stdio(archive: Archive) 
             assert not r.is_error, (ref, r.content[0].text)
             assert r.content[0].text.startswith(f"## {ref} "), (ref, r.content[0].text[:200])
         cross = [ref for ref, ws in printed.items()]  # all at once, no workspace: cwd is "/"
-        r = await client.call_tool("load_turn_context", {"references": cross, "max_chars": 60000})
+        r = await client.call_tool("load_turn_context", {"references": cross, "max_chars": 8000})
         assert not r.is_error, r.content[0].text
         headers = re.findall(r"^## (\S+:\d+(?: \[[^\]]+\])?) ", r.content[0].text, re.M)
         assert sorted(headers) == sorted(cross)

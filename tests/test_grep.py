@@ -300,3 +300,30 @@ def test_a_secret_named_in_another_part_of_the_turn_is_masked_in_the_line_shown(
     archive = _archived(tmp_path, records)
     found = archive.grep_turns("connected with", cwd=CWD, where=["output"])
     assert _found(found) == [(0, [("Bash out", "connected with [REDACTED] ok")])]
+
+
+def test_a_turn_with_more_lines_than_the_budget_holds_shows_its_first_lines_never_none(
+    tmp_path: Path,
+) -> None:
+    answer = "\n".join(f"Step {i}: the stub locale file checked in package {i}." for i in range(40))
+    archive = _archived(
+        tmp_path,
+        [
+            _rec("user", "check every package", 0),
+            _rec("assistant", [{"type": "text", "text": answer}], 1, "m1"),
+        ],
+    )
+
+    async def call() -> str:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            args = {"pattern": "stub", "sessions": ["a11ce000:0"], "max_output_chars": 1000}
+            r = await client.call_tool("grep_turns", args)
+            return r.content[0].text
+
+    text = anyio.run(call)
+    shown = [line for line in text.splitlines() if line.startswith("  answer: Step ")]
+    assert len(text) <= 1000
+    assert shown[0] == "  answer: Step 0: the stub locale file checked in package 0."
+    assert text.endswith(
+        f"  … {40 - len(shown)} more lines in this turn (a narrower pattern shows them)"
+    )

@@ -222,3 +222,17 @@ def test_a_turn_read_again_is_not_parsed_again_until_its_log_changes(
     changed = archive.load_turn_context([f"{sid}:0"], workspace=ws, max_chars=8000)
     assert parses[0] == 5
     assert changed.turns[0].assistant_text.startswith("Step 0 of turn 0 (redone)")
+
+
+def test_a_read_asks_at_most_eight_thousand_characters_and_the_error_says_so(
+    tmp_path: Path,
+) -> None:
+    archive, ws, sid = _archive(tmp_path, ["migrate the orders table"], ["Moved table orders."])
+    args = {"references": [f"{sid}:0"], "workspace": ws}
+    text, _ = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 8001})
+    assert text == (
+        "load_turn_context: argument `max_chars` input should be less than or equal to 8000 "
+        "(got 8001). Fix the argument and call load_turn_context again."
+    )
+    text, data = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 8000})
+    assert [t["assistant_text"] for t in data["turns"]] == ["Moved table orders."]

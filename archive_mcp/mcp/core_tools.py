@@ -43,6 +43,7 @@ from archive_mcp.workspaces import Workspace
 Detail = Literal["compact", "normal", "full"]
 SEARCH_LIMIT = 6  # a default search's hits: about 2,500 characters at detail=normal
 SEARCH_BUDGET = 6000  # holds the structured content of SEARCH_LIMIT hits unclipped
+READ_MAX = 8000  # the most one read shows: an agent's context holds many reads, not a few long ones
 DetailParam = Annotated[
     Detail,
     Field(
@@ -271,7 +272,7 @@ def load_turn_context(
     include_thinking: Annotated[
         bool, Field(description="With matching, its passages holding the words come anyway.")
     ] = False,
-    max_chars: Annotated[int, Field(ge=1000, le=200_000)] = 4000,
+    max_chars: Annotated[int, Field(ge=1000, le=READ_MAX)] = 4000,
     detail: Annotated[
         Detail,
         Field(
@@ -292,8 +293,8 @@ def load_turn_context(
 ) -> Annotated[CallToolResult, TurnContextOutput]:
     """Read past turns from the raw log: one reference whole (words, a line per tool), a range or
     several scanned (the user's words, the answers as far as max_chars holds them); matching keeps
-    passages with them (a detail for a few hundred characters). Paths are relative to the
-    project's folder."""
+    passages with them (a few hundred characters). Paths are relative to the project's
+    folder."""
     try:  # without an explicit workspace, a session elsewhere is read where it is unique
         ws: Workspace | None = workspace_of(ctx, workspace, roots)
     except ArchiveError:

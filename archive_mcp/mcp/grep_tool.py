@@ -3,7 +3,7 @@ the raw logs would find them, each under its turn, oldest first (`search/grep.py
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
@@ -11,6 +11,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from archive_mcp.mcp.toolkit import (
+    MORE_ROOM,
     READ,
     TEXT,
     Budget,
@@ -19,11 +20,13 @@ from archive_mcp.mcp.toolkit import (
     WorkspaceParam,
     citing,
     fit,
+    json_len,
     state,
     workspace_of,
 )
-from archive_mcp.render import grep_text
-from archive_mcp.search.grep import WHERE, GrepTurn, Where
+from archive_mcp.refs import Citing
+from archive_mcp.render import grep_text, to_jsonable
+from archive_mcp.search.grep import WHERE, GrepResult, GrepTurn, Where
 
 
 @dataclass
@@ -66,6 +69,7 @@ def grep_turns(
         pattern, ws, sessions=sessions or (), where=tuple(where or WHERE)
     )
     cite = citing(ctx, [ws])
+    found = _first_fitting(found, max_output_chars - MORE_ROOM, cite)
     return fit(
         found.turns,
         lambda kept, cut: grep_text(found, kept, cite),
@@ -76,6 +80,32 @@ def grep_turns(
         noun="turns",
         how="narrow with sessions or where, or raise max_output_chars",
     )
+
+
+def _first_fitting(found: GrepResult, budget: int, cite: Citing) -> GrepResult:
+    """`found` with its first turn's lines cut to those that fit `budget` alone (the rest counted
+    in its `more`): a turn with more lines than the budget holds (one asked by reference shows
+    them all) shows its first lines, never none."""
+    if not found.turns:
+        return found
+    first = found.turns[0]
+
+    def with_lines(n: int) -> GrepResult:
+        cut = replace(first, lines=first.lines[:n], more=first.more + len(first.lines) - n)
+        return replace(found, turns=[cut, *found.turns[1:]])
+
+    def fits(n: int) -> bool:
+        one = with_lines(n)
+        data = to_jsonable(GrepOutput(one.pattern, one.turns[:1], one.searched, one.total))
+        return len(grep_text(one, one.turns[:1], cite)) <= budget and json_len(data) <= budget
+
+    lo, hi = 1, len(first.lines)
+    if hi <= 1 or fits(hi):
+        return found
+    while lo < hi:  # the most lines that fit
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return with_lines(lo)
 
 
 TOOLS = [Spec(grep_turns, "Grep past turns", READ)]
