@@ -17,7 +17,7 @@ default:
   (limit=8, detail=compact; each query has the default budget), then one load per question as
   above.
 * `batched`: as `batched-search`, and one `load_turn_context` of the top 3 hits of every question
-  of the batch (detail=compact, max_chars=3,000 a question).
+  of the batch (detail=compact, max_chars=3,000 a question, at most the tool's 8,000).
 
 `read`: the question's labelled turn is in what the policy read for it (its hits' lines and the
 turns loaded for it). Run it on a checkout without `also` (e.g. main, its package first on
@@ -43,6 +43,7 @@ from agents_dev import resolve_refs  # noqa: E402
 from mcp import Client  # noqa: E402
 
 from archive_mcp import Archive  # noqa: E402
+from archive_mcp.mcp.core_tools import READ_MAX  # noqa: E402
 from archive_mcp.mcp.server import build_server  # noqa: E402
 
 LABELS = Path(__file__).parent / "labels"
@@ -144,7 +145,11 @@ async def batched(ask: Asker, qs: list[Question], batch: int, one_load: bool) ->
             refs = [r for t in tops for r in t]
             loaded, _ = await ask(
                 "load_turn_context",
-                {"references": refs, "detail": "compact", "max_chars": PER_LOAD * len(group)},
+                {
+                    "references": refs,
+                    "detail": "compact",
+                    "max_chars": min(PER_LOAD * len(group), READ_MAX),
+                },
             )
             loads = [loaded] * len(group)
         else:

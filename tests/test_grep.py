@@ -327,3 +327,79 @@ def test_a_turn_with_more_lines_than_the_budget_holds_shows_its_first_lines_neve
     assert text.endswith(
         f"  … {40 - len(shown)} more lines in this turn (a narrower pattern shows them)"
     )
+
+
+def _steps_answer(n: int, pad: int = 0) -> str:
+    return "\n".join(
+        f"Step {i}: the stub locale file {'x' * pad}checked in package {i}." for i in range(n)
+    )
+
+
+def _grep_tool(archive: Archive, args: dict[str, Any]) -> tuple[str, Any]:
+    async def call() -> tuple[str, Any]:
+        async with Client(build_server(archive, cwd=CWD)) as client:
+            r = await client.call_tool("grep_turns", args)
+            return r.content[0].text, r.structured_content
+
+    return anyio.run(call)
+
+
+def test_a_turn_that_fits_its_budget_exactly_is_shown_whole(tmp_path: Path) -> None:
+    answer = _steps_answer(12)
+    archive = _archived(
+        tmp_path,
+        [
+            _rec("user", "check every package", 0),
+            _rec("assistant", [{"type": "text", "text": answer}], 1, "m1"),
+        ],
+    )
+    args = {"pattern": "stub", "sessions": ["a11ce000:0"]}
+    text, data = _grep_tool(archive, {**args, "max_output_chars": 20_000})
+    whole = max(len(text), len(json.dumps(data, ensure_ascii=False)))
+    text, data = _grep_tool(archive, {**args, "max_output_chars": whole})
+    assert "more lines in this turn" not in text
+    assert len(data["turns"][0]["lines"]) == 12
+
+
+def test_at_a_small_budget_a_matching_line_is_shown_below_the_turns_header(
+    tmp_path: Path,
+) -> None:
+    # the user's line is the turn's header, not printed below it: it is no line shown
+    archive = _archived(
+        tmp_path,
+        [
+            _rec("user", "check the stub in every package", 0),
+            _rec("assistant", [{"type": "text", "text": _steps_answer(40)}], 1, "m1"),
+        ],
+    )
+    args = {"pattern": "stub", "sessions": ["a11ce000:0"], "max_output_chars": 600}
+    text, _ = _grep_tool(archive, args)
+    assert len(text) <= 600
+    assert "  answer: Step 0: the stub locale file checked in package 0." in text
+
+
+def test_a_turn_cut_to_its_budget_is_shown_alone_and_no_line_is_as_above_one_not_shown(
+    tmp_path: Path,
+) -> None:
+    archive = _archived(
+        tmp_path,
+        [
+            _rec("user", "check every package", 0),
+            _rec("assistant", [{"type": "text", "text": _steps_answer(20, 90)}], 1, "m1"),
+            _rec("user", "check them again", 2),
+            _rec(
+                "assistant",
+                [{"type": "text", "text": _steps_answer(20, 90) + "\nDone: the stub stays."}],
+                3,
+                "m3",
+            ),
+        ],
+    )
+    args = {"pattern": "stub", "sessions": ["a11ce000:0-1"], "max_output_chars": 1000}
+    text, data = _grep_tool(archive, args)
+    assert len(text) <= 1000 and [t["turn"] for t in data["turns"]] == [0]
+    assert "as above" not in text
+    assert text.endswith(
+        "… 1 more turns not shown (1 of 2); narrow with sessions or where, or raise "
+        "max_output_chars"
+    )

@@ -5,6 +5,7 @@ structured content of one turn as whole as its text, a decision an `also` query 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from mcp import Client
 import archive_mcp.search.context as context
 import archive_mcp.search.parsed as parsed
 from archive_mcp import Archive
+from archive_mcp.mcp.core_tools import READ_MAX
 from archive_mcp.mcp.server import build_server
 
 
@@ -236,3 +238,40 @@ def test_a_read_asks_at_most_eight_thousand_characters_and_the_error_says_so(
     )
     text, data = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 8000})
     assert [t["assistant_text"] for t in data["turns"]] == ["Moved table orders."]
+
+
+def test_a_read_at_the_cap_says_how_to_get_more_without_raising_max_chars(
+    tmp_path: Path,
+) -> None:
+    prompts = [f"check table t{i}" for i in range(20)]
+    archive, ws, sid = _archive(tmp_path, prompts, [_steps(i, 40) for i in range(20)], 3)
+    args = {"references": [f"{sid}:0-19"], "workspace": ws}
+    capped, _ = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 8000})
+    assert "more turns not shown" in capped and "raise max_chars" not in capped
+    assert capped.endswith("; ask for fewer references")
+    below, _ = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 7000})
+    assert below.endswith("; ask for fewer references or raise max_chars")
+    one = {"references": [f"{sid}:0"], "workspace": ws, "max_chars": 8000}
+    whole, data = anyio.run(_call, archive, "load_turn_context", one)
+    assert "raise max_chars" not in whole
+    # what the note said "raise max_chars" for, it says another way to get at the cap
+    assert all("raise" not in (t["left_out"] or "") for t in data["turns"])
+
+
+def test_the_bench_scripts_ask_no_read_above_the_cap() -> None:
+    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+    import agent_calls
+    import read_speed
+
+    asked: list[dict[str, Any]] = []
+
+    async def ask(tool: str, args: dict[str, Any]) -> tuple[str, Any]:
+        asked.append({"tool": tool, **args})
+        hits = [{"session_id": "s", "turn": 0}]
+        return "## s:0 a\n## s:0 b\n## s:0 c\n## s:0 d", {"groups": [{"hits": hits}] * 4}
+
+    questions = [agent_calls.Question(str(i), f"topic {i}", "") for i in range(4)]
+    anyio.run(agent_calls.batched, ask, questions, 4, True)
+    reads = [a["max_chars"] for a in asked if a["tool"] == "load_turn_context"]
+    assert reads == [READ_MAX]  # 3,000 a question of four, at most the cap
+    assert max(int(b) for b in read_speed.BUDGETS.split(",")) == READ_MAX

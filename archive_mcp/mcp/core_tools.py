@@ -33,6 +33,7 @@ from archive_mcp.mcp.toolkit import (
 )
 from archive_mcp.refs import Citing, TurnRef
 from archive_mcp.render import COMPACT_SUMMARY, hit_groups, more_line, to_jsonable, turn_text
+from archive_mcp.search.context import at_most
 from archive_mcp.search.engine import FILTER_HELP, Filters, Hit, SearchError
 from archive_mcp.search.highlight import clip_marked
 from archive_mcp.search.hits import SearchResults
@@ -325,6 +326,8 @@ def load_turn_context(
         # the byte offsets in the log are the reader's, not the agent's: kept at detail=full only,
         # as a search hit keeps them (they cost a read of many turns a turn's worth of room)
         turns = got.turns if detail == "full" else [replace(t, raw_ref={}) for t in got.turns]
+        if max_chars >= READ_MAX:  # a note says how to get more, and raising max_chars is not it
+            turns = [replace(t, left_out=at_most(t.left_out)) for t in turns]
         return TurnContext(turns, noted)
 
     def text(kept: list[TurnDetail]) -> str:
@@ -343,7 +346,7 @@ def load_turn_context(
         lambda kept, cut: TurnContextOutput(kept, found.not_found, cut or bool(unshown[0])),
         max_chars,
         noun="turns",
-        how="ask for fewer references or raise max_chars",
+        how="ask for fewer references" + ("" if max_chars >= READ_MAX else " or raise max_chars"),
     )
 
 

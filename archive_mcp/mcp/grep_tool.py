@@ -69,9 +69,13 @@ def grep_turns(
         pattern, ws, sessions=sessions or (), where=tuple(where or WHERE)
     )
     cite = citing(ctx, [ws])
-    found = _first_fitting(found, max_output_chars - MORE_ROOM, cite)
+    turns = found.turns
+    first = _first_cut(found, max_output_chars, cite)
+    if first is not None:  # the first turn is over the budget alone: its first lines, no other
+        found = replace(found, turns=[first, *found.turns[1:]])
+        turns = [first]
     return fit(
-        found.turns,
+        turns,
         lambda kept, cut: grep_text(found, kept, cite),
         lambda kept, cut: GrepOutput(
             found.pattern, kept, found.searched, found.total, cut, found.skipped
@@ -79,33 +83,41 @@ def grep_turns(
         max_output_chars,
         noun="turns",
         how="narrow with sessions or where, or raise max_output_chars",
+        total=len(found.turns),
     )
 
 
-def _first_fitting(found: GrepResult, budget: int, cite: Citing) -> GrepResult:
-    """`found` with its first turn's lines cut to those that fit `budget` alone (the rest counted
-    in its `more`): a turn with more lines than the budget holds (one asked by reference shows
-    them all) shows its first lines, never none."""
+def _first_cut(found: GrepResult, budget: int, cite: Citing) -> GrepTurn | None:
+    """The first turn with as many of its lines as fit `budget` alone (the rest counted in its
+    `more`) when all of them do not (a turn asked by reference shows every line); None when they
+    do. The lines counted are those the text prints: a `user` line that is the turn's header is
+    not, and is kept with the line after it. Room is left for the line saying the later turns
+    are not shown (their "as above" would count lines this cut left out, so none is)."""
     if not found.turns:
-        return found
-    first = found.turns[0]
+        return None
+    head = found.turns[0]
+    printed = [
+        i for i, x in enumerate(head.lines) if not (x.where == "user" and x.text == head.asked)
+    ]
+    room = budget - (MORE_ROOM if len(found.turns) > 1 else 0)
 
-    def with_lines(n: int) -> GrepResult:
-        cut = replace(first, lines=first.lines[:n], more=first.more + len(first.lines) - n)
-        return replace(found, turns=[cut, *found.turns[1:]])
+    def cut(n: int) -> GrepTurn:  # the first n printed lines and the hidden ones before them
+        end = printed[n - 1] + 1 if n else 0
+        return replace(head, lines=head.lines[:end], more=head.more + len(printed) - n)
 
-    def fits(n: int) -> bool:
-        one = with_lines(n)
-        data = to_jsonable(GrepOutput(one.pattern, one.turns[:1], one.searched, one.total))
-        return len(grep_text(one, one.turns[:1], cite)) <= budget and json_len(data) <= budget
+    def fits(turn: GrepTurn) -> bool:
+        one = replace(found, turns=[turn])
+        data = GrepOutput(one.pattern, [turn], one.searched, one.total, False, one.skipped)
+        text = grep_text(one, [turn], cite)
+        return len(text) <= room and json_len(to_jsonable(data)) <= room
 
-    lo, hi = 1, len(first.lines)
-    if hi <= 1 or fits(hi):
-        return found
-    while lo < hi:  # the most lines that fit
+    if fits(head) or len(printed) <= 1:
+        return None  # it fits, or there is nothing to cut (`fit` shows what it can)
+    lo, hi = 1, len(printed)
+    while lo < hi:  # the most printed lines that fit
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-    return with_lines(lo)
+        lo, hi = (mid, hi) if fits(cut(mid)) else (lo, mid - 1)
+    return cut(lo)
 
 
 TOOLS = [Spec(grep_turns, "Grep past turns", READ)]

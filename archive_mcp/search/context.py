@@ -56,6 +56,20 @@ NOTE = 160  # about what a scan's "left out: …" line takes
 ANSWER_CUT = " answer chars"  # how that line names an answer it cut ("1,200 of 3,400 answer chars")
 
 
+RAISE = "raise max_chars"  # how a turn's note says to get what its budget left out
+RAISE_OR_FULL = "raise max_chars or use detail=full"
+# ... and what it says instead where max_chars is at the most its caller may ask (the MCP tool's)
+AT_MOST = {RAISE_OR_FULL: "use detail=full or matching", RAISE: "use matching"}
+
+
+def at_most(note: str | None) -> str | None:
+    """A turn's note for a read whose `max_chars` cannot be raised: the other ways to get what
+    the budget left out."""
+    for raise_, instead in AT_MOST.items():  # RAISE_OR_FULL first: it holds RAISE
+        note = note.replace(raise_, instead) if note else note
+    return note
+
+
 def answer_digest(text: str, width: int = SCAN) -> str:
     """An answer within `width` for a scan: whole when it fits; else its opening paragraphs and its
     last one (the head and end of one long paragraph), `…` between."""
@@ -229,12 +243,12 @@ def _detail(
         left = len(calls) - sum(t.calls for t in tools)
     notes = []
     if left:
-        how = "raise max_chars" if full_tools else "raise max_chars or use detail=full"
+        how = RAISE if full_tools else RAISE_OR_FULL
         notes.append(f"{left} of {len(calls)} tool calls left out for the budget; {how}")
     if thought is None and turn and (unasked := len(turn.thinking.strip())):
         notes.append(f"thinking left out ({unasked:,} chars): include_thinking=true shows it")
     if stubbed:
-        notes.append(f"thinking left out for the budget ({stubbed:,} chars); raise max_chars")
+        notes.append(f"thinking left out for the budget ({stubbed:,} chars); {RAISE}")
     note = "; ".join(notes) or None
     was_cut = c1 or c2 or c5 or cut_tools or bool(left) or bool(stubbed)
     return _of_row(ws, row, user, assistant, tools, thinking, requested, was_cut, note)
