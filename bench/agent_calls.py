@@ -17,7 +17,7 @@ default:
   (limit=8, detail=compact; each query has the default budget), then one load per question as
   above.
 * `batched`: as `batched-search`, and one `load_turn_context` of the top 3 hits of every question
-  of the batch (detail=compact, max_chars=3,000 a question, at most the tool's 8,000).
+  of the batch (detail=compact, max_chars=3,000 a question, at most the tool's 6,000).
 
 `read`: the question's labelled turn is in what the policy read for it (its hits' lines and the
 turns loaded for it). Run it on a checkout without `also` (e.g. main, its package first on

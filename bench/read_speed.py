@@ -4,10 +4,10 @@ place, which the Gemini reader parses from its start for every turn), archived i
 read as one range through the real MCP client at several budgets, each call twice (the second
 is what an agent asking again costs).
 
-    HF_HUB_OFFLINE=1 python bench/read_speed.py [--turns 50] [--steps 1200] [--budgets 1000,4000,8000]
+    HF_HUB_OFFLINE=1 python bench/read_speed.py [--turns 50] [--steps 1200] [--budgets 1000,4000,6000]
 
 Prints, per budget, the seconds of the first and of the second call and the characters read
-(the tool reads at most 8,000 characters a call: a larger budget is an error it times).
+(the tool reads at most 6,000 characters a call: a larger budget is an error it times).
 Every budget runs in a fresh process (a fresh archive and nothing kept from another budget).
 """
 
@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-BUDGETS = "1000,4000,8000"  # the tool reads at most 8,000 characters a call
+BUDGETS = "1000,4000,6000"  # the tool reads at most 6,000 characters a call
 
 
 def write_chat(root: Path, turns: int, steps: int) -> int:

@@ -226,17 +226,17 @@ def test_a_turn_read_again_is_not_parsed_again_until_its_log_changes(
     assert changed.turns[0].assistant_text.startswith("Step 0 of turn 0 (redone)")
 
 
-def test_a_read_asks_at_most_eight_thousand_characters_and_the_error_says_so(
+def test_a_read_asks_at_most_six_thousand_characters_and_the_error_says_so(
     tmp_path: Path,
 ) -> None:
     archive, ws, sid = _archive(tmp_path, ["migrate the orders table"], ["Moved table orders."])
     args = {"references": [f"{sid}:0"], "workspace": ws}
-    text, _ = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 8001})
-    assert text == (
-        "load_turn_context: argument `max_chars` input should be less than or equal to 8000 "
-        "(got 8001). Fix the argument and call load_turn_context again."
+    text, _ = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 6001})
+    assert READ_MAX == 6000 and text == (
+        "load_turn_context: argument `max_chars` input should be less than or equal to 6000 "
+        "(got 6001). Fix the argument and call load_turn_context again."
     )
-    text, data = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 8000})
+    text, data = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 6000})
     assert [t["assistant_text"] for t in data["turns"]] == ["Moved table orders."]
 
 
@@ -246,12 +246,12 @@ def test_a_read_at_the_cap_says_how_to_get_more_without_raising_max_chars(
     prompts = [f"check table t{i}" for i in range(20)]
     archive, ws, sid = _archive(tmp_path, prompts, [_steps(i, 40) for i in range(20)], 3)
     args = {"references": [f"{sid}:0-19"], "workspace": ws}
-    capped, _ = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 8000})
+    capped, _ = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": READ_MAX})
     assert "more turns not shown" in capped and "raise max_chars" not in capped
     assert capped.endswith("; ask for fewer references")
-    below, _ = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 7000})
+    below, _ = anyio.run(_call, archive, "load_turn_context", {**args, "max_chars": 5000})
     assert below.endswith("; ask for fewer references or raise max_chars")
-    one = {"references": [f"{sid}:0"], "workspace": ws, "max_chars": 8000}
+    one = {"references": [f"{sid}:0"], "workspace": ws, "max_chars": READ_MAX}
     whole, data = anyio.run(_call, archive, "load_turn_context", one)
     assert "raise max_chars" not in whole
     # what the note said "raise max_chars" for, it says another way to get at the cap

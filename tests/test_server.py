@@ -651,7 +651,7 @@ async def test_load_turn_context_gives_the_words_whole_and_each_call_one_line(
     archive = Archive(embedder=fake_embedder)
     archive.ingest(_claude_turn(tmp_path / "agent-home", prompt, output, answer))
     async with Client(build_server(archive, cwd="/home/alice/projects/cache")) as client:
-        for budget in (4000, 8000):
+        for budget in (4000, 6000):
             r = await client.call_tool(
                 "load_turn_context", {"references": ["c0ffee00:0"], "max_chars": budget}
             )
@@ -672,7 +672,7 @@ async def test_load_turn_context_gives_the_words_whole_and_each_call_one_line(
                     "calls": 1,
                 }
             ]
-        for budget in (4000, 8000):  # full: the output fills what the words leave
+        for budget in (4000, 6000):  # full: the output fills what the words leave
             r = await client.call_tool(
                 "load_turn_context",
                 {"references": ["c0ffee00:0"], "max_chars": budget, "detail": "full"},

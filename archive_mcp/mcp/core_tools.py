@@ -44,7 +44,7 @@ from archive_mcp.workspaces import Workspace
 Detail = Literal["compact", "normal", "full"]
 SEARCH_LIMIT = 6  # a default search's hits: about 2,500 characters at detail=normal
 SEARCH_BUDGET = 6000  # holds the structured content of SEARCH_LIMIT hits unclipped
-READ_MAX = 8000  # the most one read shows: an agent's context holds many reads, not a few long ones
+READ_MAX = 6000  # the most one read shows: an agent's context holds many reads, not a few long ones
 DetailParam = Annotated[
     Detail,
     Field(
