@@ -302,36 +302,16 @@ def test_a_secret_named_in_another_part_of_the_turn_is_masked_in_the_line_shown(
     assert _found(found) == [(0, [("Bash out", "connected with [REDACTED] ok")])]
 
 
-def test_a_turn_with_more_lines_than_the_budget_holds_shows_its_first_lines_never_none(
-    tmp_path: Path,
-) -> None:
-    answer = "\n".join(f"Step {i}: the stub locale file checked in package {i}." for i in range(40))
-    archive = _archived(
-        tmp_path,
-        [
-            _rec("user", "check every package", 0),
-            _rec("assistant", [{"type": "text", "text": answer}], 1, "m1"),
-        ],
-    )
-
-    async def call() -> str:
-        async with Client(build_server(archive, cwd=CWD)) as client:
-            args = {"pattern": "stub", "sessions": ["a11ce000:0"], "max_output_chars": 1000}
-            r = await client.call_tool("grep_turns", args)
-            return r.content[0].text
-
-    text = anyio.run(call)
-    shown = [line for line in text.splitlines() if line.startswith("  answer: Step ")]
-    assert len(text) <= 1000
-    assert shown[0] == "  answer: Step 0: the stub locale file checked in package 0."
-    assert text.endswith(
-        f"  … {40 - len(shown)} more lines in this turn (a narrower pattern shows them)"
-    )
-
-
 def _steps_answer(n: int, pad: int = 0) -> str:
     return "\n".join(
         f"Step {i}: the stub locale file {'x' * pad}checked in package {i}." for i in range(n)
+    )
+
+
+def _one_turn(tmp_path: Path, prompt: str, answer: str) -> Archive:
+    return _archived(
+        tmp_path,
+        [_rec("user", prompt, 0), _rec("assistant", [{"type": "text", "text": answer}], 1, "m1")],
     )
 
 
@@ -344,15 +324,22 @@ def _grep_tool(archive: Archive, args: dict[str, Any]) -> tuple[str, Any]:
     return anyio.run(call)
 
 
-def test_a_turn_that_fits_its_budget_exactly_is_shown_whole(tmp_path: Path) -> None:
-    answer = _steps_answer(12)
-    archive = _archived(
-        tmp_path,
-        [
-            _rec("user", "check every package", 0),
-            _rec("assistant", [{"type": "text", "text": answer}], 1, "m1"),
-        ],
+def test_a_turn_with_more_lines_than_the_budget_holds_shows_its_first_lines_never_none(
+    tmp_path: Path,
+) -> None:
+    archive = _one_turn(tmp_path, "check every package", _steps_answer(40))
+    args = {"pattern": "stub", "sessions": ["a11ce000:0"], "max_output_chars": 1000}
+    text, _ = _grep_tool(archive, args)
+    shown = [line for line in text.splitlines() if line.startswith("  answer: Step ")]
+    assert len(text) <= 1000
+    assert shown[0] == "  answer: Step 0: the stub locale file checked in package 0."
+    assert text.endswith(
+        f"  … {40 - len(shown)} more lines in this turn (a narrower pattern shows them)"
     )
+
+
+def test_a_turn_that_fits_its_budget_exactly_is_shown_whole(tmp_path: Path) -> None:
+    archive = _one_turn(tmp_path, "check every package", _steps_answer(12))
     args = {"pattern": "stub", "sessions": ["a11ce000:0"]}
     text, data = _grep_tool(archive, {**args, "max_output_chars": 20_000})
     whole = max(len(text), len(json.dumps(data, ensure_ascii=False)))
@@ -365,13 +352,7 @@ def test_at_a_small_budget_a_matching_line_is_shown_below_the_turns_header(
     tmp_path: Path,
 ) -> None:
     # the user's line is the turn's header, not printed below it: it is no line shown
-    archive = _archived(
-        tmp_path,
-        [
-            _rec("user", "check the stub in every package", 0),
-            _rec("assistant", [{"type": "text", "text": _steps_answer(40)}], 1, "m1"),
-        ],
-    )
+    archive = _one_turn(tmp_path, "check the stub in every package", _steps_answer(40))
     args = {"pattern": "stub", "sessions": ["a11ce000:0"], "max_output_chars": 600}
     text, _ = _grep_tool(archive, args)
     assert len(text) <= 600

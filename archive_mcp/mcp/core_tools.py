@@ -304,6 +304,7 @@ def load_turn_context(
         ws = None
 
     unshown = [0]  # references not found whose notes the budget left out
+    capped = max_chars >= READ_MAX  # raising max_chars is then no way to get more
 
     def load(budget: int) -> TurnContext:
         got = state(ctx).archive.load_turn_context(
@@ -326,7 +327,7 @@ def load_turn_context(
         # the byte offsets in the log are the reader's, not the agent's: kept at detail=full only,
         # as a search hit keeps them (they cost a read of many turns a turn's worth of room)
         turns = got.turns if detail == "full" else [replace(t, raw_ref={}) for t in got.turns]
-        if max_chars >= READ_MAX:  # a note says how to get more, and raising max_chars is not it
+        if capped:  # a note says how to get more: the other ways
             turns = [replace(t, left_out=at_most(t.left_out)) for t in turns]
         return TurnContext(turns, noted)
 
@@ -346,7 +347,7 @@ def load_turn_context(
         lambda kept, cut: TurnContextOutput(kept, found.not_found, cut or bool(unshown[0])),
         max_chars,
         noun="turns",
-        how="ask for fewer references" + ("" if max_chars >= READ_MAX else " or raise max_chars"),
+        how="ask for fewer references" + ("" if capped else " or raise max_chars"),
     )
 
 

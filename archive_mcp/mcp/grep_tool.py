@@ -38,6 +38,11 @@ class GrepOutput:
     truncated: bool = False
     skipped: list[str] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, found: GrepResult, kept: list[GrepTurn], cut: bool = False) -> GrepOutput:
+        """The structured content of `kept`, the turns shown of `found`."""
+        return cls(found.pattern, kept, found.searched, found.total, cut, found.skipped)
+
 
 def grep_turns(
     ctx: Context,
@@ -77,9 +82,7 @@ def grep_turns(
     return fit(
         turns,
         lambda kept, cut: grep_text(found, kept, cite),
-        lambda kept, cut: GrepOutput(
-            found.pattern, kept, found.searched, found.total, cut, found.skipped
-        ),
+        lambda kept, cut: GrepOutput.of(found, kept, cut),
         max_output_chars,
         noun="turns",
         how="narrow with sessions or where, or raise max_output_chars",
@@ -107,9 +110,8 @@ def _first_cut(found: GrepResult, budget: int, cite: Citing) -> GrepTurn | None:
 
     def fits(turn: GrepTurn) -> bool:
         one = replace(found, turns=[turn])
-        data = GrepOutput(one.pattern, [turn], one.searched, one.total, False, one.skipped)
         text = grep_text(one, [turn], cite)
-        return len(text) <= room and json_len(to_jsonable(data)) <= room
+        return len(text) <= room and json_len(to_jsonable(GrepOutput.of(one, [turn]))) <= room
 
     if fits(head) or len(printed) <= 1:
         return None  # it fits, or there is nothing to cut (`fit` shows what it can)
