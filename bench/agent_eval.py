@@ -22,6 +22,13 @@ folder as AGENT_EVAL. The questions are frozen in `bench/labels/agent_questions_
         per tool, and the calls the agents reported in OUT/PROJECT/answers-A.jsonl and
         answers-B.jsonl (their "calls" field: a helper script written is a call no log holds).
 
+    python bench/agent_eval.py swap JUDGE OUT
+        a second judge's input for the pairs `blind.py pair` wrote into JUDGE: OUT/judge-input.jsonl
+        with each question's answers X and Y exchanged and OUT/mapping.json turned round, so the
+        second judge reads every pair in the other order (a judge's leaning to the first answer
+        cancels); `blind.py score OUT` then scores it as it scores JUDGE. The judges' scores are
+        averaged per pair (results/agent.md, session 24).
+
 PROJECT is `mthisness` (Claude Code, 64 logs of one folder), `openprintkit` (Codex, three
 rollouts, kept in their YYYY/MM/DD folders), `pai` (Claude Code, two project folders,
 `-Users-neilhart` and `-Users-neilhart-PAI`, copied whole with their subagents and tool results,
@@ -258,6 +265,30 @@ def score(base: Path, agent_eval: Path) -> int:
     return 0
 
 
+def swap(judge: Path, out: Path) -> int:
+    """`judge`'s pairs with X and Y exchanged, into `out` (see the module's `swap`)."""
+    given, mapping = judge / "judge-input.jsonl", judge / "mapping.json"
+    for need in (given, mapping):
+        if not need.is_file():
+            raise SystemExit(f"missing {need}: run blind.py pair into {judge} first")
+    if (out / "judge-output.jsonl").exists():
+        raise SystemExit(
+            f"{out} already holds a judge's output: give the second judge a new folder"
+        )
+    turned = {q: "BA" if ab == "AB" else "AB" for q, ab in json.loads(mapping.read_text()).items()}
+    rows = []
+    for row in log_lines(given):
+        if set(turned) and row["id"] not in turned:
+            raise SystemExit(f"question {row['id']!r} of {given} is not in {mapping}")
+        rows.append({**row, "answer_X": row["answer_Y"], "answer_Y": row["answer_X"]})
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "mapping.json").write_text(json.dumps(turned))
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    (out / "judge-input.jsonl").write_text(text, encoding="utf-8")
+    print(f"{len(rows)} questions -> {out / 'judge-input.jsonl'} (X and Y exchanged)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -280,11 +311,16 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("score", help="judged score, calls and characters per condition")
     c.add_argument("base", type=Path, help="OUT/PROJECT")
     c.add_argument("--agent-eval", type=Path, required=True, help="the agent-eval harness folder")
+    w = sub.add_parser("swap", help="a second judge's input: the same pairs, X and Y exchanged")
+    w.add_argument("judge", type=Path, help="the folder blind.py pair wrote")
+    w.add_argument("out", type=Path, help="the second judge's folder")
     args = ap.parse_args(argv)
     if args.cmd == "prepare":
         return prepare(args.project, args.out, args.agents_dev, args.exe, not args.keep_workspaces)
     if args.cmd == "serve":
         return serve(args.project, args.out, args.port, args.exe, args.print)
+    if args.cmd == "swap":
+        return swap(args.judge, args.out)
     return score(args.base, args.agent_eval)
 
 

@@ -160,3 +160,34 @@ def test_a_held_out_projects_questions_back_each_part_and_ask_nothing_a_labelled
         assert re.search(r"\(set by the (user|assistant)\b", r["gold"])
         assert re.search(r"\((change|reversal) pushed by the (user|assistant)\b", r["gold"])
     assert len({r["topic"] for r in rows}) == len(rows)
+
+
+def test_a_second_judges_input_holds_the_same_pairs_the_other_way_round(tmp_path: Path) -> None:
+    judge, second = tmp_path / "judge", tmp_path / "judge2"
+    rows = [
+        {"id": "q1", "question": "Why?", "gold": "G1", "answer_X": "a1", "answer_Y": "b1"},
+        {"id": "q2", "question": "When?", "gold": "G2", "answer_X": "b2", "answer_Y": "a2"},
+    ]
+    write(judge / "judge-input.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    write(judge / "mapping.json", json.dumps({"q1": "AB", "q2": "BA"}))
+    assert ae.main(["swap", str(judge), str(second)]) == 0
+    lines = (second / "judge-input.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(x) for x in lines] == [
+        {"id": "q1", "question": "Why?", "gold": "G1", "answer_X": "b1", "answer_Y": "a1"},
+        {"id": "q2", "question": "When?", "gold": "G2", "answer_X": "a2", "answer_Y": "b2"},
+    ]
+    assert json.loads((second / "mapping.json").read_text()) == {"q1": "BA", "q2": "AB"}
+    # the first judge's input is as it was
+    assert json.loads((judge / "judge-input.jsonl").read_text().splitlines()[0])["answer_X"] == "a1"
+
+
+def test_a_second_judges_folder_that_holds_a_judges_output_is_left_alone(tmp_path: Path) -> None:
+    judge, second = tmp_path / "judge", tmp_path / "judge2"
+    write(judge / "judge-input.jsonl", json.dumps({"id": "q1", "answer_X": "a", "answer_Y": "b"}))
+    write(judge / "mapping.json", json.dumps({"q1": "AB"}))
+    write(second / "judge-output.jsonl", "{}\n")
+    with pytest.raises(SystemExit, match="already holds a judge's output"):
+        ae.main(["swap", str(judge), str(second)])
+    assert not (second / "mapping.json").exists()
+    with pytest.raises(SystemExit, match="run blind.py pair into"):
+        ae.main(["swap", str(tmp_path / "none"), str(tmp_path / "other")])
