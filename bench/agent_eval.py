@@ -278,7 +278,7 @@ def swap(judge: Path, out: Path) -> int:
     turned = {q: "BA" if ab == "AB" else "AB" for q, ab in json.loads(mapping.read_text()).items()}
     rows = []
     for row in log_lines(given):
-        if set(turned) and row["id"] not in turned:
+        if row["id"] not in turned:
             raise SystemExit(f"question {row['id']!r} of {given} is not in {mapping}")
         rows.append({**row, "answer_X": row["answer_Y"], "answer_Y": row["answer_X"]})
     out.mkdir(parents=True, exist_ok=True)

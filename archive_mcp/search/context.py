@@ -65,8 +65,9 @@ AT_MOST = {RAISE_OR_FULL: "use detail=full or matching", RAISE: "use matching"}
 def at_most(note: str | None) -> str | None:
     """A turn's note for a read whose `max_chars` cannot be raised: the other ways to get what
     the budget left out."""
-    for raise_, instead in AT_MOST.items():  # RAISE_OR_FULL first: it holds RAISE
-        note = note.replace(raise_, instead) if note else note
+    if note:
+        for raise_, instead in AT_MOST.items():  # RAISE_OR_FULL first: it holds RAISE
+            note = note.replace(raise_, instead)
     return note
 
 
